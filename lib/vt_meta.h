@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The metadata bundle: everything a trace.dat reader needs besides the pages.
+ * It is built from a tracefs directory (host side, or the agent in the guest)
+ * and travels over the control port encoded with vt_meta_encode(); a bundle
+ * that arrives from a guest is decoded with vt_meta_decode(), which checks every
+ * length, count and string.
+ */
+#ifndef VT_META_H
+#define VT_META_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Hard bounds on what a peer may send us. */
+#define VT_META_MAX_BLOB	(64u << 20)	/* kallsyms can be large */
+#define VT_META_MAX_FORMAT	(64u << 10)	/* one format file */
+#define VT_META_MAX_NAME	256u		/* system or event name */
+#define VT_META_MAX_SYSTEMS	4096u
+#define VT_META_MAX_EVENTS	65536u		/* in all systems together */
+#define VT_META_MAX_CPUS	4096u
+#define VT_META_MAX_TOTAL	(256u << 20)	/* a whole encoded bundle */
+
+/**
+ * struct vt_blob - a byte string we own; @data is NUL-terminated for convenience
+ */
+struct vt_blob {
+	char *data;
+	size_t len;
+};
+
+/**
+ * struct vt_meta_event - one event format file
+ * @name: event name (the directory name under events/SYSTEM/)
+ * @format: the contents of its format file
+ */
+struct vt_meta_event {
+	char *name;
+	struct vt_blob format;
+};
+
+/**
+ * struct vt_meta_system - the formats of one event system
+ */
+struct vt_meta_system {
+	char *name;
+	struct vt_meta_event *events;
+	uint32_t nr_events;
+};
+
+/**
+ * struct vt_meta - a metadata bundle
+ * @header_page: events/header_page
+ * @header_event: events/header_event
+ * @ftrace: formats of events/ftrace/<name>, the ftrace "system"
+ * @systems: formats of the other systems, enabled events only
+ * @kallsyms: /proc/kallsyms
+ * @printk_formats: printk_formats
+ * @saved_cmdlines: saved_cmdlines
+ * @saved_tgids: saved_tgids
+ * @trace_clock: the trace_clock file ("[local] global ...")
+ * @uname: "sysname release version machine"
+ * @nr_cpus: CPUs the trace covers (possible CPUs with a per_cpu directory)
+ * @subbuf_size: sub-buffer size in bytes, from header_page
+ */
+struct vt_meta {
+	struct vt_blob header_page;
+	struct vt_blob header_event;
+	struct vt_meta_system ftrace;
+	struct vt_meta_system *systems;
+	uint32_t nr_systems;
+	struct vt_blob kallsyms;
+	struct vt_blob printk_formats;
+	struct vt_blob saved_cmdlines;
+	struct vt_blob saved_tgids;
+	struct vt_blob trace_clock;
+	struct vt_blob uname;
+	uint32_t nr_cpus;
+	uint32_t subbuf_size;
+};
+
+/* vt_meta_load() flags */
+#define VT_META_ALL_EVENTS	(1u << 0)	/* every system's formats, not only enabled ones */
+#define VT_META_NO_KALLSYMS	(1u << 1)	/* skip /proc/kallsyms (large, slow in TCG) */
+
+int vt_meta_load(struct vt_meta *m, const char *tracefs, const char *instance, unsigned int flags);
+int vt_meta_add_event(struct vt_meta *m, const char *system, const char *name,
+		      const char *format, size_t len);
+void vt_meta_free(struct vt_meta *m);
+const char *vt_meta_clock(const struct vt_meta *m, char *buf, size_t size);
+int vt_meta_encode(const struct vt_meta *m, void **buf, size_t *len);
+int vt_meta_decode(struct vt_meta *m, const void *buf, size_t len);
+
+#endif
