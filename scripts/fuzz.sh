@@ -1,0 +1,68 @@
+#!/bin/bash
+# Build and run the libFuzzer harnesses in tests/fuzz/.
+#
+#   scripts/fuzz.sh [--smoke] [--time SEC] [NAME...]
+#     --smoke     each harness for 60 s or 1,000,000 runs, whichever comes
+#                 first; prints PASS:/FAIL: lines (scripts/test.sh uses this)
+#     --time SEC  run each harness for SEC seconds (default 600)
+#     NAME        harness names (fuzz-pages ...); default: all
+#
+# Seeds live in tests/fuzz/corpus/NAME/; the growing corpus and any crash
+# files go to build-fuzz/NAME/ and never into the source tree.
+set -u
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+smoke=0 secs=600 names=()
+while [ $# -gt 0 ]; do
+	case $1 in
+	--smoke) smoke=1; secs=60 ;;
+	--time) secs=$2; shift ;;
+	-h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+	-*) echo "fuzz.sh: unknown option $1" >&2; exit 2 ;;
+	*) names+=("$1") ;;
+	esac
+	shift
+done
+if [ ${#names[@]} -eq 0 ]; then
+	for f in tests/fuzz/fuzz-*.c; do names+=("$(basename "$f" .c)"); done
+fi
+
+CLANG=$(command -v clang || command -v clang-14 || true)
+out=build-fuzz
+mkdir -p "$out"
+rc=0
+for name in "${names[@]}"; do
+	src=tests/fuzz/$name.c
+	if [ -z "$CLANG" ]; then
+		echo "FAIL: fuzz/$name (clang not installed: run scripts/install-deps.sh)"
+		rc=1
+		continue
+	fi
+	# Each harness names the library sources it needs in a comment line.
+	libs=$(sed -n 's/.*vt-fuzz-sources: //p' "$src")
+	mkdir -p "$out/bin"
+	bin=$out/bin/$name
+	if ! "$CLANG" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+		-I lib -include /dev/null -o "$bin" "$src" $libs 2>"$out/$name.build.log"; then
+		cat "$out/$name.build.log"
+		echo "FAIL: fuzz/$name (build)"
+		rc=1
+		continue
+	fi
+	corpus=$out/$name/corpus
+	mkdir -p "$corpus" "$out/$name/crashes"
+	seeds=tests/fuzz/corpus/${name#fuzz-}
+	args=(-max_total_time="$secs" -print_final_stats=1 -artifact_prefix="$out/$name/crashes/")
+	[ "$smoke" = 1 ] && args+=(-runs=1000000)
+	log=$out/$name.log
+	if "$bin" "${args[@]}" "$corpus" $( [ -d "$seeds" ] && echo "$seeds" ) >"$log" 2>&1; then
+		runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+		echo "PASS: fuzz/$name ($runs runs in at most ${secs}s)"
+	else
+		grep -E 'ERROR|SUMMARY|==[0-9]+==' "$log" | head -20
+		echo "FAIL: fuzz/$name (crash inputs in $out/$name/crashes/)"
+		rc=1
+	fi
+done
+exit $rc

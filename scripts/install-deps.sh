@@ -1,0 +1,39 @@
+#!/bin/bash
+# Install every Debian package that the build, the tests and the demo need.
+# Safe to run twice: when everything is present it touches nothing.
+# Needs root (or sudo), apt-get and no systemd.
+set -eu
+
+PKGS=(
+	# build
+	autoconf automake libtool pkg-config make gcc
+	libtracefs-dev libtraceevent-dev libtracecmd-dev liburing-dev libzstd-dev
+	libvirt-dev libxml2-dev libcmocka-dev
+	# fuzzing (libFuzzer and the sanitizer runtimes)
+	clang libclang-rt-14-dev
+	# oracles and tools the tests run
+	trace-cmd zstd jq man-db groff-base
+	# guests
+	qemu-system-x86 busybox-static cpio kmod xz-utils
+	# libvirt without systemd
+	libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed$'; then
+		missing+=("$p")
+	fi
+done
+if [ ${#missing[@]} -eq 0 ]; then
+	echo "install-deps: all ${#PKGS[@]} packages present"
+	exit 0
+fi
+
+SUDO=
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done"
