@@ -1,1 +1,1189 @@
-/* SPDX-License-Identifier: LGPL-2.1-or-later */
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The trace.dat writer. Layouts (little-endian throughout):
+ *
+ * v6: magic "6" endian long-size page-size, the metadata blocks back to back,
+ *     u32 nr_cpus, "options  \0" {u16 id, u32 size, data}... u16 0,
+ *     "flyrecord\0" {u64 offset, u64 size} per CPU, u64 len + "[clock]"
+ *     (only when a TRACECLOCK option exists), then the page-aligned CPU data.
+ *
+ * v7: magic "7" endian long-size page-size "zstd\0VER\0" | "none\0\0",
+ *     u64 offset of the options section, then an unbroken chain of sections
+ *     {u16 id, u16 flags, u32 string id, u64 size} that readers walk from the
+ *     start: strings, the six metadata sections, the flyrecord buffer (CPU
+ *     data page-aligned inside it; compressed as {u32 nr_chunks, {u32 zsize,
+ *     u32 size, data}...} per CPU) and last the options section, which ends
+ *     with DONE {u64 next = 0}.
+ *
+ * The readers this was checked against are trace-cmd 3.1.6's report and dump.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "vt_le.h"
+#include "vt_pages.h"
+#include "vt_tracedat.h"
+
+#define SEC_FL_COMPRESS		1u
+#define OPT_MAX_SIZE		(64u << 20)
+#define TSHIFT_MAX_SAMPLES	(1u << 20)
+#define VT_TD_CHUNK_BYTES_MAX	(4u << 20)
+
+static const uint8_t td_magic[10] = { 0x17, 0x08, 0x44, 't', 'r', 'a', 'c', 'i', 'n', 'g' };
+
+/* Section descriptions, in the strings section in this order. */
+enum { STR_STRINGS, STR_OPTIONS, STR_HEADERS, STR_FTRACE, STR_EVENTS, STR_KALLSYMS,
+       STR_PRINTK, STR_CMDLINES, STR_FLYRECORD, NR_STRS };
+static const char *const td_strings[NR_STRS] = {
+	"strings", "options", "headers", "ftrace events", "events format", "kallsyms",
+	"printk", "command lines", "buffer flyrecord",
+};
+
+/* A growable byte buffer; the first allocation failure sticks in @err. */
+struct dbuf {
+	uint8_t *p;
+	size_t len, cap;
+	int err;
+};
+
+struct td_cpu {
+	uint64_t offset;
+	uint64_t size;
+	bool written;
+	struct vt_tracedat_stats st;
+};
+
+struct vt_tracedat {
+	int fd;
+	int err;
+	unsigned int version;
+	bool zstd;
+	unsigned int flags;
+	uint64_t trace_id;
+	struct vt_page_fmt fmt;
+	uint32_t nr_cpus;
+	char clock[64];
+	bool has_clock;
+	char *trace_clock;
+	char *uname;
+	uint64_t pos;
+	uint32_t str_off[NR_STRS];
+
+	struct dbuf opts;
+	uint8_t tsc2nsec[16];
+	bool has_tsc2nsec;
+
+	uint64_t options_ptr;		/* v7: where the options offset goes */
+	uint64_t sec_off[6];		/* v7: HEADER_INFO .. CMDLINES sections */
+	uint64_t fly_off;		/* v7: the flyrecord section header */
+	uint64_t table_off;		/* v6: the flyrecord offset table */
+	bool data_started;
+	bool finished;
+
+	int cur;			/* CPU between begin and end, or -1 */
+	uint64_t in_pages;		/* pages of that CPU seen so far */
+	uint8_t *chunk;
+	size_t chunk_len, chunk_cap;
+	uint8_t *zout;
+	size_t zout_cap;
+	uint32_t nr_chunks;
+	uint64_t count_off;
+	ZSTD_CCtx *zc;
+	int zlevel;
+
+	struct td_cpu *cpus;
+	struct vt_tracedat_fault fault;
+};
+
+static void db_put(struct dbuf *b, const void *data, size_t len)
+{
+	if (b->err)
+		return;
+	if (b->len + len > b->cap) {
+		size_t cap = b->cap ? b->cap : 256;
+		uint8_t *p;
+
+		while (cap < b->len + len)
+			cap *= 2;
+		p = realloc(b->p, cap);
+		if (!p) {
+			b->err = -ENOMEM;
+			return;
+		}
+		b->p = p;
+		b->cap = cap;
+	}
+	if (len)
+		memcpy(b->p + b->len, data, len);
+	b->len += len;
+}
+
+static void db_u16(struct dbuf *b, uint16_t v)
+{
+	uint8_t x[2];
+
+	vt_put_le16(x, v);
+	db_put(b, x, 2);
+}
+
+static void db_u32(struct dbuf *b, uint32_t v)
+{
+	uint8_t x[4];
+
+	vt_put_le32(x, v);
+	db_put(b, x, 4);
+}
+
+static void db_u64(struct dbuf *b, uint64_t v)
+{
+	uint8_t x[8];
+
+	vt_put_le64(x, v);
+	db_put(b, x, 8);
+}
+
+static void db_str(struct dbuf *b, const char *s)
+{
+	db_put(b, s, strlen(s) + 1);
+}
+
+static void db_free(struct dbuf *b)
+{
+	free(b->p);
+	memset(b, 0, sizeof(*b));
+}
+
+/* --- Output --- */
+
+static int td_write(struct vt_tracedat *w, const void *data, size_t len)
+{
+	const uint8_t *p = data;
+	ssize_t n;
+
+	while (len) {
+		n = write(w->fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EIO;
+		p += n;
+		len -= n;
+		w->pos += n;
+	}
+	return 0;
+}
+
+static int td_pwrite(struct vt_tracedat *w, const void *data, size_t len, uint64_t off)
+{
+	const uint8_t *p = data;
+	ssize_t n;
+
+	while (len) {
+		n = pwrite(w->fd, p, len, off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EIO;
+		p += n;
+		len -= n;
+		off += n;
+	}
+	return 0;
+}
+
+static int td_pwrite64(struct vt_tracedat *w, uint64_t v, uint64_t off)
+{
+	uint8_t x[8];
+
+	vt_put_le64(x, v);
+	return td_pwrite(w, x, 8, off);
+}
+
+/* Zero-fill up to the next multiple of the page size. */
+static int td_align(struct vt_tracedat *w)
+{
+	static const uint8_t zeros[4096];
+	uint64_t pad = (w->fmt.subbuf_size - w->pos % w->fmt.subbuf_size) % w->fmt.subbuf_size;
+	int ret = 0;
+
+	while (pad && !ret) {
+		size_t n = pad > sizeof(zeros) ? sizeof(zeros) : pad;
+
+		ret = td_write(w, zeros, n);
+		pad -= n;
+	}
+	return ret;
+}
+
+/* Errors stick: once the file is inconsistent nothing else may be written. */
+static int td_fail(struct vt_tracedat *w, int ret)
+{
+	if (ret < 0 && !w->err)
+		w->err = ret;
+	return ret;
+}
+
+/* --- Metadata --- */
+
+static void body_headers(struct dbuf *b, const struct vt_meta *m)
+{
+	db_str(b, "header_page");
+	db_u64(b, m->header_page.len);
+	db_put(b, m->header_page.data, m->header_page.len);
+	db_str(b, "header_event");
+	db_u64(b, m->header_event.len);
+	db_put(b, m->header_event.data, m->header_event.len);
+}
+
+static void body_formats(struct dbuf *b, const struct vt_meta_system *s)
+{
+	uint32_t i;
+
+	db_u32(b, s->nr_events);
+	for (i = 0; i < s->nr_events; i++) {
+		db_u64(b, s->events[i].format.len);
+		db_put(b, s->events[i].format.data, s->events[i].format.len);
+	}
+}
+
+static void body_events(struct dbuf *b, const struct vt_meta *m)
+{
+	uint32_t i, n = 0;
+
+	for (i = 0; i < m->nr_systems; i++)
+		n += m->systems[i].nr_events > 0;
+	db_u32(b, n);
+	for (i = 0; i < m->nr_systems; i++) {
+		if (!m->systems[i].nr_events)
+			continue;
+		db_str(b, m->systems[i].name);
+		body_formats(b, &m->systems[i]);
+	}
+}
+
+static void body_blob32(struct dbuf *b, const struct vt_blob *blob)
+{
+	db_u32(b, blob->len);
+	db_put(b, blob->data, blob->len);
+}
+
+static void body_blob64(struct dbuf *b, const struct vt_blob *blob)
+{
+	db_u64(b, blob->len);
+	db_put(b, blob->data, blob->len);
+}
+
+/* One of the six metadata blocks; @i follows VT_TD_OPT_HEADER_INFO + i. */
+static void body_meta(struct dbuf *b, const struct vt_meta *m, int i)
+{
+	switch (i) {
+	case 0:
+		body_headers(b, m);
+		break;
+	case 1:
+		body_formats(b, &m->ftrace);
+		break;
+	case 2:
+		body_events(b, m);
+		break;
+	case 3:
+		body_blob32(b, &m->kallsyms);
+		break;
+	case 4:
+		body_blob32(b, &m->printk_formats);
+		break;
+	default:
+		body_blob64(b, &m->saved_cmdlines);
+		break;
+	}
+}
+
+static int section_header(struct vt_tracedat *w, uint16_t id, uint16_t flags, uint32_t str,
+			  uint64_t size)
+{
+	uint8_t h[16];
+
+	vt_put_le16(h, id);
+	vt_put_le16(h + 2, flags);
+	vt_put_le32(h + 4, w->str_off[str]);
+	vt_put_le64(h + 8, size);
+	return td_write(w, h, sizeof(h));
+}
+
+static int compress_into(struct vt_tracedat *w, const void *src, size_t len, size_t *zlen)
+{
+	size_t bound = ZSTD_compressBound(len), n;
+
+	if (bound > w->zout_cap) {
+		uint8_t *p = realloc(w->zout, bound);
+
+		if (!p)
+			return -ENOMEM;
+		w->zout = p;
+		w->zout_cap = bound;
+	}
+	n = ZSTD_compressCCtx(w->zc, w->zout, w->zout_cap, src, len, w->zlevel);
+	if (ZSTD_isError(n))
+		return -EIO;
+	*zlen = n;
+	return 0;
+}
+
+/* A whole v7 section; metadata sections are one compressed block each. */
+static int write_section(struct vt_tracedat *w, uint16_t id, uint32_t str,
+			 const struct dbuf *body, bool compress)
+{
+	uint8_t sizes[8];
+	size_t zlen;
+	int ret;
+
+	if (!compress)
+		return section_header(w, id, 0, str, body->len) ?:
+		       td_write(w, body->p, body->len);
+	if (body->len > UINT32_MAX)
+		return -EFBIG;
+	ret = compress_into(w, body->p, body->len, &zlen);
+	if (ret < 0)
+		return ret;
+	vt_put_le32(sizes, zlen);
+	vt_put_le32(sizes + 4, body->len);
+	return section_header(w, id, SEC_FL_COMPRESS, str, 8 + zlen) ?:
+	       td_write(w, sizes, 8) ?: td_write(w, w->zout, zlen);
+}
+
+static int write_start(struct vt_tracedat *w)
+{
+	struct dbuf b = { 0 };
+	int ret;
+
+	db_put(&b, td_magic, sizeof(td_magic));
+	db_str(&b, w->version == 6 ? "6" : "7");
+	db_put(&b, "\0", 1);				/* little endian */
+	db_put(&b, (uint8_t []){ w->fmt.commit_size }, 1);
+	db_u32(&b, w->fmt.subbuf_size);
+	if (w->version >= 7) {
+		db_str(&b, w->zstd ? "zstd" : "none");
+		db_str(&b, w->zstd ? ZSTD_versionString() : "");
+		w->options_ptr = b.len;
+		db_u64(&b, 0);
+	}
+	ret = b.err ?: td_write(w, b.p, b.len);
+	db_free(&b);
+	return ret;
+}
+
+static int write_meta_v7(struct vt_tracedat *w, const struct vt_meta *m)
+{
+	static const uint32_t strs[6] = { STR_HEADERS, STR_FTRACE, STR_EVENTS, STR_KALLSYMS,
+					  STR_PRINTK, STR_CMDLINES };
+	struct dbuf b = { 0 };
+	int i, ret;
+
+	for (i = 0; i < NR_STRS; i++) {
+		w->str_off[i] = b.len;
+		db_str(&b, td_strings[i]);
+	}
+	ret = b.err ?: write_section(w, VT_TD_OPT_STRINGS, STR_STRINGS, &b, false);
+	for (i = 0; i < 6 && !ret; i++) {
+		b.len = 0;
+		body_meta(&b, m, i);
+		w->sec_off[i] = w->pos;
+		ret = b.err ?: write_section(w, VT_TD_OPT_HEADER_INFO + i, strs[i], &b, w->zstd);
+	}
+	db_free(&b);
+	return ret;
+}
+
+static int write_meta_v6(struct vt_tracedat *w, const struct vt_meta *m)
+{
+	struct dbuf b = { 0 };
+	int i, ret = 0;
+
+	for (i = 0; i < 6 && !ret; i++) {
+		b.len = 0;
+		body_meta(&b, m, i);
+		ret = b.err ?: td_write(w, b.p, b.len);
+	}
+	b.len = 0;
+	db_u32(&b, w->nr_cpus);
+	ret = ret ?: b.err ?: td_write(w, b.p, b.len);
+	db_free(&b);
+	return ret;
+}
+
+/* --- Options --- */
+
+static void opt_put(struct dbuf *b, uint16_t id, const void *data, size_t len)
+{
+	db_u16(b, id);
+	db_u32(b, len);
+	db_put(b, data, len);
+}
+
+static int opt_check(struct vt_tracedat *w, size_t len)
+{
+	if (w->err)
+		return w->err;
+	if (w->finished || (w->version == 6 && w->data_started))
+		return -EBUSY;
+	if (len > OPT_MAX_SIZE)
+		return -E2BIG;
+	return 0;
+}
+
+/**
+ * vt_tracedat_add_option() - add a raw option
+ * @w: the writer
+ * @id: the option id (VT_TD_OPT_*)
+ * @data: its payload, already in file byte order
+ * @len: payload size
+ *
+ * Options come out in the order they were added, after the ones the writer
+ * generates itself (TSC2NSEC, TRACECLOCK, UNAME, CPUCOUNT, TRACEID).
+ *
+ * Return: 0, -EBUSY when too late (v6 after CPU data, or after finish),
+ * -E2BIG, -ENOMEM, or the writer's sticky error.
+ */
+int vt_tracedat_add_option(struct vt_tracedat *w, uint16_t id, const void *data, size_t len)
+{
+	int ret = opt_check(w, len);
+
+	if (ret < 0)
+		return ret;
+	opt_put(&w->opts, id, data, len);
+	return w->opts.err;
+}
+
+/* Encode into @b, then add it as option @id. */
+static int add_built(struct vt_tracedat *w, uint16_t id, struct dbuf *b)
+{
+	int ret = b->err ?: vt_tracedat_add_option(w, id, b->p, b->len);
+
+	db_free(b);
+	return ret;
+}
+
+/**
+ * vt_tracedat_add_cpustat() - add a CPUSTAT option
+ * @w: the writer
+ * @cpu: the CPU whose per_cpu/cpuN/stats text this is
+ * @text: the text (need not be NUL-terminated)
+ * @len: its length
+ *
+ * Written as "CPU: N\n" followed by the text, the way trace-cmd record does.
+ *
+ * Return: as vt_tracedat_add_option().
+ */
+int vt_tracedat_add_cpustat(struct vt_tracedat *w, uint32_t cpu, const char *text, size_t len)
+{
+	struct dbuf b = { 0 };
+	char head[32];
+
+	snprintf(head, sizeof(head), "CPU: %u\n", cpu);
+	db_put(&b, head, strlen(head));
+	db_put(&b, text, len);
+	db_put(&b, "", 1);
+	return add_built(w, VT_TD_OPT_CPUSTAT, &b);
+}
+
+/**
+ * vt_tracedat_add_date() - add a DATE option
+ * @w: the writer
+ * @usecs: microseconds the reader adds to every timestamp (after conversion
+ *	to nanoseconds, unless it is told to ignore the date)
+ *
+ * Return: as vt_tracedat_add_option().
+ */
+int vt_tracedat_add_date(struct vt_tracedat *w, int64_t usecs)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%lld", (long long)usecs);
+	return vt_tracedat_add_option(w, VT_TD_OPT_DATE, buf, strlen(buf) + 1);
+}
+
+/**
+ * vt_tracedat_add_time_shift() - add a TIME_SHIFT option (in a guest's file)
+ * @w: the writer
+ * @peer_id: the trace id of the peer, usually the host's file
+ * @flags: VT_TD_TSHIFT_INTERPOLATE
+ * @nr_cpus: entries in @cpus (guest CPUs)
+ * @cpus: per guest CPU samples; times, offsets are required when nr > 0
+ *
+ * The per-CPU fraction-bit arrays trace-cmd expects after the samples are
+ * always written.
+ *
+ * Return: 0, -EINVAL for missing arrays or too many samples, or as
+ * vt_tracedat_add_option().
+ */
+int vt_tracedat_add_time_shift(struct vt_tracedat *w, uint64_t peer_id, uint32_t flags,
+			       uint32_t nr_cpus, const struct vt_tracedat_tshift_cpu *cpus)
+{
+	struct dbuf b = { 0 };
+	uint32_t c, i;
+
+	if (nr_cpus > VT_META_MAX_CPUS || (nr_cpus && !cpus))
+		return -EINVAL;
+	for (c = 0; c < nr_cpus; c++)
+		if (cpus[c].nr > TSHIFT_MAX_SAMPLES ||
+		    (cpus[c].nr && (!cpus[c].times || !cpus[c].offsets)))
+			return -EINVAL;
+	db_u64(&b, peer_id);
+	db_u32(&b, flags);
+	db_u32(&b, nr_cpus);
+	for (c = 0; c < nr_cpus; c++) {
+		const struct vt_tracedat_tshift_cpu *s = &cpus[c];
+
+		db_u32(&b, s->nr);
+		for (i = 0; i < s->nr; i++)
+			db_u64(&b, s->times[i]);
+		for (i = 0; i < s->nr; i++)
+			db_u64(&b, s->offsets[i]);
+		for (i = 0; i < s->nr; i++)
+			db_u64(&b, s->scalings ? s->scalings[i] : 1);
+	}
+	for (c = 0; c < nr_cpus; c++)
+		for (i = 0; i < cpus[c].nr; i++)
+			db_u64(&b, cpus[c].frac_bits ? cpus[c].frac_bits[i] : 0);
+	return add_built(w, VT_TD_OPT_TIME_SHIFT, &b);
+}
+
+/**
+ * vt_tracedat_add_guest() - add a GUEST option (in the host's file)
+ * @w: the writer
+ * @name: the guest's name
+ * @guest_id: the trace id the guest's file carries in its TRACEID option
+ * @nr_vcpus: entries in @host_tids
+ * @host_tids: the host thread running each vCPU, indexed by vCPU
+ *
+ * Return: 0, -EINVAL, or as vt_tracedat_add_option().
+ */
+int vt_tracedat_add_guest(struct vt_tracedat *w, const char *name, uint64_t guest_id,
+			  uint32_t nr_vcpus, const uint32_t *host_tids)
+{
+	struct dbuf b = { 0 };
+	uint32_t i;
+
+	if (!name || nr_vcpus > VT_META_MAX_CPUS || (nr_vcpus && !host_tids))
+		return -EINVAL;
+	db_str(&b, name);
+	db_u64(&b, guest_id);
+	db_u32(&b, nr_vcpus);
+	for (i = 0; i < nr_vcpus; i++) {
+		db_u32(&b, i);
+		db_u32(&b, host_tids[i]);
+	}
+	return add_built(w, VT_TD_OPT_GUEST, &b);
+}
+
+/**
+ * vt_tracedat_set_tsc2nsec() - add the TSC2NSEC option
+ * @w: the writer
+ * @mult: multiplier
+ * @shift: right shift
+ * @offset: added after conversion
+ *
+ * It is written before TRACECLOCK, which is the order report needs to show
+ * x86-tsc timestamps as time.
+ *
+ * Return: as vt_tracedat_add_option().
+ */
+int vt_tracedat_set_tsc2nsec(struct vt_tracedat *w, uint32_t mult, uint32_t shift,
+			     uint64_t offset)
+{
+	int ret = opt_check(w, 16);
+
+	if (ret < 0)
+		return ret;
+	vt_put_le32(w->tsc2nsec, mult);
+	vt_put_le32(w->tsc2nsec + 4, shift);
+	vt_put_le64(w->tsc2nsec + 8, offset);
+	w->has_tsc2nsec = true;
+	return 0;
+}
+
+/* Every option, generated ones first; v7 adds section pointers and BUFFER. */
+static void build_options(struct vt_tracedat *w, struct dbuf *b)
+{
+	uint8_t x[8];
+	uint32_t c;
+	int i;
+
+	if (w->version >= 7) {
+		for (i = 0; i < 6; i++) {
+			vt_put_le64(x, w->sec_off[i]);
+			opt_put(b, VT_TD_OPT_HEADER_INFO + i, x, 8);
+		}
+	}
+	if (w->has_tsc2nsec)
+		opt_put(b, VT_TD_OPT_TSC2NSEC, w->tsc2nsec, 16);
+	if (w->has_clock)
+		opt_put(b, VT_TD_OPT_TRACECLOCK, w->trace_clock, strlen(w->trace_clock) + 1);
+	if (w->uname && *w->uname)
+		opt_put(b, VT_TD_OPT_UNAME, w->uname, strlen(w->uname) + 1);
+	vt_put_le32(x, w->nr_cpus);
+	opt_put(b, VT_TD_OPT_CPUCOUNT, x, 4);
+	if (w->trace_id) {
+		vt_put_le64(x, w->trace_id);
+		opt_put(b, VT_TD_OPT_TRACEID, x, 8);
+	}
+	db_put(b, w->opts.p, w->opts.len);
+	if (w->version < 7)
+		return;
+
+	db_u16(b, VT_TD_OPT_BUFFER);
+	db_u32(b, 8 + 1 + strlen(w->has_clock ? w->clock : "local") + 1 + 8 + w->nr_cpus * 20);
+	db_u64(b, w->fly_off);
+	db_str(b, "");
+	db_str(b, w->has_clock ? w->clock : "local");
+	db_u32(b, w->fmt.subbuf_size);
+	db_u32(b, w->nr_cpus);
+	for (c = 0; c < w->nr_cpus; c++) {
+		db_u32(b, c);
+		db_u64(b, w->cpus[c].offset);
+		db_u64(b, w->cpus[c].size);
+	}
+	vt_put_le64(x, 0);
+	opt_put(b, VT_TD_OPT_DONE, x, 8);
+}
+
+/* v6: options, "flyrecord", the offset table (patched later), the clock. */
+static int start_data_v6(struct vt_tracedat *w)
+{
+	struct dbuf b = { 0 };
+	char clk[80];
+	uint32_t c;
+	int ret;
+
+	db_put(&b, "options  ", 10);
+	build_options(w, &b);
+	db_u16(&b, 0);
+	db_put(&b, "flyrecord", 10);
+	w->table_off = w->pos + b.len;
+	for (c = 0; c < w->nr_cpus; c++) {
+		db_u64(&b, 0);
+		db_u64(&b, 0);
+	}
+	if (w->has_clock) {
+		snprintf(clk, sizeof(clk), "[%s]", w->clock);
+		db_u64(&b, strlen(clk));
+		db_put(&b, clk, strlen(clk));
+	}
+	ret = b.err ?: td_write(w, b.p, b.len);
+	db_free(&b);
+	return ret;
+}
+
+static int start_data(struct vt_tracedat *w)
+{
+	int ret;
+
+	if (w->data_started)
+		return 0;
+	if (w->version == 6) {
+		ret = start_data_v6(w);
+	} else {
+		w->fly_off = w->pos;
+		ret = section_header(w, VT_TD_OPT_BUFFER, w->zstd ? SEC_FL_COMPRESS : 0,
+				     STR_FLYRECORD, 0);
+	}
+	if (ret == 0)
+		w->data_started = true;
+	return ret;
+}
+
+/* --- Per-CPU data --- */
+
+static void note_fault(struct vt_tracedat *w, uint32_t offset, const char *why)
+{
+	if (w->fault.cpu >= 0)
+		return;
+	w->fault.cpu = w->cur;
+	w->fault.page = w->in_pages;
+	w->fault.offset = offset;
+	w->fault.reason = why;
+}
+
+/* Count what a page holds; 1 to keep it, 0 to drop it, -EBADMSG when strict. */
+static int account_page(struct vt_tracedat *w, const uint8_t *page)
+{
+	struct vt_tracedat_stats *st = &w->cpus[w->cur].st;
+	struct vt_page_info info;
+	const char *why = NULL;
+	uint32_t nr = 0, bad = 0;
+
+	if (w->flags & VT_TD_VALIDATE) {
+		if (vt_page_validate(&w->fmt, page, w->fmt.subbuf_size, &info, &nr, &bad,
+				     &why) < 0) {
+			note_fault(w, bad, why);
+			if (w->flags & VT_TD_STRICT)
+				return -EBADMSG;
+			st->bad_pages++;
+			return 0;
+		}
+		st->events += nr;
+	} else if (vt_page_header(&w->fmt, page, w->fmt.subbuf_size, &info) < 0) {
+		return 1;
+	}
+	st->missed_pages += info.missed;
+	if (info.missed_stored)
+		st->lost_events += info.missed_events;
+	return 1;
+}
+
+/*
+ * Complete a partial page: zeros after the bytes we have. When the commit
+ * word claims data we do not have, cut the length back to the last whole
+ * event, so that no reader walks into the zeros.
+ */
+static void complete_page(struct vt_tracedat *w, uint8_t *page, size_t have)
+{
+	const struct vt_page_fmt *f = &w->fmt;
+	struct vt_tracedat_stats *st = &w->cpus[w->cur].st;
+	uint32_t commit, len, avail, keep;
+	struct vt_page_iter it;
+	struct vt_event ev;
+
+	memset(page + have, 0, f->subbuf_size - have);
+	st->padded_pages++;
+	if (have < f->data_offset) {
+		memset(page + 8, 0, f->commit_size);	/* an empty page */
+		return;
+	}
+	commit = vt_get_le32(page + 8);
+	len = commit & VT_COMMIT_LEN_MASK;
+	avail = have - f->data_offset;
+	if (len + ((commit & VT_COMMIT_MISSED_STORED) ? f->commit_size : 0) <= avail)
+		return;
+	keep = len < avail ? len : avail;
+	commit = (commit & ~(VT_COMMIT_LEN_MASK | (uint32_t)VT_COMMIT_MISSED_STORED)) | keep;
+	vt_put_le32(page + 8, commit);
+	if (vt_page_iter_init(&it, f, page, f->subbuf_size) == 0) {
+		while (vt_page_iter_next(&it, &ev) > 0)
+			;
+		if (it.bad_reason)
+			keep = it.bad_offset - f->data_offset;
+	}
+	vt_put_le32(page + 8, (commit & ~VT_COMMIT_LEN_MASK) | keep);
+	memset(page + f->data_offset + keep, 0, f->subbuf_size - f->data_offset - keep);
+	st->repaired_pages++;
+}
+
+/* Write the whole pages in the chunk buffer: raw, or as one zstd chunk. */
+static int flush_chunk(struct vt_tracedat *w)
+{
+	struct vt_tracedat_stats *st = &w->cpus[w->cur].st;
+	size_t page = w->fmt.subbuf_size, in, out = 0, zlen;
+	uint64_t before = w->pos;
+	uint8_t sizes[8];
+	int ret;
+
+	for (in = 0; in + page <= w->chunk_len; in += page, w->in_pages++) {
+		ret = account_page(w, w->chunk + in);
+		if (ret < 0)
+			return ret;
+		if (!ret)
+			continue;
+		if (out != in)
+			memmove(w->chunk + out, w->chunk + in, page);
+		out += page;
+	}
+	w->chunk_len = 0;
+	if (!out)
+		return 0;
+	if (!w->zstd) {
+		ret = td_write(w, w->chunk, out);
+	} else {
+		if (!w->nr_chunks) {
+			w->count_off = w->pos;
+			vt_put_le32(sizes, 0);
+			ret = td_write(w, sizes, 4);
+			if (ret < 0)
+				return ret;
+		}
+		ret = compress_into(w, w->chunk, out, &zlen);
+		if (ret < 0)
+			return ret;
+		vt_put_le32(sizes, zlen);
+		vt_put_le32(sizes + 4, out);
+		ret = td_write(w, sizes, 8) ?: td_write(w, w->zout, zlen);
+		w->nr_chunks++;
+	}
+	st->pages += out / page;
+	st->bytes += out;
+	st->file_bytes += w->pos - before;
+	return ret;
+}
+
+/**
+ * vt_tracedat_cpu_begin() - start one CPU's data
+ * @w: the writer
+ * @cpu: the CPU, below the bundle's nr_cpus, not written before
+ *
+ * Return: 0, -EINVAL for a bad or repeated CPU, -EBUSY when another CPU is
+ * open or the file is finished, -errno from writing, or the sticky error.
+ */
+int vt_tracedat_cpu_begin(struct vt_tracedat *w, uint32_t cpu)
+{
+	int ret;
+
+	if (w->err)
+		return w->err;
+	if (w->finished || w->cur >= 0)
+		return -EBUSY;
+	if (cpu >= w->nr_cpus || w->cpus[cpu].written)
+		return -EINVAL;
+	ret = start_data(w) ?: td_align(w);
+	if (ret < 0)
+		return td_fail(w, ret);
+	w->cur = cpu;
+	w->cpus[cpu].offset = w->pos;
+	w->in_pages = 0;
+	w->chunk_len = 0;
+	w->nr_chunks = 0;
+	return 0;
+}
+
+/**
+ * vt_tracedat_cpu_write() - append raw pages to the open CPU
+ * @w: the writer
+ * @data: bytes of concatenated pages; need not end on a page boundary
+ * @len: how many
+ *
+ * Return: 0, -EBADMSG for a malformed page under VT_TD_STRICT, -EBUSY when
+ * no CPU is open, -errno from writing, or the sticky error.
+ */
+int vt_tracedat_cpu_write(struct vt_tracedat *w, const void *data, size_t len)
+{
+	const uint8_t *p = data;
+	int ret;
+
+	if (w->err)
+		return w->err;
+	if (w->cur < 0)
+		return -EBUSY;
+	while (len) {
+		size_t n = w->chunk_cap - w->chunk_len;
+
+		if (n > len)
+			n = len;
+		memcpy(w->chunk + w->chunk_len, p, n);
+		w->chunk_len += n;
+		p += n;
+		len -= n;
+		if (w->chunk_len == w->chunk_cap) {
+			ret = flush_chunk(w);
+			if (ret < 0)
+				return td_fail(w, ret);
+		}
+	}
+	return 0;
+}
+
+/**
+ * vt_tracedat_cpu_end() - finish the open CPU
+ * @w: the writer
+ *
+ * A trailing partial page is completed with zeros (and its commit length cut
+ * to the data present), never dropped.
+ *
+ * Return: as vt_tracedat_cpu_write().
+ */
+int vt_tracedat_cpu_end(struct vt_tracedat *w)
+{
+	struct td_cpu *c;
+	size_t rest;
+	uint8_t x[4];
+	int ret;
+
+	if (w->err)
+		return w->err;
+	if (w->cur < 0)
+		return -EBUSY;
+	c = &w->cpus[w->cur];
+	rest = w->chunk_len % w->fmt.subbuf_size;
+	if (rest) {
+		complete_page(w, w->chunk + w->chunk_len - rest, rest);
+		w->chunk_len += w->fmt.subbuf_size - rest;
+	}
+	ret = flush_chunk(w);
+	if (ret == 0 && w->nr_chunks) {
+		vt_put_le32(x, w->nr_chunks);
+		ret = td_pwrite(w, x, 4, w->count_off);
+	}
+	if (ret < 0)
+		return td_fail(w, ret);
+	c->size = w->pos - c->offset;
+	c->written = true;
+	if (w->version == 6) {
+		ret = td_pwrite64(w, c->offset, w->table_off + 16ull * w->cur) ?:
+		      td_pwrite64(w, c->size, w->table_off + 16ull * w->cur + 8);
+		if (ret < 0)
+			return td_fail(w, ret);
+	}
+	w->cur = -1;
+	return 0;
+}
+
+/**
+ * vt_tracedat_cpu_fd() - write one CPU's data from a file descriptor
+ * @w: the writer
+ * @cpu: the CPU
+ * @fd: read until EOF (a spool file of concatenated pages, a pipe)
+ *
+ * Only a chunk of pages is held in memory at a time.
+ *
+ * Return: as vt_tracedat_cpu_begin() and vt_tracedat_cpu_write(), or -errno
+ * from reading.
+ */
+int vt_tracedat_cpu_fd(struct vt_tracedat *w, uint32_t cpu, int fd)
+{
+	ssize_t n;
+	int ret;
+
+	ret = vt_tracedat_cpu_begin(w, cpu);
+	if (ret < 0)
+		return ret;
+	for (;;) {
+		n = read(fd, w->chunk + w->chunk_len, w->chunk_cap - w->chunk_len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return td_fail(w, -errno);
+		if (n == 0)
+			break;
+		w->chunk_len += n;
+		if (w->chunk_len == w->chunk_cap) {
+			ret = flush_chunk(w);
+			if (ret < 0)
+				return td_fail(w, ret);
+		}
+	}
+	return vt_tracedat_cpu_end(w);
+}
+
+/**
+ * vt_tracedat_cpu_path() - write one CPU's data from a file
+ * @w: the writer
+ * @cpu: the CPU
+ * @path: the file
+ *
+ * Return: as vt_tracedat_cpu_fd(), or -errno from open().
+ */
+int vt_tracedat_cpu_path(struct vt_tracedat *w, uint32_t cpu, const char *path)
+{
+	int fd, ret;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ret = vt_tracedat_cpu_fd(w, cpu, fd);
+	close(fd);
+	return ret;
+}
+
+/**
+ * vt_tracedat_finish() - complete the file
+ * @w: the writer
+ *
+ * CPUs that were never written are recorded as empty. v7: closes the
+ * flyrecord section, writes the options section and links it from the file
+ * header. The fd is not closed or synced.
+ *
+ * Return: 0, -EBUSY when a CPU is still open, -errno, or the sticky error.
+ */
+int vt_tracedat_finish(struct vt_tracedat *w)
+{
+	struct dbuf b = { 0 };
+	uint64_t opt_off;
+	int ret;
+
+	if (w->err)
+		return w->err;
+	if (w->finished || w->cur >= 0)
+		return -EBUSY;
+	ret = start_data(w);
+	if (ret < 0)
+		return td_fail(w, ret);
+	if (w->version == 6) {
+		w->finished = true;
+		return 0;
+	}
+	ret = td_pwrite64(w, w->pos - (w->fly_off + 16), w->fly_off + 8);
+	if (ret < 0)
+		return td_fail(w, ret);
+	build_options(w, &b);
+	opt_off = w->pos;
+	ret = b.err ?: section_header(w, VT_TD_OPT_DONE, 0, STR_OPTIONS, b.len) ?:
+	      td_write(w, b.p, b.len) ?: td_pwrite64(w, opt_off, w->options_ptr);
+	db_free(&b);
+	if (ret < 0)
+		return td_fail(w, ret);
+	w->finished = true;
+	return 0;
+}
+
+static void add_stats(struct vt_tracedat_stats *to, const struct vt_tracedat_stats *s)
+{
+	to->pages += s->pages;
+	to->bytes += s->bytes;
+	to->file_bytes += s->file_bytes;
+	to->events += s->events;
+	to->missed_pages += s->missed_pages;
+	to->lost_events += s->lost_events;
+	to->padded_pages += s->padded_pages;
+	to->repaired_pages += s->repaired_pages;
+	to->bad_pages += s->bad_pages;
+}
+
+/**
+ * vt_tracedat_stats() - what has been written
+ * @w: the writer
+ * @cpu: a CPU, or -1 for the sum over all CPUs
+ * @st: filled (zeroed for a CPU out of range)
+ */
+void vt_tracedat_stats(const struct vt_tracedat *w, int cpu, struct vt_tracedat_stats *st)
+{
+	uint32_t c;
+
+	memset(st, 0, sizeof(*st));
+	if (cpu >= 0) {
+		if ((uint32_t)cpu < w->nr_cpus)
+			*st = w->cpus[cpu].st;
+		return;
+	}
+	for (c = 0; c < w->nr_cpus; c++)
+		add_stats(st, &w->cpus[c].st);
+}
+
+/**
+ * vt_tracedat_fault() - the first malformed page met (VT_TD_VALIDATE)
+ * @w: the writer
+ * @f: filled; @f->cpu is -1 when every page was well formed
+ */
+void vt_tracedat_fault(const struct vt_tracedat *w, struct vt_tracedat_fault *f)
+{
+	*f = w->fault;
+}
+
+static int td_init(struct vt_tracedat *w, const struct vt_meta *m,
+		   const struct vt_tracedat_opts *o)
+{
+	char clk[sizeof(w->clock)];
+	uint32_t pages = o->chunk_pages ? o->chunk_pages : VT_TD_CHUNK_PAGES_DEFAULT;
+	int ret;
+
+	ret = vt_page_fmt_parse(&w->fmt, m->header_page.data, m->header_page.len);
+	if (ret < 0)
+		return ret;
+	if (!m->nr_cpus || m->nr_cpus > VT_META_MAX_CPUS || pages > VT_TD_CHUNK_PAGES_MAX)
+		return -EINVAL;
+	/* Large sub-buffers: keep the chunk (our memory, and the reader's) bounded. */
+	while (pages > 1 && (size_t)pages * w->fmt.subbuf_size > VT_TD_CHUNK_BYTES_MAX)
+		pages--;
+	w->nr_cpus = m->nr_cpus;
+	w->cpus = calloc(w->nr_cpus, sizeof(*w->cpus));
+	w->chunk_cap = (size_t)pages * w->fmt.subbuf_size;
+	w->chunk = malloc(w->chunk_cap);
+	if (!w->cpus || !w->chunk)
+		return -ENOMEM;
+	if (vt_meta_clock(m, clk, sizeof(clk))) {
+		memcpy(w->clock, clk, sizeof(clk));
+		w->has_clock = true;
+		w->trace_clock = strndup(m->trace_clock.data, m->trace_clock.len);
+		if (!w->trace_clock)
+			return -ENOMEM;
+	}
+	if (m->uname.data) {
+		w->uname = strndup(m->uname.data, m->uname.len);
+		if (!w->uname)
+			return -ENOMEM;
+	}
+	if (w->zstd) {
+		w->zc = ZSTD_createCCtx();
+		if (!w->zc)
+			return -ENOMEM;
+	}
+	ret = write_start(w);
+	if (ret == 0)
+		ret = w->version == 6 ? write_meta_v6(w, m) : write_meta_v7(w, m);
+	return ret;
+}
+
+/**
+ * vt_tracedat_create() - start a trace.dat file
+ * @fd: an empty file open for writing, at offset 0; it must allow pwrite()
+ * @meta: the metadata bundle (copied as needed; may be freed afterwards)
+ * @opts: version, compression, trace id, flags; NULL for v7 + zstd
+ *
+ * Writes the file header and all metadata at once.
+ *
+ * Return: the writer, or NULL with errno set (EINVAL for bad options or a
+ * bundle without a page layout or CPUs, or the error of writing).
+ */
+struct vt_tracedat *vt_tracedat_create(int fd, const struct vt_meta *meta,
+				       const struct vt_tracedat_opts *opts)
+{
+	static const struct vt_tracedat_opts dflt = { .version = 7 };
+	struct vt_tracedat *w;
+	int ret;
+
+	if (!opts)
+		opts = &dflt;
+	if (fd < 0 || !meta || !meta->header_page.data ||
+	    (opts->version != 0 && opts->version != 6 && opts->version != 7) ||
+	    (opts->version == 6 && opts->compression == VT_TD_COMPRESS_ZSTD) ||
+	    opts->compression > VT_TD_COMPRESS_ZSTD) {
+		errno = EINVAL;
+		return NULL;
+	}
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return NULL;
+	w->fd = fd;
+	w->cur = -1;
+	w->fault.cpu = -1;
+	w->version = opts->version ? opts->version : 7;
+	w->zstd = w->version >= 7 && opts->compression != VT_TD_COMPRESS_NONE;
+	w->zlevel = opts->zstd_level;
+	w->flags = opts->flags;
+	w->trace_id = opts->trace_id;
+	ret = td_init(w, meta, opts);
+	if (ret < 0) {
+		vt_tracedat_free(w);
+		errno = -ret;
+		return NULL;
+	}
+	return w;
+}
+
+/**
+ * vt_tracedat_free() - release a writer
+ * @w: the writer, or NULL
+ *
+ * Does not close the fd. A writer freed before vt_tracedat_finish() leaves
+ * an incomplete file.
+ */
+void vt_tracedat_free(struct vt_tracedat *w)
+{
+	if (!w)
+		return;
+	ZSTD_freeCCtx(w->zc);
+	db_free(&w->opts);
+	free(w->zout);
+	free(w->chunk);
+	free(w->cpus);
+	free(w->trace_clock);
+	free(w->uname);
+	free(w);
+}

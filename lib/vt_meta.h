@@ -91,4 +91,8 @@ const char *vt_meta_clock(const struct vt_meta *m, char *buf, size_t size);
 int vt_meta_encode(const struct vt_meta *m, void **buf, size_t *len);
 int vt_meta_decode(struct vt_meta *m, const void *buf, size_t len);
 
+/* The bundle as a directory of plain files (capture tool, test fixtures). */
+int vt_meta_save_dir(const struct vt_meta *m, const char *dir);
+int vt_meta_load_dir(struct vt_meta *m, const char *dir);
+
 #endif

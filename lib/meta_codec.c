@@ -1,0 +1,358 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The metadata bundle on the wire. A bundle is a magic, a version, and a
+ * sequence of records { u32 tag; u32 len; u8 data[len]; } ending with tag 0.
+ * All integers are little-endian. doc/virtio-trace-protocol.5 documents it.
+ *
+ * vt_meta_decode() takes bundles from guests: every length is checked
+ * against what is left, every count and size against the VT_META_MAX_*
+ * bounds, names against a strict character set, and singletons may appear
+ * only once.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vt_le.h"
+#include "vt_meta.h"
+#include "vt_pages.h"
+
+#define META_MAGIC	"VTMETA\0\0"
+#define META_VERSION	1
+#define META_HDR	12	/* magic + u32 version */
+#define REC_HDR		8
+
+enum meta_tag {
+	TAG_END = 0,
+	TAG_HEADER_PAGE,
+	TAG_HEADER_EVENT,
+	TAG_EVENT,		/* system \0 name \0 format; system "ftrace" for ftrace formats */
+	TAG_KALLSYMS,
+	TAG_PRINTK_FORMATS,
+	TAG_SAVED_CMDLINES,
+	TAG_SAVED_TGIDS,
+	TAG_TRACE_CLOCK,
+	TAG_UNAME,
+	TAG_NR_CPUS,		/* u32 */
+	TAG_SUBBUF_SIZE,	/* u32 */
+	TAG_MAX
+};
+
+struct wbuf {
+	uint8_t *p;
+	size_t len, cap;
+};
+
+static int wbuf_reserve(struct wbuf *w, size_t more)
+{
+	size_t cap;
+	uint8_t *p;
+
+	if (more > VT_META_MAX_TOTAL || w->len + more > VT_META_MAX_TOTAL)
+		return -E2BIG;
+	if (w->len + more <= w->cap)
+		return 0;
+	cap = w->cap ? w->cap : 4096;
+	while (cap < w->len + more)
+		cap *= 2;
+	p = realloc(w->p, cap);
+	if (!p)
+		return -ENOMEM;
+	w->p = p;
+	w->cap = cap;
+	return 0;
+}
+
+/* Append one record made of up to three pieces (strings get their NUL). */
+static int put_rec(struct wbuf *w, uint32_t tag, const void *a, size_t alen,
+		   const void *b, size_t blen, const void *c, size_t clen)
+{
+	size_t len = alen + blen + clen;
+	int ret;
+
+	if (len > UINT32_MAX)
+		return -E2BIG;
+	ret = wbuf_reserve(w, REC_HDR + len);
+	if (ret < 0)
+		return ret;
+	vt_put_le32(w->p + w->len, tag);
+	vt_put_le32(w->p + w->len + 4, len);
+	w->len += REC_HDR;
+	if (alen)
+		memcpy(w->p + w->len, a, alen);
+	if (blen)
+		memcpy(w->p + w->len + alen, b, blen);
+	if (clen)
+		memcpy(w->p + w->len + alen + blen, c, clen);
+	w->len += len;
+	return 0;
+}
+
+static int put_blob(struct wbuf *w, uint32_t tag, const struct vt_blob *b)
+{
+	if (!b->data)
+		return 0;
+	return put_rec(w, tag, b->data, b->len, NULL, 0, NULL, 0);
+}
+
+static int put_u32(struct wbuf *w, uint32_t tag, uint32_t v)
+{
+	uint8_t le[4];
+
+	vt_put_le32(le, v);
+	return put_rec(w, tag, le, 4, NULL, 0, NULL, 0);
+}
+
+static int put_system(struct wbuf *w, const char *sys, const struct vt_meta_system *s)
+{
+	uint32_t i;
+	int ret;
+
+	for (i = 0; i < s->nr_events; i++) {
+		const struct vt_meta_event *e = &s->events[i];
+		size_t slen = strlen(sys) + 1, nlen = strlen(e->name) + 1;
+		char *name;
+
+		/* system \0 name \0 format: two pieces for the names, one for the body. */
+		name = malloc(slen + nlen);
+		if (!name)
+			return -ENOMEM;
+		memcpy(name, sys, slen);
+		memcpy(name + slen, e->name, nlen);
+		ret = put_rec(w, TAG_EVENT, name, slen + nlen, e->format.data, e->format.len,
+			      NULL, 0);
+		free(name);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+/**
+ * vt_meta_encode() - serialise a bundle for the control port
+ * @m: the bundle
+ * @buf: set to a malloc()ed buffer holding the encoding
+ * @len: set to its length
+ *
+ * Return: 0, -ENOMEM, or -E2BIG when the encoding would exceed
+ * VT_META_MAX_TOTAL.
+ */
+int vt_meta_encode(const struct vt_meta *m, void **buf, size_t *len)
+{
+	struct wbuf w = { 0 };
+	uint32_t i;
+	int ret;
+
+	ret = wbuf_reserve(&w, META_HDR);
+	if (ret < 0)
+		return ret;
+	memcpy(w.p, META_MAGIC, 8);
+	vt_put_le32(w.p + 8, META_VERSION);
+	w.len = META_HDR;
+
+	if ((ret = put_blob(&w, TAG_HEADER_PAGE, &m->header_page)) < 0 ||
+	    (ret = put_blob(&w, TAG_HEADER_EVENT, &m->header_event)) < 0 ||
+	    (ret = put_system(&w, "ftrace", &m->ftrace)) < 0)
+		goto err;
+	for (i = 0; i < m->nr_systems; i++) {
+		ret = put_system(&w, m->systems[i].name, &m->systems[i]);
+		if (ret < 0)
+			goto err;
+	}
+	if ((ret = put_blob(&w, TAG_KALLSYMS, &m->kallsyms)) < 0 ||
+	    (ret = put_blob(&w, TAG_PRINTK_FORMATS, &m->printk_formats)) < 0 ||
+	    (ret = put_blob(&w, TAG_SAVED_CMDLINES, &m->saved_cmdlines)) < 0 ||
+	    (ret = put_blob(&w, TAG_SAVED_TGIDS, &m->saved_tgids)) < 0 ||
+	    (ret = put_blob(&w, TAG_TRACE_CLOCK, &m->trace_clock)) < 0 ||
+	    (ret = put_blob(&w, TAG_UNAME, &m->uname)) < 0 ||
+	    (ret = put_u32(&w, TAG_NR_CPUS, m->nr_cpus)) < 0 ||
+	    (ret = put_u32(&w, TAG_SUBBUF_SIZE, m->subbuf_size)) < 0 ||
+	    (ret = put_rec(&w, TAG_END, NULL, 0, NULL, 0, NULL, 0)) < 0)
+		goto err;
+	*buf = w.p;
+	*len = w.len;
+	return 0;
+err:
+	free(w.p);
+	return ret;
+}
+
+/* Names become trace.dat section names and report columns: keep them tame. */
+static bool name_ok(const char *s, size_t len)
+{
+	size_t i;
+
+	if (len == 0 || len > VT_META_MAX_NAME)
+		return false;
+	for (i = 0; i < len; i++) {
+		char c = s[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '_' || c == '-' || c == '.'))
+			return false;
+	}
+	return true;
+}
+
+static int take_blob(struct vt_blob *b, const uint8_t *p, uint32_t len, uint32_t max)
+{
+	if (b->data)
+		return -EBADMSG;	/* a singleton seen twice */
+	if (len > max)
+		return -EMSGSIZE;
+	b->data = malloc((size_t)len + 1);
+	if (!b->data)
+		return -ENOMEM;
+	memcpy(b->data, p, len);
+	b->data[len] = '\0';
+	b->len = len;
+	return 0;
+}
+
+static int take_event(struct vt_meta *m, const uint8_t *p, uint32_t len, uint32_t *nr_events)
+{
+	const char *sys = (const char *)p, *name, *body;
+	const uint8_t *end = p + len, *z1, *z2;
+
+	z1 = memchr(p, '\0', len);
+	if (!z1)
+		return -EBADMSG;
+	z2 = memchr(z1 + 1, '\0', end - (z1 + 1));
+	if (!z2)
+		return -EBADMSG;
+	name = (const char *)z1 + 1;
+	body = (const char *)z2 + 1;
+	if (!name_ok(sys, z1 - p) || !name_ok(name, z2 - (z1 + 1)))
+		return -EBADMSG;
+	if ((size_t)(end - (const uint8_t *)body) > VT_META_MAX_FORMAT)
+		return -EMSGSIZE;
+	if (memchr(body, '\0', end - (const uint8_t *)body))
+		return -EBADMSG;
+	if (++*nr_events > VT_META_MAX_EVENTS)
+		return -EMSGSIZE;
+	if (strcmp(sys, "ftrace") != 0 && m->nr_systems >= VT_META_MAX_SYSTEMS) {
+		uint32_t i;
+
+		/* A new system past the bound is refused; an existing one is fine. */
+		for (i = 0; i < m->nr_systems; i++)
+			if (strcmp(m->systems[i].name, sys) == 0)
+				break;
+		if (i == m->nr_systems)
+			return -EMSGSIZE;
+	}
+	return vt_meta_add_event(m, sys, name, body, end - (const uint8_t *)body);
+}
+
+/**
+ * vt_meta_decode() - parse a bundle that came from a guest
+ * @m: filled on success; on failure it is left empty
+ * @buf: the encoding
+ * @len: its length
+ *
+ * Return: 0; -EBADMSG for a malformed bundle (bad magic, a record that runs
+ * past the end, a bad name, a singleton twice, a missing header_page or a
+ * sub-buffer size that disagrees with it); -EMSGSIZE when a bound is
+ * exceeded; -EPROTO for an unknown version; -ENOMEM.
+ */
+int vt_meta_decode(struct vt_meta *m, const void *buf, size_t len)
+{
+	const uint8_t *p = buf, *end = p + len;
+	struct vt_page_fmt fmt;
+	uint32_t nr_events = 0;
+	bool seen_cpus = false, seen_subbuf = false, ended = false;
+	int ret = 0;
+
+	memset(m, 0, sizeof(*m));
+	if (len > VT_META_MAX_TOTAL)
+		return -EMSGSIZE;
+	if (len < META_HDR || memcmp(p, META_MAGIC, 8) != 0)
+		return -EBADMSG;
+	if (vt_get_le32(p + 8) != META_VERSION)
+		return -EPROTO;
+	p += META_HDR;
+
+	while (!ended) {
+		uint32_t tag, rlen;
+
+		if ((size_t)(end - p) < REC_HDR) {
+			ret = -EBADMSG;
+			goto err;
+		}
+		tag = vt_get_le32(p);
+		rlen = vt_get_le32(p + 4);
+		p += REC_HDR;
+		if (rlen > (size_t)(end - p)) {
+			ret = -EBADMSG;
+			goto err;
+		}
+		switch (tag) {
+		case TAG_END:
+			ended = rlen == 0 && p == end;
+			if (!ended)
+				ret = -EBADMSG;
+			break;
+		case TAG_HEADER_PAGE:
+			ret = take_blob(&m->header_page, p, rlen, VT_META_MAX_FORMAT);
+			break;
+		case TAG_HEADER_EVENT:
+			ret = take_blob(&m->header_event, p, rlen, VT_META_MAX_FORMAT);
+			break;
+		case TAG_EVENT:
+			ret = take_event(m, p, rlen, &nr_events);
+			break;
+		case TAG_KALLSYMS:
+			ret = take_blob(&m->kallsyms, p, rlen, VT_META_MAX_BLOB);
+			break;
+		case TAG_PRINTK_FORMATS:
+			ret = take_blob(&m->printk_formats, p, rlen, VT_META_MAX_BLOB);
+			break;
+		case TAG_SAVED_CMDLINES:
+			ret = take_blob(&m->saved_cmdlines, p, rlen, VT_META_MAX_BLOB);
+			break;
+		case TAG_SAVED_TGIDS:
+			ret = take_blob(&m->saved_tgids, p, rlen, VT_META_MAX_BLOB);
+			break;
+		case TAG_TRACE_CLOCK:
+			ret = take_blob(&m->trace_clock, p, rlen, VT_META_MAX_NAME * 4);
+			break;
+		case TAG_UNAME:
+			ret = take_blob(&m->uname, p, rlen, VT_META_MAX_NAME * 4);
+			break;
+		case TAG_NR_CPUS:
+		case TAG_SUBBUF_SIZE:
+			if (rlen != 4 || (tag == TAG_NR_CPUS ? seen_cpus : seen_subbuf)) {
+				ret = -EBADMSG;
+				break;
+			}
+			if (tag == TAG_NR_CPUS) {
+				m->nr_cpus = vt_get_le32(p);
+				seen_cpus = true;
+			} else {
+				m->subbuf_size = vt_get_le32(p);
+				seen_subbuf = true;
+			}
+			break;
+		default:
+			/* Unknown tags from a newer agent are skipped, not trusted. */
+			break;
+		}
+		if (ret < 0)
+			goto err;
+		p += rlen;
+	}
+
+	/* What every reader needs, and consistent with itself. */
+	if (!m->header_page.data || !m->header_event.data || !seen_cpus || !seen_subbuf ||
+	    m->nr_cpus == 0 || m->nr_cpus > VT_META_MAX_CPUS ||
+	    vt_page_fmt_parse(&fmt, m->header_page.data, m->header_page.len) < 0 ||
+	    fmt.subbuf_size != m->subbuf_size) {
+		ret = -EBADMSG;
+		goto err;
+	}
+	return 0;
+err:
+	vt_meta_free(m);
+	memset(m, 0, sizeof(*m));
+	return ret;
+}

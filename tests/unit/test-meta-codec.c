@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Metadata bundle codec: a bundle round-trips exactly, and every malformed
+ * or oversized bundle from a guest is refused without leaking or crashing.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "vt_le.h"
+#include "vt_meta.h"
+
+static const char header_page[] =
+	"\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n"
+	"\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n"
+	"\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n"
+	"\tfield: char data;\toffset:16;\tsize:4080;\tsigned:0;\n";
+
+static void set_blob(struct vt_blob *b, const char *s)
+{
+	b->len = strlen(s);
+	b->data = strdup(s);
+	assert_non_null(b->data);
+}
+
+static void make_meta(struct vt_meta *m)
+{
+	memset(m, 0, sizeof(*m));
+	set_blob(&m->header_page, header_page);
+	set_blob(&m->header_event, "# compressed entry header\n\ttype_len    :    5 bits\n");
+	assert_int_equal(vt_meta_add_event(m, "ftrace", "print", "name: print\nID: 5\n", 18), 0);
+	assert_int_equal(vt_meta_add_event(m, "sched", "sched_switch", "name: sched_switch\nID: 316\n", 27), 0);
+	assert_int_equal(vt_meta_add_event(m, "sched", "sched_wakeup", "name: sched_wakeup\nID: 318\n", 27), 0);
+	assert_int_equal(vt_meta_add_event(m, "irq", "irq_handler_entry", "ID: 40\n", 7), 0);
+	set_blob(&m->kallsyms, "0000000000000000 T _stext\n");
+	set_blob(&m->printk_formats, "0x0 : \"x\"\n");
+	set_blob(&m->saved_cmdlines, "1 init\n");
+	set_blob(&m->saved_tgids, "1 1\n");
+	set_blob(&m->trace_clock, "local global [x86-tsc]\n");
+	set_blob(&m->uname, "Linux 6.1.0 #1 SMP x86_64");
+	m->nr_cpus = 2;
+	m->subbuf_size = 4096;
+}
+
+static void assert_blob_eq(const struct vt_blob *a, const struct vt_blob *b)
+{
+	assert_int_equal(a->len, b->len);
+	assert_memory_equal(a->data, b->data, a->len);
+}
+
+static void test_roundtrip(void **state)
+{
+	struct vt_meta m, d;
+	size_t len, len2;
+	void *buf, *buf2;
+	uint32_t i, j;
+
+	make_meta(&m);
+	assert_int_equal(vt_meta_encode(&m, &buf, &len), 0);
+	assert_int_equal(vt_meta_decode(&d, buf, len), 0);
+	assert_blob_eq(&m.header_page, &d.header_page);
+	assert_blob_eq(&m.header_event, &d.header_event);
+	assert_blob_eq(&m.kallsyms, &d.kallsyms);
+	assert_blob_eq(&m.trace_clock, &d.trace_clock);
+	assert_blob_eq(&m.uname, &d.uname);
+	assert_int_equal(d.nr_cpus, 2);
+	assert_int_equal(d.subbuf_size, 4096);
+	assert_int_equal(d.ftrace.nr_events, 1);
+	assert_string_equal(d.ftrace.events[0].name, "print");
+	assert_int_equal(d.nr_systems, m.nr_systems);
+	for (i = 0; i < m.nr_systems; i++) {
+		assert_string_equal(d.systems[i].name, m.systems[i].name);
+		assert_int_equal(d.systems[i].nr_events, m.systems[i].nr_events);
+		for (j = 0; j < m.systems[i].nr_events; j++) {
+			assert_string_equal(d.systems[i].events[j].name, m.systems[i].events[j].name);
+			assert_blob_eq(&d.systems[i].events[j].format, &m.systems[i].events[j].format);
+		}
+	}
+	/* Encoding what was decoded gives the same bytes. */
+	assert_int_equal(vt_meta_encode(&d, &buf2, &len2), 0);
+	assert_int_equal(len, len2);
+	assert_memory_equal(buf, buf2, len);
+	free(buf);
+	free(buf2);
+	vt_meta_free(&m);
+	vt_meta_free(&d);
+}
+
+/* Every prefix of a valid bundle is refused. */
+static void test_truncated(void **state)
+{
+	struct vt_meta m, d;
+	size_t len, cut;
+	void *buf;
+
+	make_meta(&m);
+	assert_int_equal(vt_meta_encode(&m, &buf, &len), 0);
+	for (cut = 0; cut < len; cut++)
+		assert_int_equal(vt_meta_decode(&d, buf, cut), -EBADMSG);
+	free(buf);
+	vt_meta_free(&m);
+}
+
+/* Find the first record with @tag; returns its header offset. */
+static size_t find_rec(const uint8_t *p, size_t len, uint32_t tag)
+{
+	size_t off = 12;
+
+	while (off + 8 <= len) {
+		if (vt_get_le32(p + off) == tag)
+			return off;
+		off += 8 + vt_get_le32(p + off + 4);
+	}
+	fail();
+	return 0;
+}
+
+static void test_corrupt(void **state)
+{
+	struct vt_meta m, d;
+	uint8_t *p;
+	size_t len, off;
+	void *buf;
+
+	make_meta(&m);
+	assert_int_equal(vt_meta_encode(&m, &buf, &len), 0);
+	p = buf;
+
+	/* Bad magic, unknown version. */
+	p[0] ^= 1;
+	assert_int_equal(vt_meta_decode(&d, p, len), -EBADMSG);
+	p[0] ^= 1;
+	vt_put_le32(p + 8, 2);
+	assert_int_equal(vt_meta_decode(&d, p, len), -EPROTO);
+	vt_put_le32(p + 8, 1);
+
+	/* A record length that runs past the end. */
+	off = find_rec(p, len, 4 /* kallsyms */);
+	vt_put_le32(p + off + 4, 0xfffffff0);
+	assert_int_equal(vt_meta_decode(&d, p, len), -EBADMSG);
+	vt_put_le32(p + off + 4, 26);
+
+	/* An event name with a slash or a format string in it. */
+	off = find_rec(p, len, 3);
+	p[off + 8 + 2] = '/';
+	assert_int_equal(vt_meta_decode(&d, p, len), -EBADMSG);
+	p[off + 8 + 2] = '%';
+	assert_int_equal(vt_meta_decode(&d, p, len), -EBADMSG);
+	p[off + 8 + 2] = 'r';
+	assert_int_equal(vt_meta_decode(&d, p, len), 0);
+	vt_meta_free(&d);
+
+	/* A sub-buffer size that disagrees with header_page. */
+	off = find_rec(p, len, 11 /* sub-buffer size */);
+	vt_put_le32(p + off + 8, 8192);
+	assert_int_equal(vt_meta_decode(&d, p, len), -EBADMSG);
+	vt_put_le32(p + off + 8, 4096);
+
+	/* No CPUs, or absurdly many. */
+	off = find_rec(p, len, 10 /* nr_cpus */);
+	vt_put_le32(p + off + 8, 0);
+	assert_int_equal(vt_meta_decode(&d, p, len), -EBADMSG);
+	vt_put_le32(p + off + 8, VT_META_MAX_CPUS + 1);
+	assert_int_equal(vt_meta_decode(&d, p, len), -EBADMSG);
+	vt_put_le32(p + off + 8, 2);
+
+	/* Trailing bytes after the end record. */
+	p = realloc(p, len + 4);
+	assert_non_null(p);
+	memset(p + len, 0, 4);
+	assert_int_equal(vt_meta_decode(&d, p, len + 4), -EBADMSG);
+	assert_int_equal(vt_meta_decode(&d, p, len), 0);
+	vt_meta_free(&d);
+	free(p);
+	vt_meta_free(&m);
+}
+
+static void test_singleton_twice_and_bounds(void **state)
+{
+	uint8_t buf[256], *p = buf;
+	struct vt_meta d;
+
+	memcpy(p, "VTMETA\0\0", 8);
+	vt_put_le32(p + 8, 1);
+	p += 12;
+	vt_put_le32(p, 10);	/* nr_cpus */
+	vt_put_le32(p + 4, 4);
+	vt_put_le32(p + 8, 1);
+	p += 12;
+	vt_put_le32(p, 10);	/* again */
+	vt_put_le32(p + 4, 4);
+	vt_put_le32(p + 8, 1);
+	p += 12;
+	vt_put_le32(p, 0);
+	vt_put_le32(p + 4, 0);
+	p += 8;
+	assert_int_equal(vt_meta_decode(&d, buf, p - buf), -EBADMSG);
+	/* Over the total bound, refused before reading. */
+	assert_int_equal(vt_meta_decode(&d, buf, (size_t)VT_META_MAX_TOTAL + 1), -EMSGSIZE);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_roundtrip),
+		cmocka_unit_test(test_truncated),
+		cmocka_unit_test(test_corrupt),
+		cmocka_unit_test(test_singleton_twice_and_bounds),
+	};
+
+	return cmocka_run_group_tests_name("meta codec: bundles round-trip, hostile ones are refused",
+					   tests, NULL, NULL);
+}

@@ -1,0 +1,375 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The trace.dat writer's own logic, checked on the bytes it writes: the v6
+ * option terminator and clock string, the v7 section chain, page-aligned
+ * whole pages, partial-page padding and repair, validation counters, and the
+ * metadata loader on a fake tracefs tree.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "vt_le.h"
+#include "vt_meta.h"
+#include "vt_pages.h"
+#include "vt_tracedat.h"
+
+#define PAGE 4096
+
+static const char t_header_page[] =
+	"\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n"
+	"\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n"
+	"\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n"
+	"\tfield: char data;\toffset:16;\tsize:4080;\tsigned:0;\n";
+
+static void t_blob(struct vt_blob *b, const char *s)
+{
+	b->data = strdup(s);
+	b->len = strlen(s);
+}
+
+static void t_meta(struct vt_meta *m)
+{
+	memset(m, 0, sizeof(*m));
+	t_blob(&m->header_page, t_header_page);
+	t_blob(&m->header_event, "# compressed entry header\n");
+	t_blob(&m->trace_clock, "local global [x86-tsc]\n");
+	t_blob(&m->uname, "Linux 6.1.0 #1 x86_64");
+	t_blob(&m->saved_cmdlines, "1 init\n");
+	assert_int_equal(vt_meta_add_event(m, "sched", "sched_switch", "ID: 316\n", 8), 0);
+	m->nr_cpus = 2;
+	m->subbuf_size = PAGE;
+}
+
+/* A page with @n 8-byte events of id 316. */
+static void t_page(uint8_t *p, uint64_t ts, int n)
+{
+	int i;
+
+	memset(p, 0, PAGE);
+	vt_put_le64(p, ts);
+	vt_put_le64(p + 8, n * 12);
+	for (i = 0; i < n; i++) {
+		vt_put_le32(p + 16 + i * 12, 2 | (10u << 5));	/* type_len 2, delta 10 */
+		vt_put_le16(p + 20 + i * 12, 316);
+	}
+}
+
+static int t_tmpfile(void)
+{
+	char path[] = "/tmp/vt-test-td.XXXXXX";
+	int fd = mkstemp(path);
+
+	assert_true(fd >= 0);
+	unlink(path);
+	return fd;
+}
+
+static uint8_t *t_slurp(int fd, size_t *len)
+{
+	struct stat st;
+	uint8_t *p;
+
+	assert_int_equal(fstat(fd, &st), 0);
+	p = malloc(st.st_size);
+	assert_non_null(p);
+	assert_int_equal(pread(fd, p, st.st_size, 0), st.st_size);
+	*len = st.st_size;
+	return p;
+}
+
+/* Write 3 pages + 100 bytes on CPU 0, nothing on CPU 1. */
+static struct vt_tracedat *t_write(int fd, struct vt_meta *m, unsigned int version,
+				   enum vt_tracedat_compression z)
+{
+	struct vt_tracedat_opts o = { .version = version, .compression = z,
+				      .flags = VT_TD_VALIDATE, .trace_id = 0x42, .chunk_pages = 2 };
+	struct vt_tracedat *w;
+	uint8_t pages[3 * PAGE + 100];
+	int i;
+
+	for (i = 0; i < 3; i++)
+		t_page(pages + i * PAGE, 1000 * (i + 1), 10 + i);
+	t_page(pages + 3 * PAGE - PAGE, 3000, 12);
+	memcpy(pages + 3 * PAGE, pages, 100);	/* a partial page: header + 7 events */
+	w = vt_tracedat_create(fd, m, &o);
+	assert_non_null(w);
+	assert_int_equal(vt_tracedat_add_date(w, -5), 0);
+	assert_int_equal(vt_tracedat_cpu_begin(w, 0), 0);
+	assert_int_equal(vt_tracedat_cpu_write(w, pages, 1000), 0);
+	assert_int_equal(vt_tracedat_cpu_write(w, pages + 1000, sizeof(pages) - 1000), 0);
+	assert_int_equal(vt_tracedat_cpu_end(w), 0);
+	assert_int_equal(vt_tracedat_finish(w), 0);
+	return w;
+}
+
+static void t_check_stats(struct vt_tracedat *w)
+{
+	struct vt_tracedat_stats st;
+
+	vt_tracedat_stats(w, -1, &st);
+	assert_int_equal(st.pages, 4);
+	assert_int_equal(st.bytes, 4 * PAGE);
+	/* 10 + 11 + 12 whole pages, then the partial one cut to 7 events. */
+	assert_int_equal(st.events, 10 + 11 + 12 + 7);
+	assert_int_equal(st.padded_pages, 1);
+	assert_int_equal(st.repaired_pages, 1);
+	vt_tracedat_stats(w, 1, &st);
+	assert_int_equal(st.pages, 0);
+}
+
+static void test_v6_layout(void **state)
+{
+	struct vt_meta m;
+	struct vt_tracedat *w;
+	size_t len, pos;
+	uint8_t *p;
+	int fd = t_tmpfile();
+
+	t_meta(&m);
+	w = t_write(fd, &m, 6, VT_TD_COMPRESS_DEFAULT);
+	t_check_stats(w);
+	/* Too late for options in v6. */
+	assert_int_equal(vt_tracedat_add_date(w, 1), -EBUSY);
+	p = t_slurp(fd, &len);
+	assert_memory_equal(p + 10, "6\0", 2);
+	assert_int_equal(vt_get_le32(p + 14), PAGE);
+	/* Find "options  \0" and walk the options to the bare u16 0. */
+	for (pos = 0; pos + 10 < len && memcmp(p + pos, "options  \0", 10); pos++)
+		;
+	assert_true(pos + 10 < len);
+	assert_int_equal(vt_get_le32(p + pos - 4), 2);	/* u32 nr_cpus before it */
+	pos += 10;
+	while (vt_get_le16(p + pos))
+		pos += 6 + vt_get_le32(p + pos + 2);
+	pos += 2;
+	assert_memory_equal(p + pos, "flyrecord\0", 10);
+	pos += 10;
+	/* CPU 0: page-aligned, 4 whole pages; CPU 1: empty. */
+	assert_int_equal(vt_get_le64(p + pos) % PAGE, 0);
+	assert_int_equal(vt_get_le64(p + pos + 8), 4 * PAGE);
+	assert_int_equal(vt_get_le64(p + pos + 24), 0);
+	assert_int_equal(vt_get_le64(p + pos + 32), strlen("[x86-tsc]"));
+	assert_memory_equal(p + pos + 40, "[x86-tsc]", 9);
+	assert_int_equal(vt_get_le64(p + pos) + 4 * PAGE, len);
+	/* The repaired page: 7 events of 12 bytes, nothing after them. */
+	assert_int_equal(vt_get_le32(p + len - PAGE + 8), 7 * 12);
+	assert_int_equal(p[len - PAGE + 16 + 7 * 12], 0);
+	free(p);
+	vt_tracedat_free(w);
+	vt_meta_free(&m);
+	close(fd);
+}
+
+static void t_v7_chain(enum vt_tracedat_compression z)
+{
+	struct vt_meta m;
+	struct vt_tracedat *w;
+	size_t len, pos, opt = 0;
+	uint16_t last_id = 0xffff;
+	uint8_t *p;
+	int fd = t_tmpfile(), sections = 0;
+
+	t_meta(&m);
+	w = t_write(fd, &m, 7, z);
+	t_check_stats(w);
+	p = t_slurp(fd, &len);
+	assert_memory_equal(p + 10, "7\0", 2);
+	pos = 18;
+	assert_string_equal((char *)p + pos, z == VT_TD_COMPRESS_NONE ? "none" : "zstd");
+	pos += strlen((char *)p + pos) + 1;
+	pos += strlen((char *)p + pos) + 1;
+	opt = vt_get_le64(p + pos);
+	pos += 8;
+	/* An unbroken chain of sections that ends exactly at EOF. */
+	while (pos < len) {
+		assert_true(pos + 16 <= len);
+		last_id = vt_get_le16(p + pos);
+		if (last_id == 3)
+			assert_int_equal(vt_get_le16(p + pos + 2), z == VT_TD_COMPRESS_NONE ? 0 : 1);
+		if (last_id == 0)
+			assert_int_equal(pos, opt);
+		pos += 16 + vt_get_le64(p + pos + 8);
+		sections++;
+	}
+	assert_int_equal(pos, len);
+	assert_int_equal(last_id, 0);
+	assert_int_equal(sections, 9);
+	/* The options end with DONE pointing nowhere. */
+	assert_int_equal(vt_get_le16(p + len - 14), 0);
+	assert_int_equal(vt_get_le32(p + len - 12), 8);
+	assert_int_equal(vt_get_le64(p + len - 8), 0);
+	free(p);
+	vt_tracedat_free(w);
+	vt_meta_free(&m);
+	close(fd);
+}
+
+static void test_v7_none(void **state)
+{
+	t_v7_chain(VT_TD_COMPRESS_NONE);
+}
+
+static void test_v7_zstd(void **state)
+{
+	t_v7_chain(VT_TD_COMPRESS_DEFAULT);
+}
+
+static void test_bad_pages(void **state)
+{
+	struct vt_tracedat_opts o = { .version = 7, .flags = VT_TD_VALIDATE };
+	struct vt_tracedat_fault f;
+	struct vt_tracedat_stats st;
+	struct vt_tracedat *w;
+	uint8_t pages[2 * PAGE];
+	struct vt_meta m;
+	int fd = t_tmpfile();
+
+	t_meta(&m);
+	t_page(pages, 1, 3);
+	t_page(pages + PAGE, 2, 3);
+	vt_put_le32(pages + PAGE + 16 + 12, 0);		/* type_len 0, length 0 */
+	w = vt_tracedat_create(fd, &m, &o);
+	assert_non_null(w);
+	assert_int_equal(vt_tracedat_cpu_begin(w, 2), -EINVAL);
+	assert_int_equal(vt_tracedat_cpu_begin(w, 1), 0);
+	assert_int_equal(vt_tracedat_cpu_begin(w, 0), -EBUSY);
+	assert_int_equal(vt_tracedat_cpu_write(w, pages, sizeof(pages)), 0);
+	assert_int_equal(vt_tracedat_cpu_end(w), 0);
+	assert_int_equal(vt_tracedat_cpu_begin(w, 1), -EINVAL);
+	vt_tracedat_stats(w, 1, &st);
+	assert_int_equal(st.pages, 1);
+	assert_int_equal(st.bad_pages, 1);
+	assert_int_equal(st.events, 3);
+	vt_tracedat_fault(w, &f);
+	assert_int_equal(f.cpu, 1);
+	assert_int_equal(f.page, 1);
+	assert_int_equal(f.offset, 16 + 12);
+	vt_tracedat_free(w);
+	assert_int_equal(ftruncate(fd, 0), 0);
+	assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
+
+	/* Strict: the bad page fails the write, and the error sticks. */
+	o.flags |= VT_TD_STRICT;
+	w = vt_tracedat_create(fd, &m, &o);
+	assert_non_null(w);
+	assert_int_equal(vt_tracedat_cpu_begin(w, 0), 0);
+	assert_int_equal(vt_tracedat_cpu_write(w, pages, sizeof(pages)), 0);
+	assert_int_equal(vt_tracedat_cpu_end(w), -EBADMSG);
+	assert_int_equal(vt_tracedat_finish(w), -EBADMSG);
+	vt_tracedat_free(w);
+	vt_meta_free(&m);
+	close(fd);
+}
+
+static void t_put(const char *dir, const char *name, const char *text)
+{
+	char path[PATH_MAX];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void t_mkdirs(const char *root, const char *const *dirs)
+{
+	char path[PATH_MAX];
+
+	for (; *dirs; dirs++) {
+		snprintf(path, sizeof(path), "%s/%s", root, *dirs);
+		assert_int_equal(mkdir(path, 0755), 0);
+	}
+}
+
+static void test_meta_load(void **state)
+{
+	static const char *const dirs[] = {
+		"events", "events/ftrace", "events/ftrace/print", "events/sched",
+		"events/sched/sched_switch", "events/sched/sched_wakeup", "events/irq",
+		"events/irq/irq_handler_entry", "instances", "instances/vt", "instances/vt/per_cpu",
+		"instances/vt/per_cpu/cpu0", "instances/vt/per_cpu/cpu3", NULL,
+	};
+	char root[] = "/tmp/vt-test-meta.XXXXXX", out[PATH_MAX], buf[32], cmd[PATH_MAX + 16];
+	struct vt_meta m, d;
+
+	assert_non_null(mkdtemp(root));
+	t_mkdirs(root, dirs);
+	t_put(root, "events/header_page", t_header_page);
+	t_put(root, "events/header_event", "# header event\n");
+	t_put(root, "events/ftrace/print/format", "name: print\nID: 5\n");
+	t_put(root, "events/sched/enable", "0\n");
+	t_put(root, "events/sched/sched_switch/format", "name: sched_switch\nID: 316\n");
+	t_put(root, "events/sched/sched_wakeup/format", "name: sched_wakeup\nID: 318\n");
+	t_put(root, "events/irq/irq_handler_entry/format", "name: irq_handler_entry\n");
+	t_put(root, "saved_cmdlines", "1 init\n");
+	t_put(root, "instances/vt/set_event", "sched:sched_switch\nirq:irq_handler_entry\n");
+	t_put(root, "instances/vt/trace_clock", "local [x86-tsc] global\n");
+
+	assert_int_equal(vt_meta_load(&m, root, "vt", VT_META_NO_KALLSYMS), 0);
+	assert_int_equal(m.subbuf_size, PAGE);
+	assert_int_equal(m.nr_cpus, 4);
+	assert_int_equal(m.ftrace.nr_events, 1);
+	assert_int_equal(m.nr_systems, 2);
+	assert_string_equal(m.systems[0].name, "sched");
+	assert_int_equal(m.systems[0].nr_events, 1);
+	assert_string_equal(m.systems[0].events[0].format.data, "name: sched_switch\nID: 316\n");
+	assert_string_equal(vt_meta_clock(&m, buf, sizeof(buf)), "x86-tsc");
+	assert_null(vt_meta_clock(&m, buf, 4));
+	assert_string_equal(m.saved_cmdlines.data, "1 init\n");
+	assert_int_equal(m.printk_formats.len, 0);
+	assert_int_equal(vt_meta_add_event(&m, "sched", "sched_switch", "x", 1), -EEXIST);
+	assert_int_equal(vt_meta_add_event(&m, "sched", "../x", "x", 1), -EINVAL);
+
+	/* Saved as plain files and loaded back: the same bundle. */
+	snprintf(out, sizeof(out), "%s/bundle", root);
+	assert_int_equal(vt_meta_save_dir(&m, out), 0);
+	assert_int_equal(vt_meta_load_dir(&d, out), 0);
+	assert_int_equal(d.nr_cpus, 4);
+	assert_int_equal(d.nr_systems, 2);
+	assert_string_equal(d.systems[1].name, "sched");	/* name order on disk */
+	assert_string_equal(d.trace_clock.data, m.trace_clock.data);
+	assert_string_equal(d.header_page.data, t_header_page);
+	vt_meta_free(&d);
+	vt_meta_free(&m);
+
+	/* Every system, not just the enabled ones. */
+	assert_int_equal(vt_meta_load(&m, root, NULL, VT_META_ALL_EVENTS | VT_META_NO_KALLSYMS),
+			 -ENOENT);	/* the top level has no trace_clock here */
+	t_put(root, "trace_clock", "[local] global\n");
+	t_mkdirs(root, (const char *const []){ "per_cpu", "per_cpu/cpu0", NULL });
+	assert_int_equal(vt_meta_load(&m, root, "", VT_META_ALL_EVENTS | VT_META_NO_KALLSYMS), 0);
+	assert_int_equal(m.nr_systems, 2);
+	assert_int_equal(m.systems[1].nr_events, 2);
+	assert_int_equal(m.nr_cpus, 1);
+	vt_meta_free(&m);
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+	assert_int_equal(system(cmd), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_v6_layout),
+		cmocka_unit_test(test_v7_none),
+		cmocka_unit_test(test_v7_zstd),
+		cmocka_unit_test(test_bad_pages),
+		cmocka_unit_test(test_meta_load),
+	};
+
+	printf("trace.dat writer: v6/v7 layout, whole pages, padding, validation; metadata loader\n");
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
