@@ -1,1 +1,1779 @@
-/* SPDX-License-Identifier: LGPL-2.1-or-later */
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The control-port codec: framing, typed payloads, the stream parser and META
+ * reassembly. virtio-trace-protocol(5) is the specification.
+ *
+ * Payload layouts are written down once, as the wire_* structures below; the
+ * encoders and decoders reach every fixed field through W_GET()/W_PUT() at its
+ * offsetof() in those structures, so the layout cannot drift between the two
+ * directions. Strings follow the fixed part: u16 length counting a NUL that
+ * must be the last byte and the only one.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "vt_le.h"
+#include "vt_proto.h"
+
+#define VT_PROTO_MAX_CPUS	4096u
+#define VT_PROTO_MAX_PROBES	65536u
+#define VT_PROTO_MAX_SUBBUF	(1u << 27)	/* page data length is a 27-bit field */
+#define VT_PROTO_MAX_ERRNO	4095
+
+struct wire_hello {
+	uint16_t rev_min;
+	uint16_t rev_max;
+	uint32_t nr_cpus;
+	uint32_t subbuf_size;
+	uint32_t reserved;
+	uint64_t caps;
+	/* string clock, string software */
+};
+_Static_assert(sizeof(struct wire_hello) == 24, "HELLO fixed part");
+
+struct wire_ack {
+	uint32_t ref_seq;
+};
+_Static_assert(sizeof(struct wire_ack) == 4, "OK/STOPPED payload");
+
+struct wire_error {
+	uint32_t ref_seq;
+	uint32_t err;
+	/* string text */
+};
+_Static_assert(sizeof(struct wire_error) == 8, "ERROR fixed part");
+
+struct wire_events {
+	uint32_t flags;
+	uint32_t count;
+	/* count x { string system, string event, string filter } */
+};
+_Static_assert(sizeof(struct wire_events) == 8, "EVENTS fixed part");
+
+struct wire_buffer_size {
+	uint32_t size_kb;
+	uint32_t subbuf_kb;
+};
+_Static_assert(sizeof(struct wire_buffer_size) == 8, "BUFFER_SIZE payload");
+
+struct wire_instance {
+	uint32_t kind;
+	/* string name */
+};
+_Static_assert(sizeof(struct wire_instance) == 4, "INSTANCE fixed part");
+
+struct wire_stats {
+	uint32_t cpu;
+	uint32_t flags;
+	uint64_t pages;
+	uint64_t bytes;
+	uint64_t splice_fallbacks;
+	uint64_t partial_reads;
+	/* string text */
+};
+_Static_assert(sizeof(struct wire_stats) == 40, "STATS fixed part");
+
+struct wire_meta_req {
+	uint64_t max_total;
+};
+_Static_assert(sizeof(struct wire_meta_req) == 8, "META_REQ payload");
+
+struct wire_meta {
+	uint64_t total;
+	uint64_t offset;
+	/* data up to the end of the payload */
+};
+_Static_assert(sizeof(struct wire_meta) == VT_PROTO_META_HDR_SIZE, "META chunk header");
+
+struct wire_sync_begin {
+	uint32_t cpu;
+	uint32_t nr_probes;
+};
+_Static_assert(sizeof(struct wire_sync_begin) == 8, "SYNC_BEGIN payload");
+
+struct wire_sync_probe {
+	uint32_t cpu;
+	uint32_t probe;
+};
+_Static_assert(sizeof(struct wire_sync_probe) == 8, "SYNC_PROBE payload");
+
+struct wire_sync_reply {
+	uint32_t cpu;
+	uint32_t probe;
+	uint64_t tsc;
+	uint32_t ran_on;
+	uint32_t reserved;
+};
+_Static_assert(sizeof(struct wire_sync_reply) == 24, "SYNC_REPLY payload");
+
+struct wire_sync_end {
+	uint32_t cpu;
+};
+_Static_assert(sizeof(struct wire_sync_end) == 4, "SYNC_END payload");
+
+#define W_SIZE(type, field)	sizeof(((type *)0)->field)
+#define W_GET(base, type, field) \
+	wire_get((const uint8_t *)(base) + offsetof(type, field), W_SIZE(type, field))
+#define W_PUT(base, type, field, v) \
+	wire_put((uint8_t *)(base) + offsetof(type, field), W_SIZE(type, field), (v))
+
+static uint64_t wire_get(const uint8_t *p, size_t n)
+{
+	switch (n) {
+	case 1:
+		return p[0];
+	case 2:
+		return vt_get_le16(p);
+	case 4:
+		return vt_get_le32(p);
+	default:
+		return vt_get_le64(p);
+	}
+}
+
+static void wire_put(uint8_t *p, size_t n, uint64_t v)
+{
+	switch (n) {
+	case 1:
+		p[0] = (uint8_t)v;
+		break;
+	case 2:
+		vt_put_le16(p, (uint16_t)v);
+		break;
+	case 4:
+		vt_put_le32(p, (uint32_t)v);
+		break;
+	default:
+		vt_put_le64(p, v);
+		break;
+	}
+}
+
+static const uint8_t magic_bytes[4] = { 'V', 'T', 'C', 'P' };
+_Static_assert(VT_PROTO_MAGIC == ('V' | 'T' << 8 | 'C' << 16 | (uint32_t)'P' << 24),
+	       "magic spells VTCP in byte order");
+
+static const char *const type_names[] = {
+	[VT_PROTO_HELLO] = "HELLO",
+	[VT_PROTO_HELLO_REPLY] = "HELLO_REPLY",
+	[VT_PROTO_OK] = "OK",
+	[VT_PROTO_ERROR] = "ERROR",
+	[VT_PROTO_BYE] = "BYE",
+	[VT_PROTO_EVENTS] = "EVENTS",
+	[VT_PROTO_TRACER] = "TRACER",
+	[VT_PROTO_BUFFER_SIZE] = "BUFFER_SIZE",
+	[VT_PROTO_CLOCK] = "CLOCK",
+	[VT_PROTO_INSTANCE] = "INSTANCE",
+	[VT_PROTO_START] = "START",
+	[VT_PROTO_STOP] = "STOP",
+	[VT_PROTO_STOPPED] = "STOPPED",
+	[VT_PROTO_MARKER] = "MARKER",
+	[VT_PROTO_STATS_REQ] = "STATS_REQ",
+	[VT_PROTO_STATS] = "STATS",
+	[VT_PROTO_META_REQ] = "META_REQ",
+	[VT_PROTO_META] = "META",
+	[VT_PROTO_SYNC_BEGIN] = "SYNC_BEGIN",
+	[VT_PROTO_SYNC_PROBE] = "SYNC_PROBE",
+	[VT_PROTO_SYNC_REPLY] = "SYNC_REPLY",
+	[VT_PROTO_SYNC_END] = "SYNC_END",
+};
+
+/**
+ * vt_proto_type_known() - is @type a message type of this protocol revision?
+ * @type: the header's type field
+ *
+ * Return: true for every enum vt_proto_type value.
+ */
+bool vt_proto_type_known(uint16_t type)
+{
+	return type < sizeof(type_names) / sizeof(type_names[0]) && type_names[type];
+}
+
+/**
+ * vt_proto_type_name() - the name of a message type, as used in markers
+ * @type: the header's type field
+ *
+ * Return: a static string such as "HELLO", or "UNKNOWN" for a type this codec
+ * does not know.
+ */
+const char *vt_proto_type_name(uint16_t type)
+{
+	return vt_proto_type_known(type) ? type_names[type] : "UNKNOWN";
+}
+
+/**
+ * vt_proto_marker() - format the trace marker for a message sent or received
+ * @buf: where to write the NUL-terminated text
+ * @size: size of @buf; 64 bytes always suffice
+ * @tx: true for a message this end sent, false for one it received
+ * @type: message type
+ * @seq: its sequence number (0 for a legacy line)
+ *
+ * The text is "virtio-trace: rx|tx TYPE SEQ", TYPE being vt_proto_type_name()
+ * or "UNKNOWN-<number>", with no newline.
+ *
+ * Return: the length of the text, or -ENOBUFS if @size is too small.
+ */
+int vt_proto_marker(char *buf, size_t size, bool tx, uint16_t type, uint32_t seq)
+{
+	const char *dir = tx ? "tx" : "rx";
+	int n;
+
+	if (vt_proto_type_known(type))
+		n = snprintf(buf, size, "virtio-trace: %s %s %u", dir, type_names[type], seq);
+	else
+		n = snprintf(buf, size, "virtio-trace: %s UNKNOWN-%u %u", dir, type, seq);
+	if (n < 0 || (size_t)n >= size)
+		return -ENOBUFS;
+	return n;
+}
+
+/* ---------------------------------------------------------------- strings */
+
+enum str_class {
+	STR_TEXT,	/* any byte but NUL, may be empty */
+	STR_PRINT,	/* printable ASCII, may be empty (filters) */
+	STR_IDENT,	/* [A-Za-z0-9_-]+ (tracer, clock) */
+	STR_IDENT_OPT,	/* STR_IDENT or empty */
+	STR_INSTANCE,	/* [A-Za-z0-9_.-]+, no leading '.' */
+	STR_GLOB,	/* STR_INSTANCE plus * ? [ ] ! ^ (event system, event) */
+};
+
+static bool is_ident(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       (c >= '0' && c <= '9') || c == '_' || c == '-';
+}
+
+static bool char_ok(enum str_class cls, unsigned char c)
+{
+	switch (cls) {
+	case STR_TEXT:
+		return true;
+	case STR_PRINT:
+		return c >= 0x20 && c <= 0x7e;
+	case STR_IDENT:
+	case STR_IDENT_OPT:
+		return is_ident(c);
+	case STR_INSTANCE:
+		return is_ident(c) || c == '.';
+	case STR_GLOB:
+		return is_ident(c) || c == '.' || c == '*' || c == '?' ||
+		       c == '[' || c == ']' || c == '!' || c == '^';
+	}
+	return false;
+}
+
+/* @s has @len bytes before its NUL, no NUL among them. */
+static bool str_ok(const char *s, size_t len, enum str_class cls)
+{
+	size_t i;
+
+	if (len == 0)
+		return cls == STR_TEXT || cls == STR_PRINT || cls == STR_IDENT_OPT;
+	if ((cls == STR_INSTANCE || cls == STR_GLOB) && s[0] == '.')
+		return false;
+	for (i = 0; i < len; i++)
+		if (!char_ok(cls, (unsigned char)s[i]))
+			return false;
+	return true;
+}
+
+/* ---------------------------------------------------------------- writing */
+
+struct wbuf {
+	uint8_t *p;
+	size_t size;
+	size_t off;
+	int err;
+};
+
+static void *w_reserve(struct wbuf *w, size_t n)
+{
+	void *at;
+
+	if (w->err)
+		return NULL;
+	if (n > VT_PROTO_FRAME_MAX - w->off) {
+		w->err = -EMSGSIZE;
+		return NULL;
+	}
+	if (n > w->size - w->off) {
+		w->err = -ENOBUFS;
+		return NULL;
+	}
+	at = w->p + w->off;
+	memset(at, 0, n);
+	w->off += n;
+	return at;
+}
+
+static void w_init(struct wbuf *w, void *buf, size_t size, uint16_t type, uint32_t seq)
+{
+	uint8_t *h;
+
+	w->p = buf;
+	w->size = buf ? size : 0;
+	w->off = 0;
+	w->err = 0;
+	h = w_reserve(w, VT_PROTO_HDR_SIZE);
+	if (!h)
+		return;
+	W_PUT(h, struct vt_proto_wire_hdr, magic, VT_PROTO_MAGIC);
+	W_PUT(h, struct vt_proto_wire_hdr, version, VT_PROTO_FRAME_VERSION);
+	W_PUT(h, struct vt_proto_wire_hdr, flags, 0);
+	W_PUT(h, struct vt_proto_wire_hdr, type, type);
+	W_PUT(h, struct vt_proto_wire_hdr, seq, seq);
+}
+
+static void w_fail(struct wbuf *w, int err)
+{
+	if (!w->err)
+		w->err = err;
+}
+
+static void w_bytes(struct wbuf *w, const void *data, size_t n)
+{
+	void *at = w_reserve(w, n);
+
+	if (at && n)
+		memcpy(at, data, n);
+}
+
+static void w_str(struct wbuf *w, const char *s, enum str_class cls, size_t max)
+{
+	size_t len;
+	uint8_t *l;
+
+	if (!s)
+		s = "";
+	len = strnlen(s, max);
+	if (len >= max || !str_ok(s, len, cls)) {
+		w_fail(w, -EINVAL);
+		return;
+	}
+	l = w_reserve(w, 2);
+	if (!l)
+		return;
+	vt_put_le16(l, (uint16_t)(len + 1));
+	w_bytes(w, s, len + 1);
+}
+
+static int w_finish(struct wbuf *w)
+{
+	if (w->err)
+		return w->err;
+	W_PUT(w->p, struct vt_proto_wire_hdr, len, w->off - VT_PROTO_HDR_SIZE);
+	return (int)w->off;
+}
+
+/* ---------------------------------------------------------------- reading */
+
+struct rbuf {
+	const uint8_t *p;
+	size_t left;
+};
+
+static int r_init(struct rbuf *r, const struct vt_proto_msg *msg, uint16_t type)
+{
+	if (!msg || msg->type != type || (msg->len && !msg->payload))
+		return -EINVAL;
+	r->p = msg->payload;
+	r->left = msg->len;
+	return 0;
+}
+
+static const uint8_t *r_take(struct rbuf *r, size_t n)
+{
+	const uint8_t *at = r->p;
+
+	if (n > r->left)
+		return NULL;
+	r->p += n;
+	r->left -= n;
+	return at;
+}
+
+static int r_str(struct rbuf *r, enum str_class cls, size_t max, const char **out)
+{
+	const uint8_t *l, *s;
+	size_t len;
+
+	l = r_take(r, 2);
+	if (!l)
+		return -EBADMSG;
+	len = vt_get_le16(l);
+	if (len == 0 || len > max)
+		return -EBADMSG;
+	s = r_take(r, len);
+	if (!s || s[len - 1] != '\0' || memchr(s, '\0', len - 1))
+		return -EBADMSG;
+	if (!str_ok((const char *)s, len - 1, cls))
+		return -EBADMSG;
+	*out = (const char *)s;
+	return 0;
+}
+
+static int r_end(const struct rbuf *r)
+{
+	return r->left ? -EBADMSG : 0;
+}
+
+/* ---------------------------------------------------------------- frames */
+
+/* Fills @msg from a header; *@framed tells whether its length can be trusted. */
+static int hdr_parse(const uint8_t *b, struct vt_proto_msg *msg, bool *framed)
+{
+	*framed = false;
+	memset(msg, 0, sizeof(*msg));
+	if (W_GET(b, struct vt_proto_wire_hdr, magic) != VT_PROTO_MAGIC)
+		return -EBADMSG;
+	if (W_GET(b, struct vt_proto_wire_hdr, version) != VT_PROTO_FRAME_VERSION)
+		return -EPROTO;
+	msg->len = (uint32_t)W_GET(b, struct vt_proto_wire_hdr, len);
+	if (msg->len > VT_PROTO_MAX_PAYLOAD)
+		return -EMSGSIZE;
+	*framed = true;
+	msg->type = (uint16_t)W_GET(b, struct vt_proto_wire_hdr, type);
+	msg->flags = (uint8_t)W_GET(b, struct vt_proto_wire_hdr, flags);
+	msg->seq = (uint32_t)W_GET(b, struct vt_proto_wire_hdr, seq);
+	if (msg->flags || !vt_proto_type_known(msg->type))
+		return -EPROTO;
+	return 0;
+}
+
+/**
+ * vt_proto_hdr_decode() - check a frame header and read its fields
+ * @buf: the frame's first bytes
+ * @len: bytes available at @buf
+ * @msg: filled with type, flags, seq and len; payload is left NULL
+ *
+ * Return: 0; -EBADMSG if @len < VT_PROTO_HDR_SIZE or the magic is wrong;
+ * -EPROTO for another framing version; -EMSGSIZE if the payload length exceeds
+ * VT_PROTO_MAX_PAYLOAD; -EPROTO for non-zero flags or an unknown type, in which
+ * case @msg is filled (the frame is well delimited and can be skipped and
+ * answered with ERROR).
+ */
+int vt_proto_hdr_decode(const void *buf, size_t len, struct vt_proto_msg *msg)
+{
+	bool framed;
+
+	if (!buf || !msg)
+		return -EINVAL;
+	if (len < VT_PROTO_HDR_SIZE) {
+		memset(msg, 0, sizeof(*msg));
+		return -EBADMSG;
+	}
+	return hdr_parse(buf, msg, &framed);
+}
+
+/**
+ * vt_proto_msg_decode() - check one whole frame held in a buffer
+ * @buf: the frame
+ * @len: bytes at @buf; bytes after the frame are ignored
+ * @msg: the message; its payload points into @buf
+ *
+ * Only the framing is checked; vt_proto_msg_validate() or the typed decoder
+ * checks the payload.
+ *
+ * Return: the frame length, or the errors of vt_proto_hdr_decode(), or
+ * -EBADMSG if the payload is truncated.
+ */
+int vt_proto_msg_decode(const void *buf, size_t len, struct vt_proto_msg *msg)
+{
+	int ret = vt_proto_hdr_decode(buf, len, msg);
+
+	if (ret < 0)
+		return ret;
+	if (len - VT_PROTO_HDR_SIZE < msg->len)
+		return -EBADMSG;
+	msg->payload = (const uint8_t *)buf + VT_PROTO_HDR_SIZE;
+	return (int)(VT_PROTO_HDR_SIZE + msg->len);
+}
+
+/**
+ * vt_proto_encode() - write a frame with a raw payload
+ * @buf: destination
+ * @size: size of @buf
+ * @type: message type (not checked: tests use this to build bad frames)
+ * @seq: sequence number
+ * @payload: @len bytes, may be NULL when @len is 0
+ * @len: payload length
+ *
+ * Return: the frame length; -EMSGSIZE if @len > VT_PROTO_MAX_PAYLOAD;
+ * -ENOBUFS if @size is too small.
+ */
+int vt_proto_encode(void *buf, size_t size, uint16_t type, uint32_t seq,
+		    const void *payload, size_t len)
+{
+	struct wbuf w;
+
+	if (len && !payload)
+		return -EINVAL;
+	w_init(&w, buf, size, type, seq);
+	w_bytes(&w, payload, len);
+	return w_finish(&w);
+}
+
+/* ---------------------------------------------------------------- empty */
+
+static bool type_is_empty(uint16_t type)
+{
+	return type == VT_PROTO_BYE || type == VT_PROTO_START || type == VT_PROTO_STOP ||
+	       type == VT_PROTO_STATS_REQ;
+}
+
+/**
+ * vt_proto_enc_empty() - write BYE, START, STOP or STATS_REQ
+ * @buf: destination
+ * @size: size of @buf
+ * @type: one of the types with an empty payload
+ * @seq: sequence number
+ *
+ * Return: the frame length, -EINVAL for another type, -ENOBUFS.
+ */
+int vt_proto_enc_empty(void *buf, size_t size, uint16_t type, uint32_t seq)
+{
+	if (!type_is_empty(type))
+		return -EINVAL;
+	return vt_proto_encode(buf, size, type, seq, NULL, 0);
+}
+
+/**
+ * vt_proto_dec_empty() - check a BYE, START, STOP or STATS_REQ
+ * @msg: the message
+ *
+ * Return: 0, -EINVAL for another type, -EBADMSG if the payload is not empty.
+ */
+int vt_proto_dec_empty(const struct vt_proto_msg *msg)
+{
+	if (!msg || !type_is_empty(msg->type))
+		return -EINVAL;
+	return msg->len ? -EBADMSG : 0;
+}
+
+/* ---------------------------------------------------------------- HELLO */
+
+static bool hello_ok(uint16_t type, uint16_t rev_min, uint16_t rev_max, uint32_t nr_cpus,
+		     uint32_t subbuf_size)
+{
+	if (rev_min == 0 || rev_min > rev_max)
+		return false;
+	if (nr_cpus > VT_PROTO_MAX_CPUS || subbuf_size > VT_PROTO_MAX_SUBBUF)
+		return false;
+	if (type == VT_PROTO_HELLO_REPLY && (rev_min != rev_max || nr_cpus == 0))
+		return false;
+	return true;
+}
+
+/**
+ * vt_proto_enc_hello() - write HELLO or HELLO_REPLY
+ * @buf: destination
+ * @size: size of @buf
+ * @type: VT_PROTO_HELLO or VT_PROTO_HELLO_REPLY
+ * @seq: sequence number
+ * @hello: contents; NULL strings are sent as ""
+ *
+ * Return: the frame length, -EINVAL for contents the peer would reject,
+ * -ENOBUFS.
+ */
+int vt_proto_enc_hello(void *buf, size_t size, uint16_t type, uint32_t seq,
+		       const struct vt_proto_hello *hello)
+{
+	struct wbuf w;
+	uint8_t *f;
+
+	if (!hello || (type != VT_PROTO_HELLO && type != VT_PROTO_HELLO_REPLY))
+		return -EINVAL;
+	if (!hello_ok(type, hello->rev_min, hello->rev_max, hello->nr_cpus, hello->subbuf_size))
+		return -EINVAL;
+	w_init(&w, buf, size, type, seq);
+	f = w_reserve(&w, sizeof(struct wire_hello));
+	if (f) {
+		W_PUT(f, struct wire_hello, rev_min, hello->rev_min);
+		W_PUT(f, struct wire_hello, rev_max, hello->rev_max);
+		W_PUT(f, struct wire_hello, nr_cpus, hello->nr_cpus);
+		W_PUT(f, struct wire_hello, subbuf_size, hello->subbuf_size);
+		W_PUT(f, struct wire_hello, caps, hello->caps);
+	}
+	w_str(&w, hello->clock, STR_IDENT_OPT, VT_PROTO_MAX_NAME);
+	w_str(&w, hello->software, STR_TEXT, VT_PROTO_MAX_TEXT);
+	return w_finish(&w);
+}
+
+/**
+ * vt_proto_dec_hello() - read HELLO or HELLO_REPLY
+ * @msg: the message
+ * @hello: filled; its strings point into @msg
+ *
+ * Return: 0, -EINVAL for another type, -EBADMSG for a malformed payload
+ * (revisions out of order, too many CPUs, a bad clock name, ...).
+ */
+int vt_proto_dec_hello(const struct vt_proto_msg *msg, struct vt_proto_hello *hello)
+{
+	struct vt_proto_hello h;
+	const uint8_t *f;
+	struct rbuf r;
+	int ret;
+
+	if (!msg || (msg->type != VT_PROTO_HELLO && msg->type != VT_PROTO_HELLO_REPLY))
+		return -EINVAL;
+	ret = r_init(&r, msg, msg->type);
+	if (ret < 0)
+		return ret;
+	f = r_take(&r, sizeof(struct wire_hello));
+	if (!f)
+		return -EBADMSG;
+	h.rev_min = (uint16_t)W_GET(f, struct wire_hello, rev_min);
+	h.rev_max = (uint16_t)W_GET(f, struct wire_hello, rev_max);
+	h.nr_cpus = (uint32_t)W_GET(f, struct wire_hello, nr_cpus);
+	h.subbuf_size = (uint32_t)W_GET(f, struct wire_hello, subbuf_size);
+	h.caps = W_GET(f, struct wire_hello, caps);
+	if (W_GET(f, struct wire_hello, reserved) ||
+	    !hello_ok(msg->type, h.rev_min, h.rev_max, h.nr_cpus, h.subbuf_size))
+		return -EBADMSG;
+	ret = r_str(&r, STR_IDENT_OPT, VT_PROTO_MAX_NAME, &h.clock);
+	if (ret < 0)
+		return ret;
+	ret = r_str(&r, STR_TEXT, VT_PROTO_MAX_TEXT, &h.software);
+	if (ret < 0)
+		return ret;
+	ret = r_end(&r);
+	if (ret < 0)
+		return ret;
+	if (hello)
+		*hello = h;
+	return 0;
+}
+
+/**
+ * vt_proto_hello_negotiate() - pick the revision to speak with a HELLO's sender
+ * @hello: the peer's HELLO
+ * @rev: the highest revision both ends speak
+ *
+ * Return: 0, or -EPROTONOSUPPORT if the ranges do not overlap.
+ */
+int vt_proto_hello_negotiate(const struct vt_proto_hello *hello, uint16_t *rev)
+{
+	uint16_t lo, hi;
+
+	if (!hello || !rev)
+		return -EINVAL;
+	lo = hello->rev_min > VT_PROTO_REV_MIN ? hello->rev_min : VT_PROTO_REV_MIN;
+	hi = hello->rev_max < VT_PROTO_REV_MAX ? hello->rev_max : VT_PROTO_REV_MAX;
+	if (lo > hi)
+		return -EPROTONOSUPPORT;
+	*rev = hi;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- OK, STOPPED */
+
+/**
+ * vt_proto_enc_ack() - write OK or STOPPED
+ * @buf: destination
+ * @size: size of @buf
+ * @type: VT_PROTO_OK or VT_PROTO_STOPPED
+ * @seq: sequence number
+ * @ref_seq: seq of the message acknowledged (STOPPED: of the STOP, 0 for a
+ *           legacy "0\n")
+ *
+ * Return: the frame length, -EINVAL for another type, -ENOBUFS.
+ */
+int vt_proto_enc_ack(void *buf, size_t size, uint16_t type, uint32_t seq, uint32_t ref_seq)
+{
+	struct wbuf w;
+	uint8_t *f;
+
+	if (type != VT_PROTO_OK && type != VT_PROTO_STOPPED)
+		return -EINVAL;
+	w_init(&w, buf, size, type, seq);
+	f = w_reserve(&w, sizeof(struct wire_ack));
+	if (f)
+		W_PUT(f, struct wire_ack, ref_seq, ref_seq);
+	return w_finish(&w);
+}
+
+/**
+ * vt_proto_dec_ack() - read OK or STOPPED
+ * @msg: the message
+ * @ref_seq: the seq acknowledged
+ *
+ * Return: 0, -EINVAL for another type, -EBADMSG for a malformed payload.
+ */
+int vt_proto_dec_ack(const struct vt_proto_msg *msg, uint32_t *ref_seq)
+{
+	const uint8_t *f;
+	struct rbuf r;
+	int ret;
+
+	if (!msg || (msg->type != VT_PROTO_OK && msg->type != VT_PROTO_STOPPED))
+		return -EINVAL;
+	ret = r_init(&r, msg, msg->type);
+	if (ret < 0)
+		return ret;
+	f = r_take(&r, sizeof(struct wire_ack));
+	if (!f || r_end(&r))
+		return -EBADMSG;
+	if (ref_seq)
+		*ref_seq = (uint32_t)W_GET(f, struct wire_ack, ref_seq);
+	return 0;
+}
+
+/* ---------------------------------------------------------------- ERROR */
+
+/**
+ * vt_proto_enc_error() - write ERROR
+ * @buf: destination
+ * @size: size of @buf
+ * @seq: sequence number
+ * @e: contents; @e->err positive (a negative value is negated for the caller's
+ *     convenience, so a -errno return can be passed straight in)
+ *
+ * Return: the frame length, -EINVAL for an errno outside 1..4095 or a text
+ * too long, -ENOBUFS.
+ */
+int vt_proto_enc_error(void *buf, size_t size, uint32_t seq, const struct vt_proto_error *e)
+{
+	struct wbuf w;
+	uint8_t *f;
+	int err;
+
+	if (!e || e->err < -VT_PROTO_MAX_ERRNO || e->err > VT_PROTO_MAX_ERRNO || !e->err)
+		return -EINVAL;
+	err = e->err < 0 ? -e->err : e->err;
+	w_init(&w, buf, size, VT_PROTO_ERROR, seq);
+	f = w_reserve(&w, sizeof(struct wire_error));
+	if (f) {
+		W_PUT(f, struct wire_error, ref_seq, e->ref_seq);
+		W_PUT(f, struct wire_error, err, (uint32_t)err);
+	}
+	w_str(&w, e->text, STR_TEXT, VT_PROTO_MAX_TEXT);
+	return w_finish(&w);
+}
+
+/**
+ * vt_proto_dec_error() - read ERROR
+ * @msg: the message
+ * @e: filled; @e->err is positive, @e->text points into @msg
+ *
+ * Return: 0, -EINVAL for another type, -EBADMSG for a malformed payload.
+ */
+int vt_proto_dec_error(const struct vt_proto_msg *msg, struct vt_proto_error *e)
+{
+	struct vt_proto_error d;
+	const uint8_t *f;
+	struct rbuf r;
+	uint32_t err;
+	int ret;
+
+	ret = r_init(&r, msg, VT_PROTO_ERROR);
+	if (ret < 0)
+		return ret;
+	f = r_take(&r, sizeof(struct wire_error));
+	if (!f)
+		return -EBADMSG;
+	err = (uint32_t)W_GET(f, struct wire_error, err);
+	if (err < 1 || err > VT_PROTO_MAX_ERRNO)
+		return -EBADMSG;
+	d.ref_seq = (uint32_t)W_GET(f, struct wire_error, ref_seq);
+	d.err = (int)err;
+	ret = r_str(&r, STR_TEXT, VT_PROTO_MAX_TEXT, &d.text);
+	if (ret < 0)
+		return ret;
+	ret = r_end(&r);
+	if (ret < 0)
+		return ret;
+	if (e)
+		*e = d;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- EVENTS */
+
+/**
+ * vt_proto_enc_events() - write EVENTS
+ * @buf: destination
+ * @size: size of @buf
+ * @seq: sequence number
+ * @flags: VT_PROTO_EVENTS_*
+ * @ev: @nr entries; a NULL filter is sent as ""
+ * @nr: at most VT_PROTO_MAX_EVENTS (0 with VT_PROTO_EVENTS_REPLACE disables all)
+ *
+ * Return: the frame length; -EINVAL for unknown flags, too many entries or a
+ * name or filter the peer would reject; -EMSGSIZE if the entries do not fit in
+ * one payload (send several EVENTS); -ENOBUFS.
+ */
+int vt_proto_enc_events(void *buf, size_t size, uint32_t seq, uint32_t flags,
+			const struct vt_proto_event *ev, uint32_t nr)
+{
+	struct wbuf w;
+	uint8_t *f;
+	uint32_t i;
+
+	if ((flags & ~VT_PROTO_EVENTS_FLAGS) || nr > VT_PROTO_MAX_EVENTS || (nr && !ev))
+		return -EINVAL;
+	w_init(&w, buf, size, VT_PROTO_EVENTS, seq);
+	f = w_reserve(&w, sizeof(struct wire_events));
+	if (f) {
+		W_PUT(f, struct wire_events, flags, flags);
+		W_PUT(f, struct wire_events, count, nr);
+	}
+	for (i = 0; i < nr; i++) {
+		if (!ev[i].system || !ev[i].event)
+			w_fail(&w, -EINVAL);
+		w_str(&w, ev[i].system, STR_GLOB, VT_PROTO_MAX_NAME);
+		w_str(&w, ev[i].event, STR_GLOB, VT_PROTO_MAX_NAME);
+		w_str(&w, ev[i].filter, STR_PRINT, VT_PROTO_MAX_FILTER);
+	}
+	return w_finish(&w);
+}
+
+/**
+ * vt_proto_dec_events() - read EVENTS
+ * @msg: the message
+ * @flags: VT_PROTO_EVENTS_* (may be NULL)
+ * @ev: array for the entries, or NULL to check the message only
+ * @max: entries @ev can hold; VT_PROTO_MAX_EVENTS always suffices
+ *
+ * Every entry is checked before anything is returned. The strings point into
+ * @msg.
+ *
+ * Return: the number of entries; -EINVAL for another type; -ENOSPC if @ev is
+ * too small; -EBADMSG for a malformed payload (unknown flags, a count above
+ * VT_PROTO_MAX_EVENTS or beyond the payload, a bad name or filter, trailing
+ * bytes).
+ */
+int vt_proto_dec_events(const struct vt_proto_msg *msg, uint32_t *flags,
+			struct vt_proto_event *ev, size_t max)
+{
+	struct vt_proto_event e;
+	const uint8_t *f;
+	uint32_t fl, count, i;
+	struct rbuf r;
+	int ret;
+
+	ret = r_init(&r, msg, VT_PROTO_EVENTS);
+	if (ret < 0)
+		return ret;
+	f = r_take(&r, sizeof(struct wire_events));
+	if (!f)
+		return -EBADMSG;
+	fl = (uint32_t)W_GET(f, struct wire_events, flags);
+	count = (uint32_t)W_GET(f, struct wire_events, count);
+	/* each entry is at least three empty strings' worth of bytes */
+	if ((fl & ~VT_PROTO_EVENTS_FLAGS) || count > VT_PROTO_MAX_EVENTS || count > r.left / 9)
+		return -EBADMSG;
+	if (ev && count > max)
+		return -ENOSPC;
+	for (i = 0; i < count; i++) {
+		ret = r_str(&r, STR_GLOB, VT_PROTO_MAX_NAME, &e.system);
+		if (ret < 0)
+			return ret;
+		ret = r_str(&r, STR_GLOB, VT_PROTO_MAX_NAME, &e.event);
+		if (ret < 0)
+			return ret;
+		ret = r_str(&r, STR_PRINT, VT_PROTO_MAX_FILTER, &e.filter);
+		if (ret < 0)
+			return ret;
+		if (ev)
+			ev[i] = e;
+	}
+	ret = r_end(&r);
+	if (ret < 0)
+		return ret;
+	if (flags)
+		*flags = fl;
+	return (int)count;
+}
+
+/* ---------------------------------------------------------------- strings */
+
+static int string_class(uint16_t type, enum str_class *cls, size_t *max)
+{
+	switch (type) {
+	case VT_PROTO_TRACER:
+	case VT_PROTO_CLOCK:
+		*cls = STR_IDENT;
+		*max = VT_PROTO_MAX_NAME;
+		return 0;
+	case VT_PROTO_MARKER:
+		*cls = STR_TEXT;
+		*max = VT_PROTO_MAX_TEXT;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/**
+ * vt_proto_enc_string() - write TRACER, CLOCK or MARKER
+ * @buf: destination
+ * @size: size of @buf
+ * @type: VT_PROTO_TRACER, VT_PROTO_CLOCK or VT_PROTO_MARKER
+ * @seq: sequence number
+ * @s: tracer or clock name ([A-Za-z0-9_-]+), or marker text (no NUL)
+ *
+ * Return: the frame length, -EINVAL for another type or a string the peer
+ * would reject, -ENOBUFS.
+ */
+int vt_proto_enc_string(void *buf, size_t size, uint16_t type, uint32_t seq, const char *s)
+{
+	enum str_class cls;
+	struct wbuf w;
+	size_t max;
+
+	if (!s || string_class(type, &cls, &max) < 0)
+		return -EINVAL;
+	w_init(&w, buf, size, type, seq);
+	w_str(&w, s, cls, max);
+	return w_finish(&w);
+}
+
+/**
+ * vt_proto_dec_string() - read TRACER, CLOCK or MARKER
+ * @msg: the message
+ * @s: the string, pointing into @msg; never to be used as a format or a path
+ *
+ * Return: 0, -EINVAL for another type, -EBADMSG for a malformed payload.
+ */
+int vt_proto_dec_string(const struct vt_proto_msg *msg, const char **s)
+{
+	enum str_class cls;
+	const char *v;
+	struct rbuf r;
+	size_t max;
+	int ret;
+
+	if (!msg || string_class(msg->type, &cls, &max) < 0)
+		return -EINVAL;
+	ret = r_init(&r, msg, msg->type);
+	if (ret < 0)
+		return ret;
+	ret = r_str(&r, cls, max, &v);
+	if (ret < 0)
+		return ret;
+	ret = r_end(&r);
+	if (ret < 0)
+		return ret;
+	if (s)
+		*s = v;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- BUFFER_SIZE */
+
+/**
+ * vt_proto_enc_buffer_size() - write BUFFER_SIZE
+ * @buf: destination
+ * @size: size of @buf
+ * @seq: sequence number
+ * @bs: contents; @bs->size_kb must not be 0
+ *
+ * Return: the frame length, -EINVAL, -ENOBUFS.
+ */
+int vt_proto_enc_buffer_size(void *buf, size_t size, uint32_t seq,
+			     const struct vt_proto_buffer_size *bs)
+{
+	struct wbuf w;
+	uint8_t *f;
+
+	if (!bs || !bs->size_kb)
+		return -EINVAL;
+	w_init(&w, buf, size, VT_PROTO_BUFFER_SIZE, seq);
+	f = w_reserve(&w, sizeof(struct wire_buffer_size));
+	if (f) {
+		W_PUT(f, struct wire_buffer_size, size_kb, bs->size_kb);
+		W_PUT(f, struct wire_buffer_size, subbuf_kb, bs->subbuf_kb);
+	}
+	return w_finish(&w);
+}
+
+/**
+ * vt_proto_dec_buffer_size() - read BUFFER_SIZE
+ * @msg: the message
+ * @bs: filled
+ *
+ * Return: 0, -EINVAL for another type, -EBADMSG for a malformed payload or a
+ * size of 0.
+ */
+int vt_proto_dec_buffer_size(const struct vt_proto_msg *msg, struct vt_proto_buffer_size *bs)
+{
+	struct vt_proto_buffer_size d;
+	const uint8_t *f;
+	struct rbuf r;
+	int ret;
+
+	ret = r_init(&r, msg, VT_PROTO_BUFFER_SIZE);
+	if (ret < 0)
+		return ret;
+	f = r_take(&r, sizeof(struct wire_buffer_size));
+	if (!f || r_end(&r))
+		return -EBADMSG;
+	d.size_kb = (uint32_t)W_GET(f, struct wire_buffer_size, size_kb);
+	d.subbuf_kb = (uint32_t)W_GET(f, struct wire_buffer_size, subbuf_kb);
+	if (!d.size_kb)
+		return -EBADMSG;
+	if (bs)
+		*bs = d;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- INSTANCE */
+
+/**
+ * vt_proto_enc_instance() - write INSTANCE
+ * @buf: destination
+ * @size: size of @buf
+ * @seq: sequence number
+ * @name: private instance name ([A-Za-z0-9_.-]+, no leading '.'), or NULL for
+ *        the top-level buffer
+ *
+ * Return: the frame length, -EINVAL for a bad name, -ENOBUFS.
+ */
+int vt_proto_enc_instance(void *buf, size_t size, uint32_t seq, const char *name)
+{
+	struct wbuf w;
+	uint8_t *f;
+
+	w_init(&w, buf, size, VT_PROTO_INSTANCE, seq);
+	f = w_reserve(&w, sizeof(struct wire_instance));
+	if (f)
+		W_PUT(f, struct wire_instance, kind,
+		      name ? VT_PROTO_INSTANCE_PRIVATE : VT_PROTO_INSTANCE_TOP);
+	if (name)
+		w_str(&w, name, STR_INSTANCE, VT_PROTO_MAX_NAME);
+	else
+		w_str(&w, "", STR_TEXT, VT_PROTO_MAX_NAME);
+	return w_finish(&w);
+}
+
+/**
+ * vt_proto_dec_instance() - read INSTANCE
+ * @msg: the message
+ * @name: the private instance name (pointing into @msg), or NULL for the
+ *        top-level buffer
+ *
+ * Return: 0, -EINVAL for another type, -EBADMSG for an unknown kind, a name
+ * with the top-level kind, or a name that is not a safe directory name.
+ */
+int vt_proto_dec_instance(const struct vt_proto_msg *msg, const char **name)
+{
+	const uint8_t *f;
+	const char *s;
+	struct rbuf r;
+	uint32_t kind;
+	int ret;
+
+	ret = r_init(&r, msg, VT_PROTO_INSTANCE);
+	if (ret < 0)
+		return ret;
+	f = r_take(&r, sizeof(struct wire_instance));
+	if (!f)
+		return -EBADMSG;
+	kind = (uint32_t)W_GET(f, struct wire_instance, kind);
+	if (kind == VT_PROTO_INSTANCE_TOP)
+		ret = r_str(&r, STR_IDENT_OPT, 1, &s);	/* "" only */
+	else if (kind == VT_PROTO_INSTANCE_PRIVATE)
+		ret = r_str(&r, STR_INSTANCE, VT_PROTO_MAX_NAME, &s);
+	else
+		ret = -EBADMSG;
+	if (ret < 0)
+		return ret;
+	ret = r_end(&r);
+	if (ret < 0)
+		return ret;
+	if (name)
+		*name = kind == VT_PROTO_INSTANCE_TOP ? NULL : s;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- STATS */
+
+static bool stats_ok(uint32_t cpu, uint32_t flags)
+{
+	return (cpu < VT_PROTO_MAX_CPUS || cpu == VT_PROTO_CPU_ALL) &&
+	       !(flags & ~VT_PROTO_STATS_FLAGS);
+}
+
+/**
+ * vt_proto_enc_stats() - write STATS
+ * @buf: destination
+ * @size: size of @buf
+ * @seq: sequence number
+ * @st: contents; a NULL text is sent as ""
+ *
+ * Return: the frame length, -EINVAL, -ENOBUFS.
+ */
+int vt_proto_enc_stats(void *buf, size_t size, uint32_t seq, const struct vt_proto_stats *st)
+{
+	struct wbuf w;
+	uint8_t *f;
+
+	if (!st || !stats_ok(st->cpu, st->flags))
+		return -EINVAL;
+	w_init(&w, buf, size, VT_PROTO_STATS, seq);
+	f = w_reserve(&w, sizeof(struct wire_stats));
+	if (f) {
+		W_PUT(f, struct wire_stats, cpu, st->cpu);
+		W_PUT(f, struct wire_stats, flags, st->flags);
+		W_PUT(f, struct wire_stats, pages, st->pages);
+		W_PUT(f, struct wire_stats, bytes, st->bytes);
+		W_PUT(f, struct wire_stats, splice_fallbacks, st->splice_fallbacks);
+		W_PUT(f, struct wire_stats, partial_reads, st->partial_reads);
+	}
+	w_str(&w, st->text, STR_TEXT, VT_PROTO_MAX_TEXT);
+	return w_finish(&w);
+}
+
+/**
+ * vt_proto_dec_stats() - read STATS
+ * @msg: the message
+ * @st: filled; @st->text points into @msg
+ *
+ * Return: 0, -EINVAL for another type, -EBADMSG for a malformed payload.
+ */
+int vt_proto_dec_stats(const struct vt_proto_msg *msg, struct vt_proto_stats *st)
+{
+	struct vt_proto_stats d;
+	const uint8_t *f;
+	struct rbuf r;
+	int ret;
+
+	ret = r_init(&r, msg, VT_PROTO_STATS);
+	if (ret < 0)
+		return ret;
+	f = r_take(&r, sizeof(struct wire_stats));
+	if (!f)
+		return -EBADMSG;
+	d.cpu = (uint32_t)W_GET(f, struct wire_stats, cpu);
+	d.flags = (uint32_t)W_GET(f, struct wire_stats, flags);
+	d.pages = W_GET(f, struct wire_stats, pages);
+	d.bytes = W_GET(f, struct wire_stats, bytes);
+	d.splice_fallbacks = W_GET(f, struct wire_stats, splice_fallbacks);
+	d.partial_reads = W_GET(f, struct wire_stats, partial_reads);
+	if (!stats_ok(d.cpu, d.flags))
+		return -EBADMSG;
+	ret = r_str(&r, STR_TEXT, VT_PROTO_MAX_TEXT, &d.text);
+	if (ret < 0)
+		return ret;
+	ret = r_end(&r);
+	if (ret < 0)
+		return ret;
+	if (st)
+		*st = d;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- META */
+
+/**
+ * vt_proto_enc_meta_req() - write META_REQ
+ * @buf: destination
+ * @size: size of @buf
+ * @seq: sequence number
+ * @max_total: the largest bundle the sender will accept
+ *
+ * Return: the frame length, -ENOBUFS.
+ */
+int vt_proto_enc_meta_req(void *buf, size_t size, uint32_t seq, uint64_t max_total)
+{
+	struct wbuf w;
+	uint8_t *f;
+
+	w_init(&w, buf, size, VT_PROTO_META_REQ, seq);
+	f = w_reserve(&w, sizeof(struct wire_meta_req));
+	if (f)
+		W_PUT(f, struct wire_meta_req, max_total, max_total);
+	return w_finish(&w);
+}
+
+/**
+ * vt_proto_dec_meta_req() - read META_REQ
+ * @msg: the message
+ * @max_total: the largest bundle the requester accepts
+ *
+ * Return: 0, -EINVAL for another type, -EBADMSG for a malformed payload.
+ */
+int vt_proto_dec_meta_req(const struct vt_proto_msg *msg, uint64_t *max_total)
+{
+	const uint8_t *f;
+	struct rbuf r;
+	int ret;
+
+	ret = r_init(&r, msg, VT_PROTO_META_REQ);
+	if (ret < 0)
+		return ret;
+	f = r_take(&r, sizeof(struct wire_meta_req));
+	if (!f || r_end(&r))
+		return -EBADMSG;
+	if (max_total)
+		*max_total = W_GET(f, struct wire_meta_req, max_total);
+	return 0;
+}
+
+static bool meta_ok(uint64_t total, uint64_t offset, uint64_t len)
+{
+	if (total > VT_PROTO_META_MAX_TOTAL || offset > total || len > total - offset)
+		return false;
+	return len || total == 0;
+}
+
+/**
+ * vt_proto_enc_meta() - write one META chunk
+ * @buf: destination
+ * @size: size of @buf
+ * @seq: sequence number
+ * @chunk: @chunk->len at most VT_PROTO_META_CHUNK_MAX, inside @chunk->total
+ *
+ * Return: the frame length; -EINVAL for a chunk outside the total, an empty
+ * chunk of a non-empty blob, or a total above VT_PROTO_META_MAX_TOTAL;
+ * -EMSGSIZE for a chunk too long; -ENOBUFS.
+ */
+int vt_proto_enc_meta(void *buf, size_t size, uint32_t seq,
+		      const struct vt_proto_meta_chunk *chunk)
+{
+	struct wbuf w;
+	uint8_t *f;
+
+	if (!chunk || (chunk->len && !chunk->data) ||
+	    !meta_ok(chunk->total, chunk->offset, chunk->len))
+		return -EINVAL;
+	w_init(&w, buf, size, VT_PROTO_META, seq);
+	f = w_reserve(&w, sizeof(struct wire_meta));
+	if (f) {
+		W_PUT(f, struct wire_meta, total, chunk->total);
+		W_PUT(f, struct wire_meta, offset, chunk->offset);
+	}
+	w_bytes(&w, chunk->data, chunk->len);
+	return w_finish(&w);
+}
+
+/**
+ * vt_proto_dec_meta() - read one META chunk
+ * @msg: the message
+ * @chunk: filled; @chunk->data points into @msg
+ *
+ * Return: 0, -EINVAL for another type, -EBADMSG for a total above
+ * VT_PROTO_META_MAX_TOTAL, a chunk outside it or an empty chunk of a
+ * non-empty blob.
+ */
+int vt_proto_dec_meta(const struct vt_proto_msg *msg, struct vt_proto_meta_chunk *chunk)
+{
+	struct vt_proto_meta_chunk d;
+	const uint8_t *f;
+	struct rbuf r;
+	int ret;
+
+	ret = r_init(&r, msg, VT_PROTO_META);
+	if (ret < 0)
+		return ret;
+	f = r_take(&r, sizeof(struct wire_meta));
+	if (!f)
+		return -EBADMSG;
+	d.total = W_GET(f, struct wire_meta, total);
+	d.offset = W_GET(f, struct wire_meta, offset);
+	d.len = (uint32_t)r.left;
+	d.data = d.len ? r.p : NULL;
+	if (!meta_ok(d.total, d.offset, d.len))
+		return -EBADMSG;
+	if (chunk)
+		*chunk = d;
+	return 0;
+}
+
+/**
+ * vt_proto_meta_rx_init() - prepare to receive a META blob
+ * @rx: the receiver state
+ * @limit: the largest total accepted; clamped to VT_PROTO_META_MAX_TOTAL
+ */
+void vt_proto_meta_rx_init(struct vt_proto_meta_rx *rx, uint64_t limit)
+{
+	memset(rx, 0, sizeof(*rx));
+	rx->limit = limit < VT_PROTO_META_MAX_TOTAL ? limit : VT_PROTO_META_MAX_TOTAL;
+}
+
+/**
+ * vt_proto_meta_rx_add() - append a decoded META chunk
+ * @rx: the receiver state
+ * @chunk: from vt_proto_dec_meta()
+ *
+ * Memory grows with the data received, never with the total a peer announces.
+ * After an error the transfer is broken: release @rx (and tell the peer).
+ *
+ * Return: 1 when the blob is complete (@rx->data, @rx->len), 0 when more
+ * chunks are due; -EFBIG if the announced total exceeds the limit; -EPROTO for
+ * a chunk out of order, a changed total or a chunk after the end; -ENOMEM.
+ */
+int vt_proto_meta_rx_add(struct vt_proto_meta_rx *rx, const struct vt_proto_meta_chunk *chunk)
+{
+	uint64_t need, cap;
+	uint8_t *data;
+
+	if (!rx || !chunk || !meta_ok(chunk->total, chunk->offset, chunk->len) ||
+	    (chunk->len && !chunk->data))
+		return -EINVAL;
+	if (!rx->started) {
+		if (chunk->total > rx->limit)
+			return -EFBIG;
+		if (chunk->offset != 0)
+			return -EPROTO;
+		rx->total = chunk->total;
+		rx->started = true;
+	} else if (rx->len == rx->total || chunk->total != rx->total || chunk->offset != rx->len) {
+		return -EPROTO;
+	}
+	need = rx->len + chunk->len;
+	if (need > rx->cap) {
+		cap = rx->cap ? rx->cap * 2 : (1u << 20);
+		if (cap < need)
+			cap = need;
+		if (cap > rx->total)
+			cap = rx->total;
+		data = realloc(rx->data, cap);
+		if (!data)
+			return -ENOMEM;
+		rx->data = data;
+		rx->cap = cap;
+	}
+	if (chunk->len)
+		memcpy(rx->data + rx->len, chunk->data, chunk->len);
+	rx->len = need;
+	return rx->len == rx->total ? 1 : 0;
+}
+
+/**
+ * vt_proto_meta_rx_release() - free a receiver's data and make it ready again
+ * @rx: the receiver state; its limit is kept
+ *
+ * A caller that wants to keep the blob takes @rx->data and sets it to NULL first.
+ */
+void vt_proto_meta_rx_release(struct vt_proto_meta_rx *rx)
+{
+	uint64_t limit = rx->limit;
+
+	free(rx->data);
+	vt_proto_meta_rx_init(rx, limit);
+}
+
+/* ---------------------------------------------------------------- SYNC */
+
+static bool sync_ok(uint16_t type, const struct vt_proto_sync *s)
+{
+	if (s->cpu >= VT_PROTO_MAX_CPUS)
+		return false;
+	switch (type) {
+	case VT_PROTO_SYNC_BEGIN:
+		return s->probe >= 1 && s->probe <= VT_PROTO_MAX_PROBES;
+	case VT_PROTO_SYNC_PROBE:
+	case VT_PROTO_SYNC_END:
+		return true;
+	case VT_PROTO_SYNC_REPLY:
+		return s->ran_on < VT_PROTO_MAX_CPUS;
+	}
+	return false;
+}
+
+/**
+ * vt_proto_enc_sync() - write SYNC_BEGIN, SYNC_PROBE, SYNC_REPLY or SYNC_END
+ * @buf: destination
+ * @size: size of @buf
+ * @type: one of the four SYNC types
+ * @seq: sequence number
+ * @sync: contents; the fields a type does not carry are ignored
+ *
+ * Return: the frame length; -EINVAL for another type, a CPU number of 4096 or
+ * more, or a SYNC_BEGIN announcing 0 or more than 65536 probes; -ENOBUFS.
+ */
+int vt_proto_enc_sync(void *buf, size_t size, uint16_t type, uint32_t seq,
+		      const struct vt_proto_sync *sync)
+{
+	struct wbuf w;
+	uint8_t *f;
+
+	if (!sync || !sync_ok(type, sync))
+		return -EINVAL;
+	w_init(&w, buf, size, type, seq);
+	switch (type) {
+	case VT_PROTO_SYNC_BEGIN:
+		f = w_reserve(&w, sizeof(struct wire_sync_begin));
+		if (f) {
+			W_PUT(f, struct wire_sync_begin, cpu, sync->cpu);
+			W_PUT(f, struct wire_sync_begin, nr_probes, sync->probe);
+		}
+		break;
+	case VT_PROTO_SYNC_PROBE:
+		f = w_reserve(&w, sizeof(struct wire_sync_probe));
+		if (f) {
+			W_PUT(f, struct wire_sync_probe, cpu, sync->cpu);
+			W_PUT(f, struct wire_sync_probe, probe, sync->probe);
+		}
+		break;
+	case VT_PROTO_SYNC_REPLY:
+		f = w_reserve(&w, sizeof(struct wire_sync_reply));
+		if (f) {
+			W_PUT(f, struct wire_sync_reply, cpu, sync->cpu);
+			W_PUT(f, struct wire_sync_reply, probe, sync->probe);
+			W_PUT(f, struct wire_sync_reply, tsc, sync->tsc);
+			W_PUT(f, struct wire_sync_reply, ran_on, sync->ran_on);
+		}
+		break;
+	default:
+		f = w_reserve(&w, sizeof(struct wire_sync_end));
+		if (f)
+			W_PUT(f, struct wire_sync_end, cpu, sync->cpu);
+		break;
+	}
+	return w_finish(&w);
+}
+
+/**
+ * vt_proto_dec_sync() - read SYNC_BEGIN, SYNC_PROBE, SYNC_REPLY or SYNC_END
+ * @msg: the message
+ * @sync: filled; fields the type does not carry are 0
+ *
+ * Return: 0, -EINVAL for another type, -EBADMSG for a malformed payload.
+ */
+int vt_proto_dec_sync(const struct vt_proto_msg *msg, struct vt_proto_sync *sync)
+{
+	struct vt_proto_sync d = { 0 };
+	const uint8_t *f;
+	struct rbuf r;
+	int ret;
+
+	if (!msg || msg->type < VT_PROTO_SYNC_BEGIN || msg->type > VT_PROTO_SYNC_END)
+		return -EINVAL;
+	ret = r_init(&r, msg, msg->type);
+	if (ret < 0)
+		return ret;
+	switch (msg->type) {
+	case VT_PROTO_SYNC_BEGIN:
+		f = r_take(&r, sizeof(struct wire_sync_begin));
+		if (!f)
+			return -EBADMSG;
+		d.cpu = (uint32_t)W_GET(f, struct wire_sync_begin, cpu);
+		d.probe = (uint32_t)W_GET(f, struct wire_sync_begin, nr_probes);
+		break;
+	case VT_PROTO_SYNC_PROBE:
+		f = r_take(&r, sizeof(struct wire_sync_probe));
+		if (!f)
+			return -EBADMSG;
+		d.cpu = (uint32_t)W_GET(f, struct wire_sync_probe, cpu);
+		d.probe = (uint32_t)W_GET(f, struct wire_sync_probe, probe);
+		break;
+	case VT_PROTO_SYNC_REPLY:
+		f = r_take(&r, sizeof(struct wire_sync_reply));
+		if (!f || W_GET(f, struct wire_sync_reply, reserved))
+			return -EBADMSG;
+		d.cpu = (uint32_t)W_GET(f, struct wire_sync_reply, cpu);
+		d.probe = (uint32_t)W_GET(f, struct wire_sync_reply, probe);
+		d.tsc = W_GET(f, struct wire_sync_reply, tsc);
+		d.ran_on = (uint32_t)W_GET(f, struct wire_sync_reply, ran_on);
+		break;
+	default:
+		f = r_take(&r, sizeof(struct wire_sync_end));
+		if (!f)
+			return -EBADMSG;
+		d.cpu = (uint32_t)W_GET(f, struct wire_sync_end, cpu);
+		break;
+	}
+	if (r_end(&r) || !sync_ok(msg->type, &d))
+		return -EBADMSG;
+	if (sync)
+		*sync = d;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- validate */
+
+/**
+ * vt_proto_msg_validate() - check a message's payload with its typed decoder
+ * @msg: a message from the parser or vt_proto_msg_decode()
+ *
+ * For a dispatcher that wants to answer a malformed message with ERROR before
+ * looking at its type.
+ *
+ * Return: 0, -EBADMSG for a malformed payload, -EPROTO for an unknown type.
+ */
+int vt_proto_msg_validate(const struct vt_proto_msg *msg)
+{
+	int ret;
+
+	if (!msg)
+		return -EINVAL;
+	switch (msg->type) {
+	case VT_PROTO_HELLO:
+	case VT_PROTO_HELLO_REPLY:
+		return vt_proto_dec_hello(msg, NULL);
+	case VT_PROTO_OK:
+	case VT_PROTO_STOPPED:
+		return vt_proto_dec_ack(msg, NULL);
+	case VT_PROTO_ERROR:
+		return vt_proto_dec_error(msg, NULL);
+	case VT_PROTO_BYE:
+	case VT_PROTO_START:
+	case VT_PROTO_STOP:
+	case VT_PROTO_STATS_REQ:
+		return vt_proto_dec_empty(msg);
+	case VT_PROTO_EVENTS:
+		ret = vt_proto_dec_events(msg, NULL, NULL, 0);
+		return ret < 0 ? ret : 0;
+	case VT_PROTO_TRACER:
+	case VT_PROTO_CLOCK:
+	case VT_PROTO_MARKER:
+		return vt_proto_dec_string(msg, NULL);
+	case VT_PROTO_BUFFER_SIZE:
+		return vt_proto_dec_buffer_size(msg, NULL);
+	case VT_PROTO_INSTANCE:
+		return vt_proto_dec_instance(msg, NULL);
+	case VT_PROTO_STATS:
+		return vt_proto_dec_stats(msg, NULL);
+	case VT_PROTO_META_REQ:
+		return vt_proto_dec_meta_req(msg, NULL);
+	case VT_PROTO_META:
+		return vt_proto_dec_meta(msg, NULL);
+	case VT_PROTO_SYNC_BEGIN:
+	case VT_PROTO_SYNC_PROBE:
+	case VT_PROTO_SYNC_REPLY:
+	case VT_PROTO_SYNC_END:
+		return vt_proto_dec_sync(msg, NULL);
+	}
+	return -EPROTO;
+}
+
+/* ---------------------------------------------------------------- parser */
+
+/*
+ * Bytes live in buf[start, end). The message last returned occupies the first
+ * `pending` bytes and is dropped on the next call, so its payload stays valid
+ * until then. The buffer holds exactly one largest frame: when it is full,
+ * vt_proto_parser_next() always makes progress.
+ */
+struct vt_proto_parser {
+	size_t start;
+	size_t end;
+	size_t pending;
+	uint64_t skipped;
+	bool resync;		/* inside a run of garbage, already reported */
+	bool after_nl;		/* the last garbage byte dropped was '\n' */
+	uint8_t buf[VT_PROTO_FRAME_MAX];
+};
+
+/**
+ * vt_proto_parser_new() - allocate a stream parser for one control connection
+ *
+ * Return: the parser, or NULL with errno set.
+ */
+struct vt_proto_parser *vt_proto_parser_new(void)
+{
+	struct vt_proto_parser *p = malloc(sizeof(*p));
+
+	if (!p)
+		return NULL;
+	p->start = 0;
+	p->end = 0;
+	p->pending = 0;
+	p->skipped = 0;
+	p->resync = false;
+	p->after_nl = false;
+	return p;
+}
+
+/**
+ * vt_proto_parser_free() - free a parser
+ * @p: the parser, or NULL
+ */
+void vt_proto_parser_free(struct vt_proto_parser *p)
+{
+	free(p);
+}
+
+static void parser_release(struct vt_proto_parser *p)
+{
+	p->start += p->pending;
+	p->pending = 0;
+	if (p->start == p->end)
+		p->start = p->end = 0;
+}
+
+/**
+ * vt_proto_parser_feed() - give the parser bytes read from the control port
+ * @p: the parser
+ * @data: bytes, split or coalesced in any way
+ * @len: how many
+ *
+ * The parser buffers at most VT_PROTO_FRAME_MAX bytes. Invalidates the message
+ * last returned by vt_proto_parser_next().
+ *
+ * Return: the number of bytes taken, possibly fewer than @len (0 when the
+ * buffer is full): call vt_proto_parser_next() until it returns 0, then feed
+ * the rest.
+ */
+size_t vt_proto_parser_feed(struct vt_proto_parser *p, const void *data, size_t len)
+{
+	size_t room;
+
+	if (!p || !data)
+		return 0;
+	parser_release(p);
+	room = sizeof(p->buf) - p->end;
+	if (room < len && p->start) {
+		memmove(p->buf, p->buf + p->start, p->end - p->start);
+		p->end -= p->start;
+		p->start = 0;
+		room = sizeof(p->buf) - p->end;
+	}
+	if (len > room)
+		len = room;
+	memcpy(p->buf + p->end, data, len);
+	p->end += len;
+	return len;
+}
+
+/**
+ * vt_proto_parser_next() - take the next whole message out of the parser
+ * @p: the parser
+ * @msg: the message; its payload points into the parser and stays valid until
+ *       the next call on @p
+ *
+ * At a message boundary a lone "1\n" or "0\n" (the kernel tool's protocol) comes
+ * out as START or STOP with @msg->legacy set and seq 0. Bytes that are neither a
+ * frame nor a legacy line are skipped up to the next possible frame start (the
+ * magic) or line start; each such run is reported once. The parser is always
+ * left in a usable state: after an error, keep calling.
+ *
+ * Return: 1 with a message in @msg; 0 when more bytes are needed; -EBADMSG
+ * for garbage (bad magic); -EPROTO for another framing version (skipped as
+ * garbage); -EMSGSIZE for a header announcing more than VT_PROTO_MAX_PAYLOAD
+ * (skipped as garbage); -EPROTO for a whole frame with an unknown type or
+ * flags, which is skipped and described in @msg so it can be answered.
+ */
+int vt_proto_parser_next(struct vt_proto_parser *p, struct vt_proto_msg *msg)
+{
+	bool framed;
+	int err;
+
+	if (!p || !msg)
+		return -EINVAL;
+	parser_release(p);
+	memset(msg, 0, sizeof(*msg));
+	for (;;) {
+		size_t avail = p->end - p->start;
+		const uint8_t *b = p->buf + p->start;
+		uint8_t c;
+
+		if (!avail)
+			return 0;
+		if ((b[0] == '1' || b[0] == '0') && (!p->resync || p->after_nl)) {
+			if (avail < 2)
+				return 0;
+			if (b[1] == '\n') {
+				msg->type = b[0] == '1' ? VT_PROTO_START : VT_PROTO_STOP;
+				msg->legacy = true;
+				p->pending = 2;
+				p->resync = false;
+				return 1;
+			}
+			err = -EBADMSG;
+		} else if (b[0] == magic_bytes[0]) {
+			size_t n = avail < sizeof(magic_bytes) ? avail : sizeof(magic_bytes);
+
+			if (memcmp(b, magic_bytes, n) == 0) {
+				if (avail < VT_PROTO_HDR_SIZE)
+					return 0;
+				err = hdr_parse(b, msg, &framed);
+				if (framed) {
+					if (avail - VT_PROTO_HDR_SIZE < msg->len)
+						return 0;
+					msg->payload = b + VT_PROTO_HDR_SIZE;
+					p->pending = VT_PROTO_HDR_SIZE + msg->len;
+					p->resync = false;
+					return err ? err : 1;
+				}
+				memset(msg, 0, sizeof(*msg));
+			} else {
+				err = -EBADMSG;
+			}
+		} else {
+			err = -EBADMSG;
+		}
+		/* garbage: drop one byte and look again from the next */
+		c = b[0];
+		p->start++;
+		p->skipped++;
+		p->after_nl = c == '\n';
+		if (!p->resync) {
+			p->resync = true;
+			return err;
+		}
+	}
+}
+
+/**
+ * vt_proto_parser_buffered() - bytes held by the parser
+ * @p: the parser
+ *
+ * Return: bytes fed and not yet consumed (including the message last returned).
+ */
+size_t vt_proto_parser_buffered(const struct vt_proto_parser *p)
+{
+	return p->end - p->start;
+}
+
+/**
+ * vt_proto_parser_skipped() - bytes dropped as garbage since the parser was made
+ * @p: the parser
+ *
+ * Return: the count.
+ */
+uint64_t vt_proto_parser_skipped(const struct vt_proto_parser *p)
+{
+	return p->skipped;
+}
+
+/* ---------------------------------------------------------------- I/O */
+
+/**
+ * vt_proto_write_all() - write a whole frame to a file descriptor
+ * @fd: the control port (blocking or not)
+ * @buf: the frame
+ * @len: its length
+ * @timeout_ms: on a non-blocking @fd, how long to wait for each chance to
+ *              write (-1: no limit)
+ *
+ * Short writes and EINTR are retried. A frame cut short by an error leaves the
+ * stream unusable: the caller must close it.
+ *
+ * Return: 0, -ETIMEDOUT, -EIO if write() returned 0, or -errno of write()/poll().
+ */
+int vt_proto_write_all(int fd, const void *buf, size_t len, int timeout_ms)
+{
+	const uint8_t *p = buf;
+	struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+	ssize_t n;
+	int r;
+
+	while (len) {
+		n = write(fd, p, len);
+		if (n > 0) {
+			p += n;
+			len -= (size_t)n;
+			continue;
+		}
+		if (n == 0)
+			return -EIO;
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			return -errno;
+		r = poll(&pfd, 1, timeout_ms);
+		if (r == 0)
+			return -ETIMEDOUT;
+		if (r < 0 && errno != EINTR)
+			return -errno;
+	}
+	return 0;
+}
