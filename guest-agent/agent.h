@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * trace-agent internals: tracefs configuration (tracing.c), port discovery
+ * (ports.c), the per-CPU data threads (cpu.c) and the control loop (ctl.c).
+ */
+#ifndef AGENT_H
+#define AGENT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define AGENT_MAX_CPUS		1024
+#define AGENT_PIPE_SIZE		(1 << 20)
+#define AGENT_DEFAULT_INSTANCE	"virtio-trace"
+
+/* Logging: to stderr, or to the kernel log when stderr is not open. */
+void agent_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define LOG_ERR_	3
+#define LOG_WARN_	4
+#define LOG_INFO_	6
+#define LOG_DEBUG_	7
+#define log_err(...)	agent_log(LOG_ERR_, __VA_ARGS__)
+#define log_warn(...)	agent_log(LOG_WARN_, __VA_ARGS__)
+#define log_info(...)	agent_log(LOG_INFO_, __VA_ARGS__)
+#define log_debug(...)	agent_log(LOG_DEBUG_, __VA_ARGS__)
+extern int agent_verbose;
+
+/* --- tracing.c: every change is recorded so that it can be put back --- */
+
+struct saved_file;
+
+/**
+ * struct tracing - one trace buffer (the top level or a private instance)
+ * @root: the tracefs mount
+ * @dir: the buffer's directory (@root, or @root/instances/NAME)
+ * @instance: instance name, NULL for the top-level buffer
+ * @created: we created the instance, so we remove it
+ * @mounted: we mounted tracefs at @root, so we unmount it
+ * @nr_cpus: CPUs with a per_cpu directory
+ * @subbuf_size: sub-buffer size from events/header_page
+ */
+struct tracing {
+	char *root;
+	char *dir;
+	char *instance;
+	bool created;
+	bool mounted;
+	unsigned int nr_cpus;
+	unsigned int subbuf_size;
+	struct saved_file *saved;
+	unsigned int nr_saved;
+	unsigned int nr_enabled;
+};
+
+int tracing_mount(struct tracing *t, const char *root);
+int tracing_use(struct tracing *t, const char *instance);
+int tracing_geometry(const struct tracing *t, unsigned int *nr_cpus, unsigned int *subbuf_size,
+		     char *clock, size_t size);
+int tracing_restore(struct tracing *t);
+void tracing_unmount(struct tracing *t);
+int tracing_write(struct tracing *t, const char *file, const char *value);
+int tracing_read(const struct tracing *t, const char *file, char *buf, size_t size);
+int tracing_set_clock(struct tracing *t, const char *clock, char *used, size_t size);
+bool tracing_has_clock(const struct tracing *t, const char *clock);
+bool tracing_has_tracer(const struct tracing *t, const char *tracer);
+int tracing_set_tracer(struct tracing *t, const char *tracer);
+int tracing_set_buffer_kb(struct tracing *t, unsigned int kb, unsigned int subbuf_kb);
+int tracing_enable(struct tracing *t, const char *system, const char *event,
+		   const char *filter, unsigned int *matched);
+int tracing_disable_all(struct tracing *t);
+int tracing_on(struct tracing *t, bool on);
+int tracing_cpu_stats(const struct tracing *t, unsigned int cpu, char *buf, size_t size);
+int tracing_marker(const struct tracing *t, const char *text);
+
+/* --- ports.c --- */
+
+/**
+ * struct ports - where the agent's ports are
+ * @dir: --port-dir stand-ins, or NULL for virtio-serial ports
+ * @prefix: data port prefix ("trace-path-cpu")
+ * @ctl_name: control port name ("agent-ctl-path")
+ */
+struct ports {
+	const char *dir;
+	const char *prefix;
+	const char *ctl_name;
+};
+
+int ports_find(const struct ports *p, const char *name, char *path, size_t size);
+int ports_wait(const struct ports *p, unsigned int nr_cpus, unsigned int timeout_ms);
+int ports_open(const struct ports *p, const char *name, bool control);
+
+/* --- cpu.c: one thread per CPU moves pages from trace_pipe_raw to its port --- */
+
+/**
+ * struct cpu_stream - one CPU's data path
+ * @cpu: the CPU, and the port trace-path-cpu@cpu
+ * @raw_fd: per_cpu/cpuN/trace_pipe_raw
+ * @port_fd: the data port, non-blocking
+ * @pipe: the 1 MiB pipe between the two splices
+ * @wake_fd: eventfd, written to stop or abort the thread
+ */
+struct cpu_stream {
+	unsigned int cpu;
+	unsigned int subbuf_size;
+	int raw_fd;
+	int port_fd;
+	int pipe[2];
+	int wake_fd;
+	int done_fd;		/* caller's eventfd, written once when the thread exits */
+	pthread_t thread;
+	atomic_bool done;
+	bool running;
+	atomic_bool stopping;	/* drain what is left, then exit */
+	atomic_bool aborting;	/* exit now */
+	bool use_read;		/* splice into the port failed: read() + write() */
+	char *buf;		/* one sub-buffer, for read() paths */
+	int error;
+	atomic_uint_fast64_t pages;
+	atomic_uint_fast64_t bytes;
+	atomic_uint_fast64_t fallbacks;
+	atomic_uint_fast64_t partial_reads;
+};
+
+int cpu_start(struct cpu_stream *s, const struct tracing *t, const struct ports *p,
+	      unsigned int cpu, int done_fd);
+void cpu_stop(struct cpu_stream *s);
+void cpu_abort(struct cpu_stream *s);
+int cpu_join(struct cpu_stream *s);
+
+#endif

@@ -1,0 +1,872 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The control loop: one thread, poll() on the control port, the signalfd and
+ * the data threads' done eventfd. Commands configure the buffer lazily (the
+ * first one that needs a buffer selects the default private instance with
+ * tracing off), START turns tracing on and starts the data threads, STOP
+ * turns it off and answers STOPPED once every thread has drained.
+ *
+ * Nothing a host sends can make the agent exit: bad frames are answered with
+ * ERROR and skipped. Only SIGTERM, SIGINT and, with --once, the end of a host
+ * session end it, and every tracefs change is put back first.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "ctl.h"
+#include "vt_meta.h"
+#include "vt_proto.h"
+
+#define HUP_BACKOFF_MS		250
+#define SYNC_IDLE_LIMIT_NS	(5ll * 1000 * 1000 * 1000)	/* a burst with a dead host */
+#define WRITE_TIMEOUT_MS	5000
+
+struct ev_cfg {
+	char *system;
+	char *event;
+	char *filter;
+};
+
+struct agent {
+	const struct agent_opts *o;
+	struct tracing t;
+	bool have_buffer;
+	int ctl_fd;
+	struct vt_proto_parser *parser;
+	uint32_t seq;
+	bool running;
+	bool stopping;
+	uint32_t stop_seq;
+	bool stop_legacy;
+	bool quit;
+	struct cpu_stream *cpus;
+	unsigned int nr_streams;
+	int done_fd;
+	int sig_fd;
+	uint8_t frame[VT_PROTO_FRAME_MAX];
+	/* what the host asked for */
+	char *instance;		/* NULL: top-level */
+	bool instance_set;
+	struct ev_cfg *events;
+	unsigned int nr_events;
+	uint64_t garbage_reported;
+	/* what the guest has, found at start-up */
+	unsigned int nr_cpus;
+	unsigned int subbuf_size;
+	char default_clock[64];
+};
+
+static long long now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+/* Write a control message marker into the guest trace (while tracing). */
+static void mark(struct agent *a, bool tx, uint16_t type, uint32_t seq)
+{
+	char text[128];
+
+	if (!a->have_buffer || !a->running || type == VT_PROTO_SYNC_PROBE ||
+	    type == VT_PROTO_SYNC_REPLY)
+		return;
+	if (vt_proto_marker(text, sizeof(text), tx, type, seq) > 0)
+		tracing_marker(&a->t, text);
+}
+
+static int send_frame(struct agent *a, int len)
+{
+	int ret;
+
+	if (len < 0)
+		return len;
+	ret = vt_proto_write_all(a->ctl_fd, a->frame, len, WRITE_TIMEOUT_MS);
+	if (ret < 0)
+		log_warn("control port: write failed: %s", strerror(-ret));
+	return ret;
+}
+
+static uint32_t next_seq(struct agent *a)
+{
+	if (++a->seq == 0)
+		a->seq = 1;
+	return a->seq;
+}
+
+static int reply_ok(struct agent *a, uint32_t ref)
+{
+	uint32_t seq = next_seq(a);
+	int ret = send_frame(a, vt_proto_enc_ack(a->frame, sizeof(a->frame), VT_PROTO_OK, seq, ref));
+
+	mark(a, true, VT_PROTO_OK, seq);
+	return ret;
+}
+
+static int reply_err(struct agent *a, uint32_t ref, int err, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int reply_err(struct agent *a, uint32_t ref, int err, const char *fmt, ...)
+{
+	struct vt_proto_error e = { .ref_seq = ref, .err = err < 0 ? -err : err };
+	char text[512];
+	uint32_t seq;
+	va_list ap;
+	int ret;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	e.text = text;
+	log_warn("answering seq %u with error: %s (%s)", ref, text, strerror(e.err));
+	seq = next_seq(a);
+	ret = send_frame(a, vt_proto_enc_error(a->frame, sizeof(a->frame), seq, &e));
+	mark(a, true, VT_PROTO_ERROR, seq);
+	return ret;
+}
+
+/* Select the buffer the host asked for (default: the private instance), tracing off. */
+static int ensure_buffer(struct agent *a)
+{
+	const char *inst = a->instance_set ? a->instance : a->o->instance;
+	int ret;
+
+	if (a->have_buffer)
+		return 0;
+	ret = tracing_use(&a->t, inst);
+	if (ret < 0) {
+		tracing_restore(&a->t);
+		return ret;
+	}
+	a->have_buffer = true;
+	return tracing_on(&a->t, false);
+}
+
+static void free_events(struct agent *a)
+{
+	unsigned int i;
+
+	for (i = 0; i < a->nr_events; i++) {
+		free(a->events[i].system);
+		free(a->events[i].event);
+		free(a->events[i].filter);
+	}
+	free(a->events);
+	a->events = NULL;
+	a->nr_events = 0;
+}
+
+static void stop_threads(struct agent *a, bool abort_now)
+{
+	unsigned int i;
+
+	for (i = 0; i < a->nr_streams; i++) {
+		if (abort_now)
+			cpu_abort(&a->cpus[i]);
+		else
+			cpu_stop(&a->cpus[i]);
+	}
+}
+
+static void join_threads(struct agent *a)
+{
+	unsigned int i;
+
+	for (i = 0; i < a->nr_streams; i++)
+		cpu_join(&a->cpus[i]);
+	free(a->cpus);
+	a->cpus = NULL;
+	a->nr_streams = 0;
+}
+
+/* Put every tracefs change back and forget the session's configuration. */
+static void end_session(struct agent *a)
+{
+	if (a->running || a->stopping) {
+		if (a->have_buffer)
+			tracing_on(&a->t, false);
+		stop_threads(a, true);
+		join_threads(a);
+		a->running = a->stopping = false;
+	}
+	if (a->have_buffer) {
+		tracing_restore(&a->t);
+		a->have_buffer = false;
+	}
+	free_events(a);
+	free(a->instance);
+	a->instance = NULL;
+	a->instance_set = false;
+}
+
+static int start(struct agent *a)
+{
+	unsigned int cpu;
+	char val[32];
+	int ret;
+
+	ret = ensure_buffer(a);
+	if (ret < 0)
+		return ret;
+	/* A blocking splice with buffer_percent=0 spins in Debian 6.1's kernel. */
+	if (tracing_read(&a->t, "buffer_percent", val, sizeof(val)) > 0 && atoi(val) == 0) {
+		ret = tracing_write(&a->t, "buffer_percent", "1");
+		if (ret < 0)
+			return ret;
+	}
+	a->cpus = calloc(a->t.nr_cpus, sizeof(*a->cpus));
+	if (!a->cpus)
+		return -ENOMEM;
+	for (cpu = 0; cpu < a->t.nr_cpus; cpu++) {
+		char name[PATH_MAX], path[PATH_MAX];
+		struct ports p = a->o->ports;
+
+		snprintf(name, sizeof(name), "%s%u", p.prefix, cpu);
+		if (ports_find(&p, name, path, sizeof(path)) < 0) {
+			log_warn("cpu%u has no data port %s: its events are not streamed", cpu, name);
+			continue;
+		}
+		ret = cpu_start(&a->cpus[a->nr_streams], &a->t, &p, cpu, a->done_fd);
+		if (ret < 0) {
+			log_err("cpu%u: cannot start: %s", cpu, strerror(-ret));
+			goto err;
+		}
+		if (a->o->no_splice)
+			a->cpus[a->nr_streams].use_read = true;
+		a->nr_streams++;
+	}
+	if (!a->nr_streams) {
+		ret = -ENODEV;
+		goto err;
+	}
+	ret = tracing_on(&a->t, true);
+	if (ret < 0)
+		goto err;
+	a->running = true;
+	log_info("streaming %u CPUs from %s", a->nr_streams, a->t.dir);
+	return 0;
+err:
+	stop_threads(a, true);
+	join_threads(a);
+	return ret;
+}
+
+static void stop(struct agent *a, uint32_t seq, bool legacy)
+{
+	tracing_on(&a->t, false);
+	a->running = false;
+	a->stopping = true;
+	a->stop_seq = seq;
+	a->stop_legacy = legacy;
+	stop_threads(a, false);
+}
+
+static int send_stats(struct agent *a, bool last)
+{
+	struct vt_proto_stats st = { .cpu = VT_PROTO_CPU_ALL, .text = "" };
+	static char text[VT_PROTO_MAX_TEXT];
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < a->nr_streams; i++) {
+		struct cpu_stream *s = &a->cpus[i];
+		struct vt_proto_stats c = {
+			.cpu = s->cpu,
+			.pages = atomic_load(&s->pages),
+			.bytes = atomic_load(&s->bytes),
+			.splice_fallbacks = atomic_load(&s->fallbacks),
+			.partial_reads = atomic_load(&s->partial_reads),
+			.text = text,
+		};
+
+		if (tracing_cpu_stats(&a->t, s->cpu, text, sizeof(text) - 1) < 0)
+			text[0] = '\0';
+		ret = send_frame(a, vt_proto_enc_stats(a->frame, sizeof(a->frame), next_seq(a), &c));
+		if (ret < 0)
+			return ret;
+		st.pages += c.pages;
+		st.bytes += c.bytes;
+		st.splice_fallbacks += c.splice_fallbacks;
+		st.partial_reads += c.partial_reads;
+	}
+	st.flags = last ? VT_PROTO_STATS_LAST : 0;
+	return send_frame(a, vt_proto_enc_stats(a->frame, sizeof(a->frame), next_seq(a), &st));
+}
+
+/* Called when every data thread has exited after a STOP. */
+static void finish_stop(struct agent *a)
+{
+	uint32_t seq;
+
+	a->stopping = false;
+	send_stats(a, true);
+	if (!a->stop_legacy) {
+		seq = next_seq(a);
+		send_frame(a, vt_proto_enc_ack(a->frame, sizeof(a->frame), VT_PROTO_STOPPED, seq,
+					       a->stop_seq));
+	}
+	join_threads(a);
+	log_info("stopped: every CPU drained");
+}
+
+static int send_meta(struct agent *a, uint32_t ref, uint64_t max_total)
+{
+	struct vt_meta m;
+	uint64_t off = 0;
+	size_t len;
+	void *blob;
+	int ret;
+
+	ret = ensure_buffer(a);
+	if (ret < 0)
+		return reply_err(a, ref, ret, "cannot select the trace buffer");
+	ret = vt_meta_load(&m, a->t.root, a->t.instance, a->o->meta_flags);
+	if (ret < 0)
+		return reply_err(a, ref, ret, "cannot read the metadata from %s", a->t.root);
+	ret = vt_meta_encode(&m, &blob, &len);
+	vt_meta_free(&m);
+	if (ret < 0)
+		return reply_err(a, ref, ret, "cannot encode the metadata");
+	if (len > max_total) {
+		free(blob);
+		return reply_err(a, ref, E2BIG, "metadata is %zu bytes, more than the %llu asked for",
+				 len, (unsigned long long)max_total);
+	}
+	do {
+		struct vt_proto_meta_chunk c = { .total = len, .offset = off, .data = (uint8_t *)blob + off };
+
+		c.len = len - off < VT_PROTO_META_CHUNK_MAX ? len - off : VT_PROTO_META_CHUNK_MAX;
+		ret = send_frame(a, vt_proto_enc_meta(a->frame, sizeof(a->frame), next_seq(a), &c));
+		off += c.len;
+	} while (ret >= 0 && off < len);
+	free(blob);
+	return ret;
+}
+
+static void set_affinity_all(void)
+{
+	cpu_set_t set;
+	int i;
+
+	CPU_ZERO(&set);
+	for (i = 0; i < CPU_SETSIZE; i++)
+		CPU_SET(i, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+}
+
+/*
+ * A sync burst: pinned to the probed CPU, busy-poll the control port and
+ * answer each probe with the TSC at once. A responder sleeping in read()
+ * showed a ~20 us systematic error (wake-up asymmetry).
+ */
+static void handle(struct agent *a, const struct vt_proto_msg *msg);
+
+static void sync_burst(struct agent *a, uint32_t cpu)
+{
+	long long idle_since = now_ns();
+	cpu_set_t set;
+	uint8_t buf[4096];
+	int fl;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set) < 0)
+		log_warn("sync: cannot run on cpu%u: %m; replies will say where they ran", cpu);
+	fl = fcntl(a->ctl_fd, F_GETFL);
+	fcntl(a->ctl_fd, F_SETFL, fl | O_NONBLOCK);
+	for (;;) {
+		struct vt_proto_msg msg;
+		struct vt_proto_sync s;
+		ssize_t n;
+		int r;
+
+		while ((r = vt_proto_parser_next(a->parser, &msg)) != 0) {
+			if (r < 0)
+				continue;
+			if (msg.type == VT_PROTO_SYNC_PROBE && vt_proto_dec_sync(&msg, &s) == 0) {
+				uint32_t aux;
+
+				s.tsc = agent_rdtscp(&aux);
+				s.ran_on = aux & 0xfff;
+				send_frame(a, vt_proto_enc_sync(a->frame, sizeof(a->frame),
+								VT_PROTO_SYNC_REPLY, next_seq(a), &s));
+				idle_since = now_ns();
+				continue;
+			}
+			if (msg.type == VT_PROTO_SYNC_END)
+				goto out;
+			/* Anything else ends the burst too; it is not lost. */
+			log_warn("sync: %s during a burst ends it", vt_proto_type_name(msg.type));
+			handle(a, &msg);
+			goto out;
+		}
+		n = read(a->ctl_fd, buf, sizeof(buf));
+		if (n > 0) {
+			size_t fed = vt_proto_parser_feed(a->parser, buf, n);
+
+			if (fed < (size_t)n)
+				log_warn("sync: parser full, %zu bytes dropped", n - fed);
+			continue;
+		}
+		if ((n == 0 || errno == EAGAIN) && now_ns() - idle_since < SYNC_IDLE_LIMIT_NS)
+			continue;
+		log_warn("sync: no probe for %lld s, burst abandoned", SYNC_IDLE_LIMIT_NS / 1000000000);
+		break;
+	}
+out:
+	fcntl(a->ctl_fd, F_SETFL, fl);
+	set_affinity_all();
+}
+
+static int handle_events(struct agent *a, const struct vt_proto_msg *msg)
+{
+	static struct vt_proto_event ev[VT_PROTO_MAX_EVENTS];
+	unsigned int i, matched, total = 0;
+	uint32_t flags;
+	int n, ret;
+
+	n = vt_proto_dec_events(msg, &flags, ev, VT_PROTO_MAX_EVENTS);
+	if (n < 0)
+		return reply_err(a, msg->seq, n, "malformed EVENTS");
+	ret = ensure_buffer(a);
+	if (ret < 0)
+		return reply_err(a, msg->seq, ret, "cannot select the trace buffer");
+	if (flags & VT_PROTO_EVENTS_REPLACE)
+		tracing_disable_all(&a->t);
+	for (i = 0; i < (unsigned int)n; i++) {
+		ret = tracing_enable(&a->t, ev[i].system, ev[i].event, ev[i].filter, &matched);
+		if (ret == -ENOENT)
+			return reply_err(a, msg->seq, ret, "no event matches %s:%s", ev[i].system,
+					 ev[i].event);
+		if (ret == -EINVAL)
+			return reply_err(a, msg->seq, ret, "the kernel refused filter \"%s\" on %s:%s",
+					 ev[i].filter, ev[i].system, ev[i].event);
+		if (ret < 0)
+			return reply_err(a, msg->seq, ret, "cannot enable %s:%s", ev[i].system,
+					 ev[i].event);
+		total += matched;
+	}
+	log_info("%u events enabled in %s", total, a->t.dir);
+	return reply_ok(a, msg->seq);
+}
+
+static int handle_instance(struct agent *a, const struct vt_proto_msg *msg)
+{
+	const char *name;
+	int ret;
+
+	ret = vt_proto_dec_instance(msg, &name);
+	if (ret < 0)
+		return reply_err(a, msg->seq, ret, "malformed INSTANCE");
+	if (a->running || a->stopping)
+		return reply_err(a, msg->seq, EBUSY, "cannot change the buffer while streaming");
+	if (a->have_buffer) {
+		tracing_restore(&a->t);
+		a->have_buffer = false;
+	}
+	free(a->instance);
+	a->instance = name ? strdup(name) : NULL;
+	a->instance_set = true;
+	ret = ensure_buffer(a);
+	if (ret < 0)
+		return reply_err(a, msg->seq, ret, "cannot use the %s buffer", name ? name : "top-level");
+	return reply_ok(a, msg->seq);
+}
+
+static int handle_config(struct agent *a, const struct vt_proto_msg *msg)
+{
+	struct vt_proto_buffer_size bs;
+	const char *s;
+	char used[64];
+	int ret;
+
+	if (a->running || a->stopping)
+		return reply_err(a, msg->seq, EBUSY, "stop before changing %s",
+				 vt_proto_type_name(msg->type));
+	ret = ensure_buffer(a);
+	if (ret < 0)
+		return reply_err(a, msg->seq, ret, "cannot select the trace buffer");
+	switch (msg->type) {
+	case VT_PROTO_TRACER:
+		ret = vt_proto_dec_string(msg, &s);
+		if (ret < 0)
+			return reply_err(a, msg->seq, ret, "malformed TRACER");
+		ret = tracing_set_tracer(&a->t, s);
+		if (ret == -EINVAL)
+			return reply_err(a, msg->seq, ret, "tracer %s needs the top-level buffer", s);
+		if (ret < 0)
+			return reply_err(a, msg->seq, ret, "tracer %s is not available", s);
+		break;
+	case VT_PROTO_CLOCK:
+		ret = vt_proto_dec_string(msg, &s);
+		if (ret < 0)
+			return reply_err(a, msg->seq, ret, "malformed CLOCK");
+		ret = tracing_set_clock(&a->t, s, used, sizeof(used));
+		if (ret < 0)
+			return reply_err(a, msg->seq, ret, "trace clock %s is not offered by this kernel",
+					 *s ? s : "x86-tsc");
+		break;
+	case VT_PROTO_BUFFER_SIZE:
+		ret = vt_proto_dec_buffer_size(msg, &bs);
+		if (ret < 0)
+			return reply_err(a, msg->seq, ret, "malformed BUFFER_SIZE");
+		ret = tracing_set_buffer_kb(&a->t, bs.size_kb, bs.subbuf_kb);
+		if (ret < 0)
+			return reply_err(a, msg->seq, ret, "cannot set the buffer to %u KiB (sub-buffer %u KiB)",
+					 bs.size_kb, bs.subbuf_kb);
+		break;
+	}
+	return reply_ok(a, msg->seq);
+}
+
+static uint64_t capabilities(struct agent *a)
+{
+	uint64_t caps = VT_PROTO_CAP_META | VT_PROTO_CAP_INSTANCES;
+	struct tracing probe = a->t;
+	char path[PATH_MAX];
+
+	/* Probe the top level: it lists every clock and tracer. */
+	probe.dir = a->t.root;
+	if (tracing_has_clock(&probe, "x86-tsc"))
+		caps |= VT_PROTO_CAP_X86_TSC | (agent_has_tsc() ? VT_PROTO_CAP_SYNC_TSC : 0);
+	if (tracing_has_tracer(&probe, "mmiotrace"))
+		caps |= VT_PROTO_CAP_MMIOTRACE;
+	snprintf(path, sizeof(path), "%s/buffer_subbuf_size_kb", a->t.root);
+	if (access(path, W_OK) == 0)
+		caps |= VT_PROTO_CAP_SUBBUF;
+	return caps;
+}
+
+static int handle_hello(struct agent *a, const struct vt_proto_msg *msg)
+{
+	struct vt_proto_hello h, r = { 0 };
+	uint16_t rev;
+	int ret;
+
+	ret = vt_proto_dec_hello(msg, &h);
+	if (ret < 0)
+		return reply_err(a, msg->seq, ret, "malformed HELLO");
+	ret = vt_proto_hello_negotiate(&h, &rev);
+	if (ret < 0)
+		return reply_err(a, msg->seq, ret, "no common protocol revision (host %u..%u, agent %u..%u)",
+				 h.rev_min, h.rev_max, VT_PROTO_REV_MIN, VT_PROTO_REV_MAX);
+	r.rev_min = r.rev_max = rev;
+	r.caps = capabilities(a);
+	r.nr_cpus = a->nr_cpus;
+	r.subbuf_size = a->subbuf_size;
+	r.clock = r.caps & VT_PROTO_CAP_X86_TSC ? "x86-tsc" : a->default_clock;
+	r.software = "trace-agent " PACKAGE_VERSION;
+	return send_frame(a, vt_proto_enc_hello(a->frame, sizeof(a->frame), VT_PROTO_HELLO_REPLY,
+						next_seq(a), &r));
+}
+
+static void handle(struct agent *a, const struct vt_proto_msg *msg)
+{
+	struct vt_proto_sync sync;
+	uint64_t max_total;
+	const char *text;
+	int ret;
+
+	mark(a, false, msg->type, msg->seq);
+	log_debug("rx %s seq %u len %u%s", vt_proto_type_name(msg->type), msg->seq, msg->len,
+		  msg->legacy ? " (legacy line)" : "");
+	switch (msg->type) {
+	case VT_PROTO_HELLO:
+		handle_hello(a, msg);
+		break;
+	case VT_PROTO_EVENTS:
+		handle_events(a, msg);
+		break;
+	case VT_PROTO_INSTANCE:
+		handle_instance(a, msg);
+		break;
+	case VT_PROTO_TRACER:
+	case VT_PROTO_CLOCK:
+	case VT_PROTO_BUFFER_SIZE:
+		handle_config(a, msg);
+		break;
+	case VT_PROTO_START:
+		if (!msg->legacy && vt_proto_dec_empty(msg) < 0) {
+			reply_err(a, msg->seq, EBADMSG, "malformed START");
+			break;
+		}
+		if (a->running || a->stopping) {
+			if (!msg->legacy)
+				reply_err(a, msg->seq, EBUSY, "already streaming");
+			break;
+		}
+		/* The kernel tool's "1\n" streams the top level as the user set it up. */
+		if (msg->legacy && !a->have_buffer && !a->instance_set) {
+			a->instance_set = true;
+			a->instance = NULL;
+		}
+		ret = start(a);
+		if (msg->legacy) {
+			if (ret < 0)
+				log_err("legacy start failed: %s", strerror(-ret));
+		} else if (ret < 0) {
+			reply_err(a, msg->seq, ret, "cannot start streaming");
+		} else {
+			reply_ok(a, msg->seq);
+		}
+		break;
+	case VT_PROTO_STOP:
+		if (!msg->legacy && vt_proto_dec_empty(msg) < 0) {
+			reply_err(a, msg->seq, EBADMSG, "malformed STOP");
+			break;
+		}
+		if (!a->running) {
+			if (!msg->legacy)
+				reply_err(a, msg->seq, EALREADY, "not streaming");
+			break;
+		}
+		stop(a, msg->seq, msg->legacy);
+		break;
+	case VT_PROTO_MARKER:
+		if (vt_proto_dec_string(msg, &text) < 0) {
+			reply_err(a, msg->seq, EBADMSG, "malformed MARKER");
+			break;
+		}
+		if (!a->have_buffer || (ret = tracing_marker(&a->t, text)) < 0)
+			reply_err(a, msg->seq, a->have_buffer ? ret : ENODEV,
+				  "cannot write the marker (is tracing on?)");
+		else
+			reply_ok(a, msg->seq);
+		break;
+	case VT_PROTO_STATS_REQ:
+		if (vt_proto_dec_empty(msg) < 0)
+			reply_err(a, msg->seq, EBADMSG, "malformed STATS_REQ");
+		else if (!a->have_buffer)
+			reply_err(a, msg->seq, ENODEV, "no trace buffer selected yet");
+		else
+			send_stats(a, true);
+		break;
+	case VT_PROTO_META_REQ:
+		if (vt_proto_dec_meta_req(msg, &max_total) < 0)
+			reply_err(a, msg->seq, EBADMSG, "malformed META_REQ");
+		else
+			send_meta(a, msg->seq, max_total);
+		break;
+	case VT_PROTO_SYNC_BEGIN:
+		if (vt_proto_dec_sync(msg, &sync) < 0 || sync.cpu >= a->nr_cpus) {
+			reply_err(a, msg->seq, EBADMSG, "malformed SYNC_BEGIN or no such CPU");
+			break;
+		}
+		reply_ok(a, msg->seq);
+		sync_burst(a, sync.cpu);
+		break;
+	case VT_PROTO_SYNC_PROBE:
+	case VT_PROTO_SYNC_END:
+		/* Outside a burst: answer anyway, without pinning. */
+		if (msg->type == VT_PROTO_SYNC_PROBE && vt_proto_dec_sync(msg, &sync) == 0) {
+			uint32_t aux;
+
+			sync.tsc = agent_rdtscp(&aux);
+			sync.ran_on = aux & 0xfff;
+			send_frame(a, vt_proto_enc_sync(a->frame, sizeof(a->frame), VT_PROTO_SYNC_REPLY,
+							next_seq(a), &sync));
+		}
+		break;
+	case VT_PROTO_BYE:
+		log_info("host said bye");
+		end_session(a);
+		reply_ok(a, msg->seq);
+		if (a->o->once)
+			a->quit = true;
+		break;
+	case VT_PROTO_OK:
+	case VT_PROTO_ERROR:
+		break;
+	default:
+		reply_err(a, msg->seq, EPROTO, "message type %u is not for the agent", msg->type);
+		break;
+	}
+}
+
+static void drain_parser(struct agent *a)
+{
+	struct vt_proto_msg msg;
+	int r;
+
+	while ((r = vt_proto_parser_next(a->parser, &msg)) != 0) {
+		if (r == 1) {
+			handle(a, &msg);
+			continue;
+		}
+		if (r == -EPROTO && msg.type) {
+			reply_err(a, msg.seq, EPROTO, "unknown message type %u", msg.type);
+			continue;
+		}
+		/* Garbage: say so once per run of it. */
+		if (vt_proto_parser_skipped(a->parser) != a->garbage_reported) {
+			a->garbage_reported = vt_proto_parser_skipped(a->parser);
+			reply_err(a, 0, -r, "garbage on the control port (%llu bytes skipped so far)",
+				  (unsigned long long)a->garbage_reported);
+		}
+	}
+}
+
+static int open_ctl(struct agent *a)
+{
+	int fd = ports_open(&a->o->ports, a->o->ports.ctl_name, true);
+
+	if (fd < 0)
+		return fd;
+	a->ctl_fd = fd;
+	vt_proto_parser_free(a->parser);
+	a->parser = vt_proto_parser_new();
+	if (!a->parser) {
+		close(fd);
+		a->ctl_fd = -1;
+		return -ENOMEM;
+	}
+	a->garbage_reported = 0;
+	return 0;
+}
+
+/* The host went away: a stand-in socket is gone for good, a virtio port waits. */
+static void host_gone(struct agent *a)
+{
+	if (a->o->ports.dir) {
+		log_info("host closed the control port");
+		end_session(a);
+		close(a->ctl_fd);
+		a->ctl_fd = -1;
+		if (a->o->once)
+			a->quit = true;
+	}
+}
+
+/**
+ * agent_run() - serve the control port until told to quit
+ * @o: options
+ *
+ * Return: 0 for a clean exit (a signal, or bye with --once), or -errno.
+ */
+int agent_run(const struct agent_opts *o)
+{
+	static struct agent a;
+	struct signalfd_siginfo si;
+	struct pollfd pfd[3];
+	uint8_t buf[16384];
+	sigset_t mask;
+	int ret;
+
+	a.o = o;
+	a.ctl_fd = -1;
+	ret = tracing_mount(&a.t, o->tracefs);
+	if (ret < 0)
+		return ret;
+	ret = tracing_geometry(&a.t, &a.nr_cpus, &a.subbuf_size, a.default_clock,
+			       sizeof(a.default_clock));
+	if (ret < 0) {
+		log_err("cannot read the ring-buffer layout under %s: %s", o->tracefs, strerror(-ret));
+		goto out_unmount;
+	}
+	ret = ports_wait(&o->ports, a.nr_cpus, o->wait_ms);
+	if (ret < 0)
+		goto out_unmount;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	a.sig_fd = signalfd(-1, &mask, SFD_CLOEXEC);
+	a.done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (a.sig_fd < 0 || a.done_fd < 0) {
+		ret = -errno;
+		goto out_unmount;
+	}
+	log_info("ready: %u CPUs, %u-byte sub-buffers, control port %s", a.nr_cpus, a.subbuf_size,
+		 o->ports.ctl_name);
+
+	while (!a.quit) {
+		int timeout = -1, n;
+
+		if (a.ctl_fd < 0 && (ret = open_ctl(&a)) < 0) {
+			if (!o->ports.dir) {
+				log_err("cannot open the control port: %s", strerror(-ret));
+				goto out;
+			}
+			timeout = HUP_BACKOFF_MS;	/* the stand-in host is not listening yet */
+		}
+		pfd[0] = (struct pollfd){ .fd = a.sig_fd, .events = POLLIN };
+		pfd[1] = (struct pollfd){ .fd = a.done_fd, .events = POLLIN };
+		pfd[2] = (struct pollfd){ .fd = a.ctl_fd, .events = POLLIN };
+		n = poll(pfd, a.ctl_fd >= 0 ? 3 : 2, timeout);
+		if (n < 0 && errno != EINTR) {
+			ret = -errno;
+			break;
+		}
+		if (n <= 0)
+			continue;
+		if (pfd[0].revents & POLLIN) {
+			if (read(a.sig_fd, &si, sizeof(si)) == sizeof(si))
+				log_info("signal %u: restoring tracefs and exiting", si.ssi_signo);
+			break;
+		}
+		if (pfd[1].revents & POLLIN) {
+			uint64_t v;
+			unsigned int i, done = 0;
+
+			if (read(a.done_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+				log_debug("done eventfd: %m");
+			for (i = 0; i < a.nr_streams; i++)
+				done += atomic_load(&a.cpus[i].done);
+			if (a.stopping && done == a.nr_streams)
+				finish_stop(&a);
+		}
+		if (a.ctl_fd >= 0 && (pfd[2].revents & (POLLIN | POLLHUP | POLLERR))) {
+			ssize_t r = read(a.ctl_fd, buf, sizeof(buf));
+
+			if (r > 0) {
+				size_t off = 0;
+
+				while (off < (size_t)r) {
+					size_t fed = vt_proto_parser_feed(a.parser, buf + off, r - off);
+
+					off += fed;
+					drain_parser(&a);
+					if (!fed && off < (size_t)r) {
+						log_warn("control port: parser stuck, %zd bytes dropped",
+							 r - (ssize_t)off);
+						break;
+					}
+				}
+			} else if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
+				host_gone(&a);
+				/* An unconnected virtio port polls as HUP: do not spin. */
+				if (a.ctl_fd >= 0)
+					poll(NULL, 0, HUP_BACKOFF_MS);
+			}
+		}
+	}
+	ret = 0;
+out:
+	end_session(&a);
+	if (a.ctl_fd >= 0)
+		close(a.ctl_fd);
+	vt_proto_parser_free(a.parser);
+	close(a.sig_fd);
+	close(a.done_fd);
+out_unmount:
+	tracing_unmount(&a.t);
+	return ret;
+}

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#ifndef AGENT_CTL_H
+#define AGENT_CTL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "agent.h"
+
+/**
+ * struct agent_opts - what main() parsed
+ * @ports: where the ports are and what they are called
+ * @tracefs: tracefs mount point
+ * @instance: default private instance name, or NULL for the top level
+ * @wait_ms: how long to wait for the ports to appear
+ * @once: exit when the first host session ends
+ * @no_splice: move pages into the ports with read() + write() (benchmarks)
+ * @meta_flags: VT_META_* flags for metadata requests
+ */
+struct agent_opts {
+	struct ports ports;
+	const char *tracefs;
+	const char *instance;
+	unsigned int wait_ms;
+	bool once;
+	bool no_splice;
+	unsigned int meta_flags;
+};
+
+int agent_run(const struct agent_opts *o);
+uint64_t agent_rdtscp(uint32_t *aux);
+bool agent_has_tsc(void);
+
+#endif

@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * trace-agent: stream a guest's ftrace ring buffers to the host through
+ * virtio-serial ports, driven by the host over a control port.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "ctl.h"
+#include "vt_meta.h"
+
+int agent_verbose;
+static bool quiet;
+
+/**
+ * agent_log() - log a line to stderr, prefixed with the program name
+ * @level: LOG_ERR_ .. LOG_DEBUG_
+ * @fmt: printf format
+ */
+void agent_log(int level, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (level == LOG_DEBUG_ && agent_verbose < 1)
+		return;
+	if (level == LOG_INFO_ && quiet)
+		return;
+	va_start(ap, fmt);
+	fprintf(stderr, "trace-agent: ");
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+/**
+ * agent_rdtscp() - read the TSC and the CPU it was read on
+ * @aux: set to IA32_TSC_AUX (Linux puts the CPU number in its low 12 bits)
+ *
+ * Return: the TSC, the same counter the x86-tsc trace clock reads.
+ */
+uint64_t agent_rdtscp(uint32_t *aux)
+{
+	unsigned int a;
+	uint64_t tsc = __builtin_ia32_rdtscp(&a);
+
+	*aux = a;
+	return tsc;
+}
+
+/**
+ * agent_has_tsc() - whether this build answers sync probes with the TSC
+ *
+ * Return: true on x86.
+ */
+bool agent_has_tsc(void)
+{
+	return true;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"Usage: trace-agent [OPTION]...\n"
+"Stream this machine's ftrace ring buffers to the host through virtio-serial\n"
+"ports, one data port per CPU plus a control port, as virtio-trace-collect(1)\n"
+"directs. Runs until SIGTERM or SIGINT and puts back every tracefs setting it\n"
+"changed before it exits.\n"
+"\n"
+"  -d, --port-dir DIR       use stand-in ports DIR/NAME (FIFOs or unix sockets)\n"
+"                           instead of virtio-serial ports (for tests)\n"
+"  -p, --port-prefix PFX    data ports are PFX0, PFX1, ... (default trace-path-cpu;\n"
+"                           trace-cmd's naming is trace-pipe-cpu)\n"
+"  -c, --ctl-port NAME      control port name (default agent-ctl-path)\n"
+"  -t, --tracefs DIR        tracefs mount point, mounted if absent\n"
+"                           (default /sys/kernel/tracing)\n"
+"  -i, --instance NAME      default private instance (default virtio-trace)\n"
+"  -T, --top-level          default to the top-level buffer instead\n"
+"  -w, --wait SEC           wait this long for the ports to appear (default 30)\n"
+"  -1, --once               exit when the host says bye or goes away\n"
+"      --no-splice          move pages into the ports with read()+write()\n"
+"      --no-kallsyms        leave /proc/kallsyms out of the metadata\n"
+"  -v, --verbose            log every control message\n"
+"  -q, --quiet              log only warnings and errors\n"
+"  -V, --version            print the version and exit\n"
+"  -h, --help               print this help and exit\n"
+"\n"
+"Exit status: 0 after a signal or a bye with --once; 1 when the ports never\n"
+"appeared or tracefs is unusable; 2 for a usage error.\n"
+"See trace-agent(8) and virtio-trace-protocol(5).\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "port-dir", required_argument, NULL, 'd' },
+		{ "port-prefix", required_argument, NULL, 'p' },
+		{ "ctl-port", required_argument, NULL, 'c' },
+		{ "tracefs", required_argument, NULL, 't' },
+		{ "instance", required_argument, NULL, 'i' },
+		{ "top-level", no_argument, NULL, 'T' },
+		{ "wait", required_argument, NULL, 'w' },
+		{ "once", no_argument, NULL, '1' },
+		{ "no-splice", no_argument, NULL, 'S' },
+		{ "no-kallsyms", no_argument, NULL, 'K' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct agent_opts o = {
+		.ports = { .prefix = "trace-path-cpu", .ctl_name = "agent-ctl-path" },
+		.tracefs = "/sys/kernel/tracing",
+		.instance = AGENT_DEFAULT_INSTANCE,
+		.wait_ms = 30000,
+	};
+	char *end;
+	long v;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "d:p:c:t:i:Tw:1vqVh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+			o.ports.dir = optarg;
+			break;
+		case 'p':
+			o.ports.prefix = optarg;
+			break;
+		case 'c':
+			o.ports.ctl_name = optarg;
+			break;
+		case 't':
+			o.tracefs = optarg;
+			break;
+		case 'i':
+			o.instance = optarg;
+			break;
+		case 'T':
+			o.instance = NULL;
+			break;
+		case 'w':
+			v = strtol(optarg, &end, 10);
+			if (*end || v < 0 || v > 86400) {
+				fprintf(stderr, "trace-agent: --wait takes seconds, 0 to 86400\n");
+				return 2;
+			}
+			o.wait_ms = v * 1000;
+			break;
+		case '1':
+			o.once = true;
+			break;
+		case 'S':
+			o.no_splice = true;
+			break;
+		case 'K':
+			o.meta_flags |= VT_META_NO_KALLSYMS;
+			break;
+		case 'v':
+			agent_verbose++;
+			break;
+		case 'q':
+			quiet = true;
+			break;
+		case 'V':
+			printf("trace-agent %s\n", PACKAGE_VERSION);
+			return 0;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "trace-agent: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		return 2;
+	}
+	return agent_run(&o) < 0 ? 1 : 0;
+}

@@ -1,0 +1,356 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * trace-agent against this machine's real tracefs, in a private instance,
+ * through stand-in unix-socket ports: exact marker counts, the trailing
+ * partial page, stop/start cycles, restored state, a host that stops
+ * reading, garbage and legacy lines on the control port, and metadata.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "t-host.h"
+#include "vt_meta.h"
+#include "vt_proto.h"
+
+static char agent_path[512];
+
+static bool instance_exists(const struct t_host *h)
+{
+	char path[512];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/instances/%s", h->tracefs, h->instance);
+	return stat(path, &st) == 0;
+}
+
+static void start_session(struct t_host *h, const char *const *extra)
+{
+	assert_int_equal(t_host_start(h, agent_path, extra), 0);
+	assert_int_equal(t_hello(h), 0);
+}
+
+static void end_session(struct t_host *h)
+{
+	assert_int_equal(t_cmd_ok(h, vt_proto_enc_empty(h->frame, sizeof(h->frame), VT_PROTO_BYE,
+							++h->seq)), 0);
+	assert_int_equal(t_host_stop_agent(h, 0), 0);
+	/* The private instance the agent created is gone. */
+	assert_false(instance_exists(h));
+	t_host_free(h);
+}
+
+static void set_buffer_kb(struct t_host *h, unsigned int kb)
+{
+	struct vt_proto_buffer_size bs = { .size_kb = kb };
+
+	assert_int_equal(t_cmd_ok(h, vt_proto_enc_buffer_size(h->frame, sizeof(h->frame), ++h->seq,
+							      &bs)), 0);
+}
+
+static void test_exact_marker_counts(void **state)
+{
+	unsigned int cpu, n = 20000;
+	struct t_host h;
+
+	start_session(&h, NULL);
+	set_buffer_kb(&h, 8192);
+	assert_int_equal(t_start(&h), 0);
+	for (cpu = 0; cpu < h.nr_cpus && cpu < 4; cpu++)
+		assert_int_equal(t_write_markers(&h, cpu, "vt-exact", 0, n), n);
+	assert_int_equal(t_stop(&h, 20000), 0);
+	for (cpu = 0; cpu < h.nr_cpus && cpu < 4; cpu++) {
+		uint64_t lost = 0, pages = 0;
+
+		assert_int_equal(t_count_markers(&h, cpu, "vt-exact", &lost, &pages), n);
+		assert_int_equal(lost, 0);
+		assert_int_equal(t_stat(&h, cpu, "overrun"), 0);
+		/* The agent's page count is what arrived. */
+		assert_int_equal(h.pages[cpu], pages);
+	}
+	/* The agent marked the control messages it handled while tracing. */
+	uint64_t marks = 0;
+
+	for (cpu = 0; cpu < h.nr_cpus; cpu++)
+		marks += t_count_markers(&h, cpu, "virtio-trace: rx STOP", NULL, NULL) +
+			 t_count_markers(&h, cpu, "virtio-trace: tx OK", NULL, NULL);
+	assert_int_equal(marks, 2);
+	end_session(&h);
+}
+
+static void test_partial_page(void **state)
+{
+	uint64_t pages = 0;
+	struct t_host h;
+
+	start_session(&h, NULL);
+	assert_int_equal(t_start(&h), 0);
+	assert_int_equal(t_write_markers(&h, 0, "vt-partial", 0, 7), 7);
+	assert_int_equal(t_stop(&h, 20000), 0);
+	/* Seven markers never fill a page: they can only come through read(). */
+	assert_int_equal(t_count_markers(&h, 0, "vt-partial", NULL, &pages), 7);
+	assert_true(h.partial_reads[0] >= 1);
+	assert_true(pages >= 1);
+	end_session(&h);
+}
+
+static void test_stop_start_twice(void **state)
+{
+	struct t_host h;
+	int cycle;
+
+	start_session(&h, NULL);
+	for (cycle = 0; cycle < 2; cycle++) {
+		char prefix[32];
+		int c;
+
+		snprintf(prefix, sizeof(prefix), "vt-cycle%d", cycle);
+		assert_int_equal(t_start(&h), 0);
+		assert_int_equal(t_write_markers(&h, 0, prefix, 0, 3000), 3000);
+		assert_int_equal(t_stop(&h, 20000), 0);
+		/* Each cycle's markers arrive once: none lost, none repeated. */
+		for (c = 0; c <= cycle; c++) {
+			snprintf(prefix, sizeof(prefix), "vt-cycle%d", c);
+			assert_int_equal(t_count_markers(&h, 0, prefix, NULL, NULL), 3000);
+		}
+	}
+	end_session(&h);
+}
+
+/* Files of an existing instance that the session changes, read before and after. */
+static const char *const watched[] = {
+	"trace_clock", "buffer_size_kb", "tracing_on", "buffer_percent",
+	"events/sched/sched_switch/enable", "events/sched/sched_switch/filter",
+	"events/sched/sched_wakeup/enable",
+};
+
+static void snapshot(const struct t_host *h, char out[][4096])
+{
+	char path[512];
+	size_t i;
+
+	for (i = 0; i < sizeof(watched) / sizeof(watched[0]); i++) {
+		snprintf(path, sizeof(path), "%s/instances/%s/%s", h->tracefs, h->instance, watched[i]);
+		assert_true(t_read_file(path, out[i], 4096) > 0);
+	}
+}
+
+static void test_restores_existing_instance(void **state)
+{
+	static char before[8][4096], after[8][4096];
+	struct vt_proto_event ev[2] = {
+		{ .system = "sched", .event = "sched_switch", .filter = "prev_pid != 0" },
+		{ .system = "sched", .event = "sched_wakeu*", .filter = "" },
+	};
+	char path[512], cmd[2048];
+	struct t_host h;
+	size_t i;
+
+	/* The instance exists before the agent starts, so it must be restored file by file. */
+	assert_int_equal(t_host_start(&h, agent_path, NULL), 0);
+	snprintf(path, sizeof(path), "%s/instances/%s", h.tracefs, h.instance);
+	assert_true(mkdir(path, 0755) == 0 || errno == EEXIST);
+	assert_true((size_t)snprintf(cmd, sizeof(cmd), "echo local > %s/trace_clock && "
+				     "echo 512 > %s/buffer_size_kb && echo 37 > %s/buffer_percent",
+				     path, path, path) < sizeof(cmd));
+	assert_int_equal(system(cmd), 0);
+	snapshot(&h, before);
+
+	assert_int_equal(t_hello(&h), 0);
+	assert_int_equal(t_cmd_ok(&h, vt_proto_enc_string(h.frame, sizeof(h.frame), VT_PROTO_CLOCK,
+							  ++h.seq, "x86-tsc")), 0);
+	set_buffer_kb(&h, 1024);
+	assert_int_equal(t_cmd_ok(&h, vt_proto_enc_events(h.frame, sizeof(h.frame), ++h.seq, 0, ev, 2)),
+			 0);
+	assert_int_equal(t_start(&h), 0);
+	assert_int_equal(t_stop(&h, 20000), 0);
+	/* While configured, the changes are in place. */
+	snprintf(path, sizeof(path), "%s/instances/%s/trace_clock", h.tracefs, h.instance);
+	assert_true(t_read_file(path, after[0], 4096) > 0);
+	assert_non_null(strstr(after[0], "[x86-tsc]"));
+
+	assert_int_equal(t_cmd_ok(&h, vt_proto_enc_empty(h.frame, sizeof(h.frame), VT_PROTO_BYE,
+							  ++h.seq)), 0);
+	assert_int_equal(t_host_stop_agent(&h, 0), 0);
+	snapshot(&h, after);
+	for (i = 0; i < sizeof(watched) / sizeof(watched[0]); i++) {
+		if (strcmp(before[i], after[i]) != 0)
+			fail_msg("%s was \"%s\" and is now \"%s\"", watched[i], before[i], after[i]);
+	}
+	assert_true(instance_exists(&h));	/* not ours to remove */
+	t_host_free(&h);
+}
+
+static void test_sigterm_restores(void **state)
+{
+	struct t_host h;
+
+	start_session(&h, NULL);
+	assert_int_equal(t_start(&h), 0);
+	assert_true(instance_exists(&h));
+	assert_int_equal(t_host_stop_agent(&h, SIGTERM), 0);
+	assert_false(instance_exists(&h));
+	t_host_free(&h);
+}
+
+static void test_host_not_reading(void **state)
+{
+	unsigned int n = 60000, i, last = 0, count = 0;
+	uint64_t lost = 0, overrun;
+	struct t_host h;
+	bool ordered = true;
+
+	start_session(&h, NULL);
+	set_buffer_kb(&h, 64);
+	assert_int_equal(t_start(&h), 0);
+	h.paused = true;
+	/* The agent blocks on a full port; the guest keeps tracing and overruns. */
+	assert_int_equal(t_write_markers(&h, 0, "vt-paused", 0, n), n);
+	for (i = 0; i < 20; i++)
+		t_pump(&h, 50);
+	h.paused = false;
+	assert_int_equal(t_stop(&h, 30000), 0);
+
+	overrun = t_stat(&h, 0, "overrun");
+	assert_true(overrun > 0 && overrun != UINT64_MAX);
+	count = t_count_markers(&h, 0, "vt-paused", &lost, NULL);
+	assert_true(count > 0 && count < n);
+	/*
+	 * The loss is announced in page headers (a full page has no room for the
+	 * count, so only the flag may be there), and never more than the kernel
+	 * counted.
+	 */
+	assert_true(t_missed_pages(&h, 0) > 0);
+	assert_true(lost <= overrun);
+	/* The last marker arrived, and what arrived is in order. */
+	{
+		const struct t_buf *b = &h.cpu[0];
+		size_t off;
+
+		for (off = 0; off + 4096 <= b->len; off += 4096) {
+			const char *p = (const char *)b->data + off;
+			const char *end = p + 4096;
+
+			while ((p = memmem(p, end - p, "vt-paused ", 10))) {
+				unsigned int v = strtoul(p + 10, NULL, 10);
+
+				if (v < last)
+					ordered = false;
+				last = v;
+				p += 10;
+			}
+		}
+	}
+	assert_true(ordered);
+	assert_int_equal(last, n - 1);
+	end_session(&h);
+}
+
+static void test_garbage_and_legacy(void **state)
+{
+	static const char junk[] = "GET / HTTP/1.0\r\n\r\n\x01\x02\x03 not a frame at all";
+	struct t_host h;
+
+	start_session(&h, NULL);
+	assert_int_equal(t_send_raw(&h, junk, sizeof(junk) - 1), 0);
+	assert_int_equal(t_wait(&h, VT_PROTO_ERROR, 0, 5000, NULL), 0);
+	assert_int_equal(h.last_err, EBADMSG);
+	/* Still serving. */
+	assert_int_equal(t_hello(&h), 0);
+
+	/* The kernel tool's lines, on the buffer chosen beforehand. */
+	assert_int_equal(t_cmd_ok(&h, vt_proto_enc_instance(h.frame, sizeof(h.frame), ++h.seq,
+							     h.instance)), 0);
+	assert_int_equal(t_send_raw(&h, "1\n", 2), 0);
+	/* The agent turns tracing on once its data threads run. */
+	{
+		char path[512], val[16] = "";
+		int i;
+
+		snprintf(path, sizeof(path), "%s/instances/%s/tracing_on", h.tracefs, h.instance);
+		for (i = 0; i < 100 && val[0] != '1'; i++) {
+			t_pump(&h, 50);
+			t_read_file(path, val, sizeof(val));
+		}
+		assert_int_equal(val[0], '1');
+	}
+	assert_int_equal(t_write_markers(&h, 0, "vt-legacy", 0, 500), 500);
+	assert_int_equal(t_send_raw(&h, "0\n", 2), 0);
+	/* A legacy stop answers with statistics, not STOPPED. */
+	assert_int_equal(t_wait(&h, VT_PROTO_STATS, 0, 20000, NULL), 0);
+	while (t_wait(&h, VT_PROTO_STATS, 0, 500, NULL) == 0)
+		;
+	assert_int_equal(t_drain(&h, 10000), 0);
+	assert_int_equal(t_count_markers(&h, 0, "vt-legacy", NULL, NULL), 500);
+	end_session(&h);
+}
+
+static void test_metadata(void **state)
+{
+	struct vt_proto_meta_rx rx;
+	struct vt_proto_meta_chunk c;
+	struct vt_proto_msg m;
+	struct vt_meta meta;
+	struct t_host h;
+	uint32_t i;
+	bool print = false;
+	int r;
+
+	start_session(&h, NULL);
+	assert_int_equal(t_events(&h, "sched", "sched_switch"), 0);
+	assert_true(t_send(&h, vt_proto_enc_meta_req(h.frame, sizeof(h.frame), ++h.seq, 64 << 20)));
+	vt_proto_meta_rx_init(&rx, 64 << 20);
+	do {
+		assert_int_equal(t_wait(&h, VT_PROTO_META, 0, 10000, &m), 0);
+		assert_int_equal(vt_proto_dec_meta(&m, &c), 0);
+		r = vt_proto_meta_rx_add(&rx, &c);
+		assert_true(r >= 0);
+	} while (r == 0);
+	assert_int_equal(rx.len, rx.total);
+	assert_int_equal(vt_meta_decode(&meta, rx.data, rx.len), 0);
+	assert_int_equal(meta.nr_cpus, h.nr_cpus);
+	assert_int_equal(meta.subbuf_size, 4096);
+	for (i = 0; i < meta.ftrace.nr_events; i++)
+		print |= strcmp(meta.ftrace.events[i].name, "print") == 0;
+	assert_true(print);
+	/* Only the enabled event's system is described. */
+	assert_int_equal(meta.nr_systems, 1);
+	assert_string_equal(meta.systems[0].name, "sched");
+	vt_meta_free(&meta);
+	vt_proto_meta_rx_release(&rx);
+	end_session(&h);
+}
+
+int main(void)
+{
+	const char *build = getenv("VT_BUILDDIR");
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_exact_marker_counts),
+		cmocka_unit_test(test_partial_page),
+		cmocka_unit_test(test_stop_start_twice),
+		cmocka_unit_test(test_restores_existing_instance),
+		cmocka_unit_test(test_sigterm_restores),
+		cmocka_unit_test(test_host_not_reading),
+		cmocka_unit_test(test_garbage_and_legacy),
+		cmocka_unit_test(test_metadata),
+	};
+
+	if (access("/sys/kernel/tracing/instances", W_OK) != 0) {
+		printf("skip: no writable tracefs at /sys/kernel/tracing (needs root and tracefs)\n");
+		return 77;
+	}
+	snprintf(agent_path, sizeof(agent_path), "%s/guest-agent/trace-agent", build ? build : ".");
+	signal(SIGPIPE, SIG_IGN);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	return cmocka_run_group_tests_name("trace-agent on real tracefs through stand-in ports",
+					   tests, NULL, NULL);
+}
