@@ -1,0 +1,246 @@
+# shellcheck shell=bash
+# tests/e2e/lib.sh: boot the virtio-trace test guest under QEMU/TCG.  Source it from bash.
+#
+# Configuration (set before vt_guest_start; run-guest.sh sets them from its options):
+#   VT_IMAGE        image dir from mkguest.sh (default: $VT_CACHE/image or <repo>/.cache/guest/image)
+#   VT_RUNDIR       run dir (required): console.log, qemu.pid, qemu.cmd, qmp.sock, ports/
+#   VT_SMP=2 VT_MEM=512 VT_TIMEOUT=120 (seconds, hard limit for QEMU)
+#   VT_TCG_SINGLE=0 (1: -accel tcg,thread=single, for clock tests)
+#   VT_KERNEL=vmlinux (PVH boot of the ELF; or bzImage)
+#   VT_MACHINE=pc   (q35 when VT_IOMMU=1)
+#   VT_IOMMU=0      (1: -machine q35 -device intel-iommu,intremap=off first, guest intel_iommu=on)
+#   VT_IOMMU_PLATFORM=0 (1: the virtio-serial controller uses the vIOMMU:
+#                   iommu_platform=on,disable-legacy=on)
+#   VT_PORTS=1      (0: no virtio-serial ports at all)
+#   VT_NPORTS       number of trace-path-cpuN ports (default: VT_SMP)
+#   VT_CHARDEV=pipe (pipe: FIFOs ports/NAME.in + NAME.out; socket: ports/NAME.sock, QEMU listens,
+#                   server=on,wait=off)
+#   VT_GUEST_RUN    path of an executable in the initramfs  -> vt.run=PATH
+#   VT_GUEST_SCRIPT host file run by the guest with sh       -> fw_cfg opt/vt/script, vt.script=fw_cfg
+#   VT_GUEST_CMD    one command line (no '"')                -> "vt.cmd=..."
+#   VT_APPEND       extra kernel command line words
+#   VT_QEMU_EXTRA   array of extra QEMU arguments (e.g. (-device e1000,netdev=n0 -netdev user,id=n0))
+#   VT_LOG_IGNORE   extended regex: console lines to forgive in vt_check_console
+# After vt_guest_start: VT_QEMU_PID (QEMU itself; also in $VT_RUNDIR/qemu.pid), VT_TIMEOUT_PID,
+# VT_QEMU_ARGV (the command), VT_KERNEL_APPEND (the guest command line), VT_START_TIME.
+# Port names: trace-path-cpu0..N-1 and agent-ctl-path, at most 30 per virtio-serial controller.
+
+VT_E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+VT_REPO=$(cd "$VT_E2E_DIR/../.." && pwd)
+VT_QEMU_BIN=${VT_QEMU_BIN:-qemu-system-x86_64}
+VT_PORTS_PER_CONTROLLER=30
+
+vt_log() { echo "${VT_LOG_PREFIX:-vt}: $*" >&2; }
+
+vt_now() { date +%s.%N; }
+vt_secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
+
+vt_image_dir() { echo "${VT_IMAGE:-${VT_CACHE:-$VT_REPO/.cache/guest}/image}"; }
+
+# vt_port_names: the port names, one per line (data ports first, then the control port).
+vt_port_names() {
+    local i n=${VT_NPORTS:-${VT_SMP:-2}}
+    for ((i = 0; i < n; i++)); do echo "trace-path-cpu$i"; done
+    echo "agent-ctl-path"
+}
+
+# vt_make_ports: create $VT_RUNDIR/ports and, for pipe chardevs, the FIFOs NAME.in / NAME.out.
+# Call it before opening the FIFOs on the host side (open them O_RDWR: exec 3<>FILE).
+vt_make_ports() {
+    local p name
+    p=$VT_RUNDIR/ports
+    mkdir -p "$p" || return 1
+    [ "${VT_CHARDEV:-pipe}" = pipe ] || return 0
+    for name in $(vt_port_names); do
+        [ -p "$p/$name.in" ] || mkfifo "$p/$name.in" || return 1
+        [ -p "$p/$name.out" ] || mkfifo "$p/$name.out" || return 1
+    done
+}
+
+# vt_qemu_argv: fill the array VT_QEMU_ARGV and VT_KERNEL_APPEND from the configuration.
+vt_qemu_argv() {
+    local img kernel initrd machine accel append i ctl=0 nctl name dev chardev
+    img=$(vt_image_dir)
+    case "${VT_KERNEL:-vmlinux}" in
+    vmlinux) kernel=$img/vmlinux ;;
+    bzImage|bzimage) kernel=$img/bzImage ;;
+    *) kernel=$VT_KERNEL ;;
+    esac
+    initrd=$(ls "$img"/initramfs.cpio* 2>/dev/null | head -n1)
+    [ -f "$kernel" ] || { vt_log "no kernel $kernel (run tests/e2e/mkguest.sh)"; return 1; }
+    [ -f "$initrd" ] || { vt_log "no initramfs in $img (run tests/e2e/mkguest.sh)"; return 1; }
+    case "$VT_RUNDIR" in *,*) vt_log "VT_RUNDIR must not contain ','"; return 1 ;; esac
+
+    machine=${VT_MACHINE:-pc}
+    [ "${VT_IOMMU:-0}" = 1 ] && machine=q35
+    accel=tcg
+    [ "${VT_TCG_SINGLE:-0}" = 1 ] && accel=tcg,thread=single
+    append="console=ttyS0 loglevel=5 trace_clock=x86-tsc panic=-1"
+    [ "${VT_IOMMU:-0}" = 1 ] && append+=" intel_iommu=on"
+    VT_QEMU_ARGV=("$VT_QEMU_BIN" -name vt-guest -machine "$machine" -accel "$accel"
+        -m "${VT_MEM:-512}" -smp "${VT_SMP:-2}" -nodefaults -no-user-config -display none -no-reboot
+        -serial "file:$VT_RUNDIR/console.log"
+        -qmp "unix:$VT_RUNDIR/qmp.sock,server=on,wait=off"
+        -pidfile "$VT_RUNDIR/qemu.pid")
+    [ -z "${VT_CPU:-}" ] || VT_QEMU_ARGV+=(-cpu "$VT_CPU")
+    # intel-iommu must be the first device.
+    [ "${VT_IOMMU:-0}" = 1 ] && VT_QEMU_ARGV+=(-device intel-iommu,intremap=off)
+    VT_QEMU_ARGV+=(-kernel "$kernel" -initrd "$initrd")
+
+    if [ "${VT_PORTS:-1}" = 1 ]; then
+        local names=() n=0
+        mapfile -t names < <(vt_port_names)
+        nctl=$(((${#names[@]} + VT_PORTS_PER_CONTROLLER - 1) / VT_PORTS_PER_CONTROLLER))
+        for ((ctl = 0; ctl < nctl; ctl++)); do
+            dev="virtio-serial-pci,id=vser$ctl,max_ports=$((VT_PORTS_PER_CONTROLLER + 1))"
+            [ "${VT_IOMMU_PLATFORM:-0}" = 1 ] && dev+=",iommu_platform=on,disable-legacy=on"
+            VT_QEMU_ARGV+=(-device "$dev")
+        done
+        for ((i = 0; i < ${#names[@]}; i++)); do
+            name=${names[$i]}
+            ctl=$((i / VT_PORTS_PER_CONTROLLER))
+            if [ "${VT_CHARDEV:-pipe}" = socket ]; then
+                chardev="socket,id=vtp$i,path=$VT_RUNDIR/ports/$name.sock,server=on,wait=off"
+            else
+                chardev="pipe,id=vtp$i,path=$VT_RUNDIR/ports/$name"
+            fi
+            VT_QEMU_ARGV+=(-chardev "$chardev"
+                -device "virtserialport,bus=vser$ctl.0,nr=$((i % VT_PORTS_PER_CONTROLLER + 1)),chardev=vtp$i,name=$name")
+            n=$((n + 1))
+        done
+        append+=" vt.ports=$n"
+    fi
+    if [ -n "${VT_GUEST_RUN:-}" ]; then
+        append+=" vt.run=$VT_GUEST_RUN"
+    elif [ -n "${VT_GUEST_SCRIPT:-}" ]; then
+        [ -f "$VT_GUEST_SCRIPT" ] || { vt_log "no such script: $VT_GUEST_SCRIPT"; return 1; }
+        case "$VT_GUEST_SCRIPT" in *,*) vt_log "the script path must not contain ','"; return 1 ;; esac
+        VT_QEMU_ARGV+=(-fw_cfg "name=opt/vt/script,file=$VT_GUEST_SCRIPT")
+        append+=" vt.script=fw_cfg"
+    elif [ -n "${VT_GUEST_CMD:-}" ]; then
+        case "$VT_GUEST_CMD" in *'"'*) vt_log "VT_GUEST_CMD must not contain '\"'"; return 1 ;; esac
+        append+=" \"vt.cmd=$VT_GUEST_CMD\""
+    fi
+    [ -z "${VT_APPEND:-}" ] || append+=" $VT_APPEND"
+    VT_KERNEL_APPEND=$append
+    VT_QEMU_ARGV+=(-append "$append")
+    VT_QEMU_ARGV+=("${VT_QEMU_EXTRA[@]+"${VT_QEMU_EXTRA[@]}"}")
+}
+
+# vt_shell_quote ARGS...: print ARGS on one line, quoted for sh where needed.
+vt_shell_quote() {
+    local a sep= q="'" bq="'\\''"
+    for a in "$@"; do
+        if [[ "$a" =~ ^[A-Za-z0-9_./:=,+@%-]+$ ]]; then printf '%s%s' "$sep" "$a"
+        else printf "%s'%s'" "$sep" "${a//$q/$bq}"; fi
+        sep=' '
+    done
+    echo
+}
+
+# vt_guest_start: start QEMU in the background under `timeout`. Sets VT_QEMU_PID, VT_TIMEOUT_PID,
+# VT_START_TIME. Returns non-zero if QEMU did not come up.
+vt_guest_start() {
+    local i
+    [ -n "${VT_RUNDIR:-}" ] || { vt_log "VT_RUNDIR is not set"; return 1; }
+    mkdir -p "$VT_RUNDIR" || return 1
+    VT_RUNDIR=$(cd "$VT_RUNDIR" && pwd)
+    if [ "${VT_PORTS:-1}" = 1 ]; then vt_make_ports || return 1; fi
+    vt_qemu_argv || return 1
+    rm -f "$VT_RUNDIR/qemu.pid" "$VT_RUNDIR/console.log" "$VT_RUNDIR/qmp.sock"
+    vt_shell_quote "${VT_QEMU_ARGV[@]}" >"$VT_RUNDIR/qemu.cmd"
+    VT_START_TIME=$(vt_now)
+    # timeout: TERM at VT_TIMEOUT, KILL 5 s later.  stdin from /dev/null: QEMU never touches the tty.
+    timeout -k 5 "${VT_TIMEOUT:-120}" "${VT_QEMU_ARGV[@]}" </dev/null >"$VT_RUNDIR/qemu.stderr" 2>&1 &
+    VT_TIMEOUT_PID=$!
+    VT_QEMU_PID=
+    for ((i = 0; i < 200; i++)); do
+        if [ -s "$VT_RUNDIR/qemu.pid" ]; then
+            read -r VT_QEMU_PID <"$VT_RUNDIR/qemu.pid"
+            break
+        fi
+        kill -0 "$VT_TIMEOUT_PID" 2>/dev/null || break
+        sleep 0.05
+    done
+    if [ -z "$VT_QEMU_PID" ]; then
+        vt_log "QEMU did not start:"
+        sed 's/^/  /' "$VT_RUNDIR/qemu.stderr" >&2
+        vt_guest_stop
+        return 1
+    fi
+    vt_log "QEMU pid $VT_QEMU_PID, run dir $VT_RUNDIR"
+}
+
+# vt_wait_console REGEX SECONDS: wait until the console log matches REGEX (status 0),
+# QEMU exits or SECONDS pass (status 1).  Polls every 50 ms.
+vt_wait_console() {
+    local re=$1 end
+    end=$(awk -v t="$(vt_now)" -v s="$2" 'BEGIN { printf "%.3f", t + s }')
+    while :; do
+        grep -aqE "$re" "$VT_RUNDIR/console.log" 2>/dev/null && return 0
+        kill -0 "$VT_TIMEOUT_PID" 2>/dev/null || { grep -aqE "$re" "$VT_RUNDIR/console.log" 2>/dev/null; return; }
+        awk -v a="$(vt_now)" -v b="$end" 'BEGIN { exit !(a > b) }' && return 1
+        sleep 0.05
+    done
+}
+
+# vt_guest_wait: wait for QEMU to end (it is bounded by VT_TIMEOUT). Sets VT_QEMU_RC (124 = timed out)
+# and VT_END_TIME.
+vt_guest_wait() {
+    VT_QEMU_RC=0
+    [ -n "${VT_TIMEOUT_PID:-}" ] || return 0
+    wait "$VT_TIMEOUT_PID" 2>/dev/null || VT_QEMU_RC=$?
+    VT_END_TIME=$(vt_now)
+    VT_TIMEOUT_PID=
+    return "$VT_QEMU_RC"
+}
+
+# vt_guest_stop: end exactly the QEMU started by vt_guest_start (and its timeout wrapper).
+vt_guest_stop() {
+    local pid=${VT_QEMU_PID:-} i
+    if [ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] &&
+       tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "$VT_RUNDIR/qemu.pid"; then
+        kill -TERM "$pid" 2>/dev/null
+        for ((i = 0; i < 40; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+        kill -KILL "$pid" 2>/dev/null
+    fi
+    if [ -n "${VT_TIMEOUT_PID:-}" ]; then
+        kill -TERM "$VT_TIMEOUT_PID" 2>/dev/null
+        wait "$VT_TIMEOUT_PID" 2>/dev/null
+        VT_TIMEOUT_PID=
+    fi
+    VT_QEMU_PID=
+}
+
+# vt_check_console [LOG]: 0 if the guest ran its command to "VT-INIT: done rc=0" and the console
+# has no BUG:/WARNING:/panic/Oops/VT-INIT error lines; else print what is wrong and return 1.
+vt_check_console() {
+    local log=${1:-$VT_RUNDIR/console.log} bad done_line ok=0
+    [ -f "$log" ] || { vt_log "no console log $log"; return 1; }
+    bad=$(tr -d '\r' <"$log" | grep -anE 'BUG:|WARNING:|Kernel panic|Oops|general protection fault|soft lockup|hung_task|VT-INIT: error' |
+          grep -vE '^[0-9]+:VT-INIT: run ' |
+          { if [ -n "${VT_LOG_IGNORE:-}" ]; then grep -vE "$VT_LOG_IGNORE"; else cat; fi; } || true)
+    if [ -n "$bad" ]; then
+        vt_log "console $log has errors:"
+        echo "$bad" | head -n 40 | sed 's/^/  /' >&2
+        ok=1
+    fi
+    done_line=$(tr -d '\r' <"$log" | grep -a 'VT-INIT: done rc=' | tail -n1)
+    if [ -z "$done_line" ]; then
+        vt_log "console $log: no 'VT-INIT: done' marker; last lines:"
+        tr -d '\r' <"$log" | tail -n 25 | sed 's/^/  /' >&2
+        ok=1
+    elif ! grep -q 'VT-INIT: done rc=0\b' <<<"$done_line"; then
+        vt_log "guest command failed: $done_line"
+        ok=1
+    fi
+    return $ok
+}
+
+# vt_boot_times [LOG]: print "ready_uptime done_uptime" from the markers (guest seconds), or "- -".
+vt_boot_times() {
+    local log=${1:-$VT_RUNDIR/console.log} r d
+    r=$(tr -d '\r' <"$log" | sed -n 's/.*VT-INIT: ready uptime=\([0-9.]*\).*/\1/p' | head -n1)
+    d=$(tr -d '\r' <"$log" | sed -n 's/.*VT-INIT: done rc=[0-9]* uptime=\([0-9.]*\).*/\1/p' | head -n1)
+    echo "${r:--} ${d:--}"
+}
