@@ -91,7 +91,7 @@ struct ports {
 
 int ports_find(const struct ports *p, const char *name, char *path, size_t size);
 int ports_wait(const struct ports *p, unsigned int nr_cpus, unsigned int timeout_ms);
-int ports_open(const struct ports *p, const char *name, bool control);
+int ports_open(const struct ports *p, const char *name, bool control, int *wfd);
 
 /* --- cpu.c: one thread per CPU moves pages from trace_pipe_raw to its port --- */
 

@@ -281,7 +281,7 @@ int cpu_start(struct cpu_stream *s, const struct tracing *t, const struct ports 
 		goto err;
 	}
 	snprintf(name, sizeof(name), "%s%u", p->prefix, cpu);
-	s->port_fd = ports_open(p, name, false);
+	s->port_fd = ports_open(p, name, false, NULL);
 	if (s->port_fd < 0) {
 		ret = s->port_fd;
 		goto err;

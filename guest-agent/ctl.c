@@ -28,6 +28,7 @@
 
 #include "agent.h"
 #include "ctl.h"
+#include "vt_le.h"
 #include "vt_meta.h"
 #include "vt_proto.h"
 
@@ -45,7 +46,8 @@ struct agent {
 	const struct agent_opts *o;
 	struct tracing t;
 	bool have_buffer;
-	int ctl_fd;
+	int ctl_fd;		/* read side of the control port */
+	int ctl_wfd;		/* write side: the same fd, or NAME.out of a stand-in pair */
 	struct vt_proto_parser *parser;
 	uint32_t seq;
 	bool running;
@@ -64,6 +66,7 @@ struct agent {
 	struct ev_cfg *events;
 	unsigned int nr_events;
 	uint64_t garbage_reported;
+	bool hello_done;
 	/* what the guest has, found at start-up */
 	unsigned int nr_cpus;
 	unsigned int subbuf_size;
@@ -90,13 +93,18 @@ static void mark(struct agent *a, bool tx, uint16_t type, uint32_t seq)
 		tracing_marker(&a->t, text);
 }
 
+/*
+ * Every frame the agent sends is marked in the guest trace first, so that the
+ * host's rx marker for it always comes later on the merged timeline.
+ */
 static int send_frame(struct agent *a, int len)
 {
 	int ret;
 
 	if (len < 0)
 		return len;
-	ret = vt_proto_write_all(a->ctl_fd, a->frame, len, WRITE_TIMEOUT_MS);
+	mark(a, true, vt_get_le16(a->frame + 6), vt_get_le32(a->frame + 8));
+	ret = vt_proto_write_all(a->ctl_wfd, a->frame, len, WRITE_TIMEOUT_MS);
 	if (ret < 0)
 		log_warn("control port: write failed: %s", strerror(-ret));
 	return ret;
@@ -111,11 +119,8 @@ static uint32_t next_seq(struct agent *a)
 
 static int reply_ok(struct agent *a, uint32_t ref)
 {
-	uint32_t seq = next_seq(a);
-	int ret = send_frame(a, vt_proto_enc_ack(a->frame, sizeof(a->frame), VT_PROTO_OK, seq, ref));
-
-	mark(a, true, VT_PROTO_OK, seq);
-	return ret;
+	return send_frame(a, vt_proto_enc_ack(a->frame, sizeof(a->frame), VT_PROTO_OK, next_seq(a),
+					       ref));
 }
 
 static int reply_err(struct agent *a, uint32_t ref, int err, const char *fmt, ...)
@@ -125,19 +130,14 @@ static int reply_err(struct agent *a, uint32_t ref, int err, const char *fmt, ..
 {
 	struct vt_proto_error e = { .ref_seq = ref, .err = err < 0 ? -err : err };
 	char text[512];
-	uint32_t seq;
 	va_list ap;
-	int ret;
 
 	va_start(ap, fmt);
 	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
 	e.text = text;
 	log_warn("answering seq %u with error: %s (%s)", ref, text, strerror(e.err));
-	seq = next_seq(a);
-	ret = send_frame(a, vt_proto_enc_error(a->frame, sizeof(a->frame), seq, &e));
-	mark(a, true, VT_PROTO_ERROR, seq);
-	return ret;
+	return send_frame(a, vt_proto_enc_error(a->frame, sizeof(a->frame), next_seq(a), &e));
 }
 
 /* Select the buffer the host asked for (default: the private instance), tracing off. */
@@ -344,7 +344,7 @@ static int send_meta(struct agent *a, uint32_t ref, uint64_t max_total)
 		return reply_err(a, ref, ret, "cannot encode the metadata");
 	if (len > max_total) {
 		free(blob);
-		return reply_err(a, ref, E2BIG, "metadata is %zu bytes, more than the %llu asked for",
+		return reply_err(a, ref, EFBIG, "metadata is %zu bytes, more than the %llu asked for",
 				 len, (unsigned long long)max_total);
 	}
 	do {
@@ -376,6 +376,15 @@ static void set_affinity_all(void)
  */
 static void handle(struct agent *a, const struct vt_proto_msg *msg);
 
+/* The TSC for a probe; a read that straddled a migration is retried. */
+static void answer_probe(struct agent *a, struct vt_proto_sync *s)
+{
+	int tries = 0;
+
+	while (agent_read_tsc(&s->tsc, &s->ran_on) == -EAGAIN && ++tries < 8)
+		;
+}
+
 static void sync_burst(struct agent *a, uint32_t cpu)
 {
 	long long idle_since = now_ns();
@@ -399,17 +408,16 @@ static void sync_burst(struct agent *a, uint32_t cpu)
 			if (r < 0)
 				continue;
 			if (msg.type == VT_PROTO_SYNC_PROBE && vt_proto_dec_sync(&msg, &s) == 0) {
-				uint32_t aux;
-
-				s.tsc = agent_rdtscp(&aux);
-				s.ran_on = aux & 0xfff;
+				answer_probe(a, &s);
 				send_frame(a, vt_proto_enc_sync(a->frame, sizeof(a->frame),
 								VT_PROTO_SYNC_REPLY, next_seq(a), &s));
 				idle_since = now_ns();
 				continue;
 			}
-			if (msg.type == VT_PROTO_SYNC_END)
+			if (msg.type == VT_PROTO_SYNC_END) {
+				reply_ok(a, msg.seq);
 				goto out;
+			}
 			/* Anything else ends the burst too; it is not lost. */
 			log_warn("sync: %s during a burst ends it", vt_proto_type_name(msg.type));
 			handle(a, &msg);
@@ -571,6 +579,7 @@ static int handle_hello(struct agent *a, const struct vt_proto_msg *msg)
 	r.subbuf_size = a->subbuf_size;
 	r.clock = r.caps & VT_PROTO_CAP_X86_TSC ? "x86-tsc" : a->default_clock;
 	r.software = "trace-agent " PACKAGE_VERSION;
+	a->hello_done = true;
 	return send_frame(a, vt_proto_enc_hello(a->frame, sizeof(a->frame), VT_PROTO_HELLO_REPLY,
 						next_seq(a), &r));
 }
@@ -585,6 +594,12 @@ static void handle(struct agent *a, const struct vt_proto_msg *msg)
 	mark(a, false, msg->type, msg->seq);
 	log_debug("rx %s seq %u len %u%s", vt_proto_type_name(msg->type), msg->seq, msg->len,
 		  msg->legacy ? " (legacy line)" : "");
+	/* Until HELLO, only HELLO, BYE and the kernel tool's lines make sense. */
+	if (!a->hello_done && !msg->legacy && msg->type != VT_PROTO_HELLO &&
+	    msg->type != VT_PROTO_BYE && msg->type != VT_PROTO_OK && msg->type != VT_PROTO_ERROR) {
+		reply_err(a, msg->seq, EPROTO, "send HELLO first");
+		return;
+	}
 	switch (msg->type) {
 	case VT_PROTO_HELLO:
 		handle_hello(a, msg);
@@ -670,14 +685,13 @@ static void handle(struct agent *a, const struct vt_proto_msg *msg)
 		reply_ok(a, msg->seq);
 		sync_burst(a, sync.cpu);
 		break;
-	case VT_PROTO_SYNC_PROBE:
 	case VT_PROTO_SYNC_END:
+		reply_ok(a, msg->seq);
+		break;
+	case VT_PROTO_SYNC_PROBE:
 		/* Outside a burst: answer anyway, without pinning. */
-		if (msg->type == VT_PROTO_SYNC_PROBE && vt_proto_dec_sync(msg, &sync) == 0) {
-			uint32_t aux;
-
-			sync.tsc = agent_rdtscp(&aux);
-			sync.ran_on = aux & 0xfff;
+		if (vt_proto_dec_sync(msg, &sync) == 0) {
+			answer_probe(a, &sync);
 			send_frame(a, vt_proto_enc_sync(a->frame, sizeof(a->frame), VT_PROTO_SYNC_REPLY,
 							next_seq(a), &sync));
 		}
@@ -721,9 +735,18 @@ static void drain_parser(struct agent *a)
 	}
 }
 
+static void close_ctl(struct agent *a)
+{
+	if (a->ctl_wfd >= 0 && a->ctl_wfd != a->ctl_fd)
+		close(a->ctl_wfd);
+	if (a->ctl_fd >= 0)
+		close(a->ctl_fd);
+	a->ctl_fd = a->ctl_wfd = -1;
+}
+
 static int open_ctl(struct agent *a)
 {
-	int fd = ports_open(&a->o->ports, a->o->ports.ctl_name, true);
+	int fd = ports_open(&a->o->ports, a->o->ports.ctl_name, true, &a->ctl_wfd);
 
 	if (fd < 0)
 		return fd;
@@ -731,11 +754,11 @@ static int open_ctl(struct agent *a)
 	vt_proto_parser_free(a->parser);
 	a->parser = vt_proto_parser_new();
 	if (!a->parser) {
-		close(fd);
-		a->ctl_fd = -1;
+		close_ctl(a);
 		return -ENOMEM;
 	}
 	a->garbage_reported = 0;
+	a->hello_done = false;
 	return 0;
 }
 
@@ -745,8 +768,7 @@ static void host_gone(struct agent *a)
 	if (a->o->ports.dir) {
 		log_info("host closed the control port");
 		end_session(a);
-		close(a->ctl_fd);
-		a->ctl_fd = -1;
+		close_ctl(a);
 		if (a->o->once)
 			a->quit = true;
 	}
@@ -768,7 +790,7 @@ int agent_run(const struct agent_opts *o)
 	int ret;
 
 	a.o = o;
-	a.ctl_fd = -1;
+	a.ctl_fd = a.ctl_wfd = -1;
 	ret = tracing_mount(&a.t, o->tracefs);
 	if (ret < 0)
 		return ret;
@@ -861,8 +883,7 @@ int agent_run(const struct agent_opts *o)
 	ret = 0;
 out:
 	end_session(&a);
-	if (a.ctl_fd >= 0)
-		close(a.ctl_fd);
+	close_ctl(&a);
 	vt_proto_parser_free(a.parser);
 	close(a.sig_fd);
 	close(a.done_fd);

@@ -28,7 +28,7 @@ struct agent_opts {
 };
 
 int agent_run(const struct agent_opts *o);
-uint64_t agent_rdtscp(uint32_t *aux);
+int agent_read_tsc(uint64_t *tsc, uint32_t *cpu);
 bool agent_has_tsc(void);
 
 #endif

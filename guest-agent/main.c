@@ -15,6 +15,7 @@
 #include "agent.h"
 #include "ctl.h"
 #include "vt_meta.h"
+#include "vt_tsync.h"
 
 int agent_verbose;
 static bool quiet;
@@ -40,28 +41,25 @@ void agent_log(int level, const char *fmt, ...)
 }
 
 /**
- * agent_rdtscp() - read the TSC and the CPU it was read on
- * @aux: set to IA32_TSC_AUX (Linux puts the CPU number in its low 12 bits)
+ * agent_read_tsc() - read the TSC and the CPU it was read on
+ * @tsc: set to the TSC, the counter the x86-tsc trace clock reads
+ * @cpu: set to the CPU
  *
- * Return: the TSC, the same counter the x86-tsc trace clock reads.
+ * Return: 0, -EAGAIN when the thread moved during the read.
  */
-uint64_t agent_rdtscp(uint32_t *aux)
+int agent_read_tsc(uint64_t *tsc, uint32_t *cpu)
 {
-	unsigned int a;
-	uint64_t tsc = __builtin_ia32_rdtscp(&a);
-
-	*aux = a;
-	return tsc;
+	return vt_tsc_read_cpu(tsc, cpu);
 }
 
 /**
- * agent_has_tsc() - whether this build answers sync probes with the TSC
+ * agent_has_tsc() - whether this machine answers sync probes with the TSC
  *
- * Return: true on x86.
+ * Return: true when a TSC can be read.
  */
 bool agent_has_tsc(void)
 {
-	return true;
+	return vt_tsc_read() != 0;
 }
 
 static void usage(FILE *f)

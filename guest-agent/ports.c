@@ -5,9 +5,11 @@
  * /dev/virtio-ports/NAME when udev made it). They appear asynchronously
  * after the virtio_console module binds, so the agent waits for them.
  *
- * With --port-dir DIR the ports are stand-ins: DIR/NAME is a FIFO (data
- * ports only) or a unix socket, which the agent connects to. Tests use this
- * to run the agent without a VM.
+ * With --port-dir DIR the ports are stand-ins, so that tests and demos run
+ * the agent without a VM: DIR/NAME is a FIFO (data ports only) or a unix
+ * socket the agent connects to; or DIR holds QEMU's pipe-chardev pair
+ * NAME.in/NAME.out, seen from the guest's side (it writes NAME.out and reads
+ * NAME.in), which virtio-trace-collect --chardev-dir DIR reads directly.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -46,7 +48,12 @@ int ports_find(const struct ports *p, const char *name, char *path, size_t size)
 	if (p->dir) {
 		if ((size_t)snprintf(path, size, "%s/%s", p->dir, name) >= size)
 			return -ENAMETOOLONG;
-		return stat(path, &st) == 0 ? 0 : -ENOENT;
+		if (stat(path, &st) == 0)
+			return 0;
+		/* QEMU's pipe pair: the guest side writes NAME.out. */
+		if ((size_t)snprintf(path, size, "%s/%s.out", p->dir, name) >= size)
+			return -ENAMETOOLONG;
+		return stat(path, &st) == 0 && S_ISFIFO(st.st_mode) ? 0 : -ENOENT;
 	}
 	snprintf(path, size, "/dev/virtio-ports/%s", name);
 	if (stat(path, &st) == 0)
@@ -140,13 +147,15 @@ int ports_wait(const struct ports *p, unsigned int nr_cpus, unsigned int timeout
  * @p: where ports are
  * @name: the port name
  * @control: the control port (read and write) rather than a data port (write)
+ * @wfd: for a control port, set to the fd to write to: the same fd, or
+ *	 NAME.out of a stand-in pipe pair (whose NAME.in is then the fd returned)
  *
  * Data ports are opened non-blocking: the data threads wait in poll() so that
  * a host that is not reading never blocks a stop.
  *
  * Return: the fd, or -errno.
  */
-int ports_open(const struct ports *p, const char *name, bool control)
+int ports_open(const struct ports *p, const char *name, bool control, int *wfd)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	char path[PATH_MAX];
@@ -172,11 +181,31 @@ int ports_open(const struct ports *p, const char *name, bool control)
 		}
 		if (!control)
 			fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+		else
+			*wfd = fd;
 		return fd;
 	}
-	if (control && S_ISFIFO(st.st_mode))
-		return -EINVAL;	/* a FIFO cannot carry both directions */
+	if (control && S_ISFIFO(st.st_mode)) {
+		size_t len = strlen(path);
+
+		/* A FIFO carries one direction: only a NAME.in/NAME.out pair will do. */
+		if (len < 4 || strcmp(path + len - 4, ".out") != 0)
+			return -EINVAL;
+		*wfd = open(path, O_RDWR | O_CLOEXEC);
+		if (*wfd < 0)
+			return -errno;
+		strcpy(path + len - 4, ".in");
+		fd = open(path, O_RDWR | O_CLOEXEC);
+		if (fd < 0) {
+			ret = -errno;
+			close(*wfd);
+			return ret;
+		}
+		return fd;
+	}
 	fd = open(path, (control ? O_RDWR : O_WRONLY | O_NONBLOCK) | O_CLOEXEC);
+	if (control && fd >= 0)
+		*wfd = fd;
 	if (fd < 0 && errno == ENXIO && S_ISFIFO(st.st_mode)) {
 		/* No reader on the FIFO yet: hold it open ourselves, as QEMU would. */
 		fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);

@@ -4,6 +4,7 @@
 # inside the guest, pass a line host->guest and guest->host over agent-ctl-path, power off.
 # Exit: 0 pass, 1 fail, 77 skip (no QEMU/busybox/cpio/kmod, or no kernel obtainable).
 echo "test-boot: build/reuse the guest image, boot 2 vCPUs under TCG, check virtio-serial port names, trace_clock=x86-tsc and an agent-ctl-path round trip"
+# vt-suite: e2e
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$HERE/lib.sh"

@@ -140,6 +140,84 @@ int t_host_start(struct t_host *h, const char *agent, const char *const *extra_a
 }
 
 /**
+ * t_connect() - connect to a unix socket, retrying until it is there
+ * @path: the socket
+ * @timeout_ms: how long to retry
+ *
+ * Return: the connected fd, or -1 with a message printed.
+ */
+int t_connect(const char *path, int timeout_ms)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	long long end = t_now_ms() + timeout_ms;
+	int fd;
+
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		fprintf(stderr, "t_host: socket path too long: %s\n", path);
+		return -1;
+	}
+	strcpy(sa.sun_path, path);
+	for (;;) {
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			return -1;
+		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+			return fd;
+		close(fd);
+		if (t_now_ms() >= end) {
+			fprintf(stderr, "t_host: cannot connect to %s: %s\n", path, strerror(errno));
+			return -1;
+		}
+		usleep(20000);
+	}
+}
+
+/**
+ * t_host_attach() - connect to ports that a VM's chardevs listen on
+ * @h: zeroed on entry
+ * @dir: where the sockets are
+ * @suffix: appended to each port name (".sock" for run-guest.sh's sockets)
+ * @nr_cpus: data ports trace-path-cpu0..@nr_cpus - 1
+ * @timeout_ms: how long to wait for the sockets to appear
+ *
+ * No agent is started here: it runs in the guest. The data ports stay
+ * connected across stop and start (a guest closing its port is no EOF here).
+ *
+ * Return: 0, or -1 with a message printed.
+ */
+int t_host_attach(struct t_host *h, const char *dir, const char *suffix, unsigned int nr_cpus,
+		  int timeout_ms)
+{
+	char path[512];
+	unsigned int i;
+
+	memset(h, 0, sizeof(*h));
+	h->attached = true;
+	h->ctl = h->ctl_listen = -1;
+	snprintf(h->dir, sizeof(h->dir), "%s", dir);
+	snprintf(h->tracefs, sizeof(h->tracefs), "/sys/kernel/tracing");
+	if (!nr_cpus || nr_cpus > T_MAX_CPUS)
+		return -1;
+	h->nr_cpus = nr_cpus;
+	for (i = 0; i < nr_cpus; i++)
+		h->data[i] = h->data_listen[i] = -1;
+	h->parser = vt_proto_parser_new();
+	if (!h->parser)
+		return -1;
+	snprintf(path, sizeof(path), "%s/agent-ctl-path%s", dir, suffix);
+	h->ctl = t_connect(path, timeout_ms);
+	if (h->ctl < 0)
+		return -1;
+	for (i = 0; i < nr_cpus; i++) {
+		snprintf(path, sizeof(path), "%s/trace-path-cpu%u%s", dir, i, suffix);
+		h->data[i] = t_connect(path, timeout_ms);
+		if (h->data[i] < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/**
  * t_host_stop_agent() - end the agent: wait for it, or send @sig first
  * @h: the host
  * @sig: a signal to send, or 0 to wait for the agent to exit by itself
@@ -177,6 +255,18 @@ void t_host_free(struct t_host *h)
 
 	if (h->agent > 0)
 		t_host_stop_agent(h, SIGTERM);
+	if (h->attached) {
+		for (i = 0; i < h->nr_cpus; i++) {
+			if (h->data[i] >= 0)
+				close(h->data[i]);
+			free(h->cpu[i].data);
+		}
+		if (h->ctl >= 0)
+			close(h->ctl);
+		vt_proto_parser_free(h->parser);
+		free(h->ctl_in.data);
+		return;
+	}
 	for (i = 0; i < h->nr_cpus; i++) {
 		if (h->data[i] >= 0)
 			close(h->data[i]);
@@ -192,6 +282,7 @@ void t_host_free(struct t_host *h)
 	unlink(path);
 	rmdir(h->dir);
 	vt_proto_parser_free(h->parser);
+	free(h->ctl_in.data);
 	/* An instance the agent failed to remove would be a test failure; clean anyway. */
 	snprintf(path, sizeof(path), "%s/instances/%s", h->tracefs, h->instance);
 	rmdir(path);
@@ -238,7 +329,7 @@ int t_pump(struct t_host *h, int timeout_ms)
 			ssize_t got = read(h->ctl, buf, sizeof(buf));
 
 			if (got > 0) {
-				vt_proto_parser_feed(h->parser, buf, got);
+				append(&h->ctl_in, buf, got);
 			} else {
 				close(h->ctl);
 				h->ctl = -1;
@@ -307,6 +398,31 @@ static void note(struct t_host *h, const struct vt_proto_msg *m)
 	}
 }
 
+/*
+ * The next control message. The parser holds one frame: feed it from what
+ * t_pump() read only when it has nothing whole left (a 64 KiB read holds many
+ * frames; dropping what does not fit would lose messages).
+ */
+static int next_msg(struct t_host *h, struct vt_proto_msg *m)
+{
+	for (;;) {
+		int r = vt_proto_parser_next(h->parser, m);
+		size_t fed;
+
+		if (r != 0)
+			return r;
+		if (h->ctl_off >= h->ctl_in.len) {
+			h->ctl_in.len = h->ctl_off = 0;
+			return 0;
+		}
+		fed = vt_proto_parser_feed(h->parser, h->ctl_in.data + h->ctl_off,
+					   h->ctl_in.len - h->ctl_off);
+		if (!fed)
+			return 0;
+		h->ctl_off += fed;
+	}
+}
+
 /**
  * t_wait() - pump until a message of @type (acknowledging @ref_seq, if not 0)
  * @h: the host
@@ -328,7 +444,7 @@ int t_wait(struct t_host *h, uint16_t type, uint32_t ref_seq, int timeout_ms,
 	for (;;) {
 		int r;
 
-		while ((r = vt_proto_parser_next(h->parser, &m)) != 0) {
+		while ((r = next_msg(h, &m)) != 0) {
 			uint32_t ref = 0;
 
 			if (r < 0)
@@ -499,6 +615,8 @@ int t_print_id(const struct t_host *h)
 	char path[512], buf[512];
 	const char *id;
 
+	if (h->print_id > 0)
+		return h->print_id;
 	snprintf(path, sizeof(path), "%s/events/ftrace/print/format", h->tracefs);
 	if (t_read_file(path, buf, sizeof(buf)) <= 0 || !(id = strstr(buf, "ID: ")))
 		return -1;

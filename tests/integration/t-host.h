@@ -30,7 +30,11 @@ struct t_host {
 	unsigned int nr_cpus;
 	struct t_buf cpu[T_MAX_CPUS];
 	bool paused;		/* stop reading the data ports */
+	bool attached;		/* t_host_attach(): the ports belong to QEMU */
+	int print_id;		/* ftrace print event id, when not this machine's */
 	struct vt_proto_parser *parser;
+	struct t_buf ctl_in;	/* control bytes read, not yet taken by the parser */
+	size_t ctl_off;
 	uint32_t seq;
 	uint8_t frame[VT_PROTO_FRAME_MAX];
 	/* the last STATS per CPU and the agent totals */
@@ -44,6 +48,9 @@ struct t_host {
 };
 
 int t_host_start(struct t_host *h, const char *agent, const char *const *extra_args);
+int t_host_attach(struct t_host *h, const char *dir, const char *suffix, unsigned int nr_cpus,
+		  int timeout_ms);
+int t_connect(const char *path, int timeout_ms);
 int t_host_stop_agent(struct t_host *h, int sig);
 void t_host_free(struct t_host *h);
 uint32_t t_send(struct t_host *h, int len);

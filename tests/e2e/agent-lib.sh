@@ -1,0 +1,86 @@
+# shellcheck shell=bash
+# tests/e2e/agent-lib.sh: shared by test-agent-guest.sh and tests/bench/bench-agent.sh.
+# A guest with the static trace-agent and vt-e2e-guest in its initramfs, the ports on
+# QEMU-listening sockets plus a test port "vt-test" for vt-e2e-guest, driven by vt-e2e-host.
+# Source lib.sh first.
+#
+# Binaries: VT_BUILDDIR (default <repo>/build, scripts/test.sh's build) gives vt-e2e-host and
+# vt-e2e-guest; the agent is VT_STATIC_AGENT, or that build's trace-agent when it is static, or
+# <repo>/build-static's (configured with --enable-static-agent here when missing).
+
+# vt_agent_build: make the binaries. Sets VT_E2E_HOST, VT_E2E_GUEST, VT_STATIC_AGENT.
+# Returns 77 when there is no configured build to use.
+vt_agent_build() {
+    local b=${VT_BUILDDIR:-$VT_REPO/build} s
+    [ -f "$b/Makefile" ] || { echo "SKIP: no configured build in $b (set VT_BUILDDIR)"; return 77; }
+    make -C "$b" -s tests/e2e/vt-e2e-host tests/e2e/vt-e2e-guest guest-agent/trace-agent >&2 ||
+        { echo "FAIL: cannot build the e2e helpers in $b"; return 1; }
+    VT_E2E_HOST=$b/tests/e2e/vt-e2e-host
+    VT_E2E_GUEST=$b/tests/e2e/vt-e2e-guest
+    if [ -z "${VT_STATIC_AGENT:-}" ]; then
+        if ! grep -qa '/ld-linux' "$b/guest-agent/trace-agent"; then
+            VT_STATIC_AGENT=$b/guest-agent/trace-agent
+        else
+            s=${VT_STATIC_BUILDDIR:-$VT_REPO/build-static}
+            if [ ! -f "$s/Makefile" ]; then
+                mkdir -p "$s" && (cd "$s" && "$VT_REPO/configure" -q --enable-static-agent >&2) ||
+                    { echo "FAIL: cannot configure $s --enable-static-agent"; return 1; }
+            fi
+            make -C "$s" -s guest-agent/trace-agent >&2 ||
+                { echo "FAIL: cannot build the static agent in $s"; return 1; }
+            VT_STATIC_AGENT=$s/guest-agent/trace-agent
+        fi
+    fi
+    if grep -qa '/ld-linux' "$VT_STATIC_AGENT"; then
+        echo "FAIL: $VT_STATIC_AGENT is not static"; return 1
+    fi
+}
+
+# vt_agent_image WORK RUNSCRIPT NAME: an image CACHE/image-NAME whose /etc/vt/agent-run is
+# RUNSCRIPT (a file), with /sbin/trace-agent and /bin/vt-e2e-guest. Sets VT_IMAGE.
+# Returns 77 when no kernel is available.
+vt_agent_image() {
+    local work=$1 script=$2 name=$3 cache rc
+    mkdir -p "$work/overlay/sbin" "$work/overlay/bin" "$work/overlay/etc/vt"
+    cp "$VT_STATIC_AGENT" "$work/overlay/sbin/trace-agent"
+    cp "$VT_E2E_GUEST" "$work/overlay/bin/vt-e2e-guest"
+    strip "$work/overlay/sbin/trace-agent" "$work/overlay/bin/vt-e2e-guest" 2>/dev/null
+    cp "$script" "$work/overlay/etc/vt/agent-run"
+    chmod 755 "$work/overlay/etc/vt/agent-run"
+    cache=${VT_CACHE:-$VT_REPO/.cache/guest}
+    VT_IMAGE=$cache/image-$name
+    "$VT_E2E_DIR/mkguest.sh" -q --cache "$cache" --overlay "$work/overlay" --out "$VT_IMAGE" \
+        >/dev/null 2>"$work/mkguest.log"
+    rc=$?
+    [ $rc = 2 ] && { echo "SKIP: no guest kernel available: $(tail -n1 "$work/mkguest.log")"; return 77; }
+    [ $rc = 0 ] || { cat "$work/mkguest.log"; echo "FAIL: mkguest.sh exited $rc"; return 1; }
+}
+
+# vt_agent_boot RUNDIR: boot the image with 2 vCPUs, socket chardevs, the vt-test port, running
+# /etc/vt/agent-run. QEMU is bounded by VT_TIMEOUT.
+vt_agent_boot() {
+    VT_RUNDIR=$1
+    VT_SMP=${VT_SMP:-2}
+    VT_CHARDEV=socket
+    VT_GUEST_RUN=/etc/vt/agent-run
+    mkdir -p "$VT_RUNDIR/ports"
+    # nr=30: lib.sh numbers its ports from 1 on the same controller.
+    VT_QEMU_EXTRA=(-chardev "socket,id=vttest,path=$VT_RUNDIR/ports/vt-test.sock,server=on,wait=off"
+                   -device "virtserialport,bus=vser0.0,nr=30,chardev=vttest,name=vt-test")
+    vt_guest_start
+}
+
+# vt_agent_wait_off SECONDS: wait for the guest to power off; stop it after SECONDS. 0 if it did.
+vt_agent_wait_off() {
+    local i
+    for ((i = 0; i < $1 * 10; i++)); do
+        kill -0 "$VT_TIMEOUT_PID" 2>/dev/null || break
+        sleep 0.1
+    done
+    if kill -0 "$VT_TIMEOUT_PID" 2>/dev/null; then
+        vt_log "the guest did not power off within $1 s"
+        vt_guest_stop
+        return 1
+    fi
+    vt_guest_wait
+}

@@ -1,0 +1,369 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * vt-e2e-guest: the guest half of the e2e tests and the guest benchmark.
+ * Linked statically and put into the test initramfs. It serves one line
+ * command at a time from the host over the virtio-serial port "vt-test"
+ * (a channel of its own, so that the test never reads the console to
+ * synchronise), and answers each with one line, "ok ..." or "err ...":
+ *
+ *   hello                       -> ok cpus=N hz=TICKS
+ *   spawn ARG...                start a trace-agent (for the benchmark)
+ *   flood PREFIX N RATE SIZE    on every CPU at once, pinned: N markers
+ *                               "PREFIX cpuK I" padded to SIZE bytes, RATE per
+ *                               second per CPU (0: flat out)
+ *                               -> ok written=W ns=ELAPSED
+ *   cpu                         -> ok ticks=UTIME+STIME of the agent
+ *   kill                        SIGTERM the agent, wait -> ok status=S cpu_us=U
+ *                               (U: its CPU time, when spawned here)
+ *   check                       -> ok instance=0|1 tracing_on=V
+ *   quit                        -> ok, exit 0
+ *
+ * Usage: vt-e2e-guest [--agent-pid PID] [--instance NAME] [--port NAME]
+ * Exit: 0 after quit, 1 when the port never appeared or the host left.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TRACEFS		"/sys/kernel/tracing"
+#define MAX_CPUS	64
+#define MAX_MARKER	4000
+
+static pid_t agent_pid;
+static bool agent_is_child;
+static const char *instance = "virtio-trace";
+
+static long long now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+static int find_port(const char *name, char *path, size_t size)
+{
+	char file[PATH_MAX], buf[256];
+	struct dirent *de;
+	int ret = -ENOENT;
+	DIR *d;
+
+	d = opendir("/sys/class/virtio-ports");
+	if (!d)
+		return -ENOENT;
+	while ((de = readdir(d))) {
+		ssize_t n;
+		int fd;
+
+		if (strncmp(de->d_name, "vport", 5) != 0)
+			continue;
+		snprintf(file, sizeof(file), "/sys/class/virtio-ports/%s/name", de->d_name);
+		fd = open(file, O_RDONLY);
+		if (fd < 0)
+			continue;
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n <= 0)
+			continue;
+		buf[n] = '\0';
+		buf[strcspn(buf, "\n")] = '\0';
+		if (strcmp(buf, name) == 0) {
+			snprintf(path, size, "/dev/%s", de->d_name);
+			ret = 0;
+			break;
+		}
+	}
+	closedir(d);
+	return ret;
+}
+
+static int nr_cpus(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n < 1 ? 1 : n > MAX_CPUS ? MAX_CPUS : (int)n;
+}
+
+struct flood {
+	pthread_t thread;
+	int cpu;
+	const char *prefix;
+	unsigned long n, rate, size;
+	unsigned long written;
+	int err;
+};
+
+static void *flood_thread(void *arg)
+{
+	struct flood *f = arg;
+	char path[PATH_MAX], text[MAX_MARKER + 1];
+	long long t0, next;
+	cpu_set_t set;
+	unsigned long i;
+	int fd;
+
+	CPU_ZERO(&set);
+	CPU_SET(f->cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set) < 0) {
+		f->err = errno;
+		return NULL;
+	}
+	snprintf(path, sizeof(path), TRACEFS "/instances/%s/trace_marker", instance);
+	fd = open(path, O_WRONLY);
+	if (fd < 0) {
+		f->err = errno;
+		return NULL;
+	}
+	t0 = now_ns();
+	for (i = 0; i < f->n; i++) {
+		int len = snprintf(text, sizeof(text), "%s cpu%d %lu ", f->prefix, f->cpu, i);
+
+		if (f->rate) {
+			next = t0 + (long long)(i * (1e9 / f->rate));
+			/* Sleep only when ahead by a millisecond: batches, not a syscall per marker. */
+			if (next - now_ns() > 1000000) {
+				struct timespec ts = { .tv_sec = next / 1000000000, .tv_nsec = next % 1000000000 };
+
+				clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+			}
+		}
+		if ((unsigned long)len < f->size) {
+			memset(text + len, 'x', f->size - len);
+			len = f->size;
+		}
+		if (write(fd, text, len) == len)
+			f->written++;
+		else if (!f->err)
+			f->err = errno;
+	}
+	close(fd);
+	return NULL;
+}
+
+static void cmd_flood(FILE *out, char *args)
+{
+	static struct flood f[MAX_CPUS];
+	char prefix[128];
+	unsigned long n, rate, size, total = 0;
+	int cpus = nr_cpus(), i, err = 0;
+	long long t0;
+
+	if (sscanf(args, "%127s %lu %lu %lu", prefix, &n, &rate, &size) != 4 || size > MAX_MARKER) {
+		fprintf(out, "err usage: flood PREFIX N RATE SIZE\n");
+		return;
+	}
+	t0 = now_ns();
+	for (i = 0; i < cpus; i++) {
+		f[i] = (struct flood){ .cpu = i, .prefix = prefix, .n = n, .rate = rate, .size = size };
+		if (pthread_create(&f[i].thread, NULL, flood_thread, &f[i]) != 0) {
+			f[i].err = EAGAIN;
+			f[i].thread = 0;
+		}
+	}
+	for (i = 0; i < cpus; i++) {
+		if (f[i].thread)
+			pthread_join(f[i].thread, NULL);
+		total += f[i].written;
+		if (f[i].err && !err)
+			err = f[i].err;
+	}
+	if (err)
+		fprintf(out, "err written=%lu ns=%lld %s\n", total, now_ns() - t0, strerror(err));
+	else
+		fprintf(out, "ok written=%lu ns=%lld\n", total, now_ns() - t0);
+}
+
+static long long agent_ticks(void)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long ut, st;
+	int fd;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)agent_pid);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	/* Fields after "(comm)": state is 3rd, utime 14th, stime 15th. */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+			 &ut, &st) != 2)
+		return -1;
+	return ut + st;
+}
+
+static void cmd_spawn(FILE *out, char *args)
+{
+	char *argv[32], *save = NULL, *w;
+	int argc = 0;
+	pid_t pid;
+
+	argv[argc++] = "trace-agent";
+	for (w = strtok_r(args, " ", &save); w && argc < 31; w = strtok_r(NULL, " ", &save))
+		argv[argc++] = w;
+	argv[argc] = NULL;
+	pid = fork();
+	if (pid < 0) {
+		fprintf(out, "err fork: %s\n", strerror(errno));
+		return;
+	}
+	if (pid == 0) {
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	agent_pid = pid;
+	agent_is_child = true;
+	fprintf(out, "ok pid=%d\n", (int)pid);
+}
+
+static void cmd_kill(FILE *out)
+{
+	long long end = now_ns() + 10000000000ll;
+	int status = 0;
+
+	if (agent_pid <= 0) {
+		fprintf(out, "err no agent\n");
+		return;
+	}
+	kill(agent_pid, SIGTERM);
+	while (now_ns() < end) {
+		if (agent_is_child) {
+			struct rusage ru;
+
+			if (wait4(agent_pid, &status, WNOHANG, &ru) == agent_pid) {
+				fprintf(out, "ok status=%d cpu_us=%lld\n",
+					WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
+					(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000ll +
+					ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+				agent_pid = 0;
+				return;
+			}
+		} else if (kill(agent_pid, 0) < 0) {
+			fprintf(out, "ok status=unknown\n");
+			agent_pid = 0;
+			return;
+		}
+		usleep(10000);
+	}
+	fprintf(out, "err agent %d did not exit\n", (int)agent_pid);
+}
+
+static void cmd_check(FILE *out)
+{
+	char path[PATH_MAX], val[16] = "?";
+	struct stat st;
+	int fd;
+
+	snprintf(path, sizeof(path), TRACEFS "/instances/%s", instance);
+	fd = open(TRACEFS "/tracing_on", O_RDONLY);
+	if (fd >= 0) {
+		ssize_t n = read(fd, val, sizeof(val) - 1);
+
+		val[n > 0 ? n : 0] = '\0';
+		val[strcspn(val, "\n")] = '\0';
+		close(fd);
+	}
+	fprintf(out, "ok instance=%d tracing_on=%s\n", stat(path, &st) == 0, val);
+}
+
+int main(int argc, char **argv)
+{
+	const char *port = "vt-test";
+	char path[PATH_MAX], line[4096];
+	size_t have = 0;
+	int fd, i;
+	FILE *out;
+
+	for (i = 1; i + 1 < argc; i += 2) {
+		if (strcmp(argv[i], "--agent-pid") == 0)
+			agent_pid = atoi(argv[i + 1]);
+		else if (strcmp(argv[i], "--instance") == 0)
+			instance = argv[i + 1];
+		else if (strcmp(argv[i], "--port") == 0)
+			port = argv[i + 1];
+	}
+	for (i = 0; find_port(port, path, sizeof(path)) < 0; i++) {
+		if (i == 1000) {
+			fprintf(stderr, "vt-e2e-guest: no virtio port named %s\n", port);
+			return 1;
+		}
+		usleep(10000);
+	}
+	fd = open(path, O_RDWR);
+	if (fd < 0) {
+		perror(path);
+		return 1;
+	}
+	out = fdopen(dup(fd), "w");
+	if (!out)
+		return 1;
+	setvbuf(out, NULL, _IOLBF, 0);
+	for (;;) {
+		char *nl, *args;
+		ssize_t n;
+
+		nl = memchr(line, '\n', have);
+		if (!nl) {
+			if (have == sizeof(line))
+				have = 0;	/* an overlong line: drop it */
+			n = read(fd, line + have, sizeof(line) - have);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0)
+				return 1;
+			if (n == 0) {
+				/* The host end is not connected (yet): a virtio port reads 0. */
+				usleep(50000);
+				continue;
+			}
+			have += n;
+			continue;
+		}
+		*nl = '\0';
+		args = strchr(line, ' ');
+		if (args)
+			*args++ = '\0';
+		else
+			args = line + strlen(line);
+		if (strcmp(line, "hello") == 0)
+			fprintf(out, "ok cpus=%d hz=%ld\n", nr_cpus(), sysconf(_SC_CLK_TCK));
+		else if (strcmp(line, "flood") == 0)
+			cmd_flood(out, args);
+		else if (strcmp(line, "spawn") == 0)
+			cmd_spawn(out, args);
+		else if (strcmp(line, "cpu") == 0)
+			fprintf(out, "ok ticks=%lld\n", agent_ticks());
+		else if (strcmp(line, "kill") == 0)
+			cmd_kill(out);
+		else if (strcmp(line, "check") == 0)
+			cmd_check(out);
+		else if (strcmp(line, "quit") == 0) {
+			fprintf(out, "ok\n");
+			fclose(out);
+			return 0;
+		} else
+			fprintf(out, "err unknown command %s\n", line);
+		have -= nl + 1 - line;
+		memmove(line, nl + 1, have);
+	}
+}
