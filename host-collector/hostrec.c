@@ -1,0 +1,317 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Host events, recorded in a private tracefs instance with the x86-tsc clock
+ * (never the top-level buffer, which may be shared), through the same page
+ * path as the guests: one thread per host CPU splices trace_pipe_raw into a
+ * pipe whose other end the engine reads as a stream. The instance is removed
+ * on exit.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+#include <tracefs.h>
+
+#include "collect.h"
+
+#define HOST_PIPE_SIZE	(1 << 20)
+
+struct hcpu {
+	unsigned int cpu;
+	int raw_fd;
+	int pipe[2];		/* [0] read by the engine, [1] written here */
+	pthread_t thread;
+	bool running;
+	atomic_bool stopping;
+	uint32_t subbuf;
+	struct stream stream;
+};
+
+struct hostrec {
+	struct tracefs_instance *inst;
+	char name[64];
+	int marker_fd;
+	unsigned int nr_cpus;
+	uint32_t subbuf;
+	struct hcpu *cpus;
+	char spool[4096];
+};
+
+struct hostrec *collect_hostrec;
+
+static int write_page(int fd, const char *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, buf, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -errno;
+		buf += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/* Like the agent's data path, into a pipe instead of a port. */
+static void *hcpu_thread(void *arg)
+{
+	struct hcpu *c = arg;
+	size_t chunk = 64 * (size_t)c->subbuf;
+	char *page = malloc(c->subbuf);
+
+	while (page && !atomic_load(&c->stopping)) {
+		ssize_t n = splice(c->raw_fd, NULL, c->pipe[1], NULL, chunk, SPLICE_F_MOVE);
+
+		if (n < 0 && errno != EINTR && errno != EAGAIN) {
+			log_err("host cpu%u: splice: %m", c->cpu);
+			break;
+		}
+		if (n <= 0 && !atomic_load(&c->stopping))
+			poll(NULL, 0, 100);
+	}
+	/* Tracing is off: take the whole pages left, then the partial ones. */
+	while (page && splice(c->raw_fd, NULL, c->pipe[1], NULL, chunk,
+			      SPLICE_F_MOVE | SPLICE_F_NONBLOCK) > 0)
+		;
+	fcntl(c->raw_fd, F_SETFL, fcntl(c->raw_fd, F_GETFL) | O_NONBLOCK);
+	while (page) {
+		ssize_t n = read(c->raw_fd, page, c->subbuf);
+
+		if (n <= 0)
+			break;
+		memset(page + n, 0, c->subbuf - n);
+		if (write_page(c->pipe[1], page, c->subbuf) < 0)
+			break;
+	}
+	free(page);
+	close(c->pipe[1]);	/* the engine sees the end of the stream */
+	c->pipe[1] = -1;
+	return NULL;
+}
+
+static int enable_events(struct hostrec *h, const char *list)
+{
+	char *copy = strdup(list), *save = NULL, *tok;
+	int ret = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char spec[512];
+
+		/* set_event takes SYSTEM:EVENT with globs; a bare system means all of it. */
+		snprintf(spec, sizeof(spec), "%s%s\n", tok, strchr(tok, ':') ? "" : ":*");
+		for (char *p = spec; *p; p++)
+			if (*p == '/')
+				*p = ':';
+		if (tracefs_instance_file_append(h->inst, "set_event", spec) < 0) {
+			log_err("host events: the kernel refused \"%s\" (see %s/available_events)", tok,
+				tracefs_instance_get_dir(h->inst));
+			ret = -EINVAL;
+			break;
+		}
+	}
+	free(copy);
+	return ret;
+}
+
+/**
+ * hostrec_start() - create the private instance and start reading it
+ * @o: options (--host-events, --buffer-size)
+ * @e: the engine
+ * @spool: the run's spool directory
+ *
+ * Return: the recorder, or NULL with the reason logged.
+ */
+struct hostrec *hostrec_start(const struct collect_opts *o, struct engine *e, const char *spool)
+{
+	struct hostrec *h = calloc(1, sizeof(*h));
+	char path[4200], dir[4096];
+	struct vt_meta meta;
+	size_t len;
+	void *blob;
+	unsigned int i;
+	int ret;
+
+	if (!h)
+		return NULL;
+	h->marker_fd = -1;
+	snprintf(h->name, sizeof(h->name), "virtio-trace-collect-%d", (int)getpid());
+	h->inst = tracefs_instance_create(h->name);
+	if (!h->inst) {
+		log_err("cannot create the tracefs instance %s: %m (root and tracefs needed for "
+			"--host-events)", h->name);
+		free(h);
+		return NULL;
+	}
+	if (tracefs_instance_file_write(h->inst, "trace_clock", "x86-tsc") < 0)
+		log_warn("host: no x86-tsc trace clock: host and guest timelines will not line up");
+	if (tracefs_instance_file_write(h->inst, "tracing_on", "0") < 0)
+		goto err;
+	if (o->buffer_kb) {
+		snprintf(path, sizeof(path), "%u", o->buffer_kb);
+		tracefs_instance_file_write(h->inst, "buffer_size_kb", path);
+	}
+	if (enable_events(h, o->host_events) < 0)
+		goto err;
+	/* The markers that pair with the agent's need the ftrace print format. */
+	ret = vt_meta_load(&meta, tracefs_tracing_dir(), h->name, 0);
+	if (ret < 0) {
+		log_err("host: cannot read the tracefs metadata: %s", strerror(-ret));
+		goto err;
+	}
+	h->nr_cpus = meta.nr_cpus;
+	h->subbuf = meta.subbuf_size;
+	ret = vt_meta_encode(&meta, &blob, &len);
+	vt_meta_free(&meta);
+	if (ret < 0 || spool_guest_dir(spool, "host", dir, sizeof(dir)) < 0 ||
+	    spool_write_file(dir, "meta.bin", blob, len) < 0) {
+		if (ret == 0)
+			free(blob);
+		log_err("host: cannot spool the metadata");
+		goto err;
+	}
+	free(blob);
+	snprintf(h->spool, sizeof(h->spool), "%s", dir);
+
+	h->cpus = calloc(h->nr_cpus, sizeof(*h->cpus));
+	if (!h->cpus)
+		goto err;
+	for (i = 0; i < h->nr_cpus; i++) {
+		struct hcpu *c = &h->cpus[i];
+		char label[32];
+
+		c->cpu = i;
+		c->subbuf = h->subbuf;
+		c->pipe[0] = c->pipe[1] = -1;
+		snprintf(path, sizeof(path), "%s/per_cpu/cpu%u/trace_pipe_raw",
+			 tracefs_instance_get_dir(h->inst), i);
+		c->raw_fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (c->raw_fd < 0 || pipe2(c->pipe, O_CLOEXEC) < 0) {
+			log_err("host cpu%u: cannot open %s: %m", i, path);
+			goto err;
+		}
+		fcntl(c->pipe[1], F_SETPIPE_SZ, HOST_PIPE_SIZE);
+		snprintf(label, sizeof(label), "host cpu%u", i);
+		if (stream_init(&c->stream, c->pipe[0], label, i, h->subbuf, dir) < 0 ||
+		    engine_add(e, &c->stream) < 0)
+			goto err;
+		if (pthread_create(&c->thread, NULL, hcpu_thread, c) != 0)
+			goto err;
+		c->running = true;
+	}
+	snprintf(path, sizeof(path), "%s/trace_marker", tracefs_instance_get_dir(h->inst));
+	h->marker_fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (tracefs_instance_file_write(h->inst, "tracing_on", "1") < 0)
+		goto err;
+	log_info("host: recording %s in tracefs instance %s", o->host_events, h->name);
+	return h;
+err:
+	hostrec_free(h);
+	return NULL;
+}
+
+/**
+ * hostrec_marker() - write a marker into the host trace
+ * @h: the recorder
+ * @text: the marker
+ *
+ * Return: 0 or -errno.
+ */
+int hostrec_marker(struct hostrec *h, const char *text)
+{
+	size_t len = strlen(text);
+
+	if (h->marker_fd < 0)
+		return -EBADF;
+	return write(h->marker_fd, text, len) == (ssize_t)len ? 0 : -errno;
+}
+
+/**
+ * hostrec_stop() - stop tracing and let each CPU drain into its stream
+ * @h: the recorder
+ *
+ * The streams end (EOF) once drained; the engine keeps reading them.
+ *
+ * Return: 0.
+ */
+int hostrec_stop(struct hostrec *h)
+{
+	unsigned int i;
+
+	if (h->inst)
+		tracefs_instance_file_write(h->inst, "tracing_on", "0");
+	for (i = 0; h->cpus && i < h->nr_cpus; i++) {
+		struct hcpu *c = &h->cpus[i];
+
+		if (!c->running)
+			continue;
+		atomic_store(&c->stopping, true);
+		ioctl(c->raw_fd, 0);	/* wakes a splice waiting for buffer_percent */
+	}
+	return 0;
+}
+
+/**
+ * hostrec_save_stats() - spool the host's per-CPU stats
+ * @h: the recorder
+ */
+void hostrec_save_stats(struct hostrec *h)
+{
+	unsigned int i;
+
+	for (i = 0; i < h->nr_cpus; i++) {
+		char file[64], *text;
+
+		snprintf(file, sizeof(file), "per_cpu/cpu%u/stats", i);
+		text = tracefs_instance_file_read(h->inst, file, NULL);
+		if (!text)
+			continue;
+		snprintf(file, sizeof(file), "cpu%u.stats", i);
+		spool_write_file(h->spool, file, text, strlen(text));
+		free(text);
+	}
+}
+
+/**
+ * hostrec_free() - join the threads, close everything, remove the instance
+ * @h: the recorder, or NULL
+ */
+void hostrec_free(struct hostrec *h)
+{
+	unsigned int i;
+
+	if (!h)
+		return;
+	hostrec_stop(h);	/* a thread blocked in splice must be woken to be joined */
+	for (i = 0; h->cpus && i < h->nr_cpus; i++) {
+		struct hcpu *c = &h->cpus[i];
+
+		if (c->running)
+			pthread_join(c->thread, NULL);
+		if (c->raw_fd > 0)
+			close(c->raw_fd);
+		if (c->pipe[0] >= 0)
+			close(c->pipe[0]);
+		if (c->pipe[1] >= 0)
+			close(c->pipe[1]);
+		stream_close(&c->stream);
+	}
+	free(h->cpus);
+	if (h->marker_fd >= 0)
+		close(h->marker_fd);
+	if (h->inst) {
+		if (tracefs_instance_destroy(h->inst) < 0)
+			log_warn("cannot remove tracefs instance %s", h->name);
+		tracefs_instance_free(h->inst);
+	}
+	free(h);
+}

@@ -1,0 +1,738 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * virtio-trace-collect: record guests' ftrace streams (and host events) into
+ * trace.dat files that trace-cmd and KernelShark show on one timeline.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "collect.h"
+
+int collect_quiet;
+volatile int collect_signals;
+int collect_verbose;
+static bool status_line;
+static bool status_shown;
+
+/**
+ * collect_log() - a message on stderr, prefixed with the program name
+ * @level: L_ERR .. L_DEBUG
+ * @fmt: printf format
+ */
+void collect_log(int level, const char *fmt, ...)
+{
+	va_list ap;
+
+	if ((level == L_DEBUG && !collect_verbose) || (level == L_INFO && collect_quiet))
+		return;
+	if (status_shown) {
+		fputs("\r\033[K", stderr);
+		status_shown = false;
+	}
+	va_start(ap, fmt);
+	fputs("virtio-trace-collect: ", stderr);
+	if (level == L_ERR)
+		fputs("error: ", stderr);
+	else if (level == L_WARN)
+		fputs("warning: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"Usage: virtio-trace-collect record GUEST... [OPTION]... [-- COMMAND [ARG]...]\n"
+"       virtio-trace-collect report DIR\n"
+"       virtio-trace-collect recover DIR\n"
+"       virtio-trace-collect setup --vcpus N [--backend pipe|unix] [--dir DIR]\n"
+"                                  [--format qemu|libvirt] [--create]\n"
+"\n"
+"Record the ftrace events of one or more guests, streamed by trace-agent(8)\n"
+"over virtio-serial ports, and optionally host events, into trace.dat files\n"
+"that `trace-cmd report -i DIR/host.dat -i DIR/guest-NAME.dat` merges.\n"
+"\n"
+"A GUEST is one of (each starts a new guest; --name and --cpu apply to it):\n"
+"  --chardev-dir DIR      the guest's ports in DIR: QEMU pipe chardevs\n"
+"                         (NAME.in/NAME.out) or unix sockets QEMU listens on\n"
+"  --listen               with --chardev-dir: listen on DIR/NAME instead, for\n"
+"                         QEMU socket chardevs with server=off\n"
+"  --ctl PATH --cpu PATH [--cpu PATH]...\n"
+"                         the control port and each vCPU's data port by path\n"
+"  --name NAME            the guest's name (default: the directory's name)\n"
+"  --qemu-pid PID         the guest's QEMU process: vCPU thread ids for the\n"
+"                         host file's GUEST option\n"
+"\n"
+"Recording:\n"
+"  -e, --event SYS[:EV]   a guest event, system or glob (repeatable)\n"
+"  -f, --filter EXPR      a filter for the -e before it\n"
+"      --tracer NAME      a guest tracer (mmiotrace: uses the top-level buffer)\n"
+"      --top-level        trace the guest's top-level buffer, not an instance\n"
+"      --buffer-size KB   per-CPU ring buffer size in the guest (and host)\n"
+"      --clock NAME       guest trace clock (default x86-tsc where it exists)\n"
+"      --host-events LIST host events to record, SYS[:EV],... (private\n"
+"                         tracefs instance, x86-tsc clock)\n"
+"  -o, --output DIR       output directory (default virtio-trace-out)\n"
+"  -d, --duration SEC     stop after SEC seconds (default: at SIGINT/SIGTERM,\n"
+"                         or when COMMAND exits)\n"
+"      --max-size SIZE    spool at most SIZE bytes per guest (K, M, G suffixes);\n"
+"                         the guest is stopped when it is reached\n"
+"      --file-version 6|7 trace.dat version (default 7)\n"
+"      --no-compress      version 7 without zstd\n"
+"      --keep-spool       keep DIR/.spool after writing the files\n"
+"\n"
+"Time synchronisation:\n"
+"      --sync METHOD      auto (default: kvm, else probe), kvm, probe, offset\n"
+"                         or none\n"
+"      --debugfs DIR      where debugfs is (default /sys/kernel/debug); KVM's\n"
+"                         per-vCPU TSC offsets are read from DIR/kvm/PID-*/\n"
+"      --tsc-offset N     guest TSC = host TSC + N (with --sync offset)\n"
+"      --sync-probes N    probes per vCPU and burst (default 300)\n"
+"      --sync-interval S  probe again every S seconds while recording (0: only\n"
+"                         at start and stop; default 0)\n"
+"\n"
+"  -q, --quiet            no progress or status line\n"
+"  -v, --verbose          more messages\n"
+"  -V, --version          print the version and exit\n"
+"  -h, --help             print this help and exit\n"
+"\n"
+"Exit status: 0 every guest recorded cleanly; 1 nothing usable was written;\n"
+"2 usage error; 3 files were written but a guest was dropped or had problems\n"
+"(see manifest.json). See virtio-trace-collect(1).\n");
+}
+
+static bool name_ok(const char *s)
+{
+	size_t i, len = strlen(s);
+
+	if (!len || len >= COLLECT_NAME_MAX || s[0] == '.')
+		return false;
+	for (i = 0; i < len; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+		      (s[i] >= '0' && s[i] <= '9') || s[i] == '_' || s[i] == '-' || s[i] == '.'))
+			return false;
+	return true;
+}
+
+static int parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	double v = strtod(s, &end);
+
+	if (end == s || v <= 0)
+		return -EINVAL;
+	switch (*end) {
+	case 'k': case 'K': v *= 1024; end++; break;
+	case 'm': case 'M': v *= 1024 * 1024; end++; break;
+	case 'g': case 'G': v *= 1024.0 * 1024 * 1024; end++; break;
+	case 0: break;
+	default: return -EINVAL;
+	}
+	if (*end == 'B' || *end == 'b')
+		end++;
+	if (*end)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static uint64_t random_id(void)
+{
+	uint64_t id = 0;
+
+	while (!id && getrandom(&id, sizeof(id), 0) != sizeof(id))
+		;
+	return id ? id : 1;
+}
+
+static struct guest *new_guest(struct guest **gs, unsigned int *nr)
+{
+	struct guest *g;
+
+	if (*nr >= COLLECT_MAX_GUESTS)
+		return NULL;
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return NULL;
+	g->ctl_rfd = g->ctl_wfd = -1;
+	gs[(*nr)++] = g;
+	return g;
+}
+
+static int parse_record(int argc, char **argv, struct collect_opts *o, struct guest **gs,
+			unsigned int *nr)
+{
+	enum { OPT_CHARDEV = 256, OPT_LISTEN, OPT_CTL, OPT_CPU, OPT_NAME, OPT_QEMU_PID, OPT_TRACER, OPT_TOP,
+	       OPT_BUFSZ, OPT_CLOCK, OPT_HOST, OPT_MAXSZ, OPT_FV, OPT_NOCOMP, OPT_KEEP, OPT_SYNC, OPT_TSCOFF,
+	       OPT_PROBES, OPT_SINTV, OPT_DEBUGFS };
+	static const struct option longopts[] = {
+		{ "chardev-dir", required_argument, NULL, OPT_CHARDEV },
+		{ "listen", no_argument, NULL, OPT_LISTEN },
+		{ "ctl", required_argument, NULL, OPT_CTL },
+		{ "cpu", required_argument, NULL, OPT_CPU },
+		{ "name", required_argument, NULL, OPT_NAME },
+		{ "qemu-pid", required_argument, NULL, OPT_QEMU_PID },
+		{ "event", required_argument, NULL, 'e' },
+		{ "filter", required_argument, NULL, 'f' },
+		{ "tracer", required_argument, NULL, OPT_TRACER },
+		{ "top-level", no_argument, NULL, OPT_TOP },
+		{ "buffer-size", required_argument, NULL, OPT_BUFSZ },
+		{ "clock", required_argument, NULL, OPT_CLOCK },
+		{ "host-events", required_argument, NULL, OPT_HOST },
+		{ "output", required_argument, NULL, 'o' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "max-size", required_argument, NULL, OPT_MAXSZ },
+		{ "file-version", required_argument, NULL, OPT_FV },
+		{ "no-compress", no_argument, NULL, OPT_NOCOMP },
+		{ "keep-spool", no_argument, NULL, OPT_KEEP },
+		{ "sync", required_argument, NULL, OPT_SYNC },
+		{ "tsc-offset", required_argument, NULL, OPT_TSCOFF },
+		{ "sync-probes", required_argument, NULL, OPT_PROBES },
+		{ "sync-interval", required_argument, NULL, OPT_SINTV },
+		{ "debugfs", required_argument, NULL, OPT_DEBUGFS },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct guest *g = NULL;
+	char *end;
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+e:f:o:d:qvh", longopts, NULL)) != -1) {
+		switch (c) {
+		case OPT_CHARDEV:
+		case OPT_CTL:
+			g = new_guest(gs, nr);
+			if (!g) {
+				fprintf(stderr, "virtio-trace-collect: at most %d guests\n", COLLECT_MAX_GUESTS);
+				return -EINVAL;
+			}
+			if (c == OPT_CHARDEV)
+				snprintf(g->chardev_dir, sizeof(g->chardev_dir), "%s", optarg);
+			else
+				snprintf(g->ctl_path, sizeof(g->ctl_path), "%s", optarg);
+			break;
+		case OPT_LISTEN:
+		case OPT_CPU:
+		case OPT_NAME:
+		case OPT_QEMU_PID:
+			if (!g) {
+				fprintf(stderr, "virtio-trace-collect: %s must follow --chardev-dir or --ctl\n",
+					argv[optind - 1]);
+				return -EINVAL;
+			}
+			if (c == OPT_LISTEN) {
+				g->listen = true;
+			} else if (c == OPT_CPU) {
+				if (g->nr_cpu_paths >= COLLECT_MAX_CPUS)
+					return -EINVAL;
+				g->cpu_paths[g->nr_cpu_paths++] = strdup(optarg);
+			} else if (c == OPT_NAME) {
+				if (!name_ok(optarg)) {
+					fprintf(stderr, "virtio-trace-collect: --name '%s': use letters, digits, "
+						"'_', '-' and '.' (it becomes a file name)\n", optarg);
+					return -EINVAL;
+				}
+				snprintf(g->name, sizeof(g->name), "%s", optarg);
+			} else {
+				g->qemu_pid = strtol(optarg, &end, 10);
+				if (*end || g->qemu_pid <= 0)
+					return -EINVAL;
+			}
+			break;
+		case 'e':
+			if (o->nr_events >= COLLECT_MAX_EVENTS)
+				return -EINVAL;
+			o->events[o->nr_events++] = optarg;
+			break;
+		case 'f':
+			if (!o->nr_events) {
+				fprintf(stderr, "virtio-trace-collect: -f applies to the -e before it\n");
+				return -EINVAL;
+			}
+			o->filters[o->nr_events - 1] = optarg;
+			break;
+		case OPT_TRACER: o->tracer = optarg; break;
+		case OPT_TOP: o->top_level = true; break;
+		case OPT_BUFSZ:
+			o->buffer_kb = strtoul(optarg, &end, 10);
+			if (*end || !o->buffer_kb)
+				return -EINVAL;
+			break;
+		case OPT_CLOCK: o->clock = optarg; break;
+		case OPT_HOST: o->host_events = optarg; break;
+		case 'o': o->out_dir = optarg; break;
+		case 'd':
+			o->duration = strtod(optarg, &end);
+			if (*end || o->duration <= 0)
+				return -EINVAL;
+			break;
+		case OPT_MAXSZ:
+			if (parse_size(optarg, &o->max_size) < 0)
+				return -EINVAL;
+			break;
+		case OPT_FV:
+			o->file_version = strtoul(optarg, &end, 10);
+			if (*end || (o->file_version != 6 && o->file_version != 7)) {
+				fprintf(stderr, "virtio-trace-collect: --file-version is 6 or 7\n");
+				return -EINVAL;
+			}
+			break;
+		case OPT_NOCOMP: o->compress = false; break;
+		case OPT_KEEP: o->keep_spool = true; break;
+		case OPT_SYNC:
+			if (strcmp(optarg, "auto") && strcmp(optarg, "probe") && strcmp(optarg, "offset") &&
+			    strcmp(optarg, "none") && strcmp(optarg, "kvm")) {
+				fprintf(stderr, "virtio-trace-collect: --sync is auto, kvm, probe, offset or none\n");
+				return -EINVAL;
+			}
+			o->sync = optarg;
+			break;
+		case OPT_TSCOFF:
+			o->tsc_offset = strtoll(optarg, &end, 0);
+			if (*end)
+				return -EINVAL;
+			o->have_tsc_offset = true;
+			break;
+		case OPT_PROBES:
+			o->sync_probes = strtoul(optarg, &end, 10);
+			if (*end || !o->sync_probes || o->sync_probes > 65536)
+				return -EINVAL;
+			break;
+		case OPT_SINTV:
+			o->sync_interval = strtod(optarg, &end);
+			if (*end || o->sync_interval < 0)
+				return -EINVAL;
+			break;
+		case OPT_DEBUGFS: o->debugfs = optarg; break;
+		case 'q': collect_quiet = 1; break;
+		case 'v': collect_verbose = 1; break;
+		case 'h': usage(stdout); exit(EXIT_OK);
+		default: return -EINVAL;
+		}
+	}
+	if (optind < argc) {
+		if (strcmp(argv[optind - 1], "--") != 0) {
+			fprintf(stderr, "virtio-trace-collect: unexpected argument '%s'\n", argv[optind]);
+			return -EINVAL;
+		}
+		o->command = argv + optind;
+	}
+	if (!*nr && !o->host_events) {
+		fprintf(stderr, "virtio-trace-collect: no guest given (--chardev-dir DIR, or --ctl PATH --cpu PATH)\n");
+		return -EINVAL;
+	}
+	if (o->have_tsc_offset && !o->sync)
+		o->sync = "offset";
+	if (o->sync && !strcmp(o->sync, "offset") && !o->have_tsc_offset) {
+		fprintf(stderr, "virtio-trace-collect: --sync offset needs --tsc-offset N\n");
+		return -EINVAL;
+	}
+	if (o->duration && o->command) {
+		fprintf(stderr, "virtio-trace-collect: give --duration or a command, not both\n");
+		return -EINVAL;
+	}
+	for (unsigned int i = 0; i < *nr; i++) {
+		struct guest *x = gs[i];
+
+		if (x->ctl_path[0] && !x->nr_cpu_paths) {
+			fprintf(stderr, "virtio-trace-collect: --ctl %s needs at least one --cpu PATH\n",
+				x->ctl_path);
+			return -EINVAL;
+		}
+		if (!x->name[0]) {
+			const char *base = strrchr(x->chardev_dir, '/');
+
+			snprintf(x->name, sizeof(x->name), "%s", x->chardev_dir[0] ?
+				 (base && base[1] ? base + 1 : x->chardev_dir) : "guest");
+			if (!name_ok(x->name))
+				snprintf(x->name, sizeof(x->name), "guest%u", i);
+		}
+		for (unsigned int j = 0; j < i; j++)
+			if (!strcmp(gs[j]->name, x->name)) {
+				fprintf(stderr, "virtio-trace-collect: two guests are named '%s': use --name\n",
+					x->name);
+				return -EINVAL;
+			}
+	}
+	return 0;
+}
+
+/* vCPU threads of a QEMU process: /proc/PID/task/TID/comm is "CPU n/KVM" (or /TCG). */
+static void find_vcpu_threads(struct guest *g)
+{
+	char dir[64], path[320], comm[64];
+	struct dirent *de;
+	unsigned int cpu;
+	DIR *d;
+	FILE *f;
+
+	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)g->qemu_pid);
+	d = opendir(dir);
+	if (!d) {
+		log_warn("guest %s: cannot read %s: %m (no vCPU thread map)", g->name, dir);
+		return;
+	}
+	while ((de = readdir(d))) {
+		snprintf(path, sizeof(path), "%s/%s/comm", dir, de->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(comm, sizeof(comm), f) && sscanf(comm, "CPU %u/", &cpu) == 1 &&
+		    cpu < COLLECT_MAX_CPUS) {
+			g->vcpu_tids[cpu] = strtoul(de->d_name, NULL, 10);
+			if (cpu + 1 > g->nr_vcpu_tids)
+				g->nr_vcpu_tids = cpu + 1;
+		}
+		fclose(f);
+	}
+	closedir(d);
+}
+
+static void show_status(struct guest **gs, unsigned int nr, double elapsed, uint64_t *last_bytes,
+			double dt)
+{
+	char line[1024];
+	size_t n = 0;
+	unsigned int i, j;
+
+	for (i = 0; i < nr && n < sizeof(line) - 128; i++) {
+		struct guest *g = gs[i];
+		uint64_t bytes = 0, pages = 0, lost = 0, missed = 0;
+
+		for (j = 0; j < g->nr_streams; j++) {
+			bytes += g->streams[j].bytes;
+			pages += g->streams[j].pages;
+			lost += g->streams[j].lost_events;
+			missed += g->streams[j].missed_pages;
+		}
+		n += snprintf(line + n, sizeof(line) - n, "%s%s: %.1f MB/s %" PRIu64 " pages lost %"
+			      PRIu64 "%s%s", i ? " | " : "", g->name,
+			      dt > 0 ? (bytes - last_bytes[i]) / dt / 1e6 : 0.0, pages, lost,
+			      missed && !lost ? "+" : "", g->state == G_FAILED ? " FAILED" : "");
+		last_bytes[i] = bytes;
+	}
+	fprintf(stderr, "\r\033[K[%6.1fs] %s", elapsed, line);
+	status_shown = true;
+}
+
+static bool signal_cb(void *arg, int revents)
+{
+	int *fd = arg;
+	struct signalfd_siginfo si;
+
+	while (read(fd[0], &si, sizeof(si)) == sizeof(si)) {
+		if (si.ssi_signo == SIGCHLD) {
+			fd[2] = 1;
+		} else {
+			fd[1]++;
+			collect_signals++;
+		}
+	}
+	return true;
+}
+
+static int write_options(const char *spool, const struct collect_opts *o, uint64_t host_id,
+			 const struct sync_tsc *tsc)
+{
+	char buf[16384];
+	int n;
+
+	n = snprintf(buf, sizeof(buf),
+		     "file_version=%u\ncompress=%d\nhost_trace_id=%" PRIu64 "\ntsc_khz=%" PRIu64
+		     "\ntsc_mult=%u\ntsc_shift=%u\ntsc_method=%s\ncmdline=%s\n",
+		     o->file_version, o->compress && o->file_version >= 7, host_id, tsc->khz,
+		     tsc->mult, tsc->shift, tsc->method, o->cmdline);
+	return spool_write_file(spool, "options", buf, n < (int)sizeof(buf) ? n : (int)sizeof(buf) - 1);
+}
+
+static int record(int argc, char **argv)
+{
+	static struct guest *gs[COLLECT_MAX_GUESTS];
+	struct collect_opts o = {
+		.out_dir = "virtio-trace-out", .file_version = 7, .compress = true,
+		.sync_probes = 300, .tracefs = "/sys/kernel/tracing",
+	};
+	uint64_t last_bytes[COLLECT_MAX_GUESTS] = { 0 };
+	unsigned int nr = 0, i, ready = 0;
+	int sigs[3] = { -1, 0, 0 };	/* signalfd, INT/TERM count, child exited */
+	char spool[4200];
+	struct sync_tsc tsc;
+	struct engine *e;
+	double t0, last_status, last_sync, stop_at;
+	pid_t child = 0;
+	sigset_t mask;
+	size_t n = 0;
+	int ret, status = EXIT_OK;
+
+	for (i = 0; i < (unsigned int)argc && n < sizeof(o.cmdline) - 1; i++)
+		n += snprintf(o.cmdline + n, sizeof(o.cmdline) - n, "%s%s", i ? " " : "", argv[i]);
+	if (parse_record(argc, argv, &o, gs, &nr) < 0) {
+		fprintf(stderr, "Try 'virtio-trace-collect record --help'.\n");
+		return EXIT_USAGE;
+	}
+	status_line = !collect_quiet && isatty(STDERR_FILENO);
+
+	ret = spool_prepare(o.out_dir, spool, sizeof(spool));
+	if (ret == -EEXIST) {
+		log_err("%s already exists: an earlier run did not finish. Run `virtio-trace-collect "
+			"recover %s` to turn it into files, or remove it", spool, o.out_dir);
+		return EXIT_FAIL;
+	}
+	if (ret < 0) {
+		log_err("cannot create %s: %s", spool, strerror(-ret));
+		return EXIT_FAIL;
+	}
+	sync_tsc_rate(&tsc);
+	ret = write_options(spool, &o, random_id(), &tsc);
+	if (ret < 0) {
+		log_err("cannot write the spool: %s", strerror(-ret));
+		return EXIT_FAIL;
+	}
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	sigs[0] = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+	e = engine_new(4 * COLLECT_MAX_CPUS);
+	if (!e || sigs[0] < 0 || engine_add_ctl(e, sigs[0], signal_cb, sigs) < 0) {
+		log_err("cannot set up io_uring: %m");
+		return EXIT_FAIL;
+	}
+	if (o.host_events) {
+		collect_hostrec = hostrec_start(&o, e, spool);
+		if (!collect_hostrec) {
+			status = EXIT_PARTIAL;
+			log_err("host events are not recorded");
+		}
+	}
+	for (i = 0; i < nr; i++) {
+		struct guest *g = gs[i];
+		char dirname[COLLECT_NAME_MAX + 8];
+
+		g->trace_id = random_id();
+		g->max_bytes = o.max_size;
+		snprintf(dirname, sizeof(dirname), "guest-%s", g->name);
+		if (spool_guest_dir(spool, dirname, g->spool, sizeof(g->spool)) < 0) {
+			log_err("cannot create the spool of guest %s", g->name);
+			continue;
+		}
+		if (g->qemu_pid)
+			find_vcpu_threads(g);
+		if (attach_guest(g, &o) < 0) {
+			session_fail(g, "cannot attach");
+			continue;
+		}
+		if (session_setup(g, e, &o) < 0)
+			continue;
+		sync_guest(g, e, &o, "start");
+		ready++;
+	}
+	if (!ready && nr) {
+		log_err("no guest could be set up");
+		status = EXIT_FAIL;
+		goto finish;
+	}
+	for (i = 0; i < nr; i++)
+		if (gs[i]->state == G_READY && session_start(gs[i], e) == 0)
+			log_info("guest %s: recording", gs[i]->name);
+	if (o.command) {
+		child = fork();
+		if (child == 0) {
+			sigprocmask(SIG_UNBLOCK, &mask, NULL);
+			execvp(o.command[0], o.command);
+			fprintf(stderr, "virtio-trace-collect: cannot run %s: %s\n", o.command[0],
+				strerror(errno));
+			_exit(127);
+		}
+	}
+
+	t0 = last_status = last_sync = now_s();
+	stop_at = o.duration ? t0 + o.duration : 0;
+	for (;;) {
+		double now = now_s();
+		unsigned int running = 0;
+
+		if (sigs[1] || (stop_at && now >= stop_at))
+			break;
+		if (sigs[2] && child > 0 && waitpid(child, &ret, WNOHANG) == child) {
+			log_info("%s exited with status %d: stopping", o.command[0],
+				 WIFEXITED(ret) ? WEXITSTATUS(ret) : 128 + WTERMSIG(ret));
+			child = 0;
+			break;
+		}
+		sigs[2] = 0;
+		for (i = 0; i < nr; i++) {
+			if (gs[i]->state == G_RUNNING && gs[i]->max_reached)
+				session_stop_send(gs[i]);
+			running += gs[i]->state == G_RUNNING || gs[i]->state == G_STOPPING;
+		}
+		if (nr && !running) {
+			log_info("no guest is recording any more");
+			break;
+		}
+		if (o.sync_interval > 0 && now - last_sync >= o.sync_interval) {
+			for (i = 0; i < nr; i++)
+				if (gs[i]->state == G_RUNNING)
+					sync_guest(gs[i], e, &o, "interval");
+			last_sync = now;
+		}
+		if (status_line && now - last_status >= 1.0) {
+			show_status(gs, nr, now - t0, last_bytes, now - last_status);
+			last_status = now;
+		}
+		engine_run(e, 200);
+	}
+
+	/* Stop: every agent drains; a second SIGINT keeps only what is on disk. */
+	log_info("stopping%s", sigs[1] ? " (press Ctrl-C again to write what is on disk now)" : "");
+	sigs[1] = 0;
+	for (i = 0; i < nr; i++)
+		session_stop_send(gs[i]);
+	if (collect_hostrec)
+		hostrec_stop(collect_hostrec);
+	for (i = 0; i < nr && !sigs[1]; i++) {
+		if (gs[i]->state != G_STOPPING)
+			continue;
+		while (gs[i]->state == G_STOPPING && !sigs[1]) {
+			session_stop_wait(gs[i], e, 60000);
+			break;
+		}
+	}
+	for (i = 0; i < nr && !sigs[1]; i++) {
+		if (gs[i]->state != G_STOPPED)
+			continue;
+		sync_guest(gs[i], e, &o, "stop");
+		session_finish(gs[i], e, &o);
+	}
+	if (collect_hostrec) {
+		double until = now_s() + 10;
+
+		/* The host streams end when their threads have drained. */
+		while (!sigs[1] && now_s() < until) {
+			unsigned int open = 0;
+
+			for (i = 0; i < nr; i++)
+				for (unsigned int j = 0; j < gs[i]->nr_streams; j++)
+					open += !gs[i]->streams[j].eof && !gs[i]->streams[j].closed;
+			if (engine_active(e) <= open)
+				break;
+			engine_run(e, 50);
+		}
+		hostrec_save_stats(collect_hostrec);
+	}
+finish:
+	if (status_shown)
+		fputs("\r\033[K", stderr);
+	if (child > 0) {
+		kill(child, SIGTERM);
+		waitpid(child, NULL, 0);
+	}
+	for (i = 0; i < nr; i++) {
+		struct guest *g = gs[i];
+
+		if (g->state == G_FAILED)
+			status = EXIT_PARTIAL;
+		for (unsigned int j = 0; j < g->nr_streams; j++) {
+			stream_finish(&g->streams[j]);
+			spool_save_state(g);
+		}
+	}
+	engine_free(e);
+	if (collect_hostrec) {
+		hostrec_free(collect_hostrec);
+		collect_hostrec = NULL;
+	}
+	for (i = 0; i < nr; i++) {
+		struct guest *g = gs[i];
+
+		for (unsigned int j = 0; j < g->nr_streams; j++) {
+			close(g->streams[j].fd);
+			stream_close(&g->streams[j]);
+		}
+		free(g->streams);
+		vt_proto_parser_free(g->parser);
+		vt_proto_meta_rx_release(&g->meta_rx);
+		detach_guest(g);
+	}
+	if (status == EXIT_FAIL && !ready && nr) {
+		ret = output_finalise(o.out_dir, &o, false);
+		return EXIT_FAIL;
+	}
+	ret = output_finalise(o.out_dir, &o, false);
+	if (ret == EXIT_OK && status != EXIT_OK)
+		ret = status;
+	if (!collect_quiet)
+		log_info("wrote %s (exit status %d)", o.out_dir, ret);
+	return ret;
+}
+
+static int recover(int argc, char **argv)
+{
+	if (argc != 2 || argv[1][0] == '-') {
+		if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+			printf("Usage: virtio-trace-collect recover DIR\n"
+			       "Write the trace.dat files and manifest.json from what a killed\n"
+			       "record left in DIR/.spool. No page that reached the spool is lost.\n");
+			return EXIT_OK;
+		}
+		fprintf(stderr, "Usage: virtio-trace-collect recover DIR\n");
+		return EXIT_USAGE;
+	}
+	return output_finalise(argv[1], NULL, true);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+		usage(stdout);
+		return EXIT_OK;
+	}
+	if (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version")) {
+		printf("virtio-trace-collect %s\n", PACKAGE_VERSION);
+		return EXIT_OK;
+	}
+	if (!strcmp(argv[1], "record"))
+		return record(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "recover"))
+		return recover(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "report"))
+		return report_main(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "setup"))
+		return setup_main(argc - 1, argv + 1);
+	fprintf(stderr, "virtio-trace-collect: unknown command '%s'\n", argv[1]);
+	usage(stderr);
+	return EXIT_USAGE;
+}

@@ -1,0 +1,784 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Turning a spool into the run's output: guest-NAME.dat per guest, host.dat,
+ * and manifest.json. `record` ends with this; `recover` runs only this, on
+ * whatever a killed collector left.
+ *
+ * Every spooled page is walked once more, fully (vt_page_validate): a page
+ * whose events do not chain up is moved to bad-pages/ and counted, never
+ * written into a trace.dat. The spool is read as hostile too: its files were
+ * made from guest data.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "collect.h"
+#include "vt_tracedat.h"
+
+#define CHUNK_PAGES	256
+#define STATE_MAX	(64u << 10)
+
+struct cpu_sum {
+	unsigned int cpu;
+	uint64_t bytes, pages, bad_pages, events, missed_pages, lost_in_pages, frag_bytes;
+	uint64_t dropped;
+	uint64_t agent_bytes, agent_pages;
+	char stats[2048];
+};
+
+struct trace_sum {
+	char name[COLLECT_NAME_MAX];
+	char file[128];
+	bool host;
+	bool written;
+	uint64_t trace_id;
+	unsigned int nr_cpus;
+	uint32_t subbuf;
+	char clock[64];
+	char agent[128];
+	char error[512];
+	uint64_t protocol_errors;
+	bool max_reached;
+	uint32_t tids[COLLECT_MAX_CPUS];
+	unsigned int nr_tids;
+	struct cpu_sum cpus[COLLECT_MAX_CPUS];
+	unsigned int nr_sums;
+	/* sync */
+	char sync_method[16];
+	char sync_why[160];
+	uint64_t host_end;
+	struct vt_tsync_cpu sync[COLLECT_MAX_CPUS];
+	uint64_t min_rtt[COLLECT_MAX_CPUS];
+	uint32_t samples[COLLECT_MAX_CPUS];
+	char problems[1024];
+};
+
+struct run {
+	const char *out;
+	char spool[4200];
+	unsigned int version;
+	bool compress;
+	uint64_t host_trace_id;
+	uint32_t tsc_mult, tsc_shift;
+	uint64_t tsc_khz;
+	char tsc_method[64];
+	char cmdline[8192];
+	struct trace_sum *traces;
+	unsigned int nr_traces;
+};
+
+/* key=value text: the value of @key, copied into @buf. */
+static bool kv(const char *text, const char *key, char *buf, size_t size)
+{
+	size_t klen = strlen(key);
+	const char *p = text;
+
+	while (p && *p) {
+		if (strncmp(p, key, klen) == 0 && p[klen] == '=') {
+			const char *v = p + klen + 1;
+			size_t len = strcspn(v, "\n");
+
+			snprintf(buf, size, "%.*s", (int)(len < size ? len : size - 1), v);
+			return true;
+		}
+		p = strchr(p, '\n');
+		p = p ? p + 1 : NULL;
+	}
+	return false;
+}
+
+static uint64_t kv_u64(const char *text, const char *key)
+{
+	char buf[32];
+
+	return kv(text, key, buf, sizeof(buf)) ? strtoull(buf, NULL, 0) : 0;
+}
+
+static void problem(struct trace_sum *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void problem(struct trace_sum *t, const char *fmt, ...)
+{
+	size_t len = strlen(t->problems);
+	va_list ap;
+
+	if (len && len + 3 < sizeof(t->problems)) {
+		strcat(t->problems, "; ");
+		len += 2;
+	}
+	va_start(ap, fmt);
+	vsnprintf(t->problems + len, sizeof(t->problems) - len, fmt, ap);
+	va_end(ap);
+}
+
+static int append_file(const char *path, const void *data, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, data, len);
+	close(fd);
+	return n == (ssize_t)len ? 0 : -EIO;
+}
+
+/* Pages the header check set aside at ingest join the ones the walk rejects. */
+static void keep_ingest_bad(struct run *r, struct trace_sum *t, const char *dir, struct cpu_sum *c,
+			    const char *bad)
+{
+	char path[4300];
+	void *data;
+	size_t len;
+
+	snprintf(path, sizeof(path), "cpu%u.bad", c->cpu);
+	if (spool_read_file(dir, path, &data, &len, (size_t)1 << 30) < 0)
+		return;
+	c->bad_pages += len / t->subbuf;
+	c->bytes += len;
+	snprintf(path, sizeof(path), "%s/bad-pages", r->out);
+	mkdir(path, 0755);
+	append_file(bad, data, len);
+	free(data);
+}
+
+/* Stream one CPU's spooled pages into the writer, walking every page. */
+static int write_cpu(struct run *r, struct trace_sum *t, struct vt_tracedat *w, const char *dir,
+		     struct cpu_sum *c)
+{
+	struct vt_page_fmt fmt;
+	char path[4300], bad[4300];
+	uint8_t *buf;
+	ssize_t n;
+	int fd, ret;
+
+	vt_page_fmt_default(&fmt);
+	fmt.subbuf_size = t->subbuf;
+	snprintf(path, sizeof(path), "%s/cpu%u.pages", dir, c->cpu);
+	snprintf(bad, sizeof(bad), "%s/bad-pages/%s-cpu%u.bad", r->out, t->host ? "host" : t->name,
+		 c->cpu);
+	ret = vt_tracedat_cpu_begin(w, c->cpu);
+	if (ret < 0)
+		return ret;
+	keep_ingest_bad(r, t, dir, c, bad);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return vt_tracedat_cpu_end(w);	/* a CPU that sent nothing */
+	buf = malloc((size_t)CHUNK_PAGES * t->subbuf);
+	if (!buf) {
+		close(fd);
+		return -ENOMEM;
+	}
+	for (;;) {
+		size_t have = 0, i, run = 0, run_start = 0;
+
+		while (have < (size_t)CHUNK_PAGES * t->subbuf) {
+			n = read(fd, buf + have, (size_t)CHUNK_PAGES * t->subbuf - have);
+			if (n <= 0)
+				break;
+			have += n;
+		}
+		c->bytes += have;
+		if (have % t->subbuf) {
+			/* The spool only ever holds whole pages; a torn tail is a kill mid-write. */
+			problem(t, "cpu%u: the spool ends %zu bytes into a page (cut at a kill)", c->cpu,
+				have % t->subbuf);
+			have -= have % t->subbuf;
+		}
+		for (i = 0; i < have / t->subbuf; i++) {
+			uint8_t *p = buf + i * t->subbuf;
+			struct vt_page_info info;
+			uint32_t events;
+
+			if (vt_page_validate(&fmt, p, t->subbuf, &info, &events, NULL, NULL) < 0) {
+				if (run && (ret = vt_tracedat_cpu_write(w, buf + run_start, run)) < 0)
+					goto out;
+				run = 0;
+				run_start = (i + 1) * t->subbuf;
+				c->bad_pages++;
+				snprintf(path, sizeof(path), "%s/bad-pages", r->out);
+				mkdir(path, 0755);
+				append_file(bad, p, t->subbuf);
+				continue;
+			}
+			c->pages++;
+			c->events += events;
+			c->missed_pages += info.missed;
+			c->lost_in_pages += info.missed_events;
+			run += t->subbuf;
+		}
+		if (run && (ret = vt_tracedat_cpu_write(w, buf + run_start, run)) < 0)
+			goto out;
+		if (have < (size_t)CHUNK_PAGES * t->subbuf)
+			break;
+	}
+	ret = vt_tracedat_cpu_end(w);
+out:
+	free(buf);
+	close(fd);
+	return ret;
+}
+
+static void load_sync(struct trace_sum *t, const char *dir)
+{
+	size_t len;
+	char *text, *line;
+
+	snprintf(t->sync_method, sizeof(t->sync_method), "none");
+	if (spool_read_file(dir, "sync", (void **)&text, &len, STATE_MAX * 64) < 0) {
+		snprintf(t->sync_why, sizeof(t->sync_why), "no clock mapping was recorded");
+		return;
+	}
+	kv(text, "method", t->sync_method, sizeof(t->sync_method));
+	kv(text, "why", t->sync_why, sizeof(t->sync_why));
+	t->host_end = kv_u64(text, "host_end");
+	for (line = text; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+		struct vt_tsync_epoch ep = { 0 };
+		unsigned int cpu, samples;
+		uint64_t rtt;
+		int source;
+
+		if (sscanf(line, "probes cpu=%u min_rtt=%" SCNu64 " samples=%u", &cpu, &rtt,
+			   &samples) == 3 && cpu < COLLECT_MAX_CPUS) {
+			t->min_rtt[cpu] = rtt;
+			t->samples[cpu] = samples;
+			continue;
+		}
+		if (sscanf(line, "epoch cpu=%u from=%" SCNu64 " offset=%" SCNd64 " ratio=%" SCNu64
+			   " frac=%u source=%d flags=%u error=%" SCNu64, &cpu, &ep.host_from,
+			   &ep.map.offset, &ep.map.ratio, &ep.map.frac_bits, &source, &ep.flags,
+			   &ep.error) != 8 || cpu >= t->nr_cpus || cpu >= COLLECT_MAX_CPUS ||
+		    !vt_tsc_map_valid(&ep.map))
+			continue;
+		ep.source = source;
+		if (vt_tsync_cpu_update(&t->sync[cpu], &ep) < 0)
+			break;
+	}
+	free(text);
+}
+
+/* TIME_SHIFT: the guest's timestamps onto the host's, per vCPU, exactly as trace-cmd applies it. */
+static int add_time_shift(struct run *r, struct trace_sum *t, struct vt_tracedat *w)
+{
+	struct vt_tracedat_tshift_cpu *view = calloc(t->nr_cpus, sizeof(*view));
+	struct vt_tsync_tshift *tables = calloc(t->nr_cpus, sizeof(*tables));
+	bool interp = vt_tsync_needs_interpolate(t->sync, t->nr_cpus);
+	unsigned int cpu;
+	int ret = 0;
+
+	if (!view || !tables) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (cpu = 0; cpu < t->nr_cpus; cpu++) {
+		if (!t->sync[cpu].nr)
+			continue;
+		ret = vt_tsync_tshift_build(t->sync[cpu].epochs, t->sync[cpu].nr, t->host_end, interp,
+					    &tables[cpu]);
+		if (ret < 0) {
+			problem(t, "cpu%u: cannot express the clock mapping as TIME_SHIFT (%s)", cpu,
+				strerror(-ret));
+			goto out;
+		}
+		vt_tsync_tshift_view(&tables[cpu], &view[cpu]);
+	}
+	ret = vt_tracedat_add_time_shift(w, r->host_trace_id, interp ? VT_TD_TSHIFT_INTERPOLATE : 0,
+					 t->nr_cpus, view);
+out:
+	for (cpu = 0; tables && cpu < t->nr_cpus; cpu++)
+		vt_tsync_tshift_free(&tables[cpu]);
+	free(tables);
+	free(view);
+	return ret;
+}
+
+static int add_guests(struct run *r, struct vt_tracedat *w)
+{
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < r->nr_traces; i++) {
+		struct trace_sum *t = &r->traces[i];
+		uint32_t tids[COLLECT_MAX_CPUS] = { 0 };
+
+		if (t->host || !t->written)
+			continue;
+		memcpy(tids, t->tids, sizeof(uint32_t) * t->nr_tids);
+		ret = vt_tracedat_add_guest(w, t->name, t->trace_id, t->nr_cpus, tids);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+static int write_trace(struct run *r, struct trace_sum *t, const char *dir)
+{
+	struct vt_tracedat_opts opts = {
+		.version = r->version,
+		.compression = r->compress ? VT_TD_COMPRESS_ZSTD : VT_TD_COMPRESS_NONE,
+		.trace_id = t->trace_id,
+	};
+	char path[4300], tmp[4310];
+	struct vt_tracedat *w;
+	struct vt_meta meta;
+	size_t len;
+	void *blob;
+	unsigned int i;
+	int fd, ret;
+
+	ret = spool_read_file(dir, "meta.bin", &blob, &len, VT_META_MAX_TOTAL);
+	if (ret < 0) {
+		problem(t, "no metadata was received, so no trace.dat can be written; the pages "
+			   "stay in %s", dir);
+		return ret;
+	}
+	ret = vt_meta_decode(&meta, blob, len);
+	free(blob);
+	if (ret < 0) {
+		problem(t, "the spooled metadata is malformed (%s)", strerror(-ret));
+		return ret;
+	}
+	t->nr_cpus = meta.nr_cpus < COLLECT_MAX_CPUS ? meta.nr_cpus : COLLECT_MAX_CPUS;
+	t->subbuf = meta.subbuf_size;
+	snprintf(path, sizeof(path), "%s/%s", r->out, t->file);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		ret = -errno;
+		goto out_meta;
+	}
+	w = vt_tracedat_create(fd, &meta, &opts);
+	if (!w) {
+		ret = -errno;
+		goto out_close;
+	}
+	if (r->tsc_mult)
+		vt_tracedat_set_tsc2nsec(w, r->tsc_mult, r->tsc_shift, 0);
+	if (t->host)
+		ret = add_guests(r, w);
+	else
+		ret = add_time_shift(r, t, w);
+	for (i = 0; ret == 0 && i < t->nr_cpus; i++) {
+		char name[32], *text;
+
+		snprintf(name, sizeof(name), "cpu%u.stats", i);
+		if (spool_read_file(dir, name, (void **)&text, &len, 8192) == 0) {
+			collect_sanitize(t->cpus[i].stats, sizeof(t->cpus[i].stats), text, true);
+			if (len)
+				ret = vt_tracedat_add_cpustat(w, i, t->cpus[i].stats,
+							      strlen(t->cpus[i].stats));
+			free(text);
+		}
+	}
+	for (i = 0; ret == 0 && i < t->nr_cpus; i++) {
+		t->cpus[i].cpu = i;
+		ret = write_cpu(r, t, w, dir, &t->cpus[i]);
+	}
+	t->nr_sums = t->nr_cpus;
+	if (ret == 0)
+		ret = vt_tracedat_finish(w);
+	vt_tracedat_free(w);
+	if (ret == 0 && (fsync(fd) < 0 || rename(tmp, path) < 0))
+		ret = -errno;
+out_close:
+	close(fd);
+	if (ret < 0) {
+		unlink(tmp);
+		problem(t, "cannot write %s: %s", t->file, strerror(-ret));
+	} else {
+		t->written = true;
+	}
+out_meta:
+	vt_meta_free(&meta);
+	return ret;
+}
+
+static void load_trace(struct run *r, struct trace_sum *t, const char *dir, bool host)
+{
+	char *state = NULL, buf[1024], key[32];
+	unsigned int i;
+	size_t len;
+
+	t->host = host;
+	if (host) {
+		snprintf(t->name, sizeof(t->name), "host");
+		snprintf(t->file, sizeof(t->file), "host.dat");
+		t->trace_id = r->host_trace_id;
+		snprintf(t->clock, sizeof(t->clock), "x86-tsc");
+		return;
+	}
+	if (spool_read_file(dir, "state", (void **)&state, &len, STATE_MAX) < 0) {
+		problem(t, "no state file in %s", dir);
+		return;
+	}
+	kv(state, "name", buf, sizeof(buf));
+	collect_sanitize(t->name, sizeof(t->name), buf, false);
+	snprintf(t->file, sizeof(t->file), "guest-%s.dat", t->name);
+	t->trace_id = kv_u64(state, "trace_id");
+	t->nr_cpus = kv_u64(state, "nr_cpus");
+	if (t->nr_cpus > COLLECT_MAX_CPUS)
+		t->nr_cpus = COLLECT_MAX_CPUS;
+	kv(state, "clock", t->clock, sizeof(t->clock));
+	kv(state, "agent", t->agent, sizeof(t->agent));
+	if (kv(state, "error", buf, sizeof(buf)) && buf[0])
+		problem(t, "%s", buf);
+	t->protocol_errors = kv_u64(state, "protocol_errors");
+	if (t->protocol_errors)
+		problem(t, "%" PRIu64 " protocol errors on the control port", t->protocol_errors);
+	t->max_reached = kv_u64(state, "max_reached");
+	if (kv(state, "vcpu_tids", buf, sizeof(buf))) {
+		char *p = buf;
+
+		while (*p && t->nr_tids < COLLECT_MAX_CPUS) {
+			t->tids[t->nr_tids++] = strtoul(p, &p, 10);
+			if (*p != ',')
+				break;
+			p++;
+		}
+	}
+	for (i = 0; i < t->nr_cpus; i++) {
+		snprintf(key, sizeof(key), "dropped%u", i);
+		t->cpus[i].dropped = kv_u64(state, key);
+	}
+	free(state);
+	if (spool_read_file(dir, "agent", (void **)&state, &len, STATE_MAX) == 0) {
+		for (i = 0; i < t->nr_cpus; i++) {
+			snprintf(key, sizeof(key), "bytes%u", i);
+			t->cpus[i].agent_bytes = kv_u64(state, key);
+			snprintf(key, sizeof(key), "pages%u", i);
+			t->cpus[i].agent_pages = kv_u64(state, key);
+		}
+		free(state);
+	} else {
+		problem(t, "no final statistics from the agent (the run was cut short)");
+	}
+	load_sync(t, dir);
+}
+
+static void frag_sizes(struct trace_sum *t, const char *dir)
+{
+	unsigned int i;
+
+	for (i = 0; i < t->nr_cpus; i++) {
+		char path[4300];
+		struct stat st;
+
+		snprintf(path, sizeof(path), "%s/cpu%u.frag", dir, i);
+		if (stat(path, &st) == 0) {
+			t->cpus[i].frag_bytes = st.st_size;
+			t->cpus[i].bytes += st.st_size;
+			problem(t, "cpu%u: the stream ended %lld bytes into a page", i,
+				(long long)st.st_size);
+		}
+	}
+}
+
+/* --- manifest.json --- */
+
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char c = *s;
+
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+static uint64_t stat_field(const char *stats, const char *key)
+{
+	const char *p = stats;
+	size_t klen = strlen(key);
+
+	while (p && *p) {
+		if (strncmp(p, key, klen) == 0 && p[klen] == ':')
+			return strtoull(p + klen + 1, NULL, 10);
+		p = strchr(p, '\n');
+		p = p ? p + 1 : NULL;
+	}
+	return 0;
+}
+
+static double ticks_ns(const struct run *r, uint64_t ticks)
+{
+	return r->tsc_khz ? ticks * 1e6 / r->tsc_khz : 0;
+}
+
+static void json_trace(FILE *f, const struct run *r, const struct trace_sum *t)
+{
+	uint64_t overrun = 0, lost_pages = 0, dropped = 0;
+	double bound = 0;
+	unsigned int i, j;
+	bool first;
+
+	fprintf(f, "    {\n      \"name\": ");
+	json_str(f, t->name);
+	fprintf(f, ",\n      \"file\": ");
+	if (t->written)
+		json_str(f, t->file);
+	else
+		fprintf(f, "null");
+	fprintf(f, ",\n      \"trace_id\": \"0x%016" PRIx64 "\",\n      \"clock\": ", t->trace_id);
+	json_str(f, t->clock);
+	fprintf(f, ",\n      \"cpus\": [\n");
+	for (i = 0; i < t->nr_sums; i++) {
+		const struct cpu_sum *c = &t->cpus[i];
+		uint64_t ov = stat_field(c->stats, "overrun");
+
+		overrun += ov;
+		lost_pages += c->lost_in_pages;
+		dropped += c->dropped;
+		fprintf(f, "        { \"cpu\": %u, \"bytes\": %" PRIu64 ", \"pages\": %" PRIu64
+			", \"events\": %" PRIu64 ", \"bad_pages\": %" PRIu64
+			", \"pages_after_loss\": %" PRIu64 ", \"lost_events_in_pages\": %" PRIu64
+			", \"fragment_bytes\": %" PRIu64 ", \"dropped_pages_max_size\": %" PRIu64,
+			c->cpu, c->bytes, c->pages, c->events, c->bad_pages, c->missed_pages,
+			c->lost_in_pages, c->frag_bytes, c->dropped);
+		if (!t->host)
+			fprintf(f, ", \"agent_bytes\": %" PRIu64 ", \"agent_pages\": %" PRIu64,
+				c->agent_bytes, c->agent_pages);
+		fprintf(f, ", \"stats\": { \"entries\": %" PRIu64 ", \"overrun\": %" PRIu64
+			", \"commit_overrun\": %" PRIu64 ", \"dropped_events\": %" PRIu64
+			", \"read_events\": %" PRIu64 " } }%s\n",
+			stat_field(c->stats, "entries"), ov, stat_field(c->stats, "commit overrun"),
+			stat_field(c->stats, "dropped events"), stat_field(c->stats, "read events"),
+			i + 1 < t->nr_sums ? "," : "");
+	}
+	fprintf(f, "      ],\n      \"lost_events\": { \"in_pages\": %" PRIu64 ", \"overrun\": %"
+		PRIu64 " },\n", lost_pages, overrun);
+	if (!t->host) {
+		fprintf(f, "      \"agent\": ");
+		json_str(f, t->agent);
+		fprintf(f, ",\n      \"vcpu_threads\": [");
+		for (i = 0; i < t->nr_tids; i++)
+			fprintf(f, "%s%u", i ? ", " : "", t->tids[i]);
+		fprintf(f, "],\n      \"sync\": {\n        \"method\": ");
+		json_str(f, t->sync_method);
+		fprintf(f, ",\n        \"why\": ");
+		json_str(f, t->sync_why);
+		fprintf(f, ",\n        \"epochs\": [");
+		for (i = 0, first = true; i < t->nr_cpus; i++) {
+			for (j = 0; j < t->sync[i].nr; j++) {
+				const struct vt_tsync_epoch *ep = &t->sync[i].epochs[j];
+
+				if (ticks_ns(r, ep->error) > bound)
+					bound = ticks_ns(r, ep->error);
+				fprintf(f, "%s\n          { \"cpu\": %u, \"host_tsc_from\": %" PRIu64
+					", \"offset\": %" PRId64 ", \"ratio\": %" PRIu64
+					", \"frac_bits\": %u, \"source\": \"%s\", \"drift\": %s"
+					", \"bound_ns\": %.1f }", first ? "" : ",", i, ep->host_from,
+					ep->map.offset, ep->map.ratio, ep->map.frac_bits,
+					vt_tsync_source_name(ep->source),
+					ep->flags & VT_TSYNC_EPOCH_DRIFT ? "true" : "false",
+					ticks_ns(r, ep->error));
+				first = false;
+			}
+		}
+		fprintf(f, "\n        ],\n        \"probes\": [");
+		for (i = 0, first = true; i < t->nr_cpus; i++) {
+			if (!t->samples[i])
+				continue;
+			fprintf(f, "%s\n          { \"cpu\": %u, \"samples\": %u, \"min_rtt_ns\": %.1f }",
+				first ? "" : ",", i, t->samples[i], ticks_ns(r, t->min_rtt[i]));
+			first = false;
+		}
+		fprintf(f, "\n        ],\n");
+		fprintf(f, "        \"bound_ns\": %.1f\n      },\n", bound);
+		fprintf(f, "      \"max_size_reached\": %s,\n", t->max_reached ? "true" : "false");
+	}
+	(void)dropped;
+	fprintf(f, "      \"problems\": ");
+	json_str(f, t->problems);
+	fprintf(f, "\n    }");
+}
+
+static int write_manifest(struct run *r, bool recovered)
+{
+	char path[4300], tmp[4310], date[64];
+	time_t now = time(NULL);
+	unsigned int i;
+	bool first = true;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/manifest.json", r->out);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "w");
+	if (!f)
+		return -errno;
+	strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+	fprintf(f, "{\n  \"tool\": \"virtio-trace-collect\",\n  \"version\": \"%s\",\n"
+		"  \"created\": \"%s\",\n  \"recovered\": %s,\n  \"command_line\": ",
+		PACKAGE_VERSION, date, recovered ? "true" : "false");
+	json_str(f, r->cmdline);
+	fprintf(f, ",\n  \"file_version\": %u,\n  \"compression\": \"%s\",\n"
+		"  \"host_tsc\": { \"khz\": %" PRIu64 ", \"method\": ", r->version,
+		r->compress && r->version >= 7 ? "zstd" : "none", r->tsc_khz);
+	json_str(f, r->tsc_method);
+	fprintf(f, ", \"tsc2nsec_mult\": %u, \"tsc2nsec_shift\": %u },\n  \"host\": ",
+		r->tsc_mult, r->tsc_shift);
+	for (i = 0; i < r->nr_traces; i++)
+		if (r->traces[i].host)
+			break;
+	if (i < r->nr_traces) {
+		fprintf(f, "\n");
+		json_trace(f, r, &r->traces[i]);
+		fprintf(f, ",\n");
+	} else {
+		fprintf(f, "null,\n");
+	}
+	fprintf(f, "  \"guests\": [\n");
+	for (i = 0; i < r->nr_traces; i++) {
+		if (r->traces[i].host)
+			continue;
+		if (!first)
+			fprintf(f, ",\n");
+		json_trace(f, r, &r->traces[i]);
+		first = false;
+	}
+	fprintf(f, "\n  ]\n}\n");
+	if (fclose(f) != 0 || rename(tmp, path) < 0)
+		return -errno;
+	return 0;
+}
+
+static int remove_tree(const char *dir)
+{
+	struct dirent *de;
+	DIR *d = opendir(dir);
+	char path[4300];
+
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		struct stat st;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
+			remove_tree(path);
+		else
+			unlink(path);
+	}
+	closedir(d);
+	return rmdir(dir) < 0 ? -errno : 0;
+}
+
+/**
+ * output_finalise() - write the trace.dat files and manifest.json from the spool
+ * @out_dir: the output directory holding .spool/
+ * @o: options, for --keep-spool (may be NULL)
+ * @recovering: this is `recover` after a killed run
+ *
+ * Return: EXIT_OK, EXIT_PARTIAL (files written, some trace had problems) or
+ * EXIT_FAIL (nothing written).
+ */
+int output_finalise(const char *out_dir, const struct collect_opts *o, bool recovering)
+{
+	struct run r = { .out = out_dir };
+	char *opts = NULL, dir[4300];
+	struct dirent *de;
+	unsigned int i, written = 0, troubled = 0;
+	size_t len;
+	DIR *d;
+	int ret;
+
+	snprintf(r.spool, sizeof(r.spool), "%s/.spool", out_dir);
+	if (spool_read_file(r.spool, "options", (void **)&opts, &len, STATE_MAX) < 0) {
+		log_err("%s holds no spool (%s/options is missing): nothing to recover", out_dir,
+			r.spool);
+		return EXIT_FAIL;
+	}
+	r.version = kv_u64(opts, "file_version");
+	if (r.version != 6 && r.version != 7)
+		r.version = 7;
+	r.compress = kv_u64(opts, "compress");
+	r.host_trace_id = kv_u64(opts, "host_trace_id");
+	r.tsc_khz = kv_u64(opts, "tsc_khz");
+	r.tsc_mult = kv_u64(opts, "tsc_mult");
+	r.tsc_shift = kv_u64(opts, "tsc_shift");
+	kv(opts, "tsc_method", r.tsc_method, sizeof(r.tsc_method));
+	kv(opts, "cmdline", r.cmdline, sizeof(r.cmdline));
+	free(opts);
+
+	d = opendir(r.spool);
+	if (!d)
+		return EXIT_FAIL;
+	r.traces = calloc(COLLECT_MAX_GUESTS + 1, sizeof(*r.traces));
+	if (!r.traces) {
+		closedir(d);
+		return EXIT_FAIL;
+	}
+	while ((de = readdir(d)) && r.nr_traces < COLLECT_MAX_GUESTS + 1) {
+		bool host = strcmp(de->d_name, "host") == 0;
+
+		if (!host && strncmp(de->d_name, "guest-", 6) != 0)
+			continue;
+		snprintf(dir, sizeof(dir), "%s/%s", r.spool, de->d_name);
+		load_trace(&r, &r.traces[r.nr_traces], dir, host);
+		r.nr_traces++;
+	}
+	closedir(d);
+	/* Guests first: the host file names them in its GUEST options. */
+	for (i = 0; i < r.nr_traces; i++) {
+		struct trace_sum *t = &r.traces[i];
+
+		if (t->host)
+			continue;
+		snprintf(dir, sizeof(dir), "%s/guest-%s", r.spool, t->name);
+		frag_sizes(t, dir);
+		if (write_trace(&r, t, dir) == 0)
+			written++;
+	}
+	for (i = 0; i < r.nr_traces; i++) {
+		struct trace_sum *t = &r.traces[i];
+
+		if (!t->host)
+			continue;
+		snprintf(dir, sizeof(dir), "%s/host", r.spool);
+		if (write_trace(&r, t, dir) == 0)
+			written++;
+	}
+	for (i = 0; i < r.nr_traces; i++) {
+		struct trace_sum *t = &r.traces[i];
+		unsigned int c;
+
+		for (c = 0; c < t->nr_sums; c++)
+			if (t->cpus[c].bad_pages)
+				problem(t, "cpu%u: %" PRIu64 " malformed pages kept aside in bad-pages/", c,
+					t->cpus[c].bad_pages);
+		if (t->problems[0]) {
+			troubled++;
+			log_warn("%s: %s", t->name, t->problems);
+		}
+	}
+	ret = write_manifest(&r, recovering);
+	if (ret < 0)
+		log_err("cannot write %s/manifest.json: %s", out_dir, strerror(-ret));
+	/* The spool goes only when every trace made it into a file. */
+	if (ret == 0 && written == r.nr_traces && !(o && o->keep_spool))
+		remove_tree(r.spool);
+	else if (written != r.nr_traces)
+		log_warn("the spool %s is kept: not every trace could be written", r.spool);
+	for (i = 0; i < r.nr_traces; i++)
+		for (unsigned int c = 0; c < COLLECT_MAX_CPUS; c++)
+			vt_tsync_cpu_free(&r.traces[i].sync[c]);
+	free(r.traces);
+	if (!written)
+		return EXIT_FAIL;
+	return troubled || ret < 0 ? EXIT_PARTIAL : EXIT_OK;
+}

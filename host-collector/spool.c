@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The spool: DIR/.spool/ holds, while recording, everything the output is
+ * made from, so that `recover` can finish what a killed collector started.
+ *
+ *   .spool/options          key=value: file version, compression, command line
+ *   .spool/guest-NAME/      one per guest:
+ *       state               key=value: name, trace id, CPUs, sub-buffer, clock...
+ *       meta.bin            the metadata bundle as the agent sent it (re-checked on use)
+ *       cpuN.pages          whole pages that passed the header check, in order
+ *       cpuN.bad            pages kept aside
+ *       cpuN.frag           a trailing fragment, when a stream ended mid-page
+ *       cpuN.stats          the guest's final per_cpu stats text
+ *       agent               key=value: the agent's final counters
+ *       sync                the clock mapping (see sync.c)
+ *   .spool/host/            the host's pages and metadata, same layout
+ *
+ * Small files are written to a temporary name and renamed, so a kill leaves
+ * either the old or the new version, never half of one.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "collect.h"
+
+/**
+ * spool_prepare() - create the output and spool directories
+ * @out_dir: the output directory
+ * @spool: set to its .spool path
+ * @size: size of @spool
+ *
+ * Return: 0, -EEXIST when a spool is already there (an unfinished run: use
+ * recover), or -errno.
+ */
+int spool_prepare(const char *out_dir, char *spool, size_t size)
+{
+	if (mkdir(out_dir, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	if ((size_t)snprintf(spool, size, "%s/.spool", out_dir) >= size)
+		return -ENAMETOOLONG;
+	if (mkdir(spool, 0755) < 0)
+		return -errno;
+	return 0;
+}
+
+/**
+ * spool_guest_dir() - create a trace's directory in the spool
+ * @spool: the spool
+ * @name: "guest-NAME" or "host"
+ * @dir: set to the path
+ * @size: size of @dir
+ *
+ * Return: 0 or -errno.
+ */
+int spool_guest_dir(const char *spool, const char *name, char *dir, size_t size)
+{
+	if ((size_t)snprintf(dir, size, "%s/%s", spool, name) >= size)
+		return -ENAMETOOLONG;
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/**
+ * spool_write_file() - replace a small file atomically
+ * @dir: directory
+ * @name: file name
+ * @data: contents
+ * @len: length
+ *
+ * Return: 0 or -errno.
+ */
+int spool_write_file(const char *dir, const char *name, const void *data, size_t len)
+{
+	char path[4200], tmp[4210];
+	const char *p = data;
+	int fd, ret = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			ret = n < 0 ? -errno : -EIO;
+			break;
+		}
+		p += n;
+		len -= n;
+	}
+	if (close(fd) < 0 && !ret)
+		ret = -errno;
+	if (!ret && rename(tmp, path) < 0)
+		ret = -errno;
+	if (ret)
+		unlink(tmp);
+	return ret;
+}
+
+/**
+ * spool_read_file() - read a whole file, refusing one larger than @max
+ * @dir: directory
+ * @name: file name
+ * @data: set to a malloc()ed, NUL-terminated copy
+ * @len: set to its length
+ * @max: the largest size accepted
+ *
+ * Return: 0, -EFBIG, or -errno.
+ */
+int spool_read_file(const char *dir, const char *name, void **data, size_t *len, size_t max)
+{
+	char path[4200];
+	struct stat st;
+	size_t have = 0;
+	char *buf;
+	int fd, ret = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || (size_t)st.st_size > max) {
+		ret = fstat(fd, &st) < 0 ? -errno : -EFBIG;
+		close(fd);
+		return ret;
+	}
+	buf = malloc(st.st_size + 1);
+	if (!buf) {
+		close(fd);
+		return -ENOMEM;
+	}
+	while (have < (size_t)st.st_size) {
+		ssize_t n = read(fd, buf + have, st.st_size - have);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		have += n;
+	}
+	close(fd);
+	buf[have] = '\0';
+	*data = buf;
+	*len = have;
+	return 0;
+}
+
+/**
+ * spool_save_state() - write a guest's state file
+ * @g: the guest
+ *
+ * Return: 0 or -errno.
+ */
+int spool_save_state(const struct guest *g)
+{
+	char buf[8192];
+	int n;
+	unsigned int i;
+
+	n = snprintf(buf, sizeof(buf),
+		     "name=%s\ntrace_id=%llu\nnr_cpus=%u\nsubbuf=%u\nclock=%s\nagent=%s\ncaps=%llu\n"
+		     "streams=%u\nqemu_pid=%d\nmax_reached=%d\nprotocol_errors=%llu\nerror=%s\n"
+		     "vcpu_tids=",
+		     g->name, (unsigned long long)g->trace_id, g->nr_cpus, g->subbuf, g->clock,
+		     g->agent_software,
+		     (unsigned long long)g->caps, g->nr_streams, (int)g->qemu_pid, g->max_reached,
+		     (unsigned long long)g->protocol_errors, g->error);
+	for (i = 0; i < g->nr_vcpu_tids && n < (int)sizeof(buf) - 16; i++)
+		n += snprintf(buf + n, sizeof(buf) - n, "%s%u", i ? "," : "", g->vcpu_tids[i]);
+	n += snprintf(buf + n, sizeof(buf) - n, "\n");
+	for (i = 0; i < g->nr_streams && n < (int)sizeof(buf) - 64; i++)
+		n += snprintf(buf + n, sizeof(buf) - n, "dropped%u=%llu\n", g->streams[i].cpu,
+			      (unsigned long long)g->streams[i].dropped_pages);
+	return spool_write_file(g->spool, "state", buf, n);
+}

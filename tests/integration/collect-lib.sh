@@ -1,0 +1,225 @@
+# Shared by the virtio-trace-collect integration tests (sourced, not run).
+# The guests are vt-fake-agent processes serving fixture pages over stand-in
+# ports; the oracle for what a file must contain is vt-mkdat + trace-cmd on
+# the same fixture. Exit codes: 0 pass, 1 fail, 77 skip.
+
+: "${VT_SRCDIR:?run through make check}" "${VT_BUILDDIR:?run through make check}"
+TOOLS=$VT_BUILDDIR/tests/tools
+DATA=$VT_SRCDIR/tests/data
+COLLECT=$VT_BUILDDIR/host-collector/virtio-trace-collect
+FAKE=$TOOLS/vt-fake-agent
+T_PIDS=""
+T_COLLECTORS=""
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/vt-collect.XXXXXX") || exit 1
+
+t_cleanup() {
+	for p in $T_PIDS; do
+		kill -TERM "$p" 2>/dev/null
+	done
+	for p in $T_PIDS; do
+		_ti=0
+		while kill -0 "$p" 2>/dev/null && [ $_ti -lt 20 ]; do
+			sleep 0.1
+			_ti=$((_ti + 1))
+		done
+		kill -KILL "$p" 2>/dev/null
+	done
+	# A collector that had to be killed cannot remove its host instance.
+	for p in $T_COLLECTORS; do
+		_inst=/sys/kernel/tracing/instances/virtio-trace-collect-$p
+		[ -d "$_inst" ] && ! kill -0 "$p" 2>/dev/null && rmdir "$_inst" 2>/dev/null &&
+			echo "note: removed $_inst left by killed collector $p"
+	done
+	[ -n "$KEEP" ] || rm -rf "$WORK"
+}
+trap t_cleanup EXIT
+trap 'exit 1' INT TERM
+
+fail() {
+	echo "FAIL: $*"
+	exit 1
+}
+
+# show FILE...: put a log into the test's output (for a failure's context)
+show() {
+	for _sf in "$@"; do
+		[ -f "$_sf" ] || continue
+		echo "--- $_sf"
+		tail -n 40 "$_sf"
+	done
+}
+
+need_tools() {
+	command -v trace-cmd >/dev/null 2>&1 || { echo "SKIP: trace-cmd is not installed"; exit 77; }
+	command -v jq >/dev/null 2>&1 || { echo "SKIP: jq is not installed"; exit 77; }
+	[ -x "$FAKE" ] || fail "$FAKE is not built"
+	# The collector is what these tests are about: its absence is a failure.
+	[ -x "$COLLECT" ] || fail "$COLLECT is not built"
+}
+
+# track PID: kill it at exit
+track() {
+	T_PIDS="$T_PIDS $1"
+}
+
+# fake NAME ARGS...: start a fake agent in the background; its stderr goes to
+# $WORK/NAME.fake; $FAKE_PID is its pid. Waits until its ports exist (except
+# in --connect mode, where it waits for the collector's listeners itself).
+fake() {
+	_fn=$1
+	shift
+	: >"$WORK/$_fn.fake"
+	"$FAKE" --name "$_fn" "$@" 2>"$WORK/$_fn.fake" &
+	FAKE_PID=$!
+	track $FAKE_PID
+	case " $* " in
+	*" --connect "*) return 0 ;;
+	esac
+	_fi=0
+	while ! grep -q 'ports ready' "$WORK/$_fn.fake"; do
+		kill -0 $FAKE_PID 2>/dev/null || { show "$WORK/$_fn.fake"; fail "fake agent $_fn died"; }
+		[ $_fi -lt 100 ] || fail "fake agent $_fn: no ports after 10 s"
+		sleep 0.1
+		_fi=$((_fi + 1))
+	done
+}
+
+# fake_end PID: let a fake agent exit after its BYE (or EOF), else SIGTERM it;
+# either way it prints its totals
+fake_end() {
+	_ei=0
+	while kill -0 "$1" 2>/dev/null && [ $_ei -lt 50 ]; do
+		sleep 0.1
+		_ei=$((_ei + 1))
+	done
+	kill -TERM "$1" 2>/dev/null
+	wait "$1" 2>/dev/null
+}
+
+# fake_total NAME CPU pages|bytes: what the fake agent sent (its exit summary)
+fake_total() {
+	awk -v c="cpu$2" -v k="$3" '$2 == "total" && $3 == c {
+		for (i = 4; i < NF; i++) if ($i == k) v = $(i + 1) } END { print v }' "$WORK/$1.fake"
+}
+
+# fake_stats NAME CPU pages|bytes: what its STATS said for CPU
+fake_stats() {
+	awk -v c="cpu$2" -v k="$3" '$2 == "STATS" && $3 == c {
+		for (i = 4; i < NF; i++) if ($i == k) v = $(i + 1) } END { print v }' "$WORK/$1.fake"
+}
+
+# collect OUTNAME ARGS...: run `virtio-trace-collect record ARGS`, bounded:
+# SIGTERM after $COLLECT_LIMIT (60) s, SIGKILL 10 s later; output in $WORK/OUTNAME.log, exit
+# status in $RC (128 + signal when it had to be stopped).
+collect() {
+	_cl=$WORK/$1.log
+	shift
+	"$COLLECT" record "$@" >"$_cl" 2>&1 &
+	COLLECT_PID=$!
+	track $COLLECT_PID
+	T_COLLECTORS="$T_COLLECTORS $COLLECT_PID"
+	collect_wait "${COLLECT_LIMIT:-60}"
+}
+
+# collect_wait SECS: wait for $COLLECT_PID as collect() does; sets $RC
+collect_wait() {
+	_cw=0
+	while kill -0 $COLLECT_PID 2>/dev/null && [ $_cw -lt $(($1 * 10)) ]; do
+		sleep 0.1
+		_cw=$((_cw + 1))
+	done
+	if kill -0 $COLLECT_PID 2>/dev/null; then
+		echo "collector still running after $1 s: SIGTERM" >>"$_cl"
+		kill -TERM $COLLECT_PID
+		_cw=0
+		while kill -0 $COLLECT_PID 2>/dev/null && [ $_cw -lt 100 ]; do
+			sleep 0.1
+			_cw=$((_cw + 1))
+		done
+		kill -KILL $COLLECT_PID 2>/dev/null
+	fi
+	wait $COLLECT_PID
+	RC=$?
+}
+
+# oracle FIXTURE K: per-CPU event counts of the fixture's pages times K, as
+# trace-cmd reads them from a vt-mkdat file: sets ORACLE_CPU0, ORACLE_CPU1, ...
+oracle() {
+	_oo=$WORK/oracle-$(basename "$1")
+	if [ ! -f "$_oo.txt" ]; then
+		"$TOOLS/vt-mkdat" -i "$1" -o "$_oo.dat" >/dev/null || fail "vt-mkdat -i $1"
+		trace-cmd report -i "$_oo.dat" >"$_oo.txt" 2>/dev/null || fail "trace-cmd report (oracle)"
+	fi
+	for _oc in 0 1 2 3; do
+		_on=$(cpu_events "$_oo.txt" $_oc)
+		eval "ORACLE_CPU$_oc=\$((_on * $2))"
+	done
+}
+
+# cpu_events REPORT CPU: event lines of that CPU ("comm-pid [00N] ts: ...")
+cpu_events() {
+	grep -cE -- "-[0-9]+ +\[$(printf %03d "$2")\] *[0-9]+(\.[0-9]+)?: " "$1"
+}
+
+# all_events REPORT: every event line
+all_events() {
+	grep -cE -- '-[0-9]+ +\[[0-9]{3}\] *[0-9]+(\.[0-9]+)?: ' "$1"
+}
+
+# report OUT FILE...: trace-cmd report; warnings fail the test
+report() {
+	_ro=$1
+	shift
+	trace-cmd report "$@" >"$_ro" 2>"$_ro.err" || { show "$_ro.err"; fail "trace-cmd report $* exited $?"; }
+	if grep -v '^$' "$_ro.err" | grep -q .; then
+		show "$_ro.err"
+		fail "trace-cmd report $* printed warnings"
+	fi
+}
+
+# man DIR JQ: a value from DIR/manifest.json
+man() {
+	jq -r "$2" "$1/manifest.json" 2>/dev/null
+}
+
+# guest_json DIR NAME JQ: a value from the manifest entry of guest NAME
+guest_json() {
+	jq -r --arg n "$2" ".guests[] | select(.name == \$n) | $3" "$1/manifest.json" 2>/dev/null
+}
+
+# check_exact DIR NAME FIXTURE K: the guest's file holds exactly the fixture's
+# events K times over, per CPU, and the manifest's per-CPU bytes and pages are
+# those the fake agent sent.
+check_exact() {
+	_d=$1 _n=$2
+	oracle "$3" "$4"
+	[ -f "$_d/guest-$_n.dat" ] || { show "$WORK"/*.log; fail "no $_d/guest-$_n.dat"; }
+	report "$_d/$_n.txt" -i "$_d/guest-$_n.dat"
+	for _c in 0 1; do
+		_got=$(cpu_events "$_d/$_n.txt" $_c)
+		eval "_want=\$ORACLE_CPU$_c"
+		[ "$_got" = "$_want" ] || fail "guest $_n cpu$_c: trace-cmd report shows $_got events, the fixture x$4 has $_want"
+		sent_b=$(fake_total "$_n" $_c bytes)
+		sent_p=$(fake_total "$_n" $_c pages)
+		[ -n "$sent_b" ] || fail "fake agent $_n printed no totals for cpu$_c"
+		mb=$(guest_json "$_d" "$_n" ".cpus[] | select(.cpu == $_c) | .bytes")
+		mp=$(guest_json "$_d" "$_n" ".cpus[] | select(.cpu == $_c) | .pages")
+		me=$(guest_json "$_d" "$_n" ".cpus[] | select(.cpu == $_c) | .events")
+		[ "$mb" = "$sent_b" ] || fail "guest $_n cpu$_c: manifest bytes $mb, the agent sent $sent_b"
+		[ "$mp" = "$sent_p" ] || fail "guest $_n cpu$_c: manifest pages $mp, the agent sent $sent_p"
+		[ "$me" = "$_want" ] || fail "guest $_n cpu$_c: manifest events $me, want $_want"
+	done
+}
+
+# new_files_outside DIR...: files created under $WORK since $WORK/stamp that
+# are not inside one of the DIRs and are not the tests' own logs
+new_files_outside() {
+	find "$WORK" -newer "$WORK/stamp" -type f | while read -r f; do
+		ok=
+		for d in "$@"; do
+			case $f in "$d"/*) ok=1 ;; esac
+		done
+		case $f in *.log | *.fake | *.txt | *.err) ok=1 ;; esac
+		[ -n "$ok" ] || echo "$f"
+	done
+}

@@ -1,0 +1,1709 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * vt-fake-agent: a simulated guest agent for testing virtio-trace-collect
+ * without a VM. It speaks the agent side of virtio-trace-protocol(5) over
+ * stand-in ports and streams the real pages of a fixture directory (the
+ * layout vt-capture writes), so that a test knows exactly what was sent.
+ *
+ * Port modes mirror QEMU's chardevs:
+ *   --fifo DIR     -chardev pipe: DIR/NAME.in (host->guest), DIR/NAME.out
+ *                  (guest->host), both opened O_RDWR as QEMU does;
+ *   --connect DIR  the collector listens on DIR/NAME and we connect;
+ *   --listen DIR   we listen on DIR/NAME (QEMU server=on) and accept.
+ *
+ * Every misbehaviour is one flag, so that a test can ask for exactly one.
+ * What it did goes to stderr, one line per fact, prefixed with the name:
+ * tests read the figures (pages and bytes per CPU) from there.
+ *
+ * One thread, one poll() loop: the control port, the data ports (non-
+ * blocking) and, in --listen mode, the listening sockets.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+#include <x86intrin.h>
+
+#include "vt_le.h"
+#include "vt_meta.h"
+#include "vt_pages.h"
+#include "vt_proto.h"
+
+#define FAKE_MAX_CPUS		64
+#define FAKE_MAX_MISSED		16
+#define FAKE_MAX_OVERRUN	16
+#define CONNECT_WAIT_MS		30000
+#define SYNC_IDLE_NS		(5ll * 1000 * 1000 * 1000)
+#define WRITE_TIMEOUT_MS	5000
+#define HUGE_META_TOTAL		(1ull << 40)
+#define GARBAGE_LEN		1500
+#define PUMP_PAGES		64
+
+enum port_mode { MODE_NONE, MODE_FIFO, MODE_CONNECT, MODE_LISTEN };
+enum evil { EVIL_NONE, EVIL_TEXT, EVIL_CLOCK, EVIL_META, EVIL_ERROR };
+
+struct missed_mark {
+	unsigned int cpu;
+	uint64_t page;
+	long long count;	/* -1: flag only */
+};
+
+struct overrun_mark {
+	unsigned int cpu;
+	uint64_t value;
+};
+
+struct fake_opts {
+	enum port_mode mode;
+	const char *dir;
+	const char *fixture;
+	const char *name;
+	const char *ctl_name;
+	const char *prefix;
+	unsigned int cpus;
+	uint64_t repeat;		/* 0: until STOP */
+	uint64_t rate;			/* bytes per second per CPU, 0: no limit */
+	int64_t tsc_offset;
+	bool retime;
+	long long bad_page;		/* -1: none */
+	bool garbage;
+	bool oversize;
+	bool huge_meta;
+	bool truncate_stream;
+	bool wrong_subbuf;
+	bool stall_stop;
+	bool lie_bytes;
+	double crash_after;		/* < 0: never */
+	enum evil evil;
+	struct missed_mark missed[FAKE_MAX_MISSED];
+	unsigned int nr_missed;
+	struct overrun_mark overrun[FAKE_MAX_OVERRUN];
+	unsigned int nr_overrun;
+};
+
+/**
+ * struct fake_cpu - one vCPU's data port and what it has sent
+ * @raw: the fixture's pages for this CPU (cpuN.raw, whole pages)
+ * @nr_raw: pages in @raw
+ * @next: global index of the next page to send (across repetitions)
+ * @total: pages to send in all, 0 for "until STOP"
+ * @cur: the page being written, @cur_len bytes of it, @cur_off written
+ */
+struct fake_cpu {
+	unsigned int cpu;
+	int fd;
+	int listen_fd;
+	uint8_t *raw;
+	size_t nr_raw;
+	char *stats;
+	uint64_t next;
+	uint64_t total;
+	uint8_t *cur;
+	size_t cur_len;
+	size_t cur_off;
+	bool have_cur;
+	bool done;
+	bool closed;
+	uint64_t pages_sent;
+	uint64_t bytes_sent;
+};
+
+struct fake {
+	struct fake_opts o;
+	struct vt_meta meta;
+	struct vt_page_fmt fmt;
+	char clock[64];
+	int ctl_rfd, ctl_wfd;
+	int ctl_listen_fd;
+	struct vt_proto_parser *parser;
+	uint32_t seq;
+	uint8_t frame[VT_PROTO_FRAME_MAX];
+	struct fake_cpu cpus[FAKE_MAX_CPUS];
+	bool hello_done;
+	bool running;
+	bool stopping;
+	bool stop_legacy;
+	uint32_t stop_seq;
+	bool stopped_sent;
+	long long start_ns;
+	uint64_t retime_delta;
+	uint64_t retime_span;
+	uint64_t markers;
+	uint64_t host_errors;
+	bool quit;
+};
+
+static volatile sig_atomic_t got_signal;
+
+static void say(const struct fake *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static long long now_ns(void);
+
+static void say(const struct fake *f, const char *fmt, ...)
+{
+	static long long t0;
+	long long t = now_ns();
+	va_list ap;
+
+	if (!t0)
+		t0 = t;
+	fprintf(stderr, "vt-fake-agent[%s]: ", f->o.name);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, " (+%.3f s)\n", (t - t0) / 1e9);
+}
+
+static long long now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+static uint64_t guest_tsc(const struct fake *f)
+{
+	return __rdtsc() + (uint64_t)f->o.tsc_offset;
+}
+
+static int read_whole(const char *path, uint8_t **data, size_t *len)
+{
+	size_t cap = 0, have = 0;
+	uint8_t *buf = NULL, *nb;
+	ssize_t n;
+	int fd, ret = 0;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		if (have + 4096 + 1 > cap) {
+			cap = cap ? cap * 2 : 65536;
+			nb = realloc(buf, cap);
+			if (!nb) {
+				ret = -ENOMEM;
+				goto err_free;
+			}
+			buf = nb;
+		}
+		n = read(fd, buf + have, cap - have - 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			ret = -errno;
+			goto err_free;
+		}
+		if (n == 0)
+			break;
+		have += n;
+	}
+	close(fd);
+	if (!buf) {
+		buf = malloc(1);
+		if (!buf)
+			return -ENOMEM;
+	}
+	buf[have] = '\0';
+	*data = buf;
+	*len = have;
+	return 0;
+err_free:
+	free(buf);
+	close(fd);
+	return ret;
+}
+
+/* --- the fixture --- */
+
+/* Rewrite "overrun: N" in a stats text; the rest stays verbatim. */
+static char *set_overrun(const char *text, uint64_t value)
+{
+	const char *p = strstr(text, "overrun: ");
+	const char *eol;
+	char *out;
+
+	while (p && p != text && p[-1] != '\n')
+		p = strstr(p + 1, "overrun: ");
+	if (!p)
+		return NULL;
+	eol = strchr(p, '\n');
+	if (!eol)
+		eol = p + strlen(p);
+	if (asprintf(&out, "%.*soverrun: %" PRIu64 "%s", (int)(p - text), text, value, eol) < 0)
+		return NULL;
+	return out;
+}
+
+static int load_fixture(struct fake *f)
+{
+	unsigned int cpu, fcpus = 0, i;
+	char path[PATH_MAX];
+	size_t len;
+	int ret;
+
+	ret = vt_meta_load_dir(&f->meta, f->o.fixture);
+	if (ret < 0) {
+		say(f, "cannot load the fixture metadata from %s: %s", f->o.fixture, strerror(-ret));
+		return ret;
+	}
+	ret = vt_page_fmt_parse(&f->fmt, f->meta.header_page.data, f->meta.header_page.len);
+	if (ret < 0) {
+		say(f, "fixture header_page does not parse: %s", strerror(-ret));
+		return ret;
+	}
+	vt_meta_clock(&f->meta, f->clock, sizeof(f->clock));
+	if (!f->clock[0])
+		snprintf(f->clock, sizeof(f->clock), "local");
+	for (cpu = 0; cpu < FAKE_MAX_CPUS; cpu++) {
+		snprintf(path, sizeof(path), "%s/cpu%u.raw", f->o.fixture, cpu);
+		if (access(path, R_OK) < 0)
+			break;
+		fcpus++;
+	}
+	if (!fcpus) {
+		say(f, "fixture %s has no cpu0.raw", f->o.fixture);
+		return -ENOENT;
+	}
+	if (!f->o.cpus)
+		f->o.cpus = fcpus;
+	for (cpu = 0; cpu < f->o.cpus; cpu++) {
+		struct fake_cpu *c = &f->cpus[cpu];
+		unsigned int from = cpu % fcpus;
+		uint8_t *stats;
+
+		c->cpu = cpu;
+		c->fd = c->listen_fd = -1;
+		snprintf(path, sizeof(path), "%s/cpu%u.raw", f->o.fixture, from);
+		ret = read_whole(path, &c->raw, &len);
+		if (ret < 0) {
+			say(f, "cannot read %s: %s", path, strerror(-ret));
+			return ret;
+		}
+		if (len % f->fmt.subbuf_size) {
+			say(f, "%s is not whole %u-byte pages", path, f->fmt.subbuf_size);
+			return -EINVAL;
+		}
+		c->nr_raw = len / f->fmt.subbuf_size;
+		snprintf(path, sizeof(path), "%s/cpu%u.stats", f->o.fixture, from);
+		if (read_whole(path, &stats, &len) < 0)
+			stats = (uint8_t *)strdup("");
+		if (!stats)
+			return -ENOMEM;
+		c->stats = (char *)stats;
+		for (i = 0; i < f->o.nr_overrun; i++) {
+			char *s;
+
+			if (f->o.overrun[i].cpu != cpu)
+				continue;
+			s = set_overrun(c->stats, f->o.overrun[i].value);
+			if (!s) {
+				say(f, "cpu%u: the stats text has no overrun line", cpu);
+				return -EINVAL;
+			}
+			free(c->stats);
+			c->stats = s;
+			say(f, "cpu%u: stats text says overrun %" PRIu64, cpu, f->o.overrun[i].value);
+		}
+		c->total = f->o.repeat * c->nr_raw;
+		c->cur = malloc(f->fmt.subbuf_size);
+		if (!c->cur || !c->nr_raw) {
+			say(f, "cpu%u: no pages in the fixture (or no memory)", cpu);
+			return -EINVAL;
+		}
+		if (from != cpu)
+			say(f, "cpu%u serves the fixture's cpu%u pages", cpu, from);
+	}
+	f->meta.nr_cpus = f->o.cpus;
+	f->meta.subbuf_size = f->fmt.subbuf_size;
+	say(f, "fixture %s: %u CPUs in the fixture, serving %u, %u-byte pages, clock %s",
+	    f->o.fixture, fcpus, f->o.cpus, f->fmt.subbuf_size, f->clock);
+	return 0;
+}
+
+/*
+ * The first and last event timestamps of the fixture, to move its pages to
+ * "now" (--retime) and to lay repetitions end to end.
+ */
+static void fixture_span(struct fake *f, uint64_t *first, uint64_t *last)
+{
+	unsigned int cpu;
+	size_t i;
+
+	*first = UINT64_MAX;
+	*last = 0;
+	for (cpu = 0; cpu < f->o.cpus; cpu++) {
+		struct fake_cpu *c = &f->cpus[cpu];
+
+		for (i = 0; i < c->nr_raw; i++) {
+			const uint8_t *page = c->raw + i * f->fmt.subbuf_size;
+			struct vt_page_iter it;
+			struct vt_event ev;
+
+			if (vt_page_iter_init(&it, &f->fmt, page, f->fmt.subbuf_size) < 0)
+				continue;
+			while (vt_page_iter_next(&it, &ev) > 0) {
+				if (ev.ts < *first)
+					*first = ev.ts;
+				if (ev.ts > *last)
+					*last = ev.ts;
+			}
+		}
+	}
+	if (*first == UINT64_MAX)
+		*first = *last = 0;
+}
+
+/* Shift a page's clock by @delta: its header and any absolute-timestamp records. */
+static void shift_page(const struct vt_page_fmt *fmt, uint8_t *page, uint64_t delta)
+{
+	uint32_t pos = fmt->data_offset, end, len;
+
+	vt_put_le64(page, vt_get_le64(page) + delta);
+	len = vt_get_le32(page + 8) & VT_COMMIT_LEN_MASK;
+	end = fmt->data_offset + len;
+	if (end > fmt->subbuf_size)
+		return;
+	while (pos + 4 <= end) {
+		uint32_t hdr = vt_get_le32(page + pos);
+		uint32_t type = hdr & 31, step;
+
+		if (type >= 1 && type <= VT_TYPE_DATA_MAX) {
+			step = 4 + type * 4;
+		} else if (type == 0) {
+			if (pos + 8 > end)
+				return;
+			step = 4 + vt_get_le32(page + pos + 4);
+		} else if (type == VT_TYPE_PADDING) {
+			if (!(hdr >> 5) || pos + 8 > end)
+				return;
+			step = 4 + vt_get_le32(page + pos + 4);
+		} else if (type == VT_TYPE_TIME_EXTEND) {
+			step = 8;
+		} else {
+			uint64_t ts;
+
+			if (pos + 8 > end)
+				return;
+			ts = ((uint64_t)vt_get_le32(page + pos + 4) << 27) | (hdr >> 5);
+			ts = (ts + delta) & ((1ull << 59) - 1);
+			vt_put_le32(page + pos, (hdr & 31) | (uint32_t)((ts & ((1u << 27) - 1)) << 5));
+			vt_put_le32(page + pos + 4, (uint32_t)(ts >> 27));
+			step = 8;
+		}
+		if (step < 4 || step > end - pos)
+			return;
+		pos += step;
+	}
+}
+
+static int mark_missed(const struct vt_page_fmt *fmt, uint8_t *page, long long count)
+{
+	struct vt_page_info info;
+	uint64_t commit;
+	uint32_t at;
+
+	if (vt_page_header(fmt, page, fmt->subbuf_size, &info) < 0)
+		return -EBADMSG;
+	commit = vt_get_le32(page + 8) | VT_COMMIT_MISSED;
+	if (count >= 0) {
+		at = fmt->data_offset + info.len;
+		if (fmt->subbuf_size - at < fmt->commit_size)
+			return -ENOSPC;
+		if (fmt->commit_size == 8)
+			vt_put_le64(page + at, count);
+		else
+			vt_put_le32(page + at, count);
+		commit |= VT_COMMIT_MISSED_STORED;
+	}
+	vt_put_le32(page + 8, (uint32_t)commit);
+	return 0;
+}
+
+static uint32_t page_events(const struct vt_page_fmt *fmt, const uint8_t *page)
+{
+	struct vt_page_iter it;
+	struct vt_event ev;
+	uint32_t n = 0;
+
+	if (vt_page_iter_init(&it, fmt, page, fmt->subbuf_size) < 0)
+		return 0;
+	while (vt_page_iter_next(&it, &ev) > 0)
+		n++;
+	return n;
+}
+
+/* Put page @c->next into @c->cur with every requested change applied. */
+static void prepare_page(struct fake *f, struct fake_cpu *c)
+{
+	uint32_t size = f->fmt.subbuf_size;
+	uint64_t rep = c->next / c->nr_raw, idx = c->next % c->nr_raw;
+	unsigned int i;
+
+	memcpy(c->cur, c->raw + idx * size, size);
+	c->cur_len = size;
+	c->cur_off = 0;
+	c->have_cur = true;
+	if (f->o.retime || rep)
+		shift_page(&f->fmt, c->cur, f->retime_delta + rep * f->retime_span);
+	for (i = 0; i < f->o.nr_missed; i++) {
+		const struct missed_mark *m = &f->o.missed[i];
+
+		if (m->cpu != c->cpu || m->page != c->next)
+			continue;
+		if (mark_missed(&f->fmt, c->cur, m->count) < 0)
+			say(f, "cpu%u page %" PRIu64 ": no room to store the lost count", c->cpu, c->next);
+		else if (m->count >= 0)
+			say(f, "cpu%u page %" PRIu64 ": flagged missed, %lld events lost", c->cpu,
+			    c->next, m->count);
+		else
+			say(f, "cpu%u page %" PRIu64 ": flagged missed, no count", c->cpu, c->next);
+	}
+	if (c->cpu == 0 && f->o.bad_page >= 0 && c->next == (uint64_t)f->o.bad_page) {
+		uint32_t events = page_events(&f->fmt, c->cur);
+		uint32_t commit = (vt_get_le32(c->cur + 8) & ~VT_COMMIT_LEN_MASK) | size;
+
+		vt_put_le32(c->cur + 8, commit);
+		say(f, "cpu0 page %" PRIu64 ": commit length set to %u, beyond the page (it held %u events)",
+		    c->next, size, events);
+	}
+	if (c->cpu == 0 && f->o.truncate_stream && c->total && c->next + 1 == c->total) {
+		c->cur_len = size / 2;
+		say(f, "cpu0 page %" PRIu64 ": only %zu of %u bytes will be sent, then the port closes",
+		    c->next, c->cur_len, size);
+	}
+	c->next++;
+}
+
+/* --- ports --- */
+
+static int unix_listen(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+	unlink(path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 4) < 0) {
+		int ret = -errno;
+
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+/*
+ * Connect to a listener that may not exist yet, as QEMU's client mode
+ * retries, for up to @wait_ms.
+ */
+static int unix_connect(const char *path, int wait_ms)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	long long deadline = now_ns() + wait_ms * 1000000ll;
+	int fd, ret;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+	for (;;) {
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			return -errno;
+		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+			return fd;
+		ret = -errno;
+		close(fd);
+		if ((ret != -ENOENT && ret != -ECONNREFUSED) || now_ns() >= deadline || got_signal)
+			return ret;
+		usleep(20 * 1000);
+	}
+}
+
+static int fifo_open(const char *path)
+{
+	struct stat st;
+	int fd;
+
+	if (stat(path, &st) < 0) {
+		if (mkfifo(path, 0600) < 0 && errno != EEXIST)
+			return -errno;
+	} else if (!S_ISFIFO(st.st_mode)) {
+		return -ENOTSUP;
+	}
+	/* QEMU opens both ends O_RDWR: an absent peer neither blocks nor gives EOF. */
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+static int port_path(const struct fake *f, char *buf, size_t size, const char *name,
+		     const char *suffix)
+{
+	if ((size_t)snprintf(buf, size, "%s/%s%s", f->o.dir, name, suffix) >= size)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+static void set_nonblock(int fd)
+{
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
+
+static int open_ports(struct fake *f)
+{
+	char path[PATH_MAX], name[PATH_MAX];
+	unsigned int cpu;
+	int ret, fd;
+
+	f->ctl_rfd = f->ctl_wfd = f->ctl_listen_fd = -1;
+	switch (f->o.mode) {
+	case MODE_FIFO:
+		if ((ret = port_path(f, path, sizeof(path), f->o.ctl_name, ".in")) < 0 ||
+		    (ret = fifo_open(path)) < 0)
+			goto err;
+		f->ctl_rfd = ret;
+		if ((ret = port_path(f, path, sizeof(path), f->o.ctl_name, ".out")) < 0 ||
+		    (ret = fifo_open(path)) < 0)
+			goto err;
+		f->ctl_wfd = ret;
+		break;
+	case MODE_CONNECT:
+		if ((ret = port_path(f, path, sizeof(path), f->o.ctl_name, "")) < 0 ||
+		    (ret = unix_connect(path, CONNECT_WAIT_MS)) < 0)
+			goto err;
+		f->ctl_rfd = f->ctl_wfd = ret;
+		break;
+	case MODE_LISTEN:
+		if ((ret = port_path(f, path, sizeof(path), f->o.ctl_name, "")) < 0 ||
+		    (ret = unix_listen(path)) < 0)
+			goto err;
+		f->ctl_listen_fd = ret;
+		break;
+	default:
+		return -EINVAL;
+	}
+	for (cpu = 0; cpu < f->o.cpus; cpu++) {
+		struct fake_cpu *c = &f->cpus[cpu];
+
+		snprintf(name, sizeof(name), "%s%u", f->o.prefix, cpu);
+		switch (f->o.mode) {
+		case MODE_FIFO:
+			if ((ret = port_path(f, path, sizeof(path), name, ".in")) < 0 ||
+			    (ret = fifo_open(path)) < 0)
+				goto err;
+			close(ret);	/* host->guest on a data port carries nothing */
+			if ((ret = port_path(f, path, sizeof(path), name, ".out")) < 0 ||
+			    (fd = fifo_open(path)) < 0) {
+				ret = ret < 0 ? ret : fd;
+				goto err;
+			}
+			c->fd = fd;
+			set_nonblock(fd);
+			break;
+		case MODE_CONNECT:
+			/* A collector may listen on data ports only after HELLO. */
+			break;
+		default:
+			if ((ret = port_path(f, path, sizeof(path), name, "")) < 0 ||
+			    (fd = unix_listen(path)) < 0) {
+				ret = ret < 0 ? ret : fd;
+				goto err;
+			}
+			c->listen_fd = fd;
+			break;
+		}
+	}
+	say(f, "ports ready in %s (%s)", f->o.dir,
+	    f->o.mode == MODE_FIFO ? "fifo" : f->o.mode == MODE_CONNECT ? "connect" : "listen");
+	return 0;
+err:
+	say(f, "cannot open port %s: %s", path, strerror(-ret));
+	return ret;
+}
+
+/* --- control messages --- */
+
+static uint32_t next_seq(struct fake *f)
+{
+	if (++f->seq == 0)
+		f->seq = 1;
+	return f->seq;
+}
+
+static int send_raw(struct fake *f, const void *buf, size_t len)
+{
+	int ret;
+
+	if (f->ctl_wfd < 0)
+		return -ENOTCONN;
+	ret = vt_proto_write_all(f->ctl_wfd, buf, len, WRITE_TIMEOUT_MS);
+	if (ret < 0)
+		say(f, "control port: write failed: %s", strerror(-ret));
+	return ret;
+}
+
+static int send_frame(struct fake *f, int len)
+{
+	if (len < 0) {
+		say(f, "cannot encode a frame: %s", strerror(-len));
+		return len;
+	}
+	return send_raw(f, f->frame, len);
+}
+
+static int reply_ok(struct fake *f, uint32_t ref)
+{
+	return send_frame(f, vt_proto_enc_ack(f->frame, sizeof(f->frame), VT_PROTO_OK,
+					      next_seq(f), ref));
+}
+
+static int reply_err(struct fake *f, uint32_t ref, int err, const char *text)
+{
+	struct vt_proto_error e = { .ref_seq = ref, .err = err, .text = text };
+
+	say(f, "answering seq %u with ERROR %s: %s", ref, strerror(err), text);
+	return send_frame(f, vt_proto_enc_error(f->frame, sizeof(f->frame), next_seq(f), &e));
+}
+
+/* A legal text string full of things that must never become a format or a path. */
+static void evil_text(char *buf, size_t size)
+{
+	static const char piece[] = "%n%s%x ../../../etc/passwd /tmp/x \"q\\ \t\x01\x1b[31m ";
+	size_t off = 0;
+
+	while (off + sizeof(piece) < size) {
+		memcpy(buf + off, piece, sizeof(piece) - 1);
+		off += sizeof(piece) - 1;
+	}
+	buf[off] = '\0';
+}
+
+static int send_hello_reply(struct fake *f, const struct vt_proto_msg *msg)
+{
+	static char software[VT_PROTO_MAX_TEXT];
+	static const char evil_clock[] = "../%n/tsc";
+	struct vt_proto_hello h, r = { 0 };
+	uint16_t rev;
+	uint8_t *p;
+	int ret, len;
+
+	ret = vt_proto_dec_hello(msg, &h);
+	if (ret < 0)
+		return reply_err(f, msg->seq, -ret, "malformed HELLO");
+	ret = vt_proto_hello_negotiate(&h, &rev);
+	if (ret < 0)
+		return reply_err(f, msg->seq, -ret, "no common protocol revision");
+	r.rev_min = r.rev_max = rev;
+	r.nr_cpus = f->o.cpus;
+	r.subbuf_size = f->o.wrong_subbuf ? 2 * f->fmt.subbuf_size : f->fmt.subbuf_size;
+	r.caps = VT_PROTO_CAP_X86_TSC | VT_PROTO_CAP_SYNC_TSC | VT_PROTO_CAP_META |
+		 VT_PROTO_CAP_INSTANCES;
+	r.clock = f->o.evil == EVIL_CLOCK ? "XXXXXXXXX" : f->clock;
+	if (f->o.evil == EVIL_TEXT) {
+		evil_text(software, sizeof(software));
+		r.software = software;
+	} else {
+		r.software = "vt-fake-agent " PACKAGE_VERSION;
+	}
+	len = vt_proto_enc_hello(f->frame, sizeof(f->frame), VT_PROTO_HELLO_REPLY, next_seq(f), &r);
+	if (len > 0 && f->o.evil == EVIL_CLOCK) {
+		/* The encoder refuses an illegal clock: put it in behind its back. */
+		p = memmem(f->frame, len, "XXXXXXXXX", sizeof(evil_clock) - 1);
+		if (p)
+			memcpy(p, evil_clock, sizeof(evil_clock) - 1);
+		say(f, "HELLO_REPLY carries the illegal clock name \"%s\"", evil_clock);
+	}
+	if (r.subbuf_size != f->fmt.subbuf_size)
+		say(f, "HELLO_REPLY says %u-byte sub-buffers; the pages are %u bytes",
+		    r.subbuf_size, f->fmt.subbuf_size);
+	if (f->o.evil == EVIL_TEXT)
+		say(f, "HELLO_REPLY software is %zu bytes of format and path characters",
+		    strlen(software));
+	f->hello_done = true;
+	return send_frame(f, len);
+}
+
+static bool fixture_has(const struct fake *f, const char *system, const char *event)
+{
+	const struct vt_meta_system *s;
+	uint32_t i, j;
+
+	for (i = 0; i <= f->meta.nr_systems; i++) {
+		s = i < f->meta.nr_systems ? &f->meta.systems[i] : &f->meta.ftrace;
+		if (!s->name || fnmatch(system, s->name, 0))
+			continue;
+		for (j = 0; j < s->nr_events; j++)
+			if (!fnmatch(event, s->events[j].name, 0))
+				return true;
+	}
+	return false;
+}
+
+static int handle_events(struct fake *f, const struct vt_proto_msg *msg)
+{
+	static struct vt_proto_event ev[VT_PROTO_MAX_EVENTS];
+	static char text[VT_PROTO_MAX_TEXT];
+	uint32_t flags;
+	char buf[600];
+	int n, i;
+
+	n = vt_proto_dec_events(msg, &flags, ev, VT_PROTO_MAX_EVENTS);
+	if (n < 0)
+		return reply_err(f, msg->seq, -n, "malformed EVENTS");
+	if (f->o.evil == EVIL_ERROR) {
+		evil_text(text, sizeof(text));
+		return reply_err(f, msg->seq, EINVAL, text);
+	}
+	for (i = 0; i < n; i++) {
+		if (!fixture_has(f, ev[i].system, ev[i].event)) {
+			snprintf(buf, sizeof(buf), "no event matches %s:%s", ev[i].system, ev[i].event);
+			return reply_err(f, msg->seq, ENOENT, buf);
+		}
+		say(f, "enabled %s:%s%s%s", ev[i].system, ev[i].event, *ev[i].filter ? " if " : "",
+		    ev[i].filter);
+	}
+	return reply_ok(f, msg->seq);
+}
+
+static bool clock_offered(const struct fake *f, const char *clock)
+{
+	const char *list = f->meta.trace_clock.data ? f->meta.trace_clock.data : "";
+	size_t len = strlen(clock);
+	const char *p;
+
+	for (p = list; (p = strstr(p, clock)); p += len) {
+		bool start = p == list || p[-1] == ' ' || p[-1] == '[';
+		bool end = !p[len] || p[len] == ' ' || p[len] == ']' || p[len] == '\n';
+
+		if (start && end)
+			return true;
+	}
+	return !strcmp(clock, f->clock);
+}
+
+static int handle_config(struct fake *f, const struct vt_proto_msg *msg)
+{
+	struct vt_proto_buffer_size bs;
+	const char *s;
+	char buf[400];
+	int ret;
+
+	if (f->running || f->stopping)
+		return reply_err(f, msg->seq, EBUSY, "stop before changing the configuration");
+	switch (msg->type) {
+	case VT_PROTO_TRACER:
+		ret = vt_proto_dec_string(msg, &s);
+		if (ret < 0)
+			return reply_err(f, msg->seq, -ret, "malformed TRACER");
+		if (strcmp(s, "nop") && !(strcmp(s, "mmiotrace") == 0 &&
+					  fixture_has(f, "ftrace", "mmiotrace_rw"))) {
+			snprintf(buf, sizeof(buf), "tracer %s is not available", s);
+			return reply_err(f, msg->seq, ENOENT, buf);
+		}
+		say(f, "tracer %s", s);
+		break;
+	case VT_PROTO_CLOCK:
+		ret = vt_proto_dec_string(msg, &s);
+		if (ret < 0)
+			return reply_err(f, msg->seq, -ret, "malformed CLOCK");
+		if (*s && !clock_offered(f, s)) {
+			snprintf(buf, sizeof(buf), "trace clock %s is not offered by this kernel", s);
+			return reply_err(f, msg->seq, ENOENT, buf);
+		}
+		say(f, "clock %s", *s ? s : f->clock);
+		break;
+	case VT_PROTO_BUFFER_SIZE:
+		ret = vt_proto_dec_buffer_size(msg, &bs);
+		if (ret < 0)
+			return reply_err(f, msg->seq, -ret, "malformed BUFFER_SIZE");
+		say(f, "buffer %u KiB (sub-buffer %u KiB)", bs.size_kb, bs.subbuf_kb);
+		break;
+	case VT_PROTO_INSTANCE:
+		ret = vt_proto_dec_instance(msg, &s);
+		if (ret < 0)
+			return reply_err(f, msg->seq, -ret, "malformed INSTANCE");
+		say(f, "instance %s", s ? s : "(top level)");
+		break;
+	}
+	return reply_ok(f, msg->seq);
+}
+
+/* Append a record with an unsafe system and event name to a bundle. */
+static int evil_meta(void **blob, size_t *len)
+{
+	static const char rec[] = "../../vt-evil\0a/b%n\0name: x\nID: 9999\nformat:\n";
+	size_t rlen = sizeof(rec) - 1;
+	uint8_t *b;
+
+	b = realloc(*blob, *len + 8 + rlen);
+	if (!b)
+		return -ENOMEM;
+	/* The bundle ends with the END record (tag 0, len 0): insert before it. */
+	*len -= 8;
+	vt_put_le32(b + *len, 3);	/* an event format record */
+	vt_put_le32(b + *len + 4, rlen);
+	memcpy(b + *len + 8, rec, rlen);
+	*len += 8 + rlen;
+	vt_put_le32(b + *len, 0);
+	vt_put_le32(b + *len + 4, 0);
+	*len += 8;
+	*blob = b;
+	return 0;
+}
+
+static int send_meta(struct fake *f, uint32_t ref, uint64_t max_total)
+{
+	uint64_t off = 0, total;
+	char buf[200];
+	size_t len;
+	void *blob;
+	int ret;
+
+	ret = vt_meta_encode(&f->meta, &blob, &len);
+	if (ret < 0)
+		return reply_err(f, ref, -ret, "cannot encode the metadata");
+	if (f->o.evil == EVIL_META) {
+		ret = evil_meta(&blob, &len);
+		if (ret < 0)
+			goto out;
+		say(f, "META bundle carries the event \"../../vt-evil\":\"a/b%%n\"");
+	}
+	total = f->o.huge_meta ? HUGE_META_TOTAL : len;
+	if (total > max_total && !f->o.huge_meta) {
+		snprintf(buf, sizeof(buf), "metadata is %zu bytes, more than the %" PRIu64 " asked for",
+			 len, max_total);
+		ret = reply_err(f, ref, EFBIG, buf);
+		goto out;
+	}
+	if (f->o.huge_meta)
+		say(f, "META announces a %" PRIu64 "-byte bundle (host limit %" PRIu64 ")",
+		    total, max_total);
+	do {
+		struct vt_proto_meta_chunk c = { .total = len, .offset = off,
+						 .data = (uint8_t *)blob + off };
+		int flen;
+
+		c.len = len - off < VT_PROTO_META_CHUNK_MAX ? len - off : VT_PROTO_META_CHUNK_MAX;
+		flen = vt_proto_enc_meta(f->frame, sizeof(f->frame), next_seq(f), &c);
+		/* The encoder refuses a total above the protocol's limit: patch it in. */
+		if (flen > 0 && total != len)
+			vt_put_le64(f->frame + VT_PROTO_HDR_SIZE, total);
+		ret = send_frame(f, flen);
+		off += c.len;
+	} while (ret >= 0 && off < len);
+	if (ret >= 0)
+		say(f, "META sent: %zu bytes in %" PRIu64 " chunks", len,
+		    (uint64_t)(len + VT_PROTO_META_CHUNK_MAX - 1) / VT_PROTO_META_CHUNK_MAX);
+out:
+	free(blob);
+	return ret;
+}
+
+static void send_garbage(struct fake *f)
+{
+	uint8_t junk[GARBAGE_LEN];
+	size_t i;
+
+	/* Nothing in it can be a frame start ('V') or a legacy line ('0'/'1' + '\n'). */
+	for (i = 0; i < sizeof(junk); i++) {
+		junk[i] = (uint8_t)(i * 37 + 11);
+		if (junk[i] == 'V' || junk[i] == '\n')
+			junk[i] = 'g';
+	}
+	memcpy(junk, "garbage %n%s ../../", 19);
+	if (send_raw(f, junk, sizeof(junk)) == 0)
+		say(f, "sent %zu bytes of garbage on the control port", sizeof(junk));
+}
+
+static void send_oversize(struct fake *f)
+{
+	uint8_t frame[VT_PROTO_HDR_SIZE + 64];
+	int len;
+
+	len = vt_proto_enc_ack(frame, sizeof(frame), VT_PROTO_OK, next_seq(f), 0);
+	if (len < 0)
+		return;
+	/* A header announcing more than a frame may hold, then some of the "payload". */
+	vt_put_le32(frame + 12, VT_PROTO_MAX_PAYLOAD + 4096);
+	memset(frame + VT_PROTO_HDR_SIZE, 'o', sizeof(frame) - VT_PROTO_HDR_SIZE);
+	if (send_raw(f, frame, sizeof(frame)) == 0)
+		say(f, "sent a header announcing a %u-byte payload", VT_PROTO_MAX_PAYLOAD + 4096);
+}
+
+static int send_stats(struct fake *f)
+{
+	struct vt_proto_stats all = { .cpu = VT_PROTO_CPU_ALL, .text = "" };
+	static char evil[VT_PROTO_MAX_TEXT], text[VT_PROTO_MAX_TEXT];
+	unsigned int cpu;
+	int ret;
+
+	for (cpu = 0; cpu < f->o.cpus; cpu++) {
+		struct fake_cpu *c = &f->cpus[cpu];
+		struct vt_proto_stats st = {
+			.cpu = cpu,
+			.pages = c->pages_sent,
+			.bytes = c->bytes_sent,
+			.text = c->stats,
+		};
+
+		if (f->o.lie_bytes && cpu == 0) {
+			st.pages++;
+			st.bytes += f->fmt.subbuf_size;
+			say(f, "cpu0 STATS claims %" PRIu64 " bytes, %u more than sent", st.bytes,
+			    f->fmt.subbuf_size);
+		}
+		if (f->o.evil == EVIL_TEXT) {
+			evil_text(evil, 600);
+			snprintf(text, sizeof(text), "%s%s", c->stats, evil);
+			st.text = text;
+		}
+		ret = send_frame(f, vt_proto_enc_stats(f->frame, sizeof(f->frame), next_seq(f), &st));
+		if (ret < 0)
+			return ret;
+		all.pages += st.pages;
+		all.bytes += st.bytes;
+		say(f, "STATS cpu%u pages %" PRIu64 " bytes %" PRIu64, cpu, st.pages, st.bytes);
+	}
+	all.flags = VT_PROTO_STATS_LAST;
+	say(f, "STATS all pages %" PRIu64 " bytes %" PRIu64, all.pages, all.bytes);
+	return send_frame(f, vt_proto_enc_stats(f->frame, sizeof(f->frame), next_seq(f), &all));
+}
+
+static void start(struct fake *f, const struct vt_proto_msg *msg)
+{
+	uint64_t first, last;
+	unsigned int cpu;
+
+	if (f->running || f->stopping) {
+		if (!msg->legacy)
+			reply_err(f, msg->seq, EBUSY, "already streaming");
+		return;
+	}
+	fixture_span(f, &first, &last);
+	f->retime_span = last - first + 1;
+	f->retime_delta = f->o.retime ? guest_tsc(f) - first : 0;
+	for (cpu = 0; cpu < f->o.cpus; cpu++) {
+		struct fake_cpu *c = &f->cpus[cpu];
+
+		c->next = 0;
+		c->done = c->closed;
+		c->have_cur = false;
+		c->pages_sent = c->bytes_sent = 0;
+	}
+	f->running = true;
+	f->stopped_sent = false;
+	f->start_ns = now_ns();
+	if (f->o.retime)
+		say(f, "pages retimed: fixture ts %" PRIu64 " is guest TSC %" PRIu64
+		    " (repetitions %" PRIu64 " ticks apart)", first, first + f->retime_delta,
+		    f->retime_span);
+	say(f, "START: streaming %u CPUs, %s", f->o.cpus,
+	    f->o.repeat ? "a fixed number of pages" : "until STOP");
+	if (!msg->legacy)
+		reply_ok(f, msg->seq);
+	if (f->o.garbage)
+		send_garbage(f);
+	if (f->o.oversize)
+		send_oversize(f);
+}
+
+static void stop(struct fake *f, const struct vt_proto_msg *msg)
+{
+	if (!f->running) {
+		if (!msg->legacy)
+			reply_err(f, msg->seq, EALREADY, "not streaming");
+		return;
+	}
+	f->running = false;
+	f->stopping = true;
+	f->stop_seq = msg->seq;
+	f->stop_legacy = msg->legacy;
+	say(f, "STOP: draining");
+}
+
+static bool all_done(const struct fake *f)
+{
+	unsigned int cpu;
+
+	for (cpu = 0; cpu < f->o.cpus; cpu++)
+		if (!f->cpus[cpu].done)
+			return false;
+	return true;
+}
+
+/* Called once every CPU has sent what it will send after a STOP. */
+static void finish_stop(struct fake *f)
+{
+	f->stopping = false;
+	if (f->o.stall_stop) {
+		if (!f->stopped_sent)
+			say(f, "drained; not answering STOP (--stall-stop)");
+		f->stopped_sent = true;
+		return;
+	}
+	send_stats(f);
+	if (!f->stop_legacy)
+		send_frame(f, vt_proto_enc_ack(f->frame, sizeof(f->frame), VT_PROTO_STOPPED,
+					       next_seq(f), f->stop_seq));
+	f->stopped_sent = true;
+	say(f, "STOPPED sent");
+}
+
+static void sync_reply(struct fake *f, struct vt_proto_sync *s)
+{
+	s->tsc = guest_tsc(f);
+	s->ran_on = s->cpu;
+	send_frame(f, vt_proto_enc_sync(f->frame, sizeof(f->frame), VT_PROTO_SYNC_REPLY,
+					next_seq(f), s));
+}
+
+static void handle(struct fake *f, const struct vt_proto_msg *msg);
+
+/* Busy-poll the control port and answer each probe at once, as the agent does. */
+static void sync_burst(struct fake *f, uint32_t cpu)
+{
+	long long idle_since = now_ns();
+	unsigned int probes = 0;
+	uint8_t buf[4096];
+	int fl;
+
+	fl = fcntl(f->ctl_rfd, F_GETFL);
+	fcntl(f->ctl_rfd, F_SETFL, fl | O_NONBLOCK);
+	for (;;) {
+		struct vt_proto_msg msg;
+		struct vt_proto_sync s;
+		ssize_t n;
+		int r;
+
+		while ((r = vt_proto_parser_next(f->parser, &msg)) != 0) {
+			if (r < 0)
+				continue;
+			if (msg.type == VT_PROTO_SYNC_PROBE && vt_proto_dec_sync(&msg, &s) == 0) {
+				sync_reply(f, &s);
+				probes++;
+				idle_since = now_ns();
+				continue;
+			}
+			if (msg.type == VT_PROTO_SYNC_END) {
+				reply_ok(f, msg.seq);
+				goto out;
+			}
+			say(f, "sync: %s during a burst ends it", vt_proto_type_name(msg.type));
+			handle(f, &msg);
+			goto out;
+		}
+		n = read(f->ctl_rfd, buf, sizeof(buf));
+		if (n > 0) {
+			vt_proto_parser_feed(f->parser, buf, n);
+			continue;
+		}
+		if (n == 0) {
+			f->quit = true;
+			break;
+		}
+		if (errno == EAGAIN && now_ns() - idle_since < SYNC_IDLE_NS && !got_signal)
+			continue;
+		say(f, "sync: no probe for 5 s, burst abandoned");
+		break;
+	}
+out:
+	fcntl(f->ctl_rfd, F_SETFL, fl);
+	say(f, "sync burst on cpu%u: %u probes answered (guest TSC = host TSC %+" PRId64 ")",
+	    cpu, probes, f->o.tsc_offset);
+}
+
+static void handle(struct fake *f, const struct vt_proto_msg *msg)
+{
+	struct vt_proto_sync sync;
+	struct vt_proto_error e;
+	uint64_t max_total;
+	const char *text;
+
+	if (!f->hello_done && msg->type != VT_PROTO_HELLO && msg->type != VT_PROTO_BYE &&
+	    !msg->legacy) {
+		reply_err(f, msg->seq, EPROTO, "HELLO first");
+		return;
+	}
+	switch (msg->type) {
+	case VT_PROTO_HELLO:
+		send_hello_reply(f, msg);
+		break;
+	case VT_PROTO_EVENTS:
+		handle_events(f, msg);
+		break;
+	case VT_PROTO_INSTANCE:
+	case VT_PROTO_TRACER:
+	case VT_PROTO_CLOCK:
+	case VT_PROTO_BUFFER_SIZE:
+		handle_config(f, msg);
+		break;
+	case VT_PROTO_START:
+		if (!msg->legacy && vt_proto_dec_empty(msg) < 0)
+			reply_err(f, msg->seq, EBADMSG, "malformed START");
+		else
+			start(f, msg);
+		break;
+	case VT_PROTO_STOP:
+		if (!msg->legacy && vt_proto_dec_empty(msg) < 0)
+			reply_err(f, msg->seq, EBADMSG, "malformed STOP");
+		else
+			stop(f, msg);
+		break;
+	case VT_PROTO_MARKER:
+		if (vt_proto_dec_string(msg, &text) < 0) {
+			reply_err(f, msg->seq, EBADMSG, "malformed MARKER");
+			break;
+		}
+		f->markers++;
+		reply_ok(f, msg->seq);
+		break;
+	case VT_PROTO_STATS_REQ:
+		send_stats(f);
+		break;
+	case VT_PROTO_META_REQ:
+		if (vt_proto_dec_meta_req(msg, &max_total) < 0)
+			reply_err(f, msg->seq, EBADMSG, "malformed META_REQ");
+		else
+			send_meta(f, msg->seq, max_total);
+		break;
+	case VT_PROTO_SYNC_BEGIN:
+		if (vt_proto_dec_sync(msg, &sync) < 0 || sync.cpu >= f->o.cpus) {
+			reply_err(f, msg->seq, EBADMSG, "malformed SYNC_BEGIN or no such CPU");
+			break;
+		}
+		reply_ok(f, msg->seq);
+		sync_burst(f, sync.cpu);
+		break;
+	case VT_PROTO_SYNC_PROBE:
+		if (vt_proto_dec_sync(msg, &sync) == 0)
+			sync_reply(f, &sync);
+		break;
+	case VT_PROTO_SYNC_END:
+		reply_ok(f, msg->seq);
+		break;
+	case VT_PROTO_BYE:
+		say(f, "host said BYE");
+		reply_ok(f, msg->seq);
+		f->hello_done = f->running = f->stopping = false;
+		/*
+		 * A guest's port stays open after BYE; only the host closes a
+		 * socket. FIFOs never report a close, so there BYE ends the run.
+		 */
+		if (f->o.mode == MODE_FIFO)
+			f->quit = true;
+		break;
+	case VT_PROTO_ERROR:
+		f->host_errors++;
+		if (vt_proto_dec_error(msg, &e) == 0)
+			say(f, "host sent ERROR for seq %u: %s", e.ref_seq, strerror(e.err));
+		break;
+	case VT_PROTO_OK:
+		break;
+	default:
+		reply_err(f, msg->seq, EPROTO, "message type not for the agent");
+		break;
+	}
+}
+
+static void drain_parser(struct fake *f)
+{
+	struct vt_proto_msg msg;
+	int r;
+
+	while (!f->quit && (r = vt_proto_parser_next(f->parser, &msg)) != 0) {
+		if (r == 1)
+			handle(f, &msg);
+		else if (r == -EPROTO && msg.type)
+			reply_err(f, msg.seq, EPROTO, "unknown message type");
+		else
+			say(f, "host sent garbage (%s)", strerror(-r));
+	}
+}
+
+static void read_ctl(struct fake *f)
+{
+	uint8_t buf[16384];
+	size_t off = 0, fed;
+	ssize_t n;
+
+	n = read(f->ctl_rfd, buf, sizeof(buf));
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+		say(f, "host closed the control port");
+		f->quit = true;
+		return;
+	}
+	while (n > 0 && off < (size_t)n) {
+		fed = vt_proto_parser_feed(f->parser, buf + off, n - off);
+		off += fed;
+		drain_parser(f);
+		if (!fed)
+			break;
+	}
+}
+
+/* --- the data path --- */
+
+/* How many bytes @c may send now under --rate. */
+static uint64_t allowance(const struct fake *f, const struct fake_cpu *c)
+{
+	long long el;
+
+	if (!f->o.rate)
+		return UINT64_MAX;
+	el = now_ns() - f->start_ns;
+	if ((uint64_t)el / 1000 * f->o.rate / 1000000 + f->fmt.subbuf_size <= c->bytes_sent)
+		return 0;
+	return (uint64_t)el / 1000 * f->o.rate / 1000000 + f->fmt.subbuf_size - c->bytes_sent;
+}
+
+static void close_cpu(struct fake *f, struct fake_cpu *c, const char *why)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+	c->closed = true;
+	c->done = true;
+	say(f, "cpu%u: port closed (%s) after %" PRIu64 " pages, %" PRIu64 " bytes", c->cpu,
+	    why, c->pages_sent, c->bytes_sent);
+}
+
+/*
+ * Write what the port takes, up to PUMP_PAGES pages so that the control
+ * port is never starved by a fast reader; under --rate, whole remainders of
+ * pages only, so that the writes stay page-sized.
+ */
+static void pump(struct fake *f, struct fake_cpu *c)
+{
+	unsigned int budget = PUMP_PAGES;
+
+	while (!c->done && c->fd >= 0 && budget) {
+		uint64_t may = allowance(f, c);
+		size_t want;
+		ssize_t n;
+
+		if (!c->have_cur) {
+			if ((c->total && c->next >= c->total) || (!c->total && f->stopping)) {
+				c->done = true;
+				say(f, "cpu%u: done, %" PRIu64 " pages, %" PRIu64 " bytes", c->cpu,
+				    c->pages_sent, c->bytes_sent);
+				return;
+			}
+			prepare_page(f, c);
+		}
+		want = c->cur_len - c->cur_off;
+		if (may < want)
+			return;
+		n = write(c->fd, c->cur + c->cur_off, want);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		if (n <= 0) {
+			close_cpu(f, c, n < 0 ? strerror(errno) : "write returned 0");
+			return;
+		}
+		c->cur_off += n;
+		c->bytes_sent += n;
+		if (c->cur_off < c->cur_len)
+			continue;
+		c->have_cur = false;
+		budget--;
+		if (c->cur_len == f->fmt.subbuf_size) {
+			c->pages_sent++;
+			continue;
+		}
+		close_cpu(f, c, "--truncate-stream");
+	}
+}
+
+static void accept_on(struct fake *f, int lfd, int *fd, const char *what)
+{
+	int nfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+
+	if (nfd < 0)
+		return;
+	if (*fd >= 0) {
+		/* One host at a time, like a virtio port. */
+		close(nfd);
+		return;
+	}
+	*fd = nfd;
+	say(f, "host connected to %s", what);
+}
+
+/* --connect: data ports connect on their own, like separate QEMU chardevs. */
+static bool connect_data(struct fake *f)
+{
+	char path[PATH_MAX], name[PATH_MAX];
+	bool missing = false;
+	unsigned int cpu;
+
+	for (cpu = 0; cpu < f->o.cpus; cpu++) {
+		struct fake_cpu *c = &f->cpus[cpu];
+
+		if (c->fd >= 0 || c->closed)
+			continue;
+		snprintf(name, sizeof(name), "%s%u", f->o.prefix, cpu);
+		if (port_path(f, path, sizeof(path), name, "") < 0)
+			continue;
+		c->fd = unix_connect(path, 0);
+		if (c->fd < 0) {
+			c->fd = -1;
+			missing = true;
+			continue;
+		}
+		set_nonblock(c->fd);
+		say(f, "connected to %s", name);
+	}
+	return missing;
+}
+
+static void on_signal(int sig)
+{
+	got_signal = sig;
+}
+
+static int run(struct fake *f)
+{
+	struct pollfd pfd[2 + 2 * FAKE_MAX_CPUS];
+	int who[2 + 2 * FAKE_MAX_CPUS];
+	long long crash_at = -1;
+	unsigned int cpu, n, i;
+
+	f->parser = vt_proto_parser_new();
+	if (!f->parser)
+		return -ENOMEM;
+	while (!f->quit && !got_signal) {
+		int timeout = -1, ret;
+
+		if (f->running && f->o.crash_after >= 0 && crash_at < 0)
+			crash_at = f->start_ns + (long long)(f->o.crash_after * 1e9);
+		if (crash_at >= 0 && now_ns() >= crash_at) {
+			say(f, "crashing now (--crash-after): cpu0 sent %" PRIu64 " pages, %" PRIu64
+			    " bytes", f->cpus[0].pages_sent, f->cpus[0].bytes_sent);
+			fflush(stderr);
+			kill(getpid(), SIGKILL);
+		}
+		if (f->stopping && all_done(f))
+			finish_stop(f);
+		if (f->o.mode == MODE_CONNECT && connect_data(f))
+			timeout = 20;
+		n = 0;
+		if (f->ctl_listen_fd >= 0) {
+			pfd[n] = (struct pollfd){ .fd = f->ctl_listen_fd, .events = POLLIN };
+			who[n++] = -1;
+		}
+		if (f->ctl_rfd >= 0) {
+			pfd[n] = (struct pollfd){ .fd = f->ctl_rfd, .events = POLLIN };
+			who[n++] = -2;
+		}
+		for (cpu = 0; cpu < f->o.cpus; cpu++) {
+			struct fake_cpu *c = &f->cpus[cpu];
+
+			if (c->listen_fd >= 0 && c->fd < 0 && !c->closed) {
+				pfd[n] = (struct pollfd){ .fd = c->listen_fd, .events = POLLIN };
+				who[n++] = 1000 + cpu;
+			}
+			if ((f->running || f->stopping) && !c->done && c->fd >= 0) {
+				size_t left = c->have_cur ? c->cur_len - c->cur_off : f->fmt.subbuf_size;
+
+				if (allowance(f, c) >= left) {
+					pfd[n] = (struct pollfd){ .fd = c->fd, .events = POLLOUT };
+					who[n++] = cpu;
+				} else {
+					timeout = 5;
+				}
+			}
+		}
+		if (crash_at >= 0) {
+			long long left = (crash_at - now_ns()) / 1000000 + 1;
+
+			if (timeout < 0 || left < timeout)
+				timeout = left < 0 ? 0 : (int)left;
+		}
+		ret = poll(pfd, n, timeout);
+		if (ret < 0 && errno != EINTR)
+			return -errno;
+		for (i = 0; ret > 0 && i < n; i++) {
+			if (!pfd[i].revents)
+				continue;
+			if (who[i] == -1) {
+				accept_on(f, f->ctl_listen_fd, &f->ctl_rfd, f->o.ctl_name);
+				f->ctl_wfd = f->ctl_rfd;
+			} else if (who[i] == -2) {
+				read_ctl(f);
+			} else if (who[i] >= 1000) {
+				accept_on(f, pfd[i].fd, &f->cpus[who[i] - 1000].fd, "a data port");
+				if (f->cpus[who[i] - 1000].fd >= 0)
+					set_nonblock(f->cpus[who[i] - 1000].fd);
+			} else {
+				pump(f, &f->cpus[who[i]]);
+			}
+		}
+		/* Ports whose writes are paced by --rate, not by poll(). */
+		for (cpu = 0; cpu < f->o.cpus && (f->running || f->stopping); cpu++)
+			if (f->o.rate)
+				pump(f, &f->cpus[cpu]);
+	}
+	if (got_signal)
+		say(f, "signal %d: exiting", (int)got_signal);
+	return 0;
+}
+
+/* --- options and main --- */
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: vt-fake-agent (--fifo DIR | --connect DIR | --listen DIR) --fixture DIR [options]\n"
+		"  --name NAME            label for messages (default: the port directory's name)\n"
+		"  --cpus N               CPUs to serve (default: the fixture's; extra CPUs reuse its pages)\n"
+		"  --repeat K             send the fixture pages K times (default 1; 0: until STOP);\n"
+		"                         repetitions are shifted in time to follow one another\n"
+		"  --rate BYTES[K|M]      per-CPU bytes per second\n"
+		"  --retime               move page timestamps to the guest's \"now\" at START\n"
+		"  --tsc-offset N         guest TSC = host TSC + N (SYNC_REPLY and --retime)\n"
+		"  --missed CPU:PAGE[:COUNT]  flag page PAGE of CPU as having lost events\n"
+		"  --overrun CPU:N        the stats text of CPU says overrun N\n"
+		"  --ctl-name NAME        control port name (agent-ctl-path)\n"
+		"  --prefix NAME          data port prefix (trace-path-cpu)\n"
+		"misbehaviour:\n"
+		"  --bad-page N           corrupt page N of cpu0 (commit length beyond the page)\n"
+		"  --garbage              send garbage on the control port after START\n"
+		"  --oversize             announce a frame longer than the maximum after START\n"
+		"  --huge-meta            announce a META bundle of 1 TiB\n"
+		"  --truncate-stream      end cpu0's data in the middle of its last page and close\n"
+		"  --wrong-subbuf         HELLO_REPLY claims twice the real sub-buffer size\n"
+		"  --stall-stop           never answer STOP\n"
+		"  --lie-bytes            STATS claims one page more on cpu0 than was sent\n"
+		"  --crash-after SEC      SIGKILL itself SEC seconds after START\n"
+		"  --evil-strings[=text|clock|meta|error]  hostile strings (default text)\n");
+}
+
+static int parse_size(const char *s, uint64_t *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtoull(s, &end, 0);
+	if (errno || end == s)
+		return -1;
+	if (*end == 'K' || *end == 'k')
+		*v <<= 10, end++;
+	else if (*end == 'M' || *end == 'm')
+		*v <<= 20, end++;
+	return *end ? -1 : 0;
+}
+
+static int parse_args(struct fake_opts *o, int argc, char **argv)
+{
+	enum { OPT_FIFO = 256, OPT_CONNECT, OPT_LISTEN, OPT_FIXTURE, OPT_NAME, OPT_CPUS, OPT_REPEAT, OPT_RATE,
+	       OPT_RETIME, OPT_TSC, OPT_MISSED, OPT_OVERRUN, OPT_CTL, OPT_PREFIX, OPT_BAD, OPT_GARBAGE,
+	       OPT_OVERSIZE, OPT_HUGE, OPT_TRUNC, OPT_SUBBUF, OPT_STALL, OPT_LIE, OPT_CRASH, OPT_EVIL };
+	static const struct option lo[] = {
+		{ "fifo", required_argument, NULL, OPT_FIFO },
+		{ "connect", required_argument, NULL, OPT_CONNECT },
+		{ "listen", required_argument, NULL, OPT_LISTEN },
+		{ "fixture", required_argument, NULL, OPT_FIXTURE },
+		{ "name", required_argument, NULL, OPT_NAME },
+		{ "cpus", required_argument, NULL, OPT_CPUS },
+		{ "repeat", required_argument, NULL, OPT_REPEAT },
+		{ "rate", required_argument, NULL, OPT_RATE },
+		{ "retime", no_argument, NULL, OPT_RETIME },
+		{ "tsc-offset", required_argument, NULL, OPT_TSC },
+		{ "missed", required_argument, NULL, OPT_MISSED },
+		{ "overrun", required_argument, NULL, OPT_OVERRUN },
+		{ "ctl-name", required_argument, NULL, OPT_CTL },
+		{ "prefix", required_argument, NULL, OPT_PREFIX },
+		{ "bad-page", required_argument, NULL, OPT_BAD },
+		{ "garbage", no_argument, NULL, OPT_GARBAGE },
+		{ "oversize", no_argument, NULL, OPT_OVERSIZE },
+		{ "huge-meta", no_argument, NULL, OPT_HUGE },
+		{ "truncate-stream", no_argument, NULL, OPT_TRUNC },
+		{ "wrong-subbuf", no_argument, NULL, OPT_SUBBUF },
+		{ "stall-stop", no_argument, NULL, OPT_STALL },
+		{ "lie-bytes", no_argument, NULL, OPT_LIE },
+		{ "crash-after", required_argument, NULL, OPT_CRASH },
+		{ "evil-strings", optional_argument, NULL, OPT_EVIL },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	unsigned long long a, b;
+	long long cnt;
+	char *end;
+	int c, n;
+
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (c) {
+		case OPT_FIFO:
+		case OPT_CONNECT:
+		case OPT_LISTEN:
+			if (o->mode != MODE_NONE)
+				return -1;
+			o->mode = c == OPT_FIFO ? MODE_FIFO : c == OPT_CONNECT ? MODE_CONNECT : MODE_LISTEN;
+			o->dir = optarg;
+			break;
+		case OPT_FIXTURE:
+			o->fixture = optarg;
+			break;
+		case OPT_NAME:
+			o->name = optarg;
+			break;
+		case OPT_CPUS:
+			o->cpus = strtoul(optarg, &end, 10);
+			if (*end || !o->cpus || o->cpus > FAKE_MAX_CPUS)
+				return -1;
+			break;
+		case OPT_REPEAT:
+			o->repeat = strtoull(optarg, &end, 10);
+			if (*end)
+				return -1;
+			break;
+		case OPT_RATE:
+			if (parse_size(optarg, &o->rate))
+				return -1;
+			break;
+		case OPT_RETIME:
+			o->retime = true;
+			break;
+		case OPT_TSC:
+			o->tsc_offset = strtoll(optarg, &end, 0);
+			if (*end)
+				return -1;
+			break;
+		case OPT_MISSED:
+			cnt = -1;
+			n = sscanf(optarg, "%llu:%llu:%lld", &a, &b, &cnt);
+			if (n < 2 || o->nr_missed >= FAKE_MAX_MISSED || (n == 3 && cnt < 0))
+				return -1;
+			o->missed[o->nr_missed++] = (struct missed_mark){ a, b, cnt };
+			break;
+		case OPT_OVERRUN:
+			if (sscanf(optarg, "%llu:%llu", &a, &b) != 2 || o->nr_overrun >= FAKE_MAX_OVERRUN)
+				return -1;
+			o->overrun[o->nr_overrun++] = (struct overrun_mark){ a, b };
+			break;
+		case OPT_CTL:
+			o->ctl_name = optarg;
+			break;
+		case OPT_PREFIX:
+			o->prefix = optarg;
+			break;
+		case OPT_BAD:
+			o->bad_page = strtoll(optarg, &end, 10);
+			if (*end || o->bad_page < 0)
+				return -1;
+			break;
+		case OPT_GARBAGE:
+			o->garbage = true;
+			break;
+		case OPT_OVERSIZE:
+			o->oversize = true;
+			break;
+		case OPT_HUGE:
+			o->huge_meta = true;
+			break;
+		case OPT_TRUNC:
+			o->truncate_stream = true;
+			break;
+		case OPT_SUBBUF:
+			o->wrong_subbuf = true;
+			break;
+		case OPT_STALL:
+			o->stall_stop = true;
+			break;
+		case OPT_LIE:
+			o->lie_bytes = true;
+			break;
+		case OPT_CRASH:
+			o->crash_after = strtod(optarg, &end);
+			if (*end || o->crash_after < 0)
+				return -1;
+			break;
+		case OPT_EVIL:
+			if (!optarg || !strcmp(optarg, "text"))
+				o->evil = EVIL_TEXT;
+			else if (!strcmp(optarg, "clock"))
+				o->evil = EVIL_CLOCK;
+			else if (!strcmp(optarg, "meta"))
+				o->evil = EVIL_META;
+			else if (!strcmp(optarg, "error"))
+				o->evil = EVIL_ERROR;
+			else
+				return -1;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			return -1;
+		}
+	}
+	if (o->mode == MODE_NONE || !o->fixture || optind != argc)
+		return -1;
+	if (o->truncate_stream && !o->repeat)
+		return -1;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static struct fake f;
+	struct sigaction sa = { .sa_handler = on_signal };
+	unsigned int cpu;
+	int ret;
+
+	f.o.ctl_name = "agent-ctl-path";
+	f.o.prefix = "trace-path-cpu";
+	f.o.repeat = 1;
+	f.o.bad_page = -1;
+	f.o.crash_after = -1;
+	if (parse_args(&f.o, argc, argv) < 0) {
+		usage(stderr);
+		return 2;
+	}
+	if (!f.o.name) {
+		const char *slash = strrchr(f.o.dir, '/');
+
+		f.o.name = slash && slash[1] ? slash + 1 : f.o.dir;
+	}
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	ret = load_fixture(&f);
+	if (ret < 0)
+		return 1;
+	ret = open_ports(&f);
+	if (ret < 0)
+		return 1;
+	say(&f, "pid %d serving", (int)getpid());
+	ret = run(&f);
+	for (cpu = 0; cpu < f.o.cpus; cpu++)
+		say(&f, "total cpu%u pages %" PRIu64 " bytes %" PRIu64, cpu, f.cpus[cpu].pages_sent,
+		    f.cpus[cpu].bytes_sent);
+	say(&f, "exit: %u markers, %" PRIu64 " ERRORs from the host%s%s", (unsigned int)f.markers,
+	    f.host_errors, ret < 0 ? ", " : "", ret < 0 ? strerror(-ret) : "");
+	vt_proto_parser_free(f.parser);
+	vt_meta_free(&f.meta);
+	return ret < 0 ? 1 : 0;
+}
