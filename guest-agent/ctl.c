@@ -53,7 +53,6 @@ struct agent {
 	bool running;
 	bool stopping;
 	uint32_t stop_seq;
-	bool stop_legacy;
 	bool quit;
 	struct cpu_stream *cpus;
 	unsigned int nr_streams;
@@ -266,13 +265,12 @@ err:
 	return ret;
 }
 
-static void stop(struct agent *a, uint32_t seq, bool legacy)
+static void stop(struct agent *a, uint32_t seq)
 {
 	tracing_on(&a->t, false);
 	a->running = false;
 	a->stopping = true;
 	a->stop_seq = seq;
-	a->stop_legacy = legacy;
 	stop_threads(a, false);
 }
 
@@ -315,11 +313,10 @@ static void finish_stop(struct agent *a)
 
 	a->stopping = false;
 	send_stats(a, true);
-	if (!a->stop_legacy) {
-		seq = next_seq(a);
-		send_frame(a, vt_proto_enc_ack(a->frame, sizeof(a->frame), VT_PROTO_STOPPED, seq,
-					       a->stop_seq));
-	}
+	/* A legacy stop has seq 0: a legacy host ignores the frames anyway. */
+	seq = next_seq(a);
+	send_frame(a, vt_proto_enc_ack(a->frame, sizeof(a->frame), VT_PROTO_STOPPED, seq,
+				       a->stop_seq));
 	join_threads(a);
 	log_info("stopped: every CPU drained");
 }
@@ -650,7 +647,7 @@ static void handle(struct agent *a, const struct vt_proto_msg *msg)
 				reply_err(a, msg->seq, EALREADY, "not streaming");
 			break;
 		}
-		stop(a, msg->seq, msg->legacy);
+		stop(a, msg->seq);
 		break;
 	case VT_PROTO_MARKER:
 		if (vt_proto_dec_string(msg, &text) < 0) {

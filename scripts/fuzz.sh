@@ -31,6 +31,8 @@ fi
 CLANG=$(command -v clang || command -v clang-14 || true)
 out=build-fuzz
 mkdir -p "$out"
+# The sources include config.h through the build; give the harnesses their own.
+printf '#define PACKAGE_VERSION "fuzz"\n#define _GNU_SOURCE 1\n' >"$out/config.h"
 rc=0
 for name in "${names[@]}"; do
 	src=tests/fuzz/$name.c
@@ -41,10 +43,12 @@ for name in "${names[@]}"; do
 	fi
 	# Each harness names the library sources it needs in a comment line.
 	libs=$(sed -n 's/.*vt-fuzz-sources: //p' "$src")
+	ldlibs=$(sed -n 's/.*vt-fuzz-libs: //p' "$src")
+	extra=$(sed -n 's/.*vt-fuzz-args: //p' "$src")
 	mkdir -p "$out/bin"
 	bin=$out/bin/$name
 	if ! "$CLANG" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-		-I lib -include /dev/null -o "$bin" "$src" $libs 2>"$out/$name.build.log"; then
+		-I lib -include config.h -I "$out" -o "$bin" "$src" $libs $ldlibs 2>"$out/$name.build.log"; then
 		cat "$out/$name.build.log"
 		echo "FAIL: fuzz/$name (build)"
 		rc=1
@@ -55,6 +59,8 @@ for name in "${names[@]}"; do
 	seeds=tests/fuzz/corpus/${name#fuzz-}
 	args=(-max_total_time="$secs" -print_final_stats=1 -artifact_prefix="$out/$name/crashes/")
 	[ "$smoke" = 1 ] && args+=(-runs=1000000)
+	# shellcheck disable=SC2206
+	args+=($extra)
 	log=$out/$name.log
 	if "$bin" "${args[@]}" "$corpus" $( [ -d "$seeds" ] && echo "$seeds" ) >"$log" 2>&1; then
 		runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")

@@ -12,6 +12,7 @@
  *
  * Built with -DVT_FUZZ_PROTO_SEEDS it is instead a program that writes the seed
  * corpus: fuzz-proto-seeds DIR (tests/fuzz/corpus/proto/).
+ * vt-fuzz-args: -max_len=140000
  */
 #include <errno.h>
 #include <stdint.h>

@@ -32,7 +32,7 @@ for bad in garbage oversize evil-text evil-clock evil-meta evil-error huge-meta 
 	touch "$WORK/stamp"
 	sleep 0.01
 	collect $bad --chardev-dir "$pg" --name good-$bad --chardev-dir "$pe" --name evil-$bad \
-		-e sched -o "$out" --duration 2
+		-e sched -o "$out" --duration 2 --stop-timeout 8
 	fake_end $gpid
 	fake_end $epid
 	log=$WORK/$bad.log
