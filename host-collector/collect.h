@@ -202,6 +202,7 @@ struct collect_opts {
 	bool have_tsc_offset;
 	const char *debugfs;
 	double sync_interval;
+	double stop_timeout;
 	unsigned int sync_probes;
 	const char *tracefs;
 	char cmdline[8192];

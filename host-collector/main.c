@@ -103,6 +103,8 @@ static void usage(FILE *f)
 "      --file-version 6|7 trace.dat version (default 7)\n"
 "      --no-compress      version 7 without zstd\n"
 "      --keep-spool       keep DIR/.spool after writing the files\n"
+"      --stop-timeout SEC how long a guest may take to confirm a stop and\n"
+"                         deliver its last pages (default 60)\n"
 "\n"
 "Time synchronisation:\n"
 "      --sync METHOD      auto (default: kvm, else probe), kvm, probe, offset\n"
@@ -187,7 +189,7 @@ static int parse_record(int argc, char **argv, struct collect_opts *o, struct gu
 {
 	enum { OPT_CHARDEV = 256, OPT_LISTEN, OPT_CTL, OPT_CPU, OPT_NAME, OPT_QEMU_PID, OPT_TRACER, OPT_TOP,
 	       OPT_BUFSZ, OPT_CLOCK, OPT_HOST, OPT_MAXSZ, OPT_FV, OPT_NOCOMP, OPT_KEEP, OPT_SYNC, OPT_TSCOFF,
-	       OPT_PROBES, OPT_SINTV, OPT_DEBUGFS };
+	       OPT_PROBES, OPT_SINTV, OPT_DEBUGFS, OPT_STOPTO };
 	static const struct option longopts[] = {
 		{ "chardev-dir", required_argument, NULL, OPT_CHARDEV },
 		{ "listen", no_argument, NULL, OPT_LISTEN },
@@ -213,6 +215,7 @@ static int parse_record(int argc, char **argv, struct collect_opts *o, struct gu
 		{ "sync-probes", required_argument, NULL, OPT_PROBES },
 		{ "sync-interval", required_argument, NULL, OPT_SINTV },
 		{ "debugfs", required_argument, NULL, OPT_DEBUGFS },
+		{ "stop-timeout", required_argument, NULL, OPT_STOPTO },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -330,6 +333,11 @@ static int parse_record(int argc, char **argv, struct collect_opts *o, struct gu
 				return -EINVAL;
 			break;
 		case OPT_DEBUGFS: o->debugfs = optarg; break;
+		case OPT_STOPTO:
+			o->stop_timeout = strtod(optarg, &end);
+			if (*end || o->stop_timeout <= 0)
+				return -EINVAL;
+			break;
 		case 'q': collect_quiet = 1; break;
 		case 'v': collect_verbose = 1; break;
 		case 'h': usage(stdout); exit(EXIT_OK);
@@ -476,7 +484,7 @@ static int record(int argc, char **argv)
 	static struct guest *gs[COLLECT_MAX_GUESTS];
 	struct collect_opts o = {
 		.out_dir = "virtio-trace-out", .file_version = 7, .compress = true,
-		.sync_probes = 300, .tracefs = "/sys/kernel/tracing",
+		.sync_probes = 300, .tracefs = "/sys/kernel/tracing", .stop_timeout = 60,
 	};
 	uint64_t last_bytes[COLLECT_MAX_GUESTS] = { 0 };
 	unsigned int nr = 0, i, ready = 0;
@@ -623,7 +631,7 @@ static int record(int argc, char **argv)
 		if (gs[i]->state != G_STOPPING)
 			continue;
 		while (gs[i]->state == G_STOPPING && !sigs[1]) {
-			session_stop_wait(gs[i], e, 60000);
+			session_stop_wait(gs[i], e, (int)(o.stop_timeout * 1000));
 			break;
 		}
 	}
