@@ -35,6 +35,7 @@ struct hcpu {
 
 struct hostrec {
 	struct tracefs_instance *inst;
+	char *dir;		/* the instance's directory (libtracefs allocates it) */
 	char name[64];
 	int marker_fd;
 	unsigned int nr_cpus;
@@ -114,7 +115,7 @@ static int enable_events(struct hostrec *h, const char *list)
 				*p = ':';
 		if (tracefs_instance_file_append(h->inst, "set_event", spec) < 0) {
 			log_err("host events: the kernel refused \"%s\" (see %s/available_events)", tok,
-				tracefs_instance_get_dir(h->inst));
+				h->dir);
 			ret = -EINVAL;
 			break;
 		}
@@ -152,6 +153,9 @@ struct hostrec *hostrec_start(const struct collect_opts *o, struct engine *e, co
 		free(h);
 		return NULL;
 	}
+	h->dir = tracefs_instance_get_dir(h->inst);
+	if (!h->dir)
+		goto err;
 	if (tracefs_instance_file_write(h->inst, "trace_clock", "x86-tsc") < 0)
 		log_warn("host: no x86-tsc trace clock: host and guest timelines will not line up");
 	if (tracefs_instance_file_write(h->inst, "tracing_on", "0") < 0)
@@ -192,8 +196,7 @@ struct hostrec *hostrec_start(const struct collect_opts *o, struct engine *e, co
 		c->cpu = i;
 		c->subbuf = h->subbuf;
 		c->pipe[0] = c->pipe[1] = -1;
-		snprintf(path, sizeof(path), "%s/per_cpu/cpu%u/trace_pipe_raw",
-			 tracefs_instance_get_dir(h->inst), i);
+		snprintf(path, sizeof(path), "%s/per_cpu/cpu%u/trace_pipe_raw", h->dir, i);
 		c->raw_fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (c->raw_fd < 0 || pipe2(c->pipe, O_CLOEXEC) < 0) {
 			log_err("host cpu%u: cannot open %s: %m", i, path);
@@ -208,7 +211,7 @@ struct hostrec *hostrec_start(const struct collect_opts *o, struct engine *e, co
 			goto err;
 		c->running = true;
 	}
-	snprintf(path, sizeof(path), "%s/trace_marker", tracefs_instance_get_dir(h->inst));
+	snprintf(path, sizeof(path), "%s/trace_marker", h->dir);
 	h->marker_fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (tracefs_instance_file_write(h->inst, "tracing_on", "1") < 0)
 		goto err;
@@ -308,6 +311,7 @@ void hostrec_free(struct hostrec *h)
 	free(h->cpus);
 	if (h->marker_fd >= 0)
 		close(h->marker_fd);
+	tracefs_put_tracing_file(h->dir);
 	if (h->inst) {
 		if (tracefs_instance_destroy(h->inst) < 0)
 			log_warn("cannot remove tracefs instance %s", h->name);
