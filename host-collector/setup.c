@@ -1,8 +1,398 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-/* `setup`: printed QEMU arguments and libvirt XML for the ports (end-to-end issue). */
+/*
+ * `setup`: the QEMU arguments or libvirt XML that give a guest the ports
+ * trace-agent(8) expects, so nobody has to wire them by hand (the kernel's old
+ * virtio-trace README wired a data port to the control chardev).
+ *
+ * Ports: trace-path-cpu0..N-1 (one per vCPU, guest -> host pages) then
+ * agent-ctl-path (the control port). virtio-serial port 0 is reserved for
+ * consoles and more than 30 ports per controller were seen to lose ports in
+ * the guest, so every controller gets max_ports=31 and carries ports 1..30.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
 
 #include "collect.h"
+
+#define SETUP_MAX_VCPUS		1024
+#define SETUP_PORTS_PER_CTL	30
+#define SETUP_DEFAULT_ROOT	"/run/virtio-trace"
+
+struct setup_opts {
+	unsigned int vcpus;
+	bool unix_backend;
+	bool libvirt;
+	bool create;
+	const char *name;
+	char dir[PATH_MAX];
+};
+
+static void setup_usage(FILE *f)
+{
+	fprintf(f,
+"Usage: virtio-trace-collect setup --vcpus N [--backend pipe|unix] [--dir DIR]\n"
+"                                  [--format qemu|libvirt] [--create] [--name NAME]\n"
+"\n"
+"Print what a guest needs for trace-agent(8): one virtio-serial port per vCPU\n"
+"(trace-path-cpu0 .. trace-path-cpuN-1) and the control port agent-ctl-path,\n"
+"each backed by a host chardev DIR/PORTNAME, at most 30 ports per\n"
+"virtio-serial controller (max_ports=31, port 0 is left to consoles).\n"
+"\n"
+"  -n, --vcpus N          the guest's vCPU count, 1..%d (required)\n"
+"  -b, --backend KIND     pipe (default): FIFOs DIR/PORT.in (host->guest) and\n"
+"                         DIR/PORT.out (guest->host);\n"
+"                         unix: sockets DIR/PORT that QEMU listens on\n"
+"  -d, --dir DIR          where the chardevs live (default %s/NAME)\n"
+"  -f, --format FMT       qemu (default): QEMU command-line arguments, one\n"
+"                         option and its value per line, quoted for sh;\n"
+"                         libvirt: <controller> and <channel> elements for\n"
+"                         the domain's <devices>\n"
+"  -c, --create           create DIR and, for the pipe backend, the FIFOs\n"
+"                         (mode 0600); existing ones are kept\n"
+"  -N, --name NAME        the guest's name (default guest): names the default\n"
+"                         DIR; record it with --chardev-dir DIR --name NAME\n"
+"  -h, --help             print this help and exit\n"
+"\n"
+"Example:\n"
+"  virtio-trace-collect setup --vcpus 2 --dir /run/vt/demo --create > ports.args\n"
+"  eval \"qemu-system-x86_64 ... $(cat ports.args)\"\n"
+"  virtio-trace-collect record --chardev-dir /run/vt/demo --name demo -e sched\n"
+"\n"
+"Exit status: 0 printed (and created); 1 could not create or write; 2 usage error.\n",
+		SETUP_MAX_VCPUS, SETUP_DEFAULT_ROOT);
+}
+
+/* The same rule record applies to guest names. */
+static bool setup_name_ok(const char *s)
+{
+	size_t i, len = strlen(s);
+
+	if (!len || len >= COLLECT_NAME_MAX || s[0] == '.' || s[0] == '-')
+		return false;
+	for (i = 0; i < len; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+		      (s[i] >= '0' && s[i] <= '9') || s[i] == '_' || s[i] == '-' || s[i] == '.'))
+			return false;
+	return true;
+}
+
+/* Port @i's name: data ports first, then the control port. */
+static void setup_port_name(const struct setup_opts *o, unsigned int i, char *buf, size_t len)
+{
+	if (i < o->vcpus)
+		snprintf(buf, len, "trace-path-cpu%u", i);
+	else
+		snprintf(buf, len, "agent-ctl-path");
+}
+
+static void setup_chardev_id(const struct setup_opts *o, unsigned int i, char *buf, size_t len)
+{
+	if (i < o->vcpus)
+		snprintf(buf, len, "vt-cpu%u", i);
+	else
+		snprintf(buf, len, "vt-ctl");
+}
+
+/* One QEMU option and its value; the value quoted for sh only when it must be. */
+static void setup_put_arg(const char *opt, const char *val)
+{
+	const char *p;
+	bool plain = true;
+
+	for (p = val; *p; p++)
+		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:=,+@%-", *p))
+			plain = false;
+	if (plain) {
+		printf("%s %s\n", opt, val);
+		return;
+	}
+	printf("%s '", opt);
+	for (p = val; *p; p++) {
+		if (*p == '\'')
+			fputs("'\\''", stdout);
+		else
+			putchar(*p);
+	}
+	puts("'");
+}
+
+/* QEMU option values separate properties with ','; a literal ',' is written ',,'. */
+static void setup_qemu_path(char *out, size_t len, const char *dir, const char *port)
+{
+	size_t n = 0;
+	const char *parts[3] = { dir, "/", port };
+	const char *p;
+	int k;
+
+	for (k = 0; k < 3; k++)
+		for (p = parts[k]; *p && n + 2 < len; p++) {
+			if (*p == ',')
+				out[n++] = ',';
+			out[n++] = *p;
+		}
+	out[n] = 0;
+}
+
+static void setup_print_qemu(const struct setup_opts *o)
+{
+	unsigned int nports = o->vcpus + 1, nctl, i;
+	char val[3 * PATH_MAX], path[2 * PATH_MAX + 64], port[32], id[32];
+
+	nctl = (nports + SETUP_PORTS_PER_CTL - 1) / SETUP_PORTS_PER_CTL;
+	for (i = 0; i < nctl; i++) {
+		snprintf(val, sizeof(val), "virtio-serial-pci,id=vtser%u,max_ports=%d", i,
+			 SETUP_PORTS_PER_CTL + 1);
+		setup_put_arg("-device", val);
+	}
+	for (i = 0; i < nports; i++) {
+		setup_port_name(o, i, port, sizeof(port));
+		setup_chardev_id(o, i, id, sizeof(id));
+		setup_qemu_path(path, sizeof(path), o->dir, port);
+		if (o->unix_backend)
+			snprintf(val, sizeof(val), "socket,id=%s,path=%s,server=on,wait=off", id, path);
+		else
+			snprintf(val, sizeof(val), "pipe,id=%s,path=%s", id, path);
+		setup_put_arg("-chardev", val);
+		snprintf(val, sizeof(val), "virtserialport,bus=vtser%u.0,nr=%u,chardev=%s,name=%s",
+			 i / SETUP_PORTS_PER_CTL, i % SETUP_PORTS_PER_CTL + 1, id, port);
+		setup_put_arg("-device", val);
+	}
+}
+
+static void setup_put_xml(const char *s)
+{
+	for (; *s; s++) {
+		switch (*s) {
+		case '&': fputs("&amp;", stdout); break;
+		case '<': fputs("&lt;", stdout); break;
+		case '>': fputs("&gt;", stdout); break;
+		case '\'': fputs("&apos;", stdout); break;
+		case '"': fputs("&quot;", stdout); break;
+		default: putchar(*s);
+		}
+	}
+}
+
+static void setup_print_libvirt(const struct setup_opts *o)
+{
+	unsigned int nports = o->vcpus + 1, nctl, i;
+	char port[32];
+
+	nctl = (nports + SETUP_PORTS_PER_CTL - 1) / SETUP_PORTS_PER_CTL;
+	printf("<!-- virtio-trace ports for guest %s, %u vCPUs: put these in <devices>. -->\n",
+	       o->name, o->vcpus);
+	for (i = 0; i < nctl; i++)
+		printf("<controller type='virtio-serial' index='%u' ports='%d'/>\n", i,
+		       SETUP_PORTS_PER_CTL + 1);
+	for (i = 0; i < nports; i++) {
+		setup_port_name(o, i, port, sizeof(port));
+		printf("<channel type='%s'>\n", o->unix_backend ? "unix" : "pipe");
+		printf("  <source %spath='", o->unix_backend ? "mode='bind' " : "");
+		setup_put_xml(o->dir);
+		printf("/%s'/>\n", port);
+		printf("  <target type='virtio' name='%s'/>\n", port);
+		printf("  <address type='virtio-serial' controller='%u' bus='0' port='%u'/>\n",
+		       i / SETUP_PORTS_PER_CTL, i % SETUP_PORTS_PER_CTL + 1);
+		printf("</channel>\n");
+	}
+}
+
+/* mkdir -p, 0755 for what we create; an existing non-directory is an error. */
+static int setup_mkdirs(const char *dir)
+{
+	char buf[PATH_MAX];
+	struct stat st;
+	size_t i, len = strlen(dir);
+
+	if (len >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, dir, len + 1);
+	for (i = 1; i <= len; i++) {
+		if (buf[i] != '/' && buf[i])
+			continue;
+		buf[i] = 0;
+		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		if (stat(buf, &st) < 0)
+			return -errno;
+		if (!S_ISDIR(st.st_mode))
+			return -ENOTDIR;
+		buf[i] = i < len ? '/' : 0;
+	}
+	return 0;
+}
+
+static int setup_mkfifo(const char *path)
+{
+	struct stat st;
+
+	if (mkfifo(path, 0600) == 0)
+		return chmod(path, 0600) < 0 ? -errno : 0;
+	if (errno != EEXIST)
+		return -errno;
+	if (lstat(path, &st) < 0)
+		return -errno;
+	return S_ISFIFO(st.st_mode) ? 0 : -EEXIST;
+}
+
+static int setup_create(const struct setup_opts *o)
+{
+	char path[PATH_MAX], port[32];
+	const char *sfx[2] = { ".in", ".out" };
+	unsigned int i, k;
+	int ret;
+
+	ret = setup_mkdirs(o->dir);
+	if (ret < 0) {
+		fprintf(stderr, "virtio-trace-collect setup: cannot create %s: %s\n", o->dir,
+			strerror(-ret));
+		return ret;
+	}
+	if (o->unix_backend)
+		return 0;
+	for (i = 0; i <= o->vcpus; i++) {
+		setup_port_name(o, i, port, sizeof(port));
+		for (k = 0; k < 2; k++) {
+			if (snprintf(path, sizeof(path), "%s/%s%s", o->dir, port, sfx[k]) >=
+			    (int)sizeof(path))
+				ret = -ENAMETOOLONG;
+			else
+				ret = setup_mkfifo(path);
+			if (ret < 0) {
+				fprintf(stderr, "virtio-trace-collect setup: cannot create the FIFO %s: %s\n",
+					path, ret == -EEXIST ? "exists and is not a FIFO" : strerror(-ret));
+				return ret;
+			}
+		}
+	}
+	return 0;
+}
+
+static int setup_parse(int argc, char **argv, struct setup_opts *o)
+{
+	static const struct option longopts[] = {
+		{ "vcpus", required_argument, NULL, 'n' },
+		{ "backend", required_argument, NULL, 'b' },
+		{ "dir", required_argument, NULL, 'd' },
+		{ "format", required_argument, NULL, 'f' },
+		{ "create", no_argument, NULL, 'c' },
+		{ "name", required_argument, NULL, 'N' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char *dir = NULL;
+	char *end;
+	unsigned long v;
+	int c;
+
+	o->name = "guest";
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "n:b:d:f:cN:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'n':
+			errno = 0;
+			v = strtoul(optarg, &end, 10);
+			if (errno || end == optarg || *end || optarg[0] == '-' || v < 1 ||
+			    v > SETUP_MAX_VCPUS) {
+				fprintf(stderr, "virtio-trace-collect setup: --vcpus must be 1..%d, not '%s'\n",
+					SETUP_MAX_VCPUS, optarg);
+				return -EINVAL;
+			}
+			o->vcpus = v;
+			break;
+		case 'b':
+			if (!strcmp(optarg, "pipe")) {
+				o->unix_backend = false;
+			} else if (!strcmp(optarg, "unix") || !strcmp(optarg, "socket")) {
+				o->unix_backend = true;
+			} else {
+				fprintf(stderr, "virtio-trace-collect setup: --backend is pipe or unix, not '%s'\n",
+					optarg);
+				return -EINVAL;
+			}
+			break;
+		case 'd':
+			dir = optarg;
+			break;
+		case 'f':
+			if (!strcmp(optarg, "qemu")) {
+				o->libvirt = false;
+			} else if (!strcmp(optarg, "libvirt")) {
+				o->libvirt = true;
+			} else {
+				fprintf(stderr, "virtio-trace-collect setup: --format is qemu or libvirt, not '%s'\n",
+					optarg);
+				return -EINVAL;
+			}
+			break;
+		case 'c':
+			o->create = true;
+			break;
+		case 'N':
+			if (!setup_name_ok(optarg)) {
+				fprintf(stderr, "virtio-trace-collect setup: bad guest name '%s' (1..%d of "
+					"A-Z a-z 0-9 _ - ., not starting with '.' or '-')\n",
+					optarg, COLLECT_NAME_MAX - 1);
+				return -EINVAL;
+			}
+			o->name = optarg;
+			break;
+		case 'h':
+			setup_usage(stdout);
+			return 1;
+		default:
+			setup_usage(stderr);
+			return -EINVAL;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "virtio-trace-collect setup: unexpected argument '%s'\n", argv[optind]);
+		return -EINVAL;
+	}
+	if (!o->vcpus) {
+		fprintf(stderr, "virtio-trace-collect setup: --vcpus N is required (see --help)\n");
+		return -EINVAL;
+	}
+	if (!dir) {
+		snprintf(o->dir, sizeof(o->dir), "%s/%s", SETUP_DEFAULT_ROOT, o->name);
+		return 0;
+	}
+	if (!*dir || strchr(dir, '\n')) {
+		fprintf(stderr, "virtio-trace-collect setup: bad --dir '%s'\n", dir);
+		return -EINVAL;
+	}
+	/* QEMU and libvirt resolve relative paths against their own cwd: make it absolute. */
+	if (dir[0] == '/') {
+		if (snprintf(o->dir, sizeof(o->dir), "%s", dir) >= (int)sizeof(o->dir))
+			goto err_long;
+	} else {
+		char cwd[PATH_MAX];
+
+		if (!getcwd(cwd, sizeof(cwd))) {
+			fprintf(stderr, "virtio-trace-collect setup: getcwd: %s\n", strerror(errno));
+			return -EINVAL;
+		}
+		if (snprintf(o->dir, sizeof(o->dir), "%s/%s", strcmp(cwd, "/") ? cwd : "", dir) >=
+		    (int)sizeof(o->dir))
+			goto err_long;
+	}
+	/* Port paths are DIR/PORT: no trailing slashes, so the output is canonical. */
+	while (strlen(o->dir) > 1 && o->dir[strlen(o->dir) - 1] == '/')
+		o->dir[strlen(o->dir) - 1] = 0;
+	return 0;
+
+err_long:
+	fprintf(stderr, "virtio-trace-collect setup: --dir is too long\n");
+	return -EINVAL;
+}
 
 /**
  * setup_main() - the setup subcommand
@@ -13,6 +403,26 @@
  */
 int setup_main(int argc, char **argv)
 {
-	fprintf(stderr, "virtio-trace-collect setup: not implemented yet\n");
-	return EXIT_USAGE;
+	struct setup_opts o = { 0 };
+	int ret;
+
+	ret = setup_parse(argc, argv, &o);
+	if (ret > 0)
+		return EXIT_OK;
+	if (ret < 0)
+		return EXIT_USAGE;
+	if (o.vcpus > COLLECT_MAX_CPUS)
+		fprintf(stderr, "virtio-trace-collect setup: warning: record handles at most %d "
+			"vCPUs per guest\n", COLLECT_MAX_CPUS);
+	if (o.create && setup_create(&o) < 0)
+		return EXIT_FAIL;
+	if (o.libvirt)
+		setup_print_libvirt(&o);
+	else
+		setup_print_qemu(&o);
+	if (fflush(stdout) == EOF || ferror(stdout)) {
+		fprintf(stderr, "virtio-trace-collect setup: write error: %s\n", strerror(errno));
+		return EXIT_FAIL;
+	}
+	return EXIT_OK;
 }

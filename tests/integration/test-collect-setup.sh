@@ -1,0 +1,96 @@
+#!/bin/sh
+# Proves: `virtio-trace-collect setup` prints the port wiring trace-agent needs
+# and nothing rots: qemu-config/example-2vcpu.{args,xml} are exactly what setup
+# prints today; ports are trace-path-cpu0..N-1 then agent-ctl-path, 30 per
+# virtio-serial controller (31 vCPUs -> 2 controllers, the control port on
+# the second); QEMU 7.2 accepts the arguments (-S, no guest run) for both
+# backends; the libvirt XML validates against libvirt's domain schema;
+# --create makes DIR and the FIFOs with mode 0600 and is idempotent; bad
+# input exits 2.
+echo "collect setup: QEMU arguments and libvirt XML for the ports, checked examples, --create idempotent"
+: "${VT_SRCDIR:?run through make check}" "${VT_BUILDDIR:?run through make check}"
+COLLECT=$VT_BUILDDIR/host-collector/virtio-trace-collect
+CONF=$VT_SRCDIR/qemu-config
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/vt-setup.XXXXXX") || exit 1
+trap 'rm -rf "$WORK"' EXIT
+trap 'exit 1' INT TERM
+fail() { echo "FAIL: $*"; exit 1; }
+
+# The examples: regenerated with the commands the README gives.
+"$COLLECT" setup --vcpus 2 --backend pipe --dir /run/virtio-trace/demo --format qemu >"$WORK/ex.args" ||
+	fail "setup --format qemu exited $?"
+"$COLLECT" setup --vcpus 2 --backend pipe --dir /run/virtio-trace/demo --name demo --format libvirt \
+	>"$WORK/ex.xml" || fail "setup --format libvirt exited $?"
+diff -u "$CONF/example-2vcpu.args" "$WORK/ex.args" ||
+	fail "qemu-config/example-2vcpu.args is stale (regenerate it as qemu-config/README.md says)"
+diff -u "$CONF/example-2vcpu.xml" "$WORK/ex.xml" ||
+	fail "qemu-config/example-2vcpu.xml is stale (regenerate it as qemu-config/README.md says)"
+
+# Port names and controllers for 31 vCPUs: 32 ports, 30 on vtser0, 2 on vtser1.
+"$COLLECT" setup --vcpus 31 --dir "$WORK/p31" >"$WORK/31.args" || fail "setup --vcpus 31 exited $?"
+n=$(grep -c '^-device virtio-serial-pci,id=vtser[01],max_ports=31$' "$WORK/31.args")
+[ "$n" = 2 ] || fail "31 vCPUs: $n controllers, want 2"
+names=$(sed -n 's/^-device virtserialport,.*name=//p' "$WORK/31.args" | tr '\n' ' ')
+want=$(i=0; while [ $i -lt 31 ]; do printf 'trace-path-cpu%d ' $i; i=$((i + 1)); done; echo 'agent-ctl-path ')
+[ "$names" = "$want" ] || fail "31 vCPUs: ports '$names'"
+grep -q "^-device virtserialport,bus=vtser1.0,nr=2,chardev=vt-ctl,name=agent-ctl-path$" "$WORK/31.args" ||
+	fail "31 vCPUs: the control port is not vtser1 nr 2"
+grep -q "^-chardev pipe,id=vt-cpu30,path=$WORK/p31/trace-path-cpu30$" "$WORK/31.args" ||
+	fail "31 vCPUs: no pipe chardev for cpu30"
+
+# QEMU accepts them (paused, never runs a guest); FIFOs must exist for pipe chardevs.
+if command -v qemu-system-x86_64 >/dev/null; then
+	for b in pipe unix; do
+		"$COLLECT" setup --vcpus 31 --backend $b --dir "$WORK/q-$b" --create >"$WORK/q-$b.args" ||
+			fail "setup --create --backend $b exited $?"
+		echo '{"execute":"qmp_capabilities"}{"execute":"quit"}' |
+			timeout 20 qemu-system-x86_64 -machine pc -accel tcg -display none -nodefaults -S \
+			-qmp stdio $(cat "$WORK/q-$b.args") >"$WORK/q-$b.out" 2>&1 ||
+			{ cat "$WORK/q-$b.out"; fail "QEMU refused the $b arguments"; }
+	done
+else
+	echo "note: no qemu-system-x86_64, arguments not tried"
+fi
+
+# The libvirt XML in a minimal domain validates (unix backend, 2 controllers).
+"$COLLECT" setup --vcpus 31 --backend unix --dir "$WORK/lv" --format libvirt >"$WORK/lv.xml" ||
+	fail "setup --format libvirt exited $?"
+grep -q "<controller type='virtio-serial' index='1' ports='31'/>" "$WORK/lv.xml" || fail "no second controller"
+grep -q "<source mode='bind' path='$WORK/lv/agent-ctl-path'/>" "$WORK/lv.xml" || fail "no unix source"
+grep -q "<address type='virtio-serial' controller='1' bus='0' port='2'/>" "$WORK/lv.xml" ||
+	fail "the control channel is not on controller 1 port 2"
+if command -v virt-xml-validate >/dev/null; then
+	{ echo "<domain type='qemu'><name>vt</name><memory>65536</memory>"
+	  echo "<os><type arch='x86_64'>hvm</type></os><devices>"
+	  cat "$WORK/lv.xml" "$WORK/ex.xml"
+	  echo "</devices></domain>"; } >"$WORK/domain.xml"
+	virt-xml-validate "$WORK/domain.xml" domain >"$WORK/validate.out" 2>&1 ||
+		{ cat "$WORK/validate.out"; fail "libvirt's schema rejects the XML"; }
+else
+	echo "note: no virt-xml-validate, XML schema not checked"
+fi
+
+# --create: directory, 2 FIFOs per port, mode 0600; twice is fine; a non-FIFO is refused.
+d=$WORK/c/sub
+for i in 1 2; do
+	"$COLLECT" setup -n 2 --dir "$d" --create >/dev/null || fail "--create run $i exited $?"
+done
+n=$(find "$d" -type p -perm 0600 | wc -l)
+[ "$n" = 6 ] || fail "--create made $n FIFOs with mode 0600, want 6"
+rm "$d/agent-ctl-path.in" && : >"$d/agent-ctl-path.in"
+"$COLLECT" setup -n 2 --dir "$d" --create >/dev/null 2>"$WORK/err"
+rc=$?
+[ $rc = 1 ] || fail "--create over a regular file exited $rc, want 1"
+
+# Usage errors: exit 2, nothing on stdout.
+for args in "" "--vcpus 0" "--vcpus 1025" "--vcpus 2x" "--vcpus -1" "-n 2 --backend tcp" \
+	"-n 2 --format json" "-n 2 --name ../x" "-n 2 --name .hidden" "-n 2 extra"; do
+	# shellcheck disable=SC2086
+	"$COLLECT" setup $args >"$WORK/out" 2>/dev/null
+	rc=$?
+	[ $rc = 2 ] || fail "setup $args exited $rc, want 2"
+	[ ! -s "$WORK/out" ] || fail "setup $args printed to stdout"
+done
+"$COLLECT" setup --help | grep -q 'agent-ctl-path' || fail "--help does not name the ports"
+"$COLLECT" setup -n 1024 >/dev/null 2>&1 || fail "--vcpus 1024 refused"
+echo "PASS"
