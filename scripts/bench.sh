@@ -1,0 +1,59 @@
+#!/bin/bash
+# Build and run the benchmarks; print their tables. Benchmarks print figures and compare against
+# a baseline measured in the same run; they never fail on a figure (a target line says "NOT met").
+# Exits non-zero only when a benchmark could not run. About 1.5 minutes (--quick: 30 s).
+#
+#   scripts/bench.sh [--quick] [--agent] [--build DIR]
+#     --quick      smaller inputs and fewer repetitions
+#     --agent      also tests/bench/bench-agent.sh (boots a TCG guest: a minute or more)
+#     --build DIR  build directory (default build-bench; configured there if it is not)
+set -u
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+quick=0 agent=0 build=$root/build-bench
+while [ $# -gt 0 ]; do
+	case $1 in
+	--quick) quick=1 ;;
+	--agent) agent=1 ;;
+	--build) build=$2; shift ;;
+	-h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+	*) echo "bench.sh: unknown option $1" >&2; exit 2 ;;
+	esac
+	shift
+done
+
+mkdir -p "$build" || exit 1
+if [ ! -f "$build/Makefile" ]; then
+	(cd "$build" && "$root/configure" -q) || { echo "bench.sh: configure failed" >&2; exit 1; }
+fi
+make -C "$build" -j"$(nproc)" >"$build/bench-build.log" 2>&1 ||
+	{ tail -20 "$build/bench-build.log"; echo "bench.sh: build failed" >&2; exit 1; }
+export VT_BUILDDIR=$build
+
+failed=0
+run() {	# run NAME COMMAND...: bounded to 5 minutes
+	echo
+	echo "##### $1"
+	shift
+	timeout -k 10 300 "$@" || { echo "bench.sh: $1 exited $?"; failed=$((failed + 1)); }
+}
+
+if [ $quick = 1 ]; then
+	run bench-pages "$build/tests/bench/bench-pages" -r 3 -m 32 tests/data/cap-*/cpu*.raw
+	run bench-tracedat "$build/tests/bench/bench-tracedat" -r 3 -m 64 tests/data/cap-host
+	run bench-ingest tests/bench/bench-ingest.sh -q
+	run bench-streams tests/bench/bench-streams.sh -q
+else
+	run bench-pages "$build/tests/bench/bench-pages" tests/data/cap-*/cpu*.raw
+	run bench-tracedat "$build/tests/bench/bench-tracedat" tests/data/cap-host
+	run bench-ingest tests/bench/bench-ingest.sh
+	run bench-streams tests/bench/bench-streams.sh
+fi
+if [ $agent = 1 ]; then
+	run bench-agent tests/bench/bench-agent.sh "$([ $quick = 1 ] && echo 2 || echo 4)"
+else
+	echo
+	echo "##### bench-agent: skipped (--agent runs it; it boots a TCG guest)"
+fi
+[ $failed = 0 ]
