@@ -230,6 +230,7 @@ uint32_t session_next_seq(struct guest *g);
 void session_feed(struct guest *g, const uint8_t *buf, size_t n,
 		  void (*sync_cb)(void *arg, const struct vt_proto_msg *m), void *arg);
 void collect_sanitize(char *dst, size_t size, const char *src, bool keep_newlines);
+bool collect_name_ok(const char *s);
 void session_fail(struct guest *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void session_host_marker(bool tx, uint16_t type, uint32_t seq);
 

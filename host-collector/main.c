@@ -126,19 +126,6 @@ static void usage(FILE *f)
 "(see manifest.json). See virtio-trace-collect(1).\n");
 }
 
-static bool name_ok(const char *s)
-{
-	size_t i, len = strlen(s);
-
-	if (!len || len >= COLLECT_NAME_MAX || s[0] == '.')
-		return false;
-	for (i = 0; i < len; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
-		      (s[i] >= '0' && s[i] <= '9') || s[i] == '_' || s[i] == '-' || s[i] == '.'))
-			return false;
-	return true;
-}
-
 static int parse_size(const char *s, uint64_t *out)
 {
 	char *end;
@@ -256,7 +243,7 @@ static int parse_record(int argc, char **argv, struct collect_opts *o, struct gu
 					return -EINVAL;
 				g->cpu_paths[g->nr_cpu_paths++] = strdup(optarg);
 			} else if (c == OPT_NAME) {
-				if (!name_ok(optarg)) {
+				if (!collect_name_ok(optarg)) {
 					fprintf(stderr, "virtio-trace-collect: --name '%s': use letters, digits, "
 						"'_', '-' and '.' (it becomes a file name)\n", optarg);
 					return -EINVAL;
@@ -378,7 +365,7 @@ static int parse_record(int argc, char **argv, struct collect_opts *o, struct gu
 
 			snprintf(x->name, sizeof(x->name), "%s", x->chardev_dir[0] ?
 				 (base && base[1] ? base + 1 : x->chardev_dir) : "guest");
-			if (!name_ok(x->name))
+			if (!collect_name_ok(x->name))
 				snprintf(x->name, sizeof(x->name), "guest%u", i);
 		}
 		for (unsigned int j = 0; j < i; j++)

@@ -61,6 +61,27 @@ void collect_sanitize(char *dst, size_t size, const char *src, bool keep_newline
 }
 
 /**
+ * collect_name_ok() - whether a guest name is usable: it becomes part of file
+ * and directory names (guest-NAME.dat, .spool/guest-NAME, setup's DIR)
+ * @s: the name
+ *
+ * Return: true for 1 to COLLECT_NAME_MAX - 1 of [A-Za-z0-9_.-], not starting
+ * with '.' or '-'.
+ */
+bool collect_name_ok(const char *s)
+{
+	size_t i, len = strlen(s);
+
+	if (!len || len >= COLLECT_NAME_MAX || s[0] == '.' || s[0] == '-')
+		return false;
+	for (i = 0; i < len; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+		      (s[i] >= '0' && s[i] <= '9') || s[i] == '_' || s[i] == '-' || s[i] == '.'))
+			return false;
+	return true;
+}
+
+/**
  * session_fail() - drop a guest: log, remember why, stop reading it
  * @g: the guest
  * @fmt: printf format for the reason

@@ -70,20 +70,6 @@ static void setup_usage(FILE *f)
 		SETUP_MAX_VCPUS, SETUP_DEFAULT_ROOT);
 }
 
-/* The same rule record applies to guest names. */
-static bool setup_name_ok(const char *s)
-{
-	size_t i, len = strlen(s);
-
-	if (!len || len >= COLLECT_NAME_MAX || s[0] == '.' || s[0] == '-')
-		return false;
-	for (i = 0; i < len; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
-		      (s[i] >= '0' && s[i] <= '9') || s[i] == '_' || s[i] == '-' || s[i] == '.'))
-			return false;
-	return true;
-}
-
 /* Port @i's name: data ports first, then the control port. */
 static void setup_port_name(const struct setup_opts *o, unsigned int i, char *buf, size_t len)
 {
@@ -337,7 +323,7 @@ static int setup_parse(int argc, char **argv, struct setup_opts *o)
 			o->create = true;
 			break;
 		case 'N':
-			if (!setup_name_ok(optarg)) {
+			if (!collect_name_ok(optarg)) {
 				fprintf(stderr, "virtio-trace-collect setup: bad guest name '%s' (1..%d of "
 					"A-Z a-z 0-9 _ - ., not starting with '.' or '-')\n",
 					optarg, COLLECT_NAME_MAX - 1);
