@@ -426,6 +426,8 @@ static void load_trace(struct run *r, struct trace_sum *t, const char *dir, bool
 	t->nr_cpus = kv_u64(state, "nr_cpus");
 	if (t->nr_cpus > COLLECT_MAX_CPUS)
 		t->nr_cpus = COLLECT_MAX_CPUS;
+	for (i = 0; i < t->nr_cpus; i++)
+		t->cpus[i].cpu = i;
 	kv(state, "clock", t->clock, sizeof(t->clock));
 	kv(state, "agent", t->agent, sizeof(t->agent));
 	if (kv(state, "error", buf, sizeof(buf)) && buf[0])

@@ -273,9 +273,14 @@ static int sync_kvm(struct guest *g, const struct collect_opts *o)
 	if (ret < 0)
 		return ret;
 	for (i = 0; i < nr; i++) {
+		/*
+		 * An epoch starts when it was read. Not at 0: the guest TSC there
+		 * (0 + a negative offset, as KVM's usually are) would be out of
+		 * range, and trace-cmd applies the first epoch to earlier
+		 * timestamps anyway.
+		 */
 		struct vt_tsync_epoch ep = {
-			.host_from = g->sync.cpus[v[i].id].nr ? now : 0,
-			.map = v[i].map, .source = VT_TSYNC_SRC_KVM,
+			.host_from = now, .map = v[i].map, .source = VT_TSYNC_SRC_KVM,
 		};
 
 		if (v[i].id >= g->nr_cpus || v[i].id >= COLLECT_MAX_CPUS)
@@ -318,6 +323,7 @@ int sync_guest(struct guest *g, struct engine *e, const struct collect_opts *o, 
 	}
 	if (!strcmp(method, "offset")) {
 		struct vt_tsync_epoch ep = {
+			.host_from = vt_tsc_read(),
 			.map = { .offset = o->tsc_offset, .ratio = 1 }, .source = VT_TSYNC_SRC_USER,
 		};
 
