@@ -135,6 +135,10 @@ struct guest {
 	bool listen;
 	char domain[256];
 	pid_t qemu_pid;
+	char qmp_path[4096];		/* --qmp: follow STOP/RESUME */
+	struct qmp *qmp;
+	bool resync;			/* RESUME seen: sync again now */
+	uint64_t resume_tsc;		/* host TSC when RESUME arrived */
 	uint32_t vcpu_tids[COLLECT_MAX_CPUS];
 	unsigned int nr_vcpu_tids;
 	/* control port */
@@ -251,6 +255,11 @@ struct sync_tsc {
 void sync_tsc_rate(struct sync_tsc *t);
 int sync_guest(struct guest *g, struct engine *e, const struct collect_opts *o, const char *when);
 uint64_t sync_host_tsc(void);
+
+/* qmp.c */
+struct qmp;
+int qmp_attach(struct guest *g, struct engine *e);
+void qmp_detach(struct guest *g);
 
 /* hostrec.c */
 struct hostrec;

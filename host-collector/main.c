@@ -84,7 +84,10 @@ static void usage(FILE *f)
 "                         the control port and each vCPU's data port by path\n"
 "  --name NAME            the guest's name (default: the directory's name)\n"
 "  --qemu-pid PID         the guest's QEMU process: vCPU thread ids for the\n"
-"                         host file's GUEST option\n"
+"                         host file's GUEST option, and KVM's TSC offsets\n"
+"  --qmp PATH             the guest's QMP socket: after a `cont` (RESUME) the\n"
+"                         clock is synced again at once (a stop moves a TCG\n"
+"                         guest's TSC offset)\n"
 "\n"
 "Recording:\n"
 "  -e, --event SYS[:EV]   a guest event, system or glob (repeatable)\n"
@@ -176,7 +179,7 @@ static int parse_record(int argc, char **argv, struct collect_opts *o, struct gu
 {
 	enum { OPT_CHARDEV = 256, OPT_LISTEN, OPT_CTL, OPT_CPU, OPT_NAME, OPT_QEMU_PID, OPT_TRACER, OPT_TOP,
 	       OPT_BUFSZ, OPT_CLOCK, OPT_HOST, OPT_MAXSZ, OPT_FV, OPT_NOCOMP, OPT_KEEP, OPT_SYNC, OPT_TSCOFF,
-	       OPT_PROBES, OPT_SINTV, OPT_DEBUGFS, OPT_STOPTO };
+	       OPT_PROBES, OPT_SINTV, OPT_DEBUGFS, OPT_STOPTO, OPT_QMP };
 	static const struct option longopts[] = {
 		{ "chardev-dir", required_argument, NULL, OPT_CHARDEV },
 		{ "listen", no_argument, NULL, OPT_LISTEN },
@@ -184,6 +187,7 @@ static int parse_record(int argc, char **argv, struct collect_opts *o, struct gu
 		{ "cpu", required_argument, NULL, OPT_CPU },
 		{ "name", required_argument, NULL, OPT_NAME },
 		{ "qemu-pid", required_argument, NULL, OPT_QEMU_PID },
+		{ "qmp", required_argument, NULL, OPT_QMP },
 		{ "event", required_argument, NULL, 'e' },
 		{ "filter", required_argument, NULL, 'f' },
 		{ "tracer", required_argument, NULL, OPT_TRACER },
@@ -231,6 +235,7 @@ static int parse_record(int argc, char **argv, struct collect_opts *o, struct gu
 		case OPT_CPU:
 		case OPT_NAME:
 		case OPT_QEMU_PID:
+		case OPT_QMP:
 			if (!g) {
 				fprintf(stderr, "virtio-trace-collect: %s must follow --chardev-dir or --ctl\n",
 					argv[optind - 1]);
@@ -242,6 +247,8 @@ static int parse_record(int argc, char **argv, struct collect_opts *o, struct gu
 				if (g->nr_cpu_paths >= COLLECT_MAX_CPUS)
 					return -EINVAL;
 				g->cpu_paths[g->nr_cpu_paths++] = strdup(optarg);
+			} else if (c == OPT_QMP) {
+				snprintf(g->qmp_path, sizeof(g->qmp_path), "%s", optarg);
 			} else if (c == OPT_NAME) {
 				if (!collect_name_ok(optarg)) {
 					fprintf(stderr, "virtio-trace-collect: --name '%s': use letters, digits, "
@@ -548,6 +555,8 @@ static int record(int argc, char **argv)
 		}
 		if (session_setup(g, e, &o) < 0)
 			continue;
+		if (g->qmp_path[0])
+			qmp_attach(g, e);
 		sync_guest(g, e, &o, "start");
 		ready++;
 	}
@@ -593,6 +602,12 @@ static int record(int argc, char **argv)
 		if (nr && !running) {
 			log_info("no guest is recording any more");
 			break;
+		}
+		for (i = 0; i < nr; i++) {
+			if (gs[i]->resync && gs[i]->state == G_RUNNING) {
+				gs[i]->resync = false;
+				sync_guest(gs[i], e, &o, "resume");
+			}
 		}
 		if (o.sync_interval > 0 && now - last_sync >= o.sync_interval) {
 			for (i = 0; i < nr; i++)
@@ -676,6 +691,7 @@ finish:
 		free(g->streams);
 		vt_proto_parser_free(g->parser);
 		vt_proto_meta_rx_release(&g->meta_rx);
+		qmp_detach(g);
 		detach_guest(g);
 	}
 	if (status == EXIT_FAIL && !ready && nr) {

@@ -182,6 +182,9 @@ static int probe_cpu(struct guest *g, struct engine *e, const struct collect_opt
 		ret = vt_tsync_estimate_epoch(&est[i], &ep);
 		if (ret < 0)
 			goto out;
+		/* After a QEMU cont the new offset holds from the moment it resumed. */
+		if (g->resume_tsc && i == 0 && ep.host_from > g->resume_tsc)
+			ep.host_from = g->resume_tsc;
 		if (g->sync.min_rtt[cpu] == 0 || est[i].min_rtt < g->sync.min_rtt[cpu])
 			g->sync.min_rtt[cpu] = est[i].min_rtt;
 		g->sync.samples[cpu] += est[i].used;
@@ -360,6 +363,7 @@ int sync_guest(struct guest *g, struct engine *e, const struct collect_opts *o, 
 			return ret;
 	}
 	log_debug("guest %s: clock sync at %s done", g->name, when);
+	g->resume_tsc = 0;
 	return spool_save_sync(g);
 }
 

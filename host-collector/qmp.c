@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Following a guest's QMP socket (--qmp PATH): `stop`/`cont` moves a TCG
+ * guest's TSC offset (the guest's clock does not run while it is stopped),
+ * so on RESUME the guest is synced again at once and the new epoch starts at
+ * the moment RESUME arrived. QMP is JSON, one message per line; what it says
+ * is parsed with the bounded reader, though QEMU is the host's own process.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "collect.h"
+#include "json.h"
+
+#define QMP_LINE_MAX	(64u << 10)
+
+struct qmp {
+	struct guest *g;
+	int fd;
+	char buf[QMP_LINE_MAX];
+	size_t have;
+};
+
+static void qmp_line(struct qmp *q, const char *line, size_t len)
+{
+	const struct json_value *ev;
+	struct json_doc *doc;
+	const char *name;
+
+	doc = json_parse(line, len, NULL, NULL);
+	if (!doc)
+		return;
+	ev = json_get(json_root(doc), "event");
+	name = ev ? json_string(ev) : NULL;
+	if (name && !strcmp(name, "RESUME")) {
+		q->g->resume_tsc = sync_host_tsc();
+		q->g->resync = true;
+		log_info("guest %s: QEMU resumed it: syncing its clock again", q->g->name);
+	} else if (name && !strcmp(name, "STOP")) {
+		log_info("guest %s: QEMU stopped it", q->g->name);
+	}
+	json_free(doc);
+}
+
+static bool qmp_readable(void *arg, int revents)
+{
+	struct qmp *q = arg;
+
+	for (;;) {
+		ssize_t n = read(q->fd, q->buf + q->have, sizeof(q->buf) - q->have);
+		char *nl;
+
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return true;
+		if (n <= 0) {
+			log_warn("guest %s: the QMP socket closed", q->g->name);
+			return false;
+		}
+		q->have += n;
+		while ((nl = memchr(q->buf, '\n', q->have))) {
+			size_t len = nl - q->buf + 1;
+
+			qmp_line(q, q->buf, len);
+			memmove(q->buf, q->buf + len, q->have - len);
+			q->have -= len;
+		}
+		if (q->have == sizeof(q->buf))
+			q->have = 0;	/* a line longer than any QMP event: drop it */
+	}
+}
+
+/**
+ * qmp_attach() - follow a guest's QMP socket for STOP and RESUME
+ * @g: the guest, with @g->qmp_path set
+ * @e: the engine that will watch the socket
+ *
+ * Return: 0 or -errno (the recording goes on without it).
+ */
+int qmp_attach(struct guest *g, struct engine *e)
+{
+	static const char hello[] = "{\"execute\":\"qmp_capabilities\"}\n";
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct qmp *q;
+	int ret;
+
+	if (strlen(g->qmp_path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, g->qmp_path);
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	q->g = g;
+	q->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (q->fd < 0 || connect(q->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		ret = -errno;
+		goto err;
+	}
+	/* The greeting is answered with capabilities; events follow. */
+	if (write(q->fd, hello, sizeof(hello) - 1) != (ssize_t)sizeof(hello) - 1) {
+		ret = -EIO;
+		goto err;
+	}
+	ret = engine_add_ctl(e, q->fd, qmp_readable, q);
+	if (ret < 0)
+		goto err;
+	g->qmp = q;
+	return 0;
+err:
+	if (q->fd >= 0)
+		close(q->fd);
+	free(q);
+	log_warn("guest %s: cannot follow QMP at %s: %s", g->name, g->qmp_path, strerror(-ret));
+	return ret;
+}
+
+/**
+ * qmp_detach() - close a guest's QMP connection
+ * @g: the guest
+ */
+void qmp_detach(struct guest *g)
+{
+	struct qmp *q = g->qmp;
+
+	if (!q)
+		return;
+	close(q->fd);
+	free(q);
+	g->qmp = NULL;
+}
