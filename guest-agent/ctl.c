@@ -412,6 +412,7 @@ static void sync_burst(struct agent *a, uint32_t cpu)
 				continue;
 			}
 			if (msg.type == VT_PROTO_SYNC_END) {
+				mark(a, false, msg.type, msg.seq);
 				reply_ok(a, msg.seq);
 				goto out;
 			}

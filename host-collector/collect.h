@@ -138,7 +138,8 @@ struct guest {
 	char qmp_path[4096];		/* --qmp: follow STOP/RESUME */
 	struct qmp *qmp;
 	bool resync;			/* RESUME seen: sync again now */
-	uint64_t resume_tsc;		/* host TSC when RESUME arrived */
+	uint64_t stop_tsc;		/* host TSC when QEMU stopped it (QMP STOP) */
+	uint64_t resume_tsc;		/* host TSC when QEMU resumed it (QMP RESUME) */
 	uint32_t vcpu_tids[COLLECT_MAX_CPUS];
 	unsigned int nr_vcpu_tids;
 	/* control port */
@@ -258,7 +259,7 @@ uint64_t sync_host_tsc(void);
 
 /* qmp.c */
 struct qmp;
-int qmp_attach(struct guest *g, struct engine *e);
+int qmp_attach(struct guest *g, struct engine *e, uint64_t tsc_khz);
 void qmp_detach(struct guest *g);
 
 /* hostrec.c */

@@ -556,7 +556,7 @@ static int record(int argc, char **argv)
 		if (session_setup(g, e, &o) < 0)
 			continue;
 		if (g->qmp_path[0])
-			qmp_attach(g, e);
+			qmp_attach(g, e, tsc.khz);
 		sync_guest(g, e, &o, "start");
 		ready++;
 	}

@@ -253,9 +253,9 @@ static void load_sync(struct trace_sum *t, const char *dir)
 			continue;
 		}
 		if (sscanf(line, "epoch cpu=%u from=%" SCNu64 " offset=%" SCNd64 " ratio=%" SCNu64
-			   " frac=%u source=%d flags=%u error=%" SCNu64, &cpu, &ep.host_from,
-			   &ep.map.offset, &ep.map.ratio, &ep.map.frac_bits, &source, &ep.flags,
-			   &ep.error) != 8 || cpu >= t->nr_cpus || cpu >= COLLECT_MAX_CPUS ||
+			   " frac=%u source=%d flags=%u error=%" SCNu64 " min_rtt=%" SCNu64, &cpu,
+			   &ep.host_from, &ep.map.offset, &ep.map.ratio, &ep.map.frac_bits, &source,
+			   &ep.flags, &ep.error, &ep.min_rtt) < 8 || cpu >= t->nr_cpus || cpu >= COLLECT_MAX_CPUS ||
 		    !vt_tsc_map_valid(&ep.map))
 			continue;
 		ep.source = source;
@@ -582,11 +582,12 @@ static void json_trace(FILE *f, const struct run *r, const struct trace_sum *t)
 				fprintf(f, "%s\n          { \"cpu\": %u, \"host_tsc_from\": %" PRIu64
 					", \"offset\": %" PRId64 ", \"ratio\": %" PRIu64
 					", \"frac_bits\": %u, \"source\": \"%s\", \"drift\": %s"
-					", \"bound_ns\": %.1f }", first ? "" : ",", i, ep->host_from,
+					", \"bound_ns\": %.1f, \"min_rtt_ns\": %.1f }",
+					first ? "" : ",", i, ep->host_from,
 					ep->map.offset, ep->map.ratio, ep->map.frac_bits,
 					vt_tsync_source_name(ep->source),
 					ep->flags & VT_TSYNC_EPOCH_DRIFT ? "true" : "false",
-					ticks_ns(r, ep->error));
+					ticks_ns(r, ep->error), ticks_ns(r, ep->min_rtt));
 				first = false;
 			}
 		}

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -21,10 +22,33 @@
 
 struct qmp {
 	struct guest *g;
+	uint64_t tsc_khz;
 	int fd;
 	char buf[QMP_LINE_MAX];
 	size_t have;
 };
+
+/*
+ * The host TSC when QEMU emitted an event. QMP stamps events with the wall
+ * clock in microseconds; reading the event can come much later (the
+ * collector may be in a probe burst), so the stamp, not the read, says when.
+ */
+static uint64_t event_tsc(const struct json_value *root, uint64_t tsc_khz)
+{
+	const struct json_value *ts = json_get(root, "timestamp");
+	uint64_t now_tsc = sync_host_tsc(), sec, usec;
+	struct timespec now;
+	int64_t ago_us;
+
+	if (!ts || json_u64(json_get(ts, "seconds"), &sec) < 0 ||
+	    json_u64(json_get(ts, "microseconds"), &usec) < 0 || !tsc_khz)
+		return now_tsc;
+	clock_gettime(CLOCK_REALTIME, &now);
+	ago_us = (int64_t)(now.tv_sec - sec) * 1000000 + now.tv_nsec / 1000 - (int64_t)usec;
+	if (ago_us < 0 || ago_us > 60 * 1000000LL)
+		return now_tsc;		/* clocks that disagree: trust the read */
+	return now_tsc - (uint64_t)ago_us * tsc_khz / 1000;
+}
 
 static void qmp_line(struct qmp *q, const char *line, size_t len)
 {
@@ -38,10 +62,11 @@ static void qmp_line(struct qmp *q, const char *line, size_t len)
 	ev = json_get(json_root(doc), "event");
 	name = ev ? json_string(ev) : NULL;
 	if (name && !strcmp(name, "RESUME")) {
-		q->g->resume_tsc = sync_host_tsc();
+		q->g->resume_tsc = event_tsc(json_root(doc), q->tsc_khz);
 		q->g->resync = true;
 		log_info("guest %s: QEMU resumed it: syncing its clock again", q->g->name);
 	} else if (name && !strcmp(name, "STOP")) {
+		q->g->stop_tsc = event_tsc(json_root(doc), q->tsc_khz);
 		log_info("guest %s: QEMU stopped it", q->g->name);
 	}
 	json_free(doc);
@@ -78,10 +103,11 @@ static bool qmp_readable(void *arg, int revents)
  * qmp_attach() - follow a guest's QMP socket for STOP and RESUME
  * @g: the guest, with @g->qmp_path set
  * @e: the engine that will watch the socket
+ * @tsc_khz: the host TSC rate, to place QMP's event stamps on the TSC
  *
  * Return: 0 or -errno (the recording goes on without it).
  */
-int qmp_attach(struct guest *g, struct engine *e)
+int qmp_attach(struct guest *g, struct engine *e, uint64_t tsc_khz)
 {
 	static const char hello[] = "{\"execute\":\"qmp_capabilities\"}\n";
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -95,6 +121,7 @@ int qmp_attach(struct guest *g, struct engine *e)
 	if (!q)
 		return -ENOMEM;
 	q->g = g;
+	q->tsc_khz = tsc_khz;
 	q->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (q->fd < 0 || connect(q->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		ret = -errno;

@@ -124,6 +124,7 @@ static int record_epoch(struct guest *g, unsigned int cpu, const struct vt_tsync
 			if (ep->error < last->error) {
 				last->map = ep->map;
 				last->error = ep->error;
+				last->min_rtt = ep->min_rtt;
 			}
 			return 0;
 		}
@@ -138,6 +139,7 @@ static int record_epoch(struct guest *g, unsigned int cpu, const struct vt_tsync
 static int probe_cpu(struct guest *g, struct engine *e, const struct collect_opts *o,
 		     unsigned int cpu)
 {
+	static const struct vt_tsync_est_opts no_drift = { .no_drift = true };
 	struct vt_proto_sync b = { .cpu = cpu, .probe = o->sync_probes };
 	struct vt_tsync_estimate est[8];
 	unsigned int n = o->sync_probes, got = 0, k;
@@ -169,7 +171,15 @@ static int probe_cpu(struct guest *g, struct engine *e, const struct collect_opt
 						     session_next_seq(g), &b), "ending a clock sync burst");
 	if (ret < 0)
 		goto out;
-	ret = vt_tsync_estimate_split(smp, got, NULL, est, 8, &nr_est);
+	/*
+	 * A constant offset first: when every probe allows one, the bound is
+	 * half the intersection, as wide as the data say and no wider. Only
+	 * probes no constant offset fits get a drift (or a split into epochs).
+	 */
+	ret = vt_tsync_estimate(smp, got, &no_drift, &est[0]);
+	nr_est = 1;
+	if (ret < 0)
+		ret = vt_tsync_estimate_split(smp, got, NULL, est, 8, &nr_est);
 	if (ret < 0) {
 		log_warn("guest %s: vCPU %u: the probes give no usable clock estimate (%s)", g->name,
 			 cpu, strerror(-ret));
@@ -182,9 +192,6 @@ static int probe_cpu(struct guest *g, struct engine *e, const struct collect_opt
 		ret = vt_tsync_estimate_epoch(&est[i], &ep);
 		if (ret < 0)
 			goto out;
-		/* After a QEMU cont the new offset holds from the moment it resumed. */
-		if (g->resume_tsc && i == 0 && ep.host_from > g->resume_tsc)
-			ep.host_from = g->resume_tsc;
 		if (g->sync.min_rtt[cpu] == 0 || est[i].min_rtt < g->sync.min_rtt[cpu])
 			g->sync.min_rtt[cpu] = est[i].min_rtt;
 		g->sync.samples[cpu] += est[i].used;
@@ -234,9 +241,9 @@ int spool_save_sync(const struct guest *g)
 
 			n += snprintf(buf + n, size - n,
 				      "epoch cpu=%u from=%" PRIu64 " offset=%" PRId64 " ratio=%" PRIu64
-				      " frac=%u source=%d flags=%u error=%" PRIu64 "\n",
+				      " frac=%u source=%d flags=%u error=%" PRIu64 " min_rtt=%" PRIu64 "\n",
 				      cpu, ep->host_from, ep->map.offset, ep->map.ratio,
-				      ep->map.frac_bits, (int)ep->source, ep->flags, ep->error);
+				      ep->map.frac_bits, (int)ep->source, ep->flags, ep->error, ep->min_rtt);
 		}
 	}
 	ret = spool_write_file(g->spool, "sync", buf, n);
@@ -297,6 +304,31 @@ static int sync_kvm(struct guest *g, const struct collect_opts *o)
 	}
 	set_method(g, "kvm", "KVM debugfs %s (exact)", vmdir);
 	return nr ? 0 : -ENOENT;
+}
+
+/*
+ * After QEMU resumed a guest, every vCPU's new offset holds from the moment
+ * it resumed, not from whenever its probes happened to run: a periodic burst
+ * that straddled the stop may have opened the new epoch while the guest was
+ * frozen, and the resume burst of another vCPU only after it ran again. The
+ * first epoch opened since the stop is moved to the resume.
+ */
+static void align_to_resume(struct guest *g)
+{
+	uint64_t since = g->stop_tsc && g->stop_tsc < g->resume_tsc ? g->stop_tsc : g->resume_tsc;
+	unsigned int cpu, i;
+
+	for (cpu = 0; cpu < g->nr_cpus && cpu < COLLECT_MAX_CPUS; cpu++) {
+		struct vt_tsync_cpu *c = &g->sync.cpus[cpu];
+
+		for (i = 1; i < c->nr; i++) {
+			if (c->epochs[i].host_from < since)
+				continue;
+			if (c->epochs[i - 1].host_from < g->resume_tsc)
+				c->epochs[i].host_from = g->resume_tsc;
+			break;
+		}
+	}
 }
 
 /**
@@ -363,7 +395,10 @@ int sync_guest(struct guest *g, struct engine *e, const struct collect_opts *o, 
 			return ret;
 	}
 	log_debug("guest %s: clock sync at %s done", g->name, when);
-	g->resume_tsc = 0;
+	if (!strcmp(when, "resume")) {
+		align_to_resume(g);
+		g->resume_tsc = g->stop_tsc = 0;
+	}
 	return spool_save_sync(g);
 }
 

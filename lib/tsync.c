@@ -875,6 +875,7 @@ int vt_tsync_estimate_epoch(const struct vt_tsync_estimate *e, struct vt_tsync_e
 	ep->host_from = e->host_from;
 	ep->source = VT_TSYNC_SRC_PROBE;
 	ep->error = e->bound;
+	ep->min_rtt = e->min_rtt;
 	ep->map.ratio = 1;
 	ep->map.offset = e->offset;
 	if (!e->drift_fitted)

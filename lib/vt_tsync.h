@@ -71,6 +71,7 @@ struct vt_tsync_epoch {
 	enum vt_tsync_source source;
 	uint32_t flags;
 	uint64_t error;
+	uint64_t min_rtt;	/* probes: the smallest round trip behind @error, else 0 */
 };
 
 #define VT_TSYNC_MAX_EPOCHS	4096u
