@@ -486,7 +486,7 @@ static int record(int argc, char **argv)
 	char spool[4200];
 	struct sync_tsc tsc;
 	struct engine *e;
-	double t0, last_status, last_sync, stop_at;
+	double t0, last_status, last_sync, last_kvm, stop_at;
 	pid_t child = 0;
 	sigset_t mask;
 	size_t n = 0;
@@ -579,7 +579,7 @@ static int record(int argc, char **argv)
 		}
 	}
 
-	t0 = last_status = last_sync = now_s();
+	t0 = last_status = last_sync = last_kvm = now_s();
 	stop_at = o.duration ? t0 + o.duration : 0;
 	for (;;) {
 		double now = now_s();
@@ -608,6 +608,13 @@ static int record(int argc, char **argv)
 				gs[i]->resync = false;
 				sync_guest(gs[i], e, &o, "resume");
 			}
+		}
+		/* KVM's offsets cost a file read: re-read them every second anyway. */
+		if (now - last_kvm >= 1.0) {
+			for (i = 0; i < nr; i++)
+				if (gs[i]->state == G_RUNNING && !strcmp(gs[i]->sync.method, "kvm"))
+					sync_guest(gs[i], e, &o, "interval");
+			last_kvm = now;
 		}
 		if (o.sync_interval > 0 && now - last_sync >= o.sync_interval) {
 			for (i = 0; i < nr; i++)

@@ -146,4 +146,24 @@ grep -E "error: .*--sync kvm.*pid $NOPID( |$)" "$WORK/rec2.log" >/dev/null ||
 trace-cmd dump --options "$out2/guest-kvm.dat" >"$WORK/options2.txt" 2>&1 || fail "trace-cmd dump --options (no-VM pid)"
 grep -Eq '^[1-9][0-9]* \[samples count for CPU|offset \* scaling' "$WORK/options2.txt" &&
 	{ show "$WORK/options2.txt"; fail "no-VM pid: the guest file has TIME_SHIFT samples"; }
+
+# ---- 3: KVM changes the offset mid-trace (a guest TSC write, a migration):
+# the collector re-reads debugfs every second and opens a new epoch ----
+p3=$WORK/ports3 out3=$WORK/out3
+mkdir -p "$p3"
+for v in 0 1 3; do echo "$OFF" >"$vm/vcpu$v/tsc-offset"; done
+fake kvm --fifo "$p3" --fixture "$DATA/cap-guest" --retime --tsc-offset "$OFF"
+c=$FAKE_PID
+NEW=$((OFF - 123456789))
+(sleep 1.5; for v in 0 1 3; do echo "$NEW" >"$vm/vcpu$v/tsc-offset"; done) &
+track $!
+collect rec3 --chardev-dir "$p3" --name kvm --qemu-pid $PID --debugfs "$dbg" --sync kvm \
+	-o "$out3" --duration 4
+fake_end $c
+[ $RC = 0 ] || { show "$WORK/rec3.log"; fail "offset change: collector exited $RC, want 0"; }
+for cpu in 0 1; do
+	offs=$(guest_json "$out3" kvm "[.sync.epochs[] | select(.cpu == $cpu) | .offset] | join(\" \")")
+	[ "$offs" = "$OFF $NEW" ] ||
+		fail "offset change: cpu$cpu epochs have offsets '$offs', want '$OFF $NEW'"
+done
 echo "PASS"
