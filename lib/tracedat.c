@@ -161,26 +161,6 @@ static void db_free(struct dbuf *b)
 
 /* --- Output --- */
 
-static int td_write(struct vt_tracedat *w, const void *data, size_t len)
-{
-	const uint8_t *p = data;
-	ssize_t n;
-
-	while (len) {
-		n = write(w->fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return -EIO;
-		p += n;
-		len -= n;
-		w->pos += n;
-	}
-	return 0;
-}
-
 static int td_pwrite(struct vt_tracedat *w, const void *data, size_t len, uint64_t off)
 {
 	const uint8_t *p = data;
@@ -199,6 +179,16 @@ static int td_pwrite(struct vt_tracedat *w, const void *data, size_t len, uint64
 		off += n;
 	}
 	return 0;
+}
+
+/* Appends at w->pos: the file is written only by position, never by its offset. */
+static int td_write(struct vt_tracedat *w, const void *data, size_t len)
+{
+	int ret = td_pwrite(w, data, len, w->pos);
+
+	if (ret == 0)
+		w->pos += len;
+	return ret;
 }
 
 static int td_pwrite64(struct vt_tracedat *w, uint64_t v, uint64_t off)
@@ -1122,7 +1112,7 @@ static int td_init(struct vt_tracedat *w, const struct vt_meta *m,
 
 /**
  * vt_tracedat_create() - start a trace.dat file
- * @fd: an empty file open for writing, at offset 0; it must allow pwrite()
+ * @fd: an empty file open for writing that allows pwrite(); it is written by position, from 0
  * @meta: the metadata bundle (copied as needed; may be freed afterwards)
  * @opts: version, compression, trace id, flags; NULL for v7 + zstd
  *
