@@ -84,3 +84,47 @@ vt_agent_wait_off() {
     fi
     vt_guest_wait
 }
+
+# vt_collect_image WORK NAME: the image the collector e2e tests boot: the agent runs as a
+# daemon that leaves after the collector's BYE and vt-e2e-guest serves the vt-test port;
+# then the guest checks the agent's exit status and that its instance is gone. Sets VT_IMAGE.
+vt_collect_image() {
+    cat >"$1/agent-run" <<'SH'
+#!/bin/sh
+trace-agent --quiet --once &
+agent=$!
+vt-e2e-guest --agent-pid "$agent"
+rc=$?
+wait "$agent"
+arc=$?
+echo "E2E: vt-e2e-guest rc=$rc, trace-agent exit status $arc after BYE"
+[ -d /sys/kernel/tracing/instances/virtio-trace ] && { echo "E2E: FAIL instance left"; rc=1; }
+[ "$arc" = 0 ] || rc=1
+exit $rc
+SH
+    vt_agent_image "$1" "$1/agent-run" "$2"
+}
+
+# vt_collect_ports COLLECT PORTS: the guest's 2-vCPU ports as a user makes them, with
+# `COLLECT setup` (pipe backend), plus the vt-test port. Sets SETUP_ARGS to the QEMU
+# arguments for all of them.
+vt_collect_ports() {
+    "$1" setup --vcpus 2 --backend pipe --dir "$2" --name e2e --create >"$2.args" ||
+        { echo "FAIL: setup exited $?"; return 1; }
+    eval "SETUP_ARGS=($(cat "$2.args"))"
+    mkfifo "$2/vt-test.in" "$2/vt-test.out"
+    SETUP_ARGS+=(-chardev "pipe,id=vttest,path=$2/vt-test"
+                 -device "virtserialport,bus=vtser0.0,nr=30,chardev=vttest,name=vt-test")
+}
+
+# vt_test_say PORTS LINE SECS: send LINE to vt-e2e-guest on the vt-test port and set ANSWER
+# to its reply; returns 1 when none comes within SECS.
+vt_test_say() {
+    local rc=0
+    ANSWER=
+    exec 7<>"$1/vt-test.in" 8<>"$1/vt-test.out"
+    echo "$2" >&7
+    read -r -t "$3" ANSWER <&8 || rc=1
+    exec 7>&- 8<&-
+    return $rc
+}

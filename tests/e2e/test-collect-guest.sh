@@ -50,43 +50,25 @@ make -C "${VT_BUILDDIR:-$VT_REPO/build}" -s host-collector/virtio-trace-collect 
 
 # The guest half: the agent as a daemon that leaves after the collector's BYE, the workload
 # server until the host says quit, then the agent's exit status and the instance's removal.
-cat >"$WORK/agent-run" <<'SH'
-#!/bin/sh
-trace-agent --quiet --once &
-agent=$!
-vt-e2e-guest --agent-pid "$agent"
-rc=$?
-wait "$agent"
-arc=$?
-echo "E2E: vt-e2e-guest rc=$rc, trace-agent exit status $arc after BYE"
-[ -d /sys/kernel/tracing/instances/virtio-trace ] && { echo "E2E: FAIL instance left"; rc=1; }
-[ "$arc" = 0 ] || rc=1
-exit $rc
-SH
 t=$(vt_now)
-vt_agent_image "$WORK" "$WORK/agent-run" collect-guest; rc=$?
+vt_collect_image "$WORK" collect-guest; rc=$?
 [ $rc = 0 ] || exit $rc
 T_IMAGE=$(vt_secs "$t" "$(vt_now)")
 
 # The ports, as a user would make them.
 RUN=$WORK/run PORTS=$WORK/run/ports OUT=$WORK/out
 mkdir -p "$RUN"
-"$COLLECT" setup --vcpus 2 --backend pipe --dir "$PORTS" --name e2e --create >"$WORK/ports.args" ||
-    { echo "$ME: FAIL: setup exited $?"; exit 1; }
-eval "SETUP_ARGS=($(cat "$WORK/ports.args"))"
-mkfifo "$PORTS/vt-test.in" "$PORTS/vt-test.out"
+vt_collect_ports "$COLLECT" "$PORTS" || exit 1
 VT_RUNDIR=$RUN VT_SMP=2 VT_TCG_SINGLE=1 VT_PORTS=0 VT_GUEST_RUN=/etc/vt/agent-run
 VT_APPEND="vt.ports=4" VT_TIMEOUT=${VT_TIMEOUT:-180}
-VT_QEMU_EXTRA=("${SETUP_ARGS[@]}" -chardev "pipe,id=vttest,path=$PORTS/vt-test"
-               -device "virtserialport,bus=vtser0.0,nr=30,chardev=vttest,name=vt-test")
+VT_QEMU_EXTRA=("${SETUP_ARGS[@]}")
 t=$(vt_now)
 vt_guest_start || { echo "$ME: FAIL: QEMU did not start"; exit 1; }
-exec 7<>"$PORTS/vt-test.in" 8<>"$PORTS/vt-test.out"
-echo hello >&7
-if ! read -r -t 60 hello <&8; then
+if ! vt_test_say "$PORTS" hello 60; then
     tr -d '\r' <"$RUN/console.log" | tail -20
     echo "$ME: FAIL: vt-e2e-guest did not answer hello in 60 s"; exit 1
 fi
+hello=$ANSWER
 T_BOOT=$(vt_secs "$t" "$(vt_now)")
 echo "$ME: guest says: $hello (boot ${T_BOOT} s)"
 
@@ -101,7 +83,6 @@ sleep 1.2	# a quiet stretch: guest timer/sched events, and a probe burst inside 
 [[ \$answer == ok* ]]
 SH
 chmod +x "$WORK/flood"
-exec 7>&- 8<&-
 t=$(vt_now)
 timeout -k 5 150 "$COLLECT" record --chardev-dir "$PORTS" --name e2e -e sched -e irq -e timer \
     --host-events sched:sched_switch --sync-interval 0.5 -o "$OUT" --quiet -- "$WORK/flood" >"$WORK/record.log" 2>&1 &
@@ -114,10 +95,7 @@ echo "$ME: record exited $crc after ${T_REC} s; flood: $(cat "$WORK/flood.answer
 [ $crc = 0 ] || { sed 's/^/    | /' "$WORK/record.log"; bad "record exited $crc, want 0"; }
 
 # Let the guest go: vt-e2e-guest quits, the agent has had its BYE, /init powers off.
-exec 7<>"$PORTS/vt-test.in" 8<>"$PORTS/vt-test.out"
-echo quit >&7
-read -r -t 30 q <&8 || bad "vt-e2e-guest did not answer quit"
-exec 7>&- 8<&-
+vt_test_say "$PORTS" quit 30 || bad "vt-e2e-guest did not answer quit"
 vt_agent_wait_off 60 || fail=1
 T_RUN=$(vt_secs "$T0" "$(vt_now)")
 

@@ -61,48 +61,29 @@ else
     bad "virtio-trace-collect record has no --qmp option (stop/cont is still done, without it)"
 fi
 
-cat >"$WORK/agent-run" <<'SH'
-#!/bin/sh
-trace-agent --quiet --once &
-agent=$!
-vt-e2e-guest --agent-pid "$agent"
-rc=$?
-wait "$agent"
-arc=$?
-echo "E2E: vt-e2e-guest rc=$rc, trace-agent exit status $arc after BYE"
-[ -d /sys/kernel/tracing/instances/virtio-trace ] && { echo "E2E: FAIL instance left"; rc=1; }
-[ "$arc" = 0 ] || rc=1
-exit $rc
-SH
 t=$(vt_now)
-vt_agent_image "$WORK" "$WORK/agent-run" sync-guest; rc=$?
+vt_collect_image "$WORK" sync-guest; rc=$?
 [ $rc = 0 ] || exit $rc
 T_IMAGE=$(vt_secs "$t" "$(vt_now)")
 
 RUN=$WORK/run PORTS=$WORK/run/ports OUT=$WORK/out
 mkdir -p "$RUN"
-"$COLLECT" setup --vcpus 2 --backend pipe --dir "$PORTS" --name e2e --create >"$WORK/ports.args" ||
-    { echo "$ME: FAIL: setup exited $?"; exit 1; }
-eval "SETUP_ARGS=($(cat "$WORK/ports.args"))"
-mkfifo "$PORTS/vt-test.in" "$PORTS/vt-test.out" "$RUN/hmp.in" "$RUN/hmp.out"
+vt_collect_ports "$COLLECT" "$PORTS" || exit 1
+mkfifo "$RUN/hmp.in" "$RUN/hmp.out"
 # The test's own monitor: HMP on a pipe chardev, drained into hmp.log. lib.sh gives QEMU
 # -qmp unix:RUN/qmp.sock,server=on,wait=off, which is the collector's.
 cat <"$RUN/hmp.out" >"$WORK/hmp.log" 2>/dev/null &
 HMP_PID=$!
 VT_RUNDIR=$RUN VT_SMP=2 VT_TCG_SINGLE=1 VT_PORTS=0 VT_GUEST_RUN=/etc/vt/agent-run
 VT_APPEND="vt.ports=4" VT_TIMEOUT=${VT_TIMEOUT:-180}
-VT_QEMU_EXTRA=("${SETUP_ARGS[@]}" -chardev "pipe,id=vttest,path=$PORTS/vt-test"
-               -device "virtserialport,bus=vtser0.0,nr=30,chardev=vttest,name=vt-test"
-               -chardev "pipe,id=hmp,path=$RUN/hmp" -mon "chardev=hmp,mode=readline")
+VT_QEMU_EXTRA=("${SETUP_ARGS[@]}" -chardev "pipe,id=hmp,path=$RUN/hmp" -mon "chardev=hmp,mode=readline")
 t=$(vt_now)
 vt_guest_start || { echo "$ME: FAIL: QEMU did not start"; exit 1; }
-exec 7<>"$PORTS/vt-test.in" 8<>"$PORTS/vt-test.out"
-echo hello >&7
-if ! read -r -t 60 hello <&8; then
+if ! vt_test_say "$PORTS" hello 60; then
     tr -d '\r' <"$RUN/console.log" | tail -20
     echo "$ME: FAIL: vt-e2e-guest did not answer hello in 60 s"; exit 1
 fi
-exec 7>&- 8<&-
+hello=$ANSWER
 T_BOOT=$(vt_secs "$t" "$(vt_now)")
 echo "$ME: guest says: $hello (boot ${T_BOOT} s)"
 
@@ -158,10 +139,7 @@ else
 fi
 
 # Let the guest go: vt-e2e-guest quits, the agent has had its BYE, /init powers off.
-exec 7<>"$PORTS/vt-test.in" 8<>"$PORTS/vt-test.out"
-echo quit >&7
-read -r -t 30 q <&8 || bad "vt-e2e-guest did not answer quit"
-exec 7>&- 8<&-
+vt_test_say "$PORTS" quit 30 || bad "vt-e2e-guest did not answer quit"
 vt_agent_wait_off 60 || fail=1
 T_RUN=$(vt_secs "$T0" "$(vt_now)")
 
