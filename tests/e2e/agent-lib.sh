@@ -105,11 +105,11 @@ SH
     vt_agent_image "$1" "$1/agent-run" "$2"
 }
 
-# vt_collect_ports COLLECT PORTS: the guest's 2-vCPU ports as a user makes them, with
-# `COLLECT setup` (pipe backend), plus the vt-test port. Sets SETUP_ARGS to the QEMU
-# arguments for all of them.
+# vt_collect_ports COLLECT PORTS [BACKEND]: the guest's ports (VT_SMP vCPUs, default 2) as a
+# user makes them, with `COLLECT setup` (BACKEND: pipe, the default, or unix), plus the vt-test
+# port (always a pipe). Sets SETUP_ARGS to the QEMU arguments for all of them.
 vt_collect_ports() {
-    "$1" setup --vcpus 2 --backend pipe --dir "$2" --name e2e --create >"$2.args" ||
+    "$1" setup --vcpus "${VT_SMP:-2}" --backend "${3:-pipe}" --dir "$2" --name e2e --create >"$2.args" ||
         { echo "FAIL: setup exited $?"; return 1; }
     eval "SETUP_ARGS=($(cat "$2.args"))"
     mkfifo "$2/vt-test.in" "$2/vt-test.out"

@@ -20,115 +20,35 @@ set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$HERE/lib.sh"
 . "$HERE/agent-lib.sh"
+. "$HERE/scenario-lib.sh"
 VT_LOG_PREFIX=test-collect-guest
 ME=test-collect-guest
 N=${VT_E2E_MARKERS:-2000}
 
-for t in qemu-system-x86_64 busybox cpio depmod timeout strip trace-cmd jq; do
-    command -v "$t" >/dev/null || { echo "$ME: SKIP: $t not found"; exit 77; }
-done
+scn_begin
+scn_ports pipe
+VT_TCG_SINGLE=1
+scn_boot
 
-T0=$(vt_now)
-WORK=$(mktemp -d /tmp/vt-test-collect-guest.XXXXXX)
-KEEP=${VT_KEEP:-0}
-COLLECT_PID=
-cleanup() {
-    [ -n "$COLLECT_PID" ] && kill -TERM "$COLLECT_PID" 2>/dev/null && wait "$COLLECT_PID" 2>/dev/null
-    vt_guest_stop 2>/dev/null
-    if [ "$KEEP" = 1 ]; then echo "$ME: kept $WORK"; else rm -rf "$WORK"; fi
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
-fail=0
-bad() { echo "$ME: FAIL: $*"; fail=1; }
-
-vt_agent_build; rc=$?
-[ $rc = 0 ] || exit $rc
-COLLECT=${VT_BUILDDIR:-$VT_REPO/build}/host-collector/virtio-trace-collect
-make -C "${VT_BUILDDIR:-$VT_REPO/build}" -s host-collector/virtio-trace-collect >&2 ||
-    { echo "$ME: FAIL: cannot build virtio-trace-collect"; exit 1; }
-
-# The guest half: the agent as a daemon that leaves after the collector's BYE, the workload
-# server until the host says quit, then the agent's exit status and the instance's removal.
-t=$(vt_now)
-vt_collect_image "$WORK" collect-guest; rc=$?
-[ $rc = 0 ] || exit $rc
-T_IMAGE=$(vt_secs "$t" "$(vt_now)")
-
-# The ports, as a user would make them.
-RUN=$WORK/run PORTS=$WORK/run/ports OUT=$WORK/out
-mkdir -p "$RUN"
-vt_collect_ports "$COLLECT" "$PORTS" || exit 1
-VT_RUNDIR=$RUN VT_SMP=2 VT_TCG_SINGLE=1 VT_PORTS=0 VT_GUEST_RUN=/etc/vt/agent-run
-VT_APPEND="vt.ports=4" VT_TIMEOUT=${VT_TIMEOUT:-180}
-VT_QEMU_EXTRA=("${SETUP_ARGS[@]}")
-t=$(vt_now)
-vt_guest_start || { echo "$ME: FAIL: QEMU did not start"; exit 1; }
-if ! vt_test_say "$PORTS" hello 60; then
-    tr -d '\r' <"$RUN/console.log" | tail -20
-    echo "$ME: FAIL: vt-e2e-guest did not answer hello in 60 s"; exit 1
-fi
-hello=$ANSWER
-T_BOOT=$(vt_secs "$t" "$(vt_now)")
-echo "$ME: guest says: $hello (boot ${T_BOOT} s)"
-
-# The workload runs as record's COMMAND: it starts after START and its end stops the recording.
-cat >"$WORK/flood" <<SH
-#!/bin/bash
-exec 7<>"$PORTS/vt-test.in" 8<>"$PORTS/vt-test.out"
-echo "flood vt-e2e $N 0 64" >&7
-read -r -t 120 answer <&8 || answer="no answer"
-echo "\$answer" >"$WORK/flood.answer"
-sleep 1.2	# a quiet stretch: guest timer/sched events, and a probe burst inside the window
-[[ \$answer == ok* ]]
-SH
-chmod +x "$WORK/flood"
-t=$(vt_now)
-timeout -k 5 150 "$COLLECT" record --chardev-dir "$PORTS" --name e2e -e sched -e irq -e timer \
-    --host-events sched:sched_switch --sync-interval 0.5 -o "$OUT" --quiet -- "$WORK/flood" >"$WORK/record.log" 2>&1 &
-COLLECT_PID=$!
-wait "$COLLECT_PID"
-crc=$?
-COLLECT_PID=
-T_REC=$(vt_secs "$t" "$(vt_now)")
-echo "$ME: record exited $crc after ${T_REC} s; flood: $(cat "$WORK/flood.answer" 2>/dev/null)"
-[ $crc = 0 ] || { sed 's/^/    | /' "$WORK/record.log"; bad "record exited $crc, want 0"; }
-
-# Let the guest go: vt-e2e-guest quits, the agent has had its BYE, /init powers off.
-vt_test_say "$PORTS" quit 30 || bad "vt-e2e-guest did not answer quit"
-vt_agent_wait_off 60 || fail=1
-T_RUN=$(vt_secs "$T0" "$(vt_now)")
-
-echo "  guest console:"
-tr -d '\r' <"$RUN/console.log" | grep -a -E '^(VT-INIT|E2E|trace-agent):' | sed 's/^/    /'
-vt_check_console "$RUN/console.log" || fail=1
-grep -aq 'E2E: vt-e2e-guest rc=0, trace-agent exit status 0 after BYE' "$RUN/console.log" ||
-    bad "the guest side did not end cleanly"
-
+# The workload runs as record's COMMAND: it starts after START and its end stops the recording;
+# then a quiet stretch: guest timer/sched events, and a probe burst inside the window.
+scn_script "$WORK/flood" "flood vt-e2e $N 0 64" "!sleep 1.2"
+scn_record --chardev-dir "$PORTS" --name e2e -e sched -e irq -e timer \
+    --host-events sched:sched_switch --sync-interval 0.5 -- "$WORK/flood"
+echo "$ME: flood: $(cat "$WORK/flood.answers" 2>/dev/null)"
+[ $CRC = 0 ] || { sed 's/^/    | /' "$WORK/record.log"; bad "record exited $CRC, want 0"; }
+scn_end
 [ -s "$OUT/manifest.json" ] && [ -s "$OUT/guest-e2e.dat" ] && [ -s "$OUT/host.dat" ] ||
-    { bad "record wrote no files"; echo "$ME: FAIL"; KEEP=1; exit 1; }
+    { bad "record wrote no files"; scn_result; }
 
-# The guest file alone: per-CPU events (report prints one line per event; [CCC] is the CPU).
-trace-cmd report -i "$OUT/guest-e2e.dat" >"$WORK/guest.txt" 2>"$WORK/guest.err" ||
-    bad "trace-cmd report of the guest file failed: $(head -3 "$WORK/guest.err")"
+# Per-CPU events: report = manifest = guest stats, nothing lost; exactly N markers per CPU.
+scn_counts e2e "0 1"
 trace-cmd report -i "$OUT/host.dat" -i "$OUT/guest-e2e.dat" >"$WORK/merged.txt" 2>"$WORK/merged.err" ||
     bad "merged trace-cmd report failed: $(head -3 "$WORK/merged.err")"
-M() { jq -r "$1" "$OUT/manifest.json"; }
 for cpu in 0 1; do
-    cnt=$(grep -cE "^ *.* \[00$cpu\] " "$WORK/guest.txt")
-    man=$(M ".guests[0].cpus[] | select(.cpu == $cpu) | .events")
-    rd=$(M ".guests[0].cpus[] | select(.cpu == $cpu) | .stats.read_events")
-    ov=$(M ".guests[0].cpus[] | select(.cpu == $cpu) | .stats.overrun + .stats.commit_overrun + .stats.dropped_events")
-    lip=$(M ".guests[0].cpus[] | select(.cpu == $cpu) | .lost_events_in_pages")
-    lost=$(M ".guests[0].lost_events.in_pages + .guests[0].lost_events.overrun")
     mk=$(grep -cE "\[00$cpu\] .*vt-e2e cpu$cpu " "$WORK/guest.txt")
     mkother=$(grep -E "vt-e2e cpu$cpu " "$WORK/guest.txt" | grep -cvE "\[00$cpu\] ")
-    echo "$ME: cpu$cpu: report $cnt events, manifest $man, guest stats read_events $rd overrun $ov," \
-         "lost $lost; markers $mk on cpu$cpu, $mkother elsewhere"
-    [ "$cnt" = "$man" ] || bad "cpu$cpu: report has $cnt events, manifest $man"
-    [ "$ov" = 0 ] && [ "$lost" = 0 ] || bad "cpu$cpu: overrun $ov, lost $lost (want 0)"
-    # What the guest's ring buffer says it handed out, less what the pages say was lost.
-    [ "$((rd - lip))" = "$man" ] || bad "cpu$cpu: guest read_events $rd - lost in pages $lip != recorded $man"
+    echo "$ME: cpu$cpu: markers $mk on cpu$cpu, $mkother elsewhere"
     [ "$mk" = "$N" ] && [ "$mkother" = 0 ] || bad "cpu$cpu: $mk markers on cpu$cpu and $mkother elsewhere, want $N and 0"
 done
 for ev in sched_switch sched_wakeup irq_handler_entry hrtimer_start; do
@@ -171,11 +91,5 @@ sed "s/^/$ME: /" "$WORK/causality.txt"
 read -r pairs inv < <(sed -n 's/^causality: [0-9]* marker lines, \([0-9]*\) tx\/rx pairs, \([0-9]*\) inversions.*/\1 \2/p' "$WORK/causality.txt")
 [ "${pairs:-0}" -ge 4 ] || bad "only ${pairs:-0} control message pairs in the merged report"
 [ "${inv:-1}" = 0 ] || bad "$inv causality inversions"
-echo "$ME: sync $(M '.guests[0].sync.method') bound $(M '.guests[0].sync.bound_ns') ns"
-
-echo "$ME: timings: image ${T_IMAGE} s, boot to vt-e2e-guest ${T_BOOT} s, record ${T_REC} s," \
-     "whole test ${T_RUN} s"
-if [ $fail = 0 ]; then echo "$ME: PASS"; exit 0; fi
-KEEP=1
-echo "$ME: FAIL"
-exit 1
+echo "$ME: sync $(scn_m '.guests[0].sync.method') bound $(scn_m '.guests[0].sync.bound_ns') ns"
+scn_result

@@ -16,6 +16,8 @@
  *   kill                        SIGTERM the agent, wait -> ok status=S cpu_us=U
  *                               (U: its CPU time, when spawned here)
  *   check                       -> ok instance=0|1 tracing_on=V
+ *   sh COMMAND...               run /bin/sh -c COMMAND (output to the console)
+ *                               -> ok rc=STATUS
  *   quit                        -> ok, exit 0
  *
  * Usage: vt-e2e-guest [--agent-pid PID] [--instance NAME] [--port NAME]
@@ -236,6 +238,26 @@ static void cmd_spawn(FILE *out, char *args)
 	fprintf(out, "ok pid=%d\n", (int)pid);
 }
 
+static void cmd_sh(FILE *out, char *args)
+{
+	int status = 0;
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0) {
+		fprintf(out, "err fork: %s\n", strerror(errno));
+		return;
+	}
+	if (pid == 0) {
+		execl("/bin/sh", "sh", "-c", args, (char *)NULL);
+		_exit(127);
+	}
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	fprintf(out, "ok rc=%d\n", WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+}
+
 static void cmd_kill(FILE *out)
 {
 	long long end = now_ns() + 10000000000ll;
@@ -357,6 +379,8 @@ int main(int argc, char **argv)
 			cmd_kill(out);
 		else if (strcmp(line, "check") == 0)
 			cmd_check(out);
+		else if (strcmp(line, "sh") == 0)
+			cmd_sh(out, args);
 		else if (strcmp(line, "quit") == 0) {
 			fprintf(out, "ok\n");
 			fclose(out);

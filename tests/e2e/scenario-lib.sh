@@ -1,0 +1,147 @@
+# shellcheck shell=bash
+# tests/e2e/scenario-lib.sh: the frame of the collector scenarios (test-collect-*.sh): one TCG
+# guest booted with the ports `virtio-trace-collect setup` prints, the static trace-agent as a
+# daemon and vt-e2e-guest on the extra port "vt-test" (see vt_collect_image in agent-lib.sh),
+# `virtio-trace-collect record` on the host, then exact checks of what it wrote.
+# Source lib.sh and agent-lib.sh first, set ME, then:
+#   scn_begin                         build, image, WORK; cleanup on exit
+#   scn_ports [pipe|unix]             setup-made ports in $PORTS; SETUP_ARGS (edit it before scn_boot)
+#   scn_boot                          start the guest (VT_* as in lib.sh) and wait for vt-e2e-guest
+#   scn_script FILE LINE...           FILE: a COMMAND for record that sends each LINE to vt-e2e-guest
+#                                     and fails unless every answer starts with "ok"; a LINE "!CMD"
+#                                     runs CMD on the host instead
+#   scn_record ARG...                 record -o $OUT --quiet ARG..., bounded; sets CRC
+#   scn_end                           quit vt-e2e-guest, wait for power-off, check the console
+#   scn_counts NAME CPUS [lossy]      per-CPU events: report = manifest = guest stats; no loss unless lossy
+#   scn_result                        print PASS/FAIL and exit
+# Every check failure goes through bad(), which prints "ME: FAIL: ..." and fails the test.
+
+SCN_COLLECT_PID=
+scn_cleanup() {
+    [ -n "$SCN_COLLECT_PID" ] && kill -TERM "$SCN_COLLECT_PID" 2>/dev/null && wait "$SCN_COLLECT_PID" 2>/dev/null
+    vt_guest_stop 2>/dev/null
+    if [ "${KEEP:-0}" = 1 ]; then echo "$ME: kept $WORK"; else rm -rf "$WORK"; fi
+}
+
+fail=0
+bad() { echo "$ME: FAIL: $*"; fail=1; }
+
+scn_begin() {
+    local t rc
+    for t in qemu-system-x86_64 busybox cpio depmod timeout strip trace-cmd jq; do
+        command -v "$t" >/dev/null || { echo "$ME: SKIP: $t not found"; exit 77; }
+    done
+    T0=$(vt_now)
+    WORK=$(mktemp -d "/tmp/vt-$ME.XXXXXX")
+    KEEP=${VT_KEEP:-0}
+    trap scn_cleanup EXIT
+    trap 'exit 1' INT TERM HUP
+    vt_agent_build; rc=$?
+    [ $rc = 0 ] || exit $rc
+    COLLECT=${VT_BUILDDIR:-$VT_REPO/build}/host-collector/virtio-trace-collect
+    make -C "${VT_BUILDDIR:-$VT_REPO/build}" -s host-collector/virtio-trace-collect >&2 ||
+        { echo "$ME: FAIL: cannot build virtio-trace-collect"; exit 1; }
+    t=$(vt_now)
+    vt_collect_image "$WORK" collect-guest; rc=$?
+    [ $rc = 0 ] || exit $rc
+    T_IMAGE=$(vt_secs "$t" "$(vt_now)")
+    RUN=$WORK/run PORTS=$WORK/run/ports OUT=$WORK/out
+    mkdir -p "$RUN"
+}
+
+scn_ports() {
+    vt_collect_ports "$COLLECT" "$PORTS" "${1:-pipe}" || exit 1
+}
+
+scn_boot() {
+    local t
+    VT_RUNDIR=$RUN VT_SMP=${VT_SMP:-2} VT_PORTS=0 VT_GUEST_RUN=/etc/vt/agent-run
+    VT_APPEND="vt.ports=$((VT_SMP + 2)) ${VT_APPEND:-}" VT_TIMEOUT=${VT_TIMEOUT:-180}
+    VT_QEMU_EXTRA=("${SETUP_ARGS[@]}" "${SCN_QEMU_EXTRA[@]+"${SCN_QEMU_EXTRA[@]}"}")
+    t=$(vt_now)
+    vt_guest_start || { echo "$ME: FAIL: QEMU did not start"; exit 1; }
+    if ! vt_test_say "$PORTS" hello 60; then
+        tr -d '\r' <"$RUN/console.log" | tail -20
+        echo "$ME: FAIL: vt-e2e-guest did not answer hello in 60 s"; exit 1
+    fi
+    T_BOOT=$(vt_secs "$t" "$(vt_now)")
+    echo "$ME: guest says: $ANSWER (boot ${T_BOOT} s)"
+}
+
+scn_script() {
+    local f=$1 line
+    shift
+    {
+        echo '#!/bin/bash'
+        echo "exec 7<>'$PORTS/vt-test.in' 8<>'$PORTS/vt-test.out'"
+        echo 'rc=0'
+        for line in "$@"; do
+            [ "${line#!}" = "$line" ] || { echo "${line#!}"; continue; }
+            printf 'echo %q >&7\n' "$line"
+            echo 'read -r -t 120 answer <&8 || answer="no answer"'
+            printf 'echo %q" -> $answer" >>%q\n' "$line" "$f.answers"
+            echo '[[ $answer == ok* ]] || rc=1'
+        done
+        echo 'exit $rc'
+    } >"$f"
+    chmod +x "$f"
+}
+
+scn_record() {
+    local t
+    t=$(vt_now)
+    timeout -k 5 "${SCN_RECORD_TIMEOUT:-150}" "$COLLECT" record -o "$OUT" --quiet "$@" >"$WORK/record.log" 2>&1 &
+    SCN_COLLECT_PID=$!
+    [ -z "${SCN_AFTER_START:-}" ] || "$SCN_AFTER_START"
+    wait "$SCN_COLLECT_PID"
+    CRC=$?
+    SCN_COLLECT_PID=
+    T_REC=$(vt_secs "$t" "$(vt_now)")
+    echo "$ME: record exited $CRC after ${T_REC} s"
+}
+
+scn_end() {
+    vt_test_say "$PORTS" quit 30 || bad "vt-e2e-guest did not answer quit"
+    vt_agent_wait_off 60 || fail=1
+    T_RUN=$(vt_secs "$T0" "$(vt_now)")
+    echo "  guest console:"
+    tr -d '\r' <"$RUN/console.log" | grep -a -E '^(VT-INIT|E2E|trace-agent):' | sed 's/^/    /'
+    vt_check_console "$RUN/console.log" || fail=1
+    grep -aq 'E2E: vt-e2e-guest rc=0, trace-agent exit status 0 after BYE' "$RUN/console.log" ||
+        bad "the guest side did not end cleanly"
+}
+
+# scn_counts NAME CPUS [lossy]: WORK/guest.txt is `trace-cmd report` of OUT/guest-NAME.dat. Per CPU
+# in CPUS: the report's events = the manifest's = the events the guest's ring buffer handed out
+# (stats read_events). Without "lossy": nothing lost or overrun anywhere.
+scn_counts() {
+    local name=$1 cpus=$2 mode=${3:-exact} cpu cnt man rd ov lip
+    [ -s "$OUT/manifest.json" ] && [ -s "$OUT/guest-$name.dat" ] ||
+        { bad "record wrote no guest-$name.dat or manifest"; return 1; }
+    trace-cmd report -i "$OUT/guest-$name.dat" >"$WORK/guest.txt" 2>"$WORK/guest.err" ||
+        bad "trace-cmd report of guest-$name.dat failed: $(head -3 "$WORK/guest.err")"
+    for cpu in $cpus; do
+        cnt=$(grep -cE "^ *.* \[$(printf %03d "$cpu")\] " "$WORK/guest.txt")
+        man=$(scn_m ".guests[0].cpus[] | select(.cpu == $cpu) | .events")
+        rd=$(scn_m ".guests[0].cpus[] | select(.cpu == $cpu) | .stats.read_events")
+        ov=$(scn_m ".guests[0].cpus[] | select(.cpu == $cpu) | .stats.overrun + .stats.commit_overrun + .stats.dropped_events")
+        lip=$(scn_m ".guests[0].cpus[] | select(.cpu == $cpu) | .lost_events_in_pages")
+        echo "$ME: cpu$cpu: report $cnt events, manifest $man, guest read_events $rd," \
+             "overrun $ov, lost in pages $lip"
+        [ "$cnt" = "$man" ] || bad "cpu$cpu: report has $cnt events, manifest $man"
+        [ "$rd" = "$man" ] || bad "cpu$cpu: the guest handed out $rd events, the host recorded $man"
+        if [ "$mode" != lossy ]; then
+            [ "$ov" = 0 ] && [ "$lip" = 0 ] || bad "cpu$cpu: overrun $ov, lost in pages $lip (want 0)"
+        fi
+    done
+}
+
+scn_m() { jq -r "$1" "$OUT/manifest.json"; }
+
+scn_result() {
+    echo "$ME: timings: image ${T_IMAGE:-?} s, boot ${T_BOOT:-?} s, record ${T_REC:-?} s, whole test ${T_RUN:-?} s"
+    if [ "$fail" = 0 ]; then echo "$ME: PASS"; exit 0; fi
+    KEEP=1
+    echo "$ME: FAIL"
+    exit 1
+}
