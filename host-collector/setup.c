@@ -29,6 +29,7 @@
 struct setup_opts {
 	unsigned int vcpus;
 	bool unix_backend;
+	bool qemu_connects;	/* unix-connect: QEMU connects, record --listen listens */
 	bool libvirt;
 	bool create;
 	const char *name;
@@ -38,7 +39,8 @@ struct setup_opts {
 static void setup_usage(FILE *f)
 {
 	fprintf(f,
-"Usage: virtio-trace-collect setup --vcpus N [--backend pipe|unix] [--dir DIR]\n"
+"Usage: virtio-trace-collect setup --vcpus N [--backend pipe|unix|unix-connect]\n"
+"                                  [--dir DIR]\n"
 "                                  [--format qemu|libvirt] [--create] [--name NAME]\n"
 "\n"
 "Print what a guest needs for trace-agent(8): one virtio-serial port per vCPU\n"
@@ -49,7 +51,10 @@ static void setup_usage(FILE *f)
 "  -n, --vcpus N          the guest's vCPU count, 1..%d (required)\n"
 "  -b, --backend KIND     pipe (default): FIFOs DIR/PORT.in (host->guest) and\n"
 "                         DIR/PORT.out (guest->host);\n"
-"                         unix: sockets DIR/PORT that QEMU listens on\n"
+"                         unix: sockets DIR/PORT that QEMU listens on;\n"
+"                         unix-connect: sockets DIR/PORT that QEMU connects\n"
+"                         to (again every second while none listens): use\n"
+"                         `record --listen`\n"
 "  -d, --dir DIR          where the chardevs live (default %s/NAME)\n"
 "  -f, --format FMT       qemu (default): QEMU command-line arguments, one\n"
 "                         option and its value per line, quoted for sh;\n"
@@ -143,7 +148,8 @@ static void setup_print_qemu(const struct setup_opts *o)
 		setup_chardev_id(o, i, id, sizeof(id));
 		setup_qemu_path(path, sizeof(path), o->dir, port);
 		if (o->unix_backend)
-			snprintf(val, sizeof(val), "socket,id=%s,path=%s,server=on,wait=off", id, path);
+			snprintf(val, sizeof(val), "socket,id=%s,path=%s,%s", id, path,
+				 o->qemu_connects ? "server=off,reconnect=1" : "server=on,wait=off");
 		else
 			snprintf(val, sizeof(val), "pipe,id=%s,path=%s", id, path);
 		setup_put_arg("-chardev", val);
@@ -181,9 +187,13 @@ static void setup_print_libvirt(const struct setup_opts *o)
 	for (i = 0; i < nports; i++) {
 		setup_port_name(o, i, port, sizeof(port));
 		printf("<channel type='%s'>\n", o->unix_backend ? "unix" : "pipe");
-		printf("  <source %spath='", o->unix_backend ? "mode='bind' " : "");
+		printf("  <source %spath='", !o->unix_backend ? "" :
+		       o->qemu_connects ? "mode='connect' " : "mode='bind' ");
 		setup_put_xml(o->dir);
-		printf("/%s'/>\n", port);
+		if (o->qemu_connects)
+			printf("/%s'>\n    <reconnect enabled='yes' timeout='1'/>\n  </source>\n", port);
+		else
+			printf("/%s'/>\n", port);
 		printf("  <target type='virtio' name='%s'/>\n", port);
 		printf("  <address type='virtio-serial' controller='%u' bus='0' port='%u'/>\n",
 		       i / SETUP_PORTS_PER_CTL, i % SETUP_PORTS_PER_CTL + 1);
@@ -295,12 +305,11 @@ static int setup_parse(int argc, char **argv, struct setup_opts *o)
 			o->vcpus = v;
 			break;
 		case 'b':
-			if (!strcmp(optarg, "pipe")) {
-				o->unix_backend = false;
-			} else if (!strcmp(optarg, "unix") || !strcmp(optarg, "socket")) {
-				o->unix_backend = true;
-			} else {
-				fprintf(stderr, "virtio-trace-collect setup: --backend is pipe or unix, not '%s'\n",
+			o->unix_backend = strcmp(optarg, "pipe") != 0;
+			o->qemu_connects = !strcmp(optarg, "unix-connect");
+			if (strcmp(optarg, "pipe") && strcmp(optarg, "unix") && strcmp(optarg, "socket") &&
+			    !o->qemu_connects) {
+				fprintf(stderr, "virtio-trace-collect setup: --backend is pipe, unix or unix-connect, not '%s'\n",
 					optarg);
 				return -EINVAL;
 			}

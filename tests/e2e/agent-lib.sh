@@ -87,17 +87,22 @@ vt_agent_wait_off() {
 
 # vt_collect_image WORK NAME: the image the collector e2e tests boot: the agent runs as a
 # daemon that leaves after the collector's BYE and vt-e2e-guest serves the vt-test port;
-# then the guest checks the agent's exit status and that its instance is gone. Sets VT_IMAGE.
+# then the guest checks the agent's exit status and that its instance is gone. With
+# vt.agent_keep=1 on the kernel command line the agent serves one collector after another
+# and gets a SIGTERM once vt-e2e-guest has quit. Sets VT_IMAGE.
 vt_collect_image() {
     cat >"$1/agent-run" <<'SH'
 #!/bin/sh
-trace-agent --quiet --once &
+once=--once end=BYE
+grep -q 'vt.agent_keep=1' /proc/cmdline && once= end=SIGTERM
+trace-agent --quiet $once &
 agent=$!
 vt-e2e-guest --agent-pid "$agent"
 rc=$?
+[ -z "$once" ] && kill -TERM "$agent"
 wait "$agent"
 arc=$?
-echo "E2E: vt-e2e-guest rc=$rc, trace-agent exit status $arc after BYE"
+echo "E2E: vt-e2e-guest rc=$rc, trace-agent exit status $arc after $end"
 [ -d /sys/kernel/tracing/instances/virtio-trace ] && { echo "E2E: FAIL instance left"; rc=1; }
 [ "$arc" = 0 ] || rc=1
 exit $rc

@@ -12,6 +12,7 @@
 #                                     runs CMD on the host instead
 #   scn_record ARG...                 record -o $OUT --quiet ARG..., bounded; sets CRC
 #   scn_end                           quit vt-e2e-guest, wait for power-off, check the console
+#                                     (SCN_AGENT_END=SIGTERM with vt.agent_keep=1 in VT_APPEND)
 #   scn_counts NAME CPUS [lossy]      per-CPU events: report = manifest = guest stats; no loss unless lossy
 #   scn_result                        print PASS/FAIL and exit
 # Every check failure goes through bad(), which prints "ME: FAIL: ..." and fails the test.
@@ -107,7 +108,7 @@ scn_end() {
     echo "  guest console:"
     tr -d '\r' <"$RUN/console.log" | grep -a -E '^(VT-INIT|E2E|trace-agent):' | sed 's/^/    /'
     vt_check_console "$RUN/console.log" || fail=1
-    grep -aq 'E2E: vt-e2e-guest rc=0, trace-agent exit status 0 after BYE' "$RUN/console.log" ||
+    grep -aq "E2E: vt-e2e-guest rc=0, trace-agent exit status 0 after ${SCN_AGENT_END:-BYE}" "$RUN/console.log" ||
         bad "the guest side did not end cleanly"
 }
 
