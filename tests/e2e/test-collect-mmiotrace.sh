@@ -1,0 +1,80 @@
+#!/bin/bash
+# vt-suite: e2e
+# test-collect-mmiotrace.sh: the mmiotrace tracer through the transport. A 2-vCPU TCG guest with
+# an e1000 at 00:05.0 (driver not loaded) boots with setup-made ports; `record --tracer
+# mmiotrace` runs while the guest loads e1000 and brings its link up. Enabling mmiotrace takes
+# CPU 1 offline and disabling it at STOP brings it back, so CPU 1's reader lives through that.
+# Checks:
+#   - `trace-cmd report` decodes mmiotrace_map (phys virt len map_id opcode) and mmiotrace_rw
+#     (phys value pc map_id opcode width) entries: a map of e1000's BAR 0 (address and length
+#     from the guest's sysfs) and at least 10 reads and writes, every one of them with that
+#     map's id inside the BAR;
+#   - CPU 1 was offline during the recording and is online after it;
+#   - per CPU: report = manifest = the guest's read_events, nothing lost; clean console.
+# Env: VT_BUILDDIR, VT_STATIC_AGENT, VT_KEEP=1. Exit: 0 pass, 1 fail, 77 skip.
+echo "test-collect-mmiotrace: mmiotrace of the e1000 driver's probe through the transport, CPUs going offline and back: entries decoded, no page lost"
+set -uo pipefail
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$HERE/lib.sh"
+. "$HERE/agent-lib.sh"
+. "$HERE/scenario-lib.sh"
+VT_LOG_PREFIX=test-collect-mmiotrace
+ME=test-collect-mmiotrace
+DEV=0000:00:05.0
+
+scn_begin
+scn_ports pipe
+SCN_QEMU_EXTRA=(-device e1000,addr=0x5)
+scn_boot
+vt_test_say "$PORTS" "sh echo E2E-BAR \$(head -n1 /sys/bus/pci/devices/$DEV/resource)" 20 ||
+    bad "the guest did not print e1000's BAR"
+
+scn_script "$WORK/work" \
+    "sh echo E2E-ONLINE-DURING \$(cat /sys/devices/system/cpu/online) && modprobe e1000 && ip link set eth0 up && sleep 0.3"
+scn_record --chardev-dir "$PORTS" --name e2e --tracer mmiotrace -- "$WORK/work"
+echo "$ME: guest work: $(cat "$WORK/work.answers" 2>/dev/null)"
+[ $CRC = 0 ] || { sed 's/^/    | /' "$WORK/record.log"; bad "record exited $CRC, want 0"; }
+vt_test_say "$PORTS" "sh echo E2E-ONLINE-AFTER \$(cat /sys/devices/system/cpu/online)" 20 ||
+    bad "the guest did not answer after the recording"
+scn_end
+scn_counts e2e "0 1"
+
+con() { tr -d '\r' <"$RUN/console.log" | sed -n "s/^$1 //p" | head -n1; }
+read -r bar_start bar_end _ <<<"$(con E2E-BAR)"
+during=$(con E2E-ONLINE-DURING) after=$(con E2E-ONLINE-AFTER)
+echo "$ME: e1000 BAR 0 ${bar_start:-?}-${bar_end:-?}; CPUs online during the recording '$during', after '$after'"
+[ "$during" = 0 ] || bad "CPUs online while mmiotrace ran: '$during', want 0"
+[ "$after" = 0-1 ] || bad "CPUs online after the recording: '$after', want 0-1"
+
+# trace-cmd prints the raw entries with their print fmt: "mmiotrace_map: PHYS VIRT LEN MAP_ID
+# OPCODE" and "mmiotrace_rw: PHYS VALUE PC MAP_ID OPCODE WIDTH", numbers in hex but map_id.
+G=$WORK/guest.txt
+awk -v bs="${bar_start:-0x0}" -v be="${bar_end:-0x0}" '
+function hex(s,   i, c, v) { v = 0; sub(/^0x/, "", s); s = tolower(s)
+    for (i = 1; i <= length(s); i++) { c = index("0123456789abcdef", substr(s, i, 1)) - 1; v = v * 16 + c }
+    return v }
+$0 ~ /mmiotrace_map: / {
+    for (i = 1; i <= NF; i++) if ($i == "mmiotrace_map:") break
+    if (NF - i != 5) { badmap++; next }
+    maps++
+    if (hex($(i + 1)) == hex(bs) && hex($(i + 3)) == hex(be) - hex(bs) + 1 && $(i + 5) == "3") id = $(i + 4)
+}
+$0 ~ /mmiotrace_rw: / {
+    for (i = 1; i <= NF; i++) if ($i == "mmiotrace_rw:") break
+    if (NF - i != 6) { badrw++; next }
+    rws++
+    if ($(i + 4) == id) { mine++; p = hex($(i + 1)); if (p < hex(bs) || p > hex(be)) outside++
+        if ($(i + 5) == "1") r++; else if ($(i + 5) == "2") w++ }
+}
+END { printf "%d %d %d %d %d %d %d %d %s\n", maps, badmap, rws, badrw, mine, outside, r, w, (id == "" ? "none" : id) }
+' "$G" >"$WORK/mmio.sum"
+read -r maps badmap rws badrw mine outside reads writes id <"$WORK/mmio.sum"
+echo "$ME: mmiotrace_map $maps (undecoded $badmap), mmiotrace_rw $rws (undecoded $badrw);" \
+     "BAR 0 map id $id: $mine accesses ($reads reads, $writes writes), $outside outside the BAR"
+grep -m2 -E 'mmiotrace_(map|rw): ' "$G" | sed "s/^/$ME: /"
+[ "$badmap" = 0 ] && [ "$badrw" = 0 ] || bad "undecoded mmiotrace entries"
+[ "$id" != none ] || bad "no mmiotrace_map of e1000's BAR 0 $bar_start-$bar_end"
+[ "$mine" -ge 10 ] && [ "$reads" -gt 0 ] && [ "$writes" -gt 0 ] ||
+    bad "only $mine accesses through the BAR 0 map ($reads reads, $writes writes)"
+[ "$outside" = 0 ] || bad "$outside accesses outside the BAR"
+scn_result
