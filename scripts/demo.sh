@@ -2,16 +2,15 @@
 # The README's demo: on a fresh Debian 12 machine as root, install what is needed, build
 # virtio-trace (build/, as scripts/test.sh does) and the static guest agent, build the test guest
 # image, boot a 2-vCPU guest under QEMU/TCG (q35 with an Intel vIOMMU; the virtio-serial
-# controller that carries the trace goes through it), record guest sched/irq/timer/iommu events
-# and host sched events through the transport for a few seconds into demo-out/, print the first
-# lines of the merged timeline and a summary. Safe to run twice; ends every process it started.
+# controller that carries the trace goes through it; an e1000 whose driver is loaded only once
+# mmiotrace runs), record the guest's mmiotrace entries and iommu/sched events and the host's
+# sched events through the transport for a few seconds into demo-out/, print the first lines of
+# the merged timeline and a summary. Safe to run twice; ends every process it started.
 #
 #   scripts/demo.sh [--no-deps] [--seconds N] [--out DIR]
 #     --no-deps    do not run scripts/install-deps.sh
 #     --seconds N  how long to record (default 4)
 #     --out DIR    output directory (default <repo>/demo-out)
-# Not in it yet: mmiotrace of an e1000 probed after enabling the tracer. The iommu events are
-# requested, but this guest has produced none so far (the formats are in the file).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root" || exit 1
@@ -21,7 +20,7 @@ while [ $# -gt 0 ]; do
 	--no-deps) deps=0 ;;
 	--seconds) secs=${2:?--seconds needs a value}; shift ;;
 	--out) out=${2:?--out needs a value}; shift ;;
-	-h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,14p' "$0"; exit 0 ;;
 	*) echo "demo.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -70,18 +69,31 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM HUP
 
-# In the guest: the agent as a daemon that leaves after the collector's BYE, a small workload
-# (process churn, sleeps, markers into the agent's instance) until then; /init then powers off.
+# In the guest: the agent as a daemon that leaves after the collector's BYE. Once the collector
+# has switched the tracer to mmiotrace (it takes CPU 1 offline until the stop) and started
+# tracing, the workload
+# removes and rescans the e1000 (iommu group events), loads its driver and brings the link up
+# (mmiotrace of the probe, iommu map/unmap of its rings), then ticks with markers and process
+# churn until the agent leaves; /init then powers off.
 cat >"$WORK/demo-run" <<'SH'
 #!/bin/sh
 trace-agent --quiet --once &
 agent=$!
 (
+	t=/sys/kernel/tracing
+	until [ "$(cat $t/current_tracer)" = mmiotrace ] && [ "$(cat $t/tracing_on)" = 1 ]; do
+		usleep 20000
+	done
+	echo "demo: the e1000 leaves and comes back" >$t/trace_marker
+	echo 1 >/sys/bus/pci/devices/0000:00:05.0/remove
+	usleep 100000
+	echo 1 >/sys/bus/pci/rescan
+	echo "demo: loading e1000" >$t/trace_marker
+	modprobe e1000 && ip link set eth0 up
 	i=0
 	while :; do
 		i=$((i + 1))
-		m=/sys/kernel/tracing/instances/virtio-trace/trace_marker
-		[ -w $m ] && echo "demo: tick $i" >$m 2>/dev/null
+		echo "demo: tick $i" >$t/trace_marker 2>/dev/null
 		ls /proc >/dev/null
 		usleep 20000
 	done
@@ -96,14 +108,14 @@ SH
 step "building the guest image (tests/e2e/mkguest.sh)"
 vt_agent_image "$WORK" "$WORK/demo-run" demo >&2 || die "cannot build the guest image"
 
-step "booting the guest: 2 vCPUs, q35 + intel-iommu, virtio-serial behind the vIOMMU"
+step "booting the guest: 2 vCPUs, q35 + intel-iommu, virtio-serial behind the vIOMMU, an e1000"
 PORTS=$RUN/ports
 "$COLLECT" setup --vcpus 2 --dir "$PORTS" --name demo --create >"$RUN/ports.args" || die "setup failed"
 # The trace transport's own DMA goes through the vIOMMU: iommu_platform on the controller.
 sed -i 's/^\(-device virtio-serial-pci,.*\)$/\1,iommu_platform=on,disable-legacy=on/' "$RUN/ports.args"
 eval "PORT_ARGS=($(cat "$RUN/ports.args"))"
 VT_RUNDIR=$RUN VT_SMP=2 VT_IOMMU=1 VT_PORTS=0 VT_GUEST_RUN=/etc/vt/agent-run
-VT_APPEND="vt.ports=3" VT_TIMEOUT=120 VT_QEMU_EXTRA=("${PORT_ARGS[@]}")
+VT_APPEND="vt.ports=3" VT_TIMEOUT=120 VT_QEMU_EXTRA=("${PORT_ARGS[@]}" -device e1000,addr=0x5)
 vt_guest_start || die "QEMU did not start"
 vt_wait_console 'VT-INIT: run ' 60 || { tail -20 "$RUN/console.log"; die "the guest did not boot"; }
 echo "guest booted; QEMU arguments in $RUN/qemu.cmd, console in $RUN/console.log"
@@ -111,7 +123,7 @@ echo "guest booted; QEMU arguments in $RUN/qemu.cmd, console in $RUN/console.log
 step "recording for $secs s into $out"
 rm -rf "$out"
 "$COLLECT" record --chardev-dir "$PORTS" --name demo --qemu-pid "$VT_QEMU_PID" \
-	-e sched -e irq -e timer -e iommu --host-events sched:sched_switch,sched:sched_wakeup \
+	--tracer mmiotrace -e iommu -e sched --host-events sched:sched_switch,sched:sched_wakeup \
 	--duration "$secs" -o "$out" --quiet >"$RUN/record.log" 2>&1 &
 REC_PID=$!
 wait "$REC_PID"
@@ -144,7 +156,10 @@ jq -r '
 echo "guest events by system:"
 grep -E '^ *guest-demo\.dat:' "$out/report.txt" | awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^[a-z_]+:$/ && $(i-1) ~ /^[0-9.]+:$/) { print $i; break } }' |
 	sort | uniq -c | sort -rn | head -n 12 | sed 's/^/  /'
-grep -q 'guest-demo.dat:.*iommu' "$out/report.txt" || echo "  (no iommu events in this run)"
+echo "guest mmiotrace and iommu entries:"
+for e in mmiotrace_map mmiotrace_rw map unmap add_device_to_group remove_device_from_group attach_device_to_domain; do
+	printf '  %-26s %s\n' "$e" "$(grep -cE "^ *guest-demo\.dat: .* $e: " "$out/report.txt")"
+done
+grep -m1 -E 'guest-demo\.dat: .* mmiotrace_map: ' "$out/report.txt" | sed 's/^ */  first map: /'
 echo "files: $(cd "$out" && ls | tr '\n' ' ')"
-echo "not in this demo yet: mmiotrace of an e1000 probe (guest events here: sched, irq, timer, iommu)."
 printf 'demo.sh: done in %.0f s\n' "$(awk -v a="$T0" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')"
