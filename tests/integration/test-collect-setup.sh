@@ -40,7 +40,7 @@ grep -q "^-chardev pipe,id=vt-cpu30,path=$WORK/p31/trace-path-cpu30$" "$WORK/31.
 
 # QEMU accepts them (paused, never runs a guest); FIFOs must exist for pipe chardevs.
 if command -v qemu-system-x86_64 >/dev/null; then
-	for b in pipe unix; do
+	for b in pipe unix unix-connect; do
 		"$COLLECT" setup --vcpus 31 --backend $b --dir "$WORK/q-$b" --create >"$WORK/q-$b.args" ||
 			fail "setup --create --backend $b exited $?"
 		echo '{"execute":"qmp_capabilities"}{"execute":"quit"}' |
@@ -59,10 +59,18 @@ grep -q "<controller type='virtio-serial' index='1' ports='31'/>" "$WORK/lv.xml"
 grep -q "<source mode='bind' path='$WORK/lv/agent-ctl-path'/>" "$WORK/lv.xml" || fail "no unix source"
 grep -q "<address type='virtio-serial' controller='1' bus='0' port='2'/>" "$WORK/lv.xml" ||
 	fail "the control channel is not on controller 1 port 2"
+# unix-connect: QEMU is the client and tries again every second.
+"$COLLECT" setup --vcpus 1 --backend unix-connect --dir "$WORK/lvc" --name c --format libvirt |
+	sed "s/index='0'/index='2'/; s/controller='0'/controller='2'/" >"$WORK/lvc.xml"
+[ "$(grep -c "<source mode='connect' path='$WORK/lvc/[a-z0-9-]*'>" "$WORK/lvc.xml")" = 2 ] &&
+	[ "$(grep -c "<reconnect enabled='yes' timeout='1'/>" "$WORK/lvc.xml")" = 2 ] ||
+	fail "unix-connect: no connecting sources with reconnect"
+"$COLLECT" setup --vcpus 1 --backend unix-connect --dir "$WORK/qc" | grep -q "^-chardev socket,id=vt-ctl,path=$WORK/qc/agent-ctl-path,server=off,reconnect=1$" ||
+	fail "unix-connect: no client chardev for the control port"
 if command -v virt-xml-validate >/dev/null; then
 	{ echo "<domain type='qemu'><name>vt</name><memory>65536</memory>"
 	  echo "<os><type arch='x86_64'>hvm</type></os><devices>"
-	  cat "$WORK/lv.xml" "$WORK/ex.xml"
+	  cat "$WORK/lv.xml" "$WORK/ex.xml" "$WORK/lvc.xml"
 	  echo "</devices></domain>"; } >"$WORK/domain.xml"
 	virt-xml-validate "$WORK/domain.xml" domain >"$WORK/validate.out" 2>&1 ||
 		{ cat "$WORK/validate.out"; fail "libvirt's schema rejects the XML"; }
