@@ -46,6 +46,10 @@ scn_counts e2e "0 1"
 trace-cmd report -i "$OUT/host.dat" -i "$OUT/guest-e2e.dat" >"$WORK/merged.txt" 2>"$WORK/merged.err" ||
     bad "merged trace-cmd report failed: $(head -3 "$WORK/merged.err")"
 for cpu in 0 1; do
+    merged=$(grep -cE "^ *guest-e2e\.dat: .* \[00$cpu\] " "$WORK/merged.txt")
+    man=$(scn_m ".guests[0].cpus[] | select(.cpu == $cpu) | .events")
+    echo "$ME: cpu$cpu: $merged guest events in the merged report"
+    [ "$merged" = "$man" ] || bad "cpu$cpu: the merged report has $merged guest events, the manifest $man"
     mk=$(grep -cE "\[00$cpu\] .*vt-e2e cpu$cpu " "$WORK/guest.txt")
     mkother=$(grep -E "vt-e2e cpu$cpu " "$WORK/guest.txt" | grep -cvE "\[00$cpu\] ")
     echo "$ME: cpu$cpu: markers $mk on cpu$cpu, $mkother elsewhere"
