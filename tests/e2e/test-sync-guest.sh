@@ -3,7 +3,8 @@
 # test-sync-guest.sh: clock sync of a TCG guest, acceptance for time sync under TCG. A 2-vCPU
 # TCG guest (thread=single) boots with the ports `virtio-trace-collect setup` makes (pipe
 # backend) and runs the static trace-agent (--once) and vt-e2e-guest. The host records for
-# ~17 s with --sync-interval 0.3 and --qmp RUN/qmp.sock; in the middle the test stops the VM for
+# ~17 s with --sync-interval 0.3, --sync-probes 100 (short bursts, so that a busy host still
+# fits enough of them) and --qmp RUN/qmp.sock; in the middle the test stops the VM for
 # 1 s and continues it through a second, HMP, monitor (a pipe chardev: RUN/hmp.in, RUN/hmp.out).
 # Checks:
 #  1. causality: in `trace-cmd report -i host.dat -i guest-e2e.dat`, every control message's
@@ -116,7 +117,7 @@ sleep $AFTER
 SH
 chmod +x "$WORK/stopcont"
 t=$(vt_now)
-timeout -k 5 120 "$COLLECT" record --chardev-dir "$PORTS" --name e2e --sync-interval 0.3 \
+timeout -k 5 120 "$COLLECT" record --chardev-dir "$PORTS" --name e2e --sync-interval 0.3 --sync-probes 100 \
     ${QMP_OPT[@]+"${QMP_OPT[@]}" "$RUN/qmp.sock"} -e sched -e irq -e timer --host-events sched:sched_switch -o "$OUT" --quiet \
     -- "$WORK/stopcont" >"$WORK/record.log" 2>&1 &
 COLLECT_PID=$!
