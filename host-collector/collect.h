@@ -26,6 +26,7 @@
 #define COLLECT_MAX_GUESTS	64
 #define COLLECT_MAX_CPUS	256
 #define COLLECT_MAX_EVENTS	256
+#define COLLECT_MAX_HOST_PIDS	64
 #define COLLECT_NAME_MAX	64
 
 /* Exit status, documented in virtio-trace-collect(1). */
@@ -192,6 +193,8 @@ struct collect_opts {
 	const char *filters[COLLECT_MAX_EVENTS];
 	const char *tracer;
 	const char *host_events;
+	pid_t host_pids[COLLECT_MAX_HOST_PIDS];	/* --host-pid: host events of these only */
+	unsigned int nr_host_pids;
 	const char *clock;
 	unsigned int buffer_kb;
 	unsigned int file_version;

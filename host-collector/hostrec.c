@@ -6,6 +6,7 @@
  * pipe whose other end the engine reads as a stream. The instance is removed
  * on exit.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -124,6 +125,49 @@ static int enable_events(struct hostrec *h, const char *list)
 	return ret;
 }
 
+/*
+ * --host-pid: the instance's set_event_pid takes thread ids, so every thread
+ * of each process goes in, and options/event-fork adds what they create later.
+ * (sched_switch is kept when either side is in the list; markers are not
+ * events and always pass.)
+ */
+static int filter_pids(struct hostrec *h, const struct collect_opts *o)
+{
+	unsigned int i, n = 0;
+
+	if (!o->nr_host_pids)
+		return 0;
+	if (tracefs_instance_file_write(h->inst, "options/event-fork", "1") < 0)
+		log_warn("host: no options/event-fork: threads and children started later are not followed");
+	for (i = 0; i < o->nr_host_pids; i++) {
+		char dir[64], tid[32];
+		struct dirent *de;
+		DIR *d;
+
+		snprintf(dir, sizeof(dir), "/proc/%d/task", (int)o->host_pids[i]);
+		d = opendir(dir);
+		if (!d) {
+			log_err("host: --host-pid %d: no such process", (int)o->host_pids[i]);
+			return -ESRCH;
+		}
+		while ((de = readdir(d))) {
+			if (de->d_name[0] < '0' || de->d_name[0] > '9')
+				continue;
+			snprintf(tid, sizeof(tid), "%s\n", de->d_name);
+			/* A thread may end meanwhile: the kernel refuses it, the others stay. */
+			if (tracefs_instance_file_append(h->inst, "set_event_pid", tid) >= 0)
+				n++;
+		}
+		closedir(d);
+	}
+	if (!n) {
+		log_err("host: the kernel took none of the --host-pid threads (see %s/set_event_pid)", h->dir);
+		return -EINVAL;
+	}
+	log_info("host: events of %u threads of %u processes", n, o->nr_host_pids);
+	return 0;
+}
+
 /**
  * hostrec_start() - create the private instance and start reading it
  * @o: options (--host-events, --buffer-size)
@@ -164,7 +208,7 @@ struct hostrec *hostrec_start(const struct collect_opts *o, struct engine *e, co
 		snprintf(path, sizeof(path), "%u", o->buffer_kb);
 		tracefs_instance_file_write(h->inst, "buffer_size_kb", path);
 	}
-	if (enable_events(h, o->host_events) < 0)
+	if (enable_events(h, o->host_events) < 0 || filter_pids(h, o) < 0)
 		goto err;
 	/* The markers that pair with the agent's need the ftrace print format. */
 	ret = vt_meta_load(&meta, tracefs_tracing_dir(), h->name, 0);

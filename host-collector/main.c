@@ -98,6 +98,8 @@ static void usage(FILE *f)
 "      --clock NAME       guest trace clock (default x86-tsc where it exists)\n"
 "      --host-events LIST host events to record, SYS[:EV],... (private\n"
 "                         tracefs instance, x86-tsc clock)\n"
+"      --host-pid PID     host events of this process only, its threads and\n"
+"                         what it forks (repeatable; e.g. the QEMU pid)\n"
 "  -o, --output DIR       output directory (default virtio-trace-out)\n"
 "  -d, --duration SEC     stop after SEC seconds (default: at SIGINT/SIGTERM,\n"
 "                         or when COMMAND exits)\n"
@@ -179,7 +181,7 @@ static int parse_record(int argc, char **argv, struct collect_opts *o, struct gu
 {
 	enum { OPT_CHARDEV = 256, OPT_LISTEN, OPT_CTL, OPT_CPU, OPT_NAME, OPT_QEMU_PID, OPT_TRACER, OPT_TOP,
 	       OPT_BUFSZ, OPT_CLOCK, OPT_HOST, OPT_MAXSZ, OPT_FV, OPT_NOCOMP, OPT_KEEP, OPT_SYNC, OPT_TSCOFF,
-	       OPT_PROBES, OPT_SINTV, OPT_DEBUGFS, OPT_STOPTO, OPT_QMP };
+	       OPT_PROBES, OPT_SINTV, OPT_DEBUGFS, OPT_STOPTO, OPT_QMP, OPT_HOST_PID };
 	static const struct option longopts[] = {
 		{ "chardev-dir", required_argument, NULL, OPT_CHARDEV },
 		{ "listen", no_argument, NULL, OPT_LISTEN },
@@ -195,6 +197,7 @@ static int parse_record(int argc, char **argv, struct collect_opts *o, struct gu
 		{ "buffer-size", required_argument, NULL, OPT_BUFSZ },
 		{ "clock", required_argument, NULL, OPT_CLOCK },
 		{ "host-events", required_argument, NULL, OPT_HOST },
+		{ "host-pid", required_argument, NULL, OPT_HOST_PID },
 		{ "output", required_argument, NULL, 'o' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "max-size", required_argument, NULL, OPT_MAXSZ },
@@ -283,6 +286,17 @@ static int parse_record(int argc, char **argv, struct collect_opts *o, struct gu
 			break;
 		case OPT_CLOCK: o->clock = optarg; break;
 		case OPT_HOST: o->host_events = optarg; break;
+		case OPT_HOST_PID: {
+			long v = strtol(optarg, &end, 10);
+
+			if (*end || v <= 0 || v > INT32_MAX || o->nr_host_pids >= COLLECT_MAX_HOST_PIDS) {
+				fprintf(stderr, "virtio-trace-collect: --host-pid takes a pid (at most %d)\n",
+					COLLECT_MAX_HOST_PIDS);
+				return -EINVAL;
+			}
+			o->host_pids[o->nr_host_pids++] = (pid_t)v;
+			break;
+		}
 		case 'o': o->out_dir = optarg; break;
 		case 'd':
 			o->duration = strtod(optarg, &end);
@@ -347,6 +361,10 @@ static int parse_record(int argc, char **argv, struct collect_opts *o, struct gu
 	}
 	if (!*nr && !o->host_events) {
 		fprintf(stderr, "virtio-trace-collect: no guest given (--chardev-dir DIR, or --ctl PATH --cpu PATH)\n");
+		return -EINVAL;
+	}
+	if (o->nr_host_pids && !o->host_events) {
+		fprintf(stderr, "virtio-trace-collect: --host-pid needs --host-events\n");
 		return -EINVAL;
 	}
 	if (o->have_tsc_offset && !o->sync)
