@@ -3,8 +3,8 @@
 # virtio-trace (build/, as scripts/test.sh does) and the static guest agent, build the test guest
 # image, boot a 2-vCPU guest under QEMU/TCG (q35 with an Intel vIOMMU; the virtio-serial
 # controller that carries the trace goes through it; an e1000 whose driver is loaded only once
-# mmiotrace runs), record the guest's mmiotrace entries and iommu/sched events and the host's
-# sched events through the transport for a few seconds into demo-out/, print the first lines of
+# mmiotrace runs), record the guest's mmiotrace entries and iommu/sched events and QEMU's
+# sched events on the host through the transport for a few seconds into demo-out/, print the first lines of
 # the merged timeline and a summary. Safe to run twice; ends every process it started.
 #
 #   scripts/demo.sh [--no-deps] [--seconds N] [--out DIR]
@@ -124,6 +124,7 @@ step "recording for $secs s into $out"
 rm -rf "$out"
 "$COLLECT" record --chardev-dir "$PORTS" --name demo --qemu-pid "$VT_QEMU_PID" \
 	--tracer mmiotrace -e iommu -e sched --host-events sched:sched_switch,sched:sched_wakeup \
+	--host-pid "$VT_QEMU_PID" \
 	--duration "$secs" -o "$out" --quiet >"$RUN/record.log" 2>&1 &
 REC_PID=$!
 wait "$REC_PID"
