@@ -135,6 +135,7 @@ struct guest {
 	unsigned int nr_cpu_paths;
 	bool listen;
 	char domain[256];
+	char connect_uri[1024];		/* --connect: the libvirt URI of @domain ("" default) */
 	pid_t qemu_pid;
 	char qmp_path[4096];		/* --qmp: follow STOP/RESUME */
 	struct qmp *qmp;
@@ -284,6 +285,35 @@ int spool_save_sync(const struct guest *g);
 
 /* output.c */
 int output_finalise(const char *out_dir, const struct collect_opts *o, bool recovering);
+
+/* libvirt.c */
+struct _virConnect;
+/**
+ * struct libvirt_setup - what `setup --domain` does to a persistent definition
+ * @domain: the domain's name
+ * @uri: the libvirt URI, NULL or "" for libvirt's default
+ * @remove: take away what an earlier apply added, instead of adding
+ * @unix_backend: unix channels (QEMU listens) instead of pipe FIFOs
+ * @dir: where the chardevs live; "" with @unix_backend: paths libvirt chooses
+ * @vcpus: set to the definition's vCPU count
+ * @changed: set when the definition was redefined
+ */
+struct libvirt_setup {
+	const char *domain;
+	const char *uri;
+	bool remove;
+	bool unix_backend;
+	char dir[4096];
+	unsigned int vcpus;
+	bool changed;
+};
+int libvirt_guest_resolve(struct guest *g, const char *uri);
+int libvirt_guest_from_conn(struct _virConnect *conn, struct guest *g, const char *uri);
+int libvirt_setup_run(struct libvirt_setup *s);
+int libvirt_setup_conn(struct _virConnect *conn, struct libvirt_setup *s);
+int libvirt_default_dir(char *buf, size_t len, const char *domain);
+int libvirt_parse_cpus_fast(const char *json, size_t len, uint32_t *tids, unsigned int max,
+			    unsigned int *nr);
 
 /* report.c, setup.c */
 int report_main(int argc, char **argv);

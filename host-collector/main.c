@@ -70,6 +70,8 @@ static void usage(FILE *f)
 "       virtio-trace-collect recover DIR\n"
 "       virtio-trace-collect setup --vcpus N [--backend pipe|unix] [--dir DIR]\n"
 "                                  [--format qemu|libvirt] [--create]\n"
+"       virtio-trace-collect setup --domain NAME [--connect URI] --apply|--remove\n"
+"                                  [--backend pipe|unix] [--dir DIR]\n"
 "\n"
 "Record the ftrace events of one or more guests, streamed by trace-agent(8)\n"
 "over virtio-serial ports, and optionally host events, into trace.dat files\n"
@@ -82,7 +84,13 @@ static void usage(FILE *f)
 "                         QEMU socket chardevs with server=off\n"
 "  --ctl PATH --cpu PATH [--cpu PATH]...\n"
 "                         the control port and each vCPU's data port by path\n"
-"  --name NAME            the guest's name (default: the directory's name)\n"
+"  --domain NAME [--connect URI]\n"
+"                         a running libvirt domain: its channels, QEMU pid and\n"
+"                         vCPU threads come from libvirt (URI default: libvirt's\n"
+"                         default, qemu:///system for root); add the channels\n"
+"                         with `setup --domain NAME --apply`\n"
+"  --name NAME            the guest's name (default: the directory's or the\n"
+"                         domain's name)\n"
 "  --qemu-pid PID         the guest's QEMU process: vCPU thread ids for the\n"
 "                         host file's GUEST option, and KVM's TSC offsets\n"
 "  --qmp PATH             the guest's QMP socket: after a `cont` (RESUME) the\n"
@@ -181,9 +189,12 @@ static int parse_record(int argc, char **argv, struct collect_opts *o, struct gu
 {
 	enum { OPT_CHARDEV = 256, OPT_LISTEN, OPT_CTL, OPT_CPU, OPT_NAME, OPT_QEMU_PID, OPT_TRACER, OPT_TOP,
 	       OPT_BUFSZ, OPT_CLOCK, OPT_HOST, OPT_MAXSZ, OPT_FV, OPT_NOCOMP, OPT_KEEP, OPT_SYNC, OPT_TSCOFF,
-	       OPT_PROBES, OPT_SINTV, OPT_DEBUGFS, OPT_STOPTO, OPT_QMP, OPT_HOST_PID };
+	       OPT_PROBES, OPT_SINTV, OPT_DEBUGFS, OPT_STOPTO, OPT_QMP, OPT_DOMAIN, OPT_CONNECT,
+	       OPT_HOST_PID };
 	static const struct option longopts[] = {
 		{ "chardev-dir", required_argument, NULL, OPT_CHARDEV },
+		{ "domain", required_argument, NULL, OPT_DOMAIN },
+		{ "connect", required_argument, NULL, OPT_CONNECT },
 		{ "listen", no_argument, NULL, OPT_LISTEN },
 		{ "ctl", required_argument, NULL, OPT_CTL },
 		{ "cpu", required_argument, NULL, OPT_CPU },
@@ -224,15 +235,34 @@ static int parse_record(int argc, char **argv, struct collect_opts *o, struct gu
 		switch (c) {
 		case OPT_CHARDEV:
 		case OPT_CTL:
+		case OPT_DOMAIN:
 			g = new_guest(gs, nr);
 			if (!g) {
 				fprintf(stderr, "virtio-trace-collect: at most %d guests\n", COLLECT_MAX_GUESTS);
 				return -EINVAL;
 			}
-			if (c == OPT_CHARDEV)
+			if (c == OPT_CHARDEV) {
 				snprintf(g->chardev_dir, sizeof(g->chardev_dir), "%s", optarg);
-			else
+			} else if (c == OPT_CTL) {
 				snprintf(g->ctl_path, sizeof(g->ctl_path), "%s", optarg);
+			} else {
+				if (!*optarg || strlen(optarg) >= sizeof(g->domain)) {
+					fprintf(stderr, "virtio-trace-collect: bad --domain '%s'\n", optarg);
+					return -EINVAL;
+				}
+				snprintf(g->domain, sizeof(g->domain), "%s", optarg);
+			}
+			break;
+		case OPT_CONNECT:
+			if (!g || !g->domain[0]) {
+				fprintf(stderr, "virtio-trace-collect: --connect must follow --domain\n");
+				return -EINVAL;
+			}
+			if (strlen(optarg) >= sizeof(g->connect_uri)) {
+				fprintf(stderr, "virtio-trace-collect: --connect URI is too long\n");
+				return -EINVAL;
+			}
+			snprintf(g->connect_uri, sizeof(g->connect_uri), "%s", optarg);
 			break;
 		case OPT_LISTEN:
 		case OPT_CPU:
@@ -240,8 +270,13 @@ static int parse_record(int argc, char **argv, struct collect_opts *o, struct gu
 		case OPT_QEMU_PID:
 		case OPT_QMP:
 			if (!g) {
-				fprintf(stderr, "virtio-trace-collect: %s must follow --chardev-dir or --ctl\n",
+				fprintf(stderr, "virtio-trace-collect: %s must follow --chardev-dir, --ctl or --domain\n",
 					argv[optind - 1]);
+				return -EINVAL;
+			}
+			if (g->domain[0] && (c == OPT_LISTEN || c == OPT_CPU)) {
+				fprintf(stderr, "virtio-trace-collect: %s does not apply to --domain (its ports "
+					"come from the domain's XML)\n", c == OPT_LISTEN ? "--listen" : "--cpu");
 				return -EINVAL;
 			}
 			if (c == OPT_LISTEN) {
@@ -360,7 +395,8 @@ static int parse_record(int argc, char **argv, struct collect_opts *o, struct gu
 		o->command = argv + optind;
 	}
 	if (!*nr && !o->host_events) {
-		fprintf(stderr, "virtio-trace-collect: no guest given (--chardev-dir DIR, or --ctl PATH --cpu PATH)\n");
+		fprintf(stderr, "virtio-trace-collect: no guest given (--chardev-dir DIR, --ctl PATH --cpu PATH, "
+			"or --domain NAME)\n");
 		return -EINVAL;
 	}
 	if (o->nr_host_pids && !o->host_events) {
@@ -384,6 +420,16 @@ static int parse_record(int argc, char **argv, struct collect_opts *o, struct gu
 			fprintf(stderr, "virtio-trace-collect: --ctl %s needs at least one --cpu PATH\n",
 				x->ctl_path);
 			return -EINVAL;
+		}
+		if (!x->name[0] && x->domain[0]) {
+			/* The domain's name names the files; a name that cannot needs --name. */
+			if (!collect_name_ok(x->domain)) {
+				fprintf(stderr, "virtio-trace-collect: domain '%s' cannot name a file: add "
+					"--name NAME after --domain (letters, digits, '_', '-', '.')\n",
+					x->domain);
+				return -EINVAL;
+			}
+			snprintf(x->name, sizeof(x->name), "%s", x->domain);
 		}
 		if (!x->name[0]) {
 			const char *base = strrchr(x->chardev_dir, '/');
@@ -517,6 +563,10 @@ static int record(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	status_line = !collect_quiet && isatty(STDERR_FILENO);
+	/* Domains first: a wrong name or a domain without ports fails before anything is made. */
+	for (i = 0; i < nr; i++)
+		if (gs[i]->domain[0] && libvirt_guest_resolve(gs[i], gs[i]->connect_uri) < 0)
+			return EXIT_FAIL;
 
 	ret = spool_prepare(o.out_dir, spool, sizeof(spool));
 	if (ret == -EEXIST) {
@@ -565,7 +615,7 @@ static int record(int argc, char **argv)
 			log_err("cannot create the spool of guest %s", g->name);
 			continue;
 		}
-		if (g->qemu_pid)
+		if (g->qemu_pid && !g->nr_vcpu_tids)
 			find_vcpu_threads(g);
 		if (attach_guest(g, &o) < 0) {
 			session_fail(g, "cannot attach");

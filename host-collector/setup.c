@@ -34,6 +34,14 @@ struct setup_opts {
 	bool create;
 	const char *name;
 	char dir[PATH_MAX];
+	/* setup --domain */
+	const char *domain;
+	const char *uri;
+	bool apply;
+	bool remove;
+	bool have_backend;
+	bool have_dir;
+	bool have_format;
 };
 
 static void setup_usage(FILE *f)
@@ -71,7 +79,27 @@ static void setup_usage(FILE *f)
 "  eval \"qemu-system-x86_64 ... $(cat ports.args)\"\n"
 "  virtio-trace-collect record --chardev-dir /run/vt/demo --name demo -e sched\n"
 "\n"
-"Exit status: 0 printed (and created); 1 could not create or write; 2 usage error.\n",
+"Exit status: 0 printed (and created); 1 could not create or write; 2 usage error.\n"
+"\n"
+"Usage: virtio-trace-collect setup --domain NAME [--connect URI] --apply|--remove\n"
+"                                  [--backend pipe|unix] [--dir DIR]\n"
+"\n"
+"Add the same ports to a libvirt domain's persistent definition: one channel\n"
+"per vCPU of the definition plus the control port, on virtio-serial\n"
+"controllers of their own (30 ports each). The change takes effect at the\n"
+"domain's next boot; then `record --domain NAME` finds everything itself.\n"
+"\n"
+"  -D, --domain NAME      the libvirt domain\n"
+"  -C, --connect URI      libvirt URI (default: libvirt's default, qemu:///system\n"
+"                         for root)\n"
+"  -a, --apply            add the channels (pipe: and create the FIFOs, owned by\n"
+"                         the user in /etc/libvirt/qemu.conf); running it again\n"
+"                         changes nothing; a changed vCPU count rewrites them\n"
+"  -r, --remove           remove exactly what --apply added\n"
+"  -b, --backend KIND     pipe (default; DIR default /var/lib/virtio-trace/NAME)\n"
+"                         or unix (without --dir: paths libvirt chooses)\n"
+"\n"
+"Exit status: 0 done or nothing to do; 1 libvirt or the files failed; 2 usage.\n",
 		SETUP_MAX_VCPUS, SETUP_DEFAULT_ROOT);
 }
 
@@ -281,6 +309,10 @@ static int setup_parse(int argc, char **argv, struct setup_opts *o)
 		{ "format", required_argument, NULL, 'f' },
 		{ "create", no_argument, NULL, 'c' },
 		{ "name", required_argument, NULL, 'N' },
+		{ "domain", required_argument, NULL, 'D' },
+		{ "connect", required_argument, NULL, 'C' },
+		{ "apply", no_argument, NULL, 'a' },
+		{ "remove", no_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -291,8 +323,24 @@ static int setup_parse(int argc, char **argv, struct setup_opts *o)
 
 	o->name = "guest";
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "n:b:d:f:cN:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "n:b:d:f:cN:D:C:arh", longopts, NULL)) != -1) {
 		switch (c) {
+		case 'D':
+			if (!*optarg) {
+				fprintf(stderr, "virtio-trace-collect setup: --domain needs a name\n");
+				return -EINVAL;
+			}
+			o->domain = optarg;
+			break;
+		case 'C':
+			o->uri = optarg;
+			break;
+		case 'a':
+			o->apply = true;
+			break;
+		case 'r':
+			o->remove = true;
+			break;
 		case 'n':
 			errno = 0;
 			v = strtoul(optarg, &end, 10);
@@ -305,6 +353,7 @@ static int setup_parse(int argc, char **argv, struct setup_opts *o)
 			o->vcpus = v;
 			break;
 		case 'b':
+			o->have_backend = true;
 			o->unix_backend = strcmp(optarg, "pipe") != 0;
 			o->qemu_connects = !strcmp(optarg, "unix-connect");
 			if (strcmp(optarg, "pipe") && strcmp(optarg, "unix") && strcmp(optarg, "socket") &&
@@ -316,8 +365,10 @@ static int setup_parse(int argc, char **argv, struct setup_opts *o)
 			break;
 		case 'd':
 			dir = optarg;
+			o->have_dir = true;
 			break;
 		case 'f':
+			o->have_format = true;
 			if (!strcmp(optarg, "qemu")) {
 				o->libvirt = false;
 			} else if (!strcmp(optarg, "libvirt")) {
@@ -352,7 +403,39 @@ static int setup_parse(int argc, char **argv, struct setup_opts *o)
 		fprintf(stderr, "virtio-trace-collect setup: unexpected argument '%s'\n", argv[optind]);
 		return -EINVAL;
 	}
-	if (!o->vcpus) {
+	if (o->domain || o->apply || o->remove || o->uri) {
+		if (!o->domain || o->apply == o->remove) {
+			fprintf(stderr, "virtio-trace-collect setup: --domain NAME goes with one of "
+				"--apply or --remove (see --help)\n");
+			return -EINVAL;
+		}
+		if (o->vcpus || o->have_format || o->create) {
+			fprintf(stderr, "virtio-trace-collect setup: with --domain the vCPU count comes "
+				"from the definition, --format and --create do not apply\n");
+			return -EINVAL;
+		}
+		if (o->qemu_connects) {
+			fprintf(stderr, "virtio-trace-collect setup: --domain takes --backend pipe or "
+				"unix (record --domain connects to the sockets libvirt makes)\n");
+			return -EINVAL;
+		}
+		if (o->remove && (o->have_dir || o->have_backend)) {
+			fprintf(stderr, "virtio-trace-collect setup: --remove takes no --dir or "
+				"--backend: it removes what --apply added\n");
+			return -EINVAL;
+		}
+		if (!dir && o->unix_backend)
+			return 0;	/* libvirt's automatic socket paths */
+		if (!dir && o->remove)
+			return 0;
+		if (!dir && libvirt_default_dir(o->dir, sizeof(o->dir), o->domain) < 0) {
+			fprintf(stderr, "virtio-trace-collect setup: domain '%s' cannot name a "
+				"directory: give --dir DIR\n", o->domain);
+			return -EINVAL;
+		}
+		if (!dir)
+			return 0;
+	} else if (!o->vcpus) {
 		fprintf(stderr, "virtio-trace-collect setup: --vcpus N is required (see --help)\n");
 		return -EINVAL;
 	}
@@ -406,6 +489,21 @@ int setup_main(int argc, char **argv)
 		return EXIT_OK;
 	if (ret < 0)
 		return EXIT_USAGE;
+	if (o.domain) {
+		struct libvirt_setup ls = {
+			.domain = o.domain, .uri = o.uri, .remove = o.remove,
+			.unix_backend = o.unix_backend,
+		};
+
+		snprintf(ls.dir, sizeof(ls.dir), "%s", o.dir);
+		ret = libvirt_setup_run(&ls);
+		if (fflush(stdout) == EOF || ferror(stdout))
+			return EXIT_FAIL;
+		if (ret == 0 && ls.vcpus > COLLECT_MAX_CPUS)
+			fprintf(stderr, "virtio-trace-collect setup: warning: record handles at most %d "
+				"vCPUs per guest\n", COLLECT_MAX_CPUS);
+		return ret < 0 ? EXIT_FAIL : EXIT_OK;
+	}
 	if (o.vcpus > COLLECT_MAX_CPUS)
 		fprintf(stderr, "virtio-trace-collect setup: warning: record handles at most %d "
 			"vCPUs per guest\n", COLLECT_MAX_CPUS);

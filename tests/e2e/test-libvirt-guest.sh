@@ -1,0 +1,360 @@
+#!/bin/bash
+# vt-suite: e2e
+# test-libvirt-guest.sh: a libvirt domain traced by name. Starts its own virtlogd and libvirtd
+# (no systemd; sockets and logs in the work dir) unless a libvirtd already runs (then uses it and
+# leaves it running). Defines a 2-vCPU TCG domain (<domain type='qemu'>) that boots the collector
+# e2e image directly (<kernel>, <initrd>, <cmdline>), with an extra pipe channel "vt-test" for
+# vt-e2e-guest. Then: record --domain on the stopped domain fails naming `virsh start`;
+# `setup --domain --apply` adds the channels and FIFOs and says "next boot"; a second apply
+# changes nothing (the persistent XML is byte-identical); the domain starts; `record --domain
+# NAME -e sched -e irq -e timer --host-events sched:sched_switch -- FLOOD` records it. Checks: exit
+# 0; exactly N markers per guest CPU, each on its own CPU; `trace-cmd report -i host.dat -i
+# guest-NAME.dat` merges guest markers and host sched_switch; the host file's GUEST option maps
+# vCPU n to the thread QMP query-cpus-fast names (and /proc says that thread is "CPU n/TCG");
+# then `setup --apply --backend unix` rewrites them as unix channels with paths libvirt chooses
+# and a second boot is recorded the same way (a user without access gets "permission denied");
+# `setup --remove` restores the definition. Destroys and undefines the domain, stops the daemons
+# it started (by pid), removes its files. Prints its time.
+# Env: VT_BUILDDIR (default <repo>/build), VT_E2E_MARKERS (default 500), VT_KEEP=1 keeps the work
+# dir. Exit: 0 pass, 1 fail, 77 skip.
+echo "test-libvirt-guest: record --domain traces a libvirt TCG domain whose channels setup --domain --apply added: exact markers, merged report, GUEST vCPU map = QEMU's vCPU threads"
+set -uo pipefail
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$HERE/lib.sh"
+. "$HERE/agent-lib.sh"
+VT_LOG_PREFIX=test-libvirt-guest
+ME=test-libvirt-guest
+N=${VT_E2E_MARKERS:-500}
+DOM=vt-e2e-libvirt
+DESC="virtio-trace e2e test domain (tests/e2e/test-libvirt-guest.sh)"
+
+for t in libvirtd virtlogd virsh qemu-system-x86_64 busybox cpio depmod timeout strip trace-cmd jq; do
+    command -v "$t" >/dev/null || { echo "$ME: SKIP: $t not found"; exit 77; }
+done
+[ "$(id -u)" = 0 ] || { echo "$ME: SKIP: needs root (a system libvirtd and its qemu user)"; exit 77; }
+
+T0=$(vt_now)
+WORK=$(mktemp -d /tmp/vt-test-libvirt-guest.XXXXXX)
+chmod 755 "$WORK"	# QEMU runs as libvirt's qemu user: it must reach the kernel and the FIFOs
+KEEP=${VT_KEEP:-0}
+COLLECT_PID= LIBVIRTD_PID= VIRTLOGD_PID= URI= DEFINED=0 MADE_LOGDIR=0 MADE_USER=0 MADE_GROUP=0
+# What our own libvirtd creates where none was: removed again at the end.
+STATE_DIRS=(/run/libvirt /var/lib/libvirt /var/cache/libvirt /etc/libvirt/qemu /etc/libvirt/secrets
+            /etc/libvirt/storage /etc/libvirt/nwfilter /etc/libvirt/qemu.conf /run/libvirtd.pid)
+MADE_DIRS=()
+V() { virsh -q -c "$URI" "$@"; }
+alive() {	# NAME: a live (not zombie) process of that name exists
+    local p
+    for p in $(pgrep -x "$1"); do
+        [ "$(awk '/^State:/ { print $2 }' "/proc/$p/status" 2>/dev/null)" = Z ] || return 0
+    done
+    return 1
+}
+stop_pid() {	# PID: TERM, then KILL after 5 s; only the daemons this test started
+    local i
+    kill -TERM "$1" 2>/dev/null || return 0
+    for ((i = 0; i < 50; i++)); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
+    kill -KILL "$1" 2>/dev/null
+}
+cleanup() {
+    [ -n "$COLLECT_PID" ] && kill -TERM "$COLLECT_PID" 2>/dev/null && wait "$COLLECT_PID" 2>/dev/null
+    if [ "$DEFINED" = 1 ]; then
+        V destroy "$DOM" >/dev/null 2>&1
+        V undefine "$DOM" >/dev/null 2>&1
+        rm -f "/var/log/libvirt/qemu/$DOM.log"
+    fi
+    [ -n "$LIBVIRTD_PID" ] && stop_pid "$LIBVIRTD_PID"
+    [ -n "$VIRTLOGD_PID" ] && stop_pid "$VIRTLOGD_PID"
+    [ "$MADE_LOGDIR" = 1 ] && rm -rf /var/log/libvirt
+    for d in "${MADE_DIRS[@]+"${MADE_DIRS[@]}"}"; do rm -rf "$d"; done
+    [ "$MADE_USER" = 1 ] && userdel libvirt-qemu 2>/dev/null
+    [ "$MADE_GROUP" = 1 ] && getent group libvirt-qemu >/dev/null && groupdel libvirt-qemu 2>/dev/null
+    if [ "$KEEP" = 1 ]; then echo "$ME: kept $WORK"; else rm -rf "$WORK"; fi
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
+fail=0
+bad() { echo "$ME: FAIL: $*"; fail=1; }
+
+vt_agent_build; rc=$?
+[ $rc = 0 ] || exit $rc
+COLLECT=${VT_BUILDDIR:-$VT_REPO/build}/host-collector/virtio-trace-collect
+make -C "${VT_BUILDDIR:-$VT_REPO/build}" -s host-collector/virtio-trace-collect >&2 ||
+    { echo "$ME: FAIL: cannot build virtio-trace-collect"; exit 1; }
+t=$(vt_now)
+vt_collect_image "$WORK" libvirt-guest; rc=$?
+[ $rc = 0 ] || exit $rc
+T_IMAGE=$(vt_secs "$t" "$(vt_now)")
+# Copies: libvirt gives the files to its qemu user while the domain runs.
+mkdir -p "$WORK/boot" "$WORK/ports"
+cp "$VT_IMAGE/vmlinux" "$WORK/boot/vmlinux" && cp "$(ls "$VT_IMAGE"/initramfs.cpio* | head -n1)" "$WORK/boot/initramfs" ||
+    { echo "$ME: FAIL: no kernel or initramfs in $VT_IMAGE"; exit 1; }
+chmod -R a+rX "$WORK/boot"
+
+# --- libvirt: the running one, else our own (FACTS.md §6) ---
+t=$(vt_now)
+if alive libvirtd || alive virtqemud; then
+    URI=qemu:///system
+    virsh -q -c "$URI" uri >/dev/null 2>&1 ||
+        { echo "$ME: SKIP: a libvirtd runs but $URI does not answer"; exit 77; }
+    echo "$ME: using the running libvirt ($URI)"
+else
+    # libvirtd's qemu driver refuses to start without its user.
+    if ! getent group libvirt-qemu >/dev/null; then
+        groupadd --system libvirt-qemu || { echo "$ME: SKIP: cannot create the libvirt-qemu group"; exit 77; }
+        MADE_GROUP=1
+    fi
+    if ! getent passwd libvirt-qemu >/dev/null; then
+        useradd --system -g libvirt-qemu -d /var/lib/libvirt -s /usr/sbin/nologin -M libvirt-qemu ||
+            { echo "$ME: SKIP: cannot create the libvirt-qemu user"; exit 77; }
+        MADE_USER=1
+    fi
+    [ -d /var/log/libvirt ] || { mkdir -p /var/log/libvirt && MADE_LOGDIR=1; }
+    for d in "${STATE_DIRS[@]}"; do [ -e "$d" ] || MADE_DIRS+=("$d"); done
+    mkdir -p "$WORK/lv"
+    printf 'log_outputs = "3:file:%s/lv/virtlogd.log"\n' "$WORK" >"$WORK/lv/virtlogd.conf"
+    printf 'unix_sock_dir = "%s/lv"\nlog_outputs = "3:file:%s/lv/libvirtd.log"\n' "$WORK" "$WORK" \
+        >"$WORK/lv/libvirtd.conf"
+    # QEMU's console and stdio go through virtlogd's fixed socket: start one unless it runs.
+    if ! alive virtlogd; then
+        virtlogd -d -f "$WORK/lv/virtlogd.conf" -p "$WORK/lv/virtlogd.pid" ||
+            { echo "$ME: SKIP: virtlogd does not start"; exit 77; }
+        for ((i = 0; i < 100; i++)); do [ -s "$WORK/lv/virtlogd.pid" ] && break; sleep 0.05; done
+        read -r VIRTLOGD_PID <"$WORK/lv/virtlogd.pid"
+    fi
+    libvirtd -d -f "$WORK/lv/libvirtd.conf" -p "$WORK/lv/libvirtd.pid" ||
+        { echo "$ME: SKIP: libvirtd does not start: $(tail -n2 "$WORK/lv/libvirtd.log")"; exit 77; }
+    URI="qemu:///system?socket=$WORK/lv/libvirt-sock"
+    for ((i = 0; i < 200; i++)); do
+        [ -s "$WORK/lv/libvirtd.pid" ] && [ -S "$WORK/lv/libvirt-sock" ] && break
+        sleep 0.1
+    done
+    [ -s "$WORK/lv/libvirtd.pid" ] && read -r LIBVIRTD_PID <"$WORK/lv/libvirtd.pid"
+    if [ -z "$LIBVIRTD_PID" ] || ! V uri >/dev/null 2>&1; then
+        echo "$ME: SKIP: libvirtd did not come up: $(grep -v dnsmasq "$WORK/lv/libvirtd.log" | tail -n3)"
+        exit 77
+    fi
+    echo "$ME: started virtlogd ${VIRTLOGD_PID:-(already running)} and libvirtd $LIBVIRTD_PID, socket $WORK/lv"
+fi
+T_DAEMON=$(vt_secs "$t" "$(vt_now)")
+
+# A leftover of a killed run is ours to remove; any other domain of that name is not.
+if V dominfo "$DOM" >/dev/null 2>&1; then
+    [ "$(V desc "$DOM" 2>/dev/null)" = "$DESC" ] ||
+        { echo "$ME: SKIP: a domain $DOM exists that this test did not make"; exit 77; }
+    V destroy "$DOM" >/dev/null 2>&1
+    V undefine "$DOM" >/dev/null || { echo "$ME: FAIL: cannot undefine the stale $DOM"; exit 1; }
+fi
+
+# The domain: the e2e image booted directly, as lib.sh boots it, plus the vt-test port.
+mkfifo "$WORK/ports/vt-test.in" "$WORK/ports/vt-test.out"
+cat >"$WORK/domain.xml" <<XML
+<domain type='qemu'>
+  <name>$DOM</name>
+  <description>$DESC</description>
+  <memory unit='MiB'>512</memory>
+  <vcpu>2</vcpu>
+  <os>
+    <type arch='x86_64' machine='pc'>hvm</type>
+    <kernel>$WORK/boot/vmlinux</kernel>
+    <initrd>$WORK/boot/initramfs</initrd>
+    <cmdline>console=ttyS0 loglevel=5 trace_clock=x86-tsc panic=-1 vt.run=/etc/vt/agent-run vt.ports=4</cmdline>
+  </os>
+  <features><acpi/></features>
+  <on_poweroff>destroy</on_poweroff>
+  <on_reboot>destroy</on_reboot>
+  <on_crash>destroy</on_crash>
+  <devices>
+    <emulator>$(command -v qemu-system-x86_64)</emulator>
+    <serial type='file'><source path='$WORK/console.log'/><target port='0'/></serial>
+    <channel type='pipe'>
+      <source path='$WORK/ports/vt-test'/>
+      <target type='virtio' name='vt-test'/>
+    </channel>
+    <controller type='usb' model='none'/>
+    <memballoon model='none'/>
+  </devices>
+</domain>
+XML
+V define "$WORK/domain.xml" >/dev/null || { echo "$ME: FAIL: libvirt refused the domain"; exit 1; }
+DEFINED=1
+
+# Before setup: the domain is not running, and record says what to do.
+"$COLLECT" record --domain "$DOM" --connect "$URI" -d 1 -o "$WORK/out0" >"$WORK/rec0.log" 2>&1
+rc=$?
+[ $rc = 1 ] && grep -q "domain $DOM is not running: start it" "$WORK/rec0.log" ||
+    { sed 's/^/    | /' "$WORK/rec0.log"; bad "record of a stopped domain: exit $rc, want 1 and 'not running'"; }
+
+V dumpxml --inactive "$DOM" >"$WORK/def0.xml"
+"$COLLECT" setup --domain "$DOM" --connect "$URI" --apply --dir "$WORK/ports" >"$WORK/setup1.log" 2>&1 ||
+    { cat "$WORK/setup1.log"; echo "$ME: FAIL: setup --apply exited $?"; exit 1; }
+sed "s/^/$ME: setup: /" "$WORK/setup1.log"
+grep -q "takes effect at the next boot" "$WORK/setup1.log" || bad "setup --apply does not say 'next boot'"
+V dumpxml --inactive "$DOM" >"$WORK/def1.xml"
+n=$(grep -c "<target type='virtio' name='\(trace-path-cpu[01]\|agent-ctl-path\)'/>" "$WORK/def1.xml")
+[ "$n" = 3 ] || bad "the definition has $n trace channels after apply, want 3"
+for p in trace-path-cpu0 trace-path-cpu1 agent-ctl-path; do
+    for s in in out; do
+        [ -p "$WORK/ports/$p.$s" ] || bad "no FIFO $WORK/ports/$p.$s"
+    done
+done
+"$COLLECT" setup --domain "$DOM" --connect "$URI" --apply --dir "$WORK/ports" >"$WORK/setup2.log" 2>&1 ||
+    bad "the second setup --apply exited $?"
+grep -q "nothing changed" "$WORK/setup2.log" || bad "the second apply did not say 'nothing changed': $(cat "$WORK/setup2.log")"
+V dumpxml --inactive "$DOM" >"$WORK/def2.xml"
+cmp -s "$WORK/def1.xml" "$WORK/def2.xml" || bad "the second apply changed the definition"
+
+# check_unix_live: the running domain's unix channels are where libvirt put them, and a user
+# who may not use them gets a permission error that says so, before anything is written.
+check_unix_live() {
+    local p n rc
+    V dumpxml "$DOM" >"$WORK/live-unix.xml"
+    for p in trace-path-cpu0 trace-path-cpu1 agent-ctl-path; do
+        grep -qE "<source mode='bind' path='/[^']*/domain-[0-9]+-$DOM/$p'/>" "$WORK/live-unix.xml" ||
+            bad "the live XML has no libvirt-chosen socket for $p"
+    done
+    n=$(grep -c "domain-[0-9]*-$DOM/" "$WORK/live-unix.xml")
+    echo "$ME: live XML: $n channel sockets in $(sed -n "s|.*path='\(/[^']*/domain-[0-9]*-$DOM\)/agent-ctl-path'.*|\1|p" "$WORK/live-unix.xml")"
+    if command -v setpriv >/dev/null; then
+        setpriv --reuid=65534 --regid=65534 --clear-groups "$COLLECT" record --domain "$DOM" \
+            --connect "$URI" -d 1 -o "$WORK/nobody-out" >"$WORK/nobody.log" 2>&1
+        rc=$?
+        echo "$ME: record as nobody: exit $rc: $(grep -m1 -i 'permission' "$WORK/nobody.log")"
+        [ $rc = 1 ] && grep -q "permission denied" "$WORK/nobody.log" && [ ! -e "$WORK/nobody-out" ] ||
+            { sed 's/^/    | /' "$WORK/nobody.log"; bad "record as nobody: exit $rc, want 1 with 'permission denied' and no output"; }
+    fi
+}
+
+# boot_record PHASE: start the domain, record it by name, let it power off, check the files.
+# Sets T_BOOT_<PHASE> and T_REC_<PHASE>.
+boot_record() {
+    local phase=$1 t crc i cpu cnt man mk mkother mm hs c tid comm G OUT QPID
+    t=$(vt_now)
+    V start "$DOM" >/dev/null || { tail -n5 "/var/log/libvirt/qemu/$DOM.log" 2>/dev/null; echo "$ME: FAIL: the domain did not start"; exit 1; }
+    VT_RUNDIR=$WORK
+    if ! vt_test_say "$WORK/ports" hello 60; then
+        tr -d '\r' <"$WORK/console.log" | tail -20
+        echo "$ME: FAIL: vt-e2e-guest did not answer hello in 60 s"; exit 1
+    fi
+    T_BOOT=$(vt_secs "$t" "$(vt_now)")
+    echo "$ME: guest says: $ANSWER (boot ${T_BOOT} s)"
+
+    # QEMU's own view of its vCPU threads, for the GUEST option check.
+    V qemu-monitor-command "$DOM" '{"execute":"query-cpus-fast"}' >"$WORK/cpus.json" ||
+        bad "qemu-monitor-command query-cpus-fast failed"
+    jq -r '.return[] | "\(."cpu-index") \(."thread-id")"' "$WORK/cpus.json" | sort -n >"$WORK/qmp-map.txt"
+    QPID=$(cat "/run/libvirt/qemu/$DOM.pid" 2>/dev/null)
+    while read -r c tid; do
+        comm=$(cat "/proc/${QPID:-0}/task/$tid/comm" 2>/dev/null)
+        [[ $comm == "CPU $c/"* ]] || bad "QMP's thread $tid for vCPU $c is '$comm' in /proc/${QPID:-?}/task, want 'CPU $c/...'"
+    done <"$WORK/qmp-map.txt"
+
+    cat >"$WORK/flood" <<SH
+#!/bin/bash
+exec 7<>"$WORK/ports/vt-test.in" 8<>"$WORK/ports/vt-test.out"
+echo "flood vt-e2e $N 0 64" >&7
+read -r -t 120 answer <&8 || answer="no answer"
+echo "\$answer" >"$WORK/flood.answer"
+sleep 0.5
+[[ \$answer == ok* ]]
+SH
+    chmod +x "$WORK/flood"
+    [ "$phase" = unix ] && check_unix_live
+    OUT=$WORK/out-$phase
+    t=$(vt_now)
+    timeout -k 5 150 "$COLLECT" record --domain "$DOM" --connect "$URI" -e sched -e irq -e timer \
+        --host-events sched:sched_switch --sync-probes 50 -o "$OUT" -v -- "$WORK/flood" 2>&1 |
+        while IFS= read -r l; do echo "$(vt_secs "$t" "$(vt_now)") $l"; done >"$WORK/record-$phase.log" &
+    COLLECT_PID=$!
+    wait "$COLLECT_PID"
+    crc=$?
+    COLLECT_PID=
+    T_REC=$(vt_secs "$t" "$(vt_now)")
+    echo "$ME: record exited $crc after ${T_REC} s; flood: $(cat "$WORK/flood.answer" 2>/dev/null)"
+    [ $crc = 0 ] || { sed 's/^/    | /' "$WORK/record-$phase.log"; bad "record exited $crc, want 0"; }
+
+    # Where record's time went (-v lines, stamped with seconds since it started).
+    grep -E 'clock sync at (start|stop) done|: recording$|stopping$|wrote ' "$WORK/record-$phase.log" |
+        sed "s/^/$ME:   /"
+
+    # The guest leaves: vt-e2e-guest quits, the agent had its BYE, /init powers off.
+    vt_test_say "$WORK/ports" quit 30 || bad "vt-e2e-guest did not answer quit"
+    for ((i = 0; i < 600; i++)); do
+        [ "$(V domstate "$DOM" 2>/dev/null)" = "shut off" ] && break
+        sleep 0.1
+    done
+    [ "$(V domstate "$DOM" 2>/dev/null)" = "shut off" ] || bad "the domain did not power off within 60 s"
+    echo "  guest console:"
+    tr -d '\r' <"$WORK/console.log" | grep -a -E '^(VT-INIT|E2E|trace-agent):' | sed 's/^/    /'
+    vt_check_console "$WORK/console.log" || fail=1
+    grep -aq 'E2E: vt-e2e-guest rc=0, trace-agent exit status 0 after BYE' "$WORK/console.log" ||
+        bad "the guest side did not end cleanly"
+
+    G=$OUT/guest-$DOM.dat
+    [ -s "$OUT/manifest.json" ] && [ -s "$G" ] && [ -s "$OUT/host.dat" ] ||
+        { bad "record wrote no files ($(ls "$OUT" 2>/dev/null | tr '\n' ' '))"; echo "$ME: FAIL"; KEEP=1; exit 1; }
+    trace-cmd report -i "$G" >"$WORK/guest.txt" 2>"$WORK/guest.err" ||
+        bad "trace-cmd report of the guest file failed: $(head -3 "$WORK/guest.err")"
+    trace-cmd report -i "$OUT/host.dat" -i "$G" >"$WORK/merged.txt" 2>"$WORK/merged.err" ||
+        bad "merged trace-cmd report failed: $(head -3 "$WORK/merged.err")"
+    M() { jq -r "$1" "$OUT/manifest.json"; }
+    for cpu in 0 1; do
+        cnt=$(grep -cE "^ *.* \[00$cpu\] " "$WORK/guest.txt")
+        man=$(M ".guests[0].cpus[] | select(.cpu == $cpu) | .events")
+        mk=$(grep -cE "\[00$cpu\] .*vt-e2e cpu$cpu " "$WORK/guest.txt")
+        mkother=$(grep -E "vt-e2e cpu$cpu " "$WORK/guest.txt" | grep -cvE "\[00$cpu\] ")
+        mm=$(grep -E "^ *$(basename "$G"): .*vt-e2e cpu$cpu " "$WORK/merged.txt" | grep -c .)
+        echo "$ME: cpu$cpu: report $cnt events, manifest $man; markers $mk on cpu$cpu, $mkother elsewhere, $mm in the merged report"
+        [ "$cnt" = "$man" ] || bad "cpu$cpu: report has $cnt events, manifest $man"
+        [ "$mk" = "$N" ] && [ "$mkother" = 0 ] || bad "cpu$cpu: $mk markers on cpu$cpu and $mkother elsewhere, want $N and 0"
+        [ "$mm" = "$N" ] || bad "cpu$cpu: $mm markers in the merged report, want $N"
+    done
+    hs=$(grep -E '^ *host.dat: ' "$WORK/merged.txt" | grep -c 'sched_switch')
+    echo "$ME: merged report: $(wc -l <"$WORK/merged.txt") lines, $hs host sched_switch"
+    [ "$hs" -gt 0 ] || bad "the merged report lacks host sched_switch"
+    [ "$(M '.guests[0].name')" = "$DOM" ] || bad "the manifest names the guest '$(M '.guests[0].name')', want $DOM"
+
+    # The GUEST option: vCPU -> host thread, as QMP says, and /proc agrees those are the vCPU threads.
+    trace-cmd dump --options "$OUT/host.dat" >"$WORK/options.txt" 2>&1 || bad "trace-cmd dump --options host.dat failed"
+    sed -n '/Option GUEST/,/Option [A-Z]/p' "$WORK/options.txt" >"$WORK/guest-opt.txt"
+    grep -q "$DOM" "$WORK/guest-opt.txt" || { cat "$WORK/options.txt"; bad "no GUEST option naming $DOM"; }
+    # trace-cmd 3.1.6 prints each pair as "  VCPU TID [guest cpu, host pid]".
+    sed -n 's/^[[:space:]]*\([0-9]\+\)[[:space:]]\+\([0-9]\+\)[[:space:]]*\[guest cpu, host pid\].*/\1 \2/p' \
+        "$WORK/guest-opt.txt" | sort -n >"$WORK/dat-map.txt"
+    echo "$ME: GUEST option map: $(tr '\n' ',' <"$WORK/dat-map.txt"); QMP: $(tr '\n' ',' <"$WORK/qmp-map.txt"); QEMU pid ${QPID:-?}"
+    [ -s "$WORK/qmp-map.txt" ] && [ "$(wc -l <"$WORK/qmp-map.txt")" = 2 ] || bad "QMP named $(wc -l <"$WORK/qmp-map.txt") vCPU threads, want 2"
+    cmp -s "$WORK/dat-map.txt" "$WORK/qmp-map.txt" ||
+        { sed 's/^/    | /' "$WORK/guest-opt.txt"; bad "the GUEST option's vCPU map differs from QMP's"; }
+    [ "$(awk '{print $2}' "$WORK/qmp-map.txt" | sort -u | wc -l)" = 2 ] || bad "the two vCPUs share a thread"
+    eval "T_BOOT_$phase=\$T_BOOT T_REC_$phase=\$T_REC"
+}
+
+echo "$ME: boot 1: pipe channels in $WORK/ports"
+boot_record pipe
+
+# The same domain with unix channels whose paths libvirt chooses: apply rewrites ours.
+"$COLLECT" setup --domain "$DOM" --connect "$URI" --apply --backend unix >"$WORK/setup-unix.log" 2>&1 ||
+    bad "setup --apply --backend unix exited $?"
+sed "s/^/$ME: setup: /" "$WORK/setup-unix.log"
+grep -q "rewrote" "$WORK/setup-unix.log" || bad "apply --backend unix did not say it rewrote the channels"
+V dumpxml --inactive "$DOM" >"$WORK/def-unix.xml"
+n=$(grep -c "<channel type='unix'>" "$WORK/def-unix.xml")
+[ "$n" = 3 ] || bad "the definition has $n unix channels, want 3"
+echo "$ME: boot 2: unix channels, paths chosen by libvirt"
+boot_record unix
+
+echo "$ME: setup --remove:"
+"$COLLECT" setup --domain "$DOM" --connect "$URI" --remove >"$WORK/setup3.log" 2>&1 || bad "setup --remove exited $?"
+sed "s/^/$ME: setup: /" "$WORK/setup3.log"
+V dumpxml --inactive "$DOM" >"$WORK/def3.xml"
+cmp -s "$WORK/def0.xml" "$WORK/def3.xml" ||
+    { diff -u "$WORK/def0.xml" "$WORK/def3.xml" | head -20; bad "setup --remove did not restore the definition"; }
+
+T_RUN=$(vt_secs "$T0" "$(vt_now)")
+echo "$ME: timings: image ${T_IMAGE} s, libvirt up ${T_DAEMON} s; pipe: boot to vt-e2e-guest" \
+     "${T_BOOT_pipe:-?} s, record ${T_REC_pipe:-?} s; unix: boot ${T_BOOT_unix:-?} s, record" \
+     "${T_REC_unix:-?} s; whole test ${T_RUN} s"
+if [ $fail = 0 ]; then echo "$ME: PASS"; exit 0; fi
+KEEP=1
+echo "$ME: FAIL"
+exit 1

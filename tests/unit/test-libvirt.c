@@ -1,0 +1,396 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * host-collector/libvirt.c against libvirt's test driver (no daemon):
+ * record --domain finds pipe and unix channels (unix paths as libvirt chose
+ * them), whatever their order in the XML; a domain without channels gets the
+ * exact setup command, a count mismatch and a stopped or unknown domain get
+ * their own errors; setup --apply adds one channel per vCPU plus the control
+ * port and creates the FIFOs, a second apply changes nothing, --remove gives
+ * back the definition exactly as it was and leaves a user's own channels
+ * alone; QMP query-cpus-fast gives the top-level thread ids.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include <libvirt/libvirt.h>
+
+#include "collect.h"
+
+static char t_dir[256];
+static char t_uri[512];
+static char t_log[8192];	/* every message libvirt.c logged since t_clear() */
+
+/* The collector's logger and name check, as the unit sees them. */
+void collect_log(int level, const char *fmt, ...)
+{
+	size_t n = strlen(t_log);
+	va_list ap;
+
+	if (n + 2 >= sizeof(t_log))
+		return;
+	n += snprintf(t_log + n, sizeof(t_log) - n, "%d: ", level);
+	va_start(ap, fmt);
+	if (n < sizeof(t_log))
+		n += vsnprintf(t_log + n, sizeof(t_log) - n, fmt, ap);
+	va_end(ap);
+	if (n + 1 < sizeof(t_log))
+		strcat(t_log, "\n");
+}
+
+bool collect_name_ok(const char *s)
+{
+	size_t i, len = strlen(s);
+
+	if (!len || len >= COLLECT_NAME_MAX || s[0] == '.' || s[0] == '-')
+		return false;
+	for (i = 0; i < len; i++)
+		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.", s[i]))
+			return false;
+	return true;
+}
+
+static void t_clear(void)
+{
+	t_log[0] = 0;
+}
+
+static void t_log_has(const char *s)
+{
+	if (!strstr(t_log, s))
+		fail_msg("the messages lack \"%s\"; they are:\n%s", s, t_log);
+}
+
+/* node.xml.in with @DIR@ replaced, in a fresh work directory. */
+static int t_setup(void **state)
+{
+	const char *src = getenv("VT_SRCDIR");
+	char in[512], out[512], line[1024], *at;
+	FILE *fi, *fo;
+
+	(void)state;
+	snprintf(t_dir, sizeof(t_dir), "%s/vt-test-libvirt.XXXXXX", getenv("TMPDIR") ?: "/tmp");
+	if (!mkdtemp(t_dir))
+		return -1;
+	snprintf(in, sizeof(in), "%s/tests/data/libvirt/node.xml.in", src ? src : ".");
+	snprintf(out, sizeof(out), "%s/node.xml", t_dir);
+	fi = fopen(in, "r");
+	fo = fopen(out, "w");
+	if (!fi || !fo) {
+		fprintf(stderr, "cannot read %s or write %s (VT_SRCDIR?)\n", in, out);
+		return -1;
+	}
+	while (fgets(line, sizeof(line), fi)) {
+		char *p = line;
+
+		while ((at = strstr(p, "@DIR@"))) {
+			fwrite(p, 1, at - p, fo);
+			fputs(t_dir, fo);
+			p = at + 5;
+		}
+		fputs(p, fo);
+	}
+	fclose(fi);
+	fclose(fo);
+	snprintf(t_uri, sizeof(t_uri), "test://%s", out);
+	return 0;
+}
+
+static int t_teardown(void **state)
+{
+	char cmd[600];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", t_dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static struct guest *t_guest(const char *domain)
+{
+	struct guest *g = calloc(1, sizeof(*g));
+
+	assert_non_null(g);
+	snprintf(g->domain, sizeof(g->domain), "%s", domain);
+	snprintf(g->name, sizeof(g->name), "%s", domain);
+	return g;
+}
+
+static void t_guest_free(struct guest *g)
+{
+	unsigned int i;
+
+	for (i = 0; i < g->nr_cpu_paths; i++)
+		free(g->cpu_paths[i]);
+	free(g);
+}
+
+static void test_pipe_channels(void **state)
+{
+	struct guest *g = t_guest("vt-pipe");
+	char want[600];
+
+	(void)state;
+	t_clear();
+	assert_int_equal(libvirt_guest_resolve(g, t_uri), 0);
+	snprintf(want, sizeof(want), "%s/pipe/agent-ctl-path", t_dir);
+	assert_string_equal(g->ctl_path, want);
+	assert_int_equal(g->nr_cpu_paths, 2);
+	snprintf(want, sizeof(want), "%s/pipe/trace-path-cpu0", t_dir);
+	assert_string_equal(g->cpu_paths[0], want);
+	snprintf(want, sizeof(want), "%s/pipe/trace-path-cpu1", t_dir);
+	assert_string_equal(g->cpu_paths[1], want);
+	/* The test driver has no QEMU: no threads, no pid, said once. */
+	assert_int_equal(g->nr_vcpu_tids, 0);
+	assert_int_equal(g->qemu_pid, 0);
+	t_log_has("QEMU's process was not found");
+	t_guest_free(g);
+}
+
+static void test_unix_auto_paths(void **state)
+{
+	struct guest *g = t_guest("vt-unix");
+	const char *base = "/var/lib/libvirt/qemu/channel/target/domain-2-vt-unix/";
+	char want[600];
+	unsigned int i;
+
+	(void)state;
+	t_clear();
+	assert_int_equal(libvirt_guest_resolve(g, t_uri), 0);
+	snprintf(want, sizeof(want), "%sagent-ctl-path", base);
+	assert_string_equal(g->ctl_path, want);
+	assert_int_equal(g->nr_cpu_paths, 3);
+	for (i = 0; i < 3; i++) {
+		snprintf(want, sizeof(want), "%strace-path-cpu%u", base, i);
+		assert_string_equal(g->cpu_paths[i], want);
+	}
+	t_guest_free(g);
+}
+
+static void test_no_channels(void **state)
+{
+	struct guest *g = t_guest("vt-none");
+	char want[800];
+
+	(void)state;
+	t_clear();
+	assert_int_equal(libvirt_guest_resolve(g, t_uri), -ENOENT);
+	snprintf(want, sizeof(want), "3: domain vt-none has no trace channels: run "
+		 "`virtio-trace-collect setup --domain vt-none --connect '%s' --apply`, then restart "
+		 "the domain", t_uri);
+	t_log_has(want);
+	assert_int_equal(g->nr_cpu_paths, 0);
+	t_guest_free(g);
+}
+
+static void test_count_mismatch(void **state)
+{
+	struct guest *g = t_guest("vt-short");
+
+	(void)state;
+	t_clear();
+	assert_int_equal(libvirt_guest_resolve(g, t_uri), -EINVAL);
+	t_log_has("domain vt-short has 2 trace-path-cpuN channels for 4 vCPUs: run "
+		  "`virtio-trace-collect setup --domain vt-short --connect '");
+	t_log_has("--apply` again");
+	t_guest_free(g);
+}
+
+static void test_not_running_not_found(void **state)
+{
+	struct guest *g = t_guest("vt-off"), *h = t_guest("no-such-domain");
+
+	(void)state;
+	t_clear();
+	assert_int_equal(libvirt_guest_resolve(g, t_uri), -ESRCH);
+	t_log_has("domain vt-off is not running: start it (`virsh --connect '");
+	t_clear();
+	assert_int_equal(libvirt_guest_resolve(h, t_uri), -ENOENT);
+	t_log_has("domain no-such-domain not found at test://");
+	t_guest_free(g);
+	t_guest_free(h);
+}
+
+static unsigned int t_count(const char *hay, const char *needle)
+{
+	unsigned int n = 0;
+
+	for (; (hay = strstr(hay, needle)); hay++)
+		n++;
+	return n;
+}
+
+static char *t_inactive(virConnectPtr conn, const char *name)
+{
+	virDomainPtr dom = virDomainLookupByName(conn, name);
+	char *xml;
+
+	assert_non_null(dom);
+	xml = virDomainGetXMLDesc(dom, VIR_DOMAIN_XML_INACTIVE);
+	virDomainFree(dom);
+	assert_non_null(xml);
+	return xml;
+}
+
+/* test:///default's "test" domain: persistent and running, no channels. */
+static void test_apply_again_remove(void **state)
+{
+	virConnectPtr conn = virConnectOpen("test:///default");
+	struct libvirt_setup s = { .domain = "test", .uri = "test:///default" };
+	char *before, *after, *again, *removed, path[600];
+	struct guest *g = t_guest("test");
+	unsigned int i;
+	struct stat st;
+
+	(void)state;
+	assert_non_null(conn);
+	before = t_inactive(conn, "test");
+	assert_int_equal(t_count(before, "<channel"), 0);
+
+	snprintf(s.dir, sizeof(s.dir), "%s/apply", t_dir);
+	t_clear();
+	assert_int_equal(libvirt_setup_conn(conn, &s), 0);
+	assert_true(s.changed);
+	assert_true(s.vcpus >= 1);
+	after = t_inactive(conn, "test");
+	/* One data channel per vCPU, the control port, one controller, the record of it. */
+	assert_int_equal(t_count(after, "<channel type='pipe'>"), s.vcpus + 1);
+	assert_int_equal(t_count(after, "<target type='virtio' name='trace-path-cpu"), s.vcpus);
+	assert_int_equal(t_count(after, "name='agent-ctl-path'"), 1);
+	assert_int_equal(t_count(after, "<controller type='virtio-serial'"), 1);
+	assert_int_equal(t_count(after, "vtrace:ports"), 1);
+	snprintf(path, sizeof(path), "<source path='%s/apply/trace-path-cpu0'/>", t_dir);
+	assert_int_equal(t_count(after, path), 1);
+	assert_int_equal(t_count(after, "port='1'/>"), 1);
+	for (i = 0; i <= s.vcpus; i++) {
+		if (i < s.vcpus)
+			snprintf(path, sizeof(path), "%s/apply/trace-path-cpu%u.out", t_dir, i);
+		else
+			snprintf(path, sizeof(path), "%s/apply/agent-ctl-path.in", t_dir);
+		assert_int_equal(lstat(path, &st), 0);
+		assert_true(S_ISFIFO(st.st_mode));
+		assert_int_equal(st.st_mode & 0777, 0600);
+	}
+
+	/* The running domain still has none: record says to restart, not to run setup. */
+	t_clear();
+	assert_int_equal(libvirt_guest_from_conn(conn, g, "test:///default"), -ENOENT);
+	t_log_has("its persistent definition has them");
+	t_log_has("take effect at the next boot");
+
+	/* Again: nothing changes, and it says so. */
+	s.changed = true;
+	assert_int_equal(libvirt_setup_conn(conn, &s), 0);
+	assert_false(s.changed);
+	again = t_inactive(conn, "test");
+	assert_string_equal(again, after);
+
+	/* Another backend rewrites ours, still one controller. */
+	s.unix_backend = true;
+	s.dir[0] = 0;
+	assert_int_equal(libvirt_setup_conn(conn, &s), 0);
+	assert_true(s.changed);
+	free(again);
+	again = t_inactive(conn, "test");
+	assert_int_equal(t_count(again, "<channel type='unix'>"), s.vcpus + 1);
+	assert_int_equal(t_count(again, "<channel type='pipe'>"), 0);
+	assert_int_equal(t_count(again, "<controller type='virtio-serial'"), 1);
+	assert_int_equal(t_count(again, "<source mode='bind'"), 0);	/* libvirt chooses the paths */
+
+	/* Remove: exactly the definition there was before. */
+	s.remove = true;
+	assert_int_equal(libvirt_setup_conn(conn, &s), 0);
+	assert_true(s.changed);
+	removed = t_inactive(conn, "test");
+	assert_string_equal(removed, before);
+	assert_int_equal(libvirt_setup_conn(conn, &s), 0);
+	assert_false(s.changed);
+
+	free(before);
+	free(after);
+	free(again);
+	free(removed);
+	t_guest_free(g);
+	virConnectClose(conn);
+}
+
+/* Channels a user wrote (no record of an apply) are not setup's to touch. */
+static void test_user_channels_alone(void **state)
+{
+	virConnectPtr conn = virConnectOpen(t_uri);
+	struct libvirt_setup s = { .domain = "vt-pipe", .uri = t_uri };
+	char *before, *after;
+
+	(void)state;
+	assert_non_null(conn);
+	snprintf(s.dir, sizeof(s.dir), "%s/user", t_dir);
+	before = t_inactive(conn, "vt-pipe");
+	t_clear();
+	assert_int_equal(libvirt_setup_conn(conn, &s), -EEXIST);
+	t_log_has("that setup did not add");
+	s.remove = true;
+	assert_int_equal(libvirt_setup_conn(conn, &s), -EEXIST);
+	t_log_has("left alone");
+	after = t_inactive(conn, "vt-pipe");
+	assert_string_equal(after, before);
+	free(before);
+	free(after);
+	virConnectClose(conn);
+}
+
+/* A reply as QEMU 7.2 gives it through libvirt: "props" has its own thread-id. */
+static void test_cpus_fast(void **state)
+{
+	static const char reply[] =
+		"{\"return\":[{\"thread-id\":21318,\"props\":{\"core-id\":0,\"thread-id\":0,"
+		"\"socket-id\":0},\"qom-path\":\"/machine/unattached/device[0]\",\"cpu-index\":0,"
+		"\"target\":\"x86_64\"},{\"thread-id\":21319,\"props\":{\"core-id\":0,\"thread-id\":0,"
+		"\"socket-id\":1},\"qom-path\":\"/machine/unattached/device[2]\",\"cpu-index\":1,"
+		"\"target\":\"x86_64\"}],\"id\":\"libvirt-412\"}";
+	static const char *bad[] = {
+		"{\"return\":[]}",
+		"{\"error\":{\"class\":\"CommandNotFound\"}}",
+		"{\"return\":[{\"cpu-index\":0,\"props\":{\"thread-id\":7}}]}",
+		"{\"return\":[{\"cpu-index\":0,\"thread-id\":-1}]}",
+		"{\"return\":[{\"cpu-index\":0,\"thread-id\":12",
+	};
+	uint32_t tids[4] = { 0 };
+	unsigned int nr = 9, i;
+
+	(void)state;
+	assert_int_equal(libvirt_parse_cpus_fast(reply, strlen(reply), tids, 4, &nr), 0);
+	assert_int_equal(nr, 2);
+	assert_int_equal(tids[0], 21318);
+	assert_int_equal(tids[1], 21319);
+	/* More vCPUs than room: the rest are skipped, nothing written past @max. */
+	tids[1] = 0;
+	assert_int_equal(libvirt_parse_cpus_fast(reply, strlen(reply), tids, 1, &nr), 0);
+	assert_int_equal(nr, 1);
+	assert_int_equal(tids[1], 0);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(libvirt_parse_cpus_fast(bad[i], strlen(bad[i]), tids, 4, &nr), -EBADMSG);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_pipe_channels),
+		cmocka_unit_test(test_unix_auto_paths),
+		cmocka_unit_test(test_no_channels),
+		cmocka_unit_test(test_count_mismatch),
+		cmocka_unit_test(test_not_running_not_found),
+		cmocka_unit_test(test_apply_again_remove),
+		cmocka_unit_test(test_user_channels_alone),
+		cmocka_unit_test(test_cpus_fast),
+	};
+
+	return cmocka_run_group_tests_name("libvirt: record --domain and setup --domain with "
+					   "libvirt's test driver", tests, t_setup, t_teardown);
+}
