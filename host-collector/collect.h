@@ -61,6 +61,8 @@ struct guest;
  * @page: a partial page carried between reads
  * @have: bytes in @page
  * @spool_fd: cpuN.pages in the spool; @bad_fd cpuN.bad, opened on first need
+ * @data_fd: the trace's spool "data" file; this CPU's pages go to
+ *	@cpu * @region + @data_len (see spool_data_open()), -1 until opened
  */
 struct stream {
 	int fd;
@@ -75,6 +77,9 @@ struct stream {
 	size_t have;
 	int spool_fd;
 	int bad_fd;
+	int data_fd;
+	uint64_t region;
+	uint64_t data_len;
 	char dir[4096];
 	bool inflight;
 	bool eof;
@@ -282,6 +287,11 @@ int spool_write_file(const char *dir, const char *name, const void *data, size_t
 int spool_read_file(const char *dir, const char *name, void **data, size_t *len, size_t max);
 int spool_save_state(const struct guest *g);
 int spool_save_sync(const struct guest *g);
+/* A trace's pages: one sparse file, CPU N's at N * region (SPOOL_REGION unless its layout says). */
+#define SPOOL_REGION	(32ull << 30)
+int spool_data_open(const char *dir, uint64_t *region);
+int spool_data_len(int fd, uint64_t region, unsigned int cpu, uint64_t *len);
+int spool_data_region(const char *dir, uint64_t *region);
 
 /* output.c */
 int output_finalise(const char *out_dir, const struct collect_opts *o, bool recovering);

@@ -8,6 +8,17 @@
  * whose events do not chain up is moved to bad-pages/ and counted, never
  * written into a trace.dat. The spool is read as hostile too: its files were
  * made from guest data.
+ *
+ * Uncompressed files are made in place when they can be: the walk only
+ * reads the spool's data file (CPU N's pages at N * region), then
+ * fallocate() collapses the holes between the regions and inserts room at the
+ * front for the file header, metadata and options (the writer lays them out
+ * in a memfd, the pages declared present), and the data file is renamed into
+ * place: every page is written once, at ingest. Anything else - a malformed
+ * page, a CPU that overflowed its region, --keep-spool, zstd, a filesystem
+ * without FALLOC_FL_COLLAPSE_RANGE/INSERT_RANGE (tmpfs) - takes the copy path.
+ * Before moving extents, the marker file "inplace" records the layout, so
+ * that recover can find the pages again in a file left half moved.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -17,7 +28,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/falloc.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -62,8 +78,18 @@ struct trace_sum {
 	char problems[1024];
 };
 
+/* Where each CPU's pages are in a trace's spool data file. */
+struct spool_data {
+	int fd;				/* -1: no data file */
+	uint64_t region;
+	uint64_t off[COLLECT_MAX_CPUS];
+	uint64_t len[COLLECT_MAX_CPUS];
+	bool interrupted;		/* an in-place finish was cut short: lengths are whole pages */
+};
+
 struct run {
 	const char *out;
+	bool keep_spool;
 	char spool[4200];
 	unsigned int version;
 	bool compress;
@@ -105,10 +131,15 @@ static uint64_t kv_u64(const char *text, const char *key)
 
 static void problem(struct trace_sum *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+static pthread_mutex_t problem_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static void problem(struct trace_sum *t, const char *fmt, ...)
 {
-	size_t len = strlen(t->problems);
+	size_t len;
 	va_list ap;
+
+	pthread_mutex_lock(&problem_lock);	/* the in-place walk runs in threads */
+	len = strlen(t->problems);
 
 	if (len && len + 3 < sizeof(t->problems)) {
 		strcat(t->problems, "; ");
@@ -117,6 +148,7 @@ static void problem(struct trace_sum *t, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(t->problems + len, sizeof(t->problems) - len, fmt, ap);
 	va_end(ap);
+	pthread_mutex_unlock(&problem_lock);
 }
 
 static int append_file(const char *path, const void *data, size_t len)
@@ -150,42 +182,40 @@ static void keep_ingest_bad(struct run *r, struct trace_sum *t, const char *dir,
 	free(data);
 }
 
-/* Stream one CPU's spooled pages into the writer, walking every page. */
-static int write_cpu(struct run *r, struct trace_sum *t, struct vt_tracedat *w, const char *dir,
-		     struct cpu_sum *c)
+/*
+ * Walk @len bytes of spooled pages at @off in @fd, every page, counting into
+ * @c. With a writer, good pages go to it and bad ones to @bad; without one
+ * (the in-place check) the first bad page stops the walk: return 1.
+ */
+static int walk_pages(struct run *r, struct trace_sum *t, struct vt_tracedat *w, int fd,
+		      uint64_t off, uint64_t len, struct cpu_sum *c, const char *bad)
 {
 	struct vt_page_fmt fmt;
-	char path[4300], bad[4300];
+	char path[4300];
 	uint8_t *buf;
 	ssize_t n;
-	int fd, ret;
+	int ret = 0;
 
 	vt_page_fmt_default(&fmt);
 	fmt.subbuf_size = t->subbuf;
-	snprintf(path, sizeof(path), "%s/cpu%u.pages", dir, c->cpu);
-	snprintf(bad, sizeof(bad), "%s/bad-pages/%s-cpu%u.bad", r->out, t->host ? "host" : t->name,
-		 c->cpu);
-	ret = vt_tracedat_cpu_begin(w, c->cpu);
-	if (ret < 0)
-		return ret;
-	keep_ingest_bad(r, t, dir, c, bad);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return vt_tracedat_cpu_end(w);	/* a CPU that sent nothing */
 	buf = malloc((size_t)CHUNK_PAGES * t->subbuf);
-	if (!buf) {
-		close(fd);
+	if (!buf)
 		return -ENOMEM;
-	}
-	for (;;) {
+	while (len) {
 		size_t have = 0, i, run = 0, run_start = 0;
+		size_t want = len < (uint64_t)CHUNK_PAGES * t->subbuf ? len :
+			      (size_t)CHUNK_PAGES * t->subbuf;
 
-		while (have < (size_t)CHUNK_PAGES * t->subbuf) {
-			n = read(fd, buf + have, (size_t)CHUNK_PAGES * t->subbuf - have);
+		while (have < want) {
+			n = pread(fd, buf + have, want - have, off + have);
+			if (n < 0 && errno == EINTR)
+				continue;
 			if (n <= 0)
 				break;
 			have += n;
 		}
+		off += have;
+		len = have < want ? 0 : len - have;
 		c->bytes += have;
 		if (have % t->subbuf) {
 			/* The spool only ever holds whole pages; a torn tail is a kill mid-write. */
@@ -199,6 +229,10 @@ static int write_cpu(struct run *r, struct trace_sum *t, struct vt_tracedat *w, 
 			uint32_t events;
 
 			if (vt_page_validate(&fmt, p, t->subbuf, &info, &events, NULL, NULL) < 0) {
+				if (!w) {
+					ret = 1;
+					goto out;
+				}
 				if (run && (ret = vt_tracedat_cpu_write(w, buf + run_start, run)) < 0)
 					goto out;
 				run = 0;
@@ -215,16 +249,45 @@ static int write_cpu(struct run *r, struct trace_sum *t, struct vt_tracedat *w, 
 			c->lost_in_pages += info.missed_events;
 			run += t->subbuf;
 		}
-		if (run && (ret = vt_tracedat_cpu_write(w, buf + run_start, run)) < 0)
+		if (w && run && (ret = vt_tracedat_cpu_write(w, buf + run_start, run)) < 0)
 			goto out;
-		if (have < (size_t)CHUNK_PAGES * t->subbuf)
-			break;
 	}
-	ret = vt_tracedat_cpu_end(w);
 out:
 	free(buf);
-	close(fd);
 	return ret;
+}
+
+static void bad_path(struct run *r, struct trace_sum *t, struct cpu_sum *c, char *bad, size_t size)
+{
+	snprintf(bad, size, "%s/bad-pages/%s-cpu%u.bad", r->out, t->host ? "host" : t->name, c->cpu);
+}
+
+/* Stream one CPU's spooled pages (its region, then cpuN.pages) into the writer. */
+static int write_cpu(struct run *r, struct trace_sum *t, struct vt_tracedat *w, const char *dir,
+		     struct cpu_sum *c, const struct spool_data *sd)
+{
+	char path[4300], bad[4300];
+	struct stat st;
+	int fd, ret;
+
+	snprintf(path, sizeof(path), "%s/cpu%u.pages", dir, c->cpu);
+	bad_path(r, t, c, bad, sizeof(bad));
+	ret = vt_tracedat_cpu_begin(w, c->cpu);
+	if (ret < 0)
+		return ret;
+	keep_ingest_bad(r, t, dir, c, bad);
+	if (sd->fd >= 0 && c->cpu < COLLECT_MAX_CPUS && sd->len[c->cpu]) {
+		ret = walk_pages(r, t, w, sd->fd, sd->off[c->cpu], sd->len[c->cpu], c, bad);
+		if (ret < 0)
+			return ret;
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return vt_tracedat_cpu_end(w);	/* a CPU that sent nothing more */
+	ret = fstat(fd, &st) < 0 ? -errno :
+	      walk_pages(r, t, w, fd, 0, st.st_size, c, bad);
+	close(fd);
+	return ret ?: vt_tracedat_cpu_end(w);
 }
 
 static void load_sync(struct trace_sum *t, const char *dir)
@@ -319,6 +382,418 @@ static int add_guests(struct run *r, struct vt_tracedat *w)
 	return 0;
 }
 
+/*
+ * An in-place finish was cut short: the marker says where each CPU's pages
+ * were and which moves were planned; the file's size says how many were made.
+ */
+static int resume_layout(struct trace_sum *t, struct spool_data *sd, const char *text)
+{
+	uint64_t size0 = kv_u64(text, "size0"), head = kv_u64(text, "head"), sz, total = 0, amt;
+	unsigned int n = kv_u64(text, "nr_cpus"), i, j, k = 0;
+	char key[32];
+	struct stat st;
+
+	if (fstat(sd->fd, &st) < 0)
+		return -errno;
+	sd->region = kv_u64(text, "region");
+	if (!sd->region || n > COLLECT_MAX_CPUS)
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		snprintf(key, sizeof(key), "len%u", i);
+		sd->len[i] = kv_u64(text, key);
+		sd->off[i] = (uint64_t)i * sd->region;
+		if (sd->len[i] > sd->region)
+			return -EINVAL;
+		total += sd->len[i];
+		if (sd->len[i])
+			k = i;
+	}
+	for (; i < COLLECT_MAX_CPUS; i++)
+		sd->len[i] = 0;
+	sz = size0;
+	for (i = k; i-- > 0;) {
+		amt = sd->region - sd->len[i];
+		if (!amt)
+			continue;
+		if ((uint64_t)st.st_size == sz)
+			return 0;
+		sz -= amt;
+		for (j = i + 1; j < n; j++)
+			sd->off[j] -= amt;
+	}
+	if ((uint64_t)st.st_size == sz || (uint64_t)st.st_size == total)
+		return 0;
+	if ((uint64_t)st.st_size >= total + head) {
+		for (i = 0; i < n; i++)
+			sd->off[i] += head;
+		return 0;
+	}
+	problem(t, "the spool's data file is %lld bytes, which no step of the in-place finish "
+		   "leaves", (long long)st.st_size);
+	return -EINVAL;
+}
+
+/* Find each CPU's pages in the trace's data file, if it has one. */
+static int load_data(struct trace_sum *t, const char *dir, struct spool_data *sd)
+{
+	char path[4300], *text;
+	unsigned int i;
+	size_t len;
+	int ret;
+
+	memset(sd, 0, sizeof(*sd));
+	snprintf(path, sizeof(path), "%s/data", dir);
+	sd->fd = open(path, O_RDWR | O_CLOEXEC);
+	if (sd->fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (spool_read_file(dir, "inplace", (void **)&text, &len, STATE_MAX) == 0) {
+		sd->interrupted = true;
+		ret = resume_layout(t, sd, text);
+		free(text);
+		return ret;
+	}
+	ret = spool_data_region(dir, &sd->region);
+	for (i = 0; ret == 0 && i < t->nr_cpus; i++) {
+		sd->off[i] = (uint64_t)i * sd->region;
+		ret = spool_data_len(sd->fd, sd->region, i, &sd->len[i]);
+	}
+	return ret;
+}
+
+/* Whether this filesystem moves extents: try it on a small scratch file in @dir. */
+static bool can_move_extents(const char *dir, unsigned long blk)
+{
+	char path[4300];
+	uint8_t *buf = calloc(3, blk);
+	bool ok = false;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/probe", dir);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd >= 0 && buf && pwrite(fd, buf, 3 * blk, 0) == (ssize_t)(3 * blk))
+		ok = fallocate(fd, FALLOC_FL_COLLAPSE_RANGE, 0, blk) == 0 &&
+		     fallocate(fd, FALLOC_FL_INSERT_RANGE, 0, blk) == 0;
+	if (fd >= 0)
+		close(fd);
+	unlink(path);
+	free(buf);
+	return ok;
+}
+
+static int copy_range(int from, int to, uint64_t off, uint64_t len)
+{
+	uint8_t buf[65536];
+
+	while (len) {
+		size_t n = len < sizeof(buf) ? len : sizeof(buf);
+		ssize_t got = pread(from, buf, n, off);
+
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			return got < 0 ? -errno : -EIO;
+		if (pwrite(to, buf, got, off) != got)
+			return -EIO;
+		off += got;
+		len -= got;
+	}
+	return 0;
+}
+
+/* The options, CPU statistics and so on that go in every trace file. */
+static int add_options(struct run *r, struct trace_sum *t, struct vt_tracedat *w, const char *dir)
+{
+	unsigned int i;
+	size_t len;
+	int ret;
+
+	if (r->tsc_mult)
+		vt_tracedat_set_tsc2nsec(w, r->tsc_mult, r->tsc_shift, 0);
+	if (t->host)
+		ret = add_guests(r, w);
+	else
+		ret = add_time_shift(r, t, w);
+	for (i = 0; ret == 0 && i < t->nr_cpus; i++) {
+		char name[32], *text;
+
+		snprintf(name, sizeof(name), "cpu%u.stats", i);
+		if (spool_read_file(dir, name, (void **)&text, &len, 8192) == 0) {
+			collect_sanitize(t->cpus[i].stats, sizeof(t->cpus[i].stats), text, true);
+			if (len)
+				ret = vt_tracedat_add_cpustat(w, i, t->cpus[i].stats,
+							      strlen(t->cpus[i].stats));
+			free(text);
+		}
+	}
+	return ret;
+}
+
+/* The in-place walk, in pieces over a few threads: it reads, so it takes CPU time. */
+#define WALK_PIECE	(16ull << 20)
+#define WALK_THREADS	8
+
+struct walk_job {
+	unsigned int cpu;
+	uint64_t off, len;
+	struct cpu_sum sum;
+	int ret;
+};
+
+struct walk {
+	struct run *r;
+	struct trace_sum *t;
+	int fd;
+	struct walk_job *jobs;
+	unsigned int nr;
+	atomic_uint next;
+	atomic_bool stop;
+};
+
+static void *walk_thread(void *arg)
+{
+	struct walk *wk = arg;
+	unsigned int i;
+
+	while (!atomic_load(&wk->stop) && (i = atomic_fetch_add(&wk->next, 1)) < wk->nr) {
+		struct walk_job *j = &wk->jobs[i];
+
+		j->sum.cpu = j->cpu;
+		j->ret = walk_pages(wk->r, wk->t, NULL, wk->fd, j->off, j->len, &j->sum, NULL);
+		if (j->ret)
+			atomic_store(&wk->stop, true);
+	}
+	return NULL;
+}
+
+static void *sync_thread(void *arg)
+{
+	fdatasync(*(int *)arg);
+	return NULL;
+}
+
+/*
+ * Walk every CPU's pages of @sd (read only), adding to t->cpus.
+ * Return: 0, 1 at a malformed page (with *@bad_cpu), or -errno.
+ */
+static int walk_all(struct run *r, struct trace_sum *t, struct spool_data *sd, unsigned int n,
+		    unsigned int *bad_cpu)
+{
+	struct walk wk = { .r = r, .t = t, .fd = sd->fd };
+	pthread_t th[WALK_THREADS];
+	unsigned int i, nr_th = 0, want;
+	long online = sysconf(_SC_NPROCESSORS_ONLN);
+	uint64_t o, piece = WALK_PIECE - WALK_PIECE % t->subbuf;	/* whole pages */
+	int ret = 0;
+
+	if (!piece)
+		piece = t->subbuf;
+	for (i = 0; i < n; i++)
+		wk.nr += (sd->len[i] + piece - 1) / piece;
+	wk.jobs = calloc(wk.nr ? wk.nr : 1, sizeof(*wk.jobs));
+	if (!wk.jobs)
+		return -ENOMEM;
+	wk.nr = 0;
+	for (i = 0; i < n; i++) {
+		for (o = 0; o < sd->len[i]; o += piece) {
+			struct walk_job *j = &wk.jobs[wk.nr++];
+
+			j->cpu = i;
+			j->off = sd->off[i] + o;
+			j->len = sd->len[i] - o < piece ? sd->len[i] - o : piece;
+		}
+	}
+	want = online > 1 ? (online < WALK_THREADS ? online : WALK_THREADS) : 1;
+	if (want > wk.nr)
+		want = wk.nr;
+	for (i = 1; i < want; i++)
+		if (pthread_create(&th[nr_th], NULL, walk_thread, &wk) == 0)
+			nr_th++;
+	walk_thread(&wk);
+	for (i = 0; i < nr_th; i++)
+		pthread_join(th[i], NULL);
+	for (i = 0; i < wk.nr; i++) {
+		struct walk_job *j = &wk.jobs[i];
+		struct cpu_sum *c = &t->cpus[j->cpu];
+
+		if (j->ret && !ret) {
+			ret = j->ret;
+			*bad_cpu = j->cpu;
+		}
+		c->bytes += j->sum.bytes;
+		c->pages += j->sum.pages;
+		c->events += j->sum.events;
+		c->missed_pages += j->sum.missed_pages;
+		c->lost_in_pages += j->sum.lost_in_pages;
+	}
+	free(wk.jobs);
+	return ret;
+}
+
+/*
+ * Make the trace file out of the spool's data file in place (see the top of
+ * this file). Return: 0 when the file is in place at @path; 1 when the copy
+ * path must do it (@sd then says where the pages are); -ENOMEM.
+ */
+static int write_inplace(struct run *r, struct trace_sum *t, const char *dir,
+			 const struct vt_meta *meta, const struct vt_tracedat_opts *opts,
+			 struct spool_data *sd, const char *path)
+{
+	uint64_t off[COLLECT_MAX_CPUS], len[COLLECT_MAX_CPUS], total = 0, head = 0, expect, size0;
+	char marker[8192], name[4300], bad[4300];
+	struct cpu_sum *saved = NULL;
+	char problems[sizeof(t->problems)];
+	struct vt_tracedat *w = NULL;
+	unsigned int i, k = 0, n = t->nr_cpus;
+	struct statfs sfs;
+	struct stat st;
+	pthread_t sync_th;
+	bool synced;
+	int mfd = -1, ret, m;
+
+	if (sd->fd < 0 || sd->interrupted || r->keep_spool || opts->compression == VT_TD_COMPRESS_ZSTD)
+		return 1;
+	for (i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "%s/cpu%u.pages", dir, i);
+		if (stat(name, &st) == 0 && st.st_size > 0) {
+			log_info("%s: cpu%u overflowed its spool region: copying", t->file, i);
+			return 1;
+		}
+	}
+	if (fstatfs(sd->fd, &sfs) < 0 || fstat(sd->fd, &st) < 0 || !sfs.f_bsize ||
+	    t->subbuf % sfs.f_bsize || sd->region % sfs.f_bsize)
+		return 1;
+	if (!can_move_extents(dir, sfs.f_bsize)) {
+		log_info("%s: this filesystem cannot move extents (fallocate collapse/insert "
+			 "range): copying the pages", t->file);
+		return 1;
+	}
+	size0 = st.st_size;
+	saved = malloc(sizeof(t->cpus));
+	if (!saved)
+		return -ENOMEM;
+	memcpy(saved, t->cpus, sizeof(t->cpus));
+	memcpy(problems, t->problems, sizeof(problems));
+	/*
+	 * The walk: read only. One malformed page and the copy path sets it
+	 * aside. Meanwhile the pages go to the disk (most of them already are).
+	 */
+	for (i = 0; i < n; i++) {
+		len[i] = sd->len[i] - sd->len[i] % t->subbuf;
+		total += len[i];
+		if (len[i])
+			k = i;
+		t->cpus[i].cpu = i;
+	}
+	synced = pthread_create(&sync_th, NULL, sync_thread, &sd->fd) == 0;
+	ret = walk_all(r, t, sd, n, &i);
+	if (synced)
+		pthread_join(sync_th, NULL);
+	if (ret) {
+		if (ret > 0)
+			log_info("%s: cpu%u has a malformed page: copying", t->file, i);
+		goto fallback;
+	}
+	if (!total) {
+		ret = 1;
+		goto fallback;
+	}
+	/* The file around the pages, laid out in memory. */
+	mfd = memfd_create("vt-tracedat", MFD_CLOEXEC);
+	w = mfd >= 0 ? vt_tracedat_create(mfd, meta, opts) : NULL;
+	if (!w) {
+		ret = -errno;
+		goto fallback;
+	}
+	ret = add_options(r, t, w, dir);
+	for (i = 0; ret == 0 && i < n; i++)
+		ret = vt_tracedat_cpu_present(w, i, len[i], &off[i]);
+	ret = ret ?: vt_tracedat_finish(w);
+	vt_tracedat_free(w);
+	if (ret < 0)
+		goto fallback;
+	head = off[0];
+	for (i = 0, expect = head; i < n; expect += len[i], i++)
+		if (off[i] != expect)
+			break;
+	if (i < n || head % sfs.f_bsize) {
+		ret = 1;
+		goto fallback;
+	}
+	/* From here the data file changes: the marker lets recover find the pages. */
+	m = snprintf(marker, sizeof(marker), "region=%llu\nhead=%llu\nsize0=%llu\nnr_cpus=%u\n",
+		     (unsigned long long)sd->region, (unsigned long long)head,
+		     (unsigned long long)size0, n);
+	for (i = 0; i < n && m < (int)sizeof(marker) - 40; i++)
+		m += snprintf(marker + m, sizeof(marker) - m, "len%u=%llu\n", i,
+			      (unsigned long long)len[i]);
+	ret = spool_write_file(dir, "inplace", marker, m);
+	if (ret < 0)
+		goto fallback;
+	sd->interrupted = true;		/* lengths are now the whole pages */
+	for (i = 0; i < n; i++)
+		sd->len[i] = len[i];
+	for (i = k; i-- > 0;) {
+		uint64_t amt = sd->region - len[i];
+		unsigned int j;
+
+		if (!amt)
+			continue;
+		if (fallocate(sd->fd, FALLOC_FL_COLLAPSE_RANGE, (off_t)sd->off[i] + len[i], amt) < 0) {
+			ret = -errno;
+			goto moved;
+		}
+		for (j = i + 1; j < n; j++)
+			sd->off[j] -= amt;
+	}
+	if (ftruncate(sd->fd, total) < 0 ||
+	    fallocate(sd->fd, FALLOC_FL_INSERT_RANGE, 0, head) < 0) {
+		ret = -errno;
+		goto moved;
+	}
+	for (i = 0; i < n; i++)
+		sd->off[i] += head;
+	if (fstat(mfd, &st) < 0) {
+		ret = -errno;
+		goto moved;
+	}
+	ret = copy_range(mfd, sd->fd, 0, head);
+	if (ret == 0 && (uint64_t)st.st_size > head + total)
+		ret = copy_range(mfd, sd->fd, head + total, st.st_size - (head + total));
+	if (ret < 0)
+		goto moved;
+	snprintf(name, sizeof(name), "%s/data", dir);
+	if (fsync(sd->fd) < 0 || rename(name, path) < 0) {
+		ret = -errno;
+		goto moved;
+	}
+	/* The marker stays until the spool goes: recover must not redo this file. */
+	for (i = 0; i < n; i++) {
+		bad_path(r, t, &t->cpus[i], bad, sizeof(bad));
+		keep_ingest_bad(r, t, dir, &t->cpus[i], bad);
+	}
+	log_info("%s: %llu bytes of pages moved in place, not copied", t->file,
+		 (unsigned long long)total);
+	close(mfd);
+	free(saved);
+	return 0;
+moved:
+	log_warn("%s: moving the pages in place failed (%s): copying them", t->file,
+		 strerror(-ret));
+	ret = 1;
+fallback:
+	if (ret < 0) {
+		log_info("%s: cannot lay the file out in place (%s): copying", t->file,
+			 strerror(-ret));
+		ret = 1;
+	}
+	if (mfd >= 0)
+		close(mfd);
+	memcpy(t->cpus, saved, sizeof(t->cpus));
+	memcpy(t->problems, problems, sizeof(problems));
+	free(saved);
+	return ret;
+}
+
 static int write_trace(struct run *r, struct trace_sum *t, const char *dir)
 {
 	struct vt_tracedat_opts opts = {
@@ -327,6 +802,7 @@ static int write_trace(struct run *r, struct trace_sum *t, const char *dir)
 		.trace_id = t->trace_id,
 	};
 	char path[4300], tmp[4310];
+	struct spool_data sd = { .fd = -1 };
 	struct vt_tracedat *w;
 	struct vt_meta meta;
 	size_t len;
@@ -349,6 +825,28 @@ static int write_trace(struct run *r, struct trace_sum *t, const char *dir)
 	t->nr_cpus = meta.nr_cpus < COLLECT_MAX_CPUS ? meta.nr_cpus : COLLECT_MAX_CPUS;
 	t->subbuf = meta.subbuf_size;
 	snprintf(path, sizeof(path), "%s/%s", r->out, t->file);
+	snprintf(tmp, sizeof(tmp), "%s/inplace", dir);
+	ret = load_data(t, dir, &sd);
+	if (ret < 0)
+		goto out_meta;
+	if (sd.fd < 0 && access(tmp, F_OK) == 0 && access(path, F_OK) == 0) {
+		/* Killed between renaming the moved file into place and removing the spool. */
+		problem(t, "%s was finished in place before the kill: its page counts are not in "
+			   "this manifest", t->file);
+		t->nr_sums = t->nr_cpus;
+		t->written = true;
+		goto out_meta;
+	}
+	ret = write_inplace(r, t, dir, &meta, &opts, &sd, path);
+	if (ret == 0) {
+		t->nr_sums = t->nr_cpus;
+		t->written = true;
+		goto out_meta;
+	}
+	if (ret < 0) {
+		problem(t, "cannot write %s: %s", t->file, strerror(-ret));
+		goto out_meta;
+	}
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0) {
@@ -360,27 +858,10 @@ static int write_trace(struct run *r, struct trace_sum *t, const char *dir)
 		ret = -errno;
 		goto out_close;
 	}
-	if (r->tsc_mult)
-		vt_tracedat_set_tsc2nsec(w, r->tsc_mult, r->tsc_shift, 0);
-	if (t->host)
-		ret = add_guests(r, w);
-	else
-		ret = add_time_shift(r, t, w);
-	for (i = 0; ret == 0 && i < t->nr_cpus; i++) {
-		char name[32], *text;
-
-		snprintf(name, sizeof(name), "cpu%u.stats", i);
-		if (spool_read_file(dir, name, (void **)&text, &len, 8192) == 0) {
-			collect_sanitize(t->cpus[i].stats, sizeof(t->cpus[i].stats), text, true);
-			if (len)
-				ret = vt_tracedat_add_cpustat(w, i, t->cpus[i].stats,
-							      strlen(t->cpus[i].stats));
-			free(text);
-		}
-	}
+	ret = add_options(r, t, w, dir);
 	for (i = 0; ret == 0 && i < t->nr_cpus; i++) {
 		t->cpus[i].cpu = i;
-		ret = write_cpu(r, t, w, dir, &t->cpus[i]);
+		ret = write_cpu(r, t, w, dir, &t->cpus[i], &sd);
 	}
 	t->nr_sums = t->nr_cpus;
 	if (ret == 0)
@@ -397,6 +878,8 @@ out_close:
 		t->written = true;
 	}
 out_meta:
+	if (sd.fd >= 0)
+		close(sd.fd);
 	vt_meta_free(&meta);
 	return ret;
 }
@@ -692,7 +1175,7 @@ static int remove_tree(const char *dir)
  */
 int output_finalise(const char *out_dir, const struct collect_opts *o, bool recovering)
 {
-	struct run r = { .out = out_dir };
+	struct run r = { .out = out_dir, .keep_spool = o && o->keep_spool };
 	char *opts = NULL, dir[4300];
 	struct dirent *de;
 	unsigned int i, written = 0, troubled = 0;

@@ -7,7 +7,12 @@
  *   .spool/guest-NAME/      one per guest:
  *       state               key=value: name, trace id, CPUs, sub-buffer, clock...
  *       meta.bin            the metadata bundle as the agent sent it (re-checked on use)
- *       cpuN.pages          whole pages that passed the header check, in order
+ *       data                whole pages that passed the header check, in order: CPU N's
+ *                           at N * region onwards, up to the first hole (a sparse file, so
+ *                           it takes only what was written; output.c may turn it into the
+ *                           trace.dat in place, by moving extents, without copying)
+ *       layout              region=BYTES, the region size of data
+ *       cpuN.pages          whole pages of a CPU that filled its region, after those
  *       cpuN.bad            pages kept aside
  *       cpuN.frag           a trailing fragment, when a stream ended mid-page
  *       cpuN.stats          the guest's final per_cpu stats text
@@ -182,4 +187,79 @@ int spool_save_state(const struct guest *g)
 		n += snprintf(buf + n, sizeof(buf) - n, "dropped%u=%llu\n", g->streams[i].cpu,
 			      (unsigned long long)g->streams[i].dropped_pages);
 	return spool_write_file(g->spool, "state", buf, n);
+}
+
+/**
+ * spool_data_region() - the region size of a trace's data file
+ * @dir: the trace's spool directory
+ * @region: set from its layout file, SPOOL_REGION when there is none
+ *
+ * Return: 0, or -EINVAL for a layout that makes no sense.
+ */
+int spool_data_region(const char *dir, uint64_t *region)
+{
+	char *text, *p;
+	size_t len;
+
+	*region = SPOOL_REGION;
+	if (spool_read_file(dir, "layout", (void **)&text, &len, 4096) < 0)
+		return 0;
+	p = strstr(text, "region=");
+	if (p)
+		*region = strtoull(p + 7, NULL, 10);
+	free(text);
+	if (!*region || *region % 65536 || *region > SPOOL_REGION * 256)
+		return -EINVAL;
+	return 0;
+}
+
+/**
+ * spool_data_open() - open (create) a trace's data file
+ * @dir: the trace's spool directory
+ * @region: set to its region size; the layout file is written with the file
+ *
+ * Return: the fd, or -errno.
+ */
+int spool_data_open(const char *dir, uint64_t *region)
+{
+	char path[4200], text[64];
+	struct stat st;
+	int fd, ret;
+
+	snprintf(path, sizeof(path), "%s/layout", dir);
+	if (stat(path, &st) < 0) {
+		ret = snprintf(text, sizeof(text), "region=%llu\n", (unsigned long long)SPOOL_REGION);
+		ret = spool_write_file(dir, "layout", text, ret);
+		if (ret < 0)
+			return ret;
+	}
+	ret = spool_data_region(dir, region);
+	if (ret < 0)
+		return ret;
+	snprintf(path, sizeof(path), "%s/data", dir);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	return fd < 0 ? -errno : fd;
+}
+
+/**
+ * spool_data_len() - how much of a CPU's region holds pages
+ * @fd: the data file
+ * @region: its region size
+ * @cpu: the CPU
+ * @len: set to the bytes from the region's start to the first hole (or EOF)
+ *
+ * Nothing else marks the length: what a killed collector wrote is all there.
+ *
+ * Return: 0 or -errno.
+ */
+int spool_data_len(int fd, uint64_t region, unsigned int cpu, uint64_t *len)
+{
+	off_t start = (off_t)cpu * region, end;
+
+	*len = 0;
+	end = lseek(fd, start, SEEK_HOLE);
+	if (end < 0)
+		return errno == ENXIO ? 0 : -errno;
+	*len = (uint64_t)(end - start) < region ? (uint64_t)(end - start) : region;
+	return 0;
 }

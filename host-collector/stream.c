@@ -8,6 +8,11 @@
  * goes to the spool, or, when malformed, to cpuN.bad, counted and logged once.
  * The full event walk runs when the spool is turned into trace.dat.
  *
+ * A trace's pages go to its spool file "data": CPU N's at N * region onwards
+ * (a sparse file; see spool.c), written once, where output.c can turn the
+ * file into the trace.dat without copying them. A CPU that fills its region
+ * continues in cpuN.pages.
+ *
  * The engine is one thread and one io_uring: a poll request is always armed
  * on every live stream and control port, so 16 guests x 4 vCPUs cost one
  * thread. When a stream is readable the engine drains it with non-blocking
@@ -23,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "collect.h"
@@ -60,8 +66,6 @@ static int write_all(int fd, const void *buf, size_t len)
 int stream_init(struct stream *s, int fd, const char *label, unsigned int cpu,
 		uint32_t subbuf, const char *spool_dir)
 {
-	char path[4200];
-
 	memset(s, 0, sizeof(*s));
 	s->fd = fd;
 	s->cpu = cpu;
@@ -76,12 +80,85 @@ int stream_init(struct stream *s, int fd, const char *label, unsigned int cpu,
 	s->page = malloc(subbuf);
 	if (!s->rbuf || !s->page)
 		return -ENOMEM;
-	snprintf(path, sizeof(path), "%s/cpu%u.pages", spool_dir, cpu);
-	/* Append: a second START in one session continues the same CPU's data. */
+	s->spool_fd = -1;
+	s->data_fd = -1;
+	return 0;
+}
+
+/*
+ * Open the spool files on the first page. Appending: a second START in one
+ * session continues the same CPU's data, after what its region (or
+ * cpuN.pages, once it overflowed) already holds.
+ */
+static int open_spool(struct stream *s)
+{
+	char path[4200];
+	struct stat st;
+	int ret;
+
+	snprintf(path, sizeof(path), "%s/cpu%u.pages", s->dir, s->cpu);
+	if (!(stat(path, &st) == 0 && st.st_size > 0)) {
+		ret = spool_data_open(s->dir, &s->region);
+		if (ret < 0)
+			return ret;
+		s->data_fd = ret;
+		ret = spool_data_len(s->data_fd, s->region, s->cpu, &s->data_len);
+		if (ret < 0)
+			return ret;
+		return 0;
+	}
 	s->spool_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 	if (s->spool_fd < 0)
 		return -errno;
 	return 0;
+}
+
+/* The region is full (or the filesystem allows no larger file): go on in cpuN.pages. */
+static int overflow(struct stream *s)
+{
+	char path[4200];
+
+	log_info("%s: %llu bytes fill the spool region of cpu%u: the rest goes to cpu%u.pages "
+		 "and is copied at the end", s->label, (unsigned long long)s->data_len, s->cpu,
+		 s->cpu);
+	snprintf(path, sizeof(path), "%s/cpu%u.pages", s->dir, s->cpu);
+	s->spool_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	return s->spool_fd < 0 ? -errno : 0;
+}
+
+/* Spool @len bytes of good whole pages: into the CPU's region while it has room. */
+static int spool_out(struct stream *s, const uint8_t *p, size_t len)
+{
+	int ret;
+
+	if (s->spool_fd < 0 && s->data_fd < 0) {
+		ret = open_spool(s);
+		if (ret < 0)
+			return ret;
+	}
+	if (s->spool_fd < 0 && s->data_len + len > s->region) {
+		ret = overflow(s);
+		if (ret < 0)
+			return ret;
+	}
+	while (len && s->spool_fd < 0) {
+		ssize_t n = pwrite(s->data_fd, p, len, (uint64_t)s->cpu * s->region + s->data_len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EFBIG) {
+			ret = overflow(s);
+			if (ret < 0)
+				return ret;
+			break;
+		}
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		p += n;
+		len -= n;
+		s->data_len += n;
+	}
+	return len ? write_all(s->spool_fd, p, len) : 0;
 }
 
 /**
@@ -92,9 +169,11 @@ void stream_close(struct stream *s)
 {
 	if (s->spool_fd >= 0)
 		close(s->spool_fd);
+	if (s->data_fd >= 0)
+		close(s->data_fd);
 	if (s->bad_fd >= 0)
 		close(s->bad_fd);
-	s->spool_fd = s->bad_fd = -1;
+	s->spool_fd = s->bad_fd = s->data_fd = -1;
 	free(s->rbuf);
 	free(s->page);
 	s->rbuf = s->page = NULL;
@@ -154,7 +233,7 @@ static int take_pages(struct stream *s, const uint8_t *p, size_t n)
 		struct vt_page_info info;
 
 		if (vt_page_header(&s->fmt, p, s->subbuf, &info) < 0 || over_limit(s)) {
-			if (run_len && (ret = write_all(s->spool_fd, run, run_len)) < 0)
+			if (run_len && (ret = spool_out(s, run, run_len)) < 0)
 				return ret;
 			run = p + s->subbuf;
 			run_len = 0;
@@ -173,7 +252,7 @@ static int take_pages(struct stream *s, const uint8_t *p, size_t n)
 		run_len += s->subbuf;
 	}
 	if (run_len)
-		return write_all(s->spool_fd, run, run_len);
+		return spool_out(s, run, run_len);
 	return 0;
 }
 

@@ -983,6 +983,45 @@ int vt_tracedat_cpu_path(struct vt_tracedat *w, uint32_t cpu, const char *path)
 }
 
 /**
+ * vt_tracedat_cpu_present() - declare one CPU's pages without writing them
+ * @w: the writer, uncompressed (v6, or v7 with VT_TD_COMPRESS_NONE)
+ * @cpu: the CPU, as for vt_tracedat_cpu_begin()
+ * @len: bytes of whole pages (a multiple of the page size)
+ * @offset: set to where they belong: the next page-aligned offset
+ *
+ * The file is laid out as if @len bytes of pages had been written at *@offset
+ * (w's position moves past them; nothing is written there); the caller puts
+ * the pages there itself, before or after, e.g. by moving extents into place.
+ * The pages are counted (pages, bytes, file_bytes) but not walked:
+ * VT_TD_VALIDATE does not apply to them.
+ *
+ * Return: 0, -EINVAL for a compressed writer or a @len that is not whole
+ * pages, or as vt_tracedat_cpu_begin().
+ */
+int vt_tracedat_cpu_present(struct vt_tracedat *w, uint32_t cpu, uint64_t len,
+			    uint64_t *offset)
+{
+	struct td_cpu *c;
+	int ret;
+
+	if (w->err)
+		return w->err;
+	if (w->zstd || len % w->fmt.subbuf_size)
+		return -EINVAL;
+	ret = vt_tracedat_cpu_begin(w, cpu);
+	if (ret < 0)
+		return ret;
+	c = &w->cpus[cpu];
+	w->pos += len;
+	c->st.pages += len / w->fmt.subbuf_size;
+	c->st.bytes += len;
+	c->st.file_bytes += len;
+	if (offset)
+		*offset = c->offset;
+	return vt_tracedat_cpu_end(w);
+}
+
+/**
  * vt_tracedat_finish() - complete the file
  * @w: the writer
  *

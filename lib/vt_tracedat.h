@@ -5,7 +5,9 @@
  * Usage: vt_tracedat_create() writes the metadata at once; add options; then
  * per CPU either vt_tracedat_cpu_fd()/vt_tracedat_cpu_path(), or
  * vt_tracedat_cpu_begin(), any number of vt_tracedat_cpu_write() and
- * vt_tracedat_cpu_end(); finally vt_tracedat_finish() and vt_tracedat_free().
+ * vt_tracedat_cpu_end(), or (uncompressed only) vt_tracedat_cpu_present() for
+ * pages the caller puts at the offset it returns; finally vt_tracedat_finish()
+ * and vt_tracedat_free().
  *
  * Per-CPU data is streamed through a bounded buffer (a few compression chunks)
  * and written as whole pages at page-aligned offsets; a trailing partial page
@@ -150,6 +152,8 @@ int vt_tracedat_cpu_write(struct vt_tracedat *w, const void *data, size_t len);
 int vt_tracedat_cpu_end(struct vt_tracedat *w);
 int vt_tracedat_cpu_fd(struct vt_tracedat *w, uint32_t cpu, int fd);
 int vt_tracedat_cpu_path(struct vt_tracedat *w, uint32_t cpu, const char *path);
+int vt_tracedat_cpu_present(struct vt_tracedat *w, uint32_t cpu, uint64_t len,
+			    uint64_t *offset);
 int vt_tracedat_finish(struct vt_tracedat *w);
 void vt_tracedat_stats(const struct vt_tracedat *w, int cpu, struct vt_tracedat_stats *st);
 void vt_tracedat_fault(const struct vt_tracedat *w, struct vt_tracedat_fault *f);

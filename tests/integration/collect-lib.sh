@@ -211,6 +211,27 @@ check_exact() {
 	done
 }
 
+# spool_pages DIR CPU: the pages a trace's spool DIR holds for CPU, to stdout: its
+# region of DIR/data (CPU N's at N * region, up to the first hole), then DIR/cpuN.pages
+spool_pages() {
+	_sr=$(sed -n 's/^region=//p' "$1/layout" 2>/dev/null)
+	[ -f "$1/data" ] && [ -n "$_sr" ] && perl -e '
+		my ($f, $r, $c) = @ARGV;
+		open(my $fh, "<", $f) or exit 0;
+		my $o = $c * $r;
+		my $h = sysseek($fh, $o, 4);	# SEEK_HOLE; undef past EOF
+		my $n = defined $h ? $h - $o : 0;
+		$n = $r if $n > $r;
+		sysseek($fh, $o, 0);
+		while ($n > 0) {
+			my $k = sysread($fh, my $b, $n > 65536 ? 65536 : $n) or last;
+			print $b;
+			$n -= $k;
+		}' "$1/data" "$_sr" "$2"
+	cat "$1/cpu$2.pages" 2>/dev/null
+	return 0
+}
+
 # new_files_outside DIR...: files created under $WORK since $WORK/stamp that
 # are not inside one of the DIRs and are not the tests' own logs
 new_files_outside() {

@@ -19,7 +19,7 @@ T_COLLECTORS=$cpid
 spool=$out/.spool/guest-vmk
 i=0
 while [ $i -lt 150 ]; do
-	s=$(cat "$spool"/cpu1.pages 2>/dev/null | wc -c)
+	s=$(spool_pages "$spool" 1 | wc -c)
 	[ "$s" -ge 65536 ] && break
 	kill -0 $cpid 2>/dev/null || { show "$WORK/rec.log"; fail "collector exited early"; }
 	sleep 0.1
@@ -37,8 +37,8 @@ mkdir "$WORK/sp"
 cp -r "$DATA/cap-guest/." "$WORK/sp/"
 rm -f "$WORK"/sp/cpu*.raw
 for c in 0 1; do
-	sz=$(wc -c <"$spool/cpu$c.pages")
-	head -c $((sz / 4096 * 4096)) "$spool/cpu$c.pages" >"$WORK/sp/cpu$c.raw"
+	sz=$(spool_pages "$spool" $c | wc -c)
+	spool_pages "$spool" $c | head -c $((sz / 4096 * 4096)) >"$WORK/sp/cpu$c.raw"
 	eval "spool_pages$c=$((sz / 4096))"
 done
 "$TOOLS/vt-mkdat" -i "$WORK/sp" -o "$WORK/sp.dat" >/dev/null || fail "vt-mkdat on the spool's pages"

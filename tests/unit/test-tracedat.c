@@ -225,6 +225,82 @@ static void test_v7_zstd(void **state)
 	t_v7_chain(VT_TD_COMPRESS_DEFAULT);
 }
 
+/*
+ * Pages declared present and put in place by the caller make the same bytes
+ * as pages written through the writer; a compressed writer refuses.
+ */
+static void t_present(unsigned int version, enum vt_tracedat_compression z)
+{
+	struct vt_tracedat_opts o = { .version = version, .compression = z, .trace_id = 0x42 };
+	uint8_t pages[3 * PAGE];
+	struct vt_tracedat_stats st;
+	struct vt_tracedat *w;
+	struct vt_meta m;
+	int fa = t_tmpfile(), fb = t_tmpfile(), i;
+	uint64_t off = 0, off1 = 0;
+	size_t la, lb;
+	uint8_t *a, *b;
+
+	t_meta(&m);
+	for (i = 0; i < 3; i++)
+		t_page(pages + i * PAGE, 1000 * (i + 1), 10 + i);
+	w = vt_tracedat_create(fa, &m, &o);
+	assert_non_null(w);
+	assert_int_equal(vt_tracedat_cpu_begin(w, 0), 0);
+	assert_int_equal(vt_tracedat_cpu_write(w, pages, 2 * PAGE), 0);
+	assert_int_equal(vt_tracedat_cpu_end(w), 0);
+	assert_int_equal(vt_tracedat_cpu_begin(w, 1), 0);
+	assert_int_equal(vt_tracedat_cpu_write(w, pages + 2 * PAGE, PAGE), 0);
+	assert_int_equal(vt_tracedat_cpu_end(w), 0);
+	assert_int_equal(vt_tracedat_finish(w), 0);
+	vt_tracedat_free(w);
+
+	w = vt_tracedat_create(fb, &m, &o);
+	assert_non_null(w);
+	assert_int_equal(vt_tracedat_cpu_present(w, 0, PAGE + 1, &off), -EINVAL);
+	assert_int_equal(vt_tracedat_cpu_present(w, 0, 2 * PAGE, &off), 0);
+	assert_int_equal(off % PAGE, 0);
+	assert_int_equal(vt_tracedat_cpu_present(w, 0, PAGE, &off1), -EINVAL);
+	assert_int_equal(vt_tracedat_cpu_present(w, 1, PAGE, &off1), 0);
+	assert_int_equal(off1, off + 2 * PAGE);
+	assert_int_equal(vt_tracedat_finish(w), 0);
+	vt_tracedat_stats(w, 0, &st);
+	assert_int_equal(st.pages, 2);
+	assert_int_equal(st.bytes, 2 * PAGE);
+	vt_tracedat_free(w);
+	assert_int_equal(pwrite(fb, pages, 2 * PAGE, off), 2 * PAGE);
+	assert_int_equal(pwrite(fb, pages + 2 * PAGE, PAGE, off1), PAGE);
+
+	a = t_slurp(fa, &la);
+	b = t_slurp(fb, &lb);
+	assert_int_equal(la, lb);
+	assert_memory_equal(a, b, la);
+	free(a);
+	free(b);
+	close(fa);
+	close(fb);
+	vt_meta_free(&m);
+}
+
+static void test_present(void **state)
+{
+	struct vt_tracedat_opts o = { .version = 7 };
+	struct vt_tracedat *w;
+	struct vt_meta m;
+	uint64_t off;
+	int fd = t_tmpfile();
+
+	t_present(6, VT_TD_COMPRESS_DEFAULT);
+	t_present(7, VT_TD_COMPRESS_NONE);
+	t_meta(&m);
+	w = vt_tracedat_create(fd, &m, &o);
+	assert_non_null(w);
+	assert_int_equal(vt_tracedat_cpu_present(w, 0, PAGE, &off), -EINVAL);
+	vt_tracedat_free(w);
+	vt_meta_free(&m);
+	close(fd);
+}
+
 static void test_bad_pages(void **state)
 {
 	struct vt_tracedat_opts o = { .version = 7, .flags = VT_TD_VALIDATE };
@@ -367,6 +443,7 @@ int main(void)
 		cmocka_unit_test(test_v7_none),
 		cmocka_unit_test(test_v7_zstd),
 		cmocka_unit_test(test_bad_pages),
+		cmocka_unit_test(test_present),
 		cmocka_unit_test(test_meta_load),
 	};
 
