@@ -942,7 +942,13 @@ static void lv_qemu_owner(uid_t *uid, gid_t *gid, char *desc, size_t len)
 		 gr ? gr->gr_name : (pw ? pw->pw_name : "root"));
 }
 
-static int lv_mkdirs(const char *dir)
+/**
+ * collect_mkdirs() - mkdir -p, 0755 for what is created
+ * @dir: the directory
+ *
+ * Return: 0, -ENOTDIR when a part exists and is not a directory, or -errno.
+ */
+int collect_mkdirs(const char *dir)
 {
 	char buf[PATH_MAX];
 	size_t i, len = strlen(dir);
@@ -978,7 +984,7 @@ static int lv_make_fifos(const struct libvirt_setup *s, unsigned int vcpus, char
 	int ret;
 
 	lv_qemu_owner(&uid, &gid, owner, len);
-	ret = lv_mkdirs(s->dir);
+	ret = collect_mkdirs(s->dir);
 	if (ret < 0) {
 		log_err("cannot create %s: %s%s", s->dir, strerror(-ret),
 			ret == -EACCES ? " (run setup as root, or give --dir a directory you may "

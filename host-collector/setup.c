@@ -229,31 +229,6 @@ static void setup_print_libvirt(const struct setup_opts *o)
 	}
 }
 
-/* mkdir -p, 0755 for what we create; an existing non-directory is an error. */
-static int setup_mkdirs(const char *dir)
-{
-	char buf[PATH_MAX];
-	struct stat st;
-	size_t i, len = strlen(dir);
-
-	if (len >= sizeof(buf))
-		return -ENAMETOOLONG;
-	memcpy(buf, dir, len + 1);
-	for (i = 1; i <= len; i++) {
-		if (buf[i] != '/' && buf[i])
-			continue;
-		buf[i] = 0;
-		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-			return -errno;
-		if (stat(buf, &st) < 0)
-			return -errno;
-		if (!S_ISDIR(st.st_mode))
-			return -ENOTDIR;
-		buf[i] = i < len ? '/' : 0;
-	}
-	return 0;
-}
-
 static int setup_mkfifo(const char *path)
 {
 	struct stat st;
@@ -274,7 +249,7 @@ static int setup_create(const struct setup_opts *o)
 	unsigned int i, k;
 	int ret;
 
-	ret = setup_mkdirs(o->dir);
+	ret = collect_mkdirs(o->dir);
 	if (ret < 0) {
 		fprintf(stderr, "virtio-trace-collect setup: cannot create %s: %s\n", o->dir,
 			strerror(-ret));
