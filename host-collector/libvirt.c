@@ -329,13 +329,22 @@ static struct lv_chan *lv_find(struct lv_dom *d, const char *name)
 	return NULL;
 }
 
-static char *lv_get_xml(virDomainPtr dom, unsigned int flags)
+/* Read the domain's XML (live, or with @flags the persistent one) into @d. */
+static int lv_load(virDomainPtr dom, unsigned int flags, struct lv_dom *d, const char *name)
 {
 	char *xml = virDomainGetXMLDesc(dom, flags);
+	char why[256] = "";
+	int ret;
 
-	if (!xml)
-		log_err("domain %s: cannot read its XML: %s", virDomainGetName(dom), lv_errmsg());
-	return xml;
+	if (!xml) {
+		log_err("domain %s: cannot read its XML: %s", name, lv_errmsg());
+		return lv_permission_error() ? -EACCES : -EIO;
+	}
+	ret = lv_dom_parse(d, xml, why, sizeof(why));
+	free(xml);
+	if (ret < 0)
+		log_err("domain %s: %s", name, why[0] ? why : strerror(-ret));
+	return ret;
 }
 
 /* --- record --domain --- */
@@ -584,7 +593,7 @@ static unsigned int lv_persistent_ports(virDomainPtr dom)
  */
 int libvirt_guest_from_conn(struct _virConnect *conn, struct guest *g, const char *uri)
 {
-	char conn_arg[1200], why[256], *xml;
+	char conn_arg[1200];
 	const char *name = g->domain;
 	virDomainPtr dom;
 	struct lv_dom d;
@@ -611,17 +620,9 @@ int libvirt_guest_from_conn(struct _virConnect *conn, struct guest *g, const cha
 		ret = -ESRCH;
 		goto out_dom;
 	}
-	xml = lv_get_xml(dom, 0);
-	if (!xml) {
-		ret = lv_permission_error() ? -EACCES : -EIO;
+	ret = lv_load(dom, 0, &d, name);
+	if (ret < 0)
 		goto out_dom;
-	}
-	ret = lv_dom_parse(&d, xml, why, sizeof(why));
-	free(xml);
-	if (ret < 0) {
-		log_err("domain %s: %s", name, why[0] ? why : strerror(-ret));
-		goto out_dom;
-	}
 	if (!d.nr_chans) {
 		n = lv_persistent_ports(dom);
 		if (n)
@@ -1047,7 +1048,7 @@ err:
 int libvirt_setup_conn(struct _virConnect *conn, struct libvirt_setup *s)
 {
 	unsigned int nchan, nctl, i;
-	char why[256], owner[300], *xml;
+	char why[256], owner[300];
 	virDomainPtr dom;
 	struct lv_dom d;
 	int ret, base;
@@ -1066,17 +1067,9 @@ int libvirt_setup_conn(struct _virConnect *conn, struct libvirt_setup *s)
 		ret = -EINVAL;
 		goto out_dom;
 	}
-	xml = lv_get_xml(dom, VIR_DOMAIN_XML_INACTIVE | VIR_DOMAIN_XML_SECURE);
-	if (!xml) {
-		ret = lv_permission_error() ? -EACCES : -EIO;
+	ret = lv_load(dom, VIR_DOMAIN_XML_INACTIVE | VIR_DOMAIN_XML_SECURE, &d, s->domain);
+	if (ret < 0)
 		goto out_dom;
-	}
-	ret = lv_dom_parse(&d, xml, why, sizeof(why));
-	free(xml);
-	if (ret < 0) {
-		log_err("domain %s: %s", s->domain, why[0] ? why : strerror(-ret));
-		goto out_dom;
-	}
 	s->vcpus = d.vcpus;
 
 	if (s->remove) {
