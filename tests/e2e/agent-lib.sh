@@ -38,9 +38,11 @@ vt_agent_build() {
 
 # vt_agent_image WORK RUNSCRIPT NAME: an image CACHE/image-NAME whose /etc/vt/agent-run is
 # RUNSCRIPT (a file), with /sbin/trace-agent and /bin/vt-e2e-guest. Sets VT_IMAGE.
+# With VT_AGENT_KERNEL (a vmlinux with everything built in, e.g. kernel-patches/build.sh's) the
+# image is WORK/image-kernel: that kernel and an initramfs without modules.
 # Returns 77 when no kernel is available.
 vt_agent_image() {
-    local work=$1 script=$2 name=$3 cache rc
+    local work=$1 script=$2 name=$3 cache rc mods=()
     mkdir -p "$work/overlay/sbin" "$work/overlay/bin" "$work/overlay/etc/vt"
     cp "$VT_STATIC_AGENT" "$work/overlay/sbin/trace-agent"
     cp "$VT_E2E_GUEST" "$work/overlay/bin/vt-e2e-guest"
@@ -49,11 +51,19 @@ vt_agent_image() {
     chmod 755 "$work/overlay/etc/vt/agent-run"
     cache=${VT_CACHE:-$VT_REPO/.cache/guest}
     VT_IMAGE=$cache/image-$name
-    "$VT_E2E_DIR/mkguest.sh" -q --cache "$cache" --overlay "$work/overlay" --out "$VT_IMAGE" \
+    if [ -n "${VT_AGENT_KERNEL:-}" ]; then
+        VT_IMAGE=$work/image-kernel
+        mods=(--modules "" --extra-modules "")
+    fi
+    "$VT_E2E_DIR/mkguest.sh" -q --cache "$cache" "${mods[@]}" --overlay "$work/overlay" --out "$VT_IMAGE" \
         >/dev/null 2>"$work/mkguest.log"
     rc=$?
     [ $rc = 2 ] && { echo "SKIP: no guest kernel available: $(tail -n1 "$work/mkguest.log")"; return 77; }
     [ $rc = 0 ] || { cat "$work/mkguest.log"; echo "FAIL: mkguest.sh exited $rc"; return 1; }
+    if [ -n "${VT_AGENT_KERNEL:-}" ]; then
+        rm -f "$VT_IMAGE/vmlinux" "$VT_IMAGE/bzImage"
+        cp "$VT_AGENT_KERNEL" "$VT_IMAGE/vmlinux" || { echo "FAIL: no kernel $VT_AGENT_KERNEL"; return 1; }
+    fi
 }
 
 # vt_agent_boot RUNDIR: boot the image with 2 vCPUs, socket chardevs, the vt-test port, running

@@ -7,7 +7,9 @@
 # per CPU and cycle, zero lost, sched events on every CPU, BYE removes the instance, the agent
 # exits 0 on SIGTERM, the guest powers off with a clean console.
 # Env: VT_BUILDDIR (default <repo>/build), VT_STATIC_AGENT, VT_E2E_MARKERS (default 10000),
-# VT_KEEP=1 keeps the work dir. Exit: 0 pass, 1 fail, 77 skip.
+# VT_KEEP=1 keeps the work dir, VT_AGENT_KERNEL=VMLINUX boots that kernel (everything built in, no
+# modules in the image) and VT_AGENT_KERNEL_RELEASE=SUFFIX checks its release ends so (the
+# kernel-patches suite runs this test so). Exit: 0 pass, 1 fail, 77 skip.
 echo "test-agent-guest: trace-agent in a TCG guest streams exact per-CPU marker counts over 3 start/stop cycles with nothing lost, then exits cleanly"
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -36,6 +38,8 @@ vt_agent_build; rc=$?
 # SIGTERM the agent and check it put tracefs back.
 cat >"$WORK/agent-run" <<'EOF'
 #!/bin/sh
+read -r rel </proc/sys/kernel/osrelease
+echo "E2E: kernel $rel"
 read -r on_before </sys/kernel/tracing/tracing_on
 read -r clock_before </sys/kernel/tracing/trace_clock
 trace-agent --quiet &
@@ -82,6 +86,10 @@ tr -d '\r' <"$WORK/run/console.log" | grep -a -E '^(VT-INIT|E2E|trace-agent):' |
 vt_check_console "$WORK/run/console.log" || fail=1
 grep -aq 'E2E: vt-e2e-guest rc=0, trace-agent exit status 0' "$WORK/run/console.log" ||
     { echo "test-agent-guest: FAIL: the guest side did not end cleanly"; fail=1; }
+if [ -n "${VT_AGENT_KERNEL_RELEASE:-}" ]; then
+    tr -d '\r' <"$WORK/run/console.log" | grep -aqE "^E2E: kernel .*$VT_AGENT_KERNEL_RELEASE\$" ||
+        { echo "test-agent-guest: FAIL: the guest did not run a kernel ending in $VT_AGENT_KERNEL_RELEASE"; fail=1; }
+fi
 echo "test-agent-guest: timings: image ${T_IMAGE} s, boot to host done ${T_HOST} s," \
      "boot to power-off ${T_RUN} s, whole test $(vt_secs "$T0" "$(vt_now)") s"
 if [ $fail = 0 ]; then echo "test-agent-guest: PASS"; exit 0; fi
