@@ -17,6 +17,8 @@ PKGS=(
 	qemu-system-x86 busybox-static cpio kmod xz-utils
 	# libvirt without systemd
 	libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients
+	# kernel-patches/build.sh: the source and what building it needs
+	linux-source-6.1 bc bison flex libelf-dev libssl-dev
 )
 
 missing=()

@@ -1,22 +1,26 @@
 #!/bin/bash
 # Run every test suite: unit and integration (make check), the same again
-# under ASan+UBSan, the fuzz smoke runs, and the end-to-end guests.
+# under ASan+UBSan, the fuzz smoke runs, the end-to-end guests, and the
+# kernel patches (both test kernels built by kernel-patches/build.sh, about
+# 10 minutes the first time and cached by content, then their guests).
 # Prints one line per test and ends with "N passed, N failed[, N skipped]".
 # Exits non-zero when anything failed. Safe to run twice.
 #
-#   scripts/test.sh [--no-deps] [--quick]
-#     --no-deps  do not run scripts/install-deps.sh
-#     --quick    skip the sanitizer build, fuzz smoke and e2e (for development)
+#   scripts/test.sh [--no-deps] [--quick] [--no-kernel]
+#     --no-deps    do not run scripts/install-deps.sh
+#     --quick      skip the sanitizer build, fuzz smoke, e2e and kernel suites
+#     --no-kernel  skip the kernel-patches suite (kernel-patches/test.sh runs it alone)
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
-deps=1 quick=0
+deps=1 quick=0 kernel=1
 for a in "$@"; do
 	case $a in
 	--no-deps) deps=0 ;;
 	--quick) quick=1 ;;
-	-h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+	--no-kernel) kernel=0 ;;
+	-h|--help) sed -n '2,12p' "$0"; exit 0 ;;
 	*) echo "test.sh: unknown option $a" >&2; exit 2 ;;
 	esac
 done
@@ -54,6 +58,25 @@ trap cleanup EXIT
 
 conf=()
 [ "${CI:-}" = true ] && conf+=(--enable-werror)
+
+# run_scripts SUITE: every tests/e2e/test-*.sh marked "# vt-suite: SUITE", one result each.
+run_scripts() {
+	local t out rc name
+	for t in tests/e2e/test-*.sh; do
+		[ -e "$t" ] || continue
+		grep -q "^# vt-suite: $1\$" "$t" || continue
+		out=$(mktemp)
+		bash "$t" >"$out" 2>&1
+		rc=$?
+		name=$1/$(basename "$t" .sh)
+		case $rc in
+		0) result PASS "$name" ;;
+		77) result SKIP "$name" "$(grep -m1 'SKIP' "$out" | sed 's/.*SKIP: *//' | cut -c1-120)" ;;
+		*) sed 's/^/    | /' "$out" | tail -40; result FAIL "$name" ;;
+		esac
+		rm -f "$out"
+	done
+}
 
 if [ ! -x configure ] || [ configure.ac -nt configure ]; then
 	autoreconf -fi >/tmp/vt-autoreconf.log 2>&1 || { cat /tmp/vt-autoreconf.log; result FAIL autoreconf; summary; exit 1; }
@@ -108,20 +131,21 @@ if [ "$quick" = 0 ]; then
 		esac
 	done < <(scripts/fuzz.sh --smoke 2>&1)
 	# End-to-end: real guests under QEMU.
-	for t in tests/e2e/test-*.sh; do
-		[ -e "$t" ] || continue
-		grep -q '^# vt-suite: e2e' "$t" || continue
+	run_scripts e2e
+	# The kernel patches: their kernels first (a failed build fails the suite once, clearly).
+	if [ "$kernel" = 1 ]; then
 		out=$(mktemp)
-		bash "$t" >"$out" 2>&1
+		t0=$(date +%s)
+		kernel-patches/build.sh -q >"$out" 2>&1
 		rc=$?
-		name=e2e/$(basename "$t" .sh)
 		case $rc in
-		0) result PASS "$name" ;;
-		77) result SKIP "$name" "$(grep -m1 -i '^skip' "$out" | cut -c1-120)" ;;
-		*) sed 's/^/    | /' "$out" | tail -40; result FAIL "$name" ;;
+		0) result PASS kernel/build "$(( $(date +%s) - t0 )) s" ;;
+		2) result SKIP kernel/build "$(tail -n1 "$out" | cut -c1-120)" ;;
+		*) sed 's/^/    | /' "$out" | tail -40; result FAIL kernel/build ;;
 		esac
 		rm -f "$out"
-	done
+		[ $rc = 1 ] || run_scripts kernel
+	fi
 fi
 
 summary
