@@ -2,8 +2,8 @@
 # kernel-patches/test.sh: the one command for the kernel patches: build (or take from the cache)
 # both kernels with build.sh, then run the "# vt-suite: kernel" tests (tests/e2e/test-kpatch-*.sh),
 # and with --bench tests/bench/bench-kpatch.sh. Prints one line per test and a summary like
-# scripts/test.sh. Not part of scripts/test.sh: a cold kernel build alone takes 15-20 min on two
-# shared cores (README, build.sh).
+# scripts/test.sh, which also runs this suite after its e2e tests (unless --no-kernel). A cold
+# kernel build takes about 10 minutes on two cores (README, build.sh), then it is cached.
 #   kernel-patches/test.sh [--bench]
 # Exit: 0 all passed (skips allowed), 1 something failed.
 set -u
