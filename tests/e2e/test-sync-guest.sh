@@ -55,12 +55,6 @@ vt_agent_build; rc=$?
 COLLECT=${VT_BUILDDIR:-$VT_REPO/build}/host-collector/virtio-trace-collect
 make -C "${VT_BUILDDIR:-$VT_REPO/build}" -s host-collector/virtio-trace-collect >&2 ||
     { echo "$ME: FAIL: cannot build virtio-trace-collect"; exit 1; }
-QMP_OPT=()
-if "$COLLECT" record --help 2>&1 | grep -q -- '--qmp'; then
-    QMP_OPT=(--qmp)
-else
-    bad "virtio-trace-collect record has no --qmp option (stop/cont is still done, without it)"
-fi
 
 t=$(vt_now)
 vt_collect_image "$WORK" sync-guest; rc=$?
@@ -118,7 +112,7 @@ SH
 chmod +x "$WORK/stopcont"
 t=$(vt_now)
 timeout -k 5 120 "$COLLECT" record --chardev-dir "$PORTS" --name e2e --sync-interval 0.3 --sync-probes 100 \
-    ${QMP_OPT[@]+"${QMP_OPT[@]}" "$RUN/qmp.sock"} -e sched -e irq -e timer --host-events sched:sched_switch -o "$OUT" --quiet \
+    --qmp "$RUN/qmp.sock" -e sched -e irq -e timer --host-events sched:sched_switch -o "$OUT" --quiet \
     -- "$WORK/stopcont" >"$WORK/record.log" 2>&1 &
 COLLECT_PID=$!
 wait "$COLLECT_PID"
