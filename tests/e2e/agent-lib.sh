@@ -36,6 +36,17 @@ vt_agent_build() {
     fi
 }
 
+# vt_collect_build: vt_agent_build, and virtio-trace-collect in the same build. Sets COLLECT.
+# Returns 77 or 1 as vt_agent_build does.
+vt_collect_build() {
+    local b=${VT_BUILDDIR:-$VT_REPO/build} rc
+    vt_agent_build; rc=$?
+    [ $rc = 0 ] || return $rc
+    COLLECT=$b/host-collector/virtio-trace-collect
+    make -C "$b" -s host-collector/virtio-trace-collect >&2 ||
+        { echo "FAIL: cannot build virtio-trace-collect"; return 1; }
+}
+
 # vt_agent_image WORK RUNSCRIPT NAME: an image CACHE/image-NAME whose /etc/vt/agent-run is
 # RUNSCRIPT (a file), with /sbin/trace-agent and /bin/vt-e2e-guest. Sets VT_IMAGE.
 # With VT_AGENT_KERNEL (a vmlinux with everything built in, e.g. kernel-patches/build.sh's) the

@@ -37,11 +37,8 @@ scn_begin() {
     KEEP=${VT_KEEP:-0}
     trap scn_cleanup EXIT
     trap 'exit 1' INT TERM HUP
-    vt_agent_build; rc=$?
+    vt_collect_build; rc=$?
     [ $rc = 0 ] || exit $rc
-    COLLECT=${VT_BUILDDIR:-$VT_REPO/build}/host-collector/virtio-trace-collect
-    make -C "${VT_BUILDDIR:-$VT_REPO/build}" -s host-collector/virtio-trace-collect >&2 ||
-        { echo "$ME: FAIL: cannot build virtio-trace-collect"; exit 1; }
     t=$(vt_now)
     vt_collect_image "$WORK" collect-guest; rc=$?
     [ $rc = 0 ] || exit $rc
