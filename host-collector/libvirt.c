@@ -49,7 +49,6 @@
 #define LV_QMP_MAX		(1u << 20)
 #define LV_META_NS		"https://virtio-trace.invalid/libvirt/1"
 #define LV_META_PREFIX		"vtrace"
-#define LV_DEFAULT_PIPE_ROOT	"/var/lib/virtio-trace"
 #define LV_QEMU_CONF		"/etc/libvirt/qemu.conf"
 
 /* libvirt prints every error on stderr by default; ours say what to do instead. */
@@ -943,36 +942,6 @@ static void lv_qemu_owner(uid_t *uid, gid_t *gid, char *desc, size_t len)
 		 gr ? gr->gr_name : (pw ? pw->pw_name : "root"));
 }
 
-/**
- * collect_mkdirs() - mkdir -p, 0755 for what is created
- * @dir: the directory
- *
- * Return: 0, -ENOTDIR when a part exists and is not a directory, or -errno.
- */
-int collect_mkdirs(const char *dir)
-{
-	char buf[PATH_MAX];
-	size_t i, len = strlen(dir);
-	struct stat st;
-
-	if (len >= sizeof(buf))
-		return -ENAMETOOLONG;
-	memcpy(buf, dir, len + 1);
-	for (i = 1; i <= len; i++) {
-		if (buf[i] != '/' && buf[i])
-			continue;
-		buf[i] = 0;
-		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-			return -errno;
-		if (stat(buf, &st) < 0)
-			return -errno;
-		if (!S_ISDIR(st.st_mode))
-			return -ENOTDIR;
-		buf[i] = i < len ? '/' : 0;
-	}
-	return 0;
-}
-
 /* DIR/PORT.in and .out for every port, owned by QEMU's user, mode 0600. */
 static int lv_make_fifos(const struct libvirt_setup *s, unsigned int vcpus, char *owner, size_t len)
 {
@@ -1169,20 +1138,4 @@ int libvirt_setup_run(struct libvirt_setup *s)
 	ret = libvirt_setup_conn(conn, s);
 	virConnectClose(conn);
 	return ret;
-}
-
-/**
- * libvirt_default_dir() - where setup --domain puts a domain's FIFOs by default
- * @buf: filled with LV_DEFAULT_PIPE_ROOT/DOMAIN
- * @len: its size
- * @domain: the domain's name
- *
- * Return: 0, or -EINVAL when the name cannot be a directory name.
- */
-int libvirt_default_dir(char *buf, size_t len, const char *domain)
-{
-	if (!collect_name_ok(domain))
-		return -EINVAL;
-	snprintf(buf, len, "%s/%s", LV_DEFAULT_PIPE_ROOT, domain);
-	return 0;
 }
