@@ -67,6 +67,7 @@ int tracing_set_clock(struct tracing *t, const char *clock, char *used, size_t s
 bool tracing_has_clock(const struct tracing *t, const char *clock);
 bool tracing_has_tracer(const struct tracing *t, const char *tracer);
 int tracing_set_tracer(struct tracing *t, const char *tracer);
+int tracing_record_comms(struct tracing *t);
 int tracing_set_buffer_kb(struct tracing *t, unsigned int kb, unsigned int subbuf_kb);
 int tracing_enable(struct tracing *t, const char *system, const char *event,
 		   const char *filter, unsigned int *matched);

@@ -253,6 +253,7 @@ static int start(struct agent *a)
 		ret = -ENODEV;
 		goto err;
 	}
+	tracing_record_comms(&a->t);
 	ret = tracing_on(&a->t, true);
 	if (ret < 0)
 		goto err;

@@ -135,6 +135,7 @@ static int header_subbuf(const char *root, unsigned int *size)
 }
 
 static void restorable(const char *file, char *value);
+static bool is_dir(const char *path);
 
 /* CPUs are numbered from 0; the count is one past the highest cpuN found. */
 static unsigned int count_cpus(const char *dir)
@@ -418,6 +419,39 @@ int tracing_set_tracer(struct tracing *t, const char *tracer)
 	if (t->instance && strcmp(tracer, "mmiotrace") == 0)
 		return -EINVAL;
 	return tracing_write(t, "current_tracer", tracer);
+}
+
+/**
+ * tracing_record_comms() - make a tracer's entries name their tasks
+ * @t: the tracing state
+ *
+ * The kernel saves task names (saved_cmdlines) only while some trace event is
+ * enabled, so a tracer alone (mmiotrace) leaves every task "<...>" in the
+ * report. With a tracer other than nop and no event of ours enabled, enable
+ * sched:sched_process_exec behind a filter that never matches: names are
+ * recorded, no event is. Both writes are put back like every other.
+ *
+ * Return: 0, also when there is nothing to do or the event does not exist.
+ */
+int tracing_record_comms(struct tracing *t)
+{
+	static const char ev[] = "events/sched/sched_process_exec";
+	char tracer[64], path[PATH_MAX];
+	int ret;
+
+	if (t->nr_enabled || tracing_read(t, "current_tracer", tracer, sizeof(tracer)) <= 0 ||
+	    strncmp(tracer, "nop", 3) == 0)
+		return 0;
+	snprintf(path, sizeof(path), "%s/%s", t->dir, ev);
+	if (!is_dir(path))
+		return 0;
+	ret = tracing_write(t, "events/sched/sched_process_exec/filter", "common_pid < 0");
+	if (ret == 0)
+		ret = tracing_write(t, "events/sched/sched_process_exec/enable", "1");
+	if (ret < 0)
+		log_warn("tracer %.*s: task names will not be recorded (%s)", (int)strcspn(tracer, "\n"),
+			 tracer, strerror(-ret));
+	return 0;
 }
 
 /**

@@ -10,6 +10,7 @@
 #     from the guest's sysfs) and at least 10 reads and writes, every one of them with that
 #     map's id inside the BAR;
 #   - CPU 1 was offline during the recording and is online after it;
+#   - the entries name their task (modprobe), though no event was asked for;
 #   - per CPU: report = manifest = the guest's read_events, nothing lost; clean console.
 # Env: VT_BUILDDIR, VT_STATIC_AGENT, VT_KEEP=1. Exit: 0 pass, 1 fail, 77 skip.
 echo "test-collect-mmiotrace: mmiotrace of the e1000 driver's probe through the transport, CPUs going offline and back: entries decoded, no page lost"
@@ -77,4 +78,11 @@ grep -m2 -E 'mmiotrace_(map|rw): ' "$G" | sed "s/^/$ME: /"
 [ "$mine" -ge 10 ] && [ "$reads" -gt 0 ] && [ "$writes" -gt 0 ] ||
     bad "only $mine accesses through the BAR 0 map ($reads reads, $writes writes)"
 [ "$outside" = 0 ] || bad "$outside accesses outside the BAR"
+# The agent has the kernel save task names (a never-matching sched_process_exec): the map is
+# modprobe's, not "<...>", and that helper event itself records nothing.
+mapper=$(grep -m1 -E ' mmiotrace_map: ' "$G" | awk '{ print $1 }')
+execs=$(grep -c ' sched_process_exec: ' "$G")
+echo "$ME: the BAR 0 map is by '$mapper'; sched_process_exec entries: $execs"
+[[ $mapper == modprobe-* ]] || bad "the map's task is '$mapper', want modprobe-PID"
+[ "$execs" = 0 ] || bad "$execs sched_process_exec entries recorded (the helper event must record none)"
 scn_result
