@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/mount.h>
 #include <unistd.h>
 #include <tracefs.h>
 
@@ -44,7 +43,6 @@ struct hostrec {
 	uint32_t subbuf;
 	struct hcpu *cpus;
 	char spool[4096];
-	bool mounted;		/* tracefs was not mounted: libtracefs mounted it for us */
 };
 
 struct hostrec *collect_hostrec;
@@ -191,8 +189,6 @@ struct hostrec *hostrec_start(const struct collect_opts *o, struct engine *e, co
 	if (!h)
 		return NULL;
 	h->marker_fd = -1;
-	/* libtracefs mounts tracefs when it is not: then it is unmounted at the end. */
-	h->mounted = tracefs_tracing_dir_is_mounted(false, NULL) == 0;
 	snprintf(h->name, sizeof(h->name), "virtio-trace-collect-%d", (int)getpid());
 	h->inst = tracefs_instance_create(h->name);
 	if (!h->inst) {
@@ -364,12 +360,6 @@ void hostrec_free(struct hostrec *h)
 		if (tracefs_instance_destroy(h->inst) < 0)
 			log_warn("cannot remove tracefs instance %s", h->name);
 		tracefs_instance_free(h->inst);
-	}
-	if (h->mounted && tracefs_tracing_dir_is_mounted(false, NULL) == 1) {
-		const char *dir = tracefs_tracing_dir();
-
-		if (dir && umount2(dir, 0) < 0)
-			log_warn("cannot unmount %s, which was mounted for the host events: %m", dir);
 	}
 	free(h);
 }
