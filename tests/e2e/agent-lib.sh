@@ -154,3 +154,37 @@ vt_test_say() {
     exec 7>&- 8<&-
     return $rc
 }
+
+# vt_causality MERGED OUT [SKIP]: causality of the control-message markers in MERGED, the output
+# of `trace-cmd report -i host.dat -i guest-NAME.dat` (lines "FILE: COMM-PID [CCC] TS: print:
+# ... virtio-trace: tx|rx TYPE SEQ"). A pair is one (TYPE, SEQ) sent by one side and received by
+# the other; it is inverted when the receive comes first. Message types matching the extended
+# regex SKIP are left out. Writes each inversion and a "causality: ..." summary line to OUT and
+# sets PAIRS and INVERSIONS.
+vt_causality() {
+    awk -v skip="${3:-}" '
+/virtio-trace: (tx|rx) [A-Z_0-9-]+ [0-9]+/ {
+    for (i = 1; i <= NF; i++) if ($i == "virtio-trace:") break
+    dir = $(i + 1); type = $(i + 2); seq = $(i + 3)
+    if (skip != "" && type ~ skip) next
+    ts = ""
+    for (j = 1; j < i; j++) if ($j ~ /^[0-9]+\.[0-9]+:$/) { ts = substr($j, 1, length($j) - 1); break }
+    side = ($1 == "host.dat:") ? "host" : "guest"
+    key = type " " seq
+    if (dir == "tx") tx[side, key] = ts; else rx[side, key] = ts
+    lines++
+}
+END {
+    pairs = 0; inv = 0; unpaired = 0
+    for (k in tx) {
+        split(k, a, SUBSEP); s = a[1]; key = a[2]
+        o = (s == "host") ? "guest" : "host"
+        if ((o, key) in rx) {
+            pairs++
+            if (rx[o, key] + 0 < tx[s, key] + 0) { inv++; printf "inversion: %s tx %s at %s, %s rx at %s\n", s, key, tx[s, key], o, rx[o, key] }
+        } else unpaired++
+    }
+    printf "causality: %d marker lines, %d tx/rx pairs, %d inversions, %d tx without rx\n", lines, pairs, inv, unpaired
+}' "$1" >"$2"
+    read -r PAIRS INVERSIONS < <(sed -n 's/^causality: [0-9]* marker lines, \([0-9]*\) tx\/rx pairs, \([0-9]*\) inversions.*/\1 \2/p' "$2")
+}

@@ -68,31 +68,9 @@ grep -qE 'sched_switch' <(grep -v 'e2e' "$WORK/merged.txt") || bad "the merged r
 # FILE being host.dat or guest-e2e.dat. Every message has its own seq: a pair is one (TYPE, SEQ)
 # sent by one side and received by the other. The guest traces only between START and STOP, so
 # --sync-interval puts probe bursts (SYNC_BEGIN/SYNC_END, their OKs) inside the window.
-awk '
-/virtio-trace: (tx|rx) [A-Z_0-9-]+ [0-9]+/ {
-    for (i = 1; i <= NF; i++) if ($i == "virtio-trace:") break
-    dir = $(i + 1); type = $(i + 2); seq = $(i + 3)
-    ts = ""
-    for (j = 1; j < i; j++) if ($j ~ /^[0-9]+\.[0-9]+:$/) { ts = substr($j, 1, length($j) - 1); break }
-    side = ($1 == "host.dat:") ? "host" : "guest"
-    key = type " " seq
-    if (dir == "tx") { tx[side, key] = ts; txn[side, key]++ } else { rx[side, key] = ts; rxn[side, key]++ }
-    lines++
-}
-END {
-    pairs = 0; inv = 0; unpaired = 0
-    for (k in tx) {
-        split(k, a, SUBSEP); s = a[1]; key = a[2]
-        o = (s == "host") ? "guest" : "host"
-        if ((o, key) in rx) {
-            pairs++
-            if (rx[o, key] + 0 < tx[s, key] + 0) { inv++; printf "inversion: %s tx %s at %s, %s rx at %s\n", s, key, tx[s, key], o, rx[o, key] }
-        } else unpaired++
-    }
-    printf "causality: %d marker lines, %d tx/rx pairs, %d inversions, %d tx without rx\n", lines, pairs, inv, unpaired
-}' "$WORK/merged.txt" >"$WORK/causality.txt"
+vt_causality "$WORK/merged.txt" "$WORK/causality.txt"
 sed "s/^/$ME: /" "$WORK/causality.txt"
-read -r pairs inv < <(sed -n 's/^causality: [0-9]* marker lines, \([0-9]*\) tx\/rx pairs, \([0-9]*\) inversions.*/\1 \2/p' "$WORK/causality.txt")
+pairs=$PAIRS inv=$INVERSIONS
 [ "${pairs:-0}" -ge 4 ] || bad "only ${pairs:-0} control message pairs in the merged report"
 [ "${inv:-1}" = 0 ] || bad "$inv causality inversions"
 echo "$ME: sync $(scn_m '.guests[0].sync.method') bound $(scn_m '.guests[0].sync.bound_ns') ns"

@@ -149,32 +149,9 @@ M() { jq -r "$1" "$OUT/manifest.json"; }
 # sent by one side and received by the other; SEQ counts per direction.
 trace-cmd report -i "$OUT/host.dat" -i "$OUT/guest-e2e.dat" >"$WORK/merged.txt" 2>"$WORK/merged.err" ||
     bad "merged trace-cmd report failed: $(head -3 "$WORK/merged.err")"
-awk '
-/virtio-trace: (tx|rx) [A-Z_0-9-]+ [0-9]+/ {
-    for (i = 1; i <= NF; i++) if ($i == "virtio-trace:") break
-    dir = $(i + 1); type = $(i + 2); seq = $(i + 3)
-    if (type == "SYNC_PROBE" || type == "SYNC_REPLY") next
-    ts = ""
-    for (j = 1; j < i; j++) if ($j ~ /^[0-9]+\.[0-9]+:$/) { ts = substr($j, 1, length($j) - 1); break }
-    side = ($1 == "host.dat:") ? "host" : "guest"
-    key = type " " seq
-    if (dir == "tx") { tx[side, key] = ts } else { rx[side, key] = ts }
-    lines++
-}
-END {
-    pairs = 0; inv = 0; unpaired = 0
-    for (k in tx) {
-        split(k, a, SUBSEP); s = a[1]; key = a[2]
-        o = (s == "host") ? "guest" : "host"
-        if ((o, key) in rx) {
-            pairs++
-            if (rx[o, key] + 0 < tx[s, key] + 0) { inv++; printf "inversion: %s tx %s at %s, %s rx at %s\n", s, key, tx[s, key], o, rx[o, key] }
-        } else unpaired++
-    }
-    printf "causality: %d marker lines, %d tx/rx pairs, %d inversions, %d tx without rx\n", lines, pairs, inv, unpaired
-}' "$WORK/merged.txt" >"$WORK/causality.txt"
+vt_causality "$WORK/merged.txt" "$WORK/causality.txt" '^SYNC_(PROBE|REPLY)$'
 sed "s/^/$ME: /" "$WORK/causality.txt" | head -n 30
-read -r pairs inv < <(sed -n 's/^causality: [0-9]* marker lines, \([0-9]*\) tx\/rx pairs, \([0-9]*\) inversions.*/\1 \2/p' "$WORK/causality.txt")
+pairs=$PAIRS inv=$INVERSIONS
 echo "$ME: check 1: ${pairs:-0} control message pairs (want >= $MIN_PAIRS), ${inv:-?} inversions (want 0)"
 [ "${pairs:-0}" -ge "$MIN_PAIRS" ] || bad "only ${pairs:-0} control message pairs, want >= $MIN_PAIRS"
 [ "${inv:-1}" = 0 ] || bad "${inv:-?} causality inversions"
