@@ -311,7 +311,11 @@ static int sync_kvm(struct guest *g, const struct collect_opts *o)
  * it resumed, not from whenever its probes happened to run: a periodic burst
  * that straddled the stop may have opened the new epoch while the guest was
  * frozen, and the resume burst of another vCPU only after it ran again. The
- * first epoch opened since the stop is moved to the resume.
+ * first epoch opened since the stop is moved to the resume. An epoch counts
+ * as opened since the stop when it starts after it, or when its first reply
+ * came after it: a burst whose first probe was sent just before the stop and
+ * answered after the resume starts before the stop but measured the new
+ * offset only.
  */
 static void align_to_resume(struct guest *g)
 {
@@ -322,7 +326,7 @@ static void align_to_resume(struct guest *g)
 		struct vt_tsync_cpu *c = &g->sync.cpus[cpu];
 
 		for (i = 1; i < c->nr; i++) {
-			if (c->epochs[i].host_from < since)
+			if (c->epochs[i].host_from < since && c->epochs[i].first_reply < since)
 				continue;
 			if (c->epochs[i - 1].host_from < g->resume_tsc)
 				c->epochs[i].host_from = g->resume_tsc;

@@ -684,6 +684,7 @@ int vt_tsync_estimate(const struct vt_tsync_sample *s, size_t n,
 	memset(e, 0, sizeof(*e));
 	e->min_rtt = UINT64_MAX;
 	e->host_from = UINT64_MAX;
+	e->first_reply = UINT64_MAX;
 	for (i = 0; i < n; i++) {
 		if (!est_usable(&s[i])) {
 			e->rejected++;
@@ -697,12 +698,15 @@ int vt_tsync_estimate(const struct vt_tsync_sample *s, size_t n,
 			e->host_from = s[i].t1;
 		if (s[i].t2 > e->host_to)
 			e->host_to = s[i].t2;
+		if (s[i].t2 < e->first_reply)
+			e->first_reply = s[i].t2;
 		if (s[i].t2 - s[i].t1 < e->min_rtt)
 			e->min_rtt = s[i].t2 - s[i].t1;
 		e->used++;
 	}
 	if (!e->used) {
 		e->host_from = 0;
+		e->first_reply = 0;
 		e->min_rtt = 0;
 		return -ENODATA;
 	}
@@ -876,6 +880,7 @@ int vt_tsync_estimate_epoch(const struct vt_tsync_estimate *e, struct vt_tsync_e
 	ep->source = VT_TSYNC_SRC_PROBE;
 	ep->error = e->bound;
 	ep->min_rtt = e->min_rtt;
+	ep->first_reply = e->first_reply;
 	ep->map.ratio = 1;
 	ep->map.offset = e->offset;
 	if (!e->drift_fitted)

@@ -72,6 +72,7 @@ struct vt_tsync_epoch {
 	uint32_t flags;
 	uint64_t error;
 	uint64_t min_rtt;	/* probes: the smallest round trip behind @error, else 0 */
+	uint64_t first_reply;	/* probes: host TSC of the earliest reply behind it, else 0 */
 };
 
 #define VT_TSYNC_MAX_EPOCHS	4096u
@@ -143,6 +144,7 @@ struct vt_tsync_est_opts {
  * struct vt_tsync_estimate - what a set of probes says
  * @host_from: earliest t1 used
  * @host_to: latest t2 used
+ * @first_reply: earliest t2 used (after a stop: the first reply of the new offset)
  * @ref_host: the host time the offsets below are given at
  * @offset_lo: lowest guest - host at @ref_host the probes allow
  * @offset_hi: highest guest - host at @ref_host the probes allow
@@ -160,6 +162,7 @@ struct vt_tsync_est_opts {
 struct vt_tsync_estimate {
 	uint64_t host_from;
 	uint64_t host_to;
+	uint64_t first_reply;
 	uint64_t ref_host;
 	int64_t offset_lo;
 	int64_t offset_hi;
