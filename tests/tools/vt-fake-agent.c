@@ -87,6 +87,7 @@ struct fake_opts {
 	bool wrong_subbuf;
 	bool stall_stop;
 	bool lie_bytes;
+	bool external_pages;
 	double crash_after;		/* < 0: never */
 	enum evil evil;
 	struct missed_mark missed[FAKE_MAX_MISSED];
@@ -1295,6 +1296,13 @@ static void pump(struct fake *f, struct fake_cpu *c)
 {
 	unsigned int budget = PUMP_PAGES;
 
+	if (f->o.external_pages && !c->done) {
+		c->pages_sent = c->total;
+		c->bytes_sent = c->total * f->fmt.subbuf_size;
+		c->done = true;
+		say(f, "cpu%u: pages left to another writer", c->cpu);
+		return;
+	}
 	while (!c->done && c->fd >= 0 && budget) {
 		uint64_t may = allowance(f, c);
 		size_t want;
@@ -1480,6 +1488,8 @@ static void usage(FILE *out)
 		"  --repeat K             send the fixture pages K times (default 1; 0: until STOP);\n"
 		"                         repetitions are shifted in time to follow one another\n"
 		"  --rate BYTES[K|M]      per-CPU bytes per second\n"
+		"  --external-pages       write no pages: another process writes the fixture pages K\n"
+		"                         times into each data port (benchmarks); STATS count them\n"
 		"  --retime               move page timestamps to the guest's \"now\" at START\n"
 		"  --tsc-offset N         guest TSC = host TSC + N (SYNC_REPLY and --retime)\n"
 		"  --missed CPU:PAGE[:COUNT]  flag page PAGE of CPU as having lost events\n"
@@ -1518,7 +1528,8 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 {
 	enum { OPT_FIFO = 256, OPT_CONNECT, OPT_LISTEN, OPT_FIXTURE, OPT_NAME, OPT_CPUS, OPT_REPEAT, OPT_RATE,
 	       OPT_RETIME, OPT_TSC, OPT_MISSED, OPT_OVERRUN, OPT_CTL, OPT_PREFIX, OPT_BAD, OPT_GARBAGE,
-	       OPT_OVERSIZE, OPT_HUGE, OPT_TRUNC, OPT_SUBBUF, OPT_STALL, OPT_LIE, OPT_CRASH, OPT_EVIL };
+	       OPT_OVERSIZE, OPT_HUGE, OPT_TRUNC, OPT_SUBBUF, OPT_STALL, OPT_LIE, OPT_CRASH, OPT_EVIL,
+	       OPT_EXTERNAL };
 	static const struct option lo[] = {
 		{ "fifo", required_argument, NULL, OPT_FIFO },
 		{ "connect", required_argument, NULL, OPT_CONNECT },
@@ -1542,6 +1553,7 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 		{ "wrong-subbuf", no_argument, NULL, OPT_SUBBUF },
 		{ "stall-stop", no_argument, NULL, OPT_STALL },
 		{ "lie-bytes", no_argument, NULL, OPT_LIE },
+		{ "external-pages", no_argument, NULL, OPT_EXTERNAL },
 		{ "crash-after", required_argument, NULL, OPT_CRASH },
 		{ "evil-strings", optional_argument, NULL, OPT_EVIL },
 		{ "help", no_argument, NULL, 'h' },
@@ -1630,6 +1642,9 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 			break;
 		case OPT_STALL:
 			o->stall_stop = true;
+			break;
+		case OPT_EXTERNAL:
+			o->external_pages = true;
 			break;
 		case OPT_LIE:
 			o->lie_bytes = true;
