@@ -80,6 +80,7 @@ struct stream {
 	int data_fd;
 	uint64_t region;
 	uint64_t data_len;
+	uint64_t written_back;	/* region bytes whose writeback has been started */
 	char dir[4096];
 	bool inflight;
 	bool eof;
@@ -89,6 +90,7 @@ struct stream {
 	uint64_t bytes;		/* received from the guest */
 	uint64_t bytes_session;	/* received since the last START */
 	uint64_t pages;		/* good pages spooled */
+	uint64_t events;	/* events in them */
 	uint64_t bad_pages;	/* kept aside in cpuN.bad */
 	uint64_t dropped_pages;	/* beyond --max-size */
 	uint64_t missed_pages;	/* pages flagged "events lost before this one" */
@@ -211,6 +213,7 @@ struct collect_opts {
 	uint64_t max_size;
 	bool quiet;
 	bool keep_spool;
+	bool fsync;
 	const char *sync;		/* auto, kvm, probe, offset, none */
 	int64_t tsc_offset;
 	bool have_tsc_offset;

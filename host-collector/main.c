@@ -117,6 +117,8 @@ static void usage(FILE *f)
 "      --file-version 6|7 trace.dat version (default 7)\n"
 "      --no-compress      version 7 without zstd\n"
 "      --keep-spool       keep DIR/.spool after writing the files\n"
+"      --fsync            flush the trace files to the disk before exiting, so\n"
+"                         that they survive a crash of the machine (slower)\n"
 "      --stop-timeout SEC how long a guest may take to confirm a stop and\n"
 "                         deliver its last pages (default 60)\n"
 "\n"
@@ -189,7 +191,7 @@ static int parse_record(int argc, char **argv, struct collect_opts *o, struct gu
 			unsigned int *nr)
 {
 	enum { OPT_CHARDEV = 256, OPT_LISTEN, OPT_CTL, OPT_CPU, OPT_NAME, OPT_QEMU_PID, OPT_TRACER, OPT_TOP,
-	       OPT_BUFSZ, OPT_CLOCK, OPT_HOST, OPT_MAXSZ, OPT_FV, OPT_NOCOMP, OPT_KEEP, OPT_SYNC, OPT_TSCOFF,
+	       OPT_BUFSZ, OPT_CLOCK, OPT_HOST, OPT_MAXSZ, OPT_FV, OPT_NOCOMP, OPT_KEEP, OPT_FSYNC, OPT_SYNC, OPT_TSCOFF,
 	       OPT_PROBES, OPT_SINTV, OPT_DEBUGFS, OPT_STOPTO, OPT_QMP, OPT_DOMAIN, OPT_CONNECT,
 	       OPT_HOST_PID };
 	static const struct option longopts[] = {
@@ -216,6 +218,7 @@ static int parse_record(int argc, char **argv, struct collect_opts *o, struct gu
 		{ "file-version", required_argument, NULL, OPT_FV },
 		{ "no-compress", no_argument, NULL, OPT_NOCOMP },
 		{ "keep-spool", no_argument, NULL, OPT_KEEP },
+		{ "fsync", no_argument, NULL, OPT_FSYNC },
 		{ "sync", required_argument, NULL, OPT_SYNC },
 		{ "tsc-offset", required_argument, NULL, OPT_TSCOFF },
 		{ "sync-probes", required_argument, NULL, OPT_PROBES },
@@ -352,6 +355,7 @@ static int parse_record(int argc, char **argv, struct collect_opts *o, struct gu
 			break;
 		case OPT_NOCOMP: o->compress = false; break;
 		case OPT_KEEP: o->keep_spool = true; break;
+		case OPT_FSYNC: o->fsync = true; break;
 		case OPT_SYNC:
 			if (strcmp(optarg, "auto") && strcmp(optarg, "probe") && strcmp(optarg, "offset") &&
 			    strcmp(optarg, "none") && strcmp(optarg, "kvm")) {

@@ -90,6 +90,7 @@ struct spool_data {
 struct run {
 	const char *out;
 	bool keep_spool;
+	bool fsync;
 	char spool[4200];
 	unsigned int version;
 	bool compress;
@@ -565,19 +566,66 @@ static void *walk_thread(void *arg)
 	return NULL;
 }
 
+/*
+ * Write the file's dirty pages back and wait: sync_file_range() first, as
+ * ext4's fdatasync() alone writes a large delayed-allocation file back far
+ * more slowly (measured: 64 MiB in 340-450 ms, against 11 ms + 30 ms).
+ */
+static int flush_file(int fd)
+{
+	sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+			SYNC_FILE_RANGE_WAIT_AFTER);
+	return fdatasync(fd);
+}
+
 static void *sync_thread(void *arg)
 {
-	fdatasync(*(int *)arg);
+	flush_file(*(int *)arg);
 	return NULL;
 }
 
 /*
- * Walk every CPU's pages of @sd (read only), adding to t->cpus.
+ * What the collector counted while it validated CPU @cpu's pages on the way
+ * in (cpuN.sums, see stream_close()), when it covers exactly the @len bytes
+ * its region holds. Return: true with @c filled.
+ */
+static bool ingest_sums(const char *dir, unsigned int cpu, uint64_t len, uint32_t subbuf,
+			struct cpu_sum *c)
+{
+	unsigned long long l, pages, events, missed, lost;
+	char path[4300], text[256];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/cpu%u.sums", dir, cpu);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	text[n] = 0;
+	if (sscanf(text, "len=%llu pages=%llu events=%llu missed_pages=%llu lost=%llu", &l, &pages,
+		   &events, &missed, &lost) != 5 || l != len || !subbuf || pages * subbuf != len)
+		return false;
+	c->bytes += len;
+	c->pages += pages;
+	c->events += events;
+	c->missed_pages += missed;
+	c->lost_in_pages += lost;
+	return true;
+}
+
+/*
+ * Walk every CPU's pages of @sd (read only), adding to t->cpus; a CPU whose
+ * pages were counted on the way in (ingest_sums()) is not read again.
  * Return: 0, 1 at a malformed page (with *@bad_cpu), or -errno.
  */
-static int walk_all(struct run *r, struct trace_sum *t, struct spool_data *sd, unsigned int n,
-		    unsigned int *bad_cpu)
+static int walk_all(struct run *r, struct trace_sum *t, const char *dir, struct spool_data *sd,
+		    unsigned int n, unsigned int *bad_cpu)
 {
+	bool counted[COLLECT_MAX_CPUS] = { false };
 	struct walk wk = { .r = r, .t = t, .fd = sd->fd };
 	pthread_t th[WALK_THREADS];
 	unsigned int i, nr_th = 0, want;
@@ -588,13 +636,17 @@ static int walk_all(struct run *r, struct trace_sum *t, struct spool_data *sd, u
 	if (!piece)
 		piece = t->subbuf;
 	for (i = 0; i < n; i++)
-		wk.nr += (sd->len[i] + piece - 1) / piece;
+		counted[i] = !sd->interrupted &&
+			     ingest_sums(dir, i, sd->len[i], t->subbuf, &t->cpus[i]);
+	for (i = 0; i < n; i++)
+		if (!counted[i])
+			wk.nr += (sd->len[i] + piece - 1) / piece;
 	wk.jobs = calloc(wk.nr ? wk.nr : 1, sizeof(*wk.jobs));
 	if (!wk.jobs)
 		return -ENOMEM;
 	wk.nr = 0;
 	for (i = 0; i < n; i++) {
-		for (o = 0; o < sd->len[i]; o += piece) {
+		for (o = 0; !counted[i] && o < sd->len[i]; o += piece) {
 			struct walk_job *j = &wk.jobs[wk.nr++];
 
 			j->cpu = i;
@@ -675,7 +727,7 @@ static int write_inplace(struct run *r, struct trace_sum *t, const char *dir,
 	memcpy(problems, t->problems, sizeof(problems));
 	/*
 	 * The walk: read only. One malformed page and the copy path sets it
-	 * aside. Meanwhile the pages go to the disk (most of them already are).
+	 * aside. Meanwhile, with --fsync, the pages go to the disk.
 	 */
 	for (i = 0; i < n; i++) {
 		len[i] = sd->len[i] - sd->len[i] % t->subbuf;
@@ -684,8 +736,8 @@ static int write_inplace(struct run *r, struct trace_sum *t, const char *dir,
 			k = i;
 		t->cpus[i].cpu = i;
 	}
-	synced = pthread_create(&sync_th, NULL, sync_thread, &sd->fd) == 0;
-	ret = walk_all(r, t, sd, n, &i);
+	synced = r->fsync && pthread_create(&sync_th, NULL, sync_thread, &sd->fd) == 0;
+	ret = walk_all(r, t, dir, sd, n, &i);
 	if (synced)
 		pthread_join(sync_th, NULL);
 	if (ret) {
@@ -762,7 +814,7 @@ static int write_inplace(struct run *r, struct trace_sum *t, const char *dir,
 	if (ret < 0)
 		goto moved;
 	snprintf(name, sizeof(name), "%s/data", dir);
-	if (fsync(sd->fd) < 0 || rename(name, path) < 0) {
+	if ((r->fsync && fsync(sd->fd) < 0) || rename(name, path) < 0) {
 		ret = -errno;
 		goto moved;
 	}
@@ -867,7 +919,7 @@ static int write_trace(struct run *r, struct trace_sum *t, const char *dir)
 	if (ret == 0)
 		ret = vt_tracedat_finish(w);
 	vt_tracedat_free(w);
-	if (ret == 0 && (fsync(fd) < 0 || rename(tmp, path) < 0))
+	if (ret == 0 && ((r->fsync && (flush_file(fd) < 0 || fsync(fd) < 0)) || rename(tmp, path) < 0))
 		ret = -errno;
 out_close:
 	close(fd);
@@ -1136,8 +1188,20 @@ static int write_manifest(struct run *r, bool recovered)
 		first = false;
 	}
 	fprintf(f, "\n  ]\n}\n");
+	if (r->fsync && (fflush(f) != 0 || fsync(fileno(f)) < 0)) {
+		fclose(f);
+		return -errno;
+	}
 	if (fclose(f) != 0 || rename(tmp, path) < 0)
 		return -errno;
+	if (r->fsync) {
+		int dfd = open(r->out, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+		if (dfd >= 0) {
+			fsync(dfd);
+			close(dfd);
+		}
+	}
 	return 0;
 }
 
@@ -1175,7 +1239,7 @@ static int remove_tree(const char *dir)
  */
 int output_finalise(const char *out_dir, const struct collect_opts *o, bool recovering)
 {
-	struct run r = { .out = out_dir, .keep_spool = o && o->keep_spool };
+	struct run r = { .out = out_dir, .keep_spool = o && o->keep_spool, .fsync = o && o->fsync };
 	char *opts = NULL, dir[4300];
 	struct dirent *de;
 	unsigned int i, written = 0, troubled = 0;

@@ -3,23 +3,32 @@
  * Streams and the engine that reads them.
  *
  * A stream delivers bytes in whatever pieces the transport chooses; it is cut
- * into whole sub-buffers here. Each page gets the header check (bounded
- * commit length and lost count: O(1), well under 5% of copying the page) and
- * goes to the spool, or, when malformed, to cpuN.bad, counted and logged once.
- * The full event walk runs when the spool is turned into trace.dat.
+ * into whole sub-buffers here. Each page is validated whole (its header and
+ * every event, about 0.4 us a page, against 0.26 us to copy it) and goes to
+ * the spool, or, when malformed, to cpuN.bad, counted and logged once. What
+ * the pages hold (pages, events, lost events) is counted on the way and left
+ * in cpuN.sums when the stream closes, so that trace.dat can be made without
+ * reading the pages again; a spool without it (a killed collector) is walked.
  *
  * A trace's pages go to its spool file "data": CPU N's at N * region onwards
  * (a sparse file; see spool.c), written once, where output.c can turn the
  * file into the trace.dat without copying them. A CPU that fills its region
  * continues in cpuN.pages.
  *
+ * The pages are written where they belong with pwrite() and their writeback
+ * is started every few MiB (sync_file_range(), not waited for): at the end
+ * little is left dirty, so laying the file out (collapse/insert range, which
+ * first writes back what is dirty) and --fsync cost little. splice() into the
+ * region was tried instead of read() + pwrite(): one copy fewer, but slower
+ * here (0.65 s against 0.48 s for 546 MiB) and more CPU.
+ *
  * The engine is one thread and one io_uring: a poll request is always armed
  * on every live stream and control port, so 16 guests x 4 vCPUs cost one
  * thread. When a stream is readable the engine drains it with non-blocking
- * read()s; a control port's owner reads it itself, so that a clock sync
- * burst can read replies the moment they arrive. Polling rather than queued
- * reads keeps every kind of fd (FIFO, socket, pipe) from ever blocking the
- * loop.
+ * read()s; a control port's owner reads it itself, so that a
+ * clock sync burst can read replies the moment they arrive. Polling rather
+ * than queued reads keeps every kind of fd (FIFO, socket, pipe) from ever
+ * blocking the loop.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -34,6 +43,7 @@
 #include "collect.h"
 
 #define RBUF_SIZE	(256u << 10)
+#define WRITEBACK_STEP	(8u << 20)
 
 static int write_all(int fd, const void *buf, size_t len)
 {
@@ -126,6 +136,23 @@ static int overflow(struct stream *s)
 	return s->spool_fd < 0 ? -errno : 0;
 }
 
+/*
+ * Start writing the region's new pages back now, in WRITEBACK_STEP pieces,
+ * without waiting for it: trace.dat is made of the same blocks at the end,
+ * and whatever is still dirty then must be written before the file can be
+ * laid out (collapse/insert range) or fsynced.
+ */
+static void start_writeback(struct stream *s)
+{
+	uint64_t base = (uint64_t)s->cpu * s->region;
+
+	if (s->data_fd < 0 || s->data_len < s->written_back + WRITEBACK_STEP)
+		return;
+	sync_file_range(s->data_fd, (off_t)(base + s->written_back),
+			(off_t)(s->data_len - s->written_back), SYNC_FILE_RANGE_WRITE);
+	s->written_back = s->data_len;
+}
+
 /* Spool @len bytes of good whole pages: into the CPU's region while it has room. */
 static int spool_out(struct stream *s, const uint8_t *p, size_t len)
 {
@@ -158,6 +185,7 @@ static int spool_out(struct stream *s, const uint8_t *p, size_t len)
 		len -= n;
 		s->data_len += n;
 	}
+	start_writeback(s);
 	return len ? write_all(s->spool_fd, p, len) : 0;
 }
 
@@ -167,6 +195,23 @@ static int spool_out(struct stream *s, const uint8_t *p, size_t len)
  */
 void stream_close(struct stream *s)
 {
+	/*
+	 * What the region holds, for output.c: valid only while every good
+	 * page is in it, nothing in cpuN.pages and no partial page after it.
+	 */
+	if (s->data_fd >= 0 && s->spool_fd < 0 && !s->have) {
+		char name[32], text[256];
+		int n;
+
+		snprintf(name, sizeof(name), "cpu%u.sums", s->cpu);
+		n = snprintf(text, sizeof(text),
+			     "len=%llu pages=%llu events=%llu missed_pages=%llu lost=%llu\n",
+			     (unsigned long long)s->data_len, (unsigned long long)s->pages,
+			     (unsigned long long)s->events, (unsigned long long)s->missed_pages,
+			     (unsigned long long)s->lost_events);
+		if (s->data_len == s->pages * s->subbuf)
+			spool_write_file(s->dir, name, text, n);
+	}
 	if (s->spool_fd >= 0)
 		close(s->spool_fd);
 	if (s->data_fd >= 0)
@@ -219,6 +264,20 @@ static bool over_limit(struct stream *s)
 	return true;
 }
 
+/* The whole check of one page: header and every event. */
+static bool page_ok(struct stream *s, const uint8_t *p, struct vt_page_info *info,
+		    uint32_t *events, const char **why)
+{
+	*why = NULL;
+	*events = 0;
+	if (vt_page_validate(&s->fmt, p, s->subbuf, info, events, NULL, why) < 0) {
+		if (!*why)
+			*why = "malformed";
+		return false;
+	}
+	return true;
+}
+
 /*
  * Check and spool @n whole pages at @p: runs of good pages go out in one
  * write, bad ones aside.
@@ -231,8 +290,10 @@ static int take_pages(struct stream *s, const uint8_t *p, size_t n)
 
 	for (i = 0; i < n; i++, p += s->subbuf) {
 		struct vt_page_info info;
+		const char *why;
+		uint32_t events;
 
-		if (vt_page_header(&s->fmt, p, s->subbuf, &info) < 0 || over_limit(s)) {
+		if (!page_ok(s, p, &info, &events, &why) || over_limit(s)) {
 			if (run_len && (ret = spool_out(s, run, run_len)) < 0)
 				return ret;
 			run = p + s->subbuf;
@@ -241,12 +302,13 @@ static int take_pages(struct stream *s, const uint8_t *p, size_t n)
 				s->dropped_pages++;
 				continue;
 			}
-			ret = keep_aside(s, p, "commit length or lost-event count out of bounds");
+			ret = keep_aside(s, p, why);
 			if (ret < 0)
 				return ret;
 			continue;
 		}
 		s->pages++;
+		s->events += events;
 		s->missed_pages += info.missed;
 		s->lost_events += info.missed_events;
 		run_len += s->subbuf;
@@ -467,24 +529,27 @@ static bool ent_wants_read(const struct ent *x)
 	return true;
 }
 
+static void spool_failed(struct stream *s, int err)
+{
+	log_err("%s: cannot spool: %s", s->label, strerror(-err));
+	s->closed = true;
+	if (s->g)
+		session_fail(s->g, "cannot write the spool: %s", strerror(-err));
+}
+
 /* Drain a readable stream: a few reads per turn, so one busy stream cannot starve the rest. */
 static void drain_stream(struct ent *x)
 {
 	struct stream *s = x->s;
-	int turns;
+	int turns, ret;
 
 	for (turns = 0; turns < 8 && !s->closed; turns++) {
 		ssize_t n = read(x->fd, x->buf, x->cap);
-		int ret;
 
 		if (n > 0) {
 			ret = stream_ingest(s, x->buf, n);
-			if (ret < 0) {
-				log_err("%s: cannot spool: %s", s->label, strerror(-ret));
-				s->closed = true;
-				if (s->g)
-					session_fail(s->g, "cannot write the spool: %s", strerror(-ret));
-			}
+			if (ret < 0)
+				spool_failed(s, ret);
 			if ((size_t)n < x->cap)
 				return;
 			continue;

@@ -1,0 +1,302 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The collector's stream ingest (host-collector/stream.c, with the real
+ * spool.c and io_uring engine) on a pipe and on a socket, no guest: a batch
+ * of pages with a malformed one in the middle and a partial page, then the
+ * rest of that page and a fragment, then the end of the stream.
+ *
+ * The malformed page must go to cpu0.bad and the good pages close up behind
+ * it in the spool's region, the partial page must be carried between reads,
+ * the fragment must go to cpu0.frag, the region must end (SEEK_HOLE) right
+ * after the last good page, and cpu0.sums must count what the region holds.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "collect.h"
+
+#define PG	4096u
+
+void collect_log(int level, const char *fmt, ...)
+{
+	(void)level;
+	(void)fmt;
+}
+
+void session_fail(struct guest *g, const char *fmt, ...)
+{
+	(void)g;
+	(void)fmt;
+	fail_msg("session_fail called");
+}
+
+/*
+ * Real ring-buffer pages from the fixture tests/data/cap-guest (cpu0's and
+ * cpu1's, 7 in all), each given its own timestamp; @bad: a commit length
+ * beyond the page.
+ */
+static uint8_t fixture[8][PG];
+static unsigned int nr_fixture;
+static uint64_t fixture_events;	/* in the pages make_page() has made */
+
+static void load_fixture(void)
+{
+	const char *src = getenv("VT_SRCDIR");
+	char path[4200];
+	unsigned int cpu;
+
+	for (cpu = 0; cpu < 2; cpu++) {
+		ssize_t n;
+		int fd;
+
+		snprintf(path, sizeof(path), "%s/tests/data/cap-guest/cpu%u.raw", src ? src : ".", cpu);
+		fd = open(path, O_RDONLY);
+		assert_true(fd >= 0);
+		while (nr_fixture < 8 && (n = read(fd, fixture[nr_fixture], PG)) == PG)
+			nr_fixture++;
+		close(fd);
+	}
+	assert_true(nr_fixture >= 5);
+}
+
+/* @bad 1: a commit length beyond the page; 2: its header is fine, its first event is not */
+static void make_page(uint8_t *p, unsigned int seq, int bad)
+{
+	struct vt_page_fmt fmt;
+	struct vt_page_info info;
+	uint32_t events = 0;
+	uint64_t ts, commit = PG;
+
+	memcpy(p, fixture[seq % nr_fixture], PG);
+	memcpy(&ts, p, 8);
+	ts += seq;
+	memcpy(p, &ts, 8);
+	if (bad == 1) {
+		memcpy(p + 8, &commit, 8);
+		return;
+	}
+	if (bad == 2) {
+		/* type_len 0: the length follows, and it runs far past the commit */
+		uint32_t w[2] = { 0, 0xfffff000u };
+
+		memcpy(p + 16, w, sizeof(w));
+		return;
+	}
+	vt_page_fmt_default(&fmt);
+	assert_int_equal(vt_page_validate(&fmt, p, PG, &info, &events, NULL, NULL), 0);
+	assert_true(events > 0);
+	fixture_events += events;
+}
+
+static void write_all(int fd, const uint8_t *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+
+		assert_true(w > 0);
+		p += w;
+		n -= (size_t)w;
+	}
+}
+
+static void run_until(struct engine *e, struct stream *s, uint64_t bytes)
+{
+	int i;
+
+	for (i = 0; i < 1000 && s->bytes < bytes && !s->eof; i++)
+		engine_run(e, 10);
+	assert_int_equal(s->bytes, bytes);
+}
+
+static uint8_t *slurp(const char *dir, const char *name, size_t *len)
+{
+	char path[4200];
+	struct stat st;
+	uint8_t *b;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	b = malloc(st.st_size + 1);
+	assert_non_null(b);
+	assert_int_equal(read(fd, b, st.st_size), st.st_size);
+	close(fd);
+	*len = st.st_size;
+	return b;
+}
+
+/* Feed the stream through @wfd (its read side @rfd), check the spool. */
+static void feed(int rfd, int wfd)
+{
+	uint8_t pages[5][PG], frag[100];
+	char dir[] = "/tmp/vt-test-stream.XXXXXX";
+	struct engine *e;
+	struct stream s;
+	uint8_t *b;
+	size_t len;
+	uint64_t region, dlen;
+	unsigned int i;
+	int fd;
+
+	assert_non_null(mkdtemp(dir));
+	if (!nr_fixture)
+		load_fixture();
+	fixture_events = 0;
+	for (i = 0; i < 5; i++)
+		make_page(pages[i], i, i == 1);
+	memset(frag, 0x5a, sizeof(frag));
+	assert_int_equal(stream_init(&s, rfd, "guest t cpu0", 0, PG, dir), 0);
+	e = engine_new(8);
+	assert_non_null(e);
+	assert_int_equal(engine_add(e, &s), 0);
+	/* one batch: good, bad, good, good, half a page */
+	write_all(wfd, pages[0], 4 * PG);
+	write_all(wfd, pages[4], PG / 2);
+	run_until(e, &s, 4 * PG + PG / 2);
+	assert_int_equal(s.pages, 3);
+	assert_int_equal(s.bad_pages, 1);
+	assert_int_equal(s.have, PG / 2);
+	/* the rest of that page, and a fragment; then the end */
+	write_all(wfd, pages[4] + PG / 2, PG / 2);
+	write_all(wfd, frag, sizeof(frag));
+	close(wfd);
+	run_until(e, &s, 5 * PG + sizeof(frag));
+	for (i = 0; i < 1000 && !s.eof; i++)
+		engine_run(e, 10);
+	assert_true(s.eof);
+	assert_int_equal(s.pages, 4);
+	assert_int_equal(s.bad_pages, 1);
+	assert_int_equal(s.have, 0);
+	assert_int_equal(s.data_len, 4 * PG);
+	stream_close(&s);
+	engine_free(e);
+
+	/* the region: pages 0, 2, 3, 4 and then a hole */
+	fd = spool_data_open(dir, &region);
+	assert_true(fd >= 0);
+	assert_int_equal(spool_data_len(fd, region, 0, &dlen), 0);
+	assert_int_equal(dlen, 4 * PG);
+	close(fd);
+	b = slurp(dir, "data", &len);
+	assert_true(len >= 4 * PG);
+	assert_memory_equal(b, pages[0], PG);
+	assert_memory_equal(b + PG, pages[2], PG);
+	assert_memory_equal(b + 2 * PG, pages[3], PG);
+	assert_memory_equal(b + 3 * PG, pages[4], PG);
+	for (i = 4 * PG; i < len; i++)
+		assert_int_equal(b[i], 0);
+	free(b);
+	b = slurp(dir, "cpu0.bad", &len);
+	assert_int_equal(len, PG);
+	assert_memory_equal(b, pages[1], PG);
+	free(b);
+	b = slurp(dir, "cpu0.frag", &len);
+	assert_int_equal(len, sizeof(frag));
+	assert_memory_equal(b, frag, sizeof(frag));
+	free(b);
+	/* the sums: what the four good pages hold */
+	b = slurp(dir, "cpu0.sums", &len);
+	b[len] = 0;
+	{
+		char want[256];
+
+		snprintf(want, sizeof(want), "len=16384 pages=4 events=%llu missed_pages=0 lost=0\n",
+			 (unsigned long long)fixture_events);
+		assert_string_equal((char *)b, want);
+	}
+	free(b);
+	{
+		char cmd[128];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+		assert_int_equal(system(cmd), 0);
+	}
+}
+
+static void on_pipe(void **state)
+{
+	int p[2];
+
+	(void)state;
+	assert_int_equal(pipe(p), 0);
+	feed(p[0], p[1]);
+	close(p[0]);
+}
+
+/* A page whose header passes and whose events do not is kept aside too. */
+static void bad_event_inside(void **state)
+{
+	uint8_t pages[3][PG];
+	char dir[] = "/tmp/vt-test-stream.XXXXXX", cmd[128];
+	struct engine *e;
+	struct stream s;
+	uint8_t *b;
+	size_t len;
+	int p[2];
+	unsigned int i;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	if (!nr_fixture)
+		load_fixture();
+	for (i = 0; i < 3; i++)
+		make_page(pages[i], i, i == 1 ? 2 : 0);
+	assert_int_equal(pipe(p), 0);
+	assert_int_equal(stream_init(&s, p[0], "guest t cpu0", 0, PG, dir), 0);
+	e = engine_new(8);
+	assert_non_null(e);
+	assert_int_equal(engine_add(e, &s), 0);
+	write_all(p[1], pages[0], sizeof(pages));
+	run_until(e, &s, sizeof(pages));
+	assert_int_equal(s.pages, 2);
+	assert_int_equal(s.bad_pages, 1);
+	stream_close(&s);
+	engine_free(e);
+	b = slurp(dir, "cpu0.bad", &len);
+	assert_int_equal(len, PG);
+	assert_memory_equal(b, pages[1], PG);
+	free(b);
+	b = slurp(dir, "data", &len);
+	assert_int_equal(len, 2 * PG);
+	assert_memory_equal(b, pages[0], PG);
+	assert_memory_equal(b + PG, pages[2], PG);
+	free(b);
+	close(p[0]);
+	close(p[1]);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+static void on_socket(void **state)
+{
+	int sv[2];
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	feed(sv[0], sv[1]);
+	close(sv[0]);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(on_pipe),
+		cmocka_unit_test(on_socket),
+		cmocka_unit_test(bad_event_inside),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
