@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 #include <tracefs.h>
 
@@ -43,9 +45,21 @@ struct hostrec {
 	uint32_t subbuf;
 	struct hcpu *cpus;
 	char spool[4096];
+	bool mounted;		/* tracefs was not mounted: libtracefs mounted it for us */
 };
 
 struct hostrec *collect_hostrec;
+
+#define TRACEFS_DIR	"/sys/kernel/tracing"
+#define TRACEFS_FS_MAGIC	0x74726163	/* "trac", the kernel's TRACEFS_MAGIC */
+
+/* Is tracefs mounted where libtracefs mounts it when it finds none? */
+static bool tracefs_is_mounted(void)
+{
+	struct statfs st;
+
+	return statfs(TRACEFS_DIR, &st) == 0 && (unsigned long)st.f_type == TRACEFS_FS_MAGIC;
+}
 
 static int write_page(int fd, const char *buf, size_t len)
 {
@@ -189,6 +203,7 @@ struct hostrec *hostrec_start(const struct collect_opts *o, struct engine *e, co
 	if (!h)
 		return NULL;
 	h->marker_fd = -1;
+	h->mounted = !tracefs_is_mounted();
 	snprintf(h->name, sizeof(h->name), "virtio-trace-collect-%d", (int)getpid());
 	h->inst = tracefs_instance_create(h->name);
 	if (!h->inst) {
@@ -361,5 +376,8 @@ void hostrec_free(struct hostrec *h)
 			log_warn("cannot remove tracefs instance %s", h->name);
 		tracefs_instance_free(h->inst);
 	}
+	if (h->mounted && tracefs_is_mounted() && umount2(TRACEFS_DIR, 0) < 0)
+		log_warn("cannot unmount %s, which was mounted for the host events: %s", TRACEFS_DIR,
+			 strerror(errno));
 	free(h);
 }
