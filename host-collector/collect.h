@@ -81,6 +81,7 @@ struct stream {
 	uint64_t region;
 	uint64_t data_len;
 	uint64_t written_back;	/* region bytes whose writeback has been started */
+	struct engine *engine;	/* the engine serving it (engine_add()), for writeback requests */
 	char dir[4096];
 	bool inflight;
 	bool eof;

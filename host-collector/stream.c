@@ -136,20 +136,24 @@ static int overflow(struct stream *s)
 	return s->spool_fd < 0 ? -errno : 0;
 }
 
+static void engine_writeback(struct engine *e, int fd, uint64_t off, uint64_t len);
+
 /*
  * Start writing the region's new pages back now, in WRITEBACK_STEP pieces,
  * without waiting for it: trace.dat is made of the same blocks at the end,
  * and whatever is still dirty then must be written before the file can be
- * laid out (collapse/insert range) or fsynced.
+ * laid out (collapse/insert range) or fsynced. The request goes through the
+ * engine's io_uring, whose workers may block in the filesystem (block
+ * allocation, a full device queue) where the engine thread must not.
  */
 static void start_writeback(struct stream *s)
 {
 	uint64_t base = (uint64_t)s->cpu * s->region;
 
-	if (s->data_fd < 0 || s->data_len < s->written_back + WRITEBACK_STEP)
+	if (s->data_fd < 0 || !s->engine || s->data_len < s->written_back + WRITEBACK_STEP)
 		return;
-	sync_file_range(s->data_fd, (off_t)(base + s->written_back),
-			(off_t)(s->data_len - s->written_back), SYNC_FILE_RANGE_WRITE);
+	engine_writeback(s->engine, s->data_fd, base + s->written_back,
+			 s->data_len - s->written_back);
 	s->written_back = s->data_len;
 }
 
@@ -416,6 +420,8 @@ struct engine {
 
 /* The user_data of the engine's own timeout; never a struct ent. */
 #define TIMER_TAG	((void *)1)
+/* The user_data of a writeback request (start_writeback()): nothing waits for it. */
+#define WRITEBACK_TAG	((void *)2)
 
 /**
  * engine_new() - make the engine
@@ -471,6 +477,22 @@ static int add_ent(struct engine *e, struct ent *x)
 	return 0;
 }
 
+/* Queue sync_file_range(SYNC_FILE_RANGE_WRITE); engine_run() submits it. */
+static void engine_writeback(struct engine *e, int fd, uint64_t off, uint64_t len)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&e->ring);
+
+	if (!sqe) {
+		io_uring_submit(&e->ring);
+		sqe = io_uring_get_sqe(&e->ring);
+		if (!sqe)
+			return;	/* the kernel's own writeback will do */
+	}
+	io_uring_prep_sync_file_range(sqe, fd, (unsigned int)(len < UINT32_MAX ? len : UINT32_MAX),
+				      off, SYNC_FILE_RANGE_WRITE);
+	io_uring_sqe_set_data(sqe, WRITEBACK_TAG);
+}
+
 /**
  * engine_add() - serve a stream
  * @e: the engine
@@ -490,6 +512,7 @@ int engine_add(struct engine *e, struct stream *s)
 	fcntl(x->fd, F_SETFL, fcntl(x->fd, F_GETFL) | O_NONBLOCK);
 	x->buf = s->rbuf;
 	x->cap = s->rcap;
+	s->engine = e;
 	return add_ent(e, x) < 0 ? (free(x), -ENOMEM) : 0;
 }
 
@@ -637,6 +660,8 @@ int engine_run(struct engine *e, int timeout_ms)
 
 		if (data == TIMER_TAG)
 			e->timer_armed = false;
+		else if (data == WRITEBACK_TAG)
+			;
 		else
 			complete(data, cqe->res);
 		handled++;
