@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/vfs.h>
@@ -51,14 +52,13 @@ struct hostrec {
 struct hostrec *collect_hostrec;
 
 #define TRACEFS_DIR	"/sys/kernel/tracing"
-#define TRACEFS_FS_MAGIC	0x74726163	/* "trac", the kernel's TRACEFS_MAGIC */
 
 /* Is tracefs mounted where libtracefs mounts it when it finds none? */
 static bool tracefs_is_mounted(void)
 {
 	struct statfs st;
 
-	return statfs(TRACEFS_DIR, &st) == 0 && (unsigned long)st.f_type == TRACEFS_FS_MAGIC;
+	return statfs(TRACEFS_DIR, &st) == 0 && (unsigned long)st.f_type == TRACEFS_MAGIC;
 }
 
 static int write_page(int fd, const char *buf, size_t len)
