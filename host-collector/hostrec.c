@@ -49,8 +49,6 @@ struct hostrec {
 	bool mounted;		/* tracefs was not mounted: libtracefs mounted it for us */
 };
 
-struct hostrec *collect_hostrec;
-
 #define TRACEFS_DIR	"/sys/kernel/tracing"
 
 /* Is tracefs mounted where libtracefs mounts it when it finds none? */
@@ -341,6 +339,22 @@ void hostrec_save_stats(struct hostrec *h)
 		spool_write_file(h->spool, file, text, strlen(text));
 		free(text);
 	}
+}
+
+/**
+ * hostrec_drained() - whether every host CPU's stream has ended (after hostrec_stop())
+ * @h: the recorder
+ *
+ * Return: true when nothing more will come.
+ */
+bool hostrec_drained(const struct hostrec *h)
+{
+	unsigned int i;
+
+	for (i = 0; h->cpus && i < h->nr_cpus; i++)
+		if (h->cpus[i].running && !h->cpus[i].stream.eof && !h->cpus[i].stream.closed)
+			return false;
+	return true;
 }
 
 /**

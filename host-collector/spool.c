@@ -25,6 +25,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,6 +162,57 @@ int spool_read_file(const char *dir, const char *name, void **data, size_t *len,
 	return 0;
 }
 
+/* A growing text: key=value files of any length, never cut short. */
+struct text {
+	char *buf;
+	size_t len, cap;
+	bool oom;
+};
+
+static void tprintf(struct text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void tprintf(struct text *t, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	for (;;) {
+		va_start(ap, fmt);
+		n = t->oom ? 0 : vsnprintf(t->buf ? t->buf + t->len : NULL,
+					   t->buf ? t->cap - t->len : 0, fmt, ap);
+		va_end(ap);
+		if (t->oom || n < 0)
+			return;
+		if (t->buf && t->len + n < t->cap) {
+			t->len += n;
+			return;
+		}
+		{
+			size_t cap = (t->cap ? t->cap : 4096);
+			char *nb;
+
+			while (cap <= t->len + n)
+				cap *= 2;
+			nb = realloc(t->buf, cap);
+			if (!nb) {
+				t->oom = true;
+				return;
+			}
+			t->buf = nb;
+			t->cap = cap;
+		}
+	}
+}
+
+static int text_save(struct text *t, const char *dir, const char *name)
+{
+	int ret = t->oom ? -ENOMEM : spool_write_file(dir, name, t->buf ? t->buf : "", t->len);
+
+	free(t->buf);
+	t->buf = NULL;
+	return ret;
+}
+
 /**
  * spool_save_state() - write a guest's state file
  * @g: the guest
@@ -168,25 +221,79 @@ int spool_read_file(const char *dir, const char *name, void **data, size_t *len,
  */
 int spool_save_state(const struct guest *g)
 {
-	char buf[8192];
-	int n;
+	struct text t = { 0 };
 	unsigned int i;
 
-	n = snprintf(buf, sizeof(buf),
-		     "name=%s\ntrace_id=%llu\nnr_cpus=%u\nsubbuf=%u\nclock=%s\nagent=%s\ncaps=%llu\n"
-		     "streams=%u\nqemu_pid=%d\nmax_reached=%d\nprotocol_errors=%llu\nerror=%s\n"
-		     "vcpu_tids=",
-		     g->name, (unsigned long long)g->trace_id, g->nr_cpus, g->subbuf, g->clock,
-		     g->agent_software,
-		     (unsigned long long)g->caps, g->nr_streams, (int)g->qemu_pid, g->max_reached,
-		     (unsigned long long)g->protocol_errors, g->error);
-	for (i = 0; i < g->nr_vcpu_tids && n < (int)sizeof(buf) - 16; i++)
-		n += snprintf(buf + n, sizeof(buf) - n, "%s%u", i ? "," : "", g->vcpu_tids[i]);
-	n += snprintf(buf + n, sizeof(buf) - n, "\n");
-	for (i = 0; i < g->nr_streams && n < (int)sizeof(buf) - 64; i++)
-		n += snprintf(buf + n, sizeof(buf) - n, "dropped%u=%llu\n", g->streams[i].cpu,
-			      (unsigned long long)g->streams[i].dropped_pages);
-	return spool_write_file(g->spool, "state", buf, n);
+	tprintf(&t, "name=%s\ntrace_id=%llu\nnr_cpus=%u\nsubbuf=%u\nclock=%s\nagent=%s\ncaps=%llu\n"
+		"streams=%u\nqemu_pid=%d\nmax_reached=%d\nprotocol_errors=%llu\nerror=%s\n"
+		"vcpu_tids=",
+		g->name, (unsigned long long)g->trace_id, g->nr_cpus, g->subbuf, g->clock,
+		g->agent_software, (unsigned long long)g->caps, g->nr_streams, (int)g->qemu_pid,
+		g->budget.reached, (unsigned long long)g->protocol_errors, g->error);
+	for (i = 0; i < g->nr_vcpu_tids; i++)
+		tprintf(&t, "%s%u", i ? "," : "", g->vcpu_tids[i]);
+	tprintf(&t, "\n");
+	for (i = 0; i < g->nr_streams; i++)
+		tprintf(&t, "dropped%u=%llu\n", g->streams[i].cpu,
+			(unsigned long long)g->streams[i].dropped_pages);
+	return text_save(&t, g->spool, "state");
+}
+
+/**
+ * spool_save_agent() - write the agent's final per-CPU figures and stats texts
+ * @g: the guest, stopped
+ *
+ * Return: 0 or -errno.
+ */
+int spool_save_agent(const struct guest *g)
+{
+	struct text t = { 0 };
+	char name[32];
+	unsigned int i;
+	int ret = 0;
+
+	for (i = 0; i < g->nr_streams; i++) {
+		unsigned int cpu = g->streams[i].cpu;
+		const char *st = g->stats_text[cpu] ? g->stats_text[cpu] : "";
+
+		snprintf(name, sizeof(name), "cpu%u.stats", cpu);
+		ret = spool_write_file(g->spool, name, st, strlen(st)) ?: ret;
+		tprintf(&t, "bytes%u=%llu\npages%u=%llu\n", cpu,
+			(unsigned long long)g->agent_bytes[cpu], cpu,
+			(unsigned long long)g->agent_pages[cpu]);
+	}
+	return text_save(&t, g->spool, "agent") ?: ret;
+}
+
+/**
+ * spool_save_sync() - write the guest's clock mapping
+ * @g: the guest
+ *
+ * One line per epoch.
+ *
+ * Return: 0 or -errno.
+ */
+int spool_save_sync(const struct guest *g)
+{
+	struct text t = { 0 };
+	unsigned int cpu, i;
+
+	tprintf(&t, "method=%s\nwhy=%s\nhost_end=%" PRIu64 "\n", g->sync.method, g->sync.why,
+		g->sync.host_end);
+	for (cpu = 0; cpu < g->nr_cpus && cpu < COLLECT_MAX_CPUS; cpu++) {
+		if (g->sync.min_rtt[cpu])
+			tprintf(&t, "probes cpu=%u min_rtt=%" PRIu64 " samples=%u\n", cpu,
+				g->sync.min_rtt[cpu], g->sync.samples[cpu]);
+		for (i = 0; i < g->sync.cpus[cpu].nr; i++) {
+			const struct vt_tsync_epoch *ep = &g->sync.cpus[cpu].epochs[i];
+
+			tprintf(&t, "epoch cpu=%u from=%" PRIu64 " offset=%" PRId64 " ratio=%" PRIu64
+				" frac=%u source=%d flags=%u error=%" PRIu64 " min_rtt=%" PRIu64 "\n",
+				cpu, ep->host_from, ep->map.offset, ep->map.ratio, ep->map.frac_bits,
+				(int)ep->source, ep->flags, ep->error, ep->min_rtt);
+		}
+	}
+	return text_save(&t, g->spool, "sync");
 }
 
 /**
