@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "collect.h"
+#include "hostclock.h"
 #include "vt_tsync.h"
 
 #define PROBE_TIMEOUT_NS	(2ll * 1000 * 1000 * 1000)
