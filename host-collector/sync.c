@@ -10,7 +10,7 @@
  * is kept and the bound is half the width. The agent busy-polls during the
  * burst so that its wake-up does not skew the replies.
  *
- * The estimator (lib/tsync.c) fits a drift only when no constant offset fits,
+ * The estimator (lib/tsync-est.c) fits a drift only when no constant offset fits,
  * and splits a burst into epochs when the offset jumped. KVM's debugfs gives
  * exact per-vCPU offsets instead, when the collector knows the QEMU pid.
  *
@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "collect.h"
+#include "hostclock.h"
 #include "vt_tsync.h"
 
 
