@@ -387,19 +387,107 @@ void hostrec_free(struct hostrec *h);
 void hostrec_save_stats(struct hostrec *h);
 bool hostrec_drained(const struct hostrec *h);
 
-/* spool.c */
+/* spool.c: the one owner of the spool's files, names and keys (see its top comment) */
+
+/* What ingest counted of a CPU's region (cpuN.sums). */
+struct spool_sums {
+	uint64_t len, pages, events, missed_pages, lost;
+};
+
+/**
+ * struct spool_cpu - one CPU of a spooled trace
+ * @agent_bytes: bytes the agent reported sent (its final STATS)
+ * @agent_pages: pages likewise
+ * @dropped: pages dropped beyond --max-size
+ * @frag_bytes: a trailing fragment kept aside (cpuN.frag)
+ * @stats: the kernel's per_cpu stats text, sanitised, or NULL
+ * @have_sums: @sums holds what ingest counted
+ */
+struct spool_cpu {
+	uint64_t agent_bytes, agent_pages;
+	uint64_t dropped;
+	uint64_t frag_bytes;
+	char *stats;
+	bool have_sums;
+	struct spool_sums sums;
+};
+
+/**
+ * struct spool_trace - everything the spool says about one trace (guest or host)
+ *
+ * Filled by spool_trace_load(); the collector writes the same files with
+ * spool_save_state(), spool_save_agent(), spool_save_sync(), ...
+ */
+struct spool_trace {
+	char name[COLLECT_NAME_MAX];
+	bool host;
+	bool have_state, have_agent, have_sync;
+	uint64_t trace_id;
+	unsigned int nr_cpus;
+	uint32_t subbuf;
+	char clock[64];
+	char agent[128];
+	char error[512];
+	uint64_t protocol_errors;
+	bool max_reached;
+	uint32_t tids[COLLECT_MAX_CPUS];
+	unsigned int nr_tids;
+	struct spool_cpu cpus[COLLECT_MAX_CPUS];
+	char sync_method[16];
+	char sync_why[160];
+	uint64_t host_end;
+	struct vt_tsync_cpu sync[COLLECT_MAX_CPUS];
+	uint64_t min_rtt[COLLECT_MAX_CPUS];
+	uint32_t samples[COLLECT_MAX_CPUS];
+};
+
+/* The run's options (.spool/options). */
+struct spool_options {
+	unsigned int version;
+	bool compress;
+	uint64_t host_trace_id;
+	uint64_t tsc_khz;
+	uint32_t tsc_mult, tsc_shift;
+	char tsc_method[64];
+	char cmdline[8192];
+};
+
+/* An in-place finish under way (the "inplace" marker): where each CPU's pages were. */
+struct spool_inplace {
+	uint64_t region, head, size0;
+	unsigned int nr_cpus;
+	uint64_t len[COLLECT_MAX_CPUS];
+};
+
+enum spool_cpu_file { SPOOL_CPU_PAGES, SPOOL_CPU_BAD };
+
 int spool_prepare(const char *out_dir, char *spool, size_t size);
 int spool_guest_dir(const char *spool, const char *name, char *dir, size_t size);
 int spool_write_file(const char *dir, const char *name, const void *data, size_t len);
 int spool_read_file(const char *dir, const char *name, void **data, size_t *len, size_t max);
+int spool_save_options(const char *spool, const struct spool_options *o);
+int spool_load_options(const char *spool, struct spool_options *o);
 int spool_save_state(const struct guest *g);
 int spool_save_sync(const struct guest *g);
 int spool_save_agent(const struct guest *g);
+int spool_save_stats(const char *dir, unsigned int cpu, const char *text);
+int spool_save_sums(const char *dir, unsigned int cpu, const struct spool_sums *sums);
+int spool_save_frag(const char *dir, unsigned int cpu, const void *data, size_t len);
+int spool_save_meta(const char *dir, const void *data, size_t len);
+int spool_load_meta(const char *dir, void **data, size_t *len);
+int spool_save_inplace(const char *dir, const struct spool_inplace *m);
+int spool_load_inplace(const char *dir, struct spool_inplace *m);
+bool spool_has_inplace(const char *dir);
+int spool_open_cpu(const char *dir, unsigned int cpu, enum spool_cpu_file kind, int flags);
+int spool_trace_load(const char *dir, bool host, struct spool_trace *t);
+void spool_trace_free(struct spool_trace *t);
 /* A trace's pages: one sparse file, CPU N's at N * region (SPOOL_REGION unless its layout says). */
 #define SPOOL_REGION	(32ull << 30)
 int spool_data_open(const char *dir, uint64_t *region);
 int spool_data_len(int fd, uint64_t region, unsigned int cpu, uint64_t *len);
 int spool_data_region(const char *dir, uint64_t *region);
+int spool_data_fd(const char *dir);
+int spool_data_rename(const char *dir, const char *path);
 
 /* output.c */
 int output_finalise(const char *out_dir, const struct collect_opts *o, bool recovering);

@@ -234,7 +234,7 @@ struct hostrec *hostrec_start(const struct collect_opts *o, struct engine *e, co
 	ret = vt_meta_encode(&meta, &blob, &len);
 	vt_meta_free(&meta);
 	if (ret < 0 || spool_guest_dir(spool, "host", dir, sizeof(dir)) < 0 ||
-	    spool_write_file(dir, "meta.bin", blob, len) < 0) {
+	    spool_save_meta(dir, blob, len) < 0) {
 		if (ret == 0)
 			free(blob);
 		log_err("host: cannot spool the metadata");
@@ -335,8 +335,7 @@ void hostrec_save_stats(struct hostrec *h)
 		text = tracefs_instance_file_read(h->inst, file, NULL);
 		if (!text)
 			continue;
-		snprintf(file, sizeof(file), "cpu%u.stats", i);
-		spool_write_file(h->spool, file, text, strlen(text));
+		spool_save_stats(h->spool, i, text);
 		free(text);
 	}
 }

@@ -509,15 +509,15 @@ static void show_status(struct guest **gs, unsigned int nr, double elapsed, uint
 static int write_options(const char *spool, const struct collect_opts *o, uint64_t host_id,
 			 const struct sync_tsc *tsc)
 {
-	char buf[16384];
-	int n;
+	struct spool_options so = {
+		.version = o->file_version, .compress = o->compress && o->file_version >= 7,
+		.host_trace_id = host_id, .tsc_khz = tsc->khz, .tsc_mult = tsc->mult,
+		.tsc_shift = tsc->shift,
+	};
 
-	n = snprintf(buf, sizeof(buf),
-		     "file_version=%u\ncompress=%d\nhost_trace_id=%" PRIu64 "\ntsc_khz=%" PRIu64
-		     "\ntsc_mult=%u\ntsc_shift=%u\ntsc_method=%s\ncmdline=%s\n",
-		     o->file_version, o->compress && o->file_version >= 7, host_id, tsc->khz,
-		     tsc->mult, tsc->shift, tsc->method, o->cmdline);
-	return spool_write_file(spool, "options", buf, n < (int)sizeof(buf) ? n : (int)sizeof(buf) - 1);
+	snprintf(so.tsc_method, sizeof(so.tsc_method), "%s", tsc->method);
+	snprintf(so.cmdline, sizeof(so.cmdline), "%s", o->cmdline);
+	return spool_save_options(spool, &so);
 }
 
 /* The command after `--` starts once every guest records (or failed), or this long after the first did. */

@@ -94,12 +94,17 @@ int stream_init(struct stream *s, int fd, const char *label, unsigned int cpu,
  */
 static int open_spool(struct stream *s)
 {
-	char path[4200];
 	struct stat st;
-	int ret;
+	int fd, ret;
 
-	snprintf(path, sizeof(path), "%s/cpu%u.pages", s->dir, s->cpu);
-	if (!(stat(path, &st) == 0 && st.st_size > 0)) {
+	fd = spool_open_cpu(s->dir, s->cpu, SPOOL_CPU_PAGES, O_WRONLY | O_APPEND);
+	if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size > 0) {
+		s->spool_fd = fd;
+		return 0;
+	}
+	if (fd >= 0)
+		close(fd);
+	{
 		ret = spool_data_open(s->dir, &s->region);
 		if (ret < 0)
 			return ret;
@@ -109,23 +114,16 @@ static int open_spool(struct stream *s)
 			return ret;
 		return 0;
 	}
-	s->spool_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-	if (s->spool_fd < 0)
-		return -errno;
-	return 0;
 }
 
 /* The region is full (or the filesystem allows no larger file): go on in cpuN.pages. */
 static int overflow(struct stream *s)
 {
-	char path[4200];
-
 	log_info("%s: %llu bytes fill the spool region of cpu%u: the rest goes to cpu%u.pages "
 		 "and is copied at the end", s->label, (unsigned long long)s->data_len, s->cpu,
 		 s->cpu);
-	snprintf(path, sizeof(path), "%s/cpu%u.pages", s->dir, s->cpu);
-	s->spool_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-	return s->spool_fd < 0 ? -errno : 0;
+	s->spool_fd = spool_open_cpu(s->dir, s->cpu, SPOOL_CPU_PAGES, O_WRONLY | O_CREAT | O_APPEND);
+	return s->spool_fd < 0 ? s->spool_fd : 0;
 }
 
 /*
@@ -193,18 +191,13 @@ void stream_close(struct stream *s)
 	 * What the region holds, for output.c: valid only while every good
 	 * page is in it, nothing in cpuN.pages and no partial page after it.
 	 */
-	if (s->data_fd >= 0 && s->spool_fd < 0 && !s->have) {
-		char name[32], text[256];
-		int n;
+	if (s->data_fd >= 0 && s->spool_fd < 0 && !s->have && s->data_len == s->pages * s->subbuf) {
+		struct spool_sums sums = {
+			.len = s->data_len, .pages = s->pages, .events = s->events,
+			.missed_pages = s->missed_pages, .lost = s->lost_events,
+		};
 
-		snprintf(name, sizeof(name), "cpu%u.sums", s->cpu);
-		n = snprintf(text, sizeof(text),
-			     "len=%llu pages=%llu events=%llu missed_pages=%llu lost=%llu\n",
-			     (unsigned long long)s->data_len, (unsigned long long)s->pages,
-			     (unsigned long long)s->events, (unsigned long long)s->missed_pages,
-			     (unsigned long long)s->lost_events);
-		if (s->data_len == s->pages * s->subbuf)
-			spool_write_file(s->dir, name, text, n);
+		spool_save_sums(s->dir, s->cpu, &sums);
 	}
 	if (s->spool_fd >= 0)
 		close(s->spool_fd);
@@ -220,13 +213,10 @@ void stream_close(struct stream *s)
 
 static int keep_aside(struct stream *s, const uint8_t *page, const char *why)
 {
-	char path[4200];
-
 	if (s->bad_fd < 0) {
-		snprintf(path, sizeof(path), "%s/cpu%u.bad", s->dir, s->cpu);
-		s->bad_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+		s->bad_fd = spool_open_cpu(s->dir, s->cpu, SPOOL_CPU_BAD, O_WRONLY | O_CREAT | O_APPEND);
 		if (s->bad_fd < 0)
-			return -errno;
+			return s->bad_fd;
 	}
 	if (!s->bad_logged) {
 		log_warn("%s: malformed page at stream offset %llu (%s): kept aside in cpu%u.bad, "
@@ -372,12 +362,7 @@ int stream_finish(struct stream *s)
 		return 0;
 	log_warn("%s: stream ended %zu bytes into a page: whole pages kept, the fragment is in "
 		 "cpu%u.frag", s->label, s->have, s->cpu);
-	{
-		char name[32];
-
-		snprintf(name, sizeof(name), "cpu%u.frag", s->cpu);
-		spool_write_file(s->dir, name, s->page, s->have);
-	}
+	spool_save_frag(s->dir, s->cpu, s->page, s->have);
 	s->have = 0;
 	return 0;
 }
