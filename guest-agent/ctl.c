@@ -31,9 +31,13 @@
 #include "vt_conn.h"
 #include "vt_meta.h"
 #include "vt_proto.h"
+#include "vt_tsync.h"
 
 #define HUP_BACKOFF_MS		250
-#define SYNC_IDLE_LIMIT_NS	(5ll * 1000 * 1000 * 1000)	/* a burst with a dead host */
+/* A burst ends when no probe came for this long: the collector's probe timeout. */
+#define SYNC_PROBE_TIMEOUT_NS	(2ll * 1000 * 1000 * 1000)
+/* After a probe, poll without sleeping this long: the next one is usually on its way. */
+#define SYNC_SPIN_NS		(2ll * 1000 * 1000)
 #define WRITE_TIMEOUT_MS	5000
 
 struct ev_cfg {
@@ -62,6 +66,10 @@ struct agent {
 	unsigned int nr_events;
 	uint64_t garbage_reported;
 	bool hello_done;
+	/* a clock-probe burst, SYNC_BEGIN .. SYNC_END: pinned to the probed CPU */
+	bool burst;
+	long long burst_last;	/* when SYNC_BEGIN or the last probe came */
+	cpu_set_t affinity;	/* what to put back when the burst ends */
 	/* what the guest has, found at start-up */
 	unsigned int nr_cpus;
 	unsigned int subbuf_size;
@@ -354,76 +362,72 @@ static int send_meta(struct agent *a, uint32_t ref, uint64_t max_total)
 	return ret;
 }
 
-static void set_affinity_all(void)
+/*
+ * A clock-probe burst is a mode of the main loop, not a loop of its own:
+ * SYNC_BEGIN pins the control thread to the probed CPU, each SYNC_PROBE is
+ * answered with the TSC as soon as the main loop sees it, and SYNC_END, any
+ * other message, the host going away or SYNC_PROBE_TIMEOUT_NS without a
+ * probe end it. For SYNC_SPIN_NS after a probe the main loop polls without
+ * sleeping: a responder woken from a sleep showed a ~20 us systematic error
+ * (wake-up asymmetry), and the next probe of a burst comes within a round
+ * trip. Otherwise it sleeps in poll() like at any other time.
+ */
+static void burst_begin(struct agent *a, uint32_t cpu)
 {
 	cpu_set_t set;
 	int i;
 
+	if (!a->burst && sched_getaffinity(0, sizeof(a->affinity), &a->affinity) < 0) {
+		CPU_ZERO(&a->affinity);
+		for (i = 0; i < CPU_SETSIZE; i++)
+			CPU_SET(i, &a->affinity);
+	}
 	CPU_ZERO(&set);
-	for (i = 0; i < CPU_SETSIZE; i++)
-		CPU_SET(i, &set);
-	sched_setaffinity(0, sizeof(set), &set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set) < 0)
+		log_warn("sync: cannot run on cpu%u: %m; replies will say where they ran", cpu);
+	a->burst = true;
+	a->burst_last = now_ns();
 }
 
-/*
- * A sync burst: pinned to the probed CPU, busy-poll the control port and
- * answer each probe with the TSC at once. A responder sleeping in read()
- * showed a ~20 us systematic error (wake-up asymmetry).
- */
-static void handle(struct agent *a, const struct vt_proto_msg *msg);
+static void burst_end(struct agent *a)
+{
+	if (!a->burst)
+		return;
+	a->burst = false;
+	if (sched_setaffinity(0, sizeof(a->affinity), &a->affinity) < 0)
+		log_warn("sync: cannot restore the CPU affinity: %m");
+}
+
+/* How long the main loop may sleep: -1 (no limit), or ms; ends a burst that timed out. */
+static int burst_timeout(struct agent *a)
+{
+	long long idle;
+
+	if (!a->burst)
+		return -1;
+	idle = now_ns() - a->burst_last;
+	if (idle >= SYNC_PROBE_TIMEOUT_NS) {
+		log_warn("sync: no probe for %lld ms, burst abandoned", idle / 1000000);
+		burst_end(a);
+		return -1;
+	}
+	if (idle < SYNC_SPIN_NS)
+		return 0;
+	return (int)((SYNC_PROBE_TIMEOUT_NS - idle + 999999) / 1000000);
+}
 
 /* The TSC for a probe; a read that straddled a migration is retried. */
 static void answer_probe(struct agent *a, struct vt_proto_sync *s)
 {
 	int tries = 0;
 
-	while (agent_read_tsc(&s->tsc, &s->ran_on) == -EAGAIN && ++tries < 8)
+	while (vt_tsc_read_cpu(&s->tsc, &s->ran_on) == -EAGAIN && ++tries < 8)
 		;
-}
-
-static void sync_burst(struct agent *a, uint32_t cpu)
-{
-	long long idle_since = now_ns();
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	if (sched_setaffinity(0, sizeof(set), &set) < 0)
-		log_warn("sync: cannot run on cpu%u: %m; replies will say where they ran", cpu);
-	for (;;) {
-		struct vt_proto_msg msg;
-		struct vt_proto_sync s;
-		int n, r;
-
-		while ((r = vt_conn_next(a->conn, &msg)) != 0) {
-			if (r < 0)
-				continue;
-			if (msg.type == VT_PROTO_SYNC_PROBE && vt_proto_dec_sync(&msg, &s) == 0) {
-				answer_probe(a, &s);
-				send_frame(a, vt_proto_enc_sync(frame(a), VT_PROTO_FRAME_MAX,
-								VT_PROTO_SYNC_REPLY, next_seq(a), &s));
-				idle_since = now_ns();
-				continue;
-			}
-			if (msg.type == VT_PROTO_SYNC_END) {
-				reply_ok(a, msg.seq);
-				goto out;
-			}
-			/* Anything else ends the burst too; it is not lost. */
-			log_warn("sync: %s during a burst ends it", vt_proto_type_name(msg.type));
-			handle(a, &msg);
-			goto out;
-		}
-		n = vt_conn_read(a->conn);
-		if (n > 0)
-			continue;
-		if ((n == 0 || n == -EAGAIN) && now_ns() - idle_since < SYNC_IDLE_LIMIT_NS)
-			continue;
-		log_warn("sync: no probe for %lld s, burst abandoned", SYNC_IDLE_LIMIT_NS / 1000000000);
-		break;
-	}
-out:
-	set_affinity_all();
+	send_frame(a, vt_proto_enc_sync(frame(a), VT_PROTO_FRAME_MAX, VT_PROTO_SYNC_REPLY,
+					next_seq(a), s));
+	if (a->burst)
+		a->burst_last = now_ns();
 }
 
 static int handle_events(struct agent *a, const struct vt_proto_msg *msg)
@@ -536,7 +540,7 @@ static uint64_t capabilities(struct agent *a)
 	/* Probe the top level: it lists every clock and tracer. */
 	probe.dir = a->t.root;
 	if (tracing_has_clock(&probe, "x86-tsc"))
-		caps |= VT_PROTO_CAP_X86_TSC | (agent_has_tsc() ? VT_PROTO_CAP_SYNC_TSC : 0);
+		caps |= VT_PROTO_CAP_X86_TSC | (vt_tsc_read() ? VT_PROTO_CAP_SYNC_TSC : 0);
 	if (tracing_has_tracer(&probe, "mmiotrace"))
 		caps |= VT_PROTO_CAP_MMIOTRACE;
 	snprintf(path, sizeof(path), "%s/buffer_subbuf_size_kb", a->t.root);
@@ -578,6 +582,12 @@ static void handle(struct agent *a, const struct vt_proto_msg *msg)
 
 	log_debug("rx %s seq %u len %u%s", vt_proto_type_name(msg->type), msg->seq, msg->len,
 		  msg->legacy ? " (legacy line)" : "");
+	if (a->burst && msg->type != VT_PROTO_SYNC_PROBE && msg->type != VT_PROTO_SYNC_END &&
+	    msg->type != VT_PROTO_SYNC_BEGIN) {
+		/* It ends the burst, and is served as usual. */
+		log_warn("sync: %s during a burst ends it", vt_proto_type_name(msg->type));
+		burst_end(a);
+	}
 	/* Until HELLO, only HELLO, BYE and the kernel tool's lines make sense. */
 	if (!a->hello_done && !msg->legacy && msg->type != VT_PROTO_HELLO &&
 	    msg->type != VT_PROTO_BYE && msg->type != VT_PROTO_OK && msg->type != VT_PROTO_ERROR) {
@@ -666,19 +676,18 @@ static void handle(struct agent *a, const struct vt_proto_msg *msg)
 			reply_err(a, msg->seq, EBADMSG, "malformed SYNC_BEGIN or no such CPU");
 			break;
 		}
+		/* Pinned before the OK: the first probe may follow it at once. */
+		burst_begin(a, sync.cpu);
 		reply_ok(a, msg->seq);
-		sync_burst(a, sync.cpu);
 		break;
 	case VT_PROTO_SYNC_END:
+		burst_end(a);
 		reply_ok(a, msg->seq);
 		break;
 	case VT_PROTO_SYNC_PROBE:
-		/* Outside a burst: answer anyway, without pinning. */
-		if (vt_proto_dec_sync(msg, &sync) == 0) {
+		/* Outside a burst too: answered, without pinning. */
+		if (vt_proto_dec_sync(msg, &sync) == 0)
 			answer_probe(a, &sync);
-			send_frame(a, vt_proto_enc_sync(frame(a), VT_PROTO_FRAME_MAX, VT_PROTO_SYNC_REPLY,
-							next_seq(a), &sync));
-		}
 		break;
 	case VT_PROTO_BYE:
 		log_info("host said bye");
@@ -758,6 +767,7 @@ static int open_ctl(struct agent *a)
 /* The host went away: a stand-in socket is gone for good, a virtio port waits. */
 static void host_gone(struct agent *a)
 {
+	burst_end(a);
 	if (a->o->ports.dir) {
 		log_info("host closed the control port");
 		end_session(a);
@@ -814,7 +824,7 @@ int agent_run(const struct agent_opts *o)
 		 o->ports.ctl_name);
 
 	while (!a.quit) {
-		int timeout = -1, n;
+		int timeout = burst_timeout(&a), n;
 
 		if (!a.conn && (ret = open_ctl(&a)) < 0) {
 			if (!o->ports.dir) {
