@@ -406,7 +406,8 @@ static void burst(struct t_host *h, uint32_t cpu, unsigned int n)
 		assert_int_equal(r.probe, k);
 		assert_int_equal(r.ran_on, cpu);
 	}
-	assert_int_equal(pinned_cpu(h->agent), (int)cpu);
+	if (h->nr_cpus > 1)
+		assert_int_equal(pinned_cpu(h->agent), (int)cpu);
 }
 
 /*
@@ -467,6 +468,11 @@ static void test_silent_host_in_burst(void **state)
 	struct t_host h;
 
 	start_session(&h, NULL);
+	if (h.nr_cpus < 2) {
+		/* pinned or not looks the same on one CPU */
+		end_session(&h);
+		skip();
+	}
 	cpu = h.nr_cpus - 1;
 	burst(&h, cpu, 5);
 	cpu0 = cpu_ms(h.agent);
