@@ -107,6 +107,8 @@ run_suite() {
 		log=${trs%.trs}.log
 		case $res in
 		PASS) result PASS "$label: $name" ;;
+		# XFAIL_TESTS: known failures waiting for their fix (an XPASS fails below).
+		XFAIL) result PASS "$label: $name" "expected failure, in XFAIL_TESTS" ;;
 		SKIP) why=$(grep -m1 -i '^skip' "$log" | cut -c1-120)
 		      result SKIP "$label: $name" "${why:-no reason printed}" ;;
 		*) sed 's/^/    | /' "$log" | tail -25
