@@ -18,6 +18,7 @@
 #include <event-parse.h>
 #include <trace-cmd.h>
 
+#include "analyze.h"
 #include "collect.h"
 #include "json.h"
 
@@ -34,19 +35,36 @@ struct ev_counter {
 	size_t nr, cap, last;
 	uint64_t total;
 	int err;
+	struct iommu_an *iommu;		/* the analyses fed in the same pass, when asked for */
+};
+
+/* What the command line asked for. */
+struct report_opts {
+	bool iommu, exits, json;
+	const char *mmio_log, *html;
+	uint64_t tsc_khz;
+	struct jw jw;
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-"Usage: virtio-trace-collect report DIR\n"
+"Usage: virtio-trace-collect report [OPTION]... DIR\n"
 "\n"
 "Summarise a run recorded by `virtio-trace-collect record -o DIR`: for the\n"
 "host and each guest, the events per type (counted in the trace.dat files\n"
 "with libtracecmd), lost events, bad pages and problems (from manifest.json),\n"
 "and for each guest the time synchronisation method, its bound, the smallest\n"
-"probe round trip and the clock-mapping epochs of every vCPU.\n"
+"probe round trip and the clock-mapping epochs of every vCPU. When a guest\n"
+"recorded iommu events, a short IOMMU section follows its counts.\n"
 "\n"
+"  --iommu      each guest's IOMMU group topology (its sysfs at the end of the\n"
+"               recording, and the group events), DMA map/unmap counts, bytes,\n"
+"               sizes (4K/2M/1G/other), unmap:map ratio and still-mapped bytes\n"
+"               per domain and device (\"unattributed\" when more than one\n"
+"               domain could have mapped), flags, every io_page_fault\n"
+"  --json       everything the report and the options above show, as one JSON\n"
+"               document on standard output\n"
 "  -h, --help   print this help and exit\n"
 "\n"
 "Exit status: 0 success; 1 DIR has no readable, well-formed manifest.json or\n"
@@ -95,6 +113,10 @@ static int count_record(struct tracecmd_input *handle, struct tep_record *rec, i
 	int id = tep_data_type(tep, rec);
 	size_t i;
 
+	if (c->iommu && iommu_an_record(c->iommu, tep, rec) < 0) {
+		c->err = -ENOMEM;
+		return -1;
+	}
 	c->total++;
 	if (c->nr && c->v[c->last].id == id) {
 		c->v[c->last].n++;
@@ -139,6 +161,35 @@ static int by_count(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
+/* The analyses of one guest trace, fed in the counting pass. */
+static int analyses_new(const char *dir, const char *file, struct ev_counter *c)
+{
+	struct vt_blob b;
+	int ret;
+
+	c->iommu = iommu_an_new();
+	if (!c->iommu)
+		return -ENOMEM;
+	ret = sysinfo_load(dir, file, "iommu_groups", &b);
+	if (ret == 0 && b.data)
+		ret = iommu_an_snapshot(c->iommu, b.data, b.len);
+	free(b.data);
+	return ret == -EBADMSG ? 0 : ret;
+}
+
+static void analyses_finish(struct ev_counter *c)
+{
+	if (c->iommu)
+		iommu_an_finish(c->iommu);
+}
+
+static void analyses_free(struct ev_counter *c)
+{
+	iommu_an_free(c->iommu);
+	free(c->v);
+	memset(c, 0, sizeof(*c));
+}
+
 /* Events per type in one trace.dat file, as libtracecmd reads them. */
 static int count_events(const char *path, struct ev_counter *c)
 {
@@ -152,6 +203,7 @@ static int count_events(const char *path, struct ev_counter *c)
 	tracecmd_close(h);
 	if (c->err)
 		return c->err;
+	analyses_finish(c);
 	qsort(c->v, c->nr, sizeof(*c->v), by_count);
 	return 0;
 }
@@ -218,7 +270,8 @@ static void print_sync(const struct json_value *sync, bool *bad)
 }
 
 /* One trace (the host or a guest): Return: 0, or -errno if its file cannot be read. */
-static int report_trace(const char *dir, const struct json_value *t, bool host)
+static int report_trace(const char *dir, const struct json_value *t, bool host,
+			struct report_opts *ro)
 {
 	const struct json_value *cpus = json_get(t, "cpus"), *lost = json_get(t, "lost_events");
 	const struct json_value *c, *file = json_get(t, "file");
@@ -272,7 +325,10 @@ static int report_trace(const char *dir, const struct json_value *t, bool host)
 			fprintf(stderr, "virtio-trace-collect report: cannot read %s: %s\n", path,
 				strerror(-ret));
 		} else {
-			ret = count_events(path, &cnt);
+			if (!host)
+				ret = analyses_new(dir, json_string(file), &cnt);
+			if (ret == 0)
+				ret = count_events(path, &cnt);
 			if (ret < 0)
 				fprintf(stderr, "virtio-trace-collect report: %s: libtracecmd cannot "
 					"read it (%s)\n", path, strerror(-ret));
@@ -296,14 +352,64 @@ static int report_trace(const char *dir, const struct json_value *t, bool host)
 		printf("  pages dropped at --max-size: %" PRIu64 "\n", dropped);
 	if (!host)
 		print_sync(json_get(t, "sync"), &bad);
+	if (cnt.iommu && iommu_an_any(cnt.iommu)) {
+		fflush(stdout);
+		iommu_an_print(cnt.iommu, stdout, !ro->iommu);
+	}
 	problems = json_string(json_get(t, "problems"));
 	printf("  problems: ");
 	put_safe(problems && problems[0] ? problems : "none");
 	printf("\n");
 	if (bad)
 		printf("  note: some manifest figures are not valid numbers (shown as 0)\n");
-	free(cnt.v);
+	analyses_free(&cnt);
 	return ret;
+}
+
+/* One trace as a JSON object: event counts and the analyses. */
+static int json_trace(const char *dir, const struct json_value *t, bool host, struct report_opts *ro)
+{
+	const struct json_value *file = json_get(t, "file"), *lost = json_get(t, "lost_events");
+	struct ev_counter cnt = { 0 };
+	struct jw *w = &ro->jw;
+	char path[4400];
+	bool bad = false;
+	size_t i;
+	int ret = 0;
+
+	jw_obj(w, NULL);
+	jw_str(w, "name", host ? "host" : json_string(json_get(t, "name")));
+	jw_bool(w, "host", host);
+	if (!file_name_ok(json_string(file))) {
+		jw_null(w, "file");
+		jw_end(w, '}');
+		return json_string(file) ? -EBADMSG : 0;
+	}
+	jw_str(w, "file", json_string(file));
+	jw_u64(w, "lost_events_in_pages", u64_field(lost, "in_pages", &bad));
+	jw_u64(w, "overrun", u64_field(lost, "overrun", &bad));
+	snprintf(path, sizeof(path), "%s/%s", dir, json_string(file));
+	if (!host)
+		ret = analyses_new(dir, json_string(file), &cnt);
+	if (ret == 0)
+		ret = count_events(path, &cnt);
+	if (ret < 0) {
+		fprintf(stderr, "virtio-trace-collect report: %s: cannot read it (%s)\n", path,
+			strerror(-ret));
+		jw_end(w, '}');
+		analyses_free(&cnt);
+		return ret;
+	}
+	jw_u64(w, "events_total", cnt.total);
+	jw_obj(w, "events");
+	for (i = 0; i < cnt.nr; i++)
+		jw_u64(w, cnt.v[i].name, cnt.v[i].n);
+	jw_end(w, '}');
+	if (cnt.iommu && iommu_an_any(cnt.iommu))
+		iommu_an_json(cnt.iommu, w);
+	jw_end(w, '}');
+	analyses_free(&cnt);
+	return 0;
 }
 
 static int read_manifest(const char *dir, char **text, size_t *len)
@@ -357,12 +463,15 @@ int report_main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
+		{ "iommu", no_argument, NULL, 'I' },
+		{ "json", no_argument, NULL, 'J' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const struct json_limits lim = { .max_depth = 16, .max_string = 1u << 16 };
 	const struct json_value *root, *v, *g;
 	struct json_error jerr;
 	struct json_doc *doc;
+	struct report_opts ro = { 0 };
 	const char *dir;
 	char *text = NULL;
 	size_t len = 0;
@@ -375,6 +484,12 @@ int report_main(int argc, char **argv)
 		case 'h':
 			usage(stdout);
 			return EXIT_OK;
+		case 'I':
+			ro.iommu = true;
+			break;
+		case 'J':
+			ro.json = true;
+			break;
 		default:
 			fprintf(stderr, "Try 'virtio-trace-collect report --help'.\n");
 			return EXIT_USAGE;
@@ -408,6 +523,24 @@ int report_main(int argc, char **argv)
 		return EXIT_FAIL;
 	}
 
+	ro.tsc_khz = u64_field(json_get(root, "host_tsc"), "khz", &bad);
+	if (ro.json) {
+		jw_begin(&ro.jw, stdout);
+		jw_obj(&ro.jw, NULL);
+		jw_str(&ro.jw, "run", dir);
+		jw_u64(&ro.jw, "host_tsc_khz", ro.tsc_khz);
+		jw_arr(&ro.jw, "traces");
+		if (json_is(json_get(root, "host"), JSON_OBJECT) &&
+		    json_trace(dir, json_get(root, "host"), true, &ro) < 0)
+			status = EXIT_FAIL;
+		for (g = v->child; g; g = g->next)
+			if (json_trace(dir, g, false, &ro) < 0)
+				status = EXIT_FAIL;
+		jw_end(&ro.jw, ']');
+		jw_end(&ro.jw, '}');
+		json_free(doc);
+		return status;
+	}
 	printf("run: ");
 	put_safe(dir);
 	printf("\nrecorded by ");
@@ -426,12 +559,12 @@ int report_main(int argc, char **argv)
 
 	if (json_is(json_get(root, "host"), JSON_OBJECT)) {
 		printf("\n");
-		if (report_trace(dir, json_get(root, "host"), true) < 0)
+		if (report_trace(dir, json_get(root, "host"), true, &ro) < 0)
 			status = EXIT_FAIL;
 	}
 	for (g = v->child; g; g = g->next) {
 		printf("\n");
-		if (report_trace(dir, g, false) < 0)
+		if (report_trace(dir, g, false, &ro) < 0)
 			status = EXIT_FAIL;
 	}
 	if (!v->count)
