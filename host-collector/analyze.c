@@ -221,8 +221,8 @@ void an_sanitize(char *s)
  * an_str() - a string field (__string/__data_loc, __rel_loc or char[N]), bounded
  * @rec: the record
  * @f: the field
- * @buf: where the string goes, NUL-terminated, truncated to @size - 1 and
- *	 sanitized (an_sanitize())
+ * @buf: where the string goes, NUL-terminated, truncated to @size - 1,
+ *	 without trailing newlines, and sanitized (an_sanitize())
  * @size: size of @buf (> 0)
  *
  * Return: true when the field and the bytes it points at lie inside the record.
@@ -247,7 +247,9 @@ bool an_str(const struct tep_record *rec, const struct tep_format_field *f, char
 			off += f->offset + f->size;
 	} else if (f->flags & TEP_FIELD_IS_ARRAY) {
 		off = f->offset;
-		len = f->size;
+		/* char buf[] of size 0 (ftrace's print): to the end of the record. */
+		len = f->size ? (unsigned int)f->size :
+		      (rec->size > f->offset ? (unsigned int)(rec->size - f->offset) : 0);
 	} else {
 		return false;
 	}
@@ -256,6 +258,9 @@ bool an_str(const struct tep_record *rec, const struct tep_format_field *f, char
 	n = len < size - 1 ? len : size - 1;
 	memcpy(buf, (const char *)rec->data + off, n);
 	buf[n] = '\0';
+	n = strlen(buf);
+	while (n && buf[n - 1] == '\n')
+		buf[--n] = '\0';
 	an_sanitize(buf);
 	return true;
 }

@@ -95,4 +95,17 @@ void iommu_an_print(const struct iommu_an *a, FILE *f, bool brief);
 void iommu_an_json(const struct iommu_an *a, struct jw *w);
 int iommu_an_record(struct iommu_an *a, struct tep_handle *tep, struct tep_record *rec);
 
+
+/* analyze-mmio.c: mmiotrace entries as the classic log, and per function and register. */
+struct mmio_an;
+
+struct mmio_an *mmio_an_new(FILE *log, const char *pci_devices, size_t len);
+void mmio_an_free(struct mmio_an *a);
+int mmio_an_record(struct mmio_an *a, struct tep_handle *tep, struct tep_record *rec);
+int mmio_an_finish(struct mmio_an *a);
+bool mmio_an_any(const struct mmio_an *a);
+void mmio_an_print(const struct mmio_an *a, FILE *f, bool brief);
+void mmio_an_json(const struct mmio_an *a, struct jw *w);
+int mmio_pcidev_line(char *buf, size_t size, const char *line);
+
 #endif

@@ -36,12 +36,14 @@ struct ev_counter {
 	uint64_t total;
 	int err;
 	struct iommu_an *iommu;		/* the analyses fed in the same pass, when asked for */
+	struct mmio_an *mmio;
 };
 
 /* What the command line asked for. */
 struct report_opts {
 	bool iommu, exits, json;
-	const char *mmio_log, *html;
+	const char *mmio_log, *html, *guest;
+	FILE *mmio_file;		/* --mmiotrace-log, given to the first guest analysed */
 	uint64_t tsc_khz;
 	struct jw jw;
 };
@@ -56,13 +58,24 @@ static void usage(FILE *f)
 "with libtracecmd), lost events, bad pages and problems (from manifest.json),\n"
 "and for each guest the time synchronisation method, its bound, the smallest\n"
 "probe round trip and the clock-mapping epochs of every vCPU. When a guest\n"
-"recorded iommu events, a short IOMMU section follows its counts.\n"
+"recorded iommu events or mmiotrace entries, a short IOMMU or mmiotrace\n"
+"section follows its counts.\n"
 "\n"
 "  --iommu      each guest's IOMMU group topology (its sysfs at the end of the\n"
 "               recording, and the group events), DMA map/unmap counts, bytes,\n"
 "               sizes (4K/2M/1G/other), unmap:map ratio and still-mapped bytes\n"
 "               per domain and device (\"unattributed\" when more than one\n"
 "               domain could have mapped), flags, every io_page_fault\n"
+"  --mmiotrace-log FILE\n"
+"               write the first (or --guest's) guest's mmiotrace entries to FILE\n"
+"               as the classic mmiotrace text log (VERSION 20070824; PCIDEV lines\n"
+"               from the guest's /proc/bus/pci/devices; MAP, UNMAP, R, W, UNKNOWN\n"
+"               and MARK lines with host-aligned sec.usec timestamps; a line\n"
+"               \"MARK sec.usec Lost N events.\" where pages report lost events),\n"
+"               and print the accesses per guest function (the pc resolved with\n"
+"               the guest's kallsyms; the guest records a pc only when booted with\n"
+"               mmiotrace.trace_pc=1) and per register offset of each map\n"
+"  --guest NAME only this guest (the host's counts are still shown)\n"
 "  --json       everything the report and the options above show, as one JSON\n"
 "               document on standard output\n"
 "  -h, --help   print this help and exit\n"
@@ -113,7 +126,8 @@ static int count_record(struct tracecmd_input *handle, struct tep_record *rec, i
 	int id = tep_data_type(tep, rec);
 	size_t i;
 
-	if (c->iommu && iommu_an_record(c->iommu, tep, rec) < 0) {
+	if ((c->iommu && iommu_an_record(c->iommu, tep, rec) < 0) ||
+	    (c->mmio && mmio_an_record(c->mmio, tep, rec) < 0)) {
 		c->err = -ENOMEM;
 		return -1;
 	}
@@ -162,9 +176,11 @@ static int by_count(const void *a, const void *b)
 }
 
 /* The analyses of one guest trace, fed in the counting pass. */
-static int analyses_new(const char *dir, const char *file, struct ev_counter *c)
+static int analyses_new(const char *dir, const char *file, struct ev_counter *c,
+			struct report_opts *ro)
 {
 	struct vt_blob b;
+	FILE *log = ro->mmio_file;
 	int ret;
 
 	c->iommu = iommu_an_new();
@@ -174,18 +190,29 @@ static int analyses_new(const char *dir, const char *file, struct ev_counter *c)
 	if (ret == 0 && b.data)
 		ret = iommu_an_snapshot(c->iommu, b.data, b.len);
 	free(b.data);
-	return ret == -EBADMSG ? 0 : ret;
+	if (ret < 0 && ret != -EBADMSG)
+		return ret;
+	ret = sysinfo_load(dir, file, "pci_devices", &b);
+	c->mmio = mmio_an_new(log, ret == 0 ? b.data : NULL, ret == 0 ? b.len : 0);
+	free(b.data);
+	if (!c->mmio)
+		return -ENOMEM;
+	ro->mmio_file = NULL;		/* one guest's log */
+	return 0;
 }
 
 static void analyses_finish(struct ev_counter *c)
 {
 	if (c->iommu)
 		iommu_an_finish(c->iommu);
+	if (c->mmio)
+		mmio_an_finish(c->mmio);
 }
 
 static void analyses_free(struct ev_counter *c)
 {
 	iommu_an_free(c->iommu);
+	mmio_an_free(c->mmio);
 	free(c->v);
 	memset(c, 0, sizeof(*c));
 }
@@ -326,7 +353,7 @@ static int report_trace(const char *dir, const struct json_value *t, bool host,
 				strerror(-ret));
 		} else {
 			if (!host)
-				ret = analyses_new(dir, json_string(file), &cnt);
+				ret = analyses_new(dir, json_string(file), &cnt, ro);
 			if (ret == 0)
 				ret = count_events(path, &cnt);
 			if (ret < 0)
@@ -356,6 +383,8 @@ static int report_trace(const char *dir, const struct json_value *t, bool host,
 		fflush(stdout);
 		iommu_an_print(cnt.iommu, stdout, !ro->iommu);
 	}
+	if (cnt.mmio && mmio_an_any(cnt.mmio))
+		mmio_an_print(cnt.mmio, stdout, !ro->mmio_log);
 	problems = json_string(json_get(t, "problems"));
 	printf("  problems: ");
 	put_safe(problems && problems[0] ? problems : "none");
@@ -364,6 +393,14 @@ static int report_trace(const char *dir, const struct json_value *t, bool host,
 		printf("  note: some manifest figures are not valid numbers (shown as 0)\n");
 	analyses_free(&cnt);
 	return ret;
+}
+
+/* --guest NAME: only that guest's trace. */
+static bool guest_selected(const struct report_opts *ro, const struct json_value *g)
+{
+	const char *name = json_string(json_get(g, "name"));
+
+	return !ro->guest || (name && !strcmp(name, ro->guest));
 }
 
 /* One trace as a JSON object: event counts and the analyses. */
@@ -390,7 +427,7 @@ static int json_trace(const char *dir, const struct json_value *t, bool host, st
 	jw_u64(w, "overrun", u64_field(lost, "overrun", &bad));
 	snprintf(path, sizeof(path), "%s/%s", dir, json_string(file));
 	if (!host)
-		ret = analyses_new(dir, json_string(file), &cnt);
+		ret = analyses_new(dir, json_string(file), &cnt, ro);
 	if (ret == 0)
 		ret = count_events(path, &cnt);
 	if (ret < 0) {
@@ -407,6 +444,8 @@ static int json_trace(const char *dir, const struct json_value *t, bool host, st
 	jw_end(w, '}');
 	if (cnt.iommu && iommu_an_any(cnt.iommu))
 		iommu_an_json(cnt.iommu, w);
+	if (cnt.mmio && mmio_an_any(cnt.mmio))
+		mmio_an_json(cnt.mmio, w);
 	jw_end(w, '}');
 	analyses_free(&cnt);
 	return 0;
@@ -465,6 +504,8 @@ int report_main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ "iommu", no_argument, NULL, 'I' },
 		{ "json", no_argument, NULL, 'J' },
+		{ "mmiotrace-log", required_argument, NULL, 'M' },
+		{ "guest", required_argument, NULL, 'g' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const struct json_limits lim = { .max_depth = 16, .max_string = 1u << 16 };
@@ -472,6 +513,7 @@ int report_main(int argc, char **argv)
 	struct json_error jerr;
 	struct json_doc *doc;
 	struct report_opts ro = { 0 };
+	FILE *log_file = NULL;
 	const char *dir;
 	char *text = NULL;
 	size_t len = 0;
@@ -489,6 +531,12 @@ int report_main(int argc, char **argv)
 			break;
 		case 'J':
 			ro.json = true;
+			break;
+		case 'M':
+			ro.mmio_log = optarg;
+			break;
+		case 'g':
+			ro.guest = optarg;
 			break;
 		default:
 			fprintf(stderr, "Try 'virtio-trace-collect report --help'.\n");
@@ -524,6 +572,16 @@ int report_main(int argc, char **argv)
 	}
 
 	ro.tsc_khz = u64_field(json_get(root, "host_tsc"), "khz", &bad);
+	if (ro.mmio_log) {
+		ro.mmio_file = fopen(ro.mmio_log, "we");
+		if (!ro.mmio_file) {
+			fprintf(stderr, "virtio-trace-collect report: cannot write %s: %s\n",
+				ro.mmio_log, strerror(errno));
+			json_free(doc);
+			return EXIT_FAIL;
+		}
+		log_file = ro.mmio_file;
+	}
 	if (ro.json) {
 		jw_begin(&ro.jw, stdout);
 		jw_obj(&ro.jw, NULL);
@@ -534,12 +592,11 @@ int report_main(int argc, char **argv)
 		    json_trace(dir, json_get(root, "host"), true, &ro) < 0)
 			status = EXIT_FAIL;
 		for (g = v->child; g; g = g->next)
-			if (json_trace(dir, g, false, &ro) < 0)
+			if (guest_selected(&ro, g) && json_trace(dir, g, false, &ro) < 0)
 				status = EXIT_FAIL;
 		jw_end(&ro.jw, ']');
 		jw_end(&ro.jw, '}');
-		json_free(doc);
-		return status;
+		goto out;
 	}
 	printf("run: ");
 	put_safe(dir);
@@ -563,12 +620,27 @@ int report_main(int argc, char **argv)
 			status = EXIT_FAIL;
 	}
 	for (g = v->child; g; g = g->next) {
+		if (!guest_selected(&ro, g))
+			continue;
 		printf("\n");
 		if (report_trace(dir, g, false, &ro) < 0)
 			status = EXIT_FAIL;
 	}
 	if (!v->count)
 		printf("\nno guests were recorded\n");
+out:
+	if (log_file) {
+		if (ro.mmio_file) {
+			fprintf(stderr, "virtio-trace-collect report: no guest trace to write %s from\n",
+				ro.mmio_log);
+			status = EXIT_FAIL;
+		}
+		if (fclose(log_file) != 0 && status == EXIT_OK) {
+			fprintf(stderr, "virtio-trace-collect report: writing %s: %s\n", ro.mmio_log,
+				strerror(errno));
+			status = EXIT_FAIL;
+		}
+	}
 	json_free(doc);
 	return status;
 }
