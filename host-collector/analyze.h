@@ -108,4 +108,18 @@ void mmio_an_print(const struct mmio_an *a, FILE *f, bool brief);
 void mmio_an_json(const struct mmio_an *a, struct jw *w);
 int mmio_pcidev_line(char *buf, size_t size, const char *line);
 
+
+/* analyze-exits.c: VM exits from the host's kvm:kvm_exit and kvm:kvm_entry. */
+struct exits_an;
+
+struct exits_an *exits_an_new(void);
+void exits_an_free(struct exits_an *a);
+int exits_an_add_guest(struct exits_an *a, const char *name, int nr_vcpus, const int *tids,
+		       struct tep_handle *tep);
+int exits_an_record(struct exits_an *a, struct tep_handle *tep, struct tep_record *rec);
+void exits_an_finish(struct exits_an *a);
+bool exits_an_any(const struct exits_an *a);
+void exits_an_print(const struct exits_an *a, FILE *f);
+void exits_an_json(const struct exits_an *a, struct jw *w);
+
 #endif

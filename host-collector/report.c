@@ -37,6 +37,11 @@ struct ev_counter {
 	int err;
 	struct iommu_an *iommu;		/* the analyses fed in the same pass, when asked for */
 	struct mmio_an *mmio;
+	struct exits_an *exits;		/* the host file's */
+	const char *dir;
+	const struct json_value *guests;
+	struct tracecmd_input *gh[64];	/* guest files open for their kallsyms */
+	unsigned int nr_gh;
 };
 
 /* What the command line asked for. */
@@ -44,6 +49,7 @@ struct report_opts {
 	bool iommu, exits, json;
 	const char *mmio_log, *html, *guest;
 	FILE *mmio_file;		/* --mmiotrace-log, given to the first guest analysed */
+	const struct json_value *guests;	/* the manifest's, for the host's VM exits */
 	uint64_t tsc_khz;
 	struct jw jw;
 };
@@ -75,6 +81,11 @@ static void usage(FILE *f)
 "               and print the accesses per guest function (the pc resolved with\n"
 "               the guest's kallsyms; the guest records a pc only when booted with\n"
 "               mmiotrace.trace_pc=1) and per register offset of each map\n"
+"  --exits      VM exits from the host's kvm:kvm_exit and kvm:kvm_entry (record\n"
+"               --kvm-exits): per exit reason the count, share and time to the\n"
+"               next entry (kvm_stat's shape), for all guests, per guest and per\n"
+"               vCPU (host threads from the GUEST option), and per guest function\n"
+"               (guest_rip resolved with the guest's kallsyms)\n"
 "  --guest NAME only this guest (the host's counts are still shown)\n"
 "  --json       everything the report and the options above show, as one JSON\n"
 "               document on standard output\n"
@@ -127,7 +138,8 @@ static int count_record(struct tracecmd_input *handle, struct tep_record *rec, i
 	size_t i;
 
 	if ((c->iommu && iommu_an_record(c->iommu, tep, rec) < 0) ||
-	    (c->mmio && mmio_an_record(c->mmio, tep, rec) < 0)) {
+	    (c->mmio && mmio_an_record(c->mmio, tep, rec) < 0) ||
+	    (c->exits && exits_an_record(c->exits, tep, rec) < 0)) {
 		c->err = -ENOMEM;
 		return -1;
 	}
@@ -175,6 +187,12 @@ static int by_count(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
+/* A file name from the manifest: a plain name inside DIR, nothing else. */
+static bool file_name_ok(const char *s)
+{
+	return s && s[0] && s[0] != '.' && !strchr(s, '/') && strlen(s) < 256;
+}
+
 /* The analyses of one guest trace, fed in the counting pass. */
 static int analyses_new(const char *dir, const char *file, struct ev_counter *c,
 			struct report_opts *ro)
@@ -201,18 +219,71 @@ static int analyses_new(const char *dir, const char *file, struct ev_counter *c,
 	return 0;
 }
 
+/* The host file: VM exits, with each guest's vCPU threads and kallsyms. */
+static int exits_new(const char *dir, const struct json_value *guests, struct ev_counter *c)
+{
+	c->exits = exits_an_new();
+	if (!c->exits)
+		return -ENOMEM;
+	c->dir = dir;
+	c->guests = guests;
+	return 0;
+}
+
+static void exits_attach(struct ev_counter *c, struct tracecmd_input *host)
+{
+	const struct json_value *g;
+
+	for (g = json_is(c->guests, JSON_ARRAY) ? c->guests->child : NULL; g; g = g->next) {
+		const char *file = json_string(json_get(g, "file"));
+		const char *id = json_string(json_get(g, "trace_id"));
+		const char *name = NULL;
+		const int *tids = NULL;
+		struct tracecmd_input *gh = NULL;
+		unsigned long long tid;
+		char path[4400], *end;
+		int nr = 0;
+
+		if (!id || !file_name_ok(file) || c->nr_gh >= sizeof(c->gh) / sizeof(c->gh[0]))
+			continue;
+		errno = 0;
+		tid = strtoull(id, &end, 16);
+		if (errno || *end || tracecmd_get_guest_cpumap(host, tid, &name, &nr, &tids) < 0 ||
+		    nr <= 0 || nr > 4096 || !tids)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", c->dir, file);
+		gh = tracecmd_open_head(path, TRACECMD_FL_LOAD_NO_PLUGINS);
+		if (gh)
+			c->gh[c->nr_gh++] = gh;
+		exits_an_add_guest(c->exits, json_string(json_get(g, "name")) ?: "?", nr, tids,
+				   gh ? tracecmd_get_tep(gh) : NULL);
+	}
+}
+
 static void analyses_finish(struct ev_counter *c)
 {
 	if (c->iommu)
 		iommu_an_finish(c->iommu);
 	if (c->mmio)
 		mmio_an_finish(c->mmio);
+	if (c->exits)
+		exits_an_finish(c->exits);
+	while (c->nr_gh)
+		tracecmd_close(c->gh[--c->nr_gh]);
+}
+
+static void exits_an_finish_free(struct ev_counter *c)
+{
+	while (c->nr_gh)
+		tracecmd_close(c->gh[--c->nr_gh]);
+	exits_an_free(c->exits);
 }
 
 static void analyses_free(struct ev_counter *c)
 {
 	iommu_an_free(c->iommu);
 	mmio_an_free(c->mmio);
+	exits_an_finish_free(c);
 	free(c->v);
 	memset(c, 0, sizeof(*c));
 }
@@ -225,21 +296,18 @@ static int count_events(const char *path, struct ev_counter *c)
 	h = tracecmd_open(path, TRACECMD_FL_LOAD_NO_PLUGINS);
 	if (!h)
 		return -EBADMSG;
+	if (c->exits)
+		exits_attach(c, h);
 	if (tracecmd_iterate_events(h, NULL, 0, count_record, c) < 0 && !c->err)
 		c->err = -EIO;
+	analyses_finish(c);
 	tracecmd_close(h);
 	if (c->err)
 		return c->err;
-	analyses_finish(c);
 	qsort(c->v, c->nr, sizeof(*c->v), by_count);
 	return 0;
 }
 
-/* A file name from the manifest: a plain name inside DIR, nothing else. */
-static bool file_name_ok(const char *s)
-{
-	return s && s[0] && s[0] != '.' && !strchr(s, '/') && strlen(s) < 256;
-}
 
 static void print_sync(const struct json_value *sync, bool *bad)
 {
@@ -352,8 +420,8 @@ static int report_trace(const char *dir, const struct json_value *t, bool host,
 			fprintf(stderr, "virtio-trace-collect report: cannot read %s: %s\n", path,
 				strerror(-ret));
 		} else {
-			if (!host)
-				ret = analyses_new(dir, json_string(file), &cnt, ro);
+			ret = host ? exits_new(dir, ro->guests, &cnt) :
+				     analyses_new(dir, json_string(file), &cnt, ro);
 			if (ret == 0)
 				ret = count_events(path, &cnt);
 			if (ret < 0)
@@ -385,6 +453,10 @@ static int report_trace(const char *dir, const struct json_value *t, bool host,
 	}
 	if (cnt.mmio && mmio_an_any(cnt.mmio))
 		mmio_an_print(cnt.mmio, stdout, !ro->mmio_log);
+	if (cnt.exits && exits_an_any(cnt.exits) && !ro->exits)
+		printf("  VM exits: kvm_exit events present (`report --exits` breaks them down)\n");
+	if (cnt.exits && exits_an_any(cnt.exits) && ro->exits)
+		exits_an_print(cnt.exits, stdout);
 	problems = json_string(json_get(t, "problems"));
 	printf("  problems: ");
 	put_safe(problems && problems[0] ? problems : "none");
@@ -426,8 +498,7 @@ static int json_trace(const char *dir, const struct json_value *t, bool host, st
 	jw_u64(w, "lost_events_in_pages", u64_field(lost, "in_pages", &bad));
 	jw_u64(w, "overrun", u64_field(lost, "overrun", &bad));
 	snprintf(path, sizeof(path), "%s/%s", dir, json_string(file));
-	if (!host)
-		ret = analyses_new(dir, json_string(file), &cnt, ro);
+	ret = host ? exits_new(dir, ro->guests, &cnt) : analyses_new(dir, json_string(file), &cnt, ro);
 	if (ret == 0)
 		ret = count_events(path, &cnt);
 	if (ret < 0) {
@@ -446,6 +517,8 @@ static int json_trace(const char *dir, const struct json_value *t, bool host, st
 		iommu_an_json(cnt.iommu, w);
 	if (cnt.mmio && mmio_an_any(cnt.mmio))
 		mmio_an_json(cnt.mmio, w);
+	if (cnt.exits && exits_an_any(cnt.exits))
+		exits_an_json(cnt.exits, w);
 	jw_end(w, '}');
 	analyses_free(&cnt);
 	return 0;
@@ -505,6 +578,7 @@ int report_main(int argc, char **argv)
 		{ "iommu", no_argument, NULL, 'I' },
 		{ "json", no_argument, NULL, 'J' },
 		{ "mmiotrace-log", required_argument, NULL, 'M' },
+		{ "exits", no_argument, NULL, 'E' },
 		{ "guest", required_argument, NULL, 'g' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -534,6 +608,9 @@ int report_main(int argc, char **argv)
 			break;
 		case 'M':
 			ro.mmio_log = optarg;
+			break;
+		case 'E':
+			ro.exits = true;
 			break;
 		case 'g':
 			ro.guest = optarg;
@@ -572,6 +649,7 @@ int report_main(int argc, char **argv)
 	}
 
 	ro.tsc_khz = u64_field(json_get(root, "host_tsc"), "khz", &bad);
+	ro.guests = v;
 	if (ro.mmio_log) {
 		ro.mmio_file = fopen(ro.mmio_log, "we");
 		if (!ro.mmio_file) {
