@@ -122,4 +122,16 @@ bool exits_an_any(const struct exits_an *a);
 void exits_an_print(const struct exits_an *a, FILE *f);
 void exits_an_json(const struct exits_an *a, struct jw *w);
 
+
+/* timeline.c: report --html, one self-contained timeline page. */
+struct timeline;
+
+struct timeline *tl_new(void);
+void tl_free(struct timeline *tl);
+int tl_add_trace(struct timeline *tl, const char *label, const char *path, unsigned int nr_cpus);
+int tl_add_epoch(struct timeline *tl, const char *label, uint64_t ns, double bound_ns,
+		 const char *method);
+int tl_write_html(struct timeline *tl, FILE *f, const char *title);
+uint64_t tl_nr_items(const struct timeline *tl);
+
 #endif

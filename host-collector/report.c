@@ -86,6 +86,11 @@ static void usage(FILE *f)
 "               next entry (kvm_stat's shape), for all guests, per guest and per\n"
 "               vCPU (host threads from the GUEST option), and per guest function\n"
 "               (guest_rip resolved with the guest's kallsyms)\n"
+"  --html FILE  write FILE, one self-contained HTML page (no network) with the\n"
+"               host's CPUs and each guest's vCPUs as lanes: sched_switch task\n"
+"               slices coloured per task, the other events as ticks, trace\n"
+"               markers, lost-event stretches shaded, each guest's clock-sync\n"
+"               epochs and error bound as a band; zoom (wheel, +/-) and pan (drag)\n"
 "  --guest NAME only this guest (the host's counts are still shown)\n"
 "  --json       everything the report and the options above show, as one JSON\n"
 "               document on standard output\n"
@@ -475,6 +480,77 @@ static bool guest_selected(const struct report_opts *ro, const struct json_value
 	return !ro->guest || (name && !strcmp(name, ro->guest));
 }
 
+static unsigned int nr_cpus(const struct json_value *t)
+{
+	const struct json_value *c = json_get(t, "cpus");
+
+	return json_is(c, JSON_ARRAY) && c->count < 4096 ? c->count : 0;
+}
+
+/* --html FILE: the host and the selected guests on one timeline page. */
+static int write_html(const char *dir, const struct json_value *root, struct report_opts *ro)
+{
+	const struct json_value *g, *host = json_get(root, "host");
+	struct timeline *tl = tl_new();
+	char path[4400], label[96], title[4200];
+	FILE *f = NULL;
+	int ret = 0;
+
+	if (!tl)
+		return -ENOMEM;
+	if (json_is(host, JSON_OBJECT) && file_name_ok(json_string(json_get(host, "file")))) {
+		snprintf(path, sizeof(path), "%s/%s", dir, json_string(json_get(host, "file")));
+		ret = tl_add_trace(tl, "host", path, nr_cpus(host));
+	}
+	for (g = ro->guests->child; g && ret == 0; g = g->next) {
+		const struct json_value *sync = json_get(g, "sync"), *ep;
+		const char *file = json_string(json_get(g, "file"));
+
+		if (!guest_selected(ro, g) || !file_name_ok(file))
+			continue;
+		snprintf(label, sizeof(label), "guest %s", json_string(json_get(g, "name")) ?: "?");
+		snprintf(path, sizeof(path), "%s/%s", dir, file);
+		ret = tl_add_trace(tl, label, path, nr_cpus(g));
+		ep = json_get(sync, "epochs");
+		for (ep = json_is(ep, JSON_ARRAY) ? ep->child : NULL; ep && ret == 0 && ro->tsc_khz;
+		     ep = ep->next) {
+			bool bad = false;
+			uint64_t tsc = u64_field(ep, "host_tsc_from", &bad);
+			double bound = num_field(ep, "bound_ns", &bad);
+
+			if (!bad)
+				ret = tl_add_epoch(tl, label, (uint64_t)((long double)tsc * 1000000.0L /
+								   ro->tsc_khz),
+						   bound, json_string(json_get(sync, "method")));
+		}
+	}
+	if (ret < 0) {
+		fprintf(stderr, "virtio-trace-collect report: cannot read the traces for %s (%s)\n",
+			ro->html, strerror(-ret));
+		goto out;
+	}
+	f = fopen(ro->html, "we");
+	if (!f) {
+		ret = -errno;
+		fprintf(stderr, "virtio-trace-collect report: cannot write %s: %s\n", ro->html,
+			strerror(errno));
+		goto out;
+	}
+	snprintf(title, sizeof(title), "virtio-trace: %s", dir);
+	ret = tl_write_html(tl, f, title);
+	if (fclose(f) != 0 && ret == 0)
+		ret = -errno;
+	if (ret < 0)
+		fprintf(stderr, "virtio-trace-collect report: writing %s failed\n", ro->html);
+	else
+		fprintf(stderr, "virtio-trace-collect report: wrote %s (%" PRIu64 " slices, ticks and "
+			"markers)\n", ro->html, tl_nr_items(tl));
+out:
+	tl_free(tl);
+	return ret;
+}
+
+
 /* One trace as a JSON object: event counts and the analyses. */
 static int json_trace(const char *dir, const struct json_value *t, bool host, struct report_opts *ro)
 {
@@ -579,6 +655,7 @@ int report_main(int argc, char **argv)
 		{ "json", no_argument, NULL, 'J' },
 		{ "mmiotrace-log", required_argument, NULL, 'M' },
 		{ "exits", no_argument, NULL, 'E' },
+		{ "html", required_argument, NULL, 'H' },
 		{ "guest", required_argument, NULL, 'g' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -611,6 +688,9 @@ int report_main(int argc, char **argv)
 			break;
 		case 'E':
 			ro.exits = true;
+			break;
+		case 'H':
+			ro.html = optarg;
 			break;
 		case 'g':
 			ro.guest = optarg;
@@ -650,6 +730,10 @@ int report_main(int argc, char **argv)
 
 	ro.tsc_khz = u64_field(json_get(root, "host_tsc"), "khz", &bad);
 	ro.guests = v;
+	if (ro.html && write_html(dir, root, &ro) < 0) {
+		json_free(doc);
+		return EXIT_FAIL;
+	}
 	if (ro.mmio_log) {
 		ro.mmio_file = fopen(ro.mmio_log, "we");
 		if (!ro.mmio_file) {
