@@ -9,6 +9,8 @@
  * One event per line, each CPU's lines in timestamp order:
  *   CPU TS_NS PID exit VCPU REASON RIP
  *   CPU TS_NS PID entry VCPU RIP
+ *   CPU TS_NS PID switch NEXT_PID NEXT_COMM	(with --switch-id: sched_switch as laid
+ *						 out in tests/data/cap-host, for load tests)
  */
 #include <errno.h>
 #include <getopt.h>
@@ -23,6 +25,7 @@
 #define MAX_CPUS	64
 #define EXIT_LEN	72	/* kvm_exit: requests at 64, 8 bytes */
 #define ENTRY_LEN	40	/* kvm_entry: error_code at 32, 4 bytes; 4-byte aligned */
+#define SWITCH_LEN	64	/* sched_switch: next_prio at 60 */
 
 struct cpu_out {
 	FILE *f;
@@ -76,10 +79,11 @@ int main(int argc, char **argv)
 		{ "exit-id", required_argument, NULL, 'x' },
 		{ "entry-id", required_argument, NULL, 'n' },
 		{ "cpus", required_argument, NULL, 'c' },
+		{ "switch-id", required_argument, NULL, 's' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct cpu_out cpus[MAX_CPUS] = { 0 };
-	unsigned int exit_id = 0, entry_id = 0, nr = 0, i;
+	unsigned int exit_id = 0, entry_id = 0, switch_id = 0, nr = 0, i;
 	const char *dir = NULL;
 	char line[512], path[4200];
 	int c, ret = 0;
@@ -90,6 +94,7 @@ int main(int argc, char **argv)
 		case 'x': exit_id = strtoul(optarg, NULL, 0); break;
 		case 'n': entry_id = strtoul(optarg, NULL, 0); break;
 		case 'c': nr = strtoul(optarg, NULL, 0); break;
+		case 's': switch_id = strtoul(optarg, NULL, 0); break;
 		default: return 2;
 		}
 	}
@@ -109,8 +114,8 @@ int main(int argc, char **argv)
 		uint64_t ts, rip;
 		unsigned int cpu, vcpu, reason;
 		uint8_t p[EXIT_LEN] = { 0 };
-		char kind[16];
-		int pid;
+		char kind[16], comm[16];
+		int pid, next;
 
 		if (sscanf(line, "%u %" SCNu64 " %d %15s", &cpu, &ts, &pid, kind) != 4 || cpu >= nr) {
 			fprintf(stderr, "vt-mkkvm: bad line: %s", line);
@@ -118,7 +123,17 @@ int main(int argc, char **argv)
 		}
 		put16(p, strcmp(kind, "exit") ? entry_id : exit_id);
 		put32(p + 4, pid);
-		if (!strcmp(kind, "exit") &&
+		if (!strcmp(kind, "switch") && switch_id &&
+		    sscanf(line, "%*u %*u %*d %*s %d %15s", &next, comm) == 2) {
+			memset(p, 0, sizeof(p));
+			put16(p, switch_id);
+			put32(p + 4, pid);
+			snprintf((char *)p + 8, 16, "prev");
+			put32(p + 24, pid);
+			memcpy(p + 40, comm, strnlen(comm, 15));
+			put32(p + 56, next);
+			ret = add_event(&cpus[cpu], ts, p, SWITCH_LEN);
+		} else if (!strcmp(kind, "exit") &&
 		    sscanf(line, "%*u %*u %*d %*s %u %u %" SCNx64, &vcpu, &reason, &rip) == 3) {
 			put32(p + 8, reason);
 			put64(p + 16, rip);
