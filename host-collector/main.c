@@ -97,6 +97,8 @@ static void usage(FILE *f)
 "      --clock NAME       guest trace clock (default x86-tsc where it exists)\n"
 "      --host-events LIST host events to record, SYS[:EV],... (private\n"
 "                         tracefs instance, x86-tsc clock)\n"
+"      --kvm-exits        add kvm:kvm_exit and kvm:kvm_entry to the host events\n"
+"                         (what `report --exits` reads)\n"
 "      --host-pid PID     host events of this process only, its threads and\n"
 "                         what it forks (repeatable; e.g. the QEMU pid)\n"
 "  -o, --output DIR       output directory (default virtio-trace-out)\n"
@@ -183,7 +185,7 @@ static int parse_record(int argc, char **argv, struct collect_opts *o, struct gu
 	enum { OPT_CHARDEV = 256, OPT_LISTEN, OPT_CTL, OPT_CPU, OPT_NAME, OPT_QEMU_PID, OPT_TRACER, OPT_TOP,
 	       OPT_BUFSZ, OPT_CLOCK, OPT_HOST, OPT_MAXSZ, OPT_FV, OPT_NOCOMP, OPT_KEEP, OPT_FSYNC, OPT_SYNC, OPT_TSCOFF,
 	       OPT_PROBES, OPT_SINTV, OPT_DEBUGFS, OPT_STOPTO, OPT_QMP, OPT_DOMAIN, OPT_CONNECT,
-	       OPT_HOST_PID };
+	       OPT_HOST_PID, OPT_KVM_EXITS };
 	static const struct option longopts[] = {
 		{ "chardev-dir", required_argument, NULL, OPT_CHARDEV },
 		{ "domain", required_argument, NULL, OPT_DOMAIN },
@@ -202,6 +204,7 @@ static int parse_record(int argc, char **argv, struct collect_opts *o, struct gu
 		{ "clock", required_argument, NULL, OPT_CLOCK },
 		{ "host-events", required_argument, NULL, OPT_HOST },
 		{ "host-pid", required_argument, NULL, OPT_HOST_PID },
+		{ "kvm-exits", no_argument, NULL, OPT_KVM_EXITS },
 		{ "output", required_argument, NULL, 'o' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "max-size", required_argument, NULL, OPT_MAXSZ },
@@ -221,6 +224,7 @@ static int parse_record(int argc, char **argv, struct collect_opts *o, struct gu
 		{ NULL, 0, NULL, 0 },
 	};
 	struct guest *g = NULL;
+	bool kvm_exits = false;
 	char *end;
 	int c;
 
@@ -315,6 +319,7 @@ static int parse_record(int argc, char **argv, struct collect_opts *o, struct gu
 			break;
 		case OPT_CLOCK: o->clock = optarg; break;
 		case OPT_HOST: o->host_events = optarg; break;
+		case OPT_KVM_EXITS: kvm_exits = true; break;
 		case OPT_HOST_PID: {
 			long v = strtol(optarg, &end, 10);
 
@@ -388,6 +393,16 @@ static int parse_record(int argc, char **argv, struct collect_opts *o, struct gu
 			return -EINVAL;
 		}
 		o->command = argv + optind;
+	}
+	if (kvm_exits) {
+		/* What `report --exits` reads, added to --host-events. */
+		static char list[4096];
+
+		if ((size_t)snprintf(list, sizeof(list), "kvm:kvm_exit,kvm:kvm_entry%s%s",
+				     o->host_events ? "," : "",
+				     o->host_events ? o->host_events : "") >= sizeof(list))
+			return -EINVAL;
+		o->host_events = list;
 	}
 	if (!*nr && !o->host_events) {
 		fprintf(stderr, "virtio-trace-collect: no guest given (--chardev-dir DIR, --ctl PATH --cpu PATH, "

@@ -37,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "analyze.h"
 #include "collect.h"
 #include "vt_tracedat.h"
 
@@ -777,6 +778,9 @@ static int write_trace(struct run *r, struct trace_sum *t, const char *dir)
 	}
 	t->nr_cpus = meta.nr_cpus < COLLECT_MAX_CPUS ? meta.nr_cpus : COLLECT_MAX_CPUS;
 	t->subbuf = meta.subbuf_size;
+	/* The guest's IOMMU groups and PCI devices, for report's analyses (sysinfo.c). */
+	if (!t->rec.host && sysinfo_save(r->out, t->file, &meta) < 0)
+		problem(t, "cannot keep the guest's sysinfo next to %s", t->file);
 	snprintf(path, sizeof(path), "%s/%s", r->out, t->file);
 	ret = load_data(t, dir, &sd);
 	if (ret < 0)

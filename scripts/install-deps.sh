@@ -13,6 +13,8 @@ PKGS=(
 	clang libclang-rt-14-dev
 	# oracles and tools the tests run
 	trace-cmd zstd jq man-db groff-base
+	# report --html checked in headless Chromium (offline), its screenshot read by python3
+	chromium python3
 	# guests
 	qemu-system-x86 busybox-static cpio kmod xz-utils
 	# libvirt without systemd
