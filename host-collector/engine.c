@@ -356,6 +356,16 @@ static bool signal_readable(void *arg, int revents)
 int engine_add_signals(struct engine *e, const sigset_t *mask, void (*cb)(void *arg, int signo),
 		       void *arg)
 {
+	int sig;
+
+	/*
+	 * An ignored signal is discarded before it could be blocked: a shell
+	 * starts background jobs with SIGINT ignored, and `kill -INT` would
+	 * never reach the signalfd.
+	 */
+	for (sig = 1; sig < NSIG; sig++)
+		if (sigismember(mask, sig) == 1)
+			signal(sig, SIG_DFL);
 	if (sigprocmask(SIG_BLOCK, mask, NULL) < 0)
 		return -errno;
 	e->sig_fd = signalfd(-1, mask, SFD_NONBLOCK | SFD_CLOEXEC);
