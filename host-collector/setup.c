@@ -101,7 +101,7 @@ static void setup_usage(FILE *f)
 "  virtio-trace-collect setup --vcpus 2 --dir /run/vt/demo --name demo --create > ports.args\n"
 "  eval \"qemu-system-x86_64 ... $(cat ports.args)\"\n"
 "  virtio-trace-collect record --chardev-dir /run/vt/demo --name demo \\\n"
-"      --qmp /run/vt/demo/qmp.sock -e sched\n"
+"    --qmp /run/vt/demo/qmp.sock -e sched\n"
 "\n"
 "Exit status: 0 printed (and created); 1 could not create or write; 2 usage error.\n"
 "\n"
