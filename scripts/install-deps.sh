@@ -13,6 +13,9 @@ PKGS=(
 	clang libclang-rt-14-dev
 	# oracles and tools the tests run
 	trace-cmd zstd jq man-db groff-base
+	# the Debian packages (scripts/test.sh builds, lints and installs them); bash-completion
+	# tells configure where completions go
+	dpkg-dev debhelper lintian bash-completion
 	# guests
 	qemu-system-x86 busybox-static cpio kmod xz-utils
 	# libvirt without systemd
