@@ -6,7 +6,8 @@
 # and the Debian packaging work from a release tarball. Skips (77) outside a git checkout.
 #
 # Exclusions (in git, not in the tarball):
-#   .gitignore     a git file, meaningless in a tarball
+#   .gitignore     git's, meaningless in a tarball (debian/.gitignore goes: dpkg-buildpackage
+#                  leaves files in debian/ that a later `make dist` must not pick up)
 # Generated files (in the tarball, not in git): configure, aclocal.m4, config.h.in, every
 # Makefile.in, build-aux/*.
 echo "dist: the tarball holds every file git tracks (minus .gitignore) and nothing else but autotools output"
