@@ -5,6 +5,13 @@
  * path as the guests: one thread per host CPU splices trace_pipe_raw into a
  * pipe whose other end the engine reads as a stream. The instance is removed
  * on exit.
+ *
+ * Task names: the metadata is read at the start (what `recover` finds) and
+ * again at the end, when the kernel's saved_cmdlines holds the tasks that ran
+ * (trace-cmd reads it then too). That cache keeps only the tasks switched out
+ * after an event, 128 by default, so the names of the threads in /proc at the
+ * start and at the end are added to it: a task that existed when the
+ * recording started is never "<...>".
  */
 #include <dirent.h>
 #include <errno.h>
@@ -46,10 +53,9 @@ struct hostrec {
 	uint32_t subbuf;
 	struct hcpu *cpus;
 	char spool[4096];
+	struct vt_blob comms;	/* the tasks in /proc at the start */
 	bool mounted;		/* tracefs was not mounted: libtracefs mounted it for us */
 };
-
-struct hostrec *collect_hostrec;
 
 #define TRACEFS_DIR	"/sys/kernel/tracing"
 
@@ -182,6 +188,32 @@ static int filter_pids(struct hostrec *h, const struct collect_opts *o)
 	return 0;
 }
 
+/*
+ * Write the host's meta.bin: @m with the names of the tasks of @more (the
+ * /proc scan at the end, or NULL) and of the start's scan added to what the
+ * kernel saved; the kernel's names win, since they are the names the tasks
+ * had when they ran.
+ */
+static int spool_meta(struct hostrec *h, struct vt_meta *m, const struct vt_blob *more)
+{
+	size_t len;
+	void *blob;
+	int ret = 0;
+
+	if (more)
+		ret = vt_meta_merge_cmdlines(m, more->data, more->len);
+	if (ret == 0)
+		ret = vt_meta_merge_cmdlines(m, h->comms.data, h->comms.len);
+	if (ret < 0)
+		log_warn("host: task names from /proc left out: %s", strerror(-ret));
+	ret = vt_meta_encode(m, &blob, &len);
+	if (ret < 0)
+		return ret;
+	ret = spool_save_meta(h->spool, blob, len);
+	free(blob);
+	return ret;
+}
+
 /**
  * hostrec_start() - create the private instance and start reading it
  * @o: options (--host-events, --buffer-size)
@@ -195,8 +227,6 @@ struct hostrec *hostrec_start(const struct collect_opts *o, struct engine *e, co
 	struct hostrec *h = calloc(1, sizeof(*h));
 	char path[4200], dir[4096];
 	struct vt_meta meta;
-	size_t len;
-	void *blob;
 	unsigned int i;
 	int ret;
 
@@ -233,17 +263,21 @@ struct hostrec *hostrec_start(const struct collect_opts *o, struct engine *e, co
 	}
 	h->nr_cpus = meta.nr_cpus;
 	h->subbuf = meta.subbuf_size;
-	ret = vt_meta_encode(&meta, &blob, &len);
-	vt_meta_free(&meta);
-	if (ret < 0 || spool_guest_dir(spool, "host", dir, sizeof(dir)) < 0 ||
-	    spool_write_file(dir, "meta.bin", blob, len) < 0) {
-		if (ret == 0)
-			free(blob);
-		log_err("host: cannot spool the metadata");
+	ret = vt_meta_scan_comms("/proc", &h->comms);
+	if (ret < 0)
+		log_warn("host: cannot read the task names in /proc: %s", strerror(-ret));
+	if (spool_guest_dir(spool, "host", dir, sizeof(dir)) < 0) {
+		vt_meta_free(&meta);
+		log_err("host: cannot create the spool");
 		goto err;
 	}
-	free(blob);
 	snprintf(h->spool, sizeof(h->spool), "%s", dir);
+	ret = spool_meta(h, &meta, NULL);
+	vt_meta_free(&meta);
+	if (ret < 0) {
+		log_err("host: cannot spool the metadata: %s", strerror(-ret));
+		goto err;
+	}
 
 	h->cpus = calloc(h->nr_cpus, sizeof(*h->cpus));
 	if (!h->cpus)
@@ -322,13 +356,46 @@ int hostrec_stop(struct hostrec *h)
 	return 0;
 }
 
+/* Spool the metadata again with the task names the recording saw. */
+static void respool_meta(struct hostrec *h)
+{
+	struct vt_blob now = { 0 };
+	struct vt_meta meta;
+	int ret;
+
+	ret = vt_meta_load(&meta, tracefs_tracing_dir(), h->name, 0);
+	if (ret < 0) {
+		log_warn("host: cannot read the metadata again (%s): the task names are those of "
+			 "the start", strerror(-ret));
+		return;
+	}
+	if (meta.nr_cpus != h->nr_cpus || meta.subbuf_size != h->subbuf) {
+		log_warn("host: the buffer geometry changed: the task names are those of the start");
+		goto out_free;
+	}
+	if (vt_meta_scan_comms("/proc", &now) < 0)
+		log_warn("host: cannot read the task names in /proc at the end");
+	ret = spool_meta(h, &meta, now.data ? &now : NULL);
+	if (ret < 0)
+		log_warn("host: cannot spool the metadata again (%s): the task names are those "
+			 "of the start", strerror(-ret));
+	free(now.data);
+out_free:
+	vt_meta_free(&meta);
+}
+
 /**
- * hostrec_save_stats() - spool the host's per-CPU stats
- * @h: the recorder
+ * hostrec_save_stats() - spool the host's per-CPU stats and task names
+ * @h: the recorder, stopped
+ *
+ * The metadata is spooled again with the kernel's saved_cmdlines as the
+ * recording left it, and the tasks in /proc now and at the start.
  */
 void hostrec_save_stats(struct hostrec *h)
 {
 	unsigned int i;
+
+	respool_meta(h);
 
 	for (i = 0; i < h->nr_cpus; i++) {
 		char file[64], *text;
@@ -337,10 +404,25 @@ void hostrec_save_stats(struct hostrec *h)
 		text = tracefs_instance_file_read(h->inst, file, NULL);
 		if (!text)
 			continue;
-		snprintf(file, sizeof(file), "cpu%u.stats", i);
-		spool_write_file(h->spool, file, text, strlen(text));
+		spool_save_stats(h->spool, i, text);
 		free(text);
 	}
+}
+
+/**
+ * hostrec_drained() - whether every host CPU's stream has ended (after hostrec_stop())
+ * @h: the recorder
+ *
+ * Return: true when nothing more will come.
+ */
+bool hostrec_drained(const struct hostrec *h)
+{
+	unsigned int i;
+
+	for (i = 0; h->cpus && i < h->nr_cpus; i++)
+		if (h->cpus[i].running && !h->cpus[i].stream.eof && !h->cpus[i].stream.closed)
+			return false;
+	return true;
 }
 
 /**
@@ -368,6 +450,7 @@ void hostrec_free(struct hostrec *h)
 		stream_close(&c->stream);
 	}
 	free(h->cpus);
+	free(h->comms.data);
 	if (h->marker_fd >= 0)
 		close(h->marker_fd);
 	tracefs_put_tracing_file(h->dir);

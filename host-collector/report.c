@@ -217,6 +217,25 @@ static void print_sync(const struct json_value *sync, bool *bad)
 	}
 }
 
+/* Every CPU's figures: what reached the host, and what the agent says it sent. */
+static void print_cpus(const struct json_value *cpus, bool host, bool *bad)
+{
+	const struct json_value *c;
+
+	if (!json_is(cpus, JSON_ARRAY) || !cpus->count)
+		return;
+	printf("  per CPU:\n");
+	for (c = cpus->child; c; c = c->next) {
+		printf("    cpu%" PRIu64 ": %" PRIu64 " events, %" PRIu64 " pages, %" PRIu64 " bytes",
+		       u64_field(c, "cpu", bad), u64_field(c, "events", bad), u64_field(c, "pages", bad),
+		       u64_field(c, "bytes", bad));
+		if (!host)
+			printf("; agent: %" PRIu64 " pages, %" PRIu64 " bytes",
+			       u64_field(c, "agent_pages", bad), u64_field(c, "agent_bytes", bad));
+		printf("\n");
+	}
+}
+
 /* One trace (the host or a guest): Return: 0, or -errno if its file cannot be read. */
 static int report_trace(const char *dir, const struct json_value *t, bool host)
 {
@@ -294,6 +313,7 @@ static int report_trace(const char *dir, const struct json_value *t, bool host)
 		printf("  fragment bytes: %" PRIu64 "\n", frag);
 	if (dropped)
 		printf("  pages dropped at --max-size: %" PRIu64 "\n", dropped);
+	print_cpus(cpus, host, &bad);
 	if (!host)
 		print_sync(json_get(t, "sync"), &bad);
 	problems = json_string(json_get(t, "problems"));

@@ -729,3 +729,227 @@ int vt_meta_load_dir(struct vt_meta *m, const char *dir)
 		vt_meta_free(m);
 	return ret;
 }
+
+/* --- Task names (saved_cmdlines) --- */
+
+struct cmdline {
+	long pid;
+	const char *comm;
+	size_t len;
+	size_t order;		/* among equal pids, the first one given wins */
+};
+
+static int cmdline_cmp(const void *a, const void *b)
+{
+	const struct cmdline *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/*
+ * Parse "PID COMM" lines into @v (grown as needed). A line without a positive
+ * pid or without a name is dropped.
+ */
+static int parse_cmdlines(const char *text, size_t len, struct cmdline **v, size_t *n,
+			  size_t *cap)
+{
+	const char *p = text, *end = text + len;
+
+	while (p < end) {
+		const char *nl = memchr(p, '\n', end - p), *line = p, *s;
+		const char *eol = nl ? nl : end;
+		long pid = 0;
+
+		p = nl ? nl + 1 : end;
+		for (s = line; s < eol && *s >= '0' && *s <= '9' && pid < INT_MAX; s++)
+			pid = pid * 10 + (*s - '0');
+		if (s == line || s >= eol || *s != ' ' || pid <= 0 || pid > INT_MAX || s + 1 == eol)
+			continue;
+		if (*n == *cap) {
+			size_t ncap = *cap ? *cap * 2 : 256;
+			struct cmdline *t = realloc(*v, ncap * sizeof(*t));
+
+			if (!t)
+				return -ENOMEM;
+			*v = t;
+			*cap = ncap;
+		}
+		(*v)[*n] = (struct cmdline){ pid, s + 1, eol - s - 1, *n };
+		(*n)++;
+	}
+	return 0;
+}
+
+/**
+ * vt_meta_merge_cmdlines() - add task names to a bundle's saved_cmdlines
+ * @m: the bundle
+ * @text: "PID COMM" lines, as in the kernel's saved_cmdlines
+ * @len: length of @text
+ *
+ * A pid the bundle names already keeps its name: merge the best source first.
+ * The result is sorted by pid, one line per pid; lines without a positive pid
+ * and a name are dropped.
+ *
+ * Return: 0, -E2BIG past VT_META_MAX_BLOB, -ENOMEM.
+ */
+int vt_meta_merge_cmdlines(struct vt_meta *m, const char *text, size_t len)
+{
+	struct cmdline *v = NULL;
+	size_t n = 0, cap = 0, i, out = 0;
+	char *buf = NULL;
+	int ret;
+
+	ret = parse_cmdlines(m->saved_cmdlines.data ? m->saved_cmdlines.data : "",
+			     m->saved_cmdlines.len, &v, &n, &cap);
+	if (ret == 0)
+		ret = parse_cmdlines(text ? text : "", text ? len : 0, &v, &n, &cap);
+	if (ret < 0)
+		goto out_free;
+	qsort(v, n, sizeof(*v), cmdline_cmp);
+	for (i = 0; i < n; i++)
+		if (!i || v[i].pid != v[i - 1].pid)
+			out += 12 + v[i].len;
+	if (out > VT_META_MAX_BLOB) {
+		ret = -E2BIG;
+		goto out_free;
+	}
+	buf = malloc(out + 1);
+	if (!buf) {
+		ret = -ENOMEM;
+		goto out_free;
+	}
+	out = 0;
+	for (i = 0; i < n; i++) {
+		if (i && v[i].pid == v[i - 1].pid)
+			continue;
+		out += sprintf(buf + out, "%ld ", v[i].pid);
+		memcpy(buf + out, v[i].comm, v[i].len);
+		out += v[i].len;
+		buf[out++] = '\n';
+	}
+	buf[out] = '\0';
+	blob_free(&m->saved_cmdlines);
+	m->saved_cmdlines.data = buf;
+	m->saved_cmdlines.len = out;
+out_free:
+	free(v);
+	return ret;
+}
+
+/* Append "TID COMM\n" for one /proc/PID/task/TID/comm; a vanished task is skipped. */
+static int scan_one_comm(const char *path, const char *tid, char **buf, size_t *len,
+			 size_t *cap)
+{
+	char comm[64];
+	ssize_t n;
+	size_t i, need;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, comm, sizeof(comm) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	if (comm[n - 1] == '\n')
+		n--;
+	if (n == 0)
+		return 0;
+	/* A name may hold any byte (prctl): keep each entry on one line. */
+	for (i = 0; i < (size_t)n; i++)
+		if (comm[i] == '\n')
+			comm[i] = '?';
+	need = strlen(tid) + 1 + n + 1;
+	if (*len + need + 1 > *cap) {
+		size_t ncap = (*cap ? *cap * 2 : 16384) + need;
+		char *t;
+
+		if (ncap > VT_META_MAX_BLOB)
+			return -E2BIG;
+		t = realloc(*buf, ncap);
+		if (!t)
+			return -ENOMEM;
+		*buf = t;
+		*cap = ncap;
+	}
+	*len += sprintf(*buf + *len, "%s ", tid);
+	memcpy(*buf + *len, comm, n);
+	*len += n;
+	(*buf)[(*len)++] = '\n';
+	(*buf)[*len] = '\0';
+	return 0;
+}
+
+static bool all_digits(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (*s < '0' || *s > '9')
+			return false;
+	return true;
+}
+
+/**
+ * vt_meta_scan_comms() - the names of the tasks that exist now
+ * @proc: the procfs mount, usually /proc
+ * @out: receives "TID COMM\n" for every thread of every process
+ *
+ * The kernel's saved_cmdlines holds only the tasks that were switched out
+ * after an event (128 of them by default), so tasks that sleep through a
+ * recording's start are missing from it. Thread ids are those of @proc's pid
+ * namespace: they match the trace's pids only in the host's namespace.
+ * Tasks that end while the scan runs are skipped.
+ *
+ * Return: 0, or -errno (@out is then untouched).
+ */
+int vt_meta_scan_comms(const char *proc, struct vt_blob *out)
+{
+	char path[PATH_MAX];
+	struct dirent *pd, *td;
+	size_t len = 0, cap = 0;
+	char *buf = NULL;
+	DIR *pdir, *tdir;
+	int ret = 0;
+
+	pdir = opendir(proc);
+	if (!pdir)
+		return -errno;
+	while (ret == 0 && (pd = readdir(pdir))) {
+		if (!all_digits(pd->d_name))
+			continue;
+		if (snprintf(path, sizeof(path), "%s/%s/task", proc, pd->d_name) >= (int)sizeof(path))
+			continue;
+		tdir = opendir(path);
+		if (!tdir)
+			continue;
+		while (ret == 0 && (td = readdir(tdir))) {
+			char comm[PATH_MAX];
+
+			if (!all_digits(td->d_name))
+				continue;
+			if (snprintf(comm, sizeof(comm), "%s/%s/comm", path, td->d_name) >=
+			    (int)sizeof(comm))
+				continue;
+			ret = scan_one_comm(comm, td->d_name, &buf, &len, &cap);
+		}
+		closedir(tdir);
+	}
+	closedir(pdir);
+	if (ret < 0) {
+		free(buf);
+		return ret;
+	}
+	if (!buf) {
+		buf = strdup("");
+		if (!buf)
+			return -ENOMEM;
+	}
+	free(out->data);
+	out->data = buf;
+	out->len = len;
+	return 0;
+}

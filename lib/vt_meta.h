@@ -88,6 +88,8 @@ int vt_meta_add_event(struct vt_meta *m, const char *system, const char *name,
 		      const char *format, size_t len);
 void vt_meta_free(struct vt_meta *m);
 const char *vt_meta_clock(const struct vt_meta *m, char *buf, size_t size);
+int vt_meta_merge_cmdlines(struct vt_meta *m, const char *text, size_t len);
+int vt_meta_scan_comms(const char *proc, struct vt_blob *out);
 int vt_meta_encode(const struct vt_meta *m, void **buf, size_t *len);
 int vt_meta_decode(struct vt_meta *m, const void *buf, size_t len);
 

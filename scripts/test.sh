@@ -111,6 +111,8 @@ run_suite() {
 		log=${trs%.trs}.log
 		case $res in
 		PASS) result PASS "$label: $name" ;;
+		# XFAIL_TESTS: known failures waiting for their fix (an XPASS fails below).
+		XFAIL) result PASS "$label: $name" "expected failure, in XFAIL_TESTS" ;;
 		SKIP) why=$(grep -m1 -i '^skip' "$log" | cut -c1-120)
 		      result SKIP "$label: $name" "${why:-no reason printed}" ;;
 		*) sed 's/^/    | /' "$log" | tail -25
@@ -187,6 +189,7 @@ run_packages() {
 		[ -e "$proot/$f" ] || why="${why:+$why; }no /$f"
 	done
 	ls "$proot"/usr/lib/*/virtio-trace/virtio-trace-collect-libvirt.so >/dev/null 2>&1 || why="${why:+$why; }no libvirt module"
+	ls "$proot"/usr/lib/*/traceevent/plugins/plugin_mmiotrace.so >/dev/null 2>&1 || why="${why:+$why; }no plugin_mmiotrace.so"
 	grep -qa '/ld-linux' "$proot/usr/sbin/trace-agent" && why="${why:+$why; }trace-agent is not static"
 	grep -q "^ExecStart=/usr/sbin/trace-agent " "$proot/lib/systemd/system/trace-agent.service" ||
 		why="${why:+$why; }the unit does not start /usr/sbin/trace-agent"

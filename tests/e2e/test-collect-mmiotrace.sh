@@ -11,6 +11,8 @@
 #     map's id inside the BAR;
 #   - CPU 1 was offline during the recording and is online after it;
 #   - the entries name their task (modprobe), though no event was asked for;
+#   - with the build's plugin_mmiotrace.so, every entry reads "R|W|UNKNOWN WIDTH map= phys= value=
+#     pc=" or "MAP|UNMAP map= ...", with the same map, reads and writes;
 #   - per CPU: report = manifest = the guest's read_events, nothing lost; clean console.
 # Env: VT_BUILDDIR, VT_STATIC_AGENT, VT_KEEP=1. Exit: 0 pass, 1 fail, 77 skip.
 echo "test-collect-mmiotrace: mmiotrace of the e1000 driver's probe through the transport, CPUs going offline and back: entries decoded, no page lost"
@@ -47,9 +49,11 @@ echo "$ME: e1000 BAR 0 ${bar_start:-?}-${bar_end:-?}; CPUs online during the rec
 [ "$during" = 0 ] || bad "CPUs online while mmiotrace ran: '$during', want 0"
 [ "$after" = 0-1 ] || bad "CPUs online after the recording: '$after', want 0-1"
 
-# trace-cmd prints the raw entries with their print fmt: "mmiotrace_map: PHYS VIRT LEN MAP_ID
-# OPCODE" and "mmiotrace_rw: PHYS VALUE PC MAP_ID OPCODE WIDTH", numbers in hex but map_id.
-G=$WORK/guest.txt
+# Without plugins (-N: an installed plugin_mmiotrace.so changes them) trace-cmd prints the raw
+# entries with their print fmt: "mmiotrace_map: PHYS VIRT LEN MAP_ID OPCODE" and
+# "mmiotrace_rw: PHYS VALUE PC MAP_ID OPCODE WIDTH", numbers in hex but map_id.
+G=$WORK/guest-raw.txt
+trace-cmd report -N -i "$OUT/guest-e2e.dat" >"$G" 2>/dev/null || bad "trace-cmd report -N failed"
 awk -v bs="${bar_start:-0x0}" -v be="${bar_end:-0x0}" '
 function hex(s,   i, c, v) { v = 0; sub(/^0x/, "", s); s = tolower(s)
     for (i = 1; i <= length(s); i++) { c = index("0123456789abcdef", substr(s, i, 1)) - 1; v = v * 16 + c }
@@ -85,4 +89,26 @@ execs=$(grep -c ' sched_process_exec: ' "$G")
 echo "$ME: the BAR 0 map is by '$mapper'; sched_process_exec entries: $execs"
 [[ $mapper == modprobe-* ]] || bad "the map's task is '$mapper', want modprobe-PID"
 [ "$execs" = 0 ] || bad "$execs sched_process_exec entries recorded (the helper event must record none)"
+
+# The build's plugin_mmiotrace.so on the same file: every entry in its words, the BAR's map
+# as MAP with the BAR's address and length, as many reads and writes through it.
+P=$WORK/plugin
+mkdir -p "$P"
+ln -sf "${VT_BUILDDIR:-$VT_REPO/build}/plugins/plugin_mmiotrace.so" "$P/plugin_mmiotrace.so"
+TRACEEVENT_PLUGIN_DIR=$P trace-cmd report -i "$OUT/guest-e2e.dat" >"$WORK/guest-plugin.txt" 2>/dev/null ||
+    bad "trace-cmd report with the plugin failed"
+awk -v id="$id" -v bs="$(printf '0x%x' "${bar_start:-0}")" '
+/ mmiotrace_map: / { if ($0 ~ / mmiotrace_map: +(MAP map=-?[0-9]+ phys=0x[0-9a-f]+ virt=0x[0-9a-f]+ len=0x[0-9a-f]+|UNMAP map=-?[0-9]+ virt=0x[0-9a-f]+)$/) maps++; else bad++
+    if ($0 ~ (" MAP map=" id " phys=" bs " ")) bar++ }
+/ mmiotrace_rw: / { if ($0 ~ / mmiotrace_rw: +(R|W|UNKNOWN) [0-9]+ map=-?[0-9]+ phys=0x[0-9a-f]+ value=0x[0-9a-f]+ pc=0x[0-9a-f]+( <[^>]+>)?$/) rws++; else bad++
+    if ($0 ~ (" R [0-9]+ map=" id " ")) r++; if ($0 ~ (" W [0-9]+ map=" id " ")) w++ }
+END { printf "%d %d %d %d %d %d\n", maps, rws, bad, bar, r, w }' "$WORK/guest-plugin.txt" >"$WORK/plugin.sum"
+read -r pmaps prws pbad pbar preads pwrites <"$WORK/plugin.sum"
+echo "$ME: with plugin_mmiotrace.so: $pmaps map and $prws rw lines in its format, $pbad not;" \
+     "BAR 0 MAP lines $pbar, reads $preads, writes $pwrites"
+grep -m2 -E 'mmiotrace_(map|rw): ' "$WORK/guest-plugin.txt" | sed "s/^/$ME: /"
+[ "$pbad" = 0 ] && [ "$pmaps" = "$maps" ] && [ "$prws" = "$rws" ] ||
+    bad "the plugin printed $pmaps/$prws entries in its format ($pbad not), want $maps/$rws"
+[ "$pbar" = 1 ] && [ "$preads" = "$reads" ] && [ "$pwrites" = "$writes" ] ||
+    bad "the plugin shows BAR 0's map $pbar times, $preads reads, $pwrites writes; want 1, $reads, $writes"
 scn_result

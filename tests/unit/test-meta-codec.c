@@ -4,12 +4,16 @@
  * or oversized bundle from a guest is refused without leaking or crashing.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "vt_le.h"
@@ -204,6 +208,81 @@ static void test_singleton_twice_and_bounds(void **state)
 	assert_int_equal(vt_meta_decode(&d, buf, (size_t)VT_META_MAX_TOTAL + 1), -EMSGSIZE);
 }
 
+/* saved_cmdlines merge: the bundle's names win, one line per pid, sorted, junk dropped. */
+static void test_merge_cmdlines(void **state)
+{
+	static const char more[] = "12 bash\n1 systemd\n7 kworker/0:1 x\nabc def\n-3 neg\n"
+				   "9\n8 \n99999999999 big\n12 dup\n5 last";
+	struct vt_meta m;
+
+	(void)state;
+	memset(&m, 0, sizeof(m));
+	set_blob(&m.saved_cmdlines, "1 init\n300 qemu-system-x86\n");
+	assert_int_equal(vt_meta_merge_cmdlines(&m, more, strlen(more)), 0);
+	assert_string_equal(m.saved_cmdlines.data,
+			    "1 init\n5 last\n7 kworker/0:1 x\n12 bash\n300 qemu-system-x86\n");
+	assert_int_equal(m.saved_cmdlines.len, strlen(m.saved_cmdlines.data));
+	/* Nothing to add: the text stays as it is; an empty bundle takes the lines. */
+	assert_int_equal(vt_meta_merge_cmdlines(&m, NULL, 0), 0);
+	assert_string_equal(m.saved_cmdlines.data,
+			    "1 init\n5 last\n7 kworker/0:1 x\n12 bash\n300 qemu-system-x86\n");
+	vt_meta_free(&m);
+	assert_int_equal(vt_meta_merge_cmdlines(&m, "4 a\n", 4), 0);
+	assert_string_equal(m.saved_cmdlines.data, "4 a\n");
+	vt_meta_free(&m);
+}
+
+static void put_file(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+}
+
+/* /proc scan on a fake tree: every thread, names cut at their newline, non-tasks ignored. */
+static void test_scan_comms(void **state)
+{
+	char root[] = "/tmp/vt-proc.XXXXXX", path[256];
+	struct vt_meta m;
+	struct vt_blob b = { 0 };
+	int ret;
+
+	(void)state;
+	assert_non_null(mkdtemp(root));
+	snprintf(path, sizeof(path), "%s/self", root);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/42", root);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/42/task", root);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/42/task/42", root);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/42/task/42/comm", root);
+	put_file(path, "qemu-system-x86\n");
+	snprintf(path, sizeof(path), "%s/42/task/43", root);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/42/task/43/comm", root);
+	put_file(path, "CPU 0/TCG\n");
+	snprintf(path, sizeof(path), "%s/42/task/44", root);	/* ended: no comm */
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/42/task/45", root);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/42/task/45/comm", root);
+	put_file(path, "two\nlines\n");
+	ret = vt_meta_scan_comms(root, &b);
+	assert_int_equal(ret, 0);
+	memset(&m, 0, sizeof(m));
+	assert_int_equal(vt_meta_merge_cmdlines(&m, b.data, b.len), 0);
+	assert_string_equal(m.saved_cmdlines.data, "42 qemu-system-x86\n43 CPU 0/TCG\n45 two?lines\n");
+	vt_meta_free(&m);
+	free(b.data);
+	assert_int_equal(vt_meta_scan_comms("/nonexistent-proc", &b), -ENOENT);
+	snprintf(path, sizeof(path), "rm -rf '%s'", root);
+	assert_int_equal(system(path), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -211,6 +290,8 @@ int main(void)
 		cmocka_unit_test(test_truncated),
 		cmocka_unit_test(test_corrupt),
 		cmocka_unit_test(test_singleton_twice_and_bounds),
+		cmocka_unit_test(test_merge_cmdlines),
+		cmocka_unit_test(test_scan_comms),
 	};
 
 	return cmocka_run_group_tests_name("meta codec: bundles round-trip, hostile ones are refused",

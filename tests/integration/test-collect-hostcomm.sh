@@ -1,0 +1,71 @@
+#!/bin/sh
+# Proves: host.dat names the host tasks that existed when the recording started. A shell
+# loop (comm vt-looper) forks `sleep` while the collector records host sched_switch and
+# sched_process_fork; a task that sleeps through the whole recording (comm vt-idler) is in
+# the saved command lines too. trace-cmd report shows no "<...>" for any thread that was in
+# /proc before the collector started, the looper's events carry its name, and
+# `trace-cmd dump --cmd-lines` lists both tasks.
+echo "collect: host.dat carries the names of the host tasks (saved command lines)"
+. "$VT_SRCDIR/tests/integration/collect-lib.sh"
+need_tools
+tracefs=/sys/kernel/tracing
+if [ ! -w $tracefs/instances ] || [ ! -r $tracefs/events/sched/sched_switch/format ]; then
+	echo "SKIP: no writable $tracefs/instances with sched:sched_switch (not root?)"
+	exit 77
+fi
+
+p=$WORK/ports out=$WORK/out
+mkdir -p "$p"
+# The name a task shows is its executable's: links give the two tasks names of their own.
+ln -s "$(command -v sh)" "$WORK/vt-looper"
+ln -s "$(command -v sleep)" "$WORK/vt-idler"
+"$WORK/vt-idler" 1000 &
+idler=$!
+track $idler
+"$WORK/vt-looper" -c 'while :; do sleep 0.01; done' &
+looper=$!
+track $looper
+fake vmc --fifo "$p" --fixture "$DATA/cap-guest"
+pid=$FAKE_PID
+sleep 0.2
+# Every thread that exists before the recording starts.
+ls /proc/[0-9]*/task 2>/dev/null | grep -E '^[0-9]+$' | sort -u >"$WORK/before"
+grep -qx "$looper" "$WORK/before" && grep -qx "$idler" "$WORK/before" ||
+	fail "the looper $looper or the idler $idler is not in /proc"
+collect rec --chardev-dir "$p" --name vmc -o "$out" --duration 2 \
+	--host-events sched:sched_switch,sched:sched_process_fork --sync probe
+kill $looper $idler
+fake_end $pid
+[ $RC = 0 ] || { show "$WORK/rec.log" "$WORK/vmc.fake"; fail "collector exited $RC, want 0"; }
+[ -f "$out/host.dat" ] || fail "no host.dat"
+
+report "$WORK/host.txt" -i "$out/host.dat"
+trace-cmd dump --cmd-lines -i "$out/host.dat" >"$WORK/cmdlines.txt" 2>"$WORK/cmdlines.err" ||
+	fail "trace-cmd dump --cmd-lines exited $?"
+# Event lines start with "COMM-PID [CPU] TS:"; COMM may hold spaces, PID is after the last '-'.
+sed -nE 's/^ *(.*)-([0-9]+) +\[[0-9]{3}\] +[0-9]+\.[0-9]+: .*/\2 \1/p' "$WORK/host.txt" |
+	sort -u >"$WORK/tasks"
+events=$(all_events "$WORK/host.txt")
+tasks=$(wc -l <"$WORK/tasks")
+unnamed=$(awk '$2 == "<...>" { print $1 }' "$WORK/tasks" | sort -u)
+old_unnamed=$(echo "$unnamed" | grep -xF -f "$WORK/before" | wc -l)
+new_unnamed=$(echo "$unnamed" | grep -c .)
+looper_events=$(grep -cE "^ *vt-looper-$looper +\[" "$WORK/host.txt")
+looper_anon=$(grep -cE "^ *<\.\.\.>-$looper +\[" "$WORK/host.txt")
+cmdlines=$(grep -cE '^[0-9]+ .' "$WORK/cmdlines.txt")
+echo "host events: $events from $tasks tasks; unnamed: $new_unnamed tasks, $old_unnamed of them older than the recording"
+echo "looper $looper: $looper_events named events, $looper_anon unnamed; saved command lines: $cmdlines"
+[ "$events" -ge 20 ] || fail "only $events host events in 2 s"
+[ "$cmdlines" -gt 0 ] || { show "$WORK/cmdlines.txt"; fail "host.dat has no saved command lines"; }
+grep -qx "$looper vt-looper" "$WORK/cmdlines.txt" || fail "the looper is not in the saved command lines"
+grep -qx "$idler vt-idler" "$WORK/cmdlines.txt" ||
+	fail "the idler, which slept through the recording, is not in the saved command lines"
+[ "$looper_events" -gt 0 ] && [ "$looper_anon" = 0 ] ||
+	fail "the looper's events: $looper_events named, $looper_anon \"<...>\""
+if [ "$old_unnamed" != 0 ]; then
+	echo "$unnamed" | grep -xF -f "$WORK/before" | head -5 | while read -r t; do
+		grep -m1 -E "^ *<\.\.\.>-$t +\[" "$WORK/host.txt"
+	done
+	fail "$old_unnamed tasks that existed before the recording show as \"<...>\""
+fi
+echo "PASS"
