@@ -123,7 +123,7 @@ echo "guest booted; QEMU arguments in $RUN/qemu.cmd, console in $RUN/console.log
 
 step "recording for $secs s into $out"
 rm -rf "$out"
-"$COLLECT" record --chardev-dir "$PORTS" --name demo --qemu-pid "$VT_QEMU_PID" \
+"$COLLECT" record --chardev-dir "$PORTS" --name demo --qemu-pid "$VT_QEMU_PID" --qmp "$PORTS/qmp.sock" \
 	--tracer mmiotrace -e iommu -e sched --host-events sched:sched_switch,sched:sched_wakeup \
 	--host-pid "$VT_QEMU_PID" \
 	--duration "$secs" -o "$out" --quiet >"$RUN/record.log" 2>&1 &

@@ -13,6 +13,9 @@ PKGS=(
 	clang libclang-rt-14-dev
 	# oracles and tools the tests run
 	trace-cmd zstd jq man-db groff-base
+	# the Debian packages (scripts/test.sh builds, lints and installs them); bash-completion
+	# tells configure where completions go
+	dpkg-dev debhelper lintian bash-completion
 	# report --html checked in headless Chromium (offline), its screenshot read by python3
 	chromium python3
 	# guests

@@ -37,11 +37,17 @@ vt_agent_build() {
 }
 
 # vt_collect_build: vt_agent_build, and virtio-trace-collect in the same build. Sets COLLECT.
+# VT_COLLECT names another collector to use instead (e.g. an installed package's).
 # Returns 77 or 1 as vt_agent_build does.
 vt_collect_build() {
     local b=${VT_BUILDDIR:-$VT_REPO/build} rc
     vt_agent_build; rc=$?
     [ $rc = 0 ] || return $rc
+    if [ -n "${VT_COLLECT:-}" ]; then
+        [ -x "$VT_COLLECT" ] || { echo "FAIL: VT_COLLECT=$VT_COLLECT is not executable"; return 1; }
+        COLLECT=$VT_COLLECT
+        return 0
+    fi
     COLLECT=$b/host-collector/virtio-trace-collect
     make -C "$b" -s host-collector/virtio-trace-collect >&2 ||
         { echo "FAIL: cannot build virtio-trace-collect"; return 1; }
@@ -49,15 +55,25 @@ vt_collect_build() {
 
 # vt_agent_image WORK RUNSCRIPT NAME: an image CACHE/image-NAME whose /etc/vt/agent-run is
 # RUNSCRIPT (a file), with /sbin/trace-agent and /bin/vt-e2e-guest. Sets VT_IMAGE.
+# With VT_AGENT_ROOT (a directory, e.g. the trace-agent .deb unpacked with dpkg-deb -x) that
+# tree goes into the image instead of /sbin/trace-agent, as a user puts the package's files
+# into an image: the guest then runs its usr/sbin/trace-agent.
 # With VT_AGENT_KERNEL (a vmlinux with everything built in, e.g. kernel-patches/build.sh's) the
 # image is WORK/image-kernel: that kernel and an initramfs without modules.
 # Returns 77 when no kernel is available.
 vt_agent_image() {
     local work=$1 script=$2 name=$3 cache rc mods=()
     mkdir -p "$work/overlay/sbin" "$work/overlay/bin" "$work/overlay/etc/vt"
-    cp "$VT_STATIC_AGENT" "$work/overlay/sbin/trace-agent"
+    if [ -n "${VT_AGENT_ROOT:-}" ]; then
+        [ -x "$VT_AGENT_ROOT/usr/sbin/trace-agent" ] ||
+            { echo "FAIL: no usr/sbin/trace-agent in VT_AGENT_ROOT=$VT_AGENT_ROOT"; return 1; }
+        cp -a "$VT_AGENT_ROOT/." "$work/overlay/"
+    else
+        cp "$VT_STATIC_AGENT" "$work/overlay/sbin/trace-agent"
+        strip "$work/overlay/sbin/trace-agent" 2>/dev/null
+    fi
     cp "$VT_E2E_GUEST" "$work/overlay/bin/vt-e2e-guest"
-    strip "$work/overlay/sbin/trace-agent" "$work/overlay/bin/vt-e2e-guest" 2>/dev/null
+    strip "$work/overlay/bin/vt-e2e-guest" 2>/dev/null
     cp "$script" "$work/overlay/etc/vt/agent-run"
     chmod 755 "$work/overlay/etc/vt/agent-run"
     cache=${VT_CACHE:-$VT_REPO/.cache/guest}

@@ -40,9 +40,10 @@ scn_begin() {
     vt_collect_build; rc=$?
     [ $rc = 0 ] || exit $rc
     t=$(vt_now)
-    vt_collect_image "$WORK" collect-guest; rc=$?
+    vt_collect_image "$WORK" "collect-guest${VT_AGENT_ROOT:+-package}"; rc=$?
     [ $rc = 0 ] || exit $rc
     T_IMAGE=$(vt_secs "$t" "$(vt_now)")
+    echo "$ME: collector $COLLECT, agent ${VT_AGENT_ROOT:+from }${VT_AGENT_ROOT:-$VT_STATIC_AGENT}"
     RUN=$WORK/run PORTS=$WORK/run/ports OUT=$WORK/out
     mkdir -p "$RUN"
 }
