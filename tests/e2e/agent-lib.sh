@@ -48,7 +48,8 @@ vt_collect_build() {
 }
 
 # vt_agent_image WORK RUNSCRIPT NAME: an image CACHE/image-NAME whose /etc/vt/agent-run is
-# RUNSCRIPT (a file), with /sbin/trace-agent and /bin/vt-e2e-guest. Sets VT_IMAGE.
+# RUNSCRIPT (a file), with /sbin/trace-agent and /bin/vt-e2e-guest. Sets VT_IMAGE.  The kernel is
+# VT_KERNEL_DEB's when set (see vt_kernel_select in lib.sh; the image is then image-NAME@TAG).
 # With VT_AGENT_KERNEL (a vmlinux with everything built in, e.g. kernel-patches/build.sh's) the
 # image is WORK/image-kernel: that kernel and an initramfs without modules.
 # Returns 77 when no kernel is available.
@@ -61,7 +62,9 @@ vt_agent_image() {
     cp "$script" "$work/overlay/etc/vt/agent-run"
     chmod 755 "$work/overlay/etc/vt/agent-run"
     cache=${VT_CACHE:-$VT_REPO/.cache/guest}
-    VT_IMAGE=$cache/image-$name
+    vt_kernel_select; rc=$?
+    [ $rc = 0 ] || return $rc
+    VT_IMAGE=$cache/image-$name$VT_KERNEL_TAG
     if [ -n "${VT_AGENT_KERNEL:-}" ]; then
         VT_IMAGE=$work/image-kernel
         mods=(--modules "" --extra-modules "")
