@@ -113,10 +113,13 @@ vt_agent_wait_off() {
 # daemon that leaves after the collector's BYE and vt-e2e-guest serves the vt-test port;
 # then the guest checks the agent's exit status and that its instance is gone. With
 # vt.agent_keep=1 on the kernel command line the agent serves one collector after another
-# and gets a SIGTERM once vt-e2e-guest has quit. Sets VT_IMAGE.
+# and gets a SIGTERM once vt-e2e-guest has quit. VT_AGENT_PRE: shell lines the guest runs
+# before it starts the agent (they go into the image). Sets VT_IMAGE.
 vt_collect_image() {
-    cat >"$1/agent-run" <<'SH'
-#!/bin/sh
+    {
+        echo '#!/bin/sh'
+        [ -z "${VT_AGENT_PRE:-}" ] || echo "$VT_AGENT_PRE"
+        cat <<'SH'
 once=--once end=BYE
 grep -q 'vt.agent_keep=1' /proc/cmdline && once= end=SIGTERM
 trace-agent --quiet $once &
@@ -131,6 +134,7 @@ echo "E2E: vt-e2e-guest rc=$rc, trace-agent exit status $arc after $end"
 [ "$arc" = 0 ] || rc=1
 exit $rc
 SH
+    } >"$1/agent-run"
     vt_agent_image "$1" "$1/agent-run" "$2"
 }
 
