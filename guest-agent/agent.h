@@ -43,7 +43,7 @@ struct saved_file;
  * @created: we created the instance, so we remove it
  * @mounted: we mounted tracefs at @root, so we unmount it
  * @nr_cpus: CPUs with a per_cpu directory
- * @subbuf_size: sub-buffer size from events/header_page
+ * @subbuf_size: sub-buffer size from the buffer's own events/header_page
  */
 struct tracing {
 	char *root;
@@ -60,6 +60,7 @@ struct tracing {
 
 int tracing_mount(struct tracing *t, const char *root);
 int tracing_use(struct tracing *t, const char *instance);
+int tracing_reread_geometry(struct tracing *t);
 int tracing_geometry(const struct tracing *t, unsigned int *nr_cpus, unsigned int *subbuf_size,
 		     char *clock, size_t size);
 int tracing_restore(struct tracing *t);

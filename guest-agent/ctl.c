@@ -228,6 +228,10 @@ static int start(struct agent *a)
 	ret = ensure_buffer(a);
 	if (ret < 0)
 		return ret;
+	/* The threads read whole sub-buffers: take the size the buffer has now. */
+	ret = tracing_reread_geometry(&a->t);
+	if (ret < 0)
+		return ret;
 	/* A blocking splice with buffer_percent=0 spins in Debian 6.1's kernel. */
 	if (tracing_read(&a->t, "buffer_percent", val, sizeof(val)) > 0 && atoi(val) == 0) {
 		ret = tracing_write(&a->t, "buffer_percent", "1");
@@ -264,7 +268,8 @@ static int start(struct agent *a)
 	if (ret < 0)
 		goto err;
 	a->running = true;
-	log_info("streaming %u CPUs from %s", a->nr_streams, a->t.dir);
+	log_info("streaming %u CPUs from %s, %u-byte sub-buffers", a->nr_streams, a->t.dir,
+		 a->t.subbuf_size);
 	return 0;
 err:
 	stop_threads(a, true);

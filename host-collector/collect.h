@@ -112,6 +112,7 @@ struct stream {
 	uint64_t missed_pages;	/* pages flagged "events lost before this one" */
 	uint64_t lost_events;	/* lost counts stored in page headers */
 	bool bad_logged;
+	bool size_logged;	/* pages of another size than announced: said once */
 };
 
 int stream_init(struct stream *s, int fd, const char *label, unsigned int cpu,
@@ -294,6 +295,7 @@ struct collect_opts {
 	unsigned int nr_host_pids;
 	const char *clock;
 	unsigned int buffer_kb;
+	unsigned int subbuf_kb;		/* --subbuf-size: the guest's sub-buffers, 0 to leave them */
 	unsigned int file_version;
 	bool compress;
 	bool top_level;

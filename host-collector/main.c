@@ -94,6 +94,8 @@ static void usage(FILE *f)
 "      --tracer NAME      a guest tracer (mmiotrace: uses the top-level buffer)\n"
 "      --top-level        trace the guest's top-level buffer, not an instance\n"
 "      --buffer-size KB   per-CPU ring buffer size in the guest (and host)\n"
+"      --subbuf-size KB   the guest's sub-buffer size (Linux >= 6.8): fewer page\n"
+"                         headers, events larger than 4 KiB\n"
 "      --clock NAME       guest trace clock (default x86-tsc where it exists)\n"
 "      --host-events LIST host events to record, SYS[:EV],... (private\n"
 "                         tracefs instance, x86-tsc clock)\n"
@@ -183,7 +185,7 @@ static int parse_record(int argc, char **argv, struct collect_opts *o, struct gu
 			unsigned int *nr)
 {
 	enum { OPT_CHARDEV = 256, OPT_LISTEN, OPT_CTL, OPT_CPU, OPT_NAME, OPT_QEMU_PID, OPT_TRACER, OPT_TOP,
-	       OPT_BUFSZ, OPT_CLOCK, OPT_HOST, OPT_MAXSZ, OPT_FV, OPT_NOCOMP, OPT_KEEP, OPT_FSYNC, OPT_SYNC, OPT_TSCOFF,
+	       OPT_BUFSZ, OPT_SUBBUF, OPT_CLOCK, OPT_HOST, OPT_MAXSZ, OPT_FV, OPT_NOCOMP, OPT_KEEP, OPT_FSYNC, OPT_SYNC, OPT_TSCOFF,
 	       OPT_PROBES, OPT_SINTV, OPT_DEBUGFS, OPT_STOPTO, OPT_QMP, OPT_DOMAIN, OPT_CONNECT,
 	       OPT_HOST_PID, OPT_KVM_EXITS };
 	static const struct option longopts[] = {
@@ -201,6 +203,7 @@ static int parse_record(int argc, char **argv, struct collect_opts *o, struct gu
 		{ "tracer", required_argument, NULL, OPT_TRACER },
 		{ "top-level", no_argument, NULL, OPT_TOP },
 		{ "buffer-size", required_argument, NULL, OPT_BUFSZ },
+		{ "subbuf-size", required_argument, NULL, OPT_SUBBUF },
 		{ "clock", required_argument, NULL, OPT_CLOCK },
 		{ "host-events", required_argument, NULL, OPT_HOST },
 		{ "host-pid", required_argument, NULL, OPT_HOST_PID },
@@ -316,6 +319,15 @@ static int parse_record(int argc, char **argv, struct collect_opts *o, struct gu
 			o->buffer_kb = strtoul(optarg, &end, 10);
 			if (*end || !o->buffer_kb)
 				return -EINVAL;
+			break;
+		case OPT_SUBBUF:
+			/* The kernel takes 1 KiB steps up to its largest order; the page checks stop at 1 MiB. */
+			o->subbuf_kb = strtoul(optarg, &end, 10);
+			if (*end || !o->subbuf_kb || o->subbuf_kb > VT_SUBBUF_MAX / 1024) {
+				fprintf(stderr, "virtio-trace-collect: --subbuf-size: 1 to %u KiB\n",
+					VT_SUBBUF_MAX / 1024);
+				return -EINVAL;
+			}
 			break;
 		case OPT_CLOCK: o->clock = optarg; break;
 		case OPT_HOST: o->host_events = optarg; break;

@@ -535,8 +535,19 @@ static void meta_received(struct guest *g, int err)
 		session_fail(g, "the metadata bundle is malformed (%s)", strerror(-ret));
 		return;
 	}
+	/*
+	 * HELLO gives the top level's sub-buffer size; the metadata gives the
+	 * size of the buffer actually recorded (an instance's own, or what
+	 * --subbuf-size made it), which is what the data ports will carry.
+	 * Once the streams are open it must not change.
+	 */
+	if (!g->nr_streams && m.subbuf_size != g->subbuf && m.subbuf_size >= VT_SUBBUF_MIN &&
+	    m.subbuf_size <= VT_SUBBUF_MAX && !(m.subbuf_size & (m.subbuf_size - 1))) {
+		log_info("guest %s: the recorded buffer has %u-byte sub-buffers", g->name, m.subbuf_size);
+		g->subbuf = m.subbuf_size;
+	}
 	if (m.subbuf_size != g->subbuf || m.nr_cpus != g->nr_cpus) {
-		session_fail(g, "the metadata says %u CPUs and %u-byte pages, HELLO said %u and %u",
+		session_fail(g, "the metadata says %u CPUs and %u-byte pages, the recording has %u and %u",
 			     m.nr_cpus, m.subbuf_size, g->nr_cpus, g->subbuf);
 		vt_meta_free(&m);
 		return;
@@ -871,9 +882,14 @@ static void setup_next(struct guest *g)
 				VT_PROTO_OK, step_done);
 			return;
 		case ST_BUFFER: {
-			struct vt_proto_buffer_size bs = { .size_kb = o->buffer_kb };
+			struct vt_proto_buffer_size bs = { .size_kb = o->buffer_kb, .subbuf_kb = o->subbuf_kb };
 
-			if (!o->buffer_kb)
+			if (o->subbuf_kb && !(g->caps & VT_PROTO_CAP_SUBBUF)) {
+				session_fail(g, "--subbuf-size: the guest kernel cannot change its sub-buffer "
+					     "size (no buffer_subbuf_size_kb: Linux 6.8 or later needed)");
+				return;
+			}
+			if (!o->buffer_kb && !o->subbuf_kb)
 				break;
 			request(g, vt_proto_enc_buffer_size(f, F, vt_conn_next_seq(c), &bs), VT_PROTO_OK,
 				step_done);

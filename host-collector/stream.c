@@ -250,6 +250,13 @@ static bool page_ok(struct stream *s, const uint8_t *p, struct vt_page_info *inf
 {
 	*why = NULL;
 	*events = 0;
+	if (vt_page_size_check(&s->fmt, p, s->subbuf, why) == -EMSGSIZE) {
+		if (!s->size_logged)
+			log_err("%s: the pages are not the announced %u-byte sub-buffers (%s): "
+				"they are kept aside, not reframed", s->label, s->subbuf, *why);
+		s->size_logged = s->bad_logged = true;	/* said once: not again as "malformed" */
+		return false;
+	}
 	if (vt_page_validate(&s->fmt, p, s->subbuf, info, events, NULL, why) < 0) {
 		if (!*why)
 			*why = "malformed";

@@ -528,15 +528,30 @@ static int load_sysinfo(struct vt_meta *m)
 static int load_tracefs(struct vt_meta *m, const char *tracefs, const char *idir,
 			unsigned int flags)
 {
-	char events[PATH_MAX], path[PATH_MAX];
+	char events[PATH_MAX], path[PATH_MAX], ievents[PATH_MAX];
+	struct stat st;
 	int ret;
 
 	ret = join(events, sizeof(events), tracefs, "events");
 	if (ret < 0)
 		return ret;
-	if ((ret = join(path, sizeof(path), events, "header_page")) < 0 ||
+	/*
+	 * The page layout is the instance's own: since 6.8 an instance has its
+	 * own sub-buffer size and its own events/header_page. Older kernels
+	 * have only the top level's.
+	 */
+	ret = join(ievents, sizeof(ievents), idir, "events/header_page");
+	if (ret < 0)
+		return ret;
+	if (stat(ievents, &st) == 0)
+		ret = join(ievents, sizeof(ievents), idir, "events");
+	else
+		ret = join(ievents, sizeof(ievents), tracefs, "events");
+	if (ret < 0)
+		return ret;
+	if ((ret = join(path, sizeof(path), ievents, "header_page")) < 0 ||
 	    (ret = read_path(path, &m->header_page, VT_META_MAX_FORMAT)) < 0 ||
-	    (ret = join(path, sizeof(path), events, "header_event")) < 0 ||
+	    (ret = join(path, sizeof(path), ievents, "header_event")) < 0 ||
 	    (ret = read_path(path, &m->header_event, VT_META_MAX_FORMAT)) < 0 ||
 	    (ret = set_subbuf(m)) < 0)
 		return ret;
@@ -580,7 +595,8 @@ static int load_tracefs(struct vt_meta *m, const char *tracefs, const char *idir
  * @instance: an instance name, or NULL or "" for the top-level buffer
  * @flags: VT_META_ALL_EVENTS, VT_META_NO_KALLSYMS
  *
- * Reads header_page, header_event, every events/ftrace format, the formats of
+ * Reads header_page and header_event (the instance's own where it has them:
+ * its sub-buffer size can differ from the top level's), every events/ftrace format, the formats of
  * the events the instance has enabled (its set_event; every system with
  * VT_META_ALL_EVENTS), /proc/kallsyms, printk_formats, saved_cmdlines,
  * saved_tgids, the instance's trace_clock, uname(2), and counts the

@@ -1,6 +1,7 @@
 #!/bin/bash
 # Run every test suite: unit and integration (make check), the same again
-# under ASan+UBSan, the fuzz smoke runs, the end-to-end guests, and the
+# under ASan+UBSan, the fuzz smoke runs, the end-to-end guests (on Debian 12's
+# kernel, then a 6.12 pass on Debian 13's, fetched privately), and the
 # kernel patches (both test kernels built by kernel-patches/build.sh, about
 # 10 minutes the first time and cached by content, then their guests).
 # Prints one line per test and ends with "N passed, N failed[, N skipped]".
@@ -24,7 +25,7 @@ for a in "$@"; do
 	--no-kernel) kernel=0 ;;
 	--no-packages) packages=0 ;;
 	--packages-only) only_packages=1 ;;
-	-h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,15p' "$0"; exit 0 ;;
 	*) echo "test.sh: unknown option $a" >&2; exit 2 ;;
 	esac
 done
@@ -249,6 +250,31 @@ if [ "$quick" = 0 ]; then
 	run_scripts e2e
 	# The Debian packages (the block above run_suite).
 	[ "$packages" = 1 ] && run_packages
+
+	# ---- The e2e suite on Debian 13's kernel (6.12) -------------------------------------
+	# The kernel comes from Debian's trixie archive through a private apt configuration
+	# (tests/e2e/kernel-deb.sh: own sources.list, lists and cache under .cache/apt-trixie;
+	# /etc/apt is never touched) and is cached by content.  These tests run again on it, in
+	# their own image dirs (image-NAME@6.12...), then every test marked "# vt-suite: e2e-6.12".
+	# No kernel to be had (archive unreachable, nothing cached): one SKIP with the reason.
+	e612_out=$(mktemp)
+	if e612_deb=$(tests/e2e/kernel-deb.sh -q --suite trixie 2>"$e612_out"); then
+		for t in test-agent-guest test-collect-guest test-collect-mmiotrace test-collect-iommu \
+			 $(grep -l '^# vt-suite: e2e-6.12$' tests/e2e/test-*.sh 2>/dev/null | xargs -rn1 basename | sed 's/\.sh$//'); do
+			t0=$(date +%s)
+			VT_KERNEL_DEB=$e612_deb bash "tests/e2e/$t.sh" >"$e612_out" 2>&1
+			rc=$?
+			case $rc in
+			0) result PASS "e2e-6.12/$t" "$(( $(date +%s) - t0 )) s" ;;
+			77) result SKIP "e2e-6.12/$t" "$(grep -m1 'SKIP' "$e612_out" | sed 's/.*SKIP: *//' | cut -c1-120)" ;;
+			*) sed 's/^/    | /' "$e612_out" | tail -40; result FAIL "e2e-6.12/$t" ;;
+			esac
+		done
+	else
+		result SKIP e2e-6.12 "$(tail -n1 "$e612_out" | cut -c1-160)"
+	fi
+	rm -f "$e612_out"
+	# ---- end of the 6.12 pass -------------------------------------------------------------
 	# The kernel patches: their kernels first (a failed build fails the suite once, clearly).
 	if [ "$kernel" = 1 ]; then
 		out=$(mktemp)

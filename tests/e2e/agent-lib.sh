@@ -54,7 +54,8 @@ vt_collect_build() {
 }
 
 # vt_agent_image WORK RUNSCRIPT NAME: an image CACHE/image-NAME whose /etc/vt/agent-run is
-# RUNSCRIPT (a file), with /sbin/trace-agent and /bin/vt-e2e-guest. Sets VT_IMAGE.
+# RUNSCRIPT (a file), with /sbin/trace-agent and /bin/vt-e2e-guest. Sets VT_IMAGE.  The kernel is
+# VT_KERNEL_DEB's when set (see vt_kernel_select in lib.sh; the image is then image-NAME@TAG).
 # With VT_AGENT_ROOT (a directory, e.g. the trace-agent .deb unpacked with dpkg-deb -x) that
 # tree goes into the image instead of /sbin/trace-agent, as a user puts the package's files
 # into an image: the guest then runs its usr/sbin/trace-agent.
@@ -77,7 +78,9 @@ vt_agent_image() {
     cp "$script" "$work/overlay/etc/vt/agent-run"
     chmod 755 "$work/overlay/etc/vt/agent-run"
     cache=${VT_CACHE:-$VT_REPO/.cache/guest}
-    VT_IMAGE=$cache/image-$name
+    vt_kernel_select; rc=$?
+    [ $rc = 0 ] || return $rc
+    VT_IMAGE=$cache/image-$name$VT_KERNEL_TAG
     if [ -n "${VT_AGENT_KERNEL:-}" ]; then
         VT_IMAGE=$work/image-kernel
         mods=(--modules "" --extra-modules "")
@@ -126,10 +129,13 @@ vt_agent_wait_off() {
 # daemon that leaves after the collector's BYE and vt-e2e-guest serves the vt-test port;
 # then the guest checks the agent's exit status and that its instance is gone. With
 # vt.agent_keep=1 on the kernel command line the agent serves one collector after another
-# and gets a SIGTERM once vt-e2e-guest has quit. Sets VT_IMAGE.
+# and gets a SIGTERM once vt-e2e-guest has quit. VT_AGENT_PRE: shell lines the guest runs
+# before it starts the agent (they go into the image). Sets VT_IMAGE.
 vt_collect_image() {
-    cat >"$1/agent-run" <<'SH'
-#!/bin/sh
+    {
+        echo '#!/bin/sh'
+        [ -z "${VT_AGENT_PRE:-}" ] || echo "$VT_AGENT_PRE"
+        cat <<'SH'
 once=--once end=BYE
 grep -q 'vt.agent_keep=1' /proc/cmdline && once= end=SIGTERM
 trace-agent --quiet $once &
@@ -144,6 +150,7 @@ echo "E2E: vt-e2e-guest rc=$rc, trace-agent exit status $arc after $end"
 [ "$arc" = 0 ] || rc=1
 exit $rc
 SH
+    } >"$1/agent-run"
     vt_agent_image "$1" "$1/agent-run" "$2"
 }
 

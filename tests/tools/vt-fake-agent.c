@@ -947,6 +947,35 @@ static int evil_meta(void **blob, size_t *len)
 	return 0;
 }
 
+/*
+ * --wrong-subbuf: the metadata's header_page announces the size HELLO_REPLY
+ * claims (twice the real one), as an agent that read the geometry from
+ * another buffer than the one it records would: the data field grows.
+ */
+static int wrong_subbuf_meta(struct fake *f, void **blob, size_t *len)
+{
+	struct vt_blob real = f->meta.header_page;
+	uint32_t real_size = f->meta.subbuf_size;
+	char text[1024];
+	const char *at;
+	int n, ret;
+
+	at = strstr(real.data, "char data;");
+	at = at ? strstr(at, "size:") : NULL;
+	if (!at)
+		return -EBADMSG;
+	n = snprintf(text, sizeof(text), "%.*ssize:%u;%s", (int)(at - real.data), real.data,
+		     2 * f->fmt.subbuf_size - f->fmt.data_offset, strchr(at, ';') + 1);
+	if (n < 0 || (size_t)n >= sizeof(text))
+		return -ENAMETOOLONG;
+	f->meta.header_page = (struct vt_blob){ .data = text, .len = n };
+	f->meta.subbuf_size = 2 * f->fmt.subbuf_size;
+	ret = vt_meta_encode(&f->meta, blob, len);
+	f->meta.header_page = real;
+	f->meta.subbuf_size = real_size;
+	return ret;
+}
+
 static int send_meta(struct fake *f, uint32_t ref, uint64_t max_total)
 {
 	uint64_t off = 0, total;
@@ -955,7 +984,10 @@ static int send_meta(struct fake *f, uint32_t ref, uint64_t max_total)
 	void *blob;
 	int ret;
 
-	ret = vt_meta_encode(&f->meta, &blob, &len);
+	if (f->o.wrong_subbuf)
+		ret = wrong_subbuf_meta(f, &blob, &len);
+	else
+		ret = vt_meta_encode(&f->meta, &blob, &len);
 	if (ret < 0)
 		return reply_err(f, ref, -ret, "cannot encode the metadata");
 	if (f->o.evil == EVIL_META) {
@@ -1705,7 +1737,7 @@ static void usage(FILE *out)
 		"  --oversize             announce a frame longer than the maximum after START\n"
 		"  --huge-meta            announce a META bundle of 1 TiB\n"
 		"  --truncate-stream      end cpu0's data in the middle of its last page and close\n"
-		"  --wrong-subbuf         HELLO_REPLY claims twice the real sub-buffer size\n"
+		"  --wrong-subbuf         HELLO_REPLY and META claim twice the real sub-buffer size\n"
 		"  --stall-stop           never answer STOP\n"
 		"  --lie-bytes            STATS claims one page more on cpu0 than was sent\n"
 		"  --crash-after SEC      SIGKILL itself SEC seconds after START\n"
