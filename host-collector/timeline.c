@@ -68,13 +68,84 @@ struct epoch {
 	char method[32];
 };
 
+/* Interned names (tasks, event types) with a hash index: thousands of tasks, a lookup per switch. */
+struct names {
+	char **v;
+	unsigned int nr;
+	uint32_t *idx;			/* open addressing, 2 * cap slots, UINT32_MAX empty */
+	unsigned int cap;
+};
+
+static uint32_t str_hash(const char *s)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h;
+}
+
+static int names_grow(struct names *n)
+{
+	unsigned int cap = n->cap ? n->cap * 2 : 256, i;
+	uint32_t *idx = malloc(2 * (size_t)cap * sizeof(*idx));
+	char **v = realloc(n->v, cap * sizeof(*v));
+
+	if (!idx || !v) {
+		free(idx);
+		if (v)
+			n->v = v;
+		return -ENOMEM;
+	}
+	n->v = v;
+	memset(idx, 0xff, 2 * (size_t)cap * sizeof(*idx));
+	for (i = 0; i < n->nr; i++) {
+		uint32_t j = str_hash(v[i]) & (2 * cap - 1);
+
+		while (idx[j] != UINT32_MAX)
+			j = (j + 1) & (2 * cap - 1);
+		idx[j] = i;
+	}
+	free(n->idx);
+	n->idx = idx;
+	n->cap = cap;
+	return 0;
+}
+
+static int intern(struct names *n, unsigned int max, const char *s)
+{
+	uint32_t j;
+
+	if (n->nr == n->cap && n->nr < max && names_grow(n) < 0)
+		return -ENOMEM;
+	if (!n->cap)
+		return -ENOMEM;
+	for (j = str_hash(s) & (2 * n->cap - 1); n->idx[j] != UINT32_MAX; j = (j + 1) & (2 * n->cap - 1))
+		if (!strcmp(n->v[n->idx[j]], s))
+			return n->idx[j];
+	if (n->nr >= max)
+		return 0;	/* past the bound: the first name stands for the rest */
+	n->v[n->nr] = strdup(s);
+	if (!n->v[n->nr])
+		return -ENOMEM;
+	n->idx[j] = n->nr;
+	return n->nr++;
+}
+
+static void names_free(struct names *n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n->nr; i++)
+		free(n->v[i]);
+	free(n->v);
+	free(n->idx);
+}
+
 struct timeline {
 	struct lane *lanes;
 	unsigned int nr_lanes;
-	char **tasks;
-	unsigned int nr_tasks;
-	char **types;
-	unsigned int nr_types;
+	struct names tasks, types;
 	struct marker *markers;
 	unsigned int nr_markers;
 	struct epoch *epochs;
@@ -146,13 +217,9 @@ void tl_free(struct timeline *tl)
 		free(l->s.v), free(l->e.v), free(l->ts.v), free(l->ls.v), free(l->le.v);
 		free(l->k.v), free(l->tt.v);
 	}
-	for (i = 0; i < tl->nr_tasks; i++)
-		free(tl->tasks[i]);
-	for (i = 0; i < tl->nr_types; i++)
-		free(tl->types[i]);
+	names_free(&tl->tasks);
+	names_free(&tl->types);
 	free(tl->lanes);
-	free(tl->tasks);
-	free(tl->types);
 	free(tl->markers);
 	free(tl->epochs);
 	free(tl);
@@ -167,27 +234,6 @@ void tl_free(struct timeline *tl)
 uint64_t tl_nr_items(const struct timeline *tl)
 {
 	return tl->items + tl->nr_markers;
-}
-
-/* Names are few and looked up once per switch: a linear search over the newest first is fine. */
-static int intern(char ***tab, unsigned int *nr, unsigned int max, const char *s)
-{
-	unsigned int i;
-	char **t;
-
-	for (i = *nr; i-- > 0;)
-		if (!strcmp((*tab)[i], s))
-			return i;
-	if (*nr >= max)
-		return 0;	/* past the bound: the first name stands for the rest */
-	t = realloc(*tab, (*nr + 1) * sizeof(*t));
-	if (!t)
-		return -ENOMEM;
-	*tab = t;
-	t[*nr] = strdup(s);
-	if (!t[*nr])
-		return -ENOMEM;
-	return (*nr)++;
 }
 
 static struct lane *lane_get(struct timeline *tl, int cpu)
@@ -277,7 +323,7 @@ static int on_record(struct tracecmd_input *h, struct tep_record *rec, int cpu, 
 			return 0;	/* idle, or undecodable: a gap */
 		an_str(rec, tl->f_next_comm, comm, sizeof(comm));
 		snprintf(name, sizeof(name), "%s:%s-%" PRIu64, l->group, comm, pid);
-		task = intern(&tl->tasks, &tl->nr_tasks, TL_MAX_TASKS, name);
+		task = intern(&tl->tasks, TL_MAX_TASKS, name);
 		if (task < 0)
 			return -1;
 		l->cur_task = task;
@@ -315,7 +361,7 @@ static int on_record(struct tracecmd_input *h, struct tep_record *rec, int cpu, 
 			return 0;
 		snprintf(name, sizeof(name), "%s:%s", ev->system, ev->name);
 		an_sanitize(name);
-		type = intern(&tl->types, &tl->nr_types, TL_MAX_TYPES, name);
+		type = intern(&tl->types, TL_MAX_TYPES, name);
 		if (type < 0 || f64_push(&l->ts, t) < 0 || i32_push(&l->tt, type) < 0)
 			return -1;
 		tl->items++;
@@ -488,16 +534,16 @@ int tl_write_html(struct timeline *tl, FILE *f, const char *title)
 		fputs("}", f);
 	}
 	fputs("],\n\"tasks\":[", f);
-	for (i = 0; i < tl->nr_tasks; i++) {
+	for (i = 0; i < tl->tasks.nr; i++) {
 		if (i)
 			fputc(',', f);
-		js_str(f, tl->tasks[i]);
+		js_str(f, tl->tasks.v[i]);
 	}
 	fputs("],\n\"types\":[", f);
-	for (i = 0; i < tl->nr_types; i++) {
+	for (i = 0; i < tl->types.nr; i++) {
 		if (i)
 			fputc(',', f);
-		js_str(f, tl->types[i]);
+		js_str(f, tl->types.v[i]);
 	}
 	fputs("],\n\"markers\":[", f);
 	for (i = 0; i < tl->nr_markers; i++) {

@@ -32,7 +32,9 @@ if [ -z "$page" ]; then
    {"cpu":0,"host_tsc_from":$((first + 5000000)),"bound_ns":25000}]}}]}
 JSON
 	page=$WORK/timeline.html
-	"$COLLECT" report --html "$page" "$run" >/dev/null 2>"$WORK/html.err" || { cat "$WORK/html.err"; fail "report --html exited $?"; }
+	"$COLLECT" report --html "$page" "$run" >/dev/null 2>"$WORK/html.err"
+	rc=$?
+	[ $rc = 0 ] || { cat "$WORK/html.err"; fail "report --html exited $rc"; }
 fi
 [ -s "$page" ] || fail "no page written"
 echo "page: $(wc -c <"$page") bytes"
