@@ -58,7 +58,7 @@ APT_OPTS=(-o "Dir::Etc::sourcelist=$DIR/sources.list" -o Dir::Etc::sourceparts=-
 	-o APT::Architecture=amd64 -o APT::Architectures::=amd64 -o Acquire::Languages=none
 	-o APT::Sandbox::User=root -o Debug::NoLocking=1)
 
-newest_cached() { ls -t "$DIR"/debs/*.deb 2>/dev/null | head -n1; }
+newest_cached() { ls -t "$DIR"/debs/*.deb 2>/dev/null | head -n1 || true; }
 fallback() {	# reason: use the newest cached .deb or give up with status 2
 	local d
 	d=$(newest_cached)
