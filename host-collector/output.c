@@ -9,16 +9,9 @@
  * written into a trace.dat. The spool is read as hostile too: its files were
  * made from guest data.
  *
- * Uncompressed files are made in place when they can be: the walk only
- * reads the spool's data file (CPU N's pages at N * region), then
- * fallocate() collapses the holes between the regions and inserts room at the
- * front for the file header, metadata and options (the writer lays them out
- * in a memfd, the pages declared present), and the data file is renamed into
- * place: every page is written once, at ingest. Anything else - a malformed
- * page, a CPU that overflowed its region, --keep-spool, zstd, a filesystem
- * without FALLOC_FL_COLLAPSE_RANGE/INSERT_RANGE (tmpfs) - takes the copy path.
- * Before moving extents, the marker file "inplace" records the layout, so
- * that recover can find the pages again in a file left half moved.
+ * Uncompressed files are made in place when the filesystem allows it
+ * (inplace.c); everything else is copied here. manifest.c writes the
+ * manifest.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -28,63 +21,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/falloc.h>
 #include <pthread.h>
-#include <stdatomic.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/vfs.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "analyze.h"
-#include "collect.h"
-#include "vt_tracedat.h"
+#include "output.h"
 
-#define CHUNK_PAGES	256
-
-struct cpu_sum {
-	unsigned int cpu;
-	uint64_t bytes, pages, bad_pages, events, missed_pages, lost_in_pages;
-};
-
-/* One trace being written: what the spool says (rec) and what the finish counts. */
-struct trace_sum {
-	struct spool_trace rec;
-	char dir[4300];			/* its spool directory */
-	char file[128];
-	bool written;
-	unsigned int nr_cpus;
-	uint32_t subbuf;
-	struct cpu_sum cpus[COLLECT_MAX_CPUS];
-	unsigned int nr_sums;
-	char problems[1024];
-};
-
-/* Where each CPU's pages are in a trace's spool data file. */
-struct spool_data {
-	int fd;				/* -1: no data file */
-	uint64_t region;
-	uint64_t off[COLLECT_MAX_CPUS];
-	uint64_t len[COLLECT_MAX_CPUS];
-	bool interrupted;		/* an in-place finish was cut short: lengths are whole pages */
-};
-
-struct run {
-	const char *out;
-	bool keep_spool;
-	bool fsync;
-	char spool[4200];
-	struct spool_options opt;
-	struct trace_sum *traces;
-	unsigned int nr_traces;
-};
-
-static void problem(struct trace_sum *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static pthread_mutex_t problem_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void problem(struct trace_sum *t, const char *fmt, ...)
+void output_problem(struct trace_sum *t, const char *fmt, ...)
 {
 	size_t len;
 	va_list ap;
@@ -115,7 +62,7 @@ static int append_file(const char *path, const void *data, size_t len)
 }
 
 /* Pages the check set aside at ingest join the ones the walk rejects, copied in pieces. */
-static void keep_ingest_bad(struct run *r, struct trace_sum *t, const char *dir, struct cpu_sum *c,
+void output_keep_ingest_bad(struct run *r, struct trace_sum *t, const char *dir, struct cpu_sum *c,
 			    const char *bad)
 {
 	char path[4300], buf[65536];
@@ -147,7 +94,7 @@ static void keep_ingest_bad(struct run *r, struct trace_sum *t, const char *dir,
  * @c. With a writer, good pages go to it and bad ones to @bad; without one
  * (the in-place check) the first bad page stops the walk: return 1.
  */
-static int walk_pages(struct run *r, struct trace_sum *t, struct vt_tracedat *w, int fd,
+int output_walk_pages(struct run *r, struct trace_sum *t, struct vt_tracedat *w, int fd,
 		      uint64_t off, uint64_t len, struct cpu_sum *c, const char *bad)
 {
 	struct vt_page_fmt fmt;
@@ -179,7 +126,7 @@ static int walk_pages(struct run *r, struct trace_sum *t, struct vt_tracedat *w,
 		c->bytes += have;
 		if (have % t->subbuf) {
 			/* The spool only ever holds whole pages; a torn tail is a kill mid-write. */
-			problem(t, "cpu%u: the spool ends %zu bytes into a page (cut at a kill)", c->cpu,
+			output_problem(t, "cpu%u: the spool ends %zu bytes into a page (cut at a kill)", c->cpu,
 				have % t->subbuf);
 			have -= have % t->subbuf;
 		}
@@ -217,7 +164,7 @@ out:
 	return ret;
 }
 
-static void bad_path(struct run *r, struct trace_sum *t, struct cpu_sum *c, char *bad, size_t size)
+void output_bad_path(struct run *r, struct trace_sum *t, struct cpu_sum *c, char *bad, size_t size)
 {
 	snprintf(bad, size, "%s/bad-pages/%s-cpu%u.bad", r->out, t->rec.host ? "host" : t->rec.name, c->cpu);
 }
@@ -230,13 +177,13 @@ static int write_cpu(struct run *r, struct trace_sum *t, struct vt_tracedat *w, 
 	struct stat st;
 	int fd, ret;
 
-	bad_path(r, t, c, bad, sizeof(bad));
+	output_bad_path(r, t, c, bad, sizeof(bad));
 	ret = vt_tracedat_cpu_begin(w, c->cpu);
 	if (ret < 0)
 		return ret;
-	keep_ingest_bad(r, t, dir, c, bad);
+	output_keep_ingest_bad(r, t, dir, c, bad);
 	if (sd->fd >= 0 && c->cpu < COLLECT_MAX_CPUS && sd->len[c->cpu]) {
-		ret = walk_pages(r, t, w, sd->fd, sd->off[c->cpu], sd->len[c->cpu], c, bad);
+		ret = output_walk_pages(r, t, w, sd->fd, sd->off[c->cpu], sd->len[c->cpu], c, bad);
 		if (ret < 0)
 			return ret;
 	}
@@ -244,7 +191,7 @@ static int write_cpu(struct run *r, struct trace_sum *t, struct vt_tracedat *w, 
 	if (fd < 0)
 		return vt_tracedat_cpu_end(w);	/* a CPU that sent nothing more */
 	ret = fstat(fd, &st) < 0 ? -errno :
-	      walk_pages(r, t, w, fd, 0, st.st_size, c, bad);
+	      output_walk_pages(r, t, w, fd, 0, st.st_size, c, bad);
 	close(fd);
 	return ret ?: vt_tracedat_cpu_end(w);
 }
@@ -268,7 +215,7 @@ static int add_time_shift(struct run *r, struct trace_sum *t, struct vt_tracedat
 		ret = vt_tsync_tshift_build(t->rec.sync[cpu].epochs, t->rec.sync[cpu].nr, t->rec.host_end, interp,
 					    &tables[cpu]);
 		if (ret < 0) {
-			problem(t, "cpu%u: cannot express the clock mapping as TIME_SHIFT (%s)", cpu,
+			output_problem(t, "cpu%u: cannot express the clock mapping as TIME_SHIFT (%s)", cpu,
 				strerror(-ret));
 			goto out;
 		}
@@ -303,123 +250,8 @@ static int add_guests(struct run *r, struct vt_tracedat *w)
 	return 0;
 }
 
-/*
- * An in-place finish was cut short: the marker says where each CPU's pages
- * were and which moves were planned; the file's size says how many were made.
- */
-static int resume_layout(struct trace_sum *t, struct spool_data *sd, const struct spool_inplace *m)
-{
-	uint64_t size0 = m->size0, head = m->head, sz, total = 0, amt;
-	unsigned int n = m->nr_cpus, i, j, k = 0;
-	struct stat st;
-
-	if (fstat(sd->fd, &st) < 0)
-		return -errno;
-	sd->region = m->region;
-	for (i = 0; i < n; i++) {
-		sd->len[i] = m->len[i];
-		sd->off[i] = (uint64_t)i * sd->region;
-		if (sd->len[i] > sd->region)
-			return -EINVAL;
-		total += sd->len[i];
-		if (sd->len[i])
-			k = i;
-	}
-	for (; i < COLLECT_MAX_CPUS; i++)
-		sd->len[i] = 0;
-	sz = size0;
-	for (i = k; i-- > 0;) {
-		amt = sd->region - sd->len[i];
-		if (!amt)
-			continue;
-		if ((uint64_t)st.st_size == sz)
-			return 0;
-		sz -= amt;
-		for (j = i + 1; j < n; j++)
-			sd->off[j] -= amt;
-	}
-	if ((uint64_t)st.st_size == sz || (uint64_t)st.st_size == total)
-		return 0;
-	if ((uint64_t)st.st_size >= total + head) {
-		for (i = 0; i < n; i++)
-			sd->off[i] += head;
-		return 0;
-	}
-	problem(t, "the spool's data file is %lld bytes, which no step of the in-place finish "
-		   "leaves", (long long)st.st_size);
-	return -EINVAL;
-}
-
-/* Find each CPU's pages in the trace's data file, if it has one. */
-static int load_data(struct trace_sum *t, const char *dir, struct spool_data *sd)
-{
-	struct spool_inplace m;
-	unsigned int i;
-	int ret;
-
-	memset(sd, 0, sizeof(*sd));
-	sd->fd = spool_data_fd(dir);
-	if (sd->fd < 0)
-		return sd->fd == -ENOENT ? (sd->fd = -1, 0) : sd->fd;
-	ret = spool_load_inplace(dir, &m);
-	if (ret != -ENOENT) {
-		sd->interrupted = true;
-		if (ret < 0) {
-			problem(t, "the in-place marker makes no sense (%s)", strerror(-ret));
-			return ret;
-		}
-		return resume_layout(t, sd, &m);
-	}
-	ret = spool_data_region(dir, &sd->region);
-	for (i = 0; ret == 0 && i < t->nr_cpus; i++) {
-		sd->off[i] = (uint64_t)i * sd->region;
-		ret = spool_data_len(sd->fd, sd->region, i, &sd->len[i]);
-	}
-	return ret;
-}
-
-/* Whether this filesystem moves extents: try it on a small scratch file in @dir. */
-static bool can_move_extents(const char *dir, unsigned long blk)
-{
-	char path[4300];
-	uint8_t *buf = calloc(3, blk);
-	bool ok = false;
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/probe", dir);
-	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd >= 0 && buf && pwrite(fd, buf, 3 * blk, 0) == (ssize_t)(3 * blk))
-		ok = fallocate(fd, FALLOC_FL_COLLAPSE_RANGE, 0, blk) == 0 &&
-		     fallocate(fd, FALLOC_FL_INSERT_RANGE, 0, blk) == 0;
-	if (fd >= 0)
-		close(fd);
-	unlink(path);
-	free(buf);
-	return ok;
-}
-
-static int copy_range(int from, int to, uint64_t off, uint64_t len)
-{
-	uint8_t buf[65536];
-
-	while (len) {
-		size_t n = len < sizeof(buf) ? len : sizeof(buf);
-		ssize_t got = pread(from, buf, n, off);
-
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got <= 0)
-			return got < 0 ? -errno : -EIO;
-		if (pwrite(to, buf, got, off) != got)
-			return -EIO;
-		off += got;
-		len -= got;
-	}
-	return 0;
-}
-
 /* The options, CPU statistics and so on that go in every trace file. */
-static int add_options(struct run *r, struct trace_sum *t, struct vt_tracedat *w)
+int output_add_options(struct run *r, struct trace_sum *t, struct vt_tracedat *w)
 {
 	unsigned int i;
 	int ret;
@@ -439,313 +271,18 @@ static int add_options(struct run *r, struct trace_sum *t, struct vt_tracedat *w
 	return ret;
 }
 
-/* The in-place walk, in pieces over a few threads: it reads, so it takes CPU time. */
-#define WALK_PIECE	(16ull << 20)
-#define WALK_THREADS	8
-
-struct walk_job {
-	unsigned int cpu;
-	uint64_t off, len;
-	struct cpu_sum sum;
-	int ret;
-};
-
-struct walk {
-	struct run *r;
-	struct trace_sum *t;
-	int fd;
-	struct walk_job *jobs;
-	unsigned int nr;
-	atomic_uint next;
-	atomic_bool stop;
-};
-
-static void *walk_thread(void *arg)
-{
-	struct walk *wk = arg;
-	unsigned int i;
-
-	while (!atomic_load(&wk->stop) && (i = atomic_fetch_add(&wk->next, 1)) < wk->nr) {
-		struct walk_job *j = &wk->jobs[i];
-
-		j->sum.cpu = j->cpu;
-		j->ret = walk_pages(wk->r, wk->t, NULL, wk->fd, j->off, j->len, &j->sum, NULL);
-		if (j->ret)
-			atomic_store(&wk->stop, true);
-	}
-	return NULL;
-}
-
 /*
  * Write the file's dirty pages back and wait: sync_file_range() first, as
  * ext4's fdatasync() alone writes a large delayed-allocation file back far
  * more slowly (measured: 64 MiB in 340-450 ms, against 11 ms + 30 ms). The
  * fdatasync() makes the data and the size durable; the name is the output
- * directory's fsync (write_manifest()).
+ * directory's fsync (manifest_write()).
  */
-static int flush_file(int fd)
+int output_flush_file(int fd)
 {
 	sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
 			SYNC_FILE_RANGE_WAIT_AFTER);
 	return fdatasync(fd);
-}
-
-static void *sync_thread(void *arg)
-{
-	flush_file(*(int *)arg);
-	return NULL;
-}
-
-/*
- * What the collector counted while it validated CPU @cpu's pages on the way
- * in (cpuN.sums, see stream_close()), when it covers exactly the @len bytes
- * its region holds. Return: true with @c filled.
- */
-static bool ingest_sums(const struct trace_sum *t, unsigned int cpu, uint64_t len, struct cpu_sum *c)
-{
-	const struct spool_sums *s = &t->rec.cpus[cpu].sums;
-
-	if (!t->rec.cpus[cpu].have_sums || s->len != len || !t->subbuf ||
-	    s->pages * t->subbuf != len)
-		return false;
-	c->bytes += len;
-	c->pages += s->pages;
-	c->events += s->events;
-	c->missed_pages += s->missed_pages;
-	c->lost_in_pages += s->lost;
-	return true;
-}
-
-/*
- * Walk every CPU's pages of @sd (read only), adding to t->cpus; a CPU whose
- * pages were counted on the way in (ingest_sums()) is not read again.
- * Return: 0, 1 at a malformed page (with *@bad_cpu), or -errno.
- */
-static int walk_all(struct run *r, struct trace_sum *t, const char *dir, struct spool_data *sd,
-		    unsigned int n, unsigned int *bad_cpu)
-{
-	bool counted[COLLECT_MAX_CPUS] = { false };
-	struct walk wk = { .r = r, .t = t, .fd = sd->fd };
-	pthread_t th[WALK_THREADS];
-	unsigned int i, nr_th = 0, want;
-	long online = sysconf(_SC_NPROCESSORS_ONLN);
-	uint64_t o, piece = WALK_PIECE - WALK_PIECE % t->subbuf;	/* whole pages */
-	int ret = 0;
-
-	if (!piece)
-		piece = t->subbuf;
-	for (i = 0; i < n; i++)
-		counted[i] = !sd->interrupted &&
-			     ingest_sums(t, i, sd->len[i], &t->cpus[i]);
-	for (i = 0; i < n; i++)
-		if (!counted[i])
-			wk.nr += (sd->len[i] + piece - 1) / piece;
-	wk.jobs = calloc(wk.nr ? wk.nr : 1, sizeof(*wk.jobs));
-	if (!wk.jobs)
-		return -ENOMEM;
-	wk.nr = 0;
-	for (i = 0; i < n; i++) {
-		for (o = 0; !counted[i] && o < sd->len[i]; o += piece) {
-			struct walk_job *j = &wk.jobs[wk.nr++];
-
-			j->cpu = i;
-			j->off = sd->off[i] + o;
-			j->len = sd->len[i] - o < piece ? sd->len[i] - o : piece;
-		}
-	}
-	want = online > 1 ? (online < WALK_THREADS ? online : WALK_THREADS) : 1;
-	if (want > wk.nr)
-		want = wk.nr;
-	for (i = 1; i < want; i++)
-		if (pthread_create(&th[nr_th], NULL, walk_thread, &wk) == 0)
-			nr_th++;
-	walk_thread(&wk);
-	for (i = 0; i < nr_th; i++)
-		pthread_join(th[i], NULL);
-	for (i = 0; i < wk.nr; i++) {
-		struct walk_job *j = &wk.jobs[i];
-		struct cpu_sum *c = &t->cpus[j->cpu];
-
-		if (j->ret && !ret) {
-			ret = j->ret;
-			*bad_cpu = j->cpu;
-		}
-		c->bytes += j->sum.bytes;
-		c->pages += j->sum.pages;
-		c->events += j->sum.events;
-		c->missed_pages += j->sum.missed_pages;
-		c->lost_in_pages += j->sum.lost_in_pages;
-	}
-	free(wk.jobs);
-	return ret;
-}
-
-/*
- * Make the trace file out of the spool's data file in place (see the top of
- * this file). Return: 0 when the file is in place at @path; 1 when the copy
- * path must do it (@sd then says where the pages are); -ENOMEM.
- */
-static int write_inplace(struct run *r, struct trace_sum *t, const char *dir,
-			 const struct vt_meta *meta, const struct vt_tracedat_opts *opts,
-			 struct spool_data *sd, const char *path)
-{
-	uint64_t off[COLLECT_MAX_CPUS], len[COLLECT_MAX_CPUS], total = 0, head = 0, expect, size0;
-	struct spool_inplace marker;
-	char bad[4300];
-	struct cpu_sum *saved = NULL;
-	char problems[sizeof(t->problems)];
-	struct vt_tracedat *w = NULL;
-	unsigned int i, k = 0, n = t->nr_cpus;
-	struct statfs sfs;
-	struct stat st;
-	pthread_t sync_th;
-	bool synced;
-	int mfd = -1, ret, fd;
-
-	if (sd->fd < 0 || sd->interrupted || r->keep_spool || opts->compression == VT_TD_COMPRESS_ZSTD)
-		return 1;
-	for (i = 0; i < n; i++) {
-		fd = spool_open_cpu(dir, i, SPOOL_CPU_PAGES, O_RDONLY);
-		if (fd < 0)
-			continue;
-		ret = fstat(fd, &st) == 0 && st.st_size > 0;
-		close(fd);
-		if (ret) {
-			log_info("%s: cpu%u overflowed its spool region: copying", t->file, i);
-			return 1;
-		}
-	}
-	if (fstatfs(sd->fd, &sfs) < 0 || fstat(sd->fd, &st) < 0 || !sfs.f_bsize ||
-	    t->subbuf % sfs.f_bsize || sd->region % sfs.f_bsize)
-		return 1;
-	if (!can_move_extents(dir, sfs.f_bsize)) {
-		log_info("%s: this filesystem cannot move extents (fallocate collapse/insert "
-			 "range): copying the pages", t->file);
-		return 1;
-	}
-	size0 = st.st_size;
-	saved = malloc(sizeof(t->cpus));
-	if (!saved)
-		return -ENOMEM;
-	memcpy(saved, t->cpus, sizeof(t->cpus));
-	memcpy(problems, t->problems, sizeof(problems));
-	/*
-	 * The walk: read only. One malformed page and the copy path sets it
-	 * aside. Meanwhile, with --fsync, the pages go to the disk.
-	 */
-	for (i = 0; i < n; i++) {
-		len[i] = sd->len[i] - sd->len[i] % t->subbuf;
-		total += len[i];
-		if (len[i])
-			k = i;
-		t->cpus[i].cpu = i;
-	}
-	synced = r->fsync && pthread_create(&sync_th, NULL, sync_thread, &sd->fd) == 0;
-	ret = walk_all(r, t, dir, sd, n, &i);
-	if (synced)
-		pthread_join(sync_th, NULL);
-	if (ret) {
-		if (ret > 0)
-			log_info("%s: cpu%u has a malformed page: copying", t->file, i);
-		goto fallback;
-	}
-	if (!total) {
-		ret = 1;
-		goto fallback;
-	}
-	/* The file around the pages, laid out in memory. */
-	mfd = memfd_create("vt-tracedat", MFD_CLOEXEC);
-	w = mfd >= 0 ? vt_tracedat_create(mfd, meta, opts) : NULL;
-	if (!w) {
-		ret = -errno;
-		goto fallback;
-	}
-	ret = add_options(r, t, w);
-	for (i = 0; ret == 0 && i < n; i++)
-		ret = vt_tracedat_cpu_present(w, i, len[i], &off[i]);
-	ret = ret ?: vt_tracedat_finish(w);
-	vt_tracedat_free(w);
-	if (ret < 0)
-		goto fallback;
-	head = off[0];
-	for (i = 0, expect = head; i < n; expect += len[i], i++)
-		if (off[i] != expect)
-			break;
-	if (i < n || head % sfs.f_bsize) {
-		ret = 1;
-		goto fallback;
-	}
-	/* From here the data file changes: the marker lets recover find the pages. */
-	marker = (struct spool_inplace){ .region = sd->region, .head = head, .size0 = size0, .nr_cpus = n };
-	memcpy(marker.len, len, sizeof(marker.len));
-	ret = spool_save_inplace(dir, &marker);
-	if (ret < 0)
-		goto fallback;
-	sd->interrupted = true;		/* lengths are now the whole pages */
-	for (i = 0; i < n; i++)
-		sd->len[i] = len[i];
-	for (i = k; i-- > 0;) {
-		uint64_t amt = sd->region - len[i];
-		unsigned int j;
-
-		if (!amt)
-			continue;
-		if (fallocate(sd->fd, FALLOC_FL_COLLAPSE_RANGE, (off_t)sd->off[i] + len[i], amt) < 0) {
-			ret = -errno;
-			goto moved;
-		}
-		for (j = i + 1; j < n; j++)
-			sd->off[j] -= amt;
-	}
-	if (ftruncate(sd->fd, total) < 0 ||
-	    fallocate(sd->fd, FALLOC_FL_INSERT_RANGE, 0, head) < 0) {
-		ret = -errno;
-		goto moved;
-	}
-	for (i = 0; i < n; i++)
-		sd->off[i] += head;
-	if (fstat(mfd, &st) < 0) {
-		ret = -errno;
-		goto moved;
-	}
-	ret = copy_range(mfd, sd->fd, 0, head);
-	if (ret == 0 && (uint64_t)st.st_size > head + total)
-		ret = copy_range(mfd, sd->fd, head + total, st.st_size - (head + total));
-	if (ret < 0)
-		goto moved;
-	if (r->fsync && fsync(sd->fd) < 0) {
-		ret = -errno;
-		goto moved;
-	}
-	ret = spool_data_rename(dir, path);
-	if (ret < 0)
-		goto moved;
-	/* The marker stays until the spool goes: recover must not redo this file. */
-	for (i = 0; i < n; i++) {
-		bad_path(r, t, &t->cpus[i], bad, sizeof(bad));
-		keep_ingest_bad(r, t, dir, &t->cpus[i], bad);
-	}
-	log_info("%s: %llu bytes of pages moved in place, not copied", t->file,
-		 (unsigned long long)total);
-	close(mfd);
-	free(saved);
-	return 0;
-moved:
-	log_warn("%s: moving the pages in place failed (%s): copying them", t->file,
-		 strerror(-ret));
-	ret = 1;
-fallback:
-	if (ret < 0) {
-		log_info("%s: cannot lay the file out in place (%s): copying", t->file,
-			 strerror(-ret));
-		ret = 1;
-	}
-	if (mfd >= 0)
-		close(mfd);
-	memcpy(t->cpus, saved, sizeof(t->cpus));
-	memcpy(t->problems, problems, sizeof(problems));
-	free(saved);
-	return ret;
 }
 
 static int write_trace(struct run *r, struct trace_sum *t, const char *dir)
@@ -766,41 +303,41 @@ static int write_trace(struct run *r, struct trace_sum *t, const char *dir)
 
 	ret = spool_load_meta(dir, &blob, &len);
 	if (ret < 0) {
-		problem(t, "no metadata was received, so no trace.dat can be written; the pages "
+		output_problem(t, "no metadata was received, so no trace.dat can be written; the pages "
 			   "stay in %s", dir);
 		return ret;
 	}
 	ret = vt_meta_decode(&meta, blob, len);
 	free(blob);
 	if (ret < 0) {
-		problem(t, "the spooled metadata is malformed (%s)", strerror(-ret));
+		output_problem(t, "the spooled metadata is malformed (%s)", strerror(-ret));
 		return ret;
 	}
 	t->nr_cpus = meta.nr_cpus < COLLECT_MAX_CPUS ? meta.nr_cpus : COLLECT_MAX_CPUS;
 	t->subbuf = meta.subbuf_size;
 	/* The guest's IOMMU groups and PCI devices, for report's analyses (sysinfo.c). */
 	if (!t->rec.host && sysinfo_save(r->out, t->file, &meta) < 0)
-		problem(t, "cannot keep the guest's sysinfo next to %s", t->file);
+		output_problem(t, "cannot keep the guest's sysinfo next to %s", t->file);
 	snprintf(path, sizeof(path), "%s/%s", r->out, t->file);
-	ret = load_data(t, dir, &sd);
+	ret = inplace_load_data(t, dir, &sd);
 	if (ret < 0)
 		goto out_meta;
 	if (sd.fd < 0 && spool_has_inplace(dir) && access(path, F_OK) == 0) {
 		/* Killed between renaming the moved file into place and removing the spool. */
-		problem(t, "%s was finished in place before the kill: its page counts are not in "
+		output_problem(t, "%s was finished in place before the kill: its page counts are not in "
 			   "this manifest", t->file);
 		t->nr_sums = t->nr_cpus;
 		t->written = true;
 		goto out_meta;
 	}
-	ret = write_inplace(r, t, dir, &meta, &opts, &sd, path);
+	ret = inplace_write(r, t, dir, &meta, &opts, &sd, path);
 	if (ret == 0) {
 		t->nr_sums = t->nr_cpus;
 		t->written = true;
 		goto out_meta;
 	}
 	if (ret < 0) {
-		problem(t, "cannot write %s: %s", t->file, strerror(-ret));
+		output_problem(t, "cannot write %s: %s", t->file, strerror(-ret));
 		goto out_meta;
 	}
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
@@ -814,7 +351,7 @@ static int write_trace(struct run *r, struct trace_sum *t, const char *dir)
 		ret = -errno;
 		goto out_close;
 	}
-	ret = add_options(r, t, w);
+	ret = output_add_options(r, t, w);
 	for (i = 0; ret == 0 && i < t->nr_cpus; i++) {
 		t->cpus[i].cpu = i;
 		ret = write_cpu(r, t, w, dir, &t->cpus[i], &sd);
@@ -823,13 +360,13 @@ static int write_trace(struct run *r, struct trace_sum *t, const char *dir)
 	if (ret == 0)
 		ret = vt_tracedat_finish(w);
 	vt_tracedat_free(w);
-	if (ret == 0 && ((r->fsync && flush_file(fd) < 0) || rename(tmp, path) < 0))
+	if (ret == 0 && ((r->fsync && output_flush_file(fd) < 0) || rename(tmp, path) < 0))
 		ret = -errno;
 out_close:
 	close(fd);
 	if (ret < 0) {
 		unlink(tmp);
-		problem(t, "cannot write %s: %s", t->file, strerror(-ret));
+		output_problem(t, "cannot write %s: %s", t->file, strerror(-ret));
 	} else {
 		t->written = true;
 	}
@@ -855,210 +392,21 @@ static int load_trace(struct trace_sum *t, const char *dir, bool host)
 	}
 	snprintf(t->file, sizeof(t->file), "guest-%s.dat", t->rec.name);
 	if (!t->rec.have_state) {
-		problem(t, "no state file in %s", dir);
+		output_problem(t, "no state file in %s", dir);
 		return 0;
 	}
 	if (t->rec.error[0])
-		problem(t, "%s", t->rec.error);
+		output_problem(t, "%s", t->rec.error);
 	if (t->rec.protocol_errors)
-		problem(t, "%" PRIu64 " protocol errors on the control port", t->rec.protocol_errors);
+		output_problem(t, "%" PRIu64 " protocol errors on the control port", t->rec.protocol_errors);
 	if (!t->rec.have_agent)
-		problem(t, "no final statistics from the agent (the run was cut short)");
+		output_problem(t, "no final statistics from the agent (the run was cut short)");
 	for (i = 0; i < t->rec.nr_cpus; i++) {
 		t->cpus[i].cpu = i;
 		if (t->rec.cpus[i].frag_bytes) {
 			t->cpus[i].bytes += t->rec.cpus[i].frag_bytes;
-			problem(t, "cpu%u: the stream ended %" PRIu64 " bytes into a page", i,
+			output_problem(t, "cpu%u: the stream ended %" PRIu64 " bytes into a page", i,
 				t->rec.cpus[i].frag_bytes);
-		}
-	}
-	return 0;
-}
-
-/* --- manifest.json --- */
-
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char c = *s;
-
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
-}
-
-static uint64_t stat_field(const char *stats, const char *key)
-{
-	const char *p = stats;
-	size_t klen = strlen(key);
-
-	while (p && *p) {
-		if (strncmp(p, key, klen) == 0 && p[klen] == ':')
-			return strtoull(p + klen + 1, NULL, 10);
-		p = strchr(p, '\n');
-		p = p ? p + 1 : NULL;
-	}
-	return 0;
-}
-
-static double ticks_ns(const struct run *r, uint64_t ticks)
-{
-	return r->opt.tsc_khz ? ticks * 1e6 / r->opt.tsc_khz : 0;
-}
-
-static void json_trace(FILE *f, const struct run *r, const struct trace_sum *t)
-{
-	uint64_t overrun = 0, lost_pages = 0, dropped = 0;
-	double bound = 0;
-	unsigned int i, j;
-	bool first;
-
-	fprintf(f, "    {\n      \"name\": ");
-	json_str(f, t->rec.name);
-	fprintf(f, ",\n      \"file\": ");
-	if (t->written)
-		json_str(f, t->file);
-	else
-		fprintf(f, "null");
-	fprintf(f, ",\n      \"trace_id\": \"0x%016" PRIx64 "\",\n      \"clock\": ", t->rec.trace_id);
-	json_str(f, t->rec.clock);
-	fprintf(f, ",\n      \"cpus\": [\n");
-	for (i = 0; i < t->nr_sums; i++) {
-		const struct cpu_sum *c = &t->cpus[i];
-		const struct spool_cpu *sc = &t->rec.cpus[c->cpu < COLLECT_MAX_CPUS ? c->cpu : 0];
-		const char *stats = sc->stats ? sc->stats : "";
-		uint64_t ov = stat_field(stats, "overrun");
-
-		overrun += ov;
-		lost_pages += c->lost_in_pages;
-		dropped += sc->dropped;
-		fprintf(f, "        { \"cpu\": %u, \"bytes\": %" PRIu64 ", \"pages\": %" PRIu64
-			", \"events\": %" PRIu64 ", \"bad_pages\": %" PRIu64
-			", \"pages_after_loss\": %" PRIu64 ", \"lost_events_in_pages\": %" PRIu64
-			", \"fragment_bytes\": %" PRIu64 ", \"dropped_pages_max_size\": %" PRIu64,
-			c->cpu, c->bytes, c->pages, c->events, c->bad_pages, c->missed_pages,
-			c->lost_in_pages, sc->frag_bytes, sc->dropped);
-		if (!t->rec.host)
-			fprintf(f, ", \"agent_bytes\": %" PRIu64 ", \"agent_pages\": %" PRIu64,
-				sc->agent_bytes, sc->agent_pages);
-		fprintf(f, ", \"stats\": { \"entries\": %" PRIu64 ", \"overrun\": %" PRIu64
-			", \"commit_overrun\": %" PRIu64 ", \"dropped_events\": %" PRIu64
-			", \"read_events\": %" PRIu64 " } }%s\n",
-			stat_field(stats, "entries"), ov, stat_field(stats, "commit overrun"),
-			stat_field(stats, "dropped events"), stat_field(stats, "read events"),
-			i + 1 < t->nr_sums ? "," : "");
-	}
-	fprintf(f, "      ],\n      \"lost_events\": { \"in_pages\": %" PRIu64 ", \"overrun\": %"
-		PRIu64 " },\n", lost_pages, overrun);
-	if (!t->rec.host) {
-		fprintf(f, "      \"agent\": ");
-		json_str(f, t->rec.agent);
-		fprintf(f, ",\n      \"vcpu_threads\": [");
-		for (i = 0; i < t->rec.nr_tids; i++)
-			fprintf(f, "%s%u", i ? ", " : "", t->rec.tids[i]);
-		fprintf(f, "],\n      \"sync\": {\n        \"method\": ");
-		json_str(f, t->rec.sync_method);
-		fprintf(f, ",\n        \"why\": ");
-		json_str(f, t->rec.sync_why);
-		fprintf(f, ",\n        \"epochs\": [");
-		for (i = 0, first = true; i < t->nr_cpus; i++) {
-			for (j = 0; j < t->rec.sync[i].nr; j++) {
-				const struct vt_tsync_epoch *ep = &t->rec.sync[i].epochs[j];
-
-				if (ticks_ns(r, ep->error) > bound)
-					bound = ticks_ns(r, ep->error);
-				fprintf(f, "%s\n          { \"cpu\": %u, \"host_tsc_from\": %" PRIu64
-					", \"offset\": %" PRId64 ", \"ratio\": %" PRIu64
-					", \"frac_bits\": %u, \"source\": \"%s\", \"drift\": %s"
-					", \"bound_ns\": %.1f, \"min_rtt_ns\": %.1f }",
-					first ? "" : ",", i, ep->host_from,
-					ep->map.offset, ep->map.ratio, ep->map.frac_bits,
-					vt_tsync_source_name(ep->source),
-					ep->flags & VT_TSYNC_EPOCH_DRIFT ? "true" : "false",
-					ticks_ns(r, ep->error), ticks_ns(r, ep->min_rtt));
-				first = false;
-			}
-		}
-		fprintf(f, "\n        ],\n        \"probes\": [");
-		for (i = 0, first = true; i < t->nr_cpus; i++) {
-			if (!t->rec.samples[i])
-				continue;
-			fprintf(f, "%s\n          { \"cpu\": %u, \"samples\": %u, \"min_rtt_ns\": %.1f }",
-				first ? "" : ",", i, t->rec.samples[i], ticks_ns(r, t->rec.min_rtt[i]));
-			first = false;
-		}
-		fprintf(f, "\n        ],\n");
-		fprintf(f, "        \"bound_ns\": %.1f\n      },\n", bound);
-		fprintf(f, "      \"max_size_reached\": %s,\n", t->rec.max_reached ? "true" : "false");
-	}
-	(void)dropped;
-	fprintf(f, "      \"problems\": ");
-	json_str(f, t->problems);
-	fprintf(f, "\n    }");
-}
-
-static int write_manifest(struct run *r, bool recovered)
-{
-	char path[4300], tmp[4310], date[64];
-	time_t now = time(NULL);
-	unsigned int i;
-	bool first = true;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/manifest.json", r->out);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	f = fopen(tmp, "w");
-	if (!f)
-		return -errno;
-	strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-	fprintf(f, "{\n  \"tool\": \"virtio-trace-collect\",\n  \"version\": \"%s\",\n"
-		"  \"created\": \"%s\",\n  \"recovered\": %s,\n  \"command_line\": ",
-		PACKAGE_VERSION, date, recovered ? "true" : "false");
-	json_str(f, r->opt.cmdline);
-	fprintf(f, ",\n  \"file_version\": %u,\n  \"compression\": \"%s\",\n"
-		"  \"host_tsc\": { \"khz\": %" PRIu64 ", \"method\": ", r->opt.version,
-		r->opt.compress && r->opt.version >= 7 ? "zstd" : "none", r->opt.tsc_khz);
-	json_str(f, r->opt.tsc_method);
-	fprintf(f, ", \"tsc2nsec_mult\": %u, \"tsc2nsec_shift\": %u },\n  \"host\": ",
-		r->opt.tsc_mult, r->opt.tsc_shift);
-	for (i = 0; i < r->nr_traces; i++)
-		if (r->traces[i].rec.host)
-			break;
-	if (i < r->nr_traces) {
-		fprintf(f, "\n");
-		json_trace(f, r, &r->traces[i]);
-		fprintf(f, ",\n");
-	} else {
-		fprintf(f, "null,\n");
-	}
-	fprintf(f, "  \"guests\": [\n");
-	for (i = 0; i < r->nr_traces; i++) {
-		if (r->traces[i].rec.host)
-			continue;
-		if (!first)
-			fprintf(f, ",\n");
-		json_trace(f, r, &r->traces[i]);
-		first = false;
-	}
-	fprintf(f, "\n  ]\n}\n");
-	if (r->fsync && (fflush(f) != 0 || fsync(fileno(f)) < 0)) {
-		fclose(f);
-		return -errno;
-	}
-	if (fclose(f) != 0 || rename(tmp, path) < 0)
-		return -errno;
-	if (r->fsync) {
-		int dfd = open(r->out, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-		if (dfd >= 0) {
-			fsync(dfd);
-			close(dfd);
 		}
 	}
 	return 0;
@@ -1153,14 +501,14 @@ int output_finalise(const char *out_dir, const struct collect_opts *o, bool reco
 
 		for (c = 0; c < t->nr_sums; c++)
 			if (t->cpus[c].bad_pages)
-				problem(t, "cpu%u: %" PRIu64 " malformed pages kept aside in bad-pages/", c,
+				output_problem(t, "cpu%u: %" PRIu64 " malformed pages kept aside in bad-pages/", c,
 					t->cpus[c].bad_pages);
 		if (t->problems[0]) {
 			troubled++;
 			log_warn("%s: %s", t->rec.name, t->problems);
 		}
 	}
-	ret = write_manifest(&r, recovering);
+	ret = manifest_write(&r, recovering);
 	if (ret < 0)
 		log_err("cannot write %s/manifest.json: %s", out_dir, strerror(-ret));
 	/* The spool goes only when every trace made it into a file. */

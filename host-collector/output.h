@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Finishing a run, shared by its three files: output.c writes the trace.dat
+ * files (the copy path) and drives the finish, inplace.c lays a spool's data
+ * file out as the trace.dat where the filesystem can move extents, and
+ * manifest.c writes manifest.json.
+ */
+#ifndef OUTPUT_H
+#define OUTPUT_H
+
+#include "collect.h"
+#include "vt_tracedat.h"
+
+#define CHUNK_PAGES	256
+
+struct cpu_sum {
+	unsigned int cpu;
+	uint64_t bytes, pages, bad_pages, events, missed_pages, lost_in_pages;
+};
+
+/* One trace being written: what the spool says (rec) and what the finish counts. */
+struct trace_sum {
+	struct spool_trace rec;
+	char dir[4300];			/* its spool directory */
+	char file[128];
+	bool written;
+	unsigned int nr_cpus;
+	uint32_t subbuf;
+	struct cpu_sum cpus[COLLECT_MAX_CPUS];
+	unsigned int nr_sums;
+	char problems[1024];
+};
+
+/* Where each CPU's pages are in a trace's spool data file. */
+struct spool_data {
+	int fd;				/* -1: no data file */
+	uint64_t region;
+	uint64_t off[COLLECT_MAX_CPUS];
+	uint64_t len[COLLECT_MAX_CPUS];
+	bool interrupted;		/* an in-place finish was cut short: lengths are whole pages */
+};
+
+struct run {
+	const char *out;
+	bool keep_spool;
+	bool fsync;
+	char spool[4200];
+	struct spool_options opt;
+	struct trace_sum *traces;
+	unsigned int nr_traces;
+};
+
+void output_problem(struct trace_sum *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int output_walk_pages(struct run *r, struct trace_sum *t, struct vt_tracedat *w, int fd,
+		      uint64_t off, uint64_t len, struct cpu_sum *c, const char *bad);
+void output_bad_path(struct run *r, struct trace_sum *t, struct cpu_sum *c, char *bad, size_t size);
+void output_keep_ingest_bad(struct run *r, struct trace_sum *t, const char *dir, struct cpu_sum *c,
+			    const char *bad);
+int output_add_options(struct run *r, struct trace_sum *t, struct vt_tracedat *w);
+int output_flush_file(int fd);
+
+/* inplace.c */
+int inplace_load_data(struct trace_sum *t, const char *dir, struct spool_data *sd);
+int inplace_write(struct run *r, struct trace_sum *t, const char *dir, const struct vt_meta *meta,
+		  const struct vt_tracedat_opts *opts, struct spool_data *sd, const char *path);
+
+/* manifest.c */
+int manifest_write(struct run *r, bool recovered);
+
+#endif
