@@ -506,7 +506,8 @@ int mmio_an_finish(struct mmio_an *a)
 {
 	free(a->hash);
 	a->hash = NULL;
-	qsort(a->acc, a->nr_acc, sizeof(*a->acc), by_map_off);
+	if (a->nr_acc)
+		qsort(a->acc, a->nr_acc, sizeof(*a->acc), by_map_off);
 	return 0;
 }
 
