@@ -521,7 +521,7 @@ int libvirt_setup_run(struct libvirt_setup *s);
 int libvirt_setup_conn(struct _virConnect *conn, struct libvirt_setup *s);
 int libvirt_default_dir(char *buf, size_t len, const char *domain);
 int collect_mkdirs(const char *dir);
-int libvirt_parse_cpus_fast(const char *json, size_t len, uint32_t *tids, unsigned int max,
+int qmp_parse_cpus_fast(const char *json, size_t len, uint32_t *tids, unsigned int max,
 			    unsigned int *nr);
 
 /* report.c, setup.c */

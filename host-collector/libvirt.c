@@ -46,7 +46,6 @@
 #define LV_MAX_VCPUS		1024
 #define LV_PORTS_PER_CTL	30
 #define LV_XML_MAX		(16u << 20)
-#define LV_QMP_MAX		(1u << 20)
 #define LV_META_NS		"https://virtio-trace.invalid/libvirt/1"
 #define LV_META_PREFIX		"vtrace"
 #define LV_QEMU_CONF		"/etc/libvirt/qemu.conf"
@@ -348,55 +347,6 @@ static int lv_load(virDomainPtr dom, unsigned int flags, struct lv_dom *d, const
 
 /* --- record --domain --- */
 
-/**
- * libvirt_parse_cpus_fast() - vCPU thread ids from a QMP query-cpus-fast reply
- * @json: the reply, {"return": [{"cpu-index": N, "thread-id": TID, ...}, ...]}
- * @len: its length
- * @tids: filled, indexed by cpu-index
- * @max: entries in @tids
- * @nr: set to the highest cpu-index + 1
- *
- * Only each element's own "thread-id" counts, never the one in "props" (the
- * CPU topology's thread number).
- *
- * Return: 0, or -EBADMSG for a reply without a usable array.
- */
-int libvirt_parse_cpus_fast(const char *json, size_t len, uint32_t *tids, unsigned int max,
-			    unsigned int *nr)
-{
-	const struct json_value *ret, *e;
-	struct json_doc *doc;
-	uint64_t cpu, tid;
-	int err = 0;
-
-	*nr = 0;
-	if (len > LV_QMP_MAX)
-		return -EBADMSG;
-	doc = json_parse(json, len, NULL, NULL);
-	if (!doc)
-		return -EBADMSG;
-	ret = json_get(json_root(doc), "return");
-	if (!json_is(ret, JSON_ARRAY) || !ret->count) {
-		err = -EBADMSG;
-		goto out;
-	}
-	for (e = ret->child; e; e = e->next) {
-		if (json_u64(json_get(e, "cpu-index"), &cpu) < 0 ||
-		    json_u64(json_get(e, "thread-id"), &tid) < 0 || !tid || tid > INT_MAX) {
-			err = -EBADMSG;
-			goto out;
-		}
-		if (cpu >= max)
-			continue;
-		tids[cpu] = tid;
-		if (cpu + 1 > *nr)
-			*nr = cpu + 1;
-	}
-out:
-	json_free(doc);
-	return err;
-}
-
 /* The process a thread belongs to, from /proc/TID/status; 0 if unknown. */
 static pid_t lv_tgid(uint32_t tid)
 {
@@ -442,7 +392,7 @@ static void lv_find_qemu(virDomainPtr dom, struct guest *g)
 
 	if (virDomainQemuMonitorCommand(dom, "{\"execute\":\"query-cpus-fast\"}", &reply, 0) == 0 &&
 	    reply) {
-		if (libvirt_parse_cpus_fast(reply, strlen(reply), g->vcpu_tids, COLLECT_MAX_CPUS,
+		if (qmp_parse_cpus_fast(reply, strlen(reply), g->vcpu_tids, COLLECT_MAX_CPUS,
 					    &g->nr_vcpu_tids) < 0) {
 			log_warn("domain %s: unexpected query-cpus-fast reply", name);
 			g->nr_vcpu_tids = 0;

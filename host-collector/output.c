@@ -243,6 +243,11 @@ static int add_guests(struct run *r, struct vt_tracedat *w)
 		if (t->rec.host || !t->written)
 			continue;
 		memcpy(tids, t->rec.tids, sizeof(uint32_t) * t->rec.nr_tids);
+		if (!t->rec.nr_tids)
+			log_warn("%s: no vCPU thread is known, so host.dat maps none of its vCPUs to "
+				 "a host thread: give record --qmp PATH (QEMU's -qmp socket), or "
+				 "--qemu-pid PID with QEMU started as -name NAME,debug-threads=on",
+				 t->rec.name);
 		ret = vt_tracedat_add_guest(w, t->rec.name, t->rec.trace_id, t->nr_cpus, tids);
 		if (ret < 0)
 			return ret;

@@ -52,12 +52,38 @@ static uint64_t event_tsc(const struct json_value *root, uint64_t tsc_khz)
 	return now_tsc - (uint64_t)ago_us * tsc_khz / 1000;
 }
 
+/*
+ * The answer to query-cpus-fast: each vCPU's host thread, for the GUEST
+ * option of host.dat. QEMU's word outranks thread names (found only with
+ * -name ...,debug-threads=on).
+ */
+static void got_cpus(struct qmp *q, const char *line, size_t len)
+{
+	uint32_t tids[COLLECT_MAX_CPUS] = { 0 };
+	struct guest *g = q->g;
+	unsigned int nr = 0;
+
+	if (qmp_parse_cpus_fast(line, len, tids, COLLECT_MAX_CPUS, &nr) < 0 || !nr) {
+		log_warn("guest %s: QMP's query-cpus-fast gave no vCPU threads", g->name);
+		return;
+	}
+	memcpy(g->vcpu_tids, tids, sizeof(tids));
+	g->nr_vcpu_tids = nr;
+	log_debug("guest %s: %u vCPU threads from QMP", g->name, nr);
+	if (g->spool[0])
+		spool_save_state(g);
+}
+
 static void qmp_line(struct qmp *q, const char *line, size_t len)
 {
 	const struct json_value *ev;
 	struct json_doc *doc;
 	const char *name;
 
+	if (memmem(line, len, "\"vt-cpus\"", 9)) {
+		got_cpus(q, line, len);
+		return;
+	}
 	doc = json_parse(line, len, NULL, NULL);
 	if (!doc)
 		return;
@@ -102,7 +128,8 @@ static bool qmp_readable(void *arg, int revents)
 }
 
 /**
- * qmp_attach() - follow a guest's QMP socket for STOP and RESUME
+ * qmp_attach() - follow a guest's QMP socket for STOP and RESUME, and ask it
+ * for the vCPU threads
  * @g: the guest, with @g->qmp_path set
  * @e: the engine that will watch the socket
  * @tsc_khz: the host TSC rate, to place QMP's event stamps on the TSC
@@ -111,7 +138,8 @@ static bool qmp_readable(void *arg, int revents)
  */
 int qmp_attach(struct guest *g, struct engine *e, uint64_t tsc_khz)
 {
-	static const char hello[] = "{\"execute\":\"qmp_capabilities\"}\n";
+	static const char hello[] = "{\"execute\":\"qmp_capabilities\"}\n"
+				    "{\"execute\":\"query-cpus-fast\",\"id\":\"vt-cpus\"}\n";
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct qmp *q;
 	int ret;

@@ -921,8 +921,6 @@ static void setup_next(struct guest *g)
 			break;
 		case ST_SYNC:
 			g->state = G_SYNC;
-			if (g->qmp_path[0])
-				qmp_attach(g, eng(g), g->run->tsc.khz);
 			burst_run(g, "start", step_done);
 			return;
 		case ST_START:
@@ -968,6 +966,8 @@ int session_begin(struct guest *g)
 		session_fail(g, "out of memory");
 		return -ENOMEM;
 	}
+	if (g->qmp_path[0])
+		qmp_attach(g, e, g->run->tsc.khz);
 	g->t_start = engine_now_ns();
 	g->step = ST_HELLO;
 	setup_next(g);

@@ -554,7 +554,9 @@ int vt_tracedat_add_time_shift(struct vt_tracedat *w, uint64_t peer_id, uint32_t
  * @name: the guest's name
  * @guest_id: the trace id the guest's file carries in its TRACEID option
  * @nr_vcpus: entries in @host_tids
- * @host_tids: the host thread running each vCPU, indexed by vCPU
+ * @host_tids: the host thread running each vCPU, indexed by vCPU; 0 for a
+ *	vCPU whose thread is not known, which is left out of the map (a map
+ *	naming thread 0 would tell readers the vCPU is the idle task)
  *
  * Return: 0, -EINVAL, or as vt_tracedat_add_option().
  */
@@ -564,12 +566,18 @@ int vt_tracedat_add_guest(struct vt_tracedat *w, const char *name, uint64_t gues
 	struct dbuf b = { 0 };
 	uint32_t i;
 
+	uint32_t known = 0;
+
 	if (!name || nr_vcpus > VT_META_MAX_CPUS || (nr_vcpus && !host_tids))
 		return -EINVAL;
+	for (i = 0; i < nr_vcpus; i++)
+		known += host_tids[i] != 0;
 	db_str(&b, name);
 	db_u64(&b, guest_id);
-	db_u32(&b, nr_vcpus);
+	db_u32(&b, known);
 	for (i = 0; i < nr_vcpus; i++) {
+		if (!host_tids[i])
+			continue;
 		db_u32(&b, i);
 		db_u32(&b, host_tids[i]);
 	}

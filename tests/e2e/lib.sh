@@ -37,6 +37,28 @@ VT_PORTS_PER_CONTROLLER=30
 vt_log() { echo "${VT_LOG_PREFIX:-vt}: $*" >&2; }
 
 vt_now() { date +%s.%N; }
+
+# vt_qmp_cpus SOCK: QEMU's own word on its vCPU threads ("CPU TID" lines, sorted), asked over
+# its QMP socket (one client at a time: ask before the collector connects).
+vt_qmp_cpus() {
+    python3 - "$1" <<'PY'
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(10)
+s.connect(sys.argv[1])
+f = s.makefile("rw")
+def reply():
+    while True:
+        m = json.loads(f.readline())
+        if "return" in m or "error" in m:
+            return m
+f.readline()
+f.write('{"execute":"qmp_capabilities"}\n'); f.flush(); reply()
+f.write('{"execute":"query-cpus-fast"}\n'); f.flush()
+for c in sorted(reply()["return"], key=lambda c: c["cpu-index"]):
+    print(c["cpu-index"], c["thread-id"])
+PY
+}
 vt_secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
 
 vt_image_dir() { echo "${VT_IMAGE:-${VT_CACHE:-$VT_REPO/.cache/guest}/image${VT_KERNEL_TAG:-}}"; }

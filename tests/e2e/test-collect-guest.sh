@@ -36,13 +36,28 @@ scn_boot
 # The workload runs as record's COMMAND: it starts after START and its end stops the recording;
 # then a quiet stretch: guest timer/sched events, and a probe burst inside the window.
 scn_script "$WORK/flood" "flood vt-e2e $N 0 64" "!sleep 1.2"
-scn_record --chardev-dir "$PORTS" --name e2e -e sched -e irq -e timer \
+# QEMU's vCPU threads, asked before the collector takes the QMP socket: the GUEST option must
+# map each vCPU to them (this QEMU has no -name ...,debug-threads=on: QMP is the only source).
+vt_qmp_cpus "$RUN/qmp.sock" >"$WORK/qmp-map.txt" 2>"$WORK/qmp.err" ||
+    bad "query-cpus-fast over $RUN/qmp.sock failed: $(head -3 "$WORK/qmp.err")"
+scn_record --chardev-dir "$PORTS" --name e2e --qmp "$RUN/qmp.sock" -e sched -e irq -e timer \
     --host-events sched:sched_switch --sync-interval 0.5 -- "$WORK/flood"
 echo "$ME: flood: $(cat "$WORK/flood.answers" 2>/dev/null)"
 [ $CRC = 0 ] || { sed 's/^/    | /' "$WORK/record.log"; bad "record exited $CRC, want 0"; }
 scn_end
 [ -s "$OUT/manifest.json" ] && [ -s "$OUT/guest-e2e.dat" ] && [ -s "$OUT/host.dat" ] ||
     { bad "record wrote no files"; scn_result; }
+
+# The GUEST option of host.dat: vCPU -> host thread exactly as QMP says; the manifest lists them.
+trace-cmd dump --options "$OUT/host.dat" >"$WORK/options.txt" 2>&1 || bad "trace-cmd dump --options host.dat failed"
+sed -n '/Option GUEST/,/Option [A-Z]/p' "$WORK/options.txt" |
+    sed -n 's/^[[:space:]]*\([0-9]\+\)[[:space:]]\+\([0-9]\+\)[[:space:]]*\[guest cpu, host pid\].*/\1 \2/p' |
+    sort -n >"$WORK/dat-map.txt"
+man_tids=$(scn_m '.guests[0].vcpu_threads | map(tostring) | join(",")')
+echo "$ME: GUEST option map: $(tr '\n' ',' <"$WORK/dat-map.txt"); QMP: $(tr '\n' ',' <"$WORK/qmp-map.txt"); manifest vcpu_threads: $man_tids"
+[ "$(wc -l <"$WORK/qmp-map.txt")" = 2 ] || bad "QMP named $(wc -l <"$WORK/qmp-map.txt") vCPU threads, want 2"
+cmp -s "$WORK/dat-map.txt" "$WORK/qmp-map.txt" || bad "the GUEST option's vCPU map differs from QMP's"
+[ "$man_tids" = "$(awk '{print $2}' "$WORK/qmp-map.txt" | paste -sd,)" ] || bad "the manifest's vcpu_threads differ from QMP's"
 
 # Per-CPU events: report = manifest = guest stats, nothing lost; exactly N markers per CPU.
 scn_counts e2e "0 1"

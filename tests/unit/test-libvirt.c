@@ -365,17 +365,17 @@ static void test_cpus_fast(void **state)
 	unsigned int nr = 9, i;
 
 	(void)state;
-	assert_int_equal(libvirt_parse_cpus_fast(reply, strlen(reply), tids, 4, &nr), 0);
+	assert_int_equal(qmp_parse_cpus_fast(reply, strlen(reply), tids, 4, &nr), 0);
 	assert_int_equal(nr, 2);
 	assert_int_equal(tids[0], 21318);
 	assert_int_equal(tids[1], 21319);
 	/* More vCPUs than room: the rest are skipped, nothing written past @max. */
 	tids[1] = 0;
-	assert_int_equal(libvirt_parse_cpus_fast(reply, strlen(reply), tids, 1, &nr), 0);
+	assert_int_equal(qmp_parse_cpus_fast(reply, strlen(reply), tids, 1, &nr), 0);
 	assert_int_equal(nr, 1);
 	assert_int_equal(tids[1], 0);
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		assert_int_equal(libvirt_parse_cpus_fast(bad[i], strlen(bad[i]), tids, 4, &nr), -EBADMSG);
+		assert_int_equal(qmp_parse_cpus_fast(bad[i], strlen(bad[i]), tids, 4, &nr), -EBADMSG);
 }
 
 int main(void)
