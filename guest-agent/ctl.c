@@ -38,7 +38,13 @@
 #define SYNC_PROBE_TIMEOUT_NS	(2ll * 1000 * 1000 * 1000)
 /* After a probe, poll without sleeping this long: the next one is usually on its way. */
 #define SYNC_SPIN_NS		(2ll * 1000 * 1000)
-#define WRITE_TIMEOUT_MS	5000
+/*
+ * How long a frame may wait for the host to take it. Long: a loaded host
+ * (QEMU's I/O thread starved for seconds) must not cost a session, as it
+ * did at 5 s while the metadata bundle went out; a host that is gone is
+ * found when the port hangs up.
+ */
+#define WRITE_TIMEOUT_MS	30000
 
 struct ev_cfg {
 	char *system;

@@ -439,6 +439,14 @@ void hostrec_free(struct hostrec *h)
 	for (i = 0; h->cpus && i < h->nr_cpus; i++) {
 		struct hcpu *c = &h->cpus[i];
 
+		/*
+		 * Nobody reads the pipe any more: a thread splicing into a full
+		 * one gets EPIPE instead of waiting for ever.
+		 */
+		if (c->pipe[0] >= 0) {
+			close(c->pipe[0]);
+			c->pipe[0] = -1;
+		}
 		if (c->running)
 			pthread_join(c->thread, NULL);
 		if (c->raw_fd > 0)

@@ -591,6 +591,8 @@ static void command_grace(void *arg)
 	start_command(arg);
 }
 
+static void begin_stop(struct rec *r);
+
 static void check_end(struct rec *r)
 {
 	unsigned int i, settled = 0, finished = 0, recording = 0;
@@ -606,8 +608,9 @@ static void check_end(struct rec *r)
 		if (settled == r->nr && r->nr)
 			start_command(r);
 		if (r->nr && finished == r->nr) {
+			/* The host recorder is stopped and drained as at any stop. */
 			log_info("no guest is recording any more");
-			engine_quit(r->run.e);
+			begin_stop(r);
 		}
 		return;
 	}

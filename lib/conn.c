@@ -25,6 +25,8 @@
 #include "vt_conn.h"
 
 /* Staging buffer for read() and for bytes the parser did not take yet. */
+/* vt_conn_send_wait() polls in slices this long (see there). */
+#define SEND_WAIT_SLICE_MS	20
 #define CONN_RX_CHUNK		(64u << 10)
 /* Bytes one vt_conn_read() call takes at most, so one peer cannot starve a loop. */
 #define CONN_READ_MAX		(256u << 10)
@@ -374,8 +376,15 @@ int vt_conn_send_wait(struct vt_conn *c, int len, int timeout_ms)
 				ret = -ETIMEDOUT;
 				break;
 			}
-			wait = left > 0x7fffffff ? 0x7fffffff : (int)left;
+			wait = (int)left;
 		}
+		/*
+		 * In slices: a writable port whose wake-up is missed (seen with
+		 * virtio ports under a loaded host) costs a slice, not the
+		 * whole timeout.
+		 */
+		if (wait < 0 || wait > SEND_WAIT_SLICE_MS)
+			wait = SEND_WAIT_SLICE_MS;
 		if (poll(&pfd, 1, wait) < 0 && errno != EINTR) {
 			ret = -errno;
 			break;
