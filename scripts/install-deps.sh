@@ -13,6 +13,8 @@ PKGS=(
 	clang libclang-rt-14-dev
 	# oracles and tools the tests run
 	trace-cmd zstd jq man-db groff-base
+	# tests/e2e/test-kernelshark.sh: KernelShark under a virtual X server, screenshots
+	kernelshark xvfb xdotool imagemagick
 	# guests
 	qemu-system-x86 busybox-static cpio kmod xz-utils
 	# libvirt without systemd
