@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * trace-agent internals: tracefs configuration (tracing.c), port discovery
- * (ports.c), the per-CPU data threads (cpu.c) and the control loop (ctl.c).
+ * (ports.c), the per-CPU data threads (cpu.c), the control loop (ctl.c) and
+ * the log (log.c). main.c parses options and calls agent_run(); nothing calls
+ * back into it.
  */
 #ifndef AGENT_H
 #define AGENT_H
@@ -16,7 +18,7 @@
 #define AGENT_PIPE_SIZE		(1 << 20)
 #define AGENT_DEFAULT_INSTANCE	"virtio-trace"
 
-/* Logging: to stderr, or to the kernel log when stderr is not open. */
+/* --- log.c: logging to stderr --- */
 void agent_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 #define LOG_ERR_	3
 #define LOG_WARN_	4
@@ -27,6 +29,7 @@ void agent_log(int level, const char *fmt, ...) __attribute__((format(printf, 2,
 #define log_info(...)	agent_log(LOG_INFO_, __VA_ARGS__)
 #define log_debug(...)	agent_log(LOG_DEBUG_, __VA_ARGS__)
 extern int agent_verbose;
+extern bool agent_quiet;
 
 /* --- tracing.c: every change is recorded so that it can be put back --- */
 
@@ -40,7 +43,7 @@ struct saved_file;
  * @created: we created the instance, so we remove it
  * @mounted: we mounted tracefs at @root, so we unmount it
  * @nr_cpus: CPUs with a per_cpu directory
- * @subbuf_size: sub-buffer size from events/header_page
+ * @subbuf_size: sub-buffer size from the buffer's own events/header_page
  */
 struct tracing {
 	char *root;
@@ -57,6 +60,7 @@ struct tracing {
 
 int tracing_mount(struct tracing *t, const char *root);
 int tracing_use(struct tracing *t, const char *instance);
+int tracing_reread_geometry(struct tracing *t);
 int tracing_geometry(const struct tracing *t, unsigned int *nr_cpus, unsigned int *subbuf_size,
 		     char *clock, size_t size);
 int tracing_restore(struct tracing *t);

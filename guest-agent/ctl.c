@@ -28,12 +28,16 @@
 
 #include "agent.h"
 #include "ctl.h"
-#include "vt_le.h"
+#include "vt_conn.h"
 #include "vt_meta.h"
 #include "vt_proto.h"
+#include "vt_tsync.h"
 
 #define HUP_BACKOFF_MS		250
-#define SYNC_IDLE_LIMIT_NS	(5ll * 1000 * 1000 * 1000)	/* a burst with a dead host */
+/* A burst ends when no probe came for this long: the collector's probe timeout. */
+#define SYNC_PROBE_TIMEOUT_NS	(2ll * 1000 * 1000 * 1000)
+/* After a probe, poll without sleeping this long: the next one is usually on its way. */
+#define SYNC_SPIN_NS		(2ll * 1000 * 1000)
 #define WRITE_TIMEOUT_MS	5000
 
 struct ev_cfg {
@@ -46,10 +50,7 @@ struct agent {
 	const struct agent_opts *o;
 	struct tracing t;
 	bool have_buffer;
-	int ctl_fd;		/* read side of the control port */
-	int ctl_wfd;		/* write side: the same fd, or NAME.out of a stand-in pair */
-	struct vt_proto_parser *parser;
-	uint32_t seq;
+	struct vt_conn *conn;	/* the control port; NULL while it is closed */
 	bool running;
 	bool stopping;
 	uint32_t stop_seq;
@@ -58,7 +59,6 @@ struct agent {
 	unsigned int nr_streams;
 	int done_fd;
 	int sig_fd;
-	uint8_t frame[VT_PROTO_FRAME_MAX];
 	/* what the host asked for */
 	char *instance;		/* NULL: top-level */
 	bool instance_set;
@@ -66,6 +66,10 @@ struct agent {
 	unsigned int nr_events;
 	uint64_t garbage_reported;
 	bool hello_done;
+	/* a clock-probe burst, SYNC_BEGIN .. SYNC_END: pinned to the probed CPU */
+	bool burst;
+	long long burst_last;	/* when SYNC_BEGIN or the last probe came */
+	cpu_set_t affinity;	/* what to put back when the burst ends */
 	/* what the guest has, found at start-up */
 	unsigned int nr_cpus;
 	unsigned int subbuf_size;
@@ -80,9 +84,15 @@ static long long now_ns(void)
 	return ts.tv_sec * 1000000000ll + ts.tv_nsec;
 }
 
-/* Write a control message marker into the guest trace (while tracing). */
-static void mark(struct agent *a, bool tx, uint16_t type, uint32_t seq)
+/*
+ * The connection's hook: a marker in the guest trace for every control
+ * message sent or received while tracing. Frames sent are marked before
+ * they are written, so that the host's rx marker for one always comes later
+ * on the merged timeline.
+ */
+static void mark(void *arg, bool tx, uint16_t type, uint32_t seq)
 {
+	struct agent *a = arg;
 	char text[128];
 
 	if (!a->have_buffer || !a->running || type == VT_PROTO_SYNC_PROBE ||
@@ -92,33 +102,29 @@ static void mark(struct agent *a, bool tx, uint16_t type, uint32_t seq)
 		tracing_marker(&a->t, text);
 }
 
-/*
- * Every frame the agent sends is marked in the guest trace first, so that the
- * host's rx marker for it always comes later on the merged timeline.
- */
+/* The agent may wait, in poll(), up to WRITE_TIMEOUT_MS for the host to take a frame. */
 static int send_frame(struct agent *a, int len)
 {
-	int ret;
+	int ret = vt_conn_send_wait(a->conn, len, WRITE_TIMEOUT_MS);
 
-	if (len < 0)
-		return len;
-	mark(a, true, vt_get_le16(a->frame + 6), vt_get_le32(a->frame + 8));
-	ret = vt_proto_write_all(a->ctl_wfd, a->frame, len, WRITE_TIMEOUT_MS);
 	if (ret < 0)
-		log_warn("control port: write failed: %s", strerror(-ret));
+		log_warn("control port: cannot send: %s", strerror(-ret));
 	return ret;
+}
+
+static uint8_t *frame(struct agent *a)
+{
+	return vt_conn_frame(a->conn);
 }
 
 static uint32_t next_seq(struct agent *a)
 {
-	if (++a->seq == 0)
-		a->seq = 1;
-	return a->seq;
+	return vt_conn_next_seq(a->conn);
 }
 
 static int reply_ok(struct agent *a, uint32_t ref)
 {
-	return send_frame(a, vt_proto_enc_ack(a->frame, sizeof(a->frame), VT_PROTO_OK, next_seq(a),
+	return send_frame(a, vt_proto_enc_ack(frame(a), VT_PROTO_FRAME_MAX, VT_PROTO_OK, next_seq(a),
 					       ref));
 }
 
@@ -136,7 +142,7 @@ static int reply_err(struct agent *a, uint32_t ref, int err, const char *fmt, ..
 	va_end(ap);
 	e.text = text;
 	log_warn("answering seq %u with error: %s (%s)", ref, text, strerror(e.err));
-	return send_frame(a, vt_proto_enc_error(a->frame, sizeof(a->frame), next_seq(a), &e));
+	return send_frame(a, vt_proto_enc_error(frame(a), VT_PROTO_FRAME_MAX, next_seq(a), &e));
 }
 
 /* Select the buffer the host asked for (default: the private instance), tracing off. */
@@ -222,6 +228,10 @@ static int start(struct agent *a)
 	ret = ensure_buffer(a);
 	if (ret < 0)
 		return ret;
+	/* The threads read whole sub-buffers: take the size the buffer has now. */
+	ret = tracing_reread_geometry(&a->t);
+	if (ret < 0)
+		return ret;
 	/* A blocking splice with buffer_percent=0 spins in Debian 6.1's kernel. */
 	if (tracing_read(&a->t, "buffer_percent", val, sizeof(val)) > 0 && atoi(val) == 0) {
 		ret = tracing_write(&a->t, "buffer_percent", "1");
@@ -258,7 +268,8 @@ static int start(struct agent *a)
 	if (ret < 0)
 		goto err;
 	a->running = true;
-	log_info("streaming %u CPUs from %s", a->nr_streams, a->t.dir);
+	log_info("streaming %u CPUs from %s, %u-byte sub-buffers", a->nr_streams, a->t.dir,
+		 a->t.subbuf_size);
 	return 0;
 err:
 	stop_threads(a, true);
@@ -295,7 +306,7 @@ static int send_stats(struct agent *a, bool last)
 
 		if (tracing_cpu_stats(&a->t, s->cpu, text, sizeof(text) - 1) < 0)
 			text[0] = '\0';
-		ret = send_frame(a, vt_proto_enc_stats(a->frame, sizeof(a->frame), next_seq(a), &c));
+		ret = send_frame(a, vt_proto_enc_stats(frame(a), VT_PROTO_FRAME_MAX, next_seq(a), &c));
 		if (ret < 0)
 			return ret;
 		st.pages += c.pages;
@@ -304,7 +315,7 @@ static int send_stats(struct agent *a, bool last)
 		st.partial_reads += c.partial_reads;
 	}
 	st.flags = last ? VT_PROTO_STATS_LAST : 0;
-	return send_frame(a, vt_proto_enc_stats(a->frame, sizeof(a->frame), next_seq(a), &st));
+	return send_frame(a, vt_proto_enc_stats(frame(a), VT_PROTO_FRAME_MAX, next_seq(a), &st));
 }
 
 /* Called when every data thread has exited after a STOP. */
@@ -316,7 +327,7 @@ static void finish_stop(struct agent *a)
 	send_stats(a, true);
 	/* A legacy stop has seq 0: a legacy host ignores the frames anyway. */
 	seq = next_seq(a);
-	send_frame(a, vt_proto_enc_ack(a->frame, sizeof(a->frame), VT_PROTO_STOPPED, seq,
+	send_frame(a, vt_proto_enc_ack(frame(a), VT_PROTO_FRAME_MAX, VT_PROTO_STOPPED, seq,
 				       a->stop_seq));
 	join_threads(a);
 	log_info("stopped: every CPU drained");
@@ -349,95 +360,79 @@ static int send_meta(struct agent *a, uint32_t ref, uint64_t max_total)
 		struct vt_proto_meta_chunk c = { .total = len, .offset = off, .data = (uint8_t *)blob + off };
 
 		c.len = len - off < VT_PROTO_META_CHUNK_MAX ? len - off : VT_PROTO_META_CHUNK_MAX;
-		ret = send_frame(a, vt_proto_enc_meta(a->frame, sizeof(a->frame), next_seq(a), &c));
+		ret = send_frame(a, vt_proto_enc_meta(frame(a), VT_PROTO_FRAME_MAX, next_seq(a), &c));
 		off += c.len;
 	} while (ret >= 0 && off < len);
 	free(blob);
 	return ret;
 }
 
-static void set_affinity_all(void)
+/*
+ * A clock-probe burst is a mode of the main loop, not a loop of its own:
+ * SYNC_BEGIN pins the control thread to the probed CPU, each SYNC_PROBE is
+ * answered with the TSC as soon as the main loop sees it, and SYNC_END, any
+ * other message, the host going away or SYNC_PROBE_TIMEOUT_NS without a
+ * probe end it. For SYNC_SPIN_NS after a probe the main loop polls without
+ * sleeping: a responder woken from a sleep showed a ~20 us systematic error
+ * (wake-up asymmetry), and the next probe of a burst comes within a round
+ * trip. Otherwise it sleeps in poll() like at any other time.
+ */
+static void burst_begin(struct agent *a, uint32_t cpu)
 {
 	cpu_set_t set;
 	int i;
 
+	if (!a->burst && sched_getaffinity(0, sizeof(a->affinity), &a->affinity) < 0) {
+		CPU_ZERO(&a->affinity);
+		for (i = 0; i < CPU_SETSIZE; i++)
+			CPU_SET(i, &a->affinity);
+	}
 	CPU_ZERO(&set);
-	for (i = 0; i < CPU_SETSIZE; i++)
-		CPU_SET(i, &set);
-	sched_setaffinity(0, sizeof(set), &set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set) < 0)
+		log_warn("sync: cannot run on cpu%u: %m; replies will say where they ran", cpu);
+	a->burst = true;
+	a->burst_last = now_ns();
 }
 
-/*
- * A sync burst: pinned to the probed CPU, busy-poll the control port and
- * answer each probe with the TSC at once. A responder sleeping in read()
- * showed a ~20 us systematic error (wake-up asymmetry).
- */
-static void handle(struct agent *a, const struct vt_proto_msg *msg);
+static void burst_end(struct agent *a)
+{
+	if (!a->burst)
+		return;
+	a->burst = false;
+	if (sched_setaffinity(0, sizeof(a->affinity), &a->affinity) < 0)
+		log_warn("sync: cannot restore the CPU affinity: %m");
+}
+
+/* How long the main loop may sleep: -1 (no limit), or ms; ends a burst that timed out. */
+static int burst_timeout(struct agent *a)
+{
+	long long idle;
+
+	if (!a->burst)
+		return -1;
+	idle = now_ns() - a->burst_last;
+	if (idle >= SYNC_PROBE_TIMEOUT_NS) {
+		log_warn("sync: no probe for %lld ms, burst abandoned", idle / 1000000);
+		burst_end(a);
+		return -1;
+	}
+	if (idle < SYNC_SPIN_NS)
+		return 0;
+	return (int)((SYNC_PROBE_TIMEOUT_NS - idle + 999999) / 1000000);
+}
 
 /* The TSC for a probe; a read that straddled a migration is retried. */
 static void answer_probe(struct agent *a, struct vt_proto_sync *s)
 {
 	int tries = 0;
 
-	while (agent_read_tsc(&s->tsc, &s->ran_on) == -EAGAIN && ++tries < 8)
+	while (vt_tsc_read_cpu(&s->tsc, &s->ran_on) == -EAGAIN && ++tries < 8)
 		;
-}
-
-static void sync_burst(struct agent *a, uint32_t cpu)
-{
-	long long idle_since = now_ns();
-	cpu_set_t set;
-	uint8_t buf[4096];
-	int fl;
-
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	if (sched_setaffinity(0, sizeof(set), &set) < 0)
-		log_warn("sync: cannot run on cpu%u: %m; replies will say where they ran", cpu);
-	fl = fcntl(a->ctl_fd, F_GETFL);
-	fcntl(a->ctl_fd, F_SETFL, fl | O_NONBLOCK);
-	for (;;) {
-		struct vt_proto_msg msg;
-		struct vt_proto_sync s;
-		ssize_t n;
-		int r;
-
-		while ((r = vt_proto_parser_next(a->parser, &msg)) != 0) {
-			if (r < 0)
-				continue;
-			if (msg.type == VT_PROTO_SYNC_PROBE && vt_proto_dec_sync(&msg, &s) == 0) {
-				answer_probe(a, &s);
-				send_frame(a, vt_proto_enc_sync(a->frame, sizeof(a->frame),
-								VT_PROTO_SYNC_REPLY, next_seq(a), &s));
-				idle_since = now_ns();
-				continue;
-			}
-			if (msg.type == VT_PROTO_SYNC_END) {
-				mark(a, false, msg.type, msg.seq);
-				reply_ok(a, msg.seq);
-				goto out;
-			}
-			/* Anything else ends the burst too; it is not lost. */
-			log_warn("sync: %s during a burst ends it", vt_proto_type_name(msg.type));
-			handle(a, &msg);
-			goto out;
-		}
-		n = read(a->ctl_fd, buf, sizeof(buf));
-		if (n > 0) {
-			size_t fed = vt_proto_parser_feed(a->parser, buf, n);
-
-			if (fed < (size_t)n)
-				log_warn("sync: parser full, %zu bytes dropped", n - fed);
-			continue;
-		}
-		if ((n == 0 || errno == EAGAIN) && now_ns() - idle_since < SYNC_IDLE_LIMIT_NS)
-			continue;
-		log_warn("sync: no probe for %lld s, burst abandoned", SYNC_IDLE_LIMIT_NS / 1000000000);
-		break;
-	}
-out:
-	fcntl(a->ctl_fd, F_SETFL, fl);
-	set_affinity_all();
+	send_frame(a, vt_proto_enc_sync(frame(a), VT_PROTO_FRAME_MAX, VT_PROTO_SYNC_REPLY,
+					next_seq(a), s));
+	if (a->burst)
+		a->burst_last = now_ns();
 }
 
 static int handle_events(struct agent *a, const struct vt_proto_msg *msg)
@@ -550,7 +545,7 @@ static uint64_t capabilities(struct agent *a)
 	/* Probe the top level: it lists every clock and tracer. */
 	probe.dir = a->t.root;
 	if (tracing_has_clock(&probe, "x86-tsc"))
-		caps |= VT_PROTO_CAP_X86_TSC | (agent_has_tsc() ? VT_PROTO_CAP_SYNC_TSC : 0);
+		caps |= VT_PROTO_CAP_X86_TSC | (vt_tsc_read() ? VT_PROTO_CAP_SYNC_TSC : 0);
 	if (tracing_has_tracer(&probe, "mmiotrace"))
 		caps |= VT_PROTO_CAP_MMIOTRACE;
 	snprintf(path, sizeof(path), "%s/buffer_subbuf_size_kb", a->t.root);
@@ -579,7 +574,7 @@ static int handle_hello(struct agent *a, const struct vt_proto_msg *msg)
 	r.clock = r.caps & VT_PROTO_CAP_X86_TSC ? "x86-tsc" : a->default_clock;
 	r.software = "trace-agent " PACKAGE_VERSION;
 	a->hello_done = true;
-	return send_frame(a, vt_proto_enc_hello(a->frame, sizeof(a->frame), VT_PROTO_HELLO_REPLY,
+	return send_frame(a, vt_proto_enc_hello(frame(a), VT_PROTO_FRAME_MAX, VT_PROTO_HELLO_REPLY,
 						next_seq(a), &r));
 }
 
@@ -590,9 +585,14 @@ static void handle(struct agent *a, const struct vt_proto_msg *msg)
 	const char *text;
 	int ret;
 
-	mark(a, false, msg->type, msg->seq);
 	log_debug("rx %s seq %u len %u%s", vt_proto_type_name(msg->type), msg->seq, msg->len,
 		  msg->legacy ? " (legacy line)" : "");
+	if (a->burst && msg->type != VT_PROTO_SYNC_PROBE && msg->type != VT_PROTO_SYNC_END &&
+	    msg->type != VT_PROTO_SYNC_BEGIN) {
+		/* It ends the burst, and is served as usual. */
+		log_warn("sync: %s during a burst ends it", vt_proto_type_name(msg->type));
+		burst_end(a);
+	}
 	/* Until HELLO, only HELLO, BYE and the kernel tool's lines make sense. */
 	if (!a->hello_done && !msg->legacy && msg->type != VT_PROTO_HELLO &&
 	    msg->type != VT_PROTO_BYE && msg->type != VT_PROTO_OK && msg->type != VT_PROTO_ERROR) {
@@ -681,19 +681,18 @@ static void handle(struct agent *a, const struct vt_proto_msg *msg)
 			reply_err(a, msg->seq, EBADMSG, "malformed SYNC_BEGIN or no such CPU");
 			break;
 		}
+		/* Pinned before the OK: the first probe may follow it at once. */
+		burst_begin(a, sync.cpu);
 		reply_ok(a, msg->seq);
-		sync_burst(a, sync.cpu);
 		break;
 	case VT_PROTO_SYNC_END:
+		burst_end(a);
 		reply_ok(a, msg->seq);
 		break;
 	case VT_PROTO_SYNC_PROBE:
-		/* Outside a burst: answer anyway, without pinning. */
-		if (vt_proto_dec_sync(msg, &sync) == 0) {
+		/* Outside a burst too: answered, without pinning. */
+		if (vt_proto_dec_sync(msg, &sync) == 0)
 			answer_probe(a, &sync);
-			send_frame(a, vt_proto_enc_sync(a->frame, sizeof(a->frame), VT_PROTO_SYNC_REPLY,
-							next_seq(a), &sync));
-		}
 		break;
 	case VT_PROTO_BYE:
 		log_info("host said bye");
@@ -716,7 +715,7 @@ static void drain_parser(struct agent *a)
 	struct vt_proto_msg msg;
 	int r;
 
-	while ((r = vt_proto_parser_next(a->parser, &msg)) != 0) {
+	while ((r = vt_conn_next(a->conn, &msg)) != 0) {
 		if (r == 1) {
 			handle(a, &msg);
 			continue;
@@ -726,8 +725,8 @@ static void drain_parser(struct agent *a)
 			continue;
 		}
 		/* Garbage: say so once per run of it. */
-		if (vt_proto_parser_skipped(a->parser) != a->garbage_reported) {
-			a->garbage_reported = vt_proto_parser_skipped(a->parser);
+		if (vt_conn_skipped(a->conn) != a->garbage_reported) {
+			a->garbage_reported = vt_conn_skipped(a->conn);
 			reply_err(a, 0, -r, "garbage on the control port (%llu bytes skipped so far)",
 				  (unsigned long long)a->garbage_reported);
 		}
@@ -736,26 +735,35 @@ static void drain_parser(struct agent *a)
 
 static void close_ctl(struct agent *a)
 {
-	if (a->ctl_wfd >= 0 && a->ctl_wfd != a->ctl_fd)
-		close(a->ctl_wfd);
-	if (a->ctl_fd >= 0)
-		close(a->ctl_fd);
-	a->ctl_fd = a->ctl_wfd = -1;
+	int rfd, wfd;
+
+	if (!a->conn)
+		return;
+	rfd = vt_conn_rfd(a->conn);
+	wfd = vt_conn_wfd(a->conn);
+	vt_conn_free(a->conn);
+	a->conn = NULL;
+	if (wfd != rfd)
+		close(wfd);
+	close(rfd);
 }
 
 static int open_ctl(struct agent *a)
 {
-	int fd = ports_open(&a->o->ports, a->o->ports.ctl_name, true, &a->ctl_wfd);
+	int wfd = -1, ret;
+	int fd = ports_open(&a->o->ports, a->o->ports.ctl_name, true, &wfd);
 
 	if (fd < 0)
 		return fd;
-	a->ctl_fd = fd;
-	vt_proto_parser_free(a->parser);
-	a->parser = vt_proto_parser_new();
-	if (!a->parser) {
-		close_ctl(a);
-		return -ENOMEM;
+	a->conn = vt_conn_new(fd, wfd);
+	if (!a->conn) {
+		ret = -errno;
+		if (wfd != fd)
+			close(wfd);
+		close(fd);
+		return ret;
 	}
+	vt_conn_set_hook(a->conn, mark, a);
 	a->garbage_reported = 0;
 	a->hello_done = false;
 	return 0;
@@ -764,12 +772,16 @@ static int open_ctl(struct agent *a)
 /* The host went away: a stand-in socket is gone for good, a virtio port waits. */
 static void host_gone(struct agent *a)
 {
+	burst_end(a);
 	if (a->o->ports.dir) {
 		log_info("host closed the control port");
 		end_session(a);
 		close_ctl(a);
 		if (a->o->once)
 			a->quit = true;
+	} else {
+		/* A half frame from the old host must not prefix the next host's first. */
+		vt_conn_reset_rx(a->conn);
 	}
 }
 
@@ -784,12 +796,10 @@ int agent_run(const struct agent_opts *o)
 	static struct agent a;
 	struct signalfd_siginfo si;
 	struct pollfd pfd[3];
-	uint8_t buf[16384];
 	sigset_t mask;
 	int ret;
 
 	a.o = o;
-	a.ctl_fd = a.ctl_wfd = -1;
 	ret = tracing_mount(&a.t, o->tracefs);
 	if (ret < 0)
 		return ret;
@@ -819,9 +829,9 @@ int agent_run(const struct agent_opts *o)
 		 o->ports.ctl_name);
 
 	while (!a.quit) {
-		int timeout = -1, n;
+		int timeout = burst_timeout(&a), n;
 
-		if (a.ctl_fd < 0 && (ret = open_ctl(&a)) < 0) {
+		if (!a.conn && (ret = open_ctl(&a)) < 0) {
 			if (!o->ports.dir) {
 				log_err("cannot open the control port: %s", strerror(-ret));
 				goto out;
@@ -830,8 +840,9 @@ int agent_run(const struct agent_opts *o)
 		}
 		pfd[0] = (struct pollfd){ .fd = a.sig_fd, .events = POLLIN };
 		pfd[1] = (struct pollfd){ .fd = a.done_fd, .events = POLLIN };
-		pfd[2] = (struct pollfd){ .fd = a.ctl_fd, .events = POLLIN };
-		n = poll(pfd, a.ctl_fd >= 0 ? 3 : 2, timeout);
+		if (a.conn)
+			pfd[2] = (struct pollfd){ .fd = vt_conn_rfd(a.conn), .events = POLLIN };
+		n = poll(pfd, a.conn ? 3 : 2, timeout);
 		if (n < 0 && errno != EINTR) {
 			ret = -errno;
 			break;
@@ -854,27 +865,15 @@ int agent_run(const struct agent_opts *o)
 			if (a.stopping && done == a.nr_streams)
 				finish_stop(&a);
 		}
-		if (a.ctl_fd >= 0 && (pfd[2].revents & (POLLIN | POLLHUP | POLLERR))) {
-			ssize_t r = read(a.ctl_fd, buf, sizeof(buf));
+		if (a.conn && (pfd[2].revents & (POLLIN | POLLHUP | POLLERR))) {
+			int r = vt_conn_read(a.conn);
 
 			if (r > 0) {
-				size_t off = 0;
-
-				while (off < (size_t)r) {
-					size_t fed = vt_proto_parser_feed(a.parser, buf + off, r - off);
-
-					off += fed;
-					drain_parser(&a);
-					if (!fed && off < (size_t)r) {
-						log_warn("control port: parser stuck, %zd bytes dropped",
-							 r - (ssize_t)off);
-						break;
-					}
-				}
-			} else if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
+				drain_parser(&a);
+			} else if (r != -EAGAIN) {
 				host_gone(&a);
 				/* An unconnected virtio port polls as HUP: do not spin. */
-				if (a.ctl_fd >= 0)
+				if (a.conn)
 					poll(NULL, 0, HUP_BACKOFF_MS);
 			}
 		}
@@ -883,7 +882,6 @@ int agent_run(const struct agent_opts *o)
 out:
 	end_session(&a);
 	close_ctl(&a);
-	vt_proto_parser_free(a.parser);
 	close(a.sig_fd);
 	close(a.done_fd);
 out_unmount:

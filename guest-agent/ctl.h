@@ -28,7 +28,5 @@ struct agent_opts {
 };
 
 int agent_run(const struct agent_opts *o);
-int agent_read_tsc(uint64_t *tsc, uint32_t *cpu);
-bool agent_has_tsc(void);
 
 #endif

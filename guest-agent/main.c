@@ -5,62 +5,14 @@
  */
 #include <errno.h>
 #include <getopt.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <syslog.h>
 #include <unistd.h>
 
 #include "agent.h"
 #include "ctl.h"
 #include "vt_meta.h"
-#include "vt_tsync.h"
-
-int agent_verbose;
-static bool quiet;
-
-/**
- * agent_log() - log a line to stderr, prefixed with the program name
- * @level: LOG_ERR_ .. LOG_DEBUG_
- * @fmt: printf format
- */
-void agent_log(int level, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (level == LOG_DEBUG_ && agent_verbose < 1)
-		return;
-	if (level == LOG_INFO_ && quiet)
-		return;
-	va_start(ap, fmt);
-	fprintf(stderr, "trace-agent: ");
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-}
-
-/**
- * agent_read_tsc() - read the TSC and the CPU it was read on
- * @tsc: set to the TSC, the counter the x86-tsc trace clock reads
- * @cpu: set to the CPU
- *
- * Return: 0, -EAGAIN when the thread moved during the read.
- */
-int agent_read_tsc(uint64_t *tsc, uint32_t *cpu)
-{
-	return vt_tsc_read_cpu(tsc, cpu);
-}
-
-/**
- * agent_has_tsc() - whether this machine answers sync probes with the TSC
- *
- * Return: true when a TSC can be read.
- */
-bool agent_has_tsc(void)
-{
-	return vt_tsc_read() != 0;
-}
 
 static void usage(FILE *f)
 {
@@ -164,7 +116,7 @@ int main(int argc, char **argv)
 			agent_verbose++;
 			break;
 		case 'q':
-			quiet = true;
+			agent_quiet = true;
 			break;
 		case 'V':
 			printf("trace-agent %s\n", PACKAGE_VERSION);

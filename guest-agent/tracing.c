@@ -118,14 +118,24 @@ void tracing_unmount(struct tracing *t)
 	t->root = NULL;
 }
 
-static int header_subbuf(const char *root, unsigned int *size)
+/*
+ * The sub-buffer size of the buffer at @dir, from its own events/header_page:
+ * since 6.8 each instance has its own size (buffer_subbuf_size_kb) and its own
+ * header_page. Older kernels have none in instances: the top level's (@root)
+ * is then the only size there is.
+ */
+static int header_subbuf(const char *root, const char *dir, unsigned int *size)
 {
 	struct vt_page_fmt fmt;
 	char path[PATH_MAX], buf[1024];
 	int n;
 
-	snprintf(path, sizeof(path), "%s/events/header_page", root);
+	snprintf(path, sizeof(path), "%s/events/header_page", dir);
 	n = read_file(path, buf, sizeof(buf));
+	if (n == -ENOENT && strcmp(dir, root) != 0) {
+		snprintf(path, sizeof(path), "%s/events/header_page", root);
+		n = read_file(path, buf, sizeof(buf));
+	}
 	if (n < 0)
 		return n;
 	if (vt_page_fmt_parse(&fmt, buf, n) < 0)
@@ -195,11 +205,26 @@ int tracing_use(struct tracing *t, const char *instance)
 	if (!t->dir || (instance && !t->instance))
 		return -ENOMEM;
 
-	ret = header_subbuf(t->root, &t->subbuf_size);
+	ret = header_subbuf(t->root, t->dir, &t->subbuf_size);
 	if (ret < 0)
 		return ret;
 	t->nr_cpus = count_cpus(t->dir);
 	return t->nr_cpus ? 0 : -ENODEV;
+}
+
+/**
+ * tracing_reread_geometry() - read the chosen buffer's sub-buffer size again
+ * @t: the tracing state, with a buffer chosen by tracing_use()
+ *
+ * The size belongs to the buffer (an instance has its own since 6.8) and can
+ * change under us (buffer_subbuf_size_kb): callers read it again whenever they
+ * choose or reconfigure the buffer, and before they start reading pages.
+ *
+ * Return: 0, or -errno (-EBADMSG for a header_page without a page layout).
+ */
+int tracing_reread_geometry(struct tracing *t)
+{
+	return header_subbuf(t->root, t->dir, &t->subbuf_size);
 }
 
 /**
@@ -218,7 +243,7 @@ int tracing_geometry(const struct tracing *t, unsigned int *nr_cpus, unsigned in
 	char path[PATH_MAX], buf[1024];
 	int ret;
 
-	ret = header_subbuf(t->root, subbuf_size);
+	ret = header_subbuf(t->root, t->root, subbuf_size);
 	if (ret < 0)
 		return ret;
 	*nr_cpus = count_cpus(t->root);
@@ -478,7 +503,7 @@ int tracing_set_buffer_kb(struct tracing *t, unsigned int kb, unsigned int subbu
 		ret = tracing_write(t, "buffer_subbuf_size_kb", val);
 		if (ret < 0)
 			return ret;
-		ret = header_subbuf(t->root, &t->subbuf_size);
+		ret = tracing_reread_geometry(t);
 		if (ret < 0)
 			return ret;
 	}

@@ -15,6 +15,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <signal.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -36,7 +37,6 @@
 #define EXIT_PARTIAL	3	/* files written, but a guest was dropped or reported problems */
 
 extern int collect_quiet;
-extern volatile int collect_signals;	/* SIGINT/SIGTERM received so far */
 extern int collect_verbose;
 void collect_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 #define L_ERR	3
@@ -50,14 +50,28 @@ void collect_log(int level, const char *fmt, ...) __attribute__((format(printf, 
 
 /* --- a data stream: one guest vCPU port, or one host CPU --- */
 
-struct guest;
+struct engine;
+
+/**
+ * struct stream_budget - what a trace may spool (--max-size), shared by its streams
+ * @max: bytes, 0 for no limit
+ * @used: bytes of good pages spooled
+ * @reached: a page did not fit
+ */
+struct stream_budget {
+	uint64_t max;
+	uint64_t used;
+	bool reached;
+};
+
+enum stream_ev { STREAM_EV_ERROR, STREAM_EV_EOF, STREAM_EV_LIMIT };
 
 /**
  * struct stream - one source of whole pages
  * @fd: what the engine reads (a FIFO, a socket, or a host pipe)
  * @label: "guest demo cpu1" or "host cpu0", for messages
  * @cpu: the CPU number in its trace
- * @g: the guest, NULL for a host stream
+ * @notify: tells @owner of errors, the end, and a used-up @budget
  * @page: a partial page carried between reads
  * @have: bytes in @page
  * @spool_fd: cpuN.pages in the spool; @bad_fd cpuN.bad, opened on first need
@@ -68,7 +82,9 @@ struct stream {
 	int fd;
 	char label[96];
 	unsigned int cpu;
-	struct guest *g;
+	void (*notify)(void *owner, struct stream *s, enum stream_ev ev, int err);
+	void *owner;
+	struct stream_budget *budget;
 	uint32_t subbuf;
 	struct vt_page_fmt fmt;
 	uint8_t *rbuf;
@@ -83,7 +99,6 @@ struct stream {
 	uint64_t written_back;	/* region bytes whose writeback has been started */
 	struct engine *engine;	/* the engine serving it (engine_add()), for writeback requests */
 	char dir[4096];
-	bool inflight;
 	bool eof;
 	bool closed;
 	bool paused;
@@ -97,6 +112,7 @@ struct stream {
 	uint64_t missed_pages;	/* pages flagged "events lost before this one" */
 	uint64_t lost_events;	/* lost counts stored in page headers */
 	bool bad_logged;
+	bool size_logged;	/* pages of another size than announced: said once */
 };
 
 int stream_init(struct stream *s, int fd, const char *label, unsigned int cpu,
@@ -104,21 +120,62 @@ int stream_init(struct stream *s, int fd, const char *label, unsigned int cpu,
 void stream_close(struct stream *s);
 int stream_ingest(struct stream *s, const uint8_t *data, size_t len);
 int stream_finish(struct stream *s);
+void stream_notify(struct stream *s, enum stream_ev ev, int err);
 
-/* The io_uring engine: one thread serves every stream and control port. */
-struct engine;
+/* --- engine.c: one thread and one io_uring serve every stream, port and timer --- */
+
+/**
+ * struct engine_timer - a timer, embedded in its owner
+ * @when: deadline, engine_now_ns() clock
+ * @period: 0 for one shot
+ * @cb: called when it fires
+ * @arg: for @cb
+ * @armed: in the engine's list
+ */
+struct engine_timer {
+	uint64_t when;
+	uint64_t period;
+	void (*cb)(void *arg);
+	void *arg;
+	bool armed;
+	struct engine_timer *next;
+};
+struct engine_fd;
+
+#define NSEC_PER_MSEC	1000000ull
+#define NSEC_PER_SEC	1000000000ull
+
+uint64_t engine_now_ns(void);
 struct engine *engine_new(unsigned int entries);
 void engine_free(struct engine *e);
 int engine_add(struct engine *e, struct stream *s);
-int engine_add_ctl(struct engine *e, int fd, bool (*cb)(void *arg, int revents), void *arg);
-void engine_remove_ctl(struct engine *e, int fd);
+struct engine_fd *engine_add_fd(struct engine *e, int fd, short events,
+				bool (*cb)(void *arg, int revents), void *arg);
+void engine_fd_enable(struct engine_fd *x, bool on);
+void engine_fd_remove(struct engine_fd *x);
+void engine_timer_init(struct engine_timer *t, void (*cb)(void *arg), void *arg);
+void engine_timer_arm(struct engine *e, struct engine_timer *t, uint64_t delay_ns,
+		      uint64_t period_ns);
+void engine_timer_cancel(struct engine *e, struct engine_timer *t);
+int engine_add_signals(struct engine *e, const sigset_t *mask, void (*cb)(void *arg, int signo),
+		       void *arg);
+void engine_writeback(struct engine *e, int fd, uint64_t off, uint64_t len);
 int engine_run(struct engine *e, int timeout_ms);
-unsigned int engine_active(const struct engine *e);
+int engine_loop(struct engine *e);
+void engine_quit(struct engine *e);
 
 /* --- a guest and its agent --- */
 
+/*
+ * Every guest goes through these on its own, driven by engine events:
+ * attach, hello, configure (instance, clock, buffer, tracer, events), meta,
+ * then sync, running, stopping (STOP sent), draining (STOPPED seen, pages
+ * still arriving), finishing (final sync, metadata, bye), done; or failed
+ * at any point.
+ */
 enum guest_state {
-	G_NEW, G_READY, G_RUNNING, G_STOPPING, G_STOPPED, G_DONE, G_FAILED,
+	G_NEW, G_HELLO, G_CONFIG, G_META, G_SYNC, G_RUNNING, G_STOPPING, G_DRAINING,
+	G_FINISHING, G_DONE, G_FAILED,
 };
 
 struct guest_sync {
@@ -130,12 +187,39 @@ struct guest_sync {
 	uint64_t host_end;
 };
 
+struct guest;
+struct collect_run;
+
+/* One request in flight on a guest's control port, and what to do with its answer. */
+struct guest_req {
+	bool active;
+	uint32_t seq;
+	uint16_t type;			/* what was sent */
+	uint16_t want;			/* VT_PROTO_OK or VT_PROTO_HELLO_REPLY */
+	void (*done)(struct guest *g, int err);
+	struct engine_timer timer;
+};
+
+/* A clock probe burst on one vCPU at a time, driven by replies and a timeout. */
+struct guest_burst {
+	bool active;
+	bool req_pending;		/* SYNC_BEGIN not answered yet */
+	const char *when;		/* "start", "interval", "resume", "stop" */
+	unsigned int idx;		/* index into the guest's streams */
+	uint32_t cpu, k, n, got;
+	uint64_t t1;
+	struct vt_tsync_sample *smp;
+	void (*done)(struct guest *g, int err);
+	struct engine_timer timer;
+};
+
 /**
  * struct guest - one traced guest
  * @name: from --name, or the directory's base name ([A-Za-z0-9_.-], never a path)
  */
 struct guest {
 	char name[COLLECT_NAME_MAX];
+	struct collect_run *run;
 	/* how to reach it */
 	char chardev_dir[4096];
 	char ctl_path[4096];
@@ -147,16 +231,16 @@ struct guest {
 	pid_t qemu_pid;
 	char qmp_path[4096];		/* --qmp: follow STOP/RESUME */
 	struct qmp *qmp;
-	bool resync;			/* RESUME seen: sync again now */
 	uint64_t stop_tsc;		/* host TSC when QEMU stopped it (QMP STOP) */
 	uint64_t resume_tsc;		/* host TSC when QEMU resumed it (QMP RESUME) */
+	bool resync;			/* RESUME seen: sync again as soon as it can */
 	uint32_t vcpu_tids[COLLECT_MAX_CPUS];
 	unsigned int nr_vcpu_tids;
 	/* control port */
 	int ctl_rfd, ctl_wfd;
-	struct vt_proto_parser *parser;
-	uint32_t seq;
-	uint8_t frame[VT_PROTO_FRAME_MAX];
+	struct vt_conn *conn;
+	struct engine_fd *ctl_in, *ctl_out;
+	uint64_t rx_tsc;		/* host TSC when the control port was last found readable */
 	/* what the agent said */
 	struct vt_proto_hello hello;
 	char agent_software[128];
@@ -167,27 +251,32 @@ struct guest {
 	/* streams, one per vCPU with a port */
 	struct stream *streams;
 	unsigned int nr_streams;
+	unsigned int nr_eof;
 	/* state */
 	enum guest_state state;
+	unsigned int step;		/* where setup is (session.c) */
+	uint64_t t_start;		/* engine_now_ns() when setup began */
+	bool recorded;			/* it started recording */
 	char error[512];
 	uint64_t trace_id;
 	char spool[4096];
-	uint64_t max_bytes;
-	bool max_reached;
+	struct stream_budget budget;
 	struct vt_proto_meta_rx meta_rx;
-	bool meta_done;
-	char stats_text[COLLECT_MAX_CPUS][2048];
+	bool meta_wanted;
+	void (*meta_done)(struct guest *g, int err);
+	struct engine_timer meta_timer;
+	char *stats_text[COLLECT_MAX_CPUS];
 	uint64_t agent_bytes[COLLECT_MAX_CPUS];
 	uint64_t agent_pages[COLLECT_MAX_CPUS];
-	uint64_t agent_fallbacks, agent_partial_reads;
 	bool stats_last;
 	uint32_t stop_seq;
 	bool stopped_seen;
-	/* waiting for a reply */
-	uint32_t want_seq;
-	uint16_t want_type;
-	bool got_reply;
-	int reply_err;
+	struct guest_req req;
+	struct guest_burst burst;
+	struct engine_timer stop_timer;		/* --stop-timeout */
+	struct engine_timer drain_timer;	/* checks the drain while stopping */
+	struct engine_timer kvm_timer;		/* re-reads KVM's offsets */
+	struct engine_timer sync_timer;		/* --sync-interval */
 	char reply_text[512];
 	uint64_t protocol_errors;
 	struct guest_sync sync;
@@ -206,6 +295,7 @@ struct collect_opts {
 	unsigned int nr_host_pids;
 	const char *clock;
 	unsigned int buffer_kb;
+	unsigned int subbuf_kb;		/* --subbuf-size: the guest's sub-buffers, 0 to leave them */
 	unsigned int file_version;
 	bool compress;
 	bool top_level;
@@ -235,22 +325,16 @@ int attach_open_data(struct guest *g, unsigned int cpu, int *fd);
 size_t attach_discard_stale(int fd);
 
 /* session.c */
-int session_setup(struct guest *g, struct engine *e, const struct collect_opts *o);
-int session_start(struct guest *g, struct engine *e);
-int session_stop_send(struct guest *g);
-int session_stop_wait(struct guest *g, struct engine *e, int timeout_ms);
-int session_finish(struct guest *g, struct engine *e, const struct collect_opts *o);
-int session_marker(struct guest *g, struct engine *e, const char *text);
-int session_fetch_meta(struct guest *g, struct engine *e);
-int session_req_ok(struct guest *g, struct engine *e, int len, const char *what);
-int session_send(struct guest *g, int len, uint16_t type);
-uint32_t session_next_seq(struct guest *g);
-void session_feed(struct guest *g, const uint8_t *buf, size_t n,
-		  void (*sync_cb)(void *arg, const struct vt_proto_msg *m), void *arg);
+int session_begin(struct guest *g);
+void session_stop(struct guest *g);
+bool session_finished(const struct guest *g);
+void session_release(struct guest *g);
+void session_resumed(struct guest *g);
+void session_dispatch(struct guest *g);
+const char *session_state_name(enum guest_state s);
 void collect_sanitize(char *dst, size_t size, const char *src, bool keep_newlines);
 bool collect_name_ok(const char *s);
 void session_fail(struct guest *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void session_host_marker(bool tx, uint16_t type, uint32_t seq);
 
 /* sync.c */
 /**
@@ -267,8 +351,29 @@ struct sync_tsc {
 	char method[64];
 };
 void sync_tsc_rate(struct sync_tsc *t);
-int sync_guest(struct guest *g, struct engine *e, const struct collect_opts *o, const char *when);
+int sync_prepare(struct guest *g, const struct collect_opts *o, const char *when);
+int sync_probe_result(struct guest *g, unsigned int cpu, const struct vt_tsync_sample *smp,
+		      unsigned int n);
+void sync_burst_done(struct guest *g, const char *when);
 uint64_t sync_host_tsc(void);
+
+/**
+ * struct collect_run - what every guest of one `record` shares
+ * @o: the options
+ * @e: the engine
+ * @host: the host recorder, NULL without --host-events
+ * @tsc: the host TSC rate
+ * @changed: called when a guest changed state in a way its owner may care
+ *	about (started recording, finished, failed)
+ */
+struct collect_run {
+	const struct collect_opts *o;
+	struct engine *e;
+	struct hostrec *host;
+	struct sync_tsc tsc;
+	void (*changed)(struct collect_run *r);
+	void *arg;
+};
 
 /* qmp.c */
 struct qmp;
@@ -282,20 +387,109 @@ int hostrec_marker(struct hostrec *h, const char *text);
 int hostrec_stop(struct hostrec *h);
 void hostrec_free(struct hostrec *h);
 void hostrec_save_stats(struct hostrec *h);
-extern struct hostrec *collect_hostrec;
+bool hostrec_drained(const struct hostrec *h);
 
-/* spool.c */
+/* spool.c: the one owner of the spool's files, names and keys (see its top comment) */
+
+/* What ingest counted of a CPU's region (cpuN.sums). */
+struct spool_sums {
+	uint64_t len, pages, events, missed_pages, lost;
+};
+
+/**
+ * struct spool_cpu - one CPU of a spooled trace
+ * @agent_bytes: bytes the agent reported sent (its final STATS)
+ * @agent_pages: pages likewise
+ * @dropped: pages dropped beyond --max-size
+ * @frag_bytes: a trailing fragment kept aside (cpuN.frag)
+ * @stats: the kernel's per_cpu stats text, sanitised, or NULL
+ * @have_sums: @sums holds what ingest counted
+ */
+struct spool_cpu {
+	uint64_t agent_bytes, agent_pages;
+	uint64_t dropped;
+	uint64_t frag_bytes;
+	char *stats;
+	bool have_sums;
+	struct spool_sums sums;
+};
+
+/**
+ * struct spool_trace - everything the spool says about one trace (guest or host)
+ *
+ * Filled by spool_trace_load(); the collector writes the same files with
+ * spool_save_state(), spool_save_agent(), spool_save_sync(), ...
+ */
+struct spool_trace {
+	char name[COLLECT_NAME_MAX];
+	bool host;
+	bool have_state, have_agent, have_sync;
+	uint64_t trace_id;
+	unsigned int nr_cpus;
+	uint32_t subbuf;
+	char clock[64];
+	char agent[128];
+	char error[512];
+	uint64_t protocol_errors;
+	bool max_reached;
+	uint32_t tids[COLLECT_MAX_CPUS];
+	unsigned int nr_tids;
+	struct spool_cpu cpus[COLLECT_MAX_CPUS];
+	char sync_method[16];
+	char sync_why[160];
+	uint64_t host_end;
+	struct vt_tsync_cpu sync[COLLECT_MAX_CPUS];
+	uint64_t min_rtt[COLLECT_MAX_CPUS];
+	uint32_t samples[COLLECT_MAX_CPUS];
+};
+
+/* The run's options (.spool/options). */
+struct spool_options {
+	unsigned int version;
+	bool compress;
+	uint64_t host_trace_id;
+	uint64_t tsc_khz;
+	uint32_t tsc_mult, tsc_shift;
+	char tsc_method[64];
+	char cmdline[8192];
+};
+
+/* An in-place finish under way (the "inplace" marker): where each CPU's pages were. */
+struct spool_inplace {
+	uint64_t region, head, size0;
+	unsigned int nr_cpus;
+	uint64_t len[COLLECT_MAX_CPUS];
+};
+
+enum spool_cpu_file { SPOOL_CPU_PAGES, SPOOL_CPU_BAD };
+
 int spool_prepare(const char *out_dir, char *spool, size_t size);
 int spool_guest_dir(const char *spool, const char *name, char *dir, size_t size);
 int spool_write_file(const char *dir, const char *name, const void *data, size_t len);
 int spool_read_file(const char *dir, const char *name, void **data, size_t *len, size_t max);
+int spool_save_options(const char *spool, const struct spool_options *o);
+int spool_load_options(const char *spool, struct spool_options *o);
 int spool_save_state(const struct guest *g);
 int spool_save_sync(const struct guest *g);
+int spool_save_agent(const struct guest *g);
+int spool_save_stats(const char *dir, unsigned int cpu, const char *text);
+int spool_save_sums(const char *dir, unsigned int cpu, const struct spool_sums *sums);
+int spool_save_frag(const char *dir, unsigned int cpu, const void *data, size_t len);
+int spool_save_meta(const char *dir, const void *data, size_t len);
+int spool_load_meta(const char *dir, void **data, size_t *len);
+int spool_save_inplace(const char *dir, const struct spool_inplace *m);
+int spool_load_inplace(const char *dir, struct spool_inplace *m);
+bool spool_has_inplace(const char *dir);
+int spool_open_cpu(const char *dir, unsigned int cpu, enum spool_cpu_file kind, int flags);
+int spool_trace_load(const char *dir, bool host, struct spool_trace *t);
+void spool_trace_free(struct spool_trace *t);
 /* A trace's pages: one sparse file, CPU N's at N * region (SPOOL_REGION unless its layout says). */
 #define SPOOL_REGION	(32ull << 30)
 int spool_data_open(const char *dir, uint64_t *region);
 int spool_data_len(int fd, uint64_t region, unsigned int cpu, uint64_t *len);
 int spool_data_region(const char *dir, uint64_t *region);
+int spool_data_fd(const char *dir);
+int spool_data_rename(const char *dir, const char *path);
 
 /* output.c */
 int output_finalise(const char *out_dir, const struct collect_opts *o, bool recovering);

@@ -59,8 +59,6 @@ struct hostrec {
 	bool mounted;		/* tracefs was not mounted: libtracefs mounted it for us */
 };
 
-struct hostrec *collect_hostrec;
-
 #define TRACEFS_DIR	"/sys/kernel/tracing"
 
 /* Is tracefs mounted where libtracefs mounts it when it finds none? */
@@ -213,7 +211,7 @@ static int spool_meta(struct hostrec *h, struct vt_meta *m, const struct vt_blob
 	ret = vt_meta_encode(m, &blob, &len);
 	if (ret < 0)
 		return ret;
-	ret = spool_write_file(h->spool, "meta.bin", blob, len);
+	ret = spool_save_meta(h->spool, blob, len);
 	free(blob);
 	return ret;
 }
@@ -408,10 +406,25 @@ void hostrec_save_stats(struct hostrec *h)
 		text = tracefs_instance_file_read(h->inst, file, NULL);
 		if (!text)
 			continue;
-		snprintf(file, sizeof(file), "cpu%u.stats", i);
-		spool_write_file(h->spool, file, text, strlen(text));
+		spool_save_stats(h->spool, i, text);
 		free(text);
 	}
+}
+
+/**
+ * hostrec_drained() - whether every host CPU's stream has ended (after hostrec_stop())
+ * @h: the recorder
+ *
+ * Return: true when nothing more will come.
+ */
+bool hostrec_drained(const struct hostrec *h)
+{
+	unsigned int i;
+
+	for (i = 0; h->cpus && i < h->nr_cpus; i++)
+		if (h->cpus[i].running && !h->cpus[i].stream.eof && !h->cpus[i].stream.closed)
+			return false;
+	return true;
 }
 
 /**

@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -23,7 +22,6 @@
 #include "collect.h"
 
 int collect_quiet;
-volatile int collect_signals;
 int collect_verbose;
 static bool status_line;
 static bool status_shown;
@@ -52,14 +50,6 @@ void collect_log(int level, const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
 	va_end(ap);
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 static void usage(FILE *f)
@@ -104,9 +94,13 @@ static void usage(FILE *f)
 "      --tracer NAME      a guest tracer (mmiotrace: uses the top-level buffer)\n"
 "      --top-level        trace the guest's top-level buffer, not an instance\n"
 "      --buffer-size KB   per-CPU ring buffer size in the guest (and host)\n"
+"      --subbuf-size KB   the guest's sub-buffer size (Linux >= 6.8): fewer page\n"
+"                         headers, events larger than 4 KiB\n"
 "      --clock NAME       guest trace clock (default x86-tsc where it exists)\n"
 "      --host-events LIST host events to record, SYS[:EV],... (private\n"
 "                         tracefs instance, x86-tsc clock)\n"
+"      --kvm-exits        add kvm:kvm_exit and kvm:kvm_entry to the host events\n"
+"                         (what `report --exits` reads)\n"
 "      --host-pid PID     host events of this process only, its threads and\n"
 "                         what it forks (repeatable; e.g. the QEMU pid)\n"
 "  -o, --output DIR       output directory (default virtio-trace-out)\n"
@@ -191,9 +185,9 @@ static int parse_record(int argc, char **argv, struct collect_opts *o, struct gu
 			unsigned int *nr)
 {
 	enum { OPT_CHARDEV = 256, OPT_LISTEN, OPT_CTL, OPT_CPU, OPT_NAME, OPT_QEMU_PID, OPT_TRACER, OPT_TOP,
-	       OPT_BUFSZ, OPT_CLOCK, OPT_HOST, OPT_MAXSZ, OPT_FV, OPT_NOCOMP, OPT_KEEP, OPT_FSYNC, OPT_SYNC, OPT_TSCOFF,
+	       OPT_BUFSZ, OPT_SUBBUF, OPT_CLOCK, OPT_HOST, OPT_MAXSZ, OPT_FV, OPT_NOCOMP, OPT_KEEP, OPT_FSYNC, OPT_SYNC, OPT_TSCOFF,
 	       OPT_PROBES, OPT_SINTV, OPT_DEBUGFS, OPT_STOPTO, OPT_QMP, OPT_DOMAIN, OPT_CONNECT,
-	       OPT_HOST_PID };
+	       OPT_HOST_PID, OPT_KVM_EXITS };
 	static const struct option longopts[] = {
 		{ "chardev-dir", required_argument, NULL, OPT_CHARDEV },
 		{ "domain", required_argument, NULL, OPT_DOMAIN },
@@ -209,9 +203,11 @@ static int parse_record(int argc, char **argv, struct collect_opts *o, struct gu
 		{ "tracer", required_argument, NULL, OPT_TRACER },
 		{ "top-level", no_argument, NULL, OPT_TOP },
 		{ "buffer-size", required_argument, NULL, OPT_BUFSZ },
+		{ "subbuf-size", required_argument, NULL, OPT_SUBBUF },
 		{ "clock", required_argument, NULL, OPT_CLOCK },
 		{ "host-events", required_argument, NULL, OPT_HOST },
 		{ "host-pid", required_argument, NULL, OPT_HOST_PID },
+		{ "kvm-exits", no_argument, NULL, OPT_KVM_EXITS },
 		{ "output", required_argument, NULL, 'o' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "max-size", required_argument, NULL, OPT_MAXSZ },
@@ -231,6 +227,7 @@ static int parse_record(int argc, char **argv, struct collect_opts *o, struct gu
 		{ NULL, 0, NULL, 0 },
 	};
 	struct guest *g = NULL;
+	bool kvm_exits = false;
 	char *end;
 	int c;
 
@@ -323,8 +320,18 @@ static int parse_record(int argc, char **argv, struct collect_opts *o, struct gu
 			if (*end || !o->buffer_kb)
 				return -EINVAL;
 			break;
+		case OPT_SUBBUF:
+			/* The kernel takes 1 KiB steps up to its largest order; the page checks stop at 1 MiB. */
+			o->subbuf_kb = strtoul(optarg, &end, 10);
+			if (*end || !o->subbuf_kb || o->subbuf_kb > VT_SUBBUF_MAX / 1024) {
+				fprintf(stderr, "virtio-trace-collect: --subbuf-size: 1 to %u KiB\n",
+					VT_SUBBUF_MAX / 1024);
+				return -EINVAL;
+			}
+			break;
 		case OPT_CLOCK: o->clock = optarg; break;
 		case OPT_HOST: o->host_events = optarg; break;
+		case OPT_KVM_EXITS: kvm_exits = true; break;
 		case OPT_HOST_PID: {
 			long v = strtol(optarg, &end, 10);
 
@@ -398,6 +405,16 @@ static int parse_record(int argc, char **argv, struct collect_opts *o, struct gu
 			return -EINVAL;
 		}
 		o->command = argv + optind;
+	}
+	if (kvm_exits) {
+		/* What `report --exits` reads, added to --host-events. */
+		static char list[4096];
+
+		if ((size_t)snprintf(list, sizeof(list), "kvm:kvm_exit,kvm:kvm_entry%s%s",
+				     o->host_events ? "," : "",
+				     o->host_events ? o->host_events : "") >= sizeof(list))
+			return -EINVAL;
+		o->host_events = list;
 	}
 	if (!*nr && !o->host_events) {
 		fprintf(stderr, "virtio-trace-collect: no guest given (--chardev-dir DIR, --ctl PATH --cpu PATH, "
@@ -502,62 +519,198 @@ static void show_status(struct guest **gs, unsigned int nr, double elapsed, uint
 			lost += g->streams[j].lost_events;
 			missed += g->streams[j].missed_pages;
 		}
-		n += snprintf(line + n, sizeof(line) - n, "%s%s: %.1f MB/s %" PRIu64 " pages lost %"
-			      PRIu64 "%s%s", i ? " | " : "", g->name,
-			      dt > 0 ? (bytes - last_bytes[i]) / dt / 1e6 : 0.0, pages, lost,
-			      missed && !lost ? "+" : "", g->state == G_FAILED ? " FAILED" : "");
+		n += snprintf(line + n, sizeof(line) - n, "%s%s: ", i ? " | " : "", g->name);
+		if (g->state < G_RUNNING)
+			n += snprintf(line + n, sizeof(line) - n, "%s", session_state_name(g->state));
+		else
+			n += snprintf(line + n, sizeof(line) - n, "%.1f MB/s %" PRIu64 " pages lost %"
+				      PRIu64 "%s%s", dt > 0 ? (bytes - last_bytes[i]) / dt / 1e6 : 0.0,
+				      pages, lost, missed && !lost ? "+" : "",
+				      g->state == G_FAILED ? " FAILED" : "");
 		last_bytes[i] = bytes;
 	}
 	fprintf(stderr, "\r\033[K[%6.1fs] %s", elapsed, line);
 	status_shown = true;
 }
 
-static bool signal_cb(void *arg, int revents)
-{
-	int *fd = arg;
-	struct signalfd_siginfo si;
-
-	while (read(fd[0], &si, sizeof(si)) == sizeof(si)) {
-		if (si.ssi_signo == SIGCHLD) {
-			fd[2] = 1;
-		} else {
-			fd[1]++;
-			collect_signals++;
-		}
-	}
-	return true;
-}
-
 static int write_options(const char *spool, const struct collect_opts *o, uint64_t host_id,
 			 const struct sync_tsc *tsc)
 {
-	char buf[16384];
-	int n;
+	struct spool_options so = {
+		.version = o->file_version, .compress = o->compress && o->file_version >= 7,
+		.host_trace_id = host_id, .tsc_khz = tsc->khz, .tsc_mult = tsc->mult,
+		.tsc_shift = tsc->shift,
+	};
 
-	n = snprintf(buf, sizeof(buf),
-		     "file_version=%u\ncompress=%d\nhost_trace_id=%" PRIu64 "\ntsc_khz=%" PRIu64
-		     "\ntsc_mult=%u\ntsc_shift=%u\ntsc_method=%s\ncmdline=%s\n",
-		     o->file_version, o->compress && o->file_version >= 7, host_id, tsc->khz,
-		     tsc->mult, tsc->shift, tsc->method, o->cmdline);
-	return spool_write_file(spool, "options", buf, n < (int)sizeof(buf) ? n : (int)sizeof(buf) - 1);
+	snprintf(so.tsc_method, sizeof(so.tsc_method), "%s", tsc->method);
+	snprintf(so.cmdline, sizeof(so.cmdline), "%s", o->cmdline);
+	return spool_save_options(spool, &so);
+}
+
+/* The command after `--` starts once every guest records (or failed), or this long after the first did. */
+#define COMMAND_GRACE_NS	(5 * NSEC_PER_SEC)
+#define END_CHECK_NS		(20 * NSEC_PER_MSEC)
+
+/* One `record`: its guests, the command, and the timers that end it. */
+struct rec {
+	struct collect_run run;
+	struct guest **gs;
+	unsigned int nr;
+	char **command;
+	pid_t child;
+	bool command_started;
+	unsigned int signals;
+	bool stopping;
+	bool status_line;
+	uint64_t t0, last_status;
+	uint64_t last_bytes[COLLECT_MAX_GUESTS];
+	struct engine_timer duration, status, deadline, end_check, command_grace;
+	sigset_t mask;
+};
+
+static void start_command(struct rec *r)
+{
+	if (!r->command || r->command_started || r->stopping)
+		return;
+	r->command_started = true;
+	engine_timer_cancel(r->run.e, &r->command_grace);
+	r->child = fork();
+	if (r->child == 0) {
+		sigprocmask(SIG_UNBLOCK, &r->mask, NULL);
+		execvp(r->command[0], r->command);
+		fprintf(stderr, "virtio-trace-collect: cannot run %s: %s\n", r->command[0],
+			strerror(errno));
+		_exit(127);
+	}
+	if (r->child < 0)
+		log_err("cannot start %s: %m", r->command[0]);
+}
+
+static void command_grace(void *arg)
+{
+	start_command(arg);
+}
+
+static void check_end(struct rec *r)
+{
+	unsigned int i, settled = 0, finished = 0, recording = 0;
+
+	for (i = 0; i < r->nr; i++) {
+		finished += session_finished(r->gs[i]);
+		recording += r->gs[i]->state == G_RUNNING;
+	}
+	settled = finished + recording;
+	if (!r->stopping) {
+		if (recording && !r->command_started && !r->command_grace.armed)
+			engine_timer_arm(r->run.e, &r->command_grace, COMMAND_GRACE_NS, 0);
+		if (settled == r->nr && r->nr)
+			start_command(r);
+		if (r->nr && finished == r->nr) {
+			log_info("no guest is recording any more");
+			engine_quit(r->run.e);
+		}
+		return;
+	}
+	if (finished == r->nr && (!r->run.host || hostrec_drained(r->run.host)))
+		engine_quit(r->run.e);
+}
+
+static void rec_changed(struct collect_run *run)
+{
+	check_end(run->arg);
+}
+
+static void end_check(void *arg)
+{
+	check_end(arg);
+}
+
+static void deadline(void *arg)
+{
+	struct rec *r = arg;
+	unsigned int i;
+
+	for (i = 0; i < r->nr; i++)
+		if (!session_finished(r->gs[i]))
+			session_fail(r->gs[i], "not finished within --stop-timeout (%g s)",
+				     r->run.o->stop_timeout);
+	if (r->run.host && !hostrec_drained(r->run.host))
+		log_warn("the host events did not drain within --stop-timeout: keeping what arrived");
+	engine_quit(r->run.e);
+}
+
+/* Stop: every agent drains; a second signal keeps only what is on disk. */
+static void begin_stop(struct rec *r)
+{
+	struct engine *e = r->run.e;
+	unsigned int i;
+
+	if (r->stopping)
+		return;
+	r->stopping = true;
+	log_info("stopping%s", r->signals ? " (press Ctrl-C again to write what is on disk now)" : "");
+	engine_timer_cancel(e, &r->duration);
+	engine_timer_cancel(e, &r->command_grace);
+	for (i = 0; i < r->nr; i++)
+		session_stop(r->gs[i]);
+	if (r->run.host)
+		hostrec_stop(r->run.host);
+	engine_timer_arm(e, &r->deadline,
+			 (uint64_t)(r->run.o->stop_timeout * NSEC_PER_SEC) + NSEC_PER_SEC / 2, 0);
+	engine_timer_arm(e, &r->end_check, END_CHECK_NS, END_CHECK_NS);
+	check_end(r);
+}
+
+static void duration_over(void *arg)
+{
+	begin_stop(arg);
+}
+
+static void status_tick(void *arg)
+{
+	struct rec *r = arg;
+	uint64_t now = engine_now_ns();
+
+	show_status(r->gs, r->nr, (now - r->t0) / 1e9, r->last_bytes, (now - r->last_status) / 1e9);
+	r->last_status = now;
+}
+
+static void on_signal(void *arg, int signo)
+{
+	struct rec *r = arg;
+	unsigned int i;
+	int st;
+
+	if (signo == SIGCHLD) {
+		if (r->child > 0 && waitpid(r->child, &st, WNOHANG) == r->child) {
+			log_info("%s exited with status %d: stopping", r->command[0],
+				 WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+			r->child = 0;
+			begin_stop(r);
+		}
+		return;
+	}
+	if (++r->signals == 1) {
+		begin_stop(r);
+		return;
+	}
+	for (i = 0; i < r->nr; i++)
+		if (!session_finished(r->gs[i]))
+			session_fail(r->gs[i], "interrupted: keeping what is on disk");
+	engine_quit(r->run.e);
 }
 
 static int record(int argc, char **argv)
 {
 	static struct guest *gs[COLLECT_MAX_GUESTS];
+	static struct rec r;
 	struct collect_opts o = {
 		.out_dir = "virtio-trace-out", .file_version = 7, .compress = true,
 		.sync_probes = 300, .tracefs = "/sys/kernel/tracing", .stop_timeout = 60,
 	};
-	uint64_t last_bytes[COLLECT_MAX_GUESTS] = { 0 };
-	unsigned int nr = 0, i, ready = 0;
-	int sigs[3] = { -1, 0, 0 };	/* signalfd, INT/TERM count, child exited */
+	unsigned int nr = 0, i, recorded = 0;
 	char spool[4200];
-	struct sync_tsc tsc;
 	struct engine *e;
-	double t0, last_status, last_sync, last_kvm, stop_at;
-	pid_t child = 0;
-	sigset_t mask;
 	size_t n = 0;
 	int ret, status = EXIT_OK;
 
@@ -583,41 +736,53 @@ static int record(int argc, char **argv)
 		log_err("cannot create %s: %s", spool, strerror(-ret));
 		return EXIT_FAIL;
 	}
-	sync_tsc_rate(&tsc);
-	ret = write_options(spool, &o, random_id(), &tsc);
+	sync_tsc_rate(&r.run.tsc);
+	ret = write_options(spool, &o, random_id(), &r.run.tsc);
 	if (ret < 0) {
 		log_err("cannot write the spool: %s", strerror(-ret));
 		return EXIT_FAIL;
 	}
 
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGCHLD);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
+	r.gs = gs;
+	r.nr = nr;
+	r.command = o.command;
+	r.run.o = &o;
+	r.run.changed = rec_changed;
+	r.run.arg = &r;
+	sigemptyset(&r.mask);
+	sigaddset(&r.mask, SIGINT);
+	sigaddset(&r.mask, SIGTERM);
+	sigaddset(&r.mask, SIGCHLD);
 	signal(SIGPIPE, SIG_IGN);
-	sigs[0] = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
 	e = engine_new(4 * COLLECT_MAX_CPUS);
-	if (!e || sigs[0] < 0 || engine_add_ctl(e, sigs[0], signal_cb, sigs) < 0) {
+	if (!e || engine_add_signals(e, &r.mask, on_signal, &r) < 0) {
 		log_err("cannot set up io_uring: %m");
 		return EXIT_FAIL;
 	}
+	r.run.e = e;
+	engine_timer_init(&r.duration, duration_over, &r);
+	engine_timer_init(&r.status, status_tick, &r);
+	engine_timer_init(&r.deadline, deadline, &r);
+	engine_timer_init(&r.end_check, end_check, &r);
+	engine_timer_init(&r.command_grace, command_grace, &r);
 	if (o.host_events) {
-		collect_hostrec = hostrec_start(&o, e, spool);
-		if (!collect_hostrec) {
+		r.run.host = hostrec_start(&o, e, spool);
+		if (!r.run.host) {
 			status = EXIT_PARTIAL;
 			log_err("host events are not recorded");
 		}
 	}
+	/* Every guest sets itself up from here on, each at its own pace. */
 	for (i = 0; i < nr; i++) {
 		struct guest *g = gs[i];
 		char dirname[COLLECT_NAME_MAX + 8];
 
+		g->run = &r.run;
 		g->trace_id = random_id();
-		g->max_bytes = o.max_size;
+		g->budget.max = o.max_size;
 		snprintf(dirname, sizeof(dirname), "guest-%s", g->name);
 		if (spool_guest_dir(spool, dirname, g->spool, sizeof(g->spool)) < 0) {
-			log_err("cannot create the spool of guest %s", g->name);
+			session_fail(g, "cannot create its spool directory");
 			continue;
 		}
 		if (g->qemu_pid && !g->nr_vcpu_tids)
@@ -626,140 +791,43 @@ static int record(int argc, char **argv)
 			session_fail(g, "cannot attach");
 			continue;
 		}
-		if (session_setup(g, e, &o) < 0)
-			continue;
-		if (g->qmp_path[0])
-			qmp_attach(g, e, tsc.khz);
-		sync_guest(g, e, &o, "start");
-		ready++;
+		session_begin(g);
 	}
-	if (!ready && nr) {
-		log_err("no guest could be set up");
-		status = EXIT_FAIL;
-		goto finish;
-	}
-	for (i = 0; i < nr; i++)
-		if (gs[i]->state == G_READY && session_start(gs[i], e) == 0)
-			log_info("guest %s: recording", gs[i]->name);
-	if (o.command) {
-		child = fork();
-		if (child == 0) {
-			sigprocmask(SIG_UNBLOCK, &mask, NULL);
-			execvp(o.command[0], o.command);
-			fprintf(stderr, "virtio-trace-collect: cannot run %s: %s\n", o.command[0],
-				strerror(errno));
-			_exit(127);
-		}
-	}
+	r.t0 = r.last_status = engine_now_ns();
+	if (o.duration)
+		engine_timer_arm(e, &r.duration, (uint64_t)(o.duration * NSEC_PER_SEC), 0);
+	if (status_line)
+		engine_timer_arm(e, &r.status, NSEC_PER_SEC, NSEC_PER_SEC);
+	if (!nr)
+		start_command(&r);
+	check_end(&r);
+	ret = engine_loop(e);
+	if (ret < 0)
+		log_err("the event loop failed: %s", strerror(-ret));
 
-	t0 = last_status = last_sync = last_kvm = now_s();
-	stop_at = o.duration ? t0 + o.duration : 0;
-	for (;;) {
-		double now = now_s();
-		unsigned int running = 0;
-
-		if (sigs[1] || (stop_at && now >= stop_at))
-			break;
-		if (sigs[2] && child > 0 && waitpid(child, &ret, WNOHANG) == child) {
-			log_info("%s exited with status %d: stopping", o.command[0],
-				 WIFEXITED(ret) ? WEXITSTATUS(ret) : 128 + WTERMSIG(ret));
-			child = 0;
-			break;
-		}
-		sigs[2] = 0;
-		for (i = 0; i < nr; i++) {
-			if (gs[i]->state == G_RUNNING && gs[i]->max_reached)
-				session_stop_send(gs[i]);
-			running += gs[i]->state == G_RUNNING || gs[i]->state == G_STOPPING;
-		}
-		if (nr && !running) {
-			log_info("no guest is recording any more");
-			break;
-		}
-		for (i = 0; i < nr; i++) {
-			if (gs[i]->resync && gs[i]->state == G_RUNNING) {
-				gs[i]->resync = false;
-				sync_guest(gs[i], e, &o, "resume");
-			}
-		}
-		/* KVM's offsets cost a file read: re-read them every second anyway. */
-		if (now - last_kvm >= 1.0) {
-			for (i = 0; i < nr; i++)
-				if (gs[i]->state == G_RUNNING && !strcmp(gs[i]->sync.method, "kvm"))
-					sync_guest(gs[i], e, &o, "interval");
-			last_kvm = now;
-		}
-		if (o.sync_interval > 0 && now - last_sync >= o.sync_interval) {
-			for (i = 0; i < nr; i++)
-				if (gs[i]->state == G_RUNNING)
-					sync_guest(gs[i], e, &o, "interval");
-			last_sync = now;
-		}
-		if (status_line && now - last_status >= 1.0) {
-			show_status(gs, nr, now - t0, last_bytes, now - last_status);
-			last_status = now;
-		}
-		engine_run(e, 200);
-	}
-
-	/* Stop: every agent drains; a second SIGINT keeps only what is on disk. */
-	log_info("stopping%s", sigs[1] ? " (press Ctrl-C again to write what is on disk now)" : "");
-	sigs[1] = 0;
-	for (i = 0; i < nr; i++)
-		session_stop_send(gs[i]);
-	if (collect_hostrec)
-		hostrec_stop(collect_hostrec);
-	for (i = 0; i < nr && !sigs[1]; i++) {
-		if (gs[i]->state != G_STOPPING)
-			continue;
-		while (gs[i]->state == G_STOPPING && !sigs[1]) {
-			session_stop_wait(gs[i], e, (int)(o.stop_timeout * 1000));
-			break;
-		}
-	}
-	for (i = 0; i < nr && !sigs[1]; i++) {
-		if (gs[i]->state != G_STOPPED)
-			continue;
-		sync_guest(gs[i], e, &o, "stop");
-		session_finish(gs[i], e, &o);
-	}
-	if (collect_hostrec) {
-		double until = now_s() + 10;
-
-		/* The host streams end when their threads have drained. */
-		while (!sigs[1] && now_s() < until) {
-			unsigned int open = 0;
-
-			for (i = 0; i < nr; i++)
-				for (unsigned int j = 0; j < gs[i]->nr_streams; j++)
-					open += !gs[i]->streams[j].eof && !gs[i]->streams[j].closed;
-			if (engine_active(e) <= open)
-				break;
-			engine_run(e, 50);
-		}
-		hostrec_save_stats(collect_hostrec);
-	}
-finish:
 	if (status_shown)
 		fputs("\r\033[K", stderr);
-	if (child > 0) {
-		kill(child, SIGTERM);
-		waitpid(child, NULL, 0);
+	if (r.child > 0) {
+		kill(r.child, SIGTERM);
+		waitpid(r.child, NULL, 0);
 	}
+	if (r.run.host)
+		hostrec_save_stats(r.run.host);
 	for (i = 0; i < nr; i++) {
 		struct guest *g = gs[i];
 
+		recorded += g->recorded;
 		if (g->state == G_FAILED)
 			status = EXIT_PARTIAL;
-		for (unsigned int j = 0; j < g->nr_streams; j++) {
+		for (unsigned int j = 0; j < g->nr_streams; j++)
 			stream_finish(&g->streams[j]);
+		if (g->spool[0])
 			spool_save_state(g);
-		}
 	}
 	engine_free(e);
-	if (collect_hostrec) {
-		hostrec_free(collect_hostrec);
-		collect_hostrec = NULL;
+	if (r.run.host) {
+		hostrec_free(r.run.host);
+		r.run.host = NULL;
 	}
 	for (i = 0; i < nr; i++) {
 		struct guest *g = gs[i];
@@ -769,16 +837,15 @@ finish:
 			stream_close(&g->streams[j]);
 		}
 		free(g->streams);
-		vt_proto_parser_free(g->parser);
-		vt_proto_meta_rx_release(&g->meta_rx);
+		session_release(g);
 		qmp_detach(g);
 		detach_guest(g);
 	}
-	if (status == EXIT_FAIL && !ready && nr) {
-		ret = output_finalise(o.out_dir, &o, false);
+	ret = output_finalise(o.out_dir, &o, false);
+	if (nr && !recorded) {
+		log_err("no guest could be set up");
 		return EXIT_FAIL;
 	}
-	ret = output_finalise(o.out_dir, &o, false);
 	if (ret == EXIT_OK && status != EXIT_OK)
 		ret = status;
 	if (!collect_quiet)

@@ -37,44 +37,27 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "analyze.h"
 #include "collect.h"
 #include "vt_tracedat.h"
 
 #define CHUNK_PAGES	256
-#define STATE_MAX	(64u << 10)
 
 struct cpu_sum {
 	unsigned int cpu;
-	uint64_t bytes, pages, bad_pages, events, missed_pages, lost_in_pages, frag_bytes;
-	uint64_t dropped;
-	uint64_t agent_bytes, agent_pages;
-	char stats[2048];
+	uint64_t bytes, pages, bad_pages, events, missed_pages, lost_in_pages;
 };
 
+/* One trace being written: what the spool says (rec) and what the finish counts. */
 struct trace_sum {
-	char name[COLLECT_NAME_MAX];
+	struct spool_trace rec;
+	char dir[4300];			/* its spool directory */
 	char file[128];
-	bool host;
 	bool written;
-	uint64_t trace_id;
 	unsigned int nr_cpus;
 	uint32_t subbuf;
-	char clock[64];
-	char agent[128];
-	char error[512];
-	uint64_t protocol_errors;
-	bool max_reached;
-	uint32_t tids[COLLECT_MAX_CPUS];
-	unsigned int nr_tids;
 	struct cpu_sum cpus[COLLECT_MAX_CPUS];
 	unsigned int nr_sums;
-	/* sync */
-	char sync_method[16];
-	char sync_why[160];
-	uint64_t host_end;
-	struct vt_tsync_cpu sync[COLLECT_MAX_CPUS];
-	uint64_t min_rtt[COLLECT_MAX_CPUS];
-	uint32_t samples[COLLECT_MAX_CPUS];
 	char problems[1024];
 };
 
@@ -92,43 +75,10 @@ struct run {
 	bool keep_spool;
 	bool fsync;
 	char spool[4200];
-	unsigned int version;
-	bool compress;
-	uint64_t host_trace_id;
-	uint32_t tsc_mult, tsc_shift;
-	uint64_t tsc_khz;
-	char tsc_method[64];
-	char cmdline[8192];
+	struct spool_options opt;
 	struct trace_sum *traces;
 	unsigned int nr_traces;
 };
-
-/* key=value text: the value of @key, copied into @buf. */
-static bool kv(const char *text, const char *key, char *buf, size_t size)
-{
-	size_t klen = strlen(key);
-	const char *p = text;
-
-	while (p && *p) {
-		if (strncmp(p, key, klen) == 0 && p[klen] == '=') {
-			const char *v = p + klen + 1;
-			size_t len = strcspn(v, "\n");
-
-			snprintf(buf, size, "%.*s", (int)(len < size ? len : size - 1), v);
-			return true;
-		}
-		p = strchr(p, '\n');
-		p = p ? p + 1 : NULL;
-	}
-	return false;
-}
-
-static uint64_t kv_u64(const char *text, const char *key)
-{
-	char buf[32];
-
-	return kv(text, key, buf, sizeof(buf)) ? strtoull(buf, NULL, 0) : 0;
-}
 
 static void problem(struct trace_sum *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -164,23 +114,32 @@ static int append_file(const char *path, const void *data, size_t len)
 	return n == (ssize_t)len ? 0 : -EIO;
 }
 
-/* Pages the header check set aside at ingest join the ones the walk rejects. */
+/* Pages the check set aside at ingest join the ones the walk rejects, copied in pieces. */
 static void keep_ingest_bad(struct run *r, struct trace_sum *t, const char *dir, struct cpu_sum *c,
 			    const char *bad)
 {
-	char path[4300];
-	void *data;
-	size_t len;
+	char path[4300], buf[65536];
+	int fd = spool_open_cpu(dir, c->cpu, SPOOL_CPU_BAD, O_RDONLY), out = -1;
+	uint64_t total = 0;
+	ssize_t n;
 
-	snprintf(path, sizeof(path), "cpu%u.bad", c->cpu);
-	if (spool_read_file(dir, path, &data, &len, (size_t)1 << 30) < 0)
+	if (fd < 0)
 		return;
-	c->bad_pages += len / t->subbuf;
-	c->bytes += len;
 	snprintf(path, sizeof(path), "%s/bad-pages", r->out);
 	mkdir(path, 0755);
-	append_file(bad, data, len);
-	free(data);
+	out = open(bad, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	while ((n = read(fd, buf, sizeof(buf))) > 0) {
+		total += n;
+		if (out >= 0 && write(out, buf, n) != n) {
+			close(out);
+			out = -1;
+		}
+	}
+	if (out >= 0)
+		close(out);
+	close(fd);
+	c->bad_pages += total / t->subbuf;
+	c->bytes += total;
 }
 
 /*
@@ -260,18 +219,17 @@ out:
 
 static void bad_path(struct run *r, struct trace_sum *t, struct cpu_sum *c, char *bad, size_t size)
 {
-	snprintf(bad, size, "%s/bad-pages/%s-cpu%u.bad", r->out, t->host ? "host" : t->name, c->cpu);
+	snprintf(bad, size, "%s/bad-pages/%s-cpu%u.bad", r->out, t->rec.host ? "host" : t->rec.name, c->cpu);
 }
 
 /* Stream one CPU's spooled pages (its region, then cpuN.pages) into the writer. */
 static int write_cpu(struct run *r, struct trace_sum *t, struct vt_tracedat *w, const char *dir,
 		     struct cpu_sum *c, const struct spool_data *sd)
 {
-	char path[4300], bad[4300];
+	char bad[4300];
 	struct stat st;
 	int fd, ret;
 
-	snprintf(path, sizeof(path), "%s/cpu%u.pages", dir, c->cpu);
 	bad_path(r, t, c, bad, sizeof(bad));
 	ret = vt_tracedat_cpu_begin(w, c->cpu);
 	if (ret < 0)
@@ -282,7 +240,7 @@ static int write_cpu(struct run *r, struct trace_sum *t, struct vt_tracedat *w, 
 		if (ret < 0)
 			return ret;
 	}
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = spool_open_cpu(dir, c->cpu, SPOOL_CPU_PAGES, O_RDONLY);
 	if (fd < 0)
 		return vt_tracedat_cpu_end(w);	/* a CPU that sent nothing more */
 	ret = fstat(fd, &st) < 0 ? -errno :
@@ -291,50 +249,12 @@ static int write_cpu(struct run *r, struct trace_sum *t, struct vt_tracedat *w, 
 	return ret ?: vt_tracedat_cpu_end(w);
 }
 
-static void load_sync(struct trace_sum *t, const char *dir)
-{
-	size_t len;
-	char *text, *line;
-
-	snprintf(t->sync_method, sizeof(t->sync_method), "none");
-	if (spool_read_file(dir, "sync", (void **)&text, &len, STATE_MAX * 64) < 0) {
-		snprintf(t->sync_why, sizeof(t->sync_why), "no clock mapping was recorded");
-		return;
-	}
-	kv(text, "method", t->sync_method, sizeof(t->sync_method));
-	kv(text, "why", t->sync_why, sizeof(t->sync_why));
-	t->host_end = kv_u64(text, "host_end");
-	for (line = text; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
-		struct vt_tsync_epoch ep = { 0 };
-		unsigned int cpu, samples;
-		uint64_t rtt;
-		int source;
-
-		if (sscanf(line, "probes cpu=%u min_rtt=%" SCNu64 " samples=%u", &cpu, &rtt,
-			   &samples) == 3 && cpu < COLLECT_MAX_CPUS) {
-			t->min_rtt[cpu] = rtt;
-			t->samples[cpu] = samples;
-			continue;
-		}
-		if (sscanf(line, "epoch cpu=%u from=%" SCNu64 " offset=%" SCNd64 " ratio=%" SCNu64
-			   " frac=%u source=%d flags=%u error=%" SCNu64 " min_rtt=%" SCNu64, &cpu,
-			   &ep.host_from, &ep.map.offset, &ep.map.ratio, &ep.map.frac_bits, &source,
-			   &ep.flags, &ep.error, &ep.min_rtt) < 8 || cpu >= t->nr_cpus || cpu >= COLLECT_MAX_CPUS ||
-		    !vt_tsc_map_valid(&ep.map))
-			continue;
-		ep.source = source;
-		if (vt_tsync_cpu_update(&t->sync[cpu], &ep) < 0)
-			break;
-	}
-	free(text);
-}
-
 /* TIME_SHIFT: the guest's timestamps onto the host's, per vCPU, exactly as trace-cmd applies it. */
 static int add_time_shift(struct run *r, struct trace_sum *t, struct vt_tracedat *w)
 {
 	struct vt_tracedat_tshift_cpu *view = calloc(t->nr_cpus, sizeof(*view));
 	struct vt_tsync_tshift *tables = calloc(t->nr_cpus, sizeof(*tables));
-	bool interp = vt_tsync_needs_interpolate(t->sync, t->nr_cpus);
+	bool interp = vt_tsync_needs_interpolate(t->rec.sync, t->nr_cpus);
 	unsigned int cpu;
 	int ret = 0;
 
@@ -343,9 +263,9 @@ static int add_time_shift(struct run *r, struct trace_sum *t, struct vt_tracedat
 		goto out;
 	}
 	for (cpu = 0; cpu < t->nr_cpus; cpu++) {
-		if (!t->sync[cpu].nr)
+		if (!t->rec.sync[cpu].nr)
 			continue;
-		ret = vt_tsync_tshift_build(t->sync[cpu].epochs, t->sync[cpu].nr, t->host_end, interp,
+		ret = vt_tsync_tshift_build(t->rec.sync[cpu].epochs, t->rec.sync[cpu].nr, t->rec.host_end, interp,
 					    &tables[cpu]);
 		if (ret < 0) {
 			problem(t, "cpu%u: cannot express the clock mapping as TIME_SHIFT (%s)", cpu,
@@ -354,7 +274,7 @@ static int add_time_shift(struct run *r, struct trace_sum *t, struct vt_tracedat
 		}
 		vt_tsync_tshift_view(&tables[cpu], &view[cpu]);
 	}
-	ret = vt_tracedat_add_time_shift(w, r->host_trace_id, interp ? VT_TD_TSHIFT_INTERPOLATE : 0,
+	ret = vt_tracedat_add_time_shift(w, r->opt.host_trace_id, interp ? VT_TD_TSHIFT_INTERPOLATE : 0,
 					 t->nr_cpus, view);
 out:
 	for (cpu = 0; tables && cpu < t->nr_cpus; cpu++)
@@ -373,10 +293,10 @@ static int add_guests(struct run *r, struct vt_tracedat *w)
 		struct trace_sum *t = &r->traces[i];
 		uint32_t tids[COLLECT_MAX_CPUS] = { 0 };
 
-		if (t->host || !t->written)
+		if (t->rec.host || !t->written)
 			continue;
-		memcpy(tids, t->tids, sizeof(uint32_t) * t->nr_tids);
-		ret = vt_tracedat_add_guest(w, t->name, t->trace_id, t->nr_cpus, tids);
+		memcpy(tids, t->rec.tids, sizeof(uint32_t) * t->rec.nr_tids);
+		ret = vt_tracedat_add_guest(w, t->rec.name, t->rec.trace_id, t->nr_cpus, tids);
 		if (ret < 0)
 			return ret;
 	}
@@ -387,21 +307,17 @@ static int add_guests(struct run *r, struct vt_tracedat *w)
  * An in-place finish was cut short: the marker says where each CPU's pages
  * were and which moves were planned; the file's size says how many were made.
  */
-static int resume_layout(struct trace_sum *t, struct spool_data *sd, const char *text)
+static int resume_layout(struct trace_sum *t, struct spool_data *sd, const struct spool_inplace *m)
 {
-	uint64_t size0 = kv_u64(text, "size0"), head = kv_u64(text, "head"), sz, total = 0, amt;
-	unsigned int n = kv_u64(text, "nr_cpus"), i, j, k = 0;
-	char key[32];
+	uint64_t size0 = m->size0, head = m->head, sz, total = 0, amt;
+	unsigned int n = m->nr_cpus, i, j, k = 0;
 	struct stat st;
 
 	if (fstat(sd->fd, &st) < 0)
 		return -errno;
-	sd->region = kv_u64(text, "region");
-	if (!sd->region || n > COLLECT_MAX_CPUS)
-		return -EINVAL;
+	sd->region = m->region;
 	for (i = 0; i < n; i++) {
-		snprintf(key, sizeof(key), "len%u", i);
-		sd->len[i] = kv_u64(text, key);
+		sd->len[i] = m->len[i];
 		sd->off[i] = (uint64_t)i * sd->region;
 		if (sd->len[i] > sd->region)
 			return -EINVAL;
@@ -437,21 +353,22 @@ static int resume_layout(struct trace_sum *t, struct spool_data *sd, const char 
 /* Find each CPU's pages in the trace's data file, if it has one. */
 static int load_data(struct trace_sum *t, const char *dir, struct spool_data *sd)
 {
-	char path[4300], *text;
+	struct spool_inplace m;
 	unsigned int i;
-	size_t len;
 	int ret;
 
 	memset(sd, 0, sizeof(*sd));
-	snprintf(path, sizeof(path), "%s/data", dir);
-	sd->fd = open(path, O_RDWR | O_CLOEXEC);
+	sd->fd = spool_data_fd(dir);
 	if (sd->fd < 0)
-		return errno == ENOENT ? 0 : -errno;
-	if (spool_read_file(dir, "inplace", (void **)&text, &len, STATE_MAX) == 0) {
+		return sd->fd == -ENOENT ? (sd->fd = -1, 0) : sd->fd;
+	ret = spool_load_inplace(dir, &m);
+	if (ret != -ENOENT) {
 		sd->interrupted = true;
-		ret = resume_layout(t, sd, text);
-		free(text);
-		return ret;
+		if (ret < 0) {
+			problem(t, "the in-place marker makes no sense (%s)", strerror(-ret));
+			return ret;
+		}
+		return resume_layout(t, sd, &m);
 	}
 	ret = spool_data_region(dir, &sd->region);
 	for (i = 0; ret == 0 && i < t->nr_cpus; i++) {
@@ -502,29 +419,22 @@ static int copy_range(int from, int to, uint64_t off, uint64_t len)
 }
 
 /* The options, CPU statistics and so on that go in every trace file. */
-static int add_options(struct run *r, struct trace_sum *t, struct vt_tracedat *w, const char *dir)
+static int add_options(struct run *r, struct trace_sum *t, struct vt_tracedat *w)
 {
 	unsigned int i;
-	size_t len;
 	int ret;
 
-	if (r->tsc_mult)
-		vt_tracedat_set_tsc2nsec(w, r->tsc_mult, r->tsc_shift, 0);
-	if (t->host)
+	if (r->opt.tsc_mult)
+		vt_tracedat_set_tsc2nsec(w, r->opt.tsc_mult, r->opt.tsc_shift, 0);
+	if (t->rec.host)
 		ret = add_guests(r, w);
 	else
 		ret = add_time_shift(r, t, w);
 	for (i = 0; ret == 0 && i < t->nr_cpus; i++) {
-		char name[32], *text;
+		const char *st = t->rec.cpus[i].stats;
 
-		snprintf(name, sizeof(name), "cpu%u.stats", i);
-		if (spool_read_file(dir, name, (void **)&text, &len, 8192) == 0) {
-			collect_sanitize(t->cpus[i].stats, sizeof(t->cpus[i].stats), text, true);
-			if (len)
-				ret = vt_tracedat_add_cpustat(w, i, t->cpus[i].stats,
-							      strlen(t->cpus[i].stats));
-			free(text);
-		}
+		if (st && *st)
+			ret = vt_tracedat_add_cpustat(w, i, st, strlen(st));
 	}
 	return ret;
 }
@@ -591,31 +501,18 @@ static void *sync_thread(void *arg)
  * in (cpuN.sums, see stream_close()), when it covers exactly the @len bytes
  * its region holds. Return: true with @c filled.
  */
-static bool ingest_sums(const char *dir, unsigned int cpu, uint64_t len, uint32_t subbuf,
-			struct cpu_sum *c)
+static bool ingest_sums(const struct trace_sum *t, unsigned int cpu, uint64_t len, struct cpu_sum *c)
 {
-	unsigned long long l, pages, events, missed, lost;
-	char path[4300], text[256];
-	ssize_t n;
-	int fd;
+	const struct spool_sums *s = &t->rec.cpus[cpu].sums;
 
-	snprintf(path, sizeof(path), "%s/cpu%u.sums", dir, cpu);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	n = read(fd, text, sizeof(text) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	text[n] = 0;
-	if (sscanf(text, "len=%llu pages=%llu events=%llu missed_pages=%llu lost=%llu", &l, &pages,
-		   &events, &missed, &lost) != 5 || l != len || !subbuf || pages * subbuf != len)
+	if (!t->rec.cpus[cpu].have_sums || s->len != len || !t->subbuf ||
+	    s->pages * t->subbuf != len)
 		return false;
 	c->bytes += len;
-	c->pages += pages;
-	c->events += events;
-	c->missed_pages += missed;
-	c->lost_in_pages += lost;
+	c->pages += s->pages;
+	c->events += s->events;
+	c->missed_pages += s->missed_pages;
+	c->lost_in_pages += s->lost;
 	return true;
 }
 
@@ -639,7 +536,7 @@ static int walk_all(struct run *r, struct trace_sum *t, const char *dir, struct 
 		piece = t->subbuf;
 	for (i = 0; i < n; i++)
 		counted[i] = !sd->interrupted &&
-			     ingest_sums(dir, i, sd->len[i], t->subbuf, &t->cpus[i]);
+			     ingest_sums(t, i, sd->len[i], &t->cpus[i]);
 	for (i = 0; i < n; i++)
 		if (!counted[i])
 			wk.nr += (sd->len[i] + piece - 1) / piece;
@@ -693,7 +590,8 @@ static int write_inplace(struct run *r, struct trace_sum *t, const char *dir,
 			 struct spool_data *sd, const char *path)
 {
 	uint64_t off[COLLECT_MAX_CPUS], len[COLLECT_MAX_CPUS], total = 0, head = 0, expect, size0;
-	char marker[8192], name[4300], bad[4300];
+	struct spool_inplace marker;
+	char bad[4300];
 	struct cpu_sum *saved = NULL;
 	char problems[sizeof(t->problems)];
 	struct vt_tracedat *w = NULL;
@@ -702,13 +600,17 @@ static int write_inplace(struct run *r, struct trace_sum *t, const char *dir,
 	struct stat st;
 	pthread_t sync_th;
 	bool synced;
-	int mfd = -1, ret, m;
+	int mfd = -1, ret, fd;
 
 	if (sd->fd < 0 || sd->interrupted || r->keep_spool || opts->compression == VT_TD_COMPRESS_ZSTD)
 		return 1;
 	for (i = 0; i < n; i++) {
-		snprintf(name, sizeof(name), "%s/cpu%u.pages", dir, i);
-		if (stat(name, &st) == 0 && st.st_size > 0) {
+		fd = spool_open_cpu(dir, i, SPOOL_CPU_PAGES, O_RDONLY);
+		if (fd < 0)
+			continue;
+		ret = fstat(fd, &st) == 0 && st.st_size > 0;
+		close(fd);
+		if (ret) {
 			log_info("%s: cpu%u overflowed its spool region: copying", t->file, i);
 			return 1;
 		}
@@ -758,7 +660,7 @@ static int write_inplace(struct run *r, struct trace_sum *t, const char *dir,
 		ret = -errno;
 		goto fallback;
 	}
-	ret = add_options(r, t, w, dir);
+	ret = add_options(r, t, w);
 	for (i = 0; ret == 0 && i < n; i++)
 		ret = vt_tracedat_cpu_present(w, i, len[i], &off[i]);
 	ret = ret ?: vt_tracedat_finish(w);
@@ -774,13 +676,9 @@ static int write_inplace(struct run *r, struct trace_sum *t, const char *dir,
 		goto fallback;
 	}
 	/* From here the data file changes: the marker lets recover find the pages. */
-	m = snprintf(marker, sizeof(marker), "region=%llu\nhead=%llu\nsize0=%llu\nnr_cpus=%u\n",
-		     (unsigned long long)sd->region, (unsigned long long)head,
-		     (unsigned long long)size0, n);
-	for (i = 0; i < n && m < (int)sizeof(marker) - 40; i++)
-		m += snprintf(marker + m, sizeof(marker) - m, "len%u=%llu\n", i,
-			      (unsigned long long)len[i]);
-	ret = spool_write_file(dir, "inplace", marker, m);
+	marker = (struct spool_inplace){ .region = sd->region, .head = head, .size0 = size0, .nr_cpus = n };
+	memcpy(marker.len, len, sizeof(marker.len));
+	ret = spool_save_inplace(dir, &marker);
 	if (ret < 0)
 		goto fallback;
 	sd->interrupted = true;		/* lengths are now the whole pages */
@@ -815,11 +713,13 @@ static int write_inplace(struct run *r, struct trace_sum *t, const char *dir,
 		ret = copy_range(mfd, sd->fd, head + total, st.st_size - (head + total));
 	if (ret < 0)
 		goto moved;
-	snprintf(name, sizeof(name), "%s/data", dir);
-	if ((r->fsync && fsync(sd->fd) < 0) || rename(name, path) < 0) {
+	if (r->fsync && fsync(sd->fd) < 0) {
 		ret = -errno;
 		goto moved;
 	}
+	ret = spool_data_rename(dir, path);
+	if (ret < 0)
+		goto moved;
 	/* The marker stays until the spool goes: recover must not redo this file. */
 	for (i = 0; i < n; i++) {
 		bad_path(r, t, &t->cpus[i], bad, sizeof(bad));
@@ -851,9 +751,9 @@ fallback:
 static int write_trace(struct run *r, struct trace_sum *t, const char *dir)
 {
 	struct vt_tracedat_opts opts = {
-		.version = r->version,
-		.compression = r->compress ? VT_TD_COMPRESS_ZSTD : VT_TD_COMPRESS_NONE,
-		.trace_id = t->trace_id,
+		.version = r->opt.version,
+		.compression = r->opt.compress ? VT_TD_COMPRESS_ZSTD : VT_TD_COMPRESS_NONE,
+		.trace_id = t->rec.trace_id,
 	};
 	char path[4300], tmp[4310];
 	struct spool_data sd = { .fd = -1 };
@@ -864,7 +764,7 @@ static int write_trace(struct run *r, struct trace_sum *t, const char *dir)
 	unsigned int i;
 	int fd, ret;
 
-	ret = spool_read_file(dir, "meta.bin", &blob, &len, VT_META_MAX_TOTAL);
+	ret = spool_load_meta(dir, &blob, &len);
 	if (ret < 0) {
 		problem(t, "no metadata was received, so no trace.dat can be written; the pages "
 			   "stay in %s", dir);
@@ -878,12 +778,14 @@ static int write_trace(struct run *r, struct trace_sum *t, const char *dir)
 	}
 	t->nr_cpus = meta.nr_cpus < COLLECT_MAX_CPUS ? meta.nr_cpus : COLLECT_MAX_CPUS;
 	t->subbuf = meta.subbuf_size;
+	/* The guest's IOMMU groups and PCI devices, for report's analyses (sysinfo.c). */
+	if (!t->rec.host && sysinfo_save(r->out, t->file, &meta) < 0)
+		problem(t, "cannot keep the guest's sysinfo next to %s", t->file);
 	snprintf(path, sizeof(path), "%s/%s", r->out, t->file);
-	snprintf(tmp, sizeof(tmp), "%s/inplace", dir);
 	ret = load_data(t, dir, &sd);
 	if (ret < 0)
 		goto out_meta;
-	if (sd.fd < 0 && access(tmp, F_OK) == 0 && access(path, F_OK) == 0) {
+	if (sd.fd < 0 && spool_has_inplace(dir) && access(path, F_OK) == 0) {
 		/* Killed between renaming the moved file into place and removing the spool. */
 		problem(t, "%s was finished in place before the kill: its page counts are not in "
 			   "this manifest", t->file);
@@ -912,7 +814,7 @@ static int write_trace(struct run *r, struct trace_sum *t, const char *dir)
 		ret = -errno;
 		goto out_close;
 	}
-	ret = add_options(r, t, w, dir);
+	ret = add_options(r, t, w);
 	for (i = 0; ret == 0 && i < t->nr_cpus; i++) {
 		t->cpus[i].cpu = i;
 		ret = write_cpu(r, t, w, dir, &t->cpus[i], &sd);
@@ -938,86 +840,39 @@ out_meta:
 	return ret;
 }
 
-static void load_trace(struct run *r, struct trace_sum *t, const char *dir, bool host)
+/* What the spool says about a trace, and the problems that already shows. */
+static int load_trace(struct trace_sum *t, const char *dir, bool host)
 {
-	char *state = NULL, buf[1024], key[32];
 	unsigned int i;
-	size_t len;
+	int ret;
 
-	t->host = host;
+	ret = spool_trace_load(dir, host, &t->rec);
+	if (ret < 0)
+		return ret;
 	if (host) {
-		snprintf(t->name, sizeof(t->name), "host");
 		snprintf(t->file, sizeof(t->file), "host.dat");
-		t->trace_id = r->host_trace_id;
-		snprintf(t->clock, sizeof(t->clock), "x86-tsc");
-		return;
+		return 0;
 	}
-	if (spool_read_file(dir, "state", (void **)&state, &len, STATE_MAX) < 0) {
+	snprintf(t->file, sizeof(t->file), "guest-%s.dat", t->rec.name);
+	if (!t->rec.have_state) {
 		problem(t, "no state file in %s", dir);
-		return;
+		return 0;
 	}
-	kv(state, "name", buf, sizeof(buf));
-	collect_sanitize(t->name, sizeof(t->name), buf, false);
-	snprintf(t->file, sizeof(t->file), "guest-%s.dat", t->name);
-	t->trace_id = kv_u64(state, "trace_id");
-	t->nr_cpus = kv_u64(state, "nr_cpus");
-	if (t->nr_cpus > COLLECT_MAX_CPUS)
-		t->nr_cpus = COLLECT_MAX_CPUS;
-	for (i = 0; i < t->nr_cpus; i++)
-		t->cpus[i].cpu = i;
-	kv(state, "clock", t->clock, sizeof(t->clock));
-	kv(state, "agent", t->agent, sizeof(t->agent));
-	if (kv(state, "error", buf, sizeof(buf)) && buf[0])
-		problem(t, "%s", buf);
-	t->protocol_errors = kv_u64(state, "protocol_errors");
-	if (t->protocol_errors)
-		problem(t, "%" PRIu64 " protocol errors on the control port", t->protocol_errors);
-	t->max_reached = kv_u64(state, "max_reached");
-	if (kv(state, "vcpu_tids", buf, sizeof(buf))) {
-		char *p = buf;
-
-		while (*p && t->nr_tids < COLLECT_MAX_CPUS) {
-			t->tids[t->nr_tids++] = strtoul(p, &p, 10);
-			if (*p != ',')
-				break;
-			p++;
-		}
-	}
-	for (i = 0; i < t->nr_cpus; i++) {
-		snprintf(key, sizeof(key), "dropped%u", i);
-		t->cpus[i].dropped = kv_u64(state, key);
-	}
-	free(state);
-	if (spool_read_file(dir, "agent", (void **)&state, &len, STATE_MAX) == 0) {
-		for (i = 0; i < t->nr_cpus; i++) {
-			snprintf(key, sizeof(key), "bytes%u", i);
-			t->cpus[i].agent_bytes = kv_u64(state, key);
-			snprintf(key, sizeof(key), "pages%u", i);
-			t->cpus[i].agent_pages = kv_u64(state, key);
-		}
-		free(state);
-	} else {
+	if (t->rec.error[0])
+		problem(t, "%s", t->rec.error);
+	if (t->rec.protocol_errors)
+		problem(t, "%" PRIu64 " protocol errors on the control port", t->rec.protocol_errors);
+	if (!t->rec.have_agent)
 		problem(t, "no final statistics from the agent (the run was cut short)");
-	}
-	load_sync(t, dir);
-}
-
-static void frag_sizes(struct trace_sum *t, const char *dir)
-{
-	unsigned int i;
-
-	for (i = 0; i < t->nr_cpus; i++) {
-		char path[4300];
-		struct stat st;
-
-		snprintf(path, sizeof(path), "%s/cpu%u.frag", dir, i);
-		if (stat(path, &st) == 0) {
-			t->cpus[i].frag_bytes = st.st_size;
-			t->cpus[i].bytes += st.st_size;
-			problem(t, "cpu%u: the stream ended %lld bytes into a page", i,
-				(long long)st.st_size);
+	for (i = 0; i < t->rec.nr_cpus; i++) {
+		t->cpus[i].cpu = i;
+		if (t->rec.cpus[i].frag_bytes) {
+			t->cpus[i].bytes += t->rec.cpus[i].frag_bytes;
+			problem(t, "cpu%u: the stream ended %" PRIu64 " bytes into a page", i,
+				t->rec.cpus[i].frag_bytes);
 		}
 	}
+	return 0;
 }
 
 /* --- manifest.json --- */
@@ -1054,7 +909,7 @@ static uint64_t stat_field(const char *stats, const char *key)
 
 static double ticks_ns(const struct run *r, uint64_t ticks)
 {
-	return r->tsc_khz ? ticks * 1e6 / r->tsc_khz : 0;
+	return r->opt.tsc_khz ? ticks * 1e6 / r->opt.tsc_khz : 0;
 }
 
 static void json_trace(FILE *f, const struct run *r, const struct trace_sum *t)
@@ -1065,54 +920,56 @@ static void json_trace(FILE *f, const struct run *r, const struct trace_sum *t)
 	bool first;
 
 	fprintf(f, "    {\n      \"name\": ");
-	json_str(f, t->name);
+	json_str(f, t->rec.name);
 	fprintf(f, ",\n      \"file\": ");
 	if (t->written)
 		json_str(f, t->file);
 	else
 		fprintf(f, "null");
-	fprintf(f, ",\n      \"trace_id\": \"0x%016" PRIx64 "\",\n      \"clock\": ", t->trace_id);
-	json_str(f, t->clock);
+	fprintf(f, ",\n      \"trace_id\": \"0x%016" PRIx64 "\",\n      \"clock\": ", t->rec.trace_id);
+	json_str(f, t->rec.clock);
 	fprintf(f, ",\n      \"cpus\": [\n");
 	for (i = 0; i < t->nr_sums; i++) {
 		const struct cpu_sum *c = &t->cpus[i];
-		uint64_t ov = stat_field(c->stats, "overrun");
+		const struct spool_cpu *sc = &t->rec.cpus[c->cpu < COLLECT_MAX_CPUS ? c->cpu : 0];
+		const char *stats = sc->stats ? sc->stats : "";
+		uint64_t ov = stat_field(stats, "overrun");
 
 		overrun += ov;
 		lost_pages += c->lost_in_pages;
-		dropped += c->dropped;
+		dropped += sc->dropped;
 		fprintf(f, "        { \"cpu\": %u, \"bytes\": %" PRIu64 ", \"pages\": %" PRIu64
 			", \"events\": %" PRIu64 ", \"bad_pages\": %" PRIu64
 			", \"pages_after_loss\": %" PRIu64 ", \"lost_events_in_pages\": %" PRIu64
 			", \"fragment_bytes\": %" PRIu64 ", \"dropped_pages_max_size\": %" PRIu64,
 			c->cpu, c->bytes, c->pages, c->events, c->bad_pages, c->missed_pages,
-			c->lost_in_pages, c->frag_bytes, c->dropped);
-		if (!t->host)
+			c->lost_in_pages, sc->frag_bytes, sc->dropped);
+		if (!t->rec.host)
 			fprintf(f, ", \"agent_bytes\": %" PRIu64 ", \"agent_pages\": %" PRIu64,
-				c->agent_bytes, c->agent_pages);
+				sc->agent_bytes, sc->agent_pages);
 		fprintf(f, ", \"stats\": { \"entries\": %" PRIu64 ", \"overrun\": %" PRIu64
 			", \"commit_overrun\": %" PRIu64 ", \"dropped_events\": %" PRIu64
 			", \"read_events\": %" PRIu64 " } }%s\n",
-			stat_field(c->stats, "entries"), ov, stat_field(c->stats, "commit overrun"),
-			stat_field(c->stats, "dropped events"), stat_field(c->stats, "read events"),
+			stat_field(stats, "entries"), ov, stat_field(stats, "commit overrun"),
+			stat_field(stats, "dropped events"), stat_field(stats, "read events"),
 			i + 1 < t->nr_sums ? "," : "");
 	}
 	fprintf(f, "      ],\n      \"lost_events\": { \"in_pages\": %" PRIu64 ", \"overrun\": %"
 		PRIu64 " },\n", lost_pages, overrun);
-	if (!t->host) {
+	if (!t->rec.host) {
 		fprintf(f, "      \"agent\": ");
-		json_str(f, t->agent);
+		json_str(f, t->rec.agent);
 		fprintf(f, ",\n      \"vcpu_threads\": [");
-		for (i = 0; i < t->nr_tids; i++)
-			fprintf(f, "%s%u", i ? ", " : "", t->tids[i]);
+		for (i = 0; i < t->rec.nr_tids; i++)
+			fprintf(f, "%s%u", i ? ", " : "", t->rec.tids[i]);
 		fprintf(f, "],\n      \"sync\": {\n        \"method\": ");
-		json_str(f, t->sync_method);
+		json_str(f, t->rec.sync_method);
 		fprintf(f, ",\n        \"why\": ");
-		json_str(f, t->sync_why);
+		json_str(f, t->rec.sync_why);
 		fprintf(f, ",\n        \"epochs\": [");
 		for (i = 0, first = true; i < t->nr_cpus; i++) {
-			for (j = 0; j < t->sync[i].nr; j++) {
-				const struct vt_tsync_epoch *ep = &t->sync[i].epochs[j];
+			for (j = 0; j < t->rec.sync[i].nr; j++) {
+				const struct vt_tsync_epoch *ep = &t->rec.sync[i].epochs[j];
 
 				if (ticks_ns(r, ep->error) > bound)
 					bound = ticks_ns(r, ep->error);
@@ -1130,15 +987,15 @@ static void json_trace(FILE *f, const struct run *r, const struct trace_sum *t)
 		}
 		fprintf(f, "\n        ],\n        \"probes\": [");
 		for (i = 0, first = true; i < t->nr_cpus; i++) {
-			if (!t->samples[i])
+			if (!t->rec.samples[i])
 				continue;
 			fprintf(f, "%s\n          { \"cpu\": %u, \"samples\": %u, \"min_rtt_ns\": %.1f }",
-				first ? "" : ",", i, t->samples[i], ticks_ns(r, t->min_rtt[i]));
+				first ? "" : ",", i, t->rec.samples[i], ticks_ns(r, t->rec.min_rtt[i]));
 			first = false;
 		}
 		fprintf(f, "\n        ],\n");
 		fprintf(f, "        \"bound_ns\": %.1f\n      },\n", bound);
-		fprintf(f, "      \"max_size_reached\": %s,\n", t->max_reached ? "true" : "false");
+		fprintf(f, "      \"max_size_reached\": %s,\n", t->rec.max_reached ? "true" : "false");
 	}
 	(void)dropped;
 	fprintf(f, "      \"problems\": ");
@@ -1163,15 +1020,15 @@ static int write_manifest(struct run *r, bool recovered)
 	fprintf(f, "{\n  \"tool\": \"virtio-trace-collect\",\n  \"version\": \"%s\",\n"
 		"  \"created\": \"%s\",\n  \"recovered\": %s,\n  \"command_line\": ",
 		PACKAGE_VERSION, date, recovered ? "true" : "false");
-	json_str(f, r->cmdline);
+	json_str(f, r->opt.cmdline);
 	fprintf(f, ",\n  \"file_version\": %u,\n  \"compression\": \"%s\",\n"
-		"  \"host_tsc\": { \"khz\": %" PRIu64 ", \"method\": ", r->version,
-		r->compress && r->version >= 7 ? "zstd" : "none", r->tsc_khz);
-	json_str(f, r->tsc_method);
+		"  \"host_tsc\": { \"khz\": %" PRIu64 ", \"method\": ", r->opt.version,
+		r->opt.compress && r->opt.version >= 7 ? "zstd" : "none", r->opt.tsc_khz);
+	json_str(f, r->opt.tsc_method);
 	fprintf(f, ", \"tsc2nsec_mult\": %u, \"tsc2nsec_shift\": %u },\n  \"host\": ",
-		r->tsc_mult, r->tsc_shift);
+		r->opt.tsc_mult, r->opt.tsc_shift);
 	for (i = 0; i < r->nr_traces; i++)
-		if (r->traces[i].host)
+		if (r->traces[i].rec.host)
 			break;
 	if (i < r->nr_traces) {
 		fprintf(f, "\n");
@@ -1182,7 +1039,7 @@ static int write_manifest(struct run *r, bool recovered)
 	}
 	fprintf(f, "  \"guests\": [\n");
 	for (i = 0; i < r->nr_traces; i++) {
-		if (r->traces[i].host)
+		if (r->traces[i].rec.host)
 			continue;
 		if (!first)
 			fprintf(f, ",\n");
@@ -1242,31 +1099,17 @@ static int remove_tree(const char *dir)
 int output_finalise(const char *out_dir, const struct collect_opts *o, bool recovering)
 {
 	struct run r = { .out = out_dir, .keep_spool = o && o->keep_spool, .fsync = o && o->fsync };
-	char *opts = NULL, dir[4300];
 	struct dirent *de;
 	unsigned int i, written = 0, troubled = 0;
-	size_t len;
 	DIR *d;
 	int ret;
 
 	snprintf(r.spool, sizeof(r.spool), "%s/.spool", out_dir);
-	if (spool_read_file(r.spool, "options", (void **)&opts, &len, STATE_MAX) < 0) {
+	if (spool_load_options(r.spool, &r.opt) < 0) {
 		log_err("%s holds no spool (%s/options is missing): nothing to recover", out_dir,
 			r.spool);
 		return EXIT_FAIL;
 	}
-	r.version = kv_u64(opts, "file_version");
-	if (r.version != 6 && r.version != 7)
-		r.version = 7;
-	r.compress = kv_u64(opts, "compress");
-	r.host_trace_id = kv_u64(opts, "host_trace_id");
-	r.tsc_khz = kv_u64(opts, "tsc_khz");
-	r.tsc_mult = kv_u64(opts, "tsc_mult");
-	r.tsc_shift = kv_u64(opts, "tsc_shift");
-	kv(opts, "tsc_method", r.tsc_method, sizeof(r.tsc_method));
-	kv(opts, "cmdline", r.cmdline, sizeof(r.cmdline));
-	free(opts);
-
 	d = opendir(r.spool);
 	if (!d)
 		return EXIT_FAIL;
@@ -1280,8 +1123,10 @@ int output_finalise(const char *out_dir, const struct collect_opts *o, bool reco
 
 		if (!host && strncmp(de->d_name, "guest-", 6) != 0)
 			continue;
-		snprintf(dir, sizeof(dir), "%s/%s", r.spool, de->d_name);
-		load_trace(&r, &r.traces[r.nr_traces], dir, host);
+		snprintf(r.traces[r.nr_traces].dir, sizeof(r.traces[r.nr_traces].dir), "%s/%s", r.spool,
+			 de->d_name);
+		if (load_trace(&r.traces[r.nr_traces], r.traces[r.nr_traces].dir, host) < 0)
+			log_err("cannot read %s: out of memory", r.traces[r.nr_traces].dir);
 		r.nr_traces++;
 	}
 	closedir(d);
@@ -1289,20 +1134,17 @@ int output_finalise(const char *out_dir, const struct collect_opts *o, bool reco
 	for (i = 0; i < r.nr_traces; i++) {
 		struct trace_sum *t = &r.traces[i];
 
-		if (t->host)
+		if (t->rec.host)
 			continue;
-		snprintf(dir, sizeof(dir), "%s/guest-%s", r.spool, t->name);
-		frag_sizes(t, dir);
-		if (write_trace(&r, t, dir) == 0)
+		if (write_trace(&r, t, t->dir) == 0)
 			written++;
 	}
 	for (i = 0; i < r.nr_traces; i++) {
 		struct trace_sum *t = &r.traces[i];
 
-		if (!t->host)
+		if (!t->rec.host)
 			continue;
-		snprintf(dir, sizeof(dir), "%s/host", r.spool);
-		if (write_trace(&r, t, dir) == 0)
+		if (write_trace(&r, t, t->dir) == 0)
 			written++;
 	}
 	for (i = 0; i < r.nr_traces; i++) {
@@ -1315,7 +1157,7 @@ int output_finalise(const char *out_dir, const struct collect_opts *o, bool reco
 					t->cpus[c].bad_pages);
 		if (t->problems[0]) {
 			troubled++;
-			log_warn("%s: %s", t->name, t->problems);
+			log_warn("%s: %s", t->rec.name, t->problems);
 		}
 	}
 	ret = write_manifest(&r, recovering);
@@ -1327,8 +1169,7 @@ int output_finalise(const char *out_dir, const struct collect_opts *o, bool reco
 	else if (written != r.nr_traces)
 		log_warn("the spool %s is kept: not every trace could be written", r.spool);
 	for (i = 0; i < r.nr_traces; i++)
-		for (unsigned int c = 0; c < COLLECT_MAX_CPUS; c++)
-			vt_tsync_cpu_free(&r.traces[i].sync[c]);
+		spool_trace_free(&r.traces[i].rec);
 	free(r.traces);
 	if (!written)
 		return EXIT_FAIL;

@@ -7,6 +7,7 @@
  * is parsed with the bounded reader, though QEMU is the host's own process.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,7 @@ struct qmp {
 	struct guest *g;
 	uint64_t tsc_khz;
 	int fd;
+	struct engine_fd *watch;
 	char buf[QMP_LINE_MAX];
 	size_t have;
 };
@@ -63,8 +65,8 @@ static void qmp_line(struct qmp *q, const char *line, size_t len)
 	name = ev ? json_string(ev) : NULL;
 	if (name && !strcmp(name, "RESUME")) {
 		q->g->resume_tsc = event_tsc(json_root(doc), q->tsc_khz);
-		q->g->resync = true;
 		log_info("guest %s: QEMU resumed it: syncing its clock again", q->g->name);
+		session_resumed(q->g);
 	} else if (name && !strcmp(name, "STOP")) {
 		q->g->stop_tsc = event_tsc(json_root(doc), q->tsc_khz);
 		log_info("guest %s: QEMU stopped it", q->g->name);
@@ -132,9 +134,11 @@ int qmp_attach(struct guest *g, struct engine *e, uint64_t tsc_khz)
 		ret = -EIO;
 		goto err;
 	}
-	ret = engine_add_ctl(e, q->fd, qmp_readable, q);
-	if (ret < 0)
+	q->watch = engine_add_fd(e, q->fd, POLLIN, qmp_readable, q);
+	if (!q->watch) {
+		ret = -ENOMEM;
 		goto err;
+	}
 	g->qmp = q;
 	return 0;
 err:
@@ -155,6 +159,7 @@ void qmp_detach(struct guest *g)
 
 	if (!q)
 		return;
+	engine_fd_remove(q->watch);
 	close(q->fd);
 	free(q);
 	g->qmp = NULL;

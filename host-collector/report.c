@@ -18,6 +18,7 @@
 #include <event-parse.h>
 #include <trace-cmd.h>
 
+#include "analyze.h"
 #include "collect.h"
 #include "json.h"
 
@@ -34,19 +35,65 @@ struct ev_counter {
 	size_t nr, cap, last;
 	uint64_t total;
 	int err;
+	struct iommu_an *iommu;		/* the analyses fed in the same pass, when asked for */
+	struct mmio_an *mmio;
+	struct exits_an *exits;		/* the host file's */
+	const char *dir;
+	const struct json_value *guests;
+	struct tracecmd_input *gh[64];	/* guest files open for their kallsyms */
+	unsigned int nr_gh;
+};
+
+/* What the command line asked for. */
+struct report_opts {
+	bool iommu, exits, json;
+	const char *mmio_log, *html, *guest;
+	FILE *mmio_file;		/* --mmiotrace-log, given to the first guest analysed */
+	const struct json_value *guests;	/* the manifest's, for the host's VM exits */
+	uint64_t tsc_khz;
+	struct jw jw;
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-"Usage: virtio-trace-collect report DIR\n"
+"Usage: virtio-trace-collect report [OPTION]... DIR\n"
 "\n"
 "Summarise a run recorded by `virtio-trace-collect record -o DIR`: for the\n"
 "host and each guest, the events per type (counted in the trace.dat files\n"
 "with libtracecmd), lost events, bad pages and problems (from manifest.json),\n"
 "and for each guest the time synchronisation method, its bound, the smallest\n"
-"probe round trip and the clock-mapping epochs of every vCPU.\n"
+"probe round trip and the clock-mapping epochs of every vCPU. When a guest\n"
+"recorded iommu events or mmiotrace entries, a short IOMMU or mmiotrace\n"
+"section follows its counts.\n"
 "\n"
+"  --iommu      each guest's IOMMU group topology (its sysfs at the end of the\n"
+"               recording, and the group events), DMA map/unmap counts, bytes,\n"
+"               sizes (4K/2M/1G/other), unmap:map ratio and still-mapped bytes\n"
+"               per domain and device (\"unattributed\" when more than one\n"
+"               domain could have mapped), flags, every io_page_fault\n"
+"  --mmiotrace-log FILE\n"
+"               write the first (or --guest's) guest's mmiotrace entries to FILE\n"
+"               as the classic mmiotrace text log (VERSION 20070824; PCIDEV lines\n"
+"               from the guest's /proc/bus/pci/devices; MAP, UNMAP, R, W, UNKNOWN\n"
+"               and MARK lines with host-aligned sec.usec timestamps; a line\n"
+"               \"MARK sec.usec Lost N events.\" where pages report lost events),\n"
+"               and print the accesses per guest function (the pc resolved with\n"
+"               the guest's kallsyms; the guest records a pc only when booted with\n"
+"               mmiotrace.trace_pc=1) and per register offset of each map\n"
+"  --exits      VM exits from the host's kvm:kvm_exit and kvm:kvm_entry (record\n"
+"               --kvm-exits): per exit reason the count, share and time to the\n"
+"               next entry (kvm_stat's shape), for all guests, per guest and per\n"
+"               vCPU (host threads from the GUEST option), and per guest function\n"
+"               (guest_rip resolved with the guest's kallsyms)\n"
+"  --html FILE  write FILE, one self-contained HTML page (no network) with the\n"
+"               host's CPUs and each guest's vCPUs as lanes: sched_switch task\n"
+"               slices coloured per task, the other events as ticks, trace\n"
+"               markers, lost-event stretches shaded, each guest's clock-sync\n"
+"               epochs and error bound as a band; zoom (wheel, +/-) and pan (drag)\n"
+"  --guest NAME only this guest (the host's counts are still shown)\n"
+"  --json       everything the report and the options above show, as one JSON\n"
+"               document on standard output\n"
 "  -h, --help   print this help and exit\n"
 "\n"
 "Exit status: 0 success; 1 DIR has no readable, well-formed manifest.json or\n"
@@ -95,6 +142,12 @@ static int count_record(struct tracecmd_input *handle, struct tep_record *rec, i
 	int id = tep_data_type(tep, rec);
 	size_t i;
 
+	if ((c->iommu && iommu_an_record(c->iommu, tep, rec) < 0) ||
+	    (c->mmio && mmio_an_record(c->mmio, tep, rec) < 0) ||
+	    (c->exits && exits_an_record(c->exits, tep, rec) < 0)) {
+		c->err = -ENOMEM;
+		return -1;
+	}
 	c->total++;
 	if (c->nr && c->v[c->last].id == id) {
 		c->v[c->last].n++;
@@ -139,6 +192,107 @@ static int by_count(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
+/* A file name from the manifest: a plain name inside DIR, nothing else. */
+static bool file_name_ok(const char *s)
+{
+	return s && s[0] && s[0] != '.' && !strchr(s, '/') && strlen(s) < 256;
+}
+
+/* The analyses of one guest trace, fed in the counting pass. */
+static int analyses_new(const char *dir, const char *file, struct ev_counter *c,
+			struct report_opts *ro)
+{
+	struct vt_blob b;
+	FILE *log = ro->mmio_file;
+	int ret;
+
+	c->iommu = iommu_an_new();
+	if (!c->iommu)
+		return -ENOMEM;
+	ret = sysinfo_load(dir, file, "iommu_groups", &b);
+	if (ret == 0 && b.data)
+		ret = iommu_an_snapshot(c->iommu, b.data, b.len);
+	free(b.data);
+	if (ret < 0 && ret != -EBADMSG)
+		return ret;
+	ret = sysinfo_load(dir, file, "pci_devices", &b);
+	c->mmio = mmio_an_new(log, ret == 0 ? b.data : NULL, ret == 0 ? b.len : 0);
+	free(b.data);
+	if (!c->mmio)
+		return -ENOMEM;
+	ro->mmio_file = NULL;		/* one guest's log */
+	return 0;
+}
+
+/* The host file: VM exits, with each guest's vCPU threads and kallsyms. */
+static int exits_new(const char *dir, const struct json_value *guests, struct ev_counter *c)
+{
+	c->exits = exits_an_new();
+	if (!c->exits)
+		return -ENOMEM;
+	c->dir = dir;
+	c->guests = guests;
+	return 0;
+}
+
+static void exits_attach(struct ev_counter *c, struct tracecmd_input *host)
+{
+	const struct json_value *g;
+
+	for (g = json_is(c->guests, JSON_ARRAY) ? c->guests->child : NULL; g; g = g->next) {
+		const char *file = json_string(json_get(g, "file"));
+		const char *id = json_string(json_get(g, "trace_id"));
+		const char *name = NULL;
+		const int *tids = NULL;
+		struct tracecmd_input *gh = NULL;
+		unsigned long long tid;
+		char path[4400], *end;
+		int nr = 0;
+
+		if (!id || !file_name_ok(file) || c->nr_gh >= sizeof(c->gh) / sizeof(c->gh[0]))
+			continue;
+		errno = 0;
+		tid = strtoull(id, &end, 16);
+		if (errno || *end || tracecmd_get_guest_cpumap(host, tid, &name, &nr, &tids) < 0 ||
+		    nr <= 0 || nr > 4096 || !tids)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", c->dir, file);
+		gh = tracecmd_open_head(path, TRACECMD_FL_LOAD_NO_PLUGINS);
+		if (gh)
+			c->gh[c->nr_gh++] = gh;
+		exits_an_add_guest(c->exits, json_string(json_get(g, "name")) ?: "?", nr, tids,
+				   gh ? tracecmd_get_tep(gh) : NULL);
+	}
+}
+
+static void analyses_finish(struct ev_counter *c)
+{
+	if (c->iommu)
+		iommu_an_finish(c->iommu);
+	if (c->mmio)
+		mmio_an_finish(c->mmio);
+	if (c->exits)
+		exits_an_finish(c->exits);
+	while (c->nr_gh)
+		tracecmd_close(c->gh[--c->nr_gh]);
+}
+
+static void exits_an_finish_free(struct ev_counter *c)
+{
+	while (c->nr_gh)
+		tracecmd_close(c->gh[--c->nr_gh]);
+	exits_an_free(c->exits);
+}
+
+static void analyses_free(struct ev_counter *c)
+{
+	iommu_an_free(c->iommu);
+	mmio_an_free(c->mmio);
+	exits_an_finish_free(c);
+	free(c->v);
+	memset(c, 0, sizeof(*c));
+}
+
 /* Events per type in one trace.dat file, as libtracecmd reads them. */
 static int count_events(const char *path, struct ev_counter *c)
 {
@@ -147,8 +301,11 @@ static int count_events(const char *path, struct ev_counter *c)
 	h = tracecmd_open(path, TRACECMD_FL_LOAD_NO_PLUGINS);
 	if (!h)
 		return -EBADMSG;
+	if (c->exits)
+		exits_attach(c, h);
 	if (tracecmd_iterate_events(h, NULL, 0, count_record, c) < 0 && !c->err)
 		c->err = -EIO;
+	analyses_finish(c);
 	tracecmd_close(h);
 	if (c->err)
 		return c->err;
@@ -156,11 +313,6 @@ static int count_events(const char *path, struct ev_counter *c)
 	return 0;
 }
 
-/* A file name from the manifest: a plain name inside DIR, nothing else. */
-static bool file_name_ok(const char *s)
-{
-	return s && s[0] && s[0] != '.' && !strchr(s, '/') && strlen(s) < 256;
-}
 
 static void print_sync(const struct json_value *sync, bool *bad)
 {
@@ -217,8 +369,28 @@ static void print_sync(const struct json_value *sync, bool *bad)
 	}
 }
 
+/* Every CPU's figures: what reached the host, and what the agent says it sent. */
+static void print_cpus(const struct json_value *cpus, bool host, bool *bad)
+{
+	const struct json_value *c;
+
+	if (!json_is(cpus, JSON_ARRAY) || !cpus->count)
+		return;
+	printf("  per CPU:\n");
+	for (c = cpus->child; c; c = c->next) {
+		printf("    cpu%" PRIu64 ": %" PRIu64 " events, %" PRIu64 " pages, %" PRIu64 " bytes",
+		       u64_field(c, "cpu", bad), u64_field(c, "events", bad), u64_field(c, "pages", bad),
+		       u64_field(c, "bytes", bad));
+		if (!host)
+			printf("; agent: %" PRIu64 " pages, %" PRIu64 " bytes",
+			       u64_field(c, "agent_pages", bad), u64_field(c, "agent_bytes", bad));
+		printf("\n");
+	}
+}
+
 /* One trace (the host or a guest): Return: 0, or -errno if its file cannot be read. */
-static int report_trace(const char *dir, const struct json_value *t, bool host)
+static int report_trace(const char *dir, const struct json_value *t, bool host,
+			struct report_opts *ro)
 {
 	const struct json_value *cpus = json_get(t, "cpus"), *lost = json_get(t, "lost_events");
 	const struct json_value *c, *file = json_get(t, "file");
@@ -272,7 +444,10 @@ static int report_trace(const char *dir, const struct json_value *t, bool host)
 			fprintf(stderr, "virtio-trace-collect report: cannot read %s: %s\n", path,
 				strerror(-ret));
 		} else {
-			ret = count_events(path, &cnt);
+			ret = host ? exits_new(dir, ro->guests, &cnt) :
+				     analyses_new(dir, json_string(file), &cnt, ro);
+			if (ret == 0)
+				ret = count_events(path, &cnt);
 			if (ret < 0)
 				fprintf(stderr, "virtio-trace-collect report: %s: libtracecmd cannot "
 					"read it (%s)\n", path, strerror(-ret));
@@ -294,16 +469,155 @@ static int report_trace(const char *dir, const struct json_value *t, bool host)
 		printf("  fragment bytes: %" PRIu64 "\n", frag);
 	if (dropped)
 		printf("  pages dropped at --max-size: %" PRIu64 "\n", dropped);
+	print_cpus(cpus, host, &bad);
 	if (!host)
 		print_sync(json_get(t, "sync"), &bad);
+	if (cnt.iommu && iommu_an_any(cnt.iommu)) {
+		fflush(stdout);
+		iommu_an_print(cnt.iommu, stdout, !ro->iommu);
+	}
+	if (cnt.mmio && mmio_an_any(cnt.mmio))
+		mmio_an_print(cnt.mmio, stdout, !ro->mmio_log);
+	if (cnt.exits && exits_an_any(cnt.exits) && !ro->exits)
+		printf("  VM exits: kvm_exit events present (`report --exits` breaks them down)\n");
+	if (cnt.exits && exits_an_any(cnt.exits) && ro->exits)
+		exits_an_print(cnt.exits, stdout);
 	problems = json_string(json_get(t, "problems"));
 	printf("  problems: ");
 	put_safe(problems && problems[0] ? problems : "none");
 	printf("\n");
 	if (bad)
 		printf("  note: some manifest figures are not valid numbers (shown as 0)\n");
-	free(cnt.v);
+	analyses_free(&cnt);
 	return ret;
+}
+
+/* --guest NAME: only that guest's trace. */
+static bool guest_selected(const struct report_opts *ro, const struct json_value *g)
+{
+	const char *name = json_string(json_get(g, "name"));
+
+	return !ro->guest || (name && !strcmp(name, ro->guest));
+}
+
+static unsigned int nr_cpus(const struct json_value *t)
+{
+	const struct json_value *c = json_get(t, "cpus");
+
+	return json_is(c, JSON_ARRAY) && c->count < 4096 ? c->count : 0;
+}
+
+/* --html FILE: the host and the selected guests on one timeline page. */
+static int write_html(const char *dir, const struct json_value *root, struct report_opts *ro)
+{
+	const struct json_value *g, *host = json_get(root, "host");
+	struct timeline *tl = tl_new();
+	char path[4400], label[96], title[4200];
+	FILE *f = NULL;
+	int ret = 0;
+
+	if (!tl)
+		return -ENOMEM;
+	if (json_is(host, JSON_OBJECT) && file_name_ok(json_string(json_get(host, "file")))) {
+		snprintf(path, sizeof(path), "%s/%s", dir, json_string(json_get(host, "file")));
+		ret = tl_add_trace(tl, "host", path, nr_cpus(host));
+	}
+	for (g = ro->guests->child; g && ret == 0; g = g->next) {
+		const struct json_value *sync = json_get(g, "sync"), *ep;
+		const char *file = json_string(json_get(g, "file"));
+
+		if (!guest_selected(ro, g) || !file_name_ok(file))
+			continue;
+		snprintf(label, sizeof(label), "guest %s", json_string(json_get(g, "name")) ?: "?");
+		snprintf(path, sizeof(path), "%s/%s", dir, file);
+		ret = tl_add_trace(tl, label, path, nr_cpus(g));
+		ep = json_get(sync, "epochs");
+		for (ep = json_is(ep, JSON_ARRAY) ? ep->child : NULL; ep && ret == 0 && ro->tsc_khz;
+		     ep = ep->next) {
+			bool bad = false;
+			uint64_t tsc = u64_field(ep, "host_tsc_from", &bad);
+			double bound = num_field(ep, "bound_ns", &bad);
+			long double ns = (long double)tsc * 1000000.0L / ro->tsc_khz;
+
+			if (!bad && ns < 1.8e19L)	/* a manifest figure: bounded before the cast */
+				ret = tl_add_epoch(tl, label, (uint64_t)ns, bound,
+						   json_string(json_get(sync, "method")));
+		}
+	}
+	if (ret < 0) {
+		fprintf(stderr, "virtio-trace-collect report: cannot read the traces for %s (%s)\n",
+			ro->html, strerror(-ret));
+		goto out;
+	}
+	f = fopen(ro->html, "we");
+	if (!f) {
+		ret = -errno;
+		fprintf(stderr, "virtio-trace-collect report: cannot write %s: %s\n", ro->html,
+			strerror(errno));
+		goto out;
+	}
+	snprintf(title, sizeof(title), "virtio-trace: %s", dir);
+	ret = tl_write_html(tl, f, title);
+	if (fclose(f) != 0 && ret == 0)
+		ret = -errno;
+	if (ret < 0)
+		fprintf(stderr, "virtio-trace-collect report: writing %s failed\n", ro->html);
+	else
+		fprintf(stderr, "virtio-trace-collect report: wrote %s (%" PRIu64 " slices, ticks and "
+			"markers)\n", ro->html, tl_nr_items(tl));
+out:
+	tl_free(tl);
+	return ret;
+}
+
+
+/* One trace as a JSON object: event counts and the analyses. */
+static int json_trace(const char *dir, const struct json_value *t, bool host, struct report_opts *ro)
+{
+	const struct json_value *file = json_get(t, "file"), *lost = json_get(t, "lost_events");
+	struct ev_counter cnt = { 0 };
+	struct jw *w = &ro->jw;
+	char path[4400];
+	bool bad = false;
+	size_t i;
+	int ret = 0;
+
+	jw_obj(w, NULL);
+	jw_str(w, "name", host ? "host" : json_string(json_get(t, "name")));
+	jw_bool(w, "host", host);
+	if (!file_name_ok(json_string(file))) {
+		jw_null(w, "file");
+		jw_end(w, '}');
+		return json_string(file) ? -EBADMSG : 0;
+	}
+	jw_str(w, "file", json_string(file));
+	jw_u64(w, "lost_events_in_pages", u64_field(lost, "in_pages", &bad));
+	jw_u64(w, "overrun", u64_field(lost, "overrun", &bad));
+	snprintf(path, sizeof(path), "%s/%s", dir, json_string(file));
+	ret = host ? exits_new(dir, ro->guests, &cnt) : analyses_new(dir, json_string(file), &cnt, ro);
+	if (ret == 0)
+		ret = count_events(path, &cnt);
+	if (ret < 0) {
+		fprintf(stderr, "virtio-trace-collect report: %s: cannot read it (%s)\n", path,
+			strerror(-ret));
+		jw_end(w, '}');
+		analyses_free(&cnt);
+		return ret;
+	}
+	jw_u64(w, "events_total", cnt.total);
+	jw_obj(w, "events");
+	for (i = 0; i < cnt.nr; i++)
+		jw_u64(w, cnt.v[i].name, cnt.v[i].n);
+	jw_end(w, '}');
+	if (cnt.iommu && iommu_an_any(cnt.iommu))
+		iommu_an_json(cnt.iommu, w);
+	if (cnt.mmio && mmio_an_any(cnt.mmio))
+		mmio_an_json(cnt.mmio, w);
+	if (cnt.exits && exits_an_any(cnt.exits))
+		exits_an_json(cnt.exits, w);
+	jw_end(w, '}');
+	analyses_free(&cnt);
+	return 0;
 }
 
 static int read_manifest(const char *dir, char **text, size_t *len)
@@ -357,12 +671,20 @@ int report_main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
+		{ "iommu", no_argument, NULL, 'I' },
+		{ "json", no_argument, NULL, 'J' },
+		{ "mmiotrace-log", required_argument, NULL, 'M' },
+		{ "exits", no_argument, NULL, 'E' },
+		{ "html", required_argument, NULL, 'H' },
+		{ "guest", required_argument, NULL, 'g' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const struct json_limits lim = { .max_depth = 16, .max_string = 1u << 16 };
 	const struct json_value *root, *v, *g;
 	struct json_error jerr;
 	struct json_doc *doc;
+	struct report_opts ro = { 0 };
+	FILE *log_file = NULL;
 	const char *dir;
 	char *text = NULL;
 	size_t len = 0;
@@ -375,6 +697,24 @@ int report_main(int argc, char **argv)
 		case 'h':
 			usage(stdout);
 			return EXIT_OK;
+		case 'I':
+			ro.iommu = true;
+			break;
+		case 'J':
+			ro.json = true;
+			break;
+		case 'M':
+			ro.mmio_log = optarg;
+			break;
+		case 'E':
+			ro.exits = true;
+			break;
+		case 'H':
+			ro.html = optarg;
+			break;
+		case 'g':
+			ro.guest = optarg;
+			break;
 		default:
 			fprintf(stderr, "Try 'virtio-trace-collect report --help'.\n");
 			return EXIT_USAGE;
@@ -408,6 +748,38 @@ int report_main(int argc, char **argv)
 		return EXIT_FAIL;
 	}
 
+	ro.tsc_khz = u64_field(json_get(root, "host_tsc"), "khz", &bad);
+	ro.guests = v;
+	if (ro.html && write_html(dir, root, &ro) < 0) {
+		json_free(doc);
+		return EXIT_FAIL;
+	}
+	if (ro.mmio_log) {
+		ro.mmio_file = fopen(ro.mmio_log, "we");
+		if (!ro.mmio_file) {
+			fprintf(stderr, "virtio-trace-collect report: cannot write %s: %s\n",
+				ro.mmio_log, strerror(errno));
+			json_free(doc);
+			return EXIT_FAIL;
+		}
+		log_file = ro.mmio_file;
+	}
+	if (ro.json) {
+		jw_begin(&ro.jw, stdout);
+		jw_obj(&ro.jw, NULL);
+		jw_str(&ro.jw, "run", dir);
+		jw_u64(&ro.jw, "host_tsc_khz", ro.tsc_khz);
+		jw_arr(&ro.jw, "traces");
+		if (json_is(json_get(root, "host"), JSON_OBJECT) &&
+		    json_trace(dir, json_get(root, "host"), true, &ro) < 0)
+			status = EXIT_FAIL;
+		for (g = v->child; g; g = g->next)
+			if (guest_selected(&ro, g) && json_trace(dir, g, false, &ro) < 0)
+				status = EXIT_FAIL;
+		jw_end(&ro.jw, ']');
+		jw_end(&ro.jw, '}');
+		goto out;
+	}
 	printf("run: ");
 	put_safe(dir);
 	printf("\nrecorded by ");
@@ -426,16 +798,31 @@ int report_main(int argc, char **argv)
 
 	if (json_is(json_get(root, "host"), JSON_OBJECT)) {
 		printf("\n");
-		if (report_trace(dir, json_get(root, "host"), true) < 0)
+		if (report_trace(dir, json_get(root, "host"), true, &ro) < 0)
 			status = EXIT_FAIL;
 	}
 	for (g = v->child; g; g = g->next) {
+		if (!guest_selected(&ro, g))
+			continue;
 		printf("\n");
-		if (report_trace(dir, g, false) < 0)
+		if (report_trace(dir, g, false, &ro) < 0)
 			status = EXIT_FAIL;
 	}
 	if (!v->count)
 		printf("\nno guests were recorded\n");
+out:
+	if (log_file) {
+		if (ro.mmio_file) {
+			fprintf(stderr, "virtio-trace-collect report: no guest trace to write %s from\n",
+				ro.mmio_log);
+			status = EXIT_FAIL;
+		}
+		if (fclose(log_file) != 0 && status == EXIT_OK) {
+			fprintf(stderr, "virtio-trace-collect report: writing %s: %s\n", ro.mmio_log,
+				strerror(errno));
+			status = EXIT_FAIL;
+		}
+	}
 	json_free(doc);
 	return status;
 }

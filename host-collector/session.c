@@ -1,84 +1,116 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * Driving one guest's agent over its control port.
+ * One guest's agent, driven over its control port as a state machine.
  *
- * Requests are sent one at a time; while waiting for a reply the engine keeps
- * every data stream of every guest flowing. Messages that arrive unasked
- * (STATS, META, STOPPED, errors) are recorded as they come. Whatever the
- * guest sends is checked by the codec; strings are sanitised before they are
- * logged or stored, and a guest that misbehaves is failed alone: its pages
- * received so far stay in the spool and the others carry on.
+ * Nothing here waits. A request is sent with a continuation and a timer
+ * (struct guest_req); the engine calls back when the control port has a
+ * message, when the port can take queued bytes, or when a timer fires.
+ * Setup is a list of steps (hello, configure, meta, streams, clock sync,
+ * start), each one request; a clock probe burst is a chain of probes, each
+ * sent when the last reply came. So every guest moves at its own pace: a
+ * slow, silent or hostile guest delays only itself, and its timeouts are
+ * its own. The stop is the same: STOP, then STOPPED, the last STATS and
+ * every byte the agent says it sent, then a final clock sync, the metadata
+ * again and BYE, bounded by --stop-timeout.
+ *
+ * Whatever the guest sends is checked by the codec; strings are sanitised
+ * before they are logged or stored, and a guest that misbehaves is failed
+ * alone: its pages received so far stay in the spool and the others carry
+ * on.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "collect.h"
+#include "vt_conn.h"
 
-#define REQ_TIMEOUT_MS		15000
-#define META_TIMEOUT_MS		120000
+#define REQ_TIMEOUT_NS		(15 * NSEC_PER_SEC)
+#define META_TIMEOUT_NS		(120 * NSEC_PER_SEC)
+#define PROBE_TIMEOUT_NS	(2 * NSEC_PER_SEC)
+#define DRAIN_CHECK_NS		(20 * NSEC_PER_MSEC)
+#define KVM_REREAD_NS		NSEC_PER_SEC
 #define META_LIMIT		(128ull << 20)
 #define MAX_PROTOCOL_ERRORS	64
-#define WRITE_TIMEOUT_MS	5000
 
-static long long now_ms(void)
-{
-	struct timespec ts;
+/* Setup, one step after the other (g->step). */
+enum {
+	ST_HELLO, ST_INSTANCE, ST_CLOCK, ST_BUFFER, ST_TRACER, ST_EVENTS, ST_META, ST_STREAMS,
+	ST_SYNC, ST_START, ST_RUNNING,
+};
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
+static const char *const step_what[] = {
+	[ST_HELLO] = "handshake", [ST_INSTANCE] = "choosing the top-level buffer",
+	[ST_CLOCK] = "choosing the clock", [ST_BUFFER] = "setting the buffer size",
+	[ST_TRACER] = "choosing the tracer", [ST_EVENTS] = "enabling events",
+	[ST_META] = "fetching the metadata", [ST_STREAMS] = "opening the data ports",
+	[ST_SYNC] = "syncing the clock", [ST_START] = "starting", [ST_RUNNING] = "recording",
+};
 
-/**
- * collect_sanitize() - make guest text safe to log and store
- * @dst: destination
- * @size: its size
- * @src: the text
- * @keep_newlines: keep '\n' (multi-line stats text) or turn it into a space
- *
- * Anything but printable ASCII becomes '?'.
- */
-void collect_sanitize(char *dst, size_t size, const char *src, bool keep_newlines)
-{
-	size_t i;
+static const char *const state_names[] = {
+	[G_NEW] = "new", [G_HELLO] = "hello", [G_CONFIG] = "configure", [G_META] = "meta",
+	[G_SYNC] = "sync", [G_RUNNING] = "running", [G_STOPPING] = "stopping",
+	[G_DRAINING] = "draining", [G_FINISHING] = "finishing", [G_DONE] = "done",
+	[G_FAILED] = "failed",
+};
 
-	for (i = 0; src[i] && i + 1 < size; i++) {
-		unsigned char c = src[i];
-
-		if (c == '\n' && keep_newlines)
-			dst[i] = c;
-		else if (c == '\n' || c == '\t')
-			dst[i] = ' ';
-		else
-			dst[i] = c >= 0x20 && c < 0x7f ? c : '?';
-	}
-	if (size)
-		dst[i] = '\0';
-}
+static void setup_next(struct guest *g);
+static void stop_timeout(void *arg);
+static void burst_run(struct guest *g, const char *when, void (*done)(struct guest *g, int err));
 
 /**
- * collect_name_ok() - whether a guest name is usable: it becomes part of file
- * and directory names (guest-NAME.dat, .spool/guest-NAME, setup's DIR)
- * @s: the name
+ * session_state_name() - a guest state, for messages
+ * @s: the state
  *
- * Return: true for 1 to COLLECT_NAME_MAX - 1 of [A-Za-z0-9_.-], not starting
- * with '.' or '-'.
+ * Return: its name.
  */
-bool collect_name_ok(const char *s)
+const char *session_state_name(enum guest_state s)
 {
-	size_t i, len = strlen(s);
+	return s <= G_FAILED ? state_names[s] : "?";
+}
 
-	if (!len || len >= COLLECT_NAME_MAX || s[0] == '.' || s[0] == '-')
-		return false;
-	for (i = 0; i < len; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
-		      (s[i] >= '0' && s[i] <= '9') || s[i] == '_' || s[i] == '-' || s[i] == '.'))
-			return false;
-	return true;
+static struct engine *eng(const struct guest *g)
+{
+	return g->run->e;
+}
+
+static void changed(struct guest *g)
+{
+	if (g->run->changed)
+		g->run->changed(g->run);
+}
+
+static void cancel_timers(struct guest *g)
+{
+	struct engine *e = eng(g);
+
+	engine_timer_cancel(e, &g->req.timer);
+	engine_timer_cancel(e, &g->burst.timer);
+	engine_timer_cancel(e, &g->stop_timer);
+	engine_timer_cancel(e, &g->drain_timer);
+	engine_timer_cancel(e, &g->kvm_timer);
+	engine_timer_cancel(e, &g->sync_timer);
+	g->req.active = false;
+}
+
+static void burst_abort(struct guest *g)
+{
+	engine_timer_cancel(eng(g), &g->burst.timer);
+	free(g->burst.smp);
+	g->burst.smp = NULL;
+	g->burst.active = false;
+}
+
+/* The control port is not read or written any more. */
+static void ctl_close(struct guest *g)
+{
+	engine_fd_remove(g->ctl_in);
+	engine_fd_remove(g->ctl_out);
+	g->ctl_in = g->ctl_out = NULL;
 }
 
 /**
@@ -93,7 +125,7 @@ void session_fail(struct guest *g, const char *fmt, ...)
 	unsigned int i;
 	va_list ap;
 
-	if (g->state == G_FAILED)
+	if (g->state == G_FAILED || g->state == G_DONE)
 		return;
 	va_start(ap, fmt);
 	vsnprintf(g->error, sizeof(g->error), fmt, ap);
@@ -102,61 +134,100 @@ void session_fail(struct guest *g, const char *fmt, ...)
 	g->state = G_FAILED;
 	for (i = 0; i < g->nr_streams; i++)
 		g->streams[i].closed = true;
+	if (g->run) {
+		cancel_timers(g);
+		burst_abort(g);
+		ctl_close(g);
+	}
 	if (g->spool[0])
 		spool_save_state(g);
+	if (g->run)
+		changed(g);
 }
 
-/**
- * session_host_marker() - mark a control message in the host trace
- * @tx: sent (true) or received
- * @type: message type
- * @seq: its sequence number
- */
-void session_host_marker(bool tx, uint16_t type, uint32_t seq)
+/* A control message, marked in the host trace (sent ones before they leave). */
+static void conn_hook(void *arg, bool tx, uint16_t type, uint32_t seq)
 {
+	struct guest *g = arg;
 	char text[128];
 
-	if (!collect_hostrec || type == VT_PROTO_SYNC_PROBE || type == VT_PROTO_SYNC_REPLY)
+	if (!g->run || !g->run->host || type == VT_PROTO_SYNC_PROBE || type == VT_PROTO_SYNC_REPLY)
 		return;
 	if (vt_proto_marker(text, sizeof(text), tx, type, seq) > 0)
-		hostrec_marker(collect_hostrec, text);
+		hostrec_marker(g->run->host, text);
 }
 
-/**
- * session_send() - write a frame to the guest's control port and mark it
- * @g: the guest
- * @len: the frame in @g->frame (negative: the encoder's error)
- * @type: its type, for the host marker
- *
- * Return: 0 or -errno (the guest is failed).
- */
-int session_send(struct guest *g, int len, uint16_t type)
+/* Queue a frame the encoder left in the connection's buffer; the port takes it when it can. */
+static int send_frame(struct guest *g, int len)
 {
 	int ret;
 
-	if (len < 0)
-		return len;
-	/* Marked before it leaves: the guest's rx marker must come after this one. */
-	session_host_marker(true, type, g->seq);
-	ret = vt_proto_write_all(g->ctl_wfd, g->frame, len, WRITE_TIMEOUT_MS);
+	if (g->state == G_FAILED)
+		return -ECONNRESET;
+	ret = vt_conn_send(g->conn, len);
 	if (ret < 0) {
 		session_fail(g, "cannot write to the control port: %s", strerror(-ret));
 		return ret;
 	}
+	engine_fd_enable(g->ctl_out, vt_conn_want_write(g->conn));
 	return 0;
 }
 
-/**
- * session_next_seq() - the sequence number for the next frame to the guest
- * @g: the guest
- *
- * Return: the number, never 0.
- */
-uint32_t session_next_seq(struct guest *g)
+static bool ctl_writable(void *arg, int revents)
 {
-	if (++g->seq == 0)
-		g->seq = 1;
-	return g->seq;
+	struct guest *g = arg;
+	int ret;
+
+	(void)revents;
+	ret = vt_conn_flush(g->conn);
+	if (ret < 0) {
+		session_fail(g, "cannot write to the control port: %s", strerror(-ret));
+		return false;
+	}
+	engine_fd_enable(g->ctl_out, ret > 0);
+	return true;
+}
+
+static void req_timeout(void *arg)
+{
+	struct guest *g = arg;
+
+	session_fail(g, "no answer to %s within %llu s", vt_proto_type_name(g->req.type),
+		     (unsigned long long)((g->req.want == VT_PROTO_META ? META_TIMEOUT_NS :
+					   REQ_TIMEOUT_NS) / NSEC_PER_SEC));
+}
+
+/*
+ * Send the request the encoder left in the frame buffer; @done gets 0 or
+ * -errno when the answer (@want: OK, HELLO_REPLY, or the whole META bundle)
+ * or a matching ERROR comes. No answer in time fails the guest.
+ */
+static int request(struct guest *g, int len, uint16_t want, void (*done)(struct guest *g, int err))
+{
+	struct vt_proto_msg m;
+
+	if (len < 0 || vt_proto_hdr_decode(vt_conn_frame(g->conn), len, &m) < 0) {
+		session_fail(g, "cannot encode a request (%s)", strerror(len < 0 ? -len : EINVAL));
+		return len < 0 ? len : -EINVAL;
+	}
+	g->req.active = true;
+	g->req.seq = m.seq;
+	g->req.type = m.type;
+	g->req.want = want;
+	g->req.done = done;
+	g->reply_text[0] = '\0';
+	engine_timer_arm(eng(g), &g->req.timer,
+			 want == VT_PROTO_META ? META_TIMEOUT_NS : REQ_TIMEOUT_NS, 0);
+	return send_frame(g, len);
+}
+
+static void req_complete(struct guest *g, int err)
+{
+	if (!g->req.active)
+		return;
+	g->req.active = false;
+	engine_timer_cancel(eng(g), &g->req.timer);
+	g->req.done(g, err);
 }
 
 static void protocol_error(struct guest *g, const char *what)
@@ -168,6 +239,49 @@ static void protocol_error(struct guest *g, const char *what)
 		session_fail(g, "more than %d protocol errors on the control port", MAX_PROTOCOL_ERRORS);
 }
 
+static bool drained(const struct guest *g)
+{
+	unsigned int i;
+
+	for (i = 0; i < g->nr_streams; i++) {
+		const struct stream *s = &g->streams[i];
+
+		if (s->bytes_session < g->agent_bytes[s->cpu] && !s->eof && !s->closed)
+			return false;
+	}
+	return true;
+}
+
+static void finish(struct guest *g);
+
+/* Stopping: STOPPED, the last STATS and every byte the agent reported sent. */
+static void check_drained(struct guest *g)
+{
+	unsigned int i;
+
+	if (g->state != G_STOPPING && g->state != G_DRAINING)
+		return;
+	if (g->stopped_seen && g->state == G_STOPPING)
+		g->state = G_DRAINING;
+	if (!(g->stopped_seen && g->stats_last && drained(g)))
+		return;
+	engine_timer_cancel(eng(g), &g->drain_timer);
+	for (i = 0; i < g->nr_streams; i++) {
+		struct stream *s = &g->streams[i];
+
+		if (s->bytes_session > g->agent_bytes[s->cpu])
+			log_warn("%s: received %llu bytes, the agent reports %llu", s->label,
+				 (unsigned long long)s->bytes_session,
+				 (unsigned long long)g->agent_bytes[s->cpu]);
+	}
+	finish(g);
+}
+
+static void drain_tick(void *arg)
+{
+	check_drained(arg);
+}
+
 static void got_stats(struct guest *g, const struct vt_proto_msg *m)
 {
 	struct vt_proto_stats st;
@@ -177,17 +291,24 @@ static void got_stats(struct guest *g, const struct vt_proto_msg *m)
 		return;
 	}
 	if (st.cpu == VT_PROTO_CPU_ALL) {
-		g->agent_fallbacks = st.splice_fallbacks;
-		g->agent_partial_reads = st.partial_reads;
-		if (st.flags & VT_PROTO_STATS_LAST)
+		if (st.flags & VT_PROTO_STATS_LAST) {
 			g->stats_last = true;
+			check_drained(g);
+		}
 		return;
 	}
 	if (st.cpu >= g->nr_cpus || st.cpu >= COLLECT_MAX_CPUS) {
 		protocol_error(g, "STATS for a CPU the guest does not have");
 		return;
 	}
-	collect_sanitize(g->stats_text[st.cpu], sizeof(g->stats_text[0]), st.text, true);
+	if (!g->stats_text[st.cpu]) {
+		g->stats_text[st.cpu] = malloc(VT_PROTO_MAX_TEXT);
+		if (!g->stats_text[st.cpu]) {
+			session_fail(g, "out of memory for its statistics");
+			return;
+		}
+	}
+	collect_sanitize(g->stats_text[st.cpu], VT_PROTO_MAX_TEXT, st.text, true);
 	g->agent_bytes[st.cpu] = st.bytes;
 	g->agent_pages[st.cpu] = st.pages;
 }
@@ -197,6 +318,11 @@ static void got_meta(struct guest *g, const struct vt_proto_msg *m)
 	struct vt_proto_meta_chunk c;
 	int r;
 
+	if (!g->req.active || g->req.want != VT_PROTO_META) {
+		/* Only what was asked for is buffered: a guest cannot park memory here. */
+		protocol_error(g, "metadata nobody asked for");
+		return;
+	}
 	if (vt_proto_dec_meta(m, &c) < 0) {
 		session_fail(g, "malformed metadata chunk");
 		return;
@@ -208,8 +334,10 @@ static void got_meta(struct guest *g, const struct vt_proto_msg *m)
 	else if (r < 0)
 		session_fail(g, "metadata chunks out of order or inconsistent (%s)", strerror(-r));
 	else if (r == 1)
-		g->meta_done = true;
+		req_complete(g, 0);
 }
+
+static void got_reply(struct guest *g, const struct vt_proto_msg *m);
 
 static void handle(struct guest *g, const struct vt_proto_msg *m)
 {
@@ -221,29 +349,27 @@ static void handle(struct guest *g, const struct vt_proto_msg *m)
 		protocol_error(g, "a legacy start/stop line from the guest");
 		return;
 	}
-	session_host_marker(false, m->type, m->seq);
 	switch (m->type) {
 	case VT_PROTO_HELLO_REPLY:
-		if (g->want_type == VT_PROTO_HELLO_REPLY) {
-			if (vt_proto_dec_hello(m, &g->hello) < 0) {
-				session_fail(g, "malformed HELLO_REPLY");
-				return;
-			}
-			collect_sanitize(g->agent_software, sizeof(g->agent_software),
-					 g->hello.software, false);
-			collect_sanitize(g->clock, sizeof(g->clock), g->hello.clock, false);
-			g->hello.software = g->hello.clock = NULL;
-			g->got_reply = true;
-			g->reply_err = 0;
+		if (!g->req.active || g->req.want != VT_PROTO_HELLO_REPLY) {
+			protocol_error(g, "HELLO_REPLY nobody asked for");
+			break;
 		}
+		if (vt_proto_dec_hello(m, &g->hello) < 0) {
+			session_fail(g, "malformed HELLO_REPLY");
+			break;
+		}
+		collect_sanitize(g->agent_software, sizeof(g->agent_software), g->hello.software,
+				 false);
+		collect_sanitize(g->clock, sizeof(g->clock), g->hello.clock, false);
+		g->hello.software = g->hello.clock = NULL;
+		req_complete(g, 0);
 		break;
 	case VT_PROTO_OK:
-		if (vt_proto_dec_ack(m, &ref) < 0) {
+		if (vt_proto_dec_ack(m, &ref) < 0)
 			protocol_error(g, "malformed OK");
-		} else if (ref == g->want_seq && g->want_type == VT_PROTO_OK) {
-			g->got_reply = true;
-			g->reply_err = 0;
-		}
+		else if (g->req.active && g->req.want == VT_PROTO_OK && ref == g->req.seq)
+			req_complete(g, 0);
 		break;
 	case VT_PROTO_ERROR:
 		if (vt_proto_dec_error(m, &e) < 0) {
@@ -251,10 +377,9 @@ static void handle(struct guest *g, const struct vt_proto_msg *m)
 			break;
 		}
 		collect_sanitize(text, sizeof(text), e.text, false);
-		if (e.ref_seq && e.ref_seq == g->want_seq) {
-			g->got_reply = true;
-			g->reply_err = e.err;
+		if (g->req.active && e.ref_seq && e.ref_seq == g->req.seq) {
 			snprintf(g->reply_text, sizeof(g->reply_text), "%s", text);
+			req_complete(g, e.err > 0 && e.err < 4096 ? -e.err : -EPROTO);
 		} else {
 			log_warn("guest %s: agent reports: %s (%s)", g->name, text, strerror(e.err));
 		}
@@ -263,14 +388,16 @@ static void handle(struct guest *g, const struct vt_proto_msg *m)
 		got_stats(g, m);
 		break;
 	case VT_PROTO_STOPPED:
-		if (vt_proto_dec_ack(m, &ref) == 0 && ref == g->stop_seq)
+		if (vt_proto_dec_ack(m, &ref) == 0 && ref == g->stop_seq) {
 			g->stopped_seen = true;
+			check_drained(g);
+		}
 		break;
 	case VT_PROTO_META:
 		got_meta(g, m);
 		break;
 	case VT_PROTO_SYNC_REPLY:
-		/* A late reply to an abandoned probe: harmless. */
+		got_reply(g, m);
 		break;
 	default:
 		snprintf(text, sizeof(text), "unexpected %s from the agent", vt_proto_type_name(m->type));
@@ -280,213 +407,72 @@ static void handle(struct guest *g, const struct vt_proto_msg *m)
 }
 
 /**
- * session_feed() - hand bytes read from the control port to the parser and
- * handle every complete message
+ * session_dispatch() - handle every complete message the connection holds
  * @g: the guest
- * @buf: bytes
- * @n: how many
- * @sync_cb: when not NULL, called for SYNC_REPLY messages before handle()
- * @arg: passed to @sync_cb
  */
-void session_feed(struct guest *g, const uint8_t *buf, size_t n,
-		  void (*sync_cb)(void *arg, const struct vt_proto_msg *m), void *arg)
+void session_dispatch(struct guest *g)
 {
-	while (n && g->state != G_FAILED) {
-		size_t fed = vt_proto_parser_feed(g->parser, buf, n);
-		struct vt_proto_msg m;
-		int r;
+	struct vt_proto_msg m;
+	int r;
 
-		buf += fed;
-		n -= fed;
-		while ((r = vt_proto_parser_next(g->parser, &m)) != 0 && g->state != G_FAILED) {
-			if (r < 0) {
-				protocol_error(g, r == -EMSGSIZE ? "an oversized frame on the control port" :
-							"garbage on the control port");
-				continue;
-			}
-			if (sync_cb && m.type == VT_PROTO_SYNC_REPLY)
-				sync_cb(arg, &m);
-			else
-				handle(g, &m);
+	while (g->state != G_FAILED && (r = vt_conn_next(g->conn, &m)) != 0) {
+		if (r < 0) {
+			protocol_error(g, r == -EMSGSIZE ? "an oversized frame on the control port" :
+						"garbage on the control port");
+			continue;
 		}
-		if (!fed && n) {
-			session_fail(g, "control port parser refused input");
-			return;
-		}
+		handle(g, &m);
 	}
 }
 
 static bool ctl_readable(void *arg, int revents)
 {
 	struct guest *g = arg;
-	uint8_t buf[65536];
+	int turns, r;
 
-	for (;;) {
-		ssize_t n = read(g->ctl_rfd, buf, sizeof(buf));
-
-		if (n > 0) {
-			session_feed(g, buf, n, NULL, NULL);
-			if (g->state == G_FAILED)
-				return false;
+	(void)revents;
+	for (turns = 0; turns < 16 && g->state != G_FAILED; turns++) {
+		r = vt_conn_read(g->conn);
+		/* After the bytes arrived: a probe reply's t2 is never before it. */
+		g->rx_tsc = sync_host_tsc();
+		if (r > 0) {
+			session_dispatch(g);
 			continue;
 		}
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		if (r == -EAGAIN || r == -EINTR)
 			return true;
 		if (g->state != G_DONE)
-			session_fail(g, n == 0 ? "the agent closed the control port" :
+			session_fail(g, r == 0 ? "the agent closed the control port" :
 					    "cannot read the control port");
 		return false;
 	}
+	return g->state != G_FAILED;
 }
 
-/* Send a request and pump the engine until its reply (or failure, or timeout). */
-static int request(struct guest *g, struct engine *e, int len, uint16_t want, int timeout_ms)
+/* --- data streams --- */
+
+static void stream_event(void *owner, struct stream *s, enum stream_ev ev, int err)
 {
-	long long end = now_ms() + timeout_ms;
-	uint16_t type = len >= 8 ? (uint16_t)(g->frame[6] | g->frame[7] << 8) : 0;
-	int ret;
+	struct guest *g = owner;
 
-	if (g->state == G_FAILED)
-		return -ECONNRESET;
-	g->want_seq = g->seq;
-	g->want_type = want;
-	g->got_reply = false;
-	g->reply_err = 0;
-	g->reply_text[0] = '\0';
-	int signals = collect_signals;
-
-	ret = session_send(g, len, type);
-	if (ret < 0)
-		return ret;
-	while (!g->got_reply && g->state != G_FAILED) {
-		if (collect_signals != signals) {
-			session_fail(g, "interrupted while waiting for the answer to %s",
-				     vt_proto_type_name(type));
-			return -EINTR;
-		}
-		if (now_ms() >= end) {
-			session_fail(g, "no answer to %s within %d s", vt_proto_type_name(type),
-				     timeout_ms / 1000);
-			return -ETIMEDOUT;
-		}
-		ret = engine_run(e, 50);
-		if (ret < 0)
-			return ret;
+	switch (ev) {
+	case STREAM_EV_ERROR:
+		session_fail(g, "cannot write the spool: %s", strerror(-err));
+		break;
+	case STREAM_EV_LIMIT:
+		log_warn("guest %s: reached --max-size (%llu bytes spooled): stopping it", g->name,
+			 (unsigned long long)g->budget.used);
+		session_stop(g);
+		break;
+	case STREAM_EV_EOF:
+		log_debug("%s: end of stream", s->label);
+		g->nr_eof++;
+		check_drained(g);
+		break;
 	}
-	g->want_type = 0;
-	if (g->state == G_FAILED)
-		return -ECONNRESET;
-	return g->reply_err ? -g->reply_err : 0;
 }
 
-/**
- * session_req_ok() - send a request whose answer is OK; fail the guest otherwise
- * @g: the guest
- * @e: the engine, pumped while waiting
- * @len: the frame in @g->frame, as an encoder returned it (negative: its error)
- * @what: for the message when it fails ("starting")
- *
- * Return: 0 or -errno.
- */
-int session_req_ok(struct guest *g, struct engine *e, int len, const char *what)
-{
-	int ret = request(g, e, len, VT_PROTO_OK, REQ_TIMEOUT_MS);
-
-	if (ret < 0 && g->state != G_FAILED)
-		session_fail(g, "%s: %s (%s)", what, g->reply_text[0] ? g->reply_text : "refused",
-			     strerror(-ret));
-	return ret;
-}
-
-/* "sched", "sched:sched_switch", "sched/sched_switch", "sched:*". */
-static void split_event(const char *spec, char *sys, char *ev, size_t size)
-{
-	const char *sep = strpbrk(spec, ":/");
-
-	if (!sep) {
-		snprintf(sys, size, "%s", spec);
-		snprintf(ev, size, "*");
-		return;
-	}
-	snprintf(sys, size, "%.*s", (int)(sep - spec), spec);
-	snprintf(ev, size, "%s", sep[1] ? sep + 1 : "*");
-}
-
-static int send_events(struct guest *g, struct engine *e, const struct collect_opts *o)
-{
-	static char sys[COLLECT_MAX_EVENTS][VT_PROTO_MAX_NAME], ev[COLLECT_MAX_EVENTS][VT_PROTO_MAX_NAME];
-	struct vt_proto_event list[COLLECT_MAX_EVENTS];
-	unsigned int i;
-
-	for (i = 0; i < o->nr_events; i++) {
-		split_event(o->events[i], sys[i], ev[i], VT_PROTO_MAX_NAME);
-		list[i].system = sys[i];
-		list[i].event = ev[i];
-		list[i].filter = o->filters[i] ? o->filters[i] : "";
-	}
-	return session_req_ok(g, e, vt_proto_enc_events(g->frame, sizeof(g->frame), session_next_seq(g),
-						VT_PROTO_EVENTS_REPLACE, list, o->nr_events),
-		      "enabling events");
-}
-
-/**
- * session_fetch_meta() - ask for the metadata bundle, check it and spool it
- * @g: the guest
- * @e: the engine
- *
- * Return: 0 or -errno (the guest is failed).
- */
-int session_fetch_meta(struct guest *g, struct engine *e)
-{
-	long long end = now_ms() + META_TIMEOUT_MS;
-	struct vt_meta m;
-	int ret;
-
-	vt_proto_meta_rx_release(&g->meta_rx);
-	vt_proto_meta_rx_init(&g->meta_rx, META_LIMIT);
-	g->meta_done = false;
-	ret = session_send(g, vt_proto_enc_meta_req(g->frame, sizeof(g->frame), session_next_seq(g), META_LIMIT),
-			 VT_PROTO_META_REQ);
-	if (ret < 0)
-		return ret;
-	g->want_seq = g->seq;
-	g->want_type = VT_PROTO_OK;	/* an ERROR naming this request ends the wait */
-	g->got_reply = false;
-	while (!g->meta_done && !g->got_reply && g->state != G_FAILED) {
-		if (now_ms() >= end) {
-			session_fail(g, "metadata did not arrive within %d s", META_TIMEOUT_MS / 1000);
-			return -ETIMEDOUT;
-		}
-		engine_run(e, 50);
-	}
-	g->want_type = 0;
-	if (g->state == G_FAILED)
-		return -ECONNRESET;
-	if (!g->meta_done) {
-		session_fail(g, "the agent cannot send its metadata: %s", g->reply_text);
-		return -EPROTO;
-	}
-	ret = vt_meta_decode(&m, g->meta_rx.data, g->meta_rx.len);
-	if (ret < 0) {
-		session_fail(g, "the metadata bundle is malformed (%s)", strerror(-ret));
-		return ret;
-	}
-	if (m.subbuf_size != g->subbuf || m.nr_cpus != g->nr_cpus) {
-		session_fail(g, "the metadata says %u CPUs and %u-byte pages, HELLO said %u and %u",
-			     m.nr_cpus, m.subbuf_size, g->nr_cpus, g->subbuf);
-		vt_meta_free(&m);
-		return -EPROTO;
-	}
-	vt_meta_free(&m);
-	ret = spool_write_file(g->spool, "meta.bin", g->meta_rx.data, g->meta_rx.len);
-	vt_proto_meta_rx_release(&g->meta_rx);
-	vt_proto_meta_rx_init(&g->meta_rx, META_LIMIT);
-	if (ret < 0)
-		session_fail(g, "cannot spool the metadata: %s", strerror(-ret));
-	return ret;
-}
-
-static int open_streams(struct guest *g, struct engine *e)
+static int open_streams(struct guest *g)
 {
 	unsigned int cpu;
 	int ret;
@@ -520,50 +506,297 @@ static int open_streams(struct guest *g, struct engine *e)
 			close(fd);
 			return ret;
 		}
-		s->g = g;
+		s->owner = g;
+		s->notify = stream_event;
+		s->budget = &g->budget;
 		g->nr_streams++;
-		ret = engine_add(e, s);
+		ret = engine_add(eng(g), s);
 		if (ret < 0)
 			return ret;
 	}
 	return g->nr_streams ? 0 : -ENOENT;
 }
 
-/**
- * session_setup() - handshake, configure the guest's tracing, fetch metadata
- * and open the data streams
- * @g: an attached guest
- * @e: the engine
- * @o: options
- *
- * Return: 0, or -errno with the guest failed and the reason logged.
- */
-int session_setup(struct guest *g, struct engine *e, const struct collect_opts *o)
+/* --- metadata --- */
+
+static void meta_received(struct guest *g, int err)
 {
-	struct vt_proto_hello hello = {
-		.rev_min = VT_PROTO_REV_MIN, .rev_max = VT_PROTO_REV_MAX,
-		.caps = VT_PROTO_CAP_X86_TSC | VT_PROTO_CAP_META | VT_PROTO_CAP_SYNC_TSC,
-		.clock = o->clock ? o->clock : "", .software = "virtio-trace-collect " PACKAGE_VERSION,
-	};
-	bool top = o->top_level || (o->tracer && strcmp(o->tracer, "mmiotrace") == 0);
+	void (*done)(struct guest *g, int err) = g->meta_done;
+	struct vt_meta m;
 	int ret;
 
-	g->parser = vt_proto_parser_new();
-	if (!g->parser)
-		return -ENOMEM;
-	vt_proto_meta_rx_init(&g->meta_rx, META_LIMIT);
-	if (attach_discard_stale(g->ctl_rfd))
-		log_info("guest %s: discarded stale bytes on the control port", g->name);
-	ret = engine_add_ctl(e, g->ctl_rfd, ctl_readable, g);
-	if (ret < 0)
-		return ret;
-
-	ret = request(g, e, vt_proto_enc_hello(g->frame, sizeof(g->frame), VT_PROTO_HELLO,
-					       session_next_seq(g), &hello), VT_PROTO_HELLO_REPLY, REQ_TIMEOUT_MS);
+	if (err < 0) {
+		session_fail(g, "the agent cannot send its metadata: %s (%s)",
+			     g->reply_text[0] ? g->reply_text : "refused", strerror(-err));
+		return;
+	}
+	ret = vt_meta_decode(&m, g->meta_rx.data, g->meta_rx.len);
 	if (ret < 0) {
-		if (g->state != G_FAILED)
-			session_fail(g, "handshake refused: %s", g->reply_text);
-		return ret;
+		session_fail(g, "the metadata bundle is malformed (%s)", strerror(-ret));
+		return;
+	}
+	/*
+	 * HELLO gives the top level's sub-buffer size; the metadata gives the
+	 * size of the buffer actually recorded (an instance's own, or what
+	 * --subbuf-size made it), which is what the data ports will carry.
+	 * Once the streams are open it must not change.
+	 */
+	if (!g->nr_streams && m.subbuf_size != g->subbuf && m.subbuf_size >= VT_SUBBUF_MIN &&
+	    m.subbuf_size <= VT_SUBBUF_MAX && !(m.subbuf_size & (m.subbuf_size - 1))) {
+		log_info("guest %s: the recorded buffer has %u-byte sub-buffers", g->name, m.subbuf_size);
+		g->subbuf = m.subbuf_size;
+	}
+	if (m.subbuf_size != g->subbuf || m.nr_cpus != g->nr_cpus) {
+		session_fail(g, "the metadata says %u CPUs and %u-byte pages, the recording has %u and %u",
+			     m.nr_cpus, m.subbuf_size, g->nr_cpus, g->subbuf);
+		vt_meta_free(&m);
+		return;
+	}
+	vt_meta_free(&m);
+	ret = spool_save_meta(g->spool, g->meta_rx.data, g->meta_rx.len);
+	vt_proto_meta_rx_release(&g->meta_rx);
+	if (ret < 0) {
+		session_fail(g, "cannot spool the metadata: %s", strerror(-ret));
+		return;
+	}
+	done(g, 0);
+}
+
+/* Ask for the metadata bundle; @done runs once it is checked and spooled. */
+static void fetch_meta(struct guest *g, void (*done)(struct guest *g, int err))
+{
+	vt_proto_meta_rx_release(&g->meta_rx);
+	vt_proto_meta_rx_init(&g->meta_rx, META_LIMIT);
+	g->meta_done = done;
+	request(g, vt_proto_enc_meta_req(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX,
+					 vt_conn_next_seq(g->conn), META_LIMIT),
+		VT_PROTO_META, meta_received);
+}
+
+/* --- clock probe bursts --- */
+
+static void burst_cpu_begin(struct guest *g);
+
+static void burst_timeout(void *arg)
+{
+	struct guest *g = arg;
+
+	session_fail(g, "clock sync probe %u of vCPU %u: no reply within %llu s", g->burst.k,
+		     g->burst.cpu, (unsigned long long)(PROBE_TIMEOUT_NS / NSEC_PER_SEC));
+}
+
+static void burst_probe(struct guest *g)
+{
+	struct vt_proto_sync s = { .cpu = g->burst.cpu, .probe = g->burst.k };
+	int len = vt_proto_enc_sync(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX, VT_PROTO_SYNC_PROBE,
+				    vt_conn_next_seq(g->conn), &s);
+
+	g->burst.t1 = sync_host_tsc();
+	if (send_frame(g, len) < 0)
+		return;
+	engine_timer_arm(eng(g), &g->burst.timer, PROBE_TIMEOUT_NS, 0);
+}
+
+static void burst_ended(struct guest *g, int err)
+{
+	int ret;
+
+	if (err < 0) {
+		session_fail(g, "ending a clock sync burst: %s (%s)",
+			     g->reply_text[0] ? g->reply_text : "refused", strerror(-err));
+		return;
+	}
+	ret = sync_probe_result(g, g->burst.cpu, g->burst.smp, g->burst.got);
+	if (ret < 0 && ret != -EAGAIN) {
+		session_fail(g, "cannot record the clock mapping of vCPU %u: %s", g->burst.cpu,
+			     strerror(-ret));
+		return;
+	}
+	g->burst.idx++;
+	burst_cpu_begin(g);
+}
+
+static void got_reply(struct guest *g, const struct vt_proto_msg *m)
+{
+	struct guest_burst *b = &g->burst;
+	struct vt_proto_sync s;
+	struct vt_tsync_sample *smp;
+
+	/* A late reply to an abandoned probe is harmless. */
+	if (vt_proto_dec_sync(m, &s) < 0 || !b->active || b->req_pending || s.cpu != b->cpu ||
+	    s.probe != b->k)
+		return;
+	engine_timer_cancel(eng(g), &b->timer);
+	smp = &b->smp[b->got++];
+	smp->t1 = b->t1;
+	smp->t2 = g->rx_tsc;
+	smp->g = s.tsc;
+	smp->cpu = s.ran_on;
+	smp->want_cpu = b->cpu;
+	if (++b->k < b->n) {
+		burst_probe(g);
+		return;
+	}
+	s = (struct vt_proto_sync){ .cpu = b->cpu };
+	request(g, vt_proto_enc_sync(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX, VT_PROTO_SYNC_END,
+				     vt_conn_next_seq(g->conn), &s), VT_PROTO_OK, burst_ended);
+}
+
+static void burst_begun(struct guest *g, int err)
+{
+	g->burst.req_pending = false;
+	if (err < 0) {
+		session_fail(g, "starting a clock sync burst: %s (%s)",
+			     g->reply_text[0] ? g->reply_text : "refused", strerror(-err));
+		return;
+	}
+	burst_probe(g);
+}
+
+/* The next vCPU's burst, or the end of the whole sync. */
+static void burst_cpu_begin(struct guest *g)
+{
+	struct guest_burst *b = &g->burst;
+	void (*done)(struct guest *g, int err);
+	struct vt_proto_sync s;
+
+	if (b->idx >= g->nr_streams) {
+		log_debug("guest %s: clock sync at %s done", g->name, b->when);
+		sync_burst_done(g, b->when);
+		done = b->done;
+		burst_abort(g);
+		done(g, 0);
+		return;
+	}
+	b->cpu = g->streams[b->idx].cpu;
+	b->k = b->got = 0;
+	b->req_pending = true;
+	s = (struct vt_proto_sync){ .cpu = b->cpu, .probe = b->n };
+	request(g, vt_proto_enc_sync(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX, VT_PROTO_SYNC_BEGIN,
+				     vt_conn_next_seq(g->conn), &s), VT_PROTO_OK, burst_begun);
+}
+
+/*
+ * Measure or read the guest's clock mapping (sync.c decides how); @done
+ * runs when it is recorded. Probes go one vCPU after the other.
+ */
+static void burst_run(struct guest *g, const char *when, void (*done)(struct guest *g, int err))
+{
+	const struct collect_opts *o = g->run->o;
+	struct guest_burst *b = &g->burst;
+	int ret;
+
+	ret = sync_prepare(g, o, when);
+	if (ret <= 0) {
+		if (ret < 0)
+			log_warn("guest %s: clock sync at %s: %s", g->name, when, strerror(-ret));
+		done(g, 0);
+		return;
+	}
+	b->smp = calloc(o->sync_probes, sizeof(*b->smp));
+	if (!b->smp) {
+		session_fail(g, "out of memory for clock probes");
+		return;
+	}
+	b->active = true;
+	b->when = when;
+	b->done = done;
+	b->idx = 0;
+	b->n = o->sync_probes;
+	burst_cpu_begin(g);
+}
+
+/* A burst while recording ended: another may be due (QEMU resumed the guest meanwhile). */
+static void running_burst_done(struct guest *g, int err)
+{
+	(void)err;
+	if (g->state == G_RUNNING && g->resync) {
+		g->resync = false;
+		burst_run(g, "resume", running_burst_done);
+	}
+}
+
+static void kvm_tick(void *arg)
+{
+	struct guest *g = arg;
+
+	if (g->state == G_RUNNING && !g->burst.active)
+		sync_prepare(g, g->run->o, "interval");
+}
+
+static void sync_tick(void *arg)
+{
+	struct guest *g = arg;
+
+	if (g->state == G_RUNNING && !g->burst.active)
+		burst_run(g, "interval", running_burst_done);
+}
+
+/**
+ * session_resumed() - QEMU resumed the guest: its TSC offset moved, sync again
+ * @g: the guest
+ */
+void session_resumed(struct guest *g)
+{
+	if (g->state == G_RUNNING && !g->burst.active) {
+		g->resync = false;
+		burst_run(g, "resume", running_burst_done);
+	} else if (g->state < G_STOPPING) {
+		g->resync = true;
+	}
+}
+
+/* --- setup --- */
+
+/* "sched", "sched:sched_switch", "sched/sched_switch", "sched:*". */
+static void split_event(const char *spec, char *sys, char *ev, size_t size)
+{
+	const char *sep = strpbrk(spec, ":/");
+
+	if (!sep) {
+		snprintf(sys, size, "%s", spec);
+		snprintf(ev, size, "*");
+		return;
+	}
+	snprintf(sys, size, "%.*s", (int)(sep - spec), spec);
+	snprintf(ev, size, "%s", sep[1] ? sep + 1 : "*");
+}
+
+static int enc_events(struct guest *g, const struct collect_opts *o)
+{
+	static char sys[COLLECT_MAX_EVENTS][VT_PROTO_MAX_NAME], ev[COLLECT_MAX_EVENTS][VT_PROTO_MAX_NAME];
+	struct vt_proto_event list[COLLECT_MAX_EVENTS];
+	unsigned int i;
+
+	for (i = 0; i < o->nr_events; i++) {
+		split_event(o->events[i], sys[i], ev[i], VT_PROTO_MAX_NAME);
+		list[i].system = sys[i];
+		list[i].event = ev[i];
+		list[i].filter = o->filters[i] ? o->filters[i] : "";
+	}
+	return vt_proto_enc_events(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX,
+				   vt_conn_next_seq(g->conn), VT_PROTO_EVENTS_REPLACE, list,
+				   o->nr_events);
+}
+
+static void step_done(struct guest *g, int err)
+{
+	if (err < 0) {
+		session_fail(g, "%s: %s (%s)", step_what[g->step],
+			     g->reply_text[0] ? g->reply_text : "refused", strerror(-err));
+		return;
+	}
+	g->step++;
+	setup_next(g);
+}
+
+static void hello_done(struct guest *g, int err)
+{
+	const struct collect_opts *o = g->run->o;
+
+	if (err < 0) {
+		session_fail(g, "handshake refused: %s", g->reply_text);
+		return;
 	}
 	g->caps = g->hello.caps;
 	g->nr_cpus = g->hello.nr_cpus;
@@ -571,224 +804,289 @@ int session_setup(struct guest *g, struct engine *e, const struct collect_opts *
 	if (!g->nr_cpus || g->nr_cpus > COLLECT_MAX_CPUS) {
 		session_fail(g, "the agent reports %u CPUs (1 to %d supported)", g->nr_cpus,
 			     COLLECT_MAX_CPUS);
-		return -EPROTO;
+		return;
 	}
 	if (g->subbuf < VT_SUBBUF_MIN || g->subbuf > VT_SUBBUF_MAX || (g->subbuf & (g->subbuf - 1))) {
 		session_fail(g, "the agent reports %u-byte sub-buffers", g->subbuf);
-		return -EPROTO;
+		return;
 	}
 	log_info("guest %s: %s, %u CPUs, %u-byte pages, clock %s", g->name, g->agent_software,
 		 g->nr_cpus, g->subbuf, g->clock);
 	if (!(g->caps & VT_PROTO_CAP_X86_TSC) && !o->clock)
 		log_warn("guest %s has no x86-tsc trace clock: its timestamps cannot be mapped "
 			 "exactly onto the host's", g->name);
-
-	/* The agent's own default is a private instance; the top level only when asked. */
-	if (top) {
-		ret = session_req_ok(g, e, vt_proto_enc_instance(g->frame, sizeof(g->frame),
-								 session_next_seq(g), NULL),
-				     "choosing the top-level buffer");
-		if (ret < 0)
-			return ret;
-	}
-	/* x86-tsc where the guest has it: the one clock that maps exactly onto the host's. */
-	if (o->clock || (g->caps & VT_PROTO_CAP_X86_TSC)) {
-		const char *clock = o->clock ? o->clock : "x86-tsc";
-
-		ret = session_req_ok(g, e, vt_proto_enc_string(g->frame, sizeof(g->frame), VT_PROTO_CLOCK,
-							       session_next_seq(g), clock),
-				     "choosing the clock");
-		if (ret < 0)
-			return ret;
-		snprintf(g->clock, sizeof(g->clock), "%s", clock);
-	}
-	if (o->buffer_kb) {
-		struct vt_proto_buffer_size bs = { .size_kb = o->buffer_kb };
-
-		ret = session_req_ok(g, e, vt_proto_enc_buffer_size(g->frame, sizeof(g->frame), session_next_seq(g),
-							    &bs), "setting the buffer size");
-		if (ret < 0)
-			return ret;
-	}
-	if (o->tracer) {
-		ret = session_req_ok(g, e, vt_proto_enc_string(g->frame, sizeof(g->frame), VT_PROTO_TRACER,
-						       session_next_seq(g), o->tracer), "choosing the tracer");
-		if (ret < 0)
-			return ret;
-	}
-	if (o->nr_events) {
-		ret = send_events(g, e, o);
-		if (ret < 0)
-			return ret;
-	}
-	ret = spool_save_state(g);
-	if (ret < 0)
-		return ret;
-	ret = session_fetch_meta(g, e);
-	if (ret < 0)
-		return ret;
-	ret = open_streams(g, e);
-	if (ret < 0) {
-		if (g->state != G_FAILED)
-			session_fail(g, "no data port could be opened");
-		return ret;
-	}
-	g->state = G_READY;
-	return spool_save_state(g);
+	step_done(g, 0);
 }
 
-/**
- * session_start() - start streaming
- * @g: a ready guest
- * @e: the engine
- *
- * Return: 0 or -errno (the guest is failed).
- */
-int session_start(struct guest *g, struct engine *e)
+static void started(struct guest *g, int err)
 {
-	unsigned int i;
+	const struct collect_opts *o = g->run->o;
+
+	if (err < 0) {
+		step_done(g, err);
+		return;
+	}
+	g->step = ST_RUNNING;
+	g->state = G_RUNNING;
+	g->recorded = true;
+	log_info("guest %s: recording", g->name);
+	if (!strcmp(g->sync.method, "kvm"))
+		engine_timer_arm(eng(g), &g->kvm_timer, KVM_REREAD_NS, KVM_REREAD_NS);
+	if (o->sync_interval > 0)
+		engine_timer_arm(eng(g), &g->sync_timer, (uint64_t)(o->sync_interval * NSEC_PER_SEC),
+				 (uint64_t)(o->sync_interval * NSEC_PER_SEC));
+	spool_save_state(g);
+	changed(g);
+	running_burst_done(g, 0);
+}
+
+static void setup_next(struct guest *g)
+{
+	const struct collect_opts *o = g->run->o;
+	struct vt_conn *c = g->conn;
+	uint8_t *f = vt_conn_frame(c);
+	const size_t F = VT_PROTO_FRAME_MAX;
 	int ret;
 
-	for (i = 0; i < g->nr_streams; i++)
-		g->streams[i].bytes_session = 0;
-	g->stopped_seen = g->stats_last = false;
-	ret = session_req_ok(g, e, vt_proto_enc_empty(g->frame, sizeof(g->frame), VT_PROTO_START, session_next_seq(g)),
-		     "starting");
-	if (ret == 0)
-		g->state = G_RUNNING;
-	return ret;
-}
+	for (;;) {
+		if (g->state == G_FAILED)
+			return;
+		switch (g->step) {
+		case ST_HELLO: {
+			struct vt_proto_hello hello = {
+				.rev_min = VT_PROTO_REV_MIN, .rev_max = VT_PROTO_REV_MAX,
+				.caps = VT_PROTO_CAP_X86_TSC | VT_PROTO_CAP_META | VT_PROTO_CAP_SYNC_TSC,
+				.clock = o->clock ? o->clock : "",
+				.software = "virtio-trace-collect " PACKAGE_VERSION,
+			};
 
-/**
- * session_stop_send() - ask the agent to stop and drain (no waiting)
- * @g: a running guest
- *
- * Return: 0 or -errno.
- */
-int session_stop_send(struct guest *g)
-{
-	int ret;
-
-	if (g->state != G_RUNNING)
-		return 0;
-	ret = session_send(g, vt_proto_enc_empty(g->frame, sizeof(g->frame), VT_PROTO_STOP, session_next_seq(g)),
-			 VT_PROTO_STOP);
-	g->stop_seq = g->seq;
-	g->state = G_STOPPING;
-	return ret;
-}
-
-static bool drained(const struct guest *g)
-{
-	unsigned int i;
-
-	for (i = 0; i < g->nr_streams; i++) {
-		const struct stream *s = &g->streams[i];
-
-		if (s->bytes_session < g->agent_bytes[s->cpu] && !s->eof && !s->closed)
-			return false;
-	}
-	return true;
-}
-
-/**
- * session_stop_wait() - wait for STOPPED, the final statistics, and every byte
- * the agent says it sent
- * @g: a stopping guest
- * @e: the engine
- * @timeout_ms: how long
- *
- * Return: 0, or -ETIMEDOUT with the guest failed (its spool is kept).
- */
-int session_stop_wait(struct guest *g, struct engine *e, int timeout_ms)
-{
-	long long end = now_ms() + timeout_ms;
-	int signals = collect_signals;
-	unsigned int i;
-
-	while (g->state == G_STOPPING && !(g->stopped_seen && g->stats_last && drained(g))) {
-		if (collect_signals != signals) {
-			session_fail(g, "interrupted while draining: keeping what is on disk");
-			return -EINTR;
+			g->state = G_HELLO;
+			request(g, vt_proto_enc_hello(f, F, VT_PROTO_HELLO, vt_conn_next_seq(c), &hello),
+				VT_PROTO_HELLO_REPLY, hello_done);
+			return;
 		}
-		if (now_ms() >= end) {
-			if (!g->stopped_seen)
-				session_fail(g, "the agent did not confirm the stop within %d s",
-					     timeout_ms / 1000);
-			else
-				session_fail(g, "data ports delivered less than the agent reported sent");
-			return -ETIMEDOUT;
-		}
-		engine_run(e, 50);
-	}
-	if (g->state != G_STOPPING)
-		return -ECONNRESET;
-	for (i = 0; i < g->nr_streams; i++) {
-		struct stream *s = &g->streams[i];
+		case ST_INSTANCE:
+			g->state = G_CONFIG;
+			/* The agent's own default is a private instance; the top level only when asked. */
+			if (!(o->top_level || (o->tracer && !strcmp(o->tracer, "mmiotrace"))))
+				break;
+			request(g, vt_proto_enc_instance(f, F, vt_conn_next_seq(c), NULL), VT_PROTO_OK,
+				step_done);
+			return;
+		case ST_CLOCK:
+			/* x86-tsc where the guest has it: the one clock that maps exactly onto the host's. */
+			if (!o->clock && !(g->caps & VT_PROTO_CAP_X86_TSC))
+				break;
+			snprintf(g->clock, sizeof(g->clock), "%s", o->clock ? o->clock : "x86-tsc");
+			request(g, vt_proto_enc_string(f, F, VT_PROTO_CLOCK, vt_conn_next_seq(c), g->clock),
+				VT_PROTO_OK, step_done);
+			return;
+		case ST_BUFFER: {
+			struct vt_proto_buffer_size bs = { .size_kb = o->buffer_kb, .subbuf_kb = o->subbuf_kb };
 
-		if (s->bytes_session > g->agent_bytes[s->cpu])
-			log_warn("%s: received %llu bytes, the agent reports %llu", s->label,
-				 (unsigned long long)s->bytes_session,
-				 (unsigned long long)g->agent_bytes[s->cpu]);
+			if (o->subbuf_kb && !(g->caps & VT_PROTO_CAP_SUBBUF)) {
+				session_fail(g, "--subbuf-size: the guest kernel cannot change its sub-buffer "
+					     "size (no buffer_subbuf_size_kb: Linux 6.8 or later needed)");
+				return;
+			}
+			if (!o->buffer_kb && !o->subbuf_kb)
+				break;
+			request(g, vt_proto_enc_buffer_size(f, F, vt_conn_next_seq(c), &bs), VT_PROTO_OK,
+				step_done);
+			return;
+		}
+		case ST_TRACER:
+			if (!o->tracer)
+				break;
+			request(g, vt_proto_enc_string(f, F, VT_PROTO_TRACER, vt_conn_next_seq(c), o->tracer),
+				VT_PROTO_OK, step_done);
+			return;
+		case ST_EVENTS:
+			if (!o->nr_events)
+				break;
+			request(g, enc_events(g, o), VT_PROTO_OK, step_done);
+			return;
+		case ST_META:
+			g->state = G_META;
+			spool_save_state(g);
+			fetch_meta(g, step_done);
+			return;
+		case ST_STREAMS:
+			ret = open_streams(g);
+			if (ret < 0) {
+				session_fail(g, "no data port could be opened (%s)", strerror(-ret));
+				return;
+			}
+			spool_save_state(g);
+			break;
+		case ST_SYNC:
+			g->state = G_SYNC;
+			if (g->qmp_path[0])
+				qmp_attach(g, eng(g), g->run->tsc.khz);
+			burst_run(g, "start", step_done);
+			return;
+		case ST_START:
+			request(g, vt_proto_enc_empty(f, F, VT_PROTO_START, vt_conn_next_seq(c)),
+				VT_PROTO_OK, started);
+			return;
+		default:
+			return;
+		}
+		g->step++;
 	}
-	g->state = G_STOPPED;
-	return 0;
 }
 
 /**
- * session_finish() - after a stop: final metadata and statistics, then bye
- * @g: a stopped guest
- * @e: the engine
- * @o: options
+ * session_begin() - start driving an attached guest: its setup runs on its
+ * own from here, and it starts recording when it is ready
+ * @g: the guest, attached (control port open)
  *
- * Return: 0 or -errno.
+ * Return: 0, or -errno with the guest failed.
  */
-int session_finish(struct guest *g, struct engine *e, const struct collect_opts *o)
+int session_begin(struct guest *g)
 {
-	char name[32], buf[1024];
-	unsigned int i;
-	int ret, n;
+	struct engine *e = eng(g);
 
-	/* Saved first: whatever happens next, the figures are in the spool. */
-	for (i = 0; i < g->nr_streams; i++) {
-		unsigned int cpu = g->streams[i].cpu;
-
-		snprintf(name, sizeof(name), "cpu%u.stats", cpu);
-		spool_write_file(g->spool, name, g->stats_text[cpu], strlen(g->stats_text[cpu]));
+	engine_timer_init(&g->req.timer, req_timeout, g);
+	engine_timer_init(&g->burst.timer, burst_timeout, g);
+	engine_timer_init(&g->drain_timer, drain_tick, g);
+	engine_timer_init(&g->kvm_timer, kvm_tick, g);
+	engine_timer_init(&g->sync_timer, sync_tick, g);
+	engine_timer_init(&g->stop_timer, stop_timeout, g);
+	vt_proto_meta_rx_init(&g->meta_rx, META_LIMIT);
+	if (attach_discard_stale(g->ctl_rfd))
+		log_info("guest %s: discarded stale bytes on the control port", g->name);
+	g->conn = vt_conn_new(g->ctl_rfd, g->ctl_wfd);
+	if (!g->conn) {
+		session_fail(g, "cannot set up its control connection: %m");
+		return -ENOMEM;
 	}
-	n = snprintf(buf, sizeof(buf), "splice_fallbacks=%llu\npartial_reads=%llu\n",
-		     (unsigned long long)g->agent_fallbacks,
-		     (unsigned long long)g->agent_partial_reads);
-	for (i = 0; i < g->nr_streams && n < (int)sizeof(buf) - 64; i++)
-		n += snprintf(buf + n, sizeof(buf) - n, "bytes%u=%llu\npages%u=%llu\n",
-			      g->streams[i].cpu, (unsigned long long)g->agent_bytes[g->streams[i].cpu],
-			      g->streams[i].cpu, (unsigned long long)g->agent_pages[g->streams[i].cpu]);
-	spool_write_file(g->spool, "agent", buf, n);
-	if (g->state == G_FAILED)
-		return -ECONNRESET;
-	/* saved_cmdlines grew while tracing: the metadata is fetched again. */
-	ret = session_fetch_meta(g, e);
-	if (ret < 0)
-		return ret;
-	ret = request(g, e, vt_proto_enc_empty(g->frame, sizeof(g->frame), VT_PROTO_BYE, session_next_seq(g)),
-		      VT_PROTO_OK, REQ_TIMEOUT_MS);
-	if (ret < 0 && g->state != G_FAILED)
-		log_warn("guest %s: no answer to BYE (%s)", g->name, strerror(-ret));
+	vt_conn_set_hook(g->conn, conn_hook, g);
+	g->ctl_in = engine_add_fd(e, g->ctl_rfd, POLLIN, ctl_readable, g);
+	g->ctl_out = engine_add_fd(e, g->ctl_wfd, POLLOUT, ctl_writable, g);
+	if (!g->ctl_in || !g->ctl_out) {
+		session_fail(g, "out of memory");
+		return -ENOMEM;
+	}
+	g->t_start = engine_now_ns();
+	g->step = ST_HELLO;
+	setup_next(g);
+	return g->state == G_FAILED ? -ECONNRESET : 0;
+}
+
+/* --- stop --- */
+
+static void bye_done(struct guest *g, int err)
+{
+	if (err < 0)
+		log_warn("guest %s: BYE refused (%s)", g->name, strerror(-err));
+	engine_timer_cancel(eng(g), &g->stop_timer);
 	g->state = G_DONE;
-	engine_remove_ctl(e, g->ctl_rfd);
-	return spool_save_state(g);
+	ctl_close(g);
+	spool_save_state(g);
+	log_info("guest %s: done", g->name);
+	changed(g);
+}
+
+static void final_meta_done(struct guest *g, int err)
+{
+	(void)err;
+	request(g, vt_proto_enc_empty(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX, VT_PROTO_BYE,
+				      vt_conn_next_seq(g->conn)), VT_PROTO_OK, bye_done);
+}
+
+static void final_sync_done(struct guest *g, int err)
+{
+	(void)err;
+	/* saved_cmdlines grew while tracing: the metadata is fetched again. */
+	fetch_meta(g, final_meta_done);
+}
+
+/* Everything arrived: the figures go to the spool first, then the final exchanges. */
+static void finish(struct guest *g)
+{
+	g->state = G_FINISHING;
+	spool_save_agent(g);
+	burst_run(g, "stop", final_sync_done);
+}
+
+static void stop_timeout(void *arg)
+{
+	struct guest *g = arg;
+	double t = g->run->o->stop_timeout;
+
+	if (g->state == G_STOPPING)
+		session_fail(g, "the agent did not confirm the stop within %g s", t);
+	else if (g->state == G_DRAINING)
+		session_fail(g, "data ports delivered less than the agent reported sent within %g s", t);
+	else if (g->state == G_FINISHING)
+		session_fail(g, "the final clock sync, metadata and bye took longer than %g s", t);
 }
 
 /**
- * session_marker() - ask the agent to write a marker into the guest trace
- * @g: a running guest
- * @e: the engine
- * @text: the marker
- *
- * Return: 0 or -errno.
+ * session_stop() - stop a guest: a recording one is asked to stop and drain;
+ * one still in its setup is abandoned
+ * @g: the guest
  */
-int session_marker(struct guest *g, struct engine *e, const char *text)
+void session_stop(struct guest *g)
 {
-	return session_req_ok(g, e, vt_proto_enc_string(g->frame, sizeof(g->frame), VT_PROTO_MARKER,
-						session_next_seq(g), text), "writing a marker");
+	struct engine *e = eng(g);
+
+	if (g->state == G_RUNNING) {
+		burst_abort(g);
+		if (g->req.active) {
+			g->req.active = false;
+			engine_timer_cancel(e, &g->req.timer);
+		}
+		engine_timer_cancel(e, &g->kvm_timer);
+		engine_timer_cancel(e, &g->sync_timer);
+		g->stopped_seen = g->stats_last = false;
+		if (send_frame(g, vt_proto_enc_empty(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX,
+						     VT_PROTO_STOP, vt_conn_next_seq(g->conn))) < 0)
+			return;
+		g->stop_seq = vt_conn_seq(g->conn);
+		g->state = G_STOPPING;
+		engine_timer_arm(e, &g->stop_timer, (uint64_t)(g->run->o->stop_timeout * NSEC_PER_SEC), 0);
+		engine_timer_arm(e, &g->drain_timer, DRAIN_CHECK_NS, DRAIN_CHECK_NS);
+		changed(g);
+		return;
+	}
+	if (g->state >= G_STOPPING)
+		return;
+	/* Still setting up: it never recorded. Tell the agent to put tracefs back. */
+	if (g->conn && g->state > G_NEW)
+		vt_conn_send(g->conn, vt_proto_enc_empty(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX,
+							 VT_PROTO_BYE, vt_conn_next_seq(g->conn)));
+	session_fail(g, "the recording ended before its setup finished (at: %s)",
+		     step_what[g->step < ST_RUNNING ? g->step : ST_RUNNING]);
+}
+
+/**
+ * session_finished() - whether a guest is done with (done or failed)
+ * @g: the guest
+ *
+ * Return: true when nothing more will happen to it.
+ */
+bool session_finished(const struct guest *g)
+{
+	return g->state == G_DONE || g->state == G_FAILED;
+}
+
+/**
+ * session_release() - free what the session holds (after the engine stopped)
+ * @g: the guest
+ */
+void session_release(struct guest *g)
+{
+	unsigned int i;
+
+	free(g->burst.smp);
+	g->burst.smp = NULL;
+	vt_conn_free(g->conn);
+	g->conn = NULL;
+	vt_proto_meta_rx_release(&g->meta_rx);
+	for (i = 0; i < COLLECT_MAX_CPUS; i++) {
+		free(g->stats_text[i]);
+		g->stats_text[i] = NULL;
+	}
 }

@@ -25,6 +25,13 @@
 #define SETUP_MAX_VCPUS		1024
 #define SETUP_PORTS_PER_CTL	30
 #define SETUP_DEFAULT_ROOT	"/run/virtio-trace"
+#define SETUP_QMP_SOCKET	"qmp.sock"
+/*
+ * libvirt gives a channel without an address (qemu-guest-agent's) controller 0:
+ * printed XML starts at 1 unless told otherwise; --apply reads the domain instead.
+ */
+#define SETUP_DEFAULT_CTL_INDEX	1
+#define SETUP_MAX_CTL_INDEX	1000
 
 struct setup_opts {
 	unsigned int vcpus;
@@ -42,6 +49,8 @@ struct setup_opts {
 	bool have_backend;
 	bool have_dir;
 	bool have_format;
+	unsigned int ctl_index;	/* --format libvirt: the first controller's index */
+	bool have_ctl_index;
 };
 
 static void setup_usage(FILE *f)
@@ -50,11 +59,15 @@ static void setup_usage(FILE *f)
 "Usage: virtio-trace-collect setup --vcpus N [--backend pipe|unix|unix-connect]\n"
 "                                  [--dir DIR]\n"
 "                                  [--format qemu|libvirt] [--create] [--name NAME]\n"
+"                                  [--controller-index I]\n"
 "\n"
 "Print what a guest needs for trace-agent(8): one virtio-serial port per vCPU\n"
 "(trace-path-cpu0 .. trace-path-cpuN-1) and the control port agent-ctl-path,\n"
 "each backed by a host chardev DIR/PORTNAME, at most 30 ports per\n"
 "virtio-serial controller (max_ports=31, port 0 is left to consoles).\n"
+"The QEMU arguments also name the guest with debug-threads=on (so that its\n"
+"vCPU threads are called \"CPU n/...\" and record can find them) and give it\n"
+"a QMP socket DIR/qmp.sock for `record --qmp DIR/qmp.sock`.\n"
 "\n"
 "  -n, --vcpus N          the guest's vCPU count, 1..%d (required)\n"
 "  -b, --backend KIND     pipe (default): FIFOs DIR/PORT.in (host->guest) and\n"
@@ -63,21 +76,33 @@ static void setup_usage(FILE *f)
 "                         unix-connect: sockets DIR/PORT that QEMU connects\n"
 "                         to (again every second while none listens): use\n"
 "                         `record --listen`\n"
-"  -d, --dir DIR          where the chardevs live (default %s/NAME)\n"
-"  -f, --format FMT       qemu (default): QEMU command-line arguments, one\n"
+"      --dir DIR          where the chardevs live (default %s/NAME)\n"
+"      --format FMT       qemu (default): QEMU command-line arguments, one\n"
 "                         option and its value per line, quoted for sh;\n"
 "                         libvirt: <controller> and <channel> elements for\n"
 "                         the domain's <devices>\n"
+"      --controller-index I\n"
+"                         libvirt: number the virtio-serial controllers from\n"
+"                         I (default 1: index 0 is the one libvirt gives\n"
+"                         qemu-guest-agent's channel); pick one that\n"
+"                         `virsh dumpxml DOMAIN | grep virtio-serial` does not\n"
+"                         show, or let `setup --domain DOMAIN --apply` choose\n"
 "  -c, --create           create DIR and, for the pipe backend, the FIFOs\n"
 "                         (mode 0600); existing ones are kept\n"
 "  -N, --name NAME        the guest's name (default guest): names the default\n"
-"                         DIR; record it with --chardev-dir DIR --name NAME\n"
+"                         DIR and QEMU's -name; record it with\n"
+"                         --chardev-dir DIR --name NAME\n"
 "  -h, --help             print this help and exit\n"
 "\n"
+"Short options mean the same in every subcommand: --dir and --format have\n"
+"none here (-d and -f are record's --duration and --filter).\n"
+"\n"
 "Example:\n"
-"  virtio-trace-collect setup --vcpus 2 --dir /run/vt/demo --create > ports.args\n"
-"  eval \"qemu-system-x86_64 ... $(cat ports.args)\"\n"
-"  virtio-trace-collect record --chardev-dir /run/vt/demo --name demo -e sched\n"
+"  virtio-trace-collect setup --vcpus 2 --dir /run/vt/demo --name demo --create > ports.args\n"
+"  eval \"ARGS=($(cat ports.args))\"       # bash: one option per line, quoted\n"
+"  qemu-system-x86_64 ... \"${ARGS[@]}\"\n"
+"  virtio-trace-collect record --chardev-dir /run/vt/demo --name demo \\\n"
+"    --qmp /run/vt/demo/qmp.sock -e sched\n"
 "\n"
 "Exit status: 0 printed (and created); 1 could not create or write; 2 usage error.\n"
 "\n"
@@ -98,6 +123,10 @@ static void setup_usage(FILE *f)
 "  -r, --remove           remove exactly what --apply added\n"
 "  -b, --backend KIND     pipe (default; DIR default /var/lib/virtio-trace/NAME)\n"
 "                         or unix (without --dir: paths libvirt chooses)\n"
+"      --dir DIR          where the chardevs live\n"
+"\n"
+"Controller indexes: --apply puts its controllers after every virtio-serial\n"
+"controller the domain has.\n"
 "\n"
 "Exit status: 0 done or nothing to do; 1 libvirt or the files failed; 2 usage.\n",
 		SETUP_MAX_VCPUS, SETUP_DEFAULT_ROOT);
@@ -165,6 +194,15 @@ static void setup_print_qemu(const struct setup_opts *o)
 	unsigned int nports = o->vcpus + 1, nctl, i;
 	char val[3 * PATH_MAX], path[2 * PATH_MAX + 64], port[32], id[32];
 
+	/*
+	 * debug-threads=on names the vCPU threads "CPU n/TCG|KVM" (the host file's GUEST
+	 * option needs them); the QMP socket lets record ask QEMU for them and follow stop/cont.
+	 */
+	snprintf(val, sizeof(val), "%s,debug-threads=on", o->name);
+	setup_put_arg("-name", val);
+	setup_qemu_path(path, sizeof(path), o->dir, SETUP_QMP_SOCKET);
+	snprintf(val, sizeof(val), "unix:%s,server=on,wait=off", path);
+	setup_put_arg("-qmp", val);
 	nctl = (nports + SETUP_PORTS_PER_CTL - 1) / SETUP_PORTS_PER_CTL;
 	for (i = 0; i < nctl; i++) {
 		snprintf(val, sizeof(val), "virtio-serial-pci,id=vtser%u,max_ports=%d", i,
@@ -209,8 +247,13 @@ static void setup_print_libvirt(const struct setup_opts *o)
 	nctl = (nports + SETUP_PORTS_PER_CTL - 1) / SETUP_PORTS_PER_CTL;
 	printf("<!-- virtio-trace ports for guest %s, %u vCPUs: put these in <devices>. -->\n",
 	       o->name, o->vcpus);
+	/* No "--" inside an XML comment: the options are named without their dashes. */
+	printf("<!-- Controller index%s %u%s must be unused in the domain (virsh dumpxml DOMAIN | grep "
+	       "virtio-serial): else pick others with setup's option controller-index, or let "
+	       "setup's domain and apply options add these. -->\n",
+	       nctl > 1 ? "es" : "", o->ctl_index, nctl > 1 ? " and up" : "");
 	for (i = 0; i < nctl; i++)
-		printf("<controller type='virtio-serial' index='%u' ports='%d'/>\n", i,
+		printf("<controller type='virtio-serial' index='%u' ports='%d'/>\n", o->ctl_index + i,
 		       SETUP_PORTS_PER_CTL + 1);
 	for (i = 0; i < nports; i++) {
 		setup_port_name(o, i, port, sizeof(port));
@@ -224,7 +267,7 @@ static void setup_print_libvirt(const struct setup_opts *o)
 			printf("/%s'/>\n", port);
 		printf("  <target type='virtio' name='%s'/>\n", port);
 		printf("  <address type='virtio-serial' controller='%u' bus='0' port='%u'/>\n",
-		       i / SETUP_PORTS_PER_CTL, i % SETUP_PORTS_PER_CTL + 1);
+		       o->ctl_index + i / SETUP_PORTS_PER_CTL, i % SETUP_PORTS_PER_CTL + 1);
 		printf("</channel>\n");
 	}
 }
@@ -277,11 +320,14 @@ static int setup_create(const struct setup_opts *o)
 
 static int setup_parse(int argc, char **argv, struct setup_opts *o)
 {
+	/* No -d/-f: they are record's --duration and --filter (short options mean one thing). */
+	enum { OPT_DIR = 256, OPT_FORMAT, OPT_CTL_INDEX };
 	static const struct option longopts[] = {
 		{ "vcpus", required_argument, NULL, 'n' },
 		{ "backend", required_argument, NULL, 'b' },
-		{ "dir", required_argument, NULL, 'd' },
-		{ "format", required_argument, NULL, 'f' },
+		{ "dir", required_argument, NULL, OPT_DIR },
+		{ "format", required_argument, NULL, OPT_FORMAT },
+		{ "controller-index", required_argument, NULL, OPT_CTL_INDEX },
 		{ "create", no_argument, NULL, 'c' },
 		{ "name", required_argument, NULL, 'N' },
 		{ "domain", required_argument, NULL, 'D' },
@@ -297,8 +343,9 @@ static int setup_parse(int argc, char **argv, struct setup_opts *o)
 	int c;
 
 	o->name = "guest";
+	o->ctl_index = SETUP_DEFAULT_CTL_INDEX;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "n:b:d:f:cN:D:C:arh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "n:b:cN:D:C:arh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'D':
 			if (!*optarg) {
@@ -338,11 +385,22 @@ static int setup_parse(int argc, char **argv, struct setup_opts *o)
 				return -EINVAL;
 			}
 			break;
-		case 'd':
+		case OPT_DIR:
 			dir = optarg;
 			o->have_dir = true;
 			break;
-		case 'f':
+		case OPT_CTL_INDEX:
+			errno = 0;
+			v = strtoul(optarg, &end, 10);
+			if (errno || end == optarg || *end || optarg[0] == '-' || v > SETUP_MAX_CTL_INDEX) {
+				fprintf(stderr, "virtio-trace-collect setup: --controller-index must be "
+					"0..%d, not '%s'\n", SETUP_MAX_CTL_INDEX, optarg);
+				return -EINVAL;
+			}
+			o->ctl_index = v;
+			o->have_ctl_index = true;
+			break;
+		case OPT_FORMAT:
 			o->have_format = true;
 			if (!strcmp(optarg, "qemu")) {
 				o->libvirt = false;
@@ -370,6 +428,13 @@ static int setup_parse(int argc, char **argv, struct setup_opts *o)
 			setup_usage(stdout);
 			return 1;
 		default:
+			if (optopt == 'd' || optopt == 'f') {
+				fprintf(stderr, "virtio-trace-collect setup: -%c is record's %s; setup's "
+					"is --%s (see --help)\n", optopt,
+					optopt == 'd' ? "--duration" : "--filter",
+					optopt == 'd' ? "dir" : "format");
+				return -EINVAL;
+			}
 			setup_usage(stderr);
 			return -EINVAL;
 		}
@@ -384,9 +449,10 @@ static int setup_parse(int argc, char **argv, struct setup_opts *o)
 				"--apply or --remove (see --help)\n");
 			return -EINVAL;
 		}
-		if (o->vcpus || o->have_format || o->create) {
-			fprintf(stderr, "virtio-trace-collect setup: with --domain the vCPU count comes "
-				"from the definition, --format and --create do not apply\n");
+		if (o->vcpus || o->have_format || o->create || o->have_ctl_index) {
+			fprintf(stderr, "virtio-trace-collect setup: with --domain the vCPU count and "
+				"controller indexes come from the definition, --format and --create do "
+				"not apply\n");
 			return -EINVAL;
 		}
 		if (o->qemu_connects) {
@@ -412,6 +478,10 @@ static int setup_parse(int argc, char **argv, struct setup_opts *o)
 			return 0;
 	} else if (!o->vcpus) {
 		fprintf(stderr, "virtio-trace-collect setup: --vcpus N is required (see --help)\n");
+		return -EINVAL;
+	} else if (o->have_ctl_index && !o->libvirt) {
+		fprintf(stderr, "virtio-trace-collect setup: --controller-index goes with --format "
+			"libvirt (QEMU's controllers are named vtserN)\n");
 		return -EINVAL;
 	}
 	if (!dir) {

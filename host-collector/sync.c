@@ -2,14 +2,15 @@
 /*
  * Mapping each vCPU's TSC onto the host's.
  *
- * Probes: the host reads its TSC (t1), sends probe k, busy-reads the control
- * port until the reply carrying the guest's TSC g arrives, and reads its TSC
- * again (t2). Whatever the delays, guest = host + offset with the offset in
+ * Probes (sent by session.c, one after the other, each when the last reply
+ * came): the host reads its TSC (t1), sends probe k, and reads its TSC again
+ * (t2) right after the read that brought the reply carrying the guest's TSC
+ * g. Whatever the delays, guest = host + offset with the offset in
  * [g - t2, g - t1]; the intersection over all probes bounds it, the midpoint
  * is kept and the bound is half the width. The agent busy-polls during the
  * burst so that its wake-up does not skew the replies.
  *
- * The estimator (lib/tsync.c) fits a drift only when no constant offset fits,
+ * The estimator (lib/tsync-est.c) fits a drift only when no constant offset fits,
  * and splits a burst into epochs when the offset jumped. KVM's debugfs gives
  * exact per-vCPU offsets instead, when the collector knows the QEMU pid.
  *
@@ -25,9 +26,9 @@
 #include <unistd.h>
 
 #include "collect.h"
+#include "hostclock.h"
 #include "vt_tsync.h"
 
-#define PROBE_TIMEOUT_NS	(2ll * 1000 * 1000 * 1000)
 
 /**
  * sync_host_tsc() - the host's TSC, read in order with earlier loads
@@ -37,71 +38,6 @@
 uint64_t sync_host_tsc(void)
 {
 	return vt_tsc_read();
-}
-
-static long long now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
-
-struct probe_wait {
-	uint32_t cpu, k;
-	bool got;
-	uint64_t tsc;
-	uint32_t ran_on;
-};
-
-static void on_reply(void *arg, const struct vt_proto_msg *m)
-{
-	struct probe_wait *w = arg;
-	struct vt_proto_sync s;
-
-	if (vt_proto_dec_sync(m, &s) == 0 && s.cpu == w->cpu && s.probe == w->k) {
-		w->got = true;
-		w->tsc = s.tsc;
-		w->ran_on = s.ran_on;
-	}
-}
-
-/* One probe: 0 with t1, t2, the guest's TSC and the CPU it was read on. */
-static int probe(struct guest *g, uint32_t cpu, uint32_t k, uint64_t *t1, uint64_t *t2, uint64_t *gt,
-		 uint32_t *ran_on)
-{
-	struct vt_proto_sync s = { .cpu = cpu, .probe = k };
-	struct probe_wait w = { .cpu = cpu, .k = k };
-	long long deadline = now_ns() + PROBE_TIMEOUT_NS;
-	uint8_t buf[4096];
-	int len, ret;
-
-	len = vt_proto_enc_sync(g->frame, sizeof(g->frame), VT_PROTO_SYNC_PROBE, session_next_seq(g), &s);
-	if (len < 0)
-		return len;
-	*t1 = sync_host_tsc();
-	ret = session_send(g, len, VT_PROTO_SYNC_PROBE);
-	if (ret < 0)
-		return ret;
-	while (!w.got) {
-		ssize_t n = read(g->ctl_rfd, buf, sizeof(buf));
-
-		if (n > 0) {
-			uint64_t t = sync_host_tsc();
-
-			session_feed(g, buf, n, on_reply, &w);
-			if (w.got)
-				*t2 = t;
-			if (g->state == G_FAILED)
-				return -ECONNRESET;
-			continue;
-		}
-		if (now_ns() > deadline)
-			return -ETIMEDOUT;
-	}
-	*gt = w.tsc;
-	*ran_on = w.ran_on;
-	return 0;
 }
 
 /*
@@ -132,123 +68,58 @@ static int record_epoch(struct guest *g, unsigned int cpu, const struct vt_tsync
 	return vt_tsync_cpu_update(c, ep);
 }
 
-/*
- * A burst of probes on one vCPU, turned into one or more epochs by the
- * estimator (more than one when the offset jumped during the burst).
+/**
+ * sync_probe_result() - turn one vCPU's probe burst into epochs
+ * @g: the guest
+ * @cpu: the vCPU probed
+ * @smp: the samples (t1, t2, the guest's TSC, where it was read)
+ * @n: how many
+ *
+ * A constant offset first: when every probe allows one, the bound is half
+ * the intersection, as wide as the data say and no wider. Only probes no
+ * constant offset fits get a drift (or a split into epochs, when the offset
+ * jumped during the burst).
+ *
+ * Return: 0, -EAGAIN when the probes give no usable estimate (logged), or
+ * -errno.
  */
-static int probe_cpu(struct guest *g, struct engine *e, const struct collect_opts *o,
-		     unsigned int cpu)
+int sync_probe_result(struct guest *g, unsigned int cpu, const struct vt_tsync_sample *smp,
+		      unsigned int n)
 {
 	static const struct vt_tsync_est_opts no_drift = { .no_drift = true };
-	struct vt_proto_sync b = { .cpu = cpu, .probe = o->sync_probes };
 	struct vt_tsync_estimate est[8];
-	unsigned int n = o->sync_probes, got = 0, k;
-	struct vt_tsync_sample *smp = calloc(n, sizeof(*smp));
-	size_t nr_est = 0, i;
+	size_t nr_est = 1, i;
 	int ret;
 
-	if (!smp)
-		return -ENOMEM;
-	ret = session_req_ok(g, e, vt_proto_enc_sync(g->frame, sizeof(g->frame), VT_PROTO_SYNC_BEGIN,
-						     session_next_seq(g), &b), "starting a clock sync burst");
+	if (cpu >= COLLECT_MAX_CPUS)
+		return -EINVAL;
+	ret = vt_tsync_estimate(smp, n, &no_drift, &est[0]);
 	if (ret < 0)
-		goto out;
-	for (k = 0; k < n; k++) {
-		uint32_t ran_on = 0;
-
-		ret = probe(g, cpu, k, &smp[got].t1, &smp[got].t2, &smp[got].g, &ran_on);
-		if (ret < 0) {
-			if (g->state != G_FAILED)
-				session_fail(g, "clock sync probe %u of vCPU %u: %s", k, cpu, strerror(-ret));
-			goto out;
-		}
-		smp[got].cpu = ran_on;
-		smp[got].want_cpu = cpu;
-		got++;
-	}
-	b.probe = 0;
-	ret = session_req_ok(g, e, vt_proto_enc_sync(g->frame, sizeof(g->frame), VT_PROTO_SYNC_END,
-						     session_next_seq(g), &b), "ending a clock sync burst");
-	if (ret < 0)
-		goto out;
-	/*
-	 * A constant offset first: when every probe allows one, the bound is
-	 * half the intersection, as wide as the data say and no wider. Only
-	 * probes no constant offset fits get a drift (or a split into epochs).
-	 */
-	ret = vt_tsync_estimate(smp, got, &no_drift, &est[0]);
-	nr_est = 1;
-	if (ret < 0)
-		ret = vt_tsync_estimate_split(smp, got, NULL, est, 8, &nr_est);
+		ret = vt_tsync_estimate_split(smp, n, NULL, est, 8, &nr_est);
 	if (ret < 0) {
 		log_warn("guest %s: vCPU %u: the probes give no usable clock estimate (%s)", g->name,
 			 cpu, strerror(-ret));
-		ret = -EAGAIN;
-		goto out;
+		return -EAGAIN;
 	}
 	for (i = 0; i < nr_est; i++) {
 		struct vt_tsync_epoch ep;
 
 		ret = vt_tsync_estimate_epoch(&est[i], &ep);
 		if (ret < 0)
-			goto out;
+			return ret;
 		if (g->sync.min_rtt[cpu] == 0 || est[i].min_rtt < g->sync.min_rtt[cpu])
 			g->sync.min_rtt[cpu] = est[i].min_rtt;
 		g->sync.samples[cpu] += est[i].used;
 		ret = record_epoch(g, cpu, &ep);
 		if (ret < 0)
-			goto out;
+			return ret;
 		if (ret == 1 && g->sync.cpus[cpu].nr > 1)
 			log_info("guest %s vCPU %u: the clock offset moved: new epoch", g->name, cpu);
 		log_debug("guest %s vCPU %u: offset %" PRId64 " +- %" PRIu64 " ticks, min RTT %" PRIu64
 			  "%s", g->name, cpu, est[i].offset, est[i].bound, est[i].min_rtt,
 			  est[i].drift_fitted ? ", drift fitted" : "");
 	}
-	ret = 0;
-out:
-	free(smp);
-	return ret;
-}
-
-/**
- * spool_save_sync() - write the guest's clock mapping to its spool
- * @g: the guest
- *
- * One line per epoch; output.c reads them back.
- *
- * Return: 0 or -errno.
- */
-int spool_save_sync(const struct guest *g)
-{
-	char *buf;
-	size_t size = 1024, n;
-	unsigned int cpu, i;
-	int ret;
-
-	for (cpu = 0; cpu < g->nr_cpus && cpu < COLLECT_MAX_CPUS; cpu++)
-		size += 256 * (g->sync.cpus[cpu].nr + 1);
-	buf = malloc(size);
-	if (!buf)
-		return -ENOMEM;
-	n = snprintf(buf, size, "method=%s\nwhy=%s\nhost_end=%" PRIu64 "\n", g->sync.method,
-		     g->sync.why, g->sync.host_end);
-	for (cpu = 0; cpu < g->nr_cpus && cpu < COLLECT_MAX_CPUS; cpu++) {
-		if (g->sync.min_rtt[cpu])
-			n += snprintf(buf + n, size - n, "probes cpu=%u min_rtt=%" PRIu64 " samples=%u\n",
-				      cpu, g->sync.min_rtt[cpu], g->sync.samples[cpu]);
-		for (i = 0; i < g->sync.cpus[cpu].nr; i++) {
-			const struct vt_tsync_epoch *ep = &g->sync.cpus[cpu].epochs[i];
-
-			n += snprintf(buf + n, size - n,
-				      "epoch cpu=%u from=%" PRIu64 " offset=%" PRId64 " ratio=%" PRIu64
-				      " frac=%u source=%d flags=%u error=%" PRIu64 " min_rtt=%" PRIu64 "\n",
-				      cpu, ep->host_from, ep->map.offset, ep->map.ratio,
-				      ep->map.frac_bits, (int)ep->source, ep->flags, ep->error, ep->min_rtt);
-		}
-	}
-	ret = spool_write_file(g->spool, "sync", buf, n);
-	free(buf);
-	return ret;
+	return 0;
 }
 
 static void set_method(struct guest *g, const char *method, const char *fmt, ...)
@@ -336,24 +207,28 @@ static void align_to_resume(struct guest *g)
 }
 
 /**
- * sync_guest() - measure or read the guest's clock mapping and record it
- * @g: the guest (streaming or stopped)
- * @e: the engine
+ * sync_prepare() - read the guest's clock mapping, or say that probes must
+ * measure it
+ * @g: the guest (setting up, streaming or stopped)
  * @o: options
- * @when: "start", "interval" or "stop", for messages
+ * @when: "start", "interval", "resume" or "stop", for messages
  *
  * KVM debugfs first (exact), then in-band probes, then the user's
  * --tsc-offset; --sync forces one. Without any, the guest file gets no
- * TIME_SHIFT and the manifest says why.
+ * TIME_SHIFT and the manifest says why. The probes themselves are sent by
+ * session.c, whose results come back through sync_probe_result() and
+ * sync_burst_done().
  *
- * Return: 0, or -errno when the mapping could not be had.
+ * Return: 0 when the mapping is recorded (or cannot be had: the method says
+ * why), 1 when probes must measure it, or -errno.
  */
-int sync_guest(struct guest *g, struct engine *e, const struct collect_opts *o, const char *when)
+int sync_prepare(struct guest *g, const struct collect_opts *o, const char *when)
 {
 	const char *method = o->sync ? o->sync : "auto";
 	unsigned int i;
 	int ret = 0;
 
+	(void)when;
 	/* A generous end for the last epoch: an hour past now at 10 GHz. */
 	g->sync.host_end = vt_tsc_read() + 36000000000000ull;
 	if (!strcmp(method, "none")) {
@@ -391,19 +266,22 @@ int sync_guest(struct guest *g, struct engine *e, const struct collect_opts *o, 
 	}
 	set_method(g, "probe", "%s: in-band probes over the control port",
 		   g->qemu_pid ? "no KVM debugfs for this QEMU" : "no --qemu-pid (no KVM debugfs)");
-	for (i = 0; i < g->nr_streams && g->state != G_FAILED; i++) {
-		ret = probe_cpu(g, e, o, g->streams[i].cpu);
-		if (ret == -EAGAIN)
-			continue;
-		if (ret < 0)
-			return ret;
-	}
-	log_debug("guest %s: clock sync at %s done", g->name, when);
+	return 1;
+}
+
+/**
+ * sync_burst_done() - every vCPU of a probe burst is measured: record it
+ * @g: the guest
+ * @when: as given to sync_prepare(); after a "resume", the new epochs are
+ *	moved to the moment QEMU resumed the guest
+ */
+void sync_burst_done(struct guest *g, const char *when)
+{
 	if (!strcmp(when, "resume")) {
 		align_to_resume(g);
 		g->resume_tsc = g->stop_tsc = 0;
 	}
-	return spool_save_sync(g);
+	spool_save_sync(g);
 }
 
 /**

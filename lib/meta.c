@@ -6,6 +6,7 @@
  *
  *   header_page header_event kallsyms printk_formats saved_cmdlines
  *   saved_tgids trace_clock uname nr_cpus formats/SYSTEM/EVENT
+ *   iommu_groups pci_devices (optional)
  *
  * tracefs files report a size of 0, so every file is read until EOF.
  * vt_meta_encode() and vt_meta_decode() live in another file.
@@ -140,6 +141,8 @@ void vt_meta_free(struct vt_meta *m)
 	blob_free(&m->saved_tgids);
 	blob_free(&m->trace_clock);
 	blob_free(&m->uname);
+	blob_free(&m->iommu_groups);
+	blob_free(&m->pci_devices);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -433,18 +436,122 @@ static int set_subbuf(struct vt_meta *m)
 	return 0;
 }
 
+static int cmp_group(const struct dirent **a, const struct dirent **b)
+{
+	return strtoul((*a)->d_name, NULL, 10) < strtoul((*b)->d_name, NULL, 10) ? -1 :
+	       strtoul((*a)->d_name, NULL, 10) > strtoul((*b)->d_name, NULL, 10);
+}
+
+static int numeric_name(const struct dirent *d)
+{
+	return d->d_name[0] >= '0' && d->d_name[0] <= '9' &&
+	       strspn(d->d_name, "0123456789") == strlen(d->d_name);
+}
+
+static int dev_name(const struct dirent *d)
+{
+	return d->d_name[0] != '.';
+}
+
+/* Append to @b, bounded by VT_META_MAX_SYSINFO (the rest is left out). */
+static int blob_append(struct vt_blob *b, const char *s)
+{
+	size_t n = strlen(s);
+	char *p;
+
+	if (b->len + n > VT_META_MAX_SYSINFO)
+		return 0;
+	p = realloc(b->data, b->len + n + 1);
+	if (!p)
+		return -ENOMEM;
+	memcpy(p + b->len, s, n + 1);
+	b->data = p;
+	b->len += n;
+	return 0;
+}
+
+/* One group's line: "GROUP TYPE DEVICE...". */
+static int add_group(struct vt_blob *b, const char *root, const char *group)
+{
+	char path[PATH_MAX], line[512];
+	struct vt_blob type = { 0 };
+	struct dirent **devs = NULL;
+	int i, n, ret;
+
+	snprintf(path, sizeof(path), "%s/%s/type", root, group);
+	if (read_path(path, &type, 64) < 0 || !type.len)
+		blob_free(&type);
+	else
+		type.data[strcspn(type.data, " \n")] = '\0';
+	snprintf(line, sizeof(line), "%s %s", group, type.data && type.data[0] ? type.data : "-");
+	blob_free(&type);
+	ret = blob_append(b, line);
+	snprintf(path, sizeof(path), "%s/%s/devices", root, group);
+	n = scandir(path, &devs, dev_name, alphasort);
+	for (i = 0; i < n; i++) {
+		if (ret == 0 && strlen(devs[i]->d_name) < sizeof(line) - 2) {
+			snprintf(line, sizeof(line), " %s", devs[i]->d_name);
+			ret = blob_append(b, line);
+		}
+		free(devs[i]);
+	}
+	free(devs);
+	return ret < 0 ? ret : blob_append(b, "\n");
+}
+
+/* The IOMMU group topology and the PCI device list: for the report's analyses. */
+static int load_sysinfo(struct vt_meta *m)
+{
+	static const char root[] = "/sys/kernel/iommu_groups";
+	struct dirent **groups = NULL;
+	int i, n, ret = 0;
+
+	n = scandir(root, &groups, numeric_name, cmp_group);
+	if (n >= 0) {
+		/* Present, even empty: "no groups" differs from "not known". */
+		ret = blob_append(&m->iommu_groups, "");
+		if (ret == 0 && !m->iommu_groups.data)
+			ret = (m->iommu_groups.data = strdup("")) ? 0 : -ENOMEM;
+	}
+	for (i = 0; i < n; i++) {
+		if (ret == 0)
+			ret = add_group(&m->iommu_groups, root, groups[i]->d_name);
+		free(groups[i]);
+	}
+	free(groups);
+	if (ret < 0)
+		return ret;
+	ret = read_path_opt("/proc/bus/pci/devices", &m->pci_devices, VT_META_MAX_SYSINFO);
+	return ret == -EFBIG || ret == -EMSGSIZE ? 0 : ret;
+}
+
 static int load_tracefs(struct vt_meta *m, const char *tracefs, const char *idir,
 			unsigned int flags)
 {
-	char events[PATH_MAX], path[PATH_MAX];
+	char events[PATH_MAX], path[PATH_MAX], ievents[PATH_MAX];
+	struct stat st;
 	int ret;
 
 	ret = join(events, sizeof(events), tracefs, "events");
 	if (ret < 0)
 		return ret;
-	if ((ret = join(path, sizeof(path), events, "header_page")) < 0 ||
+	/*
+	 * The page layout is the instance's own: since 6.8 an instance has its
+	 * own sub-buffer size and its own events/header_page. Older kernels
+	 * have only the top level's.
+	 */
+	ret = join(ievents, sizeof(ievents), idir, "events/header_page");
+	if (ret < 0)
+		return ret;
+	if (stat(ievents, &st) == 0)
+		ret = join(ievents, sizeof(ievents), idir, "events");
+	else
+		ret = join(ievents, sizeof(ievents), tracefs, "events");
+	if (ret < 0)
+		return ret;
+	if ((ret = join(path, sizeof(path), ievents, "header_page")) < 0 ||
 	    (ret = read_path(path, &m->header_page, VT_META_MAX_FORMAT)) < 0 ||
-	    (ret = join(path, sizeof(path), events, "header_event")) < 0 ||
+	    (ret = join(path, sizeof(path), ievents, "header_event")) < 0 ||
 	    (ret = read_path(path, &m->header_event, VT_META_MAX_FORMAT)) < 0 ||
 	    (ret = set_subbuf(m)) < 0)
 		return ret;
@@ -459,6 +566,11 @@ static int load_tracefs(struct vt_meta *m, const char *tracefs, const char *idir
 		return ret;
 	if (!(flags & VT_META_NO_KALLSYMS)) {
 		ret = read_path_opt("/proc/kallsyms", &m->kallsyms, VT_META_MAX_BLOB);
+		if (ret < 0)
+			return ret;
+	}
+	if (!(flags & VT_META_NO_SYSINFO)) {
+		ret = load_sysinfo(m);
 		if (ret < 0)
 			return ret;
 	}
@@ -483,7 +595,8 @@ static int load_tracefs(struct vt_meta *m, const char *tracefs, const char *idir
  * @instance: an instance name, or NULL or "" for the top-level buffer
  * @flags: VT_META_ALL_EVENTS, VT_META_NO_KALLSYMS
  *
- * Reads header_page, header_event, every events/ftrace format, the formats of
+ * Reads header_page and header_event (the instance's own where it has them:
+ * its sub-buffer size can differ from the top level's), every events/ftrace format, the formats of
  * the events the instance has enabled (its set_event; every system with
  * VT_META_ALL_EVENTS), /proc/kallsyms, printk_formats, saved_cmdlines,
  * saved_tgids, the instance's trace_clock, uname(2), and counts the
@@ -628,6 +741,8 @@ int vt_meta_save_dir(const struct vt_meta *m, const char *dir)
 		{ "saved_tgids", &m->saved_tgids },
 		{ "trace_clock", &m->trace_clock },
 		{ "uname", &m->uname },
+		{ "iommu_groups", &m->iommu_groups },
+		{ "pci_devices", &m->pci_devices },
 	};
 	char formats[PATH_MAX], num[16];
 	uint32_t i;
@@ -667,6 +782,8 @@ static int load_dir(struct vt_meta *m, const char *dir)
 		{ "saved_tgids", &m->saved_tgids, false },
 		{ "trace_clock", &m->trace_clock, false },
 		{ "uname", &m->uname, false },
+		{ "iommu_groups", &m->iommu_groups, false },
+		{ "pci_devices", &m->pci_devices, false },
 	};
 	char path[PATH_MAX];
 	struct vt_blob num = { 0 };

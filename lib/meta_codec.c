@@ -36,6 +36,8 @@ enum meta_tag {
 	TAG_UNAME,
 	TAG_NR_CPUS,		/* u32 */
 	TAG_SUBBUF_SIZE,	/* u32 */
+	TAG_IOMMU_GROUPS,	/* optional; older decoders skip it */
+	TAG_PCI_DEVICES,	/* optional; older decoders skip it */
 	TAG_MAX
 };
 
@@ -168,6 +170,8 @@ int vt_meta_encode(const struct vt_meta *m, void **buf, size_t *len)
 	    (ret = put_blob(&w, TAG_UNAME, &m->uname)) < 0 ||
 	    (ret = put_u32(&w, TAG_NR_CPUS, m->nr_cpus)) < 0 ||
 	    (ret = put_u32(&w, TAG_SUBBUF_SIZE, m->subbuf_size)) < 0 ||
+	    (ret = put_blob(&w, TAG_IOMMU_GROUPS, &m->iommu_groups)) < 0 ||
+	    (ret = put_blob(&w, TAG_PCI_DEVICES, &m->pci_devices)) < 0 ||
 	    (ret = put_rec(&w, TAG_END, NULL, 0, NULL, 0, NULL, 0)) < 0)
 		goto err;
 	*buf = w.p;
@@ -318,6 +322,12 @@ int vt_meta_decode(struct vt_meta *m, const void *buf, size_t len)
 			break;
 		case TAG_UNAME:
 			ret = take_blob(&m->uname, p, rlen, VT_META_MAX_NAME * 4);
+			break;
+		case TAG_IOMMU_GROUPS:
+			ret = take_blob(&m->iommu_groups, p, rlen, VT_META_MAX_SYSINFO);
+			break;
+		case TAG_PCI_DEVICES:
+			ret = take_blob(&m->pci_devices, p, rlen, VT_META_MAX_SYSINFO);
 			break;
 		case TAG_NR_CPUS:
 		case TAG_SUBBUF_SIZE:

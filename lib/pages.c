@@ -405,3 +405,61 @@ int vt_page_pad(const struct vt_page_fmt *fmt, void *page, size_t size)
 	memset(p + keep, 0, fmt->subbuf_size - keep);
 	return 0;
 }
+
+/**
+ * vt_page_size_check() - is a page of the size its format announces?
+ * @fmt: the page layout (the announced sub-buffer size)
+ * @page: the page, @fmt->subbuf_size bytes as the stream framed it
+ * @size: its size; must equal @fmt->subbuf_size
+ * @why: when not NULL and the page is of another size, why (a static string)
+ *
+ * Two things hold for every page the kernel hands out: its commit length fits
+ * the sub-buffer, and everything after its data (and the stored lost count) is
+ * zero, because the kernel clears the rest of a page before it leaves the ring
+ * buffer (ring_buffer_read_page()). Framed with a size larger than the
+ * sender's, a page is followed by the sender's next page inside the frame:
+ * bytes after the data. Framed with a smaller size, a page's commit length
+ * runs past the frame. Either way every later page is misframed: callers
+ * report it as one error rather than as many malformed pages. A page that is
+ * malformed in any other way passes here and is vt_page_validate()'s to judge.
+ *
+ * Return: 0, -EINVAL for a bad @fmt or @size, -EMSGSIZE for a page of another
+ * size.
+ */
+int vt_page_size_check(const struct vt_page_fmt *fmt, const void *page, size_t size,
+		       const char **why)
+{
+	const uint8_t *p = page;
+	uint32_t commit, len, end, i;
+
+	if (!fmt_ok(fmt, size))
+		return -EINVAL;
+	commit = vt_get_le32(p + 8);
+	len = commit & VT_COMMIT_LEN_MASK;
+	if (len > fmt->subbuf_size - fmt->data_offset) {
+		if (len <= VT_SUBBUF_MAX - fmt->data_offset) {
+			if (why)
+				*why = "commit length longer than the page: the sender's sub-buffers are larger";
+			return -EMSGSIZE;
+		}
+		return 0;
+	}
+	end = fmt->data_offset + len;
+	if ((commit & VT_COMMIT_MISSED_STORED) && fmt->subbuf_size - end >= fmt->commit_size)
+		end += fmt->commit_size;
+	/* Word at a time where aligned: this runs on every page ingested. */
+	for (i = end; i < fmt->subbuf_size && (i & 7); i++)
+		if (p[i])
+			goto data_after;
+	for (; i + 8 <= fmt->subbuf_size; i += 8)
+		if (vt_get_le64(p + i))
+			goto data_after;
+	for (; i < fmt->subbuf_size; i++)
+		if (p[i])
+			goto data_after;
+	return 0;
+data_after:
+	if (why)
+		*why = "data after the page's end: the sender's sub-buffers are smaller";
+	return -EMSGSIZE;
+}

@@ -971,7 +971,7 @@ int vt_proto_dec_string(const struct vt_proto_msg *msg, const char **s)
  * @buf: destination
  * @size: size of @buf
  * @seq: sequence number
- * @bs: contents; @bs->size_kb must not be 0
+ * @bs: contents; @bs->size_kb and @bs->subbuf_kb must not both be 0
  *
  * Return: the frame length, -EINVAL, -ENOBUFS.
  */
@@ -981,7 +981,7 @@ int vt_proto_enc_buffer_size(void *buf, size_t size, uint32_t seq,
 	struct wbuf w;
 	uint8_t *f;
 
-	if (!bs || !bs->size_kb)
+	if (!bs || (!bs->size_kb && !bs->subbuf_kb))
 		return -EINVAL;
 	w_init(&w, buf, size, VT_PROTO_BUFFER_SIZE, seq);
 	f = w_reserve(&w, sizeof(struct wire_buffer_size));
@@ -997,8 +997,8 @@ int vt_proto_enc_buffer_size(void *buf, size_t size, uint32_t seq,
  * @msg: the message
  * @bs: filled
  *
- * Return: 0, -EINVAL for another type, -EBADMSG for a malformed payload or a
- * size of 0.
+ * Return: 0, -EINVAL for another type, -EBADMSG for a malformed payload or
+ * both sizes 0.
  */
 int vt_proto_dec_buffer_size(const struct vt_proto_msg *msg, struct vt_proto_buffer_size *bs)
 {
@@ -1015,7 +1015,7 @@ int vt_proto_dec_buffer_size(const struct vt_proto_msg *msg, struct vt_proto_buf
 		return -EBADMSG;
 	d.size_kb = (uint32_t)W_GET(f, struct wire_buffer_size, size_kb);
 	d.subbuf_kb = (uint32_t)W_GET(f, struct wire_buffer_size, subbuf_kb);
-	if (!d.size_kb)
+	if (!d.size_kb && !d.subbuf_kb)
 		return -EBADMSG;
 	if (bs)
 		*bs = d;

@@ -60,6 +60,9 @@ struct vt_meta_system {
  * @saved_tgids: saved_tgids
  * @trace_clock: the trace_clock file ("[local] global ...")
  * @uname: "sysname release version machine"
+ * @iommu_groups: /sys/kernel/iommu_groups as text, one line per group:
+ *	"GROUP TYPE DEVICE..." (TYPE "-" when unreadable); optional
+ * @pci_devices: /proc/bus/pci/devices; optional
  * @nr_cpus: CPUs the trace covers (possible CPUs with a per_cpu directory)
  * @subbuf_size: sub-buffer size in bytes, from header_page
  */
@@ -75,6 +78,8 @@ struct vt_meta {
 	struct vt_blob saved_tgids;
 	struct vt_blob trace_clock;
 	struct vt_blob uname;
+	struct vt_blob iommu_groups;
+	struct vt_blob pci_devices;
 	uint32_t nr_cpus;
 	uint32_t subbuf_size;
 };
@@ -82,6 +87,8 @@ struct vt_meta {
 /* vt_meta_load() flags */
 #define VT_META_ALL_EVENTS	(1u << 0)	/* every system's formats, not only enabled ones */
 #define VT_META_NO_KALLSYMS	(1u << 1)	/* skip /proc/kallsyms (large, slow in TCG) */
+#define VT_META_NO_SYSINFO	(1u << 2)	/* skip iommu_groups and pci_devices */
+#define VT_META_MAX_SYSINFO	(1u << 20)	/* iommu_groups, pci_devices */
 
 int vt_meta_load(struct vt_meta *m, const char *tracefs, const char *instance, unsigned int flags);
 int vt_meta_add_event(struct vt_meta *m, const char *system, const char *name,

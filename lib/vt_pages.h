@@ -94,5 +94,7 @@ int vt_page_validate(const struct vt_page_fmt *fmt, const void *page, size_t siz
 		     struct vt_page_info *info, uint32_t *nr_events,
 		     uint32_t *bad_offset, const char **bad_reason);
 int vt_page_pad(const struct vt_page_fmt *fmt, void *page, size_t size);
+int vt_page_size_check(const struct vt_page_fmt *fmt, const void *page, size_t size,
+		       const char **why);
 
 #endif

@@ -185,8 +185,9 @@ struct vt_proto_event {
 
 /**
  * struct vt_proto_buffer_size - BUFFER_SIZE
- * @size_kb: per-CPU ring buffer size (buffer_size_kb), not 0
- * @subbuf_kb: sub-buffer size (buffer_subbuf_size_kb), 0 to leave it alone
+ * @size_kb: per-CPU ring buffer size (buffer_size_kb), 0 to leave it alone
+ * @subbuf_kb: sub-buffer size (buffer_subbuf_size_kb), 0 to leave it alone;
+ *	not both 0
  */
 struct vt_proto_buffer_size {
 	uint32_t size_kb;

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Guest/host clock models: the KVM TSC formula and its exact inverse,
- * per-vCPU epochs, the KVM debugfs reader, the probe estimator, TIME_SHIFT
- * tables for trace-cmd, and the host TSC rate (TSC2NSEC).
+ * Guest/host clock models: the KVM TSC formula and its exact inverse and
+ * per-vCPU epochs (tsync-map.c), the probe estimator (tsync-est.c),
+ * TIME_SHIFT tables for trace-cmd (tsync-timeshift.c), reading the TSC and
+ * the TSC2NSEC arithmetic (tsync-tsc.c). Host-only I/O (the KVM debugfs
+ * reader, finding the host TSC rate) is host-collector/hostclock.h's.
  *
  * All TSC values are raw counter ticks. A mapping between the two clocks is
  * always stored in KVM's direction:
@@ -92,25 +94,6 @@ struct vt_tsync_cpu {
 int vt_tsync_cpu_update(struct vt_tsync_cpu *c, const struct vt_tsync_epoch *e);
 const struct vt_tsync_epoch *vt_tsync_cpu_at(const struct vt_tsync_cpu *c, uint64_t host);
 void vt_tsync_cpu_free(struct vt_tsync_cpu *c);
-
-/* KVM debugfs: <debugfs>/kvm/<pid>-<fd>/vcpuN/{tsc-offset,...} */
-#define VT_KVM_MAX_VCPUS	4096u
-
-/**
- * struct vt_kvm_vcpu - what debugfs says about one vCPU
- * @id: the N of vcpuN
- * @map: tsc-offset, and the scaling ratio when the files exist
- * @has_scaling: tsc-scaling-ratio and its frac bits were present
- */
-struct vt_kvm_vcpu {
-	uint32_t id;
-	struct vt_tsc_map map;
-	bool has_scaling;
-};
-
-int vt_kvm_find_vm(const char *debugfs, pid_t pid, char *dir, size_t len);
-int vt_kvm_read_vcpu(const char *vmdir, uint32_t id, struct vt_kvm_vcpu *v);
-int vt_kvm_read_vm(const char *vmdir, struct vt_kvm_vcpu *v, uint32_t max, uint32_t *nr);
 
 /**
  * struct vt_tsync_sample - one probe
@@ -237,11 +220,8 @@ struct vt_tsc2nsec {
 	enum vt_tsc_rate_method method;
 };
 
-const char *vt_tsc_rate_method_name(enum vt_tsc_rate_method m);
+int vt_tsc2nsec_fit(struct vt_tsc2nsec *t, uint64_t mult, uint32_t shift);
 int vt_tsc2nsec_from_hz(struct vt_tsc2nsec *t, uint64_t hz);
-int vt_tsc2nsec_from_perf(struct vt_tsc2nsec *t);
-int vt_tsc2nsec_calibrate(struct vt_tsc2nsec *t, unsigned int ms);
-int vt_tsc2nsec_get(struct vt_tsc2nsec *t, unsigned int calibrate_ms);
 uint64_t vt_tsc2nsec_apply(const struct vt_tsc2nsec *t, uint64_t tsc);
 
 uint64_t vt_tsc_read(void);

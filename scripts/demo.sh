@@ -5,7 +5,8 @@
 # controller that carries the trace goes through it; an e1000 whose driver is loaded only once
 # mmiotrace runs), record the guest's mmiotrace entries and iommu/sched events and QEMU's
 # sched events on the host through the transport for a few seconds into demo-out/, print the first lines of
-# the merged timeline and a summary. Safe to run twice; ends every process it started.
+# the merged timeline, a summary, and the report's IOMMU and mmiotrace analyses; it writes
+# demo-out/mmiotrace.log and demo-out/timeline.html. Safe to run twice; ends every process it started.
 #
 #   scripts/demo.sh [--no-deps] [--seconds N] [--out DIR]
 #     --no-deps    do not run scripts/install-deps.sh
@@ -20,7 +21,7 @@ while [ $# -gt 0 ]; do
 	--no-deps) deps=0 ;;
 	--seconds) secs=${2:?--seconds needs a value}; shift ;;
 	--out) out=${2:?--out needs a value}; shift ;;
-	-h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,15p' "$0"; exit 0 ;;
 	*) echo "demo.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -115,14 +116,14 @@ PORTS=$RUN/ports
 sed -i 's/^\(-device virtio-serial-pci,.*\)$/\1,iommu_platform=on,disable-legacy=on/' "$RUN/ports.args"
 eval "PORT_ARGS=($(cat "$RUN/ports.args"))"
 VT_RUNDIR=$RUN VT_SMP=2 VT_IOMMU=1 VT_PORTS=0 VT_GUEST_RUN=/etc/vt/agent-run
-VT_APPEND="vt.ports=3" VT_TIMEOUT=120 VT_QEMU_EXTRA=("${PORT_ARGS[@]}" -device e1000,addr=0x5)
+VT_APPEND="vt.ports=3 mmiotrace.trace_pc=1" VT_TIMEOUT=120 VT_QEMU_EXTRA=("${PORT_ARGS[@]}" -device e1000,addr=0x5)
 vt_guest_start || die "QEMU did not start"
 vt_wait_console 'VT-INIT: run ' 60 || { tail -20 "$RUN/console.log"; die "the guest did not boot"; }
 echo "guest booted; QEMU arguments in $RUN/qemu.cmd, console in $RUN/console.log"
 
 step "recording for $secs s into $out"
 rm -rf "$out"
-"$COLLECT" record --chardev-dir "$PORTS" --name demo --qemu-pid "$VT_QEMU_PID" \
+"$COLLECT" record --chardev-dir "$PORTS" --name demo --qemu-pid "$VT_QEMU_PID" --qmp "$PORTS/qmp.sock" \
 	--tracer mmiotrace -e iommu -e sched --host-events sched:sched_switch,sched:sched_wakeup \
 	--host-pid "$VT_QEMU_PID" \
 	--duration "$secs" -o "$out" --quiet >"$RUN/record.log" 2>&1 &
@@ -162,5 +163,13 @@ for e in mmiotrace_map mmiotrace_rw map unmap add_device_to_group remove_device_
 	printf '  %-26s %s\n' "$e" "$(grep -cE "^ *guest-demo\.dat: .* $e: " "$out/report.txt")"
 done
 grep -m1 -E 'guest-demo\.dat: .* mmiotrace_map: ' "$out/report.txt" | sed 's/^ */  first map: /'
+step "analyses: virtio-trace-collect report --iommu --mmiotrace-log --html"
+"$COLLECT" report --guest demo --iommu --mmiotrace-log "$out/mmiotrace.log" --html "$out/timeline.html" \
+	"$out" >"$out/analyses.txt" 2>"$RUN/analyses.err" || { cat "$RUN/analyses.err"; die "report failed"; }
+sed -n '/^  IOMMU:/,/^  mmiotrace:/p' "$out/analyses.txt" | sed '$d'
+sed -n '/^  mmiotrace:/,/^  problems:/p' "$out/analyses.txt" | sed '$d' | head -n 24
+echo "  (all of it in $out/analyses.txt; the classic mmiotrace log: $out/mmiotrace.log," \
+     "$(grep -c '^[RW] ' "$out/mmiotrace.log") R/W lines)"
+echo "timeline: $out/timeline.html (open it in a browser: host CPUs and guest vCPUs, zoom with the wheel, drag to pan)"
 echo "files: $(cd "$out" && ls | tr '\n' ' ')"
 printf 'demo.sh: done in %.0f s\n' "$(awk -v a="$T0" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')"

@@ -15,6 +15,11 @@ PKGS=(
 	trace-cmd zstd jq man-db groff-base
 	# tests/e2e/test-kernelshark.sh: KernelShark under a virtual X server, screenshots
 	kernelshark xvfb xdotool imagemagick
+	# the Debian packages (scripts/test.sh builds, lints and installs them); bash-completion
+	# tells configure where completions go
+	dpkg-dev debhelper lintian bash-completion
+	# report --html checked in headless Chromium (offline), its screenshot read by python3
+	chromium python3
 	# guests
 	qemu-system-x86 busybox-static cpio kmod xz-utils
 	# libvirt without systemd

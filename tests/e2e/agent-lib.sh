@@ -37,31 +37,50 @@ vt_agent_build() {
 }
 
 # vt_collect_build: vt_agent_build, and virtio-trace-collect in the same build. Sets COLLECT.
+# VT_COLLECT names another collector to use instead (e.g. an installed package's).
 # Returns 77 or 1 as vt_agent_build does.
 vt_collect_build() {
     local b=${VT_BUILDDIR:-$VT_REPO/build} rc
     vt_agent_build; rc=$?
     [ $rc = 0 ] || return $rc
+    if [ -n "${VT_COLLECT:-}" ]; then
+        [ -x "$VT_COLLECT" ] || { echo "FAIL: VT_COLLECT=$VT_COLLECT is not executable"; return 1; }
+        COLLECT=$VT_COLLECT
+        return 0
+    fi
     COLLECT=$b/host-collector/virtio-trace-collect
     make -C "$b" -s host-collector/virtio-trace-collect >&2 ||
         { echo "FAIL: cannot build virtio-trace-collect"; return 1; }
 }
 
 # vt_agent_image WORK RUNSCRIPT NAME: an image CACHE/image-NAME whose /etc/vt/agent-run is
-# RUNSCRIPT (a file), with /sbin/trace-agent and /bin/vt-e2e-guest. Sets VT_IMAGE.
+# RUNSCRIPT (a file), with /sbin/trace-agent and /bin/vt-e2e-guest. Sets VT_IMAGE.  The kernel is
+# VT_KERNEL_DEB's when set (see vt_kernel_select in lib.sh; the image is then image-NAME@TAG).
+# With VT_AGENT_ROOT (a directory, e.g. the trace-agent .deb unpacked with dpkg-deb -x) that
+# tree goes into the image instead of /sbin/trace-agent, as a user puts the package's files
+# into an image: the guest then runs its usr/sbin/trace-agent.
 # With VT_AGENT_KERNEL (a vmlinux with everything built in, e.g. kernel-patches/build.sh's) the
 # image is WORK/image-kernel: that kernel and an initramfs without modules.
 # Returns 77 when no kernel is available.
 vt_agent_image() {
     local work=$1 script=$2 name=$3 cache rc mods=()
     mkdir -p "$work/overlay/sbin" "$work/overlay/bin" "$work/overlay/etc/vt"
-    cp "$VT_STATIC_AGENT" "$work/overlay/sbin/trace-agent"
+    if [ -n "${VT_AGENT_ROOT:-}" ]; then
+        [ -x "$VT_AGENT_ROOT/usr/sbin/trace-agent" ] ||
+            { echo "FAIL: no usr/sbin/trace-agent in VT_AGENT_ROOT=$VT_AGENT_ROOT"; return 1; }
+        cp -a "$VT_AGENT_ROOT/." "$work/overlay/"
+    else
+        cp "$VT_STATIC_AGENT" "$work/overlay/sbin/trace-agent"
+        strip "$work/overlay/sbin/trace-agent" 2>/dev/null
+    fi
     cp "$VT_E2E_GUEST" "$work/overlay/bin/vt-e2e-guest"
-    strip "$work/overlay/sbin/trace-agent" "$work/overlay/bin/vt-e2e-guest" 2>/dev/null
+    strip "$work/overlay/bin/vt-e2e-guest" 2>/dev/null
     cp "$script" "$work/overlay/etc/vt/agent-run"
     chmod 755 "$work/overlay/etc/vt/agent-run"
     cache=${VT_CACHE:-$VT_REPO/.cache/guest}
-    VT_IMAGE=$cache/image-$name
+    vt_kernel_select; rc=$?
+    [ $rc = 0 ] || return $rc
+    VT_IMAGE=$cache/image-$name$VT_KERNEL_TAG
     if [ -n "${VT_AGENT_KERNEL:-}" ]; then
         VT_IMAGE=$work/image-kernel
         mods=(--modules "" --extra-modules "")
@@ -110,10 +129,13 @@ vt_agent_wait_off() {
 # daemon that leaves after the collector's BYE and vt-e2e-guest serves the vt-test port;
 # then the guest checks the agent's exit status and that its instance is gone. With
 # vt.agent_keep=1 on the kernel command line the agent serves one collector after another
-# and gets a SIGTERM once vt-e2e-guest has quit. Sets VT_IMAGE.
+# and gets a SIGTERM once vt-e2e-guest has quit. VT_AGENT_PRE: shell lines the guest runs
+# before it starts the agent (they go into the image). Sets VT_IMAGE.
 vt_collect_image() {
-    cat >"$1/agent-run" <<'SH'
-#!/bin/sh
+    {
+        echo '#!/bin/sh'
+        [ -z "${VT_AGENT_PRE:-}" ] || echo "$VT_AGENT_PRE"
+        cat <<'SH'
 once=--once end=BYE
 grep -q 'vt.agent_keep=1' /proc/cmdline && once= end=SIGTERM
 trace-agent --quiet $once &
@@ -128,6 +150,7 @@ echo "E2E: vt-e2e-guest rc=$rc, trace-agent exit status $arc after $end"
 [ "$arc" = 0 ] || rc=1
 exit $rc
 SH
+    } >"$1/agent-run"
     vt_agent_image "$1" "$1/agent-run" "$2"
 }
 

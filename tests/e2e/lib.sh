@@ -2,7 +2,11 @@
 # tests/e2e/lib.sh: boot the virtio-trace test guest under QEMU/TCG.  Source it from bash.
 #
 # Configuration (set before vt_guest_start; run-guest.sh sets them from its options):
-#   VT_IMAGE        image dir from mkguest.sh (default: $VT_CACHE/image or <repo>/.cache/guest/image)
+#   VT_IMAGE        image dir from mkguest.sh (default: $VT_CACHE/image or <repo>/.cache/guest/image;
+#                   with VT_KERNEL_DEB, image@TAG: see vt_kernel_select)
+#   VT_KERNEL_DEB   the guest kernel: a linux-image .deb, or debian:SUITE (e.g. debian:trixie, fetched
+#                   by kernel-deb.sh through a private apt configuration); mkguest.sh and every e2e
+#                   test that builds an image use it.  Default: the host's apt kernel (Debian 12: 6.1)
 #   VT_RUNDIR       run dir (required): console.log, qemu.pid, qemu.cmd, qmp.sock, ports/
 #   VT_SMP=2 VT_MEM=512 VT_TIMEOUT=120 (seconds, hard limit for QEMU)
 #   VT_TCG_SINGLE=0 (1: -accel tcg,thread=single, for clock tests)
@@ -35,7 +39,37 @@ vt_log() { echo "${VT_LOG_PREFIX:-vt}: $*" >&2; }
 vt_now() { date +%s.%N; }
 vt_secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
 
-vt_image_dir() { echo "${VT_IMAGE:-${VT_CACHE:-$VT_REPO/.cache/guest}/image}"; }
+vt_image_dir() { echo "${VT_IMAGE:-${VT_CACHE:-$VT_REPO/.cache/guest}/image${VT_KERNEL_TAG:-}}"; }
+
+# vt_kernel_select: the kernel VT_KERNEL_DEB names.  Sets VT_KERNEL_TAG, the image-name suffix:
+# "" by default, "@PACKAGE_VERSION" (e.g. @6.12.117+deb13-amd64_6.12.117-1) with VT_KERNEL_DEB,
+# as mkguest.sh names its default image dir.  A VT_KERNEL_DEB of debian:SUITE is resolved to the
+# .deb's path (kernel-deb.sh, cached by content) and exported.  Returns 77 with a "SKIP: reason"
+# line on stdout when that kernel cannot be had, 1 (and a FAIL line) when it is no kernel package.
+vt_kernel_select() {
+    local deb err pkg ver
+    VT_KERNEL_TAG=
+    [ -n "${VT_KERNEL_DEB:-}" ] || return 0
+    case "$VT_KERNEL_DEB" in
+    debian:*)
+        err=$(mktemp)
+        if ! deb=$("$VT_E2E_DIR/kernel-deb.sh" -q --suite "${VT_KERNEL_DEB#debian:}" 2>"$err"); then
+            echo "SKIP: no Debian ${VT_KERNEL_DEB#debian:} kernel: $(tail -n1 "$err")"
+            rm -f "$err"
+            return 77
+        fi
+        rm -f "$err"
+        export VT_KERNEL_DEB=$deb ;;
+    esac
+    [ -f "$VT_KERNEL_DEB" ] || { echo "FAIL: VT_KERNEL_DEB: no such file $VT_KERNEL_DEB"; return 1; }
+    pkg=$(dpkg-deb -f "$VT_KERNEL_DEB" Package 2>/dev/null)
+    ver=$(dpkg-deb -f "$VT_KERNEL_DEB" Version 2>/dev/null)
+    case "$pkg" in
+    linux-image-*) ;;
+    *) echo "FAIL: VT_KERNEL_DEB: $VT_KERNEL_DEB is not a linux-image package"; return 1 ;;
+    esac
+    VT_KERNEL_TAG=@${pkg#linux-image-}_$ver
+}
 
 # vt_port_names: the port names, one per line (data ports first, then the control port).
 vt_port_names() {

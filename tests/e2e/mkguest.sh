@@ -12,7 +12,11 @@
 #                        (default: e1000 virtio_blk virtio_net qemu_fw_cfg)
 #   --compress none|gzip|lz4|zstd|xz   initramfs compression (default: none, fastest to boot)
 #   --kernel-pkg NAME    Debian kernel package (default: what linux-image-amd64 depends on)
-#   --deb FILE           use this linux-image .deb instead of downloading one
+#   --deb FILE           use this linux-image .deb instead of downloading one (default: $VT_KERNEL_DEB;
+#                        debian:SUITE fetches that suite's kernel with kernel-deb.sh;
+#                        Debian 12's /lib/modules and Debian 13's /usr/lib/modules layouts both work,
+#                        modules built into the kernel are skipped).  Without --out, the image dir is
+#                        then CACHE/image@PACKAGE_VERSION, so the default image is left alone
 #   --offline            do not ask apt; use the newest kernel already in the cache
 #   --force              rebuild the initramfs even if the cache has it
 #   -q, --quiet          print only errors and the final line
@@ -34,6 +38,7 @@ EXTRA_MODULES="e1000 virtio_blk virtio_net qemu_fw_cfg"
 COMPRESS=none
 KPKG=
 DEB=
+[ -z "${VT_KERNEL_DEB:-}" ] || DEB=$VT_KERNEL_DEB
 OFFLINE=0
 FORCE=0
 QUIET=0
@@ -53,7 +58,7 @@ while [ $# -gt 0 ]; do
     --extra-modules) EXTRA_MODULES=$2; shift 2 ;;
     --compress) COMPRESS=$2; shift 2 ;;
     --kernel-pkg) KPKG=$2; shift 2 ;;
-    --deb) DEB=$(cd "$(dirname "$2")" && pwd)/$(basename "$2"); [ -f "$DEB" ] || die "no such file: $2"; shift 2 ;;
+    --deb) DEB=$2; shift 2 ;;
     --offline) OFFLINE=1; shift ;;
     --force) FORCE=1; shift ;;
     -q|--quiet) QUIET=1; shift ;;
@@ -61,6 +66,14 @@ while [ $# -gt 0 ]; do
     *) die "unknown option '$1' (see --help)" ;;
     esac
 done
+case "$DEB" in
+'') ;;
+debian:*)  # a suite's current kernel, through kernel-deb.sh's private apt configuration
+    DEB=$("$HERE/kernel-deb.sh" -q --suite "${DEB#debian:}") || exit $? ;;
+*)
+    [ -f "$DEB" ] || die "no such kernel package: $DEB"
+    DEB=$(cd "$(dirname "$DEB")" && pwd)/$(basename "$DEB") ;;
+esac
 case "$COMPRESS" in
 none) CEXT=""; CCMD="cat" ;;
 gzip) CEXT=.gz; CCMD="gzip -n -6" ;;
@@ -81,6 +94,9 @@ BUSYBOX=$(command -v busybox || true)
 
 mkdir -p "$CACHE"
 CACHE=$(cd "$CACHE" && pwd)
+if [ -z "$OUT" ] && [ -n "$DEB" ]; then
+    OUT=$CACHE/image@$(dpkg-deb -f "$DEB" Package | sed 's/^linux-image-//')_$(dpkg-deb -f "$DEB" Version)
+fi
 OUT=${OUT:-$CACHE/image}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
@@ -256,7 +272,12 @@ if [ ! -e "$KDIR/.complete" ]; then
     vmlinuz=$(ls "$TMP"/root/boot/vmlinuz-* 2>/dev/null | head -n1)
     [ -f "$vmlinuz" ] || die "no /boot/vmlinuz-* in the package"
     KREL=${vmlinuz##*/vmlinuz-}
-    [ -d "$TMP/root/lib/modules/$KREL" ] || die "no /lib/modules/$KREL in the package"
+    # Debian 12 ships /lib/modules, Debian 13 (merged /usr) /usr/lib/modules.
+    kmods=
+    for d in "$TMP/root/lib/modules/$KREL" "$TMP/root/usr/lib/modules/$KREL"; do
+        if [ -d "$d" ] && [ ! -L "$d" ]; then kmods=$d; break; fi
+    done
+    [ -n "$kmods" ] || die "no /lib/modules/$KREL or /usr/lib/modules/$KREL in the package"
     mkdir "$TMP/k"
     mv "$vmlinuz" "$TMP/k/bzImage"
     mv "$TMP/root/boot/config-$KREL" "$TMP/k/config"
@@ -264,12 +285,13 @@ if [ ! -e "$KDIR/.complete" ]; then
     sm=$TMP/root/boot/System.map-$KREL
     if [ -f "$sm" ] && [ "$(stat -c %s "$sm")" -gt 4096 ]; then mv "$sm" "$TMP/k/System.map"; fi
     mkdir "$TMP/k/lib" "$TMP/k/lib/modules"
-    mv "$TMP/root/lib/modules/$KREL" "$TMP/k/lib/modules/"
+    mv "$kmods" "$TMP/k/lib/modules/"
     say "extracting vmlinux from the bzImage"
     extract_vmlinux "$TMP/k/bzImage" "$TMP/k/vmlinux" || die "cannot extract vmlinux from $vmlinuz"
     if command -v readelf >/dev/null && ! readelf -n "$TMP/k/vmlinux" | grep -q 'Unknown note type: (0x00000012)\|PHYS32_ENTRY'; then
         say "warning: vmlinux has no Xen PHYS32_ENTRY note: it cannot boot via PVH; use the bzImage"
     fi
+    # The packages ship no modules.dep (the postinst makes it): make it for the image.
     say "depmod for $KREL"
     depmod -b "$TMP/k" "$KREL" || die "depmod failed"
     echo "$KREL" >"$TMP/k/release"

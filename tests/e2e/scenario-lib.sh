@@ -4,7 +4,8 @@
 # daemon and vt-e2e-guest on the extra port "vt-test" (see vt_collect_image in agent-lib.sh),
 # `virtio-trace-collect record` on the host, then exact checks of what it wrote.
 # Source lib.sh and agent-lib.sh first, set ME, then:
-#   scn_begin                         build, image, WORK; cleanup on exit
+#   scn_begin                         build, image (SCN_IMAGE names it, default collect-guest;
+#                                     VT_AGENT_PRE as in vt_collect_image), WORK; cleanup on exit
 #   scn_ports [pipe|unix]             setup-made ports in $PORTS; SETUP_ARGS (edit it before scn_boot)
 #   scn_boot                          start the guest (VT_* as in lib.sh) and wait for vt-e2e-guest
 #   scn_script FILE LINE...           FILE: a COMMAND for record that sends each LINE to vt-e2e-guest
@@ -40,9 +41,10 @@ scn_begin() {
     vt_collect_build; rc=$?
     [ $rc = 0 ] || exit $rc
     t=$(vt_now)
-    vt_collect_image "$WORK" collect-guest; rc=$?
+    vt_collect_image "$WORK" "${SCN_IMAGE:-collect-guest}${VT_AGENT_ROOT:+-package}"; rc=$?
     [ $rc = 0 ] || exit $rc
     T_IMAGE=$(vt_secs "$t" "$(vt_now)")
+    echo "$ME: collector $COLLECT, agent ${VT_AGENT_ROOT:+from }${VT_AGENT_ROOT:-$VT_STATIC_AGENT}"
     RUN=$WORK/run PORTS=$WORK/run/ports OUT=$WORK/out
     mkdir -p "$RUN"
 }

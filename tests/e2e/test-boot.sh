@@ -68,7 +68,9 @@ EOF
 chmod 755 "$WORK/overlay/etc/vt/test-boot"
 
 # 1. The image.
-IMG=$CACHE/image-test-boot
+vt_kernel_select >"$WORK/kernel.msg"; rc=$?
+if [ $rc != 0 ]; then echo "test-boot: $(cat "$WORK/kernel.msg")"; exit $rc; fi
+IMG=$CACHE/image-test-boot$VT_KERNEL_TAG
 t=$(vt_now)
 "$HERE/mkguest.sh" --cache "$CACHE" --overlay "$WORK/overlay" --out "$IMG" 2>"$WORK/mkguest.log" >/dev/null
 rc=$?

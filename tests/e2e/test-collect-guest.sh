@@ -14,7 +14,10 @@
 # pairs and inversions are counted and printed, zero inversions required. Clean console,
 # the agent exits after BYE, the guest powers off.
 # Env: VT_BUILDDIR (default <repo>/build), VT_STATIC_AGENT, VT_E2E_MARKERS (default 2000),
-# VT_KEEP=1 keeps the work dir. Exit: 0 pass, 1 fail, 77 skip.
+# VT_KEEP=1 keeps the work dir; VT_COLLECT (a collector to run instead of the build's) and
+# VT_AGENT_ROOT (a tree such as the unpacked trace-agent .deb, put into the guest image instead
+# of the build's agent): scripts/test.sh runs it so with the installed Debian packages.
+# Exit: 0 pass, 1 fail, 77 skip.
 echo "test-collect-guest: virtio-trace-collect records a TCG guest's events through setup-made ports: exact markers, counts equal to manifest and guest stats, causally ordered control messages"
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

@@ -11,7 +11,13 @@
 #     attach_device_to_domain for it, with groupID/device decoded by `trace-cmd report`;
 #   - map (iova, paddr, size) and unmap (iova, size, unmapped_size) events with decoded fields;
 #   - per CPU: report = manifest = the guest's read_events, nothing lost or overrun;
-#   - the recording ends (the self-feeding source stops), clean console.
+#   - the recording ends (the self-feeding source stops), clean console;
+#   - `report --iommu`: the group topology equals the guest's own sysfs listing taken in the guest
+#     after the recording, and its topology changes equal the group events of `trace-cmd report`;
+#   - `report --json`: map/unmap counts, bytes and the size histogram equal those counted from
+#     `trace-cmd report`; with the transport's controller and the e1000 both in DMA domains no
+#     mapping can be attributed to one device, so every one is "unattributed" and no device is
+#     credited.
 # Env: VT_BUILDDIR, VT_STATIC_AGENT, VT_KEEP=1. Exit: 0 pass, 1 fail, 77 skip.
 echo "test-collect-iommu: guest iommu group, attach, map and unmap events recorded through a transport that itself goes through the vIOMMU, decoded and counted exactly"
 set -uo pipefail
@@ -42,6 +48,8 @@ scn_script "$WORK/work" \
 scn_record --chardev-dir "$PORTS" --name e2e -e iommu -- "$WORK/work"
 echo "$ME: guest work: $(cat "$WORK/work.answers" 2>/dev/null)"
 [ $CRC = 0 ] || { sed 's/^/    | /' "$WORK/record.log"; bad "record exited $CRC, want 0"; }
+vt_test_say "$PORTS" "sh for g in /sys/kernel/iommu_groups/*; do echo E2E-GROUP \${g##*/} \$(ls \$g/devices); done" 20 ||
+    bad "the guest did not list its iommu groups"
 scn_end
 scn_counts e2e "0 1"
 
@@ -64,4 +72,37 @@ echo "$ME: map $map_n decoded of $all_map, unmap $unmap_n decoded of $all_unmap"
 order=$(grep -nE "(remove_device_from|add_device_to)_group: .*device=$DEV\$" "$G" | sed 's/:.*\(remove\|add\)_.*/ \1/' | awk '{ print $2 }' | tr '\n' ' ')
 [ "$order" = "remove add " ] || bad "group events in the order '$order', want remove then add"
 grep -E "(remove_device_from|add_device_to)_group: " "$G" | head -2 | sed "s/^/$ME: /"
+
+# report --iommu: the topology against the guest's sysfs, taken in the guest after the recording.
+"$COLLECT" report --iommu "$OUT" >"$WORK/iommu.txt" 2>"$WORK/iommu.err" || bad "report --iommu failed: $(head -3 "$WORK/iommu.err")"
+tr -d '\r' <"$RUN/console.log" | sed -n 's/^E2E-GROUP //p' | sort -n >"$WORK/groups.sysfs"
+sed -n 's/^      group \([0-9][0-9]*\) [^:]*: /\1 /p' "$WORK/iommu.txt" | sort -n >"$WORK/groups.report"
+echo "$ME: iommu groups: guest sysfs $(wc -l <"$WORK/groups.sysfs"), report $(wc -l <"$WORK/groups.report"):" \
+     "$(tr '\n' ';' <"$WORK/groups.report")"
+[ -s "$WORK/groups.sysfs" ] && cmp -s "$WORK/groups.sysfs" "$WORK/groups.report" ||
+    bad "report's groups differ from the guest's sysfs: $(diff "$WORK/groups.sysfs" "$WORK/groups.report" | tr '\n' ' ')"
+# Its topology changes, against trace-cmd's group events (event, device, group, in order).
+grep -E ' (add_device_to_group|remove_device_from_group|attach_device_to_domain): ' "$G" |
+    sed -E 's/.* (add_device_to_group|remove_device_from_group|attach_device_to_domain): +IOMMU: (groupID=([0-9]+) )?device=([^ ]+)$/\1 \4 \3/' |
+    sed 's/ $//' >"$WORK/changes.tc"
+sed -n '/topology changes during/,/DMA mappings/p' "$WORK/iommu.txt" | grep -E '^      [0-9]' |
+    awk '{ print $2, $3 ($4 == "group" ? " " $5 : "") }' >"$WORK/changes.report"
+echo "$ME: topology changes: trace-cmd $(wc -l <"$WORK/changes.tc"), report $(wc -l <"$WORK/changes.report")"
+[ -s "$WORK/changes.tc" ] && cmp -s "$WORK/changes.tc" "$WORK/changes.report" ||
+    bad "report's topology changes differ from trace-cmd's: $(diff "$WORK/changes.tc" "$WORK/changes.report" | tr '\n' ' ')"
+# report --json: counts, bytes and sizes against trace-cmd's map and unmap lines.
+"$COLLECT" report --json "$OUT" >"$WORK/report.json" || bad "report --json failed"
+tc=$(awk '
+    / map: +IOMMU: / { for (i = 1; i <= NF; i++) if ($i ~ /^size=/) { s = substr($i, 6) }
+        m++; mb += s; if (s == 4096) h4++; else if (s == 2097152) h2++; else if (s == 1073741824) h1++; else ho++ }
+    / unmap: +IOMMU: / { for (i = 1; i <= NF; i++) if ($i ~ /^unmapped_size=/) s = substr($i, 15)
+        u++; ub += s }
+    END { printf "%d %d %d %d %d/%d/%d/%d\n", m, u, mb, ub, h4, h2, h1, ho }' "$G")
+js=$(jq -r '.traces[] | select(.name == "e2e") | .iommu |
+    "\(.unattributed.maps) \(.unattributed.unmaps) \(.unattributed.bytes_mapped) \(.unattributed.bytes_unmapped) " +
+    "\(.unattributed.map_sizes["4K"])/\(.unattributed.map_sizes["2M"])/\(.unattributed.map_sizes["1G"])/\(.unattributed.map_sizes.other)"' "$WORK/report.json")
+credited=$(jq -r '.traces[] | select(.name == "e2e") | .iommu.devices | length' "$WORK/report.json")
+echo "$ME: maps unmaps bytes-mapped bytes-unmapped 4K/2M/1G/other: trace-cmd $tc; report (unattributed) $js; devices credited $credited"
+[ "$tc" = "$js" ] || bad "report's DMA figures '$js' differ from trace-cmd's '$tc'"
+[ "$credited" = 0 ] || bad "$credited devices credited though two DMA domains were live throughout"
 scn_result

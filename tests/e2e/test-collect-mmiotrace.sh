@@ -13,7 +13,13 @@
 #   - the entries name their task (modprobe), though no event was asked for;
 #   - with the build's plugin_mmiotrace.so, every entry reads "R|W|UNKNOWN WIDTH map= phys= value=
 #     pc=" or "MAP|UNMAP map= ...", with the same map, reads and writes;
-#   - per CPU: report = manifest = the guest's read_events, nothing lost; clean console.
+#   - per CPU: report = manifest = the guest's read_events, nothing lost; clean console;
+#   - `report --mmiotrace-log`: the log starts with VERSION 20070824 and the guest's PCIDEV lines
+#     (e1000's with its BAR 0), its MAP line is BAR 0 (address and length from the guest's sysfs),
+#     and its R/W lines are, in order and field by field, the mmiotrace_rw entries of
+#     `trace-cmd report -R`; the guest boots with mmiotrace.trace_pc=1, so every access has a pc,
+#     and the per-function figures resolve them with the guest's kallsyms to e1000's functions
+#     (the module's symbols) and add up to every access.
 # Env: VT_BUILDDIR, VT_STATIC_AGENT, VT_KEEP=1. Exit: 0 pass, 1 fail, 77 skip.
 echo "test-collect-mmiotrace: mmiotrace of the e1000 driver's probe through the transport, CPUs going offline and back: entries decoded, no page lost"
 set -uo pipefail
@@ -28,6 +34,7 @@ DEV=0000:00:05.0
 scn_begin
 scn_ports pipe
 SCN_QEMU_EXTRA=(-device e1000,addr=0x5)
+VT_APPEND="mmiotrace.trace_pc=1"
 scn_boot
 vt_test_say "$PORTS" "sh echo E2E-BAR \$(head -n1 /sys/bus/pci/devices/$DEV/resource)" 20 ||
     bad "the guest did not print e1000's BAR"
@@ -111,4 +118,39 @@ grep -m2 -E 'mmiotrace_(map|rw): ' "$WORK/guest-plugin.txt" | sed "s/^/$ME: /"
     bad "the plugin printed $pmaps/$prws entries in its format ($pbad not), want $maps/$rws"
 [ "$pbar" = 1 ] && [ "$preads" = "$reads" ] && [ "$pwrites" = "$writes" ] ||
     bad "the plugin shows BAR 0's map $pbar times, $preads reads, $pwrites writes; want 1, $reads, $writes"
+# report --mmiotrace-log: the classic log against the BAR and against trace-cmd report -R.
+LOG=$WORK/mmio.log
+"$COLLECT" report --mmiotrace-log "$LOG" "$OUT" >"$WORK/mmio-report.txt" 2>"$WORK/mmio-report.err" ||
+    bad "report --mmiotrace-log failed: $(head -3 "$WORK/mmio-report.err")"
+[ "$(head -1 "$LOG")" = "VERSION 20070824" ] || bad "the log's first line is '$(head -1 "$LOG")'"
+bs=$(printf '%x' "$((bar_start))") blen=$(printf '%x' "$((bar_end - bar_start + 1))")
+pcidev=$(grep -c "^PCIDEV 0028 8086100e [0-9a-f]* $bs " "$LOG")
+maps=$(grep -c "^MAP [0-9]*\.[0-9]\{6\} $id 0x$bs 0x[0-9a-f]* 0x$blen 0x0 0\$" "$LOG")
+echo "$ME: log: $(grep -c '^PCIDEV ' "$LOG") PCIDEV lines (e1000's with BAR 0 0x$bs: $pcidev)," \
+     "MAP of BAR 0 (0x$bs, 0x$blen, id $id): $maps; $(grep -m1 '^MAP ' "$LOG")"
+[ "$pcidev" = 1 ] || bad "no PCIDEV line for the e1000 with BAR 0 at 0x$bs"
+[ "$maps" = 1 ] || bad "no MAP line of BAR 0 (0x$bs, 0x$blen)"
+trace-cmd report -R -i "$OUT/guest-e2e.dat" 2>/dev/null | awk '
+/ mmiotrace_rw: / { delete f
+    for (i = 1; i <= NF; i++) { if ($i == "mmiotrace_rw:") ts = $(i - 1)
+        if (split($i, kv, "=") == 2) f[kv[1]] = tolower(kv[2]) }
+    sub(/:$/, "", ts)
+    if (f["opcode"] != 1 && f["opcode"] != 2) next
+    printf "%s %d %s %d 0x%s 0x%s 0x%s 0\n", f["opcode"] == 1 ? "R" : "W", f["width"], ts, f["map_id"],
+        f["phys"], f["value"], f["pc"] }' >"$WORK/rw.tc"
+grep -E '^[RW] ' "$LOG" >"$WORK/rw.log"
+nz=$(grep -vc ' 0x0 0$' "$WORK/rw.log")
+echo "$ME: R/W lines: log $(wc -l <"$WORK/rw.log"), trace-cmd -R $(wc -l <"$WORK/rw.tc"), with a pc $nz; first: $(head -1 "$WORK/rw.log")"
+[ -s "$WORK/rw.tc" ] && cmp -s "$WORK/rw.tc" "$WORK/rw.log" ||
+    bad "the log's R/W lines differ from trace-cmd -R: $(diff "$WORK/rw.tc" "$WORK/rw.log" | head -4 | tr '\n' ' ')"
+[ "$nz" = "$(wc -l <"$WORK/rw.log")" ] || bad "only $nz of the accesses have a pc (mmiotrace.trace_pc=1)"
+# Per function: every access resolved, to e1000's functions.
+"$COLLECT" report --json "$OUT" >"$WORK/report.json" || bad "report --json failed"
+read -r acc fsum nopc e1k top <<<"$(jq -r '.traces[] | select(.name == "e2e") | .mmiotrace |
+    "\(.reads + .writes) \([.functions[] | .reads + .writes] | add // 0) \(.accesses_without_pc) " +
+    "\([.functions[] | select(.function | startswith("e1000"))] | length) \(.functions[0].function // "none")"' "$WORK/report.json")"
+echo "$ME: per function: $acc accesses, $fsum resolved, $nopc without a pc, $e1k e1000 functions, most: $top"
+sed -n '/per guest function/,/by register offset/p' "$WORK/mmio-report.txt" | head -6 | sed "s/^/$ME: /"
+[ "$acc" = "$fsum" ] && [ "$nopc" = 0 ] || bad "per-function figures cover $fsum of $acc accesses ($nopc without a pc)"
+[ "${e1k:-0}" -ge 2 ] && [[ $top == e1000* ]] || bad "the accesses do not resolve to e1000's functions (top '$top', $e1k e1000 functions)"
 scn_result

@@ -8,9 +8,11 @@
  *
  *   hello                       -> ok cpus=N hz=TICKS
  *   spawn ARG...                start a trace-agent (for the benchmark)
- *   flood PREFIX N RATE SIZE    on every CPU at once, pinned: N markers
- *                               "PREFIX cpuK I" padded to SIZE bytes, RATE per
- *                               second per CPU (0: flat out)
+ *   flood PREFIX N RATE SIZE [BUF]  on every CPU at once, pinned: N
+ *                               markers "PREFIX cpuK I" padded to SIZE bytes, RATE
+ *                               per second per CPU (0: flat out), into instance BUF
+ *                               (default: --instance's; "top": the top level); a
+ *                               marker the kernel cuts short is an error (EMSGSIZE)
  *                               -> ok written=W ns=ELAPSED
  *   cpu                         -> ok ticks=UTIME+STIME of the agent
  *   kill                        SIGTERM the agent, wait -> ok status=S cpu_us=U
@@ -44,7 +46,7 @@
 
 #define TRACEFS		"/sys/kernel/tracing"
 #define MAX_CPUS	64
-#define MAX_MARKER	4000
+#define MAX_MARKER	16000	/* > 4 KiB: larger sub-buffers carry larger events */
 
 static pid_t agent_pid;
 static bool agent_is_child;
@@ -105,6 +107,7 @@ struct flood {
 	pthread_t thread;
 	int cpu;
 	const char *prefix;
+	const char *buffer;	/* instance name, or NULL for the top level */
 	unsigned long n, rate, size;
 	unsigned long written;
 	int err;
@@ -125,7 +128,10 @@ static void *flood_thread(void *arg)
 		f->err = errno;
 		return NULL;
 	}
-	snprintf(path, sizeof(path), TRACEFS "/instances/%s/trace_marker", instance);
+	if (f->buffer)
+		snprintf(path, sizeof(path), TRACEFS "/instances/%s/trace_marker", f->buffer);
+	else
+		snprintf(path, sizeof(path), TRACEFS "/trace_marker");
 	fd = open(path, O_WRONLY);
 	if (fd < 0) {
 		f->err = errno;
@@ -134,6 +140,7 @@ static void *flood_thread(void *arg)
 	t0 = now_ns();
 	for (i = 0; i < f->n; i++) {
 		int len = snprintf(text, sizeof(text), "%s cpu%d %lu ", f->prefix, f->cpu, i);
+		ssize_t n;
 
 		if (f->rate) {
 			next = t0 + (long long)(i * (1e9 / f->rate));
@@ -148,10 +155,12 @@ static void *flood_thread(void *arg)
 			memset(text + len, 'x', f->size - len);
 			len = f->size;
 		}
-		if (write(fd, text, len) == len)
+		/* A short write is a marker cut short: the kernel's size limit. */
+		n = write(fd, text, len);
+		if (n == len)
 			f->written++;
 		else if (!f->err)
-			f->err = errno;
+			f->err = n < 0 ? errno : EMSGSIZE;
 	}
 	close(fd);
 	return NULL;
@@ -160,18 +169,23 @@ static void *flood_thread(void *arg)
 static void cmd_flood(FILE *out, char *args)
 {
 	static struct flood f[MAX_CPUS];
+	static char buffer[128];
 	char prefix[128];
 	unsigned long n, rate, size, total = 0;
-	int cpus = nr_cpus(), i, err = 0;
+	int cpus = nr_cpus(), i, err = 0, nargs;
+	const char *buf = instance;
 	long long t0;
 
-	if (sscanf(args, "%127s %lu %lu %lu", prefix, &n, &rate, &size) != 4 || size > MAX_MARKER) {
-		fprintf(out, "err usage: flood PREFIX N RATE SIZE\n");
+	nargs = sscanf(args, "%127s %lu %lu %lu %127s", prefix, &n, &rate, &size, buffer);
+	if (nargs < 4 || size > MAX_MARKER) {
+		fprintf(out, "err usage: flood PREFIX N RATE SIZE [BUFFER]\n");
 		return;
 	}
+	if (nargs == 5)
+		buf = strcmp(buffer, "top") == 0 ? NULL : buffer;
 	t0 = now_ns();
 	for (i = 0; i < cpus; i++) {
-		f[i] = (struct flood){ .cpu = i, .prefix = prefix, .n = n, .rate = rate, .size = size };
+		f[i] = (struct flood){ .cpu = i, .prefix = prefix, .buffer = buf, 				       .n = n, .rate = rate, .size = size };
 		if (pthread_create(&f[i].thread, NULL, flood_thread, &f[i]) != 0) {
 			f[i].err = EAGAIN;
 			f[i].thread = 0;

@@ -3,7 +3,7 @@
  * libFuzzer harness for what the collector takes from a guest: control-port
  * bytes through the session's parser and message handlers (HELLO_REPLY,
  * STATS, META chunks, errors...), and data-port bytes through page ingest.
- * vt-fuzz-sources: host-collector/session.c host-collector/stream.c host-collector/spool.c host-collector/attach.c lib/proto.c lib/pages.c lib/meta.c lib/meta_codec.c lib/tsync.c lib/tracedat.c
+ * vt-fuzz-sources: host-collector/session.c host-collector/guesttext.c host-collector/stream.c host-collector/spool.c host-collector/attach.c lib/conn.c lib/proto.c lib/pages.c lib/meta.c lib/meta_codec.c lib/tsync-map.c lib/tsync-est.c lib/tsync-timeshift.c lib/tsync-tsc.c lib/tracedat.c
  * vt-fuzz-libs: -luring -lzstd -lm -I host-collector
  *
  * Input: u16 length of the control part, the control bytes, then the data
@@ -11,6 +11,7 @@
  * failed, which is the expected answer to garbage.
  * vt-fuzz-args: -max_len=140000
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -20,11 +21,10 @@
 #include <unistd.h>
 
 #include "collect.h"
+#include "vt_conn.h"
 
 int collect_quiet = 1;
 int collect_verbose;
-volatile int collect_signals;
-struct hostrec *collect_hostrec;
 
 void collect_log(int level, const char *fmt, ...)
 {
@@ -35,19 +35,93 @@ int hostrec_marker(struct hostrec *h, const char *text)
 	return 0;
 }
 
+/* What the engine-bound parts of session.c need, with nothing armed: no engine at all. */
+void engine_timer_arm(struct engine *e, struct engine_timer *t, uint64_t delay_ns, uint64_t period_ns)
+{
+	t->armed = false;
+}
+
+void engine_timer_cancel(struct engine *e, struct engine_timer *t)
+{
+	t->armed = false;
+}
+
+void engine_timer_init(struct engine_timer *t, void (*cb)(void *arg), void *arg)
+{
+}
+
+void engine_fd_enable(struct engine_fd *x, bool on)
+{
+}
+
+void engine_fd_remove(struct engine_fd *x)
+{
+}
+
+struct engine_fd *engine_add_fd(struct engine *e, int fd, short events,
+				bool (*cb)(void *arg, int revents), void *arg)
+{
+	return NULL;
+}
+
+int engine_add(struct engine *e, struct stream *s)
+{
+	return -ENOSYS;
+}
+
+uint64_t engine_now_ns(void)
+{
+	return 0;
+}
+
+void engine_writeback(struct engine *e, int fd, uint64_t off, uint64_t len)
+{
+}
+
+int sync_prepare(struct guest *g, const struct collect_opts *o, const char *when)
+{
+	return 0;
+}
+
+int sync_probe_result(struct guest *g, unsigned int cpu, const struct vt_tsync_sample *smp,
+		      unsigned int n)
+{
+	return 0;
+}
+
+void sync_burst_done(struct guest *g, const char *when)
+{
+}
+
+uint64_t sync_host_tsc(void)
+{
+	return 0;
+}
+
+int qmp_attach(struct guest *g, struct engine *e, uint64_t tsc_khz)
+{
+	return 0;
+}
+
+static void hello_answered(struct guest *g, int err)
+{
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	static const struct collect_opts opts = { .sync_probes = 4, .stop_timeout = 1 };
+	static struct collect_run run = { .o = &opts };
 	static struct guest g;
 	static int devnull = -1;
 	struct stream s;
-	size_t clen;
+	size_t clen, off = 0;
 
 	if (size < 2)
 		return 0;
 	if (devnull < 0)
-		devnull = open("/dev/null", O_WRONLY);
+		devnull = open("/dev/null", O_RDWR);
 	clen = data[0] | data[1] << 8;
 	data += 2;
 	size -= 2;
@@ -56,13 +130,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	memset(&g, 0, sizeof(g));
 	snprintf(g.name, sizeof(g.name), "fuzz");
+	g.run = &run;
 	g.nr_cpus = 2;
 	g.subbuf = 4096;
 	g.state = G_RUNNING;
-	g.want_type = VT_PROTO_HELLO_REPLY;
-	g.parser = vt_proto_parser_new();
+	g.req.active = true;
+	g.req.want = VT_PROTO_HELLO_REPLY;
+	g.req.done = hello_answered;
+	g.conn = vt_conn_new(devnull, devnull);
+	if (!g.conn)
+		return 0;
 	vt_proto_meta_rx_init(&g.meta_rx, 1 << 20);
-	session_feed(&g, data, clen, NULL, NULL);
+	/* In pieces, as the port would deliver them, each piece handled before the next. */
+	while (off < clen && g.state != G_FAILED) {
+		size_t n = clen - off < 4096 ? clen - off : 4096;
+
+		if (vt_conn_feed(g.conn, data + off, n) < 0)
+			break;
+		off += n;
+		session_dispatch(&g);
+	}
 
 	memset(&s, 0, sizeof(s));
 	s.subbuf = 4096;
@@ -70,14 +157,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	s.page = malloc(4096);
 	s.spool_fd = devnull;
 	s.bad_fd = devnull;
-	s.g = &g;
+	s.budget = &g.budget;
 	g.streams = &s;
 	g.nr_streams = 1;
-	g.max_bytes = 64 * 4096;
+	g.budget.max = 64 * 4096;
 	g.state = G_RUNNING;
 	stream_ingest(&s, data + clen, size - clen);
 	free(s.page);
-	vt_proto_parser_free(g.parser);
-	vt_proto_meta_rx_release(&g.meta_rx);
+	session_release(&g);
 	return 0;
 }

@@ -3,9 +3,15 @@
  * trace-agent against this machine's real tracefs, in a private instance,
  * through stand-in unix-socket ports: exact marker counts, the trailing
  * partial page, stop/start cycles, restored state, a host that stops
- * reading, garbage and legacy lines on the control port, and metadata.
+ * reading, garbage and legacy lines on the control port, metadata, and
+ * clock-probe bursts that end without a CPU spin when the host vanishes or
+ * falls silent.
  */
 #include <errno.h>
+#include <sched.h>
+#include <time.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -19,6 +25,7 @@
 #include <cmocka.h>
 
 #include "t-host.h"
+#include "vt_le.h"
 #include "vt_meta.h"
 #include "vt_proto.h"
 
@@ -330,6 +337,180 @@ static void test_metadata(void **state)
 	end_session(&h);
 }
 
+/* ------------------------------------------------------------ probe bursts */
+
+/* The agent's burst ends when no probe came for this long (the collector's probe timeout). */
+#define T_PROBE_TIMEOUT_MS	2000
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000ll + ts.tv_nsec / 1000000;
+}
+
+/* CPU time (user + system, all threads) of a live process, in ms. */
+static long long cpu_ms(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long ut, st;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(buf, sizeof(buf), f));
+	fclose(f);
+	p = strrchr(buf, ')');	/* the comm field may hold spaces */
+	assert_non_null(p);
+	/* after ")": state(3) ... utime(14) stime(15) */
+	assert_int_equal(sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+				&ut, &st), 2);
+	return (long long)(ut + st) * 1000 / sysconf(_SC_CLK_TCK);
+}
+
+/* The CPU the agent's control thread is pinned to, -1 when it may run anywhere. */
+static int pinned_cpu(pid_t pid)
+{
+	cpu_set_t set;
+	int i;
+
+	assert_int_equal(sched_getaffinity(pid, sizeof(set), &set), 0);
+	if (CPU_COUNT(&set) != 1)
+		return -1;
+	for (i = 0; i < CPU_SETSIZE; i++)
+		if (CPU_ISSET(i, &set))
+			return i;
+	return -1;
+}
+
+/* SYNC_BEGIN on @cpu and @n probes answered from it. */
+static void burst(struct t_host *h, uint32_t cpu, unsigned int n)
+{
+	struct vt_proto_sync s = { .cpu = cpu, .probe = 100 };
+	struct vt_proto_msg m;
+	unsigned int k;
+
+	assert_int_equal(t_cmd_ok(h, vt_proto_enc_sync(h->frame, sizeof(h->frame),
+						       VT_PROTO_SYNC_BEGIN, ++h->seq, &s)), 0);
+	for (k = 0; k < n; k++) {
+		struct vt_proto_sync r;
+
+		s.probe = k;
+		assert_true(t_send(h, vt_proto_enc_sync(h->frame, sizeof(h->frame),
+							VT_PROTO_SYNC_PROBE, ++h->seq, &s)));
+		assert_int_equal(t_wait(h, VT_PROTO_SYNC_REPLY, 0, 5000, &m), 0);
+		assert_int_equal(vt_proto_dec_sync(&m, &r), 0);
+		assert_int_equal(r.cpu, cpu);
+		assert_int_equal(r.probe, k);
+		assert_int_equal(r.ran_on, cpu);
+	}
+	if (h->nr_cpus > 1)
+		assert_int_equal(pinned_cpu(h->agent), (int)cpu);
+}
+
+/*
+ * The host vanishes in the middle of a burst: the agent (--once) sees it at
+ * once and leaves through its main loop, well within the probe timeout and
+ * without spinning on the dead port.
+ */
+static void test_host_gone_in_burst(void **state)
+{
+	long long t0, t1, cpu0, used = -1;
+	struct rusage ru;
+	struct t_host h;
+	int status = -1;
+	pid_t pid;
+
+	start_session(&h, NULL);
+	burst(&h, h.nr_cpus - 1, 5);
+	pid = h.agent;
+	cpu0 = cpu_ms(pid);
+	t0 = now_ms();
+	close(h.ctl);
+	h.ctl = -1;
+	for (t1 = t0; t1 - t0 < 3 * T_PROBE_TIMEOUT_MS; t1 = now_ms()) {
+		pid_t r = wait4(pid, &status, WNOHANG, &ru);
+
+		assert_true(r >= 0);
+		if (r == pid) {
+			used = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000ll +
+			       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000 - cpu0;
+			h.agent = 0;
+			break;
+		}
+		usleep(10000);
+	}
+	printf("host gone in a burst: the agent exited after %lld ms using %lld ms of CPU\n",
+	       t1 - t0, used);
+	assert_int_equal(h.agent, 0);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	assert_true(t1 - t0 < T_PROBE_TIMEOUT_MS);
+	/* 10% of the probe timeout: the exit restores tracefs, it does not spin */
+	assert_true(used >= 0 && used < T_PROBE_TIMEOUT_MS / 10);
+	assert_false(instance_exists(&h));
+	t_host_free(&h);
+}
+
+/*
+ * The host stays connected but stops probing: the agent waits in poll(),
+ * pinned, until the probe timeout, then unpins and serves as before. A probe
+ * outside a burst is still answered; SYNC_END and any other message end a
+ * burst at once.
+ */
+static void test_silent_host_in_burst(void **state)
+{
+	uint32_t cpu;
+	long long t0, t1, cpu0, cpu1, end;
+	struct vt_proto_sync s = { .probe = 0 };
+	struct vt_proto_msg m;
+	struct t_host h;
+
+	start_session(&h, NULL);
+	if (h.nr_cpus < 2) {
+		/* pinned or not looks the same on one CPU */
+		end_session(&h);
+		skip();
+	}
+	cpu = h.nr_cpus - 1;
+	burst(&h, cpu, 5);
+	cpu0 = cpu_ms(h.agent);
+	t0 = now_ms();
+	usleep(T_PROBE_TIMEOUT_MS / 2 * 1000);
+	cpu1 = cpu_ms(h.agent);
+	t1 = now_ms();
+	printf("silent host in a burst: %lld ms of CPU in %lld ms\n", cpu1 - cpu0, t1 - t0);
+	assert_true((cpu1 - cpu0) * 10 < t1 - t0);
+	assert_int_equal(pinned_cpu(h.agent), (int)cpu);	/* still in the burst */
+	end = t0 + 2 * T_PROBE_TIMEOUT_MS;
+	while (pinned_cpu(h.agent) >= 0 && now_ms() < end)
+		usleep(20000);
+	printf("silent host in a burst: unpinned %lld ms after the last probe\n", now_ms() - t0);
+	assert_int_equal(pinned_cpu(h.agent), -1);
+	assert_true(now_ms() - t0 >= T_PROBE_TIMEOUT_MS - 100);
+
+	/* a probe outside a burst: answered, nothing pinned */
+	s.cpu = cpu;
+	s.probe = 7;
+	assert_true(t_send(&h, vt_proto_enc_sync(h.frame, sizeof(h.frame), VT_PROTO_SYNC_PROBE,
+						 ++h.seq, &s)));
+	assert_int_equal(t_wait(&h, VT_PROTO_SYNC_REPLY, 0, 5000, &m), 0);
+	assert_int_equal(pinned_cpu(h.agent), -1);
+
+	/* another message ends a burst and is served as usual */
+	burst(&h, cpu, 2);
+	assert_int_equal(t_hello(&h), 0);
+	assert_int_equal(pinned_cpu(h.agent), -1);
+
+	/* SYNC_END ends it with OK */
+	burst(&h, cpu, 2);
+	assert_int_equal(t_cmd_ok(&h, vt_proto_enc_sync(h.frame, sizeof(h.frame), VT_PROTO_SYNC_END,
+							 ++h.seq, &s)), 0);
+	assert_int_equal(pinned_cpu(h.agent), -1);
+	end_session(&h);
+}
+
 int main(void)
 {
 	const char *build = getenv("VT_BUILDDIR");
@@ -342,6 +523,8 @@ int main(void)
 		cmocka_unit_test(test_host_not_reading),
 		cmocka_unit_test(test_garbage_and_legacy),
 		cmocka_unit_test(test_metadata),
+		cmocka_unit_test(test_host_gone_in_burst),
+		cmocka_unit_test(test_silent_host_in_burst),
 	};
 
 	if (access("/sys/kernel/tracing/instances", W_OK) != 0) {

@@ -31,4 +31,17 @@ for mode in fifo socket listen; do
 	[ ! -e "$out/.spool" ] || fail "$mode: the spool was left behind without --keep-spool"
 	echo "ok: $mode"
 done
+
+# --subbuf-size on a guest whose kernel has no buffer_subbuf_size_kb (the fake agent offers no
+# SUBBUF capability, like Linux < 6.8): refused, with a message that says why.
+p=$WORK/ports-subbuf
+mkdir -p "$p"
+fake vm-subbuf --fifo "$p" --fixture "$DATA/cap-guest" --repeat 1 --retime
+pid=$FAKE_PID
+collect subbuf --chardev-dir "$p" --name vm-subbuf -o "$WORK/out-subbuf" --duration 1 --subbuf-size 8
+fake_end $pid
+[ $RC = 1 ] || { show "$WORK/subbuf.log"; fail "--subbuf-size without the knob: exit $RC, want 1"; }
+grep -q "guest vm-subbuf: --subbuf-size: the guest kernel cannot change its sub-buffer size" "$WORK/subbuf.log" ||
+	{ show "$WORK/subbuf.log"; fail "--subbuf-size without the knob: no clear message"; }
+echo "ok: --subbuf-size refused: $(grep -m1 'subbuf-size' "$WORK/subbuf.log" | cut -c1-150)"
 echo "PASS"

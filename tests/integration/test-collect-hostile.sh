@@ -68,6 +68,14 @@ for bad in garbage oversize evil-text evil-clock evil-meta evil-error huge-meta 
 			fail "$bad: cpu0 shows $(cpu_events "$WORK/trunc.txt" 0) events, want the whole page's $((ORACLE_CPU0 / 2))"
 		[ "$(cpu_events "$WORK/trunc.txt" 1)" = "$ORACLE_CPU1" ] || fail "$bad: cpu1 events differ"
 		;;
+	wrong-subbuf)
+		# 4 KiB pages announced as 8 KiB ones: one error naming the guest and CPU, every
+		# page kept aside, none reframed into the trace.
+		n=$(grep -c "evil-$bad cpu[01]: the pages are not the announced 8192-byte sub-buffers" "$log")
+		[ "$n" -ge 1 ] && [ "$n" -le 2 ] || { show "$log"; fail "$bad: $n size-mismatch errors, want one per CPU with data"; }
+		[ "$(guest_json "$out" evil-$bad '[.cpus[].pages] | add')" = 0 ] ||
+			fail "$bad: $(guest_json "$out" evil-$bad '[.cpus[].pages] | add') misframed pages went into the trace"
+		;;
 	lie-bytes)
 		# Every byte that was sent is kept; the claim is flagged, not trusted.
 		report "$WORK/lie.txt" -i "$out/guest-evil-$bad.dat"

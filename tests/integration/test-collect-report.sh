@@ -154,6 +154,6 @@ rc=$?
 "$COLLECT" report --bogus "$out" >/dev/null 2>&1
 rc=$?
 [ $rc = 2 ] || fail "report --bogus exited $rc, want 2"
-"$COLLECT" report --help | grep -q '^Usage: virtio-trace-collect report DIR' || fail "report --help"
+"$COLLECT" report --help | grep -q '^Usage: virtio-trace-collect report \[OPTION\]\.\.\. DIR' || fail "report --help"
 echo "ok: missing manifest, truncated manifest and missing file exit 1; usage errors exit 2"
 echo "PASS"

@@ -6,7 +6,11 @@
 # the second); QEMU 7.2 accepts the arguments (-S, no guest run) for both
 # backends; the libvirt XML validates against libvirt's domain schema;
 # --create makes DIR and the FIFOs with mode 0600 and is idempotent; bad
-# input exits 2.
+# input exits 2. The QEMU arguments name the guest with debug-threads=on (QEMU
+# then calls its vCPU threads "CPU n/TCG") and give it a QMP socket in DIR;
+# the libvirt XML numbers its controllers from 1 (index 0 is the one libvirt
+# gives qemu-guest-agent's channel) or from --controller-index; setup has no
+# -d/-f (they are record's --duration/--filter).
 echo "collect setup: QEMU arguments and libvirt XML for the ports, checked examples, --create idempotent"
 : "${VT_SRCDIR:?run through make check}" "${VT_BUILDDIR:?run through make check}"
 COLLECT=$VT_BUILDDIR/host-collector/virtio-trace-collect
@@ -25,6 +29,23 @@ diff -u "$CONF/example-2vcpu.args" "$WORK/ex.args" ||
 	fail "qemu-config/example-2vcpu.args is stale (regenerate it as qemu-config/README.md says)"
 diff -u "$CONF/example-2vcpu.xml" "$WORK/ex.xml" ||
 	fail "qemu-config/example-2vcpu.xml is stale (regenerate it as qemu-config/README.md says)"
+
+# Guest name with debug-threads, QMP socket in DIR.
+grep -qx -- "-name guest,debug-threads=on" "$WORK/ex.args" || fail "no -name guest,debug-threads=on"
+grep -qx -- "-qmp unix:/run/virtio-trace/demo/qmp.sock,server=on,wait=off" "$WORK/ex.args" ||
+	fail "no -qmp unix:DIR/qmp.sock,server=on,wait=off"
+"$COLLECT" setup --vcpus 1 --dir "$WORK/n" --name vm-1 | grep -qx -- "-name vm-1,debug-threads=on" ||
+	fail "--name vm-1 does not name QEMU's guest"
+
+# libvirt controller indexes: 1 by default (0 is qemu-guest-agent's), else --controller-index.
+[ "$(grep -c "<controller type='virtio-serial' index='1' ports='31'/>" "$WORK/ex.xml")" = 1 ] &&
+	[ "$(grep -c "controller='1' bus='0'" "$WORK/ex.xml")" = 3 ] &&
+	! grep -q "index='0'\|controller='0'" "$WORK/ex.xml" || fail "the default libvirt XML does not use controller 1 only"
+"$COLLECT" setup --vcpus 31 --format libvirt --controller-index 5 >"$WORK/ci.xml" ||
+	fail "--controller-index 5 exited $?"
+[ "$(grep -c "<controller type='virtio-serial' index='[56]' ports='31'/>" "$WORK/ci.xml")" = 2 ] &&
+	[ "$(grep -c "controller='5' bus='0'" "$WORK/ci.xml")" = 30 ] &&
+	[ "$(grep -c "controller='6' bus='0'" "$WORK/ci.xml")" = 2 ] || fail "--controller-index 5: wrong indexes"
 
 # Port names and controllers for 31 vCPUs: 32 ports, 30 on vtser0, 2 on vtser1.
 "$COLLECT" setup --vcpus 31 --dir "$WORK/p31" >"$WORK/31.args" || fail "setup --vcpus 31 exited $?"
@@ -48,6 +69,20 @@ if command -v qemu-system-x86_64 >/dev/null; then
 			-qmp stdio $(cat "$WORK/q-$b.args") >"$WORK/q-$b.out" 2>&1 ||
 			{ cat "$WORK/q-$b.out"; fail "QEMU refused the $b arguments"; }
 	done
+	# debug-threads=on: QEMU names its vCPU threads; the QMP socket appears in DIR.
+	"$COLLECT" setup --vcpus 2 --dir "$WORK/dt" --name dt --create >"$WORK/dt.args" || fail "setup for dt exited $?"
+	# shellcheck disable=SC2046
+	timeout 20 qemu-system-x86_64 -machine pc -accel tcg -smp 2 -display none -nodefaults -S \
+		$(cat "$WORK/dt.args") >"$WORK/dt.out" 2>&1 &
+	qpid=$!
+	i=0
+	while [ ! -S "$WORK/dt/qmp.sock" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+	pid=$(pgrep -P $qpid -x qemu-system-x86 || echo $qpid)
+	names=$(cat /proc/"$pid"/task/*/comm 2>/dev/null | grep -c '^CPU [01]/TCG$')
+	sock=no; [ -S "$WORK/dt/qmp.sock" ] && sock=yes
+	kill $qpid 2>/dev/null; wait $qpid 2>/dev/null
+	[ "$names" = 2 ] || { cat "$WORK/dt.out"; fail "QEMU named $names vCPU threads 'CPU n/TCG', want 2"; }
+	[ $sock = yes ] || fail "no QMP socket $WORK/dt/qmp.sock"
 else
 	echo "note: no qemu-system-x86_64, arguments not tried"
 fi
@@ -55,13 +90,13 @@ fi
 # The libvirt XML in a minimal domain validates (unix backend, 2 controllers).
 "$COLLECT" setup --vcpus 31 --backend unix --dir "$WORK/lv" --format libvirt >"$WORK/lv.xml" ||
 	fail "setup --format libvirt exited $?"
-grep -q "<controller type='virtio-serial' index='1' ports='31'/>" "$WORK/lv.xml" || fail "no second controller"
+grep -q "<controller type='virtio-serial' index='2' ports='31'/>" "$WORK/lv.xml" || fail "no second controller"
 grep -q "<source mode='bind' path='$WORK/lv/agent-ctl-path'/>" "$WORK/lv.xml" || fail "no unix source"
-grep -q "<address type='virtio-serial' controller='1' bus='0' port='2'/>" "$WORK/lv.xml" ||
-	fail "the control channel is not on controller 1 port 2"
+grep -q "<address type='virtio-serial' controller='2' bus='0' port='2'/>" "$WORK/lv.xml" ||
+	fail "the control channel is not on controller 2 port 2"
 # unix-connect: QEMU is the client and tries again every second.
-"$COLLECT" setup --vcpus 1 --backend unix-connect --dir "$WORK/lvc" --name c --format libvirt |
-	sed "s/index='0'/index='2'/; s/controller='0'/controller='2'/" >"$WORK/lvc.xml"
+"$COLLECT" setup --vcpus 1 --backend unix-connect --dir "$WORK/lvc" --name c --format libvirt \
+	--controller-index 3 >"$WORK/lvc.xml"
 [ "$(grep -c "<source mode='connect' path='$WORK/lvc/[a-z0-9-]*'>" "$WORK/lvc.xml")" = 2 ] &&
 	[ "$(grep -c "<reconnect enabled='yes' timeout='1'/>" "$WORK/lvc.xml")" = 2 ] ||
 	fail "unix-connect: no connecting sources with reconnect"
@@ -92,7 +127,9 @@ rc=$?
 
 # Usage errors: exit 2, nothing on stdout.
 for args in "" "--vcpus 0" "--vcpus 1025" "--vcpus 2x" "--vcpus -1" "-n 2 --backend tcp" \
-	"-n 2 --format json" "-n 2 --name ../x" "-n 2 --name .hidden" "-n 2 extra"; do
+	"-n 2 --format json" "-n 2 --name ../x" "-n 2 --name .hidden" "-n 2 extra" \
+	"-n 2 -d $WORK/x" "-n 2 -f qemu" "-n 2 --controller-index 2" \
+	"-n 2 --format libvirt --controller-index x" "-n 2 --format libvirt --controller-index 1001"; do
 	# shellcheck disable=SC2086
 	"$COLLECT" setup $args >"$WORK/out" 2>/dev/null
 	rc=$?

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * TIME_SHIFT end to end, trace-cmd as the oracle: a guest trace.dat built
- * from the cap-guest fixture carries TIME_SHIFT tables that lib/tsync.c
- * computed from the intel48 KVM debugfs fixture (48-bit scaling ratio,
+ * from the cap-guest fixture carries TIME_SHIFT tables that
+ * lib/tsync-timeshift.c computed from the intel48 KVM debugfs fixture (48-bit scaling ratio,
  * negative offsets, different per vCPU), with an offset change mid-trace
  * (a copy of the fixture rewritten between two reads: a forward jump on
  * vCPU 0, a backward one on vCPU 1). Every event `trace-cmd report` prints
@@ -22,6 +22,7 @@
 
 #include "vt_meta.h"
 #include "vt_tracedat.h"
+#include "hostclock.h"
 #include "vt_tsync.h"
 
 #define NCPU		2

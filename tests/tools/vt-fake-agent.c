@@ -16,7 +16,11 @@
  * tests read the figures (pages and bytes per CPU) from there.
  *
  * One thread, one poll() loop: the control port, the data ports (non-
- * blocking) and, in --listen mode, the listening sockets.
+ * blocking) and, in --listen mode, the listening sockets. The slow modes
+ * (--probe-delay, --meta-rate) are timers of that loop, so that a slow guest
+ * still streams its pages and reads its control port while it dawdles.
+ * --timelog FILE writes when each step happened (CLOCK_REALTIME and
+ * CLOCK_MONOTONIC), for tests that measure the collector from the guest side.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -43,7 +47,8 @@
 #include "vt_pages.h"
 #include "vt_proto.h"
 
-#define FAKE_MAX_CPUS		64
+#define FAKE_MAX_CPUS		256
+#define FAKE_MAX_DELAYED	64
 #define FAKE_MAX_MISSED		16
 #define FAKE_MAX_OVERRUN	16
 #define CONNECT_WAIT_MS		30000
@@ -89,6 +94,11 @@ struct fake_opts {
 	bool lie_bytes;
 	bool external_pages;
 	double crash_after;		/* < 0: never */
+	long long probe_delay_ms;	/* < 0: answer probes at once */
+	uint64_t meta_rate;		/* control port bytes per second while META goes out, 0: no limit */
+	bool silent_hello;
+	unsigned int vary_pages;	/* CPU n sends n % vary_pages more pages, 0: none */
+	const char *timelog;
 	enum evil evil;
 	struct missed_mark missed[FAKE_MAX_MISSED];
 	unsigned int nr_missed;
@@ -121,6 +131,25 @@ struct fake_cpu {
 	bool closed;
 	uint64_t pages_sent;
 	uint64_t bytes_sent;
+	uint64_t events_sent;
+};
+
+/* A SYNC_REPLY held back by --probe-delay until @due (CLOCK_MONOTONIC ns). */
+struct delayed_probe {
+	struct vt_proto_sync s;
+	long long due;
+};
+
+/*
+ * --meta-rate: control port bytes queued behind the trickling META bundle,
+ * written at the rate from @t0 on; @meta_end is where the bundle ends.
+ */
+struct trickle {
+	uint8_t *buf;
+	size_t len, off, cap;
+	size_t meta_end;
+	long long t0;
+	bool adding;
 };
 
 struct fake {
@@ -146,6 +175,10 @@ struct fake {
 	uint64_t markers;
 	uint64_t host_errors;
 	bool quit;
+	struct delayed_probe delayed[FAKE_MAX_DELAYED];
+	unsigned int nr_delayed;
+	struct trickle slow;
+	FILE *timelog;
 };
 
 static volatile sig_atomic_t got_signal;
@@ -175,6 +208,18 @@ static long long now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+/* --timelog: "EVENT REALTIME_NS MONOTONIC_NS" when something happened. */
+static void timelog(const struct fake *f, const char *event)
+{
+	struct timespec rt;
+
+	if (!f->timelog)
+		return;
+	clock_gettime(CLOCK_REALTIME, &rt);
+	fprintf(f->timelog, "%s %lld %lld\n", event, rt.tv_sec * 1000000000ll + rt.tv_nsec, now_ns());
+	fflush(f->timelog);
 }
 
 static uint64_t guest_tsc(const struct fake *f)
@@ -321,6 +366,8 @@ static int load_fixture(struct fake *f)
 			say(f, "cpu%u: stats text says overrun %" PRIu64, cpu, f->o.overrun[i].value);
 		}
 		c->total = f->o.repeat * c->nr_raw;
+		if (f->o.vary_pages)
+			c->total += cpu % f->o.vary_pages;
 		c->cur = malloc(f->fmt.subbuf_size);
 		if (!c->cur || !c->nr_raw) {
 			say(f, "cpu%u: no pages in the fixture (or no memory)", cpu);
@@ -650,12 +697,41 @@ static uint32_t next_seq(struct fake *f)
 	return f->seq;
 }
 
+/* --meta-rate: queue @len bytes behind the trickle. */
+static int trickle_add(struct fake *f, const void *buf, size_t len)
+{
+	struct trickle *t = &f->slow;
+	uint8_t *nb;
+
+	if (t->off == t->len) {
+		t->off = t->len = t->meta_end = 0;
+		t->t0 = now_ns();
+	}
+	if (t->len + len > t->cap) {
+		size_t cap = t->cap ? t->cap : 65536;
+
+		while (cap < t->len + len)
+			cap *= 2;
+		nb = realloc(t->buf, cap);
+		if (!nb)
+			return -ENOMEM;
+		t->buf = nb;
+		t->cap = cap;
+	}
+	memcpy(t->buf + t->len, buf, len);
+	t->len += len;
+	return 0;
+}
+
 static int send_raw(struct fake *f, const void *buf, size_t len)
 {
 	int ret;
 
 	if (f->ctl_wfd < 0)
 		return -ENOTCONN;
+	/* Nothing overtakes a trickling META: frames stay in order. */
+	if (f->slow.adding || f->slow.off < f->slow.len)
+		return trickle_add(f, buf, len);
 	ret = vt_proto_write_all(f->ctl_wfd, buf, len, WRITE_TIMEOUT_MS);
 	if (ret < 0)
 		say(f, "control port: write failed: %s", strerror(-ret));
@@ -871,6 +947,35 @@ static int evil_meta(void **blob, size_t *len)
 	return 0;
 }
 
+/*
+ * --wrong-subbuf: the metadata's header_page announces the size HELLO_REPLY
+ * claims (twice the real one), as an agent that read the geometry from
+ * another buffer than the one it records would: the data field grows.
+ */
+static int wrong_subbuf_meta(struct fake *f, void **blob, size_t *len)
+{
+	struct vt_blob real = f->meta.header_page;
+	uint32_t real_size = f->meta.subbuf_size;
+	char text[1024];
+	const char *at;
+	int n, ret;
+
+	at = strstr(real.data, "char data;");
+	at = at ? strstr(at, "size:") : NULL;
+	if (!at)
+		return -EBADMSG;
+	n = snprintf(text, sizeof(text), "%.*ssize:%u;%s", (int)(at - real.data), real.data,
+		     2 * f->fmt.subbuf_size - f->fmt.data_offset, strchr(at, ';') + 1);
+	if (n < 0 || (size_t)n >= sizeof(text))
+		return -ENAMETOOLONG;
+	f->meta.header_page = (struct vt_blob){ .data = text, .len = n };
+	f->meta.subbuf_size = 2 * f->fmt.subbuf_size;
+	ret = vt_meta_encode(&f->meta, blob, len);
+	f->meta.header_page = real;
+	f->meta.subbuf_size = real_size;
+	return ret;
+}
+
 static int send_meta(struct fake *f, uint32_t ref, uint64_t max_total)
 {
 	uint64_t off = 0, total;
@@ -879,7 +984,10 @@ static int send_meta(struct fake *f, uint32_t ref, uint64_t max_total)
 	void *blob;
 	int ret;
 
-	ret = vt_meta_encode(&f->meta, &blob, &len);
+	if (f->o.wrong_subbuf)
+		ret = wrong_subbuf_meta(f, &blob, &len);
+	else
+		ret = vt_meta_encode(&f->meta, &blob, &len);
 	if (ret < 0)
 		return reply_err(f, ref, -ret, "cannot encode the metadata");
 	if (f->o.evil == EVIL_META) {
@@ -898,6 +1006,7 @@ static int send_meta(struct fake *f, uint32_t ref, uint64_t max_total)
 	if (f->o.huge_meta)
 		say(f, "META announces a %" PRIu64 "-byte bundle (host limit %" PRIu64 ")",
 		    total, max_total);
+	f->slow.adding = f->o.meta_rate != 0;
 	do {
 		struct vt_proto_meta_chunk c = { .total = len, .offset = off,
 						 .data = (uint8_t *)blob + off };
@@ -911,9 +1020,17 @@ static int send_meta(struct fake *f, uint32_t ref, uint64_t max_total)
 		ret = send_frame(f, flen);
 		off += c.len;
 	} while (ret >= 0 && off < len);
-	if (ret >= 0)
+	if (f->slow.adding) {
+		f->slow.adding = false;
+		f->slow.meta_end = f->slow.len;
+		if (ret >= 0)
+			say(f, "META of %zu bytes trickles out at %" PRIu64 " bytes/s (%zu bytes queued)",
+			    len, f->o.meta_rate, f->slow.len - f->slow.off);
+	} else if (ret >= 0) {
 		say(f, "META sent: %zu bytes in %" PRIu64 " chunks", len,
 		    (uint64_t)(len + VT_PROTO_META_CHUNK_MAX - 1) / VT_PROTO_META_CHUNK_MAX);
+		timelog(f, "meta");
+	}
 out:
 	free(blob);
 	return ret;
@@ -1008,7 +1125,7 @@ static void start(struct fake *f, const struct vt_proto_msg *msg)
 		c->next = 0;
 		c->done = c->closed;
 		c->have_cur = false;
-		c->pages_sent = c->bytes_sent = 0;
+		c->pages_sent = c->bytes_sent = c->events_sent = 0;
 	}
 	f->running = true;
 	f->stopped_sent = false;
@@ -1019,6 +1136,7 @@ static void start(struct fake *f, const struct vt_proto_msg *msg)
 		    f->retime_span);
 	say(f, "START: streaming %u CPUs, %s", f->o.cpus,
 	    f->o.repeat ? "a fixed number of pages" : "until STOP");
+	timelog(f, "start");
 	if (!msg->legacy)
 		reply_ok(f, msg->seq);
 	if (f->o.garbage)
@@ -1039,6 +1157,7 @@ static void stop(struct fake *f, const struct vt_proto_msg *msg)
 	f->stop_seq = msg->seq;
 	f->stop_legacy = msg->legacy;
 	say(f, "STOP: draining");
+	timelog(f, "stop");
 }
 
 static bool all_done(const struct fake *f)
@@ -1067,6 +1186,7 @@ static void finish_stop(struct fake *f)
 					       next_seq(f), f->stop_seq));
 	f->stopped_sent = true;
 	say(f, "STOPPED sent");
+	timelog(f, "stopped");
 }
 
 static void sync_reply(struct fake *f, struct vt_proto_sync *s)
@@ -1077,9 +1197,86 @@ static void sync_reply(struct fake *f, struct vt_proto_sync *s)
 					next_seq(f), s));
 }
 
+/* --probe-delay: hold the reply until the delay has passed (the main loop sends it). */
+static void delay_probe(struct fake *f, const struct vt_proto_sync *s)
+{
+	if (f->nr_delayed >= FAKE_MAX_DELAYED) {
+		say(f, "sync: more than %d probes waiting, cpu%u probe %u dropped", FAKE_MAX_DELAYED,
+		    s->cpu, s->probe);
+		return;
+	}
+	f->delayed[f->nr_delayed].s = *s;
+	f->delayed[f->nr_delayed].due = now_ns() + f->o.probe_delay_ms * 1000000ll;
+	f->nr_delayed++;
+}
+
+/* Send the delayed replies that are due; the poll timeout until the next one (-1: none). */
+static int delayed_due(struct fake *f)
+{
+	long long now = now_ns(), next = -1;
+	unsigned int i = 0;
+
+	while (i < f->nr_delayed) {
+		struct delayed_probe *d = &f->delayed[i];
+
+		if (d->due <= now) {
+			struct vt_proto_sync s = d->s;
+
+			/* In arrival order: the host matches replies by CPU and probe number anyway. */
+			memmove(d, d + 1, (f->nr_delayed - i - 1) * sizeof(*d));
+			f->nr_delayed--;
+			sync_reply(f, &s);
+			if (s.probe == 0 || !(s.probe % 50))
+				say(f, "sync: cpu%u probe %u answered late", s.cpu, s.probe);
+			continue;
+		}
+		if (next < 0 || d->due < next)
+			next = d->due;
+		i++;
+	}
+	return next < 0 ? -1 : (int)((next - now) / 1000000 + 1);
+}
+
+/* --meta-rate: write what the rate allows now; the poll timeout until the next byte (-1: none). */
+static int trickle_out(struct fake *f)
+{
+	struct trickle *t = &f->slow;
+	long long el = now_ns() - t->t0;
+	uint64_t allowed;
+	size_t n;
+	int ret;
+
+	if (t->off >= t->len || f->ctl_wfd < 0)
+		return -1;
+	allowed = (uint64_t)((double)el * f->o.meta_rate / 1e9) + 1;
+	if (allowed > t->off) {
+		n = allowed - t->off < t->len - t->off ? allowed - t->off : t->len - t->off;
+		ret = vt_proto_write_all(f->ctl_wfd, t->buf + t->off, n, WRITE_TIMEOUT_MS);
+		if (ret < 0) {
+			say(f, "control port: trickled write failed: %s", strerror(-ret));
+			f->quit = true;
+			return -1;
+		}
+		if (t->off < t->meta_end && t->off + n >= t->meta_end) {
+			say(f, "META sent: its last byte went out (--meta-rate)");
+			timelog(f, "meta");
+		}
+		t->off += n;
+		if (t->off >= t->len)
+			return -1;
+	}
+	/* The next byte is due at t0 + off / rate. */
+	el = (long long)((double)t->off * 1e9 / f->o.meta_rate) - (now_ns() - t->t0);
+	return el <= 0 ? 0 : (int)(el / 1000000 + 1);
+}
+
 static void handle(struct fake *f, const struct vt_proto_msg *msg);
 
-/* Busy-poll the control port and answer each probe at once, as the agent does. */
+/*
+ * Answer each probe of a burst at once, waiting for the next in poll(), as
+ * issue 13 wants the agent to: a busy loop here made sixteen fakes whose
+ * bursts overlap fight the collector for the CPUs.
+ */
 static void sync_burst(struct fake *f, uint32_t cpu)
 {
 	long long idle_since = now_ns();
@@ -1106,6 +1303,7 @@ static void sync_burst(struct fake *f, uint32_t cpu)
 			}
 			if (msg.type == VT_PROTO_SYNC_END) {
 				reply_ok(f, msg.seq);
+				timelog(f, "sync_end");
 				goto out;
 			}
 			say(f, "sync: %s during a burst ends it", vt_proto_type_name(msg.type));
@@ -1121,8 +1319,14 @@ static void sync_burst(struct fake *f, uint32_t cpu)
 			f->quit = true;
 			break;
 		}
-		if (errno == EAGAIN && now_ns() - idle_since < SYNC_IDLE_NS && !got_signal)
+		if (errno == EINTR)
 			continue;
+		if (errno == EAGAIN && now_ns() - idle_since < SYNC_IDLE_NS && !got_signal) {
+			struct pollfd p = { .fd = f->ctl_rfd, .events = POLLIN };
+
+			poll(&p, 1, (int)((SYNC_IDLE_NS - (now_ns() - idle_since)) / 1000000) + 1);
+			continue;
+		}
 		say(f, "sync: no probe for 5 s, burst abandoned");
 		break;
 	}
@@ -1146,6 +1350,11 @@ static void handle(struct fake *f, const struct vt_proto_msg *msg)
 	}
 	switch (msg->type) {
 	case VT_PROTO_HELLO:
+		timelog(f, "hello");
+		if (f->o.silent_hello) {
+			say(f, "HELLO seq %u: not answering (--silent-hello)", msg->seq);
+			break;
+		}
 		send_hello_reply(f, msg);
 		break;
 	case VT_PROTO_EVENTS:
@@ -1192,17 +1401,29 @@ static void handle(struct fake *f, const struct vt_proto_msg *msg)
 			break;
 		}
 		reply_ok(f, msg->seq);
+		if (f->o.probe_delay_ms >= 0) {
+			/* Probes come back through the main loop, each after the delay. */
+			say(f, "sync burst on cpu%u: each reply %lld ms late (--probe-delay)", sync.cpu,
+			    f->o.probe_delay_ms);
+			break;
+		}
 		sync_burst(f, sync.cpu);
 		break;
 	case VT_PROTO_SYNC_PROBE:
-		if (vt_proto_dec_sync(msg, &sync) == 0)
+		if (vt_proto_dec_sync(msg, &sync) < 0)
+			break;
+		if (f->o.probe_delay_ms >= 0)
+			delay_probe(f, &sync);
+		else
 			sync_reply(f, &sync);
 		break;
 	case VT_PROTO_SYNC_END:
 		reply_ok(f, msg->seq);
+		timelog(f, "sync_end");
 		break;
 	case VT_PROTO_BYE:
 		say(f, "host said BYE");
+		timelog(f, "bye");
 		reply_ok(f, msg->seq);
 		f->hello_done = f->running = f->stopping = false;
 		/*
@@ -1337,6 +1558,7 @@ static void pump(struct fake *f, struct fake_cpu *c)
 		budget--;
 		if (c->cur_len == f->fmt.subbuf_size) {
 			c->pages_sent++;
+			c->events_sent += page_events(&f->fmt, c->cur);
 			continue;
 		}
 		close_cpu(f, c, "--truncate-stream");
@@ -1448,6 +1670,13 @@ static int run(struct fake *f)
 			if (timeout < 0 || left < timeout)
 				timeout = left < 0 ? 0 : (int)left;
 		}
+		/* The slow modes' timers: late probe replies, the META trickle. */
+		ret = delayed_due(f);
+		if (ret >= 0 && (timeout < 0 || ret < timeout))
+			timeout = ret;
+		ret = trickle_out(f);
+		if (ret >= 0 && (timeout < 0 || ret < timeout))
+			timeout = ret;
 		ret = poll(pfd, n, timeout);
 		if (ret < 0 && errno != EINTR)
 			return -errno;
@@ -1496,16 +1725,27 @@ static void usage(FILE *out)
 		"  --overrun CPU:N        the stats text of CPU says overrun N\n"
 		"  --ctl-name NAME        control port name (agent-ctl-path)\n"
 		"  --prefix NAME          data port prefix (trace-path-cpu)\n"
+		"  --vary-pages M         CPU n sends n %% M pages more than the others (per-CPU\n"
+		"                         figures that differ, to check they are not mixed up)\n"
+		"  --timelog FILE         append \"EVENT REALTIME_NS MONOTONIC_NS\" lines when HELLO,\n"
+		"                         SYNC_END, START, STOP, BYE arrive and when META,\n"
+		"                         STOPPED are sent (events hello sync_end start stop bye\n"
+		"                         meta stopped exit)\n"
 		"misbehaviour:\n"
 		"  --bad-page N           corrupt page N of cpu0 (commit length beyond the page)\n"
 		"  --garbage              send garbage on the control port after START\n"
 		"  --oversize             announce a frame longer than the maximum after START\n"
 		"  --huge-meta            announce a META bundle of 1 TiB\n"
 		"  --truncate-stream      end cpu0's data in the middle of its last page and close\n"
-		"  --wrong-subbuf         HELLO_REPLY claims twice the real sub-buffer size\n"
+		"  --wrong-subbuf         HELLO_REPLY and META claim twice the real sub-buffer size\n"
 		"  --stall-stop           never answer STOP\n"
 		"  --lie-bytes            STATS claims one page more on cpu0 than was sent\n"
 		"  --crash-after SEC      SIGKILL itself SEC seconds after START\n"
+		"slow guests (each a timer of the main loop; pages and the control port go on):\n"
+		"  --probe-delay MS       answer every SYNC_PROBE MS milliseconds late\n"
+		"  --meta-rate BYTES_PER_S  send the META bundle (and whatever follows it on the\n"
+		"                         control port) at that many bytes per second\n"
+		"  --silent-hello         never answer HELLO; keep the ports open\n"
 		"  --evil-strings[=text|clock|meta|error]  hostile strings (default text)\n");
 }
 
@@ -1529,7 +1769,7 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 	enum { OPT_FIFO = 256, OPT_CONNECT, OPT_LISTEN, OPT_FIXTURE, OPT_NAME, OPT_CPUS, OPT_REPEAT, OPT_RATE,
 	       OPT_RETIME, OPT_TSC, OPT_MISSED, OPT_OVERRUN, OPT_CTL, OPT_PREFIX, OPT_BAD, OPT_GARBAGE,
 	       OPT_OVERSIZE, OPT_HUGE, OPT_TRUNC, OPT_SUBBUF, OPT_STALL, OPT_LIE, OPT_CRASH, OPT_EVIL,
-	       OPT_EXTERNAL };
+	       OPT_EXTERNAL, OPT_PROBE_DELAY, OPT_META_RATE, OPT_SILENT_HELLO, OPT_VARY, OPT_TIMELOG };
 	static const struct option lo[] = {
 		{ "fifo", required_argument, NULL, OPT_FIFO },
 		{ "connect", required_argument, NULL, OPT_CONNECT },
@@ -1556,6 +1796,11 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 		{ "external-pages", no_argument, NULL, OPT_EXTERNAL },
 		{ "crash-after", required_argument, NULL, OPT_CRASH },
 		{ "evil-strings", optional_argument, NULL, OPT_EVIL },
+		{ "probe-delay", required_argument, NULL, OPT_PROBE_DELAY },
+		{ "meta-rate", required_argument, NULL, OPT_META_RATE },
+		{ "silent-hello", no_argument, NULL, OPT_SILENT_HELLO },
+		{ "vary-pages", required_argument, NULL, OPT_VARY },
+		{ "timelog", required_argument, NULL, OPT_TIMELOG },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -1666,6 +1911,26 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 			else
 				return -1;
 			break;
+		case OPT_PROBE_DELAY:
+			o->probe_delay_ms = strtoll(optarg, &end, 10);
+			if (*end || o->probe_delay_ms < 0 || o->probe_delay_ms > 3600000)
+				return -1;
+			break;
+		case OPT_META_RATE:
+			if (parse_size(optarg, &o->meta_rate) || !o->meta_rate)
+				return -1;
+			break;
+		case OPT_SILENT_HELLO:
+			o->silent_hello = true;
+			break;
+		case OPT_VARY:
+			o->vary_pages = strtoul(optarg, &end, 10);
+			if (*end || !o->vary_pages)
+				return -1;
+			break;
+		case OPT_TIMELOG:
+			o->timelog = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -1675,7 +1940,7 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 	}
 	if (o->mode == MODE_NONE || !o->fixture || optind != argc)
 		return -1;
-	if (o->truncate_stream && !o->repeat)
+	if ((o->truncate_stream || o->vary_pages) && !o->repeat)
 		return -1;
 	return 0;
 }
@@ -1692,6 +1957,7 @@ int main(int argc, char **argv)
 	f.o.repeat = 1;
 	f.o.bad_page = -1;
 	f.o.crash_after = -1;
+	f.o.probe_delay_ms = -1;
 	if (parse_args(&f.o, argc, argv) < 0) {
 		usage(stderr);
 		return 2;
@@ -1700,6 +1966,13 @@ int main(int argc, char **argv)
 		const char *slash = strrchr(f.o.dir, '/');
 
 		f.o.name = slash && slash[1] ? slash + 1 : f.o.dir;
+	}
+	if (f.o.timelog) {
+		f.timelog = fopen(f.o.timelog, "ae");
+		if (!f.timelog) {
+			fprintf(stderr, "vt-fake-agent: cannot open %s: %s\n", f.o.timelog, strerror(errno));
+			return 1;
+		}
 	}
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
@@ -1714,10 +1987,14 @@ int main(int argc, char **argv)
 	say(&f, "pid %d serving", (int)getpid());
 	ret = run(&f);
 	for (cpu = 0; cpu < f.o.cpus; cpu++)
-		say(&f, "total cpu%u pages %" PRIu64 " bytes %" PRIu64, cpu, f.cpus[cpu].pages_sent,
-		    f.cpus[cpu].bytes_sent);
+		say(&f, "total cpu%u pages %" PRIu64 " bytes %" PRIu64 " events %" PRIu64, cpu,
+		    f.cpus[cpu].pages_sent, f.cpus[cpu].bytes_sent, f.cpus[cpu].events_sent);
 	say(&f, "exit: %u markers, %" PRIu64 " ERRORs from the host%s%s", (unsigned int)f.markers,
 	    f.host_errors, ret < 0 ? ", " : "", ret < 0 ? strerror(-ret) : "");
+	timelog(&f, "exit");
+	if (f.timelog)
+		fclose(f.timelog);
+	free(f.slow.buf);
 	vt_proto_parser_free(f.parser);
 	vt_meta_free(&f.meta);
 	return ret < 0 ? 1 : 0;

@@ -47,6 +47,8 @@ static void make_meta(struct vt_meta *m)
 	set_blob(&m->saved_tgids, "1 1\n");
 	set_blob(&m->trace_clock, "local global [x86-tsc]\n");
 	set_blob(&m->uname, "Linux 6.1.0 #1 SMP x86_64");
+	set_blob(&m->iommu_groups, "0 DMA-FQ 0000:00:00.0\n2 identity 0000:00:05.0\n");
+	set_blob(&m->pci_devices, "0000\t808629c0\t0\n");
 	m->nr_cpus = 2;
 	m->subbuf_size = 4096;
 }
@@ -72,6 +74,8 @@ static void test_roundtrip(void **state)
 	assert_blob_eq(&m.kallsyms, &d.kallsyms);
 	assert_blob_eq(&m.trace_clock, &d.trace_clock);
 	assert_blob_eq(&m.uname, &d.uname);
+	assert_blob_eq(&m.iommu_groups, &d.iommu_groups);
+	assert_blob_eq(&m.pci_devices, &d.pci_devices);
 	assert_int_equal(d.nr_cpus, 2);
 	assert_int_equal(d.subbuf_size, 4096);
 	assert_int_equal(d.ftrace.nr_events, 1);
@@ -91,6 +95,27 @@ static void test_roundtrip(void **state)
 	assert_memory_equal(buf, buf2, len);
 	free(buf);
 	free(buf2);
+	vt_meta_free(&m);
+	vt_meta_free(&d);
+}
+
+/* A bundle from an older agent (no sysinfo records) decodes with them empty. */
+static void test_no_sysinfo(void **state)
+{
+	struct vt_meta m, d;
+	size_t len;
+	void *buf;
+
+	make_meta(&m);
+	free(m.iommu_groups.data);
+	free(m.pci_devices.data);
+	memset(&m.iommu_groups, 0, sizeof(m.iommu_groups));
+	memset(&m.pci_devices, 0, sizeof(m.pci_devices));
+	assert_int_equal(vt_meta_encode(&m, &buf, &len), 0);
+	assert_int_equal(vt_meta_decode(&d, buf, len), 0);
+	assert_null(d.iommu_groups.data);
+	assert_null(d.pci_devices.data);
+	free(buf);
 	vt_meta_free(&m);
 	vt_meta_free(&d);
 }
@@ -288,6 +313,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_truncated),
+		cmocka_unit_test(test_no_sysinfo),
 		cmocka_unit_test(test_corrupt),
 		cmocka_unit_test(test_singleton_twice_and_bounds),
 		cmocka_unit_test(test_merge_cmdlines),

@@ -426,6 +426,67 @@ static void test_pad_partial(void **state)
 	free(tp.buf);
 }
 
+/*
+ * Pages framed with the wrong size: two 4 KiB pages read as one 8 KiB page
+ * (the second page is data after the first one's end), and an 8 KiB page read
+ * as 4 KiB ones (its commit length runs past the frame). Pages of the right
+ * size pass, including one with a stored lost count.
+ */
+static void test_size_check(void **state)
+{
+	struct t_page a, b, big;
+	struct vt_page_fmt fmt8;
+	const char *why = NULL;
+	uint8_t *pair;
+	int i;
+
+	t_page_init(&a, 4096, 1000);
+	for (i = 0; i < 10; i++)
+		t_small(&a, 1, 7, 4);
+	t_commit(&a, 0);
+	assert_int_equal(vt_page_size_check(&a.fmt, a.buf, 4096, &why), 0);
+	/* A stored lost count right after the data is part of the page. */
+	vt_put_le64(a.buf + a.pos, 12345);
+	t_commit(&a, VT_COMMIT_MISSED | VT_COMMIT_MISSED_STORED);
+	assert_int_equal(vt_page_size_check(&a.fmt, a.buf, 4096, &why), 0);
+	/* One stray byte in the tail is not. */
+	a.buf[4095] = 1;
+	assert_int_equal(vt_page_size_check(&a.fmt, a.buf, 4096, &why), -EMSGSIZE);
+	a.buf[4095] = 0;
+
+	t_page_init(&b, 4096, 2000);
+	t_small(&b, 1, 7, 4);
+	t_commit(&b, 0);
+	pair = calloc(1, 8192);
+	assert_non_null(pair);
+	memcpy(pair, a.buf, 4096);
+	memcpy(pair + 4096, b.buf, 4096);
+	assert_int_equal(vt_page_fmt_parse(&fmt8, header_page_8k, strlen(header_page_8k)), 0);
+	/* The pair is a well-formed 8 KiB page to the validator: only the size check sees it. */
+	assert_int_equal(vt_page_validate(&fmt8, pair, 8192, NULL, NULL, NULL, NULL), 0);
+	why = NULL;
+	assert_int_equal(vt_page_size_check(&fmt8, pair, 8192, &why), -EMSGSIZE);
+	assert_non_null(why);
+	assert_non_null(strstr(why, "smaller"));
+
+	t_page_init(&big, 8192, 3000);
+	for (i = 0; i < 300; i++)
+		t_small(&big, 1, 7, 4);
+	t_commit(&big, 0);
+	assert_int_equal(vt_page_size_check(&fmt8, big.buf, 8192, &why), 0);
+	why = NULL;
+	assert_int_equal(vt_page_size_check(&a.fmt, big.buf, 4096, &why), -EMSGSIZE);
+	assert_non_null(strstr(why, "larger"));
+	/* An absurd commit length is the validator's business, not a size mismatch. */
+	vt_put_le64(big.buf + 8, VT_COMMIT_LEN_MASK);
+	assert_int_equal(vt_page_size_check(&a.fmt, big.buf, 4096, &why), 0);
+	assert_int_equal(vt_page_size_check(&a.fmt, big.buf, 4000, &why), -EINVAL);
+	free(pair);
+	free(a.buf);
+	free(b.buf);
+	free(big.buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -439,6 +500,7 @@ int main(void)
 		cmocka_unit_test(test_hostile),
 		cmocka_unit_test(test_random_pages_agree),
 		cmocka_unit_test(test_pad_partial),
+		cmocka_unit_test(test_size_check),
 	};
 
 	return cmocka_run_group_tests_name("pages: iterator and validator", tests, NULL, NULL);

@@ -245,7 +245,14 @@ static void test_roundtrip_config(void **state)
 	assert_int_equal(vt_proto_dec_buffer_size(&msg, &dbs), 0);
 	assert_int_equal(dbs.size_kb, 8192);
 	assert_int_equal(dbs.subbuf_kb, 8);
+	/* --subbuf-size alone: the buffer size is left as it is. */
 	bs.size_kb = 0;
+	n = vt_proto_enc_buffer_size(t_buf, sizeof(t_buf), 1, &bs);
+	t_decode(t_buf, n, VT_PROTO_BUFFER_SIZE, 1, &msg);
+	assert_int_equal(vt_proto_dec_buffer_size(&msg, &dbs), 0);
+	assert_int_equal(dbs.size_kb, 0);
+	assert_int_equal(dbs.subbuf_kb, 8);
+	bs.subbuf_kb = 0;
 	assert_int_equal(vt_proto_enc_buffer_size(t_buf, sizeof(t_buf), 1, &bs), -EINVAL);
 
 	n = vt_proto_enc_instance(t_buf, sizeof(t_buf), 2, NULL);

@@ -34,12 +34,6 @@ void collect_log(int level, const char *fmt, ...)
 	(void)fmt;
 }
 
-void session_fail(struct guest *g, const char *fmt, ...)
-{
-	(void)g;
-	(void)fmt;
-	fail_msg("session_fail called");
-}
 
 /*
  * Real ring-buffer pages from the fixture tests/data/cap-guest (cpu0's and

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * The collector's in-band clock sync across a QMP stop/cont, without a guest:
- * host-collector/sync.c is compiled into this test and the session functions
- * it calls are stubs that answer each probe with "host TSC + offset", the
- * offset of a simulated guest whose clock stands still while it is stopped.
+ * host-collector/sync.c is compiled into this test and fed the probes that
+ * session.c's burst would take from a simulated guest answering "host TSC +
+ * offset", whose clock stands still while it is stopped.
  * A probe can be made to straddle the stop: it is sent, the guest stops, the
  * offset moves back by the stopped time, the guest resumes, and only then is
  * the probe answered - what a periodic burst running into a QMP stop sees.
@@ -23,12 +23,9 @@
 
 static struct {
 	struct guest *g;
-	int pipe[2];
 	int64_t offset;			/* guest TSC = host TSC + offset */
 	bool straddle;			/* the next probe straddles the stop */
 	uint64_t stop_ticks;		/* how long the guest stays stopped */
-	uint64_t answer;		/* the guest's TSC when it read it for the last probe */
-	unsigned int sent;
 } sim;
 
 static void spin_until(uint64_t tsc)
@@ -55,66 +52,45 @@ void collect_log(int level, const char *fmt, ...)
 	(void)fmt;
 }
 
-void session_fail(struct guest *g, const char *fmt, ...)
-{
-	(void)fmt;
-	g->state = G_FAILED;
-}
-
-uint32_t session_next_seq(struct guest *g)
+int spool_save_sync(const struct guest *g)
 {
 	(void)g;
-	return ++sim.sent;
-}
-
-int session_req_ok(struct guest *g, struct engine *e, int len, const char *what)
-{
-	(void)g;
-	(void)e;
-	(void)what;
-	return len < 0 ? len : 0;
-}
-
-/*
- * A probe was sent (after sync.c read t1): the guest reads its TSC, perhaps
- * only after a stop and resume, and its answer makes the control port
- * readable (sync.c reads t2 when it is).
- */
-int session_send(struct guest *g, int len, uint16_t type)
-{
-	(void)g;
-	(void)len;
-	assert_int_equal(type, VT_PROTO_SYNC_PROBE);
-	if (sim.straddle) {
-		stop_and_resume();
-		sim.straddle = false;
-	}
-	sim.answer = vt_tsc_read() + sim.offset;
-	assert_int_equal(write(sim.pipe[1], "p", 1), 1);
 	return 0;
 }
 
-/* The answer reaches sync.c, which is waiting for it. */
-void session_feed(struct guest *g, const uint8_t *buf, size_t n,
-		  void (*on_msg)(void *arg, const struct vt_proto_msg *m), void *arg)
+/*
+ * What session.c's probe burst does, with the simulated guest answering:
+ * t1, the probe (perhaps straddling a stop and resume), the guest's TSC,
+ * t2; then the estimate per vCPU and the end of the burst.
+ */
+static int sim_sync(struct guest *g, const struct collect_opts *o, const char *when)
 {
-	struct probe_wait *w = arg;
+	struct vt_tsync_sample smp[64];
+	unsigned int i, k;
+	int ret;
 
-	(void)g;
-	(void)buf;
-	(void)n;
-	(void)on_msg;
-	w->got = true;
-	w->ran_on = w->cpu;
-	w->tsc = sim.answer;
-}
+	assert_true(o->sync_probes <= 64);
+	ret = sync_prepare(g, o, when);
+	if (ret <= 0)
+		return ret;
+	for (i = 0; i < g->nr_streams; i++) {
+		unsigned int cpu = g->streams[i].cpu;
 
-int spool_write_file(const char *dir, const char *name, const void *data, size_t len)
-{
-	(void)dir;
-	(void)name;
-	(void)data;
-	(void)len;
+		for (k = 0; k < o->sync_probes; k++) {
+			smp[k].t1 = vt_tsc_read();
+			if (sim.straddle) {
+				stop_and_resume();
+				sim.straddle = false;
+			}
+			smp[k].g = vt_tsc_read() + sim.offset;
+			smp[k].t2 = vt_tsc_read();
+			smp[k].cpu = smp[k].want_cpu = cpu;
+		}
+		ret = sync_probe_result(g, cpu, smp, o->sync_probes);
+		if (ret < 0)
+			return ret;
+	}
+	sync_burst_done(g, when);
 	return 0;
 }
 
@@ -135,8 +111,6 @@ static int setup(void **state)
 	g->streams = streams;
 	g->nr_streams = 2;
 	g->state = G_RUNNING;
-	assert_int_equal(pipe(sim.pipe), 0);
-	g->ctl_rfd = sim.pipe[0];
 	sim.g = g;
 	sim.offset = -123456789012;
 	sim.straddle = false;
@@ -159,8 +133,6 @@ static int teardown(void **state)
 
 	for (i = 0; i < COLLECT_MAX_CPUS; i++)
 		free(g->sync.cpus[i].epochs);
-	close(sim.pipe[0]);
-	close(sim.pipe[1]);
 	free(g);
 	return 0;
 }
@@ -184,10 +156,10 @@ static void straddling_burst(void **state)
 	int64_t before;
 	unsigned int cpu;
 
-	assert_int_equal(sync_guest(g, NULL, &opts, "start"), 0);
+	assert_int_equal(sim_sync(g, &opts, "start"), 0);
 	before = sim.offset;
 	sim.straddle = true;	/* vCPU 0's first probe */
-	assert_int_equal(sync_guest(g, NULL, &opts, "interval"), 0);
+	assert_int_equal(sim_sync(g, &opts, "interval"), 0);
 	assert_false(sim.straddle);
 	assert_int_equal(g->sync.cpus[0].nr, 2);
 	/* the symptom: opened before the stop by the probe that straddled it */
@@ -198,7 +170,7 @@ static void straddling_burst(void **state)
 
 		assert_true(g->resync);
 		g->resync = false;
-		assert_int_equal(sync_guest(g, NULL, &opts, "resume"), 0);
+		assert_int_equal(sim_sync(g, &opts, "resume"), 0);
 		for (cpu = 0; cpu < 2; cpu++) {
 			const struct vt_tsync_cpu *c = &g->sync.cpus[cpu];
 
@@ -223,15 +195,15 @@ static void earlier_epoch_stays(void **state)
 	uint64_t from1, resume;
 	unsigned int cpu;
 
-	assert_int_equal(sync_guest(g, NULL, &opts, "start"), 0);
+	assert_int_equal(sim_sync(g, &opts, "start"), 0);
 	sim.offset += 50000000;	/* far beyond any probe's error */
-	assert_int_equal(sync_guest(g, NULL, &opts, "interval"), 0);
+	assert_int_equal(sim_sync(g, &opts, "interval"), 0);
 	from1 = g->sync.cpus[0].epochs[1].host_from;
 	spin_until(vt_tsc_read() + sim.stop_ticks);
 	stop_and_resume();
 	resume = g->resume_tsc;
 	g->resync = false;
-	assert_int_equal(sync_guest(g, NULL, &opts, "resume"), 0);
+	assert_int_equal(sim_sync(g, &opts, "resume"), 0);
 	for (cpu = 0; cpu < 2; cpu++) {
 		const struct vt_tsync_cpu *c = &g->sync.cpus[cpu];
 

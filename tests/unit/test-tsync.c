@@ -21,6 +21,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "hostclock.h"
 #include "vt_tsync.h"
 
 #define R48	335089257988876ull	/* round(2.5 / 2.1 * 2^48), the fixture's */
