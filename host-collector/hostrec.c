@@ -9,9 +9,11 @@
  * Task names: the metadata is read at the start (what `recover` finds) and
  * again at the end, when the kernel's saved_cmdlines holds the tasks that ran
  * (trace-cmd reads it then too). That cache keeps only the tasks switched out
- * after an event, 128 by default, so the names of the threads in /proc at the
- * start and at the end are added to it: a task that existed when the
- * recording started is never "<...>".
+ * after an event, and only saved_cmdlines_size of them (128 on 6.1, 6552 seen
+ * on 6.18), so the names of the threads in /proc at the start and at the end
+ * are added to it: a task that existed when the recording started is never
+ * "<...>". (Before, the start's cache alone went into host.dat: empty when no
+ * event had been enabled since boot.)
  */
 #include <dirent.h>
 #include <errno.h>

@@ -1016,7 +1016,7 @@ static bool all_digits(const char *s)
  * @out: receives "TID COMM\n" for every thread of every process
  *
  * The kernel's saved_cmdlines holds only the tasks that were switched out
- * after an event (128 of them by default), so tasks that sleep through a
+ * after an event (saved_cmdlines_size of them), so tasks that sleep through a
  * recording's start are missing from it. Thread ids are those of @proc's pid
  * namespace: they match the trace's pids only in the host's namespace.
  * Tasks that end while the scan runs are skipped.

@@ -13,6 +13,8 @@ PKGS=(
 	clang libclang-rt-14-dev
 	# oracles and tools the tests run
 	trace-cmd zstd jq man-db groff-base
+	# tests/e2e/test-kernelshark.sh: KernelShark under a virtual X server, screenshots
+	kernelshark xvfb xdotool imagemagick
 	# the Debian packages (scripts/test.sh builds, lints and installs them); bash-completion
 	# tells configure where completions go
 	dpkg-dev debhelper lintian bash-completion
