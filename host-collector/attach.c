@@ -10,7 +10,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +24,6 @@
 #define CTL_NAME	"agent-ctl-path"
 #define DATA_PREFIX	"trace-path-cpu"
 #define PIPE_SIZE	(1 << 20)
-#define ACCEPT_TIMEOUT_MS	120000
 
 static bool exists(const char *path, mode_t type)
 {
@@ -85,21 +83,6 @@ static int sock_listen(const char *path)
 	return fd;
 }
 
-static int accept_one(int lfd, const char *path)
-{
-	struct pollfd pfd = { .fd = lfd, .events = POLLIN };
-	int fd, r;
-
-	r = poll(&pfd, 1, ACCEPT_TIMEOUT_MS);
-	if (r <= 0) {
-		log_err("nothing connected to %s within %d s: start QEMU with a socket chardev "
-			"(server=off) on that path", path, ACCEPT_TIMEOUT_MS / 1000);
-		return r < 0 ? -errno : -ETIMEDOUT;
-	}
-	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-	return fd < 0 ? -errno : fd;
-}
-
 /* Every port is read without blocking: the engine polls, then reads. */
 static void set_nonblock(int fd)
 {
@@ -140,14 +123,7 @@ static int open_port(const char *base, bool listen_mode, int *rfd, int *wfd)
 		return 0;
 	}
 	if (listen_mode) {
-		int lfd = sock_listen(base);
-
-		if (lfd < 0)
-			return lfd;
-		log_info("waiting for the guest's chardev to connect to %s", base);
-		fd = accept_one(lfd, base);
-		close(lfd);
-		unlink(base);
+		return -EINVAL;		/* attach_listen(): the engine waits for QEMU */
 	} else if (exists(base, S_IFSOCK)) {
 		fd = sock_connect(base);
 	} else if (exists(base, S_IFIFO)) {
@@ -219,7 +195,7 @@ int attach_guest(struct guest *g, const struct collect_opts *o)
 {
 	int ret;
 
-	g->ctl_rfd = g->ctl_wfd = -1;
+	g->ctl_rfd = g->ctl_wfd = g->ctl_lfd = -1;
 	if (g->chardev_dir[0]) {
 		ret = scan_dir(g);
 		if (ret < 0)
@@ -231,12 +207,79 @@ int attach_guest(struct guest *g, const struct collect_opts *o)
 			return -ENOENT;
 		}
 	}
+	if (g->listen) {
+		g->ctl_lfd = attach_listen(g->ctl_path);
+		if (g->ctl_lfd < 0) {
+			log_err("guest %s: cannot listen on %s: %s", g->name, g->ctl_path,
+				strerror(-g->ctl_lfd));
+			return g->ctl_lfd;
+		}
+		return 0;
+	}
 	ret = open_port(g->ctl_path, g->listen, &g->ctl_rfd, &g->ctl_wfd);
 	if (ret < 0) {
 		log_err("guest %s: cannot open the control port %s: %s", g->name, g->ctl_path,
 			strerror(-ret));
 		return ret;
 	}
+	return 0;
+}
+
+/**
+ * attach_listen() - listen on a socket path for QEMU's chardev (server=off) to
+ * connect; the engine waits for it (attach_accept() when readable)
+ * @base: the socket path
+ *
+ * Return: the listening fd (non-blocking) or -errno.
+ */
+int attach_listen(const char *base)
+{
+	int lfd = sock_listen(base);
+
+	if (lfd < 0)
+		return lfd;
+	set_nonblock(lfd);
+	log_info("waiting for the guest's chardev to connect to %s", base);
+	return lfd;
+}
+
+/**
+ * attach_accept() - take QEMU's connection on a listening port
+ * @lfd: from attach_listen(); closed here once a connection came
+ * @base: its path, removed then
+ * @fd: set to the connection (non-blocking)
+ *
+ * Return: 0, -EAGAIN when nothing connected yet, or -errno.
+ */
+int attach_accept(int lfd, const char *base, int *fd)
+{
+	int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+	if (c < 0)
+		return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+	close(lfd);
+	unlink(base);
+	*fd = c;
+	return 0;
+}
+
+/**
+ * attach_data_path() - the base path of a vCPU's data port
+ * @g: the guest
+ * @cpu: the vCPU
+ * @base: filled
+ * @size: its size
+ *
+ * Return: 0, or -ENOENT when the guest has no port for @cpu.
+ */
+int attach_data_path(const struct guest *g, unsigned int cpu, char *base, size_t size)
+{
+	if (g->listen && g->chardev_dir[0])
+		snprintf(base, size, "%s/" DATA_PREFIX "%u", g->chardev_dir, cpu);
+	else if (cpu < g->nr_cpu_paths)
+		snprintf(base, size, "%s", g->cpu_paths[cpu]);
+	else
+		return -ENOENT;
 	return 0;
 }
 
@@ -251,14 +294,9 @@ int attach_guest(struct guest *g, const struct collect_opts *o)
 int attach_open_data(struct guest *g, unsigned int cpu, int *fd)
 {
 	char base[4200];
+	int ret = attach_data_path(g, cpu, base, sizeof(base));
 
-	if (g->listen && g->chardev_dir[0])
-		snprintf(base, sizeof(base), "%s/" DATA_PREFIX "%u", g->chardev_dir, cpu);
-	else if (cpu < g->nr_cpu_paths)
-		snprintf(base, sizeof(base), "%s", g->cpu_paths[cpu]);
-	else
-		return -ENOENT;
-	return open_port(base, g->listen, fd, NULL);
+	return ret < 0 ? ret : open_port(base, g->listen, fd, NULL);
 }
 
 /**
@@ -289,6 +327,11 @@ void detach_guest(struct guest *g)
 {
 	unsigned int i;
 
+	if (g->ctl_lfd >= 0) {
+		close(g->ctl_lfd);
+		unlink(g->ctl_path);
+	}
+	g->ctl_lfd = -1;
 	if (g->ctl_wfd >= 0 && g->ctl_wfd != g->ctl_rfd)
 		close(g->ctl_wfd);
 	if (g->ctl_rfd >= 0)

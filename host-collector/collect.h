@@ -200,6 +200,15 @@ struct guest_req {
 	struct engine_timer timer;
 };
 
+/* A port QEMU connects to (--listen), watched until it did. */
+struct guest_port {
+	struct guest *g;
+	unsigned int cpu;
+	int lfd;
+	struct engine_fd *watch;
+	char base[4200];
+};
+
 /* A clock probe burst on one vCPU at a time, driven by replies and a timeout. */
 struct guest_burst {
 	bool active;
@@ -238,6 +247,10 @@ struct guest {
 	unsigned int nr_vcpu_tids;
 	/* control port */
 	int ctl_rfd, ctl_wfd;
+	int ctl_lfd;			/* --listen: waiting for QEMU to connect, else -1 */
+	struct guest_port *ports;	/* --listen: data ports QEMU has yet to connect */
+	unsigned int nr_waiting;
+	struct engine_timer accept_timer;
 	struct vt_conn *conn;
 	struct engine_fd *ctl_in, *ctl_out;
 	uint64_t rx_tsc;		/* host TSC when the control port was last found readable */
@@ -322,6 +335,9 @@ struct collect_opts {
 int attach_guest(struct guest *g, const struct collect_opts *o);
 void detach_guest(struct guest *g);
 int attach_open_data(struct guest *g, unsigned int cpu, int *fd);
+int attach_listen(const char *base);
+int attach_accept(int lfd, const char *base, int *fd);
+int attach_data_path(const struct guest *g, unsigned int cpu, char *base, size_t size);
 size_t attach_discard_stale(int fd);
 
 /* session.c */

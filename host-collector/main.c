@@ -176,7 +176,7 @@ static struct guest *new_guest(struct guest **gs, unsigned int *nr)
 	g = calloc(1, sizeof(*g));
 	if (!g)
 		return NULL;
-	g->ctl_rfd = g->ctl_wfd = -1;
+	g->ctl_rfd = g->ctl_wfd = g->ctl_lfd = -1;
 	gs[(*nr)++] = g;
 	return g;
 }

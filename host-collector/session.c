@@ -32,6 +32,7 @@
 #define REQ_TIMEOUT_NS		(15 * NSEC_PER_SEC)
 #define META_TIMEOUT_NS		(120 * NSEC_PER_SEC)
 #define PROBE_TIMEOUT_NS	(2 * NSEC_PER_SEC)
+#define ACCEPT_TIMEOUT_NS	(120 * NSEC_PER_SEC)
 #define DRAIN_CHECK_NS		(20 * NSEC_PER_MSEC)
 #define KVM_REREAD_NS		NSEC_PER_SEC
 #define META_LIMIT		(128ull << 20)
@@ -60,6 +61,7 @@ static const char *const state_names[] = {
 
 static void setup_next(struct guest *g);
 static void stop_timeout(void *arg);
+static void listen_streams(struct guest *g);
 static void burst_run(struct guest *g, const char *when, void (*done)(struct guest *g, int err));
 
 /**
@@ -94,6 +96,7 @@ static void cancel_timers(struct guest *g)
 	engine_timer_cancel(e, &g->drain_timer);
 	engine_timer_cancel(e, &g->kvm_timer);
 	engine_timer_cancel(e, &g->sync_timer);
+	engine_timer_cancel(e, &g->accept_timer);
 	g->req.active = false;
 }
 
@@ -472,6 +475,31 @@ static void stream_event(void *owner, struct stream *s, enum stream_ev ev, int e
 	}
 }
 
+/* Serve one vCPU's port as the next stream (g->streams has room for every vCPU). */
+static int add_stream(struct guest *g, unsigned int cpu, int fd)
+{
+	struct stream *s = &g->streams[g->nr_streams];
+	char label[96];
+	size_t stale;
+	int ret;
+
+	stale = attach_discard_stale(fd);
+	if (stale)
+		log_info("guest %s cpu%u: discarded %zu stale bytes left in the port", g->name, cpu,
+			 stale);
+	snprintf(label, sizeof(label), "guest %s cpu%u", g->name, cpu);
+	ret = stream_init(s, fd, label, cpu, g->subbuf, g->spool);
+	if (ret < 0) {
+		close(fd);
+		return ret;
+	}
+	s->owner = g;
+	s->notify = stream_event;
+	s->budget = &g->budget;
+	g->nr_streams++;
+	return engine_add(eng(g), s);
+}
+
 static int open_streams(struct guest *g)
 {
 	unsigned int cpu;
@@ -481,9 +509,6 @@ static int open_streams(struct guest *g)
 	if (!g->streams)
 		return -ENOMEM;
 	for (cpu = 0; cpu < g->nr_cpus; cpu++) {
-		struct stream *s = &g->streams[g->nr_streams];
-		char label[96];
-		size_t stale;
 		int fd;
 
 		ret = attach_open_data(g, cpu, &fd);
@@ -496,25 +521,76 @@ static int open_streams(struct guest *g)
 			session_fail(g, "cannot open the data port of vCPU %u: %s", cpu, strerror(-ret));
 			return ret;
 		}
-		stale = attach_discard_stale(fd);
-		if (stale)
-			log_info("guest %s cpu%u: discarded %zu stale bytes left in the port", g->name,
-				 cpu, stale);
-		snprintf(label, sizeof(label), "guest %s cpu%u", g->name, cpu);
-		ret = stream_init(s, fd, label, cpu, g->subbuf, g->spool);
-		if (ret < 0) {
-			close(fd);
-			return ret;
-		}
-		s->owner = g;
-		s->notify = stream_event;
-		s->budget = &g->budget;
-		g->nr_streams++;
-		ret = engine_add(eng(g), s);
+		ret = add_stream(g, cpu, fd);
 		if (ret < 0)
 			return ret;
 	}
 	return g->nr_streams ? 0 : -ENOENT;
+}
+
+/* --listen: a data port QEMU connected to. */
+static bool port_acceptable(void *arg, int revents)
+{
+	struct guest_port *p = arg;
+	struct guest *g = p->g;
+	int fd, ret;
+
+	(void)revents;
+	if (g->state == G_FAILED)
+		return false;
+	ret = attach_accept(p->lfd, p->base, &fd);
+	if (ret == -EAGAIN)
+		return true;
+	p->lfd = -1;
+	if (ret < 0) {
+		session_fail(g, "cannot accept QEMU's connection on %s: %s", p->base, strerror(-ret));
+		return false;
+	}
+	ret = add_stream(g, p->cpu, fd);
+	if (ret < 0) {
+		session_fail(g, "cannot serve the data port of vCPU %u: %s", p->cpu, strerror(-ret));
+		return false;
+	}
+	if (--g->nr_waiting == 0 && g->step == ST_STREAMS) {
+		engine_timer_cancel(eng(g), &g->accept_timer);
+		spool_save_state(g);
+		g->step++;
+		setup_next(g);
+	}
+	return false;
+}
+
+static void listen_streams(struct guest *g)
+{
+	unsigned int cpu;
+
+	g->streams = calloc(g->nr_cpus, sizeof(*g->streams));
+	g->ports = calloc(g->nr_cpus, sizeof(*g->ports));
+	if (!g->streams || !g->ports) {
+		session_fail(g, "out of memory");
+		return;
+	}
+	for (cpu = 0; cpu < g->nr_cpus; cpu++) {
+		struct guest_port *p = &g->ports[cpu];
+
+		p->g = g;
+		p->cpu = cpu;
+		p->lfd = -1;
+		if (attach_data_path(g, cpu, p->base, sizeof(p->base)) < 0)
+			continue;
+		p->lfd = attach_listen(p->base);
+		if (p->lfd < 0) {
+			session_fail(g, "cannot listen on %s: %s", p->base, strerror(-p->lfd));
+			return;
+		}
+		p->watch = engine_add_fd(eng(g), p->lfd, POLLIN, port_acceptable, p);
+		if (!p->watch) {
+			session_fail(g, "out of memory");
+			return;
+		}
+		g->nr_waiting++;
+	}
+	engine_timer_arm(eng(g), &g->accept_timer, ACCEPT_TIMEOUT_NS, 0);
 }
 
 /* --- metadata --- */
@@ -912,6 +988,10 @@ static void setup_next(struct guest *g)
 			fetch_meta(g, step_done);
 			return;
 		case ST_STREAMS:
+			if (g->listen && g->chardev_dir[0]) {
+				listen_streams(g);	/* the step ends when QEMU connected them all */
+				return;
+			}
 			ret = open_streams(g);
 			if (ret < 0) {
 				session_fail(g, "no data port could be opened (%s)", strerror(-ret));
@@ -941,17 +1021,11 @@ static void setup_next(struct guest *g)
  *
  * Return: 0, or -errno with the guest failed.
  */
-int session_begin(struct guest *g)
+/* The control port is open: the connection, then setup. */
+static int connected(struct guest *g)
 {
 	struct engine *e = eng(g);
 
-	engine_timer_init(&g->req.timer, req_timeout, g);
-	engine_timer_init(&g->burst.timer, burst_timeout, g);
-	engine_timer_init(&g->drain_timer, drain_tick, g);
-	engine_timer_init(&g->kvm_timer, kvm_tick, g);
-	engine_timer_init(&g->sync_timer, sync_tick, g);
-	engine_timer_init(&g->stop_timer, stop_timeout, g);
-	vt_proto_meta_rx_init(&g->meta_rx, META_LIMIT);
 	if (attach_discard_stale(g->ctl_rfd))
 		log_info("guest %s: discarded stale bytes on the control port", g->name);
 	g->conn = vt_conn_new(g->ctl_rfd, g->ctl_wfd);
@@ -966,12 +1040,83 @@ int session_begin(struct guest *g)
 		session_fail(g, "out of memory");
 		return -ENOMEM;
 	}
-	if (g->qmp_path[0])
-		qmp_attach(g, e, g->run->tsc.khz);
-	g->t_start = engine_now_ns();
 	g->step = ST_HELLO;
 	setup_next(g);
 	return g->state == G_FAILED ? -ECONNRESET : 0;
+}
+
+static bool ctl_acceptable(void *arg, int revents)
+{
+	struct guest *g = arg;
+	int fd, ret;
+
+	(void)revents;
+	if (g->state == G_FAILED)
+		return false;
+	ret = attach_accept(g->ctl_lfd, g->ctl_path, &fd);
+	if (ret == -EAGAIN)
+		return true;
+	g->ctl_lfd = -1;
+	engine_timer_cancel(eng(g), &g->accept_timer);
+	if (ret < 0) {
+		session_fail(g, "cannot accept QEMU's connection on %s: %s", g->ctl_path, strerror(-ret));
+		return false;
+	}
+	g->ctl_rfd = g->ctl_wfd = fd;
+	connected(g);
+	return false;
+}
+
+static void accept_timeout(void *arg)
+{
+	struct guest *g = arg;
+	unsigned int i;
+
+	if (g->ctl_lfd >= 0) {
+		session_fail(g, "nothing connected to %s within %llu s: start QEMU with a socket "
+			     "chardev (server=off) on that path", g->ctl_path,
+			     (unsigned long long)(ACCEPT_TIMEOUT_NS / NSEC_PER_SEC));
+		return;
+	}
+	for (i = 0; g->ports && i < g->nr_cpus; i++)
+		if (g->ports[i].lfd >= 0)
+			break;
+	session_fail(g, "nothing connected to %s within %llu s: start QEMU with a socket "
+		     "chardev (server=off) on that path", g->ports ? g->ports[i].base : "?",
+		     (unsigned long long)(ACCEPT_TIMEOUT_NS / NSEC_PER_SEC));
+}
+
+/**
+ * session_begin() - start driving an attached guest: its setup runs on its
+ * own from here, and it starts recording when it is ready
+ * @g: the guest, attached (control port open, or listening for QEMU)
+ *
+ * Return: 0, or -errno with the guest failed.
+ */
+int session_begin(struct guest *g)
+{
+	struct engine *e = eng(g);
+
+	engine_timer_init(&g->req.timer, req_timeout, g);
+	engine_timer_init(&g->burst.timer, burst_timeout, g);
+	engine_timer_init(&g->drain_timer, drain_tick, g);
+	engine_timer_init(&g->kvm_timer, kvm_tick, g);
+	engine_timer_init(&g->sync_timer, sync_tick, g);
+	engine_timer_init(&g->stop_timer, stop_timeout, g);
+	engine_timer_init(&g->accept_timer, accept_timeout, g);
+	vt_proto_meta_rx_init(&g->meta_rx, META_LIMIT);
+	if (g->qmp_path[0])
+		qmp_attach(g, e, g->run->tsc.khz);
+	g->t_start = engine_now_ns();
+	if (g->ctl_lfd < 0)
+		return connected(g);
+	/* --listen: QEMU connects when it can (reconnect=N); the engine waits, nobody else does. */
+	if (!engine_add_fd(e, g->ctl_lfd, POLLIN, ctl_acceptable, g)) {
+		session_fail(g, "out of memory");
+		return -ENOMEM;
+	}
+	engine_timer_arm(e, &g->accept_timer, ACCEPT_TIMEOUT_NS, 0);
+	return 0;
 }
 
 /* --- stop --- */
@@ -1082,6 +1227,14 @@ void session_release(struct guest *g)
 
 	free(g->burst.smp);
 	g->burst.smp = NULL;
+	for (i = 0; g->ports && i < g->nr_cpus; i++) {
+		if (g->ports[i].lfd >= 0) {
+			close(g->ports[i].lfd);
+			unlink(g->ports[i].base);
+		}
+	}
+	free(g->ports);
+	g->ports = NULL;
 	vt_conn_free(g->conn);
 	g->conn = NULL;
 	vt_proto_meta_rx_release(&g->meta_rx);
