@@ -30,7 +30,10 @@
 # setup = record started -> the load saw tracing on; teardown = load done -> record exited.
 # Verified: `trace-cmd report` of the guest file; markers received <= written, and every
 # missing marker covered by the events the pages report dropped (equal when nothing dropped).
-# Usage: tests/bench/bench-peer.sh [--quick] [REPEATS (default 3)]
+# Usage: tests/bench/bench-peer.sh [--quick | --profile] [REPEATS (default 3)]
+#   --profile: no table; perf and strace (with their libraries) go into the guest too, and one
+#            flat-out session per mode runs under `perf record -a -g` (guest-wide, cpu-clock),
+#            another under `strace -c -f` of the agent; their reports are printed
 #   --quick: one run per mode, short loads, no ceiling search; exit 0 only when every mode
 #            delivered and verified (77 with SKIP when trace-cmd cannot run here)
 # Env: VT_BUILDDIR, VT_STATIC_AGENT (tests/e2e/agent-lib.sh), VT_CACHE, VT_PEER_N (flat-out
@@ -42,8 +45,9 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$HERE/../e2e/agent-lib.sh"
 VT_LOG_PREFIX=bench-peer
 ME=bench-peer
-QUICK=0
+QUICK=0 PROFILE=0
 [ "${1:-}" = --quick ] && { QUICK=1; shift; }
+[ "${1:-}" = --profile ] && { PROFILE=1; shift; }
 REPEATS=${1:-3}
 N=${VT_PEER_N:-60000}
 SECS=${VT_PEER_SECS:-4}
@@ -92,8 +96,16 @@ while read -r lib; do
 	*) cp -L "$lib" "$O/lib/x86_64-linux-gnu/" ;;
 	esac
 done
+tools=(/usr/bin/trace-cmd)
+if [ $PROFILE = 1 ]; then
+	command -v perf >/dev/null && command -v strace >/dev/null || skip "--profile needs perf and strace (linux-perf, strace)"
+	tools+=(/usr/bin/perf /usr/bin/strace)
+	cp /usr/bin/perf /usr/bin/strace "$O/usr/bin/"
+fi
+ldd "${tools[@]}" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }' | sort -u |
+while read -r lib; do [ -e "$O/lib/x86_64-linux-gnu/${lib##*/}" ] || cp -L "$lib" "$O/lib/x86_64-linux-gnu/"; done
 strip "$O/usr/bin/trace-cmd" "$O"/lib/x86_64-linux-gnu/* 2>/dev/null
-vt_agent_image "$WORK" "$HERE/peer-guest.sh" bench-peer >"$WORK/image.log" 2>&1
+vt_agent_image "$WORK" "$HERE/peer-guest.sh" "bench-peer$([ $PROFILE = 1 ] && echo -profile)" >"$WORK/image.log" 2>&1
 rc=$?
 [ $rc = 77 ] && { cat "$WORK/image.log"; exit 77; }
 [ $rc = 0 ] || { cat "$WORK/image.log"; echo "FAIL: no guest image"; exit 1; }
@@ -164,17 +176,19 @@ fi
 # Footprint of the idle agents: RSS and context switches (= wakeups) over IDLE seconds.
 IDLE=${VT_PEER_IDLE:-10}
 [ $QUICK = 1 ] && IDLE=${VT_PEER_IDLE:-3}
-footprint() { # -> "name rss_kB hwm_kB wakeups/s"
+footprint() { # -> "name rss_kB pss_kB hwm_kB wakeups/s" (context switches of all its threads)
 	local a b
 	say "status $1" && a=$ANSWER
 	sleep "$IDLE"
 	say "status $1" && b=$ANSWER
 	awk -v a="$a" -v b="$b" -v s="$IDLE" -v n="$1" 'BEGIN {
-		split(a, x, "[ =]"); split(b, y, "[ =]")
-		for (i = 1; i in x; i++) { A[x[i]] = x[i + 1]; B[y[i]] = y[i + 1] }
-		printf "%s rss=%s hwm=%s wakeups_per_s=%.2f\n", n, B["rss"], B["hwm"], (B["vcs"] + B["ivcs"] - A["vcs"] - A["ivcs"]) / s }'
+		na = split(a, x, "[ =]"); nb = split(b, y, "[ =]")
+		for (i = 1; i < na; i++) A[x[i]] = x[i + 1]
+		for (i = 1; i < nb; i++) B[y[i]] = y[i + 1]
+		printf "%s rss_kB=%s pss_kB=%s hwm_kB=%s wakeups_per_s=%.2f\n", n, B["rss"], B["pss"], B["hwm"], (B["vcs"] + B["ivcs"] - A["vcs"] - A["ivcs"]) / s }'
 }
 FOOT=$WORK/footprint
+say "sh for p in \$(pidof trace-agent) \$(pidof trace-cmd); do echo PEER-STATUS \$p; grep -E 'VmRSS|VmHWM|RssAnon|RssFile|ctxt' /proc/\$p/status; done"
 { footprint trace-agent; footprint trace-cmd; } | tee "$FOOT" | sed "s/^/$ME: idle (before any session): /"
 
 ticks() { say "ticks $1" && echo "${ANSWER#ok ticks=}" | cut -d' ' -f1; }
@@ -195,6 +209,7 @@ session() {
 	ours*)
 		local sync=()
 		[ $mode = ours-nosync ] && sync=(--sync none)
+		[[ $mode == ours-p[0-9]* ]] && sync=(--sync-probes "${mode#ours-p}")
 		/usr/bin/time -f '%U %S' -o "$d/time" "$COLLECT" record --chardev-dir "$P" --name peer \
 			"${EVENTS[@]}" --buffer-size $BUF "${sync[@]}" -o "$d/out" -q -- \
 			"$WORK/load.sh" "$inst" "$n" "$rate" "$d" "$comms" >"$d/rec.log" 2>&1
@@ -255,16 +270,49 @@ session() {
 	[ "${VT_KEEP:-0}" = 1 ] || rm -rf "$d"
 }
 
-MODES=(tc-tcp tc-fifo ours ours-nosync)
+if [ $PROFILE = 1 ]; then
+	# The guest's console carries the reports: lines tagged PROF- are collected afterwards.
+	for mode in ours tc-fifo tc-tcp; do
+		case $mode in ours) comm=trace-agent ;; *) comm=trace-cmd ;; esac
+		say "sh (perf record -a -g -F 499 -o /tmp/perf-$mode.data sleep 25 >/dev/null 2>&1 &)"
+		sleep 1
+		x=$(session "$mode" "$N" 0); echo "profile-perf $x"
+		say "sh while pidof perf >/dev/null; do usleep 200000; done; perf report -i /tmp/perf-$mode.data --stdio --no-children --sort comm,dso,sym --percent-limit 0.7 2>/dev/null | grep -v '^#' | grep . | head -70 | sed 's/^/PROF-PERF-$mode: /'; rm -f /tmp/perf-$mode.data" 120
+		say "sh (strace -c -f -o /tmp/strace-$mode.txt -p \$(pidof $comm | tr ' ' ',') >/dev/null 2>&1 &)"
+		sleep 2
+		x=$(session "$mode" "$N" 0); echo "profile-strace $x"
+		say "sh kill -INT \$(pidof strace); sleep 1; sed 's/^/PROF-STRACE-$mode: /' /tmp/strace-$mode.txt | head -30" 60
+	done
+	sleep 1
+	tr -d '\r' <"$VT_RUNDIR/console.log" | grep -a '^PROF-' | sed 's/^PROF-//'
+	say quit 10
+	vt_agent_wait_off 60 >/dev/null 2>&1 || true
+	exit 0
+fi
+
+# retry ROW: in --quick (the test suite's smoke run), a trace-cmd session that delivered no
+# file is run once more (trace-cmd 3.1.6 over TCP was seen to fail now and then: "Message:
+# cmd=4 size=12 ... error writing to trace-127.0.0.1.dat"); the failure is still printed.
+retry() {
+	[ $QUICK = 1 ] && [[ $1 == mode=tc-* ]] && [[ $1 == *verified=0* ]] && [[ $1 == *received=0\ * ]] &&
+		{ echo "$ME: retrying once: $1" >&2; return 0; }
+	return 1
+}
+# VT_PEER_MODES: another list of modes (e.g. "ours ours-p100 ours-p30": --sync-probes N).
+read -r -a MODES <<<"${VT_PEER_MODES:-tc-tcp tc-fifo ours ours-nosync}"
 NM=${#MODES[@]}
 ROWS=$WORK/rows
 : >"$ROWS"
 for ((r = 0; r < REPEATS; r++)); do
 	for ((m = 0; m < NM; m++)); do
 		mode=${MODES[$(((m + r) % NM))]}
-		x=$(session "$mode" "$N" 0); echo "flat $x" | tee -a "$ROWS"
+		x=$(session "$mode" "$N" 0)
+		retry "$x" && x=$(session "$mode" "$N" 0)
+		echo "flat $x" | tee -a "$ROWS"
 		mode=${MODES[$(((m + r + 1) % NM))]}
-		x=$(session "$mode" $((PACE * SECS)) $PACE); echo "paced $x" | tee -a "$ROWS"
+		x=$(session "$mode" $((PACE * SECS)) $PACE)
+		retry "$x" && x=$(session "$mode" $((PACE * SECS)) $PACE)
+		echo "paced $x" | tee -a "$ROWS"
 	done
 done
 
@@ -278,7 +326,8 @@ lossless() { # MODE RATE -> 0 when no marker was lost and the row verified
 }
 declare -A CEIL
 if [ $QUICK = 0 ]; then
-	for mode in tc-tcp tc-fifo ours; do
+	for mode in "${MODES[@]}"; do
+		[ $mode = ours-nosync ] && continue
 		ok=0 bad=0 rate=$PACE
 		while [ $rate -le $((PACE * 128)) ]; do
 			if lossless "$mode" $rate; then ok=$rate; rate=$((rate * 2)); else bad=$rate; break; fi
@@ -300,7 +349,7 @@ vt_check_console "$VT_RUNDIR/console.log" >"$WORK/console.check" 2>&1 ||
 	{ echo "$ME: guest console:"; sed 's/^/  /' "$WORK/console.check" | head -20; }
 
 # The table.
-awk -v quick=$QUICK -v c_tcp="${CEIL[tc-tcp]:-}" -v c_fifo="${CEIL[tc-fifo]:-}" -v c_ours="${CEIL[ours]:-}" '
+awk -v quick=$QUICK -v modelist="${MODES[*]}" -v c_tcp="${CEIL[tc-tcp]:-}" -v c_fifo="${CEIL[tc-fifo]:-}" -v c_ours="${CEIL[ours]:-}" '
 function med(list,   n, a, i, j, t) {
 	n = split(list, a, " ")
 	for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
@@ -313,6 +362,10 @@ $1 == "flat" || $1 == "paced" {
 	delete v
 	for (i = 2; i <= NF; i++) { k = index($i, "="); v[substr($i, 1, k - 1)] = substr($i, k + 1) }
 	key = $1 SUBSEP v["mode"]
+	runs[key]++
+	# A run that delivered no file (the tool failed) counts as failed, not as zeros.
+	if (v["verified"] != 1) bad[key]++
+	if (v["verified"] != 1 && v["received"] == 0) next
 	mb = v["received"] * 1024 / 1e6
 	S[key, "mbs"] = S[key, "mbs"] " " (v["ns"] > 0 ? mb / (v["ns"] / 1e9) : 0)
 	S[key, "loss"] = S[key, "loss"] " " (v["written"] > 0 ? 100 * (v["written"] - v["received"]) / v["written"] : 0)
@@ -324,20 +377,18 @@ $1 == "flat" || $1 == "paced" {
 	S[key, "hs"] = S[key, "hs"] " " v["hcpu"]
 	S[key, "su"] = S[key, "su"] " " v["setup"]
 	S[key, "td"] = S[key, "td"] " " v["teardown"]
-	if (v["verified"] != 1) bad[key]++
-	runs[key]++
 }
 END {
 	printf "\n=== side by side, 2-vCPU TCG guest, -e sched -e irq, 4096 KiB per CPU, 1 KiB markers; median (min-max) over runs ===\n"
 	printf "%-6s %-11s %4s %-20s %-20s %-8s %-8s %-20s %-20s %-20s %-18s %-20s %-20s %s\n", "load", "mode", "runs", "MB/s", "loss %", "dropped", "overrun", "guest ms/MB", "(streaming)", "host ms/MB", "host CPU s", "setup s", "teardown s", "verified"
-	n = split("flat paced", loads, " "); nm = split("tc-tcp tc-fifo ours ours-nosync", modes, " ")
+	n = split("flat paced", loads, " "); nm = split(modelist, modes, " ")
 	for (l = 1; l <= n; l++) for (m = 1; m <= nm; m++) {
 		key = loads[l] SUBSEP modes[m]
 		if (!runs[key]) continue
 		printf "%-6s %-11s %4d %-20s %-20s %-8s %-8s %-20s %-20s %-20s %-18s %-20s %-20s %s\n", loads[l], modes[m], runs[key],
 			cell(S[key, "mbs"], "%.1f"), cell(S[key, "loss"], "%.2f"), med(S[key, "rep"]), med(S[key, "ovr"]),
 			cell(S[key, "g"], "%.1f"), cell(S[key, "gs"], "%.1f"), cell(S[key, "h"], "%.1f"), cell(S[key, "hs"], "%.2f"),
-			cell(S[key, "su"], "%.2f"), cell(S[key, "td"], "%.2f"), bad[key] ? "NO (" bad[key] ")" : "yes"
+			cell(S[key, "su"], "%.2f"), cell(S[key, "td"], "%.2f"), bad[key] ? "NO: " bad[key] " of " runs[key] " failed" : "yes"
 	}
 	printf "\n=== ratios ours / trace-cmd (medians; theirs = the better of its two modes where noted) ===\n"
 	for (l = 1; l <= n; l++) {

@@ -24,9 +24,10 @@
  *   ticks NAME...               utime+stime+cutime+cstime summed over every
  *                               process whose comm is NAME (NAME* : a prefix)
  *                               -> ok ticks=T n=PROCESSES
- *   status NAME                 VmRSS, VmHWM (kB) and voluntary/involuntary
- *                               context switches of the first process whose
- *                               comm is NAME -> ok rss=R hwm=H vcs=V ivcs=I pid=P
+ *   status NAME                 of the first process whose comm is NAME: Rss
+ *                               and Pss (smaps_rollup), VmHWM (kB), voluntary
+ *                               and involuntary context switches of all its
+ *                               threads -> ok rss=R pss=S hwm=H vcs=V ivcs=I pid=P
  *                               -> ok rc=STATUS
  *   quit                        -> ok, exit 0
  *
@@ -432,13 +433,37 @@ static void cmd_ticks(FILE *out, char *args)
 	fprintf(out, "ok ticks=%llu n=%d\n", total, procs);
 }
 
+/* Sum "NAME: value" lines of FILE into *sum; 0 when at least one was found. */
+static int sum_field(const char *file, const char *name, long *sum)
+{
+	char line[256];
+	size_t len = strlen(name);
+	int found = -1;
+	FILE *f = fopen(file, "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, name, len) == 0 && line[len] == ':') {
+			*sum += atol(line + len + 1);
+			found = 0;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+/*
+ * Rss and Pss come from smaps_rollup (a page-table walk): before 6.2 the
+ * VmRSS of status lags by up to 64 page events per thread. Context switches
+ * are summed over every thread: status alone has the main thread's.
+ */
 static void cmd_status(FILE *out, char *args)
 {
-	char buf[1024], path[64], line[256], *comm, *rest, name[64];
-	long rss = -1, hwm = -1, vcs = -1, ivcs = -1;
-	struct dirent *de;
-	FILE *f;
-	DIR *d;
+	char buf[1024], path[300], *comm, *rest, name[64];
+	long rss = 0, pss = 0, hwm = 0, vcs = 0, ivcs = 0;
+	struct dirent *de, *te;
+	DIR *d, *td;
 
 	if (sscanf(args, "%63s", name) != 1 || !(d = opendir("/proc"))) {
 		fprintf(out, "err usage: status NAME\n");
@@ -449,18 +474,24 @@ static void cmd_status(FILE *out, char *args)
 			continue;
 		if (read_stat(de->d_name, buf, sizeof(buf), &comm, &rest) < 0 || strcmp(comm, name))
 			continue;
+		snprintf(path, sizeof(path), "/proc/%s/smaps_rollup", de->d_name);
+		sum_field(path, "Rss", &rss);
+		sum_field(path, "Pss", &pss);
 		snprintf(path, sizeof(path), "/proc/%s/status", de->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		while (fgets(line, sizeof(line), f)) {
-			sscanf(line, "VmRSS: %ld", &rss);
-			sscanf(line, "VmHWM: %ld", &hwm);
-			sscanf(line, "voluntary_ctxt_switches: %ld", &vcs);
-			sscanf(line, "nonvoluntary_ctxt_switches: %ld", &ivcs);
+		sum_field(path, "VmHWM", &hwm);
+		snprintf(path, sizeof(path), "/proc/%s/task", de->d_name);
+		td = opendir(path);
+		while (td && (te = readdir(td))) {
+			if (te->d_name[0] < '0' || te->d_name[0] > '9')
+				continue;
+			snprintf(path, sizeof(path), "/proc/%s/task/%s/status", de->d_name, te->d_name);
+			sum_field(path, "voluntary_ctxt_switches", &vcs);
+			sum_field(path, "nonvoluntary_ctxt_switches", &ivcs);
 		}
-		fclose(f);
-		fprintf(out, "ok rss=%ld hwm=%ld vcs=%ld ivcs=%ld pid=%s\n", rss, hwm, vcs, ivcs, de->d_name);
+		if (td)
+			closedir(td);
+		fprintf(out, "ok rss=%ld pss=%ld hwm=%ld vcs=%ld ivcs=%ld pid=%s\n", rss, pss, hwm, vcs,
+			ivcs, de->d_name);
 		closedir(d);
 		return;
 	}
