@@ -1366,8 +1366,9 @@ static int td_init(struct vt_tracedat *w, const struct vt_meta *m,
 			long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 			unsigned int n = o->zstd_threads;
 
+			/* The caller's thread reads and validates: one worker fewer than CPUs. */
 			if (!n)
-				n = cpus > 0 ? (unsigned int)cpus : 1;
+				n = cpus > 2 ? (unsigned int)cpus - 1 : 1;
 			if (n > VT_TD_THREADS_MAX)
 				n = VT_TD_THREADS_MAX;
 			/* No workers: compress here, as with VT_TD_SINGLE_THREAD. */

@@ -68,8 +68,8 @@ enum vt_tracedat_compression {
  * @flags: VT_TD_VALIDATE, VT_TD_STRICT
  * @chunk_pages: pages per compressed chunk, and per write; 0 for the default
  * @zstd_level: zstd compression level, 0 for zstd's default
- * @zstd_threads: zstd worker threads, 0 for one per online CPU (at most
- *	VT_TD_THREADS_MAX). Chunks are compressed by the workers while the caller
+ * @zstd_threads: zstd worker threads, 0 for one per online CPU but the
+ *	caller's (at least 1, at most VT_TD_THREADS_MAX). Chunks are compressed by the workers while the caller
  *	reads the next ones, and written in order: the file is byte for byte the
  *	one VT_TD_SINGLE_THREAD writes. Each worker holds a zstd context and two
  *	chunks (in and out) in memory.
