@@ -175,7 +175,7 @@ for v in splice raw zstd; do
 	esac
 	printf '%-40s %-22s %-22s %-22s %s\n' "$name" "$(ms "${P[$v]}")" "$(ms "${PM[$v]}")" \
 		"$([ -n "${H[$v]:-}" ] && ms "${H[$v]}" || echo -)" \
-		"$(awk -v a="$(median <<<"${P[$v]}")" -v b="$SPL" 'BEGIN { printf "%.2fx", b > 0 ? a / b : 0 }')"
+		"$(awk -v a="$(median <<<"${P[$v]}")" -v b="$SPL" 'BEGIN { printf "%.2fx", (b > 0) ? a / b : 0 }')"
 done
 for v in raw zstd; do
 	echo "  $v whole runs (CPU s/max RSS KiB):${W[$v]}"
