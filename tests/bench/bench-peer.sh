@@ -132,7 +132,15 @@ VT_QEMU_EXTRA=(-chardev "pipe,id=vttest,path=$P/vt-test"
 	-device "virtserialport,bus=vser0.0,nr=20,chardev=tc0,name=trace-pipe-cpu0"
 	-chardev "pipe,id=tc1,path=$WORK/tcfifo/trace-pipe-cpu1"
 	-device "virtserialport,bus=vser0.0,nr=21,chardev=tc1,name=trace-pipe-cpu1"
-	-netdev "user,id=n0,restrict=on,$fwd" -device virtio-net-pci,netdev=n0)
+	-netdev "user,id=n0,restrict=on,$fwd" -device virtio-net-pci,netdev=n0
+	# Ports whose host end is never connected (socket chardevs QEMU listens on, as libvirt's
+	# unix channels are while no collector runs): an idle second agent waits on them.
+	-chardev "socket,id=idc,path=$P/idle-ctl.sock,server=on,wait=off"
+	-device "virtserialport,bus=vser0.0,nr=25,chardev=idc,name=idle-ctl"
+	-chardev "socket,id=id0,path=$P/idle-cpu0.sock,server=on,wait=off"
+	-device "virtserialport,bus=vser0.0,nr=26,chardev=id0,name=idle-cpu0"
+	-chardev "socket,id=id1,path=$P/idle-cpu1.sock,server=on,wait=off"
+	-device "virtserialport,bus=vser0.0,nr=27,chardev=id1,name=idle-cpu1")
 vt_guest_start || { echo "FAIL: QEMU did not start"; exit 1; }
 
 # say LINE [SECS]: one command to vt-e2e-guest; its answer in ANSWER.
@@ -173,7 +181,8 @@ if [ -n "${VT_PEER_HOLD:-}" ]; then	# debugging: the guest stays up for the give
 	sleep "$VT_PEER_HOLD" & wait $!
 fi
 
-# Footprint of the idle agents: RSS and context switches (= wakeups) over IDLE seconds.
+# Footprint of the idle agents: RSS and context switches (= wakeups) over IDLE seconds;
+# idle-agent is a second trace-agent on ports whose host end is not connected.
 IDLE=${VT_PEER_IDLE:-10}
 [ $QUICK = 1 ] && IDLE=${VT_PEER_IDLE:-3}
 footprint() { # -> "name rss_kB pss_kB hwm_kB wakeups/s" (context switches of all its threads)
@@ -189,7 +198,7 @@ footprint() { # -> "name rss_kB pss_kB hwm_kB wakeups/s" (context switches of al
 }
 FOOT=$WORK/footprint
 say "sh for p in \$(pidof trace-agent) \$(pidof trace-cmd); do echo PEER-STATUS \$p; grep -E 'VmRSS|VmHWM|RssAnon|RssFile|ctxt' /proc/\$p/status; done"
-{ footprint trace-agent; footprint trace-cmd; } | tee "$FOOT" | sed "s/^/$ME: idle (before any session): /"
+{ footprint trace-agent; footprint trace-cmd; footprint idle-agent; } | tee "$FOOT" | sed "s/^/$ME: idle (before any session): /"
 
 ticks() { say "ticks $1" && echo "${ANSWER#ok ticks=}" | cut -d' ' -f1; }
 

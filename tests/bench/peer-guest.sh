@@ -38,10 +38,14 @@ trace-agent --quiet &
 ours=$!
 trace-cmd agent -N 10.0.2.2 >/tmp/tc-agent.log 2>&1 &
 theirs=$!
+# The same agent on ports no host has connected (named idle-agent, to be told apart).
+cp /sbin/trace-agent /sbin/idle-agent
+idle-agent --quiet -c idle-ctl -p idle-cpu -i idle-vt &
+idle=$!
 echo "PEER: trace-agent $ours, trace-cmd agent $theirs"
 vt-e2e-guest --agent-pid "$ours"
 rc=$?
-kill -TERM "$ours" "$theirs"
+kill -TERM "$ours" "$theirs" "$idle"
 wait "$ours"
 echo "PEER: trace-agent exit $?; trace-cmd agent log:"
 cat /tmp/tc-agent.log
