@@ -58,6 +58,7 @@ struct agent {
 	unsigned int nr_streams;
 	int done_fd;
 	int sig_fd;
+	int io_fd;		/* SIGIO: the host end of the control port came or went */
 	uint8_t frame[VT_PROTO_FRAME_MAX];
 	/* what the host asked for */
 	char *instance;		/* NULL: top-level */
@@ -773,6 +774,35 @@ static void host_gone(struct agent *a)
 	}
 }
 
+/*
+ * An unconnected virtio port polls as HUP, so poll() cannot wait for the host.
+ * virtio_console sends SIGIO to the port's owner when the host end connects
+ * or goes (VIRTIO_CONSOLE_PORT_OPEN): sleep until then instead of waking
+ * every HUP_BACKOFF_MS, with HOST_WAIT_MS as a fallback.
+ */
+#define HOST_WAIT_MS	5000
+
+static void wait_host(struct agent *a)
+{
+	struct pollfd p[2] = { { .fd = a->io_fd, .events = POLLIN },
+			       { .fd = a->sig_fd, .events = POLLIN } };
+	struct pollfd c = { .fd = a->ctl_fd, .events = POLLIN };
+	struct signalfd_siginfo si;
+	int fl = fcntl(a->ctl_fd, F_GETFL);
+
+	if (a->io_fd < 0 || fl < 0 || fcntl(a->ctl_fd, F_SETOWN, getpid()) < 0 ||
+	    fcntl(a->ctl_fd, F_SETFL, fl | O_ASYNC) < 0) {
+		poll(NULL, 0, HUP_BACKOFF_MS);
+		return;
+	}
+	while (read(a->io_fd, &si, sizeof(si)) > 0)
+		;
+	/* Armed now: a host that connected before this has no SIGIO to give. */
+	if (poll(&c, 1, 0) == 1 && !(c.revents & POLLHUP))
+		return;
+	poll(p, 2, HOST_WAIT_MS);
+}
+
 /**
  * agent_run() - serve the control port until told to quit
  * @o: options
@@ -810,6 +840,11 @@ int agent_run(const struct agent_opts *o)
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	a.sig_fd = signalfd(-1, &mask, SFD_CLOEXEC);
+	/* SIGIO blocked in every thread (they inherit it) and read from a signalfd of its own. */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGIO);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	a.io_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	a.done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (a.sig_fd < 0 || a.done_fd < 0) {
 		ret = -errno;
@@ -875,7 +910,7 @@ int agent_run(const struct agent_opts *o)
 				host_gone(&a);
 				/* An unconnected virtio port polls as HUP: do not spin. */
 				if (a.ctl_fd >= 0)
-					poll(NULL, 0, HUP_BACKOFF_MS);
+					wait_host(&a);
 			}
 		}
 	}
@@ -885,6 +920,8 @@ out:
 	close_ctl(&a);
 	vt_proto_parser_free(a.parser);
 	close(a.sig_fd);
+	if (a.io_fd >= 0)
+		close(a.io_fd);
 	close(a.done_fd);
 out_unmount:
 	tracing_unmount(&a.t);
