@@ -281,7 +281,7 @@ session() {
 
 if [ $PROFILE = 1 ]; then
 	# The guest's console carries the reports: lines tagged PROF- are collected afterwards.
-	for mode in ours tc-fifo tc-tcp; do
+	for mode in ${VT_PEER_MODES:-ours tc-fifo tc-tcp}; do
 		case $mode in ours) comm=trace-agent ;; *) comm=trace-cmd ;; esac
 		say "sh (perf record -a -g -F 499 -o /tmp/perf-$mode.data sleep 25 >/dev/null 2>&1 &)"
 		sleep 1
