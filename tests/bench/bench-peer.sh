@@ -37,7 +37,10 @@
 #   --quick: one run per mode, short loads, no ceiling search; exit 0 only when every mode
 #            delivered and verified (77 with SKIP when trace-cmd cannot run here)
 # Env: VT_BUILDDIR, VT_STATIC_AGENT (tests/e2e/agent-lib.sh), VT_CACHE, VT_PEER_N (flat-out
-# markers per CPU, default 60000), VT_PEER_SECS (paced seconds, default 4), VT_KEEP=1.
+# markers per CPU, default 60000), VT_PEER_SECS (paced seconds, default 4), VT_PEER_IDLE
+# (footprint seconds, default 10), VT_PEER_MODES (default "tc-tcp tc-fifo ours ours-nosync";
+# also ours-pN: --sync-probes N), VT_PEER_HOLD=SECS (keep the booted guest for debugging),
+# VT_KEEP=1.
 echo "bench-peer: trace-cmd agent (TCP, virtio-serial FIFO) against virtio-trace in one TCG guest boot"
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
