@@ -65,6 +65,7 @@ struct agent {
 	unsigned int nr_streams;
 	int done_fd;
 	int sig_fd;
+	int io_fd;		/* SIGIO: the host end of the control port came or went */
 	/* what the host asked for */
 	char *instance;		/* NULL: top-level */
 	bool instance_set;
@@ -82,11 +83,17 @@ struct agent {
 	char default_clock[64];
 };
 
+/*
+ * Only the idle bound of a sync burst reads it, and needs no precision: a
+ * coarse clock is read in the vDSO alone, where CLOCK_MONOTONIC on a TCG guest
+ * (HPET clocksource) is a syscall and an emulated HPET read in every empty
+ * pass of the burst's busy loop.
+ */
 static long long now_ns(void)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
 	return ts.tv_sec * 1000000000ll + ts.tv_nsec;
 }
 
@@ -791,6 +798,36 @@ static void host_gone(struct agent *a)
 	}
 }
 
+/*
+ * An unconnected virtio port polls as HUP, so poll() cannot wait for the host.
+ * virtio_console sends SIGIO to the port's owner when the host end connects
+ * or goes (VIRTIO_CONSOLE_PORT_OPEN): sleep until then instead of waking
+ * every HUP_BACKOFF_MS, with HOST_WAIT_MS as a fallback.
+ */
+#define HOST_WAIT_MS	5000
+
+static void wait_host(struct agent *a)
+{
+	struct pollfd p[2] = { { .fd = a->io_fd, .events = POLLIN },
+			       { .fd = a->sig_fd, .events = POLLIN } };
+	int fd = vt_conn_rfd(a->conn);
+	struct pollfd c = { .fd = fd, .events = POLLIN };
+	struct signalfd_siginfo si;
+	int fl = fcntl(fd, F_GETFL);
+
+	if (a->io_fd < 0 || fl < 0 || fcntl(fd, F_SETOWN, getpid()) < 0 ||
+	    fcntl(fd, F_SETFL, fl | O_ASYNC) < 0) {
+		poll(NULL, 0, HUP_BACKOFF_MS);
+		return;
+	}
+	while (read(a->io_fd, &si, sizeof(si)) > 0)
+		;
+	/* Armed now: a host that connected before this has no SIGIO to give. */
+	if (poll(&c, 1, 0) == 1 && !(c.revents & POLLHUP))
+		return;
+	poll(p, 2, HOST_WAIT_MS);
+}
+
 /**
  * agent_run() - serve the control port until told to quit
  * @o: options
@@ -826,6 +863,11 @@ int agent_run(const struct agent_opts *o)
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	a.sig_fd = signalfd(-1, &mask, SFD_CLOEXEC);
+	/* SIGIO blocked in every thread (they inherit it) and read from a signalfd of its own. */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGIO);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	a.io_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	a.done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (a.sig_fd < 0 || a.done_fd < 0) {
 		ret = -errno;
@@ -880,7 +922,7 @@ int agent_run(const struct agent_opts *o)
 				host_gone(&a);
 				/* An unconnected virtio port polls as HUP: do not spin. */
 				if (a.conn)
-					poll(NULL, 0, HUP_BACKOFF_MS);
+					wait_host(&a);
 			}
 		}
 	}
@@ -889,6 +931,8 @@ out:
 	end_session(&a);
 	close_ctl(&a);
 	close(a.sig_fd);
+	if (a.io_fd >= 0)
+		close(a.io_fd);
 	close(a.done_fd);
 out_unmount:
 	tracing_unmount(&a.t);

@@ -19,6 +19,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +51,39 @@ struct dbuf {
 	uint8_t *p;
 	size_t len, cap;
 	int err;
+};
+
+/*
+ * zstd chunks compressed on worker threads: a ring of jobs, submitted in file
+ * order by the writer, taken in that order by the workers, written in that
+ * order by the writer. A job owns a chunk buffer (swapped with the writer's
+ * on submission, so no copy) and an output buffer.
+ */
+enum td_job_state { JOB_FREE, JOB_QUEUED, JOB_BUSY, JOB_DONE };
+
+struct td_job {
+	uint8_t *in;
+	size_t len;
+	uint8_t *out;
+	size_t out_cap;
+	size_t zlen;
+	int ret;
+	enum td_job_state state;
+};
+
+struct td_pool {
+	pthread_mutex_t lock;
+	pthread_cond_t work;		/* to workers: a job is queued, or stop */
+	pthread_cond_t done;		/* to the writer: a job is done */
+	pthread_t *threads;
+	unsigned int nr_threads;
+	struct td_job *jobs;
+	unsigned int nr_jobs;
+	unsigned int head;		/* oldest job not written yet */
+	unsigned int take;		/* next job for a worker */
+	unsigned int pending;		/* submitted, not written yet */
+	int zlevel;
+	bool stop;
 };
 
 struct td_cpu {
@@ -96,6 +130,7 @@ struct vt_tracedat {
 	uint64_t count_off;
 	ZSTD_CCtx *zc;
 	int zlevel;
+	struct td_pool *pool;		/* NULL: compress on the calling thread */
 
 	struct td_cpu *cpus;
 	struct vt_tracedat_fault fault;
@@ -777,6 +812,186 @@ static void complete_page(struct vt_tracedat *w, uint8_t *page, size_t have)
 	st->repaired_pages++;
 }
 
+/* --- zstd worker threads --- */
+
+static void *pool_worker(void *arg)
+{
+	struct td_pool *p = arg;
+	ZSTD_CCtx *zc = ZSTD_createCCtx();
+	struct td_job *j;
+	size_t n;
+
+	pthread_mutex_lock(&p->lock);
+	for (;;) {
+		while (!p->stop && p->jobs[p->take].state != JOB_QUEUED)
+			pthread_cond_wait(&p->work, &p->lock);
+		if (p->stop)
+			break;
+		j = &p->jobs[p->take];
+		p->take = (p->take + 1) % p->nr_jobs;
+		j->state = JOB_BUSY;
+		pthread_mutex_unlock(&p->lock);
+		if (!zc) {
+			j->ret = -ENOMEM;
+		} else {
+			n = ZSTD_compressCCtx(zc, j->out, j->out_cap, j->in, j->len, p->zlevel);
+			j->ret = ZSTD_isError(n) ? -EIO : 0;
+			j->zlen = ZSTD_isError(n) ? 0 : n;
+		}
+		pthread_mutex_lock(&p->lock);
+		j->state = JOB_DONE;
+		pthread_cond_broadcast(&p->done);
+		/* The next queued job may have been skipped by a worker that woke first. */
+		pthread_cond_signal(&p->work);
+	}
+	pthread_mutex_unlock(&p->lock);
+	ZSTD_freeCCtx(zc);
+	return NULL;
+}
+
+static void pool_free(struct td_pool *p)
+{
+	unsigned int i;
+
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->lock);
+	p->stop = true;
+	pthread_cond_broadcast(&p->work);
+	pthread_mutex_unlock(&p->lock);
+	for (i = 0; i < p->nr_threads; i++)
+		pthread_join(p->threads[i], NULL);
+	for (i = 0; p->jobs && i < p->nr_jobs; i++) {
+		free(p->jobs[i].in);
+		free(p->jobs[i].out);
+	}
+	pthread_cond_destroy(&p->done);
+	pthread_cond_destroy(&p->work);
+	pthread_mutex_destroy(&p->lock);
+	free(p->jobs);
+	free(p->threads);
+	free(p);
+}
+
+/* Workers and jobs for @w, or NULL (then the caller compresses) when none start. */
+static struct td_pool *pool_new(struct vt_tracedat *w, unsigned int threads)
+{
+	struct td_pool *p = calloc(1, sizeof(*p));
+	unsigned int i;
+
+	if (!p)
+		return NULL;
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->work, NULL);
+	pthread_cond_init(&p->done, NULL);
+	p->zlevel = w->zlevel;
+	/* One job per worker, one being filled behind them, one being written. */
+	p->nr_jobs = threads + 2;
+	p->jobs = calloc(p->nr_jobs, sizeof(*p->jobs));
+	p->threads = calloc(threads, sizeof(*p->threads));
+	if (!p->jobs || !p->threads)
+		goto err_free;
+	for (i = 0; i < p->nr_jobs; i++) {
+		p->jobs[i].out_cap = ZSTD_compressBound(w->chunk_cap);
+		p->jobs[i].in = malloc(w->chunk_cap);
+		p->jobs[i].out = malloc(p->jobs[i].out_cap);
+		if (!p->jobs[i].in || !p->jobs[i].out)
+			goto err_free;
+	}
+	for (i = 0; i < threads; i++) {
+		if (pthread_create(&p->threads[i], NULL, pool_worker, p) != 0)
+			break;
+		p->nr_threads++;
+	}
+	if (!p->nr_threads)
+		goto err_free;
+	return p;
+
+err_free:
+	pool_free(p);
+	return NULL;
+}
+
+/* Write the oldest submitted job, waiting for it if it is not done yet. */
+static int pool_write_oldest(struct vt_tracedat *w)
+{
+	struct td_pool *p = w->pool;
+	struct td_job *j = &p->jobs[p->head];
+	uint64_t before = w->pos;
+	uint8_t sizes[8];
+	int ret;
+
+	pthread_mutex_lock(&p->lock);
+	while (j->state != JOB_DONE)
+		pthread_cond_wait(&p->done, &p->lock);
+	pthread_mutex_unlock(&p->lock);
+	ret = j->ret;
+	if (ret == 0 && !w->nr_chunks) {
+		w->count_off = w->pos;
+		vt_put_le32(sizes, 0);
+		ret = td_write(w, sizes, 4);
+	}
+	if (ret == 0) {
+		vt_put_le32(sizes, j->zlen);
+		vt_put_le32(sizes + 4, j->len);
+		ret = td_write(w, sizes, 8) ?: td_write(w, j->out, j->zlen);
+		w->nr_chunks++;
+		w->cpus[w->cur].st.file_bytes += w->pos - before;
+	}
+	pthread_mutex_lock(&p->lock);
+	j->state = JOB_FREE;
+	p->head = (p->head + 1) % p->nr_jobs;
+	p->pending--;
+	pthread_mutex_unlock(&p->lock);
+	return ret;
+}
+
+/* Hand the chunk's first @len bytes to a worker; write what is done, in order. */
+static int pool_submit(struct vt_tracedat *w, size_t len)
+{
+	struct td_pool *p = w->pool;
+	struct td_job *j;
+	uint8_t *tmp;
+	bool ready;
+	int ret;
+
+	if (p->pending == p->nr_jobs) {
+		ret = pool_write_oldest(w);
+		if (ret < 0)
+			return ret;
+	}
+	j = &p->jobs[(p->head + p->pending) % p->nr_jobs];
+	tmp = j->in;
+	j->in = w->chunk;
+	w->chunk = tmp;
+	j->len = len;
+	pthread_mutex_lock(&p->lock);
+	j->state = JOB_QUEUED;
+	p->pending++;
+	pthread_cond_signal(&p->work);
+	ready = p->jobs[p->head].state == JOB_DONE;
+	pthread_mutex_unlock(&p->lock);
+	while (ready) {
+		ret = pool_write_oldest(w);
+		if (ret < 0)
+			return ret;
+		pthread_mutex_lock(&p->lock);
+		ready = p->pending && p->jobs[p->head].state == JOB_DONE;
+		pthread_mutex_unlock(&p->lock);
+	}
+	return 0;
+}
+
+/* Write every submitted job. */
+static int pool_drain(struct vt_tracedat *w)
+{
+	int ret = 0;
+
+	while (w->pool && w->pool->pending && ret == 0)
+		ret = pool_write_oldest(w);
+	return ret;
+}
+
 /* Write the whole pages in the chunk buffer: raw, or as one zstd chunk. */
 static int flush_chunk(struct vt_tracedat *w)
 {
@@ -799,6 +1014,11 @@ static int flush_chunk(struct vt_tracedat *w)
 	w->chunk_len = 0;
 	if (!out)
 		return 0;
+	if (w->zstd && w->pool) {
+		st->pages += out / page;
+		st->bytes += out;
+		return pool_submit(w, out);
+	}
 	if (!w->zstd) {
 		ret = td_write(w, w->chunk, out);
 	} else {
@@ -914,7 +1134,7 @@ int vt_tracedat_cpu_end(struct vt_tracedat *w)
 		complete_page(w, w->chunk + w->chunk_len - rest, rest);
 		w->chunk_len += w->fmt.subbuf_size - rest;
 	}
-	ret = flush_chunk(w);
+	ret = flush_chunk(w) ?: pool_drain(w);
 	if (ret == 0 && w->nr_chunks) {
 		vt_put_le32(x, w->nr_chunks);
 		ret = td_pwrite(w, x, 4, w->count_off);
@@ -1150,6 +1370,18 @@ static int td_init(struct vt_tracedat *w, const struct vt_meta *m,
 		w->zc = ZSTD_createCCtx();
 		if (!w->zc)
 			return -ENOMEM;
+		if (!(o->flags & VT_TD_SINGLE_THREAD)) {
+			long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+			unsigned int n = o->zstd_threads;
+
+			/* The caller's thread reads and validates: one worker fewer than CPUs. */
+			if (!n)
+				n = cpus > 2 ? (unsigned int)cpus - 1 : 1;
+			if (n > VT_TD_THREADS_MAX)
+				n = VT_TD_THREADS_MAX;
+			/* No workers: compress here, as with VT_TD_SINGLE_THREAD. */
+			w->pool = pool_new(w, n);
+		}
 	}
 	ret = write_start(w);
 	if (ret == 0)
@@ -1215,6 +1447,7 @@ void vt_tracedat_free(struct vt_tracedat *w)
 {
 	if (!w)
 		return;
+	pool_free(w->pool);
 	ZSTD_freeCCtx(w->zc);
 	db_free(&w->opts);
 	free(w->zout);

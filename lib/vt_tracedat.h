@@ -53,6 +53,9 @@ enum vt_tracedat_compression {
 /* vt_tracedat_opts.flags */
 #define VT_TD_VALIDATE	(1u << 0)	/* walk every page: count events, drop malformed pages */
 #define VT_TD_STRICT	(1u << 1)	/* with VALIDATE: a malformed page fails with -EBADMSG */
+#define VT_TD_SINGLE_THREAD (1u << 2)	/* compress on the calling thread (no workers) */
+
+#define VT_TD_THREADS_MAX		4u	/* zstd worker threads at most */
 
 #define VT_TD_CHUNK_PAGES_DEFAULT	16u	/* pages per zstd chunk */
 #define VT_TD_CHUNK_PAGES_MAX		256u
@@ -65,6 +68,11 @@ enum vt_tracedat_compression {
  * @flags: VT_TD_VALIDATE, VT_TD_STRICT
  * @chunk_pages: pages per compressed chunk, and per write; 0 for the default
  * @zstd_level: zstd compression level, 0 for zstd's default
+ * @zstd_threads: zstd worker threads, 0 for one per online CPU but the
+ *	caller's (at least 1, at most VT_TD_THREADS_MAX). Chunks are compressed by the workers while the caller
+ *	reads the next ones, and written in order: the file is byte for byte the
+ *	one VT_TD_SINGLE_THREAD writes. Each worker holds a zstd context and two
+ *	chunks (in and out) in memory.
  */
 struct vt_tracedat_opts {
 	unsigned int version;
@@ -73,6 +81,7 @@ struct vt_tracedat_opts {
 	unsigned int flags;
 	uint32_t chunk_pages;
 	int zstd_level;
+	uint32_t zstd_threads;
 };
 
 /**

@@ -5,7 +5,8 @@
 #
 #   scripts/bench.sh [--quick] [--agent] [--build DIR]
 #     --quick      smaller inputs and fewer repetitions
-#     --agent      also tests/bench/bench-agent.sh (boots a TCG guest: a minute or more)
+#     --agent      also tests/bench/bench-agent.sh (boots a TCG guest: a minute or more) and
+#                  tests/bench/bench-peer.sh (against trace-cmd's agent: ~2 min quick, ~20 min full)
 #     --build DIR  build directory (default build-bench; configured there if it is not)
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -52,6 +53,10 @@ else
 fi
 if [ $agent = 1 ]; then
 	run bench-agent tests/bench/bench-agent.sh "$([ $quick = 1 ] && echo 2 || echo 4)"
+	echo
+	echo "##### bench-peer"
+	VT_BUILDDIR=$build timeout -k 10 3600 tests/bench/bench-peer.sh $([ $quick = 1 ] && echo --quick) ||
+		{ echo "bench.sh: bench-peer exited $?"; failed=$((failed + 1)); }
 else
 	echo
 	echo "##### bench-agent: skipped (--agent runs it; it boots a TCG guest)"

@@ -22,6 +22,8 @@ PKGS=(
 	chromium python3
 	# guests
 	qemu-system-x86 busybox-static cpio kmod xz-utils
+	# benchmarks: /usr/bin/time; perf and strace for tests/bench/bench-peer.sh --profile
+	time linux-perf strace
 	# libvirt without systemd
 	libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients
 	# kernel-patches/build.sh: the source and what building it needs

@@ -280,6 +280,16 @@ if [ "$quick" = 0 ]; then
 	fi
 	rm -f "$e612_out"
 	# ---- end of the 6.12 pass -------------------------------------------------------------
+	# Smoke test of the side-by-side benchmark against trace-cmd's agent (about 1-2 minutes):
+	# every transport delivered and its output verified with trace-cmd report; no figures judged.
+	out=$(mktemp)
+	VT_BUILDDIR=$root/build tests/bench/bench-peer.sh --quick >"$out" 2>&1
+	case $? in
+	0) result PASS bench/bench-peer-quick ;;
+	77) result SKIP bench/bench-peer-quick "$(grep -m1 'SKIP' "$out" | sed 's/.*SKIP: *//' | cut -c1-120)" ;;
+	*) sed 's/^/    | /' "$out" | tail -40; result FAIL bench/bench-peer-quick ;;
+	esac
+	rm -f "$out"
 	# The kernel patches: their kernels first (a failed build fails the suite once, clearly).
 	if [ "$kernel" = 1 ]; then
 		out=$(mktemp)

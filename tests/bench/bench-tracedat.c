@@ -14,7 +14,8 @@
  *   read/write    read() + write() of the spool files, one after the other,
  *                 into one file, in chunks of the writer's size
  *   v7 none, v7 zstd, v6   vt_tracedat_create() .. vt_tracedat_cpu_path()
- *                 for each CPU .. vt_tracedat_finish()
+ *                 for each CPU .. vt_tracedat_finish(); v7 zstd with the
+ *                 default worker threads and with VT_TD_SINGLE_THREAD
  * The page cache is not dropped: every variant runs with the spool files in
  * the cache (they are read once before timing). Outputs are unlinked before
  * each run (untimed) so that dirty pages are discarded, not written back,
@@ -39,10 +40,11 @@
 #define MAX_CPUS	64
 #define MAX_REPEATS	64
 
-enum variant { CP, RW, V7, V7Z, V6, NR_VARIANTS };
+enum variant { CP, RW, V7, V7Z, V7Z1, V6, NR_VARIANTS };
 
 static const char *const names[NR_VARIANTS] = {
-	"cp (subprocess)", "read/write loop", "trace.dat v7", "trace.dat v7 zstd", "trace.dat v6",
+	"cp (subprocess)", "read/write loop", "trace.dat v7", "trace.dat v7 zstd",
+	"trace.dat v7 zstd, 1 thread", "trace.dat v6",
 };
 
 struct bench {
@@ -198,7 +200,8 @@ static int run_tracedat(struct bench *b, enum variant v)
 {
 	struct vt_tracedat_opts o = {
 		.version = v == V6 ? 6 : 7,
-		.compression = v == V7Z ? VT_TD_COMPRESS_ZSTD : VT_TD_COMPRESS_NONE,
+		.compression = v == V7Z || v == V7Z1 ? VT_TD_COMPRESS_ZSTD : VT_TD_COMPRESS_NONE,
+		.flags = v == V7Z1 ? VT_TD_SINGLE_THREAD : 0,
 	};
 	struct vt_tracedat *w;
 	unsigned int i;

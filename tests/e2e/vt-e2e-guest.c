@@ -19,6 +19,17 @@
  *                               (U: its CPU time, when spawned here)
  *   check                       -> ok instance=0|1 tracing_on=V
  *   sh COMMAND...               run /bin/sh -c COMMAND (output to the console)
+ *   instance NAME               flood and waiton use instance NAME ("-": the
+ *                               top-level buffer) -> ok
+ *   waiton SECS                 wait until that buffer's tracing_on reads 1
+ *                               (polled every ms) -> ok ms=WAITED | err timeout
+ *   ticks NAME...               utime+stime+cutime+cstime summed over every
+ *                               process whose comm is NAME (NAME* : a prefix)
+ *                               -> ok ticks=T n=PROCESSES
+ *   status NAME                 of the first process whose comm is NAME: Rss
+ *                               and Pss (smaps_rollup), VmHWM (kB), voluntary
+ *                               and involuntary context switches of all its
+ *                               threads -> ok rss=R pss=S hwm=H vcs=V ivcs=I pid=P
  *                               -> ok rc=STATUS
  *   quit                        -> ok, exit 0
  *
@@ -173,7 +184,7 @@ static void cmd_flood(FILE *out, char *args)
 	char prefix[128];
 	unsigned long n, rate, size, total = 0;
 	int cpus = nr_cpus(), i, err = 0, nargs;
-	const char *buf = instance;
+	const char *buf = strcmp(instance, "-") == 0 ? NULL : instance;
 	long long t0;
 
 	nargs = sscanf(args, "%127s %lu %lu %lu %127s", prefix, &n, &rate, &size, buffer);
@@ -185,7 +196,8 @@ static void cmd_flood(FILE *out, char *args)
 		buf = strcmp(buffer, "top") == 0 ? NULL : buffer;
 	t0 = now_ns();
 	for (i = 0; i < cpus; i++) {
-		f[i] = (struct flood){ .cpu = i, .prefix = prefix, .buffer = buf, 				       .n = n, .rate = rate, .size = size };
+		f[i] = (struct flood){ .cpu = i, .prefix = prefix, .buffer = buf,
+				       .n = n, .rate = rate, .size = size };
 		if (pthread_create(&f[i].thread, NULL, flood_thread, &f[i]) != 0) {
 			f[i].err = EAGAIN;
 			f[i].thread = 0;
@@ -322,6 +334,183 @@ static void cmd_check(FILE *out)
 	fprintf(out, "ok instance=%d tracing_on=%s\n", stat(path, &st) == 0, val);
 }
 
+static void cmd_instance(FILE *out, char *args)
+{
+	static char name[128];
+
+	if (sscanf(args, "%127s", name) != 1) {
+		fprintf(out, "err usage: instance NAME\n");
+		return;
+	}
+	instance = name;
+	fprintf(out, "ok\n");
+}
+
+static void cmd_waiton(FILE *out, char *args)
+{
+	char path[PATH_MAX], val[8];
+	long long t0 = now_ns(), end;
+	double secs = 10;
+
+	sscanf(args, "%lf", &secs);
+	end = t0 + (long long)(secs * 1e9);
+	if (strcmp(instance, "-") == 0)
+		snprintf(path, sizeof(path), TRACEFS "/tracing_on");
+	else
+		snprintf(path, sizeof(path), TRACEFS "/instances/%s/tracing_on", instance);
+	do {
+		int fd = open(path, O_RDONLY);
+		ssize_t n = -1;
+
+		if (fd >= 0) {
+			n = read(fd, val, sizeof(val));
+			close(fd);
+		}
+		if (n > 0 && val[0] == '1') {
+			fprintf(out, "ok ms=%.1f\n", (now_ns() - t0) / 1e6);
+			return;
+		}
+		usleep(1000);
+	} while (now_ns() < end);
+	fprintf(out, "err timeout\n");
+}
+
+/* comm of /proc/PID/stat into comm; the rest after ") " into *rest. */
+static int read_stat(const char *pid, char *buf, size_t size, char **comm, char **rest)
+{
+	char path[64], *l, *r;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%s/stat", pid);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, size - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	l = strchr(buf, '(');
+	r = strrchr(buf, ')');
+	if (!l || !r || r < l)
+		return -1;
+	*r = '\0';
+	*comm = l + 1;
+	*rest = r + 2;
+	return 0;
+}
+
+static bool comm_matches(const char *comm, char *names)
+{
+	char copy[512], *save = NULL, *w;
+
+	snprintf(copy, sizeof(copy), "%s", names);
+	for (w = strtok_r(copy, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+		size_t len = strlen(w);
+
+		if (len && w[len - 1] == '*' ? strncmp(comm, w, len - 1) == 0 : strcmp(comm, w) == 0)
+			return true;
+	}
+	return false;
+}
+
+static void cmd_ticks(FILE *out, char *args)
+{
+	unsigned long long ut, st, cut, cst, total = 0;
+	char buf[1024], *comm, *rest;
+	struct dirent *de;
+	int procs = 0;
+	DIR *d;
+
+	d = opendir("/proc");
+	if (!d) {
+		fprintf(out, "err /proc: %s\n", strerror(errno));
+		return;
+	}
+	while ((de = readdir(d))) {
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		if (read_stat(de->d_name, buf, sizeof(buf), &comm, &rest) < 0 ||
+		    !comm_matches(comm, args))
+			continue;
+		/* After "(comm) ": state is field 3; utime..cstime are 14..17. */
+		if (sscanf(rest, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %llu %llu",
+			   &ut, &st, &cut, &cst) != 4)
+			continue;
+		total += ut + st + cut + cst;
+		procs++;
+	}
+	closedir(d);
+	fprintf(out, "ok ticks=%llu n=%d\n", total, procs);
+}
+
+/* Sum "NAME: value" lines of FILE into *sum; 0 when at least one was found. */
+static int sum_field(const char *file, const char *name, long *sum)
+{
+	char line[256];
+	size_t len = strlen(name);
+	int found = -1;
+	FILE *f = fopen(file, "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, name, len) == 0 && line[len] == ':') {
+			*sum += atol(line + len + 1);
+			found = 0;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+/*
+ * Rss and Pss come from smaps_rollup (a page-table walk): before 6.2 the
+ * VmRSS of status lags by up to 64 page events per thread. Context switches
+ * are summed over every thread: status alone has the main thread's.
+ */
+static void cmd_status(FILE *out, char *args)
+{
+	char buf[1024], path[300], *comm, *rest, name[64];
+	long rss = 0, pss = 0, hwm = 0, vcs = 0, ivcs = 0;
+	struct dirent *de, *te;
+	DIR *d, *td;
+
+	if (sscanf(args, "%63s", name) != 1 || !(d = opendir("/proc"))) {
+		fprintf(out, "err usage: status NAME\n");
+		return;
+	}
+	while ((de = readdir(d))) {
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		if (read_stat(de->d_name, buf, sizeof(buf), &comm, &rest) < 0 || strcmp(comm, name))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/smaps_rollup", de->d_name);
+		sum_field(path, "Rss", &rss);
+		sum_field(path, "Pss", &pss);
+		snprintf(path, sizeof(path), "/proc/%s/status", de->d_name);
+		sum_field(path, "VmHWM", &hwm);
+		snprintf(path, sizeof(path), "/proc/%s/task", de->d_name);
+		td = opendir(path);
+		while (td && (te = readdir(td))) {
+			if (te->d_name[0] < '0' || te->d_name[0] > '9')
+				continue;
+			snprintf(path, sizeof(path), "/proc/%s/task/%s/status", de->d_name, te->d_name);
+			sum_field(path, "voluntary_ctxt_switches", &vcs);
+			sum_field(path, "nonvoluntary_ctxt_switches", &ivcs);
+		}
+		if (td)
+			closedir(td);
+		fprintf(out, "ok rss=%ld pss=%ld hwm=%ld vcs=%ld ivcs=%ld pid=%s\n", rss, pss, hwm, vcs,
+			ivcs, de->d_name);
+		closedir(d);
+		return;
+	}
+	closedir(d);
+	fprintf(out, "err no process %s\n", name);
+}
+
 int main(int argc, char **argv)
 {
 	const char *port = "vt-test";
@@ -395,6 +584,14 @@ int main(int argc, char **argv)
 			cmd_check(out);
 		else if (strcmp(line, "sh") == 0)
 			cmd_sh(out, args);
+		else if (strcmp(line, "instance") == 0)
+			cmd_instance(out, args);
+		else if (strcmp(line, "waiton") == 0)
+			cmd_waiton(out, args);
+		else if (strcmp(line, "ticks") == 0)
+			cmd_ticks(out, args);
+		else if (strcmp(line, "status") == 0)
+			cmd_status(out, args);
 		else if (strcmp(line, "quit") == 0) {
 			fprintf(out, "ok\n");
 			fclose(out);

@@ -282,6 +282,72 @@ static void t_present(unsigned int version, enum vt_tracedat_compression z)
 	vt_meta_free(&m);
 }
 
+/*
+ * zstd chunks compressed on worker threads make the same file, byte for byte,
+ * as the single-threaded writer: many chunks (more than the workers' ring
+ * holds), on both CPUs, written in odd-sized pieces, with 1, 2 and 4 workers.
+ */
+static void test_threads_same_bytes(void **state)
+{
+	enum { NPAGES = 203 };
+	static const uint32_t threads[] = { 1, 2, 4 };
+	struct vt_tracedat_stats sa, sb;
+	uint8_t *pages = malloc(NPAGES * PAGE), *a, *b;
+	struct vt_tracedat *w;
+	struct vt_meta m;
+	size_t la, lb, i, t;
+	int fa, fb;
+
+	assert_non_null(pages);
+	t_meta(&m);
+	for (i = 0; i < NPAGES; i++)
+		t_page(pages + i * PAGE, 1000 * (i + 1), 1 + i % 300);
+	for (t = 0; t < sizeof(threads) / sizeof(threads[0]); t++) {
+		struct vt_tracedat_opts o = { .version = 7, .flags = VT_TD_VALIDATE, .chunk_pages = 3 };
+
+		fa = t_tmpfile();
+		fb = t_tmpfile();
+		for (i = 0; i < 2; i++) {
+			int fd = i ? fb : fa;
+			size_t off = 0, piece = 5000;
+
+			o.flags = VT_TD_VALIDATE | (i ? 0 : VT_TD_SINGLE_THREAD);
+			o.zstd_threads = threads[t];
+			w = vt_tracedat_create(fd, &m, &o);
+			assert_non_null(w);
+			assert_int_equal(vt_tracedat_cpu_begin(w, 0), 0);
+			while (off < NPAGES * PAGE - 100) {
+				size_t n = off + piece > NPAGES * PAGE - 100 ? NPAGES * PAGE - 100 - off : piece;
+
+				assert_int_equal(vt_tracedat_cpu_write(w, pages + off, n), 0);
+				off += n;
+				piece = piece * 7 % 40000 + 1;
+			}
+			assert_int_equal(vt_tracedat_cpu_end(w), 0);
+			assert_int_equal(vt_tracedat_cpu_begin(w, 1), 0);
+			assert_int_equal(vt_tracedat_cpu_write(w, pages, 40 * PAGE), 0);
+			assert_int_equal(vt_tracedat_cpu_end(w), 0);
+			assert_int_equal(vt_tracedat_finish(w), 0);
+			vt_tracedat_stats(w, -1, i ? &sb : &sa);
+			vt_tracedat_free(w);
+		}
+		assert_int_equal(sa.pages, NPAGES + 40);
+		assert_int_equal(sb.pages, sa.pages);
+		assert_int_equal(sb.events, sa.events);
+		assert_int_equal(sb.file_bytes, sa.file_bytes);
+		a = t_slurp(fa, &la);
+		b = t_slurp(fb, &lb);
+		assert_int_equal(la, lb);
+		assert_memory_equal(a, b, la);
+		free(a);
+		free(b);
+		close(fa);
+		close(fb);
+	}
+	free(pages);
+	vt_meta_free(&m);
+}
+
 static void test_present(void **state)
 {
 	struct vt_tracedat_opts o = { .version = 7 };
@@ -444,6 +510,7 @@ int main(void)
 		cmocka_unit_test(test_v7_zstd),
 		cmocka_unit_test(test_bad_pages),
 		cmocka_unit_test(test_present),
+		cmocka_unit_test(test_threads_same_bytes),
 		cmocka_unit_test(test_meta_load),
 	};
 
