@@ -122,7 +122,7 @@ static void usage(FILE *f)
 "      --debugfs DIR      where debugfs is (default /sys/kernel/debug); KVM's\n"
 "                         per-vCPU TSC offsets are read from DIR/kvm/PID-*/\n"
 "      --tsc-offset N     guest TSC = host TSC + N (with --sync offset)\n"
-"      --sync-probes N    probes per vCPU and burst (default 300)\n"
+"      --sync-probes N    probes per vCPU and burst (default 100)\n"
 "      --sync-interval S  probe again every S seconds while recording (0: only\n"
 "                         at start and stop; default 0)\n"
 "\n"
@@ -709,7 +709,7 @@ static int record(int argc, char **argv)
 	static struct rec r;
 	struct collect_opts o = {
 		.out_dir = "virtio-trace-out", .file_version = 7, .compress = true,
-		.sync_probes = 300, .tracefs = "/sys/kernel/tracing", .stop_timeout = 60,
+		.sync_probes = 100, .tracefs = "/sys/kernel/tracing", .stop_timeout = 60,
 	};
 	unsigned int nr = 0, i, recorded = 0;
 	char spool[4200];
