@@ -5,7 +5,8 @@
 #
 #   scripts/bench.sh [--quick] [--agent] [--build DIR]
 #     --quick      smaller inputs and fewer repetitions
-#     --agent      also tests/bench/bench-agent.sh (boots a TCG guest: a minute or more)
+#     --agent      also tests/bench/bench-agent.sh (boots a TCG guest: a minute or more) and
+#                  tests/bench/bench-mmap.sh (splice vs mmap in a 6.12 guest: about 3 minutes)
 #     --build DIR  build directory (default build-bench; configured there if it is not)
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -52,6 +53,8 @@ else
 fi
 if [ $agent = 1 ]; then
 	run bench-agent tests/bench/bench-agent.sh "$([ $quick = 1 ] && echo 2 || echo 4)"
+	BENCH_REPEAT=$([ $quick = 1 ] && echo 1 || echo 3) \
+		run bench-mmap tests/bench/bench-mmap.sh "$([ $quick = 1 ] && echo 2 || echo 4)"
 else
 	echo
 	echo "##### bench-agent: skipped (--agent runs it; it boots a TCG guest)"
