@@ -208,6 +208,7 @@ struct collect_opts {
 	const char *clock;
 	unsigned int buffer_kb;
 	unsigned int subbuf_kb;		/* --subbuf-size: the guest's sub-buffers, 0 to leave them */
+	const char *last_boot;		/* --last-boot: the boot-mapped instance, or NULL */
 	unsigned int file_version;
 	bool compress;
 	bool top_level;
@@ -235,6 +236,9 @@ int attach_guest(struct guest *g, const struct collect_opts *o);
 void detach_guest(struct guest *g);
 int attach_open_data(struct guest *g, unsigned int cpu, int *fd);
 size_t attach_discard_stale(int fd);
+
+/* lastboot.c */
+int lastboot_fetch(struct guest *g, struct engine *e, const struct collect_opts *o);
 
 /* session.c */
 int session_setup(struct guest *g, struct engine *e, const struct collect_opts *o);

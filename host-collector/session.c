@@ -594,6 +594,12 @@ int session_setup(struct guest *g, struct engine *e, const struct collect_opts *
 		log_warn("guest %s has no x86-tsc trace clock: its timestamps cannot be mapped "
 			 "exactly onto the host's", g->name);
 
+	/* The previous boot's trace first, before anything in the guest changes. */
+	if (o->last_boot) {
+		ret = lastboot_fetch(g, e, o);
+		if (ret < 0)
+			return ret;
+	}
 	/* The agent's own default is a private instance; the top level only when asked. */
 	if (top) {
 		ret = session_req_ok(g, e, vt_proto_enc_instance(g->frame, sizeof(g->frame),
