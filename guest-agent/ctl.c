@@ -389,7 +389,8 @@ static int handle_lastboot(struct agent *a, const struct vt_proto_msg *msg)
 		return reply_err(a, msg->seq, ret, "no boot-mapped instance %s (boot with reserve_mem=SIZE:4096:%s "
 				 "trace_instance=%s^traceoff@%s, Linux 6.12 or later)", name, name, name, name);
 	if (ret == -ENODATA)
-		return reply_err(a, msg->seq, ret, "instance %s holds nothing from the last boot", name);
+		return reply_err(a, msg->seq, ret, "instance %s holds nothing from the last boot "
+				 "(it records this boot now)", name);
 	if (ret < 0)
 		return reply_err(a, msg->seq, ret, "cannot read the last boot's trace from %s", name);
 	return send_chunks(a, msg->seq, blob, len, VT_PROTO_META_MAX_TOTAL);

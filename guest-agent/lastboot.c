@@ -5,7 +5,10 @@
  * buffer in memory that survives a warm reboot, and the kernel hands that
  * buffer's contents out again in the next boot. The agent reads them whole,
  * with the instance's metadata, into a vt_lastboot bundle for the host.
- * Reading consumes them: they are shipped once.
+ * Reading consumes them: they are shipped once. Then the instance is armed:
+ * tracing_on=1 (^traceoff kept it off so that this boot would not overwrite
+ * the last one's trace), so that it records this boot for the next crash. That
+ * change is the point, and is not put back at BYE.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -74,6 +77,22 @@ static int read_cpu(const char *idir, unsigned int cpu, uint32_t subbuf, uint64_
 	return 0;
 }
 
+/* tracing_on=1 in @idir, for good (not through tracing_write(), which restores). */
+static void arm(const char *idir, const char *name)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/tracing_on", idir);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, "1", 1) != 1)
+		log_warn("last boot: cannot turn instance %s on: %m", name);
+	else
+		log_info("last boot: instance %s now records this boot", name);
+	if (fd >= 0)
+		close(fd);
+}
+
 /**
  * lastboot_bundle() - the previous boot's trace of a boot-mapped instance
  * @t: mounted tracing state
@@ -81,6 +100,8 @@ static int read_cpu(const char *idir, unsigned int cpu, uint32_t subbuf, uint64_
  * @meta_flags: VT_META_* flags
  * @blob: set to the malloc()ed vt_lastboot bundle
  * @len: set to its length
+ *
+ * On success and on -ENODATA the instance is then armed (see above).
  *
  * Return: 0; -ENOENT when there is no such instance or it is not boot-mapped
  * (no last_boot_info: a kernel before 6.12, or no trace_instance=...@...);
@@ -142,6 +163,8 @@ int lastboot_bundle(const struct tracing *t, const char *name, unsigned int meta
 		 (unsigned long long)total, lb.nr_cpus);
 	ret = vt_lastboot_encode(&lb, blob, len);
 out_cpus:
+	if (ret == 0 || ret == -ENODATA)
+		arm(idir, name);
 	for (cpu = 0; cpu < lb.nr_cpus; cpu++)
 		free((void *)lb.cpus[cpu].data);
 	free(mblob);

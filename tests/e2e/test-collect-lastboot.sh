@@ -3,8 +3,9 @@
 # test-collect-lastboot.sh: the crashed guest's last trace. A 2-vCPU 6.12 guest (VT_KERNEL_DEB,
 # default debian:trixie) boots with a persistent boot-mapped instance,
 #   reserve_mem=4M:4096:vtlast trace_instance=vtlast^traceoff@vtlast,sched:sched_switch
-# and QEMU without -no-reboot. Boot 1: the instance is turned on, vt-e2e-guest writes N markers per
-# CPU into it, a `sleep 0.2` runs on CPU 0, then the guest crashes from CPU 1 (sysrq c); the kernel
+# and QEMU without -no-reboot. Boot 1: `record --last-boot vtlast` finds nothing yet and the agent
+# arms the instance (tracing_on=1), vt-e2e-guest writes N markers per CPU into it, a `sleep 0.2`
+# runs on CPU 0, then the guest crashes from CPU 1 (sysrq c); the kernel
 # panics and QEMU warm-resets the machine. Boot 2: the agent starts again and `record --last-boot
 # vtlast` writes guest-e2e.lastboot.dat before the usual recording. Checks: record exits 0;
 # trace-cmd report of lastboot.dat holds CPU 0's N markers of boot 1, in order, and the kernel's
@@ -34,8 +35,17 @@ I=/sys/kernel/tracing/instances/vtlast
 vt_test_say "$PORTS" "sh test -r $I/last_boot_info" 20
 [ "$ANSWER" = "ok rc=0" ] || { echo "$ME: SKIP: the guest kernel made no boot-mapped instance (Linux >= 6.12 needed)"; exit 77; }
 
-# Boot 1: markers into the persistent instance, then the crash.
-vt_test_say "$PORTS" "sh echo 1 >$I/tracing_on" 20 && [ "$ANSWER" = "ok rc=0" ] || bad "cannot turn vtlast on: $ANSWER"
+# Boot 1: record --last-boot finds nothing yet and arms the instance (tracing_on=1: ^traceoff
+# kept it off); then markers into it, then the crash.
+OUT=$WORK/out1
+scn_script "$WORK/work1" "!sleep 0.3"
+scn_record --chardev-dir "$PORTS" --name e2e --last-boot vtlast -e sched:sched_switch -- "$WORK/work1"
+[ $CRC = 0 ] || { sed 's/^/    | /' "$WORK/record.log"; bad "boot 1: record exited $CRC, want 0"; }
+grep -q "no last boot's trace: instance vtlast holds nothing from the last boot" "$WORK/record.log" ||
+    { sed 's/^/    | /' "$WORK/record.log"; bad "boot 1: record did not say there was nothing yet"; }
+[ ! -e "$OUT/guest-e2e.lastboot.dat" ] || bad "boot 1: a lastboot.dat from nothing"
+vt_test_say "$PORTS" "sh test \$(cat $I/tracing_on) = 1" 20 && [ "$ANSWER" = "ok rc=0" ] || bad "boot 1: the agent did not arm vtlast"
+OUT=$WORK/out
 vt_test_say "$PORTS" "flood vt-last $N 0 64 vtlast" 60 || bad "no answer to the flood"
 echo "$ME: boot 1: $ANSWER"
 vt_test_say "$PORTS" "sh taskset 1 sleep 0.2; taskset 2 sh -c 'echo c >/proc/sysrq-trigger'" 2
