@@ -1,7 +1,8 @@
 #!/bin/bash
 # vt-suite: e2e-6.12
 # test-collect-lastboot.sh: the crashed guest's last trace. A 2-vCPU 6.12 guest (VT_KERNEL_DEB,
-# default debian:trixie) boots with a persistent boot-mapped instance,
+# default debian:trixie) boots with a persistent boot-mapped instance, as `setup --last-boot 4M
+# --last-boot-events sched:sched_switch` prints it:
 #   reserve_mem=4M:4096:vtlast trace_instance=vtlast^traceoff@vtlast,sched:sched_switch
 # and QEMU without -no-reboot. Boot 1: `record --last-boot vtlast` finds nothing yet and the agent
 # arms the instance (tracing_on=1), vt-e2e-guest writes N markers per CPU into it, a `sleep 0.2`
@@ -28,7 +29,11 @@ export VT_KERNEL_DEB=${VT_KERNEL_DEB:-debian:trixie}
 scn_begin
 scn_ports pipe
 VT_NO_REBOOT=0
-VT_APPEND="reserve_mem=4M:4096:vtlast trace_instance=vtlast^traceoff@vtlast,sched:sched_switch"
+# The kernel arguments as `setup --last-boot` prints them.
+VT_APPEND=$("$COLLECT" setup --last-boot 4M --last-boot-events sched:sched_switch) ||
+    { echo "$ME: FAIL: setup --last-boot exited $?"; exit 1; }
+[ "$VT_APPEND" = "reserve_mem=4M:4096:vtlast trace_instance=vtlast^traceoff@vtlast,sched:sched_switch" ] ||
+    bad "setup --last-boot printed '$VT_APPEND'"
 VT_LOG_IGNORE='Kernel panic - not syncing: sysrq triggered crash'
 scn_boot
 I=/sys/kernel/tracing/instances/vtlast
