@@ -129,7 +129,11 @@ int lastboot_bundle(const struct tracing *t, const char *name, unsigned int meta
 			 sizeof(info));
 	if (n < 0)
 		return n;
-	ret = vt_meta_load(&m, t->root, name, meta_flags);
+	/*
+	 * Every event's format: what the last boot had enabled is not known
+	 * (set_event says what this boot has).
+	 */
+	ret = vt_meta_load(&m, t->root, name, meta_flags | VT_META_ALL_EVENTS);
 	if (ret < 0)
 		return ret;
 	ret = vt_meta_encode(&m, &mblob, &mlen);

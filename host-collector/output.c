@@ -1071,6 +1071,19 @@ static void json_trace(FILE *f, const struct run *r, const struct trace_sum *t)
 		json_str(f, t->file);
 	else
 		fprintf(f, "null");
+	if (!t->host) {
+		/* record --last-boot's file (lastboot.c): another boot, another clock. */
+		char lb[4400];
+		struct stat st;
+
+		snprintf(lb, sizeof(lb), "%s/guest-%s.lastboot.dat", r->out, t->name);
+		if (stat(lb, &st) == 0) {
+			fprintf(f, ",\n      \"last_boot_file\": ");
+			json_str(f, strrchr(lb, '/') + 1);
+			fprintf(f, ",\n      \"last_boot_note\": \"the previous boot's trace: that "
+				"boot's own clock, not synchronised with the host\"");
+		}
+	}
 	fprintf(f, ",\n      \"trace_id\": \"0x%016" PRIx64 "\",\n      \"clock\": ", t->trace_id);
 	json_str(f, t->clock);
 	fprintf(f, ",\n      \"cpus\": [\n");
