@@ -1525,6 +1525,7 @@ int vt_proto_msg_validate(const struct vt_proto_msg *msg)
 		return ret < 0 ? ret : 0;
 	case VT_PROTO_TRACER:
 	case VT_PROTO_CLOCK:
+	case VT_PROTO_LASTBOOT_REQ:
 	case VT_PROTO_MARKER:
 		return vt_proto_dec_string(msg, NULL);
 	case VT_PROTO_BUFFER_SIZE:
