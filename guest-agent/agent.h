@@ -80,6 +80,11 @@ int tracing_on(struct tracing *t, bool on);
 int tracing_cpu_stats(const struct tracing *t, unsigned int cpu, char *buf, size_t size);
 int tracing_marker(const struct tracing *t, const char *text);
 
+/* --- lastboot.c: the previous boot's trace of a boot-mapped instance --- */
+
+int lastboot_bundle(const struct tracing *t, const char *name, unsigned int meta_flags,
+		    void **blob, size_t *len);
+
 /* --- ports.c --- */
 
 /**

@@ -346,10 +346,11 @@ static void finish_stop(struct agent *a)
 	log_info("stopped: every CPU drained");
 }
 
+static int send_chunks(struct agent *a, uint32_t ref, void *blob, size_t len, uint64_t max_total);
+
 static int send_meta(struct agent *a, uint32_t ref, uint64_t max_total)
 {
 	struct vt_meta m;
-	uint64_t off = 0;
 	size_t len;
 	void *blob;
 	int ret;
@@ -364,6 +365,15 @@ static int send_meta(struct agent *a, uint32_t ref, uint64_t max_total)
 	vt_meta_free(&m);
 	if (ret < 0)
 		return reply_err(a, ref, ret, "cannot encode the metadata");
+	return send_chunks(a, ref, blob, len, max_total);
+}
+
+/* @blob (freed here) in META chunks, or an ERROR when it is over @max_total. */
+static int send_chunks(struct agent *a, uint32_t ref, void *blob, size_t len, uint64_t max_total)
+{
+	uint64_t off = 0;
+	int ret;
+
 	if (len > max_total) {
 		free(blob);
 		return reply_err(a, ref, EFBIG, "metadata is %zu bytes, more than the %llu asked for",
@@ -378,6 +388,31 @@ static int send_meta(struct agent *a, uint32_t ref, uint64_t max_total)
 	} while (ret >= 0 && off < len);
 	free(blob);
 	return ret;
+}
+
+/* LASTBOOT_REQ: the previous boot's trace of a boot-mapped instance, as META chunks. */
+static int handle_lastboot(struct agent *a, const struct vt_proto_msg *msg)
+{
+	const char *name;
+	size_t len;
+	void *blob;
+	int ret;
+
+	ret = vt_proto_dec_string(msg, &name);
+	if (ret < 0)
+		return reply_err(a, msg->seq, ret, "malformed LASTBOOT_REQ");
+	if (a->running || a->stopping)
+		return reply_err(a, msg->seq, EBUSY, "stop before asking for the last boot's trace");
+	ret = lastboot_bundle(&a->t, name, a->o->meta_flags, &blob, &len);
+	if (ret == -ENOENT)
+		return reply_err(a, msg->seq, ret, "no boot-mapped instance %s (boot with reserve_mem=SIZE:4096:%s "
+				 "trace_instance=%s^traceoff@%s, Linux 6.12 or later)", name, name, name, name);
+	if (ret == -ENODATA)
+		return reply_err(a, msg->seq, ret, "instance %s holds nothing from the last boot "
+				 "(it records this boot now)", name);
+	if (ret < 0)
+		return reply_err(a, msg->seq, ret, "cannot read the last boot's trace from %s", name);
+	return send_chunks(a, msg->seq, blob, len, VT_PROTO_META_MAX_TOTAL);
 }
 
 /*
@@ -551,7 +586,7 @@ static int handle_config(struct agent *a, const struct vt_proto_msg *msg)
 
 static uint64_t capabilities(struct agent *a)
 {
-	uint64_t caps = VT_PROTO_CAP_META | VT_PROTO_CAP_INSTANCES;
+	uint64_t caps = VT_PROTO_CAP_META | VT_PROTO_CAP_INSTANCES | VT_PROTO_CAP_LASTBOOT;
 	struct tracing probe = a->t;
 	char path[PATH_MAX];
 
@@ -621,6 +656,9 @@ static void handle(struct agent *a, const struct vt_proto_msg *msg)
 		break;
 	case VT_PROTO_INSTANCE:
 		handle_instance(a, msg);
+		break;
+	case VT_PROTO_LASTBOOT_REQ:
+		handle_lastboot(a, msg);
 		break;
 	case VT_PROTO_TRACER:
 	case VT_PROTO_CLOCK:

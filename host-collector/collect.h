@@ -309,6 +309,7 @@ struct collect_opts {
 	const char *clock;
 	unsigned int buffer_kb;
 	unsigned int subbuf_kb;		/* --subbuf-size: the guest's sub-buffers, 0 to leave them */
+	const char *last_boot;		/* --last-boot: the boot-mapped instance, or NULL */
 	unsigned int file_version;
 	bool compress;
 	bool top_level;
@@ -339,6 +340,9 @@ int attach_listen(const char *base);
 int attach_accept(int lfd, const char *base, int *fd);
 int attach_data_path(const struct guest *g, unsigned int cpu, char *base, size_t size);
 size_t attach_discard_stale(int fd);
+
+/* lastboot.c */
+int lastboot_save(struct guest *g, const struct collect_opts *o);
 
 /* session.c */
 int session_begin(struct guest *g);

@@ -94,6 +94,9 @@ static void usage(FILE *f)
 "      --tracer NAME      a guest tracer (mmiotrace: uses the top-level buffer)\n"
 "      --top-level        trace the guest's top-level buffer, not an instance\n"
 "      --buffer-size KB   per-CPU ring buffer size in the guest (and host)\n"
+"      --last-boot NAME   first write the guest's previous boot's trace, kept in the\n"
+"                         boot-mapped instance NAME (Linux >= 6.12, see setup\n"
+"                         --last-boot), to guest-GUEST.lastboot.dat\n"
 "      --subbuf-size KB   the guest's sub-buffer size (Linux >= 6.8): fewer page\n"
 "                         headers, events larger than 4 KiB\n"
 "      --clock NAME       guest trace clock (default x86-tsc where it exists)\n"
@@ -185,7 +188,7 @@ static int parse_record(int argc, char **argv, struct collect_opts *o, struct gu
 			unsigned int *nr)
 {
 	enum { OPT_CHARDEV = 256, OPT_LISTEN, OPT_CTL, OPT_CPU, OPT_NAME, OPT_QEMU_PID, OPT_TRACER, OPT_TOP,
-	       OPT_BUFSZ, OPT_SUBBUF, OPT_CLOCK, OPT_HOST, OPT_MAXSZ, OPT_FV, OPT_NOCOMP, OPT_KEEP, OPT_FSYNC, OPT_SYNC, OPT_TSCOFF,
+	       OPT_BUFSZ, OPT_SUBBUF, OPT_LASTBOOT, OPT_CLOCK, OPT_HOST, OPT_MAXSZ, OPT_FV, OPT_NOCOMP, OPT_KEEP, OPT_FSYNC, OPT_SYNC, OPT_TSCOFF,
 	       OPT_PROBES, OPT_SINTV, OPT_DEBUGFS, OPT_STOPTO, OPT_QMP, OPT_DOMAIN, OPT_CONNECT,
 	       OPT_HOST_PID, OPT_KVM_EXITS };
 	static const struct option longopts[] = {
@@ -204,6 +207,7 @@ static int parse_record(int argc, char **argv, struct collect_opts *o, struct gu
 		{ "top-level", no_argument, NULL, OPT_TOP },
 		{ "buffer-size", required_argument, NULL, OPT_BUFSZ },
 		{ "subbuf-size", required_argument, NULL, OPT_SUBBUF },
+		{ "last-boot", required_argument, NULL, OPT_LASTBOOT },
 		{ "clock", required_argument, NULL, OPT_CLOCK },
 		{ "host-events", required_argument, NULL, OPT_HOST },
 		{ "host-pid", required_argument, NULL, OPT_HOST_PID },
@@ -319,6 +323,13 @@ static int parse_record(int argc, char **argv, struct collect_opts *o, struct gu
 			o->buffer_kb = strtoul(optarg, &end, 10);
 			if (*end || !o->buffer_kb)
 				return -EINVAL;
+			break;
+		case OPT_LASTBOOT:
+			if (!collect_name_ok(optarg) || strchr(optarg, '.')) {
+				fprintf(stderr, "virtio-trace-collect: --last-boot: an instance name, [A-Za-z0-9_-]\n");
+				return -EINVAL;
+			}
+			o->last_boot = optarg;
 			break;
 		case OPT_SUBBUF:
 			/* The kernel takes 1 KiB steps up to its largest order; the page checks stop at 1 MiB. */

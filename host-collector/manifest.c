@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -63,6 +64,19 @@ static void json_trace(FILE *f, const struct run *r, const struct trace_sum *t)
 		json_str(f, t->file);
 	else
 		fprintf(f, "null");
+	if (!t->rec.host) {
+		/* record --last-boot's file (lastboot.c): another boot, another clock. */
+		char lb[4400];
+		struct stat st;
+
+		snprintf(lb, sizeof(lb), "%s/guest-%s.lastboot.dat", r->out, t->rec.name);
+		if (lstat(lb, &st) == 0 && S_ISREG(st.st_mode)) {
+			fprintf(f, ",\n      \"last_boot_file\": ");
+			json_str(f, strrchr(lb, '/') + 1);
+			fprintf(f, ",\n      \"last_boot_note\": \"the previous boot's trace: that "
+				"boot's own clock, not synchronised with the host\"");
+		}
+	}
 	fprintf(f, ",\n      \"trace_id\": \"0x%016" PRIx64 "\",\n      \"clock\": ", t->rec.trace_id);
 	json_str(f, t->rec.clock);
 	fprintf(f, ",\n      \"cpus\": [\n");

@@ -40,12 +40,13 @@
 
 /* Setup, one step after the other (g->step). */
 enum {
-	ST_HELLO, ST_INSTANCE, ST_CLOCK, ST_BUFFER, ST_TRACER, ST_EVENTS, ST_META, ST_STREAMS,
+	ST_HELLO, ST_LASTBOOT, ST_INSTANCE, ST_CLOCK, ST_BUFFER, ST_TRACER, ST_EVENTS, ST_META, ST_STREAMS,
 	ST_SYNC, ST_START, ST_RUNNING,
 };
 
 static const char *const step_what[] = {
-	[ST_HELLO] = "handshake", [ST_INSTANCE] = "choosing the top-level buffer",
+	[ST_HELLO] = "handshake", [ST_LASTBOOT] = "fetching the last boot's trace",
+	[ST_INSTANCE] = "choosing the top-level buffer",
 	[ST_CLOCK] = "choosing the clock", [ST_BUFFER] = "setting the buffer size",
 	[ST_TRACER] = "choosing the tracer", [ST_EVENTS] = "enabling events",
 	[ST_META] = "fetching the metadata", [ST_STREAMS] = "opening the data ports",
@@ -894,6 +895,19 @@ static void hello_done(struct guest *g, int err)
 	step_done(g, 0);
 }
 
+/* The last boot's bundle arrived, or the agent has none to give: recording goes on either way. */
+static void lastboot_received(struct guest *g, int err)
+{
+	if (err < 0) {
+		log_warn("guest %s: no last boot's trace: %s", g->name,
+			 g->reply_text[0] ? g->reply_text : strerror(-err));
+		vt_proto_meta_rx_release(&g->meta_rx);
+	} else if (lastboot_save(g, g->run->o) < 0) {
+		return;
+	}
+	step_done(g, 0);
+}
+
 static void started(struct guest *g, int err)
 {
 	const struct collect_opts *o = g->run->o;
@@ -941,8 +955,22 @@ static void setup_next(struct guest *g)
 				VT_PROTO_HELLO_REPLY, hello_done);
 			return;
 		}
-		case ST_INSTANCE:
+		case ST_LASTBOOT:
+			/* The previous boot's trace first, before anything in the guest changes. */
 			g->state = G_CONFIG;
+			if (!o->last_boot)
+				break;
+			if (!(g->caps & VT_PROTO_CAP_LASTBOOT)) {
+				log_warn("guest %s: --last-boot: the agent cannot send the last boot's "
+					 "trace (an older trace-agent)", g->name);
+				break;
+			}
+			vt_proto_meta_rx_release(&g->meta_rx);
+			vt_proto_meta_rx_init(&g->meta_rx, VT_PROTO_META_MAX_TOTAL);
+			request(g, vt_proto_enc_string(f, F, VT_PROTO_LASTBOOT_REQ, vt_conn_next_seq(c),
+						       o->last_boot), VT_PROTO_META, lastboot_received);
+			return;
+		case ST_INSTANCE:
 			/* The agent's own default is a private instance; the top level only when asked. */
 			if (!(o->top_level || (o->tracer && !strcmp(o->tracer, "mmiotrace"))))
 				break;

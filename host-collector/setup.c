@@ -51,7 +51,12 @@ struct setup_opts {
 	bool have_format;
 	unsigned int ctl_index;	/* --format libvirt: the first controller's index */
 	bool have_ctl_index;
+	/* setup --last-boot */
+	const char *last_boot;		/* SIZE of the reserved memory */
+	const char *last_boot_events;	/* SYS:EV,... enabled in the instance at boot */
 };
+
+#define SETUP_LASTBOOT_INSTANCE	"vtlast"
 
 static void setup_usage(FILE *f)
 {
@@ -105,6 +110,19 @@ static void setup_usage(FILE *f)
 "    --qmp /run/vt/demo/qmp.sock -e sched\n"
 "\n"
 "Exit status: 0 printed (and created); 1 could not create or write; 2 usage error.\n"
+"\n"
+"Usage: virtio-trace-collect setup --last-boot SIZE [--last-boot-events SYS:EV,...]\n"
+"\n"
+"Print the guest kernel arguments (Linux 6.12 or later) that keep a trace across\n"
+"a crash and warm reset: SIZE (e.g. 4M) of memory reserved at boot holds the\n"
+"persistent, boot-mapped instance " SETUP_LASTBOOT_INSTANCE ", off at boot so that the previous\n"
+"boot's trace survives until `record --last-boot " SETUP_LASTBOOT_INSTANCE "` has taken it; the\n"
+"agent then turns it on to record this boot. Add them to the kernel command\n"
+"line; QEMU must run without -no-reboot.\n"
+"\n"
+"      --last-boot SIZE   reserve SIZE (K, M, G) for the boot-mapped instance\n"
+"      --last-boot-events SYS:EV,...\n"
+"                         events the instance records from boot on\n"
 "\n"
 "Usage: virtio-trace-collect setup --domain NAME [--connect URI] --apply|--remove\n"
 "                                  [--backend pipe|unix] [--dir DIR]\n"
@@ -334,6 +352,8 @@ static int setup_parse(int argc, char **argv, struct setup_opts *o)
 		{ "connect", required_argument, NULL, 'C' },
 		{ "apply", no_argument, NULL, 'a' },
 		{ "remove", no_argument, NULL, 'r' },
+		{ "last-boot", required_argument, NULL, 'L' },
+		{ "last-boot-events", required_argument, NULL, 'E' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -347,6 +367,23 @@ static int setup_parse(int argc, char **argv, struct setup_opts *o)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "n:b:cN:D:C:arh", longopts, NULL)) != -1) {
 		switch (c) {
+		case 'L':
+			/* reserve_mem's size: digits and one K, M or G. */
+			v = strtoul(optarg, &end, 10);
+			if (!v || (*end && (strchr("KMG", *end) == NULL || end[1]))) {
+				fprintf(stderr, "virtio-trace-collect setup: --last-boot SIZE: e.g. 4M\n");
+				return -EINVAL;
+			}
+			o->last_boot = optarg;
+			break;
+		case 'E':
+			if (strspn(optarg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_:,*") !=
+			    strlen(optarg)) {
+				fprintf(stderr, "virtio-trace-collect setup: --last-boot-events SYS:EV,...\n");
+				return -EINVAL;
+			}
+			o->last_boot_events = optarg;
+			break;
 		case 'D':
 			if (!*optarg) {
 				fprintf(stderr, "virtio-trace-collect setup: --domain needs a name\n");
@@ -443,6 +480,18 @@ static int setup_parse(int argc, char **argv, struct setup_opts *o)
 		fprintf(stderr, "virtio-trace-collect setup: unexpected argument '%s'\n", argv[optind]);
 		return -EINVAL;
 	}
+	if (o->last_boot_events && !o->last_boot) {
+		fprintf(stderr, "virtio-trace-collect setup: --last-boot-events goes with --last-boot\n");
+		return -EINVAL;
+	}
+	if (o->last_boot) {
+		if (o->vcpus || o->domain || o->apply || o->remove || o->create || o->have_format) {
+			fprintf(stderr, "virtio-trace-collect setup: --last-boot prints kernel "
+				"arguments only: run it on its own\n");
+			return -EINVAL;
+		}
+		return 0;
+	}
 	if (o->domain || o->apply || o->remove || o->uri) {
 		if (!o->domain || o->apply == o->remove) {
 			fprintf(stderr, "virtio-trace-collect setup: --domain NAME goes with one of "
@@ -534,6 +583,12 @@ int setup_main(int argc, char **argv)
 		return EXIT_OK;
 	if (ret < 0)
 		return EXIT_USAGE;
+	if (o.last_boot) {
+		printf("reserve_mem=%s:4096:%s trace_instance=%s^traceoff@%s%s%s\n", o.last_boot,
+		       SETUP_LASTBOOT_INSTANCE, SETUP_LASTBOOT_INSTANCE, SETUP_LASTBOOT_INSTANCE,
+		       o.last_boot_events ? "," : "", o.last_boot_events ? o.last_boot_events : "");
+		return fflush(stdout) == EOF || ferror(stdout) ? EXIT_FAIL : EXIT_OK;
+	}
 	if (o.domain) {
 		struct libvirt_setup ls = {
 			.domain = o.domain, .uri = o.uri, .remove = o.remove,

@@ -180,6 +180,7 @@ static const char *const type_names[] = {
 	[VT_PROTO_SYNC_PROBE] = "SYNC_PROBE",
 	[VT_PROTO_SYNC_REPLY] = "SYNC_REPLY",
 	[VT_PROTO_SYNC_END] = "SYNC_END",
+	[VT_PROTO_LASTBOOT_REQ] = "LASTBOOT_REQ",
 };
 
 /**
@@ -898,6 +899,7 @@ static int string_class(uint16_t type, enum str_class *cls, size_t *max)
 	switch (type) {
 	case VT_PROTO_TRACER:
 	case VT_PROTO_CLOCK:
+	case VT_PROTO_LASTBOOT_REQ:
 		*cls = STR_IDENT;
 		*max = VT_PROTO_MAX_NAME;
 		return 0;
@@ -910,12 +912,12 @@ static int string_class(uint16_t type, enum str_class *cls, size_t *max)
 }
 
 /**
- * vt_proto_enc_string() - write TRACER, CLOCK or MARKER
+ * vt_proto_enc_string() - write TRACER, CLOCK, LASTBOOT_REQ or MARKER
  * @buf: destination
  * @size: size of @buf
- * @type: VT_PROTO_TRACER, VT_PROTO_CLOCK or VT_PROTO_MARKER
+ * @type: VT_PROTO_TRACER, VT_PROTO_CLOCK, VT_PROTO_LASTBOOT_REQ or VT_PROTO_MARKER
  * @seq: sequence number
- * @s: tracer or clock name ([A-Za-z0-9_-]+), or marker text (no NUL)
+ * @s: tracer, clock or instance name ([A-Za-z0-9_-]+), or marker text (no NUL)
  *
  * Return: the frame length, -EINVAL for another type or a string the peer
  * would reject, -ENOBUFS.
@@ -1523,6 +1525,7 @@ int vt_proto_msg_validate(const struct vt_proto_msg *msg)
 		return ret < 0 ? ret : 0;
 	case VT_PROTO_TRACER:
 	case VT_PROTO_CLOCK:
+	case VT_PROTO_LASTBOOT_REQ:
 	case VT_PROTO_MARKER:
 		return vt_proto_dec_string(msg, NULL);
 	case VT_PROTO_BUFFER_SIZE:

@@ -98,6 +98,8 @@ enum vt_proto_type {
 	VT_PROTO_SYNC_PROBE = 30,	/* H->A  u32 cpu, u32 probe */
 	VT_PROTO_SYNC_REPLY = 31,	/* A->H  u32 cpu, u32 probe, u64 tsc, u32 ran_on, u32 0 */
 	VT_PROTO_SYNC_END = 32,		/* H->A  u32 cpu */
+	VT_PROTO_LASTBOOT_REQ = 33,	/* H->A  string instance: answered with META chunks of a
+					 * vt_lastboot bundle, or ERROR */
 };
 
 /* HELLO capability bits; unknown bits are ignored by receivers. */
@@ -107,6 +109,7 @@ enum vt_proto_type {
 #define VT_PROTO_CAP_SYNC_TSC	(1ull << 3)	/* SYNC_PROBE answered with rdtsc */
 #define VT_PROTO_CAP_META	(1ull << 4)	/* META_REQ is served */
 #define VT_PROTO_CAP_SUBBUF	(1ull << 5)	/* buffer_subbuf_size_kb can be set */
+#define VT_PROTO_CAP_LASTBOOT	(1ull << 6)	/* LASTBOOT_REQ is served */
 
 /* EVENTS flags */
 #define VT_PROTO_EVENTS_REPLACE	(1u << 0)	/* disable what earlier EVENTS enabled */

@@ -7,6 +7,7 @@
 #     --quick      smaller inputs and fewer repetitions
 #     --agent      also tests/bench/bench-agent.sh (boots a TCG guest: a minute or more) and
 #                  tests/bench/bench-peer.sh (against trace-cmd's agent: ~2 min quick, ~20 min full)
+#                  tests/bench/bench-mmap.sh (splice vs mmap in a 6.12 guest: about 3 minutes)
 #     --build DIR  build directory (default build-bench; configured there if it is not)
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -57,6 +58,8 @@ if [ $agent = 1 ]; then
 	echo "##### bench-peer"
 	VT_BUILDDIR=$build timeout -k 10 3600 tests/bench/bench-peer.sh $([ $quick = 1 ] && echo --quick) ||
 		{ echo "bench.sh: bench-peer exited $?"; failed=$((failed + 1)); }
+	BENCH_REPEAT=$([ $quick = 1 ] && echo 1 || echo 3) \
+		run bench-mmap tests/bench/bench-mmap.sh "$([ $quick = 1 ] && echo 2 || echo 4)"
 else
 	echo
 	echo "##### bench-agent: skipped (--agent runs it; it boots a TCG guest)"

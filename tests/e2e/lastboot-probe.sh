@@ -54,10 +54,10 @@ EOF
 VT_RUNDIR=$WORK/run VT_PORTS=0 VT_SMP=2 VT_TIMEOUT=150 VT_GUEST_SCRIPT=$WORK/guest.sh
 VT_APPEND="reserve_mem=${VT_RESERVE:-4M}:4096:vtlast trace_instance=vtlast^traceoff@vtlast,sched:sched_switch panic=1"
 mkdir -p "$VT_RUNDIR"
-vt_qemu_argv || exit 1
 # A warm reset: no -no-reboot, so the guest's reboot after the panic resets the machine.
-argv=()
-for a in "${VT_QEMU_ARGV[@]}"; do [ "$a" = -no-reboot ] || argv+=("$a"); done
+VT_NO_REBOOT=0
+vt_qemu_argv || exit 1
+argv=("${VT_QEMU_ARGV[@]}")
 vt_shell_quote "${argv[@]}" >"$VT_RUNDIR/qemu.cmd"
 t0=$(vt_now)
 timeout -k 5 "$VT_TIMEOUT" "${argv[@]}" </dev/null >"$VT_RUNDIR/qemu.stderr" 2>&1

@@ -25,6 +25,7 @@
 #   VT_APPEND       extra kernel command line words
 #   VT_QEMU_EXTRA   array of extra QEMU arguments (e.g. (-device e1000,netdev=n0 -netdev user,id=n0))
 #   VT_LOG_IGNORE   extended regex: console lines to forgive in vt_check_console
+#   VT_NO_REBOOT=1  (0: no -no-reboot, so a guest reboot or panic warm-resets the machine)
 # After vt_guest_start: VT_QEMU_PID (QEMU itself; also in $VT_RUNDIR/qemu.pid), VT_TIMEOUT_PID,
 # VT_QEMU_ARGV (the command), VT_KERNEL_APPEND (the guest command line), VT_START_TIME.
 # Port names: trace-path-cpu0..N-1 and agent-ctl-path, at most 30 per virtio-serial controller.
@@ -138,10 +139,11 @@ vt_qemu_argv() {
     append="console=ttyS0 loglevel=5 trace_clock=x86-tsc panic=-1 idle=halt"
     [ "${VT_IOMMU:-0}" = 1 ] && append+=" intel_iommu=on"
     VT_QEMU_ARGV=("$VT_QEMU_BIN" -name vt-guest -machine "$machine" -accel "$accel"
-        -m "${VT_MEM:-512}" -smp "${VT_SMP:-2}" -nodefaults -no-user-config -display none -no-reboot
+        -m "${VT_MEM:-512}" -smp "${VT_SMP:-2}" -nodefaults -no-user-config -display none
         -serial "file:$VT_RUNDIR/console.log"
         -qmp "unix:$VT_RUNDIR/qmp.sock,server=on,wait=off"
         -pidfile "$VT_RUNDIR/qemu.pid")
+    [ "${VT_NO_REBOOT:-1}" = 0 ] || VT_QEMU_ARGV+=(-no-reboot)
     [ -z "${VT_CPU:-}" ] || VT_QEMU_ARGV+=(-cpu "$VT_CPU")
     # intel-iommu must be the first device.
     [ "${VT_IOMMU:-0}" = 1 ] && VT_QEMU_ARGV+=(-device intel-iommu,intremap=off)

@@ -563,6 +563,8 @@ int t_count_markers(const struct t_host *h, unsigned int cpu, const char *prefix
 	int id = t_print_id(h), count = 0;
 
 	vt_page_fmt_default(&fmt);
+	if (h->subbuf)
+		fmt.subbuf_size = h->subbuf;
 	if (b->len % fmt.subbuf_size)
 		return -1;
 	if (pages)
@@ -675,6 +677,8 @@ int t_missed_pages(const struct t_host *h, unsigned int cpu)
 	int n = 0;
 
 	vt_page_fmt_default(&fmt);
+	if (h->subbuf)
+		fmt.subbuf_size = h->subbuf;
 	for (off = 0; off + fmt.subbuf_size <= b->len; off += fmt.subbuf_size) {
 		struct vt_page_info info;
 

@@ -32,6 +32,7 @@ struct t_host {
 	bool paused;		/* stop reading the data ports */
 	bool attached;		/* t_host_attach(): the ports belong to QEMU */
 	int print_id;		/* ftrace print event id, when not this machine's */
+	uint32_t subbuf;	/* page size of the streams, 0 for 4096 (t_count_markers) */
 	struct vt_proto_parser *parser;
 	struct t_buf ctl_in;	/* control bytes read, not yet taken by the parser */
 	size_t ctl_off;

@@ -5,7 +5,8 @@
  * partial page, stop/start cycles, restored state, a host that stops
  * reading, garbage and legacy lines on the control port, metadata, and
  * clock-probe bursts that end without a CPU spin when the host vanishes or
- * falls silent.
+ * falls silent; sub-buffers larger than the top level's (an instance's own,
+ * BUFFER_SIZE).
  */
 #include <errno.h>
 #include <sched.h>
@@ -511,6 +512,97 @@ static void test_silent_host_in_burst(void **state)
 	end_session(&h);
 }
 
+/* META_REQ, the chunks, the bundle decoded into @meta. */
+static void fetch_meta(struct t_host *h, struct vt_meta *meta)
+{
+	struct vt_proto_meta_rx rx;
+	struct vt_proto_meta_chunk c;
+	struct vt_proto_msg m;
+	int r;
+
+	assert_true(t_send(h, vt_proto_enc_meta_req(h->frame, sizeof(h->frame), ++h->seq, 64 << 20)));
+	vt_proto_meta_rx_init(&rx, 64 << 20);
+	do {
+		assert_int_equal(t_wait(h, VT_PROTO_META, 0, 10000, &m), 0);
+		assert_int_equal(vt_proto_dec_meta(&m, &c), 0);
+		r = vt_proto_meta_rx_add(&rx, &c);
+		assert_true(r >= 0);
+	} while (r == 0);
+	assert_int_equal(vt_meta_decode(meta, rx.data, rx.len), 0);
+	vt_proto_meta_rx_release(&rx);
+}
+
+/* Markers through pages of @subbuf bytes: exact counts, and the agent's own pages that size. */
+static void stream_markers(struct t_host *h, uint32_t subbuf, const char *prefix)
+{
+	unsigned int n = 5000;
+	uint64_t pages = 0;
+
+	assert_int_equal(t_start(h), 0);
+	assert_int_equal(t_write_markers(h, 0, prefix, 0, n), n);
+	assert_int_equal(t_stop(h, 20000), 0);
+	h->subbuf = subbuf;
+	assert_int_equal(t_count_markers(h, 0, prefix, NULL, &pages), n);
+	assert_int_equal(h->pages[0], pages);
+	assert_int_equal(h->bytes[0], pages * subbuf);
+}
+
+static bool have_subbuf_knob(void)
+{
+	return access("/sys/kernel/tracing/buffer_subbuf_size_kb", R_OK) == 0;
+}
+
+/*
+ * An instance that already has 8 KiB sub-buffers while the top level has 4 KiB
+ * ones: the agent announces and sends the instance's size, not the top level's
+ * (which HELLO reports).
+ */
+static void test_instance_subbuf(void **state)
+{
+	struct vt_meta meta;
+	char path[512], cmd[1024];
+	struct t_host h;
+
+	if (!have_subbuf_knob())
+		skip();
+	assert_int_equal(t_host_start(&h, agent_path, NULL), 0);
+	snprintf(path, sizeof(path), "%s/instances/%s", h.tracefs, h.instance);
+	assert_true(mkdir(path, 0755) == 0 || errno == EEXIST);
+	snprintf(cmd, sizeof(cmd), "echo 8 > %s/buffer_subbuf_size_kb", path);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(t_hello(&h), 0);
+	fetch_meta(&h, &meta);
+	assert_int_equal(meta.subbuf_size, 8192);
+	assert_non_null(strstr(meta.header_page.data, "size:8176;"));
+	vt_meta_free(&meta);
+	stream_markers(&h, 8192, "vt-inst8k");
+	assert_int_equal(t_cmd_ok(&h, vt_proto_enc_empty(h.frame, sizeof(h.frame), VT_PROTO_BYE,
+							  ++h.seq)), 0);
+	assert_int_equal(t_host_stop_agent(&h, 0), 0);
+	assert_true(instance_exists(&h));	/* not ours to remove */
+	assert_int_equal(rmdir(path), 0);
+	t_host_free(&h);
+}
+
+/* BUFFER_SIZE with only a sub-buffer size (record --subbuf-size 16). */
+static void test_subbuf_request(void **state)
+{
+	struct vt_proto_buffer_size bs = { .subbuf_kb = 16 };
+	struct vt_meta meta;
+	struct t_host h;
+
+	if (!have_subbuf_knob())
+		skip();
+	start_session(&h, NULL);
+	assert_int_equal(t_cmd_ok(&h, vt_proto_enc_buffer_size(h.frame, sizeof(h.frame), ++h.seq,
+							      &bs)), 0);
+	fetch_meta(&h, &meta);
+	assert_int_equal(meta.subbuf_size, 16384);
+	vt_meta_free(&meta);
+	stream_markers(&h, 16384, "vt-sub16");
+	end_session(&h);
+}
+
 int main(void)
 {
 	const char *build = getenv("VT_BUILDDIR");
@@ -525,6 +617,8 @@ int main(void)
 		cmocka_unit_test(test_metadata),
 		cmocka_unit_test(test_host_gone_in_burst),
 		cmocka_unit_test(test_silent_host_in_burst),
+		cmocka_unit_test(test_instance_subbuf),
+		cmocka_unit_test(test_subbuf_request),
 	};
 
 	if (access("/sys/kernel/tracing/instances", W_OK) != 0) {

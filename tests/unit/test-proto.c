@@ -1007,7 +1007,21 @@ static void test_names_markers(void **state)
 	assert_string_equal(vt_proto_type_name(6), "UNKNOWN");
 	assert_string_equal(vt_proto_type_name(65535), "UNKNOWN");
 	assert_true(vt_proto_type_known(VT_PROTO_HELLO));
-	assert_false(vt_proto_type_known(33));
+	assert_true(vt_proto_type_known(VT_PROTO_LASTBOOT_REQ));
+	{
+		struct vt_proto_msg msg;
+		const char *s = NULL;
+		int n = vt_proto_enc_string(t_buf, sizeof(t_buf), VT_PROTO_LASTBOOT_REQ, 7, "vtlast");
+
+		t_decode(t_buf, n, VT_PROTO_LASTBOOT_REQ, 7, &msg);
+		assert_int_equal(vt_proto_msg_validate(&msg), 0);
+		assert_int_equal(vt_proto_dec_string(&msg, &s), 0);
+		assert_string_equal(s, "vtlast");
+		assert_int_equal(vt_proto_enc_string(t_buf, sizeof(t_buf), VT_PROTO_LASTBOOT_REQ, 8,
+						     "../x"), -EINVAL);
+	}
+	assert_string_equal(vt_proto_type_name(VT_PROTO_LASTBOOT_REQ), "LASTBOOT_REQ");
+	assert_false(vt_proto_type_known(34));
 
 	assert_int_equal(vt_proto_marker(m, sizeof(m), false, VT_PROTO_HELLO, 1),
 			 (int)strlen("virtio-trace: rx HELLO 1"));
