@@ -213,7 +213,6 @@ struct guest_sync {
 	uint64_t host_end;
 	/* plausibility of probe replies (sync.c) */
 	uint64_t last_g[COLLECT_MAX_CPUS];	/* the last accepted guest TSC per vCPU */
-	uint64_t last_t1[COLLECT_MAX_CPUS];	/* the host TSC before it was asked for */
 	uint32_t rejected;			/* bursts rejected as implausible */
 	char reject_why[160];			/* the last reason */
 	bool failed;				/* probes were due but a vCPU got no epoch */

@@ -15,10 +15,11 @@
  * exact per-vCPU offsets instead, when the collector knows the QEMU pid.
  *
  * Replies are checked before they are believed (plausible()): a vCPU's guest
- * TSC must increase from reply to reply, across bursts too, and may not
- * advance more between two replies than the host's clock did between the
- * first request and the second reply (plus the drift the estimator allows and
- * a few ticks). A burst that breaks either is rejected whole and counted.
+ * TSC must increase from reply to reply, across bursts too, and within a
+ * burst may not advance more between two replies than the host's clock did
+ * between the first request and the second reply (plus the drift the
+ * estimator allows and a few ticks; between bursts the offset may jump). A
+ * burst that breaks either is rejected whole and counted.
  * When probes were the method and a vCPU is left with no epoch, the manifest
  * says so (sync_burst_done()): method "none" when no vCPU has one.
  *
@@ -88,8 +89,8 @@ static int record_epoch(struct guest *g, unsigned int cpu, const struct vt_tsync
 static bool plausible(struct guest *g, unsigned int cpu, const struct vt_tsync_sample *smp,
 		      unsigned int n)
 {
-	uint64_t pg = g->sync.last_g[cpu], pt1 = g->sync.last_t1[cpu];
-	bool have = pg != 0;
+	uint64_t pg = g->sync.last_g[cpu], pt1 = 0;
+	bool have = pg != 0, across = have;
 	unsigned int i;
 
 	for (i = 0; i < n; i++) {
@@ -100,11 +101,15 @@ static bool plausible(struct guest *g, unsigned int cpu, const struct vt_tsync_s
 			continue;	/* the estimator rejects these on its own */
 		if (have && s->g <= pg) {
 			snprintf(g->sync.reject_why, sizeof(g->sync.reject_why),
-				 "vCPU %u: the guest TSC went backwards (%" PRIu64 " after %" PRIu64 ")",
-				 cpu, s->g, pg);
+				 "vCPU %u: the guest TSC went backwards (%" PRIu64 " after %" PRIu64 "%s)",
+				 cpu, s->g, pg, across ? " in an earlier burst" : "");
+			/* A TSC written back between bursts costs one burst, not all later ones. */
+			if (across)
+				g->sync.last_g[cpu] = 0;
 			return false;
 		}
-		if (have) {
+		/* Between bursts the offset may jump (a migration, a TSC write): order only. */
+		if (have && !across) {
 			window = s->t2 - pt1;
 			adv = s->g - pg;
 			if (adv > window + window / (1000000 / PLAUSIBLE_PPM) + PLAUSIBLE_TICKS) {
@@ -117,11 +122,10 @@ static bool plausible(struct guest *g, unsigned int cpu, const struct vt_tsync_s
 		pg = s->g;
 		pt1 = s->t1;
 		have = true;
+		across = false;
 	}
-	if (have) {
+	if (have)
 		g->sync.last_g[cpu] = pg;
-		g->sync.last_t1[cpu] = pt1;
-	}
 	return true;
 }
 
