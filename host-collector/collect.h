@@ -48,19 +48,43 @@ void collect_log(int level, const char *fmt, ...) __attribute__((format(printf, 
 #define log_info(...)	collect_log(L_INFO, __VA_ARGS__)
 #define log_debug(...)	collect_log(L_DEBUG, __VA_ARGS__)
 
+/*
+ * What a guest can make the collector say over and over is rate-limited per
+ * guest and kind: the first COLLECT_LOG_BURST messages of a kind are printed,
+ * the rest only counted; one summary line with the count follows when the
+ * guest ends (session.c), and the count goes into the manifest's problems.
+ */
+#define COLLECT_LOG_BURST	5
+enum guest_msg { GMSG_AGENT_ERROR, GMSG_SYNC, GMSG_NR };
+#define guest_log(g, kind, level, ...)						\
+	do {									\
+		if (++(g)->msgs[kind] <= COLLECT_LOG_BURST)			\
+			collect_log(level, __VA_ARGS__);			\
+	} while (0)
+
 /* --- a data stream: one guest vCPU port, or one host CPU --- */
 
 struct engine;
 
+/* Malformed pages kept per CPU as evidence (cpuN.bad); the rest are only counted. */
+#define STREAM_BAD_KEEP		16
+
 /**
- * struct stream_budget - what a trace may spool (--max-size), shared by its streams
+ * struct stream_budget - what a guest may make the collector keep (--max-size),
+ *	shared by its streams and its session
  * @max: bytes, 0 for no limit
- * @used: bytes of good pages spooled
- * @reached: a page did not fit
+ * @used: bytes taken: every good page, every malformed page (kept or only
+ *	counted), trailing fragments and metadata bundles
+ * @pages: of @used, good pages
+ * @bad: of @used, malformed pages
+ * @frag: of @used, trailing fragments
+ * @meta: of @used, metadata bundles
+ * @reached: something did not fit
  */
 struct stream_budget {
 	uint64_t max;
 	uint64_t used;
+	uint64_t pages, bad, frag, meta;
 	bool reached;
 };
 
@@ -107,7 +131,8 @@ struct stream {
 	uint64_t bytes_session;	/* received since the last START */
 	uint64_t pages;		/* good pages spooled */
 	uint64_t events;	/* events in them */
-	uint64_t bad_pages;	/* kept aside in cpuN.bad */
+	uint64_t bad_pages;	/* malformed: the first STREAM_BAD_KEEP kept in cpuN.bad */
+	uint64_t bad_kept;	/* of them, in cpuN.bad */
 	uint64_t dropped_pages;	/* beyond --max-size */
 	uint64_t missed_pages;	/* pages flagged "events lost before this one" */
 	uint64_t lost_events;	/* lost counts stored in page headers */
@@ -120,6 +145,7 @@ int stream_init(struct stream *s, int fd, const char *label, unsigned int cpu,
 void stream_close(struct stream *s);
 int stream_ingest(struct stream *s, const uint8_t *data, size_t len);
 int stream_finish(struct stream *s);
+bool stream_budget_take(struct stream_budget *b, uint64_t len, uint64_t *what);
 void stream_notify(struct stream *s, enum stream_ev ev, int err);
 
 /* --- engine.c: one thread and one io_uring serve every stream, port and timer --- */
@@ -185,6 +211,11 @@ struct guest_sync {
 	uint64_t min_rtt[COLLECT_MAX_CPUS];		/* probes: smallest round trip, ticks */
 	uint32_t samples[COLLECT_MAX_CPUS];
 	uint64_t host_end;
+	/* plausibility of probe replies (sync.c) */
+	uint64_t last_g[COLLECT_MAX_CPUS];	/* the last accepted guest TSC per vCPU */
+	uint32_t rejected;			/* bursts rejected as implausible */
+	char reject_why[160];			/* the last reason */
+	bool failed;				/* probes were due but a vCPU got no epoch */
 };
 
 struct guest;
@@ -276,6 +307,7 @@ struct guest {
 	struct stream_budget budget;
 	struct vt_proto_meta_rx meta_rx;
 	bool meta_wanted;
+	uint64_t meta_len;		/* of the bundle spooled last */
 	void (*meta_done)(struct guest *g, int err);
 	struct engine_timer meta_timer;
 	char *stats_text[COLLECT_MAX_CPUS];
@@ -293,6 +325,8 @@ struct guest {
 	char reply_text[512];
 	uint64_t protocol_errors;
 	struct guest_sync sync;
+	uint64_t msgs[GMSG_NR];		/* guest_log(): messages of each kind */
+	bool msgs_summed;		/* their summary line was printed */
 };
 
 /* --- options --- */
@@ -355,6 +389,7 @@ const char *session_state_name(enum guest_state s);
 void collect_sanitize(char *dst, size_t size, const char *src, bool keep_newlines);
 bool collect_name_ok(const char *s);
 void session_fail(struct guest *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+const char *session_msg_name(enum guest_msg kind);
 
 /* sync.c */
 /**
@@ -421,6 +456,7 @@ struct spool_sums {
  * @agent_bytes: bytes the agent reported sent (its final STATS)
  * @agent_pages: pages likewise
  * @dropped: pages dropped beyond --max-size
+ * @bad_pages: malformed pages seen at ingest (the first STREAM_BAD_KEEP are in cpuN.bad)
  * @frag_bytes: a trailing fragment kept aside (cpuN.frag)
  * @stats: the kernel's per_cpu stats text, sanitised, or NULL
  * @have_sums: @sums holds what ingest counted
@@ -428,6 +464,7 @@ struct spool_sums {
 struct spool_cpu {
 	uint64_t agent_bytes, agent_pages;
 	uint64_t dropped;
+	uint64_t bad_pages;
 	uint64_t frag_bytes;
 	char *stats;
 	bool have_sums;
@@ -452,6 +489,10 @@ struct spool_trace {
 	char error[512];
 	uint64_t protocol_errors;
 	bool max_reached;
+	struct stream_budget budget;	/* max, used and its parts, as the state file says */
+	uint64_t msgs[GMSG_NR];
+	uint32_t sync_rejected;
+	bool sync_failed;
 	uint32_t tids[COLLECT_MAX_CPUS];
 	unsigned int nr_tids;
 	struct spool_cpu cpus[COLLECT_MAX_CPUS];

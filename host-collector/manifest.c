@@ -91,9 +91,10 @@ static void json_trace(FILE *f, const struct run *r, const struct trace_sum *t)
 		dropped += sc->dropped;
 		fprintf(f, "        { \"cpu\": %u, \"bytes\": %" PRIu64 ", \"pages\": %" PRIu64
 			", \"events\": %" PRIu64 ", \"bad_pages\": %" PRIu64
-			", \"pages_after_loss\": %" PRIu64 ", \"lost_events_in_pages\": %" PRIu64
+			", \"bad_pages_kept\": %" PRIu64 ", \"pages_after_loss\": %" PRIu64 ", \"lost_events_in_pages\": %" PRIu64
 			", \"fragment_bytes\": %" PRIu64 ", \"dropped_pages_max_size\": %" PRIu64,
-			c->cpu, c->bytes, c->pages, c->events, c->bad_pages, c->missed_pages,
+			c->cpu, c->bytes, c->pages, c->events, c->bad_pages, c->bad_pages_kept,
+			c->missed_pages,
 			c->lost_in_pages, sc->frag_bytes, sc->dropped);
 		if (!t->rec.host)
 			fprintf(f, ", \"agent_bytes\": %" PRIu64 ", \"agent_pages\": %" PRIu64,
@@ -145,8 +146,16 @@ static void json_trace(FILE *f, const struct run *r, const struct trace_sum *t)
 			first = false;
 		}
 		fprintf(f, "\n        ],\n");
-		fprintf(f, "        \"bound_ns\": %.1f\n      },\n", bound);
+		/* No mapping has no bound; 0 comes only from an exact method. */
+		if (!strcmp(t->rec.sync_method, "none"))
+			fprintf(f, "        \"bound_ns\": null\n      },\n");
+		else
+			fprintf(f, "        \"bound_ns\": %.1f\n      },\n", bound);
 		fprintf(f, "      \"max_size_reached\": %s,\n", t->rec.max_reached ? "true" : "false");
+		fprintf(f, "      \"budget\": { \"max\": %" PRIu64 ", \"used\": %" PRIu64
+			", \"pages\": %" PRIu64 ", \"bad_pages\": %" PRIu64 ", \"fragments\": %" PRIu64
+			", \"metadata\": %" PRIu64 " },\n", t->rec.budget.max, t->rec.budget.used,
+			t->rec.budget.pages, t->rec.budget.bad, t->rec.budget.frag, t->rec.budget.meta);
 	}
 	(void)dropped;
 	fprintf(f, "      \"problems\": ");

@@ -67,7 +67,7 @@ void output_keep_ingest_bad(struct run *r, struct trace_sum *t, const char *dir,
 {
 	char path[4300], buf[65536];
 	int fd = spool_open_cpu(dir, c->cpu, SPOOL_CPU_BAD, O_RDONLY), out = -1;
-	uint64_t total = 0;
+	uint64_t total = 0, kept, seen;
 	ssize_t n;
 
 	if (fd < 0)
@@ -85,8 +85,13 @@ void output_keep_ingest_bad(struct run *r, struct trace_sum *t, const char *dir,
 	if (out >= 0)
 		close(out);
 	close(fd);
-	c->bad_pages += total / t->subbuf;
-	c->bytes += total;
+	/* The file holds the first STREAM_BAD_KEEP; the state file counted them all. */
+	kept = total / t->subbuf;
+	seen = c->cpu < COLLECT_MAX_CPUS && t->rec.cpus[c->cpu].bad_pages > kept ?
+	       t->rec.cpus[c->cpu].bad_pages : kept;
+	c->bad_pages += seen;
+	c->bad_pages_kept += kept;
+	c->bytes += total + (seen - kept) * t->subbuf;
 }
 
 /*
@@ -145,6 +150,9 @@ int output_walk_pages(struct run *r, struct trace_sum *t, struct vt_tracedat *w,
 				run = 0;
 				run_start = (i + 1) * t->subbuf;
 				c->bad_pages++;
+				if (c->bad_pages_kept >= STREAM_BAD_KEEP)
+					continue;	/* evidence enough: counted only */
+				c->bad_pages_kept++;
 				snprintf(path, sizeof(path), "%s/bad-pages", r->out);
 				mkdir(path, 0755);
 				append_file(bad, p, t->subbuf);
@@ -406,6 +414,19 @@ static int load_trace(struct trace_sum *t, const char *dir, bool host)
 		output_problem(t, "%" PRIu64 " protocol errors on the control port", t->rec.protocol_errors);
 	if (!t->rec.have_agent)
 		output_problem(t, "no final statistics from the agent (the run was cut short)");
+	if (t->rec.max_reached)
+		output_problem(t, "--max-size reached: %" PRIu64 " of %" PRIu64 " bytes taken (%" PRIu64
+			" in pages, %" PRIu64 " in malformed pages, %" PRIu64 " in fragments, %" PRIu64
+			" in metadata); the guest was stopped", t->rec.budget.used, t->rec.budget.max,
+			t->rec.budget.pages, t->rec.budget.bad, t->rec.budget.frag, t->rec.budget.meta);
+	for (i = 0; i < GMSG_NR; i++)
+		if (t->rec.msgs[i] > COLLECT_LOG_BURST)
+			output_problem(t, "%" PRIu64 " %s (the first %d printed)", t->rec.msgs[i],
+				session_msg_name(i), COLLECT_LOG_BURST);
+	if (t->rec.sync_failed)
+		output_problem(t, "no clock mapping: %s", t->rec.sync_why);
+	if (t->rec.sync_rejected)
+		output_problem(t, "%u clock probe bursts rejected as implausible", t->rec.sync_rejected);
 	for (i = 0; i < t->rec.nr_cpus; i++) {
 		t->cpus[i].cpu = i;
 		if (t->rec.cpus[i].frag_bytes) {
@@ -506,8 +527,9 @@ int output_finalise(const char *out_dir, const struct collect_opts *o, bool reco
 
 		for (c = 0; c < t->nr_sums; c++)
 			if (t->cpus[c].bad_pages)
-				output_problem(t, "cpu%u: %" PRIu64 " malformed pages kept aside in bad-pages/", c,
-					t->cpus[c].bad_pages);
+				output_problem(t, "cpu%u: %" PRIu64 " malformed pages (%" PRIu64
+					" kept in bad-pages/)", c, t->cpus[c].bad_pages,
+					t->cpus[c].bad_pages_kept);
 		if (t->problems[0]) {
 			troubled++;
 			log_warn("%s: %s", t->rec.name, t->problems);

@@ -16,6 +16,7 @@
 struct cpu_sum {
 	unsigned int cpu;
 	uint64_t bytes, pages, bad_pages, events, missed_pages, lost_in_pages;
+	uint64_t bad_pages_kept;	/* of @bad_pages, in bad-pages/ (at most STREAM_BAD_KEEP) */
 };
 
 /* One trace being written: what the spool says (rec) and what the finish counts. */

@@ -329,7 +329,11 @@ static void print_sync(const struct json_value *sync, bool *bad)
 		put_safe(json_string(json_get(sync, "why")));
 		printf(")");
 	}
-	printf("\n  sync bound: %.1f ns\n", num_field(sync, "bound_ns", bad));
+	if (!json_is(json_get(sync, "bound_ns"), JSON_NUMBER) ||
+	    !strcmp(json_string(json_get(sync, "method")) ?: "", "none"))
+		printf("\n  sync bound: none: this guest's timestamps are not mapped onto the host's\n");
+	else
+		printf("\n  sync bound: %.1f ns\n", num_field(sync, "bound_ns", bad));
 	v = json_get(sync, "probes");
 	if (json_is(v, JSON_ARRAY) && v->count) {
 		const struct json_value *p, *best = NULL;

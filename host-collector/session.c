@@ -117,6 +117,37 @@ static void ctl_close(struct guest *g)
 	g->ctl_in = g->ctl_out = NULL;
 }
 
+static const char *const msg_names[GMSG_NR] = {
+	[GMSG_AGENT_ERROR] = "error reports from the agent",
+	[GMSG_SYNC] = "clock sync warnings",
+};
+
+/**
+ * session_msg_name() - what guest_log() counts under a kind, for messages
+ * @kind: the kind
+ *
+ * Return: its description.
+ */
+const char *session_msg_name(enum guest_msg kind)
+{
+	return kind < GMSG_NR ? msg_names[kind] : "?";
+}
+
+/* The one summary line of what guest_log() did not print, when the guest ends. */
+static void msgs_summary(struct guest *g)
+{
+	unsigned int k;
+
+	if (g->msgs_summed)
+		return;
+	g->msgs_summed = true;
+	for (k = 0; k < GMSG_NR; k++)
+		if (g->msgs[k] > COLLECT_LOG_BURST)
+			log_warn("guest %s: %llu %s in all, %llu not shown (only the first %d of a kind "
+				 "are printed)", g->name, (unsigned long long)g->msgs[k], msg_names[k],
+				 (unsigned long long)(g->msgs[k] - COLLECT_LOG_BURST), COLLECT_LOG_BURST);
+}
+
 /**
  * session_fail() - drop a guest: log, remember why, stop reading it
  * @g: the guest
@@ -135,6 +166,7 @@ void session_fail(struct guest *g, const char *fmt, ...)
 	vsnprintf(g->error, sizeof(g->error), fmt, ap);
 	va_end(ap);
 	log_err("guest %s: %s; dropping this guest, the others continue", g->name, g->error);
+	msgs_summary(g);
 	g->state = G_FAILED;
 	for (i = 0; i < g->nr_streams; i++)
 		g->streams[i].closed = true;
@@ -333,8 +365,9 @@ static void got_meta(struct guest *g, const struct vt_proto_msg *m)
 	}
 	r = vt_proto_meta_rx_add(&g->meta_rx, &c);
 	if (r == -EFBIG)
-		session_fail(g, "metadata of %llu bytes is over the %llu-byte limit",
-			     (unsigned long long)c.total, (unsigned long long)META_LIMIT);
+		session_fail(g, "metadata of %llu bytes is over the %llu-byte limit%s",
+			     (unsigned long long)c.total, (unsigned long long)g->meta_rx.limit,
+			     g->meta_rx.limit < META_LIMIT ? " (what --max-size leaves)" : "");
 	else if (r < 0)
 		session_fail(g, "metadata chunks out of order or inconsistent (%s)", strerror(-r));
 	else if (r == 1)
@@ -385,7 +418,8 @@ static void handle(struct guest *g, const struct vt_proto_msg *m)
 			snprintf(g->reply_text, sizeof(g->reply_text), "%s", text);
 			req_complete(g, e.err > 0 && e.err < 4096 ? -e.err : -EPROTO);
 		} else {
-			log_warn("guest %s: agent reports: %s (%s)", g->name, text, strerror(e.err));
+			guest_log(g, GMSG_AGENT_ERROR, L_WARN, "guest %s: agent reports: %s (%s)",
+				  g->name, text, strerror(e.err));
 		}
 		break;
 	case VT_PROTO_STATS:
@@ -464,8 +498,11 @@ static void stream_event(void *owner, struct stream *s, enum stream_ev ev, int e
 		session_fail(g, "cannot write the spool: %s", strerror(-err));
 		break;
 	case STREAM_EV_LIMIT:
-		log_warn("guest %s: reached --max-size (%llu bytes spooled): stopping it", g->name,
-			 (unsigned long long)g->budget.used);
+		log_warn("guest %s: reached --max-size (%llu of %llu bytes taken: %llu in pages, "
+			 "%llu in malformed pages, %llu in fragments, %llu in metadata): stopping it",
+			 g->name, (unsigned long long)g->budget.used, (unsigned long long)g->budget.max,
+			 (unsigned long long)g->budget.pages, (unsigned long long)g->budget.bad,
+			 (unsigned long long)g->budget.frag, (unsigned long long)g->budget.meta);
 		session_stop(g);
 		break;
 	case STREAM_EV_EOF:
@@ -602,6 +639,14 @@ static void meta_received(struct guest *g, int err)
 	struct vt_meta m;
 	int ret;
 
+	if (err < 0 && g->state == G_FINISHING) {
+		/* The final fetch only refreshes it: the metadata from the setup stays. */
+		log_warn("guest %s: the agent cannot send its final metadata: %s (%s); the metadata "
+			 "of the setup is kept", g->name, g->reply_text[0] ? g->reply_text : "refused",
+			 strerror(-err));
+		done(g, 0);
+		return;
+	}
 	if (err < 0) {
 		session_fail(g, "the agent cannot send its metadata: %s (%s)",
 			     g->reply_text[0] ? g->reply_text : "refused", strerror(-err));
@@ -630,6 +675,20 @@ static void meta_received(struct guest *g, int err)
 		return;
 	}
 	vt_meta_free(&m);
+	/* Metadata counts against --max-size like pages (fetch_meta() asked for no more than fits). */
+	if (!stream_budget_take(&g->budget, g->meta_rx.len, &g->budget.meta)) {
+		vt_proto_meta_rx_release(&g->meta_rx);
+		if (g->state != G_FINISHING) {
+			session_fail(g, "its metadata is over --max-size (%llu bytes)",
+				     (unsigned long long)g->budget.max);
+			return;
+		}
+		log_warn("guest %s: the final metadata is over --max-size: the metadata of the setup "
+			 "is kept", g->name);
+		done(g, 0);
+		return;
+	}
+	g->meta_len = g->meta_rx.len;
 	ret = spool_save_meta(g->spool, g->meta_rx.data, g->meta_rx.len);
 	vt_proto_meta_rx_release(&g->meta_rx);
 	if (ret < 0) {
@@ -642,11 +701,30 @@ static void meta_received(struct guest *g, int err)
 /* Ask for the metadata bundle; @done runs once it is checked and spooled. */
 static void fetch_meta(struct guest *g, void (*done)(struct guest *g, int err))
 {
+	uint64_t limit = META_LIMIT;
+
+	/* Never more than the budget has room for: nor in memory, nor in the spool. */
+	if (g->budget.max) {
+		uint64_t left = g->budget.reached ? 0 : g->budget.max - g->budget.used;
+
+		limit = left < limit ? left : limit;
+	}
+	if (g->state == G_FINISHING && limit < g->meta_len) {
+		/* Metadata only grows: the final bundle cannot fit. */
+		log_warn("guest %s: --max-size leaves no room for the final metadata: the metadata "
+			 "of the setup is kept", g->name);
+		done(g, 0);
+		return;
+	}
+	if (!limit) {
+		session_fail(g, "--max-size leaves no room for its metadata");
+		return;
+	}
 	vt_proto_meta_rx_release(&g->meta_rx);
-	vt_proto_meta_rx_init(&g->meta_rx, META_LIMIT);
+	vt_proto_meta_rx_init(&g->meta_rx, limit);
 	g->meta_done = done;
 	request(g, vt_proto_enc_meta_req(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX,
-					 vt_conn_next_seq(g->conn), META_LIMIT),
+					 vt_conn_next_seq(g->conn), limit),
 		VT_PROTO_META, meta_received);
 }
 
@@ -1156,6 +1234,7 @@ static void bye_done(struct guest *g, int err)
 	engine_timer_cancel(eng(g), &g->stop_timer);
 	g->state = G_DONE;
 	ctl_close(g);
+	msgs_summary(g);
 	spool_save_state(g);
 	log_info("guest %s: done", g->name);
 	changed(g);

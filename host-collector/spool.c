@@ -13,7 +13,8 @@
  *                           trace.dat in place, by moving extents, without copying)
  *       layout              region=BYTES, the region size of data
  *       cpuN.pages          whole pages of a CPU that filled its region, after those
- *       cpuN.bad            pages kept aside
+ *       cpuN.bad            malformed pages kept aside, at most STREAM_BAD_KEEP (the
+ *                           state file's badN counts them all)
  *       cpuN.frag           a trailing fragment, when a stream ended mid-page
  *       cpuN.stats          the guest's final per_cpu stats text
  *       agent               key=value: the agent's final counters
@@ -234,8 +235,16 @@ int spool_save_state(const struct guest *g)
 		tprintf(&t, "%s%u", i ? "," : "", g->vcpu_tids[i]);
 	tprintf(&t, "\n");
 	for (i = 0; i < g->nr_streams; i++)
-		tprintf(&t, "dropped%u=%llu\n", g->streams[i].cpu,
-			(unsigned long long)g->streams[i].dropped_pages);
+		tprintf(&t, "dropped%u=%llu\nbad%u=%llu\n", g->streams[i].cpu,
+			(unsigned long long)g->streams[i].dropped_pages, g->streams[i].cpu,
+			(unsigned long long)g->streams[i].bad_pages);
+	tprintf(&t, "budget_max=%llu\nbudget_used=%llu\nbudget_pages=%llu\nbudget_bad=%llu\n"
+		"budget_frag=%llu\nbudget_meta=%llu\n", (unsigned long long)g->budget.max,
+		(unsigned long long)g->budget.used, (unsigned long long)g->budget.pages,
+		(unsigned long long)g->budget.bad, (unsigned long long)g->budget.frag,
+		(unsigned long long)g->budget.meta);
+	for (i = 0; i < GMSG_NR; i++)
+		tprintf(&t, "msgs%u=%llu\n", i, (unsigned long long)g->msgs[i]);
 	return text_save(&t, g->spool, "state");
 }
 
@@ -276,8 +285,8 @@ int spool_save_sync(const struct guest *g)
 	struct text t = { 0 };
 	unsigned int cpu, i;
 
-	tprintf(&t, "method=%s\nwhy=%s\nhost_end=%" PRIu64 "\n", g->sync.method, g->sync.why,
-		g->sync.host_end);
+	tprintf(&t, "method=%s\nwhy=%s\nhost_end=%" PRIu64 "\nrejected=%u\nfailed=%d\n",
+		g->sync.method, g->sync.why, g->sync.host_end, g->sync.rejected, g->sync.failed);
 	for (cpu = 0; cpu < g->nr_cpus && cpu < COLLECT_MAX_CPUS; cpu++) {
 		if (g->sync.min_rtt[cpu])
 			tprintf(&t, "probes cpu=%u min_rtt=%" PRIu64 " samples=%u\n", cpu,
@@ -666,6 +675,8 @@ static void load_sync(struct spool_trace *t, const char *dir)
 	kv(text, "method", t->sync_method, sizeof(t->sync_method));
 	kv(text, "why", t->sync_why, sizeof(t->sync_why));
 	t->host_end = kv_u64(text, "host_end");
+	t->sync_rejected = kv_u64(text, "rejected") > UINT32_MAX ? UINT32_MAX : kv_u64(text, "rejected");
+	t->sync_failed = kv_u64(text, "failed") != 0;
 	for (line = text; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
 		struct vt_tsync_epoch ep = { 0 };
 		unsigned int cpu, samples;
@@ -789,6 +800,19 @@ int spool_trace_load(const char *dir, bool host, struct spool_trace *t)
 		for (i = 0; i < t->nr_cpus; i++) {
 			snprintf(key, sizeof(key), "dropped%u", i);
 			t->cpus[i].dropped = kv_u64(text, key);
+			snprintf(key, sizeof(key), "bad%u", i);
+			t->cpus[i].bad_pages = kv_u64(text, key);
+		}
+		t->budget.max = kv_u64(text, "budget_max");
+		t->budget.used = kv_u64(text, "budget_used");
+		t->budget.pages = kv_u64(text, "budget_pages");
+		t->budget.bad = kv_u64(text, "budget_bad");
+		t->budget.frag = kv_u64(text, "budget_frag");
+		t->budget.meta = kv_u64(text, "budget_meta");
+		t->budget.reached = t->max_reached;
+		for (i = 0; i < GMSG_NR; i++) {
+			snprintf(key, sizeof(key), "msgs%u", i);
+			t->msgs[i] = kv_u64(text, key);
 		}
 		free(text);
 	}

@@ -5,7 +5,11 @@
  * A stream delivers bytes in whatever pieces the transport chooses; it is cut
  * into whole sub-buffers here. Each page is validated whole (its header and
  * every event, about 0.4 us a page, against 0.26 us to copy it) and goes to
- * the spool, or, when malformed, to cpuN.bad, counted and logged once. What
+ * the spool, or, when malformed, is counted and logged once, the first
+ * STREAM_BAD_KEEP of a CPU kept in cpuN.bad as evidence. Every page, good or
+ * not, and a trailing fragment count against the guest's --max-size budget
+ * (struct stream_budget, which its metadata shares); past it pages are only
+ * counted as dropped, and the owner is told to stop the guest. What
  * the pages hold (pages, events, lost events) is counted on the way and left
  * in cpuN.sums when the stream closes, so that trace.dat can be made without
  * reading the pages again; a spool without it (a killed collector) is walked.
@@ -211,37 +215,70 @@ void stream_close(struct stream *s)
 	s->rbuf = s->page = NULL;
 }
 
+/*
+ * A malformed page: counted always, kept in cpuN.bad only while the CPU has
+ * kept fewer than STREAM_BAD_KEEP (evidence, not a second copy of a flood).
+ */
 static int keep_aside(struct stream *s, const uint8_t *page, const char *why)
 {
+	s->bad_pages++;
+	if (!s->bad_logged) {
+		log_warn("%s: malformed page at stream offset %llu (%s): kept aside in cpu%u.bad, "
+			 "not in the trace (the first %u malformed pages of a CPU are kept, the rest "
+			 "counted)", s->label,
+			 (unsigned long long)((s->pages + s->bad_pages - 1) * s->subbuf), why, s->cpu,
+			 STREAM_BAD_KEEP);
+		s->bad_logged = true;
+	}
+	if (s->bad_kept >= STREAM_BAD_KEEP)
+		return 0;
 	if (s->bad_fd < 0) {
 		s->bad_fd = spool_open_cpu(s->dir, s->cpu, SPOOL_CPU_BAD, O_WRONLY | O_CREAT | O_APPEND);
 		if (s->bad_fd < 0)
 			return s->bad_fd;
 	}
-	if (!s->bad_logged) {
-		log_warn("%s: malformed page at stream offset %llu (%s): kept aside in cpu%u.bad, "
-			 "not in the trace", s->label,
-			 (unsigned long long)((s->pages + s->bad_pages) * s->subbuf), why, s->cpu);
-		s->bad_logged = true;
-	}
-	s->bad_pages++;
+	s->bad_kept++;
 	return write_all(s->bad_fd, page, s->subbuf);
 }
 
-/* Whether one more page would take the trace past its --max-size budget. */
-static bool over_limit(struct stream *s)
+/**
+ * stream_budget_take() - count @len bytes against a budget
+ * @b: the budget, NULL for none
+ * @len: bytes the guest sent
+ * @what: the part of @b they are (&b->pages, &b->bad, ...), or NULL
+ *
+ * Once something did not fit, nothing more does: the guest is being stopped.
+ *
+ * Return: true when they fit (and are counted), false when the budget is used up.
+ */
+bool stream_budget_take(struct stream_budget *b, uint64_t len, uint64_t *what)
+{
+	if (!b)
+		return true;
+	if (b->max && (b->reached || len > b->max - b->used)) {
+		b->reached = true;
+		return false;
+	}
+	b->used += len;
+	if (what)
+		*what += len;
+	return true;
+}
+
+/* Whether one more page (@good or malformed) fits the budget; the first that does not is told. */
+static bool budget_page(struct stream *s, bool good)
 {
 	struct stream_budget *b = s->budget;
+	bool was;
 
-	if (!b || !b->max)
-		return false;
-	if (b->used + s->subbuf <= b->max)
-		return false;
-	if (!b->reached) {
-		b->reached = true;
+	if (!b)
+		return true;
+	was = b->reached;
+	if (stream_budget_take(b, s->subbuf, good ? &b->pages : &b->bad))
+		return true;
+	if (!was)
 		stream_notify(s, STREAM_EV_LIMIT, 0);
-	}
-	return true;
+	return false;
 }
 
 /* The whole check of one page: header and every event. */
@@ -280,12 +317,18 @@ static int take_pages(struct stream *s, const uint8_t *p, size_t n)
 		const char *why;
 		uint32_t events;
 
-		if (!page_ok(s, p, &info, &events, &why) || over_limit(s)) {
+		bool good = page_ok(s, p, &info, &events, &why);
+
+		if (!good || !budget_page(s, good)) {
 			if (run_len && (ret = spool_out(s, run, run_len)) < 0)
 				return ret;
 			run = p + s->subbuf;
 			run_len = 0;
 			if (s->budget && s->budget->reached) {
+				s->dropped_pages++;
+				continue;
+			}
+			if (!budget_page(s, false)) {
 				s->dropped_pages++;
 				continue;
 			}
@@ -295,8 +338,6 @@ static int take_pages(struct stream *s, const uint8_t *p, size_t n)
 			continue;
 		}
 		s->pages++;
-		if (s->budget)
-			s->budget->used += s->subbuf;
 		s->events += events;
 		s->missed_pages += info.missed;
 		s->lost_events += info.missed_events;
@@ -367,6 +408,12 @@ int stream_finish(struct stream *s)
 {
 	if (!s->have)
 		return 0;
+	if (!stream_budget_take(s->budget, s->have, s->budget ? &s->budget->frag : NULL)) {
+		log_warn("%s: stream ended %zu bytes into a page: whole pages kept, the fragment is "
+			 "over --max-size and not kept", s->label, s->have);
+		s->have = 0;
+		return 0;
+	}
 	log_warn("%s: stream ended %zu bytes into a page: whole pages kept, the fragment is in "
 		 "cpu%u.frag", s->label, s->have, s->cpu);
 	spool_save_frag(s->dir, s->cpu, s->page, s->have);

@@ -14,6 +14,15 @@
  * and splits a burst into epochs when the offset jumped. KVM's debugfs gives
  * exact per-vCPU offsets instead, when the collector knows the QEMU pid.
  *
+ * Replies are checked before they are believed (plausible()): a vCPU's guest
+ * TSC must increase from reply to reply, across bursts too, and within a
+ * burst may not advance more between two replies than the host's clock did
+ * between the first request and the second reply (plus the drift the
+ * estimator allows and a few ticks; between bursts the offset may jump). A
+ * burst that breaks either is rejected whole and counted.
+ * When probes were the method and a vCPU is left with no epoch, the manifest
+ * says so (sync_burst_done()): method "none" when no vCPU has one.
+ *
  * The mapping is written to the spool's "sync" file as one epoch per line.
  */
 #include <errno.h>
@@ -68,6 +77,58 @@ static int record_epoch(struct guest *g, unsigned int cpu, const struct vt_tsync
 	return vt_tsync_cpu_update(c, ep);
 }
 
+/* Slack of plausible(): the estimator's drift limit, and a few ticks of rounding. */
+#define PLAUSIBLE_PPM		1000
+#define PLAUSIBLE_TICKS		10000
+
+/*
+ * Whether a burst's replies can be true, whatever the offset: see the top
+ * comment. Probes are sent one after the other, so the guest read each one
+ * after the one before. Return: true, or false with g->sync.reject_why set.
+ */
+static bool plausible(struct guest *g, unsigned int cpu, const struct vt_tsync_sample *smp,
+		      unsigned int n)
+{
+	uint64_t pg = g->sync.last_g[cpu], pt1 = 0;
+	bool have = pg != 0, across = have;
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		const struct vt_tsync_sample *s = &smp[i];
+		uint64_t window, adv;
+
+		if (s->cpu != s->want_cpu || s->t2 < s->t1)
+			continue;	/* the estimator rejects these on its own */
+		if (have && s->g <= pg) {
+			snprintf(g->sync.reject_why, sizeof(g->sync.reject_why),
+				 "vCPU %u: the guest TSC went backwards (%" PRIu64 " after %" PRIu64 "%s)",
+				 cpu, s->g, pg, across ? " in an earlier burst" : "");
+			/* A TSC written back between bursts costs one burst, not all later ones. */
+			if (across)
+				g->sync.last_g[cpu] = 0;
+			return false;
+		}
+		/* Between bursts the offset may jump (a migration, a TSC write): order only. */
+		if (have && !across) {
+			window = s->t2 - pt1;
+			adv = s->g - pg;
+			if (adv > window + window / (1000000 / PLAUSIBLE_PPM) + PLAUSIBLE_TICKS) {
+				snprintf(g->sync.reject_why, sizeof(g->sync.reject_why),
+					 "vCPU %u: the guest TSC advanced %" PRIu64 " ticks while the host's "
+					 "advanced at most %" PRIu64, cpu, adv, window);
+				return false;
+			}
+		}
+		pg = s->g;
+		pt1 = s->t1;
+		have = true;
+		across = false;
+	}
+	if (have)
+		g->sync.last_g[cpu] = pg;
+	return true;
+}
+
 /**
  * sync_probe_result() - turn one vCPU's probe burst into epochs
  * @g: the guest
@@ -93,12 +154,19 @@ int sync_probe_result(struct guest *g, unsigned int cpu, const struct vt_tsync_s
 
 	if (cpu >= COLLECT_MAX_CPUS)
 		return -EINVAL;
+	if (!plausible(g, cpu, smp, n)) {
+		g->sync.rejected++;
+		guest_log(g, GMSG_SYNC, L_WARN, "guest %s: implausible clock probe replies, burst "
+			  "rejected: %s", g->name, g->sync.reject_why);
+		return -EAGAIN;
+	}
 	ret = vt_tsync_estimate(smp, n, &no_drift, &est[0]);
 	if (ret < 0)
 		ret = vt_tsync_estimate_split(smp, n, NULL, est, 8, &nr_est);
 	if (ret < 0) {
-		log_warn("guest %s: vCPU %u: the probes give no usable clock estimate (%s)", g->name,
-			 cpu, strerror(-ret));
+		snprintf(g->sync.reject_why, sizeof(g->sync.reject_why),
+			 "vCPU %u: the probes give no usable clock estimate (%s)", cpu, strerror(-ret));
+		guest_log(g, GMSG_SYNC, L_WARN, "guest %s: %s", g->name, g->sync.reject_why);
 		return -EAGAIN;
 	}
 	for (i = 0; i < nr_est; i++) {
@@ -277,9 +345,27 @@ int sync_prepare(struct guest *g, const struct collect_opts *o, const char *when
  */
 void sync_burst_done(struct guest *g, const char *when)
 {
+	unsigned int i, missing = 0, first = 0;
+
 	if (!strcmp(when, "resume")) {
 		align_to_resume(g);
 		g->resume_tsc = g->stop_tsc = 0;
+	}
+	/* Probes that left a vCPU without any epoch: say so, never a silent 0 ns bound. */
+	if (!strcmp(g->sync.method, "probe")) {
+		for (i = 0; i < g->nr_streams; i++) {
+			unsigned int cpu = g->streams[i].cpu;
+
+			if (cpu < COLLECT_MAX_CPUS && !g->sync.cpus[cpu].nr && !missing++)
+				first = cpu;
+		}
+		g->sync.failed = missing > 0;
+		if (missing == g->nr_streams && missing)
+			set_method(g, "none", "in-band probes gave no plausible clock estimate (%.100s)",
+				   g->sync.reject_why[0] ? g->sync.reject_why : "no reply");
+		else if (missing)
+			set_method(g, "probe", "in-band probes; %u vCPU(s) from %u on have no plausible "
+				   "clock estimate (%.80s)", missing, first, g->sync.reject_why);
 	}
 	spool_save_sync(g);
 }

@@ -1,11 +1,11 @@
 #!/bin/sh
 # Proves: --max-size bounds what a guest may spool. A guest that streams
 # without end fills exactly its budget: the pages kept (spool and manifest)
-# are at most SIZE plus the documented slack of one page per CPU and at least
-# SIZE minus that slack, the manifest says max_size_reached, a message names
+# plus its metadata are at most SIZE and at least SIZE minus the slack of one
+# page per CPU, the manifest says max_size_reached, a message names
 # the guest, every page sent is either kept or counted as dropped, and the
 # file written holds exactly the pages kept.
-echo "collect: --max-size stops a guest at the bound (+ one page per CPU), named, file consistent"
+echo "collect: --max-size (pages + metadata) stops a guest at the bound, named, a problem, file consistent"
 . "$VT_SRCDIR/tests/integration/collect-lib.sh"
 need_tools
 
@@ -17,15 +17,20 @@ fake vmbig --fifo "$p" --fixture "$DATA/cap-guest" --repeat 0 --rate 1M --retime
 pid=$FAKE_PID
 collect rec --chardev-dir "$p" --name vmbig -o "$out" --duration 3 --max-size 256K --keep-spool
 fake_end $pid
-case $RC in
-0 | 3) ;;
-*) show "$WORK/rec.log"; fail "collector exited $RC" ;;
-esac
+[ $RC = 3 ] || { show "$WORK/rec.log"; fail "collector exited $RC, want 3 (the guest was stopped)"; }
+guest_json "$out" vmbig .problems | grep -q -- "--max-size reached" ||
+	fail "no problem names --max-size: $(guest_json "$out" vmbig .problems)"
 sent=$(( $(fake_total vmbig 0 bytes) + $(fake_total vmbig 1 bytes) ))
-[ "$sent" -gt "$size" ] || fail "the agent sent only $sent bytes: the test did not exceed the bound"
 spooled=$( (spool_pages "$out/.spool/guest-vmbig" 0; spool_pages "$out/.spool/guest-vmbig" 1) | wc -c)
-[ "$spooled" -le $((size + slack)) ] || fail "spooled $spooled bytes, bound $size + $slack"
-[ "$spooled" -ge $((size - slack)) ] || fail "spooled only $spooled bytes, bound $size - $slack: stopped early"
+# The metadata counts against the budget too (manifest budget.metadata).
+meta=$(guest_json "$out" vmbig .budget.metadata)
+[ $((sent + meta)) -gt "$size" ] || fail "the agent sent only $sent bytes + $meta of metadata: the test did not exceed the bound"
+[ "$meta" -gt 0 ] || fail "manifest budget.metadata is '$meta': the metadata did not count"
+[ "$(guest_json "$out" vmbig .budget.pages)" = "$spooled" ] ||
+	fail "manifest budget.pages $(guest_json "$out" vmbig .budget.pages), the spool holds $spooled bytes"
+[ $((spooled + meta)) -le $size ] || fail "spooled $spooled bytes + $meta of metadata, bound $size"
+[ $((spooled + meta)) -ge $((size - slack)) ] ||
+	fail "spooled only $spooled bytes + $meta of metadata, bound $size - $slack: stopped early"
 pages=$(guest_json "$out" vmbig '[.cpus[].pages] | add')
 [ $((pages * 4096)) = "$spooled" ] || fail "manifest has $pages pages, the spool $spooled bytes"
 # Every page the agent sent is either kept or counted as dropped for the bound.

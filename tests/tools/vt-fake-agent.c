@@ -85,6 +85,9 @@ struct fake_opts {
 	int64_t tsc_offset;
 	bool retime;
 	long long bad_page;		/* -1: none */
+	bool all_bad;			/* every page of every CPU malformed */
+	bool absurd_probes;		/* SYNC_REPLY carries pseudo-random TSCs */
+	uint64_t error_flood;		/* unsolicited ERROR frames after START */
 	bool garbage;
 	bool oversize;
 	bool huge_meta;
@@ -521,12 +524,13 @@ static void prepare_page(struct fake *f, struct fake_cpu *c)
 		else
 			say(f, "cpu%u page %" PRIu64 ": flagged missed, no count", c->cpu, c->next);
 	}
-	if (c->cpu == 0 && f->o.bad_page >= 0 && c->next == (uint64_t)f->o.bad_page) {
+	if (f->o.all_bad || (c->cpu == 0 && f->o.bad_page >= 0 && c->next == (uint64_t)f->o.bad_page)) {
 		uint32_t events = page_events(&f->fmt, c->cur);
 		uint32_t commit = (vt_get_le32(c->cur + 8) & ~VT_COMMIT_LEN_MASK) | size;
 
 		vt_put_le32(c->cur + 8, commit);
-		say(f, "cpu0 page %" PRIu64 ": commit length set to %u, beyond the page (it held %u events)",
+		if (!f->o.all_bad)
+			say(f, "cpu0 page %" PRIu64 ": commit length set to %u, beyond the page (it held %u events)",
 		    c->next, size, events);
 	}
 	if (c->cpu == 0 && f->o.truncate_stream && c->total && c->next + 1 == c->total) {
@@ -1052,6 +1056,18 @@ static void send_garbage(struct fake *f)
 		say(f, "sent %zu bytes of garbage on the control port", sizeof(junk));
 }
 
+/* --error-flood: that many unsolicited ERROR frames (ref_seq 0), as a guest gone mad. */
+static void send_error_flood(struct fake *f)
+{
+	struct vt_proto_error e = { .ref_seq = 0, .err = EIO, .text = "flooding error" };
+	uint64_t i;
+
+	for (i = 0; i < f->o.error_flood; i++)
+		if (send_frame(f, vt_proto_enc_error(f->frame, sizeof(f->frame), next_seq(f), &e)) < 0)
+			break;
+	say(f, "sent %" PRIu64 " unsolicited ERROR frames", i);
+}
+
 static void send_oversize(struct fake *f)
 {
 	uint8_t frame[VT_PROTO_HDR_SIZE + 64];
@@ -1143,6 +1159,8 @@ static void start(struct fake *f, const struct vt_proto_msg *msg)
 		send_garbage(f);
 	if (f->o.oversize)
 		send_oversize(f);
+	if (f->o.error_flood)
+		send_error_flood(f);
 }
 
 static void stop(struct fake *f, const struct vt_proto_msg *msg)
@@ -1191,7 +1209,16 @@ static void finish_stop(struct fake *f)
 
 static void sync_reply(struct fake *f, struct vt_proto_sync *s)
 {
+	static uint64_t x = 0x9e3779b97f4a7c15ull;
+
 	s->tsc = guest_tsc(f);
+	if (f->o.absurd_probes) {
+		/* xorshift64: anything below 2^62, in no order (fits the estimator's range). */
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		s->tsc = x >> 2;
+	}
 	s->ran_on = s->cpu;
 	send_frame(f, vt_proto_enc_sync(f->frame, sizeof(f->frame), VT_PROTO_SYNC_REPLY,
 					next_seq(f), s));
@@ -1734,6 +1761,9 @@ static void usage(FILE *out)
 		"misbehaviour:\n"
 		"  --bad-page N           corrupt page N of cpu0 (commit length beyond the page)\n"
 		"  --garbage              send garbage on the control port after START\n"
+		"  --all-bad              corrupt every page of every CPU (with --repeat 0: a flood)\n"
+		"  --absurd-probes        answer SYNC_PROBE with pseudo-random guest TSCs\n"
+		"  --error-flood N        send N unsolicited ERROR frames after START\n"
 		"  --oversize             announce a frame longer than the maximum after START\n"
 		"  --huge-meta            announce a META bundle of 1 TiB\n"
 		"  --truncate-stream      end cpu0's data in the middle of its last page and close\n"
@@ -1769,7 +1799,8 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 	enum { OPT_FIFO = 256, OPT_CONNECT, OPT_LISTEN, OPT_FIXTURE, OPT_NAME, OPT_CPUS, OPT_REPEAT, OPT_RATE,
 	       OPT_RETIME, OPT_TSC, OPT_MISSED, OPT_OVERRUN, OPT_CTL, OPT_PREFIX, OPT_BAD, OPT_GARBAGE,
 	       OPT_OVERSIZE, OPT_HUGE, OPT_TRUNC, OPT_SUBBUF, OPT_STALL, OPT_LIE, OPT_CRASH, OPT_EVIL,
-	       OPT_EXTERNAL, OPT_PROBE_DELAY, OPT_META_RATE, OPT_SILENT_HELLO, OPT_VARY, OPT_TIMELOG };
+	       OPT_EXTERNAL, OPT_PROBE_DELAY, OPT_META_RATE, OPT_SILENT_HELLO, OPT_VARY, OPT_TIMELOG,
+	       OPT_ALL_BAD, OPT_ABSURD, OPT_ERROR_FLOOD };
 	static const struct option lo[] = {
 		{ "fifo", required_argument, NULL, OPT_FIFO },
 		{ "connect", required_argument, NULL, OPT_CONNECT },
@@ -1787,6 +1818,9 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 		{ "prefix", required_argument, NULL, OPT_PREFIX },
 		{ "bad-page", required_argument, NULL, OPT_BAD },
 		{ "garbage", no_argument, NULL, OPT_GARBAGE },
+		{ "all-bad", no_argument, NULL, OPT_ALL_BAD },
+		{ "absurd-probes", no_argument, NULL, OPT_ABSURD },
+		{ "error-flood", required_argument, NULL, OPT_ERROR_FLOOD },
 		{ "oversize", no_argument, NULL, OPT_OVERSIZE },
 		{ "huge-meta", no_argument, NULL, OPT_HUGE },
 		{ "truncate-stream", no_argument, NULL, OPT_TRUNC },
@@ -1872,6 +1906,17 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 			break;
 		case OPT_GARBAGE:
 			o->garbage = true;
+			break;
+		case OPT_ALL_BAD:
+			o->all_bad = true;
+			break;
+		case OPT_ABSURD:
+			o->absurd_probes = true;
+			break;
+		case OPT_ERROR_FLOOD:
+			o->error_flood = strtoull(optarg, &end, 10);
+			if (*end)
+				return -1;
 			break;
 		case OPT_OVERSIZE:
 			o->oversize = true;
