@@ -933,7 +933,8 @@ static int recover(int argc, char **argv)
 		if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
 			printf("Usage: virtio-trace-collect recover DIR\n"
 			       "Write the trace.dat files and manifest.json from what a killed\n"
-			       "record left in DIR/.spool. No page that reached the spool is lost.\n");
+			       "record left in DIR/.spool. No page that reached the spool is lost.\n"
+			       "No link is followed; only the spool's own files are removed.\n");
 			return EXIT_OK;
 		}
 		fprintf(stderr, "Usage: virtio-trace-collect recover DIR\n");
