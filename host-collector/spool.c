@@ -22,6 +22,12 @@
  *
  * Small files are written to a temporary name and renamed, so a kill leaves
  * either the old or the new version, never half of one.
+ *
+ * Every name is opened relative to its directory's fd (the output directory's,
+ * the spool's, a trace's), never through a symbolic link: a link planted as
+ * .spool, a trace directory or a spool file is refused. spool_remove() deletes
+ * only the names listed at the end of this file; anything else is left and
+ * reported.
  */
 #include <dirent.h>
 #include <errno.h>
