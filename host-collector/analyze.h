@@ -21,7 +21,7 @@ struct tep_handle;
 
 /* sysinfo.c: the guest's IOMMU groups and PCI devices next to its trace. */
 int sysinfo_path(char *buf, size_t size, const char *dir, const char *trace_file);
-int sysinfo_save(const char *dir, const char *trace_file, const struct vt_meta *m);
+int sysinfo_save(int out_fd, const char *trace_file, const struct vt_meta *m);
 int sysinfo_load(const char *dir, const char *trace_file, const char *name, struct vt_blob *b);
 
 /* analyze.c: a streaming JSON writer (strings escaped, always valid UTF-8 out). */

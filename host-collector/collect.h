@@ -122,7 +122,7 @@ struct stream {
 	uint64_t data_len;
 	uint64_t written_back;	/* region bytes whose writeback has been started */
 	struct engine *engine;	/* the engine serving it (engine_add()), for writeback requests */
-	char dir[4096];
+	int dir;		/* the trace's spool directory (its owner's fd) */
 	bool eof;
 	bool closed;
 	bool paused;
@@ -141,7 +141,7 @@ struct stream {
 };
 
 int stream_init(struct stream *s, int fd, const char *label, unsigned int cpu,
-		uint32_t subbuf, const char *spool_dir);
+		uint32_t subbuf, int spool_dir);
 void stream_close(struct stream *s);
 int stream_ingest(struct stream *s, const uint8_t *data, size_t len);
 int stream_finish(struct stream *s);
@@ -303,7 +303,8 @@ struct guest {
 	bool recorded;			/* it started recording */
 	char error[512];
 	uint64_t trace_id;
-	char spool[4096];
+	char spool[4096];		/* its spool directory, for messages ("" until made) */
+	int spool_fd;			/* and its fd (spool_guest_dir()) */
 	struct stream_budget budget;
 	struct vt_proto_meta_rx meta_rx;
 	bool meta_wanted;
@@ -352,6 +353,7 @@ struct collect_opts {
 	uint64_t max_size;
 	bool quiet;
 	bool keep_spool;
+	bool force;		/* replace a recording already in out_dir */
 	bool fsync;
 	const char *sync;		/* auto, kvm, probe, offset, none */
 	int64_t tsc_offset;
@@ -388,6 +390,7 @@ void session_dispatch(struct guest *g);
 const char *session_state_name(enum guest_state s);
 void collect_sanitize(char *dst, size_t size, const char *src, bool keep_newlines);
 bool collect_name_ok(const char *s);
+bool collect_name_reserved(const char *s);
 void session_fail(struct guest *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 const char *session_msg_name(enum guest_msg kind);
 
@@ -437,7 +440,7 @@ void qmp_detach(struct guest *g);
 
 /* hostrec.c */
 struct hostrec;
-struct hostrec *hostrec_start(const struct collect_opts *o, struct engine *e, const char *spool);
+struct hostrec *hostrec_start(const struct collect_opts *o, struct engine *e, int spool_fd);
 int hostrec_marker(struct hostrec *h, const char *text);
 int hostrec_stop(struct hostrec *h);
 void hostrec_free(struct hostrec *h);
@@ -524,36 +527,43 @@ struct spool_inplace {
 
 enum spool_cpu_file { SPOOL_CPU_PAGES, SPOOL_CPU_BAD };
 
-int spool_prepare(const char *out_dir, char *spool, size_t size);
-int spool_guest_dir(const char *spool, const char *name, char *dir, size_t size);
-int spool_write_file(const char *dir, const char *name, const void *data, size_t len);
-int spool_read_file(const char *dir, const char *name, void **data, size_t *len, size_t max);
-int spool_save_options(const char *spool, const struct spool_options *o);
-int spool_load_options(const char *spool, struct spool_options *o);
+int spool_open_dir(int dfd, const char *name);
+int spool_prepare(int out_fd, int *spool_fd);
+int spool_guest_dir(int spool_fd, const char *name, int *dir_fd);
+int spool_create(int dfd, const char *name, int flags, bool stale);
+int spool_write_file(int dir, const char *name, const void *data, size_t len);
+int spool_read_file(int dir, const char *name, void **data, size_t *len, size_t max);
+int spool_save_options(int spool, const struct spool_options *o);
+int spool_load_options(int spool, struct spool_options *o);
 int spool_save_state(const struct guest *g);
 int spool_save_sync(const struct guest *g);
 int spool_save_agent(const struct guest *g);
-int spool_save_stats(const char *dir, unsigned int cpu, const char *text);
-int spool_save_sums(const char *dir, unsigned int cpu, const struct spool_sums *sums);
-int spool_save_frag(const char *dir, unsigned int cpu, const void *data, size_t len);
-int spool_save_meta(const char *dir, const void *data, size_t len);
-int spool_load_meta(const char *dir, void **data, size_t *len);
-int spool_save_inplace(const char *dir, const struct spool_inplace *m);
-int spool_load_inplace(const char *dir, struct spool_inplace *m);
-bool spool_has_inplace(const char *dir);
-int spool_open_cpu(const char *dir, unsigned int cpu, enum spool_cpu_file kind, int flags);
-int spool_trace_load(const char *dir, bool host, struct spool_trace *t);
+int spool_save_stats(int dir, unsigned int cpu, const char *text);
+int spool_save_sums(int dir, unsigned int cpu, const struct spool_sums *sums);
+int spool_save_frag(int dir, unsigned int cpu, const void *data, size_t len);
+int spool_save_meta(int dir, const void *data, size_t len);
+int spool_load_meta(int dir, void **data, size_t *len);
+int spool_save_inplace(int dir, const struct spool_inplace *m);
+int spool_load_inplace(int dir, struct spool_inplace *m);
+bool spool_has_inplace(int dir);
+int spool_open_cpu(int dir, unsigned int cpu, enum spool_cpu_file kind, int flags);
+int spool_scratch_open(int dir);
+int spool_trace_load(int dir, bool host, struct spool_trace *t);
 void spool_trace_free(struct spool_trace *t);
+bool spool_trace_dir_name(const char *name);
+int spool_remove(int out_fd, const char *out_dir);
 /* A trace's pages: one sparse file, CPU N's at N * region (SPOOL_REGION unless its layout says). */
 #define SPOOL_REGION	(32ull << 30)
-int spool_data_open(const char *dir, uint64_t *region);
+int spool_data_open(int dir, uint64_t *region);
 int spool_data_len(int fd, uint64_t region, unsigned int cpu, uint64_t *len);
-int spool_data_region(const char *dir, uint64_t *region);
-int spool_data_fd(const char *dir);
-int spool_data_rename(const char *dir, const char *path);
+int spool_data_region(int dir, uint64_t *region);
+int spool_data_fd(int dir);
+int spool_data_rename(int dir, int out_fd, const char *file);
 
 /* output.c */
-int output_finalise(const char *out_dir, const struct collect_opts *o, bool recovering);
+int output_open_dir(const char *out_dir, bool create, bool *created);
+int output_previous(int out_fd, const char *out_dir, bool force);
+int output_finalise(int out_fd, const char *out_dir, const struct collect_opts *o, bool recovering);
 
 /* libvirt.c */
 struct _virConnect;

@@ -6,6 +6,7 @@
  */
 #include <stdbool.h>
 #include <string.h>
+#include <strings.h>
 
 #include "collect.h"
 
@@ -55,4 +56,18 @@ bool collect_name_ok(const char *s)
 		      (s[i] >= '0' && s[i] <= '9') || s[i] == '_' || s[i] == '-' || s[i] == '.'))
 			return false;
 	return true;
+}
+
+/**
+ * collect_name_reserved() - whether a usable name may still not name a guest
+ * @s: the name
+ *
+ * "host" (in any case) is the host trace's: its bad pages, its entry in
+ * report's timeline and output, and host.dat would stand next to the guest's.
+ *
+ * Return: true when @s may not name a guest.
+ */
+bool collect_name_reserved(const char *s)
+{
+	return !strcasecmp(s, "host");
 }

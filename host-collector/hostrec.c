@@ -54,7 +54,7 @@ struct hostrec {
 	unsigned int nr_cpus;
 	uint32_t subbuf;
 	struct hcpu *cpus;
-	char spool[4096];
+	int spool;		/* its directory in the run's spool */
 	struct vt_blob comms;	/* the tasks in /proc at the start */
 	bool mounted;		/* tracefs was not mounted: libtracefs mounted it for us */
 };
@@ -220,14 +220,14 @@ static int spool_meta(struct hostrec *h, struct vt_meta *m, const struct vt_blob
  * hostrec_start() - create the private instance and start reading it
  * @o: options (--host-events, --buffer-size)
  * @e: the engine
- * @spool: the run's spool directory
+ * @spool_fd: the run's spool directory
  *
  * Return: the recorder, or NULL with the reason logged.
  */
-struct hostrec *hostrec_start(const struct collect_opts *o, struct engine *e, const char *spool)
+struct hostrec *hostrec_start(const struct collect_opts *o, struct engine *e, int spool_fd)
 {
 	struct hostrec *h = calloc(1, sizeof(*h));
-	char path[4200], dir[4096];
+	char path[4200];
 	struct vt_meta meta;
 	unsigned int i;
 	int ret;
@@ -235,6 +235,7 @@ struct hostrec *hostrec_start(const struct collect_opts *o, struct engine *e, co
 	if (!h)
 		return NULL;
 	h->marker_fd = -1;
+	h->spool = -1;
 	h->mounted = !tracefs_is_mounted();
 	snprintf(h->name, sizeof(h->name), "virtio-trace-collect-%d", (int)getpid());
 	h->inst = tracefs_instance_create(h->name);
@@ -268,12 +269,12 @@ struct hostrec *hostrec_start(const struct collect_opts *o, struct engine *e, co
 	ret = vt_meta_scan_comms("/proc", &h->comms);
 	if (ret < 0)
 		log_warn("host: cannot read the task names in /proc: %s", strerror(-ret));
-	if (spool_guest_dir(spool, "host", dir, sizeof(dir)) < 0) {
+	ret = spool_guest_dir(spool_fd, "host", &h->spool);
+	if (ret < 0) {
 		vt_meta_free(&meta);
-		log_err("host: cannot create the spool");
+		log_err("host: cannot create .spool/host: %s", strerror(-ret));
 		goto err;
 	}
-	snprintf(h->spool, sizeof(h->spool), "%s", dir);
 	ret = spool_meta(h, &meta, NULL);
 	vt_meta_free(&meta);
 	if (ret < 0) {
@@ -299,7 +300,7 @@ struct hostrec *hostrec_start(const struct collect_opts *o, struct engine *e, co
 		}
 		fcntl(c->pipe[1], F_SETPIPE_SZ, HOST_PIPE_SIZE);
 		snprintf(label, sizeof(label), "host cpu%u", i);
-		if (stream_init(&c->stream, c->pipe[0], label, i, h->subbuf, dir) < 0 ||
+		if (stream_init(&c->stream, c->pipe[0], label, i, h->subbuf, h->spool) < 0 ||
 		    engine_add(e, &c->stream) < 0)
 			goto err;
 		if (pthread_create(&c->thread, NULL, hcpu_thread, c) != 0)
@@ -463,6 +464,8 @@ void hostrec_free(struct hostrec *h)
 	free(h->comms.data);
 	if (h->marker_fd >= 0)
 		close(h->marker_fd);
+	if (h->spool >= 0)
+		close(h->spool);
 	tracefs_put_tracing_file(h->dir);
 	if (h->inst) {
 		if (tracefs_instance_destroy(h->inst) < 0)

@@ -75,7 +75,7 @@ static int resume_layout(struct trace_sum *t, struct spool_data *sd, const struc
 }
 
 /* Find each CPU's pages in the trace's data file, if it has one. */
-int inplace_load_data(struct trace_sum *t, const char *dir, struct spool_data *sd)
+int inplace_load_data(struct trace_sum *t, int dir, struct spool_data *sd)
 {
 	struct spool_inplace m;
 	unsigned int i;
@@ -103,21 +103,18 @@ int inplace_load_data(struct trace_sum *t, const char *dir, struct spool_data *s
 }
 
 /* Whether this filesystem moves extents: try it on a small scratch file in @dir. */
-static bool can_move_extents(const char *dir, unsigned long blk)
+static bool can_move_extents(int dir, unsigned long blk)
 {
-	char path[4300];
 	uint8_t *buf = calloc(3, blk);
 	bool ok = false;
 	int fd;
 
-	snprintf(path, sizeof(path), "%s/probe", dir);
-	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = spool_scratch_open(dir);
 	if (fd >= 0 && buf && pwrite(fd, buf, 3 * blk, 0) == (ssize_t)(3 * blk))
 		ok = fallocate(fd, FALLOC_FL_COLLAPSE_RANGE, 0, blk) == 0 &&
 		     fallocate(fd, FALLOC_FL_INSERT_RANGE, 0, blk) == 0;
 	if (fd >= 0)
 		close(fd);
-	unlink(path);
 	free(buf);
 	return ok;
 }
@@ -210,7 +207,7 @@ static bool ingest_sums(const struct trace_sum *t, unsigned int cpu, uint64_t le
  * pages were counted on the way in (ingest_sums()) is not read again.
  * Return: 0, 1 at a malformed page (with *@bad_cpu), or -errno.
  */
-static int walk_all(struct run *r, struct trace_sum *t, const char *dir, struct spool_data *sd,
+static int walk_all(struct run *r, struct trace_sum *t, int dir, struct spool_data *sd,
 		    unsigned int n, unsigned int *bad_cpu)
 {
 	bool counted[COLLECT_MAX_CPUS] = { false };
@@ -271,16 +268,16 @@ static int walk_all(struct run *r, struct trace_sum *t, const char *dir, struct 
 
 /*
  * Make the trace file out of the spool's data file in place (see the top of
- * this file). Return: 0 when the file is in place at @path; 1 when the copy
+ * this file). Return: 0 when the file is in place as t->file; 1 when the copy
  * path must do it (@sd then says where the pages are); -ENOMEM.
  */
-int inplace_write(struct run *r, struct trace_sum *t, const char *dir,
+int inplace_write(struct run *r, struct trace_sum *t, int dir,
 			 const struct vt_meta *meta, const struct vt_tracedat_opts *opts,
-			 struct spool_data *sd, const char *path)
+			 struct spool_data *sd)
 {
 	uint64_t off[COLLECT_MAX_CPUS], len[COLLECT_MAX_CPUS], total = 0, head = 0, expect, size0;
 	struct spool_inplace marker;
-	char bad[4300];
+	char bad[256];
 	struct cpu_sum *saved = NULL;
 	char problems[sizeof(t->problems)];
 	struct vt_tracedat *w = NULL;
@@ -406,12 +403,15 @@ int inplace_write(struct run *r, struct trace_sum *t, const char *dir,
 		ret = -errno;
 		goto moved;
 	}
-	ret = spool_data_rename(dir, path);
+	/* A link in the trace's place is refused (renaming over it would not follow it, but say so). */
+	ret = output_install_check(r, t->file);
+	if (ret == 0)
+		ret = spool_data_rename(dir, r->out_fd, t->file);
 	if (ret < 0)
 		goto moved;
 	/* The marker stays until the spool goes: recover must not redo this file. */
 	for (i = 0; i < n; i++) {
-		output_bad_path(r, t, &t->cpus[i], bad, sizeof(bad));
+		output_bad_name(t, &t->cpus[i], bad, sizeof(bad));
 		output_keep_ingest_bad(r, t, dir, &t->cpus[i], bad);
 	}
 	log_info("%s: %llu bytes of pages moved in place, not copied", t->file,

@@ -106,7 +106,10 @@ static void usage(FILE *f)
 "                         (what `report --exits` reads)\n"
 "      --host-pid PID     host events of this process only, its threads and\n"
 "                         what it forks (repeatable; e.g. the QEMU pid)\n"
-"  -o, --output DIR       output directory (default virtio-trace-out)\n"
+"  -o, --output DIR       output directory (default virtio-trace-out); a DIR\n"
+"                         that holds a recording is refused\n"
+"      --force            replace the recording in DIR (its manifest.json,\n"
+"                         *.dat, *.sysinfo/ and bad-pages/ files)\n"
 "  -d, --duration SEC     stop after SEC seconds (default: at SIGINT/SIGTERM,\n"
 "                         or when COMMAND exits)\n"
 "      --max-size SIZE    keep at most SIZE bytes per guest (K, M, G suffixes): pages,\n"
@@ -181,6 +184,7 @@ static struct guest *new_guest(struct guest **gs, unsigned int *nr)
 	if (!g)
 		return NULL;
 	g->ctl_rfd = g->ctl_wfd = g->ctl_lfd = -1;
+	g->spool_fd = -1;
 	gs[(*nr)++] = g;
 	return g;
 }
@@ -189,7 +193,7 @@ static int parse_record(int argc, char **argv, struct collect_opts *o, struct gu
 			unsigned int *nr)
 {
 	enum { OPT_CHARDEV = 256, OPT_LISTEN, OPT_CTL, OPT_CPU, OPT_NAME, OPT_QEMU_PID, OPT_TRACER, OPT_TOP,
-	       OPT_BUFSZ, OPT_SUBBUF, OPT_LASTBOOT, OPT_CLOCK, OPT_HOST, OPT_MAXSZ, OPT_FV, OPT_NOCOMP, OPT_KEEP, OPT_FSYNC, OPT_SYNC, OPT_TSCOFF,
+	       OPT_BUFSZ, OPT_SUBBUF, OPT_LASTBOOT, OPT_CLOCK, OPT_HOST, OPT_MAXSZ, OPT_FV, OPT_NOCOMP, OPT_KEEP, OPT_FORCE, OPT_FSYNC, OPT_SYNC, OPT_TSCOFF,
 	       OPT_PROBES, OPT_SINTV, OPT_DEBUGFS, OPT_STOPTO, OPT_QMP, OPT_DOMAIN, OPT_CONNECT,
 	       OPT_HOST_PID, OPT_KVM_EXITS };
 	static const struct option longopts[] = {
@@ -219,6 +223,7 @@ static int parse_record(int argc, char **argv, struct collect_opts *o, struct gu
 		{ "file-version", required_argument, NULL, OPT_FV },
 		{ "no-compress", no_argument, NULL, OPT_NOCOMP },
 		{ "keep-spool", no_argument, NULL, OPT_KEEP },
+		{ "force", no_argument, NULL, OPT_FORCE },
 		{ "fsync", no_argument, NULL, OPT_FSYNC },
 		{ "sync", required_argument, NULL, OPT_SYNC },
 		{ "tsc-offset", required_argument, NULL, OPT_TSCOFF },
@@ -374,6 +379,7 @@ static int parse_record(int argc, char **argv, struct collect_opts *o, struct gu
 			break;
 		case OPT_NOCOMP: o->compress = false; break;
 		case OPT_KEEP: o->keep_spool = true; break;
+		case OPT_FORCE: o->force = true; break;
 		case OPT_FSYNC: o->fsync = true; break;
 		case OPT_SYNC:
 			if (strcmp(optarg, "auto") && strcmp(optarg, "probe") && strcmp(optarg, "offset") &&
@@ -473,6 +479,11 @@ static int parse_record(int argc, char **argv, struct collect_opts *o, struct gu
 			if (!collect_name_ok(x->name))
 				snprintf(x->name, sizeof(x->name), "guest%u", i);
 		}
+		if (collect_name_reserved(x->name)) {
+			fprintf(stderr, "virtio-trace-collect: a guest may not be named '%s': it is the "
+				"host trace's name. Use --name\n", x->name);
+			return -EINVAL;
+		}
 		for (unsigned int j = 0; j < i; j++)
 			if (!strcmp(gs[j]->name, x->name)) {
 				fprintf(stderr, "virtio-trace-collect: two guests are named '%s': use --name\n",
@@ -545,7 +556,7 @@ static void show_status(struct guest **gs, unsigned int nr, double elapsed, uint
 	status_shown = true;
 }
 
-static int write_options(const char *spool, const struct collect_opts *o, uint64_t host_id,
+static int write_options(int spool, const struct collect_opts *o, uint64_t host_id,
 			 const struct sync_tsc *tsc)
 {
 	struct spool_options so = {
@@ -557,6 +568,56 @@ static int write_options(const char *spool, const struct collect_opts *o, uint64
 	snprintf(so.tsc_method, sizeof(so.tsc_method), "%s", tsc->method);
 	snprintf(so.cmdline, sizeof(so.cmdline), "%s", o->cmdline);
 	return spool_save_options(spool, &so);
+}
+
+/* Open (make) the output directory; refuse a link, a spool left behind, or a recording. */
+static int open_output(const struct collect_opts *o, bool *created)
+{
+	struct stat st;
+	int fd, ret;
+
+	fd = output_open_dir(o->out_dir, true, created);
+	if (fd < 0) {
+		log_err("%s: %s", o->out_dir, fd == -ELOOP ? "a symbolic link: refused (give the "
+			"directory it points to)" : strerror(-fd));
+		return fd;
+	}
+	if (fstatat(fd, ".spool", &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		if (S_ISLNK(st.st_mode))
+			log_err("%s/.spool is a symbolic link: refused", o->out_dir);
+		else
+			log_err("%s/.spool already exists: an earlier run did not finish. Run "
+				"`virtio-trace-collect recover %s` to turn it into files, or remove "
+				"it", o->out_dir, o->out_dir);
+		close(fd);
+		return -EEXIST;
+	}
+	ret = output_previous(fd, o->out_dir, o->force);
+	if (ret < 0) {
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+/* A run that wrote nothing leaves nothing: its spool, and the directory if it made it. */
+static void abandon_output(int out_fd, int spool_fd, const char *out_dir, bool created)
+{
+	char path[4096];
+	size_t len = strlen(out_dir);
+
+	if (spool_fd >= 0)
+		close(spool_fd);
+	if (spool_remove(out_fd, out_dir) < 0 && spool_fd >= 0)
+		log_warn("%s/.spool is not removed entirely", out_dir);
+	close(out_fd);
+	while (len > 1 && out_dir[len - 1] == '/')
+		len--;
+	if (created && len < sizeof(path)) {
+		memcpy(path, out_dir, len);
+		path[len] = '\0';
+		rmdir(path);
+	}
 }
 
 /* The command after `--` starts once every guest records (or failed), or this long after the first did. */
@@ -724,7 +785,8 @@ static int record(int argc, char **argv)
 		.sync_probes = 100, .tracefs = "/sys/kernel/tracing", .stop_timeout = 60,
 	};
 	unsigned int nr = 0, i, recorded = 0;
-	char spool[4200];
+	int out_fd, spool_fd = -1;
+	bool created;
 	struct engine *e;
 	size_t n = 0;
 	int ret, status = EXIT_OK;
@@ -741,20 +803,20 @@ static int record(int argc, char **argv)
 		if (gs[i]->domain[0] && libvirt_guest_resolve(gs[i], gs[i]->connect_uri) < 0)
 			return EXIT_FAIL;
 
-	ret = spool_prepare(o.out_dir, spool, sizeof(spool));
-	if (ret == -EEXIST) {
-		log_err("%s already exists: an earlier run did not finish. Run `virtio-trace-collect "
-			"recover %s` to turn it into files, or remove it", spool, o.out_dir);
+	out_fd = open_output(&o, &created);
+	if (out_fd < 0)
 		return EXIT_FAIL;
-	}
+	ret = spool_prepare(out_fd, &spool_fd);
 	if (ret < 0) {
-		log_err("cannot create %s: %s", spool, strerror(-ret));
+		log_err("cannot create %s/.spool: %s", o.out_dir, strerror(-ret));
+		abandon_output(out_fd, -1, o.out_dir, created);
 		return EXIT_FAIL;
 	}
 	sync_tsc_rate(&r.run.tsc);
-	ret = write_options(spool, &o, random_id(), &r.run.tsc);
+	ret = write_options(spool_fd, &o, random_id(), &r.run.tsc);
 	if (ret < 0) {
 		log_err("cannot write the spool: %s", strerror(-ret));
+		abandon_output(out_fd, spool_fd, o.out_dir, created);
 		return EXIT_FAIL;
 	}
 
@@ -772,6 +834,7 @@ static int record(int argc, char **argv)
 	e = engine_new(4 * COLLECT_MAX_CPUS);
 	if (!e || engine_add_signals(e, &r.mask, on_signal, &r) < 0) {
 		log_err("cannot set up io_uring: %m");
+		abandon_output(out_fd, spool_fd, o.out_dir, created);
 		return EXIT_FAIL;
 	}
 	r.run.e = e;
@@ -781,7 +844,7 @@ static int record(int argc, char **argv)
 	engine_timer_init(&r.end_check, end_check, &r);
 	engine_timer_init(&r.command_grace, command_grace, &r);
 	if (o.host_events) {
-		r.run.host = hostrec_start(&o, e, spool);
+		r.run.host = hostrec_start(&o, e, spool_fd);
 		if (!r.run.host) {
 			status = EXIT_PARTIAL;
 			log_err("host events are not recorded");
@@ -796,10 +859,12 @@ static int record(int argc, char **argv)
 		g->trace_id = random_id();
 		g->budget.max = o.max_size;
 		snprintf(dirname, sizeof(dirname), "guest-%s", g->name);
-		if (spool_guest_dir(spool, dirname, g->spool, sizeof(g->spool)) < 0) {
-			session_fail(g, "cannot create its spool directory");
+		ret = spool_guest_dir(spool_fd, dirname, &g->spool_fd);
+		if (ret < 0) {
+			session_fail(g, "cannot create .spool/%s: %s", dirname, strerror(-ret));
 			continue;
 		}
+		snprintf(g->spool, sizeof(g->spool), "%s/.spool/%s", o.out_dir, dirname);
 		if (g->qemu_pid && !g->nr_vcpu_tids)
 			find_vcpu_threads(g);
 		if (attach_guest(g, &o) < 0) {
@@ -855,12 +920,19 @@ static int record(int argc, char **argv)
 		session_release(g);
 		qmp_detach(g);
 		detach_guest(g);
+		if (g->spool_fd >= 0)
+			close(g->spool_fd);
+		g->spool_fd = -1;
 	}
-	ret = output_finalise(o.out_dir, &o, false);
 	if (nr && !recorded) {
-		log_err("no guest could be set up");
+		/* Nothing to keep: no manifest, no spool to block DIR (host events included). */
+		log_err("no guest could be set up: nothing is written in %s", o.out_dir);
+		abandon_output(out_fd, spool_fd, o.out_dir, created);
 		return EXIT_FAIL;
 	}
+	close(spool_fd);
+	ret = output_finalise(out_fd, o.out_dir, &o, false);
+	close(out_fd);
 	if (ret == EXIT_OK && status != EXIT_OK)
 		ret = status;
 	if (!collect_quiet)
@@ -870,17 +942,28 @@ static int record(int argc, char **argv)
 
 static int recover(int argc, char **argv)
 {
+	int fd, ret;
+
 	if (argc != 2 || argv[1][0] == '-') {
 		if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
 			printf("Usage: virtio-trace-collect recover DIR\n"
 			       "Write the trace.dat files and manifest.json from what a killed\n"
-			       "record left in DIR/.spool. No page that reached the spool is lost.\n");
+			       "record left in DIR/.spool. No page that reached the spool is lost.\n"
+			       "No link is followed; only the spool's own files are removed.\n");
 			return EXIT_OK;
 		}
 		fprintf(stderr, "Usage: virtio-trace-collect recover DIR\n");
 		return EXIT_USAGE;
 	}
-	return output_finalise(argv[1], NULL, true);
+	fd = output_open_dir(argv[1], false, NULL);
+	if (fd < 0) {
+		log_err("%s: %s", argv[1], fd == -ELOOP ? "a symbolic link: refused (give the "
+			"directory it points to)" : strerror(-fd));
+		return EXIT_FAIL;
+	}
+	ret = output_finalise(fd, argv[1], NULL, true);
+	close(fd);
+	return ret;
 }
 
 int main(int argc, char **argv)

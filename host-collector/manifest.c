@@ -165,17 +165,23 @@ static void json_trace(FILE *f, const struct run *r, const struct trace_sum *t)
 
 int manifest_write(struct run *r, bool recovered)
 {
-	char path[4300], tmp[4310], date[64];
+	char tmp[64], date[64];
 	time_t now = time(NULL);
 	unsigned int i;
 	bool first = true;
 	FILE *f;
+	int fd, ret;
 
-	snprintf(path, sizeof(path), "%s/manifest.json", r->out);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	f = fopen(tmp, "w");
-	if (!f)
-		return -errno;
+	fd = output_create_tmp(r, "manifest.json", tmp, sizeof(tmp));
+	if (fd < 0)
+		return fd;
+	f = fdopen(fd, "w");
+	if (!f) {
+		ret = -errno;
+		close(fd);
+		unlinkat(r->out_fd, tmp, 0);
+		return ret;
+	}
 	strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
 	fprintf(f, "{\n  \"tool\": \"virtio-trace-collect\",\n  \"version\": \"%s\",\n"
 		"  \"created\": \"%s\",\n  \"recovered\": %s,\n  \"command_line\": ",
@@ -208,18 +214,22 @@ int manifest_write(struct run *r, bool recovered)
 	}
 	fprintf(f, "\n  ]\n}\n");
 	if (r->fsync && (fflush(f) != 0 || fsync(fileno(f)) < 0)) {
+		ret = -errno;
 		fclose(f);
-		return -errno;
+		unlinkat(r->out_fd, tmp, 0);
+		return ret;
 	}
-	if (fclose(f) != 0 || rename(tmp, path) < 0)
-		return -errno;
-	if (r->fsync) {
-		int dfd = open(r->out, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-		if (dfd >= 0) {
-			fsync(dfd);
-			close(dfd);
-		}
+	if (fclose(f) != 0) {
+		ret = -errno;
+		unlinkat(r->out_fd, tmp, 0);
+		return ret;
 	}
+	ret = output_install(r, tmp, "manifest.json");
+	if (ret < 0) {
+		unlinkat(r->out_fd, tmp, 0);
+		return ret;
+	}
+	if (r->fsync)
+		fsync(r->out_fd);
 	return 0;
 }

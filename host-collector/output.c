@@ -49,32 +49,278 @@ void output_problem(struct trace_sum *t, const char *fmt, ...)
 	pthread_mutex_unlock(&problem_lock);
 }
 
-static int append_file(const char *path, const void *data, size_t len)
+/**
+ * output_open_dir() - open the output directory, never through a link
+ * @out_dir: its path
+ * @create: make it when it is not there
+ * @created: set when it was made here (may be NULL)
+ *
+ * Return: the fd, -ELOOP when @out_dir is a symbolic link, or -errno.
+ */
+int output_open_dir(const char *out_dir, bool create, bool *created)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	char path[4096];
+	size_t len = strlen(out_dir);
+	int fd;
+
+	/* "DIR/" would resolve a link named DIR: O_NOFOLLOW sees the last component only. */
+	while (len > 1 && out_dir[len - 1] == '/')
+		len--;
+	if (len >= sizeof(path))
+		return -ENAMETOOLONG;
+	memcpy(path, out_dir, len);
+	path[len] = '\0';
+	if (created)
+		*created = false;
+	if (create) {
+		if (mkdir(path, 0755) == 0) {
+			if (created)
+				*created = true;
+		} else if (errno != EEXIST) {
+			return -errno;
+		}
+	}
+	fd = spool_open_dir(AT_FDCWD, path);
+	if (fd < 0 && created && *created)
+		rmdir(path);
+	return fd;
+}
+
+/* What a recording puts in its directory, besides .spool (see output_previous()). */
+enum prev_kind { PREV_NONE, PREV_FILE, PREV_SYSINFO, PREV_BAD };
+
+static bool dat_name(const char *name, size_t len)
+{
+	char base[COLLECT_NAME_MAX + 8];
+
+	if (len == 4 && !strncmp(name, "host", 4))
+		return true;
+	if (len < 7 || len - 6 >= sizeof(base) || strncmp(name, "guest-", 6))
+		return false;
+	memcpy(base, name + 6, len - 6);
+	base[len - 6] = '\0';
+	return collect_name_ok(base);
+}
+
+static enum prev_kind prev_kind(const char *name)
+{
+	size_t len = strlen(name);
+
+	if (!strcmp(name, "manifest.json") || !strcmp(name, "manifest.json.tmp"))
+		return PREV_FILE;
+	if (!strcmp(name, "bad-pages"))
+		return PREV_BAD;
+	if (len > 8 && !strcmp(name + len - 8, ".sysinfo") && dat_name(name, len - 8))
+		return PREV_SYSINFO;
+	if (len > 8 && !strcmp(name + len - 8, ".dat.tmp"))
+		len -= 4;
+	if (len > 4 && !strcmp(name + len - 4, ".dat") && dat_name(name, len - 4))
+		return PREV_FILE;
+	return PREV_NONE;
+}
+
+static bool sysinfo_file(const char *name)
+{
+	return !strcmp(name, "iommu_groups") || !strcmp(name, "pci_devices");
+}
+
+/* "NAME-cpuN.bad", as output_bad_name() makes them. */
+static bool bad_file(const char *name)
+{
+	const char *p = strstr(name, "-cpu");
+	char *end;
+
+	if (!p || p == name)
+		return false;
+	while (strstr(p + 1, "-cpu"))
+		p = strstr(p + 1, "-cpu");
+	if (p[4] < '0' || p[4] > '9')
+		return false;
+	strtoul(p + 4, &end, 10);
+	return !strcmp(end, ".bad");
+}
+
+/* Delete a directory of ours: the files @known says we made, then it if empty. */
+static int remove_dir(int out_fd, const char *out_dir, const char *name, bool (*known)(const char *))
+{
+	int dfd = spool_open_dir(out_fd, name), fd, ret = 0;
+	struct dirent *de;
+	DIR *d;
+
+	if (dfd < 0)
+		return dfd;
+	fd = dup(dfd);
+	d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		close(dfd);
+		return -ENOMEM;
+	}
+	while ((de = readdir(d))) {
+		struct stat st;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (known(de->d_name) && fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISREG(st.st_mode) && unlinkat(dfd, de->d_name, 0) == 0)
+			continue;
+		log_warn("%s/%s/%s was not made by the collector: left in place", out_dir, name,
+			 de->d_name);
+		ret = -ENOTEMPTY;
+	}
+	closedir(d);
+	close(dfd);
+	if (ret == 0 && unlinkat(out_fd, name, AT_REMOVEDIR) < 0)
+		ret = -errno;
+	return ret;
+}
+
+/**
+ * output_previous() - refuse, or with --force clear, an earlier recording
+ * @out_fd: the output directory
+ * @out_dir: its path, for messages
+ * @force: delete the earlier recording's files
+ *
+ * A recording is manifest.json, host.dat, guest-NAME.dat (and their .tmp),
+ * guest-NAME.sysinfo/ and bad-pages/. With @force exactly those go (in the
+ * directories, only the files the collector makes); other files stay. A link
+ * in any of those places is refused, even with @force.
+ *
+ * Return: 0 (nothing there, or cleared), -EEXIST (a recording, no @force),
+ * -ELOOP (a link in the way), or -errno; logged.
+ */
+int output_previous(int out_fd, const char *out_dir, bool force)
+{
+	char first[256] = "";
+	struct dirent *de;
+	int fd, ret = 0, r;
+	DIR *d;
+
+	fd = dup(out_fd);
+	d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		ret = -errno;
+		if (fd >= 0)
+			close(fd);
+		return ret;
+	}
+	rewinddir(d);
+	/* First pass: what is there, and whether anything is a link. */
+	while ((de = readdir(d))) {
+		enum prev_kind k = prev_kind(de->d_name);
+		struct stat st;
+
+		if (k == PREV_NONE || fstatat(out_fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (S_ISLNK(st.st_mode) || (k == PREV_FILE ? !S_ISREG(st.st_mode) : !S_ISDIR(st.st_mode))) {
+			log_err("%s/%s is %s: refusing to record into %s", out_dir, de->d_name,
+				S_ISLNK(st.st_mode) ? "a symbolic link" : "not what the collector makes",
+				out_dir);
+			ret = -ELOOP;
+		} else if (!first[0]) {
+			snprintf(first, sizeof(first), "%s", de->d_name);
+		}
+	}
+	if (ret < 0 || !first[0])
+		goto out;
+	if (!force) {
+		log_err("%s holds a previous recording (%s): give --force to replace it, or another "
+			"-o DIR", out_dir, first);
+		ret = -EEXIST;
+		goto out;
+	}
+	rewinddir(d);
+	while ((de = readdir(d))) {
+		switch (prev_kind(de->d_name)) {
+		case PREV_FILE:
+			r = unlinkat(out_fd, de->d_name, 0) < 0 ? -errno : 0;
+			break;
+		case PREV_SYSINFO:
+			r = remove_dir(out_fd, out_dir, de->d_name, sysinfo_file);
+			break;
+		case PREV_BAD:
+			r = remove_dir(out_fd, out_dir, de->d_name, bad_file);
+			break;
+		default:
+			continue;
+		}
+		if (r < 0 && r != -ENOENT && r != -ENOTEMPTY) {
+			log_err("cannot remove %s/%s: %s", out_dir, de->d_name, strerror(-r));
+			ret = r;
+		}
+	}
+	if (!ret)
+		log_info("--force: the previous recording in %s is removed", out_dir);
+out:
+	closedir(d);
+	return ret;
+}
+
+/* bad-pages/, made on first need; refused (and said once) when it is a link or no directory. */
+static int bad_dir(struct run *r)
+{
+	int fd;
+
+	if (r->bad_fd != -1)
+		return r->bad_fd;
+	pthread_mutex_lock(&problem_lock);
+	if (r->bad_fd == -1) {
+		if (mkdirat(r->out_fd, "bad-pages", 0755) < 0 && errno != EEXIST)
+			fd = -errno;
+		else
+			fd = spool_open_dir(r->out_fd, "bad-pages");
+		if (fd < 0) {
+			log_err("%s/bad-pages: %s: the malformed pages are counted, not kept",
+				r->out, fd == -ELOOP ? "a symbolic link, refused" : strerror(-fd));
+			fd = -2;
+		}
+		r->bad_fd = fd;
+	}
+	pthread_mutex_unlock(&problem_lock);
+	return r->bad_fd;
+}
+
+/* A file in bad-pages/ to append to, never through a link. */
+static int open_bad(struct run *r, const char *bad)
+{
+	int dfd = bad_dir(r), fd;
+
+	if (dfd < 0)
+		return dfd;
+	fd = openat(dfd, bad, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0 && errno == ELOOP)
+		log_err("%s/bad-pages/%s is a symbolic link: refused", r->out, bad);
+	return fd < 0 ? -errno : fd;
+}
+
+static int append_bad(struct run *r, const char *bad, const void *data, size_t len)
+{
+	int fd = open_bad(r, bad);
 	ssize_t n;
 
 	if (fd < 0)
-		return -errno;
+		return fd;
 	n = write(fd, data, len);
 	close(fd);
 	return n == (ssize_t)len ? 0 : -EIO;
 }
 
 /* Pages the check set aside at ingest join the ones the walk rejects, copied in pieces. */
-void output_keep_ingest_bad(struct run *r, struct trace_sum *t, const char *dir, struct cpu_sum *c,
+void output_keep_ingest_bad(struct run *r, struct trace_sum *t, int dir, struct cpu_sum *c,
 			    const char *bad)
 {
-	char path[4300], buf[65536];
+	char buf[65536];
 	int fd = spool_open_cpu(dir, c->cpu, SPOOL_CPU_BAD, O_RDONLY), out = -1;
 	uint64_t total = 0, kept, seen;
 	ssize_t n;
 
+	if (fd == -ELOOP || fd == -EINVAL)
+		output_problem(t, "%s/cpu%u.bad is %s: ignored", t->dir, c->cpu,
+			       fd == -ELOOP ? "a symbolic link" : "not a regular file");
 	if (fd < 0)
 		return;
-	snprintf(path, sizeof(path), "%s/bad-pages", r->out);
-	mkdir(path, 0755);
-	out = open(bad, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	out = open_bad(r, bad);
 	while ((n = read(fd, buf, sizeof(buf))) > 0) {
 		total += n;
 		if (out >= 0 && write(out, buf, n) != n) {
@@ -103,7 +349,6 @@ int output_walk_pages(struct run *r, struct trace_sum *t, struct vt_tracedat *w,
 		      uint64_t off, uint64_t len, struct cpu_sum *c, const char *bad)
 {
 	struct vt_page_fmt fmt;
-	char path[4300];
 	uint8_t *buf;
 	ssize_t n;
 	int ret = 0;
@@ -153,9 +398,7 @@ int output_walk_pages(struct run *r, struct trace_sum *t, struct vt_tracedat *w,
 				if (c->bad_pages_kept >= STREAM_BAD_KEEP)
 					continue;	/* evidence enough: counted only */
 				c->bad_pages_kept++;
-				snprintf(path, sizeof(path), "%s/bad-pages", r->out);
-				mkdir(path, 0755);
-				append_file(bad, p, t->subbuf);
+				append_bad(r, bad, p, t->subbuf);
 				continue;
 			}
 			c->pages++;
@@ -172,20 +415,21 @@ out:
 	return ret;
 }
 
-void output_bad_path(struct run *r, struct trace_sum *t, struct cpu_sum *c, char *bad, size_t size)
+/* The name in bad-pages/ of a CPU's malformed pages (a guest is never named host). */
+void output_bad_name(struct trace_sum *t, struct cpu_sum *c, char *bad, size_t size)
 {
-	snprintf(bad, size, "%s/bad-pages/%s-cpu%u.bad", r->out, t->rec.host ? "host" : t->rec.name, c->cpu);
+	snprintf(bad, size, "%s-cpu%u.bad", t->rec.host ? "host" : t->rec.name, c->cpu);
 }
 
 /* Stream one CPU's spooled pages (its region, then cpuN.pages) into the writer. */
-static int write_cpu(struct run *r, struct trace_sum *t, struct vt_tracedat *w, const char *dir,
+static int write_cpu(struct run *r, struct trace_sum *t, struct vt_tracedat *w, int dir,
 		     struct cpu_sum *c, const struct spool_data *sd)
 {
-	char bad[4300];
+	char bad[256];
 	struct stat st;
 	int fd, ret;
 
-	output_bad_path(r, t, c, bad, sizeof(bad));
+	output_bad_name(t, c, bad, sizeof(bad));
 	ret = vt_tracedat_cpu_begin(w, c->cpu);
 	if (ret < 0)
 		return ret;
@@ -196,6 +440,9 @@ static int write_cpu(struct run *r, struct trace_sum *t, struct vt_tracedat *w, 
 			return ret;
 	}
 	fd = spool_open_cpu(dir, c->cpu, SPOOL_CPU_PAGES, O_RDONLY);
+	if (fd == -ELOOP || fd == -EINVAL)
+		output_problem(t, "%s/cpu%u.pages is %s: ignored", t->dir, c->cpu,
+			       fd == -ELOOP ? "a symbolic link" : "not a regular file");
 	if (fd < 0)
 		return vt_tracedat_cpu_end(w);	/* a CPU that sent nothing more */
 	ret = fstat(fd, &st) < 0 ? -errno :
@@ -298,17 +545,87 @@ int output_flush_file(int fd)
 	return fdatasync(fd);
 }
 
-static int write_trace(struct run *r, struct trace_sum *t, const char *dir)
+/**
+ * output_install_check() - whether a file may be renamed to @name in the output directory
+ * @r: the run
+ * @name: the name
+ *
+ * Renaming over a link would replace the link, not follow it; a link there is
+ * refused all the same, and said, as a directory would be.
+ *
+ * Return: 0 when @name is free or a regular file, -ELOOP or -EEXIST (logged).
+ */
+int output_install_check(struct run *r, const char *name)
+{
+	struct stat st;
+
+	if (fstatat(r->out_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (S_ISREG(st.st_mode))
+		return 0;
+	log_err("%s/%s is %s: refusing to replace it", r->out, name,
+		S_ISLNK(st.st_mode) ? "a symbolic link" : "not a regular file");
+	return S_ISLNK(st.st_mode) ? -ELOOP : -EEXIST;
+}
+
+/**
+ * output_create_tmp() - create NAME.tmp in the output directory, for NAME
+ * @r: the run
+ * @name: the file it becomes (output_install())
+ * @tmp: set to the temporary name
+ * @size: size of @tmp
+ *
+ * Made exclusively, never through a link: a leftover file of a killed finish
+ * is replaced, anything else in the way (a link, a directory) is refused.
+ *
+ * Return: the fd (read-write) or -errno, logged.
+ */
+int output_create_tmp(struct run *r, const char *name, char *tmp, size_t size)
+{
+	int fd;
+
+	if ((size_t)snprintf(tmp, size, "%s.tmp", name) >= size)
+		return -ENAMETOOLONG;
+	fd = output_install_check(r, name);
+	if (fd < 0)
+		return fd;
+	fd = spool_create(r->out_fd, tmp, O_RDWR, true);
+	if (fd == -EEXIST)
+		log_err("%s/%s is in the way (a symbolic link or not a regular file): refusing to "
+			"write through it", r->out, tmp);
+	return fd;
+}
+
+/**
+ * output_install() - rename a finished NAME.tmp to NAME in the output directory
+ * @r: the run
+ * @tmp: the temporary name
+ * @name: the final name
+ *
+ * Return: 0 or -errno (-ELOOP when @name is a link: refused, logged).
+ */
+int output_install(struct run *r, const char *tmp, const char *name)
+{
+	int ret = output_install_check(r, name);
+
+	if (ret == 0 && renameat(r->out_fd, tmp, r->out_fd, name) < 0)
+		ret = -errno;
+	return ret;
+}
+
+static int write_trace(struct run *r, struct trace_sum *t)
 {
 	struct vt_tracedat_opts opts = {
 		.version = r->opt.version,
 		.compression = r->opt.compress ? VT_TD_COMPRESS_ZSTD : VT_TD_COMPRESS_NONE,
 		.trace_id = t->rec.trace_id,
 	};
-	char path[4300], tmp[4310];
+	int dir = t->dir_fd;
+	char tmp[sizeof(t->file) + 8];
 	struct spool_data sd = { .fd = -1 };
 	struct vt_tracedat *w;
 	struct vt_meta meta;
+	struct stat st;
 	size_t len;
 	void *blob;
 	unsigned int i;
@@ -317,7 +634,7 @@ static int write_trace(struct run *r, struct trace_sum *t, const char *dir)
 	ret = spool_load_meta(dir, &blob, &len);
 	if (ret < 0) {
 		output_problem(t, "no metadata was received, so no trace.dat can be written; the pages "
-			   "stay in %s", dir);
+			   "stay in %s", t->dir);
 		return ret;
 	}
 	ret = vt_meta_decode(&meta, blob, len);
@@ -329,13 +646,13 @@ static int write_trace(struct run *r, struct trace_sum *t, const char *dir)
 	t->nr_cpus = meta.nr_cpus < COLLECT_MAX_CPUS ? meta.nr_cpus : COLLECT_MAX_CPUS;
 	t->subbuf = meta.subbuf_size;
 	/* The guest's IOMMU groups and PCI devices, for report's analyses (sysinfo.c). */
-	if (!t->rec.host && sysinfo_save(r->out, t->file, &meta) < 0)
+	if (!t->rec.host && sysinfo_save(r->out_fd, t->file, &meta) < 0)
 		output_problem(t, "cannot keep the guest's sysinfo next to %s", t->file);
-	snprintf(path, sizeof(path), "%s/%s", r->out, t->file);
 	ret = inplace_load_data(t, dir, &sd);
 	if (ret < 0)
 		goto out_meta;
-	if (sd.fd < 0 && spool_has_inplace(dir) && access(path, F_OK) == 0) {
+	if (sd.fd < 0 && spool_has_inplace(dir) &&
+	    fstatat(r->out_fd, t->file, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
 		/* Killed between renaming the moved file into place and removing the spool. */
 		output_problem(t, "%s was finished in place before the kill: its page counts are not in "
 			   "this manifest", t->file);
@@ -343,7 +660,7 @@ static int write_trace(struct run *r, struct trace_sum *t, const char *dir)
 		t->written = true;
 		goto out_meta;
 	}
-	ret = inplace_write(r, t, dir, &meta, &opts, &sd, path);
+	ret = inplace_write(r, t, dir, &meta, &opts, &sd);
 	if (ret == 0) {
 		t->nr_sums = t->nr_cpus;
 		t->written = true;
@@ -353,10 +670,10 @@ static int write_trace(struct run *r, struct trace_sum *t, const char *dir)
 		output_problem(t, "cannot write %s: %s", t->file, strerror(-ret));
 		goto out_meta;
 	}
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = output_create_tmp(r, t->file, tmp, sizeof(tmp));
 	if (fd < 0) {
-		ret = -errno;
+		ret = fd;
+		output_problem(t, "cannot create %s: %s", tmp, strerror(-ret));
 		goto out_meta;
 	}
 	w = vt_tracedat_create(fd, &meta, &opts);
@@ -373,12 +690,14 @@ static int write_trace(struct run *r, struct trace_sum *t, const char *dir)
 	if (ret == 0)
 		ret = vt_tracedat_finish(w);
 	vt_tracedat_free(w);
-	if (ret == 0 && ((r->fsync && output_flush_file(fd) < 0) || rename(tmp, path) < 0))
+	if (ret == 0 && r->fsync && output_flush_file(fd) < 0)
 		ret = -errno;
+	if (ret == 0)
+		ret = output_install(r, tmp, t->file);
 out_close:
 	close(fd);
 	if (ret < 0) {
-		unlink(tmp);
+		unlinkat(r->out_fd, tmp, 0);
 		output_problem(t, "cannot write %s: %s", t->file, strerror(-ret));
 	} else {
 		t->written = true;
@@ -391,21 +710,26 @@ out_meta:
 }
 
 /* What the spool says about a trace, and the problems that already shows. */
-static int load_trace(struct trace_sum *t, const char *dir, bool host)
+static int load_trace(struct trace_sum *t, const char *dirname, bool host)
 {
 	unsigned int i;
 	int ret;
 
-	ret = spool_trace_load(dir, host, &t->rec);
+	ret = spool_trace_load(t->dir_fd, host, &t->rec);
 	if (ret < 0)
 		return ret;
 	if (host) {
 		snprintf(t->file, sizeof(t->file), "host.dat");
 		return 0;
 	}
-	snprintf(t->file, sizeof(t->file), "guest-%s.dat", t->rec.name);
+	/* The directory's name names the files: the state file could say anything. */
+	if (t->rec.have_state && strcmp(t->rec.name, dirname + 6))
+		output_problem(t, "the state file names the guest '%s', its directory '%s'", t->rec.name,
+			       dirname);
+	snprintf(t->rec.name, sizeof(t->rec.name), "%s", dirname + 6);
+	snprintf(t->file, sizeof(t->file), "%s.dat", dirname);
 	if (!t->rec.have_state) {
-		output_problem(t, "no state file in %s", dir);
+		output_problem(t, "no state file in %s", t->dir);
 		return 0;
 	}
 	if (t->rec.error[0])
@@ -438,69 +762,77 @@ static int load_trace(struct trace_sum *t, const char *dir, bool host)
 	return 0;
 }
 
-static int remove_tree(const char *dir)
-{
-	struct dirent *de;
-	DIR *d = opendir(dir);
-	char path[4300];
-
-	if (!d)
-		return -errno;
-	while ((de = readdir(d))) {
-		struct stat st;
-
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
-			remove_tree(path);
-		else
-			unlink(path);
-	}
-	closedir(d);
-	return rmdir(dir) < 0 ? -errno : 0;
-}
-
 /**
  * output_finalise() - write the trace.dat files and manifest.json from the spool
- * @out_dir: the output directory holding .spool/
+ * @out_fd: the output directory holding .spool/ (output_open_dir())
+ * @out_dir: its path, for messages
  * @o: options, for --keep-spool (may be NULL)
  * @recovering: this is `recover` after a killed run
+ *
+ * Nothing is followed through a link: a .spool, bad-pages, trace or manifest
+ * name that is one is refused and named.
  *
  * Return: EXIT_OK, EXIT_PARTIAL (files written, some trace had problems) or
  * EXIT_FAIL (nothing written).
  */
-int output_finalise(const char *out_dir, const struct collect_opts *o, bool recovering)
+int output_finalise(int out_fd, const char *out_dir, const struct collect_opts *o, bool recovering)
 {
-	struct run r = { .out = out_dir, .keep_spool = o && o->keep_spool, .fsync = o && o->fsync };
+	struct run r = { .out = out_dir, .out_fd = out_fd, .bad_fd = -1, .keep_spool = o && o->keep_spool,
+			 .fsync = o && o->fsync };
 	struct dirent *de;
 	unsigned int i, written = 0, troubled = 0;
 	DIR *d;
-	int ret;
+	int ret, fd;
 
 	snprintf(r.spool, sizeof(r.spool), "%s/.spool", out_dir);
-	if (spool_load_options(r.spool, &r.opt) < 0) {
-		log_err("%s holds no spool (%s/options is missing): nothing to recover", out_dir,
-			r.spool);
+	r.spool_fd = spool_open_dir(out_fd, ".spool");
+	if (r.spool_fd < 0) {
+		if (r.spool_fd == -ELOOP || r.spool_fd == -ENOTDIR)
+			log_err("%s is %s: refused", r.spool, r.spool_fd == -ELOOP ?
+				"a symbolic link" : "not a directory");
+		else
+			log_err("%s holds no spool (%s: %s): nothing to recover", out_dir, r.spool,
+				strerror(-r.spool_fd));
 		return EXIT_FAIL;
 	}
-	d = opendir(r.spool);
-	if (!d)
+	if (spool_load_options(r.spool_fd, &r.opt) < 0) {
+		log_err("%s holds no spool (%s/options is missing): nothing to recover", out_dir,
+			r.spool);
+		close(r.spool_fd);
 		return EXIT_FAIL;
+	}
+	fd = dup(r.spool_fd);
+	d = fd >= 0 ? fdopendir(fd) : NULL;
 	r.traces = calloc(COLLECT_MAX_GUESTS + 1, sizeof(*r.traces));
-	if (!r.traces) {
-		closedir(d);
+	if (!d || !r.traces) {
+		if (d)
+			closedir(d);
+		else if (fd >= 0)
+			close(fd);
+		free(r.traces);
+		close(r.spool_fd);
 		return EXIT_FAIL;
 	}
 	while ((de = readdir(d)) && r.nr_traces < COLLECT_MAX_GUESTS + 1) {
+		struct trace_sum *t = &r.traces[r.nr_traces];
 		bool host = strcmp(de->d_name, "host") == 0;
 
-		if (!host && strncmp(de->d_name, "guest-", 6) != 0)
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+		    !strcmp(de->d_name, "options") || !strcmp(de->d_name, "options.tmp"))
 			continue;
-		snprintf(r.traces[r.nr_traces].dir, sizeof(r.traces[r.nr_traces].dir), "%s/%s", r.spool,
-			 de->d_name);
-		if (load_trace(&r.traces[r.nr_traces], r.traces[r.nr_traces].dir, host) < 0)
-			log_err("cannot read %s: out of memory", r.traces[r.nr_traces].dir);
+		snprintf(t->dir, sizeof(t->dir), "%s/%s", r.spool, de->d_name);
+		if (!spool_trace_dir_name(de->d_name)) {
+			log_warn("%s is not a trace of the spool: ignored", t->dir);
+			continue;
+		}
+		t->dir_fd = spool_open_dir(r.spool_fd, de->d_name);
+		if (t->dir_fd < 0) {
+			log_err("%s: %s: ignored", t->dir, t->dir_fd == -ELOOP ? "a symbolic link" :
+				strerror(-t->dir_fd));
+			continue;
+		}
+		if (load_trace(t, de->d_name, host) < 0)
+			log_err("cannot read %s: out of memory", t->dir);
 		r.nr_traces++;
 	}
 	closedir(d);
@@ -510,7 +842,7 @@ int output_finalise(const char *out_dir, const struct collect_opts *o, bool reco
 
 		if (t->rec.host)
 			continue;
-		if (write_trace(&r, t, t->dir) == 0)
+		if (write_trace(&r, t) == 0)
 			written++;
 	}
 	for (i = 0; i < r.nr_traces; i++) {
@@ -518,7 +850,7 @@ int output_finalise(const char *out_dir, const struct collect_opts *o, bool reco
 
 		if (!t->rec.host)
 			continue;
-		if (write_trace(&r, t, t->dir) == 0)
+		if (write_trace(&r, t) == 0)
 			written++;
 	}
 	for (i = 0; i < r.nr_traces; i++) {
@@ -528,8 +860,10 @@ int output_finalise(const char *out_dir, const struct collect_opts *o, bool reco
 		for (c = 0; c < t->nr_sums; c++)
 			if (t->cpus[c].bad_pages)
 				output_problem(t, "cpu%u: %" PRIu64 " malformed pages (%" PRIu64
-					" kept in bad-pages/)", c, t->cpus[c].bad_pages,
-					t->cpus[c].bad_pages_kept);
+					       " kept%s)", c, t->cpus[c].bad_pages,
+					       r.bad_fd == -2 ? (uint64_t)0 : t->cpus[c].bad_pages_kept,
+					       r.bad_fd == -2 ? ": bad-pages/ is refused, they are counted only" :
+					       " in bad-pages/");
 		if (t->problems[0]) {
 			troubled++;
 			log_warn("%s: %s", t->rec.name, t->problems);
@@ -538,13 +872,20 @@ int output_finalise(const char *out_dir, const struct collect_opts *o, bool reco
 	ret = manifest_write(&r, recovering);
 	if (ret < 0)
 		log_err("cannot write %s/manifest.json: %s", out_dir, strerror(-ret));
-	/* The spool goes only when every trace made it into a file. */
-	if (ret == 0 && written == r.nr_traces && !(o && o->keep_spool))
-		remove_tree(r.spool);
-	else if (written != r.nr_traces)
-		log_warn("the spool %s is kept: not every trace could be written", r.spool);
-	for (i = 0; i < r.nr_traces; i++)
+	for (i = 0; i < r.nr_traces; i++) {
 		spool_trace_free(&r.traces[i].rec);
+		close(r.traces[i].dir_fd);
+	}
+	close(r.spool_fd);
+	if (r.bad_fd >= 0)
+		close(r.bad_fd);
+	/* The spool goes only when every trace made it into a file. */
+	if (ret == 0 && written == r.nr_traces && !(o && o->keep_spool)) {
+		if (spool_remove(out_fd, out_dir) < 0)
+			log_warn("the spool %s is not removed entirely", r.spool);
+	} else if (written != r.nr_traces) {
+		log_warn("the spool %s is kept: not every trace could be written", r.spool);
+	}
 	free(r.traces);
 	if (!written)
 		return EXIT_FAIL;

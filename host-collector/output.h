@@ -22,7 +22,8 @@ struct cpu_sum {
 /* One trace being written: what the spool says (rec) and what the finish counts. */
 struct trace_sum {
 	struct spool_trace rec;
-	char dir[4300];			/* its spool directory */
+	char dir[4300];			/* its spool directory, for messages */
+	int dir_fd;			/* and its fd */
 	char file[128];
 	bool written;
 	unsigned int nr_cpus;
@@ -42,7 +43,10 @@ struct spool_data {
 };
 
 struct run {
-	const char *out;
+	const char *out;		/* the output directory, for messages */
+	int out_fd;			/* and its fd: every file is made relative to it */
+	int spool_fd;
+	int bad_fd;			/* bad-pages/: -1 not yet open, -2 refused */
 	bool keep_spool;
 	bool fsync;
 	char spool[4200];
@@ -54,16 +58,19 @@ struct run {
 void output_problem(struct trace_sum *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int output_walk_pages(struct run *r, struct trace_sum *t, struct vt_tracedat *w, int fd,
 		      uint64_t off, uint64_t len, struct cpu_sum *c, const char *bad);
-void output_bad_path(struct run *r, struct trace_sum *t, struct cpu_sum *c, char *bad, size_t size);
-void output_keep_ingest_bad(struct run *r, struct trace_sum *t, const char *dir, struct cpu_sum *c,
+void output_bad_name(struct trace_sum *t, struct cpu_sum *c, char *bad, size_t size);
+void output_keep_ingest_bad(struct run *r, struct trace_sum *t, int dir, struct cpu_sum *c,
 			    const char *bad);
+int output_create_tmp(struct run *r, const char *name, char *tmp, size_t size);
+int output_install(struct run *r, const char *tmp, const char *name);
+int output_install_check(struct run *r, const char *name);
 int output_add_options(struct run *r, struct trace_sum *t, struct vt_tracedat *w);
 int output_flush_file(int fd);
 
 /* inplace.c */
-int inplace_load_data(struct trace_sum *t, const char *dir, struct spool_data *sd);
-int inplace_write(struct run *r, struct trace_sum *t, const char *dir, const struct vt_meta *meta,
-		  const struct vt_tracedat_opts *opts, struct spool_data *sd, const char *path);
+int inplace_load_data(struct trace_sum *t, int dir, struct spool_data *sd);
+int inplace_write(struct run *r, struct trace_sum *t, int dir, const struct vt_meta *meta,
+		  const struct vt_tracedat_opts *opts, struct spool_data *sd);
 
 /* manifest.c */
 int manifest_write(struct run *r, bool recovered);

@@ -526,7 +526,7 @@ static int add_stream(struct guest *g, unsigned int cpu, int fd)
 		log_info("guest %s cpu%u: discarded %zu stale bytes left in the port", g->name, cpu,
 			 stale);
 	snprintf(label, sizeof(label), "guest %s cpu%u", g->name, cpu);
-	ret = stream_init(s, fd, label, cpu, g->subbuf, g->spool);
+	ret = stream_init(s, fd, label, cpu, g->subbuf, g->spool_fd);
 	if (ret < 0) {
 		close(fd);
 		return ret;
@@ -689,7 +689,7 @@ static void meta_received(struct guest *g, int err)
 		return;
 	}
 	g->meta_len = g->meta_rx.len;
-	ret = spool_save_meta(g->spool, g->meta_rx.data, g->meta_rx.len);
+	ret = spool_save_meta(g->spool_fd, g->meta_rx.data, g->meta_rx.len);
 	vt_proto_meta_rx_release(&g->meta_rx);
 	if (ret < 0) {
 		session_fail(g, "cannot spool the metadata: %s", strerror(-ret));

@@ -23,7 +23,14 @@
  *
  * Small files are written to a temporary name and renamed, so a kill leaves
  * either the old or the new version, never half of one.
+ *
+ * Every name is opened relative to its directory's fd (the output directory's,
+ * the spool's, a trace's), never through a symbolic link: a link planted as
+ * .spool, a trace directory or a spool file is refused. spool_remove() deletes
+ * only the names listed at the end of this file; anything else is left and
+ * reported.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -36,64 +43,135 @@
 
 #include "collect.h"
 
+/*
+ * Every file and directory here is made relative to a directory fd, with
+ * O_NOFOLLOW (and O_EXCL or mkdirat for what is new): a symbolic link planted
+ * in the output directory or the spool is refused, never followed.
+ */
+#define OPEN_DIR	(O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+
 /**
- * spool_prepare() - create the output and spool directories
- * @out_dir: the output directory
- * @spool: set to its .spool path
- * @size: size of @spool
+ * spool_open_dir() - open a directory below @dfd, never through a link
+ * @dfd: the directory it is in
+ * @name: its name (one component)
+ *
+ * Return: the fd, -ELOOP (also for a link to a directory), -ENOTDIR, or -errno.
+ */
+int spool_open_dir(int dfd, const char *name)
+{
+	struct stat st;
+	int fd = openat(dfd, name, OPEN_DIR);
+
+	if (fd >= 0)
+		return fd;
+	/* O_DIRECTORY wins over O_NOFOLLOW: a link to a directory says ENOTDIR. */
+	if (errno == ENOTDIR && fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISLNK(st.st_mode))
+		return -ELOOP;
+	return -errno;
+}
+
+/**
+ * spool_prepare() - create the spool directory in the output directory
+ * @out_fd: the output directory
+ * @spool_fd: set to the spool's fd
  *
  * Return: 0, -EEXIST when a spool is already there (an unfinished run: use
- * recover), or -errno.
+ * recover; also a link named .spool), or -errno.
  */
-int spool_prepare(const char *out_dir, char *spool, size_t size)
+int spool_prepare(int out_fd, int *spool_fd)
 {
-	if (mkdir(out_dir, 0755) < 0 && errno != EEXIST)
+	int fd;
+
+	if (mkdirat(out_fd, ".spool", 0755) < 0)
 		return -errno;
-	if ((size_t)snprintf(spool, size, "%s/.spool", out_dir) >= size)
-		return -ENAMETOOLONG;
-	if (mkdir(spool, 0755) < 0)
-		return -errno;
+	fd = spool_open_dir(out_fd, ".spool");
+	if (fd < 0)
+		return fd;
+	*spool_fd = fd;
 	return 0;
 }
 
 /**
  * spool_guest_dir() - create a trace's directory in the spool
- * @spool: the spool
+ * @spool_fd: the spool
  * @name: "guest-NAME" or "host"
- * @dir: set to the path
- * @size: size of @dir
+ * @dir_fd: set to its fd
  *
- * Return: 0 or -errno.
+ * Return: 0 or -errno (-ELOOP for a link in its place).
  */
-int spool_guest_dir(const char *spool, const char *name, char *dir, size_t size)
+int spool_guest_dir(int spool_fd, const char *name, int *dir_fd)
 {
-	if ((size_t)snprintf(dir, size, "%s/%s", spool, name) >= size)
-		return -ENAMETOOLONG;
-	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+	int fd;
+
+	if (mkdirat(spool_fd, name, 0755) < 0 && errno != EEXIST)
 		return -errno;
+	fd = spool_open_dir(spool_fd, name);
+	if (fd < 0)
+		return fd;
+	*dir_fd = fd;
 	return 0;
 }
 
 /**
+ * spool_create() - create a new file in @dfd, exclusively, never through a link
+ * @dfd: the directory
+ * @name: the file's name
+ * @flags: O_WRONLY or O_RDWR (O_CREAT, O_EXCL, O_NOFOLLOW, O_CLOEXEC are added)
+ * @stale: a regular file of that name is a leftover of ours: remove it first
+ *
+ * Return: the fd; -EEXIST when something else (a link, a directory) has the
+ * name, or a file when @stale is false; or -errno.
+ */
+int spool_create(int dfd, const char *name, int flags, bool stale)
+{
+	int fl = flags | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+	struct stat st;
+	int fd = openat(dfd, name, fl, 0644);
+
+	if (fd < 0 && errno == EEXIST && stale && fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISREG(st.st_mode) && unlinkat(dfd, name, 0) == 0)
+		fd = openat(dfd, name, fl, 0644);
+	return fd < 0 ? -errno : fd;
+}
+
+/* A file to read: regular only (a FIFO would block, a device is not ours), no link. */
+static int open_read(int dfd, const char *name, int flags)
+{
+	struct stat st;
+	int fd = openat(dfd, name, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
+	return fd;
+}
+
+/**
  * spool_write_file() - replace a small file atomically
- * @dir: directory
+ * @dfd: the directory
  * @name: file name
  * @data: contents
  * @len: length
  *
+ * Written to NAME.tmp (made exclusively) and renamed over NAME.
+ *
  * Return: 0 or -errno.
  */
-int spool_write_file(const char *dir, const char *name, const void *data, size_t len)
+int spool_write_file(int dfd, const char *name, const void *data, size_t len)
 {
-	char path[4200], tmp[4210];
 	const char *p = data;
+	char tmp[256];
 	int fd, ret = 0;
 
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", name) >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	fd = spool_create(dfd, tmp, O_WRONLY, true);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	while (len) {
 		ssize_t n = write(fd, p, len);
 
@@ -108,39 +186,36 @@ int spool_write_file(const char *dir, const char *name, const void *data, size_t
 	}
 	if (close(fd) < 0 && !ret)
 		ret = -errno;
-	if (!ret && rename(tmp, path) < 0)
+	if (!ret && renameat(dfd, tmp, dfd, name) < 0)
 		ret = -errno;
 	if (ret)
-		unlink(tmp);
+		unlinkat(dfd, tmp, 0);
 	return ret;
 }
 
 /**
  * spool_read_file() - read a whole file, refusing one larger than @max
- * @dir: directory
+ * @dfd: the directory
  * @name: file name
  * @data: set to a malloc()ed, NUL-terminated copy
  * @len: set to its length
  * @max: the largest size accepted
  *
- * Return: 0, -EFBIG, or -errno.
+ * Return: 0, -EFBIG, -ELOOP (a link), -EINVAL (not a regular file), or -errno.
  */
-int spool_read_file(const char *dir, const char *name, void **data, size_t *len, size_t max)
+int spool_read_file(int dfd, const char *name, void **data, size_t *len, size_t max)
 {
-	char path[4200];
 	struct stat st;
 	size_t have = 0;
 	char *buf;
-	int fd, ret = 0;
+	int fd;
 
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open_read(dfd, name, O_RDONLY);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	if (fstat(fd, &st) < 0 || (size_t)st.st_size > max) {
-		ret = fstat(fd, &st) < 0 ? -errno : -EFBIG;
 		close(fd);
-		return ret;
+		return -EFBIG;
 	}
 	buf = malloc(st.st_size + 1);
 	if (!buf) {
@@ -205,7 +280,7 @@ static void tprintf(struct text *t, const char *fmt, ...)
 	}
 }
 
-static int text_save(struct text *t, const char *dir, const char *name)
+static int text_save(struct text *t, int dir, const char *name)
 {
 	int ret = t->oom ? -ENOMEM : spool_write_file(dir, name, t->buf ? t->buf : "", t->len);
 
@@ -245,7 +320,7 @@ int spool_save_state(const struct guest *g)
 		(unsigned long long)g->budget.meta);
 	for (i = 0; i < GMSG_NR; i++)
 		tprintf(&t, "msgs%u=%llu\n", i, (unsigned long long)g->msgs[i]);
-	return text_save(&t, g->spool, "state");
+	return text_save(&t, g->spool_fd, "state");
 }
 
 /**
@@ -264,12 +339,12 @@ int spool_save_agent(const struct guest *g)
 		unsigned int cpu = g->streams[i].cpu;
 		const char *st = g->stats_text[cpu] ? g->stats_text[cpu] : "";
 
-		ret = spool_save_stats(g->spool, cpu, st) ?: ret;
+		ret = spool_save_stats(g->spool_fd, cpu, st) ?: ret;
 		tprintf(&t, "bytes%u=%llu\npages%u=%llu\n", cpu,
 			(unsigned long long)g->agent_bytes[cpu], cpu,
 			(unsigned long long)g->agent_pages[cpu]);
 	}
-	return text_save(&t, g->spool, "agent") ?: ret;
+	return text_save(&t, g->spool_fd, "agent") ?: ret;
 }
 
 /**
@@ -300,7 +375,7 @@ int spool_save_sync(const struct guest *g)
 				(int)ep->source, ep->flags, ep->error, ep->min_rtt);
 		}
 	}
-	return text_save(&t, g->spool, "sync");
+	return text_save(&t, g->spool_fd, "sync");
 }
 
 /**
@@ -310,7 +385,7 @@ int spool_save_sync(const struct guest *g)
  *
  * Return: 0, or -EINVAL for a layout that makes no sense.
  */
-int spool_data_region(const char *dir, uint64_t *region)
+int spool_data_region(int dir, uint64_t *region)
 {
 	char *text, *p;
 	size_t len;
@@ -334,14 +409,13 @@ int spool_data_region(const char *dir, uint64_t *region)
  *
  * Return: the fd, or -errno.
  */
-int spool_data_open(const char *dir, uint64_t *region)
+int spool_data_open(int dir, uint64_t *region)
 {
-	char path[4200], text[64];
+	char text[64];
 	struct stat st;
 	int fd, ret;
 
-	snprintf(path, sizeof(path), "%s/layout", dir);
-	if (stat(path, &st) < 0) {
+	if (fstatat(dir, "layout", &st, AT_SYMLINK_NOFOLLOW) < 0) {
 		ret = snprintf(text, sizeof(text), "region=%llu\n", (unsigned long long)SPOOL_REGION);
 		ret = spool_write_file(dir, "layout", text, ret);
 		if (ret < 0)
@@ -350,8 +424,7 @@ int spool_data_open(const char *dir, uint64_t *region)
 	ret = spool_data_region(dir, region);
 	if (ret < 0)
 		return ret;
-	snprintf(path, sizeof(path), "%s/data", dir);
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	fd = openat(dir, "data", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
 	return fd < 0 ? -errno : fd;
 }
 
@@ -423,7 +496,7 @@ static void cpu_name(char *buf, size_t size, unsigned int cpu, const char *suffi
  *
  * Return: 0 or -errno.
  */
-int spool_save_options(const char *spool, const struct spool_options *o)
+int spool_save_options(int spool, const struct spool_options *o)
 {
 	struct text t = { 0 };
 
@@ -440,7 +513,7 @@ int spool_save_options(const char *spool, const struct spool_options *o)
  *
  * Return: 0, or -errno when there is no options file (no spool).
  */
-int spool_load_options(const char *spool, struct spool_options *o)
+int spool_load_options(int spool, struct spool_options *o)
 {
 	char *text;
 	size_t len;
@@ -472,7 +545,7 @@ int spool_load_options(const char *spool, struct spool_options *o)
  *
  * Return: 0 or -errno.
  */
-int spool_save_stats(const char *dir, unsigned int cpu, const char *text)
+int spool_save_stats(int dir, unsigned int cpu, const char *text)
 {
 	char name[32];
 
@@ -488,7 +561,7 @@ int spool_save_stats(const char *dir, unsigned int cpu, const char *text)
  *
  * Return: 0 or -errno.
  */
-int spool_save_sums(const char *dir, unsigned int cpu, const struct spool_sums *sums)
+int spool_save_sums(int dir, unsigned int cpu, const struct spool_sums *sums)
 {
 	char name[32], text[256];
 	int n;
@@ -509,7 +582,7 @@ int spool_save_sums(const char *dir, unsigned int cpu, const struct spool_sums *
  *
  * Return: 0 or -errno.
  */
-int spool_save_frag(const char *dir, unsigned int cpu, const void *data, size_t len)
+int spool_save_frag(int dir, unsigned int cpu, const void *data, size_t len)
 {
 	char name[32];
 
@@ -525,7 +598,7 @@ int spool_save_frag(const char *dir, unsigned int cpu, const void *data, size_t 
  *
  * Return: 0 or -errno.
  */
-int spool_save_meta(const char *dir, const void *data, size_t len)
+int spool_save_meta(int dir, const void *data, size_t len)
 {
 	return spool_write_file(dir, "meta.bin", data, len);
 }
@@ -538,7 +611,7 @@ int spool_save_meta(const char *dir, const void *data, size_t len)
  *
  * Return: 0 or -errno.
  */
-int spool_load_meta(const char *dir, void **data, size_t *len)
+int spool_load_meta(int dir, void **data, size_t *len)
 {
 	return spool_read_file(dir, "meta.bin", data, len, VT_META_MAX_TOTAL);
 }
@@ -550,7 +623,7 @@ int spool_load_meta(const char *dir, void **data, size_t *len)
  *
  * Return: 0 or -errno.
  */
-int spool_save_inplace(const char *dir, const struct spool_inplace *m)
+int spool_save_inplace(int dir, const struct spool_inplace *m)
 {
 	struct text t = { 0 };
 	unsigned int i;
@@ -569,7 +642,7 @@ int spool_save_inplace(const char *dir, const struct spool_inplace *m)
  *
  * Return: 0, -ENOENT when there is none, -EINVAL when it makes no sense.
  */
-int spool_load_inplace(const char *dir, struct spool_inplace *m)
+int spool_load_inplace(int dir, struct spool_inplace *m)
 {
 	char *text, key[32];
 	unsigned int i;
@@ -602,12 +675,11 @@ int spool_load_inplace(const char *dir, struct spool_inplace *m)
  *
  * Return: true when the marker exists.
  */
-bool spool_has_inplace(const char *dir)
+bool spool_has_inplace(int dir)
 {
-	char path[4200];
+	struct stat st;
 
-	snprintf(path, sizeof(path), "%s/inplace", dir);
-	return access(path, F_OK) == 0;
+	return fstatat(dir, "inplace", &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
 /**
@@ -616,17 +688,20 @@ bool spool_has_inplace(const char *dir)
  * @dir: the trace's spool directory
  * @cpu: the CPU
  * @kind: which
- * @flags: open() flags (O_CLOEXEC is added; O_CREAT makes it 0644)
+ * @flags: open() flags (O_CLOEXEC and O_NOFOLLOW are added; O_CREAT makes it
+ *	0644); a file opened to read must be a regular file
  *
- * Return: the fd or -errno.
+ * Return: the fd or -errno (-ELOOP for a link).
  */
-int spool_open_cpu(const char *dir, unsigned int cpu, enum spool_cpu_file kind, int flags)
+int spool_open_cpu(int dir, unsigned int cpu, enum spool_cpu_file kind, int flags)
 {
-	char path[4200];
+	char name[32];
 	int fd;
 
-	snprintf(path, sizeof(path), "%s/cpu%u.%s", dir, cpu, kind == SPOOL_CPU_BAD ? "bad" : "pages");
-	fd = open(path, flags | O_CLOEXEC, 0644);
+	snprintf(name, sizeof(name), "cpu%u.%s", cpu, kind == SPOOL_CPU_BAD ? "bad" : "pages");
+	if ((flags & O_ACCMODE) == O_RDONLY)
+		return open_read(dir, name, flags);
+	fd = openat(dir, name, flags | O_NOFOLLOW | O_CLOEXEC, 0644);
 	return fd < 0 ? -errno : fd;
 }
 
@@ -636,32 +711,45 @@ int spool_open_cpu(const char *dir, unsigned int cpu, enum spool_cpu_file kind, 
  *
  * Return: the fd, -ENOENT when there is none, or -errno.
  */
-int spool_data_fd(const char *dir)
+int spool_data_fd(int dir)
 {
-	char path[4200];
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/data", dir);
-	fd = open(path, O_RDWR | O_CLOEXEC);
-	return fd < 0 ? -errno : fd;
+	return open_read(dir, "data", O_RDWR);
 }
 
 /**
  * spool_data_rename() - move the data file, laid out as a trace.dat, into place
  * @dir: the trace's spool directory
- * @path: the trace file
+ * @out_fd: the output directory
+ * @file: the trace file's name in it (the caller checked it is no link)
  *
  * Return: 0 or -errno.
  */
-int spool_data_rename(const char *dir, const char *path)
+int spool_data_rename(int dir, int out_fd, const char *file)
 {
-	char name[4200];
-
-	snprintf(name, sizeof(name), "%s/data", dir);
-	return rename(name, path) < 0 ? -errno : 0;
+	return renameat(dir, "data", out_fd, file) < 0 ? -errno : 0;
 }
 
-static void load_sync(struct spool_trace *t, const char *dir)
+/**
+ * spool_scratch_open() - an unnamed scratch file in a trace's spool directory
+ * @dir: the directory
+ *
+ * For trying what its filesystem can do; gone when closed.
+ *
+ * Return: the fd or -errno.
+ */
+int spool_scratch_open(int dir)
+{
+	int fd = openat(dir, ".", O_RDWR | O_TMPFILE | O_CLOEXEC, 0600);
+
+	if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL))
+		return fd < 0 ? -errno : fd;
+	fd = spool_create(dir, "probe", O_RDWR, true);
+	if (fd >= 0)
+		unlinkat(dir, "probe", 0);
+	return fd;
+}
+
+static void load_sync(struct spool_trace *t, int dir)
 {
 	char *text, *line;
 	size_t len;
@@ -702,7 +790,7 @@ static void load_sync(struct spool_trace *t, const char *dir)
 	free(text);
 }
 
-static bool load_sums(const char *dir, unsigned int cpu, struct spool_sums *s)
+static bool load_sums(int dir, unsigned int cpu, struct spool_sums *s)
 {
 	unsigned long long l, pages, events, missed, lost;
 	char name[32], *text;
@@ -721,13 +809,13 @@ static bool load_sums(const char *dir, unsigned int cpu, struct spool_sums *s)
 	return true;
 }
 
-static void load_cpu_files(struct spool_trace *t, const char *dir, unsigned int nr)
+static void load_cpu_files(struct spool_trace *t, int dir, unsigned int nr)
 {
 	unsigned int i;
 
 	for (i = 0; i < nr && i < COLLECT_MAX_CPUS; i++) {
 		struct spool_cpu *c = &t->cpus[i];
-		char name[32], path[4200], *text;
+		char name[32], *text;
 		struct stat st;
 		size_t len;
 
@@ -739,8 +827,8 @@ static void load_cpu_files(struct spool_trace *t, const char *dir, unsigned int 
 			free(text);
 		}
 		c->have_sums = load_sums(dir, i, &c->sums);
-		snprintf(path, sizeof(path), "%s/cpu%u.frag", dir, i);
-		if (lstat(path, &st) == 0 && S_ISREG(st.st_mode))
+		cpu_name(name, sizeof(name), i, "frag");
+		if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
 			c->frag_bytes = st.st_size;
 	}
 }
@@ -756,7 +844,7 @@ static void load_cpu_files(struct spool_trace *t, const char *dir, unsigned int 
  *
  * Return: 0 or -errno (-ENOMEM).
  */
-int spool_trace_load(const char *dir, bool host, struct spool_trace *t)
+int spool_trace_load(int dir, bool host, struct spool_trace *t)
 {
 	char *text, buf[1024], key[32];
 	unsigned int i;
@@ -844,4 +932,165 @@ void spool_trace_free(struct spool_trace *t)
 		t->cpus[i].stats = NULL;
 		vt_tsync_cpu_free(&t->sync[i]);
 	}
+}
+
+/*
+ * The names this file creates, and so the only ones spool_remove() deletes:
+ * a spool file added above must be added here too.
+ */
+static const char *const trace_files[] = {
+	"state", "agent", "sync", "meta.bin", "data", "layout", "inplace", "probe",
+};
+static const char *const cpu_suffixes[] = { "pages", "bad", "frag", "stats", "sums" };
+
+static bool strip_tmp(const char *name, char *base, size_t size)
+{
+	size_t len = strlen(name);
+
+	if (len >= size)
+		return false;
+	memcpy(base, name, len + 1);
+	if (len > 4 && !strcmp(name + len - 4, ".tmp"))
+		base[len - 4] = '\0';
+	return true;
+}
+
+static bool known_trace_file(const char *name)
+{
+	char base[64], *end;
+	unsigned long cpu;
+	unsigned int i;
+
+	if (!strip_tmp(name, base, sizeof(base)))
+		return false;
+	for (i = 0; i < sizeof(trace_files) / sizeof(trace_files[0]); i++)
+		if (!strcmp(base, trace_files[i]))
+			return true;
+	if (strncmp(base, "cpu", 3) || base[3] < '0' || base[3] > '9')
+		return false;
+	cpu = strtoul(base + 3, &end, 10);
+	if (cpu >= COLLECT_MAX_CPUS || *end != '.')
+		return false;
+	for (i = 0; i < sizeof(cpu_suffixes) / sizeof(cpu_suffixes[0]); i++)
+		if (!strcmp(end + 1, cpu_suffixes[i]))
+			return true;
+	return false;
+}
+
+static bool known_spool_file(const char *name)
+{
+	return !strcmp(name, "options") || !strcmp(name, "options.tmp");
+}
+
+/**
+ * spool_trace_dir_name() - whether @name is a trace's directory in the spool
+ * @name: a name in .spool/
+ *
+ * Return: true for "host" and "guest-NAME" with a usable NAME other than host.
+ */
+bool spool_trace_dir_name(const char *name)
+{
+	if (!strcmp(name, "host"))
+		return true;
+	return !strncmp(name, "guest-", 6) && collect_name_ok(name + 6) &&
+	       !collect_name_reserved(name + 6);
+}
+
+/* Delete the regular files of @dfd that match @known; report the rest. */
+static int remove_known(int dfd, const char *where, bool (*known)(const char *))
+{
+	struct dirent *de;
+	int fd, ret = 0;
+	DIR *d;
+
+	fd = openat(dfd, ".", OPEN_DIR);
+	d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return -errno;
+	}
+	while ((de = readdir(d))) {
+		struct stat st;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (known(de->d_name) && fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISREG(st.st_mode)) {
+			if (unlinkat(dfd, de->d_name, 0) < 0)
+				ret = -errno;
+			continue;
+		}
+		log_warn("%s/%s was not made by the collector: left in place", where, de->d_name);
+		ret = -ENOTEMPTY;
+	}
+	closedir(d);
+	return ret;
+}
+
+/**
+ * spool_remove() - delete the spool: the files and directories it makes, only
+ * @out_fd: the output directory
+ * @out_dir: its path, for messages
+ *
+ * Follows no link and deletes only names the spool uses (see spool_trace_dir_name()
+ * and the tables above). Anything else is left where it is and reported, and
+ * the directories holding it stay.
+ *
+ * Return: 0, -ENOTEMPTY when something was left, or -errno.
+ */
+int spool_remove(int out_fd, const char *out_dir)
+{
+	char where[4400];
+	struct dirent *de;
+	int sfd, fd, ret = 0, r;
+	DIR *d;
+
+	sfd = spool_open_dir(out_fd, ".spool");
+	if (sfd < 0)
+		return sfd;
+	fd = dup(sfd);
+	d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		ret = -errno;
+		if (fd >= 0)
+			close(fd);
+		close(sfd);
+		return ret;
+	}
+	while ((de = readdir(d))) {
+		struct stat st;
+		int tfd;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		snprintf(where, sizeof(where), "%s/.spool/%s", out_dir, de->d_name);
+		if (known_spool_file(de->d_name) && fstatat(sfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISREG(st.st_mode)) {
+			if (unlinkat(sfd, de->d_name, 0) < 0)
+				ret = -errno;
+			continue;
+		}
+		if (!spool_trace_dir_name(de->d_name) ||
+		    fstatat(sfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode)) {
+			log_warn("%s was not made by the collector: left in place", where);
+			ret = -ENOTEMPTY;
+			continue;
+		}
+		tfd = spool_open_dir(sfd, de->d_name);
+		if (tfd < 0) {
+			ret = tfd;
+			continue;
+		}
+		r = remove_known(tfd, where, known_trace_file);
+		close(tfd);
+		if (r == 0 && unlinkat(sfd, de->d_name, AT_REMOVEDIR) < 0)
+			r = -errno;
+		ret = r ?: ret;
+	}
+	closedir(d);
+	close(sfd);
+	if (ret == 0 && unlinkat(out_fd, ".spool", AT_REMOVEDIR) < 0)
+		ret = -errno;
+	return ret;
 }

@@ -65,12 +65,13 @@ static int write_all(int fd, const void *buf, size_t len)
  * @label: for messages ("guest demo cpu1")
  * @cpu: the CPU number in its trace
  * @subbuf: sub-buffer size of the trace
- * @spool_dir: the spool directory of the trace (guest or host)
+ * @spool_dir: the spool directory of the trace (guest or host): its fd, which
+ *	the trace's owner keeps open while the stream lives
  *
  * Return: 0 or -errno.
  */
 int stream_init(struct stream *s, int fd, const char *label, unsigned int cpu,
-		uint32_t subbuf, const char *spool_dir)
+		uint32_t subbuf, int spool_dir)
 {
 	memset(s, 0, sizeof(*s));
 	s->fd = fd;
@@ -78,7 +79,7 @@ int stream_init(struct stream *s, int fd, const char *label, unsigned int cpu,
 	s->subbuf = subbuf;
 	s->bad_fd = -1;
 	snprintf(s->label, sizeof(s->label), "%s", label);
-	snprintf(s->dir, sizeof(s->dir), "%s", spool_dir);
+	s->dir = spool_dir;
 	vt_page_fmt_default(&s->fmt);
 	s->fmt.subbuf_size = subbuf;
 	s->rcap = RBUF_SIZE;

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "analyze.h"
+#include "collect.h"
 
 static int put_file(int dfd, const char *name, const struct vt_blob *b)
 {
@@ -29,11 +30,10 @@ static int put_file(int dfd, const char *name, const struct vt_blob *b)
 	ssize_t n;
 	int fd, ret = 0;
 
-	if (unlinkat(dfd, name, 0) < 0 && errno != ENOENT)
-		return -errno;
-	fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	/* An earlier file of ours is replaced; a link or anything else is refused. */
+	fd = spool_create(dfd, name, O_WRONLY, true);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	while (done < b->len) {
 		n = write(fd, b->data + done, b->len - done);
 		if (n < 0 && errno == EINTR)
@@ -71,7 +71,7 @@ int sysinfo_path(char *buf, size_t size, const char *dir, const char *trace_file
 
 /**
  * sysinfo_save() - keep a bundle's system information next to its trace
- * @dir: the output directory
+ * @out_fd: the output directory
  * @trace_file: the trace's file name in @dir
  * @m: the decoded bundle
  *
@@ -79,21 +79,21 @@ int sysinfo_path(char *buf, size_t size, const char *dir, const char *trace_file
  *
  * Return: 0 or -errno.
  */
-int sysinfo_save(const char *dir, const char *trace_file, const struct vt_meta *m)
+int sysinfo_save(int out_fd, const char *trace_file, const struct vt_meta *m)
 {
-	char path[4400];
+	char name[256];
 	int dfd, ret = 0;
 
 	if (!m->iommu_groups.data && !m->pci_devices.data)
 		return 0;
-	ret = sysinfo_path(path, sizeof(path), dir, trace_file);
+	ret = sysinfo_path(name, sizeof(name), ".", trace_file);
 	if (ret < 0)
 		return ret;
-	if (mkdir(path, 0755) < 0 && errno != EEXIST)
+	if (mkdirat(out_fd, name + 2, 0755) < 0 && errno != EEXIST)
 		return -errno;
-	dfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	dfd = spool_open_dir(out_fd, name + 2);
 	if (dfd < 0)
-		return -errno;
+		return dfd;
 	if (m->iommu_groups.data)
 		ret = put_file(dfd, "iommu_groups", &m->iommu_groups);
 	if (ret == 0 && m->pci_devices.data)

@@ -129,6 +129,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		clen = size;
 
 	memset(&g, 0, sizeof(g));
+	g.spool_fd = -1;
 	snprintf(g.name, sizeof(g.name), "fuzz");
 	g.run = &run;
 	g.nr_cpus = 2;

@@ -1,11 +1,10 @@
 #!/bin/sh
 # Proves: when every guest fails in its setup, the run still ends by itself, promptly, as any stop
-# does: the host recorder is stopped and drained (host.dat complete and readable), the manifest
-# names the guest's failure, and the exit status is 1 (no guest could be set up). The guest
-# announces a 1 TiB metadata bundle (refused at once) while the host records a busy loop's
-# sched_switch. A collector that quit its loop without stopping the host recorder could wait for
-# ever on a host CPU thread splicing into a full pipe.
-echo "collect: every guest failing in its setup ends the run promptly, with host.dat written"
+# does (the host recorder stopped and its threads joined), with exit status 1 (no guest could be
+# set up) and nothing left behind. The guest announces a 1 TiB metadata bundle (refused at once)
+# while the host records a busy loop's sched_switch. A collector that quit its loop without
+# stopping the host recorder could wait for ever on a host CPU thread splicing into a full pipe.
+echo "collect: every guest failing in its setup ends the run promptly and leaves nothing"
 . "$VT_SRCDIR/tests/integration/collect-lib.sh"
 need_tools
 tracefs=/sys/kernel/tracing
@@ -32,11 +31,7 @@ echo "measured: collector ended by itself after $secs s, exit $RC"
 grep -q "still running after" "$WORK/rec.log" && { show "$WORK/rec.log"; fail "the collector did not end by itself"; }
 awk -v s="$secs" 'BEGIN { exit !(s <= 10) }' || fail "the run took $secs s, want <= 10"
 [ $RC = 1 ] || { show "$WORK/rec.log"; fail "collector exited $RC, want 1 (no guest could be set up)"; }
-[ -s "$out/host.dat" ] || { show "$WORK/rec.log"; fail "no host.dat"; }
-report "$WORK/host.txt" -i "$out/host.dat"
-n=$(grep -c 'sched_switch:' "$WORK/host.txt")
-echo "host.dat: $n sched_switch events"
-[ "$n" -gt 0 ] || fail "host.dat holds no sched_switch"
-jq -e '.guests[0].problems | test("metadata")' "$out/manifest.json" >/dev/null ||
-	{ show "$out/manifest.json"; fail "the manifest does not name the guest's metadata failure"; }
+# Nothing was recorded from a guest: nothing is kept (virtio-trace-collect(1): a run that sets up
+# no guest leaves nothing behind, host events included), and no host thread was left behind.
+[ ! -e "$out" ] || { ls -la "$out" "$out/.spool" 2>&1 | head -20; fail "the run left $out behind"; }
 echo PASS

@@ -154,7 +154,7 @@ static void feed(int rfd, int wfd)
 	size_t len;
 	uint64_t region, dlen;
 	unsigned int i;
-	int fd;
+	int fd, dfd;
 
 	assert_non_null(mkdtemp(dir));
 	if (!nr_fixture)
@@ -163,7 +163,9 @@ static void feed(int rfd, int wfd)
 	for (i = 0; i < 5; i++)
 		make_page(pages[i], i, i == 1);
 	memset(frag, 0x5a, sizeof(frag));
-	assert_int_equal(stream_init(&s, rfd, "guest t cpu0", 0, PG, dir), 0);
+	dfd = open(dir, O_RDONLY | O_DIRECTORY);
+	assert_true(dfd >= 0);
+	assert_int_equal(stream_init(&s, rfd, "guest t cpu0", 0, PG, dfd), 0);
 	e = engine_new(8);
 	assert_non_null(e);
 	assert_int_equal(engine_add(e, &s), 0);
@@ -190,7 +192,7 @@ static void feed(int rfd, int wfd)
 	engine_free(e);
 
 	/* the region: pages 0, 2, 3, 4 and then a hole */
-	fd = spool_data_open(dir, &region);
+	fd = spool_data_open(dfd, &region);
 	assert_true(fd >= 0);
 	assert_int_equal(spool_data_len(fd, region, 0, &dlen), 0);
 	assert_int_equal(dlen, 4 * PG);
@@ -223,6 +225,7 @@ static void feed(int rfd, int wfd)
 		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 		assert_int_equal(system(cmd), 0);
 	}
+	close(dfd);
 }
 
 static void on_pipe(void **state)
@@ -242,7 +245,7 @@ static void bad_event_inside(void **state)
 	char dir[] = "/tmp/vt-test-stream.XXXXXX", cmd[128];
 	struct engine *e;
 	struct stream s;
-	int p[2];
+	int p[2], dfd;
 	unsigned int i;
 
 	(void)state;
@@ -252,7 +255,9 @@ static void bad_event_inside(void **state)
 	for (i = 0; i < 3; i++)
 		make_page(pages[i], i, i == 1 ? 2 : 0);
 	assert_int_equal(pipe(p), 0);
-	assert_int_equal(stream_init(&s, p[0], "guest t cpu0", 0, PG, dir), 0);
+	dfd = open(dir, O_RDONLY | O_DIRECTORY);
+	assert_true(dfd >= 0);
+	assert_int_equal(stream_init(&s, p[0], "guest t cpu0", 0, PG, dfd), 0);
 	e = engine_new(8);
 	assert_non_null(e);
 	assert_int_equal(engine_add(e, &s), 0);
@@ -269,6 +274,7 @@ static void bad_event_inside(void **state)
 	close(p[1]);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	assert_int_equal(system(cmd), 0);
+	close(dfd);
 }
 
 static void on_socket(void **state)
