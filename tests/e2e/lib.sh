@@ -16,6 +16,7 @@
 #   VT_IOMMU_PLATFORM=0 (1: the virtio-serial controller uses the vIOMMU:
 #                   iommu_platform=on,disable-legacy=on)
 #   VT_PORTS=1      (0: no virtio-serial ports at all)
+#   VT_NO_REBOOT=1  (0: leave out -no-reboot, so that a reset (QMP system_reset) reboots the guest)
 #   VT_NPORTS       number of trace-path-cpuN ports (default: VT_SMP)
 #   VT_CHARDEV=pipe (pipe: FIFOs ports/NAME.in + NAME.out; socket: ports/NAME.sock, QEMU listens,
 #                   server=on,wait=off)
@@ -116,10 +117,11 @@ vt_qemu_argv() {
     append="console=ttyS0 loglevel=5 trace_clock=x86-tsc panic=-1 idle=halt"
     [ "${VT_IOMMU:-0}" = 1 ] && append+=" intel_iommu=on"
     VT_QEMU_ARGV=("$VT_QEMU_BIN" -name vt-guest -machine "$machine" -accel "$accel"
-        -m "${VT_MEM:-512}" -smp "${VT_SMP:-2}" -nodefaults -no-user-config -display none -no-reboot
+        -m "${VT_MEM:-512}" -smp "${VT_SMP:-2}" -nodefaults -no-user-config -display none
         -serial "file:$VT_RUNDIR/console.log"
         -qmp "unix:$VT_RUNDIR/qmp.sock,server=on,wait=off"
         -pidfile "$VT_RUNDIR/qemu.pid")
+    [ "${VT_NO_REBOOT:-1}" = 0 ] || VT_QEMU_ARGV+=(-no-reboot)
     [ -z "${VT_CPU:-}" ] || VT_QEMU_ARGV+=(-cpu "$VT_CPU")
     # intel-iommu must be the first device.
     [ "${VT_IOMMU:-0}" = 1 ] && VT_QEMU_ARGV+=(-device intel-iommu,intremap=off)
