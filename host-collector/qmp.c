@@ -3,7 +3,9 @@
  * Following a guest's QMP socket (--qmp PATH): `stop`/`cont` moves a TCG
  * guest's TSC offset (the guest's clock does not run while it is stopped),
  * so on RESUME the guest is synced again at once and the new epoch starts at
- * the moment RESUME arrived. QMP is JSON, one message per line; what it says
+ * the moment RESUME arrived. A RESET (system_reset, or the guest rebooting)
+ * ends the guest's recording: its ring buffers and its agent's session are
+ * gone, and the problem says so at once. QMP is JSON, one message per line; what it says
  * is parsed with the bounded reader, though QEMU is the host's own process.
  */
 #include <errno.h>
@@ -96,6 +98,14 @@ static void qmp_line(struct qmp *q, const char *line, size_t len)
 	} else if (name && !strcmp(name, "STOP")) {
 		q->g->stop_tsc = event_tsc(json_root(doc), q->tsc_khz);
 		log_info("guest %s: QEMU stopped it", q->g->name);
+	} else if (name && !strcmp(name, "RESET")) {
+		/* The guest reboots: its ring buffers and its agent's session are gone. */
+		const char *why = json_string(json_get(json_get(json_root(doc), "data"), "reason"));
+		char reason[64];
+
+		collect_sanitize(reason, sizeof(reason), why ? why : "", false);
+		session_fail(q->g, "QEMU reset the guest (QMP RESET, reason %s): its recording ends there",
+			     reason[0] ? reason : "unknown");
 	}
 	json_free(doc);
 }

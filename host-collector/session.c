@@ -417,6 +417,9 @@ static void handle(struct guest *g, const struct vt_proto_msg *m)
 		if (g->req.active && e.ref_seq && e.ref_seq == g->req.seq) {
 			snprintf(g->reply_text, sizeof(g->reply_text), "%s", text);
 			req_complete(g, e.err > 0 && e.err < 4096 ? -e.err : -EPROTO);
+		} else if (g->state == G_STOPPING && e.ref_seq && e.ref_seq == g->stop_seq) {
+			/* E.g. an agent that restarted (the guest rebooted): no stop will come. */
+			session_fail(g, "the agent refused the stop: %s", text);
 		} else {
 			guest_log(g, GMSG_AGENT_ERROR, L_WARN, "guest %s: agent reports: %s (%s)",
 				  g->name, text, strerror(e.err));

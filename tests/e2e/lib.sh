@@ -16,6 +16,7 @@
 #   VT_IOMMU_PLATFORM=0 (1: the virtio-serial controller uses the vIOMMU:
 #                   iommu_platform=on,disable-legacy=on)
 #   VT_PORTS=1      (0: no virtio-serial ports at all)
+#   VT_NO_REBOOT=1  (0: leave out -no-reboot, so that a reset (QMP system_reset) reboots the guest)
 #   VT_NPORTS       number of trace-path-cpuN ports (default: VT_SMP)
 #   VT_CHARDEV=pipe (pipe: FIFOs ports/NAME.in + NAME.out; socket: ports/NAME.sock, QEMU listens,
 #                   server=on,wait=off)

@@ -13,16 +13,17 @@
 #   - `virtio-trace-collect report` prints the same overrun and lost-in-pages totals.
 # 1 KiB markers at 10000/s: while the host does not read, each port's virtqueue still takes
 # up to 128 of the agent's 256 KiB writes (32 MiB), so less would never overrun in 10 s.
+# test-fault-stall.sh runs it with a 60 s stall (VT_STALL_SECS, VT_STALL_N, VT_STALL_RATE, ME).
 # Env: VT_BUILDDIR, VT_STATIC_AGENT, VT_KEEP=1. Exit: 0 pass, 1 fail, 77 skip.
-echo "test-collect-stall: the collector frozen for 10 s mid-recording: the guest runs on, its overruns are counted in the manifest and the report, nothing else is lost"
+N=${VT_STALL_N:-140000} RATE=${VT_STALL_RATE:-10000} STALL=${VT_STALL_SECS:-10}
+ME=${VT_STALL_ME:-test-collect-stall}
+echo "$ME: the collector frozen for $STALL s mid-recording: the guest runs on, its overruns are counted in the manifest and the report, nothing else is lost"
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$HERE/lib.sh"
 . "$HERE/agent-lib.sh"
 . "$HERE/scenario-lib.sh"
-VT_LOG_PREFIX=test-collect-stall
-ME=test-collect-stall
-N=140000 RATE=10000 STALL=10
+VT_LOG_PREFIX=$ME
 
 scn_begin
 scn_ports pipe
