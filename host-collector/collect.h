@@ -392,7 +392,7 @@ void collect_sanitize(char *dst, size_t size, const char *src, bool keep_newline
 bool collect_name_ok(const char *s);
 bool collect_name_reserved(const char *s);
 void session_fail(struct guest *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-const char *session_msg_name(enum guest_msg kind);
+const char *collect_msg_name(enum guest_msg kind);
 
 /* sync.c */
 /**

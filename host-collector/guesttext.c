@@ -71,3 +71,19 @@ bool collect_name_reserved(const char *s)
 {
 	return !strcasecmp(s, "host");
 }
+
+static const char *const msg_names[GMSG_NR] = {
+	[GMSG_AGENT_ERROR] = "error reports from the agent",
+	[GMSG_SYNC] = "clock sync warnings",
+};
+
+/**
+ * collect_msg_name() - what guest_log() counts under a kind, for messages
+ * @kind: the kind
+ *
+ * Return: its description.
+ */
+const char *collect_msg_name(enum guest_msg kind)
+{
+	return kind < GMSG_NR ? msg_names[kind] : "?";
+}

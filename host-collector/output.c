@@ -746,7 +746,7 @@ static int load_trace(struct trace_sum *t, const char *dirname, bool host)
 	for (i = 0; i < GMSG_NR; i++)
 		if (t->rec.msgs[i] > COLLECT_LOG_BURST)
 			output_problem(t, "%" PRIu64 " %s (the first %d printed)", t->rec.msgs[i],
-				session_msg_name(i), COLLECT_LOG_BURST);
+				collect_msg_name(i), COLLECT_LOG_BURST);
 	if (t->rec.sync_failed)
 		output_problem(t, "no clock mapping: %s", t->rec.sync_why);
 	if (t->rec.sync_rejected)
@@ -857,13 +857,18 @@ int output_finalise(int out_fd, const char *out_dir, const struct collect_opts *
 		struct trace_sum *t = &r.traces[i];
 		unsigned int c;
 
-		for (c = 0; c < t->nr_sums; c++)
-			if (t->cpus[c].bad_pages)
+		for (c = 0; c < t->nr_sums; c++) {
+			if (!t->cpus[c].bad_pages)
+				continue;
+			if (r.bad_fd == -2)
+				output_problem(t, "cpu%u: %" PRIu64 " malformed pages (not kept: "
+					       "bad-pages/ is refused; counted only)", c,
+					       t->cpus[c].bad_pages);
+			else
 				output_problem(t, "cpu%u: %" PRIu64 " malformed pages (%" PRIu64
-					       " kept%s)", c, t->cpus[c].bad_pages,
-					       r.bad_fd == -2 ? (uint64_t)0 : t->cpus[c].bad_pages_kept,
-					       r.bad_fd == -2 ? ": bad-pages/ is refused, they are counted only" :
-					       " in bad-pages/");
+					       " kept in bad-pages/)", c, t->cpus[c].bad_pages,
+					       t->cpus[c].bad_pages_kept);
+		}
 		if (t->problems[0]) {
 			troubled++;
 			log_warn("%s: %s", t->rec.name, t->problems);

@@ -117,22 +117,6 @@ static void ctl_close(struct guest *g)
 	g->ctl_in = g->ctl_out = NULL;
 }
 
-static const char *const msg_names[GMSG_NR] = {
-	[GMSG_AGENT_ERROR] = "error reports from the agent",
-	[GMSG_SYNC] = "clock sync warnings",
-};
-
-/**
- * session_msg_name() - what guest_log() counts under a kind, for messages
- * @kind: the kind
- *
- * Return: its description.
- */
-const char *session_msg_name(enum guest_msg kind)
-{
-	return kind < GMSG_NR ? msg_names[kind] : "?";
-}
-
 /* The one summary line of what guest_log() did not print, when the guest ends. */
 static void msgs_summary(struct guest *g)
 {
@@ -144,7 +128,7 @@ static void msgs_summary(struct guest *g)
 	for (k = 0; k < GMSG_NR; k++)
 		if (g->msgs[k] > COLLECT_LOG_BURST)
 			log_warn("guest %s: %llu %s in all, %llu not shown (only the first %d of a kind "
-				 "are printed)", g->name, (unsigned long long)g->msgs[k], msg_names[k],
+				 "are printed)", g->name, (unsigned long long)g->msgs[k], collect_msg_name(k),
 				 (unsigned long long)(g->msgs[k] - COLLECT_LOG_BURST), COLLECT_LOG_BURST);
 }
 

@@ -134,8 +134,11 @@ static void put_data(const char *trace, const struct rec *segs, unsigned int n)
 	int fd;
 
 	snprintf(dir, sizeof(dir), "%s/%s", spool, trace);
-	if (spool_data_region(dir, &region) < 0)
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || spool_data_region(fd, &region) < 0)
 		region = 65536;
+	if (fd >= 0)
+		close(fd);
 	snprintf(path, sizeof(path), "%s/data", dir);
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
@@ -198,7 +201,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (nh)
 		put_data("host", hdata, nh);
 
-	output_finalise(out, &opts, true);
+	i = open(out, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (i == (unsigned int)-1)
+		abort();
+	output_finalise((int)i, out, &opts, true);
+	close((int)i);
 	clean_out();
 	return 0;
 }

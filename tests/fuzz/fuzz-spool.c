@@ -109,6 +109,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint64_t region;
 	size_t len;
 	bool host = size && data[0] == 0xff;
+	int sfd, tfd;
 	void *meta;
 
 	if (!ready) {
@@ -129,8 +130,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		size -= len;
 	}
 
-	spool_load_options(spool, &o);
-	if (spool_trace_load(trace, false, &t) == 0) {
+	sfd = open(spool, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	tfd = open(trace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (sfd < 0 || tfd < 0)
+		abort();
+	spool_load_options(sfd, &o);
+	if (spool_trace_load(tfd, false, &t) == 0) {
 		/* What the finish relies on: bounded counts, terminated strings. */
 		if (t.nr_cpus > COLLECT_MAX_CPUS || t.nr_tids > COLLECT_MAX_CPUS ||
 		    strnlen(t.name, sizeof(t.name)) == sizeof(t.name) ||
@@ -139,15 +144,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		spool_trace_free(&t);
 	}
 	/* The host's load walks all 256 CPUs' files: too slow for every input. */
-	if (host && spool_trace_load(trace, true, &t) == 0)
+	if (host && spool_trace_load(tfd, true, &t) == 0)
 		spool_trace_free(&t);
-	if (spool_load_inplace(trace, &m) == 0 && m.nr_cpus > COLLECT_MAX_CPUS)
+	if (spool_load_inplace(tfd, &m) == 0 && m.nr_cpus > COLLECT_MAX_CPUS)
 		abort();
-	if (spool_data_region(trace, &region) == 0 && (!region || region % 65536))
+	if (spool_data_region(tfd, &region) == 0 && (!region || region % 65536))
 		abort();
-	spool_has_inplace(trace);
-	if (spool_load_meta(trace, &meta, &len) == 0)
+	spool_has_inplace(tfd);
+	if (spool_load_meta(tfd, &meta, &len) == 0)
 		free(meta);
+	close(tfd);
+	close(sfd);
 	clear();
 	return 0;
 }
