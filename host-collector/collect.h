@@ -2,12 +2,18 @@
 /*
  * virtio-trace-collect internals.
  *
- * record: attach.c opens each guest's ports, session.c drives its agent over
- * the control port, stream.c moves every data stream's pages into the spool
- * (one thread, io_uring), hostrec.c records host events in a private tracefs
- * instance through the same page path, spool.c keeps what a killed collector
- * leaves behind recoverable, and output.c turns a spool into trace.dat files
- * and manifest.json (recover runs only that last step).
+ * record: engine.c is the one event loop (io_uring: streams, fd watches,
+ * timers, signals) and nothing else waits. attach.c opens each guest's ports
+ * (or listens for QEMU), session.c drives each guest's agent as a state
+ * machine of its own over the control connection (lib/conn.c), stream.c
+ * checks every data stream's pages into the spool, sync.c turns clock probes
+ * or KVM's offsets into epochs, hostrec.c records host events in a private
+ * tracefs instance through the same page path, and main.c holds the run's
+ * timers and signals. spool.c alone knows the spool's files, which keep what
+ * a killed collector leaves behind recoverable; output.c, inplace.c and
+ * manifest.c turn a spool into trace.dat files and manifest.json (recover runs
+ * only that last step). Calls go one way: main -> session -> stream, sync,
+ * spool; stream and qmp tell their owner through callbacks.
  */
 #ifndef COLLECT_H
 #define COLLECT_H
