@@ -391,7 +391,6 @@ int session_begin(struct guest *g);
 void session_stop(struct guest *g);
 bool session_finished(const struct guest *g);
 void session_release(struct guest *g);
-void session_resumed(struct guest *g);
 void session_dispatch(struct guest *g);
 const char *session_state_name(enum guest_state s);
 void collect_sanitize(char *dst, size_t size, const char *src, bool keep_newlines);
@@ -441,7 +440,10 @@ struct collect_run {
 
 /* qmp.c */
 struct qmp;
-int qmp_attach(struct guest *g, struct engine *e, uint64_t tsc_khz);
+/* What QMP tells the guest's owner: vCPU threads known (in g), a resume, a reset (@detail: why). */
+enum qmp_ev { QMP_EV_CPUS, QMP_EV_RESUME, QMP_EV_RESET };
+int qmp_attach(struct guest *g, struct engine *e, uint64_t tsc_khz,
+	       void (*event)(struct guest *g, enum qmp_ev ev, const char *detail));
 void qmp_detach(struct guest *g);
 
 /* hostrec.c */

@@ -28,6 +28,7 @@ struct qmp {
 	uint64_t tsc_khz;
 	int fd;
 	struct engine_fd *watch;
+	void (*event)(struct guest *g, enum qmp_ev ev, const char *detail);
 	char buf[QMP_LINE_MAX];
 	size_t have;
 };
@@ -72,8 +73,7 @@ static void got_cpus(struct qmp *q, const char *line, size_t len)
 	memcpy(g->vcpu_tids, tids, sizeof(tids));
 	g->nr_vcpu_tids = nr;
 	log_debug("guest %s: %u vCPU threads from QMP", g->name, nr);
-	if (g->spool[0])
-		spool_save_state(g);
+	q->event(g, QMP_EV_CPUS, NULL);
 }
 
 static void qmp_line(struct qmp *q, const char *line, size_t len)
@@ -94,7 +94,7 @@ static void qmp_line(struct qmp *q, const char *line, size_t len)
 	if (name && !strcmp(name, "RESUME")) {
 		q->g->resume_tsc = event_tsc(json_root(doc), q->tsc_khz);
 		log_info("guest %s: QEMU resumed it: syncing its clock again", q->g->name);
-		session_resumed(q->g);
+		q->event(q->g, QMP_EV_RESUME, NULL);
 	} else if (name && !strcmp(name, "STOP")) {
 		q->g->stop_tsc = event_tsc(json_root(doc), q->tsc_khz);
 		log_info("guest %s: QEMU stopped it", q->g->name);
@@ -104,8 +104,7 @@ static void qmp_line(struct qmp *q, const char *line, size_t len)
 		char reason[64];
 
 		collect_sanitize(reason, sizeof(reason), why ? why : "", false);
-		session_fail(q->g, "QEMU reset the guest (QMP RESET, reason %s): its recording ends there",
-			     reason[0] ? reason : "unknown");
+		q->event(q->g, QMP_EV_RESET, reason[0] ? reason : "unknown");
 	}
 	json_free(doc);
 }
@@ -143,10 +142,12 @@ static bool qmp_readable(void *arg, int revents)
  * @g: the guest, with @g->qmp_path set
  * @e: the engine that will watch the socket
  * @tsc_khz: the host TSC rate, to place QMP's event stamps on the TSC
+ * @event: told of what QMP said (the guest's owner acts on it)
  *
  * Return: 0 or -errno (the recording goes on without it).
  */
-int qmp_attach(struct guest *g, struct engine *e, uint64_t tsc_khz)
+int qmp_attach(struct guest *g, struct engine *e, uint64_t tsc_khz,
+	       void (*event)(struct guest *g, enum qmp_ev ev, const char *detail))
 {
 	static const char hello[] = "{\"execute\":\"qmp_capabilities\"}\n"
 				    "{\"execute\":\"query-cpus-fast\",\"id\":\"vt-cpus\"}\n";
@@ -162,6 +163,7 @@ int qmp_attach(struct guest *g, struct engine *e, uint64_t tsc_khz)
 		return -ENOMEM;
 	q->g = g;
 	q->tsc_khz = tsc_khz;
+	q->event = event;
 	q->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (q->fd < 0 || connect(q->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		ret = -errno;

@@ -874,17 +874,33 @@ static void sync_tick(void *arg)
 		burst_run(g, "interval", running_burst_done);
 }
 
-/**
- * session_resumed() - QEMU resumed the guest: its TSC offset moved, sync again
- * @g: the guest
- */
-void session_resumed(struct guest *g)
+/* QEMU resumed the guest: its TSC offset moved, sync again. */
+static void resumed(struct guest *g)
 {
 	if (g->state == G_RUNNING && !g->burst.active) {
 		g->resync = false;
 		burst_run(g, "resume", running_burst_done);
 	} else if (g->state < G_STOPPING) {
 		g->resync = true;
+	}
+}
+
+/* What the guest's QMP socket said (qmp.c). */
+static void qmp_event(struct guest *g, enum qmp_ev ev, const char *detail)
+{
+	switch (ev) {
+	case QMP_EV_CPUS:
+		if (g->spool[0])
+			spool_save_state(g);
+		break;
+	case QMP_EV_RESUME:
+		resumed(g);
+		break;
+	case QMP_EV_RESET:
+		/* The guest reboots: its ring buffers and its agent's session are gone. */
+		session_fail(g, "QEMU reset the guest (QMP RESET, reason %s): its recording ends there",
+			     detail);
+		break;
 	}
 }
 
@@ -1199,7 +1215,7 @@ int session_begin(struct guest *g)
 	engine_timer_init(&g->accept_timer, accept_timeout, g);
 	vt_proto_meta_rx_init(&g->meta_rx, META_LIMIT);
 	if (g->qmp_path[0])
-		qmp_attach(g, e, g->run->tsc.khz);
+		qmp_attach(g, e, g->run->tsc.khz, qmp_event);
 	g->t_start = engine_now_ns();
 	if (g->ctl_lfd < 0)
 		return connected(g);

@@ -98,7 +98,8 @@ uint64_t sync_host_tsc(void)
 	return 0;
 }
 
-int qmp_attach(struct guest *g, struct engine *e, uint64_t tsc_khz)
+int qmp_attach(struct guest *g, struct engine *e, uint64_t tsc_khz,
+	       void (*event)(struct guest *g, enum qmp_ev ev, const char *detail))
 {
 	return 0;
 }
