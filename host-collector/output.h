@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Finishing a run, shared by its three files: output.c writes the trace.dat
- * files (the copy path) and drives the finish, inplace.c lays a spool's data
- * file out as the trace.dat where the filesystem can move extents, and
- * manifest.c writes manifest.json.
+ * Finishing a run, shared by its four files: finish.c drives it (and
+ * recover), output.c writes trace.dat files by copying and holds what the
+ * others share (page walk, options, bad pages, installing files), inplace.c
+ * lays a spool's data file out as the trace.dat where the filesystem can move
+ * extents, and manifest.c writes manifest.json. finish.c calls the others,
+ * inplace.c calls output.c, and nothing calls back.
  */
 #ifndef OUTPUT_H
 #define OUTPUT_H
@@ -64,6 +66,8 @@ void output_keep_ingest_bad(struct run *r, struct trace_sum *t, int dir, struct 
 int output_create_tmp(struct run *r, const char *name, char *tmp, size_t size);
 int output_install(struct run *r, const char *tmp, const char *name);
 int output_install_check(struct run *r, const char *name);
+int output_write_cpu(struct run *r, struct trace_sum *t, struct vt_tracedat *w, int dir,
+		     struct cpu_sum *c, const struct spool_data *sd);
 int output_add_options(struct run *r, struct trace_sum *t, struct vt_tracedat *w);
 int output_flush_file(int fd);
 
