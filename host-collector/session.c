@@ -719,12 +719,26 @@ static void fetch_meta(struct guest *g, void (*done)(struct guest *g, int err))
 
 static void burst_cpu_begin(struct guest *g);
 
+static void burst_ended(struct guest *g, int err);
+
+/*
+ * A probe without a reply ends this vCPU's burst with the samples it has: a
+ * guest (or host) too loaded to answer in time costs clock precision, not
+ * the recording. A guest that answers nothing more fails at SYNC_END's own
+ * timeout.
+ */
 static void burst_timeout(void *arg)
 {
 	struct guest *g = arg;
+	struct guest_burst *b = &g->burst;
+	struct vt_proto_sync s = { .cpu = b->cpu };
 
-	session_fail(g, "clock sync probe %u of vCPU %u: no reply within %llu s", g->burst.k,
-		     g->burst.cpu, (unsigned long long)(PROBE_TIMEOUT_NS / NSEC_PER_SEC));
+	guest_log(g, GMSG_SYNC, L_WARN, "guest %s: clock sync probe %u of vCPU %u: no reply within "
+		  "%llu s: this burst ends with %u samples", g->name, b->k, b->cpu,
+		  (unsigned long long)(PROBE_TIMEOUT_NS / NSEC_PER_SEC), b->got);
+	b->k = b->n;		/* a late reply is ignored */
+	request(g, vt_proto_enc_sync(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX, VT_PROTO_SYNC_END,
+				     vt_conn_next_seq(g->conn), &s), VT_PROTO_OK, burst_ended);
 }
 
 static void burst_probe(struct guest *g)
@@ -748,7 +762,7 @@ static void burst_ended(struct guest *g, int err)
 			     g->reply_text[0] ? g->reply_text : "refused", strerror(-err));
 		return;
 	}
-	ret = sync_probe_result(g, g->burst.cpu, g->burst.smp, g->burst.got);
+	ret = g->burst.got ? sync_probe_result(g, g->burst.cpu, g->burst.smp, g->burst.got) : -EAGAIN;
 	if (ret < 0 && ret != -EAGAIN) {
 		session_fail(g, "cannot record the clock mapping of vCPU %u: %s", g->burst.cpu,
 			     strerror(-ret));
