@@ -25,6 +25,12 @@ track $idler
 "$WORK/vt-looper" -c 'while :; do sleep 0.01; done' &
 looper=$!
 track $looper
+# Both have exec'd before the collector looks: until then their comm is the shell's.
+for _w in $(seq 100); do
+	[ "$(cat /proc/$idler/comm 2>/dev/null)" = vt-idler ] &&
+		[ "$(cat /proc/$looper/comm 2>/dev/null)" = vt-looper ] && break
+	sleep 0.05
+done
 fake vmc --fifo "$p" --fixture "$DATA/cap-guest"
 pid=$FAKE_PID
 sleep 0.2
