@@ -307,6 +307,7 @@ struct guest {
 	unsigned int step;		/* where setup is (session.c) */
 	uint64_t t_start;		/* engine_now_ns() when setup began */
 	bool recorded;			/* it started recording */
+	bool synced;			/* and its clock sync after START is done */
 	char error[512];
 	uint64_t trace_id;
 	char spool[4096];		/* its spool directory, for messages ("" until made) */

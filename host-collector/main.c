@@ -672,7 +672,8 @@ static void check_end(struct rec *r)
 
 	for (i = 0; i < r->nr; i++) {
 		finished += session_finished(r->gs[i]);
-		recording += r->gs[i]->state == G_RUNNING;
+		/* Settled: recording with its clock synced (a workload would disturb the burst). */
+		recording += r->gs[i]->state == G_RUNNING && r->gs[i]->synced;
 	}
 	settled = finished + recording;
 	if (!r->stopping) {

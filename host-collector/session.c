@@ -41,7 +41,7 @@
 /* Setup, one step after the other (g->step). */
 enum {
 	ST_HELLO, ST_LASTBOOT, ST_INSTANCE, ST_CLOCK, ST_BUFFER, ST_TRACER, ST_EVENTS, ST_META, ST_STREAMS,
-	ST_SYNC, ST_START, ST_RUNNING,
+	ST_START, ST_SYNC, ST_RUNNING,
 };
 
 static const char *const step_what[] = {
@@ -1005,16 +1005,26 @@ static void lastboot_received(struct guest *g, int err)
 
 static void started(struct guest *g, int err)
 {
-	const struct collect_opts *o = g->run->o;
-
 	if (err < 0) {
 		step_done(g, err);
 		return;
 	}
-	g->step = ST_RUNNING;
 	g->state = G_RUNNING;
 	g->recorded = true;
 	log_info("guest %s: recording", g->name);
+	spool_save_state(g);
+	g->step = ST_SYNC;
+	setup_next(g);
+}
+
+/* The clock sync after START is done: setup is over. */
+static void synced(struct guest *g, int err)
+{
+	const struct collect_opts *o = g->run->o;
+
+	(void)err;
+	g->step = ST_RUNNING;
+	g->synced = true;
 	if (!strcmp(g->sync.method, "kvm"))
 		engine_timer_arm(eng(g), &g->kvm_timer, KVM_REREAD_NS, KVM_REREAD_NS);
 	if (o->sync_interval > 0)
@@ -1122,13 +1132,16 @@ static void setup_next(struct guest *g)
 			}
 			spool_save_state(g);
 			break;
-		case ST_SYNC:
-			g->state = G_SYNC;
-			burst_run(g, "start", step_done);
-			return;
 		case ST_START:
 			request(g, vt_proto_enc_empty(f, F, VT_PROTO_START, vt_conn_next_seq(c)),
 				VT_PROTO_OK, started);
+			return;
+		case ST_SYNC:
+			/*
+			 * While recording: the burst is not on the start's path, and
+			 * its epoch holds for the events before it as after it.
+			 */
+			burst_run(g, "start", synced);
 			return;
 		default:
 			return;
