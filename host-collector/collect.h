@@ -222,6 +222,7 @@ struct guest_sync {
 	uint32_t rejected;			/* bursts rejected as implausible */
 	char reject_why[160];			/* the last reason */
 	bool failed;				/* probes were due but a vCPU got no epoch */
+	bool away[COLLECT_MAX_CPUS];		/* its last burst ran on other CPUs: offline */
 };
 
 struct guest;

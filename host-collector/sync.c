@@ -154,6 +154,17 @@ int sync_probe_result(struct guest *g, unsigned int cpu, const struct vt_tsync_s
 
 	if (cpu >= COLLECT_MAX_CPUS)
 		return -EINVAL;
+	/*
+	 * Every reply read on another CPU: the vCPU was offline (mmiotrace takes
+	 * all but one offline). It has no events to map and needs no epoch.
+	 */
+	for (i = 0; i < n && smp[i].cpu != smp[i].want_cpu; i++)
+		;
+	g->sync.away[cpu] = n && i == n;
+	if (g->sync.away[cpu]) {
+		log_debug("guest %s: vCPU %u is offline: its probes ran elsewhere", g->name, cpu);
+		return -EAGAIN;
+	}
 	if (!plausible(g, cpu, smp, n)) {
 		g->sync.rejected++;
 		guest_log(g, GMSG_SYNC, L_WARN, "guest %s: implausible clock probe replies, burst "
@@ -345,7 +356,7 @@ int sync_prepare(struct guest *g, const struct collect_opts *o, const char *when
  */
 void sync_burst_done(struct guest *g, const char *when)
 {
-	unsigned int i, missing = 0, first = 0;
+	unsigned int i, missing = 0, first = 0, away;
 
 	if (!strcmp(when, "resume")) {
 		align_to_resume(g);
@@ -356,11 +367,14 @@ void sync_burst_done(struct guest *g, const char *when)
 		for (i = 0; i < g->nr_streams; i++) {
 			unsigned int cpu = g->streams[i].cpu;
 
-			if (cpu < COLLECT_MAX_CPUS && !g->sync.cpus[cpu].nr && !missing++)
+			if (cpu < COLLECT_MAX_CPUS && !g->sync.cpus[cpu].nr && !g->sync.away[cpu] &&
+			    !missing++)
 				first = cpu;
 		}
 		g->sync.failed = missing > 0;
-		if (missing == g->nr_streams && missing)
+		for (i = 0, away = 0; i < g->nr_streams; i++)
+			away += g->streams[i].cpu < COLLECT_MAX_CPUS && g->sync.away[g->streams[i].cpu];
+		if (missing && missing + away == g->nr_streams)
 			set_method(g, "none", "in-band probes gave no plausible clock estimate (%.100s)",
 				   g->sync.reject_why[0] ? g->sync.reject_why : "no reply");
 		else if (missing)
