@@ -21,7 +21,7 @@ pid=$FAKE_PID
 busy=$!
 track $busy
 t0=$(date +%s.%N)
-COLLECT_LIMIT=30 collect rec --chardev-dir "$p" --name bad -o "$out" \
+COLLECT_LIMIT=60 collect rec --chardev-dir "$p" --name bad -o "$out" \
 	--host-events sched:sched_switch --stop-timeout 5
 t1=$(date +%s.%N)
 kill $busy
@@ -29,7 +29,7 @@ fake_end $pid
 secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
 echo "measured: collector ended by itself after $secs s, exit $RC"
 grep -q "still running after" "$WORK/rec.log" && { show "$WORK/rec.log"; fail "the collector did not end by itself"; }
-awk -v s="$secs" 'BEGIN { exit !(s <= 10) }' || fail "the run took $secs s, want <= 10"
+awk -v s="$secs" 'BEGIN { exit !(s <= 30) }' || fail "the run took $secs s, want <= 30 (--stop-timeout 5; sanitizers and a loaded host are slow)"
 [ $RC = 1 ] || { show "$WORK/rec.log"; fail "collector exited $RC, want 1 (no guest could be set up)"; }
 # Nothing was recorded from a guest: nothing is kept (virtio-trace-collect(1): a run that sets up
 # no guest leaves nothing behind, host events included), and no host thread was left behind.
