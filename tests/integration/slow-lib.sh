@@ -104,3 +104,25 @@ at() {
 setup_done() {
 	awk '$1 == "start" { print t; exit } { t = $2 }' "$WORK/$1.tl" 2>/dev/null
 }
+
+# on_time START_NS STOP_NS: a good guest next to a slow one, in a -d 3 --stop-timeout 3 run,
+# got START within $START_MAX s of the collector's start and STOP by 3 + $START_MAX s, and the
+# collector ended by itself within 12 s.
+on_time() {
+	[ -n "$1" ] || { show "$WORK/rec.log" "$WORK/good.fake"; fail "the good guest never got START"; }
+	ns_le "$1" $((T_RUN0 + START_MAX * 1000000000)) ||
+		fail "the good guest got START $(secs $(($1 - T_RUN0))) s after the collector's start, want <= $START_MAX s"
+	[ -n "$2" ] || { show "$WORK/rec.log"; fail "the good guest never got STOP"; }
+	ns_le "$2" $((T_RUN0 + (3 + START_MAX) * 1000000000)) ||
+		fail "STOP reached the good guest $(secs $(($2 - T_RUN0))) s after the start, want <= 3 + $START_MAX s"
+	[ $KILLED = 0 ] || { show "$WORK/rec.log"; fail "the collector did not end within $HARD_LIMIT s"; }
+	ns_le "$T_GONE" $((T_RUN0 + 12000000000)) ||
+		fail "the collector ran $(secs $((T_GONE - T_RUN0))) s, want <= 12 s (-d 3, --stop-timeout 3)"
+}
+
+# good_exact OUT: the good guest's file is exact and it has no problems.
+good_exact() {
+	check_exact "$1" good "$DATA/cap-guest" 2
+	[ -z "$(guest_json "$1" good '.problems // empty')" ] ||
+		fail "the good guest got problems: $(guest_json "$1" good .problems)"
+}

@@ -24,18 +24,10 @@ fake_end $GOOD
 st=$(tl good start) sp=$(tl good stop)
 echo "measured: good guest START at $(at "$st" $T_RUN0), STOP at $(at "$sp" $T_RUN0);" \
 	"collector gone at $(secs $((T_GONE - T_RUN0))) s, exit $RC$([ $KILLED = 1 ] && echo ' (SIGKILLed by the test)')"
-[ -n "$st" ] || { show "$WORK/rec.log" "$WORK/good.fake"; fail "the good guest never got START"; }
-ns_le "$st" $((T_RUN0 + START_MAX * 1000000000)) ||
-	fail "the good guest got START $(secs $((st - T_RUN0))) s after the collector's start, want <= $START_MAX s"
-[ -n "$sp" ] || { show "$WORK/rec.log"; fail "the good guest never got STOP"; }
-ns_le "$sp" $((T_RUN0 + (3 + START_MAX) * 1000000000)) ||
-	fail "STOP reached the good guest $(secs $((sp - T_RUN0))) s after the start, want <= 3 + $START_MAX s"
-[ $KILLED = 0 ] || { show "$WORK/rec.log"; fail "the collector did not end within $HARD_LIMIT s"; }
-ns_le "$T_GONE" $((T_RUN0 + 12000000000)) ||
-	fail "the collector ran $(secs $((T_GONE - T_RUN0))) s, want <= 12 s (-d 3, --stop-timeout 3)"
+on_time "$st" "$sp"
 [ $RC = 3 ] || { show "$WORK/rec.log"; fail "collector exited $RC, want 3 (a guest had problems)"; }
 jq -e '.guests[] | select(.name == "nobody") | .problems | test("setup")' "$out/manifest.json" >/dev/null ||
 	{ show "$out/manifest.json"; fail "the manifest does not say the unconnected guest never finished its setup"; }
 [ ! -e "$pn/agent-ctl-path" ] || fail "the listening socket $pn/agent-ctl-path was left behind"
-check_exact "$out" good "$DATA/cap-guest" 2
+good_exact "$out"
 echo PASS
