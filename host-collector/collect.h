@@ -200,13 +200,14 @@ void engine_quit(struct engine *e);
 
 /*
  * Every guest goes through these on its own, driven by engine events:
- * attach, hello, configure (instance, clock, buffer, tracer, events), meta,
- * then sync, running, stopping (STOP sent), draining (STOPPED seen, pages
- * still arriving), finishing (final sync, metadata, bye), done; or failed
- * at any point.
+ * attach, hello, configure (the last boot's trace, instance, clock, buffer,
+ * tracer, events), meta, then running (START; its first clock sync runs while
+ * it records), stopping (STOP sent), draining (STOPPED seen, pages still
+ * arriving), finishing (final sync, metadata, bye), done; or failed at any
+ * point.
  */
 enum guest_state {
-	G_NEW, G_HELLO, G_CONFIG, G_META, G_SYNC, G_RUNNING, G_STOPPING, G_DRAINING,
+	G_NEW, G_HELLO, G_CONFIG, G_META, G_RUNNING, G_STOPPING, G_DRAINING,
 	G_FINISHING, G_DONE, G_FAILED,
 };
 

@@ -55,7 +55,7 @@ static const char *const step_what[] = {
 
 static const char *const state_names[] = {
 	[G_NEW] = "new", [G_HELLO] = "hello", [G_CONFIG] = "configure", [G_META] = "meta",
-	[G_SYNC] = "sync", [G_RUNNING] = "running", [G_STOPPING] = "stopping",
+	[G_RUNNING] = "running", [G_STOPPING] = "stopping",
 	[G_DRAINING] = "draining", [G_FINISHING] = "finishing", [G_DONE] = "done",
 	[G_FAILED] = "failed",
 };
