@@ -142,6 +142,7 @@ static void msgs_summary(struct guest *g)
 void session_fail(struct guest *g, const char *fmt, ...)
 {
 	unsigned int i;
+	bool talked;
 	va_list ap;
 
 	if (g->state == G_FAILED || g->state == G_DONE)
@@ -151,6 +152,7 @@ void session_fail(struct guest *g, const char *fmt, ...)
 	va_end(ap);
 	log_err("guest %s: %s; dropping this guest, the others continue", g->name, g->error);
 	msgs_summary(g);
+	talked = g->conn && g->state > G_NEW;
 	g->state = G_FAILED;
 	for (i = 0; i < g->nr_streams; i++)
 		g->streams[i].closed = true;
@@ -159,6 +161,13 @@ void session_fail(struct guest *g, const char *fmt, ...)
 		burst_abort(g);
 		ctl_close(g);
 	}
+	/*
+	 * Best effort, never waited for: BYE lets the agent put tracefs back
+	 * and end its session (with --once, exit) instead of tracing on.
+	 */
+	if (talked)
+		vt_conn_send(g->conn, vt_proto_enc_empty(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX,
+							 VT_PROTO_BYE, vt_conn_next_seq(g->conn)));
 	if (g->spool[0])
 		spool_save_state(g);
 	if (g->run)
@@ -1335,10 +1344,7 @@ void session_stop(struct guest *g)
 	}
 	if (g->state >= G_STOPPING)
 		return;
-	/* Still setting up: it never recorded. Tell the agent to put tracefs back. */
-	if (g->conn && g->state > G_NEW)
-		vt_conn_send(g->conn, vt_proto_enc_empty(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX,
-							 VT_PROTO_BYE, vt_conn_next_seq(g->conn)));
+	/* Still setting up: it never recorded. session_fail() says bye to the agent. */
 	session_fail(g, "the recording ended before its setup finished (at: %s)",
 		     step_what[g->step < ST_RUNNING ? g->step : ST_RUNNING]);
 }
