@@ -420,18 +420,25 @@ END {
 }' "$ROWS" | tee "$WORK/table.txt"
 
 echo "$ME: machine: $(nproc) CPUs, $(sed -n 's/^model name\t*: //p' /proc/cpuinfo | head -n1); load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
-# Every mode must have delivered and verified.
+# Every mode must have delivered; ours must also verify (every marker received or reported lost).
+# trace-cmd's own unreported losses are a finding about trace-cmd, printed, not a failure here.
 fail=0
 for mode in "${MODES[@]}"; do
 	for load in flat paced; do
 		n=$(grep -c "^$load mode=$mode " "$ROWS")
-		good=$(grep "^$load mode=$mode " "$ROWS" | grep 'verified=1' | awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^received=/) { split($i, a, "="); if (a[2] > 0) c++ } } END { print c + 0 }')
-		if [ "$n" = 0 ] || [ "$good" != "$n" ]; then
-			echo "$ME: FAIL: $load $mode: $good of $n runs delivered and verified"
-			grep "^$load mode=$mode " "$ROWS" | grep -v 'verified=1' | sed -n 's/.*why=/    /p' | head -3
+		got=$(grep "^$load mode=$mode " "$ROWS" | awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^received=/) { split($i, a, "="); if (a[2] > 0) c++ } } END { print c + 0 }')
+		good=$(grep "^$load mode=$mode " "$ROWS" | grep -c 'verified=1')
+		if [ "$n" = 0 ] || [ "$got" != "$n" ]; then
+			echo "$ME: FAIL: $load $mode: $got of $n runs delivered"
 			fail=1
+		elif [ "$good" != "$n" ]; then
+			case $mode in
+			tc-*) echo "$ME: $load $mode: trace-cmd lost markers it did not report in $((n - good)) of $n runs:" ;;
+			*) echo "$ME: FAIL: $load $mode: $good of $n runs verified"; fail=1 ;;
+			esac
+			grep "^$load mode=$mode " "$ROWS" | grep -v 'verified=1' | sed -n 's/.*why=/    /p' | head -3
 		fi
 	done
 done
-[ $fail = 0 ] && echo "$ME: every mode delivered and verified"
+[ $fail = 0 ] && echo "$ME: every mode delivered; ours verified"
 exit $fail
