@@ -153,8 +153,8 @@ static void json_trace(FILE *f, const struct run *r, const struct trace_sum *t)
 			fprintf(f, "        \"bound_ns\": %.1f\n      },\n", bound);
 		fprintf(f, "      \"max_size_reached\": %s,\n", t->rec.max_reached ? "true" : "false");
 		fprintf(f, "      \"budget\": { \"max\": %" PRIu64 ", \"used\": %" PRIu64
-			", \"pages\": %" PRIu64 ", \"bad_pages\": %" PRIu64 ", \"fragments\": %" PRIu64
-			", \"metadata\": %" PRIu64 " },\n", t->rec.budget.max, t->rec.budget.used,
+			", \"pages_bytes\": %" PRIu64 ", \"bad_pages_bytes\": %" PRIu64
+			", \"fragment_bytes\": %" PRIu64 ", \"metadata_bytes\": %" PRIu64 " },\n", t->rec.budget.max, t->rec.budget.used,
 			t->rec.budget.pages, t->rec.budget.bad, t->rec.budget.frag, t->rec.budget.meta);
 	}
 	(void)dropped;

@@ -70,11 +70,11 @@ b() { guest_json "$out" flood2 ".budget.$1"; }
 [ "$(b max)" = $max ] || fail "manifest budget.max $(b max), want $max"
 [ "$(b used)" -le $max ] || fail "budget used $(b used) > max $max"
 [ "$(b used)" -gt $((max - 2 * page)) ] || fail "budget used $(b used): the guest stopped before it was used up"
-[ "$(b used)" = $(( $(b pages) + $(b bad_pages) + $(b fragments) + $(b metadata) )) ] ||
+[ "$(b used)" = $(( $(b pages_bytes) + $(b bad_pages_bytes) + $(b fragment_bytes) + $(b metadata_bytes) )) ] ||
 	fail "budget used $(b used) is not the sum of its parts"
-[ "$(b metadata)" -gt 0 ] || fail "the metadata did not count against the budget"
+[ "$(b metadata_bytes)" -gt 0 ] || fail "the metadata did not count against the budget"
 bad=$(guest_json "$out" flood2 '[.cpus[].bad_pages] | add')
-[ "$(b bad_pages)" = $((bad * page)) ] || fail "budget bad_pages $(b bad_pages), manifest counts $bad malformed pages"
+[ "$(b bad_pages_bytes)" = $((bad * page)) ] || fail "budget bad_pages_bytes $(b bad_pages_bytes), manifest counts $bad malformed pages"
 [ "$(guest_json "$out" flood2 .max_size_reached)" = true ] || fail "max_size_reached is not true"
 guest_json "$out" flood2 .problems | grep -q -- "--max-size reached" ||
 	fail "no problem names --max-size: $(guest_json "$out" flood2 .problems)"

@@ -23,11 +23,11 @@ guest_json "$out" vmbig .problems | grep -q -- "--max-size reached" ||
 sent=$(( $(fake_total vmbig 0 bytes) + $(fake_total vmbig 1 bytes) ))
 spooled=$( (spool_pages "$out/.spool/guest-vmbig" 0; spool_pages "$out/.spool/guest-vmbig" 1) | wc -c)
 # The metadata counts against the budget too (manifest budget.metadata).
-meta=$(guest_json "$out" vmbig .budget.metadata)
+meta=$(guest_json "$out" vmbig .budget.metadata_bytes)
 [ $((sent + meta)) -gt "$size" ] || fail "the agent sent only $sent bytes + $meta of metadata: the test did not exceed the bound"
-[ "$meta" -gt 0 ] || fail "manifest budget.metadata is '$meta': the metadata did not count"
-[ "$(guest_json "$out" vmbig .budget.pages)" = "$spooled" ] ||
-	fail "manifest budget.pages $(guest_json "$out" vmbig .budget.pages), the spool holds $spooled bytes"
+[ "$meta" -gt 0 ] || fail "manifest budget.metadata_bytes is '$meta': the metadata did not count"
+[ "$(guest_json "$out" vmbig .budget.pages_bytes)" = "$spooled" ] ||
+	fail "manifest budget.pages_bytes $(guest_json "$out" vmbig .budget.pages_bytes), the spool holds $spooled bytes"
 [ $((spooled + meta)) -le $size ] || fail "spooled $spooled bytes + $meta of metadata, bound $size"
 [ $((spooled + meta)) -ge $((size - slack)) ] ||
 	fail "spooled only $spooled bytes + $meta of metadata, bound $size - $slack: stopped early"
