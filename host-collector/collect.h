@@ -303,11 +303,9 @@ struct guest {
 	/* streams, one per vCPU with a port */
 	struct stream *streams;
 	unsigned int nr_streams;
-	unsigned int nr_eof;
 	/* state */
 	enum guest_state state;
 	unsigned int step;		/* where setup is (session.c) */
-	uint64_t t_start;		/* engine_now_ns() when setup began */
 	bool recorded;			/* it started recording */
 	bool synced;			/* and its clock sync after START is done */
 	char error[512];
@@ -316,10 +314,8 @@ struct guest {
 	int spool_fd;			/* and its fd (spool_guest_dir()) */
 	struct stream_budget budget;
 	struct vt_proto_meta_rx meta_rx;
-	bool meta_wanted;
 	uint64_t meta_len;		/* of the bundle spooled last */
 	void (*meta_done)(struct guest *g, int err);
-	struct engine_timer meta_timer;
 	char *stats_text[COLLECT_MAX_CPUS];
 	uint64_t agent_bytes[COLLECT_MAX_CPUS];
 	uint64_t agent_pages[COLLECT_MAX_CPUS];

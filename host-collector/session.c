@@ -503,7 +503,6 @@ static void stream_event(void *owner, struct stream *s, enum stream_ev ev, int e
 		break;
 	case STREAM_EV_EOF:
 		log_debug("%s: end of stream", s->label);
-		g->nr_eof++;
 		check_drained(g);
 		break;
 	}
@@ -1252,7 +1251,6 @@ int session_begin(struct guest *g)
 	vt_proto_meta_rx_init(&g->meta_rx, META_LIMIT);
 	if (g->qmp_path[0])
 		qmp_attach(g, e, g->run->tsc.khz, qmp_event);
-	g->t_start = engine_now_ns();
 	if (g->ctl_lfd < 0)
 		return connected(g);
 	/* --listen: QEMU connects when it can (reconnect=N); the engine waits, nobody else does. */
