@@ -187,7 +187,7 @@ int output_finalise(int out_fd, const char *out_dir, const struct collect_opts *
 	struct run r = { .out = out_dir, .out_fd = out_fd, .bad_fd = -1, .keep_spool = o && o->keep_spool,
 			 .fsync = o && o->fsync };
 	struct dirent *de;
-	unsigned int i, written = 0, troubled = 0;
+	unsigned int i, written = 0, troubled = 0, max_traces = 0;
 	DIR *d;
 	int ret, fd;
 
@@ -210,7 +210,16 @@ int output_finalise(int out_fd, const char *out_dir, const struct collect_opts *
 	}
 	fd = dup(r.spool_fd);
 	d = fd >= 0 ? fdopendir(fd) : NULL;
-	r.traces = calloc(COLLECT_MAX_GUESTS + 1, sizeof(*r.traces));
+	/*
+	 * A trace's summary is tens of KiB: count the traces first and
+	 * allocate for those, not for the most a spool may hold.
+	 */
+	while (d && (de = readdir(d)) && max_traces < COLLECT_MAX_GUESTS + 1)
+		if (spool_trace_dir_name(de->d_name))
+			max_traces++;
+	if (d)
+		rewinddir(d);
+	r.traces = calloc(max_traces ? max_traces : 1, sizeof(*r.traces));
 	if (!d || !r.traces) {
 		if (d)
 			closedir(d);
@@ -220,7 +229,7 @@ int output_finalise(int out_fd, const char *out_dir, const struct collect_opts *
 		close(r.spool_fd);
 		return EXIT_FAIL;
 	}
-	while ((de = readdir(d)) && r.nr_traces < COLLECT_MAX_GUESTS + 1) {
+	while ((de = readdir(d)) && r.nr_traces < max_traces) {
 		struct trace_sum *t = &r.traces[r.nr_traces];
 		bool host = strcmp(de->d_name, "host") == 0;
 

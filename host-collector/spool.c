@@ -809,28 +809,78 @@ static bool load_sums(int dir, unsigned int cpu, struct spool_sums *s)
 	return true;
 }
 
-static void load_cpu_files(struct spool_trace *t, int dir, unsigned int nr)
+/*
+ * Whether @name is cpuN.SUFFIX exactly as cpu_name() writes it (no leading
+ * zeros, N below COLLECT_MAX_CPUS): the CPU in @cpu, the suffix in @suffix.
+ */
+static bool cpu_file_name(const char *name, unsigned int *cpu, const char **suffix)
 {
-	unsigned int i;
+	char canon[64];
+	unsigned long n;
+	char *end;
 
-	for (i = 0; i < nr && i < COLLECT_MAX_CPUS; i++) {
-		struct spool_cpu *c = &t->cpus[i];
-		char name[32], *text;
-		struct stat st;
-		size_t len;
+	if (strncmp(name, "cpu", 3) || name[3] < '0' || name[3] > '9')
+		return false;
+	n = strtoul(name + 3, &end, 10);
+	if (n >= COLLECT_MAX_CPUS || *end != '.')
+		return false;
+	cpu_name(canon, sizeof(canon), n, end + 1);
+	if (strcmp(canon, name))
+		return false;
+	*cpu = n;
+	*suffix = end + 1;
+	return true;
+}
 
-		cpu_name(name, sizeof(name), i, "stats");
-		if (spool_read_file(dir, name, (void **)&text, &len, STATS_MAX) == 0) {
-			c->stats = malloc(len + 1);
-			if (c->stats)
-				collect_sanitize(c->stats, len + 1, text, true);
-			free(text);
-		}
-		c->have_sums = load_sums(dir, i, &c->sums);
-		cpu_name(name, sizeof(name), i, "frag");
+static void load_cpu_file(struct spool_trace *t, int dir, unsigned int cpu, const char *suffix,
+			  const char *name)
+{
+	struct spool_cpu *c = &t->cpus[cpu];
+	struct stat st;
+	size_t len;
+	char *text;
+
+	if (!strcmp(suffix, "stats")) {
+		if (c->stats || spool_read_file(dir, name, (void **)&text, &len, STATS_MAX) < 0)
+			return;
+		c->stats = malloc(len + 1);
+		if (c->stats)
+			collect_sanitize(c->stats, len + 1, text, true);
+		free(text);
+	} else if (!strcmp(suffix, "sums")) {
+		c->have_sums = load_sums(dir, cpu, &c->sums);
+	} else if (!strcmp(suffix, "frag")) {
 		if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
 			c->frag_bytes = st.st_size;
 	}
+}
+
+/*
+ * The per-CPU files of CPUs below @nr. One pass over the directory: a spool
+ * holds the files of the CPUs that sent something, and probing every name
+ * of 256 CPUs costs hundreds of failed lookups per trace.
+ */
+static void load_cpu_files(struct spool_trace *t, int dir, unsigned int nr)
+{
+	struct dirent *de;
+	DIR *d;
+	int fd;
+
+	fd = openat(dir, ".", OPEN_DIR);
+	d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((de = readdir(d))) {
+		const char *suffix;
+		unsigned int cpu;
+
+		if (cpu_file_name(de->d_name, &cpu, &suffix) && cpu < nr)
+			load_cpu_file(t, dir, cpu, suffix, de->d_name);
+	}
+	closedir(d);
 }
 
 /**
@@ -957,22 +1007,19 @@ static bool strip_tmp(const char *name, char *base, size_t size)
 
 static bool known_trace_file(const char *name)
 {
-	char base[64], *end;
-	unsigned long cpu;
-	unsigned int i;
+	unsigned int cpu, i;
+	const char *suffix;
+	char base[64];
 
 	if (!strip_tmp(name, base, sizeof(base)))
 		return false;
 	for (i = 0; i < sizeof(trace_files) / sizeof(trace_files[0]); i++)
 		if (!strcmp(base, trace_files[i]))
 			return true;
-	if (strncmp(base, "cpu", 3) || base[3] < '0' || base[3] > '9')
-		return false;
-	cpu = strtoul(base + 3, &end, 10);
-	if (cpu >= COLLECT_MAX_CPUS || *end != '.')
+	if (!cpu_file_name(base, &cpu, &suffix))
 		return false;
 	for (i = 0; i < sizeof(cpu_suffixes) / sizeof(cpu_suffixes[0]); i++)
-		if (!strcmp(end + 1, cpu_suffixes[i]))
+		if (!strcmp(suffix, cpu_suffixes[i]))
 			return true;
 	return false;
 }

@@ -111,6 +111,8 @@ before=$(sum)
 ln -s "$WORK/victim/pages" "$out/.spool/guest-vl4/cpu1.pages"
 ln -s "$WORK/victim" "$out/.spool/guest-vl4/cpu0.bad"
 echo "notes" >"$out/.spool/guest-vl4/notes.txt"
+# cpuN names are the collector's only as it writes them: no leading zero.
+echo "stats" >"$out/.spool/guest-vl4/cpu01.stats"
 timeout -s KILL 60 "$COLLECT" recover "$out" >"$WORK/rc4.log" 2>&1
 rc=$?
 [ $rc = 3 ] || { show "$WORK/rc4.log"; fail "recover with links in the spool exited $rc, want 3"; }
@@ -119,7 +121,7 @@ got=$(guest_json "$out" vl4 '.cpus[] | select(.cpu == 1) | .pages')
 bad=$(guest_json "$out" vl4 '[.cpus[].bad_pages] | add')
 [ "$got" = "$pages1" ] && [ "$bad" = 0 ] || fail "recover read through a link: cpu1 pages $got (want $pages1), bad pages $bad (want 0)"
 guest_json "$out" vl4 .problems | grep -q 'cpu1.pages is a symbolic link' || fail "the manifest does not name the cpu1.pages link"
-for f in cpu1.pages cpu0.bad notes.txt; do
+for f in cpu1.pages cpu0.bad notes.txt cpu01.stats; do
 	[ -e "$out/.spool/guest-vl4/$f" ] || [ -L "$out/.spool/guest-vl4/$f" ] || fail "recover removed $f, which it did not make"
 	grep -q "guest-vl4/$f was not made by the collector" "$WORK/rc4.log" || { show "$WORK/rc4.log"; fail "recover does not report $f left in place"; }
 done
