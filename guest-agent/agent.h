@@ -128,7 +128,8 @@ struct cpu_stream {
 	atomic_bool aborting;	/* exit now */
 	bool use_read;		/* splice into the port failed: read() + write() */
 	char *buf;		/* one sub-buffer, for read() paths */
-	int error;
+	int error;		/* the thread's, valid once done */
+	bool error_told;	/* the host was sent it (main thread only) */
 	atomic_uint_fast64_t pages;
 	atomic_uint_fast64_t bytes;
 	atomic_uint_fast64_t fallbacks;

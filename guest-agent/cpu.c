@@ -87,12 +87,26 @@ static int wait_port(struct cpu_stream *s)
 	}
 }
 
+/*
+ * Count what the port took: the bytes, and the sub-buffers they complete.
+ * Every send is whole sub-buffers (splice hands out whole pages; the last
+ * partial one is padded), so a page is counted once its last byte is out,
+ * and a port that fails mid-send leaves the count at what really left.
+ */
+static void sent(struct cpu_stream *s, size_t n)
+{
+	uint64_t before = atomic_fetch_add(&s->bytes, n);
+
+	atomic_fetch_add(&s->pages, (before + n) / s->subbuf_size - before / s->subbuf_size);
+}
+
 static int write_all(struct cpu_stream *s, const char *buf, size_t len)
 {
 	while (len) {
 		ssize_t n = write(s->port_fd, buf, len);
 
 		if (n > 0) {
+			sent(s, n);
 			buf += n;
 			len -= n;
 			continue;
@@ -114,10 +128,8 @@ static int write_all(struct cpu_stream *s, const char *buf, size_t len)
 /* Move @len bytes that sit in the pipe to the port. */
 static int push(struct cpu_stream *s, size_t len)
 {
-	size_t pages = len / s->subbuf_size;
 	int ret;
 
-	atomic_fetch_add(&s->bytes, len);
 	while (len) {
 		ssize_t n;
 
@@ -135,6 +147,7 @@ static int push(struct cpu_stream *s, size_t len)
 		}
 		n = splice(s->pipe[0], NULL, s->port_fd, NULL, len, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 		if (n > 0) {
+			sent(s, n);
 			len -= n;
 			continue;
 		}
@@ -155,7 +168,6 @@ static int push(struct cpu_stream *s, size_t len)
 		}
 		return n < 0 ? -errno : -EIO;
 	}
-	atomic_fetch_add(&s->pages, pages);
 	return 0;
 }
 
@@ -202,8 +214,6 @@ static int drain(struct cpu_stream *s)
 		if (ret < 0)
 			return ret;
 		atomic_fetch_add(&s->partial_reads, 1);
-		atomic_fetch_add(&s->pages, 1);
-		atomic_fetch_add(&s->bytes, s->subbuf_size);
 	}
 	return 0;
 }

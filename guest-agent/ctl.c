@@ -331,6 +331,28 @@ static int send_stats(struct agent *a, bool last)
 	return send_frame(a, vt_proto_enc_stats(frame(a), VT_PROTO_FRAME_MAX, next_seq(a), &st));
 }
 
+/*
+ * A data thread that exited on an error (the port went away, a write
+ * failed): tell the host, unasked, once per CPU. Its byte count stops at
+ * what the port took, and the host names the CPU and the error.
+ */
+static void tell_failed(struct agent *a)
+{
+	unsigned int i;
+
+	if (!a->conn)
+		return;
+	for (i = 0; i < a->nr_streams; i++) {
+		struct cpu_stream *s = &a->cpus[i];
+
+		if (!atomic_load(&s->done) || !s->error || s->error_told)
+			continue;
+		s->error_told = true;
+		reply_err(a, 0, s->error, "cpu%u: data path failed after %llu bytes: %s", s->cpu,
+			  (unsigned long long)atomic_load(&s->bytes), strerror(-s->error));
+	}
+}
+
 /* Called when every data thread has exited after a STOP. */
 static void finish_stop(struct agent *a)
 {
@@ -948,6 +970,7 @@ int agent_run(const struct agent_opts *o)
 				log_debug("done eventfd: %m");
 			for (i = 0; i < a.nr_streams; i++)
 				done += atomic_load(&a.cpus[i].done);
+			tell_failed(&a);
 			if (a.stopping && done == a.nr_streams)
 				finish_stop(&a);
 		}

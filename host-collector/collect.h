@@ -309,6 +309,7 @@ struct guest {
 	bool recorded;			/* it started recording */
 	bool synced;			/* and its clock sync after START is done */
 	char error[512];
+	char agent_error[512];		/* the agent's first unasked ERROR, "" if none */
 	uint64_t trace_id;
 	char spool[4096];		/* its spool directory, for messages ("" until made) */
 	int spool_fd;			/* and its fd (spool_guest_dir()) */
@@ -497,6 +498,7 @@ struct spool_trace {
 	char clock[64];
 	char agent[128];
 	char error[512];
+	char agent_error[512];
 	uint64_t protocol_errors;
 	bool max_reached;
 	struct stream_budget budget;	/* max, used and its parts, as the state file says */

@@ -141,6 +141,8 @@ static int load_trace(struct trace_sum *t, const char *dirname, bool host)
 	}
 	if (t->rec.error[0])
 		output_problem(t, "%s", t->rec.error);
+	if (t->rec.agent_error[0])
+		output_problem(t, "the agent reported: %s", t->rec.agent_error);
 	if (t->rec.protocol_errors)
 		output_problem(t, "%" PRIu64 " protocol errors on the control port", t->rec.protocol_errors);
 	if (!t->rec.have_agent)

@@ -416,6 +416,8 @@ static void handle(struct guest *g, const struct vt_proto_msg *m)
 		} else {
 			guest_log(g, GMSG_AGENT_ERROR, L_WARN, "guest %s: agent reports: %s (%s)",
 				  g->name, text, strerror(e.err));
+			if (!g->agent_error[0])
+				snprintf(g->agent_error, sizeof(g->agent_error), "%s", text);
 		}
 		break;
 	case VT_PROTO_STATS:

@@ -5,8 +5,9 @@
 # flow before the unplug) writes N paced markers per CPU; then the test unplugs cpu1's port,
 # the guest writes N more per CPU, and the run ends. A bystander guest (vt-fake-agent, see
 # fault-lib.sh) records alongside. The agent (vt.agent_keep=1) gets a SIGTERM at the end.
-#   - record exits 3; the manifest's problems for e2e name what happened (the agent's count
-#     of bytes sent is not what the ports delivered), `virtio-trace-collect report` prints
+#   - record exits 3; the manifest's problems for e2e name what happened (the agent reports,
+#     unasked, that cpu1's data path failed; its count of bytes sent stops at what the port
+#     took, so it is never below what arrived), `virtio-trace-collect report` prints
 #     them; the bystander has none;
 #   - what reached the host is a valid file: per CPU, trace-cmd report = manifest events;
 #     cpu1's markers before the unplug have no gap, and some arrived; cpu0, whose port
@@ -53,6 +54,12 @@ fl_counts e2e "0 1" vt-a
 prob=$(fl_g e2e .problems)
 echo "$ME: e2e problems: $prob"
 [ -n "$prob" ] || bad "the manifest names no problem for e2e"
+# The agent says which data path failed (unasked), and its count stops at what the port took.
+[[ $prob == *"the agent reported: cpu1: data path failed after "* ]] ||
+    bad "the problems do not quote the agent's report of cpu1's failed data path"
+ab=$(fl_g e2e '.cpus[] | select(.cpu == 1) | .agent_bytes') hb=$(fl_g e2e '.cpus[] | select(.cpu == 1) | .bytes')
+echo "$ME: cpu1: the agent sent $ab bytes, $hb arrived"
+[ -n "$ab" ] && [ -n "$hb" ] && [ "$ab" -ge "$hb" ] || bad "cpu1: the agent's count ($ab bytes) is below what arrived ($hb)"
 fl_report
 grep -F -q "problems: $prob" "$WORK/report.txt" || bad "report does not print e2e's problems"
 fl_bystander_check bys 8

@@ -23,7 +23,8 @@
 #include "t-host.h"
 #include "vt_pages.h"
 
-static long long t_now_ms(void)
+/* CLOCK_MONOTONIC in milliseconds. */
+long long t_now_ms(void)
 {
 	struct timespec ts;
 

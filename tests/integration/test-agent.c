@@ -603,6 +603,55 @@ static void test_subbuf_request(void **state)
 	end_session(&h);
 }
 
+/*
+ * A data port that goes away mid-recording (the host end closed, as a port
+ * unplug does): the agent tells the host, unasked, which CPU failed and how,
+ * and its byte and page counts stop at what the port took. Before, it
+ * counted a splice's bytes before sending them and said nothing.
+ */
+static void test_port_gone(void **state)
+{
+	uint64_t got, pages = 0;
+	struct vt_proto_msg m;
+	struct t_host h;
+	long long quiet;
+	size_t len;
+
+	start_session(&h, NULL);
+	set_buffer_kb(&h, 256);
+	assert_int_equal(t_start(&h), 0);
+	/* Whole pages flow, and the host reads them all. */
+	assert_int_equal(t_write_markers(&h, 0, "vt-before", 0, 4000), 4000);
+	len = h.cpu[0].len;
+	for (quiet = t_now_ms() + 500; t_now_ms() < quiet;) {
+		t_pump(&h, 50);
+		if (h.cpu[0].len != len) {
+			len = h.cpu[0].len;
+			quiet = t_now_ms() + 500;
+		}
+	}
+	got = h.cpu[0].len - h.base[0];
+	assert_true(got >= 4096 && got % 4096 == 0);
+	/* The port goes, for good; then more pages to send. */
+	assert_true(h.data[0] >= 0);
+	close(h.data[0]);
+	close(h.data_listen[0]);
+	h.data[0] = h.data_listen[0] = -1;
+	assert_int_equal(t_write_markers(&h, 0, "vt-after", 0, 8000), 8000);
+	assert_int_equal(t_wait(&h, VT_PROTO_ERROR, 0, 10000, &m), 0);
+	assert_int_equal(h.errors, 1);
+	assert_int_equal(h.last_err, EPIPE);
+	assert_non_null(strstr(h.last_err_text, "cpu0: data path failed after"));
+	assert_int_equal(t_stop(&h, 20000), 0);
+	/* What the agent says it sent is what arrived, to the byte. */
+	assert_int_equal(h.bytes[0], got);
+	assert_int_equal(h.pages[0], got / 4096);
+	assert_true(t_count_markers(&h, 0, "vt-before", NULL, &pages) > 0);
+	assert_int_equal(pages, got / 4096);
+	assert_int_equal(t_count_markers(&h, 0, "vt-after", NULL, NULL), 0);
+	end_session(&h);
+}
+
 int main(void)
 {
 	const char *build = getenv("VT_BUILDDIR");
@@ -619,6 +668,7 @@ int main(void)
 		cmocka_unit_test(test_silent_host_in_burst),
 		cmocka_unit_test(test_instance_subbuf),
 		cmocka_unit_test(test_subbuf_request),
+		cmocka_unit_test(test_port_gone),
 	};
 
 	if (access("/sys/kernel/tracing/instances", W_OK) != 0) {
