@@ -368,13 +368,88 @@ static void finish_stop(struct agent *a)
 	log_info("stopped: every CPU drained");
 }
 
-static int send_chunks(struct agent *a, uint32_t ref, void *blob, size_t len, uint64_t max_total);
+/*
+ * META chunks as the bytes come: filled up to VT_PROTO_META_CHUNK_MAX, then
+ * sent. @total is the whole length, announced in every chunk.
+ */
+struct chunker {
+	struct agent *a;
+	uint64_t total, off;
+	size_t fill;
+	uint8_t buf[VT_PROTO_META_CHUNK_MAX];
+};
 
+static int chunk_flush(struct chunker *ch)
+{
+	struct vt_proto_meta_chunk c = { .total = ch->total, .offset = ch->off, .data = ch->buf,
+					 .len = ch->fill };
+	struct agent *a = ch->a;
+	int ret;
+
+	ret = send_frame(a, vt_proto_enc_meta(frame(a), VT_PROTO_FRAME_MAX, next_seq(a), &c));
+	ch->off += ch->fill;
+	ch->fill = 0;
+	return ret;
+}
+
+static int chunk_emit(void *ctx, const void *data, size_t len)
+{
+	struct chunker *ch = ctx;
+	const uint8_t *p = data;
+
+	while (len) {
+		size_t n = sizeof(ch->buf) - ch->fill;
+		int ret;
+
+		if (n > len)
+			n = len;
+		memcpy(ch->buf + ch->fill, p, n);
+		ch->fill += n;
+		p += n;
+		len -= n;
+		if (ch->fill == sizeof(ch->buf) && ch->off + ch->fill < ch->total) {
+			ret = chunk_flush(ch);
+			if (ret < 0)
+				return ret;
+		}
+	}
+	return 0;
+}
+
+static struct chunker *chunker_new(struct agent *a, uint64_t total)
+{
+	struct chunker *ch = malloc(sizeof(*ch));
+
+	if (ch)
+		*ch = (struct chunker){ .a = a, .total = total };
+	return ch;
+}
+
+/* The last chunk (the only one of an empty blob), then the chunker is gone. */
+static int chunker_end(struct chunker *ch, int ret)
+{
+	if (ret >= 0)
+		ret = chunk_flush(ch);
+	free(ch);
+	return ret;
+}
+
+static int too_big(struct agent *a, uint32_t ref, uint64_t len, uint64_t max_total)
+{
+	return reply_err(a, ref, EFBIG, "metadata is %llu bytes, more than the %llu asked for",
+			 (unsigned long long)len, (unsigned long long)max_total);
+}
+
+/*
+ * META: the bundle is encoded as it is sent, straight from what
+ * vt_meta_load() read; kallsyms (4 MB on a Debian kernel) is never copied
+ * whole.
+ */
 static int send_meta(struct agent *a, uint32_t ref, uint64_t max_total)
 {
+	struct chunker *ch;
 	struct vt_meta m;
 	size_t len;
-	void *blob;
 	int ret;
 
 	ret = ensure_buffer(a);
@@ -383,31 +458,37 @@ static int send_meta(struct agent *a, uint32_t ref, uint64_t max_total)
 	ret = vt_meta_load(&m, a->t.root, a->t.instance, a->o->meta_flags);
 	if (ret < 0)
 		return reply_err(a, ref, ret, "cannot read the metadata from %s", a->t.root);
-	ret = vt_meta_encode(&m, &blob, &len);
-	vt_meta_free(&m);
-	if (ret < 0)
+	ret = vt_meta_encode_to(&m, NULL, NULL, &len);
+	if (ret < 0) {
+		vt_meta_free(&m);
 		return reply_err(a, ref, ret, "cannot encode the metadata");
-	return send_chunks(a, ref, blob, len, max_total);
+	}
+	if (len > max_total) {
+		vt_meta_free(&m);
+		return too_big(a, ref, len, max_total);
+	}
+	ch = chunker_new(a, len);
+	if (!ch) {
+		vt_meta_free(&m);
+		return reply_err(a, ref, ENOMEM, "cannot encode the metadata");
+	}
+	ret = chunker_end(ch, vt_meta_encode_to(&m, chunk_emit, ch, NULL));
+	vt_meta_free(&m);
+	return ret;
 }
 
 /* @blob (freed here) in META chunks, or an ERROR when it is over @max_total. */
 static int send_chunks(struct agent *a, uint32_t ref, void *blob, size_t len, uint64_t max_total)
 {
-	uint64_t off = 0;
+	struct chunker *ch;
 	int ret;
 
 	if (len > max_total) {
 		free(blob);
-		return reply_err(a, ref, EFBIG, "metadata is %zu bytes, more than the %llu asked for",
-				 len, (unsigned long long)max_total);
+		return too_big(a, ref, len, max_total);
 	}
-	do {
-		struct vt_proto_meta_chunk c = { .total = len, .offset = off, .data = (uint8_t *)blob + off };
-
-		c.len = len - off < VT_PROTO_META_CHUNK_MAX ? len - off : VT_PROTO_META_CHUNK_MAX;
-		ret = send_frame(a, vt_proto_enc_meta(frame(a), VT_PROTO_FRAME_MAX, next_seq(a), &c));
-		off += c.len;
-	} while (ret >= 0 && off < len);
+	ch = chunker_new(a, len);
+	ret = ch ? chunker_end(ch, chunk_emit(ch, blob, len)) : reply_err(a, ref, ENOMEM, "out of memory");
 	free(blob);
 	return ret;
 }

@@ -41,9 +41,15 @@ enum meta_tag {
 	TAG_MAX
 };
 
+/*
+ * Where an encoding goes: into a growing buffer (@emit NULL), or piece by
+ * piece to @emit, which may also be a counter. @len is the bytes so far.
+ */
 struct wbuf {
 	uint8_t *p;
 	size_t len, cap;
+	int (*emit)(void *ctx, const void *data, size_t len);
+	void *ctx;
 };
 
 static int wbuf_reserve(struct wbuf *w, size_t more)
@@ -53,7 +59,7 @@ static int wbuf_reserve(struct wbuf *w, size_t more)
 
 	if (more > VT_META_MAX_TOTAL || w->len + more > VT_META_MAX_TOTAL)
 		return -E2BIG;
-	if (w->len + more <= w->cap)
+	if (w->emit || w->len + more <= w->cap)
 		return 0;
 	cap = w->cap ? w->cap : 4096;
 	while (cap < w->len + more)
@@ -66,11 +72,29 @@ static int wbuf_reserve(struct wbuf *w, size_t more)
 	return 0;
 }
 
+/* Append @len bytes; wbuf_reserve() made room. */
+static int wbuf_put(struct wbuf *w, const void *data, size_t len)
+{
+	int ret = 0;
+
+	if (!len)
+		return 0;
+	if (w->emit)
+		ret = w->emit(w->ctx, data, len);
+	else
+		memcpy(w->p + w->len, data, len);
+	if (ret < 0)
+		return ret;
+	w->len += len;
+	return 0;
+}
+
 /* Append one record made of up to three pieces (strings get their NUL). */
 static int put_rec(struct wbuf *w, uint32_t tag, const void *a, size_t alen,
 		   const void *b, size_t blen, const void *c, size_t clen)
 {
 	size_t len = alen + blen + clen;
+	uint8_t hdr[REC_HDR];
 	int ret;
 
 	if (len > UINT32_MAX)
@@ -78,16 +102,11 @@ static int put_rec(struct wbuf *w, uint32_t tag, const void *a, size_t alen,
 	ret = wbuf_reserve(w, REC_HDR + len);
 	if (ret < 0)
 		return ret;
-	vt_put_le32(w->p + w->len, tag);
-	vt_put_le32(w->p + w->len + 4, len);
-	w->len += REC_HDR;
-	if (alen)
-		memcpy(w->p + w->len, a, alen);
-	if (blen)
-		memcpy(w->p + w->len + alen, b, blen);
-	if (clen)
-		memcpy(w->p + w->len + alen + blen, c, clen);
-	w->len += len;
+	vt_put_le32(hdr, tag);
+	vt_put_le32(hdr + 4, len);
+	if ((ret = wbuf_put(w, hdr, REC_HDR)) < 0 || (ret = wbuf_put(w, a, alen)) < 0 ||
+	    (ret = wbuf_put(w, b, blen)) < 0 || (ret = wbuf_put(w, c, clen)) < 0)
+		return ret;
 	return 0;
 }
 
@@ -131,6 +150,43 @@ static int put_system(struct wbuf *w, const char *sys, const struct vt_meta_syst
 	return 0;
 }
 
+static int encode(const struct vt_meta *m, struct wbuf *w)
+{
+	uint8_t hdr[META_HDR];
+	uint32_t i;
+	int ret;
+
+	ret = wbuf_reserve(w, META_HDR);
+	if (ret < 0)
+		return ret;
+	memcpy(hdr, META_MAGIC, 8);
+	vt_put_le32(hdr + 8, META_VERSION);
+	if ((ret = wbuf_put(w, hdr, META_HDR)) < 0)
+		return ret;
+	if ((ret = put_blob(w, TAG_HEADER_PAGE, &m->header_page)) < 0 ||
+	    (ret = put_blob(w, TAG_HEADER_EVENT, &m->header_event)) < 0 ||
+	    (ret = put_system(w, "ftrace", &m->ftrace)) < 0)
+		return ret;
+	for (i = 0; i < m->nr_systems; i++) {
+		ret = put_system(w, m->systems[i].name, &m->systems[i]);
+		if (ret < 0)
+			return ret;
+	}
+	if ((ret = put_blob(w, TAG_KALLSYMS, &m->kallsyms)) < 0 ||
+	    (ret = put_blob(w, TAG_PRINTK_FORMATS, &m->printk_formats)) < 0 ||
+	    (ret = put_blob(w, TAG_SAVED_CMDLINES, &m->saved_cmdlines)) < 0 ||
+	    (ret = put_blob(w, TAG_SAVED_TGIDS, &m->saved_tgids)) < 0 ||
+	    (ret = put_blob(w, TAG_TRACE_CLOCK, &m->trace_clock)) < 0 ||
+	    (ret = put_blob(w, TAG_UNAME, &m->uname)) < 0 ||
+	    (ret = put_u32(w, TAG_NR_CPUS, m->nr_cpus)) < 0 ||
+	    (ret = put_u32(w, TAG_SUBBUF_SIZE, m->subbuf_size)) < 0 ||
+	    (ret = put_blob(w, TAG_IOMMU_GROUPS, &m->iommu_groups)) < 0 ||
+	    (ret = put_blob(w, TAG_PCI_DEVICES, &m->pci_devices)) < 0 ||
+	    (ret = put_rec(w, TAG_END, NULL, 0, NULL, 0, NULL, 0)) < 0)
+		return ret;
+	return 0;
+}
+
 /**
  * vt_meta_encode() - serialise a bundle for the control port
  * @m: the bundle
@@ -143,42 +199,54 @@ static int put_system(struct wbuf *w, const char *sys, const struct vt_meta_syst
 int vt_meta_encode(const struct vt_meta *m, void **buf, size_t *len)
 {
 	struct wbuf w = { 0 };
-	uint32_t i;
 	int ret;
 
-	ret = wbuf_reserve(&w, META_HDR);
-	if (ret < 0)
+	ret = encode(m, &w);
+	if (ret < 0) {
+		free(w.p);
 		return ret;
-	memcpy(w.p, META_MAGIC, 8);
-	vt_put_le32(w.p + 8, META_VERSION);
-	w.len = META_HDR;
-
-	if ((ret = put_blob(&w, TAG_HEADER_PAGE, &m->header_page)) < 0 ||
-	    (ret = put_blob(&w, TAG_HEADER_EVENT, &m->header_event)) < 0 ||
-	    (ret = put_system(&w, "ftrace", &m->ftrace)) < 0)
-		goto err;
-	for (i = 0; i < m->nr_systems; i++) {
-		ret = put_system(&w, m->systems[i].name, &m->systems[i]);
-		if (ret < 0)
-			goto err;
 	}
-	if ((ret = put_blob(&w, TAG_KALLSYMS, &m->kallsyms)) < 0 ||
-	    (ret = put_blob(&w, TAG_PRINTK_FORMATS, &m->printk_formats)) < 0 ||
-	    (ret = put_blob(&w, TAG_SAVED_CMDLINES, &m->saved_cmdlines)) < 0 ||
-	    (ret = put_blob(&w, TAG_SAVED_TGIDS, &m->saved_tgids)) < 0 ||
-	    (ret = put_blob(&w, TAG_TRACE_CLOCK, &m->trace_clock)) < 0 ||
-	    (ret = put_blob(&w, TAG_UNAME, &m->uname)) < 0 ||
-	    (ret = put_u32(&w, TAG_NR_CPUS, m->nr_cpus)) < 0 ||
-	    (ret = put_u32(&w, TAG_SUBBUF_SIZE, m->subbuf_size)) < 0 ||
-	    (ret = put_blob(&w, TAG_IOMMU_GROUPS, &m->iommu_groups)) < 0 ||
-	    (ret = put_blob(&w, TAG_PCI_DEVICES, &m->pci_devices)) < 0 ||
-	    (ret = put_rec(&w, TAG_END, NULL, 0, NULL, 0, NULL, 0)) < 0)
-		goto err;
 	*buf = w.p;
 	*len = w.len;
 	return 0;
-err:
-	free(w.p);
+}
+
+static int count_only(void *ctx, const void *data, size_t len)
+{
+	return 0;
+}
+
+/**
+ * vt_meta_encode_to() - serialise a bundle piece by piece, holding no copy
+ * @m: the bundle
+ * @emit: called with each piece in order (a record's header, then its
+ *	data, straight from @m); a negative return ends the encoding with it.
+ *	NULL: only count.
+ * @ctx: for @emit
+ * @len: when not NULL, set to the whole encoding's length
+ *
+ * The pieces are exactly the bytes vt_meta_encode() would return. Count
+ * first (@emit NULL) to learn the length, then emit.
+ *
+ * Return: 0, @emit's error, or -E2BIG when the encoding would exceed
+ * VT_META_MAX_TOTAL (then nothing was emitted).
+ */
+int vt_meta_encode_to(const struct vt_meta *m, int (*emit)(void *ctx, const void *data, size_t len),
+		      void *ctx, size_t *len)
+{
+	struct wbuf w = { .emit = count_only };
+	int ret;
+
+	ret = encode(m, &w);
+	if (ret < 0 || !emit) {
+		if (ret == 0 && len)
+			*len = w.len;
+		return ret;
+	}
+	w = (struct wbuf){ .emit = emit, .ctx = ctx };
+	ret = encode(m, &w);
+	if (ret == 0 && len)
+		*len = w.len;
 	return ret;
 }
 

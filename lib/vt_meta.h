@@ -98,6 +98,8 @@ const char *vt_meta_clock(const struct vt_meta *m, char *buf, size_t size);
 int vt_meta_merge_cmdlines(struct vt_meta *m, const char *text, size_t len);
 int vt_meta_scan_comms(const char *proc, struct vt_blob *out);
 int vt_meta_encode(const struct vt_meta *m, void **buf, size_t *len);
+int vt_meta_encode_to(const struct vt_meta *m, int (*emit)(void *ctx, const void *data, size_t len),
+		      void *ctx, size_t *len);
 int vt_meta_decode(struct vt_meta *m, const void *buf, size_t len);
 
 /* The bundle as a directory of plain files (capture tool, test fixtures). */

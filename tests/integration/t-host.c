@@ -77,11 +77,20 @@ static unsigned int tracefs_cpus(const char *tracefs)
 	return n;
 }
 
+static bool has_arg(const char *const *args, const char *arg)
+{
+	for (; args && *args; args++)
+		if (!strcmp(*args, arg))
+			return true;
+	return false;
+}
+
 /**
  * t_host_start() - make the ports and run the agent against them
  * @h: zeroed on entry
  * @agent: path of the trace-agent binary
- * @extra_args: more arguments for the agent, NULL-terminated, or NULL
+ * @extra_args: more arguments for the agent, NULL-terminated, or NULL; the agent
+ *	gets --no-kallsyms unless they hold T_WITH_KALLSYMS
  *
  * Return: 0, or -1 with a message printed.
  */
@@ -125,9 +134,11 @@ int t_host_start(struct t_host *h, const char *agent, const char *const *extra_a
 	args[n++] = "--once";
 	args[n++] = "--wait";
 	args[n++] = "10";
-	args[n++] = "--no-kallsyms";
+	if (!has_arg(extra_args, T_WITH_KALLSYMS))
+		args[n++] = "--no-kallsyms";
 	for (i = 0; extra_args && extra_args[i] && n < 62; i++)
-		args[n++] = extra_args[i];
+		if (strcmp(extra_args[i], T_WITH_KALLSYMS))
+			args[n++] = extra_args[i];
 	args[n] = NULL;
 	h->agent = fork();
 	if (h->agent < 0)

@@ -48,6 +48,9 @@ struct t_host {
 	char last_err_text[512];
 };
 
+/* In t_host_start()'s extra arguments: keep /proc/kallsyms (not passed on). */
+#define T_WITH_KALLSYMS "(with kallsyms)"
+
 long long t_now_ms(void);
 int t_host_start(struct t_host *h, const char *agent, const char *const *extra_args);
 int t_host_attach(struct t_host *h, const char *dir, const char *suffix, unsigned int nr_cpus,

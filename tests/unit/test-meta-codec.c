@@ -121,6 +121,49 @@ static void test_no_sysinfo(void **state)
 }
 
 /* Every prefix of a valid bundle is refused. */
+struct sink {
+	uint8_t *p;
+	size_t len, calls, fail_at;
+};
+
+static int sink_emit(void *ctx, const void *data, size_t len)
+{
+	struct sink *k = ctx;
+
+	if (k->fail_at && ++k->calls == k->fail_at)
+		return -EPIPE;
+	k->p = realloc(k->p, k->len + len);
+	assert_non_null(k->p);
+	memcpy(k->p + k->len, data, len);
+	k->len += len;
+	return 0;
+}
+
+/* Piece by piece: the same bytes as the whole encoding; the sink's error ends it. */
+static void test_encode_to(void **state)
+{
+	struct sink k = { 0 };
+	struct vt_meta m;
+	size_t len, counted = 0, got = 0;
+	void *buf;
+
+	make_meta(&m);
+	assert_int_equal(vt_meta_encode(&m, &buf, &len), 0);
+	assert_int_equal(vt_meta_encode_to(&m, NULL, NULL, &counted), 0);
+	assert_int_equal(counted, len);
+	assert_int_equal(vt_meta_encode_to(&m, sink_emit, &k, &got), 0);
+	assert_int_equal(got, len);
+	assert_int_equal(k.len, len);
+	assert_memory_equal(k.p, buf, len);
+	free(k.p);
+	k = (struct sink){ .fail_at = 3 };
+	assert_int_equal(vt_meta_encode_to(&m, sink_emit, &k, NULL), -EPIPE);
+	assert_int_equal(k.calls, 3);
+	free(k.p);
+	free(buf);
+	vt_meta_free(&m);
+}
+
 static void test_truncated(void **state)
 {
 	struct vt_meta m, d;
@@ -312,6 +355,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_roundtrip),
+		cmocka_unit_test(test_encode_to),
 		cmocka_unit_test(test_truncated),
 		cmocka_unit_test(test_no_sysinfo),
 		cmocka_unit_test(test_corrupt),
