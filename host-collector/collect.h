@@ -237,6 +237,7 @@ struct guest_req {
 	uint16_t want;			/* VT_PROTO_OK or VT_PROTO_HELLO_REPLY */
 	void (*done)(struct guest *g, int err);
 	struct engine_timer timer;
+	uint64_t sent_ns;		/* engine_now_ns() when sent, for -v */
 };
 
 /* A port QEMU connects to (--listen), watched until it did. */
@@ -259,6 +260,7 @@ struct guest_burst {
 	struct vt_tsync_sample *smp;
 	void (*done)(struct guest *g, int err);
 	struct engine_timer timer;
+	uint64_t sent_ns;		/* engine_now_ns() when sent, for -v */
 };
 
 /**
@@ -308,6 +310,8 @@ struct guest {
 	unsigned int step;		/* where setup is (session.c) */
 	bool recorded;			/* it started recording */
 	bool synced;			/* and its clock sync after START is done */
+	bool meta_partial;		/* the setup's metadata left kallsyms out */
+	bool stop_deferred;		/* a stop came while the full metadata was on its way */
 	char error[512];
 	char agent_error[512];		/* the agent's first unasked ERROR, "" if none */
 	uint64_t trace_id;

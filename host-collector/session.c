@@ -245,6 +245,7 @@ static int request(struct guest *g, int len, uint16_t want, void (*done)(struct 
 	g->req.want = want;
 	g->req.done = done;
 	g->reply_text[0] = '\0';
+	g->req.sent_ns = engine_now_ns();
 	engine_timer_arm(eng(g), &g->req.timer,
 			 want == VT_PROTO_META ? META_TIMEOUT_NS : REQ_TIMEOUT_NS, 0);
 	return send_frame(g, len);
@@ -256,6 +257,8 @@ static void req_complete(struct guest *g, int err)
 		return;
 	g->req.active = false;
 	engine_timer_cancel(eng(g), &g->req.timer);
+	log_debug("guest %s: %s answered in %.1f ms%s", g->name, vt_proto_type_name(g->req.type),
+		  (engine_now_ns() - g->req.sent_ns) / 1e6, err < 0 ? " (an error)" : "");
 	g->req.done(g, err);
 }
 
@@ -633,14 +636,16 @@ static void listen_streams(struct guest *g)
 static void meta_received(struct guest *g, int err)
 {
 	void (*done)(struct guest *g, int err) = g->meta_done;
+	/* A fetch while recording or at the end only refreshes what the setup spooled. */
+	bool refresh = g->state == G_RUNNING || g->state == G_FINISHING;
+	const char *which = g->state == G_RUNNING ? "full" : "final";
 	struct vt_meta m;
 	int ret;
 
-	if (err < 0 && g->state == G_FINISHING) {
-		/* The final fetch only refreshes it: the metadata from the setup stays. */
-		log_warn("guest %s: the agent cannot send its final metadata: %s (%s); the metadata "
-			 "of the setup is kept", g->name, g->reply_text[0] ? g->reply_text : "refused",
-			 strerror(-err));
+	if (err < 0 && refresh) {
+		log_warn("guest %s: the agent cannot send its %s metadata: %s (%s); the metadata "
+			 "of the setup is kept", g->name, which,
+			 g->reply_text[0] ? g->reply_text : "refused", strerror(-err));
 		done(g, 0);
 		return;
 	}
@@ -675,13 +680,13 @@ static void meta_received(struct guest *g, int err)
 	/* Metadata counts against --max-size like pages (fetch_meta() asked for no more than fits). */
 	if (!stream_budget_take(&g->budget, g->meta_rx.len, &g->budget.meta)) {
 		vt_proto_meta_rx_release(&g->meta_rx);
-		if (g->state != G_FINISHING) {
+		if (!refresh) {
 			session_fail(g, "its metadata is over --max-size (%llu bytes)",
 				     (unsigned long long)g->budget.max);
 			return;
 		}
-		log_warn("guest %s: the final metadata is over --max-size: the metadata of the setup "
-			 "is kept", g->name);
+		log_warn("guest %s: the %s metadata is over --max-size: the metadata of the setup "
+			 "is kept", g->name, which);
 		done(g, 0);
 		return;
 	}
@@ -695,8 +700,11 @@ static void meta_received(struct guest *g, int err)
 	done(g, 0);
 }
 
-/* Ask for the metadata bundle; @done runs once it is checked and spooled. */
-static void fetch_meta(struct guest *g, void (*done)(struct guest *g, int err))
+/*
+ * Ask for the metadata bundle (@flags: VT_PROTO_META_REQ_*, for an agent
+ * that takes them); @done runs once it is checked and spooled.
+ */
+static void fetch_meta(struct guest *g, uint32_t flags, void (*done)(struct guest *g, int err))
 {
 	uint64_t limit = META_LIMIT;
 
@@ -706,10 +714,10 @@ static void fetch_meta(struct guest *g, void (*done)(struct guest *g, int err))
 
 		limit = left < limit ? left : limit;
 	}
-	if (g->state == G_FINISHING && limit < g->meta_len) {
-		/* Metadata only grows: the final bundle cannot fit. */
-		log_warn("guest %s: --max-size leaves no room for the final metadata: the metadata "
-			 "of the setup is kept", g->name);
+	if ((g->state == G_RUNNING || g->state == G_FINISHING) && limit < g->meta_len) {
+		/* Metadata only grows: a refreshed bundle cannot fit. */
+		log_warn("guest %s: --max-size leaves no room for the %s metadata: the metadata "
+			 "of the setup is kept", g->name, g->state == G_RUNNING ? "full" : "final");
 		done(g, 0);
 		return;
 	}
@@ -720,8 +728,8 @@ static void fetch_meta(struct guest *g, void (*done)(struct guest *g, int err))
 	vt_proto_meta_rx_release(&g->meta_rx);
 	vt_proto_meta_rx_init(&g->meta_rx, limit);
 	g->meta_done = done;
-	request(g, vt_proto_enc_meta_req(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX,
-					 vt_conn_next_seq(g->conn), limit),
+	request(g, vt_proto_enc_meta_req_flags(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX,
+					       vt_conn_next_seq(g->conn), limit, flags),
 		VT_PROTO_META, meta_received);
 }
 
@@ -894,14 +902,14 @@ static void sync_tick(void *arg)
 {
 	struct guest *g = arg;
 
-	if (g->state == G_RUNNING && !g->burst.active)
+	if (g->state == G_RUNNING && !g->burst.active && !g->req.active)
 		burst_run(g, "interval", running_burst_done);
 }
 
 /* QEMU resumed the guest: its TSC offset moved, sync again. */
 static void resumed(struct guest *g)
 {
-	if (g->state == G_RUNNING && !g->burst.active) {
+	if (g->state == G_RUNNING && !g->burst.active && !g->req.active) {
 		g->resync = false;
 		burst_run(g, "resume", running_burst_done);
 	} else if (g->state < G_STOPPING) {
@@ -1027,22 +1035,42 @@ static void started(struct guest *g, int err)
 	setup_next(g);
 }
 
-/* The clock sync after START is done: setup is over. */
-static void synced(struct guest *g, int err)
+/* The full metadata after START came (or the setup's is kept): setup is over. */
+static void full_meta_done(struct guest *g, int err)
 {
 	const struct collect_opts *o = g->run->o;
 
 	(void)err;
+	g->meta_partial = false;
+	if (g->stop_deferred) {
+		g->stop_deferred = false;
+		session_stop(g);
+		return;
+	}
 	g->step = ST_RUNNING;
-	g->synced = true;
 	if (!strcmp(g->sync.method, "kvm"))
 		engine_timer_arm(eng(g), &g->kvm_timer, KVM_REREAD_NS, KVM_REREAD_NS);
 	if (o->sync_interval > 0)
 		engine_timer_arm(eng(g), &g->sync_timer, (uint64_t)(o->sync_interval * NSEC_PER_SEC),
 				 (uint64_t)(o->sync_interval * NSEC_PER_SEC));
 	spool_save_state(g);
-	changed(g);
 	running_burst_done(g, 0);
+}
+
+/*
+ * The clock sync after START is done: the workload may start (it would
+ * have disturbed the burst), and the full metadata is fetched while it runs
+ * if the setup's left kallsyms out.
+ */
+static void synced(struct guest *g, int err)
+{
+	(void)err;
+	g->synced = true;
+	if (g->meta_partial && g->state == G_RUNNING)
+		fetch_meta(g, 0, full_meta_done);
+	else
+		full_meta_done(g, 0);
+	changed(g);
 }
 
 static void setup_next(struct guest *g)
@@ -1128,7 +1156,13 @@ static void setup_next(struct guest *g)
 		case ST_META:
 			g->state = G_META;
 			spool_save_state(g);
-			fetch_meta(g, step_done);
+			/*
+			 * kallsyms (4 MB on a Debian kernel, slow to read under TCG)
+			 * is not needed to start: the full bundle follows once the
+			 * guest records, off the start's path.
+			 */
+			g->meta_partial = (g->caps & VT_PROTO_CAP_META_FLAGS) != 0;
+			fetch_meta(g, g->meta_partial ? VT_PROTO_META_REQ_NO_KALLSYMS : 0, step_done);
 			return;
 		case ST_STREAMS:
 			if (g->listen && g->chardev_dir[0]) {
@@ -1289,8 +1323,11 @@ static void final_meta_done(struct guest *g, int err)
 static void final_sync_done(struct guest *g, int err)
 {
 	(void)err;
-	/* saved_cmdlines grew while tracing: the metadata is fetched again. */
-	fetch_meta(g, final_meta_done);
+	/*
+	 * saved_cmdlines grew while tracing, and a module loaded meanwhile
+	 * added to kallsyms: the whole bundle is fetched again.
+	 */
+	fetch_meta(g, 0, final_meta_done);
 }
 
 /* Everything arrived: the figures go to the spool first, then the final exchanges. */
@@ -1323,6 +1360,12 @@ void session_stop(struct guest *g)
 {
 	struct engine *e = eng(g);
 
+	if (g->state == G_RUNNING && g->req.active && g->req.want == VT_PROTO_META) {
+		/* The agent sends every chunk before it reads the STOP: take them, then stop. */
+		log_debug("guest %s: the stop waits for the metadata on its way", g->name);
+		g->stop_deferred = true;
+		return;
+	}
 	if (g->state == G_RUNNING) {
 		burst_abort(g);
 		if (g->req.active) {

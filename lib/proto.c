@@ -1173,6 +1173,35 @@ int vt_proto_dec_stats(const struct vt_proto_msg *msg, struct vt_proto_stats *st
 /* ---------------------------------------------------------------- META */
 
 /**
+ * vt_proto_enc_meta_req_flags() - write META_REQ, with flags when not 0
+ * @buf: destination
+ * @size: size of @buf
+ * @seq: sequence number
+ * @max_total: the largest bundle the sender will accept
+ * @flags: VT_PROTO_META_REQ_*; only for an agent with VT_PROTO_CAP_META_FLAGS
+ *	(0 writes the 8-byte payload every agent reads)
+ *
+ * Return: the frame length, -ENOBUFS.
+ */
+int vt_proto_enc_meta_req_flags(void *buf, size_t size, uint32_t seq, uint64_t max_total,
+				uint32_t flags)
+{
+	struct wbuf w;
+	uint8_t *f;
+
+	w_init(&w, buf, size, VT_PROTO_META_REQ, seq);
+	f = w_reserve(&w, sizeof(struct wire_meta_req));
+	if (f)
+		W_PUT(f, struct wire_meta_req, max_total, max_total);
+	if (flags) {
+		f = w_reserve(&w, 4);
+		if (f)
+			vt_put_le32(f, flags);
+	}
+	return w_finish(&w);
+}
+
+/**
  * vt_proto_enc_meta_req() - write META_REQ
  * @buf: destination
  * @size: size of @buf
@@ -1183,26 +1212,21 @@ int vt_proto_dec_stats(const struct vt_proto_msg *msg, struct vt_proto_stats *st
  */
 int vt_proto_enc_meta_req(void *buf, size_t size, uint32_t seq, uint64_t max_total)
 {
-	struct wbuf w;
-	uint8_t *f;
-
-	w_init(&w, buf, size, VT_PROTO_META_REQ, seq);
-	f = w_reserve(&w, sizeof(struct wire_meta_req));
-	if (f)
-		W_PUT(f, struct wire_meta_req, max_total, max_total);
-	return w_finish(&w);
+	return vt_proto_enc_meta_req_flags(buf, size, seq, max_total, 0);
 }
 
 /**
- * vt_proto_dec_meta_req() - read META_REQ
+ * vt_proto_dec_meta_req_flags() - read META_REQ
  * @msg: the message
  * @max_total: the largest bundle the requester accepts
+ * @flags: VT_PROTO_META_REQ_* (0 when the payload has none)
  *
- * Return: 0, -EINVAL for another type, -EBADMSG for a malformed payload.
+ * Return: 0, -EINVAL for another type, -EBADMSG for a malformed payload or an
+ * unknown flag.
  */
-int vt_proto_dec_meta_req(const struct vt_proto_msg *msg, uint64_t *max_total)
+int vt_proto_dec_meta_req_flags(const struct vt_proto_msg *msg, uint64_t *max_total, uint32_t *flags)
 {
-	const uint8_t *f;
+	const uint8_t *f, *fl = NULL;
 	struct rbuf r;
 	int ret;
 
@@ -1210,11 +1234,29 @@ int vt_proto_dec_meta_req(const struct vt_proto_msg *msg, uint64_t *max_total)
 	if (ret < 0)
 		return ret;
 	f = r_take(&r, sizeof(struct wire_meta_req));
+	if (f && r.left == 4)
+		fl = r_take(&r, 4);
 	if (!f || r_end(&r))
+		return -EBADMSG;
+	if (fl && (vt_get_le32(fl) & ~VT_PROTO_META_REQ_FLAGS))
 		return -EBADMSG;
 	if (max_total)
 		*max_total = W_GET(f, struct wire_meta_req, max_total);
+	if (flags)
+		*flags = fl ? vt_get_le32(fl) : 0;
 	return 0;
+}
+
+/**
+ * vt_proto_dec_meta_req() - read META_REQ, ignoring its flags
+ * @msg: the message
+ * @max_total: the largest bundle the requester accepts
+ *
+ * Return: as vt_proto_dec_meta_req_flags().
+ */
+int vt_proto_dec_meta_req(const struct vt_proto_msg *msg, uint64_t *max_total)
+{
+	return vt_proto_dec_meta_req_flags(msg, max_total, NULL);
 }
 
 static bool meta_ok(uint64_t total, uint64_t offset, uint64_t len)

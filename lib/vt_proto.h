@@ -110,6 +110,11 @@ enum vt_proto_type {
 #define VT_PROTO_CAP_META	(1ull << 4)	/* META_REQ is served */
 #define VT_PROTO_CAP_SUBBUF	(1ull << 5)	/* buffer_subbuf_size_kb can be set */
 #define VT_PROTO_CAP_LASTBOOT	(1ull << 6)	/* LASTBOOT_REQ is served */
+#define VT_PROTO_CAP_META_FLAGS	(1ull << 7)	/* META_REQ may carry flags */
+
+/* META_REQ flags (only to an agent with VT_PROTO_CAP_META_FLAGS) */
+#define VT_PROTO_META_REQ_NO_KALLSYMS	(1u << 0)	/* leave /proc/kallsyms out */
+#define VT_PROTO_META_REQ_FLAGS		VT_PROTO_META_REQ_NO_KALLSYMS
 
 /* EVENTS flags */
 #define VT_PROTO_EVENTS_REPLACE	(1u << 0)	/* disable what earlier EVENTS enabled */
@@ -290,6 +295,8 @@ int vt_proto_enc_buffer_size(void *buf, size_t size, uint32_t seq,
 int vt_proto_enc_instance(void *buf, size_t size, uint32_t seq, const char *name);
 int vt_proto_enc_stats(void *buf, size_t size, uint32_t seq, const struct vt_proto_stats *st);
 int vt_proto_enc_meta_req(void *buf, size_t size, uint32_t seq, uint64_t max_total);
+int vt_proto_enc_meta_req_flags(void *buf, size_t size, uint32_t seq, uint64_t max_total,
+				uint32_t flags);
 int vt_proto_enc_meta(void *buf, size_t size, uint32_t seq,
 		      const struct vt_proto_meta_chunk *chunk);
 int vt_proto_enc_sync(void *buf, size_t size, uint16_t type, uint32_t seq,
@@ -306,6 +313,7 @@ int vt_proto_dec_buffer_size(const struct vt_proto_msg *msg, struct vt_proto_buf
 int vt_proto_dec_instance(const struct vt_proto_msg *msg, const char **name);
 int vt_proto_dec_stats(const struct vt_proto_msg *msg, struct vt_proto_stats *st);
 int vt_proto_dec_meta_req(const struct vt_proto_msg *msg, uint64_t *max_total);
+int vt_proto_dec_meta_req_flags(const struct vt_proto_msg *msg, uint64_t *max_total, uint32_t *flags);
 int vt_proto_dec_meta(const struct vt_proto_msg *msg, struct vt_proto_meta_chunk *chunk);
 int vt_proto_dec_sync(const struct vt_proto_msg *msg, struct vt_proto_sync *sync);
 

@@ -332,6 +332,22 @@ static void test_metadata_kallsyms(void **state)
 	int r;
 
 	start_session(&h, extra);
+	/* Asked to leave kallsyms out (as the collector's setup does), the agent does. */
+	assert_true(t_send(&h, vt_proto_enc_meta_req_flags(h.frame, sizeof(h.frame), ++h.seq, 64 << 20,
+							   VT_PROTO_META_REQ_NO_KALLSYMS)));
+	vt_proto_meta_rx_init(&rx, 64 << 20);
+	do {
+		assert_int_equal(t_wait(&h, VT_PROTO_META, 0, 10000, &m), 0);
+		assert_int_equal(vt_proto_dec_meta(&m, &c), 0);
+		r = vt_proto_meta_rx_add(&rx, &c);
+		assert_true(r >= 0);
+	} while (r == 0);
+	assert_int_equal(vt_meta_decode(&meta, rx.data, rx.len), 0);
+	assert_int_equal(meta.kallsyms.len, 0);
+	assert_true(rx.len < (1u << 20));
+	vt_meta_free(&meta);
+	vt_proto_meta_rx_release(&rx);
+	/* And the whole bundle. */
 	assert_true(t_send(&h, vt_proto_enc_meta_req(h.frame, sizeof(h.frame), ++h.seq, 64 << 20)));
 	vt_proto_meta_rx_init(&rx, 64 << 20);
 	do {

@@ -321,6 +321,27 @@ static void test_roundtrip_meta(void **state)
 	t_decode(t_buf, n, VT_PROTO_META_REQ, 1, &msg);
 	assert_int_equal(vt_proto_dec_meta_req(&msg, &max), 0);
 	assert_true(max == 1u << 30);
+	assert_int_equal(msg.len, 8);
+	{
+		uint32_t flags = 7;
+
+		/* No flags: the 8-byte payload every agent reads, flags 0. */
+		assert_int_equal(vt_proto_dec_meta_req_flags(&msg, &max, &flags), 0);
+		assert_int_equal(flags, 0);
+		n = vt_proto_enc_meta_req_flags(t_buf, sizeof(t_buf), 1, 4096,
+						VT_PROTO_META_REQ_NO_KALLSYMS);
+		t_decode(t_buf, n, VT_PROTO_META_REQ, 1, &msg);
+		assert_int_equal(msg.len, 12);
+		assert_int_equal(vt_proto_dec_meta_req_flags(&msg, &max, &flags), 0);
+		assert_true(max == 4096 && flags == VT_PROTO_META_REQ_NO_KALLSYMS);
+		/* An unknown flag, or a payload of another length, is malformed. */
+		n = vt_proto_enc_meta_req_flags(t_buf, sizeof(t_buf), 1, 4096, 1u << 5);
+		assert_int_equal(vt_proto_msg_decode(t_buf, (size_t)n, &msg), n);
+		assert_int_equal(vt_proto_msg_validate(&msg), -EBADMSG);
+		assert_int_equal(vt_proto_dec_meta_req_flags(&msg, &max, &flags), -EBADMSG);
+		msg.len = 10;
+		assert_int_equal(vt_proto_dec_meta_req_flags(&msg, &max, &flags), -EBADMSG);
+	}
 
 	/* the largest chunk fills the largest payload exactly */
 	n = vt_proto_enc_meta(t_buf, sizeof(t_buf), 2, &c);
