@@ -245,9 +245,11 @@ static int start(struct agent *a)
 	ret = tracing_reread_geometry(&a->t);
 	if (ret < 0)
 		return ret;
-	/* A blocking splice with buffer_percent=0 spins in Debian 6.1's kernel. */
-	if (tracing_read(&a->t, "buffer_percent", val, sizeof(val)) > 0 && atoi(val) == 0) {
-		ret = tracing_write(&a->t, "buffer_percent", "1");
+	/* When the threads wake (never 0: a blocking splice spins with it on Debian 6.1). */
+	if (tracing_read(&a->t, "buffer_percent", val, sizeof(val)) <= 0 ||
+	    (unsigned int)atoi(val) != a->o->buffer_percent) {
+		snprintf(val, sizeof(val), "%u", a->o->buffer_percent);
+		ret = tracing_write(&a->t, "buffer_percent", val);
 		if (ret < 0)
 			return ret;
 	}

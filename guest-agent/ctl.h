@@ -16,6 +16,7 @@
  * @once: exit when the first host session ends
  * @no_splice: move pages into the ports with read() + write() (benchmarks)
  * @meta_flags: VT_META_* flags for metadata requests
+ * @buffer_percent: the recorded buffer's buffer_percent while streaming (1-100)
  */
 struct agent_opts {
 	struct ports ports;
@@ -25,6 +26,7 @@ struct agent_opts {
 	bool once;
 	bool no_splice;
 	unsigned int meta_flags;
+	unsigned int buffer_percent;
 };
 
 int agent_run(const struct agent_opts *o);

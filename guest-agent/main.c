@@ -36,6 +36,8 @@ static void usage(FILE *f)
 "  -1, --once               exit when the host says bye or goes away\n"
 "      --no-splice          move pages into the ports with read()+write()\n"
 "      --no-kallsyms        leave /proc/kallsyms out of the metadata\n"
+"      --buffer-percent N   wake the data threads when the ring buffer is N%%\n"
+"                           full, 1 to 100 (default 10; put back afterwards)\n"
 "  -v, --verbose            log every control message\n"
 "  -q, --quiet              log only warnings and errors\n"
 "  -V, --version            print the version and exit\n"
@@ -59,6 +61,7 @@ int main(int argc, char **argv)
 		{ "once", no_argument, NULL, '1' },
 		{ "no-splice", no_argument, NULL, 'S' },
 		{ "no-kallsyms", no_argument, NULL, 'K' },
+		{ "buffer-percent", required_argument, NULL, 'B' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "version", no_argument, NULL, 'V' },
@@ -70,6 +73,7 @@ int main(int argc, char **argv)
 		.tracefs = "/sys/kernel/tracing",
 		.instance = AGENT_DEFAULT_INSTANCE,
 		.wait_ms = 30000,
+		.buffer_percent = AGENT_BUFFER_PERCENT,
 	};
 	char *end;
 	long v;
@@ -111,6 +115,15 @@ int main(int argc, char **argv)
 			break;
 		case 'K':
 			o.meta_flags |= VT_META_NO_KALLSYMS;
+			break;
+		case 'B':
+			v = strtol(optarg, &end, 10);
+			/* 0 would make a blocking splice spin on Debian 6.1's kernel. */
+			if (*end || v < 1 || v > 100) {
+				fprintf(stderr, "trace-agent: --buffer-percent takes 1 to 100\n");
+				return 2;
+			}
+			o.buffer_percent = v;
 			break;
 		case 'v':
 			agent_verbose++;

@@ -185,6 +185,10 @@ static void test_restores_existing_instance(void **state)
 	snprintf(path, sizeof(path), "%s/instances/%s/trace_clock", h.tracefs, h.instance);
 	assert_true(t_read_file(path, after[0], 4096) > 0);
 	assert_non_null(strstr(after[0], "[x86-tsc]"));
+	/* The data threads wake at 10% full (the agent's default), not at the 37 found. */
+	snprintf(path, sizeof(path), "%s/instances/%s/buffer_percent", h.tracefs, h.instance);
+	assert_true(t_read_file(path, after[0], 4096) > 0);
+	assert_int_equal(atoi(after[0]), 10);
 
 	assert_int_equal(t_cmd_ok(&h, vt_proto_enc_empty(h.frame, sizeof(h.frame), VT_PROTO_BYE,
 							  ++h.seq)), 0);
