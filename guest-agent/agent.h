@@ -71,6 +71,7 @@ int tracing_reread_geometry(struct tracing *t);
 int tracing_geometry(const struct tracing *t, unsigned int *nr_cpus, unsigned int *subbuf_size,
 		     char *clock, size_t size);
 int tracing_restore(struct tracing *t);
+bool tracing_only_own(const struct tracing *t);
 void tracing_unmount(struct tracing *t);
 int tracing_write(struct tracing *t, const char *file, const char *value);
 int tracing_read(const struct tracing *t, const char *file, char *buf, size_t size);

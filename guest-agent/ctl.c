@@ -73,6 +73,8 @@ struct agent {
 	unsigned int nr_events;
 	uint64_t garbage_reported;
 	bool hello_done;
+	bool kallsyms_sent;		/* this session sent kallsyms, with /proc/modules at: */
+	uint64_t kallsyms_modules;
 	/* a clock-probe burst, SYNC_BEGIN .. SYNC_END: pinned to the probed CPU */
 	bool burst;
 	long long burst_last;	/* when SYNC_BEGIN or the last probe came */
@@ -230,6 +232,39 @@ static void end_session(struct agent *a)
 	free(a->instance);
 	a->instance = NULL;
 	a->instance_set = false;
+	a->kallsyms_sent = false;
+}
+
+/*
+ * What changes kallsyms while the guest runs: a module loaded or removed.
+ * A hash of /proc/modules' names, sizes and addresses (not the use counts,
+ * which move all the time); 0 when there is none (no module support).
+ */
+static uint64_t modules_hash(void)
+{
+	uint64_t h = 14695981039346656037ull;
+	char line[512];
+	FILE *f;
+
+	f = fopen("/proc/modules", "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		char name[128], addr[64];
+		unsigned long size;
+		const char *p;
+
+		/* name size refcount deps state address */
+		if (sscanf(line, "%127s %lu %*s %*s %*s %63s", name, &size, addr) != 3)
+			continue;
+		for (p = name; *p; p++)
+			h = (h ^ (uint8_t)*p) * 1099511628211ull;
+		h = (h ^ size) * 1099511628211ull;
+		for (p = addr; *p; p++)
+			h = (h ^ (uint8_t)*p) * 1099511628211ull;
+	}
+	fclose(f);
+	return h;
 }
 
 static int start(struct agent *a)
@@ -450,6 +485,7 @@ static int too_big(struct agent *a, uint32_t ref, uint64_t len, uint64_t max_tot
 static int send_meta(struct agent *a, uint32_t ref, uint64_t max_total, uint32_t req_flags)
 {
 	unsigned int flags = a->o->meta_flags;
+	uint64_t kallsyms_at = 0;
 
 	struct chunker *ch;
 	struct vt_meta m;
@@ -461,6 +497,15 @@ static int send_meta(struct agent *a, uint32_t ref, uint64_t max_total, uint32_t
 		return reply_err(a, ref, ret, "cannot select the trace buffer");
 	if (req_flags & VT_PROTO_META_REQ_NO_KALLSYMS)
 		flags |= VT_META_NO_KALLSYMS;
+	if (!(flags & VT_META_NO_KALLSYMS)) {
+		uint64_t mods = modules_hash();
+
+		if ((req_flags & VT_PROTO_META_REQ_KALLSYMS_IF_CHANGED) && a->kallsyms_sent &&
+		    mods == a->kallsyms_modules)
+			flags |= VT_META_NO_KALLSYMS;
+		else
+			kallsyms_at = mods;
+	}
 	ret = vt_meta_load(&m, a->t.root, a->t.instance, flags);
 	if (ret < 0)
 		return reply_err(a, ref, ret, "cannot read the metadata from %s", a->t.root);
@@ -479,6 +524,10 @@ static int send_meta(struct agent *a, uint32_t ref, uint64_t max_total, uint32_t
 		return reply_err(a, ref, ENOMEM, "cannot encode the metadata");
 	}
 	ret = chunker_end(ch, vt_meta_encode_to(&m, chunk_emit, ch, NULL));
+	if (ret >= 0 && m.kallsyms.len) {
+		a->kallsyms_sent = true;
+		a->kallsyms_modules = kallsyms_at;
+	}
 	vt_meta_free(&m);
 	return ret;
 }
@@ -858,9 +907,20 @@ static void handle(struct agent *a, const struct vt_proto_msg *msg)
 		break;
 	case VT_PROTO_BYE:
 		log_info("host said bye");
-		/* The host need not wait while tracefs is put back (an instance's rmdir: 0.1 s under TCG). */
-		reply_ok(a, msg->seq);
-		end_session(a);
+		/*
+		 * The OK says the guest's tracing is as it was. All that is left
+		 * may be the agent's own instance to remove (0.1 s under TCG,
+		 * its events disabled with it): then the host need not wait for
+		 * it. The top level (a tracer that took CPUs offline) or an
+		 * instance that was there before is put back first.
+		 */
+		if (a->have_buffer && tracing_only_own(&a->t)) {
+			reply_ok(a, msg->seq);
+			end_session(a);
+		} else {
+			end_session(a);
+			reply_ok(a, msg->seq);
+		}
 		if (a->o->once)
 			a->quit = true;
 		break;

@@ -672,6 +672,28 @@ int tracing_marker(const struct tracing *t, const char *text)
 }
 
 /**
+ * tracing_only_own() - whether all that tracing_restore() would put back is
+ * inside an instance the agent made (and so goes with its rmdir)
+ * @t: the tracing state
+ *
+ * Return: true when the agent made the buffer's instance and changed nothing
+ * outside it; false for the top level or an instance that was there before.
+ */
+bool tracing_only_own(const struct tracing *t)
+{
+	size_t len;
+	unsigned int i;
+
+	if (!t->created || !t->dir)
+		return false;
+	len = strlen(t->dir);
+	for (i = 0; i < t->nr_saved; i++)
+		if (strncmp(t->saved[i].path, t->dir, len) || t->saved[i].path[len] != '/')
+			return false;
+	return true;
+}
+
+/**
  * tracing_restore() - put back everything this agent changed
  * @t: the tracing state
  *

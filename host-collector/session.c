@@ -633,6 +633,37 @@ static void listen_streams(struct guest *g)
 
 /* --- metadata --- */
 
+/*
+ * The final bundle came without kallsyms, asked for with KALLSYMS_IF_CHANGED:
+ * no module came or went, and the whole bundle the spool holds has them.
+ * Spool the new bundle with those.
+ */
+static int keep_kallsyms(struct guest *g, struct vt_meta *m)
+{
+	struct vt_meta old;
+	size_t len, blen;
+	void *data, *blob;
+	int ret;
+
+	/* Our own file: unreadable only if something outside broke it; keep what came then. */
+	ret = spool_read_file(g->spool_fd, "meta.bin", &data, &len, VT_META_MAX_TOTAL);
+	if (ret < 0)
+		return spool_save_meta(g->spool_fd, g->meta_rx.data, g->meta_rx.len);
+	ret = vt_meta_decode(&old, data, len);
+	free(data);
+	if (ret < 0)
+		return spool_save_meta(g->spool_fd, g->meta_rx.data, g->meta_rx.len);
+	m->kallsyms = old.kallsyms;
+	old.kallsyms = (struct vt_blob){ 0 };
+	vt_meta_free(&old);
+	ret = vt_meta_encode(m, &blob, &blen);
+	if (ret < 0)
+		return ret;
+	ret = spool_save_meta(g->spool_fd, blob, blen);
+	free(blob);
+	return ret;
+}
+
 static void meta_received(struct guest *g, int err)
 {
 	void (*done)(struct guest *g, int err) = g->meta_done;
@@ -676,9 +707,9 @@ static void meta_received(struct guest *g, int err)
 		vt_meta_free(&m);
 		return;
 	}
-	vt_meta_free(&m);
 	/* Metadata counts against --max-size like pages (fetch_meta() asked for no more than fits). */
 	if (!stream_budget_take(&g->budget, g->meta_rx.len, &g->budget.meta)) {
+		vt_meta_free(&m);
 		vt_proto_meta_rx_release(&g->meta_rx);
 		if (!refresh) {
 			session_fail(g, "its metadata is over --max-size (%llu bytes)",
@@ -690,8 +721,15 @@ static void meta_received(struct guest *g, int err)
 		done(g, 0);
 		return;
 	}
+	if ((g->meta_req_flags & VT_PROTO_META_REQ_KALLSYMS_IF_CHANGED) && !m.kallsyms.len) {
+		ret = keep_kallsyms(g, &m);
+	} else {
+		ret = spool_save_meta(g->spool_fd, g->meta_rx.data, g->meta_rx.len);
+		if (ret == 0)
+			g->meta_full = !(g->meta_req_flags & VT_PROTO_META_REQ_NO_KALLSYMS);
+	}
+	vt_meta_free(&m);
 	g->meta_len = g->meta_rx.len;
-	ret = spool_save_meta(g->spool_fd, g->meta_rx.data, g->meta_rx.len);
 	vt_proto_meta_rx_release(&g->meta_rx);
 	if (ret < 0) {
 		session_fail(g, "cannot spool the metadata: %s", strerror(-ret));
@@ -714,7 +752,7 @@ static void fetch_meta(struct guest *g, uint32_t flags, void (*done)(struct gues
 
 		limit = left < limit ? left : limit;
 	}
-	if ((g->state == G_RUNNING || g->state == G_FINISHING) && limit < g->meta_len) {
+	if ((g->state == G_RUNNING || g->state == G_FINISHING) && !flags && limit < g->meta_len) {
 		/* Metadata only grows: a refreshed bundle cannot fit. */
 		log_warn("guest %s: --max-size leaves no room for the %s metadata: the metadata "
 			 "of the setup is kept", g->name, g->state == G_RUNNING ? "full" : "final");
@@ -728,6 +766,7 @@ static void fetch_meta(struct guest *g, uint32_t flags, void (*done)(struct gues
 	vt_proto_meta_rx_release(&g->meta_rx);
 	vt_proto_meta_rx_init(&g->meta_rx, limit);
 	g->meta_done = done;
+	g->meta_req_flags = flags;
 	request(g, vt_proto_enc_meta_req_flags(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX,
 					       vt_conn_next_seq(g->conn), limit, flags),
 		VT_PROTO_META, meta_received);
@@ -1324,10 +1363,11 @@ static void final_sync_done(struct guest *g, int err)
 {
 	(void)err;
 	/*
-	 * saved_cmdlines grew while tracing, and a module loaded meanwhile
-	 * added to kallsyms: the whole bundle is fetched again.
+	 * saved_cmdlines grew while tracing: the bundle is fetched again; its
+	 * kallsyms only if a module came or went since the spooled whole one.
 	 */
-	fetch_meta(g, 0, final_meta_done);
+	fetch_meta(g, g->meta_full && (g->caps & VT_PROTO_CAP_META_FLAGS) ?
+		   VT_PROTO_META_REQ_KALLSYMS_IF_CHANGED : 0, final_meta_done);
 }
 
 /* Everything arrived: the figures go to the spool first, then the final exchanges. */

@@ -114,7 +114,13 @@ enum vt_proto_type {
 
 /* META_REQ flags (only to an agent with VT_PROTO_CAP_META_FLAGS) */
 #define VT_PROTO_META_REQ_NO_KALLSYMS	(1u << 0)	/* leave /proc/kallsyms out */
-#define VT_PROTO_META_REQ_FLAGS		VT_PROTO_META_REQ_NO_KALLSYMS
+/*
+ * Leave kallsyms out when no module came or went (/proc/modules) since this
+ * session's last bundle that had them: the host keeps that bundle's.
+ */
+#define VT_PROTO_META_REQ_KALLSYMS_IF_CHANGED	(1u << 1)
+#define VT_PROTO_META_REQ_FLAGS		(VT_PROTO_META_REQ_NO_KALLSYMS | \
+					 VT_PROTO_META_REQ_KALLSYMS_IF_CHANGED)
 
 /* EVENTS flags */
 #define VT_PROTO_EVENTS_REPLACE	(1u << 0)	/* disable what earlier EVENTS enabled */

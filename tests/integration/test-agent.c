@@ -322,55 +322,65 @@ static uint64_t agent_hwm_kb(const struct t_host *h)
  * META with /proc/kallsyms (5 MB on this host): the bundle is encoded as it
  * is sent, so kallsyms is held once (as read), never twice (read, then
  * copied into an encoded blob). The agent's peak RSS stays under kallsyms
- * plus 3 MiB; before, it was about twice kallsyms plus 2 MiB.
+ * plus 3 MiB; before, it was about twice kallsyms plus 2 MiB. And the
+ * META_REQ flags: NO_KALLSYMS, KALLSYMS_IF_CHANGED (/proc/modules unchanged).
  */
-static void test_metadata_kallsyms(void **state)
+/* META_REQ with @flags; the bundle decoded into @meta. */
+static void get_meta(struct t_host *h, uint32_t flags, struct vt_meta *meta, size_t *len)
 {
-	const char *const extra[] = { T_WITH_KALLSYMS, NULL };
 	struct vt_proto_meta_rx rx;
 	struct vt_proto_meta_chunk c;
 	struct vt_proto_msg m;
+	int r;
+
+	assert_true(t_send(h, vt_proto_enc_meta_req_flags(h->frame, sizeof(h->frame), ++h->seq,
+							  64 << 20, flags)));
+	vt_proto_meta_rx_init(&rx, 64 << 20);
+	do {
+		assert_int_equal(t_wait(h, VT_PROTO_META, 0, 10000, &m), 0);
+		assert_int_equal(vt_proto_dec_meta(&m, &c), 0);
+		r = vt_proto_meta_rx_add(&rx, &c);
+		assert_true(r >= 0);
+	} while (r == 0);
+	assert_int_equal(vt_meta_decode(meta, rx.data, rx.len), 0);
+	*len = rx.len;
+	vt_proto_meta_rx_release(&rx);
+}
+
+static void test_metadata_kallsyms(void **state)
+{
+	const char *const extra[] = { T_WITH_KALLSYMS, NULL };
 	struct vt_meta meta;
 	struct t_host h;
 	uint64_t hwm;
-	int r;
+	size_t len;
 
 	start_session(&h, extra);
 	/* Asked to leave kallsyms out (as the collector's setup does), the agent does. */
-	assert_true(t_send(&h, vt_proto_enc_meta_req_flags(h.frame, sizeof(h.frame), ++h.seq, 64 << 20,
-							   VT_PROTO_META_REQ_NO_KALLSYMS)));
-	vt_proto_meta_rx_init(&rx, 64 << 20);
-	do {
-		assert_int_equal(t_wait(&h, VT_PROTO_META, 0, 10000, &m), 0);
-		assert_int_equal(vt_proto_dec_meta(&m, &c), 0);
-		r = vt_proto_meta_rx_add(&rx, &c);
-		assert_true(r >= 0);
-	} while (r == 0);
-	assert_int_equal(vt_meta_decode(&meta, rx.data, rx.len), 0);
+	get_meta(&h, VT_PROTO_META_REQ_NO_KALLSYMS, &meta, &len);
 	assert_int_equal(meta.kallsyms.len, 0);
-	assert_true(rx.len < (1u << 20));
+	assert_true(len < (1u << 20));
 	vt_meta_free(&meta);
-	vt_proto_meta_rx_release(&rx);
-	/* And the whole bundle. */
-	assert_true(t_send(&h, vt_proto_enc_meta_req(h.frame, sizeof(h.frame), ++h.seq, 64 << 20)));
-	vt_proto_meta_rx_init(&rx, 64 << 20);
-	do {
-		assert_int_equal(t_wait(&h, VT_PROTO_META, 0, 10000, &m), 0);
-		assert_int_equal(vt_proto_dec_meta(&m, &c), 0);
-		r = vt_proto_meta_rx_add(&rx, &c);
-		assert_true(r >= 0);
-	} while (r == 0);
-	assert_int_equal(vt_meta_decode(&meta, rx.data, rx.len), 0);
+	/* "If changed", before this session sent any: they come. */
+	get_meta(&h, VT_PROTO_META_REQ_KALLSYMS_IF_CHANGED, &meta, &len);
+	assert_true(meta.kallsyms.len > (1u << 20));
+	vt_meta_free(&meta);
+	/* The whole bundle. */
+	get_meta(&h, 0, &meta, &len);
 	hwm = agent_hwm_kb(&h);
 	printf("agent VmHWM after META: %llu KiB, kallsyms %u KiB, bundle %zu KiB\n",
-	       (unsigned long long)hwm, meta.kallsyms.len >> 10, rx.len >> 10);
+	       (unsigned long long)hwm, meta.kallsyms.len >> 10, len >> 10);
 	assert_true(meta.kallsyms.len > (1u << 20));
 	assert_non_null(memmem(meta.kallsyms.data, meta.kallsyms.len, " T _stext\n", 10));
 #ifndef __SANITIZE_ADDRESS__
 	assert_true(hwm << 10 < (uint64_t)meta.kallsyms.len + (3u << 20));
 #endif
 	vt_meta_free(&meta);
-	vt_proto_meta_rx_release(&rx);
+	/* "If changed", and no module came or went since: left out, the rest is there. */
+	get_meta(&h, VT_PROTO_META_REQ_KALLSYMS_IF_CHANGED, &meta, &len);
+	assert_int_equal(meta.kallsyms.len, 0);
+	assert_true(meta.header_page.len > 0 && meta.nr_cpus == h.nr_cpus);
+	vt_meta_free(&meta);
 	end_session(&h);
 }
 
