@@ -325,8 +325,8 @@ static uint64_t agent_hwm_kb(const struct t_host *h)
  * plus 3 MiB; before, it was about twice kallsyms plus 2 MiB. And the
  * META_REQ flags: NO_KALLSYMS, KALLSYMS_IF_CHANGED (/proc/modules unchanged).
  */
-/* META_REQ with @flags; the bundle decoded into @meta. */
-static void get_meta(struct t_host *h, uint32_t flags, struct vt_meta *meta, size_t *len)
+/* META_REQ with @flags, the chunks, the bundle decoded into @meta; its size in *@len. */
+static void fetch_meta(struct t_host *h, uint32_t flags, struct vt_meta *meta, size_t *len)
 {
 	struct vt_proto_meta_rx rx;
 	struct vt_proto_meta_chunk c;
@@ -343,7 +343,8 @@ static void get_meta(struct t_host *h, uint32_t flags, struct vt_meta *meta, siz
 		assert_true(r >= 0);
 	} while (r == 0);
 	assert_int_equal(vt_meta_decode(meta, rx.data, rx.len), 0);
-	*len = rx.len;
+	if (len)
+		*len = rx.len;
 	vt_proto_meta_rx_release(&rx);
 }
 
@@ -357,16 +358,16 @@ static void test_metadata_kallsyms(void **state)
 
 	start_session(&h, extra);
 	/* Asked to leave kallsyms out (as the collector's setup does), the agent does. */
-	get_meta(&h, VT_PROTO_META_REQ_NO_KALLSYMS, &meta, &len);
+	fetch_meta(&h, VT_PROTO_META_REQ_NO_KALLSYMS, &meta, &len);
 	assert_int_equal(meta.kallsyms.len, 0);
 	assert_true(len < (1u << 20));
 	vt_meta_free(&meta);
 	/* "If changed", before this session sent any: they come. */
-	get_meta(&h, VT_PROTO_META_REQ_KALLSYMS_IF_CHANGED, &meta, &len);
+	fetch_meta(&h, VT_PROTO_META_REQ_KALLSYMS_IF_CHANGED, &meta, &len);
 	assert_true(meta.kallsyms.len > (1u << 20));
 	vt_meta_free(&meta);
 	/* The whole bundle. */
-	get_meta(&h, 0, &meta, &len);
+	fetch_meta(&h, 0, &meta, &len);
 	hwm = agent_hwm_kb(&h);
 	printf("agent VmHWM after META: %llu KiB, kallsyms %u KiB, bundle %zu KiB\n",
 	       (unsigned long long)hwm, meta.kallsyms.len >> 10, len >> 10);
@@ -377,7 +378,7 @@ static void test_metadata_kallsyms(void **state)
 #endif
 	vt_meta_free(&meta);
 	/* "If changed", and no module came or went since: left out, the rest is there. */
-	get_meta(&h, VT_PROTO_META_REQ_KALLSYMS_IF_CHANGED, &meta, &len);
+	fetch_meta(&h, VT_PROTO_META_REQ_KALLSYMS_IF_CHANGED, &meta, &len);
 	assert_int_equal(meta.kallsyms.len, 0);
 	assert_true(meta.header_page.len > 0 && meta.nr_cpus == h.nr_cpus);
 	vt_meta_free(&meta);
@@ -386,27 +387,14 @@ static void test_metadata_kallsyms(void **state)
 
 static void test_metadata(void **state)
 {
-	struct vt_proto_meta_rx rx;
-	struct vt_proto_meta_chunk c;
-	struct vt_proto_msg m;
 	struct vt_meta meta;
 	struct t_host h;
 	uint32_t i;
 	bool print = false;
-	int r;
 
 	start_session(&h, NULL);
 	assert_int_equal(t_events(&h, "sched", "sched_switch"), 0);
-	assert_true(t_send(&h, vt_proto_enc_meta_req(h.frame, sizeof(h.frame), ++h.seq, 64 << 20)));
-	vt_proto_meta_rx_init(&rx, 64 << 20);
-	do {
-		assert_int_equal(t_wait(&h, VT_PROTO_META, 0, 10000, &m), 0);
-		assert_int_equal(vt_proto_dec_meta(&m, &c), 0);
-		r = vt_proto_meta_rx_add(&rx, &c);
-		assert_true(r >= 0);
-	} while (r == 0);
-	assert_int_equal(rx.len, rx.total);
-	assert_int_equal(vt_meta_decode(&meta, rx.data, rx.len), 0);
+	fetch_meta(&h, 0, &meta, NULL);
 	assert_int_equal(meta.nr_cpus, h.nr_cpus);
 	assert_int_equal(meta.subbuf_size, 4096);
 	for (i = 0; i < meta.ftrace.nr_events; i++)
@@ -416,7 +404,6 @@ static void test_metadata(void **state)
 	assert_int_equal(meta.nr_systems, 1);
 	assert_string_equal(meta.systems[0].name, "sched");
 	vt_meta_free(&meta);
-	vt_proto_meta_rx_release(&rx);
 	end_session(&h);
 }
 
@@ -594,26 +581,6 @@ static void test_silent_host_in_burst(void **state)
 	end_session(&h);
 }
 
-/* META_REQ, the chunks, the bundle decoded into @meta. */
-static void fetch_meta(struct t_host *h, struct vt_meta *meta)
-{
-	struct vt_proto_meta_rx rx;
-	struct vt_proto_meta_chunk c;
-	struct vt_proto_msg m;
-	int r;
-
-	assert_true(t_send(h, vt_proto_enc_meta_req(h->frame, sizeof(h->frame), ++h->seq, 64 << 20)));
-	vt_proto_meta_rx_init(&rx, 64 << 20);
-	do {
-		assert_int_equal(t_wait(h, VT_PROTO_META, 0, 10000, &m), 0);
-		assert_int_equal(vt_proto_dec_meta(&m, &c), 0);
-		r = vt_proto_meta_rx_add(&rx, &c);
-		assert_true(r >= 0);
-	} while (r == 0);
-	assert_int_equal(vt_meta_decode(meta, rx.data, rx.len), 0);
-	vt_proto_meta_rx_release(&rx);
-}
-
 /* Markers through pages of @subbuf bytes: exact counts, and the agent's own pages that size. */
 static void stream_markers(struct t_host *h, uint32_t subbuf, const char *prefix)
 {
@@ -653,7 +620,7 @@ static void test_instance_subbuf(void **state)
 	snprintf(cmd, sizeof(cmd), "echo 8 > %s/buffer_subbuf_size_kb", path);
 	assert_int_equal(system(cmd), 0);
 	assert_int_equal(t_hello(&h), 0);
-	fetch_meta(&h, &meta);
+	fetch_meta(&h, 0, &meta, NULL);
 	assert_int_equal(meta.subbuf_size, 8192);
 	assert_non_null(strstr(meta.header_page.data, "size:8176;"));
 	vt_meta_free(&meta);
@@ -678,7 +645,7 @@ static void test_subbuf_request(void **state)
 	start_session(&h, NULL);
 	assert_int_equal(t_cmd_ok(&h, vt_proto_enc_buffer_size(h.frame, sizeof(h.frame), ++h.seq,
 							      &bs)), 0);
-	fetch_meta(&h, &meta);
+	fetch_meta(&h, 0, &meta, NULL);
 	assert_int_equal(meta.subbuf_size, 16384);
 	vt_meta_free(&meta);
 	stream_markers(&h, 16384, "vt-sub16");
