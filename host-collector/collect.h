@@ -312,6 +312,7 @@ struct guest {
 	bool synced;			/* and its clock sync after START is done */
 	bool meta_partial;		/* the setup's metadata left kallsyms out */
 	bool stop_deferred;		/* a stop came while the full metadata was on its way */
+	uint64_t stop_ns;		/* engine_now_ns() when STOP was sent, for -v */
 	bool meta_full;			/* the spooled bundle is a whole one (kallsyms as the agent has them) */
 	uint32_t meta_req_flags;	/* of the META_REQ in flight */
 	char error[512];

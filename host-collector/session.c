@@ -298,6 +298,8 @@ static void check_drained(struct guest *g)
 	if (!(g->stopped_seen && g->stats_last && drained(g)))
 		return;
 	engine_timer_cancel(eng(g), &g->drain_timer);
+	log_debug("guest %s: every byte in %.1f ms after STOP", g->name,
+		  (engine_now_ns() - g->stop_ns) / 1e6);
 	for (i = 0; i < g->nr_streams; i++) {
 		struct stream *s = &g->streams[i];
 
@@ -429,6 +431,8 @@ static void handle(struct guest *g, const struct vt_proto_msg *m)
 	case VT_PROTO_STOPPED:
 		if (vt_proto_dec_ack(m, &ref) == 0 && ref == g->stop_seq) {
 			g->stopped_seen = true;
+			log_debug("guest %s: STOPPED %.1f ms after STOP", g->name,
+				  (engine_now_ns() - g->stop_ns) / 1e6);
 			check_drained(g);
 		}
 		break;
@@ -1349,6 +1353,9 @@ static void bye_done(struct guest *g, int err)
 	msgs_summary(g);
 	spool_save_state(g);
 	log_info("guest %s: done", g->name);
+	if (g->stop_ns)
+		log_debug("guest %s: done %.1f ms after STOP", g->name,
+			  (engine_now_ns() - g->stop_ns) / 1e6);
 	changed(g);
 }
 
@@ -1419,6 +1426,7 @@ void session_stop(struct guest *g)
 						     VT_PROTO_STOP, vt_conn_next_seq(g->conn))) < 0)
 			return;
 		g->stop_seq = vt_conn_seq(g->conn);
+		g->stop_ns = engine_now_ns();
 		g->state = G_STOPPING;
 		engine_timer_arm(e, &g->stop_timer, (uint64_t)(g->run->o->stop_timeout * NSEC_PER_SEC), 0);
 		engine_timer_arm(e, &g->drain_timer, DRAIN_CHECK_NS, DRAIN_CHECK_NS);
