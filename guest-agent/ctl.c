@@ -13,6 +13,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -471,6 +474,18 @@ static int chunker_end(struct chunker *ch, int ret)
 	return ret;
 }
 
+/*
+ * A bundle (kallsyms: 4 MB on a Debian kernel) was read and freed: give the
+ * memory back, or an idle agent keeps its size resident until it exits
+ * (glibc keeps freed heap that other chunks pin).
+ */
+static void give_back(void)
+{
+#ifdef __GLIBC__
+	malloc_trim(0);
+#endif
+}
+
 static int too_big(struct agent *a, uint32_t ref, uint64_t len, uint64_t max_total)
 {
 	return reply_err(a, ref, EFBIG, "metadata is %llu bytes, more than the %llu asked for",
@@ -486,7 +501,6 @@ static int send_meta(struct agent *a, uint32_t ref, uint64_t max_total, uint32_t
 {
 	unsigned int flags = a->o->meta_flags;
 	uint64_t kallsyms_at = 0;
-
 	struct chunker *ch;
 	struct vt_meta m;
 	size_t len;
@@ -510,25 +524,20 @@ static int send_meta(struct agent *a, uint32_t ref, uint64_t max_total, uint32_t
 	if (ret < 0)
 		return reply_err(a, ref, ret, "cannot read the metadata from %s", a->t.root);
 	ret = vt_meta_encode_to(&m, NULL, NULL, &len);
-	if (ret < 0) {
-		vt_meta_free(&m);
-		return reply_err(a, ref, ret, "cannot encode the metadata");
-	}
-	if (len > max_total) {
-		vt_meta_free(&m);
-		return too_big(a, ref, len, max_total);
-	}
-	ch = chunker_new(a, len);
-	if (!ch) {
-		vt_meta_free(&m);
-		return reply_err(a, ref, ENOMEM, "cannot encode the metadata");
-	}
-	ret = chunker_end(ch, vt_meta_encode_to(&m, chunk_emit, ch, NULL));
-	if (ret >= 0 && m.kallsyms.len) {
-		a->kallsyms_sent = true;
-		a->kallsyms_modules = kallsyms_at;
+	ch = ret < 0 || len > max_total ? NULL : chunker_new(a, len);
+	if (ret == 0 && len > max_total) {
+		ret = too_big(a, ref, len, max_total);
+	} else if (ret < 0 || !ch) {
+		ret = reply_err(a, ref, ret < 0 ? ret : ENOMEM, "cannot encode the metadata");
+	} else {
+		ret = chunker_end(ch, vt_meta_encode_to(&m, chunk_emit, ch, NULL));
+		if (ret >= 0 && m.kallsyms.len) {
+			a->kallsyms_sent = true;
+			a->kallsyms_modules = kallsyms_at;
+		}
 	}
 	vt_meta_free(&m);
+	give_back();
 	return ret;
 }
 
@@ -545,6 +554,7 @@ static int send_chunks(struct agent *a, uint32_t ref, void *blob, size_t len, ui
 	ch = chunker_new(a, len);
 	ret = ch ? chunker_end(ch, chunk_emit(ch, blob, len)) : reply_err(a, ref, ENOMEM, "out of memory");
 	free(blob);
+	give_back();
 	return ret;
 }
 

@@ -306,16 +306,16 @@ static void test_garbage_and_legacy(void **state)
 	end_session(&h);
 }
 
-/* The agent's peak resident set, from /proc/PID/status. */
-static uint64_t agent_hwm_kb(const struct t_host *h)
+/* A figure of the agent's /proc/PID/status, in KiB ("VmHWM:", "VmRSS:"). */
+static uint64_t agent_status_kb(const struct t_host *h, const char *key)
 {
 	char path[64], buf[4096], *p;
 
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)h->agent);
 	assert_true(t_read_file(path, buf, sizeof(buf)) > 0);
-	p = strstr(buf, "VmHWM:");
+	p = strstr(buf, key);
 	assert_non_null(p);
-	return strtoull(p + 6, NULL, 10);
+	return strtoull(p + strlen(key), NULL, 10);
 }
 
 /*
@@ -351,9 +351,9 @@ static void fetch_meta(struct t_host *h, uint32_t flags, struct vt_meta *meta, s
 static void test_metadata_kallsyms(void **state)
 {
 	const char *const extra[] = { T_WITH_KALLSYMS, NULL };
+	uint64_t hwm, rss, hwm_kallsyms = 0;
 	struct vt_meta meta;
 	struct t_host h;
-	uint64_t hwm;
 	size_t len;
 
 	start_session(&h, extra);
@@ -368,10 +368,11 @@ static void test_metadata_kallsyms(void **state)
 	vt_meta_free(&meta);
 	/* The whole bundle. */
 	fetch_meta(&h, 0, &meta, &len);
-	hwm = agent_hwm_kb(&h);
+	hwm = agent_status_kb(&h, "VmHWM:");
 	printf("agent VmHWM after META: %llu KiB, kallsyms %u KiB, bundle %zu KiB\n",
 	       (unsigned long long)hwm, meta.kallsyms.len >> 10, len >> 10);
 	assert_true(meta.kallsyms.len > (1u << 20));
+	hwm_kallsyms = meta.kallsyms.len;
 	assert_non_null(memmem(meta.kallsyms.data, meta.kallsyms.len, " T _stext\n", 10));
 #ifndef __SANITIZE_ADDRESS__
 	assert_true(hwm << 10 < (uint64_t)meta.kallsyms.len + (3u << 20));
@@ -382,6 +383,12 @@ static void test_metadata_kallsyms(void **state)
 	assert_int_equal(meta.kallsyms.len, 0);
 	assert_true(meta.header_page.len > 0 && meta.nr_cpus == h.nr_cpus);
 	vt_meta_free(&meta);
+	/* And the memory goes back: an idle agent is not left holding kallsyms' size. */
+	rss = agent_status_kb(&h, "VmRSS:");
+	printf("agent VmRSS after the bundles: %llu KiB\n", (unsigned long long)rss);
+#ifndef __SANITIZE_ADDRESS__
+	assert_true(rss << 10 < (uint64_t)hwm_kallsyms / 2);
+#endif
 	end_session(&h);
 }
 
@@ -394,6 +401,10 @@ static void test_metadata(void **state)
 
 	start_session(&h, NULL);
 	assert_int_equal(t_events(&h, "sched", "sched_switch"), 0);
+	/* A bundle larger than the host takes is refused, not cut. */
+	assert_true(t_send(&h, vt_proto_enc_meta_req(h.frame, sizeof(h.frame), ++h.seq, 1000)));
+	assert_int_equal(t_wait(&h, VT_PROTO_ERROR, h.seq, 10000, NULL), 0);
+	assert_int_equal(h.last_err, EFBIG);
 	fetch_meta(&h, 0, &meta, NULL);
 	assert_int_equal(meta.nr_cpus, h.nr_cpus);
 	assert_int_equal(meta.subbuf_size, 4096);
