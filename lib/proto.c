@@ -1221,8 +1221,8 @@ int vt_proto_enc_meta_req(void *buf, size_t size, uint32_t seq, uint64_t max_tot
  * @max_total: the largest bundle the requester accepts
  * @flags: VT_PROTO_META_REQ_* (0 when the payload has none)
  *
- * Return: 0, -EINVAL for another type, -EBADMSG for a malformed payload or an
- * unknown flag.
+ * Return: 0, -EINVAL for another type, -EBADMSG for a malformed payload, an
+ * unknown flag or a flags field of 0.
  */
 int vt_proto_dec_meta_req_flags(const struct vt_proto_msg *msg, uint64_t *max_total, uint32_t *flags)
 {
@@ -1238,7 +1238,8 @@ int vt_proto_dec_meta_req_flags(const struct vt_proto_msg *msg, uint64_t *max_to
 		fl = r_take(&r, 4);
 	if (!f || r_end(&r))
 		return -EBADMSG;
-	if (fl && (vt_get_le32(fl) & ~VT_PROTO_META_REQ_FLAGS))
+	/* Flags are sent only when not 0: one encoding per request. */
+	if (fl && (!vt_get_le32(fl) || (vt_get_le32(fl) & ~VT_PROTO_META_REQ_FLAGS)))
 		return -EBADMSG;
 	if (max_total)
 		*max_total = W_GET(f, struct wire_meta_req, max_total);

@@ -47,6 +47,7 @@ static int reencode(const struct vt_proto_msg *m)
 	const char *str;
 	uint32_t u32;
 	uint64_t u64;
+	uint32_t flags;
 	int ret;
 
 	switch (m->type) {
@@ -88,8 +89,8 @@ static int reencode(const struct vt_proto_msg *m)
 		ret = vt_proto_dec_stats(m, &st);
 		return ret ? ret : vt_proto_enc_stats(frame, sizeof(frame), m->seq, &st);
 	case VT_PROTO_META_REQ:
-		ret = vt_proto_dec_meta_req(m, &u64);
-		return ret ? ret : vt_proto_enc_meta_req(frame, sizeof(frame), m->seq, u64);
+		ret = vt_proto_dec_meta_req_flags(m, &u64, &flags);
+		return ret ? ret : vt_proto_enc_meta_req_flags(frame, sizeof(frame), m->seq, u64, flags);
 	case VT_PROTO_META:
 		ret = vt_proto_dec_meta(m, &chunk);
 		return ret ? ret : vt_proto_enc_meta(frame, sizeof(frame), m->seq, &chunk);

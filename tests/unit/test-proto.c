@@ -341,6 +341,15 @@ static void test_roundtrip_meta(void **state)
 		assert_int_equal(vt_proto_dec_meta_req_flags(&msg, &max, &flags), -EBADMSG);
 		msg.len = 10;
 		assert_int_equal(vt_proto_dec_meta_req_flags(&msg, &max, &flags), -EBADMSG);
+		/* Flags of 0 are never sent: a second encoding of the same request is malformed. */
+		{
+			uint8_t p[12] = { 0 };
+
+			p[1] = 0x10;
+			t_raw(VT_PROTO_META_REQ, p, sizeof(p), &msg);
+			assert_int_equal(vt_proto_dec_meta_req_flags(&msg, &max, &flags), -EBADMSG);
+			assert_int_equal(vt_proto_msg_validate(&msg), -EBADMSG);
+		}
 	}
 
 	/* the largest chunk fills the largest payload exactly */
