@@ -12,8 +12,9 @@
  * after an event, and only saved_cmdlines_size of them (128 on 6.1, 6552 seen
  * on 6.18), so the names of the threads in /proc at the start and at the end
  * are added to it: a task that existed when the recording started is never
- * "<...>". (Before, the start's cache alone went into host.dat: empty when no
- * event had been enabled since boot.)
+ * "<...>". For a task alive at the end, /proc's name wins: the cache may hold
+ * a stale one (see spool_meta()). (Before, the start's cache alone went into
+ * host.dat: empty when no event had been enabled since boot.)
  */
 #include <dirent.h>
 #include <errno.h>
@@ -191,23 +192,35 @@ static int filter_pids(struct hostrec *h, const struct collect_opts *o)
 }
 
 /*
- * Write the host's meta.bin: @m with the names of the tasks of @more (the
- * /proc scan at the end, or NULL) and of the start's scan added to what the
- * kernel saved; the kernel's names win, since they are the names the tasks
- * had when they ran.
+ * Write the host's meta.bin: @m with the task names merged in this order,
+ * the first name of a pid winning: the /proc scan made now (@now), then what
+ * the kernel saved, then the start's scan. The kernel's cache is keyed by pid
+ * and outlives tasks: for a task that slept through the recording it may hold
+ * the name from before an exec, or a dead task's of the same pid, while /proc
+ * is right about every task alive now. A task that ran has the same name in
+ * both.
  */
-static int spool_meta(struct hostrec *h, struct vt_meta *m, const struct vt_blob *more)
+static int spool_meta(struct hostrec *h, struct vt_meta *m, const struct vt_blob *now)
 {
+	struct vt_blob kernel = m->saved_cmdlines;
 	size_t len;
 	void *blob;
 	int ret = 0;
 
-	if (more)
-		ret = vt_meta_merge_cmdlines(m, more->data, more->len);
+	m->saved_cmdlines = (struct vt_blob){ 0 };
+	if (now)
+		ret = vt_meta_merge_cmdlines(m, now->data, now->len);
 	if (ret == 0)
+		ret = vt_meta_merge_cmdlines(m, kernel.data, kernel.len);
+	if (ret == 0 && now != &h->comms)
 		ret = vt_meta_merge_cmdlines(m, h->comms.data, h->comms.len);
-	if (ret < 0)
+	if (ret < 0) {
 		log_warn("host: task names from /proc left out: %s", strerror(-ret));
+		free(m->saved_cmdlines.data);
+		m->saved_cmdlines = kernel;
+	} else {
+		free(kernel.data);
+	}
 	ret = vt_meta_encode(m, &blob, &len);
 	if (ret < 0)
 		return ret;
@@ -275,7 +288,7 @@ struct hostrec *hostrec_start(const struct collect_opts *o, struct engine *e, in
 		log_err("host: cannot create .spool/host: %s", strerror(-ret));
 		goto err;
 	}
-	ret = spool_meta(h, &meta, NULL);
+	ret = spool_meta(h, &meta, h->comms.data ? &h->comms : NULL);
 	vt_meta_free(&meta);
 	if (ret < 0) {
 		log_err("host: cannot spool the metadata: %s", strerror(-ret));
