@@ -32,6 +32,13 @@
 #define REQ_TIMEOUT_NS		(15 * NSEC_PER_SEC)
 #define META_TIMEOUT_NS		(120 * NSEC_PER_SEC)
 #define PROBE_TIMEOUT_NS	(2 * NSEC_PER_SEC)
+/*
+ * A vCPU's burst ends early, after at least BURST_MIN_PROBES replies, once
+ * BURST_PATIENCE replies in a row brought no shorter round trip: the bound
+ * comes from the shortest ones, and every probe costs the guest a busy poll.
+ */
+#define BURST_MIN_PROBES	16
+#define BURST_PATIENCE		16
 #define ACCEPT_TIMEOUT_NS	(120 * NSEC_PER_SEC)
 #define DRAIN_CHECK_NS		(20 * NSEC_PER_MSEC)
 #define KVM_REREAD_NS		NSEC_PER_SEC
@@ -850,10 +857,20 @@ static void got_reply(struct guest *g, const struct vt_proto_msg *m)
 	smp->g = s.tsc;
 	smp->cpu = s.ran_on;
 	smp->want_cpu = b->cpu;
-	if (++b->k < b->n) {
+	if (b->got == 1 || smp->t2 - smp->t1 < b->min_rtt) {
+		b->min_rtt = smp->t2 - smp->t1;
+		b->since_min = 0;
+	} else {
+		b->since_min++;
+	}
+	if (++b->k < b->n && (b->got < BURST_MIN_PROBES || b->since_min < BURST_PATIENCE)) {
 		burst_probe(g);
 		return;
 	}
+	if (b->k < b->n)
+		log_debug("guest %s: vCPU %u: %u probes, no shorter round trip in the last %u", g->name,
+			  b->cpu, b->got, b->since_min);
+	b->k = b->n;		/* a late reply is ignored */
 	s = (struct vt_proto_sync){ .cpu = b->cpu };
 	request(g, vt_proto_enc_sync(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX, VT_PROTO_SYNC_END,
 				     vt_conn_next_seq(g->conn), &s), VT_PROTO_OK, burst_ended);

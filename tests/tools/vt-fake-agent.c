@@ -87,6 +87,7 @@ struct fake_opts {
 	long long bad_page;		/* -1: none */
 	bool all_bad;			/* every page of every CPU malformed */
 	bool absurd_probes;		/* SYNC_REPLY carries pseudo-random TSCs */
+	bool probe_shrink;		/* each probe's round trip shorter than the last */
 	uint64_t error_flood;		/* unsolicited ERROR frames after START */
 	bool garbage;
 	bool oversize;
@@ -1323,6 +1324,14 @@ static void sync_burst(struct fake *f, uint32_t cpu)
 			if (r < 0)
 				continue;
 			if (msg.type == VT_PROTO_SYNC_PROBE && vt_proto_dec_sync(&msg, &s) == 0) {
+				if (f->o.probe_shrink) {
+					/* 2 ms less each probe, from 64 ms: far above any jitter. */
+					long long d = 64000000ll - 2000000ll * s.probe;
+					struct timespec ts = { d / 1000000000, d % 1000000000 };
+
+					if (d > 0)
+						nanosleep(&ts, NULL);
+				}
 				sync_reply(f, &s);
 				probes++;
 				idle_since = now_ns();
@@ -1763,6 +1772,8 @@ static void usage(FILE *out)
 		"  --garbage              send garbage on the control port after START\n"
 		"  --all-bad              corrupt every page of every CPU (with --repeat 0: a flood)\n"
 		"  --absurd-probes        answer SYNC_PROBE with pseudo-random guest TSCs\n"
+		"  --probe-shrink         answer each SYNC_PROBE of a burst 2 ms sooner than the\n"
+		"                         last, from 64 ms (probes 0-31): each a new shortest\n"
 		"  --error-flood N        send N unsolicited ERROR frames after START\n"
 		"  --oversize             announce a frame longer than the maximum after START\n"
 		"  --huge-meta            announce a META bundle of 1 TiB\n"
@@ -1800,7 +1811,7 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 	       OPT_RETIME, OPT_TSC, OPT_MISSED, OPT_OVERRUN, OPT_CTL, OPT_PREFIX, OPT_BAD, OPT_GARBAGE,
 	       OPT_OVERSIZE, OPT_HUGE, OPT_TRUNC, OPT_SUBBUF, OPT_STALL, OPT_LIE, OPT_CRASH, OPT_EVIL,
 	       OPT_EXTERNAL, OPT_PROBE_DELAY, OPT_META_RATE, OPT_SILENT_HELLO, OPT_VARY, OPT_TIMELOG,
-	       OPT_ALL_BAD, OPT_ABSURD, OPT_ERROR_FLOOD };
+	       OPT_ALL_BAD, OPT_ABSURD, OPT_ERROR_FLOOD, OPT_SHRINK };
 	static const struct option lo[] = {
 		{ "fifo", required_argument, NULL, OPT_FIFO },
 		{ "connect", required_argument, NULL, OPT_CONNECT },
@@ -1820,6 +1831,7 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 		{ "garbage", no_argument, NULL, OPT_GARBAGE },
 		{ "all-bad", no_argument, NULL, OPT_ALL_BAD },
 		{ "absurd-probes", no_argument, NULL, OPT_ABSURD },
+		{ "probe-shrink", no_argument, NULL, OPT_SHRINK },
 		{ "error-flood", required_argument, NULL, OPT_ERROR_FLOOD },
 		{ "oversize", no_argument, NULL, OPT_OVERSIZE },
 		{ "huge-meta", no_argument, NULL, OPT_HUGE },
@@ -1912,6 +1924,9 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 			break;
 		case OPT_ABSURD:
 			o->absurd_probes = true;
+			break;
+		case OPT_SHRINK:
+			o->probe_shrink = true;
 			break;
 		case OPT_ERROR_FLOOD:
 			o->error_flood = strtoull(optarg, &end, 10);

@@ -1,0 +1,50 @@
+#!/bin/sh
+# Proves: a vCPU's clock probe burst ends once 16 replies in a row brought no shorter round
+# trip (after at least 16 replies), not after all --sync-probes; and that --sync-probes stays
+# the cap when every reply is a new shortest (a guest cannot stretch a burst). Run 1: a fake
+# that answers at once, --sync-probes 1000: each of its bursts (2 vCPUs, start and stop) ends
+# with 17 to 999 probes. Before, each took all 1000. Run 2: a fake whose every reply comes
+# 2 ms sooner than the last (--probe-shrink), --sync-probes 30: every burst takes exactly 30
+# (about 1 s each: the recording lasts 4 s, so that the stop does not cut the start's short).
+# Both recordings are exact and carry a probed bound.
+echo "collect: a clock probe burst ends when the round trip stops improving, capped by --sync-probes"
+. "$VT_SRCDIR/tests/integration/collect-lib.sh"
+need_tools
+
+# bursts NAME: the probe counts of its bursts, one per line
+bursts() {
+	sed -nE 's/.*sync burst on cpu[0-9]+: ([0-9]+) probes answered.*/\1/p' "$WORK/$1.fake"
+}
+
+pq=$WORK/pq pz=$WORK/pz
+mkdir -p "$pq" "$pz"
+fake quick --fifo "$pq" --fixture "$DATA/cap-guest" --repeat 2 --retime
+pid=$FAKE_PID
+collect rec1 --chardev-dir "$pq" --name quick -o "$WORK/out1" -d 1 --sync probe --sync-probes 1000 -v
+fake_end $pid
+[ $RC = 0 ] || { show "$WORK/rec1.log" "$WORK/quick.fake"; fail "run 1: collector exited $RC, want 0"; }
+n=$(bursts quick | wc -l)
+echo "run 1: $n bursts, probes: $(bursts quick | tr '\n' ' ')"
+[ "$n" = 4 ] || { show "$WORK/quick.fake"; fail "run 1: $n bursts, want 4 (2 vCPUs, start and stop)"; }
+for k in $(bursts quick); do
+	[ "$k" -ge 17 ] && [ "$k" -lt 1000 ] || fail "run 1: a burst of $k probes, want 17 to 999"
+done
+[ "$(grep -c 'no shorter round trip in the last 16' "$WORK/rec1.log")" = 4 ] ||
+	{ show "$WORK/rec1.log"; fail "run 1: -v does not say why each burst ended"; }
+check_exact "$WORK/out1" quick "$DATA/cap-guest" 2
+[ "$(guest_json "$WORK/out1" quick .sync.method)" = probe ] ||
+	fail "run 1: sync method $(guest_json "$WORK/out1" quick .sync.method), want probe"
+
+fake shrink --fifo "$pz" --fixture "$DATA/cap-guest" --repeat 2 --retime --probe-shrink
+pid=$FAKE_PID
+collect rec2 --chardev-dir "$pz" --name shrink -o "$WORK/out2" -d 4 --sync probe --sync-probes 30 -v
+fake_end $pid
+[ $RC = 0 ] || { show "$WORK/rec2.log" "$WORK/shrink.fake"; fail "run 2: collector exited $RC, want 0"; }
+echo "run 2: probes: $(bursts shrink | tr '\n' ' ')"
+[ "$(bursts shrink | grep -cx 30)" = 4 ] && [ "$(bursts shrink | wc -l)" = 4 ] ||
+	{ show "$WORK/shrink.fake"; fail "run 2: want 4 bursts of exactly 30 probes"; }
+! grep -q 'no shorter round trip' "$WORK/rec2.log" || fail "run 2: a burst ended early"
+check_exact "$WORK/out2" shrink "$DATA/cap-guest" 2
+[ "$(guest_json "$WORK/out2" shrink .sync.method)" = probe ] ||
+	fail "run 2: sync method $(guest_json "$WORK/out2" shrink .sync.method), want probe"
+echo PASS
