@@ -257,8 +257,8 @@ struct guest_burst {
 	unsigned int idx;		/* index into the guest's streams */
 	uint32_t cpu, k, n, got;
 	uint64_t t1;
-	uint64_t min_rtt;		/* this vCPU's shortest round trip so far (host TSC) */
-	uint32_t since_min;		/* replies since it was last shortened */
+	int64_t lo, hi;			/* the offsets this vCPU's replies allow so far */
+	uint32_t since_narrowed;	/* replies since [lo, hi] last narrowed */
 	struct vt_tsync_sample *smp;
 	void (*done)(struct guest *g, int err);
 	struct engine_timer timer;

@@ -130,7 +130,7 @@ static void usage(FILE *f)
 "                         per-vCPU TSC offsets are read from DIR/kvm/PID-*/\n"
 "      --tsc-offset N     guest TSC = host TSC + N (with --sync offset)\n"
 "      --sync-probes N    at most N probes per vCPU and burst (default 100;\n"
-"                         fewer once 16 in a row found no shorter round trip)\n"
+"                         fewer once 16 in a row narrowed nothing)\n"
 "      --sync-interval S  probe again every S seconds while recording (0: only\n"
 "                         at start and stop; default 0)\n"
 "\n"

@@ -34,8 +34,9 @@
 #define PROBE_TIMEOUT_NS	(2 * NSEC_PER_SEC)
 /*
  * A vCPU's burst ends early, after at least BURST_MIN_PROBES replies, once
- * BURST_PATIENCE replies in a row brought no shorter round trip: the bound
- * comes from the shortest ones, and every probe costs the guest a busy poll.
+ * BURST_PATIENCE replies in a row did not narrow the offsets the burst
+ * allows (the bound is half their width), and every probe costs the guest a
+ * busy poll. Replies that leave no offset (a drift to fit) never end it early.
  */
 #define BURST_MIN_PROBES	16
 #define BURST_PATIENCE		16
@@ -840,6 +841,26 @@ static void burst_ended(struct guest *g, int err)
 	burst_cpu_begin(g);
 }
 
+/* Intersect the burst's offsets with [@lo, @hi], one reply's. */
+static void narrow(struct guest_burst *b, int64_t lo, int64_t hi)
+{
+	if (b->got == 1) {
+		b->lo = lo;
+		b->hi = hi;
+		b->since_narrowed = 0;
+		return;
+	}
+	b->since_narrowed++;
+	if (lo > b->lo) {
+		b->lo = lo;
+		b->since_narrowed = 0;
+	}
+	if (hi < b->hi) {
+		b->hi = hi;
+		b->since_narrowed = 0;
+	}
+}
+
 static void got_reply(struct guest *g, const struct vt_proto_msg *m)
 {
 	struct guest_burst *b = &g->burst;
@@ -857,19 +878,15 @@ static void got_reply(struct guest *g, const struct vt_proto_msg *m)
 	smp->g = s.tsc;
 	smp->cpu = s.ran_on;
 	smp->want_cpu = b->cpu;
-	if (b->got == 1 || smp->t2 - smp->t1 < b->min_rtt) {
-		b->min_rtt = smp->t2 - smp->t1;
-		b->since_min = 0;
-	} else {
-		b->since_min++;
-	}
-	if (++b->k < b->n && (b->got < BURST_MIN_PROBES || b->since_min < BURST_PATIENCE)) {
+	narrow(b, (int64_t)(smp->g - smp->t2), (int64_t)(smp->g - smp->t1));
+	if (++b->k < b->n && (b->got < BURST_MIN_PROBES || b->since_narrowed < BURST_PATIENCE ||
+			      b->lo > b->hi)) {
 		burst_probe(g);
 		return;
 	}
 	if (b->k < b->n)
-		log_debug("guest %s: vCPU %u: %u probes, no shorter round trip in the last %u", g->name,
-			  b->cpu, b->got, b->since_min);
+		log_debug("guest %s: vCPU %u: %u probes, the last %u narrowed nothing", g->name, b->cpu,
+			  b->got, b->since_narrowed);
 	b->k = b->n;		/* a late reply is ignored */
 	s = (struct vt_proto_sync){ .cpu = b->cpu };
 	request(g, vt_proto_enc_sync(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX, VT_PROTO_SYNC_END,

@@ -1,13 +1,13 @@
 #!/bin/sh
-# Proves: a vCPU's clock probe burst ends once 16 replies in a row brought no shorter round
-# trip (after at least 16 replies), not after all --sync-probes; and that --sync-probes stays
-# the cap when every reply is a new shortest (a guest cannot stretch a burst). Run 1: a fake
-# that answers at once, --sync-probes 1000: each of its bursts (2 vCPUs, start and stop) ends
-# with 17 to 999 probes. Before, each took all 1000. Run 2: a fake whose every reply comes
-# 2 ms sooner than the last (--probe-shrink), --sync-probes 30: every burst takes exactly 30
-# (about 1 s each: the recording lasts 4 s, so that the stop does not cut the start's short).
-# Both recordings are exact and carry a probed bound.
-echo "collect: a clock probe burst ends when the round trip stops improving, capped by --sync-probes"
+# Proves: a vCPU's clock probe burst ends once 16 replies in a row did not narrow the
+# offsets the burst allows (after at least 16 replies), not after all --sync-probes; and
+# --sync-probes stays the cap when every reply narrows them (a guest cannot stretch a burst).
+# Run 1: a fake that answers at once, --sync-probes 1000: each of its bursts (2 vCPUs, start
+# and stop) ends with 17 to 999 probes. Before, each took all 1000. Run 2: a fake whose every
+# reply comes 2 ms sooner than the last (--probe-shrink), --sync-probes 30: every burst takes
+# exactly 30 (about 1 s each: the recording lasts 4 s, so that the stop does not cut the
+# start's short). Both recordings are exact and carry a probed bound.
+echo "collect: a clock probe burst ends when its replies stop narrowing the offset, capped by --sync-probes"
 . "$VT_SRCDIR/tests/integration/collect-lib.sh"
 need_tools
 
@@ -29,7 +29,7 @@ echo "run 1: $n bursts, probes: $(bursts quick | tr '\n' ' ')"
 for k in $(bursts quick); do
 	[ "$k" -ge 17 ] && [ "$k" -lt 1000 ] || fail "run 1: a burst of $k probes, want 17 to 999"
 done
-[ "$(grep -c 'no shorter round trip in the last 16' "$WORK/rec1.log")" = 4 ] ||
+[ "$(grep -c 'the last 16 narrowed nothing' "$WORK/rec1.log")" = 4 ] ||
 	{ show "$WORK/rec1.log"; fail "run 1: -v does not say why each burst ended"; }
 check_exact "$WORK/out1" quick "$DATA/cap-guest" 2
 [ "$(guest_json "$WORK/out1" quick .sync.method)" = probe ] ||
@@ -43,7 +43,7 @@ fake_end $pid
 echo "run 2: probes: $(bursts shrink | tr '\n' ' ')"
 [ "$(bursts shrink | grep -cx 30)" = 4 ] && [ "$(bursts shrink | wc -l)" = 4 ] ||
 	{ show "$WORK/shrink.fake"; fail "run 2: want 4 bursts of exactly 30 probes"; }
-! grep -q 'no shorter round trip' "$WORK/rec2.log" || fail "run 2: a burst ended early"
+! grep -q 'narrowed nothing' "$WORK/rec2.log" || fail "run 2: a burst ended early"
 check_exact "$WORK/out2" shrink "$DATA/cap-guest" 2
 [ "$(guest_json "$WORK/out2" shrink .sync.method)" = probe ] ||
 	fail "run 2: sync method $(guest_json "$WORK/out2" shrink .sync.method), want probe"
