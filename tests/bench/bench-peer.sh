@@ -40,7 +40,8 @@
 # Env: VT_BUILDDIR, VT_STATIC_AGENT (tests/e2e/agent-lib.sh), VT_CACHE, VT_PEER_N (flat-out
 # markers per CPU, default 60000), VT_PEER_SECS (paced seconds, default 4), VT_PEER_IDLE
 # (footprint seconds, default 10), VT_PEER_MODES (default "tc-tcp tc-fifo ours ours-nosync";
-# also ours-pN: --sync-probes N), VT_PEER_HOLD=SECS (keep the booted guest for debugging),
+# also ours-pN: --sync-probes N; ours-bpN: buffer_percent N; ours-base: the collector
+# VT_PEER_BASE_COLLECT, e.g. another commit's build, against this one), VT_PEER_HOLD=SECS (keep the booted guest for debugging),
 # VT_KEEP=1.
 echo "bench-peer: trace-cmd agent (TCP, virtio-serial FIFO) against virtio-trace in one TCG guest boot"
 set -uo pipefail
@@ -227,9 +228,10 @@ session() {
 		local sync=()
 		[ $mode = ours-nosync ] && sync=(--sync none)
 		[[ $mode == ours-p[0-9]* ]] && sync=(--sync-probes "${mode#ours-p}")
-		local bp=
+		local bp= collect=$COLLECT
 		[[ $mode == ours-bp[0-9]* ]] && bp=${mode#ours-bp}
-		/usr/bin/time -f '%U %S' -o "$d/time" "$COLLECT" record --chardev-dir "$P" --name peer \
+		[ $mode = ours-base ] && collect=$VT_PEER_BASE_COLLECT
+		/usr/bin/time -f '%U %S' -o "$d/time" "$collect" record --chardev-dir "$P" --name peer \
 			"${EVENTS[@]}" --buffer-size $BUF "${sync[@]}" -o "$d/out" -q -- \
 			"$WORK/load.sh" "$inst" "$n" "$rate" "$d" "$comms" $bp >"$d/rec.log" 2>&1
 		rc=$?
@@ -320,6 +322,8 @@ retry() {
 # VT_PEER_MODES: another list of modes (e.g. "ours ours-p100 ours-p30": --sync-probes N).
 read -r -a MODES <<<"${VT_PEER_MODES:-tc-tcp tc-fifo ours ours-nosync}"
 NM=${#MODES[@]}
+[[ " ${MODES[*]} " != *" ours-base "* ]] || [ -x "${VT_PEER_BASE_COLLECT:-}" ] ||
+	{ echo "$ME: mode ours-base needs VT_PEER_BASE_COLLECT, a collector to run" >&2; exit 2; }
 ROWS=$WORK/rows
 : >"$ROWS"
 for ((r = 0; r < REPEATS; r++)); do
