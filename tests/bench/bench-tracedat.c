@@ -15,7 +15,9 @@
  *                 into one file, in chunks of the writer's size
  *   v7 none, v7 zstd, v6   vt_tracedat_create() .. vt_tracedat_cpu_path()
  *                 for each CPU .. vt_tracedat_finish(); v7 zstd with the
- *                 default worker threads and with VT_TD_SINGLE_THREAD
+ *                 default worker threads and with VT_TD_SINGLE_THREAD, and
+ *                 single-threaded at zstd levels 1 and -3 against the
+ *                 default level (3): what a faster level would buy
  * The page cache is not dropped: every variant runs with the spool files in
  * the cache (they are read once before timing). Outputs are unlinked before
  * each run (untimed) so that dirty pages are discarded, not written back,
@@ -40,11 +42,12 @@
 #define MAX_CPUS	64
 #define MAX_REPEATS	64
 
-enum variant { CP, RW, V7, V7Z, V7Z1, V6, NR_VARIANTS };
+enum variant { CP, RW, V7, V7Z, V7Z1, V7ZL1, V7ZLN, V6, NR_VARIANTS };
 
 static const char *const names[NR_VARIANTS] = {
 	"cp (subprocess)", "read/write loop", "trace.dat v7", "trace.dat v7 zstd",
-	"trace.dat v7 zstd, 1 thread", "trace.dat v6",
+	"trace.dat v7 zstd, 1 thread", "v7 zstd level 1, 1 thread",
+	"v7 zstd level -3, 1 thread", "trace.dat v6",
 };
 
 struct bench {
@@ -200,8 +203,10 @@ static int run_tracedat(struct bench *b, enum variant v)
 {
 	struct vt_tracedat_opts o = {
 		.version = v == V6 ? 6 : 7,
-		.compression = v == V7Z || v == V7Z1 ? VT_TD_COMPRESS_ZSTD : VT_TD_COMPRESS_NONE,
-		.flags = v == V7Z1 ? VT_TD_SINGLE_THREAD : 0,
+		.compression = v == V7Z || v == V7Z1 || v == V7ZL1 || v == V7ZLN ? VT_TD_COMPRESS_ZSTD :
+										  VT_TD_COMPRESS_NONE,
+		.flags = v == V7Z1 || v == V7ZL1 || v == V7ZLN ? VT_TD_SINGLE_THREAD : 0,
+		.zstd_level = v == V7ZL1 ? 1 : v == V7ZLN ? -3 : 0,
 	};
 	struct vt_tracedat *w;
 	unsigned int i;
@@ -378,10 +383,10 @@ int main(int argc, char **argv)
 	printf("bench-tracedat: %u CPUs x %d MiB spool files of real pages (%s), "
 	       "%zu KiB chunks, median of %d runs, page cache warm for all variants, no fsync\n",
 	       b.nr_cpus, mib, fixture, b.chunk >> 10, repeats);
-	printf("  %-18s %8s %8s %8s %10s %9s %9s\n", "variant", "seconds", "GB/s", "best",
+	printf("  %-29s %8s %8s %8s %10s %9s %9s\n", "variant", "seconds", "GB/s", "best",
 	       "out MiB", "x cp", "x r/w");
 	for (v = 0; v < NR_VARIANTS; v++)
-		printf("  %-18s %8.3f %8.2f %8.2f %10.1f %8.2fx %8.2fx\n", names[v], med[v],
+		printf("  %-29s %8.3f %8.2f %8.2f %10.1f %8.2fx %8.2fx\n", names[v], med[v],
 		       b.in_bytes / med[v] / 1e9, b.in_bytes / t[v][0] / 1e9,
 		       b.out_bytes[v] / 1048576.0, med[CP] / med[v], med[RW] / med[v]);
 	printf("  (GB/s: spool bytes in per second, median run; best: fastest run;\n"
