@@ -132,6 +132,7 @@ struct stream {
 	bool eof;
 	bool closed;
 	bool paused;
+	bool eager;		/* read as soon as it is readable (being stopped): see engine.c's rest() */
 	/* figures */
 	uint64_t bytes;		/* received from the guest */
 	uint64_t bytes_session;	/* received since the last START */

@@ -367,6 +367,7 @@ int hostrec_stop(struct hostrec *h)
 		if (!c->running)
 			continue;
 		atomic_store(&c->stopping, true);
+		c->stream.eager = true;		/* the last bytes without a rest */
 		ioctl(c->raw_fd, 0);	/* wakes a splice waiting for buffer_percent */
 	}
 	return 0;

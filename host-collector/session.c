@@ -1462,6 +1462,8 @@ void session_stop(struct guest *g)
 		g->stop_seq = vt_conn_seq(g->conn);
 		g->stop_ns = engine_now_ns();
 		g->state = G_STOPPING;
+		for (unsigned int i = 0; i < g->nr_streams; i++)
+			g->streams[i].eager = true;	/* the last bytes without a rest */
 		engine_timer_arm(e, &g->stop_timer, (uint64_t)(g->run->o->stop_timeout * NSEC_PER_SEC), 0);
 		engine_timer_arm(e, &g->drain_timer, DRAIN_CHECK_NS, DRAIN_CHECK_NS);
 		changed(g);

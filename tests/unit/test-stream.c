@@ -11,6 +11,8 @@
  * after the last good page, and cpu0.sums must count what the region holds.
  */
 #include <errno.h>
+#include <poll.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -287,12 +289,178 @@ static void on_socket(void **state)
 	close(sv[0]);
 }
 
+/*
+ * A page every 2 ms for 0.4 s down a pipe. Returns in how many engine turns
+ * the stream's bytes grew; every page must be spooled either way.
+ */
+static unsigned int trickle(bool eager)
+{
+	uint8_t page[PG];
+	char dir[] = "/tmp/vt-test-stream.XXXXXX", cmd[128];
+	struct engine *e;
+	struct stream s;
+	unsigned int i, grew = 0;
+	uint64_t seen = 0;
+	int p[2], dfd;
+
+	assert_non_null(mkdtemp(dir));
+	if (!nr_fixture)
+		load_fixture();
+	make_page(page, 0, 0);
+	assert_int_equal(pipe(p), 0);
+	dfd = open(dir, O_RDONLY | O_DIRECTORY);
+	assert_true(dfd >= 0);
+	assert_int_equal(stream_init(&s, p[0], "guest t cpu0", 0, PG, dfd), 0);
+	s.eager = eager;
+	e = engine_new(8);
+	assert_non_null(e);
+	assert_int_equal(engine_add(e, &s), 0);
+	for (i = 0; i < 200; i++) {
+		uint64_t until = engine_now_ns() + 2 * NSEC_PER_MSEC;
+
+		write_all(p[1], page, PG);
+		while (engine_now_ns() < until) {
+			engine_run(e, 1);
+			if (s.bytes != seen) {
+				grew++;
+				seen = s.bytes;
+			}
+		}
+	}
+	run_until(e, &s, 200 * PG);
+	assert_int_equal(s.pages, 200);
+	assert_int_equal(s.data_len, 200 * PG);
+	stream_close(&s);
+	engine_free(e);
+	close(p[0]);
+	close(p[1]);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+	close(dfd);
+	return grew;
+}
+
+/*
+ * A slow stream is read in batches (engine.c's rest()): 200 writes 2 ms
+ * apart took 200 reads before; they take about one per 20 ms now. A stream
+ * being stopped (eager) is still read at every write.
+ */
+static void slow_stream_batched(void **state)
+{
+	unsigned int lazy, eager;
+
+	(void)state;
+	lazy = trickle(false);
+	eager = trickle(true);
+	print_message("reads: %u resting, %u eager, for 200 writes\n", lazy, eager);
+	assert_true(lazy >= 10 && lazy <= 50);
+	assert_true(eager >= 150);
+}
+
+/*
+ * A timer shorter than the engine's own timeout still in flight (armed by
+ * an earlier turn's longer wait) fires on time: before, the turn waited for
+ * that earlier timeout, a whole second.
+ */
+static void on_time(void *arg)
+{
+	*(bool *)arg = true;
+}
+
+static bool read_one(void *arg, int revents)
+{
+	char c;
+
+	(void)revents;
+	return read(*(int *)arg, &c, 1) != 1;	/* one turn, then no more watching */
+}
+
+static void short_timer_after_long_wait(void **state)
+{
+	struct engine_timer t;
+	struct engine *e;
+	bool fired = false;
+	uint64_t t0, took;
+	int p[2], i;
+	char c = 'x';
+
+	(void)state;
+	e = engine_new(8);
+	assert_non_null(e);
+	assert_int_equal(pipe(p), 0);
+	assert_non_null(engine_add_fd(e, p[0], POLLIN, read_one, &p[0]));
+	/* a turn that arms a 1 s timeout and ends at once on a readable fd */
+	assert_int_equal(write(p[1], &c, 1), 1);
+	assert_true(engine_run(e, 1000) >= 1);
+	engine_timer_init(&t, on_time, &fired);
+	engine_timer_arm(e, &t, 20 * NSEC_PER_MSEC, 0);
+	t0 = engine_now_ns();
+	for (i = 0; i < 10 && !fired; i++)
+		engine_run(e, 1000);
+	took = engine_now_ns() - t0;
+	print_message("a 20 ms timer fired after %.1f ms\n", took / 1e6);
+	assert_true(fired);
+	assert_true(took < 200 * NSEC_PER_MSEC);
+	engine_free(e);
+	close(p[0]);
+	close(p[1]);
+}
+
+/*
+ * Reading a FIFO leaves its access time alone (O_NOATIME): on a disk
+ * filesystem each stamp dirtied the inode, 7% of the collector's CPU with
+ * 64 slow streams.
+ */
+static void fifo_atime_untouched(void **state)
+{
+	uint8_t page[PG];
+	char dir[] = "/tmp/vt-test-stream.XXXXXX", fifo[200], cmd[128];
+	struct timespec ts[2] = { { 1, 0 }, { UTIME_OMIT, 0 } };
+	struct engine *e;
+	struct stream s;
+	struct stat st;
+	int rfd, wfd, dfd;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	if (!nr_fixture)
+		load_fixture();
+	make_page(page, 0, 0);
+	snprintf(fifo, sizeof(fifo), "%s/port", dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	rfd = open(fifo, O_RDWR | O_NONBLOCK);
+	assert_true(rfd >= 0);
+	wfd = open(fifo, O_WRONLY);
+	assert_true(wfd >= 0);
+	assert_int_equal(utimensat(AT_FDCWD, fifo, ts, 0), 0);
+	dfd = open(dir, O_RDONLY | O_DIRECTORY);
+	assert_true(dfd >= 0);
+	assert_int_equal(stream_init(&s, rfd, "guest t cpu0", 0, PG, dfd), 0);
+	e = engine_new(8);
+	assert_non_null(e);
+	assert_int_equal(engine_add(e, &s), 0);
+	write_all(wfd, page, PG);
+	run_until(e, &s, PG);
+	assert_int_equal(stat(fifo, &st), 0);
+	assert_int_equal(st.st_atim.tv_sec, 1);
+	stream_close(&s);
+	engine_free(e);
+	close(rfd);
+	close(wfd);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+	close(dfd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(on_pipe),
 		cmocka_unit_test(on_socket),
 		cmocka_unit_test(bad_event_inside),
+		cmocka_unit_test(slow_stream_batched),
+		cmocka_unit_test(short_timer_after_long_wait),
+		cmocka_unit_test(fifo_atime_untouched),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
