@@ -117,8 +117,6 @@ struct stream {
 	struct stream_budget *budget;
 	uint32_t subbuf;
 	struct vt_page_fmt fmt;
-	uint8_t *rbuf;
-	size_t rcap;
 	uint8_t *page;
 	size_t have;
 	int spool_fd;

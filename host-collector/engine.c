@@ -3,10 +3,11 @@
  * The event engine: one thread, one io_uring, and everything that waits.
  *
  * It holds three kinds of things, in the spirit of chrony's sched.c:
- *  - streams (stream.c): a poll request is always armed on every live one;
- *    when it is readable the engine drains it with non-blocking read()s
- *    straight into the stream's buffer, a few per turn so that one busy
- *    stream cannot starve the rest;
+ *  - streams (stream.c): a poll request is armed on every live one (after
+ *    its rest, see rest()); when it is readable the engine drains it with
+ *    non-blocking read()s into the engine's one read buffer (the streams are
+ *    drained one after the other, and each keeps only its partial page), a
+ *    few per turn so that one busy stream cannot starve the rest;
  *  - fd watches: a callback when an fd is readable (or, for a write watch,
  *    writable while the owner asks for it): control ports, QMP, the
  *    signalfd;
@@ -46,12 +47,17 @@ struct engine_fd {
 	bool done;
 	/* a stream's pacing (rest()): no poll before @rest_until */
 	uint64_t rest_until;
-	uint64_t last_ns;
-	uint64_t last_bytes;
+	uint64_t win_ns;	/* the rate window's start (0: never drained) */
+	uint64_t win_bytes;	/* the stream's bytes then */
+	double win_rate;	/* bytes/s over the last whole window */
 };
+
+/* The one buffer every stream is read into: 64 streams once held 256 KiB each. */
+#define RBUF_SIZE	(256u << 10)
 
 struct engine {
 	struct io_uring ring;
+	uint8_t *rbuf;
 	struct engine_fd **ents;
 	unsigned int nr, cap;
 	struct engine_timer *timers;	/* sorted by deadline */
@@ -97,8 +103,14 @@ struct engine *engine_new(unsigned int entries)
 	if (!e)
 		return NULL;
 	e->sig_fd = -1;
+	e->rbuf = malloc(RBUF_SIZE);
+	if (!e->rbuf) {
+		free(e);
+		return NULL;
+	}
 	ret = io_uring_queue_init(entries, &e->ring, 0);
 	if (ret < 0) {
+		free(e->rbuf);
 		free(e);
 		errno = -ret;
 		return NULL;
@@ -126,6 +138,7 @@ void engine_free(struct engine *e)
 	if (e->sig_fd >= 0)
 		close(e->sig_fd);
 	free(e->ents);
+	free(e->rbuf);
 	free(e);
 }
 
@@ -405,55 +418,70 @@ static bool ent_wants_poll(const struct engine_fd *x, uint64_t now)
 
 /*
  * After a stream is drained, let it rest until about STREAM_BATCH bytes
- * have come at the rate of its last interval, at most STREAM_REST_MAX_NS:
- * a slow stream is then read in batches instead of at every write its
- * source makes (each read is a read() and a pwrite() of its own). A fast
- * stream rests not at all, and the rest is short enough that the port's
- * buffer (a FIFO of 1 MiB, a socket of 208 KiB) takes a stream of
- * STREAM_BATCH per rest many times over. A stream that is being stopped
- * (stream->eager) never rests.
+ * would come at its rate, at most STREAM_REST_MAX_NS: a slow stream is then
+ * read in batches instead of at every write its source makes (each read is
+ * a read() and a pwrite() of its own). The rate is the higher of the last
+ * whole STREAM_RATE_WINDOW_NS window's and the current window's so far, so
+ * a source that sends in bursts (an agent woken at buffer_percent) counts
+ * at its real rate, not by the gap before one small read. A fast stream
+ * does not rest, and a rest is short enough that the port's buffer (a FIFO
+ * of 1 MiB, a socket of 208 KiB) takes STREAM_BATCH many times over. A
+ * stream that is being stopped (stream->eager) never rests.
  */
 #define STREAM_BATCH		(64 * 1024)
 #define STREAM_REST_MAX_NS	(20 * NSEC_PER_MSEC)
 #define STREAM_REST_MIN_NS	(1 * NSEC_PER_MSEC)
+#define STREAM_RATE_WINDOW_NS	(250 * NSEC_PER_MSEC)
 
 static void rest(struct engine_fd *x)
 {
 	struct stream *s = x->s;
-	uint64_t now = engine_now_ns();
-	uint64_t db = s->bytes - x->last_bytes, dt = now - x->last_ns, r;
-	bool first = !x->last_ns;
+	uint64_t now = engine_now_ns(), dt, db;
+	double rate, r;
 
-	x->last_bytes = s->bytes;
-	x->last_ns = now;
 	x->rest_until = 0;
-	if (first || s->eager || s->eof || s->closed || !db || db >= STREAM_BATCH)
+	if (!x->win_ns) {
+		x->win_ns = now;
+		x->win_bytes = s->bytes;
 		return;
-	r = dt * STREAM_BATCH / db;
+	}
+	dt = now - x->win_ns;
+	db = s->bytes - x->win_bytes;
+	rate = dt ? (double)db * NSEC_PER_SEC / dt : 0;
+	if (dt >= STREAM_RATE_WINDOW_NS) {
+		x->win_rate = rate;
+		x->win_ns = now;
+		x->win_bytes = s->bytes;
+	}
+	if (rate < x->win_rate)
+		rate = x->win_rate;
+	if (s->eager || s->eof || s->closed || rate <= 0)
+		return;
+	r = STREAM_BATCH * (double)NSEC_PER_SEC / rate;
 	if (r > STREAM_REST_MAX_NS)
 		r = STREAM_REST_MAX_NS;
 	if (r >= STREAM_REST_MIN_NS)
-		x->rest_until = now + r;
+		x->rest_until = now + (uint64_t)r;
 }
 
 /* Drain a readable stream: a few reads per turn, so one busy stream cannot starve the rest. */
-static void drain_stream(struct engine_fd *x)
+static void drain_stream(struct engine *e, struct engine_fd *x)
 {
 	struct stream *s = x->s;
 	int turns;
 
 	for (turns = 0; turns < 8 && !s->closed; turns++) {
-		ssize_t n = read(x->fd, s->rbuf, s->rcap);
+		ssize_t n = read(x->fd, e->rbuf, RBUF_SIZE);
 		int ret;
 
 		if (n > 0) {
-			ret = stream_ingest(s, s->rbuf, n);
+			ret = stream_ingest(s, e->rbuf, n);
 			if (ret < 0) {
 				log_err("%s: cannot spool: %s", s->label, strerror(-ret));
 				s->closed = true;
 				stream_notify(s, STREAM_EV_ERROR, ret);
 			}
-			if ((size_t)n < s->rcap)
+			if ((size_t)n < RBUF_SIZE)
 				return;
 			continue;
 		}
@@ -468,7 +496,7 @@ static void drain_stream(struct engine_fd *x)
 	}
 }
 
-static void complete(struct engine_fd *x, int res)
+static void complete(struct engine *e, struct engine_fd *x, int res)
 {
 	x->inflight = false;
 	if (x->done)
@@ -486,7 +514,7 @@ static void complete(struct engine_fd *x, int res)
 		x->done = true;
 		return;
 	}
-	drain_stream(x);
+	drain_stream(e, x);
 	rest(x);
 }
 
@@ -589,7 +617,7 @@ int engine_run(struct engine *e, int timeout_ms)
 			e->timeout_at = 0;
 		}
 		else if (data != WRITEBACK_TAG)
-			complete(data, cqe->res);
+			complete(e, data, cqe->res);
 		handled++;
 	}
 	io_uring_cq_advance(&e->ring, handled);

@@ -38,7 +38,6 @@
 
 #include "collect.h"
 
-#define RBUF_SIZE	(256u << 10)
 #define WRITEBACK_STEP	(8u << 20)
 
 static int write_all(int fd, const void *buf, size_t len)
@@ -82,10 +81,8 @@ int stream_init(struct stream *s, int fd, const char *label, unsigned int cpu,
 	s->dir = spool_dir;
 	vt_page_fmt_default(&s->fmt);
 	s->fmt.subbuf_size = subbuf;
-	s->rcap = RBUF_SIZE;
-	s->rbuf = malloc(s->rcap);
 	s->page = malloc(subbuf);
-	if (!s->rbuf || !s->page)
+	if (!s->page)
 		return -ENOMEM;
 	s->spool_fd = -1;
 	s->data_fd = -1;
@@ -211,9 +208,8 @@ void stream_close(struct stream *s)
 	if (s->bad_fd >= 0)
 		close(s->bad_fd);
 	s->spool_fd = s->bad_fd = s->data_fd = -1;
-	free(s->rbuf);
 	free(s->page);
-	s->rbuf = s->page = NULL;
+	s->page = NULL;
 }
 
 /*

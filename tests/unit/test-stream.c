@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -358,6 +359,61 @@ static void slow_stream_batched(void **state)
 }
 
 /*
+ * A source that sends in bursts (an agent woken at buffer_percent, QEMU
+ * writing page by page): 32 pages every 10 ms. Its first page after a gap
+ * must not make the stream look slow: every burst is read before the next
+ * one comes. When a rest was measured over the gap before that one page,
+ * the stream rested 20 ms and nearly every burst found the last one unread.
+ */
+static void bursty_stream_keeps_up(void **state)
+{
+	uint8_t page[PG];
+	char dir[] = "/tmp/vt-test-stream.XXXXXX", cmd[128];
+	struct engine *e;
+	struct stream s;
+	unsigned int b, i, behind = 0;
+	int p[2], dfd, queued;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	if (!nr_fixture)
+		load_fixture();
+	make_page(page, 0, 0);
+	assert_int_equal(pipe(p), 0);
+	assert_true(fcntl(p[1], F_SETPIPE_SZ, 1 << 20) >= 1 << 20);
+	dfd = open(dir, O_RDONLY | O_DIRECTORY);
+	assert_true(dfd >= 0);
+	assert_int_equal(stream_init(&s, p[0], "guest t cpu0", 0, PG, dfd), 0);
+	e = engine_new(8);
+	assert_non_null(e);
+	assert_int_equal(engine_add(e, &s), 0);
+	for (b = 0; b < 50; b++) {
+		uint64_t until = engine_now_ns() + 10 * NSEC_PER_MSEC;
+
+		assert_int_equal(ioctl(p[0], FIONREAD, &queued), 0);
+		if (b >= 10 && queued > 0)
+			behind++;
+		for (i = 0; i < 32; i++) {
+			write_all(p[1], page, PG);
+			engine_run(e, 0);
+		}
+		while (engine_now_ns() < until)
+			engine_run(e, 1);
+	}
+	run_until(e, &s, 50 * 32 * PG);
+	print_message("%u of 40 bursts found the one before unread\n", behind);
+	assert_true(behind <= 4);
+	assert_int_equal(s.pages, 50 * 32);
+	stream_close(&s);
+	engine_free(e);
+	close(p[0]);
+	close(p[1]);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+	close(dfd);
+}
+
+/*
  * A timer shorter than the engine's own timeout still in flight (armed by
  * an earlier turn's longer wait) fires on time: before, the turn waited for
  * that earlier timeout, a whole second.
@@ -459,6 +515,7 @@ int main(void)
 		cmocka_unit_test(on_socket),
 		cmocka_unit_test(bad_event_inside),
 		cmocka_unit_test(slow_stream_batched),
+		cmocka_unit_test(bursty_stream_keeps_up),
 		cmocka_unit_test(short_timer_after_long_wait),
 		cmocka_unit_test(fifo_atime_untouched),
 	};
