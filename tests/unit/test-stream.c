@@ -290,54 +290,80 @@ static void on_socket(void **state)
 	close(sv[0]);
 }
 
+/* A spool directory, a stream into it, and an engine serving the stream. */
+struct rig {
+	char dir[40];
+	int dfd;
+	struct engine *e;
+	struct stream s;
+	uint8_t page[PG];	/* a good page */
+};
+
+static void rig_dir(struct rig *r)
+{
+	snprintf(r->dir, sizeof(r->dir), "/tmp/vt-test-stream.XXXXXX");
+	assert_non_null(mkdtemp(r->dir));
+	if (!nr_fixture)
+		load_fixture();
+	make_page(r->page, 0, 0);
+}
+
+/* Serve @rfd (after rig_dir(), which it calls when not yet called). */
+static void rig_open(struct rig *r, int rfd)
+{
+	if (!r->dir[0])
+		rig_dir(r);
+	r->dfd = open(r->dir, O_RDONLY | O_DIRECTORY);
+	assert_true(r->dfd >= 0);
+	assert_int_equal(stream_init(&r->s, rfd, "guest t cpu0", 0, PG, r->dfd), 0);
+	r->e = engine_new(8);
+	assert_non_null(r->e);
+	assert_int_equal(engine_add(r->e, &r->s), 0);
+}
+
+static void rig_close(struct rig *r)
+{
+	char cmd[128];
+
+	stream_close(&r->s);
+	engine_free(r->e);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", r->dir);
+	assert_int_equal(system(cmd), 0);
+	close(r->dfd);
+}
+
 /*
  * A page every 2 ms for 0.4 s down a pipe. Returns in how many engine turns
  * the stream's bytes grew; every page must be spooled either way.
  */
 static unsigned int trickle(bool eager)
 {
-	uint8_t page[PG];
-	char dir[] = "/tmp/vt-test-stream.XXXXXX", cmd[128];
-	struct engine *e;
-	struct stream s;
+	struct rig r = { .dir = "" };
 	unsigned int i, grew = 0;
 	uint64_t seen = 0;
-	int p[2], dfd;
+	int p[2];
 
-	assert_non_null(mkdtemp(dir));
-	if (!nr_fixture)
-		load_fixture();
-	make_page(page, 0, 0);
 	assert_int_equal(pipe(p), 0);
-	dfd = open(dir, O_RDONLY | O_DIRECTORY);
-	assert_true(dfd >= 0);
-	assert_int_equal(stream_init(&s, p[0], "guest t cpu0", 0, PG, dfd), 0);
-	s.eager = eager;
-	e = engine_new(8);
-	assert_non_null(e);
-	assert_int_equal(engine_add(e, &s), 0);
+	rig_open(&r, p[0]);
+	r.s.eager = eager;
 	for (i = 0; i < 200; i++) {
 		uint64_t until = engine_now_ns() + 2 * NSEC_PER_MSEC;
 
-		write_all(p[1], page, PG);
+		write_all(p[1], r.page, PG);
 		while (engine_now_ns() < until) {
-			engine_run(e, 1);
-			if (s.bytes != seen) {
+			engine_run(r.e, 1);
+			if (r.s.bytes != seen) {
 				grew++;
-				seen = s.bytes;
+				seen = r.s.bytes;
 			}
 		}
 	}
-	run_until(e, &s, 200 * PG);
-	assert_int_equal(s.pages, 200);
-	assert_int_equal(s.data_len, 200 * PG);
-	stream_close(&s);
-	engine_free(e);
+	run_until(r.e, &r.s, 200 * PG);
+	assert_int_equal(r.s.pages, 200);
+	assert_int_equal(r.s.data_len, 200 * PG);
+	rig_close(&r);
 	close(p[0]);
 	close(p[1]);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	assert_int_equal(system(cmd), 0);
-	close(dfd);
 	return grew;
 }
 
@@ -367,26 +393,14 @@ static void slow_stream_batched(void **state)
  */
 static void bursty_stream_keeps_up(void **state)
 {
-	uint8_t page[PG];
-	char dir[] = "/tmp/vt-test-stream.XXXXXX", cmd[128];
-	struct engine *e;
-	struct stream s;
+	struct rig r = { .dir = "" };
 	unsigned int b, i, behind = 0;
-	int p[2], dfd, queued;
+	int p[2], queued;
 
 	(void)state;
-	assert_non_null(mkdtemp(dir));
-	if (!nr_fixture)
-		load_fixture();
-	make_page(page, 0, 0);
 	assert_int_equal(pipe(p), 0);
 	assert_true(fcntl(p[1], F_SETPIPE_SZ, 1 << 20) >= 1 << 20);
-	dfd = open(dir, O_RDONLY | O_DIRECTORY);
-	assert_true(dfd >= 0);
-	assert_int_equal(stream_init(&s, p[0], "guest t cpu0", 0, PG, dfd), 0);
-	e = engine_new(8);
-	assert_non_null(e);
-	assert_int_equal(engine_add(e, &s), 0);
+	rig_open(&r, p[0]);
 	for (b = 0; b < 50; b++) {
 		uint64_t until = engine_now_ns() + 10 * NSEC_PER_MSEC;
 
@@ -394,23 +408,19 @@ static void bursty_stream_keeps_up(void **state)
 		if (b >= 10 && queued > 0)
 			behind++;
 		for (i = 0; i < 32; i++) {
-			write_all(p[1], page, PG);
-			engine_run(e, 0);
+			write_all(p[1], r.page, PG);
+			engine_run(r.e, 0);
 		}
 		while (engine_now_ns() < until)
-			engine_run(e, 1);
+			engine_run(r.e, 1);
 	}
-	run_until(e, &s, 50 * 32 * PG);
+	run_until(r.e, &r.s, 50 * 32 * PG);
 	print_message("%u of 40 bursts found the one before unread\n", behind);
 	assert_true(behind <= 4);
-	assert_int_equal(s.pages, 50 * 32);
-	stream_close(&s);
-	engine_free(e);
+	assert_int_equal(r.s.pages, 50 * 32);
+	rig_close(&r);
 	close(p[0]);
 	close(p[1]);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	assert_int_equal(system(cmd), 0);
-	close(dfd);
 }
 
 /*
@@ -469,43 +479,29 @@ static void short_timer_after_long_wait(void **state)
  */
 static void fifo_atime_untouched(void **state)
 {
-	uint8_t page[PG];
-	char dir[] = "/tmp/vt-test-stream.XXXXXX", fifo[200], cmd[128];
 	struct timespec ts[2] = { { 1, 0 }, { UTIME_OMIT, 0 } };
-	struct engine *e;
-	struct stream s;
+	struct rig r = { .dir = "" };
+	char fifo[200];
 	struct stat st;
-	int rfd, wfd, dfd;
+	int rfd, wfd;
 
 	(void)state;
-	assert_non_null(mkdtemp(dir));
-	if (!nr_fixture)
-		load_fixture();
-	make_page(page, 0, 0);
-	snprintf(fifo, sizeof(fifo), "%s/port", dir);
+	rig_dir(&r);
+	snprintf(fifo, sizeof(fifo), "%s/port", r.dir);
 	assert_int_equal(mkfifo(fifo, 0600), 0);
 	rfd = open(fifo, O_RDWR | O_NONBLOCK);
 	assert_true(rfd >= 0);
 	wfd = open(fifo, O_WRONLY);
 	assert_true(wfd >= 0);
 	assert_int_equal(utimensat(AT_FDCWD, fifo, ts, 0), 0);
-	dfd = open(dir, O_RDONLY | O_DIRECTORY);
-	assert_true(dfd >= 0);
-	assert_int_equal(stream_init(&s, rfd, "guest t cpu0", 0, PG, dfd), 0);
-	e = engine_new(8);
-	assert_non_null(e);
-	assert_int_equal(engine_add(e, &s), 0);
-	write_all(wfd, page, PG);
-	run_until(e, &s, PG);
+	rig_open(&r, rfd);
+	write_all(wfd, r.page, PG);
+	run_until(r.e, &r.s, PG);
 	assert_int_equal(stat(fifo, &st), 0);
 	assert_int_equal(st.st_atim.tv_sec, 1);
-	stream_close(&s);
-	engine_free(e);
+	rig_close(&r);
 	close(rfd);
 	close(wfd);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	assert_int_equal(system(cmd), 0);
-	close(dfd);
 }
 
 int main(void)
