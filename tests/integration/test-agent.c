@@ -41,9 +41,50 @@ static bool instance_exists(const struct t_host *h)
 	return stat(path, &st) == 0;
 }
 
+/*
+ * The agent and the instance of the test that runs, for reap() after it:
+ * a failed assertion leaves the test at once (cmocka's longjmp), and an
+ * agent left running kept its instance, so the next tests failed on
+ * instance_exists().
+ */
+static pid_t live_agent;
+static char live_instance[512];
+
+static void started(const struct t_host *h)
+{
+	live_agent = h->agent;
+	snprintf(live_instance, sizeof(live_instance), "%s/instances/%s", h->tracefs, h->instance);
+}
+
+/* After each test: end what a failed one left behind (its agent, then its instance). */
+static int reap(void **state)
+{
+	int status, i;
+
+	(void)state;
+	/* Only while it is still our unreaped child: a reaped pid may be anyone's now. */
+	if (live_agent > 0 && waitpid(live_agent, &status, WNOHANG) == 0) {
+		fprintf(stderr, "test-agent: the test left its agent (pid %d) running: SIGTERM\n",
+			(int)live_agent);
+		kill(live_agent, SIGTERM);
+		for (i = 0; i < 100 && waitpid(live_agent, &status, WNOHANG) == 0; i++)
+			usleep(100000);
+		if (i == 100) {
+			kill(live_agent, SIGKILL);
+			waitpid(live_agent, &status, 0);
+		}
+	}
+	live_agent = 0;
+	if (live_instance[0] && rmdir(live_instance) == 0)
+		fprintf(stderr, "test-agent: removed the instance %s the test left\n", live_instance);
+	live_instance[0] = 0;
+	return 0;
+}
+
 static void start_session(struct t_host *h, const char *const *extra)
 {
 	assert_int_equal(t_host_start(h, agent_path, extra), 0);
+	started(h);
 	assert_int_equal(t_hello(h), 0);
 }
 
@@ -165,6 +206,7 @@ static void test_restores_existing_instance(void **state)
 
 	/* The instance exists before the agent starts, so it must be restored file by file. */
 	assert_int_equal(t_host_start(&h, agent_path, NULL), 0);
+	started(&h);
 	snprintf(path, sizeof(path), "%s/instances/%s", h.tracefs, h.instance);
 	assert_true(mkdir(path, 0755) == 0 || errno == EEXIST);
 	assert_true((size_t)snprintf(cmd, sizeof(cmd), "echo local > %s/trace_clock && "
@@ -627,6 +669,7 @@ static void test_instance_subbuf(void **state)
 	if (!have_subbuf_knob())
 		skip();
 	assert_int_equal(t_host_start(&h, agent_path, NULL), 0);
+	started(&h);
 	snprintf(path, sizeof(path), "%s/instances/%s", h.tracefs, h.instance);
 	assert_true(mkdir(path, 0755) == 0 || errno == EEXIST);
 	snprintf(cmd, sizeof(cmd), "echo 8 > %s/buffer_subbuf_size_kb", path);
@@ -717,20 +760,20 @@ int main(void)
 {
 	const char *build = getenv("VT_BUILDDIR");
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_exact_marker_counts),
-		cmocka_unit_test(test_partial_page),
-		cmocka_unit_test(test_stop_start_twice),
-		cmocka_unit_test(test_restores_existing_instance),
-		cmocka_unit_test(test_sigterm_restores),
-		cmocka_unit_test(test_host_not_reading),
-		cmocka_unit_test(test_garbage_and_legacy),
-		cmocka_unit_test(test_metadata),
-		cmocka_unit_test(test_metadata_kallsyms),
-		cmocka_unit_test(test_host_gone_in_burst),
-		cmocka_unit_test(test_silent_host_in_burst),
-		cmocka_unit_test(test_instance_subbuf),
-		cmocka_unit_test(test_subbuf_request),
-		cmocka_unit_test(test_port_gone),
+		cmocka_unit_test_teardown(test_exact_marker_counts, reap),
+		cmocka_unit_test_teardown(test_partial_page, reap),
+		cmocka_unit_test_teardown(test_stop_start_twice, reap),
+		cmocka_unit_test_teardown(test_restores_existing_instance, reap),
+		cmocka_unit_test_teardown(test_sigterm_restores, reap),
+		cmocka_unit_test_teardown(test_host_not_reading, reap),
+		cmocka_unit_test_teardown(test_garbage_and_legacy, reap),
+		cmocka_unit_test_teardown(test_metadata, reap),
+		cmocka_unit_test_teardown(test_metadata_kallsyms, reap),
+		cmocka_unit_test_teardown(test_host_gone_in_burst, reap),
+		cmocka_unit_test_teardown(test_silent_host_in_burst, reap),
+		cmocka_unit_test_teardown(test_instance_subbuf, reap),
+		cmocka_unit_test_teardown(test_subbuf_request, reap),
+		cmocka_unit_test_teardown(test_port_gone, reap),
 	};
 
 	if (access("/sys/kernel/tracing/instances", W_OK) != 0) {
