@@ -615,9 +615,9 @@ int engine_run(struct engine *e, int timeout_ms)
 			/* which one ended is not known: the next turn arms one if in doubt */
 			e->timeouts--;
 			e->timeout_at = 0;
-		}
-		else if (data != WRITEBACK_TAG)
+		} else if (data != WRITEBACK_TAG) {
 			complete(e, data, cqe->res);
+		}
 		handled++;
 	}
 	io_uring_cq_advance(&e->ring, handled);
