@@ -61,8 +61,7 @@ struct engine {
 	struct engine_fd **ents;
 	unsigned int nr, cap;
 	struct engine_timer *timers;	/* sorted by deadline */
-	unsigned int timeouts;	/* our timeout requests in flight */
-	uint64_t timeout_at;	/* the earliest of them ends then (0: none known) */
+	uint64_t timeout_at;	/* the earliest of our timeout requests in flight ends then (0: none, or not known) */
 	struct __kernel_timespec timer;
 	bool quit;
 	int sig_fd;
@@ -406,13 +405,18 @@ int engine_add_signals(struct engine *e, const sigset_t *mask, void (*cb)(void *
 
 /* --- the loop --- */
 
+/* A stream resting after its last drain (rest()): no poll for it until then. */
+static bool resting(const struct engine_fd *x, uint64_t now)
+{
+	return x->kind == ENT_STREAM && !x->s->eager && x->rest_until > now;
+}
+
 static bool ent_wants_poll(const struct engine_fd *x, uint64_t now)
 {
-	if (x->inflight || x->done || !x->enabled)
+	if (x->inflight || x->done || !x->enabled || resting(x, now))
 		return false;
 	if (x->kind == ENT_STREAM)
-		return !x->s->eof && !x->s->closed && !x->s->paused &&
-		       (x->s->eager || x->rest_until <= now);
+		return !x->s->eof && !x->s->closed && !x->s->paused;
 	return true;
 }
 
@@ -539,6 +543,15 @@ static void reap(struct engine *e)
 	e->nr = j;
 }
 
+/* Shorten a wait of *@timeout_ms to end by @when (rounded up to the next ms). */
+static void wait_until(int *timeout_ms, uint64_t when, uint64_t now)
+{
+	uint64_t due = when > now ? (when - now + NSEC_PER_MSEC - 1) / NSEC_PER_MSEC : 0;
+
+	if (due < (uint64_t)*timeout_ms)
+		*timeout_ms = (int)due;
+}
+
 /**
  * engine_run() - submit polls and handle what completes, waiting up to
  * @timeout_ms, then fire the timers that are due
@@ -554,22 +567,14 @@ int engine_run(struct engine *e, int timeout_ms)
 	uint64_t now = engine_now_ns();
 	int ret;
 
-	if (e->timers) {
-		uint64_t due = e->timers->when > now ? (e->timers->when - now + 999999) / 1000000 : 0;
-
-		if (due < (uint64_t)timeout_ms)
-			timeout_ms = (int)due;
-	}
+	if (e->timers)
+		wait_until(&timeout_ms, e->timers->when, now);
 	for (i = 0; i < e->nr; i++) {
 		struct engine_fd *x = e->ents[i];
 		struct io_uring_sqe *sqe;
 
-		if (x->kind == ENT_STREAM && x->rest_until > now && !x->inflight && !x->s->eager) {
-			uint64_t due = (x->rest_until - now + 999999) / 1000000;
-
-			if (due < (uint64_t)timeout_ms)
-				timeout_ms = (int)due;
-		}
+		if (!x->inflight && resting(x, now))
+			wait_until(&timeout_ms, x->rest_until, now);
 		if (!ent_wants_poll(x, now))
 			continue;
 		sqe = io_uring_get_sqe(&e->ring);
@@ -592,7 +597,7 @@ int engine_run(struct engine *e, int timeout_ms)
 	 * only ends a wait early: the loop goes round again.
 	 */
 	if (timeout_ms > 0 &&
-	    (!e->timeouts || !e->timeout_at || e->timeout_at > now + timeout_ms * NSEC_PER_MSEC)) {
+	    (!e->timeout_at || e->timeout_at > now + timeout_ms * NSEC_PER_MSEC)) {
 		struct io_uring_sqe *sqe = io_uring_get_sqe(&e->ring);
 
 		if (sqe) {
@@ -601,7 +606,6 @@ int engine_run(struct engine *e, int timeout_ms)
 			e->timer.tv_nsec = (timeout_ms % 1000) * 1000000LL;
 			io_uring_prep_timeout(sqe, &e->timer, 0, 0);
 			io_uring_sqe_set_data(sqe, TIMER_TAG);
-			e->timeouts++;
 			e->timeout_at = now + timeout_ms * NSEC_PER_MSEC;
 		}
 	}
@@ -613,7 +617,6 @@ int engine_run(struct engine *e, int timeout_ms)
 
 		if (data == TIMER_TAG) {
 			/* which one ended is not known: the next turn arms one if in doubt */
-			e->timeouts--;
 			e->timeout_at = 0;
 		} else if (data != WRITEBACK_TAG) {
 			complete(e, data, cqe->res);
