@@ -32,12 +32,17 @@
 
 static char agent_path[512];
 
+static void instance_path(const struct t_host *h, char *path, size_t size)
+{
+	snprintf(path, size, "%s/instances/%s", h->tracefs, h->instance);
+}
+
 static bool instance_exists(const struct t_host *h)
 {
 	char path[512];
 	struct stat st;
 
-	snprintf(path, sizeof(path), "%s/instances/%s", h->tracefs, h->instance);
+	instance_path(h, path, sizeof(path));
 	return stat(path, &st) == 0;
 }
 
@@ -53,7 +58,7 @@ static char live_instance[512];
 static void started(const struct t_host *h)
 {
 	live_agent = h->agent;
-	snprintf(live_instance, sizeof(live_instance), "%s/instances/%s", h->tracefs, h->instance);
+	instance_path(h, live_instance, sizeof(live_instance));
 }
 
 /* After each test: end what a failed one left behind (its agent, then its instance). */
@@ -207,7 +212,7 @@ static void test_restores_existing_instance(void **state)
 	/* The instance exists before the agent starts, so it must be restored file by file. */
 	assert_int_equal(t_host_start(&h, agent_path, NULL), 0);
 	started(&h);
-	snprintf(path, sizeof(path), "%s/instances/%s", h.tracefs, h.instance);
+	instance_path(&h, path, sizeof(path));
 	assert_true(mkdir(path, 0755) == 0 || errno == EEXIST);
 	assert_true((size_t)snprintf(cmd, sizeof(cmd), "echo local > %s/trace_clock && "
 				     "echo 512 > %s/buffer_size_kb && echo 37 > %s/buffer_percent",
@@ -670,7 +675,7 @@ static void test_instance_subbuf(void **state)
 		skip();
 	assert_int_equal(t_host_start(&h, agent_path, NULL), 0);
 	started(&h);
-	snprintf(path, sizeof(path), "%s/instances/%s", h.tracefs, h.instance);
+	instance_path(&h, path, sizeof(path));
 	assert_true(mkdir(path, 0755) == 0 || errno == EEXIST);
 	snprintf(cmd, sizeof(cmd), "echo 8 > %s/buffer_subbuf_size_kb", path);
 	assert_int_equal(system(cmd), 0);
