@@ -812,6 +812,14 @@ static void complete_page(struct vt_tracedat *w, uint8_t *page, size_t have)
 	st->repaired_pages++;
 }
 
+/* Large sub-buffers: keep the chunk (our memory, and the reader's) bounded. */
+static size_t chunk_bytes(uint32_t pages, uint32_t subbuf_size)
+{
+	while (pages > 1 && (size_t)pages * subbuf_size > VT_TD_CHUNK_BYTES_MAX)
+		pages--;
+	return (size_t)pages * subbuf_size;
+}
+
 /* --- zstd worker threads --- */
 
 static void *pool_worker(void *arg)
@@ -1249,6 +1257,234 @@ int vt_tracedat_cpu_present(struct vt_tracedat *w, uint32_t cpu, uint64_t len,
 	return vt_tracedat_cpu_end(w);
 }
 
+/*
+ * Check a file of chunks as vt_tdchunker_encode() makes them: every header
+ * in bounds, the raw sizes whole pages adding up to @raw, the file exactly
+ * @len bytes. Only the headers are read.
+ */
+static int check_chunks(struct vt_tracedat *w, int fd, uint64_t len, uint64_t raw,
+			uint32_t *nr_chunks)
+{
+	uint64_t off = 0, sum = 0;
+	uint32_t n = 0, zlen, size;
+	uint8_t h[8];
+	ssize_t got;
+
+	while (off < len) {
+		if (len - off < sizeof(h))
+			return -EBADMSG;
+		got = pread(fd, h, sizeof(h), off);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got != (ssize_t)sizeof(h))
+			return got < 0 ? -errno : -EBADMSG;
+		zlen = vt_get_le32(h);
+		size = vt_get_le32(h + 4);
+		if (!size || size % w->fmt.subbuf_size || size > VT_TD_CHUNK_BYTES_MAX ||
+		    !zlen || zlen > ZSTD_compressBound(size) || zlen > len - off - sizeof(h) ||
+		    n == UINT32_MAX)
+			return -EBADMSG;
+		off += sizeof(h) + zlen;
+		sum += size;
+		n++;
+	}
+	if (sum != raw)
+		return -EBADMSG;
+	*nr_chunks = n;
+	return 0;
+}
+
+/* Copy @len bytes at the start of @fd to the writer's position. */
+static int copy_in(struct vt_tracedat *w, int fd, uint64_t len)
+{
+	loff_t in = 0, out = w->pos;
+	uint64_t left = len;
+	ssize_t n;
+
+	while (left) {
+		n = copy_file_range(fd, &in, w->fd, &out, left, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS ||
+			      errno == EOPNOTSUPP))
+			break;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		left -= n;
+	}
+	while (left) {
+		size_t want = left < w->chunk_cap ? left : w->chunk_cap;
+
+		n = pread(fd, w->chunk, want, in);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		if (td_pwrite(w, w->chunk, n, out) < 0)
+			return -EIO;
+		in += n;
+		out += n;
+		left -= n;
+	}
+	w->pos += len;
+	return 0;
+}
+
+/**
+ * vt_tracedat_cpu_chunks() - put zstd chunks made beforehand at the start of the open CPU
+ * @w: a v7 zstd writer, with a CPU just begun (nothing written for it yet)
+ * @fd: a file of chunks from vt_tdchunker_encode(), read from offset 0
+ * @len: its length in bytes
+ * @raw: the page bytes the chunks hold
+ * @add: what those pages hold (events, missed and lost counts), added to the
+ *	CPU's statistics; NULL for nothing
+ *
+ * The chunks are checked (headers only: sizes in bounds, whole pages adding
+ * up to @raw, the file exactly @len) before anything is written, so a file
+ * that fails the check leaves the writer as it was and the caller can write
+ * the pages the usual way. Then they are copied (copy_file_range(), or
+ * read() and write()); the CPU goes on with vt_tracedat_cpu_write() for the
+ * pages after @raw. With chunks made of the writer's own chunk size
+ * (vt_tdchunker_new() with its chunk_pages and level), the file is byte for
+ * byte the one the pages alone would have made.
+ *
+ * Return: 0, -EINVAL for an uncompressed writer, no CPU open or a CPU already
+ * written to, -EBADMSG when the file fails the check (nothing written),
+ * -errno from copying (sticky).
+ */
+int vt_tracedat_cpu_chunks(struct vt_tracedat *w, int fd, uint64_t len, uint64_t raw,
+			   const struct vt_tracedat_stats *add)
+{
+	struct vt_tracedat_stats *st;
+	uint32_t nr = 0;
+	uint8_t x[4];
+	int ret;
+
+	if (w->err)
+		return w->err;
+	if (!w->zstd || w->cur < 0 || w->nr_chunks || w->chunk_len || w->in_pages ||
+	    (w->pool && w->pool->pending))
+		return -EINVAL;
+	if (!len)
+		return raw ? -EBADMSG : 0;
+	ret = check_chunks(w, fd, len, raw, &nr);
+	if (ret < 0)
+		return ret;
+	st = &w->cpus[w->cur].st;
+	w->count_off = w->pos;
+	vt_put_le32(x, 0);
+	ret = td_write(w, x, 4) ?: copy_in(w, fd, len);
+	if (ret < 0)
+		return td_fail(w, ret);
+	w->nr_chunks = nr;
+	w->in_pages = raw / w->fmt.subbuf_size;
+	st->pages += raw / w->fmt.subbuf_size;
+	st->bytes += raw;
+	st->file_bytes += 4 + len;
+	if (add) {
+		st->events += add->events;
+		st->missed_pages += add->missed_pages;
+		st->lost_events += add->lost_events;
+	}
+	return 0;
+}
+
+/*
+ * Chunks made ahead of the writer: what a v7 zstd writer with the same
+ * chunk size and level writes for the same pages, {u32 zsize, u32 size,
+ * zstd frame}, byte for byte.
+ */
+struct vt_tdchunker {
+	ZSTD_CCtx *zc;
+	int level;
+	size_t chunk;
+	uint8_t *out;
+	size_t out_cap;
+};
+
+/**
+ * vt_tdchunker_new() - make a chunker
+ * @subbuf_size: the trace's sub-buffer (page) size
+ * @chunk_pages: pages per chunk, 0 for VT_TD_CHUNK_PAGES_DEFAULT (as in struct vt_tracedat_opts)
+ * @zstd_level: as in struct vt_tracedat_opts
+ *
+ * Return: the chunker, or NULL with errno set.
+ */
+struct vt_tdchunker *vt_tdchunker_new(uint32_t subbuf_size, uint32_t chunk_pages, int zstd_level)
+{
+	struct vt_tdchunker *c;
+
+	if (!chunk_pages)
+		chunk_pages = VT_TD_CHUNK_PAGES_DEFAULT;
+	if (!subbuf_size || chunk_pages > VT_TD_CHUNK_PAGES_MAX) {
+		errno = EINVAL;
+		return NULL;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->level = zstd_level;
+	c->chunk = chunk_bytes(chunk_pages, subbuf_size);
+	c->out_cap = 8 + ZSTD_compressBound(c->chunk);
+	c->out = malloc(c->out_cap);
+	c->zc = ZSTD_createCCtx();
+	if (!c->out || !c->zc) {
+		vt_tdchunker_free(c);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return c;
+}
+
+/**
+ * vt_tdchunker_bytes() - the page bytes of one whole chunk
+ * @c: the chunker
+ *
+ * Return: the size; only whole chunks of it give the writer's own chunking.
+ */
+size_t vt_tdchunker_bytes(const struct vt_tdchunker *c)
+{
+	return c->chunk;
+}
+
+/**
+ * vt_tdchunker_encode() - compress one chunk
+ * @c: the chunker
+ * @in: whole pages
+ * @len: at most vt_tdchunker_bytes()
+ * @out: set to the encoded chunk, valid until the next call
+ *
+ * Return: the encoded chunk's length, -EINVAL for a bad @len, -EIO from zstd.
+ */
+ssize_t vt_tdchunker_encode(struct vt_tdchunker *c, const void *in, size_t len,
+			    const uint8_t **out)
+{
+	size_t n;
+
+	if (!len || len > c->chunk)
+		return -EINVAL;
+	n = ZSTD_compressCCtx(c->zc, c->out + 8, c->out_cap - 8, in, len, c->level);
+	if (ZSTD_isError(n))
+		return -EIO;
+	vt_put_le32(c->out, n);
+	vt_put_le32(c->out + 4, len);
+	*out = c->out;
+	return 8 + n;
+}
+
+/**
+ * vt_tdchunker_free() - free a chunker
+ * @c: the chunker, or NULL
+ */
+void vt_tdchunker_free(struct vt_tdchunker *c)
+{
+	if (!c)
+		return;
+	ZSTD_freeCCtx(c->zc);
+	free(c->out);
+	free(c);
+}
+
 /**
  * vt_tracedat_finish() - complete the file
  * @w: the writer
@@ -1345,12 +1581,9 @@ static int td_init(struct vt_tracedat *w, const struct vt_meta *m,
 		return ret;
 	if (!m->nr_cpus || m->nr_cpus > VT_META_MAX_CPUS || pages > VT_TD_CHUNK_PAGES_MAX)
 		return -EINVAL;
-	/* Large sub-buffers: keep the chunk (our memory, and the reader's) bounded. */
-	while (pages > 1 && (size_t)pages * w->fmt.subbuf_size > VT_TD_CHUNK_BYTES_MAX)
-		pages--;
 	w->nr_cpus = m->nr_cpus;
 	w->cpus = calloc(w->nr_cpus, sizeof(*w->cpus));
-	w->chunk_cap = (size_t)pages * w->fmt.subbuf_size;
+	w->chunk_cap = chunk_bytes(pages, w->fmt.subbuf_size);
 	w->chunk = malloc(w->chunk_cap);
 	if (!w->cpus || !w->chunk)
 		return -ENOMEM;

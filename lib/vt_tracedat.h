@@ -7,7 +7,8 @@
  * vt_tracedat_cpu_begin(), any number of vt_tracedat_cpu_write() and
  * vt_tracedat_cpu_end(), or (uncompressed only) vt_tracedat_cpu_present() for
  * pages the caller puts at the offset it returns; finally vt_tracedat_finish()
- * and vt_tracedat_free().
+ * and vt_tracedat_free(). With zstd, a CPU's first pages may come as chunks
+ * compressed beforehand (vt_tdchunker_encode(), vt_tracedat_cpu_chunks()).
  *
  * Per-CPU data is streamed through a bounded buffer (a few compression chunks)
  * and written as whole pages at page-aligned offsets; a trailing partial page
@@ -20,6 +21,7 @@
 
 #include <stdint.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "vt_meta.h"
 
@@ -163,9 +165,20 @@ int vt_tracedat_cpu_fd(struct vt_tracedat *w, uint32_t cpu, int fd);
 int vt_tracedat_cpu_path(struct vt_tracedat *w, uint32_t cpu, const char *path);
 int vt_tracedat_cpu_present(struct vt_tracedat *w, uint32_t cpu, uint64_t len,
 			    uint64_t *offset);
+int vt_tracedat_cpu_chunks(struct vt_tracedat *w, int fd, uint64_t len, uint64_t raw,
+			   const struct vt_tracedat_stats *add);
 int vt_tracedat_finish(struct vt_tracedat *w);
 void vt_tracedat_stats(const struct vt_tracedat *w, int cpu, struct vt_tracedat_stats *st);
 void vt_tracedat_fault(const struct vt_tracedat *w, struct vt_tracedat_fault *f);
 void vt_tracedat_free(struct vt_tracedat *w);
+
+/* Chunks compressed ahead of the writer (e.g. while the pages stream in). */
+struct vt_tdchunker;
+
+struct vt_tdchunker *vt_tdchunker_new(uint32_t subbuf_size, uint32_t chunk_pages, int zstd_level);
+size_t vt_tdchunker_bytes(const struct vt_tdchunker *c);
+ssize_t vt_tdchunker_encode(struct vt_tdchunker *c, const void *in, size_t len,
+			    const uint8_t **out);
+void vt_tdchunker_free(struct vt_tdchunker *c);
 
 #endif

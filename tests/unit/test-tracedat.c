@@ -348,6 +348,104 @@ static void test_threads_same_bytes(void **state)
 	vt_meta_free(&m);
 }
 
+/* One CPU's 203 pages: @pre of them as chunks made beforehand (from @zfd), the rest written. */
+static void t_chunked(int fd, struct vt_meta *m, const uint8_t *pages, size_t npages, size_t pre,
+		      int zfd, uint64_t zlen, int want, struct vt_tracedat_stats *st)
+{
+	struct vt_tracedat_opts o = { .version = 7, .flags = VT_TD_VALIDATE, .chunk_pages = 3 };
+	struct vt_tracedat_stats add = { .events = 1000 };
+	struct vt_tracedat *w = vt_tracedat_create(fd, m, &o);
+
+	assert_non_null(w);
+	assert_int_equal(vt_tracedat_cpu_begin(w, 0), 0);
+	if (zfd >= 0)
+		assert_int_equal(vt_tracedat_cpu_chunks(w, zfd, zlen, pre * PAGE, &add), want);
+	/* Refused (nothing written): the pages go the usual way, all of them. */
+	if (want < 0)
+		pre = 0;
+	assert_int_equal(vt_tracedat_cpu_write(w, pages + pre * PAGE, (npages - pre) * PAGE - 100), 0);
+	/* Only before the CPU's first page. */
+	if (zfd >= 0)
+		assert_int_equal(vt_tracedat_cpu_chunks(w, zfd, zlen, pre * PAGE, NULL), -EINVAL);
+	assert_int_equal(vt_tracedat_cpu_end(w), 0);
+	assert_int_equal(vt_tracedat_finish(w), 0);
+	vt_tracedat_stats(w, 0, st);
+	vt_tracedat_free(w);
+}
+
+/*
+ * Chunks compressed ahead (vt_tdchunker_encode()) and put in with
+ * vt_tracedat_cpu_chunks() make the same file, byte for byte, as the writer
+ * alone; a chunk file that does not add up is refused before anything is
+ * written, and the writer goes on as if it had not been offered.
+ */
+static void test_chunks_ahead(void **state)
+{
+	enum { NPAGES = 203, PRE = 99 };	/* 33 whole chunks of 3 pages ahead */
+	struct vt_tracedat_stats sa, sb;
+	uint8_t *pages = malloc(NPAGES * PAGE), *a, *b;
+	struct vt_tdchunker *ck;
+	const uint8_t *out;
+	struct vt_meta m;
+	size_t la, lb, i;
+	uint64_t zlen = 0;
+	int fa, fb, zfd;
+	ssize_t n;
+
+	assert_non_null(pages);
+	t_meta(&m);
+	for (i = 0; i < NPAGES; i++)
+		t_page(pages + i * PAGE, 1000 * (i + 1), 1 + i % 300);
+	ck = vt_tdchunker_new(PAGE, 3, 0);
+	assert_non_null(ck);
+	assert_int_equal(vt_tdchunker_bytes(ck), 3 * PAGE);
+	assert_int_equal(vt_tdchunker_encode(ck, pages, 4 * PAGE, &out), -EINVAL);
+	zfd = t_tmpfile();
+	for (i = 0; i < PRE; i += 3) {
+		n = vt_tdchunker_encode(ck, pages + i * PAGE, 3 * PAGE, &out);
+		assert_true(n > 8);
+		assert_int_equal(pwrite(zfd, out, n, zlen), n);
+		zlen += n;
+	}
+	vt_tdchunker_free(ck);
+
+	fa = t_tmpfile();
+	t_chunked(fa, &m, pages, NPAGES, 0, -1, 0, 0, &sa);
+	a = t_slurp(fa, &la);
+	fb = t_tmpfile();
+	t_chunked(fb, &m, pages, NPAGES, PRE, zfd, zlen, 0, &sb);
+	b = t_slurp(fb, &lb);
+	assert_int_equal(la, lb);
+	assert_memory_equal(a, b, la);
+	assert_int_equal(sb.pages, sa.pages);
+	assert_int_equal(sb.file_bytes, sa.file_bytes);
+	/* The pages ahead are not walked: their events (1 + 2 + ... + 99) are the caller's 1000. */
+	assert_int_equal(sb.events, sa.events - PRE * (PRE + 1) / 2 + 1000);
+	free(b);
+	close(fb);
+
+	/* Refused: a length that cuts the last chunk, raw bytes that do not add up. */
+	fb = t_tmpfile();
+	t_chunked(fb, &m, pages, NPAGES, PRE, zfd, zlen - 1, -EBADMSG, &sb);
+	b = t_slurp(fb, &lb);
+	assert_int_equal(la, lb);
+	assert_memory_equal(a, b, la);
+	free(b);
+	close(fb);
+	fb = t_tmpfile();
+	t_chunked(fb, &m, pages, NPAGES, PRE - 3, zfd, zlen, -EBADMSG, &sb);
+	b = t_slurp(fb, &lb);
+	assert_memory_equal(a, b, la);
+	free(b);
+	close(fb);
+
+	free(a);
+	close(fa);
+	close(zfd);
+	free(pages);
+	vt_meta_free(&m);
+}
+
 static void test_present(void **state)
 {
 	struct vt_tracedat_opts o = { .version = 7 };
@@ -511,6 +609,7 @@ int main(void)
 		cmocka_unit_test(test_bad_pages),
 		cmocka_unit_test(test_present),
 		cmocka_unit_test(test_threads_same_bytes),
+		cmocka_unit_test(test_chunks_ahead),
 		cmocka_unit_test(test_meta_load),
 	};
 
