@@ -28,6 +28,7 @@
 #include "vt_meta.h"
 #include "vt_pages.h"
 #include "vt_proto.h"
+#include "vt_tracedat.h"
 #include "vt_tsync.h"
 
 #define COLLECT_MAX_GUESTS	64
@@ -97,6 +98,28 @@ struct stream_budget {
 enum stream_ev { STREAM_EV_ERROR, STREAM_EV_EOF, STREAM_EV_LIMIT };
 
 /**
+ * struct zpre_stream - a stream's compression ahead (zpre.c)
+ * @fd: cpuN.zst, -1 when not compressed ahead
+ * @avail: region bytes written (the engine stores, the thread loads)
+ * @woke: @avail when the thread was last woken for this stream
+ * @raw: region bytes compressed; @file: bytes of cpuN.zst; @pages: in @raw
+ * @add: events, missed and lost counts of those pages
+ * @on: attached; @busy: the thread is on it; @closing: being detached;
+ *	@failed: stopped at @raw (the finish does the rest)
+ *
+ * The thread alone writes @raw, @file, @pages and @add while @busy; the
+ * detach reads them after @busy is clear, under the lock.
+ */
+struct zpre_stream {
+	int fd;
+	atomic_uint_fast64_t avail;
+	uint64_t woke;
+	uint64_t raw, file, pages;
+	struct vt_tracedat_stats add;
+	bool on, busy, closing, failed;
+};
+
+/**
  * struct stream - one source of whole pages
  * @fd: what the engine reads (a FIFO, a socket, or a host pipe)
  * @label: "guest demo cpu1" or "host cpu0", for messages
@@ -131,6 +154,7 @@ struct stream {
 	bool closed;
 	bool paused;
 	bool eager;		/* read as soon as it is readable (being stopped): see engine.c's rest() */
+	struct zpre_stream zp;	/* compression ahead of the finish (zpre.c) */
 	/* figures */
 	uint64_t bytes;		/* received from the guest */
 	uint64_t bytes_session;	/* received since the last START */
@@ -152,6 +176,13 @@ int stream_ingest(struct stream *s, const uint8_t *data, size_t len);
 int stream_finish(struct stream *s);
 bool stream_budget_take(struct stream_budget *b, uint64_t len, uint64_t *what);
 void stream_notify(struct stream *s, enum stream_ev ev, int err);
+
+/* --- zpre.c: zstd chunks compressed while the pages stream in --- */
+int zpre_start(int level);
+void zpre_stop(void);
+void zpre_attach(struct stream *s);
+void zpre_publish(struct stream *s);
+void zpre_detach(struct stream *s);
 
 /* --- engine.c: one thread and one io_uring serve every stream, port and timer --- */
 
@@ -361,6 +392,7 @@ struct collect_opts {
 	const char *last_boot;		/* --last-boot: the boot-mapped instance, or NULL */
 	unsigned int file_version;
 	bool compress;
+	bool compress_at_end;		/* no compression while recording (zpre.c) */
 	bool top_level;
 	double duration;
 	char **command;
@@ -470,6 +502,16 @@ struct spool_sums {
 	uint64_t len, pages, events, missed_pages, lost;
 };
 
+/*
+ * What cpuN.zst holds (zpre.c): the region's first @raw bytes (@pages pages
+ * of @subbuf bytes, with @events, @missed_pages, @lost) as @file bytes of
+ * zstd chunks.
+ */
+struct spool_zsum {
+	uint64_t raw, file, pages, events, missed_pages, lost;
+	uint32_t subbuf;
+};
+
 /**
  * struct spool_cpu - one CPU of a spooled trace
  * @agent_bytes: bytes the agent reported sent (its final STATS)
@@ -488,6 +530,8 @@ struct spool_cpu {
 	char *stats;
 	bool have_sums;
 	struct spool_sums sums;
+	bool have_zsum;
+	struct spool_zsum zsum;
 };
 
 /**
@@ -542,7 +586,7 @@ struct spool_inplace {
 	uint64_t len[COLLECT_MAX_CPUS];
 };
 
-enum spool_cpu_file { SPOOL_CPU_PAGES, SPOOL_CPU_BAD };
+enum spool_cpu_file { SPOOL_CPU_PAGES, SPOOL_CPU_BAD, SPOOL_CPU_ZST };
 
 int spool_open_dir(int dfd, const char *name);
 int spool_prepare(int out_fd, int *spool_fd);
@@ -564,6 +608,8 @@ int spool_save_inplace(int dir, const struct spool_inplace *m);
 int spool_load_inplace(int dir, struct spool_inplace *m);
 bool spool_has_inplace(int dir);
 int spool_open_cpu(int dir, unsigned int cpu, enum spool_cpu_file kind, int flags);
+int spool_save_zsum(int dir, unsigned int cpu, const struct spool_zsum *z);
+void spool_remove_zst(int dir, unsigned int cpu);
 int spool_scratch_open(int dir);
 int spool_trace_load(int dir, bool host, struct spool_trace *t);
 void spool_trace_free(struct spool_trace *t);

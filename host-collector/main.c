@@ -117,6 +117,8 @@ static void usage(FILE *f)
 "                         the guest is stopped when it is reached\n"
 "      --file-version 6|7 trace.dat version (default 7)\n"
 "      --no-compress      version 7 without zstd\n"
+"      --compress-at-end  zstd: compress only when the recording ends, not also\n"
+"                         while it runs (on a core nothing else wants)\n"
 "      --keep-spool       keep DIR/.spool after writing the files\n"
 "      --fsync            flush the trace files to the disk before exiting, so\n"
 "                         that they survive a crash of the machine (slower)\n"
@@ -194,7 +196,7 @@ static int parse_record(int argc, char **argv, struct collect_opts *o, struct gu
 			unsigned int *nr)
 {
 	enum { OPT_CHARDEV = 256, OPT_LISTEN, OPT_CTL, OPT_CPU, OPT_NAME, OPT_QEMU_PID, OPT_TRACER, OPT_TOP,
-	       OPT_BUFSZ, OPT_SUBBUF, OPT_LASTBOOT, OPT_CLOCK, OPT_HOST, OPT_MAXSZ, OPT_FV, OPT_NOCOMP, OPT_KEEP, OPT_FORCE, OPT_FSYNC, OPT_SYNC, OPT_TSCOFF,
+	       OPT_BUFSZ, OPT_SUBBUF, OPT_LASTBOOT, OPT_CLOCK, OPT_HOST, OPT_MAXSZ, OPT_FV, OPT_NOCOMP, OPT_ZEND, OPT_KEEP, OPT_FORCE, OPT_FSYNC, OPT_SYNC, OPT_TSCOFF,
 	       OPT_PROBES, OPT_SINTV, OPT_DEBUGFS, OPT_STOPTO, OPT_QMP, OPT_DOMAIN, OPT_CONNECT,
 	       OPT_HOST_PID, OPT_KVM_EXITS };
 	static const struct option longopts[] = {
@@ -223,6 +225,7 @@ static int parse_record(int argc, char **argv, struct collect_opts *o, struct gu
 		{ "max-size", required_argument, NULL, OPT_MAXSZ },
 		{ "file-version", required_argument, NULL, OPT_FV },
 		{ "no-compress", no_argument, NULL, OPT_NOCOMP },
+		{ "compress-at-end", no_argument, NULL, OPT_ZEND },
 		{ "keep-spool", no_argument, NULL, OPT_KEEP },
 		{ "force", no_argument, NULL, OPT_FORCE },
 		{ "fsync", no_argument, NULL, OPT_FSYNC },
@@ -379,6 +382,7 @@ static int parse_record(int argc, char **argv, struct collect_opts *o, struct gu
 			}
 			break;
 		case OPT_NOCOMP: o->compress = false; break;
+		case OPT_ZEND: o->compress_at_end = true; break;
 		case OPT_KEEP: o->keep_spool = true; break;
 		case OPT_FORCE: o->force = true; break;
 		case OPT_FSYNC: o->fsync = true; break;
@@ -840,6 +844,9 @@ static int record(int argc, char **argv)
 		return EXIT_FAIL;
 	}
 	r.run.e = e;
+	/* zstd output: compress on an idle core while the pages stream in (zpre.c). */
+	if (o.compress && o.file_version != 6 && !o.compress_at_end && zpre_start(0) < 0)
+		log_debug("no compression while streaming: the finish compresses everything");
 	engine_timer_init(&r.duration, duration_over, &r);
 	engine_timer_init(&r.status, status_tick, &r);
 	engine_timer_init(&r.deadline, deadline, &r);
@@ -926,6 +933,7 @@ static int record(int argc, char **argv)
 			close(g->spool_fd);
 		g->spool_fd = -1;
 	}
+	zpre_stop();
 	if (nr && !recorded) {
 		/* Nothing to keep: no manifest, no spool to block DIR (host events included). */
 		log_err("no guest could be set up: nothing is written in %s", o.out_dir);

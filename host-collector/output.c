@@ -421,10 +421,53 @@ void output_bad_name(struct trace_sum *t, struct cpu_sum *c, char *bad, size_t s
 	snprintf(bad, size, "%s-cpu%u.bad", t->rec.host ? "host" : t->rec.name, c->cpu);
 }
 
-/* Stream one CPU's spooled pages (its region, then cpuN.pages) into the writer. */
+/*
+ * The chunks compressed while streaming (zpre.c) for the region's first
+ * bytes, counted into @c: how many region bytes they cover, 0 when there are
+ * none or they do not fit this region (then the walk takes it all).
+ */
+static uint64_t put_chunks(struct run *r, struct trace_sum *t, struct vt_tracedat *w, int dir,
+			   struct cpu_sum *c, uint64_t len)
+{
+	const struct spool_zsum *z = &t->rec.cpus[c->cpu].zsum;
+	struct vt_tracedat_stats add = { 0 };
+	int fd, ret;
+
+	/* Pages of the size the metadata gives, which the walk would cut them into. */
+	if (!r->opt.compress || !t->rec.cpus[c->cpu].have_zsum || z->subbuf != t->subbuf ||
+	    !z->raw || z->raw > len || z->raw % t->subbuf || z->pages != z->raw / t->subbuf)
+		return 0;
+	fd = spool_open_cpu(dir, c->cpu, SPOOL_CPU_ZST, O_RDONLY);
+	if (fd == -ELOOP || fd == -EINVAL)
+		log_warn("%s/cpu%u.zst is %s: compressed again", t->dir, c->cpu,
+			 fd == -ELOOP ? "a symbolic link" : "not a regular file");
+	if (fd < 0)
+		return 0;
+	add.events = z->events;
+	add.missed_pages = z->missed_pages;
+	add.lost_events = z->lost;
+	ret = vt_tracedat_cpu_chunks(w, fd, z->file, z->raw, &add);
+	close(fd);
+	if (ret < 0) {
+		log_warn("%s/cpu%u.zst: %s: compressed again", t->dir, c->cpu, strerror(-ret));
+		return 0;
+	}
+	c->bytes += z->raw;
+	c->pages += z->pages;
+	c->events += z->events;
+	c->missed_pages += z->missed_pages;
+	c->lost_in_pages += z->lost;
+	return z->raw;
+}
+
+/*
+ * Stream one CPU's spooled pages (its region, then cpuN.pages) into the
+ * writer; what was compressed while streaming is copied, not walked again.
+ */
 int output_write_cpu(struct run *r, struct trace_sum *t, struct vt_tracedat *w, int dir,
 		     struct cpu_sum *c, const struct spool_data *sd)
 {
+	uint64_t done;
 	char bad[256];
 	struct stat st;
 	int fd, ret;
@@ -435,7 +478,9 @@ int output_write_cpu(struct run *r, struct trace_sum *t, struct vt_tracedat *w, 
 		return ret;
 	output_keep_ingest_bad(r, t, dir, c, bad);
 	if (sd->fd >= 0 && c->cpu < COLLECT_MAX_CPUS && sd->len[c->cpu]) {
-		ret = output_walk_pages(r, t, w, sd->fd, sd->off[c->cpu], sd->len[c->cpu], c, bad);
+		done = put_chunks(r, t, w, dir, c, sd->len[c->cpu]);
+		ret = output_walk_pages(r, t, w, sd->fd, sd->off[c->cpu] + done,
+					sd->len[c->cpu] - done, c, bad);
 		if (ret < 0)
 			return ret;
 	}

@@ -17,6 +17,9 @@
  *                           state file's badN counts them all)
  *       cpuN.frag           a trailing fragment, when a stream ended mid-page
  *       cpuN.stats          the guest's final per_cpu stats text
+ *       cpuN.sums           what ingest counted of the region (stream.c)
+ *       cpuN.zst, .zsum     zstd chunks of the region's first pages, made while
+ *                           streaming, and what they cover (zpre.c; no .zsum: ignored)
  *       agent               key=value: the agent's final counters
  *       sync                the clock mapping (see sync.c)
  *   .spool/host/            the host's pages and metadata, same layout
@@ -574,6 +577,41 @@ int spool_save_sums(int dir, unsigned int cpu, const struct spool_sums *sums)
 }
 
 /**
+ * spool_save_zsum() - what cpuN.zst holds (zpre.c)
+ * @dir: the trace's spool directory
+ * @cpu: the CPU
+ * @z: the figures
+ *
+ * Return: 0 or -errno.
+ */
+int spool_save_zsum(int dir, unsigned int cpu, const struct spool_zsum *z)
+{
+	char name[32], text[256];
+	int n;
+
+	cpu_name(name, sizeof(name), cpu, "zsum");
+	n = snprintf(text, sizeof(text), "raw=%" PRIu64 " file=%" PRIu64 " pages=%" PRIu64
+		     " events=%" PRIu64 " missed_pages=%" PRIu64 " lost=%" PRIu64 " subbuf=%u\n",
+		     z->raw, z->file, z->pages, z->events, z->missed_pages, z->lost, z->subbuf);
+	return spool_write_file(dir, name, text, n);
+}
+
+/**
+ * spool_remove_zst() - remove cpuN.zst and cpuN.zsum, as far as they exist
+ * @dir: the trace's spool directory
+ * @cpu: the CPU
+ */
+void spool_remove_zst(int dir, unsigned int cpu)
+{
+	char name[32];
+
+	cpu_name(name, sizeof(name), cpu, "zsum");
+	unlinkat(dir, name, 0);
+	cpu_name(name, sizeof(name), cpu, "zst");
+	unlinkat(dir, name, 0);
+}
+
+/**
  * spool_save_frag() - a trailing fragment of a stream that ended mid-page
  * @dir: the trace's spool directory
  * @cpu: the CPU
@@ -698,7 +736,8 @@ int spool_open_cpu(int dir, unsigned int cpu, enum spool_cpu_file kind, int flag
 	char name[32];
 	int fd;
 
-	snprintf(name, sizeof(name), "cpu%u.%s", cpu, kind == SPOOL_CPU_BAD ? "bad" : "pages");
+	snprintf(name, sizeof(name), "cpu%u.%s", cpu,
+		 kind == SPOOL_CPU_BAD ? "bad" : kind == SPOOL_CPU_ZST ? "zst" : "pages");
 	if ((flags & O_ACCMODE) == O_RDONLY)
 		return open_read(dir, name, flags);
 	fd = openat(dir, name, flags | O_NOFOLLOW | O_CLOEXEC, 0644);
@@ -790,6 +829,26 @@ static void load_sync(struct spool_trace *t, int dir)
 	free(text);
 }
 
+static bool load_zsum(int dir, unsigned int cpu, struct spool_zsum *z)
+{
+	unsigned long long raw, file, pages, events, missed, lost;
+	unsigned int subbuf;
+	char name[32], *text;
+	size_t len;
+	int n;
+
+	cpu_name(name, sizeof(name), cpu, "zsum");
+	if (spool_read_file(dir, name, (void **)&text, &len, 4096) < 0)
+		return false;
+	n = sscanf(text, "raw=%llu file=%llu pages=%llu events=%llu missed_pages=%llu lost=%llu "
+		   "subbuf=%u", &raw, &file, &pages, &events, &missed, &lost, &subbuf);
+	free(text);
+	if (n != 7)
+		return false;
+	*z = (struct spool_zsum){ raw, file, pages, events, missed, lost, subbuf };
+	return true;
+}
+
 static bool load_sums(int dir, unsigned int cpu, struct spool_sums *s)
 {
 	unsigned long long l, pages, events, missed, lost;
@@ -849,6 +908,8 @@ static void load_cpu_file(struct spool_trace *t, int dir, unsigned int cpu, cons
 		free(text);
 	} else if (!strcmp(suffix, "sums")) {
 		c->have_sums = load_sums(dir, cpu, &c->sums);
+	} else if (!strcmp(suffix, "zsum")) {
+		c->have_zsum = load_zsum(dir, cpu, &c->zsum);
 	} else if (!strcmp(suffix, "frag")) {
 		if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
 			c->frag_bytes = st.st_size;
@@ -993,7 +1054,7 @@ void spool_trace_free(struct spool_trace *t)
 static const char *const trace_files[] = {
 	"state", "agent", "sync", "meta.bin", "data", "layout", "inplace", "probe",
 };
-static const char *const cpu_suffixes[] = { "pages", "bad", "frag", "stats", "sums" };
+static const char *const cpu_suffixes[] = { "pages", "bad", "frag", "stats", "sums", "zst", "zsum" };
 
 static bool strip_tmp(const char *name, char *base, size_t size)
 {

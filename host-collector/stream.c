@@ -114,6 +114,7 @@ static int open_spool(struct stream *s)
 		ret = spool_data_len(s->data_fd, s->region, s->cpu, &s->data_len);
 		if (ret < 0)
 			return ret;
+		zpre_attach(s);
 		return 0;
 	}
 }
@@ -179,6 +180,7 @@ static int spool_out(struct stream *s, const uint8_t *p, size_t len)
 		len -= n;
 		s->data_len += n;
 	}
+	zpre_publish(s);
 	start_writeback(s);
 	return len ? write_all(s->spool_fd, p, len) : 0;
 }
@@ -201,6 +203,7 @@ void stream_close(struct stream *s)
 
 		spool_save_sums(s->dir, s->cpu, &sums);
 	}
+	zpre_detach(s);
 	if (s->spool_fd >= 0)
 		close(s->spool_fd);
 	if (s->data_fd >= 0)

@@ -3,7 +3,7 @@
  * libFuzzer harness for what the collector takes from a guest: control-port
  * bytes through the session's parser and message handlers (HELLO_REPLY,
  * STATS, META chunks, errors...), and data-port bytes through page ingest.
- * vt-fuzz-sources: host-collector/session.c host-collector/guesttext.c host-collector/stream.c host-collector/spool.c host-collector/attach.c lib/conn.c lib/proto.c lib/pages.c lib/meta.c lib/meta_codec.c lib/tsync-map.c lib/tsync-est.c lib/tsync-timeshift.c lib/tsync-tsc.c lib/tracedat.c
+ * vt-fuzz-sources: host-collector/session.c host-collector/guesttext.c host-collector/stream.c host-collector/zpre.c host-collector/spool.c host-collector/attach.c lib/conn.c lib/proto.c lib/pages.c lib/meta.c lib/meta_codec.c lib/tsync-map.c lib/tsync-est.c lib/tsync-timeshift.c lib/tsync-tsc.c lib/tracedat.c
  * vt-fuzz-libs: -luring -lzstd -lm -I host-collector
  *
  * Input: u16 length of the control part, the control bytes, then the data

@@ -4,8 +4,8 @@
  * hostile) run may leave it, fed to output_finalise(), which writes the
  * trace.dat files, bad-pages/ and manifest.json from it. Every file of the
  * spool is fuzz input: options, a guest's state, agent, sync, meta.bin,
- * layout, data, cpuN.pages/.bad/.frag/.stats/.sums and inplace, and the
- * host's. Nothing may crash, leak or read out of bounds; every file the
+ * layout, data, cpuN.pages/.bad/.frag/.stats/.sums/.zst/.zsum and inplace,
+ * and the host's. Nothing may crash, leak or read out of bounds; every file the
  * finish writes must stay inside the output directory.
  * vt-fuzz-sources: host-collector/output.c host-collector/finish.c host-collector/inplace.c host-collector/manifest.c host-collector/spool.c host-collector/guesttext.c host-collector/sysinfo.c lib/pages.c lib/meta.c lib/meta_codec.c lib/tracedat.c lib/tsync-map.c lib/tsync-est.c lib/tsync-timeshift.c lib/tsync-tsc.c
  * vt-fuzz-libs: -lzstd -lm -lpthread -I host-collector -I /usr/include/traceevent
@@ -45,6 +45,7 @@ static const char *const files[] = {
 	"guest-g/cpu1.sums", "guest-g/inplace",
 	"host/meta.bin", "host/layout", "host/data", "host/cpu0.pages", "host/cpu0.stats",
 	"host/cpu0.sums",
+	"guest-g/cpu0.zst", "guest-g/cpu0.zsum", "guest-g/cpu1.zst", "guest-g/cpu1.zsum",
 };
 #define NR_FILES (sizeof(files) / sizeof(files[0]))
 
