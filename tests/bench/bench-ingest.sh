@@ -6,7 +6,12 @@
 #                same followed by fsync (to compare with the collector's --fsync)
 #   collect      virtio-trace-collect record --sync none against vt-fake-agent --fifo
 #                --external-pages (the protocol only): v7 uncompressed, the same with --fsync,
-#                and v7 zstd (the default)
+#                v7 zstd (the default: compressed while streaming on a core nothing else wants,
+#                and at the end what that did not cover), and v7 zstd --compress-at-end (the
+#                baseline for that: everything compressed at the end)
+#   paced        splice, zstd and zstd --compress-at-end again with producers paced to PACE
+#                bytes/s per CPU (VT_INGEST_PACE, default 200M), so that the host has idle
+#                cores while the pages stream in: what compressing while streaming buys there
 # Every path has the same producers: `splice-copy -p`, one per CPU, reading a file (page cache
 # warm) of the fixture's pages K times and writing one 4 KiB page per write(). For the collector
 # they start once the fake agent has answered START. Figures:
@@ -21,7 +26,8 @@
 # order rotated every repeat; each figure is the median of REPEATS runs with (min-max) beside it.
 # Usage: tests/bench/bench-ingest.sh [-q] [K (default 20000: 560 MiB)] [REPEATS (default 3)]
 #   -q: K=5000, REPEATS=1 (about 10 s)
-# Env: VT_BUILDDIR (default build-bench, else build), TMPDIR.
+# Env: VT_BUILDDIR (default build-bench, else build), TMPDIR, VT_INGEST_PACE (bytes/s per CPU
+# for the paced rows, K and M suffixes; 0 leaves them out).
 echo "bench-ingest: collector FIFO -> trace.dat throughput against cat and splice of the same bytes"
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -31,6 +37,12 @@ QUICK=
 K=${1:-20000}
 REPEATS=${2:-3}
 [ -n "$QUICK" ] && { K=${1:-5000}; REPEATS=${2:-1}; }
+PACE_ARG=${VT_INGEST_PACE:-200M}
+case $PACE_ARG in
+*K) PACE_ARG=$((${PACE_ARG%K} << 10)) ;;
+*M) PACE_ARG=$((${PACE_ARG%M} << 20)) ;;
+esac
+PACE=	# producers' rate in the row being run; empty: as fast as they go
 B=${VT_BUILDDIR:-$REPO/build-bench}
 [ -x "$B/host-collector/virtio-trace-collect" ] || B=$REPO/build
 COLLECT=$B/host-collector/virtio-trace-collect
@@ -88,7 +100,7 @@ baseline() {
 		splice-fsync) "$SPLICE" -s "$WORK/b/f$c" "$WORK/b/o$c" & ;;
 		esac
 		pids="$pids $!"
-		"$SPLICE" -p "$WORK/src$c" "$WORK/b/f$c" &
+		"$SPLICE" -p "$WORK/src$c" "$WORK/b/f$c" ${PACE:+$PACE once} &
 		pids="$pids $!"
 	done
 	wait $pids
@@ -132,7 +144,7 @@ collect() {
 	col=$(pgrep -P $cpid)
 	t1=$(now)
 	for ((c = 0; c < NCPU; c++)); do
-		"$SPLICE" -p "$WORK/src$c" "$d/p/trace-path-cpu$c.out" &
+		"$SPLICE" -p "$WORK/src$c" "$d/p/trace-path-cpu$c.out" ${PACE:+$PACE once} &
 		pids="$pids $!"
 	done
 	wait $pids
@@ -154,21 +166,25 @@ collect() {
 }
 
 declare -A T
-ROWS=(cat splice splice-fsync raw fsync zstd)
+ROWS=(cat splice splice-fsync raw fsync zstd zend)
+[ "$PACE_ARG" != 0 ] && ROWS+=(p-splice p-zstd p-zend)
 sync -f "$WORK"
 for ((r = 0; r < REPEATS; r++)); do
 	for ((i = 0; i < ${#ROWS[@]}; i++)); do
 		v=${ROWS[$(((i + r) % ${#ROWS[@]}))]}
+		PACE=
+		case $v in p-*) PACE=$PACE_ARG ;; esac
 		case $v in
-		cat|splice|splice-fsync)
-			x=$(baseline "$v") || exit 1
+		cat|splice|splice-fsync|p-splice)
+			x=$(baseline "${v#p-}") || exit 1
 			T[$v]+=" $x"
 			continue ;;
 		esac
 		case $v in
 		raw) x=$(collect --no-compress) ;;
 		fsync) x=$(collect --no-compress --fsync) ;;
-		zstd) x=$(collect) ;;
+		zstd|p-zstd) x=$(collect) ;;
+		zend|p-zend) x=$(collect --compress-at-end) ;;
 		esac
 		[ -n "$x" ] || exit 1
 		read -r st fi wa cpu hwm size <<<"$x"
@@ -189,21 +205,22 @@ SPL=$(median <<<"${T[splice]}")
 SPF=$(median <<<"${T[splice-fsync]}")
 echo
 echo "=== ingest: $NCPU CPUs, $((TOTAL >> 20)) MiB through FIFOs (K=$K), median (min-max) of $REPEATS interleaved runs, written files dropped between rows ==="
-printf '%-40s %9s %15s %8s %10s %14s\n' "path" seconds "(min-max)" "GB/s" "x splice" "x splice+fsync"
+printf '%-44s %9s %15s %8s %10s %14s\n' "path" seconds "(min-max)" "GB/s" "x splice" "x splice+fsync"
 # row NAME "TIMES...": median, spread, and the median's throughput and ratios.
 row() {
 	local m
 	m=$(median <<<"$2")
-	printf '%-40s %9s %15s %8s %10s %14s\n' "$1" "$m" "($(spread <<<"$2"))" "$(gbs "$m")" "$(ratio "$m" "$SPL")" "$(ratio "$m" "$SPF")"
+	printf '%-44s %9s %15s %8s %10s %14s\n' "$1" "$m" "($(spread <<<"$2"))" "$(gbs "$m")" "$(ratio "$m" "$SPL")" "$(ratio "$m" "$SPF")"
 }
 row "cat FIFO > file" "${T[cat]}"
 row "splice FIFO -> file" "${T[splice]}"
 row "splice FIFO -> file, then fsync" "${T[splice-fsync]}"
-for v in raw fsync zstd; do
+for v in raw fsync zstd zend; do
 	case $v in
 	raw) name="v7 uncompressed" ;;
 	fsync) name="v7 uncompressed, --fsync" ;;
 	zstd) name="v7 zstd (default)" ;;
+	zend) name="v7 zstd, --compress-at-end" ;;
 	esac
 	for ph in stream e2e; do
 		row "collect $name, $ph" "${T[$v.$ph]}"
@@ -212,7 +229,7 @@ done
 echo
 printf '%-8s %-20s %-20s %-20s %-20s %-20s %9s\n' collector "stream s" "finish s" "wall s" "CPU s (u+s)" "max RSS KiB" "file MiB"
 ms() { printf '%s (%s)' "$(median <<<"$1")" "$(spread <<<"$1")"; }
-for v in raw fsync zstd; do
+for v in raw fsync zstd zend; do
 	printf '%-8s %-20s %-20s %-20s %-20s %-20s %9s\n' "$v" "$(ms "${T[$v.stream]}")" \
 		"$(ms "${T[$v.finish]}")" "$(ms "${T[$v.wall]}")" "$(ms "${T[$v.cpu]}")" \
 		"$(ms "${T[$v.hwm]}")" "$(( ${T[$v.size]} >> 20 ))"
@@ -229,3 +246,22 @@ FSY=$(median <<<"${T[fsync.e2e]}")
 ZE=$(median <<<"${T[zstd.e2e]}")
 echo "  target: collector e2e with the default output (zstd) >= 0.8x splice: $(awk -v a="$ZE" -v b="$SPL" 'BEGIN { print (b / a >= 0.8 ? "met" : "NOT met") }') ($(ratio "$ZE" "$SPL"))"
 echo "  target: collector e2e (uncompressed) >= 0.9x splice: $(awk -v a="$E2E" -v b="$SPL" 'BEGIN { print (b / a >= 0.9 ? "met" : "NOT met") }') ($(ratio "$E2E" "$SPL")); streaming phase alone $(ratio "$STR" "$SPL"); with --fsync $(ratio "$FSY" "$SPF") of splice+fsync"
+ZN=$(median <<<"${T[zend.e2e]}")
+echo "  compressing while streaming: zstd e2e $(ratio "$ZE" "$ZN") of --compress-at-end's (finish $(median <<<"${T[zstd.finish]}") s against $(median <<<"${T[zend.finish]}") s)"
+if [ "$PACE_ARG" != 0 ]; then
+	PSP=$(median <<<"${T[p-splice]}")
+	echo
+	echo "=== paced: producers at $((PACE_ARG >> 20)) MiB/s per CPU (idle cores while streaming), median (min-max) of $REPEATS ==="
+	printf '%-44s %9s %15s %10s %20s\n' "path" "e2e s" "(min-max)" "x splice" "finish s"
+	printf '%-44s %9s %15s %10s %20s\n' "splice FIFO -> file, paced" "$PSP" "($(spread <<<"${T[p-splice]}"))" "1.00x" "-"
+	for v in p-zstd p-zend; do
+		case $v in
+		p-zstd) name="collect v7 zstd (default), paced" ;;
+		p-zend) name="collect v7 zstd, --compress-at-end, paced" ;;
+		esac
+		m=$(median <<<"${T[$v.e2e]}")
+		printf '%-44s %9s %15s %10s %20s\n' "$name" "$m" "($(spread <<<"${T[$v.e2e]}"))" "$(ratio "$m" "$PSP")" "$(ms "${T[$v.finish]}")"
+	done
+	PZ=$(median <<<"${T[p-zstd.e2e]}")
+	echo "  target: e2e with the default output (zstd) >= 0.8x splice, the host having idle cores: $(awk -v a="$PZ" -v b="$PSP" 'BEGIN { print (b / a >= 0.8 ? "met" : "NOT met") }') ($(ratio "$PZ" "$PSP"))"
+fi

@@ -3,7 +3,7 @@
  * splice-copy: the least a host can do with a data port, for bench-ingest.sh.
  *
  *   splice-copy [-s] IN OUT
- *   splice-copy -p FILE FIFO [RATE]
+ *   splice-copy -p FILE FIFO [RATE [once]]
  *
  * Moves everything from IN (a FIFO, or any pipe) to the file OUT with
  * splice(2), never through user memory, until EOF, with the FIFO made as
@@ -17,6 +17,7 @@
  * fed alike. With RATE (bytes per second), FILE is sent over and over, whole
  * pages every 20 ms as the budget allows (vt-fake-agent --rate's cadence),
  * until the reader goes away or a signal ends it: bench-streams.sh's baseline.
+ * With "once", FILE is sent once at RATE: bench-ingest.sh's paced rows.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -34,7 +35,7 @@ static double now_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static int produce_rate(const char *file, const char *fifo, double rate)
+static int produce_rate(const char *file, const char *fifo, double rate, int once)
 {
 	static char buf[1 << 16];
 	struct timespec tick = { 0, 20000000 };
@@ -54,7 +55,7 @@ static int produce_rate(const char *file, const char *fifo, double rate)
 		while ((now_s() - t0) * rate >= sent + 4096) {
 			if (off == len) {
 				len = read(in, buf, sizeof(buf));
-				if (len == 0 && lseek(in, 0, SEEK_SET) == 0)
+				if (len == 0 && !once && lseek(in, 0, SEEK_SET) == 0)
 					len = read(in, buf, sizeof(buf));
 				if (len <= 0)
 					goto out;
@@ -113,14 +114,16 @@ int main(int argc, char **argv)
 	if (argc == 4 && strcmp(argv[1], "-p") == 0)
 		return produce(argv[2], argv[3]);
 	if (argc == 5 && strcmp(argv[1], "-p") == 0)
-		return produce_rate(argv[2], argv[3], strtod(argv[4], NULL));
+		return produce_rate(argv[2], argv[3], strtod(argv[4], NULL), 0);
+	if (argc == 6 && strcmp(argv[1], "-p") == 0 && strcmp(argv[5], "once") == 0)
+		return produce_rate(argv[2], argv[3], strtod(argv[4], NULL), 1);
 	if (argc == 4 && strcmp(argv[1], "-s") == 0) {
 		sync = 1;
 		argv++;
 		argc--;
 	}
 	if (argc != 3) {
-		fprintf(stderr, "usage: splice-copy [-s] IN OUT | splice-copy -p FILE FIFO [RATE]\n");
+		fprintf(stderr, "usage: splice-copy [-s] IN OUT | splice-copy -p FILE FIFO [RATE [once]]\n");
 		return 2;
 	}
 	in = open(argv[1], O_RDONLY | O_CLOEXEC);
