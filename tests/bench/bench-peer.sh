@@ -41,7 +41,8 @@
 # markers per CPU, default 60000), VT_PEER_SECS (paced seconds, default 4), VT_PEER_IDLE
 # (footprint seconds, default 10), VT_PEER_MODES (default "tc-tcp tc-fifo ours ours-nosync";
 # also ours-pN: --sync-probes N; ours-bpN: buffer_percent N; ours-base: the collector
-# VT_PEER_BASE_COLLECT, e.g. another commit's build, against this one), VT_PEER_HOLD=SECS (keep the booted guest for debugging),
+# VT_PEER_BASE_COLLECT, e.g. another commit's build, against this one; ours-top: --top-level,
+# the guest's top-level buffer as trace-cmd records it, no private instance made and removed), VT_PEER_HOLD=SECS (keep the booted guest for debugging),
 # VT_KEEP=1.
 echo "bench-peer: trace-cmd agent (TCP, virtio-serial FIFO) against virtio-trace in one TCG guest boot"
 set -uo pipefail
@@ -218,6 +219,7 @@ session() {
 	d=$(mktemp -d "$WORK/s-$mode.XXXX")
 	mkdir -p "$d"
 	case $mode in
+	ours-top) inst=- comms="trace-agent ksoftirqd/*" ;;
 	ours*) inst=virtio-trace comms="trace-agent ksoftirqd/*" ;;
 	*) inst=- comms="trace-cmd ksoftirqd/*" ;;
 	esac
@@ -231,8 +233,10 @@ session() {
 		local bp= collect=$COLLECT
 		[[ $mode == ours-bp[0-9]* ]] && bp=${mode#ours-bp}
 		[ $mode = ours-base ] && collect=$VT_PEER_BASE_COLLECT
+		local top=()
+		[ $mode = ours-top ] && top=(--top-level)
 		/usr/bin/time -f '%U %S' -o "$d/time" "$collect" record --chardev-dir "$P" --name peer \
-			"${EVENTS[@]}" --buffer-size $BUF "${sync[@]}" -o "$d/out" -q -- \
+			"${EVENTS[@]}" --buffer-size $BUF "${sync[@]}" "${top[@]}" -o "$d/out" -q -- \
 			"$WORK/load.sh" "$inst" "$n" "$rate" "$d" "$comms" $bp >"$d/rec.log" 2>&1
 		rc=$?
 		file=$d/out/guest-peer.dat ;;
