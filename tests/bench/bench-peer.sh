@@ -381,7 +381,9 @@ vt_check_console "$VT_RUNDIR/console.log" >"$WORK/console.check" 2>&1 ||
 	{ echo "$ME: guest console:"; sed 's/^/  /' "$WORK/console.check" | head -20; }
 
 # The table.
-awk -v quick=$QUICK -v modelist="${MODES[*]}" -v c_tcp="${CEIL[tc-tcp]:-}" -v c_fifo="${CEIL[tc-fifo]:-}" -v c_ours="${CEIL[ours]:-}" '
+CEILS=
+for mode in "${!CEIL[@]}"; do CEILS+=" $mode=${CEIL[$mode]}"; done
+awk -v quick=$QUICK -v modelist="${MODES[*]}" -v ceils="$CEILS" '
 function med(list,   n, a, i, j, t) {
 	n = split(list, a, " ")
 	for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
@@ -423,19 +425,31 @@ END {
 			cell(S[key, "su"], "%.2f"), cell(S[key, "td"], "%.2f"), bad[key] ? "NO: " bad[key] " of " runs[key] " failed" : "yes"
 	}
 	printf "\n=== ratios ours / trace-cmd (medians; theirs = the better of its two modes where noted) ===\n"
-	for (l = 1; l <= n; l++) {
-		o = loads[l] SUBSEP "ours"; t = loads[l] SUBSEP "tc-tcp"; f = loads[l] SUBSEP "tc-fifo"
-		if (!runs[o] || !runs[f] || !runs[t]) continue
-		go = med(S[o, "g"]); gt = med(S[t, "g"]); gf = med(S[f, "g"]); gb = gt < gf ? gt : gf
-		so = med(S[o, "gs"]); st = med(S[t, "gs"]); sf = med(S[f, "gs"]); sb = st < sf ? st : sf
-		r1 = div(med(S[o, "mbs"]), med(S[f, "mbs"])); r2 = div(med(S[o, "mbs"]), med(S[t, "mbs"]))
+	# Every ours* mode against the trace-cmd fifo mode, and the tcp mode where it ran too.
+	for (l = 1; l <= n; l++) for (m = 1; m <= nm; m++) {
+		if (modes[m] !~ /^ours/) continue
+		o = loads[l] SUBSEP modes[m]; t = loads[l] SUBSEP "tc-tcp"; f = loads[l] SUBSEP "tc-fifo"
+		if (!runs[o] || !runs[f]) continue
+		go = med(S[o, "g"]); gf = med(S[f, "g"]); gb = gf
+		so = med(S[o, "gs"]); sf = med(S[f, "gs"]); sb = sf
+		if (runs[t]) {
+			gt = med(S[t, "g"]); st = med(S[t, "gs"])
+			gb = gt < gf ? gt : gf; sb = st < sf ? st : sf
+		}
+		r1 = div(med(S[o, "mbs"]), med(S[f, "mbs"]))
+		r2 = runs[t] ? sprintf("%.2fx (tcp)", div(med(S[o, "mbs"]), med(S[t, "mbs"]))) : "- (tcp not run)"
 		r3 = div(go, gb); r4 = div(med(S[o, "h"]), med(S[f, "h"])); r5 = div(med(S[o, "hs"]), med(S[f, "hs"]))
-		printf "%-6s MB/s %.2fx (fifo) %.2fx (tcp); guest CPU/MB %.2fx of the better, %.2fx streaming (target <= 0.5x); host CPU/MB %.2fx (fifo); whole-session host CPU %.2fx of the fifo recorder (target <= 1x); setup %.2f s, teardown %.2f s (targets <= 0.5 s; trace-cmd fifo %.2f / %.2f)\n", loads[l],
+		printf "%-6s %-9s MB/s %.2fx (fifo) %s; guest CPU/MB %.2fx of the better, %.2fx streaming (target <= 0.5x); host CPU/MB %.2fx (fifo); whole-session host CPU %.2fx of the fifo recorder (target <= 1x); setup %.2f s, teardown %.2f s (targets <= 0.5 s; trace-cmd fifo %.2f / %.2f)\n", loads[l], modes[m],
 			r1, r2, r3, div(so, sb), r4, r5, med(S[o, "su"]), med(S[o, "td"]), med(S[f, "su"]), med(S[f, "td"])
 	}
 	if (!quick) {
-		best = (c_tcp + 0 > c_fifo + 0) ? c_tcp : c_fifo
-		printf "lossless paced ceiling, markers/s per CPU (1 KiB): tc-tcp %s, tc-fifo %s, ours %s: %.2fx of the better (target >= 2x)\n", c_tcp, c_fifo, c_ours, div(c_ours, best)
+		nc = split(ceils, cs, " ")
+		for (i = 1; i <= nc; i++) { k = index(cs[i], "="); C[substr(cs[i], 1, k - 1)] = substr(cs[i], k + 1) }
+		best = (C["tc-tcp"] + 0 > C["tc-fifo"] + 0) ? C["tc-tcp"] : C["tc-fifo"]
+		for (m = 1; m <= nm; m++) {
+			if (modes[m] !~ /^ours/ || !(modes[m] in C)) continue
+			printf "lossless paced ceiling, markers/s per CPU (1 KiB): tc-tcp %s, tc-fifo %s, %s %s: %.2fx of the better (target >= 2x)\n", C["tc-tcp"], C["tc-fifo"], modes[m], C[modes[m]], div(C[modes[m]], best)
+		}
 	}
 }' "$ROWS" | tee "$WORK/table.txt"
 
