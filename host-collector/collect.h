@@ -28,7 +28,6 @@
 #include "vt_meta.h"
 #include "vt_pages.h"
 #include "vt_proto.h"
-#include "vt_tracedat.h"
 #include "vt_tsync.h"
 
 #define COLLECT_MAX_GUESTS	64
@@ -97,25 +96,33 @@ struct stream_budget {
 
 enum stream_ev { STREAM_EV_ERROR, STREAM_EV_EOF, STREAM_EV_LIMIT };
 
+/*
+ * What cpuN.zst holds (zpre.c): the region's first @raw bytes (@pages pages
+ * of @subbuf bytes, with @events, @missed_pages, @lost) as @file bytes of
+ * zstd chunks.
+ */
+struct spool_zsum {
+	uint64_t raw, file, pages, events, missed_pages, lost;
+	uint32_t subbuf;
+};
+
 /**
  * struct zpre_stream - a stream's compression ahead (zpre.c)
  * @fd: cpuN.zst, -1 when not compressed ahead
  * @avail: region bytes written (the engine stores, the thread loads)
  * @woke: @avail when the thread was last woken for this stream
- * @raw: region bytes compressed; @file: bytes of cpuN.zst; @pages: in @raw
- * @add: events, missed and lost counts of those pages
+ * @sum: what cpuN.zst holds so far (@pages and @subbuf filled at the detach)
  * @on: attached; @busy: the thread is on it; @closing: being detached;
- *	@failed: stopped at @raw (the finish does the rest)
+ *	@failed: stopped at @sum.raw (the finish does the rest)
  *
- * The thread alone writes @raw, @file, @pages and @add while @busy; the
- * detach reads them after @busy is clear, under the lock.
+ * The thread alone writes @sum while @busy; the detach reads it after @busy
+ * is clear, under the lock.
  */
 struct zpre_stream {
 	int fd;
 	atomic_uint_fast64_t avail;
 	uint64_t woke;
-	uint64_t raw, file, pages;
-	struct vt_tracedat_stats add;
+	struct spool_zsum sum;
 	bool on, busy, closing, failed;
 };
 
@@ -174,6 +181,7 @@ int stream_init(struct stream *s, int fd, const char *label, unsigned int cpu,
 void stream_close(struct stream *s);
 int stream_ingest(struct stream *s, const uint8_t *data, size_t len);
 int stream_finish(struct stream *s);
+int stream_write_all(int fd, const void *buf, size_t len);
 bool stream_budget_take(struct stream_budget *b, uint64_t len, uint64_t *what);
 void stream_notify(struct stream *s, enum stream_ev ev, int err);
 
@@ -500,16 +508,6 @@ bool hostrec_drained(const struct hostrec *h);
 /* What ingest counted of a CPU's region (cpuN.sums). */
 struct spool_sums {
 	uint64_t len, pages, events, missed_pages, lost;
-};
-
-/*
- * What cpuN.zst holds (zpre.c): the region's first @raw bytes (@pages pages
- * of @subbuf bytes, with @events, @missed_pages, @lost) as @file bytes of
- * zstd chunks.
- */
-struct spool_zsum {
-	uint64_t raw, file, pages, events, missed_pages, lost;
-	uint32_t subbuf;
 };
 
 /**

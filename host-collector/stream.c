@@ -40,7 +40,15 @@
 
 #define WRITEBACK_STEP	(8u << 20)
 
-static int write_all(int fd, const void *buf, size_t len)
+/**
+ * stream_write_all() - write all of @buf to @fd (retrying short writes and EINTR)
+ * @fd: the file
+ * @buf: the bytes
+ * @len: how many
+ *
+ * Return: 0 or -errno (-EIO when the file takes nothing).
+ */
+int stream_write_all(int fd, const void *buf, size_t len)
 {
 	const uint8_t *p = buf;
 
@@ -182,7 +190,7 @@ static int spool_out(struct stream *s, const uint8_t *p, size_t len)
 	}
 	zpre_publish(s);
 	start_writeback(s);
-	return len ? write_all(s->spool_fd, p, len) : 0;
+	return len ? stream_write_all(s->spool_fd, p, len) : 0;
 }
 
 /**
@@ -238,7 +246,7 @@ static int keep_aside(struct stream *s, const uint8_t *page, const char *why)
 			return s->bad_fd;
 	}
 	s->bad_kept++;
-	return write_all(s->bad_fd, page, s->subbuf);
+	return stream_write_all(s->bad_fd, page, s->subbuf);
 }
 
 /**

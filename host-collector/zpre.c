@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "collect.h"
+#include "vt_tracedat.h"
 
 struct zpre {
 	pthread_mutex_t lock;
@@ -55,7 +56,7 @@ static struct stream *pick(struct zpre *z, size_t chunk)
 		struct stream *s = z->streams[(z->next + i) % z->nr];
 
 		if (!s->zp.closing && !s->zp.failed &&
-		    atomic_load(&s->zp.avail) - s->zp.raw >= chunk) {
+		    atomic_load(&s->zp.avail) - s->zp.sum.raw >= chunk) {
 			z->next = (z->next + i + 1) % z->nr;
 			return s;
 		}
@@ -66,11 +67,12 @@ static struct stream *pick(struct zpre *z, size_t chunk)
 /* One chunk of @s: read back, counted, compressed, appended. */
 static int one_chunk(struct zpre *z, struct stream *s, size_t chunk)
 {
-	uint64_t off = (uint64_t)s->cpu * s->region + s->zp.raw;
-	struct zpre_stream *q = &s->zp;
+	struct spool_zsum *sum = &s->zp.sum;
+	uint64_t off = (uint64_t)s->cpu * s->region + sum->raw;
 	const uint8_t *out;
 	size_t have = 0, i;
 	ssize_t n;
+	int ret;
 
 	while (have < chunk) {
 		n = pread(s->data_fd, z->in + have, chunk - have, off + have);
@@ -87,25 +89,18 @@ static int one_chunk(struct zpre *z, struct stream *s, size_t chunk)
 		/* The region holds only pages that passed this check at ingest. */
 		if (vt_page_validate(&s->fmt, z->in + i, s->subbuf, &info, &events, NULL, NULL) < 0)
 			return -EBADMSG;
-		q->add.events += events;
-		q->add.missed_pages += info.missed;
-		q->add.lost_events += info.missed_events;
+		sum->events += events;
+		sum->missed_pages += info.missed;
+		sum->lost += info.missed_events;
 	}
 	n = vt_tdchunker_encode(z->ck, z->in, chunk, &out);
 	if (n < 0)
 		return n;
-	for (i = 0; i < (size_t)n;) {
-		ssize_t w = write(q->fd, out + i, n - i);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return w < 0 ? -errno : -EIO;
-		i += w;
-	}
-	q->file += n;
-	q->raw += chunk;
-	q->pages += chunk / s->subbuf;
+	ret = stream_write_all(s->zp.fd, out, n);
+	if (ret < 0)
+		return ret;
+	sum->file += n;
+	sum->raw += chunk;
 	return 0;
 }
 
@@ -150,7 +145,7 @@ static void *zpre_thread(void *arg)
 		if (ret < 0) {
 			/* What is compressed stays valid; the finish does the rest. */
 			log_debug("%s: compression ahead stops at %llu bytes: %s", s->label,
-				  (unsigned long long)s->zp.raw, strerror(-ret));
+				  (unsigned long long)s->zp.sum.raw, strerror(-ret));
 			s->zp.failed = true;
 		}
 		pthread_cond_broadcast(&z->idle);
@@ -297,8 +292,8 @@ void zpre_publish(struct stream *s)
  */
 void zpre_detach(struct stream *s)
 {
+	struct spool_zsum *sum = &s->zp.sum;
 	struct zpre *z = zp;
-	struct spool_zsum sum;
 	unsigned int i;
 
 	if (!z || !s->zp.on)
@@ -315,16 +310,13 @@ void zpre_detach(struct stream *s)
 	}
 	z->next = 0;
 	pthread_mutex_unlock(&z->lock);
-	sum = (struct spool_zsum){
-		.raw = s->zp.raw, .file = s->zp.file, .pages = s->zp.pages,
-		.events = s->zp.add.events, .missed_pages = s->zp.add.missed_pages,
-		.lost = s->zp.add.lost_events, .subbuf = s->subbuf,
-	};
-	if (!sum.raw || spool_save_zsum(s->dir, s->cpu, &sum) < 0)
+	sum->pages = sum->raw / s->subbuf;
+	sum->subbuf = s->subbuf;
+	if (!sum->raw || spool_save_zsum(s->dir, s->cpu, sum) < 0)
 		spool_remove_zst(s->dir, s->cpu);
 	close(s->zp.fd);
 	s->zp.fd = -1;
 	s->zp.on = false;
 	log_debug("%s: %llu of %llu region bytes compressed while streaming", s->label,
-		  (unsigned long long)sum.raw, (unsigned long long)s->data_len);
+		  (unsigned long long)sum->raw, (unsigned long long)s->data_len);
 }
