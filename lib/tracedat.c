@@ -1300,6 +1300,7 @@ static int copy_in(struct vt_tracedat *w, int fd, uint64_t len)
 	loff_t in = 0, out = w->pos;
 	uint64_t left = len;
 	ssize_t n;
+	int ret;
 
 	while (left) {
 		n = copy_file_range(fd, &in, w->fd, &out, left, 0);
@@ -1320,8 +1321,9 @@ static int copy_in(struct vt_tracedat *w, int fd, uint64_t len)
 			continue;
 		if (n <= 0)
 			return n < 0 ? -errno : -EIO;
-		if (td_pwrite(w, w->chunk, n, out) < 0)
-			return -EIO;
+		ret = td_pwrite(w, w->chunk, n, out);
+		if (ret < 0)
+			return ret;
 		in += n;
 		out += n;
 		left -= n;
