@@ -410,23 +410,30 @@ static void finish_stop(struct agent *a)
 
 /*
  * META chunks as the bytes come: filled up to VT_PROTO_META_CHUNK_MAX, then
- * sent. @total is the whole length, announced in every chunk.
+ * sent once more bytes follow, so the last chunk is never empty. @total is
+ * the whole length, announced in every chunk; or, for an open bundle,
+ * VT_PROTO_META_OPEN in every chunk but the last, and no more than @max bytes.
  */
 struct chunker {
 	struct agent *a;
-	uint64_t total, off;
+	uint64_t total, off, max;
 	size_t fill;
+	bool open, broken;	/* broken: a send failed, nobody hears an ERROR */
+	bool over;		/* an open bundle went over @max */
 	uint8_t buf[VT_PROTO_META_CHUNK_MAX];
 };
 
-static int chunk_flush(struct chunker *ch)
+static int chunk_flush(struct chunker *ch, bool last)
 {
 	struct vt_proto_meta_chunk c = { .total = ch->total, .offset = ch->off, .data = ch->buf,
 					 .len = ch->fill };
 	struct agent *a = ch->a;
 	int ret;
 
+	if (ch->open)
+		c.total = last ? ch->off + ch->fill : VT_PROTO_META_OPEN;
 	ret = send_frame(a, vt_proto_enc_meta(frame(a), VT_PROTO_FRAME_MAX, next_seq(a), &c));
+	ch->broken = ret < 0;
 	ch->off += ch->fill;
 	ch->fill = 0;
 	return ret;
@@ -437,31 +444,38 @@ static int chunk_emit(void *ctx, const void *data, size_t len)
 	struct chunker *ch = ctx;
 	const uint8_t *p = data;
 
+	if (ch->open && len > ch->max - ch->off - ch->fill) {
+		ch->over = true;
+		return -EFBIG;
+	}
 	while (len) {
 		size_t n = sizeof(ch->buf) - ch->fill;
 		int ret;
 
+		if (!n) {
+			ret = chunk_flush(ch, false);
+			if (ret < 0)
+				return ret;
+			n = sizeof(ch->buf);
+		}
 		if (n > len)
 			n = len;
 		memcpy(ch->buf + ch->fill, p, n);
 		ch->fill += n;
 		p += n;
 		len -= n;
-		if (ch->fill == sizeof(ch->buf) && ch->off + ch->fill < ch->total) {
-			ret = chunk_flush(ch);
-			if (ret < 0)
-				return ret;
-		}
 	}
 	return 0;
 }
 
-static struct chunker *chunker_new(struct agent *a, uint64_t total)
+/* @total: the blob's length, or VT_PROTO_META_OPEN with at most @max bytes to come. */
+static struct chunker *chunker_new(struct agent *a, uint64_t total, uint64_t max)
 {
 	struct chunker *ch = malloc(sizeof(*ch));
 
 	if (ch)
-		*ch = (struct chunker){ .a = a, .total = total };
+		*ch = (struct chunker){ .a = a, .total = total, .max = max,
+					.open = total == VT_PROTO_META_OPEN };
 	return ch;
 }
 
@@ -469,7 +483,7 @@ static struct chunker *chunker_new(struct agent *a, uint64_t total)
 static int chunker_end(struct chunker *ch, int ret)
 {
 	if (ret >= 0)
-		ret = chunk_flush(ch);
+		ret = chunk_flush(ch, true);
 	free(ch);
 	return ret;
 }
@@ -495,7 +509,9 @@ static int too_big(struct agent *a, uint32_t ref, uint64_t len, uint64_t max_tot
 /*
  * META: the bundle is encoded as it is sent, straight from what
  * vt_meta_load() read; kallsyms (4 MB on a Debian kernel) is never copied
- * whole.
+ * whole. Asked with META_REQ_OPEN, the agent does not even hold it whole: it
+ * goes out in pieces as /proc/kallsyms is read, and the bundle's length is
+ * announced in its last chunk.
  */
 static int send_meta(struct agent *a, uint32_t ref, uint64_t max_total, uint32_t req_flags)
 {
@@ -503,8 +519,8 @@ static int send_meta(struct agent *a, uint32_t ref, uint64_t max_total, uint32_t
 	uint64_t kallsyms_at = 0;
 	struct chunker *ch;
 	struct vt_meta m;
+	int ret, kfd = -1;
 	size_t len;
-	int ret;
 
 	ret = ensure_buffer(a);
 	if (ret < 0)
@@ -520,11 +536,43 @@ static int send_meta(struct agent *a, uint32_t ref, uint64_t max_total, uint32_t
 		else
 			kallsyms_at = mods;
 	}
+	if (!(flags & VT_META_NO_KALLSYMS) && (req_flags & VT_PROTO_META_REQ_OPEN)) {
+		kfd = open("/proc/kallsyms", O_RDONLY | O_CLOEXEC);
+		if (kfd < 0 && errno != ENOENT)
+			return reply_err(a, ref, errno, "cannot open /proc/kallsyms");
+		flags |= VT_META_NO_KALLSYMS;
+	}
 	ret = vt_meta_load(&m, a->t.root, a->t.instance, flags);
-	if (ret < 0)
+	if (ret < 0) {
+		if (kfd >= 0)
+			close(kfd);
 		return reply_err(a, ref, ret, "cannot read the metadata from %s", a->t.root);
+	}
+	if (kfd >= 0) {
+		ch = chunker_new(a, VT_PROTO_META_OPEN, max_total);
+		ret = ch ? vt_meta_encode_fd(&m, kfd, chunk_emit, ch, NULL) : -ENOMEM;
+		close(kfd);
+		if (ret == 0) {
+			ret = chunker_end(ch, 0);
+			if (ret >= 0) {
+				a->kallsyms_sent = true;
+				a->kallsyms_modules = kallsyms_at;
+			}
+		} else {
+			/* Chunks may have gone: the ERROR tells the host to drop them. */
+			if (ch && ch->over)
+				ret = reply_err(a, ref, EFBIG, "metadata is over the %llu bytes asked for",
+						(unsigned long long)max_total);
+			else if (!(ch && ch->broken))
+				ret = reply_err(a, ref, ret, "cannot send the metadata with /proc/kallsyms");
+			free(ch);
+		}
+		vt_meta_free(&m);
+		give_back();
+		return ret;
+	}
 	ret = vt_meta_encode_to(&m, NULL, NULL, &len);
-	ch = ret < 0 || len > max_total ? NULL : chunker_new(a, len);
+	ch = ret < 0 || len > max_total ? NULL : chunker_new(a, len, len);
 	if (ret == 0 && len > max_total) {
 		ret = too_big(a, ref, len, max_total);
 	} else if (ret < 0 || !ch) {
@@ -551,7 +599,7 @@ static int send_chunks(struct agent *a, uint32_t ref, void *blob, size_t len, ui
 		free(blob);
 		return too_big(a, ref, len, max_total);
 	}
-	ch = chunker_new(a, len);
+	ch = chunker_new(a, len, len);
 	ret = ch ? chunker_end(ch, chunk_emit(ch, blob, len)) : reply_err(a, ref, ENOMEM, "out of memory");
 	free(blob);
 	give_back();
@@ -755,7 +803,7 @@ static int handle_config(struct agent *a, const struct vt_proto_msg *msg)
 static uint64_t capabilities(struct agent *a)
 {
 	uint64_t caps = VT_PROTO_CAP_META | VT_PROTO_CAP_INSTANCES | VT_PROTO_CAP_LASTBOOT |
-			VT_PROTO_CAP_META_FLAGS;
+			VT_PROTO_CAP_META_FLAGS | VT_PROTO_CAP_META_OPEN;
 	struct tracing probe = a->t;
 	char path[PATH_MAX];
 

@@ -370,7 +370,12 @@ static void got_meta(struct guest *g, const struct vt_proto_msg *m)
 		return;
 	}
 	r = vt_proto_meta_rx_add(&g->meta_rx, &c);
-	if (r == -EFBIG)
+	if (r == -EFBIG && c.total == VT_PROTO_META_OPEN)
+		session_fail(g, "its open metadata bundle passed the %llu-byte limit at %llu bytes%s",
+			     (unsigned long long)g->meta_rx.limit,
+			     (unsigned long long)(c.offset + c.len),
+			     g->meta_rx.limit < META_LIMIT ? " (what --max-size leaves)" : "");
+	else if (r == -EFBIG)
 		session_fail(g, "metadata of %llu bytes is over the %llu-byte limit%s",
 			     (unsigned long long)c.total, (unsigned long long)g->meta_rx.limit,
 			     g->meta_rx.limit < META_LIMIT ? " (what --max-size leaves)" : "");
@@ -779,6 +784,10 @@ static void fetch_meta(struct guest *g, uint32_t flags, void (*done)(struct gues
 	vt_proto_meta_rx_init(&g->meta_rx, limit);
 	g->meta_done = done;
 	g->meta_req_flags = flags;
+	/* An agent that can send kallsyms as it reads it never holds it whole. */
+	if ((g->caps & (VT_PROTO_CAP_META_FLAGS | VT_PROTO_CAP_META_OPEN)) ==
+	    (VT_PROTO_CAP_META_FLAGS | VT_PROTO_CAP_META_OPEN))
+		flags |= VT_PROTO_META_REQ_OPEN;
 	request(g, vt_proto_enc_meta_req_flags(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX,
 					       vt_conn_next_seq(g->conn), limit, flags),
 		VT_PROTO_META, meta_received);

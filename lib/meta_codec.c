@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <stdbool.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,6 +39,7 @@ enum meta_tag {
 	TAG_SUBBUF_SIZE,	/* u32 */
 	TAG_IOMMU_GROUPS,	/* optional; older decoders skip it */
 	TAG_PCI_DEVICES,	/* optional; older decoders skip it */
+	TAG_KALLSYMS_PART,	/* kallsyms in pieces, concatenated in order (instead of TAG_KALLSYMS) */
 	TAG_MAX
 };
 
@@ -150,7 +152,52 @@ static int put_system(struct wbuf *w, const char *sys, const struct vt_meta_syst
 	return 0;
 }
 
-static int encode(const struct vt_meta *m, struct wbuf *w)
+/* How much of kallsyms one TAG_KALLSYMS_PART carries when read from a file. */
+#define KALLSYMS_PIECE	(64u << 10)
+
+/* kallsyms read from @fd as it goes, one TAG_KALLSYMS_PART per piece. */
+static int put_pieces(struct wbuf *w, int fd)
+{
+	uint64_t total = 0;
+	bool eof = false;
+	uint8_t *buf;
+	int ret = 0;
+
+	buf = malloc(KALLSYMS_PIECE);
+	if (!buf)
+		return -ENOMEM;
+	while (!eof && ret == 0) {
+		size_t fill = 0;
+
+		while (fill < KALLSYMS_PIECE) {
+			ssize_t n = read(fd, buf + fill, KALLSYMS_PIECE - fill);
+
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0) {
+				ret = -errno;
+				break;
+			}
+			if (n == 0) {
+				eof = true;
+				break;
+			}
+			fill += n;
+		}
+		if (ret < 0 || !fill)
+			break;
+		total += fill;
+		if (total > VT_META_MAX_BLOB)
+			ret = -EFBIG;
+		else
+			ret = put_rec(w, TAG_KALLSYMS_PART, buf, fill, NULL, 0, NULL, 0);
+	}
+	free(buf);
+	return ret;
+}
+
+/* @kfd: when not negative, kallsyms comes from it in pieces (@m has none). */
+static int encode(const struct vt_meta *m, struct wbuf *w, int kfd)
 {
 	uint8_t hdr[META_HDR];
 	uint32_t i;
@@ -172,7 +219,7 @@ static int encode(const struct vt_meta *m, struct wbuf *w)
 		if (ret < 0)
 			return ret;
 	}
-	if ((ret = put_blob(w, TAG_KALLSYMS, &m->kallsyms)) < 0 ||
+	if ((ret = kfd >= 0 ? put_pieces(w, kfd) : put_blob(w, TAG_KALLSYMS, &m->kallsyms)) < 0 ||
 	    (ret = put_blob(w, TAG_PRINTK_FORMATS, &m->printk_formats)) < 0 ||
 	    (ret = put_blob(w, TAG_SAVED_CMDLINES, &m->saved_cmdlines)) < 0 ||
 	    (ret = put_blob(w, TAG_SAVED_TGIDS, &m->saved_tgids)) < 0 ||
@@ -201,7 +248,7 @@ int vt_meta_encode(const struct vt_meta *m, void **buf, size_t *len)
 	struct wbuf w = { 0 };
 	int ret;
 
-	ret = encode(m, &w);
+	ret = encode(m, &w, -1);
 	if (ret < 0) {
 		free(w.p);
 		return ret;
@@ -237,14 +284,45 @@ int vt_meta_encode_to(const struct vt_meta *m, int (*emit)(void *ctx, const void
 	struct wbuf w = { .emit = count_only };
 	int ret;
 
-	ret = encode(m, &w);
+	ret = encode(m, &w, -1);
 	if (ret < 0 || !emit) {
 		if (ret == 0 && len)
 			*len = w.len;
 		return ret;
 	}
 	w = (struct wbuf){ .emit = emit, .ctx = ctx };
-	ret = encode(m, &w);
+	ret = encode(m, &w, -1);
+	if (ret == 0 && len)
+		*len = w.len;
+	return ret;
+}
+
+/**
+ * vt_meta_encode_fd() - serialise a bundle piece by piece, kallsyms from a file
+ * @m: the bundle, without kallsyms
+ * @kfd: /proc/kallsyms (or a file like it), read to its end as the encoding
+ *	goes, at most VT_META_MAX_BLOB
+ * @emit: called with each piece in order, as for vt_meta_encode_to()
+ * @ctx: for @emit
+ * @len: when not NULL, set to the whole encoding's length
+ *
+ * The bundle's length is known only at its end, and kallsyms is never held
+ * whole: it goes out in TAG_KALLSYMS_PART records of up to 64 KiB, which
+ * vt_meta_decode() joins again.
+ *
+ * Return: 0, @emit's error, the read's error, -EINVAL when @m has kallsyms,
+ * -EFBIG when the file is over VT_META_MAX_BLOB, -E2BIG when the encoding
+ * is over VT_META_MAX_TOTAL, -ENOMEM. On error, part may have been emitted.
+ */
+int vt_meta_encode_fd(const struct vt_meta *m, int kfd,
+		      int (*emit)(void *ctx, const void *data, size_t len), void *ctx, size_t *len)
+{
+	struct wbuf w = { .emit = emit, .ctx = ctx };
+	int ret;
+
+	if (kfd < 0 || !emit || m->kallsyms.data)
+		return -EINVAL;
+	ret = encode(m, &w, kfd);
 	if (ret == 0 && len)
 		*len = w.len;
 	return ret;
@@ -279,6 +357,35 @@ static int take_blob(struct vt_blob *b, const uint8_t *p, uint32_t len, uint32_t
 	memcpy(b->data, p, len);
 	b->data[len] = '\0';
 	b->len = len;
+	return 0;
+}
+
+/* A TAG_KALLSYMS_PART: appended to what the earlier pieces gave. */
+static int take_piece(struct vt_blob *b, size_t *cap, const uint8_t *p, uint32_t len)
+{
+	size_t ncap;
+	char *data;
+
+	/* Never empty, and never after a whole TAG_KALLSYMS. */
+	if (!len || (b->data && !*cap))
+		return -EBADMSG;
+	if (len > VT_META_MAX_BLOB - b->len)
+		return -EMSGSIZE;
+	if (b->len + len + 1 > *cap) {
+		ncap = *cap ? *cap : KALLSYMS_PIECE * 2;
+		while (ncap < b->len + len + 1)
+			ncap *= 2;
+		if (ncap > (size_t)VT_META_MAX_BLOB + 1)
+			ncap = (size_t)VT_META_MAX_BLOB + 1;
+		data = realloc(b->data, ncap);
+		if (!data)
+			return -ENOMEM;
+		b->data = data;
+		*cap = ncap;
+	}
+	memcpy(b->data + b->len, p, len);
+	b->len += len;
+	b->data[b->len] = '\0';
 	return 0;
 }
 
@@ -333,6 +440,7 @@ int vt_meta_decode(struct vt_meta *m, const void *buf, size_t len)
 	struct vt_page_fmt fmt;
 	uint32_t nr_events = 0;
 	bool seen_cpus = false, seen_subbuf = false, ended = false;
+	size_t kallsyms_cap = 0;	/* not 0 once kallsyms came in pieces */
 	int ret = 0;
 
 	memset(m, 0, sizeof(*m));
@@ -375,6 +483,9 @@ int vt_meta_decode(struct vt_meta *m, const void *buf, size_t len)
 			break;
 		case TAG_KALLSYMS:
 			ret = take_blob(&m->kallsyms, p, rlen, VT_META_MAX_BLOB);
+			break;
+		case TAG_KALLSYMS_PART:
+			ret = take_piece(&m->kallsyms, &kallsyms_cap, p, rlen);
 			break;
 		case TAG_PRINTK_FORMATS:
 			ret = take_blob(&m->printk_formats, p, rlen, VT_META_MAX_BLOB);

@@ -1262,6 +1262,9 @@ int vt_proto_dec_meta_req(const struct vt_proto_msg *msg, uint64_t *max_total)
 
 static bool meta_ok(uint64_t total, uint64_t offset, uint64_t len)
 {
+	/* An open chunk: not empty, and inside the largest total there is. */
+	if (total == VT_PROTO_META_OPEN)
+		return len && offset <= VT_PROTO_META_MAX_TOTAL && len <= VT_PROTO_META_MAX_TOTAL - offset;
 	if (total > VT_PROTO_META_MAX_TOTAL || offset > total || len > total - offset)
 		return false;
 	return len || total == 0;
@@ -1347,11 +1350,15 @@ void vt_proto_meta_rx_init(struct vt_proto_meta_rx *rx, uint64_t limit)
  * @chunk: from vt_proto_dec_meta()
  *
  * Memory grows with the data received, never with the total a peer announces.
+ * An open blob (chunks of total VT_PROTO_META_OPEN, then one whose total is
+ * its offset + length) is held to the same limit as it grows.
  * After an error the transfer is broken: release @rx (and tell the peer).
  *
  * Return: 1 when the blob is complete (@rx->data, @rx->len), 0 when more
- * chunks are due; -EFBIG if the announced total exceeds the limit; -EPROTO for
- * a chunk out of order, a changed total or a chunk after the end; -ENOMEM.
+ * chunks are due; -EFBIG if the announced total, or an open blob's data so
+ * far, exceeds the limit; -EPROTO for a chunk out of order, a changed total,
+ * a last chunk that does not end where its total says, or a chunk after the
+ * end; -ENOMEM.
  */
 int vt_proto_meta_rx_add(struct vt_proto_meta_rx *rx, const struct vt_proto_meta_chunk *chunk)
 {
@@ -1362,22 +1369,31 @@ int vt_proto_meta_rx_add(struct vt_proto_meta_rx *rx, const struct vt_proto_meta
 	    (chunk->len && !chunk->data))
 		return -EINVAL;
 	if (!rx->started) {
-		if (chunk->total > rx->limit)
-			return -EFBIG;
 		if (chunk->offset != 0)
 			return -EPROTO;
 		rx->total = chunk->total;
 		rx->started = true;
-	} else if (rx->len == rx->total || chunk->total != rx->total || chunk->offset != rx->len) {
+	} else if (rx->len == rx->total || chunk->offset != rx->len ||
+		   (rx->total != VT_PROTO_META_OPEN && chunk->total != rx->total)) {
 		return -EPROTO;
 	}
 	need = rx->len + chunk->len;
+	if (rx->total == VT_PROTO_META_OPEN && chunk->total != VT_PROTO_META_OPEN) {
+		/* The last chunk of an open blob. */
+		if (chunk->total != need)
+			return -EPROTO;
+		rx->total = chunk->total;
+	}
+	if ((rx->total == VT_PROTO_META_OPEN ? need : rx->total) > rx->limit)
+		return -EFBIG;
 	if (need > rx->cap) {
 		cap = rx->cap ? rx->cap * 2 : (1u << 20);
 		if (cap < need)
 			cap = need;
 		if (cap > rx->total)
 			cap = rx->total;
+		if (cap > rx->limit)
+			cap = rx->limit;
 		data = realloc(rx->data, cap);
 		if (!data)
 			return -ENOMEM;

@@ -100,6 +100,8 @@ int vt_meta_scan_comms(const char *proc, struct vt_blob *out);
 int vt_meta_encode(const struct vt_meta *m, void **buf, size_t *len);
 int vt_meta_encode_to(const struct vt_meta *m, int (*emit)(void *ctx, const void *data, size_t len),
 		      void *ctx, size_t *len);
+int vt_meta_encode_fd(const struct vt_meta *m, int kfd,
+		      int (*emit)(void *ctx, const void *data, size_t len), void *ctx, size_t *len);
 int vt_meta_decode(struct vt_meta *m, const void *buf, size_t len);
 
 /* The bundle as a directory of plain files (capture tool, test fixtures). */

@@ -44,6 +44,8 @@
 #define VT_PROTO_META_HDR_SIZE	16u
 #define VT_PROTO_META_CHUNK_MAX	(VT_PROTO_MAX_PAYLOAD - VT_PROTO_META_HDR_SIZE)
 #define VT_PROTO_META_MAX_TOTAL	(256ull << 20)
+/* The total of a META chunk whose bundle's length is not known yet (META_REQ_OPEN). */
+#define VT_PROTO_META_OPEN	UINT64_MAX
 
 /* STATS for the agent as a whole rather than one CPU */
 #define VT_PROTO_CPU_ALL	0xffffffffu
@@ -111,6 +113,7 @@ enum vt_proto_type {
 #define VT_PROTO_CAP_SUBBUF	(1ull << 5)	/* buffer_subbuf_size_kb can be set */
 #define VT_PROTO_CAP_LASTBOOT	(1ull << 6)	/* LASTBOOT_REQ is served */
 #define VT_PROTO_CAP_META_FLAGS	(1ull << 7)	/* META_REQ may carry flags */
+#define VT_PROTO_CAP_META_OPEN	(1ull << 8)	/* META_REQ may carry OPEN */
 
 /* META_REQ flags (only to an agent with VT_PROTO_CAP_META_FLAGS) */
 #define VT_PROTO_META_REQ_NO_KALLSYMS	(1u << 0)	/* leave /proc/kallsyms out */
@@ -119,8 +122,15 @@ enum vt_proto_type {
  * session's last bundle that had them: the host keeps that bundle's.
  */
 #define VT_PROTO_META_REQ_KALLSYMS_IF_CHANGED	(1u << 1)
+/*
+ * The host takes chunks of open total (VT_PROTO_META_OPEN) before the last:
+ * the agent sends kallsyms as it reads it, in pieces, and never holds it
+ * whole (only to an agent with VT_PROTO_CAP_META_OPEN).
+ */
+#define VT_PROTO_META_REQ_OPEN	(1u << 2)
 #define VT_PROTO_META_REQ_FLAGS		(VT_PROTO_META_REQ_NO_KALLSYMS | \
-					 VT_PROTO_META_REQ_KALLSYMS_IF_CHANGED)
+					 VT_PROTO_META_REQ_KALLSYMS_IF_CHANGED | \
+					 VT_PROTO_META_REQ_OPEN)
 
 /* EVENTS flags */
 #define VT_PROTO_EVENTS_REPLACE	(1u << 0)	/* disable what earlier EVENTS enabled */
@@ -230,7 +240,9 @@ struct vt_proto_stats {
 
 /**
  * struct vt_proto_meta_chunk - META: a piece of the vt_meta_encode() blob
- * @total: length of the whole blob, the same in every chunk
+ * @total: length of the whole blob, the same in every chunk; or, answering a
+ *	META_REQ_OPEN, VT_PROTO_META_OPEN in every chunk but the last, whose
+ *	total is its @offset + @len
  * @offset: where @data goes; chunks arrive in order, without gaps
  * @data: @len bytes
  * @len: at most VT_PROTO_META_CHUNK_MAX; 0 only when @total is 0
@@ -262,7 +274,8 @@ struct vt_proto_sync {
  * struct vt_proto_meta_rx - reassembles META chunks on the receiving side
  * @data: the blob so far (malloc'd, owned until vt_proto_meta_rx_release())
  * @len: bytes received
- * @total: announced total, valid once @started
+ * @total: announced total, valid once @started; VT_PROTO_META_OPEN until
+ *	the last chunk of an open blob
  * @limit: largest total this receiver accepts
  * @cap: allocated size of @data
  * @started: the first chunk arrived

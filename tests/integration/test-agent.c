@@ -466,6 +466,69 @@ static void test_metadata(void **state)
 	end_session(&h);
 }
 
+/*
+ * META_REQ_OPEN: the agent sends kallsyms as it reads it, in pieces, so its
+ * peak RSS does not grow with kallsyms (5 MB on this host): it stays within
+ * 1 MiB of where it was before the bundle. Every chunk but the last is open;
+ * the last says where the bundle ends. Over max_total, the chunks sent so
+ * far are followed by ERROR EFBIG.
+ */
+static void test_metadata_open(void **state)
+{
+	const char *const extra[] = { T_WITH_KALLSYMS, NULL };
+	uint64_t hwm0, hwm, nr_open = 0, nr_last = 0;
+	struct vt_proto_meta_chunk c;
+	struct vt_proto_meta_rx rx;
+	struct vt_proto_msg m;
+	struct vt_meta meta;
+	struct t_host h;
+	int r;
+
+	start_session(&h, extra);
+	hwm0 = agent_status_kb(&h, "VmHWM:");
+	assert_true(t_send(&h, vt_proto_enc_meta_req_flags(h.frame, sizeof(h.frame), ++h.seq,
+							   64 << 20, VT_PROTO_META_REQ_OPEN)));
+	vt_proto_meta_rx_init(&rx, 64 << 20);
+	do {
+		assert_int_equal(t_wait(&h, VT_PROTO_META, 0, 10000, &m), 0);
+		assert_int_equal(vt_proto_dec_meta(&m, &c), 0);
+		if (c.total == VT_PROTO_META_OPEN)
+			nr_open++;
+		else
+			nr_last++;
+		r = vt_proto_meta_rx_add(&rx, &c);
+		assert_true(r >= 0);
+	} while (r == 0);
+	assert_true(nr_last == 1 && nr_open == rx.len / VT_PROTO_META_CHUNK_MAX - !(rx.len % VT_PROTO_META_CHUNK_MAX));
+	assert_int_equal(vt_meta_decode(&meta, rx.data, rx.len), 0);
+	hwm = agent_status_kb(&h, "VmHWM:");
+	printf("open META: agent VmHWM %llu KiB before, %llu KiB after; kallsyms %zu KiB in a "
+	       "%llu KiB bundle, %llu open chunks\n", (unsigned long long)hwm0, (unsigned long long)hwm,
+	       meta.kallsyms.len >> 10, (unsigned long long)rx.len >> 10, (unsigned long long)nr_open);
+	assert_true(meta.kallsyms.len > (1u << 20));
+	assert_non_null(memmem(meta.kallsyms.data, meta.kallsyms.len, " T _stext\n", 10));
+	assert_true(meta.header_page.len > 0 && meta.nr_cpus == h.nr_cpus);
+#ifndef __SANITIZE_ADDRESS__
+	assert_true(hwm < hwm0 + 1024);
+#endif
+	vt_meta_free(&meta);
+	vt_proto_meta_rx_release(&rx);
+	/* "If changed", open: nothing changed, so no kallsyms, and a known total. */
+	fetch_meta(&h, VT_PROTO_META_REQ_KALLSYMS_IF_CHANGED | VT_PROTO_META_REQ_OPEN, &meta, NULL);
+	assert_int_equal(meta.kallsyms.len, 0);
+	vt_meta_free(&meta);
+	/* Over max_total: chunks, then ERROR EFBIG for the request. */
+	assert_true(t_send(&h, vt_proto_enc_meta_req_flags(h.frame, sizeof(h.frame), ++h.seq,
+							   2 << 20, VT_PROTO_META_REQ_OPEN)));
+	assert_int_equal(t_wait(&h, VT_PROTO_ERROR, h.seq, 10000, NULL), 0);
+	assert_int_equal(h.last_err, EFBIG);
+	/* The agent still answers. */
+	fetch_meta(&h, VT_PROTO_META_REQ_NO_KALLSYMS, &meta, NULL);
+	assert_int_equal(meta.nr_cpus, h.nr_cpus);
+	vt_meta_free(&meta);
+	end_session(&h);
+}
+
 /* ------------------------------------------------------------ probe bursts */
 
 /* The agent's burst ends when no probe came for this long (the collector's probe timeout). */
@@ -774,6 +837,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_garbage_and_legacy, reap),
 		cmocka_unit_test_teardown(test_metadata, reap),
 		cmocka_unit_test_teardown(test_metadata_kallsyms, reap),
+		cmocka_unit_test_teardown(test_metadata_open, reap),
 		cmocka_unit_test_teardown(test_host_gone_in_burst, reap),
 		cmocka_unit_test_teardown(test_silent_host_in_burst, reap),
 		cmocka_unit_test_teardown(test_instance_subbuf, reap),

@@ -164,20 +164,6 @@ static void test_encode_to(void **state)
 	vt_meta_free(&m);
 }
 
-static void test_truncated(void **state)
-{
-	struct vt_meta m, d;
-	size_t len, cut;
-	void *buf;
-
-	make_meta(&m);
-	assert_int_equal(vt_meta_encode(&m, &buf, &len), 0);
-	for (cut = 0; cut < len; cut++)
-		assert_int_equal(vt_meta_decode(&d, buf, cut), -EBADMSG);
-	free(buf);
-	vt_meta_free(&m);
-}
-
 /* Find the first record with @tag; returns its header offset. */
 static size_t find_rec(const uint8_t *p, size_t len, uint32_t tag)
 {
@@ -190,6 +176,95 @@ static size_t find_rec(const uint8_t *p, size_t len, uint32_t tag)
 	}
 	fail();
 	return 0;
+}
+
+/*
+ * kallsyms from a file, in pieces (what the agent sends to a host that takes
+ * open bundles): decoded, the same bundle as with kallsyms whole; pieces
+ * mixed with a whole kallsyms, or empty, are malformed.
+ */
+static void test_encode_fd(void **state)
+{
+	char path[] = "/tmp/test-meta-codec-XXXXXX";
+	size_t i, ksize = 200000, len = 0, dlen, off;
+	struct sink k = { 0 };
+	struct vt_meta m, d;
+	char *ks;
+	void *buf;
+	int fd;
+
+	/* A file of three whole 64 KiB pieces and a part. */
+	ks = malloc(ksize);
+	assert_non_null(ks);
+	for (i = 0; i < ksize; i++)
+		ks[i] = i % 37 == 36 ? '\n' : 'a' + i % 26;
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	unlink(path);
+	assert_int_equal(write(fd, ks, ksize), (ssize_t)ksize);
+	assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
+
+	make_meta(&m);
+	assert_int_equal(vt_meta_encode_fd(&m, fd, sink_emit, &k, NULL), -EINVAL);	/* has kallsyms */
+	free(m.kallsyms.data);
+	m.kallsyms.data = NULL;
+	m.kallsyms.len = 0;
+	assert_int_equal(vt_meta_encode_fd(&m, fd, sink_emit, &k, &len), 0);
+	assert_int_equal(k.len, len);
+	assert_int_equal(vt_meta_decode(&d, k.p, k.len), 0);
+	assert_int_equal(d.kallsyms.len, ksize);
+	assert_memory_equal(d.kallsyms.data, ks, ksize);
+	assert_int_equal(d.kallsyms.data[ksize], '\0');
+	assert_blob_eq(&d.printk_formats, &m.printk_formats);
+	assert_int_equal(d.nr_cpus, 2);
+	/* Re-encoded whole, then decoded: the same kallsyms. */
+	assert_int_equal(vt_meta_encode(&d, &buf, &dlen), 0);
+	vt_meta_free(&d);
+	assert_int_equal(vt_meta_decode(&d, buf, dlen), 0);
+	assert_int_equal(d.kallsyms.len, ksize);
+	assert_memory_equal(d.kallsyms.data, ks, ksize);
+	vt_meta_free(&d);
+	free(buf);
+
+	/* A piece record has tag 14: the first as a whole kallsyms, then a whole one after a piece. */
+	if (!k.p)
+		fail();
+	off = find_rec(k.p, k.len, 14);
+	assert_int_equal(vt_get_le32(k.p + off + 4), 64u << 10);
+	vt_put_le32(k.p + off, 4);	/* the next piece comes after a whole kallsyms */
+	assert_int_equal(vt_meta_decode(&d, k.p, k.len), -EBADMSG);
+	vt_put_le32(k.p + off, 14);
+	off += 8 + vt_get_le32(k.p + off + 4);
+	assert_int_equal(vt_get_le32(k.p + off), 14);
+	vt_put_le32(k.p + off, 4);	/* a whole kallsyms after a piece */
+	assert_int_equal(vt_meta_decode(&d, k.p, k.len), -EBADMSG);
+	vt_put_le32(k.p + off, 14);
+	assert_int_equal(vt_meta_decode(&d, k.p, k.len), 0);
+	vt_meta_free(&d);
+
+	/* A failing emit ends it with its error. */
+	free(k.p);
+	assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
+	k = (struct sink){ .fail_at = 20 };
+	assert_int_equal(vt_meta_encode_fd(&m, fd, sink_emit, &k, NULL), -EPIPE);
+	free(k.p);
+	close(fd);
+	free(ks);
+	vt_meta_free(&m);
+}
+
+static void test_truncated(void **state)
+{
+	struct vt_meta m, d;
+	size_t len, cut;
+	void *buf;
+
+	make_meta(&m);
+	assert_int_equal(vt_meta_encode(&m, &buf, &len), 0);
+	for (cut = 0; cut < len; cut++)
+		assert_int_equal(vt_meta_decode(&d, buf, cut), -EBADMSG);
+	free(buf);
+	vt_meta_free(&m);
 }
 
 static void test_corrupt(void **state)
@@ -356,6 +431,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_encode_to),
+		cmocka_unit_test(test_encode_fd),
 		cmocka_unit_test(test_truncated),
 		cmocka_unit_test(test_no_sysinfo),
 		cmocka_unit_test(test_corrupt),

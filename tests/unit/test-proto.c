@@ -1026,6 +1026,95 @@ static void test_meta_rx(void **state)
 	vt_proto_meta_rx_release(&rx);
 }
 
+/*
+ * An open blob (META_REQ_OPEN): chunks of total VT_PROTO_META_OPEN, then one
+ * that announces where it ends. Held to the receiver's limit as it grows.
+ */
+static void test_meta_rx_open(void **state)
+{
+	static uint8_t blob[3 * VT_PROTO_META_CHUNK_MAX + 100];
+	struct vt_proto_meta_chunk c = { .total = VT_PROTO_META_OPEN, .data = blob };
+	struct vt_proto_meta_chunk d;
+	struct vt_proto_meta_rx rx;
+	struct vt_proto_msg msg;
+	uint64_t off = 0;
+	size_t i;
+	int n, ret;
+
+	for (i = 0; i < sizeof(blob); i++)
+		blob[i] = (uint8_t)(i * 7 + (i >> 9));
+	/* The wire: an open chunk must carry data; only META_OPEN is open. */
+	c.len = 0;
+	assert_int_equal(vt_proto_enc_meta(t_buf, sizeof(t_buf), 1, &c), -EINVAL);
+	c.total = VT_PROTO_META_OPEN - 1;
+	c.len = 10;
+	assert_int_equal(vt_proto_enc_meta(t_buf, sizeof(t_buf), 1, &c), -EINVAL);
+
+	vt_proto_meta_rx_init(&rx, VT_PROTO_META_MAX_TOTAL);
+	while (off < sizeof(blob)) {
+		bool last = sizeof(blob) - off <= VT_PROTO_META_CHUNK_MAX;
+
+		c.offset = off;
+		c.len = last ? (uint32_t)(sizeof(blob) - off) : VT_PROTO_META_CHUNK_MAX;
+		c.total = last ? sizeof(blob) : VT_PROTO_META_OPEN;
+		c.data = blob + off;
+		n = vt_proto_enc_meta(t_buf, sizeof(t_buf), 1, &c);
+		assert_true(n > 0);
+		assert_int_equal(vt_proto_msg_decode(t_buf, (size_t)n, &msg), n);
+		assert_int_equal(vt_proto_dec_meta(&msg, &d), 0);
+		assert_true(d.total == c.total);
+		ret = vt_proto_meta_rx_add(&rx, &d);
+		off += c.len;
+		assert_int_equal(ret, last ? 1 : 0);
+	}
+	assert_true(rx.len == sizeof(blob) && rx.total == sizeof(blob));
+	assert_memory_equal(rx.data, blob, sizeof(blob));
+	/* Nothing after the end, open or not. */
+	c.total = VT_PROTO_META_OPEN;
+	assert_int_equal(vt_proto_meta_rx_add(&rx, &c), -EPROTO);
+	vt_proto_meta_rx_release(&rx);
+
+	/* Over the limit as it grows: refused at the chunk that passes it. */
+	vt_proto_meta_rx_init(&rx, 100000);
+	c = (struct vt_proto_meta_chunk){ .total = VT_PROTO_META_OPEN, .data = blob,
+					  .len = VT_PROTO_META_CHUNK_MAX };
+	assert_int_equal(vt_proto_meta_rx_add(&rx, &c), 0);
+	c.offset = VT_PROTO_META_CHUNK_MAX;
+	assert_int_equal(vt_proto_meta_rx_add(&rx, &c), -EFBIG);
+	assert_true(rx.cap <= 100000);
+	vt_proto_meta_rx_release(&rx);
+	/* ... and a last chunk whose total passes it. */
+	c.offset = 0;
+	c.len = 10;
+	assert_int_equal(vt_proto_meta_rx_add(&rx, &c), 0);
+	c.offset = 10;
+	c.len = 100000;
+	c.total = 100010;
+	assert_int_equal(vt_proto_meta_rx_add(&rx, &c), -EFBIG);
+	vt_proto_meta_rx_release(&rx);
+
+	/* A last chunk that does not end where its total says; open after a known total. */
+	vt_proto_meta_rx_init(&rx, VT_PROTO_META_MAX_TOTAL);
+	c = (struct vt_proto_meta_chunk){ .total = VT_PROTO_META_OPEN, .data = blob, .len = 10 };
+	assert_int_equal(vt_proto_meta_rx_add(&rx, &c), 0);
+	c.offset = 10;
+	c.total = 21;
+	assert_int_equal(vt_proto_meta_rx_add(&rx, &c), -EPROTO);
+	vt_proto_meta_rx_release(&rx);
+	c = (struct vt_proto_meta_chunk){ .total = 30, .data = blob, .len = 10 };
+	assert_int_equal(vt_proto_meta_rx_add(&rx, &c), 0);
+	c.offset = 10;
+	c.total = VT_PROTO_META_OPEN;
+	assert_int_equal(vt_proto_meta_rx_add(&rx, &c), -EPROTO);
+	/* Out of order while open. */
+	vt_proto_meta_rx_release(&rx);
+	c.offset = 0;
+	assert_int_equal(vt_proto_meta_rx_add(&rx, &c), 0);
+	c.offset = 20;
+	assert_int_equal(vt_proto_meta_rx_add(&rx, &c), -EPROTO);
+	vt_proto_meta_rx_release(&rx);
+}
+
 /* ------------------------------------------------------------ names, markers, I/O */
 
 static void test_names_markers(void **state)
@@ -1124,6 +1213,7 @@ int main(void)
 		cmocka_unit_test(test_parser_legacy),
 		cmocka_unit_test(test_parser_bound),
 		cmocka_unit_test(test_meta_rx),
+		cmocka_unit_test(test_meta_rx_open),
 		cmocka_unit_test(test_names_markers),
 		cmocka_unit_test(test_write_all),
 	};
