@@ -6,7 +6,8 @@
 # than sent, no answer to STOP), recorded next to a well-behaved guest:
 # the collector does not crash (exit 3), names the bad guest in a message and
 # in manifest.json's problems, writes nothing outside -o DIR, keeps
-# manifest.json valid JSON, and the good guest's file is exact.
+# manifest.json valid JSON, and the good guest's file is exact. And a guest
+# that sends its bundle open as it should (--open-meta) is recorded exactly.
 echo "collect: each guest misbehaviour is contained (exit 3, named, no stray files), the other guest unaffected"
 . "$VT_SRCDIR/tests/integration/collect-lib.sh"
 need_tools
@@ -17,8 +18,8 @@ COLLECT_LIMIT=100
 mkdir -p "$WORK/cwd"
 cd "$WORK/cwd" || fail "cd"
 oracle "$DATA/cap-guest" 2
-for bad in garbage oversize evil-text evil-clock evil-meta evil-error huge-meta wrong-subbuf \
-	truncate-stream lie-bytes stall-stop; do
+for bad in garbage oversize evil-text evil-clock evil-meta evil-error huge-meta endless-meta \
+	open-meta wrong-subbuf truncate-stream lie-bytes stall-stop; do
 	case $bad in
 	evil-*) flag=--evil-strings=${bad#evil-} ;;
 	*) flag=--$bad ;;
@@ -40,6 +41,11 @@ for bad in garbage oversize evil-text evil-clock evil-meta evil-error huge-meta 
 	if [ $bad = evil-text ]; then
 		# Legal strings, only nasty: the guest may be recorded normally.
 		[ $RC = 0 ] || [ $RC = 3 ] || { show "$log"; fail "$bad: exit $RC"; }
+	elif [ $bad = open-meta ]; then
+		# Not a misbehaviour: the bundle in open chunks, the last with the real total.
+		[ $RC = 0 ] || { show "$log" "$WORK/evil-$bad.fake"; fail "$bad: exit $RC, want 0"; }
+		grep -q "META sent: .* chunks, all open but the last" "$WORK/evil-$bad.fake" ||
+			{ show "$WORK/evil-$bad.fake"; fail "$bad: the fake agent sent no open META"; }
 	else
 		[ $RC = 3 ] || { show "$log" "$WORK/evil-$bad.fake"; fail "$bad: collector exited $RC, want 3"; }
 		grep -q "evil-$bad" "$log" || { show "$log"; fail "$bad: no message names guest evil-$bad"; }
@@ -56,6 +62,14 @@ for bad in garbage oversize evil-text evil-clock evil-meta evil-error huge-meta 
 	case $bad in
 	evil-text)
 		[ "$RC" = 0 ] && check_exact "$out" evil-$bad "$DATA/cap-guest" 2
+		;;
+	open-meta)
+		check_exact "$out" evil-$bad "$DATA/cap-guest" 2
+		;;
+	endless-meta)
+		# Refused at the chunk past the limit, with nothing of it kept.
+		grep -q "guest evil-$bad: its open metadata bundle passed the 134217728-byte limit at 1342[0-9]* bytes" "$log" ||
+			{ show "$log"; fail "$bad: no message about the open bundle over the limit"; }
 		;;
 	truncate-stream)
 		j=".cpus[] | select(.cpu == 0)"

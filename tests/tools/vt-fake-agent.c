@@ -92,6 +92,8 @@ struct fake_opts {
 	bool garbage;
 	bool oversize;
 	bool huge_meta;
+	bool open_meta;			/* --open-meta: META_OPEN taken, open chunks sent */
+	bool endless_meta;		/* --endless-meta: open chunks that never end */
 	bool truncate_stream;
 	bool wrong_subbuf;
 	bool stall_stop;
@@ -799,6 +801,8 @@ static int send_hello_reply(struct fake *f, const struct vt_proto_msg *msg)
 	r.subbuf_size = f->o.wrong_subbuf ? 2 * f->fmt.subbuf_size : f->fmt.subbuf_size;
 	r.caps = VT_PROTO_CAP_X86_TSC | VT_PROTO_CAP_SYNC_TSC | VT_PROTO_CAP_META |
 		 VT_PROTO_CAP_INSTANCES;
+	if (f->o.open_meta || f->o.endless_meta)
+		r.caps |= VT_PROTO_CAP_META_FLAGS | VT_PROTO_CAP_META_OPEN;
 	r.clock = f->o.evil == EVIL_CLOCK ? "XXXXXXXXX" : f->clock;
 	if (f->o.evil == EVIL_TEXT) {
 		evil_text(software, sizeof(software));
@@ -981,7 +985,25 @@ static int wrong_subbuf_meta(struct fake *f, void **blob, size_t *len)
 	return ret;
 }
 
-static int send_meta(struct fake *f, uint32_t ref, uint64_t max_total)
+/*
+ * --endless-meta: asked for an open bundle, open chunks (of the bundle's
+ * first bytes, again and again) one past @max_total, never the last.
+ */
+static int send_endless_meta(struct fake *f, uint64_t max_total)
+{
+	static uint8_t data[VT_PROTO_META_CHUNK_MAX];
+	struct vt_proto_meta_chunk c = { .total = VT_PROTO_META_OPEN, .data = data,
+					 .len = sizeof(data) };
+	int ret = 0;
+
+	say(f, "META: open chunks that never end (host limit %" PRIu64 ")", max_total);
+	for (c.offset = 0; ret >= 0 && c.offset <= max_total; c.offset += c.len)
+		ret = send_frame(f, vt_proto_enc_meta(f->frame, sizeof(f->frame), next_seq(f), &c));
+	return ret;
+}
+
+/* @open: the host takes open chunks (META_REQ_OPEN), and --open-meta sends them. */
+static int send_meta(struct fake *f, uint32_t ref, uint64_t max_total, bool open)
 {
 	uint64_t off = 0, total;
 	char buf[200];
@@ -1018,6 +1040,11 @@ static int send_meta(struct fake *f, uint32_t ref, uint64_t max_total)
 		int flen;
 
 		c.len = len - off < VT_PROTO_META_CHUNK_MAX ? len - off : VT_PROTO_META_CHUNK_MAX;
+		/* Open: small chunks, so that even a small bundle comes in many. */
+		if (open && c.len > 4096)
+			c.len = 4096;
+		if (open && off + c.len < len)
+			c.total = VT_PROTO_META_OPEN;
 		flen = vt_proto_enc_meta(f->frame, sizeof(f->frame), next_seq(f), &c);
 		/* The encoder refuses a total above the protocol's limit: patch it in. */
 		if (flen > 0 && total != len)
@@ -1032,8 +1059,10 @@ static int send_meta(struct fake *f, uint32_t ref, uint64_t max_total)
 			say(f, "META of %zu bytes trickles out at %" PRIu64 " bytes/s (%zu bytes queued)",
 			    len, f->o.meta_rate, f->slow.len - f->slow.off);
 	} else if (ret >= 0) {
-		say(f, "META sent: %zu bytes in %" PRIu64 " chunks", len,
-		    (uint64_t)(len + VT_PROTO_META_CHUNK_MAX - 1) / VT_PROTO_META_CHUNK_MAX);
+		say(f, "META sent: %zu bytes in %" PRIu64 " chunks%s", len,
+		    open ? (uint64_t)(len + 4095) / 4096 :
+			   (uint64_t)(len + VT_PROTO_META_CHUNK_MAX - 1) / VT_PROTO_META_CHUNK_MAX,
+		    open ? ", all open but the last" : "");
 		timelog(f, "meta");
 	}
 out:
@@ -1377,6 +1406,7 @@ static void handle(struct fake *f, const struct vt_proto_msg *msg)
 	struct vt_proto_sync sync;
 	struct vt_proto_error e;
 	uint64_t max_total;
+	uint32_t meta_flags;
 	const char *text;
 
 	if (!f->hello_done && msg->type != VT_PROTO_HELLO && msg->type != VT_PROTO_BYE &&
@@ -1426,10 +1456,14 @@ static void handle(struct fake *f, const struct vt_proto_msg *msg)
 		send_stats(f);
 		break;
 	case VT_PROTO_META_REQ:
-		if (vt_proto_dec_meta_req(msg, &max_total) < 0)
+		/* The flags are read, but the whole bundle is always sent. */
+		if (vt_proto_dec_meta_req_flags(msg, &max_total, &meta_flags) < 0)
 			reply_err(f, msg->seq, EBADMSG, "malformed META_REQ");
+		else if (f->o.endless_meta && (meta_flags & VT_PROTO_META_REQ_OPEN))
+			send_endless_meta(f, max_total);
 		else
-			send_meta(f, msg->seq, max_total);
+			send_meta(f, msg->seq, max_total, f->o.open_meta &&
+				  (meta_flags & VT_PROTO_META_REQ_OPEN));
 		break;
 	case VT_PROTO_SYNC_BEGIN:
 		if (vt_proto_dec_sync(msg, &sync) < 0 || sync.cpu >= f->o.cpus) {
@@ -1777,6 +1811,10 @@ static void usage(FILE *out)
 		"  --error-flood N        send N unsolicited ERROR frames after START\n"
 		"  --oversize             announce a frame longer than the maximum after START\n"
 		"  --huge-meta            announce a META bundle of 1 TiB\n"
+		"  --open-meta            take META_REQ's flags and OPEN: the bundle's chunks\n"
+		"                         announce an open total, the last the real one\n"
+		"  --endless-meta         as --open-meta, but the open chunks never end (one\n"
+		"                         past the host's limit)\n"
 		"  --truncate-stream      end cpu0's data in the middle of its last page and close\n"
 		"  --wrong-subbuf         HELLO_REPLY and META claim twice the real sub-buffer size\n"
 		"  --stall-stop           never answer STOP\n"
@@ -1809,7 +1847,7 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 {
 	enum { OPT_FIFO = 256, OPT_CONNECT, OPT_LISTEN, OPT_FIXTURE, OPT_NAME, OPT_CPUS, OPT_REPEAT, OPT_RATE,
 	       OPT_RETIME, OPT_TSC, OPT_MISSED, OPT_OVERRUN, OPT_CTL, OPT_PREFIX, OPT_BAD, OPT_GARBAGE,
-	       OPT_OVERSIZE, OPT_HUGE, OPT_TRUNC, OPT_SUBBUF, OPT_STALL, OPT_LIE, OPT_CRASH, OPT_EVIL,
+	       OPT_OVERSIZE, OPT_HUGE, OPT_OPEN_META, OPT_ENDLESS_META, OPT_TRUNC, OPT_SUBBUF, OPT_STALL, OPT_LIE, OPT_CRASH, OPT_EVIL,
 	       OPT_EXTERNAL, OPT_PROBE_DELAY, OPT_META_RATE, OPT_SILENT_HELLO, OPT_VARY, OPT_TIMELOG,
 	       OPT_ALL_BAD, OPT_ABSURD, OPT_ERROR_FLOOD, OPT_SHRINK };
 	static const struct option lo[] = {
@@ -1835,6 +1873,8 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 		{ "error-flood", required_argument, NULL, OPT_ERROR_FLOOD },
 		{ "oversize", no_argument, NULL, OPT_OVERSIZE },
 		{ "huge-meta", no_argument, NULL, OPT_HUGE },
+		{ "open-meta", no_argument, NULL, OPT_OPEN_META },
+		{ "endless-meta", no_argument, NULL, OPT_ENDLESS_META },
 		{ "truncate-stream", no_argument, NULL, OPT_TRUNC },
 		{ "wrong-subbuf", no_argument, NULL, OPT_SUBBUF },
 		{ "stall-stop", no_argument, NULL, OPT_STALL },
@@ -1938,6 +1978,12 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 			break;
 		case OPT_HUGE:
 			o->huge_meta = true;
+			break;
+		case OPT_OPEN_META:
+			o->open_meta = true;
+			break;
+		case OPT_ENDLESS_META:
+			o->endless_meta = true;
 			break;
 		case OPT_TRUNC:
 			o->truncate_stream = true;
