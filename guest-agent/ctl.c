@@ -78,6 +78,8 @@ struct agent {
 	bool hello_done;
 	bool kallsyms_sent;		/* this session sent kallsyms, with /proc/modules at: */
 	uint64_t kallsyms_modules;
+	bool boot_read;			/* boot_hash: the FNV-1a hash of boot_id, 0 if none */
+	uint64_t boot_hash;
 	/* a clock-probe burst, SYNC_BEGIN .. SYNC_END: pinned to the probed CPU */
 	bool burst;
 	long long burst_last;	/* when SYNC_BEGIN or the last probe came */
@@ -268,6 +270,37 @@ static uint64_t modules_hash(void)
 	}
 	fclose(f);
 	return h;
+}
+
+/*
+ * The key of the guest's kallsyms as it is now: this boot (boot_id, read
+ * once) and its modules (@mods, from modules_hash()). 0 when the boot cannot
+ * be told apart; then no host can claim to have the same kallsyms.
+ */
+static uint64_t kallsyms_key(struct agent *a, uint64_t mods)
+{
+	uint64_t h = 14695981039346656037ull;
+	unsigned int i;
+
+	if (!a->boot_read) {
+		char id[64] = "";
+		FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+
+		a->boot_read = true;
+		if (f && fgets(id, sizeof(id), f) && strlen(id) >= 32) {
+			for (i = 0; id[i] && id[i] != '\n'; i++)
+				h = (h ^ (uint8_t)id[i]) * 1099511628211ull;
+			a->boot_hash = h;
+		}
+		if (f)
+			fclose(f);
+	}
+	if (!a->boot_hash)
+		return 0;
+	h = a->boot_hash;
+	for (i = 0; i < 8; i++)
+		h = (h ^ (uint8_t)(mods >> (8 * i))) * 1099511628211ull;
+	return h ? h : 1;
 }
 
 static int start(struct agent *a)
@@ -513,10 +546,11 @@ static int too_big(struct agent *a, uint32_t ref, uint64_t len, uint64_t max_tot
  * goes out in pieces as /proc/kallsyms is read, and the bundle's length is
  * announced in its last chunk.
  */
-static int send_meta(struct agent *a, uint32_t ref, uint64_t max_total, uint32_t req_flags)
+static int send_meta(struct agent *a, uint32_t ref, uint64_t max_total, uint32_t req_flags,
+		     uint64_t req_key)
 {
 	unsigned int flags = a->o->meta_flags;
-	uint64_t kallsyms_at = 0;
+	uint64_t kallsyms_at = 0, key = 0;
 	struct chunker *ch;
 	struct vt_meta m;
 	int ret, kfd = -1;
@@ -527,12 +561,15 @@ static int send_meta(struct agent *a, uint32_t ref, uint64_t max_total, uint32_t
 		return reply_err(a, ref, ret, "cannot select the trace buffer");
 	if (req_flags & VT_PROTO_META_REQ_NO_KALLSYMS)
 		flags |= VT_META_NO_KALLSYMS;
-	if (!(flags & VT_META_NO_KALLSYMS)) {
+	if (!(a->o->meta_flags & VT_META_NO_KALLSYMS)) {
 		uint64_t mods = modules_hash();
 
+		key = kallsyms_key(a, mods);
 		if ((req_flags & VT_PROTO_META_REQ_KALLSYMS_IF_CHANGED) && a->kallsyms_sent &&
 		    mods == a->kallsyms_modules)
 			flags |= VT_META_NO_KALLSYMS;
+		else if (key && req_key == key)
+			flags |= VT_META_NO_KALLSYMS;	/* the host kept it: KALLSYMS_UNLESS_KEY */
 		else
 			kallsyms_at = mods;
 	}
@@ -548,6 +585,7 @@ static int send_meta(struct agent *a, uint32_t ref, uint64_t max_total, uint32_t
 			close(kfd);
 		return reply_err(a, ref, ret, "cannot read the metadata from %s", a->t.root);
 	}
+	m.kallsyms_key = key;
 	if (kfd >= 0) {
 		ch = chunker_new(a, VT_PROTO_META_OPEN, max_total);
 		ret = ch ? vt_meta_encode_fd(&m, kfd, chunk_emit, ch, NULL) : -ENOMEM;
@@ -803,7 +841,8 @@ static int handle_config(struct agent *a, const struct vt_proto_msg *msg)
 static uint64_t capabilities(struct agent *a)
 {
 	uint64_t caps = VT_PROTO_CAP_META | VT_PROTO_CAP_INSTANCES | VT_PROTO_CAP_LASTBOOT |
-			VT_PROTO_CAP_META_FLAGS | VT_PROTO_CAP_META_OPEN;
+			VT_PROTO_CAP_META_FLAGS | VT_PROTO_CAP_META_OPEN |
+			VT_PROTO_CAP_KALLSYMS_KEY;
 	struct tracing probe = a->t;
 	char path[PATH_MAX];
 
@@ -848,6 +887,7 @@ static void handle(struct agent *a, const struct vt_proto_msg *msg)
 	struct vt_proto_sync sync;
 	uint64_t max_total;
 	uint32_t meta_flags;
+	uint64_t meta_key;
 	const char *text;
 	int ret;
 
@@ -940,10 +980,10 @@ static void handle(struct agent *a, const struct vt_proto_msg *msg)
 			send_stats(a, true);
 		break;
 	case VT_PROTO_META_REQ:
-		if (vt_proto_dec_meta_req_flags(msg, &max_total, &meta_flags) < 0)
+		if (vt_proto_dec_meta_req_key(msg, &max_total, &meta_flags, &meta_key) < 0)
 			reply_err(a, msg->seq, EBADMSG, "malformed META_REQ");
 		else
-			send_meta(a, msg->seq, max_total, meta_flags);
+			send_meta(a, msg->seq, max_total, meta_flags, meta_key);
 		break;
 	case VT_PROTO_SYNC_BEGIN:
 		if (vt_proto_dec_sync(msg, &sync) < 0 || sync.cpu >= a->nr_cpus) {

@@ -354,7 +354,11 @@ struct guest {
 	bool stop_deferred;		/* a stop came while the full metadata was on its way */
 	uint64_t stop_ns;		/* engine_now_ns() when STOP was sent, for -v */
 	bool meta_full;			/* the spooled bundle is a whole one (kallsyms as the agent has them) */
-	uint32_t meta_req_flags;	/* of the META_REQ in flight */
+	bool kcache_tried;		/* kcache_key is what the cache had when first asked */
+	uint64_t kcache_key;		/* the key of the cached kallsyms (0: none) */
+	bool kcache_hit;		/* kallsyms came from the cache */
+	uint32_t meta_req_flags;	/* of the META_REQ in flight (without OPEN, UNLESS_KEY) */
+	uint64_t meta_key;		/* its KALLSYMS_UNLESS_KEY key, 0 if none */
 	char error[512];
 	char agent_error[512];		/* the agent's first unasked ERROR, "" if none */
 	uint64_t trace_id;
@@ -402,6 +406,8 @@ struct collect_opts {
 	bool compress;
 	bool compress_at_end;		/* no compression while recording (zpre.c) */
 	bool top_level;
+	const char *kcache_dir;		/* --kallsyms-cache, or NULL for the default */
+	bool no_kcache;			/* --no-kallsyms-cache */
 	double duration;
 	char **command;
 	uint64_t max_size;
@@ -481,6 +487,7 @@ struct collect_run {
 	const struct collect_opts *o;
 	struct engine *e;
 	struct hostrec *host;
+	int kcache_fd;			/* the kallsyms cache's directory, or -1 */
 	struct sync_tsc tsc;
 	void (*changed)(struct collect_run *r);
 	void *arg;
@@ -551,6 +558,7 @@ struct spool_trace {
 	char agent_error[512];
 	uint64_t protocol_errors;
 	bool max_reached;
+	bool kcache_hit;		/* kallsyms came from the kallsyms cache */
 	struct stream_budget budget;	/* max, used and its parts, as the state file says */
 	uint64_t msgs[GMSG_NR];
 	uint32_t sync_rejected;
@@ -591,6 +599,7 @@ int spool_prepare(int out_fd, int *spool_fd);
 int spool_guest_dir(int spool_fd, const char *name, int *dir_fd);
 int spool_create(int dfd, const char *name, int flags, bool stale);
 int spool_write_file(int dir, const char *name, const void *data, size_t len);
+int spool_write_file_mode(int dir, const char *name, const void *data, size_t len, mode_t mode);
 int spool_read_file(int dir, const char *name, void **data, size_t *len, size_t max);
 int spool_save_options(int spool, const struct spool_options *o);
 int spool_load_options(int spool, struct spool_options *o);
@@ -601,6 +610,13 @@ int spool_save_stats(int dir, unsigned int cpu, const char *text);
 int spool_save_sums(int dir, unsigned int cpu, const struct spool_sums *sums);
 int spool_save_frag(int dir, unsigned int cpu, const void *data, size_t len);
 int spool_save_meta(int dir, const void *data, size_t len);
+
+/* --- kcache.c: guests' kallsyms kept between recordings of one boot --- */
+
+int kcache_open(const char *dir, bool create);
+int kcache_key(int dfd, const char *name, uint64_t *key);
+int kcache_load(int dfd, const char *name, uint64_t key, struct vt_blob *out);
+int kcache_store(int dfd, const char *name, uint64_t key, const struct vt_blob *ks);
 int spool_load_meta(int dir, void **data, size_t *len);
 int spool_save_inplace(int dir, const struct spool_inplace *m);
 int spool_load_inplace(int dir, struct spool_inplace *m);

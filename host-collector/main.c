@@ -124,6 +124,11 @@ static void usage(FILE *f)
 "                         that they survive a crash of the machine (slower)\n"
 "      --stop-timeout SEC how long a guest may take to confirm a stop and\n"
 "                         deliver its last pages (default 60)\n"
+"      --kallsyms-cache DIR  keep each guest's kallsyms in DIR between\n"
+"                         recordings of one boot, so that the guest need not\n"
+"                         read it again (made 0700 if missing; default:\n"
+"                         " KCACHEDIR " if it exists)\n"
+"      --no-kallsyms-cache  neither read nor write a kallsyms cache\n"
 "\n"
 "Time synchronisation:\n"
 "      --sync METHOD      auto (default: kvm, else probe), kvm, probe, offset\n"
@@ -196,7 +201,7 @@ static int parse_record(int argc, char **argv, struct collect_opts *o, struct gu
 			unsigned int *nr)
 {
 	enum { OPT_CHARDEV = 256, OPT_LISTEN, OPT_CTL, OPT_CPU, OPT_NAME, OPT_QEMU_PID, OPT_TRACER, OPT_TOP,
-	       OPT_BUFSZ, OPT_SUBBUF, OPT_LASTBOOT, OPT_CLOCK, OPT_HOST, OPT_MAXSZ, OPT_FV, OPT_NOCOMP, OPT_ZEND, OPT_KEEP, OPT_FORCE, OPT_FSYNC, OPT_SYNC, OPT_TSCOFF,
+	       OPT_BUFSZ, OPT_SUBBUF, OPT_LASTBOOT, OPT_CLOCK, OPT_HOST, OPT_MAXSZ, OPT_FV, OPT_NOCOMP, OPT_ZEND, OPT_KCACHE, OPT_NOKCACHE, OPT_KEEP, OPT_FORCE, OPT_FSYNC, OPT_SYNC, OPT_TSCOFF,
 	       OPT_PROBES, OPT_SINTV, OPT_DEBUGFS, OPT_STOPTO, OPT_QMP, OPT_DOMAIN, OPT_CONNECT,
 	       OPT_HOST_PID, OPT_KVM_EXITS };
 	static const struct option longopts[] = {
@@ -226,6 +231,8 @@ static int parse_record(int argc, char **argv, struct collect_opts *o, struct gu
 		{ "file-version", required_argument, NULL, OPT_FV },
 		{ "no-compress", no_argument, NULL, OPT_NOCOMP },
 		{ "compress-at-end", no_argument, NULL, OPT_ZEND },
+		{ "kallsyms-cache", required_argument, NULL, OPT_KCACHE },
+		{ "no-kallsyms-cache", no_argument, NULL, OPT_NOKCACHE },
 		{ "keep-spool", no_argument, NULL, OPT_KEEP },
 		{ "force", no_argument, NULL, OPT_FORCE },
 		{ "fsync", no_argument, NULL, OPT_FSYNC },
@@ -383,6 +390,8 @@ static int parse_record(int argc, char **argv, struct collect_opts *o, struct gu
 			break;
 		case OPT_NOCOMP: o->compress = false; break;
 		case OPT_ZEND: o->compress_at_end = true; break;
+		case OPT_KCACHE: o->kcache_dir = optarg; o->no_kcache = false; break;
+		case OPT_NOKCACHE: o->no_kcache = true; break;
 		case OPT_KEEP: o->keep_spool = true; break;
 		case OPT_FORCE: o->force = true; break;
 		case OPT_FSYNC: o->fsync = true; break;
@@ -782,6 +791,31 @@ static void on_signal(void *arg, int signo)
 	engine_quit(r->run.e);
 }
 
+/*
+ * The kallsyms cache (kcache.c): --kallsyms-cache DIR, made when missing;
+ * else the package's directory, only when it exists. A directory that others
+ * could write is not used. -1: no cache.
+ */
+static int open_kcache(const struct collect_opts *o)
+{
+	const char *dir = o->kcache_dir ? o->kcache_dir : KCACHEDIR;
+	int fd;
+
+	if (o->no_kcache)
+		return -1;
+	fd = kcache_open(dir, o->kcache_dir != NULL);
+	if (fd == -ENOENT && !o->kcache_dir)
+		log_debug("no kallsyms cache: %s does not exist", dir);
+	else if (fd == -EPERM)
+		log_warn("the kallsyms cache %s is not used: it is not this user's, or others may "
+			 "write it", dir);
+	else if (fd < 0)
+		log_warn("the kallsyms cache %s is not used: %s", dir, strerror(-fd));
+	else
+		log_debug("kallsyms cache: %s", dir);
+	return fd < 0 ? -1 : fd;
+}
+
 static int record(int argc, char **argv)
 {
 	static struct guest *gs[COLLECT_MAX_GUESTS];
@@ -844,6 +878,7 @@ static int record(int argc, char **argv)
 		return EXIT_FAIL;
 	}
 	r.run.e = e;
+	r.run.kcache_fd = open_kcache(&o);
 	/* zstd output: compress on an idle core while the pages stream in (zpre.c). */
 	if (o.compress && o.file_version != 6 && !o.compress_at_end && zpre_start(0) < 0)
 		log_debug("no compression while streaming: the finish compresses everything");
@@ -934,6 +969,8 @@ static int record(int argc, char **argv)
 		g->spool_fd = -1;
 	}
 	zpre_stop();
+	if (r.run.kcache_fd >= 0)
+		close(r.run.kcache_fd);
 	if (nr && !recorded) {
 		/* Nothing to keep: no manifest, no spool to block DIR (host events included). */
 		log_err("no guest could be set up: nothing is written in %s", o.out_dir);

@@ -655,11 +655,28 @@ static void listen_streams(struct guest *g)
  * no module came or went, and the whole bundle the spool holds has them.
  * Spool the new bundle with those.
  */
+static void fetch_meta(struct guest *g, uint32_t flags, void (*done)(struct guest *g, int err));
+
+/* @m, encoded again, as the spool's bundle. */
+static int save_meta(struct guest *g, const struct vt_meta *m)
+{
+	size_t blen;
+	void *blob;
+	int ret;
+
+	ret = vt_meta_encode(m, &blob, &blen);
+	if (ret < 0)
+		return ret;
+	ret = spool_save_meta(g->spool_fd, blob, blen);
+	free(blob);
+	return ret;
+}
+
 static int keep_kallsyms(struct guest *g, struct vt_meta *m)
 {
 	struct vt_meta old;
-	size_t len, blen;
-	void *data, *blob;
+	void *data;
+	size_t len;
 	int ret;
 
 	/* Our own file: unreadable only if something outside broke it; keep what came then. */
@@ -673,12 +690,24 @@ static int keep_kallsyms(struct guest *g, struct vt_meta *m)
 	m->kallsyms = old.kallsyms;
 	old.kallsyms = (struct vt_blob){ 0 };
 	vt_meta_free(&old);
-	ret = vt_meta_encode(m, &blob, &blen);
-	if (ret < 0)
-		return ret;
-	ret = spool_save_meta(g->spool_fd, blob, blen);
-	free(blob);
-	return ret;
+	return save_meta(g, m);
+}
+
+/* A guest's kallsyms kept for its next recording in this boot (kcache.c). */
+static void cache_kallsyms(struct guest *g, const struct vt_meta *m)
+{
+	int ret;
+
+	if (g->run->kcache_fd < 0 || !m->kallsyms_key || m->kallsyms_key == g->kcache_key ||
+	    !(g->caps & VT_PROTO_CAP_KALLSYMS_KEY))
+		return;
+	ret = kcache_store(g->run->kcache_fd, g->name, m->kallsyms_key, &m->kallsyms);
+	if (ret < 0) {
+		log_warn("guest %s: cannot keep its kallsyms in the cache: %s", g->name, strerror(-ret));
+		return;
+	}
+	g->kcache_key = m->kallsyms_key;
+	log_debug("guest %s: kallsyms (%zu bytes) kept in the cache", g->name, m->kallsyms.len);
 }
 
 static void meta_received(struct guest *g, int err)
@@ -687,6 +716,7 @@ static void meta_received(struct guest *g, int err)
 	/* A fetch while recording or at the end only refreshes what the setup spooled. */
 	bool refresh = g->state == G_RUNNING || g->state == G_FINISHING;
 	const char *which = g->state == G_RUNNING ? "full" : "final";
+	bool from_cache = false;
 	struct vt_meta m;
 	int ret;
 
@@ -725,7 +755,29 @@ static void meta_received(struct guest *g, int err)
 		return;
 	}
 	/* Metadata counts against --max-size like pages (fetch_meta() asked for no more than fits). */
-	if (!stream_budget_take(&g->budget, g->meta_rx.len, &g->budget.meta)) {
+	/*
+	 * Asked to leave out the kallsyms the cache has, the agent did: they
+	 * come from the cache. If the cache cannot give them now, ask again.
+	 */
+	if (g->meta_key && !m.kallsyms.len && !(g->meta_req_flags & (VT_PROTO_META_REQ_NO_KALLSYMS |
+								   VT_PROTO_META_REQ_KALLSYMS_IF_CHANGED))) {
+		ret = m.kallsyms_key == g->meta_key ?
+		      kcache_load(g->run->kcache_fd, g->name, g->meta_key, &m.kallsyms) : -ESTALE;
+		if (ret < 0) {
+			log_warn("guest %s: the cached kallsyms cannot be used (%s): asking the guest",
+				 g->name, strerror(-ret));
+			g->kcache_key = 0;
+			vt_meta_free(&m);
+			vt_proto_meta_rx_release(&g->meta_rx);
+			fetch_meta(g, g->meta_req_flags, done);
+			return;
+		}
+		g->kcache_hit = from_cache = true;
+		log_info("guest %s: kallsyms (%zu bytes) from the cache, not read in the guest",
+			 g->name, m.kallsyms.len);
+	}
+	if (!stream_budget_take(&g->budget, g->meta_rx.len + (from_cache ? m.kallsyms.len : 0),
+				&g->budget.meta)) {
 		vt_meta_free(&m);
 		vt_proto_meta_rx_release(&g->meta_rx);
 		if (!refresh) {
@@ -740,10 +792,16 @@ static void meta_received(struct guest *g, int err)
 	}
 	if ((g->meta_req_flags & VT_PROTO_META_REQ_KALLSYMS_IF_CHANGED) && !m.kallsyms.len) {
 		ret = keep_kallsyms(g, &m);
+	} else if (from_cache) {
+		ret = save_meta(g, &m);
+		if (ret == 0)
+			g->meta_full = true;
 	} else {
 		ret = spool_save_meta(g->spool_fd, g->meta_rx.data, g->meta_rx.len);
 		if (ret == 0)
 			g->meta_full = !(g->meta_req_flags & VT_PROTO_META_REQ_NO_KALLSYMS);
+		if (ret == 0 && m.kallsyms.len)
+			cache_kallsyms(g, &m);
 	}
 	vt_meta_free(&m);
 	g->meta_len = g->meta_rx.len;
@@ -784,12 +842,31 @@ static void fetch_meta(struct guest *g, uint32_t flags, void (*done)(struct gues
 	vt_proto_meta_rx_init(&g->meta_rx, limit);
 	g->meta_done = done;
 	g->meta_req_flags = flags;
+	g->meta_key = 0;
 	/* An agent that can send kallsyms as it reads it never holds it whole. */
 	if ((g->caps & (VT_PROTO_CAP_META_FLAGS | VT_PROTO_CAP_META_OPEN)) ==
 	    (VT_PROTO_CAP_META_FLAGS | VT_PROTO_CAP_META_OPEN))
 		flags |= VT_PROTO_META_REQ_OPEN;
-	request(g, vt_proto_enc_meta_req_flags(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX,
-					       vt_conn_next_seq(g->conn), limit, flags),
+	/* Nor reads it at all, when the cache has it under the key it has now. */
+	if (g->run->kcache_fd >= 0 && !(flags & VT_PROTO_META_REQ_NO_KALLSYMS) &&
+	    (g->caps & (VT_PROTO_CAP_META_FLAGS | VT_PROTO_CAP_KALLSYMS_KEY)) ==
+	    (VT_PROTO_CAP_META_FLAGS | VT_PROTO_CAP_KALLSYMS_KEY)) {
+		if (!g->kcache_tried) {
+			int r = kcache_key(g->run->kcache_fd, g->name, &g->kcache_key);
+
+			g->kcache_tried = true;
+			if (r < 0)
+				g->kcache_key = 0;
+			if (r < 0 && r != -ENOENT)
+				log_warn("guest %s: its entry in the kallsyms cache is not used: %s",
+					 g->name, strerror(-r));
+		}
+		g->meta_key = g->kcache_key;
+		if (g->meta_key)
+			flags |= VT_PROTO_META_REQ_KALLSYMS_UNLESS_KEY;
+	}
+	request(g, vt_proto_enc_meta_req_key(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX,
+					     vt_conn_next_seq(g->conn), limit, flags, g->meta_key),
 		VT_PROTO_META, meta_received);
 }
 

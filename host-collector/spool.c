@@ -116,6 +116,18 @@ int spool_guest_dir(int spool_fd, const char *name, int *dir_fd)
 	return 0;
 }
 
+static int create_mode(int dfd, const char *name, int flags, bool stale, mode_t mode)
+{
+	int fl = flags | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+	struct stat st;
+	int fd = openat(dfd, name, fl, mode);
+
+	if (fd < 0 && errno == EEXIST && stale && fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISREG(st.st_mode) && unlinkat(dfd, name, 0) == 0)
+		fd = openat(dfd, name, fl, mode);
+	return fd < 0 ? -errno : fd;
+}
+
 /**
  * spool_create() - create a new file in @dfd, exclusively, never through a link
  * @dfd: the directory
@@ -128,14 +140,7 @@ int spool_guest_dir(int spool_fd, const char *name, int *dir_fd)
  */
 int spool_create(int dfd, const char *name, int flags, bool stale)
 {
-	int fl = flags | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
-	struct stat st;
-	int fd = openat(dfd, name, fl, 0644);
-
-	if (fd < 0 && errno == EEXIST && stale && fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-	    S_ISREG(st.st_mode) && unlinkat(dfd, name, 0) == 0)
-		fd = openat(dfd, name, fl, 0644);
-	return fd < 0 ? -errno : fd;
+	return create_mode(dfd, name, flags, stale, 0644);
 }
 
 /* A file to read: regular only (a FIFO would block, a device is not ours), no link. */
@@ -166,13 +171,28 @@ static int open_read(int dfd, const char *name, int flags)
  */
 int spool_write_file(int dfd, const char *name, const void *data, size_t len)
 {
+	return spool_write_file_mode(dfd, name, data, len, 0644);
+}
+
+/**
+ * spool_write_file_mode() - spool_write_file(), the file made with @mode
+ * @dfd: the directory
+ * @name: file name
+ * @data: contents
+ * @len: length
+ * @mode: the new file's mode (before the umask)
+ *
+ * Return: 0 or -errno.
+ */
+int spool_write_file_mode(int dfd, const char *name, const void *data, size_t len, mode_t mode)
+{
 	const char *p = data;
 	char tmp[256];
 	int fd, ret = 0;
 
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", name) >= sizeof(tmp))
 		return -ENAMETOOLONG;
-	fd = spool_create(dfd, tmp, O_WRONLY, true);
+	fd = create_mode(dfd, tmp, O_WRONLY, true, mode);
 	if (fd < 0)
 		return fd;
 	while (len) {
@@ -305,10 +325,11 @@ int spool_save_state(const struct guest *g)
 
 	tprintf(&t, "name=%s\ntrace_id=%llu\nnr_cpus=%u\nsubbuf=%u\nclock=%s\nagent=%s\ncaps=%llu\n"
 		"streams=%u\nqemu_pid=%d\nmax_reached=%d\nprotocol_errors=%llu\nerror=%s\n"
-		"agent_error=%s\nvcpu_tids=",
+		"agent_error=%s\nkcache_hit=%d\nvcpu_tids=",
 		g->name, (unsigned long long)g->trace_id, g->nr_cpus, g->subbuf, g->clock,
 		g->agent_software, (unsigned long long)g->caps, g->nr_streams, (int)g->qemu_pid,
-		g->budget.reached, (unsigned long long)g->protocol_errors, g->error, g->agent_error);
+		g->budget.reached, (unsigned long long)g->protocol_errors, g->error, g->agent_error,
+		g->kcache_hit);
 	for (i = 0; i < g->nr_vcpu_tids; i++)
 		tprintf(&t, "%s%u", i ? "," : "", g->vcpu_tids[i]);
 	tprintf(&t, "\n");
@@ -988,6 +1009,7 @@ int spool_trace_load(int dir, bool host, struct spool_trace *t)
 			collect_sanitize(t->agent_error, sizeof(t->agent_error), buf, false);
 		t->protocol_errors = kv_u64(text, "protocol_errors");
 		t->max_reached = kv_u64(text, "max_reached");
+		t->kcache_hit = kv_u64(text, "kcache_hit") != 0;
 		if (kv(text, "vcpu_tids", buf, sizeof(buf))) {
 			char *p = buf;
 

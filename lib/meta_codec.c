@@ -40,6 +40,7 @@ enum meta_tag {
 	TAG_IOMMU_GROUPS,	/* optional; older decoders skip it */
 	TAG_PCI_DEVICES,	/* optional; older decoders skip it */
 	TAG_KALLSYMS_PART,	/* kallsyms in pieces, concatenated in order (instead of TAG_KALLSYMS) */
+	TAG_KALLSYMS_KEY,	/* u64, not 0; optional; older decoders skip it */
 	TAG_MAX
 };
 
@@ -125,6 +126,16 @@ static int put_u32(struct wbuf *w, uint32_t tag, uint32_t v)
 
 	vt_put_le32(le, v);
 	return put_rec(w, tag, le, 4, NULL, 0, NULL, 0);
+}
+
+static int put_key(struct wbuf *w, uint64_t key)
+{
+	uint8_t le[8];
+
+	if (!key)
+		return 0;
+	vt_put_le64(le, key);
+	return put_rec(w, TAG_KALLSYMS_KEY, le, 8, NULL, 0, NULL, 0);
 }
 
 static int put_system(struct wbuf *w, const char *sys, const struct vt_meta_system *s)
@@ -229,6 +240,7 @@ static int encode(const struct vt_meta *m, struct wbuf *w, int kfd)
 	    (ret = put_u32(w, TAG_SUBBUF_SIZE, m->subbuf_size)) < 0 ||
 	    (ret = put_blob(w, TAG_IOMMU_GROUPS, &m->iommu_groups)) < 0 ||
 	    (ret = put_blob(w, TAG_PCI_DEVICES, &m->pci_devices)) < 0 ||
+	    (ret = put_key(w, m->kallsyms_key)) < 0 ||
 	    (ret = put_rec(w, TAG_END, NULL, 0, NULL, 0, NULL, 0)) < 0)
 		return ret;
 	return 0;
@@ -507,6 +519,13 @@ int vt_meta_decode(struct vt_meta *m, const void *buf, size_t len)
 			break;
 		case TAG_PCI_DEVICES:
 			ret = take_blob(&m->pci_devices, p, rlen, VT_META_MAX_SYSINFO);
+			break;
+		case TAG_KALLSYMS_KEY:
+			if (rlen != 8 || m->kallsyms_key || !vt_get_le64(p)) {
+				ret = -EBADMSG;
+				break;
+			}
+			m->kallsyms_key = vt_get_le64(p);
 			break;
 		case TAG_NR_CPUS:
 		case TAG_SUBBUF_SIZE:

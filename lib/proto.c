@@ -1173,22 +1173,28 @@ int vt_proto_dec_stats(const struct vt_proto_msg *msg, struct vt_proto_stats *st
 /* ---------------------------------------------------------------- META */
 
 /**
- * vt_proto_enc_meta_req_flags() - write META_REQ, with flags when not 0
+ * vt_proto_enc_meta_req_key() - write META_REQ, with flags and a kallsyms key
  * @buf: destination
  * @size: size of @buf
  * @seq: sequence number
  * @max_total: the largest bundle the sender will accept
  * @flags: VT_PROTO_META_REQ_*; only for an agent with VT_PROTO_CAP_META_FLAGS
  *	(0 writes the 8-byte payload every agent reads)
+ * @key: with VT_PROTO_META_REQ_KALLSYMS_UNLESS_KEY (only then), not 0: the
+ *	key of the kallsyms the host has
  *
- * Return: the frame length, -ENOBUFS.
+ * Return: the frame length, -EINVAL for a key without its flag or the flag
+ * without a key, -ENOBUFS.
  */
-int vt_proto_enc_meta_req_flags(void *buf, size_t size, uint32_t seq, uint64_t max_total,
-				uint32_t flags)
+int vt_proto_enc_meta_req_key(void *buf, size_t size, uint32_t seq, uint64_t max_total,
+			      uint32_t flags, uint64_t key)
 {
+	bool unless = flags & VT_PROTO_META_REQ_KALLSYMS_UNLESS_KEY;
 	struct wbuf w;
 	uint8_t *f;
 
+	if (unless != (key != 0))
+		return -EINVAL;
 	w_init(&w, buf, size, VT_PROTO_META_REQ, seq);
 	f = w_reserve(&w, sizeof(struct wire_meta_req));
 	if (f)
@@ -1198,7 +1204,29 @@ int vt_proto_enc_meta_req_flags(void *buf, size_t size, uint32_t seq, uint64_t m
 		if (f)
 			vt_put_le32(f, flags);
 	}
+	if (unless) {
+		f = w_reserve(&w, 8);
+		if (f)
+			vt_put_le64(f, key);
+	}
 	return w_finish(&w);
+}
+
+/**
+ * vt_proto_enc_meta_req_flags() - write META_REQ, with flags when not 0
+ * @buf: destination
+ * @size: size of @buf
+ * @seq: sequence number
+ * @max_total: the largest bundle the sender will accept
+ * @flags: VT_PROTO_META_REQ_* but KALLSYMS_UNLESS_KEY; only for an agent with
+ *	VT_PROTO_CAP_META_FLAGS (0 writes the 8-byte payload every agent reads)
+ *
+ * Return: the frame length, -EINVAL, -ENOBUFS.
+ */
+int vt_proto_enc_meta_req_flags(void *buf, size_t size, uint32_t seq, uint64_t max_total,
+				uint32_t flags)
+{
+	return vt_proto_enc_meta_req_key(buf, size, seq, max_total, flags, 0);
 }
 
 /**
@@ -1216,17 +1244,21 @@ int vt_proto_enc_meta_req(void *buf, size_t size, uint32_t seq, uint64_t max_tot
 }
 
 /**
- * vt_proto_dec_meta_req_flags() - read META_REQ
+ * vt_proto_dec_meta_req_key() - read META_REQ
  * @msg: the message
  * @max_total: the largest bundle the requester accepts
  * @flags: VT_PROTO_META_REQ_* (0 when the payload has none)
+ * @key: the key that follows VT_PROTO_META_REQ_KALLSYMS_UNLESS_KEY; 0 without
  *
  * Return: 0, -EINVAL for another type, -EBADMSG for a malformed payload, an
- * unknown flag or a flags field of 0.
+ * unknown flag, a flags field of 0, or a key that is 0, missing or there
+ * without its flag.
  */
-int vt_proto_dec_meta_req_flags(const struct vt_proto_msg *msg, uint64_t *max_total, uint32_t *flags)
+int vt_proto_dec_meta_req_key(const struct vt_proto_msg *msg, uint64_t *max_total, uint32_t *flags,
+			      uint64_t *key)
 {
-	const uint8_t *f, *fl = NULL;
+	const uint8_t *f, *fl = NULL, *k = NULL;
+	uint32_t v = 0;
 	struct rbuf r;
 	int ret;
 
@@ -1234,18 +1266,39 @@ int vt_proto_dec_meta_req_flags(const struct vt_proto_msg *msg, uint64_t *max_to
 	if (ret < 0)
 		return ret;
 	f = r_take(&r, sizeof(struct wire_meta_req));
-	if (f && r.left == 4)
+	if (f && (r.left == 4 || r.left == 12))
 		fl = r_take(&r, 4);
+	if (fl && r.left == 8)
+		k = r_take(&r, 8);
 	if (!f || r_end(&r))
 		return -EBADMSG;
-	/* Flags are sent only when not 0: one encoding per request. */
-	if (fl && (!vt_get_le32(fl) || (vt_get_le32(fl) & ~VT_PROTO_META_REQ_FLAGS)))
+	if (fl)
+		v = vt_get_le32(fl);
+	/* Flags are sent only when not 0, a key only with its flag: one encoding per request. */
+	if (fl && (!v || (v & ~VT_PROTO_META_REQ_FLAGS)))
+		return -EBADMSG;
+	if (!(v & VT_PROTO_META_REQ_KALLSYMS_UNLESS_KEY) != !k || (k && !vt_get_le64(k)))
 		return -EBADMSG;
 	if (max_total)
 		*max_total = W_GET(f, struct wire_meta_req, max_total);
 	if (flags)
-		*flags = fl ? vt_get_le32(fl) : 0;
+		*flags = v;
+	if (key)
+		*key = k ? vt_get_le64(k) : 0;
 	return 0;
+}
+
+/**
+ * vt_proto_dec_meta_req_flags() - read META_REQ, ignoring a kallsyms key
+ * @msg: the message
+ * @max_total: the largest bundle the requester accepts
+ * @flags: VT_PROTO_META_REQ_* (0 when the payload has none)
+ *
+ * Return: as vt_proto_dec_meta_req_key().
+ */
+int vt_proto_dec_meta_req_flags(const struct vt_proto_msg *msg, uint64_t *max_total, uint32_t *flags)
+{
+	return vt_proto_dec_meta_req_key(msg, max_total, flags, NULL);
 }
 
 /**

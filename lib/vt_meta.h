@@ -65,6 +65,9 @@ struct vt_meta_system {
  * @pci_devices: /proc/bus/pci/devices; optional
  * @nr_cpus: CPUs the trace covers (possible CPUs with a per_cpu directory)
  * @subbuf_size: sub-buffer size in bytes, from header_page
+ * @kallsyms_key: which kallsyms the guest has now (a hash of its boot_id and
+ *	/proc/modules), whether or not the bundle carries it; 0: unknown. A host
+ *	that kept kallsyms under this key may ask for a bundle without it.
  */
 struct vt_meta {
 	struct vt_blob header_page;
@@ -82,6 +85,7 @@ struct vt_meta {
 	struct vt_blob pci_devices;
 	uint32_t nr_cpus;
 	uint32_t subbuf_size;
+	uint64_t kallsyms_key;	/* what the guest's kallsyms is now (boot, modules); 0: unknown */
 };
 
 /* vt_meta_load() flags */

@@ -114,6 +114,8 @@ enum vt_proto_type {
 #define VT_PROTO_CAP_LASTBOOT	(1ull << 6)	/* LASTBOOT_REQ is served */
 #define VT_PROTO_CAP_META_FLAGS	(1ull << 7)	/* META_REQ may carry flags */
 #define VT_PROTO_CAP_META_OPEN	(1ull << 8)	/* META_REQ may carry OPEN */
+#define VT_PROTO_CAP_KALLSYMS_KEY (1ull << 9)	/* bundles carry kallsyms' key; META_REQ
+						 * may carry KALLSYMS_UNLESS_KEY */
 
 /* META_REQ flags (only to an agent with VT_PROTO_CAP_META_FLAGS) */
 #define VT_PROTO_META_REQ_NO_KALLSYMS	(1u << 0)	/* leave /proc/kallsyms out */
@@ -128,9 +130,16 @@ enum vt_proto_type {
  * whole (only to an agent with VT_PROTO_CAP_META_OPEN).
  */
 #define VT_PROTO_META_REQ_OPEN	(1u << 2)
+/*
+ * Leave kallsyms out when its key is the u64 that follows the flags: the
+ * host kept that kallsyms from an earlier session of this boot (only to an
+ * agent with VT_PROTO_CAP_KALLSYMS_KEY).
+ */
+#define VT_PROTO_META_REQ_KALLSYMS_UNLESS_KEY	(1u << 3)
 #define VT_PROTO_META_REQ_FLAGS		(VT_PROTO_META_REQ_NO_KALLSYMS | \
 					 VT_PROTO_META_REQ_KALLSYMS_IF_CHANGED | \
-					 VT_PROTO_META_REQ_OPEN)
+					 VT_PROTO_META_REQ_OPEN | \
+					 VT_PROTO_META_REQ_KALLSYMS_UNLESS_KEY)
 
 /* EVENTS flags */
 #define VT_PROTO_EVENTS_REPLACE	(1u << 0)	/* disable what earlier EVENTS enabled */
@@ -313,6 +322,10 @@ int vt_proto_enc_buffer_size(void *buf, size_t size, uint32_t seq,
 			     const struct vt_proto_buffer_size *bs);
 int vt_proto_enc_instance(void *buf, size_t size, uint32_t seq, const char *name);
 int vt_proto_enc_stats(void *buf, size_t size, uint32_t seq, const struct vt_proto_stats *st);
+int vt_proto_enc_meta_req_key(void *buf, size_t size, uint32_t seq, uint64_t max_total,
+			      uint32_t flags, uint64_t key);
+int vt_proto_dec_meta_req_key(const struct vt_proto_msg *msg, uint64_t *max_total, uint32_t *flags,
+			      uint64_t *key);
 int vt_proto_enc_meta_req(void *buf, size_t size, uint32_t seq, uint64_t max_total);
 int vt_proto_enc_meta_req_flags(void *buf, size_t size, uint32_t seq, uint64_t max_total,
 				uint32_t flags);

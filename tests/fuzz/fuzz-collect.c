@@ -3,7 +3,7 @@
  * libFuzzer harness for what the collector takes from a guest: control-port
  * bytes through the session's parser and message handlers (HELLO_REPLY,
  * STATS, META chunks, errors...), and data-port bytes through page ingest.
- * vt-fuzz-sources: host-collector/session.c host-collector/guesttext.c host-collector/stream.c host-collector/zpre.c host-collector/spool.c host-collector/attach.c lib/conn.c lib/proto.c lib/pages.c lib/meta.c lib/meta_codec.c lib/tsync-map.c lib/tsync-est.c lib/tsync-timeshift.c lib/tsync-tsc.c lib/tracedat.c
+ * vt-fuzz-sources: host-collector/session.c host-collector/guesttext.c host-collector/stream.c host-collector/zpre.c host-collector/spool.c host-collector/kcache.c host-collector/attach.c lib/conn.c lib/proto.c lib/pages.c lib/meta.c lib/meta_codec.c lib/tsync-map.c lib/tsync-est.c lib/tsync-timeshift.c lib/tsync-tsc.c lib/tracedat.c
  * vt-fuzz-libs: -luring -lzstd -lm -I host-collector
  *
  * Input: u16 length of the control part, the control bytes, then the data
@@ -118,7 +118,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const struct collect_opts opts = { .sync_probes = 4, .stop_timeout = 1 };
-	static struct collect_run run = { .o = &opts };
+	static struct collect_run run = { .o = &opts, .kcache_fd = -1 };
 	static struct guest g;
 	static int devnull = -1;
 	struct stream s;

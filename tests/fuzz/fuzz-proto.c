@@ -46,7 +46,7 @@ static int reencode(const struct vt_proto_msg *m)
 	struct vt_proto_sync s;
 	const char *str;
 	uint32_t u32;
-	uint64_t u64;
+	uint64_t u64, key;
 	uint32_t flags;
 	int ret;
 
@@ -89,8 +89,8 @@ static int reencode(const struct vt_proto_msg *m)
 		ret = vt_proto_dec_stats(m, &st);
 		return ret ? ret : vt_proto_enc_stats(frame, sizeof(frame), m->seq, &st);
 	case VT_PROTO_META_REQ:
-		ret = vt_proto_dec_meta_req_flags(m, &u64, &flags);
-		return ret ? ret : vt_proto_enc_meta_req_flags(frame, sizeof(frame), m->seq, u64, flags);
+		ret = vt_proto_dec_meta_req_key(m, &u64, &flags, &key);
+		return ret ? ret : vt_proto_enc_meta_req_key(frame, sizeof(frame), m->seq, u64, flags, key);
 	case VT_PROTO_META:
 		ret = vt_proto_dec_meta(m, &chunk);
 		return ret ? ret : vt_proto_enc_meta(frame, sizeof(frame), m->seq, &chunk);
@@ -127,6 +127,9 @@ static void check_msg(const struct vt_proto_msg *m, struct vt_proto_meta_rx *rx)
 		abort();
 	if (m->type == VT_PROTO_META && vt_proto_dec_meta(m, &chunk) == 0) {
 		ret = vt_proto_meta_rx_add(rx, &chunk);
+		/* Open or not, nothing held past the receiver's limit. */
+		if (rx->len > rx->limit || rx->cap > rx->limit)
+			abort();
 		if (ret < 0 || ret == 1) {
 			if (ret == 1 && rx->len != rx->total)
 				abort();
@@ -338,6 +341,19 @@ int main(int argc, char **argv)
 	memcpy(seed, garbage, sizeof(garbage) - 1);
 	n = make_frame(VT_PROTO_STOP, 9, seed + sizeof(garbage) - 1, sizeof(seed));
 	ret |= write_seed(argv[1], "garbage-then-frame", 0x80, seed, sizeof(garbage) - 1 + (size_t)n);
+	/* an open META bundle: two open chunks, then the last with the real total */
+	len = 0;
+	for (i = 0; i < 3; i++) {
+		static const uint8_t part[] = "kallsyms piece ";
+		struct vt_proto_meta_chunk c = { .total = i < 2 ? VT_PROTO_META_OPEN : 3 * 15,
+						 .offset = i * 15, .data = part, .len = 15 };
+
+		n = vt_proto_enc_meta(seed + len, sizeof(seed) - len, (uint32_t)i + 1, &c);
+		if (n < 0)
+			return 1;
+		len += (size_t)n;
+	}
+	ret |= write_seed(argv[1], "meta-open", 0x80, seed, len);
 	/* a frame of unknown type, then a valid one */
 	n = vt_proto_encode(seed, sizeof(seed), 99, 1, "abcd", 4);
 	len = (size_t)n;

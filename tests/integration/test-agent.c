@@ -395,6 +395,27 @@ static void fetch_meta(struct t_host *h, uint32_t flags, struct vt_meta *meta, s
 	vt_proto_meta_rx_release(&rx);
 }
 
+/* META_REQ with KALLSYMS_UNLESS_KEY @key (and @flags), the bundle decoded into @meta. */
+static void fetch_meta_key(struct t_host *h, uint32_t flags, uint64_t key, struct vt_meta *meta)
+{
+	struct vt_proto_meta_rx rx;
+	struct vt_proto_meta_chunk c;
+	struct vt_proto_msg m;
+	int r;
+
+	assert_true(t_send(h, vt_proto_enc_meta_req_key(h->frame, sizeof(h->frame), ++h->seq, 64 << 20,
+						  flags | VT_PROTO_META_REQ_KALLSYMS_UNLESS_KEY, key)));
+	vt_proto_meta_rx_init(&rx, 64 << 20);
+	do {
+		assert_int_equal(t_wait(h, VT_PROTO_META, 0, 10000, &m), 0);
+		assert_int_equal(vt_proto_dec_meta(&m, &c), 0);
+		r = vt_proto_meta_rx_add(&rx, &c);
+		assert_true(r >= 0);
+	} while (r == 0);
+	assert_int_equal(vt_meta_decode(meta, rx.data, rx.len), 0);
+	vt_proto_meta_rx_release(&rx);
+}
+
 static void test_metadata_kallsyms(void **state)
 {
 	const char *const extra[] = { T_WITH_KALLSYMS, NULL };
@@ -470,13 +491,14 @@ static void test_metadata(void **state)
  * META_REQ_OPEN: the agent sends kallsyms as it reads it, in pieces, so its
  * peak RSS does not grow with kallsyms (5 MB on this host): it stays within
  * 1 MiB of where it was before the bundle. Every chunk but the last is open;
- * the last says where the bundle ends. Over max_total, the chunks sent so
- * far are followed by ERROR EFBIG.
+ * the last says where the bundle ends. KALLSYMS_UNLESS_KEY with the key the
+ * bundles carry leaves kallsyms out. Over max_total, the chunks sent so far
+ * are followed by ERROR EFBIG.
  */
 static void test_metadata_open(void **state)
 {
 	const char *const extra[] = { T_WITH_KALLSYMS, NULL };
-	uint64_t hwm0, hwm, nr_open = 0, nr_last = 0;
+	uint64_t hwm0, hwm, nr_open = 0, nr_last = 0, key;
 	struct vt_proto_meta_chunk c;
 	struct vt_proto_meta_rx rx;
 	struct vt_proto_msg m;
@@ -516,6 +538,25 @@ static void test_metadata_open(void **state)
 	/* "If changed", open: nothing changed, so no kallsyms, and a known total. */
 	fetch_meta(&h, VT_PROTO_META_REQ_KALLSYMS_IF_CHANGED | VT_PROTO_META_REQ_OPEN, &meta, NULL);
 	assert_int_equal(meta.kallsyms.len, 0);
+	vt_meta_free(&meta);
+	/*
+	 * The kallsyms key (this boot, these modules) is in every bundle. Asked
+	 * to leave out the kallsyms of that key, the agent does; another key
+	 * gets them.
+	 */
+	fetch_meta(&h, VT_PROTO_META_REQ_NO_KALLSYMS, &meta, NULL);
+	key = meta.kallsyms_key;
+	assert_true(key != 0);
+	vt_meta_free(&meta);
+	fetch_meta_key(&h, VT_PROTO_META_REQ_OPEN, key, &meta);
+	assert_int_equal(meta.kallsyms.len, 0);
+	assert_true(meta.kallsyms_key == key && meta.header_page.len > 0);
+	vt_meta_free(&meta);
+	fetch_meta_key(&h, VT_PROTO_META_REQ_OPEN, key ^ 1, &meta);
+	assert_true(meta.kallsyms.len > (1u << 20) && meta.kallsyms_key == key);
+	vt_meta_free(&meta);
+	fetch_meta_key(&h, 0, key ^ 2, &meta);	/* not open: the same */
+	assert_true(meta.kallsyms.len > (1u << 20) && meta.kallsyms_key == key);
 	vt_meta_free(&meta);
 	/* Over max_total: chunks, then ERROR EFBIG for the request. */
 	assert_true(t_send(&h, vt_proto_enc_meta_req_flags(h.frame, sizeof(h.frame), ++h.seq,

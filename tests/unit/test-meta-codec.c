@@ -253,6 +253,48 @@ static void test_encode_fd(void **state)
 	vt_meta_free(&m);
 }
 
+/* The kallsyms key: kept through a round trip, left out when 0; never 0, never twice. */
+static void test_kallsyms_key(void **state)
+{
+	struct vt_meta m, d;
+	size_t len, len0, off;
+	uint8_t *p;
+	void *buf;
+
+	make_meta(&m);
+	assert_int_equal(vt_meta_encode(&m, &buf, &len0), 0);
+	free(buf);
+	m.kallsyms_key = 0xfedcba9876543210ull;
+	assert_int_equal(vt_meta_encode(&m, &buf, &len), 0);
+	assert_int_equal(len, len0 + 16);
+	assert_int_equal(vt_meta_decode(&d, buf, len), 0);
+	assert_true(d.kallsyms_key == m.kallsyms_key);
+	assert_blob_eq(&d.kallsyms, &m.kallsyms);
+	vt_meta_free(&d);
+	p = buf;
+	off = find_rec(p, len, 15);
+	assert_int_equal(vt_get_le32(p + off + 4), 8);
+	vt_put_le64(p + off + 8, 0);
+	assert_int_equal(vt_meta_decode(&d, buf, len), -EBADMSG);
+	/* Twice: a second key record before the end. */
+	vt_put_le64(p + off + 8, 1);
+	{
+		uint8_t *two = malloc(len + 16);
+
+		assert_non_null(two);
+		memcpy(two, p, len - 8);
+		memcpy(two + len - 8, p + off, 16);
+		memcpy(two + len + 8, p + len - 8, 8);
+		assert_int_equal(vt_meta_decode(&d, two, len + 16), -EBADMSG);
+		assert_int_equal(vt_meta_decode(&d, p, len), 0);	/* one alone is fine */
+		assert_true(d.kallsyms_key == 1);
+		vt_meta_free(&d);
+		free(two);
+	}
+	free(buf);
+	vt_meta_free(&m);
+}
+
 static void test_truncated(void **state)
 {
 	struct vt_meta m, d;
@@ -432,6 +474,7 @@ int main(void)
 		cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_encode_to),
 		cmocka_unit_test(test_encode_fd),
+		cmocka_unit_test(test_kallsyms_key),
 		cmocka_unit_test(test_truncated),
 		cmocka_unit_test(test_no_sysinfo),
 		cmocka_unit_test(test_corrupt),

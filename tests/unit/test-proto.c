@@ -351,6 +351,53 @@ static void test_roundtrip_meta(void **state)
 			assert_int_equal(vt_proto_msg_validate(&msg), -EBADMSG);
 		}
 	}
+	{
+		/* KALLSYMS_UNLESS_KEY: the key follows the flags, only with its flag, never 0. */
+		const uint32_t unless = VT_PROTO_META_REQ_KALLSYMS_UNLESS_KEY | VT_PROTO_META_REQ_OPEN;
+		uint8_t p[20] = { 0 };
+		uint32_t flags = 0;
+		uint64_t key = 0;
+
+		n = vt_proto_enc_meta_req_key(t_buf, sizeof(t_buf), 3, 4096, unless,
+					      0x0123456789abcdefull);
+		t_decode(t_buf, n, VT_PROTO_META_REQ, 3, &msg);
+		assert_int_equal(msg.len, 20);
+		assert_int_equal(vt_proto_dec_meta_req_key(&msg, &max, &flags, &key), 0);
+		assert_true(max == 4096 && flags == unless && key == 0x0123456789abcdefull);
+		/* Read without the key, the flags are still all there. */
+		assert_int_equal(vt_proto_dec_meta_req_flags(&msg, &max, &flags), 0);
+		assert_true(flags == unless);
+		/* No flag, no key: 0. */
+		n = vt_proto_enc_meta_req_flags(t_buf, sizeof(t_buf), 4, 4096, VT_PROTO_META_REQ_OPEN);
+		t_decode(t_buf, n, VT_PROTO_META_REQ, 4, &msg);
+		key = 9;
+		assert_int_equal(vt_proto_dec_meta_req_key(&msg, &max, &flags, &key), 0);
+		assert_true(key == 0);
+		/* The encoder takes the flag and a key together only. */
+		assert_int_equal(vt_proto_enc_meta_req_key(t_buf, sizeof(t_buf), 5, 4096, unless, 0), -EINVAL);
+		assert_int_equal(vt_proto_enc_meta_req_key(t_buf, sizeof(t_buf), 5, 4096,
+							   VT_PROTO_META_REQ_OPEN, 7), -EINVAL);
+		assert_int_equal(vt_proto_enc_meta_req_flags(t_buf, sizeof(t_buf), 5, 4096, unless),
+				 -EINVAL);
+		/* The decoder: the flag without a key, a key without the flag, a key of 0. */
+		p[1] = 0x10;
+		vt_put_le32(p + 8, unless);
+		t_raw(VT_PROTO_META_REQ, p, 12, &msg);
+		assert_int_equal(vt_proto_dec_meta_req_key(&msg, &max, &flags, &key), -EBADMSG);
+		vt_put_le64(p + 12, 5);
+		vt_put_le32(p + 8, VT_PROTO_META_REQ_OPEN);
+		t_raw(VT_PROTO_META_REQ, p, 20, &msg);
+		assert_int_equal(vt_proto_dec_meta_req_key(&msg, &max, &flags, &key), -EBADMSG);
+		assert_int_equal(vt_proto_msg_validate(&msg), -EBADMSG);
+		vt_put_le32(p + 8, unless);
+		t_raw(VT_PROTO_META_REQ, p, 20, &msg);
+		assert_int_equal(vt_proto_dec_meta_req_key(&msg, &max, &flags, &key), 0);
+		vt_put_le64(p + 12, 0);
+		t_raw(VT_PROTO_META_REQ, p, 20, &msg);
+		assert_int_equal(vt_proto_dec_meta_req_key(&msg, &max, &flags, &key), -EBADMSG);
+		t_raw(VT_PROTO_META_REQ, p, 16, &msg);
+		assert_int_equal(vt_proto_dec_meta_req_key(&msg, &max, &flags, &key), -EBADMSG);
+	}
 
 	/* the largest chunk fills the largest payload exactly */
 	n = vt_proto_enc_meta(t_buf, sizeof(t_buf), 2, &c);
