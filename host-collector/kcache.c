@@ -56,8 +56,14 @@ int kcache_open(const char *dir, bool create)
 	if (create && mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return -errno;
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
+	if (fd < 0) {
+		int err = errno;
+
+		/* O_DIRECTORY answers ENOTDIR for a link: say what it is. */
+		if (err == ENOTDIR && lstat(dir, &st) == 0 && S_ISLNK(st.st_mode))
+			err = ELOOP;
+		return -err;
+	}
 	if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 022)) {
 		close(fd);
 		return -EPERM;

@@ -93,6 +93,8 @@ struct fake_opts {
 	bool oversize;
 	bool huge_meta;
 	bool open_meta;			/* --open-meta: META_OPEN taken, open chunks sent */
+	uint64_t kallsyms_key;		/* --kallsyms-key: KALLSYMS_KEY, made-up kallsyms */
+	bool lie_key;			/* --lie-kallsyms-key: leave kallsyms out for any key */
 	bool endless_meta;		/* --endless-meta: open chunks that never end */
 	bool truncate_stream;
 	bool wrong_subbuf;
@@ -384,6 +386,19 @@ static int load_fixture(struct fake *f)
 	}
 	f->meta.nr_cpus = f->o.cpus;
 	f->meta.subbuf_size = f->fmt.subbuf_size;
+	if (f->o.kallsyms_key) {
+		/* Made-up kallsyms, so that there is something to keep: 1000 text symbols. */
+		size_t klen = 0;
+		char *ks = malloc(1000 * 48);
+
+		if (!ks)
+			return -ENOMEM;
+		for (i = 0; i < 1000; i++)
+			klen += sprintf(ks + klen, "ffffffff81%06x T vt_fake_sym_%u\n", i * 16, i);
+		free(f->meta.kallsyms.data);
+		f->meta.kallsyms = (struct vt_blob){ .data = ks, .len = klen };
+		f->meta.kallsyms_key = f->o.kallsyms_key;
+	}
 	say(f, "fixture %s: %u CPUs in the fixture, serving %u, %u-byte pages, clock %s",
 	    f->o.fixture, fcpus, f->o.cpus, f->fmt.subbuf_size, f->clock);
 	return 0;
@@ -803,6 +818,8 @@ static int send_hello_reply(struct fake *f, const struct vt_proto_msg *msg)
 		 VT_PROTO_CAP_INSTANCES;
 	if (f->o.open_meta || f->o.endless_meta)
 		r.caps |= VT_PROTO_CAP_META_FLAGS | VT_PROTO_CAP_META_OPEN;
+	if (f->o.kallsyms_key)
+		r.caps |= VT_PROTO_CAP_META_FLAGS | VT_PROTO_CAP_KALLSYMS_KEY;
 	r.clock = f->o.evil == EVIL_CLOCK ? "XXXXXXXXX" : f->clock;
 	if (f->o.evil == EVIL_TEXT) {
 		evil_text(software, sizeof(software));
@@ -1407,6 +1424,7 @@ static void handle(struct fake *f, const struct vt_proto_msg *msg)
 	struct vt_proto_error e;
 	uint64_t max_total;
 	uint32_t meta_flags;
+	uint64_t meta_key;
 	const char *text;
 
 	if (!f->hello_done && msg->type != VT_PROTO_HELLO && msg->type != VT_PROTO_BYE &&
@@ -1456,14 +1474,29 @@ static void handle(struct fake *f, const struct vt_proto_msg *msg)
 		send_stats(f);
 		break;
 	case VT_PROTO_META_REQ:
-		/* The flags are read, but the whole bundle is always sent. */
-		if (vt_proto_dec_meta_req_flags(msg, &max_total, &meta_flags) < 0)
+		/*
+		 * The flags are read, but the whole bundle is always sent; but
+		 * for --kallsyms-key (META_FLAGS), without kallsyms when asked
+		 * so, or when the host has them.
+		 */
+		if (vt_proto_dec_meta_req_key(msg, &max_total, &meta_flags, &meta_key) < 0) {
 			reply_err(f, msg->seq, EBADMSG, "malformed META_REQ");
-		else if (f->o.endless_meta && (meta_flags & VT_PROTO_META_REQ_OPEN))
+		} else if (f->o.endless_meta && (meta_flags & VT_PROTO_META_REQ_OPEN)) {
 			send_endless_meta(f, max_total);
-		else
+		} else if (f->o.kallsyms_key && ((meta_flags & VT_PROTO_META_REQ_NO_KALLSYMS) ||
+			   (meta_key && (meta_key == f->o.kallsyms_key || f->o.lie_key)))) {
+			struct vt_blob ks = f->meta.kallsyms;
+
+			if (meta_key)
+				say(f, "META without kallsyms: the host has key %" PRIx64 "%s", meta_key,
+				    f->o.lie_key ? " (it says; our key is another)" : "");
+			f->meta.kallsyms = (struct vt_blob){ 0 };
+			send_meta(f, msg->seq, max_total, false);
+			f->meta.kallsyms = ks;
+		} else {
 			send_meta(f, msg->seq, max_total, f->o.open_meta &&
 				  (meta_flags & VT_PROTO_META_REQ_OPEN));
+		}
 		break;
 	case VT_PROTO_SYNC_BEGIN:
 		if (vt_proto_dec_sync(msg, &sync) < 0 || sync.cpu >= f->o.cpus) {
@@ -1815,6 +1848,10 @@ static void usage(FILE *out)
 		"                         announce an open total, the last the real one\n"
 		"  --endless-meta         as --open-meta, but the open chunks never end (one\n"
 		"                         past the host's limit)\n"
+		"  --kallsyms-key KEY     made-up kallsyms (1000 text symbols) with key KEY (hex):\n"
+		"                         left out when the host asks with that key\n"
+		"  --lie-kallsyms-key     with --kallsyms-key: left out whatever key the host\n"
+		"                         gives, the bundle still saying KEY\n"
 		"  --truncate-stream      end cpu0's data in the middle of its last page and close\n"
 		"  --wrong-subbuf         HELLO_REPLY and META claim twice the real sub-buffer size\n"
 		"  --stall-stop           never answer STOP\n"
@@ -1847,7 +1884,7 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 {
 	enum { OPT_FIFO = 256, OPT_CONNECT, OPT_LISTEN, OPT_FIXTURE, OPT_NAME, OPT_CPUS, OPT_REPEAT, OPT_RATE,
 	       OPT_RETIME, OPT_TSC, OPT_MISSED, OPT_OVERRUN, OPT_CTL, OPT_PREFIX, OPT_BAD, OPT_GARBAGE,
-	       OPT_OVERSIZE, OPT_HUGE, OPT_OPEN_META, OPT_ENDLESS_META, OPT_TRUNC, OPT_SUBBUF, OPT_STALL, OPT_LIE, OPT_CRASH, OPT_EVIL,
+	       OPT_OVERSIZE, OPT_HUGE, OPT_OPEN_META, OPT_ENDLESS_META, OPT_KSKEY, OPT_LIEKEY, OPT_TRUNC, OPT_SUBBUF, OPT_STALL, OPT_LIE, OPT_CRASH, OPT_EVIL,
 	       OPT_EXTERNAL, OPT_PROBE_DELAY, OPT_META_RATE, OPT_SILENT_HELLO, OPT_VARY, OPT_TIMELOG,
 	       OPT_ALL_BAD, OPT_ABSURD, OPT_ERROR_FLOOD, OPT_SHRINK };
 	static const struct option lo[] = {
@@ -1875,6 +1912,8 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 		{ "huge-meta", no_argument, NULL, OPT_HUGE },
 		{ "open-meta", no_argument, NULL, OPT_OPEN_META },
 		{ "endless-meta", no_argument, NULL, OPT_ENDLESS_META },
+		{ "kallsyms-key", required_argument, NULL, OPT_KSKEY },
+		{ "lie-kallsyms-key", no_argument, NULL, OPT_LIEKEY },
 		{ "truncate-stream", no_argument, NULL, OPT_TRUNC },
 		{ "wrong-subbuf", no_argument, NULL, OPT_SUBBUF },
 		{ "stall-stop", no_argument, NULL, OPT_STALL },
@@ -1984,6 +2023,12 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 			break;
 		case OPT_ENDLESS_META:
 			o->endless_meta = true;
+			break;
+		case OPT_KSKEY:
+			o->kallsyms_key = strtoull(optarg, NULL, 16);
+			break;
+		case OPT_LIEKEY:
+			o->lie_key = true;
 			break;
 		case OPT_TRUNC:
 			o->truncate_stream = true;
