@@ -42,7 +42,12 @@
 # (footprint seconds, default 10), VT_PEER_MODES (default "tc-tcp tc-fifo ours ours-nosync";
 # also ours-pN: --sync-probes N; ours-bpN: buffer_percent N; ours-base: the collector
 # VT_PEER_BASE_COLLECT, e.g. another commit's build, against this one; ours-top: --top-level,
-# the guest's top-level buffer as trace-cmd records it, no private instance made and removed), VT_PEER_HOLD=SECS (keep the booted guest for debugging),
+# the guest's top-level buffer as trace-cmd records it, no private instance made and removed;
+# ours-kc: --kallsyms-cache, as the package's default cache directory: the first ours-kc session
+# of the boot fills it, the later ones find kallsyms there and the agent does not read them; every
+# other ours* mode runs with --no-kallsyms-cache, as a boot's first recording),
+# VT_PEER_PIN=0 (no instance keeping the events enabled for the boot, see below),
+# VT_PEER_HOLD=SECS (keep the booted guest for debugging),
 # VT_KEEP=1.
 echo "bench-peer: trace-cmd agent (TCP, virtio-serial FIFO) against virtio-trace in one TCG guest boot"
 set -uo pipefail
@@ -149,14 +154,20 @@ VT_QEMU_EXTRA=(-chardev "pipe,id=vttest,path=$P/vt-test"
 	-device "virtserialport,bus=vser0.0,nr=27,chardev=id1,name=idle-cpu1")
 vt_guest_start || { echo "FAIL: QEMU did not start"; exit 1; }
 
-# say LINE [SECS]: one command to vt-e2e-guest; its answer in ANSWER.
+# say LINE [SECS]: one command to vt-e2e-guest; its answer in ANSWER. A guest that is gone
+# (QEMU exited: under TCG a guest kernel can die patching its text while events are enabled)
+# ends the wait at once, with a line that says so.
 cat >"$WORK/say.sh" <<EOF
 say() {
-	local rc=0
+	local rc=1 left=\${2:-60}
 	ANSWER=
 	exec 7<>"$P/vt-test.in" 8<>"$P/vt-test.out"
 	echo "\$1" >&7
-	read -r -t "\${2:-60}" ANSWER <&8 || rc=1
+	while [ "\$left" -gt 0 ]; do
+		if read -r -t 5 ANSWER <&8; then rc=0; break; fi
+		kill -0 $VT_QEMU_PID 2>/dev/null || { echo "bench-peer: the guest is gone (QEMU exited): \$(tr -d '\\r' <"$VT_RUNDIR/console.log" | grep -a -m1 -E 'Kernel panic|Oops|BUG:')" >&2; break; }
+		left=\$((left - 5))
+	done
 	exec 7>&- 8<&-
 	return \$rc
 }
@@ -165,6 +176,19 @@ EOF
 say hello 120 || { tail -n 30 "$VT_RUNDIR/console.log"; echo "FAIL: the guest never answered"; exit 1; }
 HZ=${ANSWER##*hz=}
 echo "$ME: guest up: $ANSWER; $(tr -d '\r' <"$VT_RUNDIR/console.log" | grep -a 'PEER: ports')"
+
+# The events every mode records stay enabled for the whole boot in an instance of their own
+# that records nothing (tracing_on 0, 4 KiB per CPU): enabling them in a session then patches
+# no kernel text. Under TCG that patching (int3 and jump labels, on every vCPU) at times
+# crashed a 6.12 guest ("Oops: int3" in code being patched) in the middle of a session of
+# either tool; it costs every mode alike, once per boot instead of once per session.
+# VT_PEER_PIN=0: no such instance.
+if [ "${VT_PEER_PIN:-1}" = 1 ]; then
+	pin=/sys/kernel/tracing/instances/vt-pin
+	say "sh mkdir $pin && echo 0 >$pin/tracing_on && echo 4 >$pin/buffer_size_kb && echo 1 >$pin/events/sched/enable && echo 1 >$pin/events/irq/enable" 120 && [ "$ANSWER" = "ok rc=0" ] ||
+		{ echo "FAIL: cannot keep the events enabled in $pin: $ANSWER"; exit 1; }
+	echo "$ME: sched and irq events kept enabled for the boot in $pin (no recording there)"
+fi
 
 # The load, run as each recorder's COMMAND: INSTANCE N RATE DIR COMMS. The agents' guest CPU
 # ticks are also read when tracing is on and when the writers are done (the streaming window).
@@ -233,10 +257,12 @@ session() {
 		local bp= collect=$COLLECT
 		[[ $mode == ours-bp[0-9]* ]] && bp=${mode#ours-bp}
 		[ $mode = ours-base ] && collect=$VT_PEER_BASE_COLLECT
-		local top=()
+		local top=() kc=(--no-kallsyms-cache)
 		[ $mode = ours-top ] && top=(--top-level)
+		[ $mode = ours-kc ] && kc=(--kallsyms-cache "$WORK/kcache")
+		[ $mode = ours-base ] && kc=()	# another build may not know the option
 		/usr/bin/time -f '%U %S' -o "$d/time" "$collect" record --chardev-dir "$P" --name peer \
-			"${EVENTS[@]}" --buffer-size $BUF "${sync[@]}" "${top[@]}" -o "$d/out" -q -- \
+			"${EVENTS[@]}" --buffer-size $BUF "${sync[@]}" "${top[@]}" "${kc[@]}" -o "$d/out" -q -- \
 			"$WORK/load.sh" "$inst" "$n" "$rate" "$d" "$comms" $bp >"$d/rec.log" 2>&1
 		rc=$?
 		file=$d/out/guest-peer.dat ;;
@@ -287,8 +313,15 @@ session() {
 			ok=0; why+=" $missing markers missing, the pages report $dropped dropped"
 		fi
 	fi
+	# The agents' ticks are summed over their processes: one that went away between the two
+	# readings takes its ticks with it, and the difference means nothing.
+	local gt=$((g1 - g0))
+	if [ $gt -lt 0 ]; then
+		echo "$ME: $mode: the guest CPU ticks went down ($g0 -> $g1): a counted process went away; no guest CPU figure for this run" >&2
+		gt=-
+	fi
 	echo "mode=$mode n=$n rate=$rate written=${written:-0} received=$received dropped=$dropped" \
-		"overrun=${overrun:--} ns=${ns:-0} gticks=$((g1 - g0)) sticks=$((${gs1:-0} - ${gs0:-0})) hz=$HZ hcpu=$(awk -v a="$hu" -v b="$hs" 'BEGIN { print a + b }')" \
+		"overrun=${overrun:--} ns=${ns:-0} gticks=$gt sticks=$((${gs1:-0} - ${gs0:-0})) hz=$HZ hcpu=$(awk -v a="$hu" -v b="$hs" 'BEGIN { print a + b }')" \
 		"setup=$(awk -v a="$t0" -v b="${on:-$t0}" 'BEGIN { printf "%.3f", b - a }')" \
 		"teardown=$(awk -v a="${end:-$t1}" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')" \
 		"verified=$ok${why:+ why=${why// /_}}"
@@ -405,7 +438,8 @@ $1 == "flat" || $1 == "paced" {
 	S[key, "loss"] = S[key, "loss"] " " (v["written"] > 0 ? 100 * (v["written"] - v["received"]) / v["written"] : 0)
 	S[key, "rep"] = S[key, "rep"] " " (v["dropped"] + 0)
 	S[key, "ovr"] = S[key, "ovr"] " " (v["overrun"] == "-" ? 0 : v["overrun"])
-	S[key, "g"] = S[key, "g"] " " (mb > 0 ? 1000 * v["gticks"] / v["hz"] / mb : 0)
+	if (v["gticks"] != "-")
+		S[key, "g"] = S[key, "g"] " " (mb > 0 ? 1000 * v["gticks"] / v["hz"] / mb : 0)
 	S[key, "gs"] = S[key, "gs"] " " (mb > 0 ? 1000 * v["sticks"] / v["hz"] / mb : 0)
 	S[key, "h"] = S[key, "h"] " " (mb > 0 ? 1000 * v["hcpu"] / mb : 0)
 	S[key, "hs"] = S[key, "hs"] " " v["hcpu"]
