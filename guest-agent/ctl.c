@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -540,14 +541,54 @@ static int too_big(struct agent *a, uint32_t ref, uint64_t len, uint64_t max_tot
 }
 
 /*
+ * Reading kallsyms is housekeeping (a fifth of a second of an emulated CPU,
+ * usually while the guest records): the control thread does it at nice
+ * META_NICE, so that the data threads and the guest's own work come first
+ * and the recording loses nothing to it. Returns the nice value to put back.
+ */
+#define META_NICE	10
+
+static int meta_nice_begin(void)
+{
+	int old;
+
+	errno = 0;
+	old = getpriority(PRIO_PROCESS, 0);	/* this thread's */
+	if (errno)
+		return INT_MIN;
+	if (old < META_NICE && setpriority(PRIO_PROCESS, 0, META_NICE) < 0)
+		return INT_MIN;
+	return old;
+}
+
+static void meta_nice_end(int old)
+{
+	if (old != INT_MIN && setpriority(PRIO_PROCESS, 0, old) < 0)
+		log_warn("cannot put the control thread's priority back to nice %d: %m", old);
+}
+
+/*
  * META: the bundle is encoded as it is sent, straight from what
  * vt_meta_load() read; kallsyms (4 MB on a Debian kernel) is never copied
  * whole. Asked with META_REQ_OPEN, the agent does not even hold it whole: it
  * goes out in pieces as /proc/kallsyms is read, and the bundle's length is
  * announced in its last chunk.
  */
+static int send_meta_now(struct agent *a, uint32_t ref, uint64_t max_total, uint32_t req_flags,
+			 uint64_t req_key);
+
 static int send_meta(struct agent *a, uint32_t ref, uint64_t max_total, uint32_t req_flags,
 		     uint64_t req_key)
+{
+	int old = meta_nice_begin(), ret;
+
+	ret = send_meta_now(a, ref, max_total, req_flags, req_key);
+	meta_nice_end(old);
+	return ret;
+}
+
+static int send_meta_now(struct agent *a, uint32_t ref, uint64_t max_total, uint32_t req_flags,
+			 uint64_t req_key)
 {
 	unsigned int flags = a->o->meta_flags;
 	uint64_t kallsyms_at = 0, key = 0;
