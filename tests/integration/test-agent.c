@@ -395,6 +395,22 @@ static void fetch_meta(struct t_host *h, uint32_t flags, struct vt_meta *meta, s
 	vt_proto_meta_rx_release(&rx);
 }
 
+/* The agent's control (main) thread's nice value, field 19 of /proc/PID/stat. */
+static int agent_nice(const struct t_host *h)
+{
+	char path[64], buf[1024], *p;
+	int i;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)h->agent);
+	assert_true(t_read_file(path, buf, sizeof(buf)) > 0);
+	p = strrchr(buf, ')');
+	assert_non_null(p);
+	for (i = 3; i <= 19 && p; i++)
+		p = strchr(p + 1, ' ');
+	assert_non_null(p);
+	return atoi(p + 1);
+}
+
 /* META_REQ with KALLSYMS_UNLESS_KEY @key (and @flags), the bundle decoded into @meta. */
 static void fetch_meta_key(struct t_host *h, uint32_t flags, uint64_t key, struct vt_meta *meta)
 {
@@ -558,6 +574,8 @@ static void test_metadata_open(void **state)
 	fetch_meta_key(&h, 0, key ^ 2, &meta);	/* not open: the same */
 	assert_true(meta.kallsyms.len > (1u << 20) && meta.kallsyms_key == key);
 	vt_meta_free(&meta);
+	/* The metadata went out at nice 10; the control thread is back at its own 0 after. */
+	assert_int_equal(agent_nice(&h), 0);
 	/* Over max_total: chunks, then ERROR EFBIG for the request. */
 	assert_true(t_send(&h, vt_proto_enc_meta_req_flags(h.frame, sizeof(h.frame), ++h.seq,
 							   2 << 20, VT_PROTO_META_REQ_OPEN)));
