@@ -366,22 +366,21 @@ static uint64_t agent_status_kb(const struct t_host *h, const char *key)
 }
 
 /*
- * META with /proc/kallsyms (5 MB on this host): the bundle is encoded as it
- * is sent, so kallsyms is held once (as read), never twice (read, then
- * copied into an encoded blob). The agent's peak RSS stays under kallsyms
- * plus 3 MiB; before, it was about twice kallsyms plus 2 MiB. And the
- * META_REQ flags: NO_KALLSYMS, KALLSYMS_IF_CHANGED (/proc/modules unchanged).
+ * META_REQ with @flags (and KALLSYMS_UNLESS_KEY @key when @key is not 0), the
+ * chunks, the bundle decoded into @meta; its size in *@len.
  */
-/* META_REQ with @flags, the chunks, the bundle decoded into @meta; its size in *@len. */
-static void fetch_meta(struct t_host *h, uint32_t flags, struct vt_meta *meta, size_t *len)
+static void fetch_meta_key(struct t_host *h, uint32_t flags, uint64_t key, struct vt_meta *meta,
+			   size_t *len)
 {
 	struct vt_proto_meta_rx rx;
 	struct vt_proto_meta_chunk c;
 	struct vt_proto_msg m;
 	int r;
 
-	assert_true(t_send(h, vt_proto_enc_meta_req_flags(h->frame, sizeof(h->frame), ++h->seq,
-							  64 << 20, flags)));
+	if (key)
+		flags |= VT_PROTO_META_REQ_KALLSYMS_UNLESS_KEY;
+	assert_true(t_send(h, vt_proto_enc_meta_req_key(h->frame, sizeof(h->frame), ++h->seq, 64 << 20,
+						  flags, key)));
 	vt_proto_meta_rx_init(&rx, 64 << 20);
 	do {
 		assert_int_equal(t_wait(h, VT_PROTO_META, 0, 10000, &m), 0);
@@ -393,6 +392,11 @@ static void fetch_meta(struct t_host *h, uint32_t flags, struct vt_meta *meta, s
 	if (len)
 		*len = rx.len;
 	vt_proto_meta_rx_release(&rx);
+}
+
+static void fetch_meta(struct t_host *h, uint32_t flags, struct vt_meta *meta, size_t *len)
+{
+	fetch_meta_key(h, flags, 0, meta, len);
 }
 
 /* The agent's control (main) thread's nice value, field 19 of /proc/PID/stat. */
@@ -411,27 +415,13 @@ static int agent_nice(const struct t_host *h)
 	return atoi(p + 1);
 }
 
-/* META_REQ with KALLSYMS_UNLESS_KEY @key (and @flags), the bundle decoded into @meta. */
-static void fetch_meta_key(struct t_host *h, uint32_t flags, uint64_t key, struct vt_meta *meta)
-{
-	struct vt_proto_meta_rx rx;
-	struct vt_proto_meta_chunk c;
-	struct vt_proto_msg m;
-	int r;
-
-	assert_true(t_send(h, vt_proto_enc_meta_req_key(h->frame, sizeof(h->frame), ++h->seq, 64 << 20,
-						  flags | VT_PROTO_META_REQ_KALLSYMS_UNLESS_KEY, key)));
-	vt_proto_meta_rx_init(&rx, 64 << 20);
-	do {
-		assert_int_equal(t_wait(h, VT_PROTO_META, 0, 10000, &m), 0);
-		assert_int_equal(vt_proto_dec_meta(&m, &c), 0);
-		r = vt_proto_meta_rx_add(&rx, &c);
-		assert_true(r >= 0);
-	} while (r == 0);
-	assert_int_equal(vt_meta_decode(meta, rx.data, rx.len), 0);
-	vt_proto_meta_rx_release(&rx);
-}
-
+/*
+ * META with /proc/kallsyms (5 MB on this host): the bundle is encoded as it
+ * is sent, so kallsyms is held once (as read), never twice (read, then
+ * copied into an encoded blob). The agent's peak RSS stays under kallsyms
+ * plus 3 MiB; before, it was about twice kallsyms plus 2 MiB. And the
+ * META_REQ flags: NO_KALLSYMS, KALLSYMS_IF_CHANGED (/proc/modules unchanged).
+ */
 static void test_metadata_kallsyms(void **state)
 {
 	const char *const extra[] = { T_WITH_KALLSYMS, NULL };
@@ -564,14 +554,14 @@ static void test_metadata_open(void **state)
 	key = meta.kallsyms_key;
 	assert_true(key != 0);
 	vt_meta_free(&meta);
-	fetch_meta_key(&h, VT_PROTO_META_REQ_OPEN, key, &meta);
+	fetch_meta_key(&h, VT_PROTO_META_REQ_OPEN, key, &meta, NULL);
 	assert_int_equal(meta.kallsyms.len, 0);
 	assert_true(meta.kallsyms_key == key && meta.header_page.len > 0);
 	vt_meta_free(&meta);
-	fetch_meta_key(&h, VT_PROTO_META_REQ_OPEN, key ^ 1, &meta);
+	fetch_meta_key(&h, VT_PROTO_META_REQ_OPEN, key ^ 1, &meta, NULL);
 	assert_true(meta.kallsyms.len > (1u << 20) && meta.kallsyms_key == key);
 	vt_meta_free(&meta);
-	fetch_meta_key(&h, 0, key ^ 2, &meta);	/* not open: the same */
+	fetch_meta_key(&h, 0, key ^ 2, &meta, NULL);	/* not open: the same */
 	assert_true(meta.kallsyms.len > (1u << 20) && meta.kallsyms_key == key);
 	vt_meta_free(&meta);
 	/* The metadata went out at nice 10; the control thread is back at its own 0 after. */
