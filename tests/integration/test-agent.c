@@ -564,7 +564,13 @@ static void test_metadata_open(void **state)
 	fetch_meta_key(&h, 0, key ^ 2, &meta, NULL);	/* not open: the same */
 	assert_true(meta.kallsyms.len > (1u << 20) && meta.kallsyms_key == key);
 	vt_meta_free(&meta);
-	/* The metadata went out at nice 10; the control thread is back at its own 0 after. */
+	/*
+	 * The metadata went out at nice 10; the control thread is back at its
+	 * own 0 after (once it answered the next request: the last chunk goes
+	 * out before the nice value is put back).
+	 */
+	assert_true(t_send(&h, vt_proto_enc_empty(h.frame, sizeof(h.frame), VT_PROTO_STATS_REQ, ++h.seq)));
+	assert_int_equal(t_wait(&h, VT_PROTO_STATS, 0, 10000, NULL), 0);
 	assert_int_equal(agent_nice(&h), 0);
 	/* Over max_total: chunks, then ERROR EFBIG for the request. */
 	assert_true(t_send(&h, vt_proto_enc_meta_req_flags(h.frame, sizeof(h.frame), ++h.seq,
