@@ -650,11 +650,6 @@ static void listen_streams(struct guest *g)
 
 /* --- metadata --- */
 
-/*
- * The final bundle came without kallsyms, asked for with KALLSYMS_IF_CHANGED:
- * no module came or went, and the whole bundle the spool holds has them.
- * Spool the new bundle with those.
- */
 static void fetch_meta(struct guest *g, uint32_t flags, void (*done)(struct guest *g, int err));
 
 /* @m, encoded again, as the spool's bundle. */
@@ -672,6 +667,11 @@ static int save_meta(struct guest *g, const struct vt_meta *m)
 	return ret;
 }
 
+/*
+ * The final bundle came without kallsyms, asked for with KALLSYMS_IF_CHANGED:
+ * no module came or went, and the whole bundle the spool holds has them.
+ * Spool the new bundle with those.
+ */
 static int keep_kallsyms(struct guest *g, struct vt_meta *m)
 {
 	struct vt_meta old;
@@ -754,7 +754,6 @@ static void meta_received(struct guest *g, int err)
 		vt_meta_free(&m);
 		return;
 	}
-	/* Metadata counts against --max-size like pages (fetch_meta() asked for no more than fits). */
 	/*
 	 * Asked to leave out the kallsyms the cache has, the agent did: they
 	 * come from the cache. If the cache cannot give them now, ask again.
@@ -776,6 +775,10 @@ static void meta_received(struct guest *g, int err)
 		log_info("guest %s: kallsyms (%zu bytes) from the cache, not read in the guest",
 			 g->name, m.kallsyms.len);
 	}
+	/*
+	 * Metadata counts against --max-size like pages (fetch_meta() asked for
+	 * no more than fits), kallsyms from the cache too.
+	 */
 	if (!stream_budget_take(&g->budget, g->meta_rx.len + (from_cache ? m.kallsyms.len : 0),
 				&g->budget.meta)) {
 		vt_meta_free(&m);
