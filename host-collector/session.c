@@ -687,6 +687,7 @@ static int keep_kallsyms(struct guest *g, struct vt_meta *m)
 	free(data);
 	if (ret < 0)
 		return spool_save_meta(g->spool_fd, g->meta_rx.data, g->meta_rx.len);
+	free(m->kallsyms.data);	/* an empty record's */
 	m->kallsyms = old.kallsyms;
 	old.kallsyms = (struct vt_blob){ 0 };
 	vt_meta_free(&old);
@@ -760,8 +761,10 @@ static void meta_received(struct guest *g, int err)
 	 */
 	if (g->meta_key && !m.kallsyms.len && !(g->meta_req_flags & (VT_PROTO_META_REQ_NO_KALLSYMS |
 								   VT_PROTO_META_REQ_KALLSYMS_IF_CHANGED))) {
+		struct vt_blob ks = { 0 };
+
 		ret = m.kallsyms_key == g->meta_key ?
-		      kcache_load(g->run->kcache_fd, g->name, g->meta_key, &m.kallsyms) : -ESTALE;
+		      kcache_load(g->run->kcache_fd, g->name, g->meta_key, &ks) : -ESTALE;
 		if (ret < 0) {
 			log_warn("guest %s: the cached kallsyms cannot be used (%s): asking the guest",
 				 g->name, strerror(-ret));
@@ -771,6 +774,8 @@ static void meta_received(struct guest *g, int err)
 			fetch_meta(g, g->meta_req_flags, done);
 			return;
 		}
+		free(m.kallsyms.data);	/* an empty record's */
+		m.kallsyms = ks;
 		g->kcache_hit = from_cache = true;
 		log_info("guest %s: kallsyms (%zu bytes) from the cache, not read in the guest",
 			 g->name, m.kallsyms.len);

@@ -1486,11 +1486,14 @@ static void handle(struct fake *f, const struct vt_proto_msg *msg)
 		} else if (f->o.kallsyms_key && ((meta_flags & VT_PROTO_META_REQ_NO_KALLSYMS) ||
 			   (meta_key && (meta_key == f->o.kallsyms_key || f->o.lie_key)))) {
 			struct vt_blob ks = f->meta.kallsyms;
+			static char empty[1];
 
 			if (meta_key)
 				say(f, "META without kallsyms: the host has key %" PRIx64 "%s", meta_key,
 				    f->o.lie_key ? " (it says; our key is another)" : "");
-			f->meta.kallsyms = (struct vt_blob){ 0 };
+			/* An empty kallsyms record, as an agent may send; none when it lies. */
+			f->meta.kallsyms = f->o.lie_key ? (struct vt_blob){ 0 } :
+				(struct vt_blob){ .data = empty, .len = 0 };
 			send_meta(f, msg->seq, max_total, false);
 			f->meta.kallsyms = ks;
 		} else {
