@@ -793,8 +793,9 @@ static void on_signal(void *arg, int signo)
 
 /*
  * The kallsyms cache (kcache.c): --kallsyms-cache DIR, made when missing;
- * else the package's directory, only when it exists. A directory that others
- * could write is not used. -1: no cache.
+ * else the package's directory, only when it exists and is this user's (a
+ * user who is not root has none, silently). A directory that others could
+ * write is not used. -1: no cache.
  */
 static int open_kcache(const struct collect_opts *o)
 {
@@ -804,8 +805,10 @@ static int open_kcache(const struct collect_opts *o)
 	if (o->no_kcache)
 		return -1;
 	fd = kcache_open(dir, o->kcache_dir != NULL);
-	if (fd == -ENOENT && !o->kcache_dir)
-		log_debug("no kallsyms cache: %s does not exist", dir);
+	/* The default one is only used when it is there for this user: no warning for another. */
+	if (fd < 0 && !o->kcache_dir)
+		log_debug("no kallsyms cache: %s: %s", dir,
+			  fd == -EPERM ? "not this user's, or others may write it" : strerror(-fd));
 	else if (fd == -EPERM)
 		log_warn("the kallsyms cache %s is not used: it is not this user's, or others may "
 			 "write it", dir);
