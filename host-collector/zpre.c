@@ -69,6 +69,7 @@ static int one_chunk(struct zpre *z, struct stream *s, size_t chunk)
 {
 	struct spool_zsum *sum = &s->zp.sum;
 	uint64_t off = (uint64_t)s->cpu * s->region + sum->raw;
+	uint64_t events_sum = 0, missed = 0, lost = 0;
 	const uint8_t *out;
 	size_t have = 0, i;
 	ssize_t n;
@@ -89,9 +90,9 @@ static int one_chunk(struct zpre *z, struct stream *s, size_t chunk)
 		/* The region holds only pages that passed this check at ingest. */
 		if (vt_page_validate(&s->fmt, z->in + i, s->subbuf, &info, &events, NULL, NULL) < 0)
 			return -EBADMSG;
-		sum->events += events;
-		sum->missed_pages += info.missed;
-		sum->lost += info.missed_events;
+		events_sum += events;
+		missed += info.missed;
+		lost += info.missed_events;
 	}
 	n = vt_tdchunker_encode(z->ck, z->in, chunk, &out);
 	if (n < 0)
@@ -99,6 +100,14 @@ static int one_chunk(struct zpre *z, struct stream *s, size_t chunk)
 	ret = stream_write_all(s->zp.fd, out, n);
 	if (ret < 0)
 		return ret;
+	/*
+	 * Only a chunk that is in the file counts: the finish walks the region
+	 * from sum->raw on, and a failed write's events (a full disk) counted
+	 * here too were counted twice in the manifest.
+	 */
+	sum->events += events_sum;
+	sum->missed_pages += missed;
+	sum->lost += lost;
 	sum->file += n;
 	sum->raw += chunk;
 	return 0;
