@@ -610,13 +610,7 @@ int spool_save_stats(int dir, unsigned int cpu, const char *text);
 int spool_save_sums(int dir, unsigned int cpu, const struct spool_sums *sums);
 int spool_save_frag(int dir, unsigned int cpu, const void *data, size_t len);
 int spool_save_meta(int dir, const void *data, size_t len);
-
-/* --- kcache.c: guests' kallsyms kept between recordings of one boot --- */
-
-int kcache_open(const char *dir, bool create);
-int kcache_key(int dfd, const char *name, uint64_t *key);
-int kcache_load(int dfd, const char *name, uint64_t key, struct vt_blob *out);
-int kcache_store(int dfd, const char *name, uint64_t key, const struct vt_blob *ks);
+int spool_encode_meta(int dir, const struct vt_meta *m);
 int spool_load_meta(int dir, void **data, size_t *len);
 int spool_save_inplace(int dir, const struct spool_inplace *m);
 int spool_load_inplace(int dir, struct spool_inplace *m);
@@ -636,6 +630,13 @@ int spool_data_len(int fd, uint64_t region, unsigned int cpu, uint64_t *len);
 int spool_data_region(int dir, uint64_t *region);
 int spool_data_fd(int dir);
 int spool_data_rename(int dir, int out_fd, const char *file);
+
+/* --- kcache.c: guests' kallsyms kept between recordings of one boot --- */
+
+int kcache_open(const char *dir, bool create);
+int kcache_key(int dfd, const char *name, uint64_t *key);
+int kcache_load(int dfd, const char *name, uint64_t key, struct vt_blob *out);
+int kcache_store(int dfd, const char *name, uint64_t key, const struct vt_blob *ks);
 
 /* output.c */
 int output_open_dir(const char *out_dir, bool create, bool *created);

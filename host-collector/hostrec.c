@@ -203,8 +203,6 @@ static int filter_pids(struct hostrec *h, const struct collect_opts *o)
 static int spool_meta(struct hostrec *h, struct vt_meta *m, const struct vt_blob *now)
 {
 	struct vt_blob kernel = m->saved_cmdlines;
-	size_t len;
-	void *blob;
 	int ret = 0;
 
 	m->saved_cmdlines = (struct vt_blob){ 0 };
@@ -221,12 +219,7 @@ static int spool_meta(struct hostrec *h, struct vt_meta *m, const struct vt_blob
 	} else {
 		free(kernel.data);
 	}
-	ret = vt_meta_encode(m, &blob, &len);
-	if (ret < 0)
-		return ret;
-	ret = spool_save_meta(h->spool, blob, len);
-	free(blob);
-	return ret;
+	return spool_encode_meta(h->spool, m);
 }
 
 /**

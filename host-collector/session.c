@@ -652,21 +652,6 @@ static void listen_streams(struct guest *g)
 
 static void fetch_meta(struct guest *g, uint32_t flags, void (*done)(struct guest *g, int err));
 
-/* @m, encoded again, as the spool's bundle. */
-static int save_meta(struct guest *g, const struct vt_meta *m)
-{
-	size_t blen;
-	void *blob;
-	int ret;
-
-	ret = vt_meta_encode(m, &blob, &blen);
-	if (ret < 0)
-		return ret;
-	ret = spool_save_meta(g->spool_fd, blob, blen);
-	free(blob);
-	return ret;
-}
-
 /*
  * The final bundle came without kallsyms, asked for with KALLSYMS_IF_CHANGED:
  * no module came or went, and the whole bundle the spool holds has them.
@@ -691,7 +676,7 @@ static int keep_kallsyms(struct guest *g, struct vt_meta *m)
 	m->kallsyms = old.kallsyms;
 	old.kallsyms = (struct vt_blob){ 0 };
 	vt_meta_free(&old);
-	return save_meta(g, m);
+	return spool_encode_meta(g->spool_fd, m);
 }
 
 /* A guest's kallsyms kept for its next recording in this boot (kcache.c). */
@@ -801,7 +786,7 @@ static void meta_received(struct guest *g, int err)
 	if ((g->meta_req_flags & VT_PROTO_META_REQ_KALLSYMS_IF_CHANGED) && !m.kallsyms.len) {
 		ret = keep_kallsyms(g, &m);
 	} else if (from_cache) {
-		ret = save_meta(g, &m);
+		ret = spool_encode_meta(g->spool_fd, &m);
 		if (ret == 0)
 			g->meta_full = true;
 	} else {

@@ -663,6 +663,27 @@ int spool_save_meta(int dir, const void *data, size_t len)
 }
 
 /**
+ * spool_encode_meta() - a metadata bundle the host made or changed, encoded and spooled
+ * @dir: the trace's spool directory
+ * @m: the bundle
+ *
+ * Return: 0 or -errno.
+ */
+int spool_encode_meta(int dir, const struct vt_meta *m)
+{
+	size_t len;
+	void *blob;
+	int ret;
+
+	ret = vt_meta_encode(m, &blob, &len);
+	if (ret < 0)
+		return ret;
+	ret = spool_save_meta(dir, blob, len);
+	free(blob);
+	return ret;
+}
+
+/**
  * spool_load_meta() - read the metadata bundle back (checked by its decoder)
  * @dir: the trace's spool directory
  * @data: set to a malloc()ed copy
