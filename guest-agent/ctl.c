@@ -241,6 +241,19 @@ static void end_session(struct agent *a)
 	a->kallsyms_sent = false;
 }
 
+#define FNV_OFFSET	14695981039346656037ull
+#define FNV_PRIME	1099511628211ull
+
+/* FNV-1a of @len bytes at @p, going on from @h. */
+static uint64_t fnv1a(uint64_t h, const void *p, size_t len)
+{
+	const uint8_t *b = p;
+
+	while (len--)
+		h = (h ^ *b++) * FNV_PRIME;
+	return h;
+}
+
 /*
  * What changes kallsyms while the guest runs: a module loaded or removed.
  * A hash of /proc/modules' names, sizes and addresses (not the use counts,
@@ -248,7 +261,7 @@ static void end_session(struct agent *a)
  */
 static uint64_t modules_hash(void)
 {
-	uint64_t h = 14695981039346656037ull;
+	uint64_t h = FNV_OFFSET;
 	char line[512];
 	FILE *f;
 
@@ -258,16 +271,13 @@ static uint64_t modules_hash(void)
 	while (fgets(line, sizeof(line), f)) {
 		char name[128], addr[64];
 		unsigned long size;
-		const char *p;
 
 		/* name size refcount deps state address */
 		if (sscanf(line, "%127s %lu %*s %*s %*s %63s", name, &size, addr) != 3)
 			continue;
-		for (p = name; *p; p++)
-			h = (h ^ (uint8_t)*p) * 1099511628211ull;
-		h = (h ^ size) * 1099511628211ull;
-		for (p = addr; *p; p++)
-			h = (h ^ (uint8_t)*p) * 1099511628211ull;
+		h = fnv1a(h, name, strlen(name));
+		h = (h ^ size) * FNV_PRIME;
+		h = fnv1a(h, addr, strlen(addr));
 	}
 	fclose(f);
 	return h;
@@ -280,27 +290,25 @@ static uint64_t modules_hash(void)
  */
 static uint64_t kallsyms_key(struct agent *a, uint64_t mods)
 {
-	uint64_t h = 14695981039346656037ull;
+	uint8_t le[8];
 	unsigned int i;
+	uint64_t h;
 
 	if (!a->boot_read) {
 		char id[64] = "";
 		FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
 
 		a->boot_read = true;
-		if (f && fgets(id, sizeof(id), f) && strlen(id) >= 32) {
-			for (i = 0; id[i] && id[i] != '\n'; i++)
-				h = (h ^ (uint8_t)id[i]) * 1099511628211ull;
-			a->boot_hash = h;
-		}
+		if (f && fgets(id, sizeof(id), f) && strlen(id) >= 32)
+			a->boot_hash = fnv1a(FNV_OFFSET, id, strcspn(id, "\n"));
 		if (f)
 			fclose(f);
 	}
 	if (!a->boot_hash)
 		return 0;
-	h = a->boot_hash;
 	for (i = 0; i < 8; i++)
-		h = (h ^ (uint8_t)(mods >> (8 * i))) * 1099511628211ull;
+		le[i] = (uint8_t)(mods >> (8 * i));
+	h = fnv1a(a->boot_hash, le, sizeof(le));
 	return h ? h : 1;
 }
 
@@ -575,19 +583,6 @@ static void meta_nice_end(int old)
  * announced in its last chunk.
  */
 static int send_meta_now(struct agent *a, uint32_t ref, uint64_t max_total, uint32_t req_flags,
-			 uint64_t req_key);
-
-static int send_meta(struct agent *a, uint32_t ref, uint64_t max_total, uint32_t req_flags,
-		     uint64_t req_key)
-{
-	int old = meta_nice_begin(), ret;
-
-	ret = send_meta_now(a, ref, max_total, req_flags, req_key);
-	meta_nice_end(old);
-	return ret;
-}
-
-static int send_meta_now(struct agent *a, uint32_t ref, uint64_t max_total, uint32_t req_flags,
 			 uint64_t req_key)
 {
 	unsigned int flags = a->o->meta_flags;
@@ -665,6 +660,17 @@ static int send_meta_now(struct agent *a, uint32_t ref, uint64_t max_total, uint
 	}
 	vt_meta_free(&m);
 	give_back();
+	return ret;
+}
+
+/* send_meta_now() at nice META_NICE. */
+static int send_meta(struct agent *a, uint32_t ref, uint64_t max_total, uint32_t req_flags,
+		     uint64_t req_key)
+{
+	int old = meta_nice_begin(), ret;
+
+	ret = send_meta_now(a, ref, max_total, req_flags, req_key);
+	meta_nice_end(old);
 	return ret;
 }
 
