@@ -45,7 +45,9 @@
 # the guest's top-level buffer as trace-cmd records it, no private instance made and removed;
 # ours-kc: --kallsyms-cache, as the package's default cache directory: the first ours-kc session
 # of the boot fills it, the later ones find kallsyms there and the agent does not read them; every
-# other ours* mode runs with --no-kallsyms-cache, as a boot's first recording),
+# other ours* mode runs with --no-kallsyms-cache, as a boot's first recording; the suffixes
+# -kc, -top and -nosync combine, e.g. ours-kc-top-nosync),
+# VT_PEER_CEILING=0 (no lossless ceiling search),
 # VT_PEER_PIN=0 (no instance keeping the events enabled for the boot, see below),
 # VT_PEER_HOLD=SECS (keep the booted guest for debugging),
 # VT_KEEP=1.
@@ -243,7 +245,7 @@ session() {
 	d=$(mktemp -d "$WORK/s-$mode.XXXX")
 	mkdir -p "$d"
 	case $mode in
-	ours-top) inst=- comms="trace-agent ksoftirqd/*" ;;
+	ours*-top*) inst=- comms="trace-agent ksoftirqd/*" ;;
 	ours*) inst=virtio-trace comms="trace-agent ksoftirqd/*" ;;
 	*) inst=- comms="trace-cmd ksoftirqd/*" ;;
 	esac
@@ -252,14 +254,14 @@ session() {
 	case $mode in
 	ours*)
 		local sync=()
-		[ $mode = ours-nosync ] && sync=(--sync none)
+		[[ $mode == ours*-nosync* ]] && sync=(--sync none)
 		[[ $mode == ours-p[0-9]* ]] && sync=(--sync-probes "${mode#ours-p}")
 		local bp= collect=$COLLECT
 		[[ $mode == ours-bp[0-9]* ]] && bp=${mode#ours-bp}
 		[ $mode = ours-base ] && collect=$VT_PEER_BASE_COLLECT
 		local top=() kc=(--no-kallsyms-cache)
-		[ $mode = ours-top ] && top=(--top-level)
-		[ $mode = ours-kc ] && kc=(--kallsyms-cache "$WORK/kcache")
+		[[ $mode == ours*-top* ]] && top=(--top-level)
+		[[ $mode == ours*-kc* ]] && kc=(--kallsyms-cache "$WORK/kcache")
 		[ $mode = ours-base ] && kc=()	# another build may not know the option
 		/usr/bin/time -f '%U %S' -o "$d/time" "$collect" record --chardev-dir "$P" --name peer \
 			"${EVENTS[@]}" --buffer-size $BUF "${sync[@]}" "${top[@]}" "${kc[@]}" -o "$d/out" -q -- \
@@ -390,9 +392,9 @@ lossless() { # MODE RATE -> 0 when no marker was lost, the rate was reached and 
 		      exit !(v["written"] == v["received"] && v["dropped"] == 0 && got >= 0.9 * rate) }' <<<"$x"
 }
 declare -A CEIL
-if [ $QUICK = 0 ]; then
+if [ $QUICK = 0 ] && [ "${VT_PEER_CEILING:-1}" = 1 ]; then
 	for mode in "${MODES[@]}"; do
-		[ $mode = ours-nosync ] && continue
+		[[ $mode == ours*-nosync* ]] && continue
 		ok=0 bad=0 rate=$PACE
 		while [ $rate -le $((PACE * 128)) ]; do
 			if lossless "$mode" $rate; then ok=$rate; rate=$((rate * 2)); else bad=$rate; break; fi
