@@ -46,7 +46,8 @@
 # ours-kc: --kallsyms-cache, as the package's default cache directory: the first ours-kc session
 # of the boot fills it, the later ones find kallsyms there and the agent does not read them; every
 # other ours* mode runs with --no-kallsyms-cache, as a boot's first recording; the suffixes
-# -kc, -top and -nosync combine, e.g. ours-kc-top-nosync),
+# -kc, -top, -nosync and -nc (--no-compress: an uncompressed trace.dat, as trace-cmd writes)
+# combine, e.g. ours-kc-top-nosync),
 # VT_PEER_CEILING=0 (no lossless ceiling search),
 # VT_PEER_PIN=0 (no instance keeping the events enabled for the boot, see below),
 # VT_PEER_HOLD=SECS (keep the booted guest for debugging),
@@ -259,12 +260,13 @@ session() {
 		local bp= collect=$COLLECT
 		[[ $mode == ours-bp[0-9]* ]] && bp=${mode#ours-bp}
 		[ $mode = ours-base ] && collect=$VT_PEER_BASE_COLLECT
-		local top=() kc=(--no-kallsyms-cache)
-		[[ $mode == ours*-top* ]] && top=(--top-level)
+		local extra=() kc=(--no-kallsyms-cache)
+		[[ $mode == ours*-top* ]] && extra=(--top-level)
 		[[ $mode == ours*-kc* ]] && kc=(--kallsyms-cache "$WORK/kcache")
+		[[ $mode == ours*-nc* ]] && extra+=(--no-compress)
 		[ $mode = ours-base ] && kc=()	# another build may not know the option
 		/usr/bin/time -f '%U %S' -o "$d/time" "$collect" record --chardev-dir "$P" --name peer \
-			"${EVENTS[@]}" --buffer-size $BUF "${sync[@]}" "${top[@]}" "${kc[@]}" -o "$d/out" -q -- \
+			"${EVENTS[@]}" --buffer-size $BUF "${sync[@]}" "${extra[@]}" "${kc[@]}" -o "$d/out" -q -- \
 			"$WORK/load.sh" "$inst" "$n" "$rate" "$d" "$comms" $bp >"$d/rec.log" 2>&1
 		rc=$?
 		file=$d/out/guest-peer.dat ;;
