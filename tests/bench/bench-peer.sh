@@ -417,7 +417,7 @@ lossless() {
 		END { got = v["ns"] > 0 ? v["written"] / cpus / (v["ns"] / 1e9) : 0
 		      clean = v["written"] == v["received"] && v["dropped"] == 0
 		      if (got < 0.9 * rate) printf "bench-peer: %s: %d markers/s per CPU asked, %.0f reached%s: not counted\n", v["mode"], rate, got, clean ? ", nothing lost" : "" > "/dev/stderr"
-		      printf "%s %d\n", !clean ? "lost" : got >= 0.9 * rate ? "ok" : "short", got }' <<<"$x")
+		      printf "%s %d\n", (!clean ? "lost" : (got >= 0.9 * rate ? "ok" : "short")), got }' <<<"$x")
 	case $r in
 	ok*) return 0 ;;
 	short*) [ "${r#short }" -gt $REACHED ] && REACHED=${r#short } ;;
