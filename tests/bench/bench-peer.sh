@@ -25,7 +25,7 @@
 #             A session that lost nothing but whose writers fell short of the rate asked still
 #             shows the transport held what they wrote: the highest such rate *reached* is
 #             printed as well ("no loss up to R reached"), and the ratio line gives the ceiling
-#             counting it, marked "writers' limit" when that is what set it
+#             counting it, marked "writer-bound" when that is what set it
 # Per session: MB/s = markers received x 1 KiB / writer time; loss = written - received
 # (and the tools' own counts: events the pages report dropped, and the ring buffer's overrun
 # where the tool carries it); guest CPU = ticks of the agent processes (trace-agent, or every
