@@ -436,9 +436,9 @@ if [ $QUICK = 0 ] && [ "${VT_PEER_CEILING:-1}" = 1 ]; then
 			mid=$(((ok + bad) / 2))
 			lossless "$mode" $mid && ok=$mid
 		fi
-		# The ceiling counting what the writers reached without a loss; "w" marks the
-		# writers' limit (the transport lost nothing there).
-		if [ $REACHED -gt $ok ]; then CEIL[$mode]=$ok/${REACHED}w; else CEIL[$mode]=$ok/$ok; fi
+		# COUNTED/HIGHEST: the ceiling, and the highest rate held without a loss counting
+		# what the writers reached where they fell short (the writers' limit when above).
+		CEIL[$mode]=$ok/$((REACHED > ok ? REACHED : ok))
 		echo "$ME: $mode: lossless up to $ok markers/s per CPU ($((ok / 1024)) MiB/s)${bad:+, lost or not reached at $bad}$([ $REACHED -gt $ok ] && echo "; no loss up to $REACHED reached, where the writers fell short of the rate asked")"
 	done
 fi
@@ -516,8 +516,8 @@ END {
 	if (!quick) {
 		nc = split(ceils, cs, " ")
 		for (i = 1; i <= nc; i++) { k = index(cs[i], "="); C[substr(cs[i], 1, k - 1)] = substr(cs[i], k + 1) }
-		# C[mode] = "COUNTED/WITHREACHED", WITHREACHED ending in "w" when the writers set it.
-		for (k in C) { split(C[k], p, "/"); A[k] = p[1] + 0; R[k] = p[2] + 0; W[k] = p[2] ~ /w$/ }
+		# C[mode] = "COUNTED/HIGHEST"; HIGHEST above COUNTED: the writers set it (W).
+		for (k in C) { split(C[k], p, "/"); A[k] = p[1] + 0; R[k] = p[2] + 0; W[k] = R[k] > A[k] }
 		best = (A["tc-tcp"] > A["tc-fifo"]) ? "tc-tcp" : "tc-fifo"
 		bestr = (R["tc-tcp"] > R["tc-fifo"]) ? "tc-tcp" : "tc-fifo"
 		for (m = 1; m <= nm; m++) {
