@@ -24,6 +24,17 @@
  */
 #define AGENT_BUFFER_PERCENT	10
 #define AGENT_DEFAULT_INSTANCE	"virtio-trace"
+/*
+ * A buffer not sized this session that holds less than AGENT_BUFFER_FLOOR_KB
+ * per CPU is raised to AGENT_BUFFER_RAISE_KB (the kernel's default size) for
+ * the session. The kernel keeps every buffer at a few KiB until its first use,
+ * then expands it; but once anything writes any buffer_size_kb, it expands no
+ * buffer again. So a tool that sized an instance of its own early in boot
+ * leaves the top level at 7 KiB per CPU, and an mmiotrace session there lost
+ * 550-1286 of its first 12600 events (the e1000 BAR's map among them).
+ */
+#define AGENT_BUFFER_FLOOR_KB	64
+#define AGENT_BUFFER_RAISE_KB	1408
 
 /* --- log.c: logging to stderr --- */
 void agent_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -51,6 +62,7 @@ struct saved_file;
  * @mounted: we mounted tracefs at @root, so we unmount it
  * @nr_cpus: CPUs with a per_cpu directory
  * @subbuf_size: sub-buffer size from the buffer's own events/header_page
+ * @sized: the host set buffer_size_kb this session
  */
 struct tracing {
 	char *root;
@@ -63,6 +75,7 @@ struct tracing {
 	struct saved_file *saved;
 	unsigned int nr_saved;
 	unsigned int nr_enabled;
+	bool sized;
 };
 
 int tracing_mount(struct tracing *t, const char *root);
@@ -81,6 +94,7 @@ bool tracing_has_tracer(const struct tracing *t, const char *tracer);
 int tracing_set_tracer(struct tracing *t, const char *tracer);
 int tracing_record_comms(struct tracing *t);
 int tracing_set_buffer_kb(struct tracing *t, unsigned int kb, unsigned int subbuf_kb);
+int tracing_buffer_floor(struct tracing *t);
 int tracing_enable(struct tracing *t, const char *system, const char *event,
 		   const char *filter, unsigned int *matched);
 int tracing_disable_all(struct tracing *t);

@@ -512,8 +512,42 @@ int tracing_set_buffer_kb(struct tracing *t, unsigned int kb, unsigned int subbu
 		ret = tracing_write(t, "buffer_size_kb", val);
 		if (ret < 0)
 			return ret;
+		t->sized = true;
 	}
 	return 0;
+}
+
+/**
+ * tracing_buffer_floor() - raise a buffer that the kernel will never expand
+ * @t: the tracing state
+ *
+ * "7 (expanded: 1408)" is a buffer the kernel expands at its first use; a bare
+ * "7" is one it will not (see AGENT_BUFFER_FLOOR_KB). Unless the host sized the
+ * buffer this session, such a buffer gets AGENT_BUFFER_RAISE_KB per CPU, put
+ * back at the end like every other change. "X" (CPUs of different sizes) and
+ * larger buffers are left as they are.
+ *
+ * Return: 0 or -errno from the write.
+ */
+int tracing_buffer_floor(struct tracing *t)
+{
+	char val[64], *end;
+	unsigned long kb;
+	int ret;
+
+	if (t->sized || tracing_read(t, "buffer_size_kb", val, sizeof(val)) <= 0)
+		return 0;
+	kb = strtoul(val, &end, 10);
+	if (end == val || (*end && *end != '\n') || kb >= AGENT_BUFFER_FLOOR_KB)
+		return 0;
+	log_warn("%s: the buffer is %lu KiB per CPU, which the kernel will not expand (something "
+		 "sized another buffer first): %u KiB per CPU for this session",
+		 t->instance ? t->instance : "top level", kb, AGENT_BUFFER_RAISE_KB);
+	snprintf(val, sizeof(val), "%u", AGENT_BUFFER_RAISE_KB);
+	ret = tracing_write(t, "buffer_size_kb", val);
+	if (ret < 0)
+		log_err("cannot raise buffer_size_kb to %u: %s", AGENT_BUFFER_RAISE_KB, strerror(-ret));
+	return ret;
 }
 
 static bool is_dir(const char *path)
@@ -722,6 +756,7 @@ int tracing_restore(struct tracing *t)
 	t->saved = NULL;
 	t->nr_saved = 0;
 	t->nr_enabled = 0;
+	t->sized = false;
 	if (t->created && t->dir) {
 		if (rmdir(t->dir) < 0) {
 			r = -errno;

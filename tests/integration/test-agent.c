@@ -249,6 +249,61 @@ static void test_restores_existing_instance(void **state)
 	t_host_free(&h);
 }
 
+/*
+ * An existing buffer of @kb per CPU (below the agent's floor), a session with
+ * BUFFER_SIZE @request (0: none): the size while it streams, and after BYE.
+ */
+static void small_buffer_session(unsigned int kb, unsigned int request, char *before, char *during,
+				 char *after)
+{
+	char path[512], cmd[1024];
+	struct t_host h;
+
+	assert_int_equal(t_host_start(&h, agent_path, NULL), 0);
+	started(&h);
+	instance_path(&h, path, sizeof(path));
+	assert_true(mkdir(path, 0755) == 0 || errno == EEXIST);
+	snprintf(cmd, sizeof(cmd), "echo %u > %s/buffer_size_kb", kb, path);
+	assert_int_equal(system(cmd), 0);
+	snprintf(path, sizeof(path), "%s/instances/%s/buffer_size_kb", h.tracefs, h.instance);
+	assert_true(t_read_file(path, before, 4096) > 0);
+	assert_int_equal(t_hello(&h), 0);
+	if (request)
+		set_buffer_kb(&h, request);
+	assert_int_equal(t_start(&h), 0);
+	assert_int_equal(t_write_markers(&h, 0, "vt-small", 0, 100), 100);
+	assert_true(t_read_file(path, during, 4096) > 0);
+	assert_int_equal(t_stop(&h, 20000), 0);
+	assert_int_equal(t_count_markers(&h, 0, "vt-small", NULL, NULL), 100);
+	assert_int_equal(t_cmd_ok(&h, vt_proto_enc_empty(h.frame, sizeof(h.frame), VT_PROTO_BYE,
+							  ++h.seq)), 0);
+	assert_int_equal(t_host_stop_agent(&h, 0), 0);
+	assert_true(t_read_file(path, after, 4096) > 0);
+	t_host_free(&h);
+}
+
+/*
+ * A buffer the kernel will not expand (a bare "8", not "7 (expanded: 1408)")
+ * streams at the kernel's default size and is put back; one the host sized
+ * is left at that size. With 7 KiB per CPU, an mmiotrace session in a guest
+ * lost its first events.
+ */
+static void test_small_buffer_raised(void **state)
+{
+	char before[4096], during[4096], after[4096];
+
+	/* The kernel rounds sizes to whole pages: 8 reads back as 11, 1408 as 1410. */
+	small_buffer_session(8, 0, before, during, after);
+	assert_true(atoi(before) >= 8 && atoi(before) < 64);
+	assert_null(strchr(before, '('));
+	assert_true(atoi(during) >= 1408 && atoi(during) < 1408 + 16);
+	assert_string_equal(after, before);
+	reap(state);
+	small_buffer_session(8, 16, before, during, after);
+	assert_true(atoi(during) >= 16 && atoi(during) < 32);
+	assert_string_equal(after, before);
+}
+
 static void test_sigterm_restores(void **state)
 {
 	struct t_host h;
@@ -887,6 +942,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_partial_page, reap),
 		cmocka_unit_test_teardown(test_stop_start_twice, reap),
 		cmocka_unit_test_teardown(test_restores_existing_instance, reap),
+		cmocka_unit_test_teardown(test_small_buffer_raised, reap),
 		cmocka_unit_test_teardown(test_sigterm_restores, reap),
 		cmocka_unit_test_teardown(test_host_not_reading, reap),
 		cmocka_unit_test_teardown(test_garbage_and_legacy, reap),
