@@ -28,10 +28,11 @@
  * A buffer not sized this session that holds less than AGENT_BUFFER_FLOOR_KB
  * per CPU is raised to AGENT_BUFFER_RAISE_KB (the kernel's default size) for
  * the session. The kernel keeps every buffer at a few KiB until its first use,
- * then expands it; but once anything writes any buffer_size_kb, it expands no
- * buffer again. So a tool that sized an instance of its own early in boot
- * leaves the top level at 7 KiB per CPU, and an mmiotrace session there lost
- * 550-1286 of its first 12600 events (the e1000 BAR's map among them).
+ * then expands it; but on 6.1 (not 6.12), once anything writes any
+ * buffer_size_kb, it expands no buffer again. So a tool that sized an
+ * instance of its own early in boot leaves the top level at 7 KiB per CPU,
+ * and an mmiotrace session there lost 550-1286 of its first 12600 events
+ * (the e1000 BAR's map among them).
  */
 #define AGENT_BUFFER_FLOOR_KB	64
 #define AGENT_BUFFER_RAISE_KB	1408
