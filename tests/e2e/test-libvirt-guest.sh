@@ -119,7 +119,26 @@ else
         for ((i = 0; i < 100; i++)); do [ -s "$WORK/lv/virtlogd.pid" ] && break; sleep 0.05; done
         read -r VIRTLOGD_PID <"$WORK/lv/virtlogd.pid"
     fi
-    libvirtd -d -f "$WORK/lv/libvirtd.conf" -p "$WORK/lv/libvirtd.pid" ||
+    # Where /dev/kvm exists but QEMU cannot use it (kvm_pvm, FACTS.md §5), libvirt probes QEMU
+    # without KVM, then finds /dev/kvm usable and throws its capability cache away at every
+    # connection: each virsh or collector call waited 20-60 s for a new probe. Our libvirtd runs
+    # in a private mount namespace where /dev/kvm is a file its qemu user cannot open, so the
+    # probe and the check agree, and where /etc/libvirt is a copy whose qemu.conf has
+    # namespaces = [] (libvirt cannot carry that bind mount into a QEMU namespace of its own).
+    # Nothing outside the namespace changes; the domain's definition stays in the work dir.
+    LVD=(libvirtd -d -f "$WORK/lv/libvirtd.conf" -p "$WORK/lv/libvirtd.pid")
+    if [ -c /dev/kvm ] && [ -d /etc/libvirt ] && ! grep -qwE 'vmx|svm' /proc/cpuinfo &&
+       command -v unshare >/dev/null; then
+        : >"$WORK/lv/nokvm" && chmod 000 "$WORK/lv/nokvm"
+        cp -a /etc/libvirt "$WORK/lv/etc"
+        { grep -v '^[[:space:]]*namespaces[[:space:]]*=' /etc/libvirt/qemu.conf 2>/dev/null
+          echo 'namespaces = []'; } >"$WORK/lv/etc/qemu.conf"
+        LVD=(unshare --mount --propagation slave -- sh -c \
+             'mount --bind "$0" /dev/kvm && mount --bind "$1" /etc/libvirt && shift && exec "$@"' \
+             "$WORK/lv/nokvm" "$WORK/lv/etc" "${LVD[@]}")
+        echo "$ME: /dev/kvm is not a usable KVM here: our libvirtd runs where its qemu user cannot open it"
+    fi
+    "${LVD[@]}" ||
         { echo "$ME: SKIP: libvirtd does not start: $(tail -n2 "$WORK/lv/libvirtd.log")"; exit 77; }
     URI="qemu:///system?socket=$WORK/lv/libvirt-sock"
     for ((i = 0; i < 200; i++)); do
@@ -155,7 +174,7 @@ cat >"$WORK/domain.xml" <<XML
     <type arch='x86_64' machine='pc'>hvm</type>
     <kernel>$WORK/boot/vmlinux</kernel>
     <initrd>$WORK/boot/initramfs</initrd>
-    <cmdline>console=ttyS0 loglevel=5 trace_clock=x86-tsc panic=-1 idle=halt vt.run=/etc/vt/agent-run vt.ports=4</cmdline>
+    <cmdline>console=ttyS0 loglevel=5 trace_clock=x86-tsc panic=-1 idle=halt vt.keep=sched,irq,timer vt.run=/etc/vt/agent-run vt.ports=4</cmdline>
   </os>
   <features><acpi/></features>
   <on_poweroff>destroy</on_poweroff>
