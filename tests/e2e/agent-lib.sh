@@ -119,6 +119,7 @@ vt_agent_wait_off() {
     done
     if kill -0 "$VT_TIMEOUT_PID" 2>/dev/null; then
         vt_log "the guest did not power off within $1 s"
+        vt_guest_where
         vt_guest_stop
         return 1
     fi

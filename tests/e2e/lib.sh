@@ -66,6 +66,42 @@ PY
 }
 vt_secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
 
+# vt_guest_where [QMP_SOCKET]: where a guest that does not answer is, for the log: each vCPU's RIP
+# in 5 samples 0.2 s apart, and the bytes of guest memory at each RIP. A vCPU that keeps coming
+# back to an address whose memory no longer holds int3 (cc) is QEMU running a stale translation
+# of patched kernel text (see VT_TCG_KEEP).
+vt_guest_where() {
+    local sock=${1:-$VT_RUNDIR/qmp.sock}
+    [ -S "$sock" ] || return 0
+    python3 - "$sock" <<'PY' 2>&1 | sed "s/^/${VT_LOG_PREFIX:-vt}: guest vCPUs: /" >&2
+import json, re, socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(5)
+s.connect(sys.argv[1])
+f = s.makefile("rw")
+def cmd(c, a=None):
+    f.write(json.dumps({"execute": c, **({"arguments": a} if a else {})}) + "\n"); f.flush()
+    while True:
+        m = json.loads(f.readline())
+        if "return" in m or "error" in m:
+            return m.get("return", "")
+def hmp(line):
+    return cmd("human-monitor-command", {"command-line": line})
+f.readline()
+cmd("qmp_capabilities")
+rips = {}
+for _ in range(5):
+    for cpu, rip in re.findall(r"CPU#(\d+)\s.*?RIP=([0-9a-f]+)", hmp("info registers -a"), re.S):
+        rips.setdefault(int(cpu), []).append(rip)
+    time.sleep(0.2)
+for cpu in sorted(rips):
+    print("vCPU %d at %s" % (cpu, " ".join(rips[cpu])))
+for rip in sorted({r for v in rips.values() for r in v}):
+    out = hmp("x/4bx 0x" + rip)
+    print("%s: %s" % (rip, " ".join(re.findall(r"0x([0-9a-f]{2})\b", out.split(":", 1)[-1]))))
+PY
+}
+
 vt_image_dir() { echo "${VT_IMAGE:-${VT_CACHE:-$VT_REPO/.cache/guest}/image${VT_KERNEL_TAG:-}}"; }
 
 # vt_kernel_select: the kernel VT_KERNEL_DEB names.  Sets VT_KERNEL_TAG, the image-name suffix:

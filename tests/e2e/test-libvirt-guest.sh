@@ -299,7 +299,14 @@ SH
         [ "$(V domstate "$DOM" 2>/dev/null)" = "shut off" ] && break
         sleep 0.1
     done
-    [ "$(V domstate "$DOM" 2>/dev/null)" = "shut off" ] || bad "the domain did not power off within 60 s"
+    if [ "$(V domstate "$DOM" 2>/dev/null)" != "shut off" ]; then
+        bad "the domain did not power off within 60 s"
+        # Where the vCPUs are (see vt_guest_where in lib.sh), twice.
+        for i in 1 2; do
+            V qemu-monitor-command --hmp "$DOM" "info registers -a" 2>&1 | tr -d '\r' |
+                grep -oE 'CPU#[0-9]+|RIP=[0-9a-f]+' | paste -sd' ' | sed "s/^/$ME: guest vCPUs: /"
+        done
+    fi
     echo "  guest console:"
     tr -d '\r' <"$WORK/console.log" | grep -a -E '^(VT-INIT|E2E|trace-agent):' | sed 's/^/    /'
     vt_check_console "$WORK/console.log" || fail=1
