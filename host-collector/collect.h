@@ -600,6 +600,8 @@ int spool_guest_dir(int spool_fd, const char *name, int *dir_fd);
 int spool_create(int dfd, const char *name, int flags, bool stale);
 int spool_write_file(int dir, const char *name, const void *data, size_t len);
 int spool_write_file_mode(int dir, const char *name, const void *data, size_t len, mode_t mode);
+int spool_replace_file(int dfd, const char *name, const char *tmp, const void *data, size_t len,
+		       mode_t mode);
 int spool_read_file(int dir, const char *name, void **data, size_t *len, size_t max);
 int spool_save_options(int spool, const struct spool_options *o);
 int spool_load_options(int spool, struct spool_options *o);

@@ -13,8 +13,9 @@
  * the key of another guest's entry is a hash of that guest's boot_id, which
  * it cannot know. The entries are only ever read for the guest's own trace.
  *
- * Files are read and replaced without following links (spool_write_file_mode()),
- * made with mode 0600 (they show where the guest's kernel is);
+ * Files are read and replaced without following links (spool_replace_file(),
+ * through NAME.kallsyms.PID.tmp, so that collectors storing at once do not
+ * take each other's temporary file), made with mode 0600 (they show where the guest's kernel is);
  * nothing outside the directory is touched.
  */
 #include <errno.h>
@@ -181,7 +182,7 @@ int kcache_load(int dfd, const char *name, uint64_t key, struct vt_blob *out)
  */
 int kcache_store(int dfd, const char *name, uint64_t key, const struct vt_blob *ks)
 {
-	char fname[COLLECT_NAME_MAX + 16];
+	char fname[COLLECT_NAME_MAX + 16], tmp[COLLECT_NAME_MAX + 48];
 	uint8_t *buf;
 	int ret;
 
@@ -190,6 +191,12 @@ int kcache_store(int dfd, const char *name, uint64_t key, const struct vt_blob *
 	ret = file_name(fname, sizeof(fname), name);
 	if (ret < 0)
 		return ret;
+	/*
+	 * A temporary file of this process's own: two collectors that stored
+	 * the same entry through one NAME.kallsyms.tmp took each other's file
+	 * (a rename that failed, or a short entry).
+	 */
+	snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", fname, (long)getpid());
 	buf = malloc(KCACHE_HDR + ks->len);
 	if (!buf)
 		return -ENOMEM;
@@ -199,7 +206,7 @@ int kcache_store(int dfd, const char *name, uint64_t key, const struct vt_blob *
 	if (ks->len)
 		memcpy(buf + KCACHE_HDR, ks->data, ks->len);
 	/* The guest's kernel addresses: for the cache's owner only. */
-	ret = spool_write_file_mode(dfd, fname, buf, KCACHE_HDR + ks->len, 0600);
+	ret = spool_replace_file(dfd, fname, tmp, buf, KCACHE_HDR + ks->len, 0600);
 	free(buf);
 	return ret;
 }

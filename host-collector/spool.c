@@ -186,12 +186,32 @@ int spool_write_file(int dfd, const char *name, const void *data, size_t len)
  */
 int spool_write_file_mode(int dfd, const char *name, const void *data, size_t len, mode_t mode)
 {
-	const char *p = data;
 	char tmp[256];
-	int fd, ret = 0;
 
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", name) >= sizeof(tmp))
 		return -ENAMETOOLONG;
+	return spool_replace_file(dfd, name, tmp, data, len, mode);
+}
+
+/**
+ * spool_replace_file() - write @tmp (made exclusively; a regular file of that
+ * name is a leftover and goes first) and rename it over @name
+ * @dfd: the directory
+ * @name: file name
+ * @tmp: the temporary file's name; one that no other writer of @name uses
+ * when several processes may replace @name at once
+ * @data: contents
+ * @len: length
+ * @mode: the new file's mode (before the umask)
+ *
+ * Return: 0 or -errno.
+ */
+int spool_replace_file(int dfd, const char *name, const char *tmp, const void *data, size_t len,
+		       mode_t mode)
+{
+	const char *p = data;
+	int fd, ret = 0;
+
 	fd = create_mode(dfd, tmp, O_WRONLY, true, mode);
 	if (fd < 0)
 		return fd;
