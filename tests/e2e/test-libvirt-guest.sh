@@ -138,8 +138,12 @@ else
              "$WORK/lv/nokvm" "$WORK/lv/etc" "${LVD[@]}")
         echo "$ME: /dev/kvm is not a usable KVM here: our libvirtd runs where its qemu user cannot open it"
     fi
-    "${LVD[@]}" ||
-        { echo "$ME: SKIP: libvirtd does not start: $(tail -n2 "$WORK/lv/libvirtd.log")"; exit 77; }
+    if ! "${LVD[@]}"; then
+        [ "${LVD[0]}" = unshare ] &&
+            echo "$ME: no private mount namespace here: libvirtd as it is (each call waits for a new probe)" &&
+            libvirtd -d -f "$WORK/lv/libvirtd.conf" -p "$WORK/lv/libvirtd.pid" ||
+            { echo "$ME: SKIP: libvirtd does not start: $(tail -n2 "$WORK/lv/libvirtd.log")"; exit 77; }
+    fi
     URI="qemu:///system?socket=$WORK/lv/libvirt-sock"
     for ((i = 0; i < 200; i++)); do
         [ -s "$WORK/lv/libvirtd.pid" ] && [ -S "$WORK/lv/libvirt-sock" ] && break
