@@ -119,10 +119,11 @@ else
         for ((i = 0; i < 100; i++)); do [ -s "$WORK/lv/virtlogd.pid" ] && break; sleep 0.05; done
         read -r VIRTLOGD_PID <"$WORK/lv/virtlogd.pid"
     fi
-    # Where /dev/kvm exists but QEMU cannot use it (kvm_pvm, FACTS.md §5), libvirt probes QEMU
-    # without KVM, then finds /dev/kvm usable and throws its capability cache away at every
-    # connection: each virsh or collector call waited 20-60 s for a new probe. Our libvirtd runs
-    # in a private mount namespace where /dev/kvm is a file its qemu user cannot open, so the
+    # Here /dev/kvm is kvm_pvm's (FACTS.md §5), mode 0600 root. libvirt's probe of QEMU found
+    # KVM, and its check of the cache, made for its qemu user, did not: "KVM was enabled when
+    # probing ..., but it is not available now". It threw the cache away and probed again (4 s)
+    # several times per call, so each virsh or collector call waited 20-60 s. Our libvirtd runs
+    # in a private mount namespace where /dev/kvm is a file nobody may open (mode 000), so the
     # probe and the check agree, and where /etc/libvirt is a copy whose qemu.conf has
     # namespaces = [] (libvirt cannot carry that bind mount into a QEMU namespace of its own).
     # Nothing outside the namespace changes; the domain's definition stays in the work dir.
