@@ -95,7 +95,7 @@ bool tracing_has_tracer(const struct tracing *t, const char *tracer);
 int tracing_set_tracer(struct tracing *t, const char *tracer);
 int tracing_record_comms(struct tracing *t);
 int tracing_set_buffer_kb(struct tracing *t, unsigned int kb, unsigned int subbuf_kb);
-int tracing_buffer_floor(struct tracing *t);
+void tracing_buffer_floor(struct tracing *t);
 int tracing_enable(struct tracing *t, const char *system, const char *event,
 		   const char *filter, unsigned int *matched);
 int tracing_disable_all(struct tracing *t);

@@ -321,9 +321,7 @@ static int start(struct agent *a)
 	ret = ensure_buffer(a);
 	if (ret < 0)
 		return ret;
-	ret = tracing_buffer_floor(&a->t);
-	if (ret < 0)
-		return ret;
+	tracing_buffer_floor(&a->t);
 	/* The threads read whole sub-buffers: take the size the buffer has now. */
 	ret = tracing_reread_geometry(&a->t);
 	if (ret < 0)

@@ -527,27 +527,27 @@ int tracing_set_buffer_kb(struct tracing *t, unsigned int kb, unsigned int subbu
  * back at the end like every other change. "X" (CPUs of different sizes) and
  * larger buffers are left as they are.
  *
- * Return: 0 or -errno from the write.
+ * A buffer that cannot be raised is said and streamed as it is.
  */
-int tracing_buffer_floor(struct tracing *t)
+void tracing_buffer_floor(struct tracing *t)
 {
 	char val[64], *end;
 	unsigned long kb;
 	int ret;
 
 	if (t->sized || tracing_read(t, "buffer_size_kb", val, sizeof(val)) <= 0)
-		return 0;
+		return;
 	kb = strtoul(val, &end, 10);
 	if (end == val || (*end && *end != '\n') || kb >= AGENT_BUFFER_FLOOR_KB)
-		return 0;
+		return;
 	log_warn("%s: the buffer is %lu KiB per CPU, which the kernel will not expand (something "
 		 "sized another buffer first): %u KiB per CPU for this session",
 		 t->instance ? t->instance : "top level", kb, AGENT_BUFFER_RAISE_KB);
 	snprintf(val, sizeof(val), "%u", AGENT_BUFFER_RAISE_KB);
 	ret = tracing_write(t, "buffer_size_kb", val);
 	if (ret < 0)
-		log_err("cannot raise buffer_size_kb to %u: %s", AGENT_BUFFER_RAISE_KB, strerror(-ret));
-	return ret;
+		log_warn("cannot raise buffer_size_kb to %u: %s; events may be lost",
+			 AGENT_BUFFER_RAISE_KB, strerror(-ret));
 }
 
 static bool is_dir(const char *path)

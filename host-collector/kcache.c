@@ -15,8 +15,8 @@
  *
  * Files are read and replaced without following links (spool_replace_file(),
  * through NAME.kallsyms.PID.tmp, so that collectors storing at once do not
- * take each other's temporary file), made with mode 0600 (they show where the guest's kernel is);
- * nothing outside the directory is touched.
+ * take each other's temporary file), made with mode 0600 (they show where the
+ * guest's kernel is); nothing outside the directory is touched.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -156,7 +156,7 @@ vt_make_ports() {
 
 # vt_qemu_argv: fill the array VT_QEMU_ARGV and VT_KERNEL_APPEND from the configuration.
 vt_qemu_argv() {
-    local img kernel initrd machine accel append i ctl=0 nctl name dev chardev
+    local img kernel initrd machine accel append keep i ctl=0 nctl name dev chardev
     img=$(vt_image_dir)
     case "${VT_KERNEL:-vmlinux}" in
     vmlinux) kernel=$img/vmlinux ;;
@@ -182,9 +182,10 @@ vt_qemu_argv() {
     # multi-threaded TCG a vCPU was seen to loop for ever on the int3 of a patch that had
     # already ended (QEMU 7.2 went on running its old translation), with nothing on the
     # console: 3 of 3 runs of 150 enable/disable cycles under a marker flood hung (0 of 3 with
-    # the keeping instance). With the systems the
-    # tests record kept enabled in an idle instance, the sessions under test patch nothing.
-    [ -n "${VT_TCG_KEEP-sched,irq,timer,iommu}" ] && append+=" vt.keep=${VT_TCG_KEEP-sched,irq,timer,iommu}"
+    # the keeping instance). With the systems the tests record kept enabled in an idle
+    # instance, the sessions under test patch nothing.
+    keep=${VT_TCG_KEEP-sched,irq,timer,iommu}
+    [ -z "$keep" ] || append+=" vt.keep=$keep"
     VT_QEMU_ARGV=("$VT_QEMU_BIN" -name vt-guest -machine "$machine" -accel "$accel"
         -m "${VT_MEM:-512}" -smp "${VT_SMP:-2}" -nodefaults -no-user-config -display none
         -serial "file:$VT_RUNDIR/console.log"
