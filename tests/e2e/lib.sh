@@ -322,20 +322,33 @@ vt_guest_stop() {
     VT_QEMU_PID=
 }
 
-# vt_guest_died: 0 when the QEMU of vt_guest_start is gone and its console shows a kernel panic or
-# oops. Debian's 6.12 under TCG was seen to panic now and then in its own boot, in the middle of
-# a just-patched jump ("Fatal exception in interrupt" at 1 s and at 3.7 s).
+# vt_guest_died: 0 when the guest of vt_guest_start died or hung in its own boot, after the caller
+# waited for its first answer in vain: QEMU is gone and the console shows a kernel panic or oops
+# (Debian's 6.12 under TCG was seen to panic now and then in its own boot, in the middle of a
+# just-patched jump: "Fatal exception in interrupt" at 1 s and at 3.7 s), or QEMU runs and /init
+# never said "VT-INIT: ready" (its vt.keep enabling hung: a vCPU looping on a stale int3 while the
+# other waited in smp_call_function_many_cond, an RCU stall on the console; see VT_TCG_KEEP).
 vt_guest_died() {
-    ! kill -0 "$VT_QEMU_PID" 2>/dev/null &&
+    if kill -0 "$VT_QEMU_PID" 2>/dev/null; then
+        ! tr -d '\r' <"$VT_RUNDIR/console.log" 2>/dev/null | grep -aq '^VT-INIT: ready'
+    else
         tr -d '\r' <"$VT_RUNDIR/console.log" 2>/dev/null | grep -aqE 'Kernel panic|Oops'
+    fi
 }
 
 # vt_guest_boot_again WHO WHEN: after vt_guest_died, say so (WHO: the caller's name; WHEN: what
 # had not run yet), keep the dead guest's console as console-died.log and start QEMU again.
 # Returns vt_guest_start's status.
 vt_guest_boot_again() {
-    echo "$1: the guest kernel panicked before it answered (under TCG, $2):"
-    tr -d '\r' <"$VT_RUNDIR/console.log" | grep -aE 'RIP:|Kernel panic|Oops|BUG:' | head -4 | sed 's/^/    /'
+    if kill -0 "$VT_QEMU_PID" 2>/dev/null; then
+        echo "$1: the guest hung in its boot, before /init was ready (under TCG, $2):"
+        tr -d '\r' <"$VT_RUNDIR/console.log" | grep -aE '^VT-INIT|rcu: INFO|soft lockup|RIP: 0010' |
+            head -8 | sed 's/^/    /'
+        VT_LOG_PREFIX=$1 vt_guest_where
+    else
+        echo "$1: the guest kernel panicked before it answered (under TCG, $2):"
+        tr -d '\r' <"$VT_RUNDIR/console.log" | grep -aE 'RIP:|Kernel panic|Oops|BUG:' | head -4 | sed 's/^/    /'
+    fi
     echo "$1: booting once more"
     mv "$VT_RUNDIR/console.log" "$VT_RUNDIR/console-died.log"
     vt_guest_stop

@@ -70,7 +70,12 @@ scn_boot() {
         vt_test_say "$PORTS" hello 60 || up=0
     fi
     if [ $up = 0 ]; then
+        # The markers and the first lines of any kernel report, then the end, then the vCPUs.
+        tr -d '\r' <"$RUN/console.log" |
+            grep -a -m 12 -E '^VT-INIT|BUG:|soft lockup|rcu: INFO|rcu_.*stall|Call Trace|RIP: 0010' |
+            sed 's/^/    | /'
         tr -d '\r' <"$RUN/console.log" | tail -20
+        kill -0 "$VT_QEMU_PID" 2>/dev/null && vt_guest_where
         echo "$ME: FAIL: vt-e2e-guest did not answer hello in 60 s"; exit 1
     fi
     T_BOOT=$(vt_secs "$t" "$(vt_now)")
