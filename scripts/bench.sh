@@ -8,6 +8,8 @@
 #     --agent      also tests/bench/bench-agent.sh (boots a TCG guest: a minute or more) and
 #                  tests/bench/bench-peer.sh (against trace-cmd's agent: ~2 min quick, ~20 min full)
 #                  tests/bench/bench-mmap.sh (splice vs mmap in a 6.12 guest: about 3 minutes)
+#                  tests/bench/bench-tcg-patch.sh (TCG guests hanging on patched kernel text,
+#                  without and with a keeping instance: 2-6 minutes)
 #     --build DIR  build directory (default build-bench; configured there if it is not)
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,7 +21,7 @@ while [ $# -gt 0 ]; do
 	--quick) quick=1 ;;
 	--agent) agent=1 ;;
 	--build) build=$2; shift ;;
-	-h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,11p' "$0"; exit 0 ;;
 	*) echo "bench.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -60,6 +62,10 @@ if [ $agent = 1 ]; then
 		{ echo "bench.sh: bench-peer exited $?"; failed=$((failed + 1)); }
 	BENCH_REPEAT=$([ $quick = 1 ] && echo 1 || echo 3) \
 		run bench-mmap tests/bench/bench-mmap.sh "$([ $quick = 1 ] && echo 2 || echo 4)"
+	echo
+	echo "##### bench-tcg-patch"
+	VT_BUILDDIR=$build timeout -k 10 900 tests/bench/bench-tcg-patch.sh "$([ $quick = 1 ] && echo 1 || echo 3)" ||
+		{ echo "bench.sh: bench-tcg-patch exited $?"; failed=$((failed + 1)); }
 else
 	echo
 	echo "##### bench-agent: skipped (--agent runs it; it boots a TCG guest)"

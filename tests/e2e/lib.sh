@@ -181,8 +181,8 @@ vt_qemu_argv() {
     # Enabling or disabling an event patches kernel text (jump labels, int3). Under
     # multi-threaded TCG a vCPU was seen to loop for ever on the int3 of a patch that had
     # already ended (QEMU 7.2 went on running its old translation), with nothing on the
-    # console: 3 of 3 runs of 150 enable/disable cycles under a marker flood hung (0 of 3 with
-    # the keeping instance). With the systems the tests record kept enabled in an idle
+    # console: 5 of 5 runs of 150 enable/disable cycles under a marker flood hung (0 of 5 with
+    # the keeping instance; tests/bench/bench-tcg-patch.sh). With the systems the tests record kept enabled in an idle
     # instance, the sessions under test patch nothing.
     keep=${VT_TCG_KEEP-sched,irq,timer,iommu}
     [ -z "$keep" ] || append+=" vt.keep=$keep"

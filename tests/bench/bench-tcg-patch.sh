@@ -1,0 +1,84 @@
+#!/bin/bash
+# bench-tcg-patch.sh: how often a TCG guest hangs when trace events are enabled and disabled
+# again and again (kernel text patched through int3), without and with the idle instance that
+# the e2e guests' /init keeps (vt.keep, VT_TCG_KEEP in tests/e2e/lib.sh). Not a test: it prints
+# a table, so that the keeping instance can be checked again on another QEMU.
+# Each run boots the e2e image (2 vCPUs, multi-threaded TCG); a shell writes markers flat out on
+# both CPUs while a loop makes an instance, enables sched, irq and timer in it, waits 0.1 s,
+# disables them and removes it, CYCLES times. A run whose count stops moving for 20 s hung;
+# its vCPUs' RIPs and the bytes there are printed (vt_guest_where), then QEMU is stopped.
+# Runs alternate: without, with, without, ...
+# Usage: tests/bench/bench-tcg-patch.sh [RUNS per mode, default 3] [CYCLES, default 150]
+# Env: VT_BUILDDIR, VT_IMAGE (default: the collector e2e image, built if missing).
+# Measured here (QEMU 7.2, Debian 12's 6.1, 2026-11-26): without, 5 of 5 runs hung (after 70,
+# 20, 110 cycles by hand, then 73 and 14 in this script's first run); with, 0 of 5.
+echo "bench-tcg-patch: TCG guest hangs while events are enabled and disabled, without and with a keeping instance"
+set -uo pipefail
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$HERE/../e2e/lib.sh"
+. "$HERE/../e2e/agent-lib.sh"
+VT_LOG_PREFIX=bench-tcg-patch
+RUNS=${1:-3}
+CYCLES=${2:-150}
+WORK=$(mktemp -d /tmp/vt-bench-tcg-patch.XXXXXX)
+trap 'vt_guest_stop; rm -rf "$WORK"' EXIT
+trap 'exit 1' INT TERM HUP
+
+if [ -z "${VT_IMAGE:-}" ]; then
+    vt_collect_build || exit 1
+    vt_collect_image "$WORK" collect-guest || exit 1
+fi
+cat >"$WORK/stress.sh" <<EOF
+T=/sys/kernel/tracing
+for c in 0 1; do ( while :; do echo "marker load" > \$T/trace_marker; done ) & done
+i=0
+while [ \$i -lt $CYCLES ]; do
+    mkdir \$T/instances/s\$i || break
+    for e in sched irq timer; do echo 1 > \$T/instances/s\$i/events/\$e/enable; done
+    sleep 0.1
+    for e in sched irq timer; do echo 0 > \$T/instances/s\$i/events/\$e/enable; done
+    rmdir \$T/instances/s\$i
+    i=\$((i + 1))
+    echo "STRESS: \$i"
+done
+kill %1 %2
+EOF
+
+# run MODE N: one guest; prints "MODE N CYCLES_DONE HUNG(0/1) SECONDS".
+run() {
+    local mode=$1 n=$2 last=0 same=0 fin=0 t0 cur
+    VT_RUNDIR=$WORK/run-$mode-$n
+    mkdir -p "$VT_RUNDIR"
+    VT_GUEST_SCRIPT=$WORK/stress.sh VT_TIMEOUT=$((CYCLES * 3 + 60))
+    if [ "$mode" = keep ]; then VT_TCG_KEEP=sched,irq,timer; else VT_TCG_KEEP=; fi
+    t0=$(vt_now)
+    vt_guest_start || { vt_log "$mode run $n: QEMU did not start"; echo "$mode $n 0 1 0"; return; }
+    while kill -0 "$VT_TIMEOUT_PID" 2>/dev/null; do
+        sleep 1
+        cur=$(tr -d '\r' <"$VT_RUNDIR/console.log" | grep -a -c '^STRESS: ')
+        [ "$cur" -ge "$CYCLES" ] && { fin=1; break; }
+        if [ "$cur" = "$last" ]; then same=$((same + 1)); else same=0 last=$cur; fi
+        [ "$same" -ge 20 ] && break
+    done
+    cur=$(tr -d '\r' <"$VT_RUNDIR/console.log" | grep -a -c '^STRESS: ')
+    if [ "$fin" = 0 ] && kill -0 "$VT_TIMEOUT_PID" 2>/dev/null; then
+        VT_LOG_PREFIX="bench-tcg-patch: $mode run $n" vt_guest_where
+    fi
+    vt_guest_stop
+    echo "$mode $n $cur $((1 - fin)) $(vt_secs "$t0" "$(vt_now)")"
+}
+
+: >"$WORK/rows"
+for ((n = 1; n <= RUNS; n++)); do
+    for mode in without keep; do
+        row=$(run "$mode" "$n")
+        echo "$row" | awk -v c="$CYCLES" '{ printf "bench-tcg-patch: %s run %s: %s of %d cycles, %s, %s s\n",
+                                             $1, $2, $3, c, ($4 ? "HUNG" : "done"), $5 }'
+        echo "$row" >>"$WORK/rows"
+    done
+done
+echo
+printf '%-8s %5s %5s  %s\n' mode runs hung "cycles done per run"
+for mode in without keep; do
+    awk -v m=$mode '$1 == m { n++; h += $4; c = c " " $3 } END { printf "%-8s %5d %5d %s\n", m, n, h, c }' "$WORK/rows"
+done
