@@ -1,7 +1,8 @@
 #!/bin/bash
 # bench-tcg-patch.sh: how often a TCG guest hangs when trace events are enabled and disabled
-# again and again (kernel text patched through int3), without and with the idle instance that
-# the e2e guests' /init keeps (vt.keep, VT_TCG_KEEP in tests/e2e/lib.sh). Not a test: it prints
+# again and again (kernel text patched through int3), without and with what every e2e guest has
+# (VT_TCG_KEEP in tests/e2e/lib.sh: trace_event= on the command line and the idle instance that
+# /init keeps, so the keys are on before the second vCPU starts). Not a test: it prints
 # a table, so that the keeping instance can be checked again on another QEMU.
 # Each run boots the e2e image (2 vCPUs, multi-threaded TCG); a shell writes markers flat out on
 # both CPUs while a loop makes an instance, enables sched, irq and timer in it, waits 0.1 s,
@@ -10,8 +11,8 @@
 # Runs alternate: without, with, without, ...
 # Usage: tests/bench/bench-tcg-patch.sh [RUNS per mode, default 3] [CYCLES, default 150]
 # Env: VT_BUILDDIR, VT_IMAGE (default: the collector e2e image, built if missing).
-# Measured here (QEMU 7.2, Debian 12's 6.1, 2026-11-26): without, 5 of 5 runs hung (after 70,
-# 20, 110 cycles by hand, then 73 and 14 in this script's first run); with, 0 of 5.
+# Measured here (QEMU 7.2, Debian 12's 6.1, 2026-11-26): without, 6 of 6 runs hung (after 70,
+# 20, 110 cycles by hand, then 73, 14 and 118 in this script); with, 0 of 6.
 echo "bench-tcg-patch: TCG guest hangs while events are enabled and disabled, without and with a keeping instance"
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

@@ -181,11 +181,15 @@ vt_qemu_argv() {
     # Enabling or disabling an event patches kernel text (jump labels, int3). Under
     # multi-threaded TCG a vCPU was seen to loop for ever on the int3 of a patch that had
     # already ended (QEMU 7.2 went on running its old translation), with nothing on the
-    # console: 5 of 5 runs of 150 enable/disable cycles under a marker flood hung (0 of 5 with
-    # the keeping instance; tests/bench/bench-tcg-patch.sh). With the systems the tests record kept enabled in an idle
+    # console: 6 of 6 runs of 150 enable/disable cycles under a marker flood hung (0 of 6 with
+    # the events kept enabled; tests/bench/bench-tcg-patch.sh). With the systems the tests record kept enabled in an idle
     # instance, the sessions under test patch nothing.
+    # The keys are turned on before the second vCPU starts (trace_event= on the command line,
+    # the top level, patched by the boot CPU alone); /init then enables the same systems in its
+    # idle instance and turns the top level's off, which patches nothing either. Enabling them
+    # only in /init was not enough: that patching, once per boot, hung 3 boots of ~60.
     keep=${VT_TCG_KEEP-sched,irq,timer,iommu}
-    [ -z "$keep" ] || append+=" vt.keep=$keep"
+    [ -z "$keep" ] || append+=" trace_event=${keep//,/:*,}:* vt.keep=$keep"
     VT_QEMU_ARGV=("$VT_QEMU_BIN" -name vt-guest -machine "$machine" -accel "$accel"
         -m "${VT_MEM:-512}" -smp "${VT_SMP:-2}" -nodefaults -no-user-config -display none
         -serial "file:$VT_RUNDIR/console.log"

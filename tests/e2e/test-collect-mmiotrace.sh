@@ -20,9 +20,9 @@
 #     `trace-cmd report -R`; the guest boots with mmiotrace.trace_pc=1, so every access has a pc,
 #     and the per-function figures resolve them with the guest's kallsyms to e1000's functions
 #     (the module's symbols) and add up to every access.
-# The guest's /init sizes an idle instance at boot (vt.keep, lib.sh), so on 6.1 the kernel never
-# expands the top level (7 KiB per CPU) and the agent must raise it: without that, 550-1286 of
-# the first events were lost. The test prints the agent's warning when it came.
+# A top level that 6.1 never expands (7 KiB per CPU, after an instance was sized first) lost
+# 549-1286 of the first events until the agent raised it; the test prints the agent's warning
+# when it comes (tests/integration/test-agent checks the raise itself).
 # Env: VT_BUILDDIR, VT_STATIC_AGENT, VT_KEEP=1. Exit: 0 pass, 1 fail, 77 skip.
 echo "test-collect-mmiotrace: mmiotrace of the e1000 driver's probe through the transport, CPUs going offline and back: entries decoded, no page lost"
 set -uo pipefail
