@@ -43,26 +43,34 @@ vt_log() { echo "${VT_LOG_PREFIX:-vt}: $*" >&2; }
 
 vt_now() { date +%s.%N; }
 
-# vt_qmp_cpus SOCK: QEMU's own word on its vCPU threads ("CPU TID" lines, sorted), asked over
-# its QMP socket (one client at a time: ask before the collector connects).
-vt_qmp_cpus() {
-    python3 - "$1" <<'PY'
-import json, socket, sys
+# vt_qmp_py SOCK TIMEOUT CODE: run the Python CODE against QEMU's QMP socket SOCK, after the
+# greeting and qmp_capabilities; CODE calls cmd(NAME[, ARGS]) (the reply, "return" or "error")
+# and hmp(LINE) (a monitor command's text, "" on an error).
+vt_qmp_py() {
+    python3 -c 'import json, re, socket, sys, time
 s = socket.socket(socket.AF_UNIX)
-s.settimeout(10)
+s.settimeout(float(sys.argv[2]))
 s.connect(sys.argv[1])
 f = s.makefile("rw")
-def reply():
+def cmd(c, a=None):
+    f.write(json.dumps({"execute": c, **({"arguments": a} if a else {})}) + "\n"); f.flush()
     while True:
         m = json.loads(f.readline())
         if "return" in m or "error" in m:
             return m
+def hmp(line):
+    return cmd("human-monitor-command", {"command-line": line}).get("return", "")
 f.readline()
-f.write('{"execute":"qmp_capabilities"}\n'); f.flush(); reply()
-f.write('{"execute":"query-cpus-fast"}\n'); f.flush()
-for c in sorted(reply()["return"], key=lambda c: c["cpu-index"]):
-    print(c["cpu-index"], c["thread-id"])
-PY
+cmd("qmp_capabilities")
+'"$3" "$1" "$2"
+}
+
+# vt_qmp_cpus SOCK: QEMU's own word on its vCPU threads ("CPU TID" lines, sorted), asked over
+# its QMP socket (one client at a time: ask before the collector connects).
+vt_qmp_cpus() {
+    vt_qmp_py "$1" 10 '
+for c in sorted(cmd("query-cpus-fast")["return"], key=lambda c: c["cpu-index"]):
+    print(c["cpu-index"], c["thread-id"])'
 }
 vt_secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
 
@@ -73,22 +81,7 @@ vt_secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
 vt_guest_where() {
     local sock=${1:-$VT_RUNDIR/qmp.sock}
     [ -S "$sock" ] || return 0
-    python3 - "$sock" <<'PY' 2>&1 | sed "s/^/${VT_LOG_PREFIX:-vt}: guest vCPUs: /" >&2
-import json, re, socket, sys, time
-s = socket.socket(socket.AF_UNIX)
-s.settimeout(5)
-s.connect(sys.argv[1])
-f = s.makefile("rw")
-def cmd(c, a=None):
-    f.write(json.dumps({"execute": c, **({"arguments": a} if a else {})}) + "\n"); f.flush()
-    while True:
-        m = json.loads(f.readline())
-        if "return" in m or "error" in m:
-            return m.get("return", "")
-def hmp(line):
-    return cmd("human-monitor-command", {"command-line": line})
-f.readline()
-cmd("qmp_capabilities")
+    vt_qmp_py "$sock" 5 '
 rips = {}
 for _ in range(5):
     for cpu, rip in re.findall(r"CPU#(\d+)\s.*?RIP=([0-9a-f]+)", hmp("info registers -a"), re.S):
@@ -98,8 +91,8 @@ for cpu in sorted(rips):
     print("vCPU %d at %s" % (cpu, " ".join(rips[cpu])))
 for rip in sorted({r for v in rips.values() for r in v}):
     out = hmp("x/4bx 0x" + rip)
-    print("%s: %s" % (rip, " ".join(re.findall(r"0x([0-9a-f]{2})\b", out.split(":", 1)[-1]))))
-PY
+    print("%s: %s" % (rip, " ".join(re.findall(r"0x([0-9a-f]{2})\b", out.split(":", 1)[-1]))))' 2>&1 |
+        sed "s/^/${VT_LOG_PREFIX:-vt}: guest vCPUs: /" >&2
 }
 
 vt_image_dir() { echo "${VT_IMAGE:-${VT_CACHE:-$VT_REPO/.cache/guest}/image${VT_KERNEL_TAG:-}}"; }
@@ -332,6 +325,7 @@ vt_guest_stop() {
 # just-patched jump: "Fatal exception in interrupt" at 1 s and at 3.7 s), or QEMU runs and /init
 # never said "VT-INIT: ready" (its vt.keep enabling hung: a vCPU looping on a stale int3 while the
 # other waited in smp_call_function_many_cond, an RCU stall on the console; see VT_TCG_KEEP).
+# A guest QEMU that vt_guest_start did not start (libvirt's) is named by VT_QEMU_PID all the same.
 vt_guest_died() {
     if kill -0 "$VT_QEMU_PID" 2>/dev/null; then
         ! tr -d '\r' <"$VT_RUNDIR/console.log" 2>/dev/null | grep -aq '^VT-INIT: ready'
@@ -340,10 +334,9 @@ vt_guest_died() {
     fi
 }
 
-# vt_guest_boot_again WHO WHEN: after vt_guest_died, say so (WHO: the caller's name; WHEN: what
-# had not run yet), keep the dead guest's console as console-died.log and start QEMU again.
-# Returns vt_guest_start's status.
-vt_guest_boot_again() {
+# vt_guest_say_died WHO WHEN: after vt_guest_died, say so (WHO: the caller's name; WHEN: what
+# had not run yet) and keep the console as console-died.log, for a boot once more.
+vt_guest_say_died() {
     if kill -0 "$VT_QEMU_PID" 2>/dev/null; then
         echo "$1: the guest hung in its boot, before /init was ready (under TCG, $2):"
         tr -d '\r' <"$VT_RUNDIR/console.log" | grep -aE '^VT-INIT|rcu: INFO|soft lockup|RIP: 0010' |
@@ -355,6 +348,12 @@ vt_guest_boot_again() {
     fi
     echo "$1: booting once more"
     mv "$VT_RUNDIR/console.log" "$VT_RUNDIR/console-died.log"
+}
+
+# vt_guest_boot_again WHO WHEN: vt_guest_say_died, then stop QEMU and start it again.
+# Returns vt_guest_start's status.
+vt_guest_boot_again() {
+    vt_guest_say_died "$1" "$2"
     vt_guest_stop
     vt_guest_start
 }

@@ -252,18 +252,14 @@ boot_record() {
     local phase=$1 t crc i cpu cnt man mk mkother mm hs c tid comm G OUT QPID up
     t=$(vt_now)
     V start "$DOM" >/dev/null || { tail -n5 "/var/log/libvirt/qemu/$DOM.log" 2>/dev/null; echo "$ME: FAIL: the domain did not start"; exit 1; }
+    VT_QEMU_PID=$(cat "/run/libvirt/qemu/$DOM.pid" 2>/dev/null)
     VT_RUNDIR=$WORK
-    # A guest that hung in its boot, before /init was ready (vt_guest_died in lib.sh), once more.
+    # A guest that died or hung in its boot (vt_guest_died in lib.sh) boots once more.
     up=1
     vt_test_say "$WORK/ports" hello 60 || up=0
-    if [ $up = 0 ] && [ "$(V domstate "$DOM" 2>/dev/null)" = running ] &&
-       ! tr -d '\r' <"$WORK/console.log" | grep -aq '^VT-INIT: ready'; then
-        echo "$ME: the guest hung in its boot, before /init was ready (under TCG):"
-        tr -d '\r' <"$WORK/console.log" | grep -aE '^VT-INIT|rcu: INFO|soft lockup|RIP: 0010' |
-            head -8 | sed 's/^/    /'
-        echo "$ME: booting once more"
-        mv "$WORK/console.log" "$WORK/console-died.log"
-        V destroy "$DOM" >/dev/null
+    if [ $up = 0 ] && [ -n "$VT_QEMU_PID" ] && vt_guest_died; then
+        vt_guest_say_died "$ME" "before any of the test's commands"
+        V destroy "$DOM" >/dev/null 2>&1
         V start "$DOM" >/dev/null || { echo "$ME: FAIL: the domain did not start again"; exit 1; }
         up=1
         vt_test_say "$WORK/ports" hello 60 || up=0
