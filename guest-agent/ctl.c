@@ -1162,7 +1162,7 @@ static void host_gone(struct agent *a)
  */
 #define HOST_WAIT_MS	5000
 
-static void wait_host(struct agent *a)
+static void wait_host(struct agent *a, int limit_ms)
 {
 	struct pollfd p[2] = { { .fd = a->io_fd, .events = POLLIN },
 			       { .fd = a->sig_fd, .events = POLLIN } };
@@ -1181,7 +1181,31 @@ static void wait_host(struct agent *a)
 	/* Armed now: a host that connected before this has no SIGIO to give. */
 	if (poll(&c, 1, 0) == 1 && !(c.revents & POLLHUP))
 		return;
-	poll(p, 2, HOST_WAIT_MS);
+	poll(p, 2, limit_ms >= 0 && limit_ms < HOST_WAIT_MS ? limit_ms : HOST_WAIT_MS);
+}
+
+/*
+ * How long the main loop may sleep for the kept instance: -1 (no limit), or
+ * ms until its keeping time is over; removes it once it is.
+ */
+static int keep_timeout(struct agent *a)
+{
+	long long left;
+
+	if (!a->t.kept || !a->t.kept_idle)
+		return -1;
+	left = a->t.kept_idle + a->o->keep_s * 1000000000LL - now_ns();
+	if (left <= 0) {
+		tracing_drop_kept(&a->t);
+		return -1;
+	}
+	return (int)((left + 999999) / 1000000);
+}
+
+/* The shorter of two poll() timeouts, where -1 is none. */
+static int min_timeout(int a, int b)
+{
+	return a < 0 ? b : b < 0 ? a : a < b ? a : b;
 }
 
 /**
@@ -1232,8 +1256,9 @@ int agent_run(const struct agent_opts *o)
 	log_info("ready: %u CPUs, %u-byte sub-buffers, control port %s", a.nr_cpus, a.subbuf_size,
 		 o->ports.ctl_name);
 
+	a.t.keep = o->keep_s > 0;
 	while (!a.quit) {
-		int timeout = burst_timeout(&a), n;
+		int timeout = min_timeout(burst_timeout(&a), keep_timeout(&a)), n;
 
 		if (!a.conn && (ret = open_ctl(&a)) < 0) {
 			if (!o->ports.dir) {
@@ -1279,13 +1304,14 @@ int agent_run(const struct agent_opts *o)
 				host_gone(&a);
 				/* An unconnected virtio port polls as HUP: do not spin. */
 				if (a.conn)
-					wait_host(&a);
+					wait_host(&a, keep_timeout(&a));
 			}
 		}
 	}
 	ret = 0;
 out:
 	end_session(&a);
+	tracing_drop_kept(&a.t);
 	close_ctl(&a);
 	close(a.sig_fd);
 	if (a.io_fd >= 0)

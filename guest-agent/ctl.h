@@ -17,6 +17,8 @@
  * @no_splice: move pages into the ports with read() + write() (benchmarks)
  * @meta_flags: VT_META_* flags for metadata requests
  * @buffer_percent: the recorded buffer's buffer_percent while streaming (1-100)
+ * @keep_s: keep an instance the agent made this long after a recording, for
+ *	the next one (0: remove it with each recording's end)
  */
 struct agent_opts {
 	struct ports ports;
@@ -27,6 +29,7 @@ struct agent_opts {
 	bool no_splice;
 	unsigned int meta_flags;
 	unsigned int buffer_percent;
+	unsigned int keep_s;
 };
 
 int agent_run(const struct agent_opts *o);

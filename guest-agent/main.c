@@ -32,6 +32,9 @@ static void usage(FILE *f)
 "                           (default /sys/kernel/tracing)\n"
 "  -i, --instance NAME      default private instance (default virtio-trace)\n"
 "  -T, --top-level          default to the top-level buffer instead\n"
+"      --keep-instance SEC  keep an instance the agent made this long after a\n"
+"                           recording, for the next one (default 60; 0 removes\n"
+"                           it with each recording's end)\n"
 "  -w, --wait SEC           wait this long for the ports to appear (default 30)\n"
 "  -1, --once               exit when the host says bye or goes away\n"
 "      --no-splice          move pages into the ports with read()+write()\n"
@@ -62,6 +65,7 @@ int main(int argc, char **argv)
 		{ "no-splice", no_argument, NULL, 'S' },
 		{ "no-kallsyms", no_argument, NULL, 'K' },
 		{ "buffer-percent", required_argument, NULL, 'B' },
+		{ "keep-instance", required_argument, NULL, 'k' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "version", no_argument, NULL, 'V' },
@@ -74,6 +78,7 @@ int main(int argc, char **argv)
 		.instance = AGENT_DEFAULT_INSTANCE,
 		.wait_ms = 30000,
 		.buffer_percent = AGENT_BUFFER_PERCENT,
+		.keep_s = AGENT_KEEP_INSTANCE_S,
 	};
 	char *end;
 	long v;
@@ -124,6 +129,14 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			o.buffer_percent = v;
+			break;
+		case 'k':
+			v = strtol(optarg, &end, 10);
+			if (!*optarg || *end || v < 0 || v > 86400) {
+				fprintf(stderr, "trace-agent: --keep-instance takes seconds, 0 to 86400\n");
+				return 2;
+			}
+			o.keep_s = v;
 			break;
 		case 'v':
 			agent_verbose++;

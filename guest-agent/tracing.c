@@ -16,6 +16,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -171,14 +172,42 @@ static unsigned int count_cpus(const char *dir)
 	return n;
 }
 
+static long long coarse_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/*
+ * Empty a kept instance's ring buffer, as a new instance's is: a session that
+ * ended without draining, or a writer of its trace_marker since, left pages.
+ */
+static void empty_kept(const struct tracing *t)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/trace", t->kept);
+	fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		log_warn("cannot empty the kept instance %s: %m", t->kept);
+	else
+		close(fd);
+}
+
 /**
  * tracing_use() - select the buffer to configure: the top level or an instance
  * @t: mounted tracing state; a previous buffer must have been restored
  * @instance: instance name, or NULL for the top-level buffer
  *
- * A private instance is created when it does not exist yet (and removed by
- * tracing_restore()). An existing one is used as it is and restored file by
- * file, like the top level.
+ * A private instance is created when it does not exist yet. Without @t->keep
+ * tracing_restore() removes it; with it, the instance is kept (@t->kept) and
+ * restored like an existing one, and the next session that asks for it uses
+ * it again. Choosing another instance removes a kept one first. An instance
+ * that was there before is used as it is and restored file by file, like the
+ * top level.
  *
  * Return: 0 or -errno.
  */
@@ -190,13 +219,25 @@ int tracing_use(struct tracing *t, const char *instance)
 	free(t->dir);
 	free(t->instance);
 	t->dir = t->instance = NULL;
-	t->created = false;
+	t->created = t->own = false;
 	if (instance) {
 		snprintf(path, sizeof(path), "%s/instances/%s", t->root, instance);
-		if (mkdir(path, 0755) == 0)
-			t->created = true;
-		else if (errno != EEXIST)
+		if (t->kept && strcmp(t->kept, path) != 0)
+			tracing_drop_kept(t);
+		if (mkdir(path, 0755) == 0) {
+			t->own = true;
+			if (!t->keep)
+				t->created = true;
+			else if (!t->kept && !(t->kept = strdup(path)))
+				return -ENOMEM;
+		} else if (errno != EEXIST) {
 			return -errno;
+		} else if (t->kept) {
+			/* Ours, kept from an earlier session and restored since. */
+			t->own = true;
+			empty_kept(t);
+		}
+		t->kept_idle = 0;
 		t->instance = strdup(instance);
 	} else {
 		snprintf(path, sizeof(path), "%s", t->root);
@@ -707,7 +748,7 @@ int tracing_marker(const struct tracing *t, const char *text)
 
 /**
  * tracing_only_own() - whether all that tracing_restore() would put back is
- * inside an instance the agent made (and so goes with its rmdir)
+ * inside an instance the agent made (removed with its rmdir, or kept)
  * @t: the tracing state
  *
  * Return: true when the agent made the buffer's instance and changed nothing
@@ -718,7 +759,7 @@ bool tracing_only_own(const struct tracing *t)
 	size_t len;
 	unsigned int i;
 
-	if (!t->created || !t->dir)
+	if (!t->own || !t->dir)
 		return false;
 	len = strlen(t->dir);
 	for (i = 0; i < t->nr_saved; i++)
@@ -728,11 +769,32 @@ bool tracing_only_own(const struct tracing *t)
 }
 
 /**
+ * tracing_drop_kept() - remove the instance the agent kept, if any
+ * @t: the tracing state
+ *
+ * Called when the keeping time is over, before another instance is made,
+ * and when the agent exits.
+ */
+void tracing_drop_kept(struct tracing *t)
+{
+	if (!t->kept)
+		return;
+	if (rmdir(t->kept) < 0 && errno != ENOENT)
+		log_warn("cannot remove instance %s: %m", t->kept);
+	else
+		log_debug("removed the kept instance %s", t->kept);
+	free(t->kept);
+	t->kept = NULL;
+	t->kept_idle = 0;
+}
+
+/**
  * tracing_restore() - put back everything this agent changed
  * @t: the tracing state
  *
  * Writes every recorded value back in reverse order, then removes a private
- * instance the agent created. Keeps going past errors.
+ * instance the agent created, or starts the keeping time of one it keeps.
+ * Keeps going past errors.
  *
  * Return: 0 or the first -errno.
  */
@@ -765,7 +827,10 @@ int tracing_restore(struct tracing *t)
 				ret = r;
 		}
 		t->created = false;
+	} else if (t->own && t->kept && t->dir && strcmp(t->dir, t->kept) == 0) {
+		t->kept_idle = coarse_ns();
 	}
+	t->own = false;
 	free(t->dir);
 	free(t->instance);
 	t->dir = t->instance = NULL;

@@ -90,7 +90,8 @@ static bool has_arg(const char *const *args, const char *arg)
  * @h: zeroed on entry
  * @agent: path of the trace-agent binary
  * @extra_args: more arguments for the agent, NULL-terminated, or NULL; the agent
- *	gets --no-kallsyms unless they hold T_WITH_KALLSYMS
+ *	gets --no-kallsyms unless they hold T_WITH_KALLSYMS, and --once unless
+ *	they hold T_SERVE
  *
  * Return: 0, or -1 with a message printed.
  */
@@ -131,13 +132,14 @@ int t_host_start(struct t_host *h, const char *agent, const char *const *extra_a
 	args[n++] = h->dir;
 	args[n++] = "--instance";
 	args[n++] = h->instance;
-	args[n++] = "--once";
+	if (!has_arg(extra_args, T_SERVE))
+		args[n++] = "--once";
 	args[n++] = "--wait";
 	args[n++] = "10";
 	if (!has_arg(extra_args, T_WITH_KALLSYMS))
 		args[n++] = "--no-kallsyms";
 	for (i = 0; extra_args && extra_args[i] && n < 62; i++)
-		if (strcmp(extra_args[i], T_WITH_KALLSYMS))
+		if (strcmp(extra_args[i], T_WITH_KALLSYMS) && strcmp(extra_args[i], T_SERVE))
 			args[n++] = extra_args[i];
 	args[n] = NULL;
 	h->agent = fork();

@@ -50,6 +50,8 @@ struct t_host {
 
 /* In t_host_start()'s extra arguments: keep /proc/kallsyms (not passed on). */
 #define T_WITH_KALLSYMS "(with kallsyms)"
+/* In t_host_start()'s extra arguments: no --once, the agent serves on after bye. */
+#define T_SERVE "(serve on)"
 
 long long t_now_ms(void);
 int t_host_start(struct t_host *h, const char *agent, const char *const *extra_args);

@@ -316,6 +316,114 @@ static void test_sigterm_restores(void **state)
 	t_host_free(&h);
 }
 
+static ino_t instance_ino(const struct t_host *h)
+{
+	char path[512];
+	struct stat st;
+
+	instance_path(h, path, sizeof(path));
+	return stat(path, &st) == 0 ? st.st_ino : 0;
+}
+
+static void bye(struct t_host *h)
+{
+	assert_int_equal(t_cmd_ok(h, vt_proto_enc_empty(h->frame, sizeof(h->frame), VT_PROTO_BYE,
+							++h->seq)), 0);
+}
+
+/*
+ * Wait until the kept instance reads as a new one: tracing_on 1 (the agent's
+ * first change, put back last), sched_switch off, the size not 256 KiB.
+ * @size gets the size read.
+ */
+static void wait_restored(struct t_host *h, char *size, size_t len)
+{
+	char base[512], path[600], enable[64] = "", on[64] = "";
+	long long end = t_now_ms() + 5000;
+
+	instance_path(h, base, sizeof(base));
+	do {
+		snprintf(path, sizeof(path), "%s/tracing_on", base);
+		assert_true(t_read_file(path, on, sizeof(on)) > 0);
+		snprintf(path, sizeof(path), "%s/events/sched/sched_switch/enable", base);
+		assert_true(t_read_file(path, enable, sizeof(enable)) > 0);
+		snprintf(path, sizeof(path), "%s/buffer_size_kb", base);
+		assert_true(t_read_file(path, size, len) > 0);
+		if (strcmp(on, "1\n") == 0 && strcmp(enable, "0\n") == 0 && atoi(size) != 256)
+			return;
+		t_pump(h, 20);
+	} while (t_now_ms() < end);
+	fail_msg("the kept instance was not put back: tracing_on %s, sched_switch %s, %s KiB", on,
+		 enable, size);
+}
+
+/*
+ * --keep-instance: the agent's instance outlives a recording, put back as it
+ * was made (empty, no event on, its own size), and the next recording uses
+ * the same one, without what was written into it meanwhile. It goes when the
+ * keeping time is over, and at once when the agent exits.
+ */
+static void test_instance_kept(void **state)
+{
+	const char *const extra[] = { T_SERVE, "--keep-instance", "2", NULL };
+	char fresh[64], now[64];
+	long long bye_ms, gone_ms;
+	struct t_host h;
+	ino_t ino;
+
+	start_session(&h, extra);
+	assert_int_equal(t_events(&h, "sched", "sched_switch"), 0);
+	set_buffer_kb(&h, 256);
+	assert_int_equal(t_start(&h), 0);
+	ino = instance_ino(&h);
+	assert_true(ino != 0);
+	assert_int_equal(t_write_markers(&h, 0, "vt-kept1", 0, 100), 100);
+	assert_int_equal(t_stop(&h, 20000), 0);
+	assert_int_equal(t_count_markers(&h, 0, "vt-kept1", NULL, NULL), 100);
+	bye(&h);
+
+	/*
+	 * Kept, and put back as a new instance is: the kernel's size, no event
+	 * on. The agent answers bye before it puts its own instance back.
+	 */
+	wait_restored(&h, fresh, sizeof(fresh));
+	assert_int_equal(instance_ino(&h), ino);
+	assert_int_not_equal(atoi(fresh), 256);
+	/* Written into it while it waits: the next recording must not carry them. */
+	assert_int_equal(t_write_markers(&h, 0, "vt-stale", 0, 10), 10);
+
+	assert_int_equal(t_hello(&h), 0);
+	assert_int_equal(t_start(&h), 0);
+	assert_int_equal(instance_ino(&h), ino);
+	assert_int_equal(t_write_markers(&h, 0, "vt-kept2", 0, 50), 50);
+	assert_int_equal(t_stop(&h, 20000), 0);
+	assert_int_equal(t_count_markers(&h, 0, "vt-kept2", NULL, NULL), 50);
+	assert_int_equal(t_count_markers(&h, 0, "vt-kept1", NULL, NULL), 100);
+	assert_int_equal(t_count_markers(&h, 0, "vt-stale", NULL, NULL), 0);
+	bye(&h);
+	bye_ms = t_now_ms();
+	wait_restored(&h, now, sizeof(now));
+	assert_string_equal(now, fresh);
+
+	/* Removed two seconds after the last bye, while the agent serves on. */
+	while (instance_exists(&h) && t_now_ms() - bye_ms < 10000)
+		t_pump(&h, 50);
+	gone_ms = t_now_ms() - bye_ms;
+	assert_false(instance_exists(&h));
+	assert_true(gone_ms >= 1500 && gone_ms < 4000);
+
+	/* A third recording makes a new one, and the agent's exit removes it at once. */
+	assert_int_equal(t_hello(&h), 0);
+	assert_int_equal(t_start(&h), 0);
+	assert_true(instance_ino(&h) != 0);
+	assert_int_equal(t_stop(&h, 20000), 0);
+	bye(&h);
+	assert_true(instance_exists(&h));
+	assert_int_equal(t_host_stop_agent(&h, SIGTERM), 0);
+	assert_false(instance_exists(&h));
+	t_host_free(&h);
+}
+
 static void test_host_not_reading(void **state)
 {
 	unsigned int n = 60000, i, last = 0, count = 0;
@@ -944,6 +1052,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_restores_existing_instance, reap),
 		cmocka_unit_test_teardown(test_small_buffer_raised, reap),
 		cmocka_unit_test_teardown(test_sigterm_restores, reap),
+		cmocka_unit_test_teardown(test_instance_kept, reap),
 		cmocka_unit_test_teardown(test_host_not_reading, reap),
 		cmocka_unit_test_teardown(test_garbage_and_legacy, reap),
 		cmocka_unit_test_teardown(test_metadata, reap),
