@@ -55,6 +55,8 @@
 # VT_PEER_CEILING=0 (no lossless ceiling search),
 # VT_PEER_PIN=0 (no instance keeping the events enabled for the boot, see below),
 # VT_PEER_HOLD=SECS (keep the booted guest for debugging),
+# VT_PEER_AGENT_ARGS (more options for the guest's trace-agent, e.g. "--keep-instance 0": the
+# agent then makes and removes its instance with every recording, as before 2026-11-26's night),
 # VT_KEEP=1.
 echo "bench-peer: trace-cmd agent (TCP, virtio-serial FIFO) against virtio-trace in one TCG guest boot"
 set -uo pipefail
@@ -184,6 +186,10 @@ EOF
 # A guest kernel that dies before it answers (vt_guest_died) is booted once more, said out loud.
 # The instance that keeps events enabled is made below (VT_PEER_PIN), not by the guest's /init.
 VT_TCG_KEEP=
+if [ -n "${VT_PEER_AGENT_ARGS:-}" ]; then
+	echo "$ME: the guest's trace-agent runs with $VT_PEER_AGENT_ARGS"
+	VT_APPEND="${VT_APPEND:-} vt.peer_agent=$(echo $VT_PEER_AGENT_ARGS | tr ' ' ,)"
+fi
 vt_guest_start || { echo "FAIL: QEMU did not start"; exit 1; }
 write_say
 if ! say hello 120; then

@@ -34,7 +34,9 @@ for e in $EVENTS; do echo 1 >$T/instances/hold/events/$e/enable; done
 # trace-cmd's agent records the top-level buffer: off until a session turns it on.
 echo 0 >$T/tracing_on
 cd /tmp
-trace-agent --quiet &
+# bench-peer's VT_PEER_AGENT_ARGS, as vt.peer_agent=ARG,ARG on the kernel command line.
+args=$(sed -n 's/.*vt\.peer_agent=\([^ ]*\).*/\1/p' /proc/cmdline | tr , ' ')
+trace-agent --quiet $args &
 ours=$!
 trace-cmd agent -N 10.0.2.2 >/tmp/tc-agent.log 2>&1 &
 theirs=$!
