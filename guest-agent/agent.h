@@ -56,8 +56,14 @@ void agent_log(int level, const char *fmt, ...) __attribute__((format(printf, 2,
 #define log_warn(...)	agent_log(LOG_WARN_, __VA_ARGS__)
 #define log_info(...)	agent_log(LOG_INFO_, __VA_ARGS__)
 #define log_debug(...)	agent_log(LOG_DEBUG_, __VA_ARGS__)
+/* Or-ed into a level: the guest's log only, not agent_log_hook (the host hears it otherwise). */
+#define LOG_LOCAL_	0x100
+#define log_warn_local(...) agent_log(LOG_WARN_ | LOG_LOCAL_, __VA_ARGS__)
+#define log_err_local(...) agent_log(LOG_ERR_ | LOG_LOCAL_, __VA_ARGS__)
 extern int agent_verbose;
 extern bool agent_quiet;
+/* Called with each warning or error logged (not LOG_LOCAL_), from whichever thread logs it. */
+extern void (*agent_log_hook)(int level, const char *text);
 
 /* --- tracing.c: every change is recorded so that it can be put back --- */
 

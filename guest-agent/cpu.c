@@ -251,7 +251,7 @@ static void *cpu_thread(void *arg)
 	}
 	if (ret < 0 && ret != -ECANCELED) {
 		s->error = ret;
-		log_err("cpu%u: data path failed: %s", s->cpu, strerror(-ret));
+		log_err_local("cpu%u: data path failed: %s", s->cpu, strerror(-ret));
 	}
 	atomic_store(&s->done, true);
 	if (s->done_fd >= 0 && write(s->done_fd, &(uint64_t){ 1 }, sizeof(uint64_t)) < 0)

@@ -77,6 +77,8 @@ struct agent {
 	unsigned int nr_events;
 	uint64_t garbage_reported;
 	bool hello_done;
+	uint64_t host_caps;		/* the host's HELLO: VT_PROTO_CAP_NOTICE */
+	unsigned int notices_sent;	/* to this host */
 	bool kallsyms_sent;		/* this session sent kallsyms, with /proc/modules at: */
 	uint64_t kallsyms_modules;
 	bool boot_read;			/* boot_hash: the FNV-1a hash of boot_id, 0 if none */
@@ -123,13 +125,56 @@ static void mark(void *arg, bool tx, uint16_t type, uint32_t seq)
 		tracing_marker(&a->t, text);
 }
 
+/*
+ * The agent's warnings go to the host as NOTICE, when its HELLO takes them:
+ * any thread queues them (agent_log_hook), the control thread sends them
+ * between other frames, never in a clock-probe burst. At most NOTICE_QUEUE
+ * wait, and a host gets at most NOTICE_PER_HOST; what is dropped is counted
+ * and said in one more notice. The guest's own log keeps them all.
+ */
+#define NOTICE_QUEUE	8
+#define NOTICE_PER_HOST	64
+#define NOTICE_TEXT	512
+
+static struct {
+	pthread_mutex_t lock;
+	char text[NOTICE_QUEUE][NOTICE_TEXT];
+	unsigned int first, count;
+	uint64_t dropped;
+	bool sending;		/* the control thread is sending them: a failure there is not queued */
+	int wake_fd;
+} notices = { .lock = PTHREAD_MUTEX_INITIALIZER, .wake_fd = -1 };
+
+static void queue_notice(int level, const char *text)
+{
+	uint64_t one = 1;
+
+	(void)level;
+	pthread_mutex_lock(&notices.lock);
+	if (notices.sending) {
+		pthread_mutex_unlock(&notices.lock);
+		return;
+	}
+	if (notices.count < NOTICE_QUEUE) {
+		snprintf(notices.text[(notices.first + notices.count) % NOTICE_QUEUE], NOTICE_TEXT, "%s",
+			 text);
+		notices.count++;
+	} else {
+		notices.dropped++;
+	}
+	pthread_mutex_unlock(&notices.lock);
+	/* Wakes the control loop (the done eventfd: it counts the threads again, no harm). */
+	if (notices.wake_fd >= 0 && write(notices.wake_fd, &one, sizeof(one)) < 0)
+		return;
+}
+
 /* The agent may wait, in poll(), up to WRITE_TIMEOUT_MS for the host to take a frame. */
 static int send_frame(struct agent *a, int len)
 {
 	int ret = vt_conn_send_wait(a->conn, len, WRITE_TIMEOUT_MS);
 
 	if (ret < 0)
-		log_warn("control port: cannot send: %s", strerror(-ret));
+		log_warn_local("control port: cannot send: %s", strerror(-ret));
 	return ret;
 }
 
@@ -162,8 +207,51 @@ static int reply_err(struct agent *a, uint32_t ref, int err, const char *fmt, ..
 	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
 	e.text = text;
-	log_warn("answering seq %u with error: %s (%s)", ref, text, strerror(e.err));
+	log_warn_local("answering seq %u with error: %s (%s)", ref, text, strerror(e.err));
 	return send_frame(a, vt_proto_enc_error(frame(a), VT_PROTO_FRAME_MAX, next_seq(a), &e));
+}
+
+/* Send the queued warnings to a host that takes them; not in a burst. */
+static void send_notices(struct agent *a)
+{
+	char text[NOTICE_TEXT + 64];
+	uint64_t dropped;
+	int len;
+
+	if (!a->conn || !a->hello_done || !(a->host_caps & VT_PROTO_CAP_NOTICE) || a->burst)
+		return;
+	for (;;) {
+		pthread_mutex_lock(&notices.lock);
+		if (!notices.count && !notices.dropped) {
+			pthread_mutex_unlock(&notices.lock);
+			return;
+		}
+		if (notices.count) {
+			snprintf(text, sizeof(text), "%s", notices.text[notices.first]);
+			notices.first = (notices.first + 1) % NOTICE_QUEUE;
+			notices.count--;
+		} else {
+			dropped = notices.dropped;
+			notices.dropped = 0;
+			snprintf(text, sizeof(text), "%llu more warnings not sent (the guest's log has them)",
+				 (unsigned long long)dropped);
+		}
+		if (a->notices_sent >= NOTICE_PER_HOST) {
+			notices.dropped++;
+			pthread_mutex_unlock(&notices.lock);
+			continue;
+		}
+		notices.sending = true;
+		pthread_mutex_unlock(&notices.lock);
+		a->notices_sent++;
+		len = vt_proto_enc_string(frame(a), VT_PROTO_FRAME_MAX, VT_PROTO_NOTICE, next_seq(a), text);
+		len = len < 0 ? len : send_frame(a, len);
+		pthread_mutex_lock(&notices.lock);
+		notices.sending = false;
+		pthread_mutex_unlock(&notices.lock);
+		if (len < 0)
+			return;
+	}
 }
 
 /* Select the buffer the host asked for (default: the private instance), tracing off. */
@@ -920,6 +1008,8 @@ static int handle_hello(struct agent *a, const struct vt_proto_msg *msg)
 		return reply_err(a, msg->seq, ret, "no common protocol revision (host %u..%u, agent %u..%u)",
 				 h.rev_min, h.rev_max, VT_PROTO_REV_MIN, VT_PROTO_REV_MAX);
 	r.rev_min = r.rev_max = rev;
+	a->host_caps = h.caps;
+	a->notices_sent = 0;
 	r.caps = capabilities(a);
 	r.nr_cpus = a->nr_cpus;
 	r.subbuf_size = a->subbuf_size;
@@ -1223,6 +1313,7 @@ int agent_run(const struct agent_opts *o)
 	int ret;
 
 	a.o = o;
+	agent_log_hook = queue_notice;
 	ret = tracing_mount(&a.t, o->tracefs);
 	if (ret < 0)
 		return ret;
@@ -1253,12 +1344,15 @@ int agent_run(const struct agent_opts *o)
 		ret = -errno;
 		goto out_unmount;
 	}
+	notices.wake_fd = a.done_fd;
 	log_info("ready: %u CPUs, %u-byte sub-buffers, control port %s", a.nr_cpus, a.subbuf_size,
 		 o->ports.ctl_name);
 
 	a.t.keep = o->keep_s > 0;
 	while (!a.quit) {
 		int timeout = min_timeout(burst_timeout(&a), keep_timeout(&a)), n;
+
+		send_notices(&a);
 
 		if (!a.conn && (ret = open_ctl(&a)) < 0) {
 			if (!o->ports.dir) {
@@ -1310,6 +1404,9 @@ int agent_run(const struct agent_opts *o)
 	}
 	ret = 0;
 out:
+	/* Nobody will hear them now, and done_fd is closed below. */
+	agent_log_hook = NULL;
+	notices.wake_fd = -1;
 	end_session(&a);
 	tracing_drop_kept(&a.t);
 	close_ctl(&a);
@@ -1318,6 +1415,8 @@ out:
 		close(a.io_fd);
 	close(a.done_fd);
 out_unmount:
+	agent_log_hook = NULL;
+	notices.wake_fd = -1;
 	tracing_unmount(&a.t);
 	return ret;
 }

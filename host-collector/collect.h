@@ -61,7 +61,7 @@ void collect_log(int level, const char *fmt, ...) __attribute__((format(printf, 
  * guest ends (session.c), and the count goes into the manifest's problems.
  */
 #define COLLECT_LOG_BURST	5
-enum guest_msg { GMSG_AGENT_ERROR, GMSG_SYNC, GMSG_NR };
+enum guest_msg { GMSG_AGENT_ERROR, GMSG_SYNC, GMSG_AGENT_NOTICE, GMSG_NR };
 #define guest_log(g, kind, level, ...)						\
 	do {									\
 		if (++(g)->msgs[kind] <= COLLECT_LOG_BURST)			\
@@ -361,6 +361,7 @@ struct guest {
 	uint64_t meta_key;		/* its KALLSYMS_UNLESS_KEY key, 0 if none */
 	char error[512];
 	char agent_error[512];		/* the agent's first unasked ERROR, "" if none */
+	char agent_notice[512];		/* the agent's first NOTICE (a warning), "" if none */
 	uint64_t trace_id;
 	char spool[4096];		/* its spool directory, for messages ("" until made) */
 	int spool_fd;			/* and its fd (spool_guest_dir()) */
@@ -556,6 +557,7 @@ struct spool_trace {
 	char agent[128];
 	char error[512];
 	char agent_error[512];
+	char agent_notice[512];
 	uint64_t protocol_errors;
 	bool max_reached;
 	bool kcache_hit;		/* kallsyms came from the kallsyms cache */

@@ -75,6 +75,7 @@ bool collect_name_reserved(const char *s)
 static const char *const msg_names[GMSG_NR] = {
 	[GMSG_AGENT_ERROR] = "error reports from the agent",
 	[GMSG_SYNC] = "clock sync warnings",
+	[GMSG_AGENT_NOTICE] = "warnings from the agent",
 };
 
 /**

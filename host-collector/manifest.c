@@ -153,6 +153,13 @@ static void json_trace(FILE *f, const struct run *r, const struct trace_sum *t)
 			fprintf(f, "        \"bound_ns\": %.1f\n      },\n", bound);
 		fprintf(f, "      \"max_size_reached\": %s,\n", t->rec.max_reached ? "true" : "false");
 		fprintf(f, "      \"kallsyms_from_cache\": %s,\n", t->rec.kcache_hit ? "true" : "false");
+		fprintf(f, "      \"agent_warnings\": %" PRIu64 ",\n      \"agent_first_warning\": ",
+			t->rec.msgs[GMSG_AGENT_NOTICE]);
+		if (t->rec.agent_notice[0])
+			json_str(f, t->rec.agent_notice);
+		else
+			fprintf(f, "null");
+		fprintf(f, ",\n");
 		fprintf(f, "      \"budget\": { \"max\": %" PRIu64 ", \"used\": %" PRIu64
 			", \"pages_bytes\": %" PRIu64 ", \"bad_pages_bytes\": %" PRIu64
 			", \"fragment_bytes\": %" PRIu64 ", \"metadata_bytes\": %" PRIu64 " },\n", t->rec.budget.max, t->rec.budget.used,

@@ -390,6 +390,7 @@ static void got_reply(struct guest *g, const struct vt_proto_msg *m);
 static void handle(struct guest *g, const struct vt_proto_msg *m)
 {
 	struct vt_proto_error e;
+	const char *notice;
 	uint32_t ref;
 	char text[512];
 
@@ -437,6 +438,16 @@ static void handle(struct guest *g, const struct vt_proto_msg *m)
 			if (!g->agent_error[0])
 				snprintf(g->agent_error, sizeof(g->agent_error), "%s", text);
 		}
+		break;
+	case VT_PROTO_NOTICE:
+		if (vt_proto_dec_string(m, &notice) < 0) {
+			protocol_error(g, "malformed NOTICE");
+			break;
+		}
+		collect_sanitize(text, sizeof(text), notice, false);
+		guest_log(g, GMSG_AGENT_NOTICE, L_WARN, "guest %s: agent: %s", g->name, text);
+		if (!g->agent_notice[0])
+			snprintf(g->agent_notice, sizeof(g->agent_notice), "%s", text);
 		break;
 	case VT_PROTO_STATS:
 		got_stats(g, m);
@@ -1244,7 +1255,8 @@ static void setup_next(struct guest *g)
 		case ST_HELLO: {
 			struct vt_proto_hello hello = {
 				.rev_min = VT_PROTO_REV_MIN, .rev_max = VT_PROTO_REV_MAX,
-				.caps = VT_PROTO_CAP_X86_TSC | VT_PROTO_CAP_META | VT_PROTO_CAP_SYNC_TSC,
+				.caps = VT_PROTO_CAP_X86_TSC | VT_PROTO_CAP_META | VT_PROTO_CAP_SYNC_TSC |
+					VT_PROTO_CAP_NOTICE,
 				.clock = o->clock ? o->clock : "",
 				.software = "virtio-trace-collect " PACKAGE_VERSION,
 			};

@@ -345,11 +345,11 @@ int spool_save_state(const struct guest *g)
 
 	tprintf(&t, "name=%s\ntrace_id=%llu\nnr_cpus=%u\nsubbuf=%u\nclock=%s\nagent=%s\ncaps=%llu\n"
 		"streams=%u\nqemu_pid=%d\nmax_reached=%d\nprotocol_errors=%llu\nerror=%s\n"
-		"agent_error=%s\nkcache_hit=%d\nvcpu_tids=",
+		"agent_error=%s\nagent_notice=%s\nkcache_hit=%d\nvcpu_tids=",
 		g->name, (unsigned long long)g->trace_id, g->nr_cpus, g->subbuf, g->clock,
 		g->agent_software, (unsigned long long)g->caps, g->nr_streams, (int)g->qemu_pid,
 		g->budget.reached, (unsigned long long)g->protocol_errors, g->error, g->agent_error,
-		g->kcache_hit);
+		g->agent_notice, g->kcache_hit);
 	for (i = 0; i < g->nr_vcpu_tids; i++)
 		tprintf(&t, "%s%u", i ? "," : "", g->vcpu_tids[i]);
 	tprintf(&t, "\n");
@@ -1048,6 +1048,8 @@ int spool_trace_load(int dir, bool host, struct spool_trace *t)
 			collect_sanitize(t->error, sizeof(t->error), buf, false);
 		if (kv(text, "agent_error", buf, sizeof(buf)))
 			collect_sanitize(t->agent_error, sizeof(t->agent_error), buf, false);
+		if (kv(text, "agent_notice", buf, sizeof(buf)))
+			collect_sanitize(t->agent_notice, sizeof(t->agent_notice), buf, false);
 		t->protocol_errors = kv_u64(text, "protocol_errors");
 		t->max_reached = kv_u64(text, "max_reached");
 		t->kcache_hit = kv_u64(text, "kcache_hit") != 0;

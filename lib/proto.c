@@ -181,6 +181,7 @@ static const char *const type_names[] = {
 	[VT_PROTO_SYNC_REPLY] = "SYNC_REPLY",
 	[VT_PROTO_SYNC_END] = "SYNC_END",
 	[VT_PROTO_LASTBOOT_REQ] = "LASTBOOT_REQ",
+	[VT_PROTO_NOTICE] = "NOTICE",
 };
 
 /**
@@ -904,6 +905,7 @@ static int string_class(uint16_t type, enum str_class *cls, size_t *max)
 		*max = VT_PROTO_MAX_NAME;
 		return 0;
 	case VT_PROTO_MARKER:
+	case VT_PROTO_NOTICE:
 		*cls = STR_TEXT;
 		*max = VT_PROTO_MAX_TEXT;
 		return 0;
@@ -912,12 +914,13 @@ static int string_class(uint16_t type, enum str_class *cls, size_t *max)
 }
 
 /**
- * vt_proto_enc_string() - write TRACER, CLOCK, LASTBOOT_REQ or MARKER
+ * vt_proto_enc_string() - write TRACER, CLOCK, LASTBOOT_REQ, MARKER or NOTICE
  * @buf: destination
  * @size: size of @buf
- * @type: VT_PROTO_TRACER, VT_PROTO_CLOCK, VT_PROTO_LASTBOOT_REQ or VT_PROTO_MARKER
+ * @type: VT_PROTO_TRACER, VT_PROTO_CLOCK, VT_PROTO_LASTBOOT_REQ, VT_PROTO_MARKER or
+ *	VT_PROTO_NOTICE
  * @seq: sequence number
- * @s: tracer, clock or instance name ([A-Za-z0-9_-]+), or marker text (no NUL)
+ * @s: tracer, clock or instance name ([A-Za-z0-9_-]+), or marker or notice text (no NUL)
  *
  * Return: the frame length, -EINVAL for another type or a string the peer
  * would reject, -ENOBUFS.
@@ -936,7 +939,7 @@ int vt_proto_enc_string(void *buf, size_t size, uint16_t type, uint32_t seq, con
 }
 
 /**
- * vt_proto_dec_string() - read TRACER, CLOCK or MARKER
+ * vt_proto_dec_string() - read TRACER, CLOCK, LASTBOOT_REQ, MARKER or NOTICE
  * @msg: the message
  * @s: the string, pointing into @msg; never to be used as a format or a path
  *
@@ -1639,6 +1642,7 @@ int vt_proto_msg_validate(const struct vt_proto_msg *msg)
 	case VT_PROTO_CLOCK:
 	case VT_PROTO_LASTBOOT_REQ:
 	case VT_PROTO_MARKER:
+	case VT_PROTO_NOTICE:
 		return vt_proto_dec_string(msg, NULL);
 	case VT_PROTO_BUFFER_SIZE:
 		return vt_proto_dec_buffer_size(msg, NULL);

@@ -102,6 +102,8 @@ enum vt_proto_type {
 	VT_PROTO_SYNC_END = 32,		/* H->A  u32 cpu */
 	VT_PROTO_LASTBOOT_REQ = 33,	/* H->A  string instance: answered with META chunks of a
 					 * vt_lastboot bundle, or ERROR */
+	VT_PROTO_NOTICE = 34,		/* A->H  string text: a warning the agent logged (only to
+					 * a host with VT_PROTO_CAP_NOTICE) */
 };
 
 /* HELLO capability bits; unknown bits are ignored by receivers. */
@@ -116,6 +118,7 @@ enum vt_proto_type {
 #define VT_PROTO_CAP_META_OPEN	(1ull << 8)	/* META_REQ may carry OPEN */
 #define VT_PROTO_CAP_KALLSYMS_KEY (1ull << 9)	/* bundles carry kallsyms' key; META_REQ
 						 * may carry KALLSYMS_UNLESS_KEY */
+#define VT_PROTO_CAP_NOTICE	(1ull << 10)	/* the host's HELLO: NOTICE is taken */
 
 /* META_REQ flags (only to an agent with VT_PROTO_CAP_META_FLAGS) */
 #define VT_PROTO_META_REQ_NO_KALLSYMS	(1u << 0)	/* leave /proc/kallsyms out */

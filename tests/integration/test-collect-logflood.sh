@@ -3,7 +3,9 @@
 # frames print the first 5 (COLLECT_LOG_BURST), then one summary line with
 # the count; with -q the whole log stays a handful of lines; the manifest's
 # problems name the count and the exit status is 3. The guest's pages are
-# still recorded exactly. A single report is quoted in the problems.
+# still recorded exactly. A single report is quoted in the problems. The
+# agent's warnings (NOTICE) are limited alike, counted in the manifest, and
+# are not problems.
 echo "collect: 100000 ERROR frames print 5 lines + 1 summary, the manifest names the count"
 . "$VT_SRCDIR/tests/integration/collect-lib.sh"
 need_tools
@@ -40,5 +42,32 @@ fake_end $pid
 [ "$(guest_json "$out1" once .problems)" = "the agent reported: flooding error" ] ||
 	fail "one agent report: problems are '$(guest_json "$out1" once .problems)'"
 check_exact "$out1" once "$DATA/cap-guest" 2
+
+# The agent's warnings (NOTICE): printed with the guest's name and made safe, limited like
+# the error reports (5 and one summary line), counted and the first quoted in the manifest,
+# and not problems: the exit status stays 0.
+out2=$WORK/out2 nf=1000
+fake warn --fifo "$p" --fixture "$DATA/cap-guest" --repeat 2 --retime --notice-flood $nf
+pid=$FAKE_PID
+collect rec2 --chardev-dir "$p" --name warn -o "$out2" --duration 2 -q
+fake_end $pid
+[ $RC = 0 ] || { show "$WORK/rec2.log"; fail "$nf warnings: collector exited $RC, want 0"; }
+grep -q "sent $nf NOTICE frames" "$WORK/warn.fake" || fail "the fake agent did not send $nf NOTICE frames"
+n=$(grep -c "guest warn: agent: warning [0-4] ?\[31mred tab\$" "$WORK/rec2.log")
+[ "$n" = 5 ] || { show "$WORK/rec2.log"; fail "$n warning lines 0-4 printed, made safe, want 5"; }
+n=$(grep -c "agent: warning" "$WORK/rec2.log")
+[ "$n" = 5 ] || fail "$n warning lines printed, want 5"
+grep -q "guest warn: $nf warnings from the agent in all, $((nf - 5)) not shown" "$WORK/rec2.log" ||
+	{ show "$WORK/rec2.log"; fail "no summary line with the warnings' count"; }
+[ "$(guest_json "$out2" warn .agent_warnings)" = $nf ] ||
+	fail "manifest agent_warnings is '$(guest_json "$out2" warn .agent_warnings)', want $nf"
+[ "$(guest_json "$out2" warn .agent_first_warning)" = "warning 0 ?[31mred tab" ] ||
+	fail "manifest agent_first_warning is '$(guest_json "$out2" warn .agent_first_warning)'"
+[ -z "$(guest_json "$out2" warn .problems)" ] ||
+	fail "warnings made problems: '$(guest_json "$out2" warn .problems)'"
+[ "$(guest_json "$out1" once .agent_warnings)|$(guest_json "$out1" once .agent_first_warning)" = "0|null" ] ||
+	fail "a guest without warnings: '$(guest_json "$out1" once .agent_warnings)|$(guest_json "$out1" once .agent_first_warning)'"
+check_exact "$out2" warn "$DATA/cap-guest" 2
 echo "$flood ERROR frames: $lines lines of log (-q); problems: $(guest_json "$out" noisy .problems)"
+echo "$nf NOTICE frames: $(wc -l <"$WORK/rec2.log") lines of log (-q), exit status 0"
 echo "PASS"

@@ -89,6 +89,7 @@ struct fake_opts {
 	bool absurd_probes;		/* SYNC_REPLY carries pseudo-random TSCs */
 	bool probe_shrink;		/* each probe's round trip shorter than the last */
 	uint64_t error_flood;		/* unsolicited ERROR frames after START */
+	uint64_t notice_flood;		/* NOTICE frames after START */
 	bool garbage;
 	bool oversize;
 	bool huge_meta;
@@ -1115,6 +1116,21 @@ static void send_error_flood(struct fake *f)
 	say(f, "sent %" PRIu64 " unsolicited ERROR frames", i);
 }
 
+/* --notice-flood: that many NOTICE frames, each with a control character and an escape in it. */
+static void send_notice_flood(struct fake *f)
+{
+	char text[64];
+	uint64_t i;
+
+	for (i = 0; i < f->o.notice_flood; i++) {
+		snprintf(text, sizeof(text), "warning %" PRIu64 " \x1b[31mred\ttab", i);
+		if (send_frame(f, vt_proto_enc_string(f->frame, sizeof(f->frame), VT_PROTO_NOTICE,
+						      next_seq(f), text)) < 0)
+			break;
+	}
+	say(f, "sent %" PRIu64 " NOTICE frames", i);
+}
+
 static void send_oversize(struct fake *f)
 {
 	uint8_t frame[VT_PROTO_HDR_SIZE + 64];
@@ -1208,6 +1224,8 @@ static void start(struct fake *f, const struct vt_proto_msg *msg)
 		send_oversize(f);
 	if (f->o.error_flood)
 		send_error_flood(f);
+	if (f->o.notice_flood)
+		send_notice_flood(f);
 }
 
 static void stop(struct fake *f, const struct vt_proto_msg *msg)
@@ -1845,6 +1863,7 @@ static void usage(FILE *out)
 		"  --probe-shrink         answer each SYNC_PROBE of a burst 2 ms sooner than the\n"
 		"                         last, from 64 ms (probes 0-31): each a new shortest\n"
 		"  --error-flood N        send N unsolicited ERROR frames after START\n"
+		"  --notice-flood N       send N NOTICE frames (warnings) after START\n"
 		"  --oversize             announce a frame longer than the maximum after START\n"
 		"  --huge-meta            announce a META bundle of 1 TiB\n"
 		"  --open-meta            take META_REQ's flags and OPEN: the bundle's chunks\n"
@@ -1889,7 +1908,7 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 	       OPT_RETIME, OPT_TSC, OPT_MISSED, OPT_OVERRUN, OPT_CTL, OPT_PREFIX, OPT_BAD, OPT_GARBAGE,
 	       OPT_OVERSIZE, OPT_HUGE, OPT_OPEN_META, OPT_ENDLESS_META, OPT_KSKEY, OPT_LIEKEY, OPT_TRUNC, OPT_SUBBUF, OPT_STALL, OPT_LIE, OPT_CRASH, OPT_EVIL,
 	       OPT_EXTERNAL, OPT_PROBE_DELAY, OPT_META_RATE, OPT_SILENT_HELLO, OPT_VARY, OPT_TIMELOG,
-	       OPT_ALL_BAD, OPT_ABSURD, OPT_ERROR_FLOOD, OPT_SHRINK };
+	       OPT_ALL_BAD, OPT_ABSURD, OPT_ERROR_FLOOD, OPT_SHRINK, OPT_NOTICE_FLOOD };
 	static const struct option lo[] = {
 		{ "fifo", required_argument, NULL, OPT_FIFO },
 		{ "connect", required_argument, NULL, OPT_CONNECT },
@@ -1911,6 +1930,7 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 		{ "absurd-probes", no_argument, NULL, OPT_ABSURD },
 		{ "probe-shrink", no_argument, NULL, OPT_SHRINK },
 		{ "error-flood", required_argument, NULL, OPT_ERROR_FLOOD },
+		{ "notice-flood", required_argument, NULL, OPT_NOTICE_FLOOD },
 		{ "oversize", no_argument, NULL, OPT_OVERSIZE },
 		{ "huge-meta", no_argument, NULL, OPT_HUGE },
 		{ "open-meta", no_argument, NULL, OPT_OPEN_META },
@@ -2012,6 +2032,11 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 			break;
 		case OPT_ERROR_FLOOD:
 			o->error_flood = strtoull(optarg, &end, 10);
+			if (*end)
+				return -1;
+			break;
+		case OPT_NOTICE_FLOOD:
+			o->notice_flood = strtoull(optarg, &end, 10);
 			if (*end)
 				return -1;
 			break;

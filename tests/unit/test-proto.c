@@ -228,6 +228,13 @@ static void test_roundtrip_strings(void **state)
 	assert_int_equal(vt_proto_dec_string(&msg, &s), 0);
 	assert_string_equal(s, text);
 
+	/* a NOTICE is text like a marker: the receiver makes it safe to print */
+	n = vt_proto_enc_string(t_buf, sizeof(t_buf), VT_PROTO_NOTICE, 4, "raised to 1408 KiB\t\x1b");
+	t_decode(t_buf, n, VT_PROTO_NOTICE, 4, &msg);
+	assert_int_equal(vt_proto_dec_string(&msg, &s), 0);
+	assert_string_equal(s, "raised to 1408 KiB\t\x1b");
+	assert_string_equal(vt_proto_type_name(VT_PROTO_NOTICE), "NOTICE");
+
 	assert_int_equal(vt_proto_enc_string(t_buf, sizeof(t_buf), VT_PROTO_TRACER, 1, ""), -EINVAL);
 	assert_int_equal(vt_proto_enc_string(t_buf, sizeof(t_buf), VT_PROTO_CLOCK, 1, "../x"), -EINVAL);
 	assert_int_equal(vt_proto_enc_string(t_buf, sizeof(t_buf), VT_PROTO_BYE, 1, "x"), -EINVAL);
@@ -1187,7 +1194,8 @@ static void test_names_markers(void **state)
 						     "../x"), -EINVAL);
 	}
 	assert_string_equal(vt_proto_type_name(VT_PROTO_LASTBOOT_REQ), "LASTBOOT_REQ");
-	assert_false(vt_proto_type_known(34));
+	assert_true(vt_proto_type_known(VT_PROTO_NOTICE));
+	assert_false(vt_proto_type_known(35));
 
 	assert_int_equal(vt_proto_marker(m, sizeof(m), false, VT_PROTO_HELLO, 1),
 			 (int)strlen("virtio-trace: rx HELLO 1"));
