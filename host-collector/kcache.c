@@ -16,14 +16,19 @@
  * Files are read and replaced without following links (spool_replace_file(),
  * through NAME.kallsyms.PID.tmp, so that collectors storing at once do not
  * take each other's temporary file), made with mode 0600 (they show where the
- * guest's kernel is); nothing outside the directory is touched.
+ * guest's kernel is); nothing outside the directory is touched. A temporary
+ * file whose collector is gone (killed in the middle of a store) is removed
+ * the next time the directory is opened, once it is a minute old.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "collect.h"
@@ -40,10 +45,58 @@ static int file_name(char *buf, size_t size, const char *name)
 	return 0;
 }
 
+/* A store's temporary file left this long by a collector that is gone is removed. */
+#define KCACHE_TMP_STALE_S	60
+
+/*
+ * NAME.kallsyms.PID.tmp of a PID that no longer runs, a minute old or more:
+ * left by a collector killed while it stored. unlinkat() follows no link.
+ */
+static void sweep_tmp(int dfd)
+{
+	time_t now = time(NULL);
+	struct dirent *de;
+	struct stat st;
+	int fd = dup(dfd);
+	DIR *d;
+
+	if (fd < 0)
+		return;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return;
+	}
+	rewinddir(d);
+	while ((de = readdir(d))) {
+		const char *k = strstr(de->d_name, ".kallsyms."), *p;
+		char *end;
+		long pid;
+
+		if (!k)
+			continue;
+		p = k + strlen(".kallsyms.");
+		pid = strtol(p, &end, 10);
+		if (end == p || pid <= 0 || strcmp(end, ".tmp") != 0)
+			continue;
+		if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    now - st.st_mtime < KCACHE_TMP_STALE_S)
+			continue;
+		if (unlinkat(dfd, de->d_name, 0) == 0)
+			log_debug("kallsyms cache: removed %s, left by collector %ld", de->d_name, pid);
+	}
+	closedir(d);
+}
+
 /**
  * kcache_open() - the cache directory, checked
  * @dir: its path
  * @create: make it (mode 0700) when it does not exist
+ *
+ * A store's temporary file that a collector killed meanwhile left is
+ * removed (sweep_tmp()).
  *
  * Return: the directory's fd; -ENOENT when missing (and not made);
  * -EPERM when it is not the caller's or others may write it; -ELOOP for a
@@ -69,6 +122,7 @@ int kcache_open(const char *dir, bool create)
 		close(fd);
 		return -EPERM;
 	}
+	sweep_tmp(fd);
 	return fd;
 }
 

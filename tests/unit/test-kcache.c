@@ -5,6 +5,8 @@
  * guest's entry at once, while a third reads it, never leave or show a
  * broken entry. With one shared NAME.kallsyms.tmp, one collector's rename
  * took the other's half-written file: a short entry, refused and rebuilt.
+ * A temporary file that a killed collector left is removed once it is a
+ * minute old; one of a live process, or a young one, stays.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -20,6 +22,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -169,11 +172,77 @@ static int cleanup(void **state)
 	return system(cmd) == 0 ? 0 : -1;
 }
 
+/* Make DIR/NAME, @age seconds old. */
+static void make_old(const char *name, time_t age)
+{
+	struct timespec ts[2] = { { .tv_sec = time(NULL) - age }, { .tv_sec = time(NULL) - age } };
+	char path[256];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "half", 4), 4);
+	assert_int_equal(futimens(fd, ts), 0);
+	close(fd);
+}
+
+static bool present(const char *name)
+{
+	char path[256];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return lstat(path, &st) == 0;
+}
+
+static void test_stale_tmp(void **state)
+{
+	char dead_old[64], dead_young[64], live_old[64], link_name[64], target[256], path[256];
+	struct timespec ts[2] = { { .tv_sec = time(NULL) - 120 }, { .tv_sec = time(NULL) - 120 } };
+	pid_t dead = fork();
+	int dfd;
+
+	(void)state;
+	assert_true(dead >= 0);
+	if (dead == 0)
+		_exit(0);
+	assert_int_equal(waitpid(dead, NULL, 0), dead);
+	dfd = kcache_open(dir, true);
+	assert_true(dfd >= 0);
+	close(dfd);
+	snprintf(dead_old, sizeof(dead_old), "g1.kallsyms.%d.tmp", (int)dead);
+	snprintf(dead_young, sizeof(dead_young), "g2.kallsyms.%d.tmp", (int)dead);
+	snprintf(live_old, sizeof(live_old), "g3.kallsyms.%d.tmp", (int)getpid());
+	make_old(dead_old, 120);
+	make_old(dead_young, 5);
+	make_old(live_old, 120);
+	make_old("g4.kallsyms.tmp", 120);
+	make_old("notes.tmp", 120);
+	/* A link of a dead pid's name goes, and what it points to stays. */
+	snprintf(target, sizeof(target), "%s/notes.tmp", dir);
+	snprintf(link_name, sizeof(link_name), "g5.kallsyms.%d.tmp", (int)dead);
+	snprintf(path, sizeof(path), "%s/%s", dir, link_name);
+	assert_int_equal(symlink(target, path), 0);
+	assert_int_equal(utimensat(AT_FDCWD, path, ts, AT_SYMLINK_NOFOLLOW), 0);
+
+	dfd = kcache_open(dir, false);
+	assert_true(dfd >= 0);
+	close(dfd);
+	assert_false(present(dead_old));
+	assert_false(present(link_name));
+	assert_true(present(dead_young));
+	assert_true(present(live_old));
+	assert_true(present("g4.kallsyms.tmp"));
+	assert_true(present("notes.tmp"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_store_load),
 		cmocka_unit_test(test_concurrent_stores),
+		cmocka_unit_test(test_stale_tmp),
 	};
 
 	if (!mkdtemp(dir))
