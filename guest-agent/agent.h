@@ -29,8 +29,9 @@
  * one (--keep-instance). On 6.1, which has no eventfs, making an instance
  * creates all 9576 files under events/ (90 ms of a TCG guest's CPU) and
  * removing it frees them again: 0.2 s of a 0.46 s paced session in
- * bench-peer. A kept instance costs that once; while it waits it holds its
- * ring buffer and about 9 MB of slab (6.1), with tracing off and no event on.
+ * bench-peer. A kept instance costs that once; while it waits, put back as
+ * it was made (no event on, nothing records into it), it holds its ring
+ * buffer and about 9 MB of slab (6.1).
  */
 #define AGENT_KEEP_INSTANCE_S	60
 /*

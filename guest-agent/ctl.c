@@ -129,8 +129,10 @@ static void mark(void *arg, bool tx, uint16_t type, uint32_t seq)
  * The agent's warnings go to the host as NOTICE, when its HELLO takes them:
  * any thread queues them (agent_log_hook), the control thread sends them
  * between other frames, never in a clock-probe burst. At most NOTICE_QUEUE
- * wait, and a host gets at most NOTICE_PER_HOST; what is dropped is counted
- * and said in one more notice. The guest's own log keeps them all.
+ * wait: what does not fit is counted, and one more notice says how many.
+ * A host gets at most NOTICE_PER_HOST of them. Warnings are kept for a
+ * host to come (from start-up, or after a host left) but not while a host
+ * that does not take them is served. The guest's own log keeps them all.
  */
 #define NOTICE_QUEUE	8
 #define NOTICE_PER_HOST	64
@@ -142,8 +144,19 @@ static struct {
 	unsigned int first, count;
 	uint64_t dropped;
 	bool sending;		/* the control thread is sending them: a failure there is not queued */
+	bool unwanted;		/* the host served now does not take them */
 	int wake_fd;
 } notices = { .lock = PTHREAD_MUTEX_INITIALIZER, .wake_fd = -1 };
+
+/* A HELLO said whether the host takes notices (@want), or the host left (true). */
+static void notices_wanted(bool want)
+{
+	pthread_mutex_lock(&notices.lock);
+	notices.unwanted = !want;
+	if (!want)
+		notices.count = notices.dropped = 0;
+	pthread_mutex_unlock(&notices.lock);
+}
 
 static void queue_notice(int level, const char *text)
 {
@@ -151,7 +164,7 @@ static void queue_notice(int level, const char *text)
 
 	(void)level;
 	pthread_mutex_lock(&notices.lock);
-	if (notices.sending) {
+	if (notices.sending || notices.unwanted) {
 		pthread_mutex_unlock(&notices.lock);
 		return;
 	}
@@ -222,6 +235,12 @@ static void send_notices(struct agent *a)
 		return;
 	for (;;) {
 		pthread_mutex_lock(&notices.lock);
+		if (a->notices_sent >= NOTICE_PER_HOST) {
+			/* Enough for this host: the rest stays in the guest's log. */
+			notices.count = notices.dropped = 0;
+			pthread_mutex_unlock(&notices.lock);
+			return;
+		}
 		if (!notices.count && !notices.dropped) {
 			pthread_mutex_unlock(&notices.lock);
 			return;
@@ -235,11 +254,6 @@ static void send_notices(struct agent *a)
 			notices.dropped = 0;
 			snprintf(text, sizeof(text), "%llu more warnings not sent (the guest's log has them)",
 				 (unsigned long long)dropped);
-		}
-		if (a->notices_sent >= NOTICE_PER_HOST) {
-			notices.dropped++;
-			pthread_mutex_unlock(&notices.lock);
-			continue;
 		}
 		notices.sending = true;
 		pthread_mutex_unlock(&notices.lock);
@@ -1010,6 +1024,7 @@ static int handle_hello(struct agent *a, const struct vt_proto_msg *msg)
 	r.rev_min = r.rev_max = rev;
 	a->host_caps = h.caps;
 	a->notices_sent = 0;
+	notices_wanted(h.caps & VT_PROTO_CAP_NOTICE);
 	r.caps = capabilities(a);
 	r.nr_cpus = a->nr_cpus;
 	r.subbuf_size = a->subbuf_size;
@@ -1202,6 +1217,7 @@ static void close_ctl(struct agent *a)
 	wfd = vt_conn_wfd(a->conn);
 	vt_conn_free(a->conn);
 	a->conn = NULL;
+	notices_wanted(true);
 	if (wfd != rfd)
 		close(wfd);
 	close(rfd);
@@ -1313,10 +1329,10 @@ int agent_run(const struct agent_opts *o)
 	int ret;
 
 	a.o = o;
-	agent_log_hook = queue_notice;
 	ret = tracing_mount(&a.t, o->tracefs);
 	if (ret < 0)
 		return ret;
+	agent_log_hook = queue_notice;
 	ret = tracing_geometry(&a.t, &a.nr_cpus, &a.subbuf_size, a.default_clock,
 			       sizeof(a.default_clock));
 	if (ret < 0) {

@@ -394,6 +394,7 @@ static void note(struct t_host *h, const struct vt_proto_msg *m)
 {
 	struct vt_proto_stats st;
 	struct vt_proto_error e;
+	const char *text;
 
 	if (m->type == VT_PROTO_STATS && vt_proto_dec_stats(m, &st) == 0) {
 		if (st.cpu < T_MAX_CPUS) {
@@ -409,6 +410,10 @@ static void note(struct t_host *h, const struct vt_proto_msg *m)
 		h->errors++;
 		h->last_err = e.err;
 		snprintf(h->last_err_text, sizeof(h->last_err_text), "%s", e.text);
+	}
+	if (m->type == VT_PROTO_NOTICE && vt_proto_dec_string(m, &text) == 0) {
+		h->notices++;
+		snprintf(h->last_notice, sizeof(h->last_notice), "%s", text);
 	}
 }
 
@@ -494,7 +499,7 @@ int t_cmd_ok(struct t_host *h, int len)
 int t_hello(struct t_host *h)
 {
 	struct vt_proto_hello hello = { .rev_min = VT_PROTO_REV_MIN, .rev_max = VT_PROTO_REV_MAX,
-					.clock = "", .software = "t-host" };
+					.caps = h->hello_caps, .clock = "", .software = "t-host" };
 	uint32_t seq = t_send(h, vt_proto_enc_hello(h->frame, sizeof(h->frame), VT_PROTO_HELLO,
 						  ++h->seq, &hello));
 

@@ -46,6 +46,9 @@ struct t_host {
 	int errors;		/* ERROR messages seen */
 	int last_err;
 	char last_err_text[512];
+	uint64_t hello_caps;	/* what t_hello() offers (VT_PROTO_CAP_NOTICE) */
+	int notices;		/* NOTICE messages seen */
+	char last_notice[512];
 };
 
 /* In t_host_start()'s extra arguments: keep /proc/kallsyms (not passed on). */

@@ -820,6 +820,57 @@ static void burst(struct t_host *h, uint32_t cpu, unsigned int n)
 		assert_int_equal(pinned_cpu(h->agent), (int)cpu);
 }
 
+/* A warning from the agent: a STATS_REQ inside a clock-probe burst ends it. */
+static void burst_broken(struct t_host *h)
+{
+	struct vt_proto_sync s = { .cpu = 0, .probe = 100 };
+
+	assert_int_equal(t_cmd_ok(h, vt_proto_enc_sync(h->frame, sizeof(h->frame),
+						       VT_PROTO_SYNC_BEGIN, ++h->seq, &s)), 0);
+	/* No buffer chosen yet: answered with an ERROR, which is not sent again as a NOTICE. */
+	assert_int_equal(t_cmd_ok(h, vt_proto_enc_empty(h->frame, sizeof(h->frame), VT_PROTO_STATS_REQ,
+							++h->seq)), -1);
+}
+
+/*
+ * The agent's warnings reach a host that offers VT_PROTO_CAP_NOTICE, each
+ * once, at most 64 to one host (a new HELLO starts the count again); a host
+ * that does not offer it gets none. What the host hears as an ERROR is not
+ * repeated as a NOTICE.
+ */
+static void test_notices(void **state)
+{
+	struct t_host h;
+	int i;
+
+	assert_int_equal(t_host_start(&h, agent_path, NULL), 0);
+	started(&h);
+	assert_int_equal(t_hello(&h), 0);
+	burst_broken(&h);
+	/* Every message read (t_wait() counts them) until none came for 300 ms. */
+	assert_int_equal(t_wait(&h, VT_PROTO_NOTICE, 0, 300, NULL), -2);
+	assert_int_equal(h.notices, 0);
+	assert_int_equal(h.errors, 1);
+
+	h.hello_caps = VT_PROTO_CAP_NOTICE;
+	assert_int_equal(t_hello(&h), 0);
+	burst_broken(&h);
+	assert_int_equal(t_wait(&h, VT_PROTO_NOTICE, 0, 5000, NULL), 0);
+	assert_int_equal(h.notices, 1);
+	assert_string_equal(h.last_notice, "sync: STATS_REQ during a burst ends it");
+	for (i = 0; i < 99; i++)
+		burst_broken(&h);
+	assert_int_equal(t_wait(&h, VT_PROTO_NOTICE, 0, 300, NULL), -2);
+	assert_int_equal(h.notices, 64);
+	assert_int_equal(h.errors, 101);
+
+	assert_int_equal(t_hello(&h), 0);
+	burst_broken(&h);
+	assert_int_equal(t_wait(&h, VT_PROTO_NOTICE, 0, 5000, NULL), 0);
+	assert_int_equal(h.notices, 65);
+	end_session(&h);
+}
+
 /*
  * The host vanishes in the middle of a burst: the agent (--once) sees it at
  * once and leaves through its main loop, well within the probe timeout and
@@ -1060,6 +1111,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_metadata_open, reap),
 		cmocka_unit_test_teardown(test_host_gone_in_burst, reap),
 		cmocka_unit_test_teardown(test_silent_host_in_burst, reap),
+		cmocka_unit_test_teardown(test_notices, reap),
 		cmocka_unit_test_teardown(test_instance_subbuf, reap),
 		cmocka_unit_test_teardown(test_subbuf_request, reap),
 		cmocka_unit_test_teardown(test_port_gone, reap),
