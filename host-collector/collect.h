@@ -58,7 +58,8 @@ void collect_log(int level, const char *fmt, ...) __attribute__((format(printf, 
  * What a guest can make the collector say over and over is rate-limited per
  * guest and kind: the first COLLECT_LOG_BURST messages of a kind are printed,
  * the rest only counted; one summary line with the count follows when the
- * guest ends (session.c), and the count goes into the manifest's problems.
+ * guest ends (session.c), and the count goes into the manifest's problems
+ * (the agent's warnings, GMSG_AGENT_NOTICE: into its agent_warnings).
  */
 #define COLLECT_LOG_BURST	5
 enum guest_msg { GMSG_AGENT_ERROR, GMSG_SYNC, GMSG_AGENT_NOTICE, GMSG_NR };
