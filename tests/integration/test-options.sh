@@ -4,7 +4,8 @@
 # the long options (and each short option's long form) in --help equal those the man page
 # lists (tags of RECORD OPTIONS and GUESTS; the setup item's option list) and those the
 # completion offers; a short option means the same long option in every subcommand; report
-# and recover take --help. Then the completion itself: subcommands, options, values.
+# and recover take --help. Then the completion itself: subcommands, options, values. And
+# trace-agent's --help lists the options trace-agent(8) does.
 echo "collect options: --help, the man page and the bash completion list the same options; short options mean one thing"
 : "${VT_SRCDIR:?run through make check}" "${VT_BUILDDIR:?run through make check}"
 export LC_ALL=C
@@ -20,7 +21,12 @@ fail() { echo "FAIL: $*"; failed=1; }
 # help_opts SUB: "LONG" or "-S LONG" per line, from the option column of SUB --help: an
 # indented line starting with "-", up to the first run of two spaces (the description).
 help_opts() {
-	"$COLLECT" "$1" --help | awk '
+	"$COLLECT" "$1" --help | help_parse
+}
+
+# help_parse: help_opts' work on a --help text on stdin.
+help_parse() {
+	awk '
 	/^(  |      )-/ {
 		s = $0; sub(/^ +/, "", s)
 		i = index(s, "  "); if (i) s = substr(s, 1, i - 1)
@@ -32,8 +38,9 @@ help_opts() {
 	}' | sort -u
 }
 
-# man_opts SECTION-SET: the same from the man page's .TP tags; "record" = GUESTS and
-# RECORD OPTIONS, "setup" = the tags between the setup item and its .RE.
+# man_opts SECTION-SET [PAGE]: the same from the man page's .TP tags; "record" = GUESTS and
+# RECORD OPTIONS, "setup" = the tags between the setup item and its .RE, "agent" = OPTIONS
+# (of PAGE: trace-agent(8)).
 man_opts() {
 	awk -v want="$1" '
 	/^\.SH / { sec = $0; sub(/^\.SH +/, "", sec); gsub(/"/, "", sec); insetup = 0 }
@@ -41,7 +48,7 @@ man_opts() {
 	insetup && /^\.RE/ { insetup = 0 }
 	prev == ".TP" {
 		ok = (want == "record" && (sec == "GUESTS" || sec == "RECORD OPTIONS")) ||
-		     (want == "setup" && insetup)
+		     (want == "setup" && insetup) || (want == "agent" && sec == "OPTIONS")
 		if (ok) {
 			s = $0; gsub(/\\-/, "-", s); gsub(/\\f[A-Z]/, "", s); gsub(/"/, " ", s)
 			sub(/^\.[A-Z]+ +/, "", s)
@@ -52,7 +59,7 @@ man_opts() {
 			}
 		}
 	}
-	{ prev = $0 }' "$MAN" | sort -u
+	{ prev = $0 }' "${2:-$MAN}" | sort -u
 }
 
 # comp_opts SUB: the words the completion offers after "virtio-trace-collect SUB -".
@@ -94,6 +101,18 @@ for sub in report recover; do
 	[ $rc = 2 ] || fail "$sub --bogus exited $rc, want 2"
 	comp_opts $sub | grep -qx -- --help || fail "the completion does not offer $sub --help"
 done
+
+# trace-agent: its --help and trace-agent(8) list the same options.
+AGENT=$VT_BUILDDIR/guest-agent/trace-agent
+if [ -x "$AGENT" ]; then
+	"$AGENT" --help | help_parse >"$WORK/agent.help"
+	man_opts agent "$VT_SRCDIR/doc/trace-agent.8" >"$WORK/agent.man"
+	[ "$(wc -l <"$WORK/agent.help")" -ge 15 ] || fail "trace-agent --help: only $(wc -l <"$WORK/agent.help") options read"
+	diff "$WORK/agent.help" "$WORK/agent.man" >"$WORK/agent.diff" ||
+		fail "trace-agent --help (<) and trace-agent(8) (>) differ: $(tr '\n' ' ' <"$WORK/agent.diff")"
+else
+	fail "$AGENT is not built"
+fi
 
 # The completion: subcommands, values of a few options, directories for report.
 mkdir -p "$WORK/d/outdir"
