@@ -31,7 +31,7 @@ static const uint16_t all_types[] = {
 	VT_PROTO_INSTANCE, VT_PROTO_START, VT_PROTO_STOP, VT_PROTO_STOPPED, VT_PROTO_MARKER,
 	VT_PROTO_STATS_REQ, VT_PROTO_STATS, VT_PROTO_META_REQ, VT_PROTO_META,
 	VT_PROTO_SYNC_BEGIN, VT_PROTO_SYNC_PROBE, VT_PROTO_SYNC_REPLY, VT_PROTO_SYNC_END,
-	VT_PROTO_LASTBOOT_REQ,
+	VT_PROTO_LASTBOOT_REQ, VT_PROTO_NOTICE,
 };
 #define NR_TYPES	(sizeof(all_types) / sizeof(all_types[0]))
 
@@ -77,6 +77,7 @@ static int reencode(const struct vt_proto_msg *m)
 	case VT_PROTO_CLOCK:
 	case VT_PROTO_LASTBOOT_REQ:
 	case VT_PROTO_MARKER:
+	case VT_PROTO_NOTICE:
 		ret = vt_proto_dec_string(m, &str);
 		return ret ? ret : vt_proto_enc_string(frame, sizeof(frame), m->type, m->seq, str);
 	case VT_PROTO_BUFFER_SIZE:
@@ -288,6 +289,8 @@ static int make_frame(uint16_t type, uint32_t seq, uint8_t *buf, size_t size)
 		return vt_proto_enc_string(buf, size, type, seq, "vtlast");
 	case VT_PROTO_MARKER:
 		return vt_proto_enc_string(buf, size, type, seq, "hello from the host");
+	case VT_PROTO_NOTICE:
+		return vt_proto_enc_string(buf, size, type, seq, "a warning from the agent");
 	case VT_PROTO_BUFFER_SIZE:
 		return vt_proto_enc_buffer_size(buf, size, seq, &bs);
 	case VT_PROTO_INSTANCE:
