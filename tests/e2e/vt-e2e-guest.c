@@ -316,6 +316,25 @@ static void cmd_kill(FILE *out)
 	fprintf(out, "err agent %d did not exit\n", (int)agent_pid);
 }
 
+/* The lines of the instance's set_event (the events enabled in it), -1 if it cannot be read. */
+static int instance_events(void)
+{
+	char path[PATH_MAX], buf[4096];
+	int fd, lines = 0;
+	ssize_t n, i;
+
+	snprintf(path, sizeof(path), TRACEFS "/instances/%s/set_event", instance);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return -1;
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		for (i = 0; i < n; i++)
+			lines += buf[i] == '\n';
+	close(fd);
+	return n < 0 ? -1 : lines;
+}
+
+/* Whether the instance exists, its enabled events, and the top level's tracing_on. */
 static void cmd_check(FILE *out)
 {
 	char path[PATH_MAX], val[16] = "?";
@@ -331,7 +350,8 @@ static void cmd_check(FILE *out)
 		val[strcspn(val, "\n")] = '\0';
 		close(fd);
 	}
-	fprintf(out, "ok instance=%d tracing_on=%s\n", stat(path, &st) == 0, val);
+	fprintf(out, "ok instance=%d events=%d tracing_on=%s\n", stat(path, &st) == 0,
+		instance_events(), val);
 }
 
 static void cmd_instance(FILE *out, char *args)
