@@ -4,8 +4,9 @@
 # script as a daemon, driven over virtio-serial socket ports by vt-e2e-host: HELLO, BUFFER_SIZE,
 # EVENTS sched:* irq:*, then three START/markers/STOP cycles in one session (N markers per CPU,
 # pinned, written by vt-e2e-guest), each drained by the byte counts of STATS; exact marker counts
-# per CPU and cycle, zero lost, sched events on every CPU, BYE removes the instance, the agent
-# exits 0 on SIGTERM, the guest powers off with a clean console.
+# per CPU and cycle, zero lost, sched events on every CPU, after BYE the instance is kept with
+# no event enabled (--keep-instance), the agent exits 0 on SIGTERM and its exit removes the
+# instance, the guest powers off with a clean console.
 # Env: VT_BUILDDIR (default <repo>/build), VT_STATIC_AGENT, VT_E2E_MARKERS (default 10000),
 # VT_KEEP=1 keeps the work dir, VT_AGENT_KERNEL=VMLINUX boots that kernel (everything built in, no
 # modules in the image) and VT_AGENT_KERNEL_RELEASE=SUFFIX checks its release ends so (the
