@@ -45,6 +45,8 @@
  * (the e1000 BAR's map among them).
  */
 #define AGENT_BUFFER_FLOOR_KB	64
+/* A stopping data thread not done yet is woken again this often (cpu_rewake()). */
+#define CPU_REWAKE_MS		100
 #define AGENT_BUFFER_RAISE_KB	1408
 
 /* --- log.c: logging to stderr --- */
@@ -188,6 +190,7 @@ struct cpu_stream {
 int cpu_start(struct cpu_stream *s, const struct tracing *t, const struct ports *p,
 	      unsigned int cpu, int done_fd);
 void cpu_stop(struct cpu_stream *s);
+void cpu_rewake(struct cpu_stream *s);
 void cpu_abort(struct cpu_stream *s);
 int cpu_join(struct cpu_stream *s);
 

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -341,6 +342,22 @@ void cpu_stop(struct cpu_stream *s)
 }
 
 /**
+ * cpu_rewake() - wake a stopping or aborting thread again, if not done
+ * @s: the stream
+ *
+ * The kernel loses a wake-up (the ioctl) that comes before the thread's
+ * blocking splice starts to wait: the thread found no stop asked, then
+ * called splice, which waits for data that never comes once tracing is
+ * off. So a stop wakes again every CPU_REWAKE_MS until the thread is done.
+ */
+void cpu_rewake(struct cpu_stream *s)
+{
+	if (s->running && !atomic_load(&s->done) &&
+	    (atomic_load(&s->stopping) || atomic_load(&s->aborting)))
+		wake(s);
+}
+
+/**
  * cpu_abort() - ask a CPU's thread to exit without waiting for the host
  * @s: the stream
  */
@@ -361,7 +378,24 @@ void cpu_abort(struct cpu_stream *s)
 int cpu_join(struct cpu_stream *s)
 {
 	if (s->running) {
+#ifdef __GLIBC__
+		struct timespec ts;
+
+		/* A wake-up that came before the thread's splice waited is lost: wake it again. */
+		for (;;) {
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += CPU_REWAKE_MS * 1000000L;
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			if (pthread_timedjoin_np(s->thread, NULL, &ts) != ETIMEDOUT)
+				break;
+			wake(s);
+		}
+#else
 		pthread_join(s->thread, NULL);
+#endif
 		s->running = false;
 	}
 	if (s->wake_fd >= 0)

@@ -1367,8 +1367,14 @@ int agent_run(const struct agent_opts *o)
 	a.t.keep = o->keep_s > 0;
 	while (!a.quit) {
 		int timeout = min_timeout(burst_timeout(&a), keep_timeout(&a)), n;
+		unsigned int k;
 
 		send_notices(&a);
+		if (a.stopping) {
+			for (k = 0; k < a.nr_streams; k++)
+				cpu_rewake(&a.cpus[k]);
+			timeout = min_timeout(timeout, CPU_REWAKE_MS);
+		}
 
 		if (!a.conn && (ret = open_ctl(&a)) < 0) {
 			if (!o->ports.dir) {

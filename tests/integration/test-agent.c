@@ -31,6 +31,7 @@
 #include "vt_proto.h"
 
 static char agent_path[512];
+static char shim_path[512];	/* splice-delay-shim.so, for test_stop_race */
 
 static void instance_path(const struct t_host *h, char *path, size_t size)
 {
@@ -820,6 +821,56 @@ static void burst(struct t_host *h, uint32_t cpu, unsigned int n)
 		assert_int_equal(pinned_cpu(h->agent), (int)cpu);
 }
 
+/*
+ * The stop's wake-up comes while a data thread is between "no stop asked"
+ * and its blocking splice (splice-delay-shim.so holds every blocking splice
+ * back 300 ms): the kernel's waiter has not started when the wake-up comes,
+ * so the splice then waits for data that will never come, tracing being off.
+ * The stop must still end, and so must a SIGTERM in the same window. Seen
+ * once as test_small_buffer_raised's stop that never ended, in a fresh-clone
+ * run where other tests loaded the machine.
+ */
+static void test_stop_race(void **state)
+{
+	const char *asan = getenv("ASAN_OPTIONS");
+	char asan_opts[512];
+	struct t_host h;
+	long long t;
+	int cycle;
+
+	(void)state;
+	assert_int_equal(access(shim_path, R_OK), 0);
+	snprintf(asan_opts, sizeof(asan_opts), "%s%sverify_asan_link_order=0", asan ? asan : "",
+		 asan ? ":" : "");
+	setenv("LD_PRELOAD", shim_path, 1);
+	setenv("VT_TEST_SPLICE_DELAY_MS", "300", 1);
+	setenv("ASAN_OPTIONS", asan_opts, 1);
+	assert_int_equal(t_host_start(&h, agent_path, NULL), 0);
+	unsetenv("LD_PRELOAD");
+	unsetenv("VT_TEST_SPLICE_DELAY_MS");
+	if (asan)
+		setenv("ASAN_OPTIONS", asan, 1);
+	else
+		unsetenv("ASAN_OPTIONS");
+	started(&h);
+	assert_int_equal(t_hello(&h), 0);
+	for (cycle = 0; cycle < 3; cycle++) {
+		assert_int_equal(t_start(&h), 0);
+		assert_int_equal(t_write_markers(&h, 0, "vt-race", (unsigned int)cycle * 5, 5), 5);
+		t = t_now_ms();
+		assert_int_equal(t_stop(&h, 5000), 0);
+		printf("stop in the splice window: cycle %d ended in %lld ms\n", cycle, t_now_ms() - t);
+	}
+	assert_int_equal(t_count_markers(&h, 0, "vt-race", NULL, NULL), 15);
+	/* A SIGTERM in the window: the agent still leaves, and puts everything back. */
+	assert_int_equal(t_start(&h), 0);
+	t = t_now_ms();
+	assert_int_equal(t_host_stop_agent(&h, SIGTERM), 0);
+	printf("SIGTERM in the splice window: the agent left in %lld ms\n", t_now_ms() - t);
+	assert_false(instance_exists(&h));
+	t_host_free(&h);
+}
+
 /* A warning from the agent: a STATS_REQ inside a clock-probe burst ends it. */
 static void burst_broken(struct t_host *h)
 {
@@ -1112,6 +1163,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_host_gone_in_burst, reap),
 		cmocka_unit_test_teardown(test_silent_host_in_burst, reap),
 		cmocka_unit_test_teardown(test_notices, reap),
+		cmocka_unit_test_teardown(test_stop_race, reap),
 		cmocka_unit_test_teardown(test_instance_subbuf, reap),
 		cmocka_unit_test_teardown(test_subbuf_request, reap),
 		cmocka_unit_test_teardown(test_port_gone, reap),
@@ -1122,6 +1174,8 @@ int main(void)
 		return 77;
 	}
 	snprintf(agent_path, sizeof(agent_path), "%s/guest-agent/trace-agent", build ? build : ".");
+	snprintf(shim_path, sizeof(shim_path), "%s/tests/integration/splice-delay-shim.so",
+		 build ? build : ".");
 	signal(SIGPIPE, SIG_IGN);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	return cmocka_run_group_tests_name("trace-agent on real tracefs through stand-in ports",
