@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #define AGENT_MAX_CPUS		1024
 #define AGENT_PIPE_SIZE		(1 << 20)
@@ -49,6 +50,21 @@
 #define CPU_REWAKE_MS		100
 #define AGENT_BUFFER_RAISE_KB	1408
 
+/*
+ * Now, in ns of CLOCK_MONOTONIC_COARSE, for bounds that need no precision (a
+ * sync burst's idle time, the kept instance's keeping time): the coarse clock
+ * is read in the vDSO alone, where CLOCK_MONOTONIC on a TCG guest (HPET
+ * clocksource) is a syscall and an emulated HPET read, in every empty pass of
+ * a burst's busy loop.
+ */
+static inline long long agent_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
 /* --- log.c: logging to stderr --- */
 void agent_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 #define LOG_ERR_	3
@@ -81,7 +97,7 @@ struct saved_file;
  * @keep: keep an instance we create between sessions instead (@kept)
  * @kept: the instance directory we made and keep, or NULL; restored like any
  *	existing buffer, emptied when used again, removed by tracing_drop_kept()
- * @kept_idle: when @kept was last restored (CLOCK_MONOTONIC_COARSE ns), 0 in use
+ * @kept_idle: when @kept was last restored (agent_now_ns()), 0 in use
  * @own: the chosen buffer is an instance we made (@created, or @kept)
  * @mounted: we mounted tracefs at @root, so we unmount it
  * @nr_cpus: CPUs with a per_cpu directory

@@ -94,20 +94,6 @@ struct agent {
 };
 
 /*
- * Only the idle bound of a sync burst reads it, and needs no precision: a
- * coarse clock is read in the vDSO alone, where CLOCK_MONOTONIC on a TCG guest
- * (HPET clocksource) is a syscall and an emulated HPET read in every empty
- * pass of the burst's busy loop.
- */
-static long long now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
-
-/*
  * The connection's hook: a marker in the guest trace for every control
  * message sent or received while tracing. Frames sent are marked before
  * they are written, so that the host's rx marker for one always comes later
@@ -844,7 +830,7 @@ static void burst_begin(struct agent *a, uint32_t cpu)
 	if (sched_setaffinity(0, sizeof(set), &set) < 0)
 		log_warn("sync: cannot run on cpu%u: %m; replies will say where they ran", cpu);
 	a->burst = true;
-	a->burst_last = now_ns();
+	a->burst_last = agent_now_ns();
 }
 
 static void burst_end(struct agent *a)
@@ -863,7 +849,7 @@ static int burst_timeout(struct agent *a)
 
 	if (!a->burst)
 		return -1;
-	idle = now_ns() - a->burst_last;
+	idle = agent_now_ns() - a->burst_last;
 	if (idle >= SYNC_PROBE_TIMEOUT_NS) {
 		log_warn("sync: no probe for %lld ms, burst abandoned", idle / 1000000);
 		burst_end(a);
@@ -884,7 +870,7 @@ static void answer_probe(struct agent *a, struct vt_proto_sync *s)
 	send_frame(a, vt_proto_enc_sync(frame(a), VT_PROTO_FRAME_MAX, VT_PROTO_SYNC_REPLY,
 					next_seq(a), s));
 	if (a->burst)
-		a->burst_last = now_ns();
+		a->burst_last = agent_now_ns();
 }
 
 static int handle_events(struct agent *a, const struct vt_proto_msg *msg)
@@ -1300,7 +1286,7 @@ static int keep_timeout(struct agent *a)
 
 	if (!a->t.kept || !a->t.kept_idle)
 		return -1;
-	left = a->t.kept_idle + a->o->keep_s * 1000000000LL - now_ns();
+	left = a->t.kept_idle + a->o->keep_s * 1000000000LL - agent_now_ns();
 	if (left <= 0) {
 		tracing_drop_kept(&a->t);
 		return -1;

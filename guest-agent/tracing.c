@@ -16,7 +16,6 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -170,14 +169,6 @@ static unsigned int count_cpus(const char *dir)
 	}
 	closedir(d);
 	return n;
-}
-
-static long long coarse_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
 /*
@@ -827,8 +818,9 @@ int tracing_restore(struct tracing *t)
 				ret = r;
 		}
 		t->created = false;
-	} else if (t->own && t->kept && t->dir && strcmp(t->dir, t->kept) == 0) {
-		t->kept_idle = coarse_ns();
+	} else if (t->own && t->kept) {
+		/* Not created this session, yet ours: the kept instance (tracing_use()). */
+		t->kept_idle = agent_now_ns();
 	}
 	t->own = false;
 	free(t->dir);
