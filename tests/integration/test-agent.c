@@ -94,10 +94,16 @@ static void start_session(struct t_host *h, const char *const *extra)
 	assert_int_equal(t_hello(h), 0);
 }
 
-static void end_session(struct t_host *h)
+/* BYE, answered OK. */
+static void bye(struct t_host *h)
 {
 	assert_int_equal(t_cmd_ok(h, vt_proto_enc_empty(h->frame, sizeof(h->frame), VT_PROTO_BYE,
 							++h->seq)), 0);
+}
+
+static void end_session(struct t_host *h)
+{
+	bye(h);
 	assert_int_equal(t_host_stop_agent(h, 0), 0);
 	/* The private instance the agent created is gone. */
 	assert_false(instance_exists(h));
@@ -238,8 +244,7 @@ static void test_restores_existing_instance(void **state)
 	assert_true(t_read_file(path, after[0], 4096) > 0);
 	assert_int_equal(atoi(after[0]), 10);
 
-	assert_int_equal(t_cmd_ok(&h, vt_proto_enc_empty(h.frame, sizeof(h.frame), VT_PROTO_BYE,
-							  ++h.seq)), 0);
+	bye(&h);
 	assert_int_equal(t_host_stop_agent(&h, 0), 0);
 	snapshot(&h, after);
 	for (i = 0; i < sizeof(watched) / sizeof(watched[0]); i++) {
@@ -276,8 +281,7 @@ static void small_buffer_session(unsigned int kb, unsigned int request, char *be
 	assert_true(t_read_file(path, during, 4096) > 0);
 	assert_int_equal(t_stop(&h, 20000), 0);
 	assert_int_equal(t_count_markers(&h, 0, "vt-small", NULL, NULL), 100);
-	assert_int_equal(t_cmd_ok(&h, vt_proto_enc_empty(h.frame, sizeof(h.frame), VT_PROTO_BYE,
-							  ++h.seq)), 0);
+	bye(&h);
 	assert_int_equal(t_host_stop_agent(&h, 0), 0);
 	assert_true(t_read_file(path, after, 4096) > 0);
 	t_host_free(&h);
@@ -324,12 +328,6 @@ static ino_t instance_ino(const struct t_host *h)
 
 	instance_path(h, path, sizeof(path));
 	return stat(path, &st) == 0 ? st.st_ino : 0;
-}
-
-static void bye(struct t_host *h)
-{
-	assert_int_equal(t_cmd_ok(h, vt_proto_enc_empty(h->frame, sizeof(h->frame), VT_PROTO_BYE,
-							++h->seq)), 0);
 }
 
 /*
@@ -1068,8 +1066,7 @@ static void test_instance_subbuf(void **state)
 	assert_non_null(strstr(meta.header_page.data, "size:8176;"));
 	vt_meta_free(&meta);
 	stream_markers(&h, 8192, "vt-inst8k");
-	assert_int_equal(t_cmd_ok(&h, vt_proto_enc_empty(h.frame, sizeof(h.frame), VT_PROTO_BYE,
-							  ++h.seq)), 0);
+	bye(&h);
 	assert_int_equal(t_host_stop_agent(&h, 0), 0);
 	assert_true(instance_exists(&h));	/* not ours to remove */
 	assert_int_equal(rmdir(path), 0);
