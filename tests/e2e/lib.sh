@@ -175,8 +175,8 @@ vt_qemu_argv() {
     # multi-threaded TCG a vCPU was seen to loop for ever on the int3 of a patch that had
     # already ended (QEMU 7.2 went on running its old translation), with nothing on the
     # console: 6 of 6 runs of 150 enable/disable cycles under a marker flood hung (0 of 6 with
-    # the events kept enabled; tests/bench/bench-tcg-patch.sh). With the systems the tests record kept enabled in an idle
-    # instance, the sessions under test patch nothing.
+    # the events kept enabled; tests/bench/bench-tcg-patch.sh). With the systems the tests
+    # record kept enabled in an idle instance, the sessions under test patch nothing.
     # The keys are turned on before the second vCPU starts (trace_event= on the command line,
     # the top level, patched by the boot CPU alone); /init then enables the same systems in its
     # idle instance and turns the top level's off, which patches nothing either. Enabling them
