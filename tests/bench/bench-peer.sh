@@ -53,7 +53,7 @@
 # -kc, -top, -nosync and -nc (--no-compress: an uncompressed trace.dat, as trace-cmd writes)
 # combine, e.g. ours-kc-top-nosync),
 # VT_PEER_CEILING=0 (no lossless ceiling search),
-# VT_PEER_PIN=0 (no instance keeping the events enabled for the boot, see below),
+# VT_PEER_PIN=0 (no instances keeping the events enabled for the boot, see below),
 # VT_PEER_HOLD=SECS (keep the booted guest for debugging),
 # VT_PEER_AGENT_ARGS (more options for the guest's trace-agent, e.g. "--keep-instance 0": the
 # agent then makes and removes its instance with every recording, as before 2026-11-26's night),
@@ -184,8 +184,14 @@ EOF
 . "$WORK/say.sh"
 }
 # A guest kernel that dies before it answers (vt_guest_died) is booted once more, said out loud.
-# The instance that keeps events enabled is made below (VT_PEER_PIN), not by the guest's /init.
-VT_TCG_KEEP=
+# The events every mode records stay enabled for the whole boot in two instances of their own
+# that record nothing (tracing_on 0, 4 KiB per CPU), made by the guest's /init with one CPU
+# online (vt.keep=, maxcpus=1: tests/e2e/lib.sh): enabling them in a session then patches no
+# kernel text. Under TCG that patching (int3, jump labels and static calls, on every vCPU) at
+# times crashed a 6.12 guest ("Oops: int3" in code being patched) in the middle of a session of
+# either tool; it costs every mode alike, once per boot instead of once per session.
+# VT_PEER_PIN=0: no such instances, both CPUs up at boot.
+if [ "${VT_PEER_PIN:-1}" = 1 ]; then VT_TCG_KEEP=sched,irq; else VT_TCG_KEEP=; fi
 if [ -n "${VT_PEER_AGENT_ARGS:-}" ]; then
 	echo "$ME: the guest's trace-agent runs with $VT_PEER_AGENT_ARGS"
 	VT_APPEND="${VT_APPEND:-} vt.peer_agent=$(echo $VT_PEER_AGENT_ARGS | tr ' ' ,)"
@@ -199,18 +205,7 @@ fi
 HZ=${ANSWER##*hz=}
 echo "$ME: guest up: $ANSWER; $(tr -d '\r' <"$VT_RUNDIR/console.log" | grep -a 'PEER: ports')"
 
-# The events every mode records stay enabled for the whole boot in an instance of their own
-# that records nothing (tracing_on 0, 4 KiB per CPU): enabling them in a session then patches
-# no kernel text. Under TCG that patching (int3 and jump labels, on every vCPU) at times
-# crashed a 6.12 guest ("Oops: int3" in code being patched) in the middle of a session of
-# either tool; it costs every mode alike, once per boot instead of once per session.
-# VT_PEER_PIN=0: no such instance.
-if [ "${VT_PEER_PIN:-1}" = 1 ]; then
-	pin=/sys/kernel/tracing/instances/vt-pin
-	say "sh mkdir $pin && echo 0 >$pin/tracing_on && echo 4 >$pin/buffer_size_kb && echo 1 >$pin/events/sched/enable && echo 1 >$pin/events/irq/enable" 120 && [ "$ANSWER" = "ok rc=0" ] ||
-		{ echo "FAIL: cannot keep the events enabled in $pin: $ANSWER"; exit 1; }
-	echo "$ME: sched and irq events kept enabled for the boot in $pin (no recording there)"
-fi
+[ -z "$VT_TCG_KEEP" ] || echo "$ME: $(tr -d '\r' <"$VT_RUNDIR/console.log" | grep -a '^VT-INIT: keep' | head -n1)"
 
 # The load, run as each recorder's COMMAND: INSTANCE N RATE DIR COMMS. The agents' guest CPU
 # ticks are also read when tracing is on and when the writers are done (the streaming window).

@@ -1,8 +1,8 @@
 #!/bin/bash
 # bench-tcg-patch.sh: how often a TCG guest hangs when trace events are enabled and disabled
 # again and again (kernel text patched through int3), without and with what every e2e guest has
-# (VT_TCG_KEEP in tests/e2e/lib.sh: trace_event= on the command line and the idle instance that
-# /init keeps, so the keys are on before the second vCPU starts). Not a test: it prints
+# (VT_TCG_KEEP in tests/e2e/lib.sh: the two idle instances that /init makes with one CPU online,
+# maxcpus=1, before it brings the second vCPU up). Not a test: it prints
 # a table, so that the keeping instance can be checked again on another QEMU.
 # Each run boots the e2e image (2 vCPUs, multi-threaded TCG); a shell writes markers flat out on
 # both CPUs while a loop makes an instance, enables sched, irq and timer in it, waits 0.1 s,
