@@ -179,7 +179,7 @@ cat >"$WORK/domain.xml" <<XML
     <type arch='x86_64' machine='pc'>hvm</type>
     <kernel>$WORK/boot/vmlinux</kernel>
     <initrd>$WORK/boot/initramfs</initrd>
-    <cmdline>console=ttyS0 loglevel=5 trace_clock=x86-tsc panic=-1 idle=halt maxcpus=1 vt.keep=sched,irq,timer vt.run=/etc/vt/agent-run vt.ports=4</cmdline>
+    <cmdline>console=ttyS0 loglevel=5 trace_clock=x86-tsc panic=-1 idle=halt maxcpus=1 trace_event=sched:*,irq:*,timer:* vt.keep=sched,irq,timer vt.run=/etc/vt/agent-run vt.ports=4</cmdline>
   </os>
   <features><acpi/></features>
   <on_poweroff>destroy</on_poweroff>
