@@ -23,10 +23,10 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "agent.h"
+#include "vt_time.h"
 
 #define HUP_BACKOFF_MS	250	/* unconnected port: a few wakeups a second */
 #define IDLE_BACKOFF_MS	200	/* a splice that returned nothing, unasked */
@@ -383,12 +383,7 @@ int cpu_join(struct cpu_stream *s)
 
 		/* A wake-up that came before the thread's splice waited is lost: wake it again. */
 		for (;;) {
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += CPU_REWAKE_MS * 1000000L;
-			if (ts.tv_nsec >= 1000000000L) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000L;
-			}
+			vt_deadline_ms(&ts, CPU_REWAKE_MS);
 			if (pthread_timedjoin_np(s->thread, NULL, &ts) != ETIMEDOUT)
 				break;
 			wake(s);

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "collect.h"
+#include "vt_time.h"
 #include "vt_tracedat.h"
 
 struct zpre {
@@ -134,12 +135,7 @@ static void *zpre_thread(void *arg)
 			atomic_store(&z->sleeping, true);
 			s = pick(z, chunk);
 			if (!s) {
-				clock_gettime(CLOCK_REALTIME, &ts);
-				ts.tv_nsec += 100 * 1000 * 1000;
-				if (ts.tv_nsec >= 1000000000) {
-					ts.tv_sec++;
-					ts.tv_nsec -= 1000000000;
-				}
+				vt_deadline_ms(&ts, 100);
 				pthread_cond_timedwait(&z->work, &z->lock, &ts);
 				atomic_store(&z->sleeping, false);
 				continue;
