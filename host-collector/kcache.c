@@ -37,10 +37,13 @@
 
 #define KCACHE_MAGIC	"VTKSYMS"	/* and its NUL */
 #define KCACHE_HDR	24
+/* NAME.kallsyms, stored through NAME.kallsyms.PID.tmp (kcache_store(), sweep_tmp()) */
+#define KCACHE_EXT	".kallsyms"
+#define KCACHE_TMP_EXT	".tmp"
 
 static int file_name(char *buf, size_t size, const char *name)
 {
-	if (!collect_name_ok(name) || (size_t)snprintf(buf, size, "%s.kallsyms", name) >= size)
+	if (!collect_name_ok(name) || (size_t)snprintf(buf, size, "%s" KCACHE_EXT, name) >= size)
 		return -EINVAL;
 	return 0;
 }
@@ -69,15 +72,15 @@ static void sweep_tmp(int dfd)
 	}
 	rewinddir(d);
 	while ((de = readdir(d))) {
-		const char *k = strstr(de->d_name, ".kallsyms."), *p;
+		const char *k = strstr(de->d_name, KCACHE_EXT "."), *p;
 		char *end;
 		long pid;
 
 		if (!k)
 			continue;
-		p = k + strlen(".kallsyms.");
+		p = k + strlen(KCACHE_EXT ".");
 		pid = strtol(p, &end, 10);
-		if (end == p || pid <= 0 || strcmp(end, ".tmp") != 0)
+		if (end == p || pid <= 0 || strcmp(end, KCACHE_TMP_EXT) != 0)
 			continue;
 		if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
 			continue;
@@ -250,7 +253,7 @@ int kcache_store(int dfd, const char *name, uint64_t key, const struct vt_blob *
 	 * the same entry through one NAME.kallsyms.tmp took each other's file
 	 * (a rename that failed, or a short entry).
 	 */
-	snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", fname, (long)getpid());
+	snprintf(tmp, sizeof(tmp), "%s.%ld" KCACHE_TMP_EXT, fname, (long)getpid());
 	buf = malloc(KCACHE_HDR + ks->len);
 	if (!buf)
 		return -ENOMEM;
