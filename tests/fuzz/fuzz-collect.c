@@ -3,8 +3,8 @@
  * libFuzzer harness for what the collector takes from a guest: control-port
  * bytes through the session's parser and message handlers (HELLO_REPLY,
  * STATS, META chunks, errors...), and data-port bytes through page ingest.
- * vt-fuzz-sources: host-collector/session.c host-collector/guesttext.c host-collector/stream.c host-collector/zpre.c host-collector/spool.c host-collector/kcache.c host-collector/attach.c lib/conn.c lib/proto.c lib/pages.c lib/meta.c lib/meta_codec.c lib/tsync-map.c lib/tsync-est.c lib/tsync-timeshift.c lib/tsync-tsc.c lib/tracedat.c
- * vt-fuzz-libs: -luring -lzstd -lm -I host-collector
+ * vt-fuzz-sources: host-collector/record/session.c host-collector/record/session-save.c host-collector/text.c host-collector/record/stream.c host-collector/record/compress.c host-collector/store/spool.c host-collector/record/kcache.c host-collector/record/attach.c lib/conn.c lib/proto.c lib/pages.c lib/meta.c lib/meta_codec.c lib/tsync-map.c lib/tsync-est.c lib/tsync-timeshift.c lib/tsync-tsc.c lib/tracedat.c
+ * vt-fuzz-libs: -luring -lzstd -lm -I host-collector -I host-collector/record
  *
  * Input: u16 length of the control part, the control bytes, then the data
  * bytes. Nothing may crash, leak or read out of bounds; the guest may be
@@ -21,6 +21,10 @@
 #include <unistd.h>
 
 #include "collect.h"
+#include "engine.h"
+#include "record.h"
+#include "session.h"
+#include "stream.h"
 #include "vt_conn.h"
 
 int collect_quiet = 1;
@@ -28,6 +32,11 @@ int collect_verbose;
 
 void collect_log(int level, const char *fmt, ...)
 {
+}
+
+const char *collect_msg_name(enum guest_msg kind)
+{
+	return "?";
 }
 
 int hostrec_marker(struct hostrec *h, const char *text)
@@ -78,7 +87,7 @@ void engine_writeback(struct engine *e, int fd, uint64_t off, uint64_t len)
 {
 }
 
-int sync_prepare(struct guest *g, const struct collect_opts *o, const char *when)
+int sync_prepare(struct guest *g, const struct record_opts *o, const char *when)
 {
 	return 0;
 }
@@ -104,7 +113,7 @@ int qmp_attach(struct guest *g, struct engine *e, uint64_t tsc_khz,
 	return 0;
 }
 
-int lastboot_save(struct guest *g, const struct collect_opts *o)
+int lastboot_save(struct guest *g, const struct record_opts *o)
 {
 	return 0;
 }
@@ -117,8 +126,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const struct collect_opts opts = { .sync_probes = 4, .stop_timeout = 1 };
-	static struct collect_run run = { .o = &opts, .kcache_fd = -1 };
+	static const struct record_opts opts = { .sync_probes = 4, .stop_timeout = 1 };
+	static struct recording run = { .o = &opts, .kcache_fd = -1 };
 	static struct guest g;
 	static int devnull = -1;
 	struct stream s;
@@ -137,7 +146,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(&g, 0, sizeof(g));
 	g.spool_fd = -1;
 	snprintf(g.name, sizeof(g.name), "fuzz");
-	g.run = &run;
+	g.rec = &run;
 	g.nr_cpus = 2;
 	g.subbuf = 4096;
 	g.state = G_RUNNING;

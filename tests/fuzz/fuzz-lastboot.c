@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * libFuzzer harness for the last-boot bundle decoder (bundles come from guests).
- * vt-fuzz-sources: lib/lastboot.c
+ * vt-fuzz-sources: lib/lastboot-codec.c
  *
  * Whatever decodes must encode again to the very same bytes.
  */

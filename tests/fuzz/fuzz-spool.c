@@ -5,8 +5,8 @@
  * any bytes in those files, so spool_load_options(), spool_trace_load() (as
  * a guest's and as the host's trace), spool_load_inplace(),
  * spool_data_region() and spool_load_meta() must bound and check everything.
- * vt-fuzz-sources: host-collector/spool.c host-collector/guesttext.c lib/meta_codec.c lib/meta.c lib/pages.c lib/tsync-map.c lib/tsync-est.c lib/tsync-timeshift.c lib/tsync-tsc.c
- * vt-fuzz-libs: -lm -I host-collector
+ * vt-fuzz-sources: host-collector/store/spool.c host-collector/text.c lib/meta_codec.c lib/meta.c lib/pages.c lib/tsync-map.c lib/tsync-est.c lib/tsync-timeshift.c lib/tsync-tsc.c
+ * vt-fuzz-libs: -lm -I host-collector -I host-collector/store
  *
  * Input: records { u8 file; u16 length (little-endian); length bytes }, each
  * written as one file of a fresh spool directory (a later record of the same
@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "collect.h"
+#include "spool.h"
 
 int collect_quiet = 1;
 int collect_verbose;

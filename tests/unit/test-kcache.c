@@ -27,6 +27,7 @@
 #include <cmocka.h>
 
 #include "collect.h"
+#include "record/kcache.h"
 
 #define WRITER_LEN(i)	((size_t)(1u << 20) + (i) * 300000)
 #define ROUNDS		150

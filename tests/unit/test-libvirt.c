@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * host-collector/libvirt.c against libvirt's test driver (no daemon):
+ * host-collector/setup/libvirt.c against libvirt's test driver (no daemon):
  * record --domain finds pipe and unix channels (unix paths as libvirt chose
  * them), whatever their order in the XML; a domain without channels gets the
  * exact setup command, a count mismatch and a stopped or unknown domain get
@@ -24,12 +24,14 @@
 #include <libvirt/libvirt.h>
 
 #include "collect.h"
+#include "setup/libvirt.h"
+#include "setup/qmp-reply.h"
 
 static char t_dir[256];
 static char t_uri[512];
 static char t_log[8192];	/* every message libvirt.c logged since t_clear() */
 
-/* The collector's logger and name check, as the unit sees them. */
+/* The collector's logger, as the unit sees it. */
 void collect_log(int level, const char *fmt, ...)
 {
 	size_t n = strlen(t_log);
@@ -44,18 +46,6 @@ void collect_log(int level, const char *fmt, ...)
 	va_end(ap);
 	if (n + 1 < sizeof(t_log))
 		strcat(t_log, "\n");
-}
-
-bool collect_name_ok(const char *s)
-{
-	size_t i, len = strlen(s);
-
-	if (!len || len >= COLLECT_NAME_MAX || s[0] == '.' || s[0] == '-')
-		return false;
-	for (i = 0; i < len; i++)
-		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.", s[i]))
-			return false;
-	return true;
 }
 
 static void t_clear(void)
@@ -113,17 +103,16 @@ static int t_teardown(void **state)
 	return system(cmd) == 0 ? 0 : -1;
 }
 
-static struct guest *t_guest(const char *domain)
+static struct guest_link *t_guest(const char *domain)
 {
-	struct guest *g = calloc(1, sizeof(*g));
+	struct guest_link *g = calloc(1, sizeof(*g));
 
 	assert_non_null(g);
 	snprintf(g->domain, sizeof(g->domain), "%s", domain);
-	snprintf(g->name, sizeof(g->name), "%s", domain);
 	return g;
 }
 
-static void t_guest_free(struct guest *g)
+static void t_guest_free(struct guest_link *g)
 {
 	unsigned int i;
 
@@ -134,12 +123,12 @@ static void t_guest_free(struct guest *g)
 
 static void test_pipe_channels(void **state)
 {
-	struct guest *g = t_guest("vt-pipe");
+	struct guest_link *g = t_guest("vt-pipe");
 	char want[600];
 
 	(void)state;
 	t_clear();
-	assert_int_equal(libvirt_guest_resolve(g, t_uri), 0);
+	assert_int_equal(libvirt_guest_resolve(g, g->domain, t_uri), 0);
 	snprintf(want, sizeof(want), "%s/pipe/agent-ctl-path", t_dir);
 	assert_string_equal(g->ctl_path, want);
 	assert_int_equal(g->nr_cpu_paths, 2);
@@ -156,14 +145,14 @@ static void test_pipe_channels(void **state)
 
 static void test_unix_auto_paths(void **state)
 {
-	struct guest *g = t_guest("vt-unix");
+	struct guest_link *g = t_guest("vt-unix");
 	const char *base = "/var/lib/libvirt/qemu/channel/target/domain-2-vt-unix/";
 	char want[600];
 	unsigned int i;
 
 	(void)state;
 	t_clear();
-	assert_int_equal(libvirt_guest_resolve(g, t_uri), 0);
+	assert_int_equal(libvirt_guest_resolve(g, g->domain, t_uri), 0);
 	snprintf(want, sizeof(want), "%sagent-ctl-path", base);
 	assert_string_equal(g->ctl_path, want);
 	assert_int_equal(g->nr_cpu_paths, 3);
@@ -176,12 +165,12 @@ static void test_unix_auto_paths(void **state)
 
 static void test_no_channels(void **state)
 {
-	struct guest *g = t_guest("vt-none");
+	struct guest_link *g = t_guest("vt-none");
 	char want[800];
 
 	(void)state;
 	t_clear();
-	assert_int_equal(libvirt_guest_resolve(g, t_uri), -ENOENT);
+	assert_int_equal(libvirt_guest_resolve(g, g->domain, t_uri), -ENOENT);
 	snprintf(want, sizeof(want), "3: domain vt-none has no trace channels: run "
 		 "`virtio-trace-collect setup --domain vt-none --connect '%s' --apply`, then restart "
 		 "the domain", t_uri);
@@ -192,11 +181,11 @@ static void test_no_channels(void **state)
 
 static void test_count_mismatch(void **state)
 {
-	struct guest *g = t_guest("vt-short");
+	struct guest_link *g = t_guest("vt-short");
 
 	(void)state;
 	t_clear();
-	assert_int_equal(libvirt_guest_resolve(g, t_uri), -EINVAL);
+	assert_int_equal(libvirt_guest_resolve(g, g->domain, t_uri), -EINVAL);
 	t_log_has("domain vt-short has 2 trace-path-cpuN channels for 4 vCPUs: run "
 		  "`virtio-trace-collect setup --domain vt-short --connect '");
 	t_log_has("--apply` again");
@@ -205,14 +194,14 @@ static void test_count_mismatch(void **state)
 
 static void test_not_running_not_found(void **state)
 {
-	struct guest *g = t_guest("vt-off"), *h = t_guest("no-such-domain");
+	struct guest_link *g = t_guest("vt-off"), *h = t_guest("no-such-domain");
 
 	(void)state;
 	t_clear();
-	assert_int_equal(libvirt_guest_resolve(g, t_uri), -ESRCH);
+	assert_int_equal(libvirt_guest_resolve(g, g->domain, t_uri), -ESRCH);
 	t_log_has("domain vt-off is not running: start it (`virsh --connect '");
 	t_clear();
-	assert_int_equal(libvirt_guest_resolve(h, t_uri), -ENOENT);
+	assert_int_equal(libvirt_guest_resolve(h, h->domain, t_uri), -ENOENT);
 	t_log_has("domain no-such-domain not found at test://");
 	t_guest_free(g);
 	t_guest_free(h);
@@ -245,7 +234,7 @@ static void test_apply_again_remove(void **state)
 	virConnectPtr conn = virConnectOpen("test:///default");
 	struct libvirt_setup s = { .domain = "test", .uri = "test:///default" };
 	char *before, *after, *again, *removed, path[600];
-	struct guest *g = t_guest("test");
+	struct guest_link *g = t_guest("test");
 	unsigned int i;
 	struct stat st;
 
@@ -281,7 +270,7 @@ static void test_apply_again_remove(void **state)
 
 	/* The running domain still has none: record says to restart, not to run setup. */
 	t_clear();
-	assert_int_equal(libvirt_guest_from_conn(conn, g, "test:///default"), -ENOENT);
+	assert_int_equal(libvirt_guest_from_conn(conn, g, g->domain, "test:///default"), -ENOENT);
 	t_log_has("its persistent definition has them");
 	t_log_has("take effect at the next boot");
 

@@ -28,6 +28,9 @@
 #include <cmocka.h>
 
 #include "collect.h"
+#include "record/engine.h"
+#include "record/stream.h"
+#include "store/spool.h"
 
 #define PG	4096u
 

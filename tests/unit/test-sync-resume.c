@@ -63,7 +63,7 @@ int spool_save_sync(const struct guest *g)
  * t1, the probe (perhaps straddling a stop and resume), the guest's TSC,
  * t2; then the estimate per vCPU and the end of the burst.
  */
-static int sim_sync(struct guest *g, const struct collect_opts *o, const char *when)
+static int sim_sync(struct guest *g, const struct record_opts *o, const char *when)
 {
 	struct vt_tsync_sample smp[64];
 	unsigned int i, k;
@@ -97,7 +97,7 @@ static int sim_sync(struct guest *g, const struct collect_opts *o, const char *w
 /* ---- the tests ---- */
 
 static struct stream streams[2] = { { .cpu = 0 }, { .cpu = 1 } };
-static const struct collect_opts opts = { .sync = "probe", .sync_probes = 40 };
+static const struct record_opts opts = { .sync = "probe", .sync_probes = 40 };
 
 static int setup(void **state)
 {

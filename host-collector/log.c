@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The collector's one voice on stderr: messages prefixed with the program's
+ * name, and the status line that record redraws in place (a message first
+ * clears it, so the two never share a line).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "collect.h"
+
+int collect_quiet;
+int collect_verbose;
+static bool status_shown;
+
+/**
+ * collect_log() - a message on stderr, prefixed with the program name
+ * @level: L_ERR .. L_DEBUG
+ * @fmt: printf format
+ */
+void collect_log(int level, const char *fmt, ...)
+{
+	va_list ap;
+
+	if ((level == L_DEBUG && !collect_verbose) || (level == L_INFO && collect_quiet))
+		return;
+	collect_status_clear();
+	va_start(ap, fmt);
+	fputs("virtio-trace-collect: ", stderr);
+	if (level == L_ERR)
+		fputs("error: ", stderr);
+	else if (level == L_WARN)
+		fputs("warning: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+/**
+ * collect_status() - draw the status line, in place of the one before
+ * @fmt: printf format
+ */
+void collect_status(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("\r\033[K", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	status_shown = true;
+}
+
+/**
+ * collect_status_clear() - erase the status line, if one is shown
+ */
+void collect_status_clear(void)
+{
+	if (!status_shown)
+		return;
+	fputs("\r\033[K", stderr);
+	status_shown = false;
+}
+
+static const char *const msg_names[GMSG_NR] = {
+	[GMSG_AGENT_ERROR] = "error reports from the agent",
+	[GMSG_SYNC] = "clock sync warnings",
+	[GMSG_AGENT_NOTICE] = "warnings from the agent",
+};
+
+/**
+ * collect_msg_name() - what guest_log() counts under a kind, for messages
+ * @kind: the kind
+ *
+ * Return: its description.
+ */
+const char *collect_msg_name(enum guest_msg kind)
+{
+	return kind < GMSG_NR ? msg_names[kind] : "?";
+}

@@ -1,0 +1,347 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Finding and opening a guest's ports on the host.
+ *
+ * QEMU's `-chardev pipe,path=P` uses two FIFOs: P.in (host to guest) and
+ * P.out (guest to host). They are opened O_RDWR so that opening never blocks
+ * and the other side closing never gives EOF. `-chardev socket,path=P,
+ * server=on` is a unix socket QEMU listens on: we connect. With --listen the
+ * collector listens and QEMU (`server=off`) connects to it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "attach.h"
+#include "collect.h"
+#include "record.h"
+#include "session.h"
+#include "text.h"
+
+#define CTL_NAME	"agent-ctl-path"
+#define DATA_PREFIX	"trace-path-cpu"
+#define PIPE_SIZE	(1 << 20)
+
+static bool exists(const char *path, mode_t type)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && (st.st_mode & S_IFMT) == type;
+}
+
+static int sock_addr(struct sockaddr_un *sa, const char *path)
+{
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(sa->sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa->sun_path, path);
+	return 0;
+}
+
+static int sock_connect(const char *path)
+{
+	struct sockaddr_un sa;
+	int fd, ret;
+
+	ret = sock_addr(&sa, path);
+	if (ret < 0)
+		return ret;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+static int sock_listen(const char *path)
+{
+	struct sockaddr_un sa;
+	int fd, ret;
+
+	ret = sock_addr(&sa, path);
+	if (ret < 0)
+		return ret;
+	/* Only a stale socket is replaced, never another kind of file. */
+	if (exists(path, S_IFSOCK))
+		unlink(path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 1) < 0) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+/* Every port is read without blocking: the engine polls, then reads. */
+static void set_nonblock(int fd)
+{
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
+
+/*
+ * Open one port given as a base path P: the pipe pair P.in/P.out, or a socket
+ * P. @wfd gets the host->guest side (control ports only, else NULL).
+ */
+static int open_port(const char *base, bool listen_mode, int *rfd, int *wfd)
+{
+	char in[4200], out[4200];
+	int fd;
+
+	snprintf(in, sizeof(in), "%s.in", base);
+	snprintf(out, sizeof(out), "%s.out", base);
+	if (!listen_mode && exists(out, S_IFIFO)) {
+		fd = open(out, O_RDWR | O_CLOEXEC | O_NONBLOCK);
+		if (fd < 0)
+			return -errno;
+		if (fcntl(fd, F_SETPIPE_SZ, PIPE_SIZE) < 0)
+			log_debug("%s: cannot grow the FIFO: %m", out);
+		set_nonblock(fd);
+		*rfd = fd;
+		if (wfd) {
+			if (!exists(in, S_IFIFO)) {
+				log_err("%s exists but %s does not: a pipe chardev needs both", out, in);
+				close(fd);
+				return -ENOENT;
+			}
+			*wfd = open(in, O_RDWR | O_CLOEXEC);
+			if (*wfd < 0) {
+				close(fd);
+				return -errno;
+			}
+		}
+		return 0;
+	}
+	if (listen_mode) {
+		return -EINVAL;		/* attach_listen(): the engine waits for QEMU */
+	} else if (exists(base, S_IFSOCK)) {
+		fd = sock_connect(base);
+	} else if (exists(base, S_IFIFO)) {
+		/* A single FIFO: a data port given by its .out path. */
+		fd = open(base, O_RDWR | O_CLOEXEC);
+		if (fd >= 0 && fcntl(fd, F_SETPIPE_SZ, PIPE_SIZE) < 0)
+			log_debug("%s: cannot grow the FIFO: %m", base);
+		if (fd >= 0 && wfd) {
+			log_err("%s is a single FIFO: a control port needs %s.in and %s.out or a socket",
+				base, base, base);
+			close(fd);
+			return -EINVAL;
+		}
+	} else {
+		return -ENOENT;
+	}
+	if (fd < 0)
+		return fd < -1 ? fd : -errno;
+	set_nonblock(fd);
+	*rfd = fd;
+	if (wfd)
+		*wfd = fd;
+	return 0;
+}
+
+static int add_cpu_path(struct guest *g, const char *path)
+{
+	if (g->link.nr_cpu_paths >= COLLECT_MAX_CPUS)
+		return -E2BIG;
+	g->link.cpu_paths[g->link.nr_cpu_paths] = strdup(path);
+	if (!g->link.cpu_paths[g->link.nr_cpu_paths])
+		return -ENOMEM;
+	g->link.nr_cpu_paths++;
+	return 0;
+}
+
+/* Data ports in a chardev directory: trace-path-cpu0, 1, ... until one is missing. */
+static int scan_dir(struct guest *g)
+{
+	char base[4200], probe[4210];
+	unsigned int cpu;
+	int ret;
+
+	for (cpu = 0; cpu < COLLECT_MAX_CPUS; cpu++) {
+		snprintf(base, sizeof(base), "%s/" DATA_PREFIX "%u", g->link.chardev_dir, cpu);
+		snprintf(probe, sizeof(probe), "%s.out", base);
+		if (!g->link.listen && !exists(probe, S_IFIFO) && !exists(base, S_IFSOCK))
+			break;
+		ret = add_cpu_path(g, base);
+		if (ret < 0)
+			return ret;
+		/* With --listen the guest's vCPU count decides (HELLO); ports are made then. */
+		if (g->link.listen)
+			break;
+	}
+	snprintf(g->link.ctl_path, sizeof(g->link.ctl_path), "%s/" CTL_NAME, g->link.chardev_dir);
+	return 0;
+}
+
+/**
+ * attach_guest() - open a guest's control port; data ports are opened by
+ * session_setup() once the agent said how many CPUs it has
+ * @g: the guest, with chardev_dir or ctl_path + cpu_paths filled in
+ * @o: options
+ *
+ * Return: 0 or -errno, with a message naming the guest and the path.
+ */
+int attach_guest(struct guest *g, const struct record_opts *o)
+{
+	int ret;
+
+	g->ctl_rfd = g->ctl_wfd = g->ctl_lfd = -1;
+	if (g->link.chardev_dir[0]) {
+		ret = scan_dir(g);
+		if (ret < 0)
+			return ret;
+		if (!g->link.listen && !g->link.nr_cpu_paths) {
+			log_err("guest %s: no data ports in %s (expected %s0.in/.out FIFOs or a %s0 "
+				"socket); `virtio-trace-collect setup` prints the QEMU arguments",
+				g->name, g->link.chardev_dir, DATA_PREFIX, DATA_PREFIX);
+			return -ENOENT;
+		}
+	}
+	if (g->link.listen) {
+		g->ctl_lfd = attach_listen(g->link.ctl_path);
+		if (g->ctl_lfd < 0) {
+			log_err("guest %s: cannot listen on %s: %s", g->name, g->link.ctl_path,
+				strerror(-g->ctl_lfd));
+			return g->ctl_lfd;
+		}
+		return 0;
+	}
+	ret = open_port(g->link.ctl_path, g->link.listen, &g->ctl_rfd, &g->ctl_wfd);
+	if (ret < 0) {
+		log_err("guest %s: cannot open the control port %s: %s", g->name, g->link.ctl_path,
+			strerror(-ret));
+		return ret;
+	}
+	return 0;
+}
+
+/**
+ * attach_listen() - listen on a socket path for QEMU's chardev (server=off) to
+ * connect; the engine waits for it (attach_accept() when readable)
+ * @base: the socket path
+ *
+ * Return: the listening fd (non-blocking) or -errno.
+ */
+int attach_listen(const char *base)
+{
+	int lfd = sock_listen(base);
+
+	if (lfd < 0)
+		return lfd;
+	set_nonblock(lfd);
+	log_info("waiting for the guest's chardev to connect to %s", base);
+	return lfd;
+}
+
+/**
+ * attach_accept() - take QEMU's connection on a listening port
+ * @lfd: from attach_listen(); closed here once a connection came
+ * @base: its path, removed then
+ * @fd: set to the connection (non-blocking)
+ *
+ * Return: 0, -EAGAIN when nothing connected yet, or -errno.
+ */
+int attach_accept(int lfd, const char *base, int *fd)
+{
+	int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+	if (c < 0)
+		return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+	close(lfd);
+	unlink(base);
+	*fd = c;
+	return 0;
+}
+
+/**
+ * attach_data_path() - the base path of a vCPU's data port
+ * @g: the guest
+ * @cpu: the vCPU
+ * @base: filled
+ * @size: its size
+ *
+ * Return: 0, or -ENOENT when the guest has no port for @cpu.
+ */
+int attach_data_path(const struct guest *g, unsigned int cpu, char *base, size_t size)
+{
+	if (g->link.listen && g->link.chardev_dir[0])
+		snprintf(base, size, "%s/" DATA_PREFIX "%u", g->link.chardev_dir, cpu);
+	else if (cpu < g->link.nr_cpu_paths)
+		snprintf(base, size, "%s", g->link.cpu_paths[cpu]);
+	else
+		return -ENOENT;
+	return 0;
+}
+
+/**
+ * attach_open_data() - open the data port of one vCPU
+ * @g: the guest
+ * @cpu: the vCPU
+ * @fd: set to the fd to read
+ *
+ * Return: 0, -ENOENT when the guest has no port for @cpu, or -errno.
+ */
+int attach_open_data(struct guest *g, unsigned int cpu, int *fd)
+{
+	char base[4200];
+	int ret = attach_data_path(g, cpu, base, sizeof(base));
+
+	return ret < 0 ? ret : open_port(base, g->link.listen, fd, NULL);
+}
+
+/**
+ * attach_discard_stale() - throw away bytes left in a port by an earlier session
+ * @fd: a port (non-blocking, as attach opens them)
+ *
+ * A FIFO keeps what nobody read; a half page from a previous run would shift
+ * every page after it.
+ *
+ * Return: bytes discarded.
+ */
+size_t attach_discard_stale(int fd)
+{
+	char buf[65536];
+	size_t total = 0;
+	ssize_t n;
+
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		total += n;
+	return total;
+}
+
+/**
+ * detach_guest() - close the control port and free the port list
+ * @g: the guest
+ */
+void detach_guest(struct guest *g)
+{
+	unsigned int i;
+
+	if (g->ctl_lfd >= 0) {
+		close(g->ctl_lfd);
+		unlink(g->link.ctl_path);
+	}
+	g->ctl_lfd = -1;
+	if (g->ctl_wfd >= 0 && g->ctl_wfd != g->ctl_rfd)
+		close(g->ctl_wfd);
+	if (g->ctl_rfd >= 0)
+		close(g->ctl_rfd);
+	g->ctl_rfd = g->ctl_wfd = -1;
+	for (i = 0; i < g->link.nr_cpu_paths; i++)
+		free(g->link.cpu_paths[i]);
+	g->link.nr_cpu_paths = 0;
+}

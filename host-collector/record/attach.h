@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* A guest's ports, opened or listened on (attach.c). */
+#ifndef RECORD_ATTACH_H
+#define RECORD_ATTACH_H
+
+#include <stddef.h>
+
+struct guest;
+struct record_opts;
+
+int attach_guest(struct guest *g, const struct record_opts *o);
+void detach_guest(struct guest *g);
+int attach_open_data(struct guest *g, unsigned int cpu, int *fd);
+int attach_listen(const char *base);
+int attach_accept(int lfd, const char *base, int *fd);
+int attach_data_path(const struct guest *g, unsigned int cpu, char *base, size_t size);
+size_t attach_discard_stale(int fd);
+
+#endif

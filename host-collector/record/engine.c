@@ -1,0 +1,659 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The event engine: one thread, one io_uring, and everything that waits.
+ *
+ * It holds three kinds of things, in the spirit of chrony's sched.c:
+ *  - streams (stream.c): a poll request is armed on every live one (after
+ *    its rest, see rest()); when it is readable the engine drains it with
+ *    non-blocking read()s into the engine's one read buffer (the streams are
+ *    drained one after the other, and each keeps only its partial page), a
+ *    few per turn so that one busy stream cannot starve the rest;
+ *  - fd watches: a callback when an fd is readable (or, for a write watch,
+ *    writable while the owner asks for it): control ports, QMP, the
+ *    signalfd;
+ *  - timers, one-shot or periodic, kept in a list sorted by deadline and
+ *    embedded in their owners (no allocation, cancel is O(n) over a few).
+ *
+ * engine_loop() runs until engine_quit(); nothing else in the collector
+ * loops or sleeps. Polling rather than queued reads keeps every kind of fd
+ * (FIFO, socket, pipe) from ever blocking the thread; 16 guests x 4 vCPUs
+ * cost one io_uring_enter() per turn.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <liburing.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "collect.h"
+#include "engine.h"
+#include "stream.h"
+
+enum ent_kind { ENT_STREAM, ENT_FD };
+
+struct engine_fd {
+	enum ent_kind kind;
+	struct stream *s;
+	int fd;
+	short events;
+	bool enabled;
+	bool (*cb)(void *arg, int revents);
+	void *arg;
+	bool inflight;
+	bool done;
+	/* a stream's pacing (rest()): no poll before @rest_until */
+	uint64_t rest_until;
+	uint64_t win_ns;	/* the rate window's start (0: never drained) */
+	uint64_t win_bytes;	/* the stream's bytes then */
+	double win_rate;	/* bytes/s over the last whole window */
+};
+
+/* The one buffer every stream is read into: 64 streams once held 256 KiB each. */
+#define RBUF_SIZE	(256u << 10)
+
+struct engine {
+	struct io_uring ring;
+	uint8_t *rbuf;
+	struct engine_fd **ents;
+	unsigned int nr, cap;
+	struct engine_timer *timers;	/* sorted by deadline */
+	uint64_t timeout_at;	/* the earliest of our timeout requests in flight ends then (0: none, or not known) */
+	struct __kernel_timespec timer;
+	bool quit;
+	int sig_fd;
+	struct engine_fd *sig_ent;
+	void (*sig_cb)(void *arg, int signo);
+	void *sig_arg;
+};
+
+/* The user_data of the engine's own timeout; never a struct engine_fd. */
+#define TIMER_TAG	((void *)1)
+/* The user_data of a writeback request (engine_writeback()): nothing waits for it. */
+#define WRITEBACK_TAG	((void *)2)
+
+/**
+ * engine_now_ns() - the engine's clock (CLOCK_MONOTONIC)
+ *
+ * Return: nanoseconds.
+ */
+uint64_t engine_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/**
+ * engine_new() - make the engine
+ * @entries: submission queue size (at least the number of streams)
+ *
+ * Return: the engine, or NULL with errno set.
+ */
+struct engine *engine_new(unsigned int entries)
+{
+	struct engine *e = calloc(1, sizeof(*e));
+	int ret;
+
+	if (!e)
+		return NULL;
+	e->sig_fd = -1;
+	e->rbuf = malloc(RBUF_SIZE);
+	if (!e->rbuf) {
+		free(e);
+		return NULL;
+	}
+	ret = io_uring_queue_init(entries, &e->ring, 0);
+	if (ret < 0) {
+		free(e->rbuf);
+		free(e);
+		errno = -ret;
+		return NULL;
+	}
+	return e;
+}
+
+/**
+ * engine_free() - cancel outstanding polls and free the engine
+ * @e: the engine, or NULL
+ *
+ * Timers still armed are forgotten (their owners may be freed next).
+ */
+void engine_free(struct engine *e)
+{
+	unsigned int i;
+
+	if (!e)
+		return;
+	io_uring_queue_exit(&e->ring);
+	for (i = 0; i < e->nr; i++)
+		free(e->ents[i]);
+	for (struct engine_timer *t = e->timers; t; t = t->next)
+		t->armed = false;
+	if (e->sig_fd >= 0)
+		close(e->sig_fd);
+	free(e->ents);
+	free(e->rbuf);
+	free(e);
+}
+
+static struct engine_fd *add_ent(struct engine *e, enum ent_kind kind, int fd)
+{
+	struct engine_fd *x;
+
+	if (e->nr == e->cap) {
+		unsigned int cap = e->cap ? e->cap * 2 : 16;
+		struct engine_fd **n = realloc(e->ents, cap * sizeof(*n));
+
+		if (!n)
+			return NULL;
+		e->ents = n;
+		e->cap = cap;
+	}
+	x = calloc(1, sizeof(*x));
+	if (!x)
+		return NULL;
+	x->kind = kind;
+	x->fd = fd;
+	x->events = POLLIN;
+	x->enabled = true;
+	e->ents[e->nr++] = x;
+	return x;
+}
+
+/**
+ * engine_writeback() - start writing a file range back, without waiting
+ * @e: the engine
+ * @fd: the file
+ * @off: from
+ * @len: bytes
+ *
+ * Queues sync_file_range(SYNC_FILE_RANGE_WRITE); the next turn submits it.
+ * io_uring's workers may block in the filesystem where the engine thread
+ * must not.
+ */
+void engine_writeback(struct engine *e, int fd, uint64_t off, uint64_t len)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&e->ring);
+
+	if (!sqe) {
+		io_uring_submit(&e->ring);
+		sqe = io_uring_get_sqe(&e->ring);
+		if (!sqe)
+			return;	/* the kernel's own writeback will do */
+	}
+	io_uring_prep_sync_file_range(sqe, fd, (unsigned int)(len < UINT32_MAX ? len : UINT32_MAX),
+				      off, SYNC_FILE_RANGE_WRITE);
+	io_uring_sqe_set_data(sqe, WRITEBACK_TAG);
+}
+
+/**
+ * engine_add() - serve a stream
+ * @e: the engine
+ * @s: the stream; it must outlive the engine or be closed first
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int engine_add(struct engine *e, struct stream *s)
+{
+	struct engine_fd *x = add_ent(e, ENT_STREAM, s->fd);
+	int fl;
+
+	if (!x)
+		return -ENOMEM;
+	x->s = s;
+	/*
+	 * O_NOATIME: every read of a FIFO would otherwise stamp its inode, and
+	 * on a disk filesystem that dirties the inode on each read (7% of the
+	 * collector's CPU with 64 slow streams). Only the owner or root may set
+	 * it; without it the stream works the same.
+	 */
+	fl = fcntl(x->fd, F_GETFL);
+	if (fcntl(x->fd, F_SETFL, fl | O_NONBLOCK | O_NOATIME) < 0)
+		fcntl(x->fd, F_SETFL, fl | O_NONBLOCK);
+	s->engine = e;
+	return 0;
+}
+
+/**
+ * engine_add_fd() - watch an fd
+ * @e: the engine
+ * @fd: the fd, non-blocking
+ * @events: POLLIN (read watch) or POLLOUT (write watch, off until
+ *	engine_fd_enable())
+ * @cb: called with the poll revents; it does the I/O itself and returns
+ *	false to stop watching
+ * @arg: passed to @cb
+ *
+ * Return: the watch, or NULL (-ENOMEM) with errno set.
+ */
+struct engine_fd *engine_add_fd(struct engine *e, int fd, short events,
+				bool (*cb)(void *arg, int revents), void *arg)
+{
+	struct engine_fd *x = add_ent(e, ENT_FD, fd);
+
+	if (!x) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	x->events = events;
+	x->enabled = !(events & POLLOUT);
+	x->cb = cb;
+	x->arg = arg;
+	return x;
+}
+
+/**
+ * engine_fd_enable() - turn a watch on or off (a write watch: while there is
+ * something to write)
+ * @x: the watch, or NULL
+ * @on: whether it is wanted
+ */
+void engine_fd_enable(struct engine_fd *x, bool on)
+{
+	if (x)
+		x->enabled = on;
+}
+
+/**
+ * engine_fd_remove() - stop watching (a poll in flight completes unseen)
+ * @x: the watch, or NULL
+ */
+void engine_fd_remove(struct engine_fd *x)
+{
+	if (x)
+		x->done = true;
+}
+
+/* --- timers --- */
+
+/**
+ * engine_timer_init() - prepare a timer embedded in its owner
+ * @t: the timer
+ * @cb: called when it fires (a periodic timer is re-armed before)
+ * @arg: passed to @cb
+ */
+void engine_timer_init(struct engine_timer *t, void (*cb)(void *arg), void *arg)
+{
+	memset(t, 0, sizeof(*t));
+	t->cb = cb;
+	t->arg = arg;
+}
+
+static void timer_unlink(struct engine *e, struct engine_timer *t)
+{
+	struct engine_timer **p;
+
+	for (p = &e->timers; *p; p = &(*p)->next) {
+		if (*p == t) {
+			*p = t->next;
+			break;
+		}
+	}
+	t->next = NULL;
+	t->armed = false;
+}
+
+static void timer_insert(struct engine *e, struct engine_timer *t)
+{
+	struct engine_timer **p = &e->timers;
+
+	while (*p && (*p)->when <= t->when)
+		p = &(*p)->next;
+	t->next = *p;
+	*p = t;
+	t->armed = true;
+}
+
+/**
+ * engine_timer_arm() - (re)arm a timer
+ * @e: the engine
+ * @t: the timer
+ * @delay_ns: from now
+ * @period_ns: 0 for one shot, else fire every @period_ns after the first
+ */
+void engine_timer_arm(struct engine *e, struct engine_timer *t, uint64_t delay_ns,
+		      uint64_t period_ns)
+{
+	if (t->armed)
+		timer_unlink(e, t);
+	t->when = engine_now_ns() + delay_ns;
+	t->period = period_ns;
+	timer_insert(e, t);
+}
+
+/**
+ * engine_timer_cancel() - disarm a timer; harmless when it is not armed
+ * @e: the engine
+ * @t: the timer
+ */
+void engine_timer_cancel(struct engine *e, struct engine_timer *t)
+{
+	if (t->armed)
+		timer_unlink(e, t);
+}
+
+/* Fire what is due; a callback may arm or cancel any timer, itself included. */
+static void run_timers(struct engine *e)
+{
+	uint64_t now = engine_now_ns();
+	unsigned int n = 0;
+
+	while (e->timers && e->timers->when <= now && n++ < 1024) {
+		struct engine_timer *t = e->timers;
+
+		timer_unlink(e, t);
+		if (t->period) {
+			t->when += t->period;
+			if (t->when <= now)
+				t->when = now + t->period;	/* late: no burst of catch-ups */
+			timer_insert(e, t);
+		}
+		t->cb(t->arg);
+	}
+}
+
+/* --- signals --- */
+
+static bool signal_readable(void *arg, int revents)
+{
+	struct engine *e = arg;
+	struct signalfd_siginfo si;
+
+	(void)revents;
+	while (read(e->sig_fd, &si, sizeof(si)) == sizeof(si))
+		e->sig_cb(e->sig_arg, (int)si.ssi_signo);
+	return true;
+}
+
+/**
+ * engine_add_signals() - take @mask's signals through the engine
+ * @e: the engine
+ * @mask: the signals; they are blocked for the process
+ * @cb: called once per signal received, from the loop
+ * @arg: passed to @cb
+ *
+ * Return: 0 or -errno.
+ */
+int engine_add_signals(struct engine *e, const sigset_t *mask, void (*cb)(void *arg, int signo),
+		       void *arg)
+{
+	int sig;
+
+	/*
+	 * An ignored signal is discarded before it could be blocked: a shell
+	 * starts background jobs with SIGINT ignored, and `kill -INT` would
+	 * never reach the signalfd.
+	 */
+	for (sig = 1; sig < NSIG; sig++)
+		if (sigismember(mask, sig) == 1)
+			signal(sig, SIG_DFL);
+	if (sigprocmask(SIG_BLOCK, mask, NULL) < 0)
+		return -errno;
+	e->sig_fd = signalfd(-1, mask, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (e->sig_fd < 0)
+		return -errno;
+	e->sig_cb = cb;
+	e->sig_arg = arg;
+	e->sig_ent = engine_add_fd(e, e->sig_fd, POLLIN, signal_readable, e);
+	return e->sig_ent ? 0 : -ENOMEM;
+}
+
+/* --- the loop --- */
+
+/* A stream resting after its last drain (rest()): no poll for it until then. */
+static bool resting(const struct engine_fd *x, uint64_t now)
+{
+	return x->kind == ENT_STREAM && !x->s->eager && x->rest_until > now;
+}
+
+static bool ent_wants_poll(const struct engine_fd *x, uint64_t now)
+{
+	if (x->inflight || x->done || !x->enabled || resting(x, now))
+		return false;
+	if (x->kind == ENT_STREAM)
+		return !x->s->eof && !x->s->closed && !x->s->paused;
+	return true;
+}
+
+/*
+ * After a stream is drained, let it rest until about STREAM_BATCH bytes
+ * would come at its rate, at most STREAM_REST_MAX_NS: a slow stream is then
+ * read in batches instead of at every write its source makes (each read is
+ * a read() and a pwrite() of its own). The rate is the higher of the last
+ * whole STREAM_RATE_WINDOW_NS window's and the current window's so far, so
+ * a source that sends in bursts (an agent woken at buffer_percent) counts
+ * at its real rate, not by the gap before one small read. A fast stream
+ * does not rest, and a rest is short enough that the port's buffer (a FIFO
+ * of 1 MiB, a socket of 208 KiB) takes STREAM_BATCH many times over. A
+ * stream that is being stopped (stream->eager) never rests.
+ */
+#define STREAM_BATCH		(64 * 1024)
+#define STREAM_REST_MAX_NS	(20 * NSEC_PER_MSEC)
+#define STREAM_REST_MIN_NS	(1 * NSEC_PER_MSEC)
+#define STREAM_RATE_WINDOW_NS	(250 * NSEC_PER_MSEC)
+
+static void rest(struct engine_fd *x)
+{
+	struct stream *s = x->s;
+	uint64_t now = engine_now_ns(), dt, db;
+	double rate, r;
+
+	x->rest_until = 0;
+	if (!x->win_ns) {
+		x->win_ns = now;
+		x->win_bytes = s->bytes;
+		return;
+	}
+	dt = now - x->win_ns;
+	db = s->bytes - x->win_bytes;
+	rate = dt ? (double)db * NSEC_PER_SEC / dt : 0;
+	if (dt >= STREAM_RATE_WINDOW_NS) {
+		x->win_rate = rate;
+		x->win_ns = now;
+		x->win_bytes = s->bytes;
+	}
+	if (rate < x->win_rate)
+		rate = x->win_rate;
+	if (s->eager || s->eof || s->closed || rate <= 0)
+		return;
+	r = STREAM_BATCH * (double)NSEC_PER_SEC / rate;
+	if (r > STREAM_REST_MAX_NS)
+		r = STREAM_REST_MAX_NS;
+	if (r >= STREAM_REST_MIN_NS)
+		x->rest_until = now + (uint64_t)r;
+}
+
+/* Drain a readable stream: a few reads per turn, so one busy stream cannot starve the rest. */
+static void drain_stream(struct engine *e, struct engine_fd *x)
+{
+	struct stream *s = x->s;
+	int turns;
+
+	for (turns = 0; turns < 8 && !s->closed; turns++) {
+		ssize_t n = read(x->fd, e->rbuf, RBUF_SIZE);
+		int ret;
+
+		if (n > 0) {
+			ret = stream_ingest(s, e->rbuf, n);
+			if (ret < 0) {
+				log_err("%s: cannot spool: %s", s->label, strerror(-ret));
+				s->closed = true;
+				stream_notify(s, STREAM_EV_ERROR, ret);
+			}
+			if ((size_t)n < RBUF_SIZE)
+				return;
+			continue;
+		}
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (n < 0)
+			log_warn("%s: read failed: %s", s->label, strerror(errno));
+		s->eof = true;
+		stream_finish(s);
+		stream_notify(s, STREAM_EV_EOF, 0);
+		return;
+	}
+}
+
+static void complete(struct engine *e, struct engine_fd *x, int res)
+{
+	x->inflight = false;
+	if (x->done)
+		return;
+	if (res == -EINTR || res == -EAGAIN || res == -ECANCELED)
+		return;
+	if (x->kind == ENT_FD) {
+		if (!x->enabled)
+			return;
+		if (!x->cb(x->arg, res < 0 ? POLLERR : res))
+			x->done = true;
+		return;
+	}
+	if (x->s->closed) {
+		x->done = true;
+		return;
+	}
+	drain_stream(e, x);
+	rest(x);
+}
+
+/* Drop the entries that are done and have no poll in flight. */
+static void reap(struct engine *e)
+{
+	unsigned int i, j;
+
+	for (i = j = 0; i < e->nr; i++) {
+		struct engine_fd *x = e->ents[i];
+
+		if (x->done && !x->inflight && x != e->sig_ent) {
+			free(x);
+			continue;
+		}
+		if (x->kind == ENT_STREAM && x->s->closed && !x->inflight) {
+			free(x);
+			continue;
+		}
+		e->ents[j++] = x;
+	}
+	e->nr = j;
+}
+
+/* Shorten a wait of *@timeout_ms to end by @when (rounded up to the next ms). */
+static void wait_until(int *timeout_ms, uint64_t when, uint64_t now)
+{
+	uint64_t due = when > now ? (when - now + NSEC_PER_MSEC - 1) / NSEC_PER_MSEC : 0;
+
+	if (due < (uint64_t)*timeout_ms)
+		*timeout_ms = (int)due;
+}
+
+/**
+ * engine_run() - submit polls and handle what completes, waiting up to
+ * @timeout_ms, then fire the timers that are due
+ * @e: the engine
+ * @timeout_ms: the longest wait (0: do not wait); the next timer shortens it
+ *
+ * Return: completions handled, or -errno.
+ */
+int engine_run(struct engine *e, int timeout_ms)
+{
+	struct io_uring_cqe *cqe;
+	unsigned int i, head, handled = 0;
+	uint64_t now = engine_now_ns();
+	int ret;
+
+	if (e->timers)
+		wait_until(&timeout_ms, e->timers->when, now);
+	for (i = 0; i < e->nr; i++) {
+		struct engine_fd *x = e->ents[i];
+		struct io_uring_sqe *sqe;
+
+		if (!x->inflight && resting(x, now))
+			wait_until(&timeout_ms, x->rest_until, now);
+		if (!ent_wants_poll(x, now))
+			continue;
+		sqe = io_uring_get_sqe(&e->ring);
+		if (!sqe) {
+			io_uring_submit(&e->ring);
+			sqe = io_uring_get_sqe(&e->ring);
+			if (!sqe)
+				break;
+		}
+		io_uring_prep_poll_add(sqe, x->fd, x->events);
+		io_uring_sqe_set_data(sqe, x);
+		x->inflight = true;
+	}
+	/*
+	 * Our own timeout request bounds the wait: it completes on its own, so
+	 * the wait ends in time whatever the kernel's or liburing's support for
+	 * wait timeouts. One that ends later than this turn needs (armed in an
+	 * earlier turn, before a shorter timer or a stream's rest) gets a
+	 * shorter one beside it; a request that ends when no longer needed
+	 * only ends a wait early: the loop goes round again.
+	 */
+	if (timeout_ms > 0 &&
+	    (!e->timeout_at || e->timeout_at > now + timeout_ms * NSEC_PER_MSEC)) {
+		struct io_uring_sqe *sqe = io_uring_get_sqe(&e->ring);
+
+		if (sqe) {
+			/* the kernel copies the timespec when it takes the request */
+			e->timer.tv_sec = timeout_ms / 1000;
+			e->timer.tv_nsec = (timeout_ms % 1000) * 1000000LL;
+			io_uring_prep_timeout(sqe, &e->timer, 0, 0);
+			io_uring_sqe_set_data(sqe, TIMER_TAG);
+			e->timeout_at = now + timeout_ms * NSEC_PER_MSEC;
+		}
+	}
+	ret = io_uring_submit_and_wait(&e->ring, timeout_ms ? 1 : 0);
+	if (ret < 0 && ret != -EINTR && ret != -ETIME)
+		return ret;
+	io_uring_for_each_cqe(&e->ring, head, cqe) {
+		void *data = io_uring_cqe_get_data(cqe);
+
+		if (data == TIMER_TAG) {
+			/* which one ended is not known: the next turn arms one if in doubt */
+			e->timeout_at = 0;
+		} else if (data != WRITEBACK_TAG) {
+			complete(e, data, cqe->res);
+		}
+		handled++;
+	}
+	io_uring_cq_advance(&e->ring, handled);
+	run_timers(e);
+	reap(e);
+	return handled;
+}
+
+/**
+ * engine_loop() - run until engine_quit()
+ * @e: the engine
+ *
+ * Return: 0, or -errno when io_uring fails.
+ */
+int engine_loop(struct engine *e)
+{
+	e->quit = false;
+	while (!e->quit) {
+		int ret = engine_run(e, 1000);
+
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+/**
+ * engine_quit() - make engine_loop() return after the current turn
+ * @e: the engine
+ */
+void engine_quit(struct engine *e)
+{
+	e->quit = true;
+}

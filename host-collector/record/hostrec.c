@@ -1,0 +1,491 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Host events, recorded in a private tracefs instance with the x86-tsc clock
+ * (never the top-level buffer, which may be shared), through the same page
+ * path as the guests: one thread per host CPU splices trace_pipe_raw into a
+ * pipe whose other end the engine reads as a stream. The instance is removed
+ * on exit.
+ *
+ * Task names: the metadata is read at the start (what `recover` finds) and
+ * again at the end, when the kernel's saved_cmdlines holds the tasks that ran
+ * (trace-cmd reads it then too). That cache keeps only the tasks switched out
+ * after an event, and only saved_cmdlines_size of them (128 on 6.1, 6552 seen
+ * on 6.18), so the names of the threads in /proc at the start and at the end
+ * are added to it: a task that existed when the recording started is never
+ * "<...>". For a task alive at the end, /proc's name wins: the cache may hold
+ * a stale one (see spool_meta()). (Before, the start's cache alone went into
+ * host.dat: empty when no event had been enabled since boot.)
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/magic.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+#include <tracefs.h>
+
+#include "collect.h"
+#include "engine.h"
+#include "hostrec.h"
+#include "record.h"
+#include "stream.h"
+#include "store/spool.h"
+
+#define HOST_PIPE_SIZE	(1 << 20)
+
+struct hcpu {
+	unsigned int cpu;
+	int raw_fd;
+	int pipe[2];		/* [0] read by the engine, [1] written here */
+	pthread_t thread;
+	bool running;
+	atomic_bool stopping;
+	uint32_t subbuf;
+	struct stream stream;
+};
+
+struct hostrec {
+	struct tracefs_instance *inst;
+	char *dir;		/* the instance's directory (libtracefs allocates it) */
+	char name[64];
+	int marker_fd;
+	unsigned int nr_cpus;
+	uint32_t subbuf;
+	struct hcpu *cpus;
+	int spool;		/* its directory in the run's spool */
+	struct vt_blob comms;	/* the tasks in /proc at the start */
+	bool mounted;		/* tracefs was not mounted: libtracefs mounted it for us */
+};
+
+#define TRACEFS_DIR	"/sys/kernel/tracing"
+
+/* Is tracefs mounted where libtracefs mounts it when it finds none? */
+static bool tracefs_is_mounted(void)
+{
+	struct statfs st;
+
+	return statfs(TRACEFS_DIR, &st) == 0 && (unsigned long)st.f_type == TRACEFS_MAGIC;
+}
+
+static int write_page(int fd, const char *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, buf, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -errno;
+		buf += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/* Like the agent's data path, into a pipe instead of a port. */
+static void *hcpu_thread(void *arg)
+{
+	struct hcpu *c = arg;
+	size_t chunk = 64 * (size_t)c->subbuf;
+	char *page = malloc(c->subbuf);
+
+	while (page && !atomic_load(&c->stopping)) {
+		ssize_t n = splice(c->raw_fd, NULL, c->pipe[1], NULL, chunk, SPLICE_F_MOVE);
+
+		if (n < 0 && errno != EINTR && errno != EAGAIN) {
+			log_err("host cpu%u: splice: %m", c->cpu);
+			break;
+		}
+		if (n <= 0 && !atomic_load(&c->stopping))
+			poll(NULL, 0, 100);
+	}
+	/* Tracing is off: take the whole pages left, then the partial ones. */
+	while (page && splice(c->raw_fd, NULL, c->pipe[1], NULL, chunk,
+			      SPLICE_F_MOVE | SPLICE_F_NONBLOCK) > 0)
+		;
+	fcntl(c->raw_fd, F_SETFL, fcntl(c->raw_fd, F_GETFL) | O_NONBLOCK);
+	while (page) {
+		ssize_t n = read(c->raw_fd, page, c->subbuf);
+
+		if (n <= 0)
+			break;
+		memset(page + n, 0, c->subbuf - n);
+		if (write_page(c->pipe[1], page, c->subbuf) < 0)
+			break;
+	}
+	free(page);
+	close(c->pipe[1]);	/* the engine sees the end of the stream */
+	c->pipe[1] = -1;
+	return NULL;
+}
+
+static int enable_events(struct hostrec *h, const char *list)
+{
+	char *copy = strdup(list), *save = NULL, *tok;
+	int ret = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char spec[512];
+
+		/* set_event takes SYSTEM:EVENT with globs; a bare system means all of it. */
+		snprintf(spec, sizeof(spec), "%s%s\n", tok, strchr(tok, ':') ? "" : ":*");
+		for (char *p = spec; *p; p++)
+			if (*p == '/')
+				*p = ':';
+		if (tracefs_instance_file_append(h->inst, "set_event", spec) < 0) {
+			log_err("host events: the kernel refused \"%s\" (see %s/available_events)", tok,
+				h->dir);
+			ret = -EINVAL;
+			break;
+		}
+	}
+	free(copy);
+	return ret;
+}
+
+/*
+ * --host-pid: the instance's set_event_pid takes thread ids, so every thread
+ * of each process goes in, and options/event-fork adds what they create later.
+ * (sched_switch is kept when either side is in the list; markers are not
+ * events and always pass.)
+ */
+static int filter_pids(struct hostrec *h, const struct record_opts *o)
+{
+	unsigned int i, n = 0;
+
+	if (!o->nr_host_pids)
+		return 0;
+	if (tracefs_instance_file_write(h->inst, "options/event-fork", "1") < 0)
+		log_warn("host: no options/event-fork: threads and children started later are not followed");
+	for (i = 0; i < o->nr_host_pids; i++) {
+		char dir[64], tid[32];
+		struct dirent *de;
+		DIR *d;
+
+		snprintf(dir, sizeof(dir), "/proc/%d/task", (int)o->host_pids[i]);
+		d = opendir(dir);
+		if (!d) {
+			log_err("host: --host-pid %d: no such process", (int)o->host_pids[i]);
+			return -ESRCH;
+		}
+		while ((de = readdir(d))) {
+			if (de->d_name[0] < '0' || de->d_name[0] > '9')
+				continue;
+			snprintf(tid, sizeof(tid), "%s\n", de->d_name);
+			/* A thread may end meanwhile: the kernel refuses it, the others stay. */
+			if (tracefs_instance_file_append(h->inst, "set_event_pid", tid) >= 0)
+				n++;
+		}
+		closedir(d);
+	}
+	if (!n) {
+		log_err("host: the kernel took none of the --host-pid threads (see %s/set_event_pid)", h->dir);
+		return -EINVAL;
+	}
+	log_info("host: events of %u threads of %u processes", n, o->nr_host_pids);
+	return 0;
+}
+
+/*
+ * Write the host's meta.bin: @m with the task names merged in this order,
+ * the first name of a pid winning: the /proc scan made now (@now), then what
+ * the kernel saved, then the start's scan. The kernel's cache is keyed by pid
+ * and outlives tasks: for a task that slept through the recording it may hold
+ * the name from before an exec, or a dead task's of the same pid, while /proc
+ * is right about every task alive now. A task that ran has the same name in
+ * both.
+ */
+static int spool_meta(struct hostrec *h, struct vt_meta *m, const struct vt_blob *now)
+{
+	struct vt_blob kernel = m->saved_cmdlines;
+	int ret = 0;
+
+	m->saved_cmdlines = (struct vt_blob){ 0 };
+	if (now)
+		ret = vt_meta_merge_cmdlines(m, now->data, now->len);
+	if (ret == 0)
+		ret = vt_meta_merge_cmdlines(m, kernel.data, kernel.len);
+	if (ret == 0 && now != &h->comms)
+		ret = vt_meta_merge_cmdlines(m, h->comms.data, h->comms.len);
+	if (ret < 0) {
+		log_warn("host: task names from /proc left out: %s", strerror(-ret));
+		free(m->saved_cmdlines.data);
+		m->saved_cmdlines = kernel;
+	} else {
+		free(kernel.data);
+	}
+	return spool_encode_meta(h->spool, m);
+}
+
+/**
+ * hostrec_start() - create the private instance and start reading it
+ * @o: options (--host-events, --buffer-size)
+ * @e: the engine
+ * @spool_fd: the run's spool directory
+ *
+ * Return: the recorder, or NULL with the reason logged.
+ */
+struct hostrec *hostrec_start(const struct record_opts *o, struct engine *e, int spool_fd)
+{
+	struct hostrec *h = calloc(1, sizeof(*h));
+	char path[4200];
+	struct vt_meta meta;
+	unsigned int i;
+	int ret;
+
+	if (!h)
+		return NULL;
+	h->marker_fd = -1;
+	h->spool = -1;
+	h->mounted = !tracefs_is_mounted();
+	snprintf(h->name, sizeof(h->name), "virtio-trace-collect-%d", (int)getpid());
+	h->inst = tracefs_instance_create(h->name);
+	if (!h->inst) {
+		log_err("cannot create the tracefs instance %s: %m (root and tracefs needed for "
+			"--host-events)", h->name);
+		free(h);
+		return NULL;
+	}
+	h->dir = tracefs_instance_get_dir(h->inst);
+	if (!h->dir)
+		goto err;
+	if (tracefs_instance_file_write(h->inst, "trace_clock", "x86-tsc") < 0)
+		log_warn("host: no x86-tsc trace clock: host and guest timelines will not line up");
+	if (tracefs_instance_file_write(h->inst, "tracing_on", "0") < 0)
+		goto err;
+	if (o->buffer_kb) {
+		snprintf(path, sizeof(path), "%u", o->buffer_kb);
+		tracefs_instance_file_write(h->inst, "buffer_size_kb", path);
+	}
+	if (enable_events(h, o->host_events) < 0 || filter_pids(h, o) < 0)
+		goto err;
+	/* The markers that pair with the agent's need the ftrace print format. */
+	ret = vt_meta_load(&meta, tracefs_tracing_dir(), h->name, 0);
+	if (ret < 0) {
+		log_err("host: cannot read the tracefs metadata: %s", strerror(-ret));
+		goto err;
+	}
+	h->nr_cpus = meta.nr_cpus;
+	h->subbuf = meta.subbuf_size;
+	ret = vt_meta_scan_comms("/proc", &h->comms);
+	if (ret < 0)
+		log_warn("host: cannot read the task names in /proc: %s", strerror(-ret));
+	ret = spool_guest_dir(spool_fd, "host", &h->spool);
+	if (ret < 0) {
+		vt_meta_free(&meta);
+		log_err("host: cannot create .spool/host: %s", strerror(-ret));
+		goto err;
+	}
+	ret = spool_meta(h, &meta, h->comms.data ? &h->comms : NULL);
+	vt_meta_free(&meta);
+	if (ret < 0) {
+		log_err("host: cannot spool the metadata: %s", strerror(-ret));
+		goto err;
+	}
+
+	h->cpus = calloc(h->nr_cpus, sizeof(*h->cpus));
+	if (!h->cpus)
+		goto err;
+	for (i = 0; i < h->nr_cpus; i++) {
+		struct hcpu *c = &h->cpus[i];
+		char label[32];
+
+		c->cpu = i;
+		c->subbuf = h->subbuf;
+		c->pipe[0] = c->pipe[1] = -1;
+		snprintf(path, sizeof(path), "%s/per_cpu/cpu%u/trace_pipe_raw", h->dir, i);
+		c->raw_fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (c->raw_fd < 0 || pipe2(c->pipe, O_CLOEXEC) < 0) {
+			log_err("host cpu%u: cannot open %s: %m", i, path);
+			goto err;
+		}
+		fcntl(c->pipe[1], F_SETPIPE_SZ, HOST_PIPE_SIZE);
+		snprintf(label, sizeof(label), "host cpu%u", i);
+		if (stream_init(&c->stream, c->pipe[0], label, i, h->subbuf, h->spool) < 0 ||
+		    engine_add(e, &c->stream) < 0)
+			goto err;
+		if (pthread_create(&c->thread, NULL, hcpu_thread, c) != 0)
+			goto err;
+		c->running = true;
+	}
+	snprintf(path, sizeof(path), "%s/trace_marker", h->dir);
+	h->marker_fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (tracefs_instance_file_write(h->inst, "tracing_on", "1") < 0)
+		goto err;
+	log_info("host: recording %s in tracefs instance %s", o->host_events, h->name);
+	return h;
+err:
+	hostrec_free(h);
+	return NULL;
+}
+
+/**
+ * hostrec_marker() - write a marker into the host trace
+ * @h: the recorder
+ * @text: the marker
+ *
+ * Return: 0 or -errno.
+ */
+int hostrec_marker(struct hostrec *h, const char *text)
+{
+	size_t len = strlen(text);
+
+	if (h->marker_fd < 0)
+		return -EBADF;
+	return write(h->marker_fd, text, len) == (ssize_t)len ? 0 : -errno;
+}
+
+/**
+ * hostrec_stop() - stop tracing and let each CPU drain into its stream
+ * @h: the recorder
+ *
+ * The streams end (EOF) once drained; the engine keeps reading them.
+ *
+ * Return: 0.
+ */
+int hostrec_stop(struct hostrec *h)
+{
+	unsigned int i;
+
+	if (h->inst)
+		tracefs_instance_file_write(h->inst, "tracing_on", "0");
+	for (i = 0; h->cpus && i < h->nr_cpus; i++) {
+		struct hcpu *c = &h->cpus[i];
+
+		if (!c->running)
+			continue;
+		atomic_store(&c->stopping, true);
+		c->stream.eager = true;		/* the last bytes without a rest */
+		ioctl(c->raw_fd, 0);	/* wakes a splice waiting for buffer_percent */
+	}
+	return 0;
+}
+
+/* Spool the metadata again with the task names the recording saw. */
+static void respool_meta(struct hostrec *h)
+{
+	struct vt_blob now = { 0 };
+	struct vt_meta meta;
+	int ret;
+
+	ret = vt_meta_load(&meta, tracefs_tracing_dir(), h->name, 0);
+	if (ret < 0) {
+		log_warn("host: cannot read the metadata again (%s): the task names are those of "
+			 "the start", strerror(-ret));
+		return;
+	}
+	if (meta.nr_cpus != h->nr_cpus || meta.subbuf_size != h->subbuf) {
+		log_warn("host: the buffer geometry changed: the task names are those of the start");
+		goto out_free;
+	}
+	if (vt_meta_scan_comms("/proc", &now) < 0)
+		log_warn("host: cannot read the task names in /proc at the end");
+	ret = spool_meta(h, &meta, now.data ? &now : NULL);
+	if (ret < 0)
+		log_warn("host: cannot spool the metadata again (%s): the task names are those "
+			 "of the start", strerror(-ret));
+	free(now.data);
+out_free:
+	vt_meta_free(&meta);
+}
+
+/**
+ * hostrec_save_stats() - spool the host's per-CPU stats and task names
+ * @h: the recorder, stopped
+ *
+ * The metadata is spooled again with the kernel's saved_cmdlines as the
+ * recording left it, and the tasks in /proc now and at the start.
+ */
+void hostrec_save_stats(struct hostrec *h)
+{
+	unsigned int i;
+
+	respool_meta(h);
+
+	for (i = 0; i < h->nr_cpus; i++) {
+		char file[64], *text;
+
+		snprintf(file, sizeof(file), "per_cpu/cpu%u/stats", i);
+		text = tracefs_instance_file_read(h->inst, file, NULL);
+		if (!text)
+			continue;
+		spool_save_stats(h->spool, i, text);
+		free(text);
+	}
+}
+
+/**
+ * hostrec_drained() - whether every host CPU's stream has ended (after hostrec_stop())
+ * @h: the recorder
+ *
+ * Return: true when nothing more will come.
+ */
+bool hostrec_drained(const struct hostrec *h)
+{
+	unsigned int i;
+
+	for (i = 0; h->cpus && i < h->nr_cpus; i++)
+		if (h->cpus[i].running && !h->cpus[i].stream.eof && !h->cpus[i].stream.closed)
+			return false;
+	return true;
+}
+
+/**
+ * hostrec_free() - join the threads, close everything, remove the instance
+ * @h: the recorder, or NULL
+ */
+void hostrec_free(struct hostrec *h)
+{
+	unsigned int i;
+
+	if (!h)
+		return;
+	hostrec_stop(h);	/* a thread blocked in splice must be woken to be joined */
+	for (i = 0; h->cpus && i < h->nr_cpus; i++) {
+		struct hcpu *c = &h->cpus[i];
+
+		/*
+		 * Nobody reads the pipe any more: a thread splicing into a full
+		 * one gets EPIPE instead of waiting for ever.
+		 */
+		if (c->pipe[0] >= 0) {
+			close(c->pipe[0]);
+			c->pipe[0] = -1;
+		}
+		if (c->running)
+			pthread_join(c->thread, NULL);
+		if (c->raw_fd > 0)
+			close(c->raw_fd);
+		if (c->pipe[0] >= 0)
+			close(c->pipe[0]);
+		if (c->pipe[1] >= 0)
+			close(c->pipe[1]);
+		stream_close(&c->stream);
+	}
+	free(h->cpus);
+	free(h->comms.data);
+	if (h->marker_fd >= 0)
+		close(h->marker_fd);
+	if (h->spool >= 0)
+		close(h->spool);
+	tracefs_put_tracing_file(h->dir);
+	if (h->inst) {
+		if (tracefs_instance_destroy(h->inst) < 0)
+			log_warn("cannot remove tracefs instance %s", h->name);
+		tracefs_instance_free(h->inst);
+	}
+	if (h->mounted && tracefs_is_mounted() && umount2(TRACEFS_DIR, 0) < 0)
+		log_warn("cannot unmount %s, which was mounted for the host events: %s", TRACEFS_DIR,
+			 strerror(errno));
+	free(h);
+}

@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Host events in a private tracefs instance, through the guests' page path (hostrec.c). */
+#ifndef RECORD_HOSTREC_H
+#define RECORD_HOSTREC_H
+
+#include <stdbool.h>
+
+struct engine;
+struct hostrec;
+struct record_opts;
+
+struct hostrec *hostrec_start(const struct record_opts *o, struct engine *e, int spool_fd);
+int hostrec_marker(struct hostrec *h, const char *text);
+int hostrec_stop(struct hostrec *h);
+void hostrec_free(struct hostrec *h);
+void hostrec_save_stats(struct hostrec *h);
+bool hostrec_drained(const struct hostrec *h);
+
+#endif

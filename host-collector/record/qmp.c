@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Following a guest's QMP socket (--qmp PATH): `stop`/`cont` moves a TCG
+ * guest's TSC offset (the guest's clock does not run while it is stopped),
+ * so on RESUME the guest is synced again at once and the new epoch starts at
+ * the moment RESUME arrived. A RESET (system_reset, or the guest rebooting)
+ * ends the guest's recording: its ring buffers and its agent's session are
+ * gone, and the problem says so at once. QMP is JSON, one message per line; what it says
+ * is parsed with the bounded reader, though QEMU is the host's own process.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "collect.h"
+#include "engine.h"
+#include "json.h"
+#include "qmp.h"
+#include "session.h"
+#include "sync.h"
+#include "text.h"
+#include "setup/qmp-reply.h"
+
+#define QMP_LINE_MAX	(64u << 10)
+
+struct qmp {
+	struct guest *g;
+	uint64_t tsc_khz;
+	int fd;
+	struct engine_fd *watch;
+	void (*event)(struct guest *g, enum qmp_ev ev, const char *detail);
+	char buf[QMP_LINE_MAX];
+	size_t have;
+};
+
+/*
+ * The host TSC when QEMU emitted an event. QMP stamps events with the wall
+ * clock in microseconds; reading the event can come much later (the
+ * collector may be in a probe burst), so the stamp, not the read, says when.
+ */
+static uint64_t event_tsc(const struct json_value *root, uint64_t tsc_khz)
+{
+	const struct json_value *ts = json_get(root, "timestamp");
+	uint64_t now_tsc = sync_host_tsc(), sec, usec;
+	struct timespec now;
+	int64_t ago_us;
+
+	if (!ts || json_u64(json_get(ts, "seconds"), &sec) < 0 ||
+	    json_u64(json_get(ts, "microseconds"), &usec) < 0 || !tsc_khz)
+		return now_tsc;
+	clock_gettime(CLOCK_REALTIME, &now);
+	ago_us = (int64_t)(now.tv_sec - sec) * 1000000 + now.tv_nsec / 1000 - (int64_t)usec;
+	if (ago_us < 0 || ago_us > 60 * 1000000LL)
+		return now_tsc;		/* clocks that disagree: trust the read */
+	return now_tsc - (uint64_t)ago_us * tsc_khz / 1000;
+}
+
+/*
+ * The answer to query-cpus-fast: each vCPU's host thread, for the GUEST
+ * option of host.dat. QEMU's word outranks thread names (found only with
+ * -name ...,debug-threads=on).
+ */
+static void got_cpus(struct qmp *q, const char *line, size_t len)
+{
+	uint32_t tids[COLLECT_MAX_CPUS] = { 0 };
+	struct guest *g = q->g;
+	unsigned int nr = 0;
+
+	if (qmp_parse_cpus_fast(line, len, tids, COLLECT_MAX_CPUS, &nr) < 0 || !nr) {
+		log_warn("guest %s: QMP's query-cpus-fast gave no vCPU threads", g->name);
+		return;
+	}
+	memcpy(g->link.vcpu_tids, tids, sizeof(tids));
+	g->link.nr_vcpu_tids = nr;
+	log_debug("guest %s: %u vCPU threads from QMP", g->name, nr);
+	q->event(g, QMP_EV_CPUS, NULL);
+}
+
+static void qmp_line(struct qmp *q, const char *line, size_t len)
+{
+	const struct json_value *ev;
+	struct json_doc *doc;
+	const char *name;
+
+	if (memmem(line, len, "\"vt-cpus\"", 9)) {
+		got_cpus(q, line, len);
+		return;
+	}
+	doc = json_parse(line, len, NULL, NULL);
+	if (!doc)
+		return;
+	ev = json_get(json_root(doc), "event");
+	name = ev ? json_string(ev) : NULL;
+	if (name && !strcmp(name, "RESUME")) {
+		q->g->resume_tsc = event_tsc(json_root(doc), q->tsc_khz);
+		log_info("guest %s: QEMU resumed it: syncing its clock again", q->g->name);
+		q->event(q->g, QMP_EV_RESUME, NULL);
+	} else if (name && !strcmp(name, "STOP")) {
+		q->g->stop_tsc = event_tsc(json_root(doc), q->tsc_khz);
+		log_info("guest %s: QEMU stopped it", q->g->name);
+	} else if (name && !strcmp(name, "RESET")) {
+		/* The guest reboots: its ring buffers and its agent's session are gone. */
+		const char *why = json_string(json_get(json_get(json_root(doc), "data"), "reason"));
+		char reason[64];
+
+		collect_sanitize(reason, sizeof(reason), why ? why : "", false);
+		q->event(q->g, QMP_EV_RESET, reason[0] ? reason : "unknown");
+	}
+	json_free(doc);
+}
+
+static bool qmp_readable(void *arg, int revents)
+{
+	struct qmp *q = arg;
+
+	for (;;) {
+		ssize_t n = read(q->fd, q->buf + q->have, sizeof(q->buf) - q->have);
+		char *nl;
+
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return true;
+		if (n <= 0) {
+			log_warn("guest %s: the QMP socket closed", q->g->name);
+			return false;
+		}
+		q->have += n;
+		while ((nl = memchr(q->buf, '\n', q->have))) {
+			size_t len = nl - q->buf + 1;
+
+			qmp_line(q, q->buf, len);
+			memmove(q->buf, q->buf + len, q->have - len);
+			q->have -= len;
+		}
+		if (q->have == sizeof(q->buf))
+			q->have = 0;	/* a line longer than any QMP event: drop it */
+	}
+}
+
+/**
+ * qmp_attach() - follow a guest's QMP socket for STOP and RESUME, and ask it
+ * for the vCPU threads
+ * @g: the guest, with @g->link.qmp_path set
+ * @e: the engine that will watch the socket
+ * @tsc_khz: the host TSC rate, to place QMP's event stamps on the TSC
+ * @event: told of what QMP said (the guest's owner acts on it)
+ *
+ * Return: 0 or -errno (the recording goes on without it).
+ */
+int qmp_attach(struct guest *g, struct engine *e, uint64_t tsc_khz,
+	       void (*event)(struct guest *g, enum qmp_ev ev, const char *detail))
+{
+	static const char hello[] = "{\"execute\":\"qmp_capabilities\"}\n"
+				    "{\"execute\":\"query-cpus-fast\",\"id\":\"vt-cpus\"}\n";
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct qmp *q;
+	int ret;
+
+	if (strlen(g->link.qmp_path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, g->link.qmp_path);
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	q->g = g;
+	q->tsc_khz = tsc_khz;
+	q->event = event;
+	q->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (q->fd < 0 || connect(q->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		ret = -errno;
+		goto err;
+	}
+	/* The greeting is answered with capabilities; events follow. */
+	if (write(q->fd, hello, sizeof(hello) - 1) != (ssize_t)sizeof(hello) - 1) {
+		ret = -EIO;
+		goto err;
+	}
+	q->watch = engine_add_fd(e, q->fd, POLLIN, qmp_readable, q);
+	if (!q->watch) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	g->qmp = q;
+	return 0;
+err:
+	if (q->fd >= 0)
+		close(q->fd);
+	free(q);
+	log_warn("guest %s: cannot follow QMP at %s: %s", g->name, g->link.qmp_path, strerror(-ret));
+	return ret;
+}
+
+/**
+ * qmp_detach() - close a guest's QMP connection
+ * @g: the guest
+ */
+void qmp_detach(struct guest *g)
+{
+	struct qmp *q = g->qmp;
+
+	if (!q)
+		return;
+	engine_fd_remove(q->watch);
+	close(q->fd);
+	free(q);
+	g->qmp = NULL;
+}

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The `record` subcommand (record.c): its options, and what every guest of
+ * one recording shares.
+ */
+#ifndef RECORD_RECORD_H
+#define RECORD_RECORD_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "collect.h"
+#include "engine.h"
+#include "sync.h"
+
+struct guest;
+struct hostrec;
+
+struct record_opts {
+	const char *out_dir;
+	const char *events[COLLECT_MAX_EVENTS];
+	unsigned int nr_events;
+	const char *filters[COLLECT_MAX_EVENTS];
+	const char *tracer;
+	const char *host_events;
+	pid_t host_pids[COLLECT_MAX_HOST_PIDS];	/* --host-pid: host events of these only */
+	unsigned int nr_host_pids;
+	const char *clock;
+	unsigned int buffer_kb;
+	unsigned int subbuf_kb;		/* --subbuf-size: the guest's sub-buffers, 0 to leave them */
+	const char *last_boot;		/* --last-boot: the boot-mapped instance, or NULL */
+	unsigned int file_version;
+	bool compress;
+	bool compress_at_end;		/* no compression while recording (compress.c) */
+	bool top_level;
+	const char *kcache_dir;		/* --kallsyms-cache, or NULL for the default */
+	bool no_kcache;			/* --no-kallsyms-cache */
+	double duration;
+	char **command;
+	uint64_t max_size;
+	bool quiet;
+	bool keep_spool;
+	bool force;		/* replace a recording already in out_dir */
+	bool fsync;
+	const char *sync;		/* auto, kvm, probe, offset, none */
+	int64_t tsc_offset;
+	bool have_tsc_offset;
+	const char *debugfs;
+	double sync_interval;
+	double stop_timeout;
+	unsigned int sync_probes;
+	const char *tracefs;
+	char cmdline[8192];
+	int argc;
+	char **argv;
+};
+
+/**
+ * struct recording - one `record`: what every guest of it shares, its guests,
+ *	the command run beside them, and the timers that end it
+ * @o: the options
+ * @e: the engine
+ * @host: the host recorder, NULL without --host-events
+ * @kcache_fd: the kallsyms cache's directory, or -1
+ * @tsc: the host TSC rate
+ * @changed: called when a guest changed state in a way the recording may care
+ *	about (started recording, finished, failed)
+ */
+struct recording {
+	const struct record_opts *o;
+	struct engine *e;
+	struct hostrec *host;
+	int kcache_fd;
+	struct sync_tsc tsc;
+	void (*changed)(struct recording *r);
+	struct guest **gs;
+	unsigned int nr;
+	char **command;
+	pid_t child;
+	bool command_started;
+	unsigned int signals;
+	bool stopping;
+	bool status_line;
+	uint64_t t0, last_status;
+	uint64_t last_bytes[COLLECT_MAX_GUESTS];
+	struct engine_timer duration, status, deadline, end_check, command_grace;
+	sigset_t mask;
+};
+
+void record_usage(FILE *f);
+int record_main(int argc, char **argv);
+
+#endif

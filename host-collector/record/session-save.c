@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * What a guest's session leaves in its spool directory for the finish and
+ * for `recover`: its state, the agent's final figures and the clock mapping.
+ * The files and their keys are the spool's (store/spool.c reads them back).
+ */
+#include <inttypes.h>
+
+#include "session.h"
+#include "stream.h"
+#include "store/spool.h"
+
+/**
+ * spool_save_state() - write a guest's state file
+ * @g: the guest
+ *
+ * Return: 0 or -errno.
+ */
+int spool_save_state(const struct guest *g)
+{
+	struct spool_text t = { 0 };
+	unsigned int i;
+
+	spool_tprintf(&t, "name=%s\ntrace_id=%llu\nnr_cpus=%u\nsubbuf=%u\nclock=%s\nagent=%s\ncaps=%llu\n"
+		"streams=%u\nqemu_pid=%d\nmax_reached=%d\nprotocol_errors=%llu\nerror=%s\n"
+		"agent_error=%s\nagent_notice=%s\nkcache_hit=%d\nvcpu_tids=",
+		g->name, (unsigned long long)g->trace_id, g->nr_cpus, g->subbuf, g->clock,
+		g->agent_software, (unsigned long long)g->caps, g->nr_streams, (int)g->link.qemu_pid,
+		g->budget.reached, (unsigned long long)g->protocol_errors, g->error, g->agent_error,
+		g->agent_notice, g->kcache_hit);
+	for (i = 0; i < g->link.nr_vcpu_tids; i++)
+		spool_tprintf(&t, "%s%u", i ? "," : "", g->link.vcpu_tids[i]);
+	spool_tprintf(&t, "\n");
+	for (i = 0; i < g->nr_streams; i++)
+		spool_tprintf(&t, "dropped%u=%llu\nbad%u=%llu\n", g->streams[i].cpu,
+			(unsigned long long)g->streams[i].dropped_pages, g->streams[i].cpu,
+			(unsigned long long)g->streams[i].bad_pages);
+	spool_tprintf(&t, "budget_max=%llu\nbudget_used=%llu\nbudget_pages=%llu\nbudget_bad=%llu\n"
+		"budget_frag=%llu\nbudget_meta=%llu\n", (unsigned long long)g->budget.max,
+		(unsigned long long)g->budget.used, (unsigned long long)g->budget.pages,
+		(unsigned long long)g->budget.bad, (unsigned long long)g->budget.frag,
+		(unsigned long long)g->budget.meta);
+	for (i = 0; i < GMSG_NR; i++)
+		spool_tprintf(&t, "msgs%u=%llu\n", i, (unsigned long long)g->msgs[i]);
+	return spool_text_save(&t, g->spool_fd, "state");
+}
+
+/**
+ * spool_save_agent() - write the agent's final per-CPU figures and stats texts
+ * @g: the guest, stopped
+ *
+ * Return: 0 or -errno.
+ */
+int spool_save_agent(const struct guest *g)
+{
+	struct spool_text t = { 0 };
+	unsigned int i;
+	int ret = 0;
+
+	for (i = 0; i < g->nr_streams; i++) {
+		unsigned int cpu = g->streams[i].cpu;
+		const char *st = g->stats_text[cpu] ? g->stats_text[cpu] : "";
+
+		ret = spool_save_stats(g->spool_fd, cpu, st) ?: ret;
+		spool_tprintf(&t, "bytes%u=%llu\npages%u=%llu\n", cpu,
+			(unsigned long long)g->agent_bytes[cpu], cpu,
+			(unsigned long long)g->agent_pages[cpu]);
+	}
+	return spool_text_save(&t, g->spool_fd, "agent") ?: ret;
+}
+
+/**
+ * spool_save_sync() - write the guest's clock mapping
+ * @g: the guest
+ *
+ * One line per epoch.
+ *
+ * Return: 0 or -errno.
+ */
+int spool_save_sync(const struct guest *g)
+{
+	struct spool_text t = { 0 };
+	unsigned int cpu, i;
+
+	spool_tprintf(&t, "method=%s\nwhy=%s\nhost_end=%" PRIu64 "\nrejected=%u\nfailed=%d\n",
+		g->sync.method, g->sync.why, g->sync.host_end, g->sync.rejected, g->sync.failed);
+	for (cpu = 0; cpu < g->nr_cpus && cpu < COLLECT_MAX_CPUS; cpu++) {
+		if (g->sync.min_rtt[cpu])
+			spool_tprintf(&t, "probes cpu=%u min_rtt=%" PRIu64 " samples=%u\n", cpu,
+				g->sync.min_rtt[cpu], g->sync.samples[cpu]);
+		for (i = 0; i < g->sync.cpus[cpu].nr; i++) {
+			const struct vt_tsync_epoch *ep = &g->sync.cpus[cpu].epochs[i];
+
+			spool_tprintf(&t, "epoch cpu=%u from=%" PRIu64 " offset=%" PRId64 " ratio=%" PRIu64
+				" frac=%u source=%d flags=%u error=%" PRIu64 " min_rtt=%" PRIu64 "\n",
+				cpu, ep->host_from, ep->map.offset, ep->map.ratio, ep->map.frac_bits,
+				(int)ep->source, ep->flags, ep->error, ep->min_rtt);
+		}
+	}
+	return spool_text_save(&t, g->spool_fd, "sync");
+}

@@ -1,0 +1,1618 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * One guest's agent, driven over its control port as a state machine.
+ *
+ * Nothing here waits. A request is sent with a continuation and a timer
+ * (struct guest_req); the engine calls back when the control port has a
+ * message, when the port can take queued bytes, or when a timer fires.
+ * Setup is a list of steps (hello, configure, meta, streams, clock sync,
+ * start), each one request; a clock probe burst is a chain of probes, each
+ * sent when the last reply came. So every guest moves at its own pace: a
+ * slow, silent or hostile guest delays only itself, and its timeouts are
+ * its own. The stop is the same: STOP, then STOPPED, the last STATS and
+ * every byte the agent says it sent, then a final clock sync, the metadata
+ * again and BYE, bounded by --stop-timeout.
+ *
+ * Whatever the guest sends is checked by the codec; strings are sanitised
+ * before they are logged or stored, and a guest that misbehaves is failed
+ * alone: its pages received so far stay in the spool and the others carry
+ * on.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "attach.h"
+#include "collect.h"
+#include "engine.h"
+#include "hostrec.h"
+#include "kcache.h"
+#include "lastboot-file.h"
+#include "qmp.h"
+#include "record.h"
+#include "session.h"
+#include "stream.h"
+#include "sync.h"
+#include "text.h"
+#include "store/spool.h"
+#include "vt_conn.h"
+
+#define REQ_TIMEOUT_NS		(15 * NSEC_PER_SEC)
+#define META_TIMEOUT_NS		(120 * NSEC_PER_SEC)
+#define PROBE_TIMEOUT_NS	(2 * NSEC_PER_SEC)
+/*
+ * A vCPU's burst ends early, after at least BURST_MIN_PROBES replies, once
+ * BURST_PATIENCE replies in a row did not narrow the offsets the burst
+ * allows (the bound is half their width), and every probe costs the guest a
+ * busy poll. Replies that leave no offset (a drift to fit) never end it early.
+ */
+#define BURST_MIN_PROBES	16
+#define BURST_PATIENCE		16
+#define ACCEPT_TIMEOUT_NS	(120 * NSEC_PER_SEC)
+#define DRAIN_CHECK_NS		(20 * NSEC_PER_MSEC)
+#define KVM_REREAD_NS		NSEC_PER_SEC
+#define META_LIMIT		(128ull << 20)
+#define MAX_PROTOCOL_ERRORS	64
+
+/* Setup, one step after the other (g->step). */
+enum {
+	ST_HELLO, ST_LASTBOOT, ST_INSTANCE, ST_CLOCK, ST_BUFFER, ST_TRACER, ST_EVENTS, ST_META, ST_STREAMS,
+	ST_START, ST_SYNC, ST_RUNNING,
+};
+
+static const char *const step_what[] = {
+	[ST_HELLO] = "handshake", [ST_LASTBOOT] = "fetching the last boot's trace",
+	[ST_INSTANCE] = "choosing the top-level buffer",
+	[ST_CLOCK] = "choosing the clock", [ST_BUFFER] = "setting the buffer size",
+	[ST_TRACER] = "choosing the tracer", [ST_EVENTS] = "enabling events",
+	[ST_META] = "fetching the metadata", [ST_STREAMS] = "opening the data ports",
+	[ST_SYNC] = "syncing the clock", [ST_START] = "starting", [ST_RUNNING] = "recording",
+};
+
+static const char *const state_names[] = {
+	[G_NEW] = "new", [G_HELLO] = "hello", [G_CONFIG] = "configure", [G_META] = "meta",
+	[G_RUNNING] = "running", [G_STOPPING] = "stopping",
+	[G_DRAINING] = "draining", [G_FINISHING] = "finishing", [G_DONE] = "done",
+	[G_FAILED] = "failed",
+};
+
+static void setup_next(struct guest *g);
+static void stop_timeout(void *arg);
+static void listen_streams(struct guest *g);
+static void burst_run(struct guest *g, const char *when, void (*done)(struct guest *g, int err));
+
+/**
+ * session_state_name() - a guest state, for messages
+ * @s: the state
+ *
+ * Return: its name.
+ */
+const char *session_state_name(enum guest_state s)
+{
+	return s <= G_FAILED ? state_names[s] : "?";
+}
+
+static struct engine *eng(const struct guest *g)
+{
+	return g->rec->e;
+}
+
+static void changed(struct guest *g)
+{
+	if (g->rec->changed)
+		g->rec->changed(g->rec);
+}
+
+static void cancel_timers(struct guest *g)
+{
+	struct engine *e = eng(g);
+
+	engine_timer_cancel(e, &g->req.timer);
+	engine_timer_cancel(e, &g->burst.timer);
+	engine_timer_cancel(e, &g->stop_timer);
+	engine_timer_cancel(e, &g->drain_timer);
+	engine_timer_cancel(e, &g->kvm_timer);
+	engine_timer_cancel(e, &g->sync_timer);
+	engine_timer_cancel(e, &g->accept_timer);
+	g->req.active = false;
+}
+
+static void burst_abort(struct guest *g)
+{
+	engine_timer_cancel(eng(g), &g->burst.timer);
+	free(g->burst.smp);
+	g->burst.smp = NULL;
+	g->burst.active = false;
+}
+
+/* The control port is not read or written any more. */
+static void ctl_close(struct guest *g)
+{
+	engine_fd_remove(g->ctl_in);
+	engine_fd_remove(g->ctl_out);
+	g->ctl_in = g->ctl_out = NULL;
+}
+
+/* The one summary line of what guest_log() did not print, when the guest ends. */
+static void msgs_summary(struct guest *g)
+{
+	unsigned int k;
+
+	if (g->msgs_summed)
+		return;
+	g->msgs_summed = true;
+	for (k = 0; k < GMSG_NR; k++)
+		if (g->msgs[k] > COLLECT_LOG_BURST)
+			log_warn("guest %s: %llu %s in all, %llu not shown (only the first %d of a kind "
+				 "are printed)", g->name, (unsigned long long)g->msgs[k], collect_msg_name(k),
+				 (unsigned long long)(g->msgs[k] - COLLECT_LOG_BURST), COLLECT_LOG_BURST);
+}
+
+/**
+ * session_fail() - drop a guest: log, remember why, stop reading it
+ * @g: the guest
+ * @fmt: printf format for the reason
+ *
+ * What was spooled so far is kept and written out.
+ */
+void session_fail(struct guest *g, const char *fmt, ...)
+{
+	unsigned int i;
+	bool talked;
+	va_list ap;
+
+	if (g->state == G_FAILED || g->state == G_DONE)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(g->error, sizeof(g->error), fmt, ap);
+	va_end(ap);
+	log_err("guest %s: %s; dropping this guest, the others continue", g->name, g->error);
+	msgs_summary(g);
+	talked = g->conn && g->state > G_NEW;
+	g->state = G_FAILED;
+	for (i = 0; i < g->nr_streams; i++)
+		g->streams[i].closed = true;
+	if (g->rec) {
+		cancel_timers(g);
+		burst_abort(g);
+		ctl_close(g);
+	}
+	/*
+	 * Best effort, never waited for: BYE lets the agent put tracefs back
+	 * and end its session (with --once, exit) instead of tracing on.
+	 */
+	if (talked)
+		vt_conn_send(g->conn, vt_proto_enc_empty(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX,
+							 VT_PROTO_BYE, vt_conn_next_seq(g->conn)));
+	if (g->spool[0])
+		spool_save_state(g);
+	if (g->rec)
+		changed(g);
+}
+
+/* A control message, marked in the host trace (sent ones before they leave). */
+static void conn_hook(void *arg, bool tx, uint16_t type, uint32_t seq)
+{
+	struct guest *g = arg;
+	char text[128];
+
+	if (!g->rec || !g->rec->host || type == VT_PROTO_SYNC_PROBE || type == VT_PROTO_SYNC_REPLY)
+		return;
+	if (vt_proto_marker(text, sizeof(text), tx, type, seq) > 0)
+		hostrec_marker(g->rec->host, text);
+}
+
+/* Queue a frame the encoder left in the connection's buffer; the port takes it when it can. */
+static int send_frame(struct guest *g, int len)
+{
+	int ret;
+
+	if (g->state == G_FAILED)
+		return -ECONNRESET;
+	ret = vt_conn_send(g->conn, len);
+	if (ret < 0) {
+		session_fail(g, "cannot write to the control port: %s", strerror(-ret));
+		return ret;
+	}
+	engine_fd_enable(g->ctl_out, vt_conn_want_write(g->conn));
+	return 0;
+}
+
+static bool ctl_writable(void *arg, int revents)
+{
+	struct guest *g = arg;
+	int ret;
+
+	(void)revents;
+	ret = vt_conn_flush(g->conn);
+	if (ret < 0) {
+		session_fail(g, "cannot write to the control port: %s", strerror(-ret));
+		return false;
+	}
+	engine_fd_enable(g->ctl_out, ret > 0);
+	return true;
+}
+
+static void req_timeout(void *arg)
+{
+	struct guest *g = arg;
+
+	session_fail(g, "no answer to %s within %llu s", vt_proto_type_name(g->req.type),
+		     (unsigned long long)((g->req.want == VT_PROTO_META ? META_TIMEOUT_NS :
+					   REQ_TIMEOUT_NS) / NSEC_PER_SEC));
+}
+
+/*
+ * Send the request the encoder left in the frame buffer; @done gets 0 or
+ * -errno when the answer (@want: OK, HELLO_REPLY, or the whole META bundle)
+ * or a matching ERROR comes. No answer in time fails the guest.
+ */
+static int request(struct guest *g, int len, uint16_t want, void (*done)(struct guest *g, int err))
+{
+	struct vt_proto_msg m;
+
+	if (len < 0 || vt_proto_hdr_decode(vt_conn_frame(g->conn), len, &m) < 0) {
+		session_fail(g, "cannot encode a request (%s)", strerror(len < 0 ? -len : EINVAL));
+		return len < 0 ? len : -EINVAL;
+	}
+	g->req.active = true;
+	g->req.seq = m.seq;
+	g->req.type = m.type;
+	g->req.want = want;
+	g->req.done = done;
+	g->reply_text[0] = '\0';
+	g->req.sent_ns = engine_now_ns();
+	engine_timer_arm(eng(g), &g->req.timer,
+			 want == VT_PROTO_META ? META_TIMEOUT_NS : REQ_TIMEOUT_NS, 0);
+	return send_frame(g, len);
+}
+
+static void req_complete(struct guest *g, int err)
+{
+	if (!g->req.active)
+		return;
+	g->req.active = false;
+	engine_timer_cancel(eng(g), &g->req.timer);
+	log_debug("guest %s: %s answered in %.1f ms%s", g->name, vt_proto_type_name(g->req.type),
+		  (engine_now_ns() - g->req.sent_ns) / 1e6, err < 0 ? " (an error)" : "");
+	g->req.done(g, err);
+}
+
+static void protocol_error(struct guest *g, const char *what)
+{
+	g->protocol_errors++;
+	if (g->protocol_errors == 1)
+		log_warn("guest %s: %s (further protocol errors are only counted)", g->name, what);
+	if (g->protocol_errors > MAX_PROTOCOL_ERRORS)
+		session_fail(g, "more than %d protocol errors on the control port", MAX_PROTOCOL_ERRORS);
+}
+
+static bool drained(const struct guest *g)
+{
+	unsigned int i;
+
+	for (i = 0; i < g->nr_streams; i++) {
+		const struct stream *s = &g->streams[i];
+
+		if (s->bytes_session < g->agent_bytes[s->cpu] && !s->eof && !s->closed)
+			return false;
+	}
+	return true;
+}
+
+static void finish(struct guest *g);
+
+/* Stopping: STOPPED, the last STATS and every byte the agent reported sent. */
+static void check_drained(struct guest *g)
+{
+	unsigned int i;
+
+	if (g->state != G_STOPPING && g->state != G_DRAINING)
+		return;
+	if (g->stopped_seen && g->state == G_STOPPING)
+		g->state = G_DRAINING;
+	if (!(g->stopped_seen && g->stats_last && drained(g)))
+		return;
+	engine_timer_cancel(eng(g), &g->drain_timer);
+	log_debug("guest %s: every byte in %.1f ms after STOP", g->name,
+		  (engine_now_ns() - g->stop_ns) / 1e6);
+	for (i = 0; i < g->nr_streams; i++) {
+		struct stream *s = &g->streams[i];
+
+		if (s->bytes_session > g->agent_bytes[s->cpu])
+			log_warn("%s: received %llu bytes, the agent reports %llu", s->label,
+				 (unsigned long long)s->bytes_session,
+				 (unsigned long long)g->agent_bytes[s->cpu]);
+	}
+	finish(g);
+}
+
+static void drain_tick(void *arg)
+{
+	check_drained(arg);
+}
+
+static void got_stats(struct guest *g, const struct vt_proto_msg *m)
+{
+	struct vt_proto_stats st;
+
+	if (vt_proto_dec_stats(m, &st) < 0) {
+		protocol_error(g, "malformed STATS");
+		return;
+	}
+	if (st.cpu == VT_PROTO_CPU_ALL) {
+		if (st.flags & VT_PROTO_STATS_LAST) {
+			g->stats_last = true;
+			check_drained(g);
+		}
+		return;
+	}
+	if (st.cpu >= g->nr_cpus || st.cpu >= COLLECT_MAX_CPUS) {
+		protocol_error(g, "STATS for a CPU the guest does not have");
+		return;
+	}
+	if (!g->stats_text[st.cpu]) {
+		g->stats_text[st.cpu] = malloc(VT_PROTO_MAX_TEXT);
+		if (!g->stats_text[st.cpu]) {
+			session_fail(g, "out of memory for its statistics");
+			return;
+		}
+	}
+	collect_sanitize(g->stats_text[st.cpu], VT_PROTO_MAX_TEXT, st.text, true);
+	g->agent_bytes[st.cpu] = st.bytes;
+	g->agent_pages[st.cpu] = st.pages;
+}
+
+static void got_meta(struct guest *g, const struct vt_proto_msg *m)
+{
+	struct vt_proto_meta_chunk c;
+	int r;
+
+	if (!g->req.active || g->req.want != VT_PROTO_META) {
+		/* Only what was asked for is buffered: a guest cannot park memory here. */
+		protocol_error(g, "metadata nobody asked for");
+		return;
+	}
+	if (vt_proto_dec_meta(m, &c) < 0) {
+		session_fail(g, "malformed metadata chunk");
+		return;
+	}
+	r = vt_proto_meta_rx_add(&g->meta_rx, &c);
+	if (r == -EFBIG && c.total == VT_PROTO_META_OPEN)
+		session_fail(g, "its open metadata bundle passed the %llu-byte limit at %llu bytes%s",
+			     (unsigned long long)g->meta_rx.limit,
+			     (unsigned long long)(c.offset + c.len),
+			     g->meta_rx.limit < META_LIMIT ? " (what --max-size leaves)" : "");
+	else if (r == -EFBIG)
+		session_fail(g, "metadata of %llu bytes is over the %llu-byte limit%s",
+			     (unsigned long long)c.total, (unsigned long long)g->meta_rx.limit,
+			     g->meta_rx.limit < META_LIMIT ? " (what --max-size leaves)" : "");
+	else if (r < 0)
+		session_fail(g, "metadata chunks out of order or inconsistent (%s)", strerror(-r));
+	else if (r == 1)
+		req_complete(g, 0);
+}
+
+static void got_reply(struct guest *g, const struct vt_proto_msg *m);
+
+static void handle(struct guest *g, const struct vt_proto_msg *m)
+{
+	struct vt_proto_error e;
+	const char *notice;
+	uint32_t ref;
+	char text[512];
+
+	if (m->legacy) {
+		protocol_error(g, "a legacy start/stop line from the guest");
+		return;
+	}
+	switch (m->type) {
+	case VT_PROTO_HELLO_REPLY:
+		if (!g->req.active || g->req.want != VT_PROTO_HELLO_REPLY) {
+			protocol_error(g, "HELLO_REPLY nobody asked for");
+			break;
+		}
+		if (vt_proto_dec_hello(m, &g->hello) < 0) {
+			session_fail(g, "malformed HELLO_REPLY");
+			break;
+		}
+		collect_sanitize(g->agent_software, sizeof(g->agent_software), g->hello.software,
+				 false);
+		collect_sanitize(g->clock, sizeof(g->clock), g->hello.clock, false);
+		g->hello.software = g->hello.clock = NULL;
+		req_complete(g, 0);
+		break;
+	case VT_PROTO_OK:
+		if (vt_proto_dec_ack(m, &ref) < 0)
+			protocol_error(g, "malformed OK");
+		else if (g->req.active && g->req.want == VT_PROTO_OK && ref == g->req.seq)
+			req_complete(g, 0);
+		break;
+	case VT_PROTO_ERROR:
+		if (vt_proto_dec_error(m, &e) < 0) {
+			protocol_error(g, "malformed ERROR");
+			break;
+		}
+		collect_sanitize(text, sizeof(text), e.text, false);
+		if (g->req.active && e.ref_seq && e.ref_seq == g->req.seq) {
+			snprintf(g->reply_text, sizeof(g->reply_text), "%s", text);
+			req_complete(g, e.err > 0 && e.err < 4096 ? -e.err : -EPROTO);
+		} else if (g->state == G_STOPPING && e.ref_seq && e.ref_seq == g->stop_seq) {
+			/* E.g. an agent that restarted (the guest rebooted): no stop will come. */
+			session_fail(g, "the agent refused the stop: %s", text);
+		} else {
+			guest_log(g, GMSG_AGENT_ERROR, L_WARN, "guest %s: agent reports: %s (%s)",
+				  g->name, text, strerror(e.err));
+			if (!g->agent_error[0])
+				snprintf(g->agent_error, sizeof(g->agent_error), "%s", text);
+		}
+		break;
+	case VT_PROTO_NOTICE:
+		if (vt_proto_dec_string(m, &notice) < 0) {
+			protocol_error(g, "malformed NOTICE");
+			break;
+		}
+		collect_sanitize(text, sizeof(text), notice, false);
+		guest_log(g, GMSG_AGENT_NOTICE, L_WARN, "guest %s: agent: %s", g->name, text);
+		if (!g->agent_notice[0])
+			snprintf(g->agent_notice, sizeof(g->agent_notice), "%s", text);
+		break;
+	case VT_PROTO_STATS:
+		got_stats(g, m);
+		break;
+	case VT_PROTO_STOPPED:
+		if (vt_proto_dec_ack(m, &ref) == 0 && ref == g->stop_seq) {
+			g->stopped_seen = true;
+			log_debug("guest %s: STOPPED %.1f ms after STOP", g->name,
+				  (engine_now_ns() - g->stop_ns) / 1e6);
+			check_drained(g);
+		}
+		break;
+	case VT_PROTO_META:
+		got_meta(g, m);
+		break;
+	case VT_PROTO_SYNC_REPLY:
+		got_reply(g, m);
+		break;
+	default:
+		snprintf(text, sizeof(text), "unexpected %s from the agent", vt_proto_type_name(m->type));
+		protocol_error(g, text);
+		break;
+	}
+}
+
+/**
+ * session_dispatch() - handle every complete message the connection holds
+ * @g: the guest
+ */
+void session_dispatch(struct guest *g)
+{
+	struct vt_proto_msg m;
+	int r;
+
+	while (g->state != G_FAILED && (r = vt_conn_next(g->conn, &m)) != 0) {
+		if (r < 0) {
+			protocol_error(g, r == -EMSGSIZE ? "an oversized frame on the control port" :
+						"garbage on the control port");
+			continue;
+		}
+		handle(g, &m);
+	}
+}
+
+static bool ctl_readable(void *arg, int revents)
+{
+	struct guest *g = arg;
+	int turns, r;
+
+	(void)revents;
+	for (turns = 0; turns < 16 && g->state != G_FAILED; turns++) {
+		r = vt_conn_read(g->conn);
+		/* After the bytes arrived: a probe reply's t2 is never before it. */
+		g->rx_tsc = sync_host_tsc();
+		if (r > 0) {
+			session_dispatch(g);
+			continue;
+		}
+		if (r == -EAGAIN || r == -EINTR)
+			return true;
+		if (g->state != G_DONE)
+			session_fail(g, r == 0 ? "the agent closed the control port" :
+					    "cannot read the control port");
+		return false;
+	}
+	return g->state != G_FAILED;
+}
+
+/* --- data streams --- */
+
+static void stream_event(void *owner, struct stream *s, enum stream_ev ev, int err)
+{
+	struct guest *g = owner;
+
+	switch (ev) {
+	case STREAM_EV_ERROR:
+		session_fail(g, "cannot write the spool: %s", strerror(-err));
+		break;
+	case STREAM_EV_LIMIT:
+		log_warn("guest %s: reached --max-size (%llu of %llu bytes taken: %llu in pages, "
+			 "%llu in malformed pages, %llu in fragments, %llu in metadata): stopping it",
+			 g->name, (unsigned long long)g->budget.used, (unsigned long long)g->budget.max,
+			 (unsigned long long)g->budget.pages, (unsigned long long)g->budget.bad,
+			 (unsigned long long)g->budget.frag, (unsigned long long)g->budget.meta);
+		session_stop(g);
+		break;
+	case STREAM_EV_EOF:
+		log_debug("%s: end of stream", s->label);
+		check_drained(g);
+		break;
+	}
+}
+
+/* Serve one vCPU's port as the next stream (g->streams has room for every vCPU). */
+static int add_stream(struct guest *g, unsigned int cpu, int fd)
+{
+	struct stream *s = &g->streams[g->nr_streams];
+	char label[96];
+	size_t stale;
+	int ret;
+
+	stale = attach_discard_stale(fd);
+	if (stale)
+		log_info("guest %s cpu%u: discarded %zu stale bytes left in the port", g->name, cpu,
+			 stale);
+	snprintf(label, sizeof(label), "guest %s cpu%u", g->name, cpu);
+	ret = stream_init(s, fd, label, cpu, g->subbuf, g->spool_fd);
+	if (ret < 0) {
+		close(fd);
+		return ret;
+	}
+	s->owner = g;
+	s->notify = stream_event;
+	s->budget = &g->budget;
+	g->nr_streams++;
+	return engine_add(eng(g), s);
+}
+
+static int open_streams(struct guest *g)
+{
+	unsigned int cpu;
+	int ret;
+
+	g->streams = calloc(g->nr_cpus, sizeof(*g->streams));
+	if (!g->streams)
+		return -ENOMEM;
+	for (cpu = 0; cpu < g->nr_cpus; cpu++) {
+		int fd;
+
+		ret = attach_open_data(g, cpu, &fd);
+		if (ret == -ENOENT) {
+			log_warn("guest %s: vCPU %u has no data port: its events are not recorded",
+				 g->name, cpu);
+			continue;
+		}
+		if (ret < 0) {
+			session_fail(g, "cannot open the data port of vCPU %u: %s", cpu, strerror(-ret));
+			return ret;
+		}
+		ret = add_stream(g, cpu, fd);
+		if (ret < 0)
+			return ret;
+	}
+	return g->nr_streams ? 0 : -ENOENT;
+}
+
+/* --listen: a data port QEMU connected to. */
+static bool port_acceptable(void *arg, int revents)
+{
+	struct guest_port *p = arg;
+	struct guest *g = p->g;
+	int fd, ret;
+
+	(void)revents;
+	if (g->state == G_FAILED)
+		return false;
+	ret = attach_accept(p->lfd, p->base, &fd);
+	if (ret == -EAGAIN)
+		return true;
+	p->lfd = -1;
+	if (ret < 0) {
+		session_fail(g, "cannot accept QEMU's connection on %s: %s", p->base, strerror(-ret));
+		return false;
+	}
+	ret = add_stream(g, p->cpu, fd);
+	if (ret < 0) {
+		session_fail(g, "cannot serve the data port of vCPU %u: %s", p->cpu, strerror(-ret));
+		return false;
+	}
+	if (--g->nr_waiting == 0 && g->step == ST_STREAMS) {
+		engine_timer_cancel(eng(g), &g->accept_timer);
+		spool_save_state(g);
+		g->step++;
+		setup_next(g);
+	}
+	return false;
+}
+
+static void listen_streams(struct guest *g)
+{
+	unsigned int cpu;
+
+	g->streams = calloc(g->nr_cpus, sizeof(*g->streams));
+	g->ports = calloc(g->nr_cpus, sizeof(*g->ports));
+	if (!g->streams || !g->ports) {
+		session_fail(g, "out of memory");
+		return;
+	}
+	for (cpu = 0; cpu < g->nr_cpus; cpu++) {
+		struct guest_port *p = &g->ports[cpu];
+
+		p->g = g;
+		p->cpu = cpu;
+		p->lfd = -1;
+		if (attach_data_path(g, cpu, p->base, sizeof(p->base)) < 0)
+			continue;
+		p->lfd = attach_listen(p->base);
+		if (p->lfd < 0) {
+			session_fail(g, "cannot listen on %s: %s", p->base, strerror(-p->lfd));
+			return;
+		}
+		p->watch = engine_add_fd(eng(g), p->lfd, POLLIN, port_acceptable, p);
+		if (!p->watch) {
+			session_fail(g, "out of memory");
+			return;
+		}
+		g->nr_waiting++;
+	}
+	engine_timer_arm(eng(g), &g->accept_timer, ACCEPT_TIMEOUT_NS, 0);
+}
+
+/* --- metadata --- */
+
+static void fetch_meta(struct guest *g, uint32_t flags, void (*done)(struct guest *g, int err));
+
+/*
+ * The final bundle came without kallsyms, asked for with KALLSYMS_IF_CHANGED:
+ * no module came or went, and the whole bundle the spool holds has them.
+ * Spool the new bundle with those.
+ */
+static int keep_kallsyms(struct guest *g, struct vt_meta *m)
+{
+	struct vt_meta old;
+	void *data;
+	size_t len;
+	int ret;
+
+	/* Our own file: unreadable only if something outside broke it; keep what came then. */
+	ret = spool_read_file(g->spool_fd, "meta.bin", &data, &len, VT_META_MAX_TOTAL);
+	if (ret < 0)
+		return spool_save_meta(g->spool_fd, g->meta_rx.data, g->meta_rx.len);
+	ret = vt_meta_decode(&old, data, len);
+	free(data);
+	if (ret < 0)
+		return spool_save_meta(g->spool_fd, g->meta_rx.data, g->meta_rx.len);
+	free(m->kallsyms.data);	/* an empty record's */
+	m->kallsyms = old.kallsyms;
+	old.kallsyms = (struct vt_blob){ 0 };
+	vt_meta_free(&old);
+	return spool_encode_meta(g->spool_fd, m);
+}
+
+/* A guest's kallsyms kept for its next recording in this boot (kcache.c). */
+static void cache_kallsyms(struct guest *g, const struct vt_meta *m)
+{
+	int ret;
+
+	if (g->rec->kcache_fd < 0 || !m->kallsyms_key || m->kallsyms_key == g->kcache_key ||
+	    !(g->caps & VT_PROTO_CAP_KALLSYMS_KEY))
+		return;
+	ret = kcache_store(g->rec->kcache_fd, g->name, m->kallsyms_key, &m->kallsyms);
+	if (ret < 0) {
+		log_warn("guest %s: cannot keep its kallsyms in the cache: %s", g->name, strerror(-ret));
+		return;
+	}
+	g->kcache_key = m->kallsyms_key;
+	log_debug("guest %s: kallsyms (%zu bytes) kept in the cache", g->name, m->kallsyms.len);
+}
+
+static void meta_received(struct guest *g, int err)
+{
+	void (*done)(struct guest *g, int err) = g->meta_done;
+	/* A fetch while recording or at the end only refreshes what the setup spooled. */
+	bool refresh = g->state == G_RUNNING || g->state == G_FINISHING;
+	const char *which = g->state == G_RUNNING ? "full" : "final";
+	bool from_cache = false;
+	struct vt_meta m;
+	int ret;
+
+	if (err < 0 && refresh) {
+		log_warn("guest %s: the agent cannot send its %s metadata: %s (%s); the metadata "
+			 "of the setup is kept", g->name, which,
+			 g->reply_text[0] ? g->reply_text : "refused", strerror(-err));
+		done(g, 0);
+		return;
+	}
+	if (err < 0) {
+		session_fail(g, "the agent cannot send its metadata: %s (%s)",
+			     g->reply_text[0] ? g->reply_text : "refused", strerror(-err));
+		return;
+	}
+	ret = vt_meta_decode(&m, g->meta_rx.data, g->meta_rx.len);
+	if (ret < 0) {
+		session_fail(g, "the metadata bundle is malformed (%s)", strerror(-ret));
+		return;
+	}
+	/*
+	 * HELLO gives the top level's sub-buffer size; the metadata gives the
+	 * size of the buffer actually recorded (an instance's own, or what
+	 * --subbuf-size made it), which is what the data ports will carry.
+	 * Once the streams are open it must not change.
+	 */
+	if (!g->nr_streams && m.subbuf_size != g->subbuf && m.subbuf_size >= VT_SUBBUF_MIN &&
+	    m.subbuf_size <= VT_SUBBUF_MAX && !(m.subbuf_size & (m.subbuf_size - 1))) {
+		log_info("guest %s: the recorded buffer has %u-byte sub-buffers", g->name, m.subbuf_size);
+		g->subbuf = m.subbuf_size;
+	}
+	if (m.subbuf_size != g->subbuf || m.nr_cpus != g->nr_cpus) {
+		session_fail(g, "the metadata says %u CPUs and %u-byte pages, the recording has %u and %u",
+			     m.nr_cpus, m.subbuf_size, g->nr_cpus, g->subbuf);
+		vt_meta_free(&m);
+		return;
+	}
+	/*
+	 * Asked to leave out the kallsyms the cache has, the agent did: they
+	 * come from the cache. If the cache cannot give them now, ask again.
+	 */
+	if (g->meta_key && !m.kallsyms.len && !(g->meta_req_flags & (VT_PROTO_META_REQ_NO_KALLSYMS |
+								   VT_PROTO_META_REQ_KALLSYMS_IF_CHANGED))) {
+		struct vt_blob ks = { 0 };
+
+		ret = m.kallsyms_key == g->meta_key ?
+		      kcache_load(g->rec->kcache_fd, g->name, g->meta_key, &ks) : -ESTALE;
+		if (ret < 0) {
+			log_warn("guest %s: the cached kallsyms cannot be used (%s): asking the guest",
+				 g->name, strerror(-ret));
+			g->kcache_key = 0;
+			vt_meta_free(&m);
+			vt_proto_meta_rx_release(&g->meta_rx);
+			fetch_meta(g, g->meta_req_flags, done);
+			return;
+		}
+		free(m.kallsyms.data);	/* an empty record's */
+		m.kallsyms = ks;
+		g->kcache_hit = from_cache = true;
+		log_info("guest %s: kallsyms (%zu bytes) from the cache, not read in the guest",
+			 g->name, m.kallsyms.len);
+	}
+	/*
+	 * Metadata counts against --max-size like pages (fetch_meta() asked for
+	 * no more than fits), kallsyms from the cache too.
+	 */
+	if (!stream_budget_take(&g->budget, g->meta_rx.len + (from_cache ? m.kallsyms.len : 0),
+				&g->budget.meta)) {
+		vt_meta_free(&m);
+		vt_proto_meta_rx_release(&g->meta_rx);
+		if (!refresh) {
+			session_fail(g, "its metadata is over --max-size (%llu bytes)",
+				     (unsigned long long)g->budget.max);
+			return;
+		}
+		log_warn("guest %s: the %s metadata is over --max-size: the metadata of the setup "
+			 "is kept", g->name, which);
+		done(g, 0);
+		return;
+	}
+	if ((g->meta_req_flags & VT_PROTO_META_REQ_KALLSYMS_IF_CHANGED) && !m.kallsyms.len) {
+		ret = keep_kallsyms(g, &m);
+	} else if (from_cache) {
+		ret = spool_encode_meta(g->spool_fd, &m);
+		if (ret == 0)
+			g->meta_full = true;
+	} else {
+		ret = spool_save_meta(g->spool_fd, g->meta_rx.data, g->meta_rx.len);
+		if (ret == 0)
+			g->meta_full = !(g->meta_req_flags & VT_PROTO_META_REQ_NO_KALLSYMS);
+		if (ret == 0 && m.kallsyms.len)
+			cache_kallsyms(g, &m);
+	}
+	vt_meta_free(&m);
+	g->meta_len = g->meta_rx.len;
+	vt_proto_meta_rx_release(&g->meta_rx);
+	if (ret < 0) {
+		session_fail(g, "cannot spool the metadata: %s", strerror(-ret));
+		return;
+	}
+	done(g, 0);
+}
+
+/*
+ * Ask for the metadata bundle (@flags: VT_PROTO_META_REQ_*, for an agent
+ * that takes them); @done runs once it is checked and spooled.
+ */
+static void fetch_meta(struct guest *g, uint32_t flags, void (*done)(struct guest *g, int err))
+{
+	uint64_t limit = META_LIMIT;
+
+	/* Never more than the budget has room for: nor in memory, nor in the spool. */
+	if (g->budget.max) {
+		uint64_t left = g->budget.reached ? 0 : g->budget.max - g->budget.used;
+
+		limit = left < limit ? left : limit;
+	}
+	if ((g->state == G_RUNNING || g->state == G_FINISHING) && !flags && limit < g->meta_len) {
+		/* Metadata only grows: a refreshed bundle cannot fit. */
+		log_warn("guest %s: --max-size leaves no room for the %s metadata: the metadata "
+			 "of the setup is kept", g->name, g->state == G_RUNNING ? "full" : "final");
+		done(g, 0);
+		return;
+	}
+	if (!limit) {
+		session_fail(g, "--max-size leaves no room for its metadata");
+		return;
+	}
+	vt_proto_meta_rx_release(&g->meta_rx);
+	vt_proto_meta_rx_init(&g->meta_rx, limit);
+	g->meta_done = done;
+	g->meta_req_flags = flags;
+	g->meta_key = 0;
+	/* An agent that can send kallsyms as it reads it never holds it whole. */
+	if ((g->caps & (VT_PROTO_CAP_META_FLAGS | VT_PROTO_CAP_META_OPEN)) ==
+	    (VT_PROTO_CAP_META_FLAGS | VT_PROTO_CAP_META_OPEN))
+		flags |= VT_PROTO_META_REQ_OPEN;
+	/* Nor reads it at all, when the cache has it under the key it has now. */
+	if (g->rec->kcache_fd >= 0 && !(flags & VT_PROTO_META_REQ_NO_KALLSYMS) &&
+	    (g->caps & (VT_PROTO_CAP_META_FLAGS | VT_PROTO_CAP_KALLSYMS_KEY)) ==
+	    (VT_PROTO_CAP_META_FLAGS | VT_PROTO_CAP_KALLSYMS_KEY)) {
+		if (!g->kcache_tried) {
+			int r = kcache_key(g->rec->kcache_fd, g->name, &g->kcache_key);
+
+			g->kcache_tried = true;
+			if (r < 0)
+				g->kcache_key = 0;
+			if (r < 0 && r != -ENOENT)
+				log_warn("guest %s: its entry in the kallsyms cache is not used: %s",
+					 g->name, strerror(-r));
+		}
+		g->meta_key = g->kcache_key;
+		if (g->meta_key)
+			flags |= VT_PROTO_META_REQ_KALLSYMS_UNLESS_KEY;
+	}
+	request(g, vt_proto_enc_meta_req_key(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX,
+					     vt_conn_next_seq(g->conn), limit, flags, g->meta_key),
+		VT_PROTO_META, meta_received);
+}
+
+/* --- clock probe bursts --- */
+
+static void burst_cpu_begin(struct guest *g);
+
+static void burst_ended(struct guest *g, int err);
+
+/*
+ * A probe without a reply ends this vCPU's burst with the samples it has: a
+ * guest (or host) too loaded to answer in time costs clock precision, not
+ * the recording. A guest that answers nothing more fails at SYNC_END's own
+ * timeout.
+ */
+static void burst_timeout(void *arg)
+{
+	struct guest *g = arg;
+	struct guest_burst *b = &g->burst;
+	struct vt_proto_sync s = { .cpu = b->cpu };
+
+	guest_log(g, GMSG_SYNC, L_WARN, "guest %s: clock sync probe %u of vCPU %u: no reply within "
+		  "%llu s: this burst ends with %u samples", g->name, b->k, b->cpu,
+		  (unsigned long long)(PROBE_TIMEOUT_NS / NSEC_PER_SEC), b->got);
+	b->k = b->n;		/* a late reply is ignored */
+	request(g, vt_proto_enc_sync(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX, VT_PROTO_SYNC_END,
+				     vt_conn_next_seq(g->conn), &s), VT_PROTO_OK, burst_ended);
+}
+
+static void burst_probe(struct guest *g)
+{
+	struct vt_proto_sync s = { .cpu = g->burst.cpu, .probe = g->burst.k };
+	int len = vt_proto_enc_sync(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX, VT_PROTO_SYNC_PROBE,
+				    vt_conn_next_seq(g->conn), &s);
+
+	g->burst.t1 = sync_host_tsc();
+	if (send_frame(g, len) < 0)
+		return;
+	engine_timer_arm(eng(g), &g->burst.timer, PROBE_TIMEOUT_NS, 0);
+}
+
+static void burst_ended(struct guest *g, int err)
+{
+	int ret;
+
+	if (err < 0) {
+		session_fail(g, "ending a clock sync burst: %s (%s)",
+			     g->reply_text[0] ? g->reply_text : "refused", strerror(-err));
+		return;
+	}
+	ret = g->burst.got ? sync_probe_result(g, g->burst.cpu, g->burst.smp, g->burst.got) : -EAGAIN;
+	if (ret < 0 && ret != -EAGAIN) {
+		session_fail(g, "cannot record the clock mapping of vCPU %u: %s", g->burst.cpu,
+			     strerror(-ret));
+		return;
+	}
+	g->burst.idx++;
+	burst_cpu_begin(g);
+}
+
+/* Intersect the burst's offsets with [@lo, @hi], one reply's. */
+static void narrow(struct guest_burst *b, int64_t lo, int64_t hi)
+{
+	if (b->got == 1) {
+		b->lo = lo;
+		b->hi = hi;
+		b->since_narrowed = 0;
+		return;
+	}
+	b->since_narrowed++;
+	if (lo > b->lo) {
+		b->lo = lo;
+		b->since_narrowed = 0;
+	}
+	if (hi < b->hi) {
+		b->hi = hi;
+		b->since_narrowed = 0;
+	}
+}
+
+static void got_reply(struct guest *g, const struct vt_proto_msg *m)
+{
+	struct guest_burst *b = &g->burst;
+	struct vt_proto_sync s;
+	struct vt_tsync_sample *smp;
+
+	/* A late reply to an abandoned probe is harmless. */
+	if (vt_proto_dec_sync(m, &s) < 0 || !b->active || b->req_pending || s.cpu != b->cpu ||
+	    s.probe != b->k)
+		return;
+	engine_timer_cancel(eng(g), &b->timer);
+	smp = &b->smp[b->got++];
+	smp->t1 = b->t1;
+	smp->t2 = g->rx_tsc;
+	smp->g = s.tsc;
+	smp->cpu = s.ran_on;
+	smp->want_cpu = b->cpu;
+	narrow(b, (int64_t)(smp->g - smp->t2), (int64_t)(smp->g - smp->t1));
+	if (++b->k < b->n && (b->got < BURST_MIN_PROBES || b->since_narrowed < BURST_PATIENCE ||
+			      b->lo > b->hi)) {
+		burst_probe(g);
+		return;
+	}
+	if (b->k < b->n)
+		log_debug("guest %s: vCPU %u: %u probes, the last %u narrowed nothing", g->name, b->cpu,
+			  b->got, b->since_narrowed);
+	b->k = b->n;		/* a late reply is ignored */
+	s = (struct vt_proto_sync){ .cpu = b->cpu };
+	request(g, vt_proto_enc_sync(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX, VT_PROTO_SYNC_END,
+				     vt_conn_next_seq(g->conn), &s), VT_PROTO_OK, burst_ended);
+}
+
+static void burst_begun(struct guest *g, int err)
+{
+	g->burst.req_pending = false;
+	if (err < 0) {
+		session_fail(g, "starting a clock sync burst: %s (%s)",
+			     g->reply_text[0] ? g->reply_text : "refused", strerror(-err));
+		return;
+	}
+	burst_probe(g);
+}
+
+/* The next vCPU's burst, or the end of the whole sync. */
+static void burst_cpu_begin(struct guest *g)
+{
+	struct guest_burst *b = &g->burst;
+	void (*done)(struct guest *g, int err);
+	struct vt_proto_sync s;
+
+	if (b->idx >= g->nr_streams) {
+		log_debug("guest %s: clock sync at %s done", g->name, b->when);
+		sync_burst_done(g, b->when);
+		done = b->done;
+		burst_abort(g);
+		done(g, 0);
+		return;
+	}
+	b->cpu = g->streams[b->idx].cpu;
+	b->k = b->got = 0;
+	b->req_pending = true;
+	s = (struct vt_proto_sync){ .cpu = b->cpu, .probe = b->n };
+	request(g, vt_proto_enc_sync(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX, VT_PROTO_SYNC_BEGIN,
+				     vt_conn_next_seq(g->conn), &s), VT_PROTO_OK, burst_begun);
+}
+
+/*
+ * Measure or read the guest's clock mapping (sync.c decides how); @done
+ * runs when it is recorded. Probes go one vCPU after the other.
+ */
+static void burst_run(struct guest *g, const char *when, void (*done)(struct guest *g, int err))
+{
+	const struct record_opts *o = g->rec->o;
+	struct guest_burst *b = &g->burst;
+	int ret;
+
+	ret = sync_prepare(g, o, when);
+	if (ret <= 0) {
+		if (ret < 0)
+			log_warn("guest %s: clock sync at %s: %s", g->name, when, strerror(-ret));
+		done(g, 0);
+		return;
+	}
+	b->smp = calloc(o->sync_probes, sizeof(*b->smp));
+	if (!b->smp) {
+		session_fail(g, "out of memory for clock probes");
+		return;
+	}
+	b->active = true;
+	b->when = when;
+	b->done = done;
+	b->idx = 0;
+	b->n = o->sync_probes;
+	burst_cpu_begin(g);
+}
+
+/* A burst while recording ended: another may be due (QEMU resumed the guest meanwhile). */
+static void running_burst_done(struct guest *g, int err)
+{
+	(void)err;
+	if (g->state == G_RUNNING && g->resync) {
+		g->resync = false;
+		burst_run(g, "resume", running_burst_done);
+	}
+}
+
+static void kvm_tick(void *arg)
+{
+	struct guest *g = arg;
+
+	if (g->state == G_RUNNING && !g->burst.active)
+		sync_prepare(g, g->rec->o, "interval");
+}
+
+static void sync_tick(void *arg)
+{
+	struct guest *g = arg;
+
+	if (g->state == G_RUNNING && !g->burst.active && !g->req.active)
+		burst_run(g, "interval", running_burst_done);
+}
+
+/* QEMU resumed the guest: its TSC offset moved, sync again. */
+static void resumed(struct guest *g)
+{
+	if (g->state == G_RUNNING && !g->burst.active && !g->req.active) {
+		g->resync = false;
+		burst_run(g, "resume", running_burst_done);
+	} else if (g->state < G_STOPPING) {
+		g->resync = true;
+	}
+}
+
+/* What the guest's QMP socket said (qmp.c). */
+static void qmp_event(struct guest *g, enum qmp_ev ev, const char *detail)
+{
+	switch (ev) {
+	case QMP_EV_CPUS:
+		if (g->spool[0])
+			spool_save_state(g);
+		break;
+	case QMP_EV_RESUME:
+		resumed(g);
+		break;
+	case QMP_EV_RESET:
+		/* The guest reboots: its ring buffers and its agent's session are gone. */
+		session_fail(g, "QEMU reset the guest (QMP RESET, reason %s): its recording ends there",
+			     detail);
+		break;
+	}
+}
+
+/* --- setup --- */
+
+/* "sched", "sched:sched_switch", "sched/sched_switch", "sched:*". */
+static void split_event(const char *spec, char *sys, char *ev, size_t size)
+{
+	const char *sep = strpbrk(spec, ":/");
+
+	if (!sep) {
+		snprintf(sys, size, "%s", spec);
+		snprintf(ev, size, "*");
+		return;
+	}
+	snprintf(sys, size, "%.*s", (int)(sep - spec), spec);
+	snprintf(ev, size, "%s", sep[1] ? sep + 1 : "*");
+}
+
+static int enc_events(struct guest *g, const struct record_opts *o)
+{
+	static char sys[COLLECT_MAX_EVENTS][VT_PROTO_MAX_NAME], ev[COLLECT_MAX_EVENTS][VT_PROTO_MAX_NAME];
+	struct vt_proto_event list[COLLECT_MAX_EVENTS];
+	unsigned int i;
+
+	for (i = 0; i < o->nr_events; i++) {
+		split_event(o->events[i], sys[i], ev[i], VT_PROTO_MAX_NAME);
+		list[i].system = sys[i];
+		list[i].event = ev[i];
+		list[i].filter = o->filters[i] ? o->filters[i] : "";
+	}
+	return vt_proto_enc_events(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX,
+				   vt_conn_next_seq(g->conn), VT_PROTO_EVENTS_REPLACE, list,
+				   o->nr_events);
+}
+
+static void step_done(struct guest *g, int err)
+{
+	if (err < 0) {
+		session_fail(g, "%s: %s (%s)", step_what[g->step],
+			     g->reply_text[0] ? g->reply_text : "refused", strerror(-err));
+		return;
+	}
+	g->step++;
+	setup_next(g);
+}
+
+static void hello_done(struct guest *g, int err)
+{
+	const struct record_opts *o = g->rec->o;
+
+	if (err < 0) {
+		session_fail(g, "handshake refused: %s", g->reply_text);
+		return;
+	}
+	g->caps = g->hello.caps;
+	g->nr_cpus = g->hello.nr_cpus;
+	g->subbuf = g->hello.subbuf_size;
+	if (!g->nr_cpus || g->nr_cpus > COLLECT_MAX_CPUS) {
+		session_fail(g, "the agent reports %u CPUs (1 to %d supported)", g->nr_cpus,
+			     COLLECT_MAX_CPUS);
+		return;
+	}
+	if (g->subbuf < VT_SUBBUF_MIN || g->subbuf > VT_SUBBUF_MAX || (g->subbuf & (g->subbuf - 1))) {
+		session_fail(g, "the agent reports %u-byte sub-buffers", g->subbuf);
+		return;
+	}
+	log_info("guest %s: %s, %u CPUs, %u-byte pages, clock %s", g->name, g->agent_software,
+		 g->nr_cpus, g->subbuf, g->clock);
+	if (!(g->caps & VT_PROTO_CAP_X86_TSC) && !o->clock)
+		log_warn("guest %s has no x86-tsc trace clock: its timestamps cannot be mapped "
+			 "exactly onto the host's", g->name);
+	step_done(g, 0);
+}
+
+/* The last boot's bundle arrived, or the agent has none to give: recording goes on either way. */
+static void lastboot_received(struct guest *g, int err)
+{
+	if (err < 0) {
+		log_warn("guest %s: no last boot's trace: %s", g->name,
+			 g->reply_text[0] ? g->reply_text : strerror(-err));
+		vt_proto_meta_rx_release(&g->meta_rx);
+	} else if (lastboot_save(g, g->rec->o) < 0) {
+		return;
+	}
+	step_done(g, 0);
+}
+
+static void started(struct guest *g, int err)
+{
+	if (err < 0) {
+		step_done(g, err);
+		return;
+	}
+	g->state = G_RUNNING;
+	g->recorded = true;
+	log_info("guest %s: recording", g->name);
+	spool_save_state(g);
+	g->step = ST_SYNC;
+	setup_next(g);
+}
+
+/* The full metadata after START came (or the setup's is kept): setup is over. */
+static void full_meta_done(struct guest *g, int err)
+{
+	const struct record_opts *o = g->rec->o;
+
+	(void)err;
+	g->meta_partial = false;
+	if (g->stop_deferred) {
+		g->stop_deferred = false;
+		session_stop(g);
+		return;
+	}
+	g->step = ST_RUNNING;
+	if (!strcmp(g->sync.method, "kvm"))
+		engine_timer_arm(eng(g), &g->kvm_timer, KVM_REREAD_NS, KVM_REREAD_NS);
+	if (o->sync_interval > 0)
+		engine_timer_arm(eng(g), &g->sync_timer, (uint64_t)(o->sync_interval * NSEC_PER_SEC),
+				 (uint64_t)(o->sync_interval * NSEC_PER_SEC));
+	spool_save_state(g);
+	running_burst_done(g, 0);
+}
+
+/*
+ * The clock sync after START is done: the workload may start (it would
+ * have disturbed the burst), and the full metadata is fetched while it runs
+ * if the setup's left kallsyms out.
+ */
+static void synced(struct guest *g, int err)
+{
+	(void)err;
+	g->synced = true;
+	if (g->meta_partial && g->state == G_RUNNING)
+		fetch_meta(g, 0, full_meta_done);
+	else
+		full_meta_done(g, 0);
+	changed(g);
+}
+
+static void setup_next(struct guest *g)
+{
+	const struct record_opts *o = g->rec->o;
+	struct vt_conn *c = g->conn;
+	uint8_t *f = vt_conn_frame(c);
+	const size_t F = VT_PROTO_FRAME_MAX;
+	int ret;
+
+	for (;;) {
+		if (g->state == G_FAILED)
+			return;
+		switch (g->step) {
+		case ST_HELLO: {
+			struct vt_proto_hello hello = {
+				.rev_min = VT_PROTO_REV_MIN, .rev_max = VT_PROTO_REV_MAX,
+				.caps = VT_PROTO_CAP_X86_TSC | VT_PROTO_CAP_META | VT_PROTO_CAP_SYNC_TSC |
+					VT_PROTO_CAP_NOTICE,
+				.clock = o->clock ? o->clock : "",
+				.software = "virtio-trace-collect " PACKAGE_VERSION,
+			};
+
+			g->state = G_HELLO;
+			request(g, vt_proto_enc_hello(f, F, VT_PROTO_HELLO, vt_conn_next_seq(c), &hello),
+				VT_PROTO_HELLO_REPLY, hello_done);
+			return;
+		}
+		case ST_LASTBOOT:
+			/* The previous boot's trace first, before anything in the guest changes. */
+			g->state = G_CONFIG;
+			if (!o->last_boot)
+				break;
+			if (!(g->caps & VT_PROTO_CAP_LASTBOOT)) {
+				log_warn("guest %s: --last-boot: the agent cannot send the last boot's "
+					 "trace (an older trace-agent)", g->name);
+				break;
+			}
+			vt_proto_meta_rx_release(&g->meta_rx);
+			vt_proto_meta_rx_init(&g->meta_rx, VT_PROTO_META_MAX_TOTAL);
+			request(g, vt_proto_enc_string(f, F, VT_PROTO_LASTBOOT_REQ, vt_conn_next_seq(c),
+						       o->last_boot), VT_PROTO_META, lastboot_received);
+			return;
+		case ST_INSTANCE:
+			/* The agent's own default is a private instance; the top level only when asked. */
+			if (!(o->top_level || (o->tracer && !strcmp(o->tracer, "mmiotrace"))))
+				break;
+			request(g, vt_proto_enc_instance(f, F, vt_conn_next_seq(c), NULL), VT_PROTO_OK,
+				step_done);
+			return;
+		case ST_CLOCK:
+			/* x86-tsc where the guest has it: the one clock that maps exactly onto the host's. */
+			if (!o->clock && !(g->caps & VT_PROTO_CAP_X86_TSC))
+				break;
+			snprintf(g->clock, sizeof(g->clock), "%s", o->clock ? o->clock : "x86-tsc");
+			request(g, vt_proto_enc_string(f, F, VT_PROTO_CLOCK, vt_conn_next_seq(c), g->clock),
+				VT_PROTO_OK, step_done);
+			return;
+		case ST_BUFFER: {
+			struct vt_proto_buffer_size bs = { .size_kb = o->buffer_kb, .subbuf_kb = o->subbuf_kb };
+
+			if (o->subbuf_kb && !(g->caps & VT_PROTO_CAP_SUBBUF)) {
+				session_fail(g, "--subbuf-size: the guest kernel cannot change its sub-buffer "
+					     "size (no buffer_subbuf_size_kb: Linux 6.8 or later needed)");
+				return;
+			}
+			if (!o->buffer_kb && !o->subbuf_kb)
+				break;
+			request(g, vt_proto_enc_buffer_size(f, F, vt_conn_next_seq(c), &bs), VT_PROTO_OK,
+				step_done);
+			return;
+		}
+		case ST_TRACER:
+			if (!o->tracer)
+				break;
+			request(g, vt_proto_enc_string(f, F, VT_PROTO_TRACER, vt_conn_next_seq(c), o->tracer),
+				VT_PROTO_OK, step_done);
+			return;
+		case ST_EVENTS:
+			if (!o->nr_events)
+				break;
+			request(g, enc_events(g, o), VT_PROTO_OK, step_done);
+			return;
+		case ST_META:
+			g->state = G_META;
+			spool_save_state(g);
+			/*
+			 * kallsyms (4 MB on a Debian kernel, slow to read under TCG)
+			 * is not needed to start: the full bundle follows once the
+			 * guest records, off the start's path.
+			 */
+			g->meta_partial = (g->caps & VT_PROTO_CAP_META_FLAGS) != 0;
+			fetch_meta(g, g->meta_partial ? VT_PROTO_META_REQ_NO_KALLSYMS : 0, step_done);
+			return;
+		case ST_STREAMS:
+			if (g->link.listen && g->link.chardev_dir[0]) {
+				listen_streams(g);	/* the step ends when QEMU connected them all */
+				return;
+			}
+			ret = open_streams(g);
+			if (ret < 0) {
+				session_fail(g, "no data port could be opened (%s)", strerror(-ret));
+				return;
+			}
+			spool_save_state(g);
+			break;
+		case ST_START:
+			request(g, vt_proto_enc_empty(f, F, VT_PROTO_START, vt_conn_next_seq(c)),
+				VT_PROTO_OK, started);
+			return;
+		case ST_SYNC:
+			/*
+			 * While recording: the burst is not on the start's path, and
+			 * its epoch holds for the events before it as after it.
+			 */
+			burst_run(g, "start", synced);
+			return;
+		default:
+			return;
+		}
+		g->step++;
+	}
+}
+
+/**
+ * session_begin() - start driving an attached guest: its setup runs on its
+ * own from here, and it starts recording when it is ready
+ * @g: the guest, attached (control port open)
+ *
+ * Return: 0, or -errno with the guest failed.
+ */
+/* The control port is open: the connection, then setup. */
+static int connected(struct guest *g)
+{
+	struct engine *e = eng(g);
+
+	if (attach_discard_stale(g->ctl_rfd))
+		log_info("guest %s: discarded stale bytes on the control port", g->name);
+	g->conn = vt_conn_new(g->ctl_rfd, g->ctl_wfd);
+	if (!g->conn) {
+		session_fail(g, "cannot set up its control connection: %m");
+		return -ENOMEM;
+	}
+	vt_conn_set_hook(g->conn, conn_hook, g);
+	g->ctl_in = engine_add_fd(e, g->ctl_rfd, POLLIN, ctl_readable, g);
+	g->ctl_out = engine_add_fd(e, g->ctl_wfd, POLLOUT, ctl_writable, g);
+	if (!g->ctl_in || !g->ctl_out) {
+		session_fail(g, "out of memory");
+		return -ENOMEM;
+	}
+	g->step = ST_HELLO;
+	setup_next(g);
+	return g->state == G_FAILED ? -ECONNRESET : 0;
+}
+
+static bool ctl_acceptable(void *arg, int revents)
+{
+	struct guest *g = arg;
+	int fd, ret;
+
+	(void)revents;
+	if (g->state == G_FAILED)
+		return false;
+	ret = attach_accept(g->ctl_lfd, g->link.ctl_path, &fd);
+	if (ret == -EAGAIN)
+		return true;
+	g->ctl_lfd = -1;
+	engine_timer_cancel(eng(g), &g->accept_timer);
+	if (ret < 0) {
+		session_fail(g, "cannot accept QEMU's connection on %s: %s", g->link.ctl_path, strerror(-ret));
+		return false;
+	}
+	g->ctl_rfd = g->ctl_wfd = fd;
+	connected(g);
+	return false;
+}
+
+static void accept_timeout(void *arg)
+{
+	struct guest *g = arg;
+	unsigned int i;
+
+	if (g->ctl_lfd >= 0) {
+		session_fail(g, "nothing connected to %s within %llu s: start QEMU with a socket "
+			     "chardev (server=off) on that path", g->link.ctl_path,
+			     (unsigned long long)(ACCEPT_TIMEOUT_NS / NSEC_PER_SEC));
+		return;
+	}
+	for (i = 0; g->ports && i < g->nr_cpus; i++)
+		if (g->ports[i].lfd >= 0)
+			break;
+	session_fail(g, "nothing connected to %s within %llu s: start QEMU with a socket "
+		     "chardev (server=off) on that path", g->ports ? g->ports[i].base : "?",
+		     (unsigned long long)(ACCEPT_TIMEOUT_NS / NSEC_PER_SEC));
+}
+
+/**
+ * session_begin() - start driving an attached guest: its setup runs on its
+ * own from here, and it starts recording when it is ready
+ * @g: the guest, attached (control port open, or listening for QEMU)
+ *
+ * Return: 0, or -errno with the guest failed.
+ */
+int session_begin(struct guest *g)
+{
+	struct engine *e = eng(g);
+
+	engine_timer_init(&g->req.timer, req_timeout, g);
+	engine_timer_init(&g->burst.timer, burst_timeout, g);
+	engine_timer_init(&g->drain_timer, drain_tick, g);
+	engine_timer_init(&g->kvm_timer, kvm_tick, g);
+	engine_timer_init(&g->sync_timer, sync_tick, g);
+	engine_timer_init(&g->stop_timer, stop_timeout, g);
+	engine_timer_init(&g->accept_timer, accept_timeout, g);
+	vt_proto_meta_rx_init(&g->meta_rx, META_LIMIT);
+	if (g->link.qmp_path[0])
+		qmp_attach(g, e, g->rec->tsc.khz, qmp_event);
+	if (g->ctl_lfd < 0)
+		return connected(g);
+	/* --listen: QEMU connects when it can (reconnect=N); the engine waits, nobody else does. */
+	if (!engine_add_fd(e, g->ctl_lfd, POLLIN, ctl_acceptable, g)) {
+		session_fail(g, "out of memory");
+		return -ENOMEM;
+	}
+	engine_timer_arm(e, &g->accept_timer, ACCEPT_TIMEOUT_NS, 0);
+	return 0;
+}
+
+/* --- stop --- */
+
+static void bye_done(struct guest *g, int err)
+{
+	if (err < 0)
+		log_warn("guest %s: BYE refused (%s)", g->name, strerror(-err));
+	engine_timer_cancel(eng(g), &g->stop_timer);
+	g->state = G_DONE;
+	ctl_close(g);
+	msgs_summary(g);
+	spool_save_state(g);
+	log_info("guest %s: done", g->name);
+	if (g->stop_ns)
+		log_debug("guest %s: done %.1f ms after STOP", g->name,
+			  (engine_now_ns() - g->stop_ns) / 1e6);
+	changed(g);
+}
+
+static void final_meta_done(struct guest *g, int err)
+{
+	(void)err;
+	request(g, vt_proto_enc_empty(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX, VT_PROTO_BYE,
+				      vt_conn_next_seq(g->conn)), VT_PROTO_OK, bye_done);
+}
+
+static void final_sync_done(struct guest *g, int err)
+{
+	(void)err;
+	/*
+	 * saved_cmdlines grew while tracing: the bundle is fetched again; its
+	 * kallsyms only if a module came or went since the spooled whole one.
+	 */
+	fetch_meta(g, g->meta_full && (g->caps & VT_PROTO_CAP_META_FLAGS) ?
+		   VT_PROTO_META_REQ_KALLSYMS_IF_CHANGED : 0, final_meta_done);
+}
+
+/* Everything arrived: the figures go to the spool first, then the final exchanges. */
+static void finish(struct guest *g)
+{
+	g->state = G_FINISHING;
+	spool_save_agent(g);
+	burst_run(g, "stop", final_sync_done);
+}
+
+static void stop_timeout(void *arg)
+{
+	struct guest *g = arg;
+	double t = g->rec->o->stop_timeout;
+
+	if (g->state == G_STOPPING)
+		session_fail(g, "the agent did not confirm the stop within %g s", t);
+	else if (g->state == G_DRAINING)
+		session_fail(g, "data ports delivered less than the agent reported sent within %g s", t);
+	else if (g->state == G_FINISHING)
+		session_fail(g, "the final clock sync, metadata and bye took longer than %g s", t);
+}
+
+/**
+ * session_stop() - stop a guest: a recording one is asked to stop and drain;
+ * one still in its setup is abandoned
+ * @g: the guest
+ */
+void session_stop(struct guest *g)
+{
+	struct engine *e = eng(g);
+
+	if (g->state == G_RUNNING && g->req.active && g->req.want == VT_PROTO_META) {
+		/* The agent sends every chunk before it reads the STOP: take them, then stop. */
+		log_debug("guest %s: the stop waits for the metadata on its way", g->name);
+		g->stop_deferred = true;
+		return;
+	}
+	if (g->state == G_RUNNING) {
+		burst_abort(g);
+		if (g->req.active) {
+			g->req.active = false;
+			engine_timer_cancel(e, &g->req.timer);
+		}
+		engine_timer_cancel(e, &g->kvm_timer);
+		engine_timer_cancel(e, &g->sync_timer);
+		g->stopped_seen = g->stats_last = false;
+		if (send_frame(g, vt_proto_enc_empty(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX,
+						     VT_PROTO_STOP, vt_conn_next_seq(g->conn))) < 0)
+			return;
+		g->stop_seq = vt_conn_seq(g->conn);
+		g->stop_ns = engine_now_ns();
+		g->state = G_STOPPING;
+		for (unsigned int i = 0; i < g->nr_streams; i++)
+			g->streams[i].eager = true;	/* the last bytes without a rest */
+		engine_timer_arm(e, &g->stop_timer, (uint64_t)(g->rec->o->stop_timeout * NSEC_PER_SEC), 0);
+		engine_timer_arm(e, &g->drain_timer, DRAIN_CHECK_NS, DRAIN_CHECK_NS);
+		changed(g);
+		return;
+	}
+	if (g->state >= G_STOPPING)
+		return;
+	/* Still setting up: it never recorded. session_fail() says bye to the agent. */
+	session_fail(g, "the recording ended before its setup finished (at: %s)",
+		     step_what[g->step < ST_RUNNING ? g->step : ST_RUNNING]);
+}
+
+/**
+ * session_finished() - whether a guest is done with (done or failed)
+ * @g: the guest
+ *
+ * Return: true when nothing more will happen to it.
+ */
+bool session_finished(const struct guest *g)
+{
+	return g->state == G_DONE || g->state == G_FAILED;
+}
+
+/**
+ * session_release() - free what the session holds (after the engine stopped)
+ * @g: the guest
+ */
+void session_release(struct guest *g)
+{
+	unsigned int i;
+
+	free(g->burst.smp);
+	g->burst.smp = NULL;
+	for (i = 0; g->ports && i < g->nr_cpus; i++) {
+		if (g->ports[i].lfd >= 0) {
+			close(g->ports[i].lfd);
+			unlink(g->ports[i].base);
+		}
+	}
+	free(g->ports);
+	g->ports = NULL;
+	vt_conn_free(g->conn);
+	g->conn = NULL;
+	vt_proto_meta_rx_release(&g->meta_rx);
+	for (i = 0; i < COLLECT_MAX_CPUS; i++) {
+		free(g->stats_text[i]);
+		g->stats_text[i] = NULL;
+	}
+}

@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * A traced guest and its agent's session (session.c): each guest a state
+ * machine of its own over its control connection, driven by engine events.
+ * Its clock (sync.c), ports (attach.c) and QMP (qmp.c) hang off it.
+ */
+#ifndef RECORD_SESSION_H
+#define RECORD_SESSION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "collect.h"
+#include "engine.h"
+#include "setup/link.h"
+#include "store/spool.h"
+#include "vt_proto.h"
+#include "vt_tsync.h"
+
+/*
+ * Every guest goes through these on its own, driven by engine events:
+ * attach, hello, configure (the last boot's trace, instance, clock, buffer,
+ * tracer, events), meta, then running (START; its first clock sync runs while
+ * it records), stopping (STOP sent), draining (STOPPED seen, pages still
+ * arriving), finishing (final sync, metadata, bye), done; or failed at any
+ * point.
+ */
+enum guest_state {
+	G_NEW, G_HELLO, G_CONFIG, G_META, G_RUNNING, G_STOPPING, G_DRAINING,
+	G_FINISHING, G_DONE, G_FAILED,
+};
+
+struct guest_sync {
+	char method[16];	/* "kvm", "probe", "offset", "none" */
+	char why[160];
+	struct vt_tsync_cpu cpus[COLLECT_MAX_CPUS];	/* epochs per vCPU */
+	uint64_t min_rtt[COLLECT_MAX_CPUS];		/* probes: smallest round trip, ticks */
+	uint32_t samples[COLLECT_MAX_CPUS];
+	uint64_t host_end;
+	/* plausibility of probe replies (sync.c) */
+	uint64_t last_g[COLLECT_MAX_CPUS];	/* the last accepted guest TSC per vCPU */
+	uint32_t rejected;			/* bursts rejected as implausible */
+	char reject_why[160];			/* the last reason */
+	bool failed;				/* probes were due but a vCPU got no epoch */
+	bool away[COLLECT_MAX_CPUS];		/* its last burst ran on other CPUs: offline */
+};
+
+struct guest;
+struct recording;
+
+/* One request in flight on a guest's control port, and what to do with its answer. */
+struct guest_req {
+	bool active;
+	uint32_t seq;
+	uint16_t type;			/* what was sent */
+	uint16_t want;			/* VT_PROTO_OK or VT_PROTO_HELLO_REPLY */
+	void (*done)(struct guest *g, int err);
+	struct engine_timer timer;
+	uint64_t sent_ns;		/* engine_now_ns() when sent, for -v */
+};
+
+/* A port QEMU connects to (--listen), watched until it did. */
+struct guest_port {
+	struct guest *g;
+	unsigned int cpu;
+	int lfd;
+	struct engine_fd *watch;
+	char base[4200];
+};
+
+/* A clock probe burst on one vCPU at a time, driven by replies and a timeout. */
+struct guest_burst {
+	bool active;
+	bool req_pending;		/* SYNC_BEGIN not answered yet */
+	const char *when;		/* "start", "interval", "resume", "stop" */
+	unsigned int idx;		/* index into the guest's streams */
+	uint32_t cpu, k, n, got;
+	uint64_t t1;
+	int64_t lo, hi;			/* the offsets this vCPU's replies allow so far */
+	uint32_t since_narrowed;	/* replies since [lo, hi] last narrowed */
+	struct vt_tsync_sample *smp;
+	void (*done)(struct guest *g, int err);
+	struct engine_timer timer;
+	uint64_t sent_ns;		/* engine_now_ns() when sent, for -v */
+};
+
+/**
+ * struct guest - one traced guest
+ * @name: from --name, or the directory's base name ([A-Za-z0-9_.-], never a path)
+ */
+struct guest {
+	char name[COLLECT_NAME_MAX];
+	struct recording *rec;		/* the `record` it belongs to */
+	struct guest_link link;		/* how to reach it */
+	struct qmp *qmp;
+	uint64_t stop_tsc;		/* host TSC when QEMU stopped it (QMP STOP) */
+	uint64_t resume_tsc;		/* host TSC when QEMU resumed it (QMP RESUME) */
+	bool resync;			/* RESUME seen: sync again as soon as it can */
+	/* control port */
+	int ctl_rfd, ctl_wfd;
+	int ctl_lfd;			/* --listen: waiting for QEMU to connect, else -1 */
+	struct guest_port *ports;	/* --listen: data ports QEMU has yet to connect */
+	unsigned int nr_waiting;
+	struct engine_timer accept_timer;
+	struct vt_conn *conn;
+	struct engine_fd *ctl_in, *ctl_out;
+	uint64_t rx_tsc;		/* host TSC when the control port was last found readable */
+	/* what the agent said */
+	struct vt_proto_hello hello;
+	char agent_software[128];
+	char clock[64];
+	uint64_t caps;
+	unsigned int nr_cpus;
+	uint32_t subbuf;
+	/* streams, one per vCPU with a port */
+	struct stream *streams;
+	unsigned int nr_streams;
+	/* state */
+	enum guest_state state;
+	unsigned int step;		/* where setup is (session.c) */
+	bool recorded;			/* it started recording */
+	bool synced;			/* and its clock sync after START is done */
+	bool meta_partial;		/* the setup's metadata left kallsyms out */
+	bool stop_deferred;		/* a stop came while the full metadata was on its way */
+	uint64_t stop_ns;		/* engine_now_ns() when STOP was sent, for -v */
+	bool meta_full;			/* the spooled bundle is a whole one (kallsyms as the agent has them) */
+	bool kcache_tried;		/* kcache_key is what the cache had when first asked */
+	uint64_t kcache_key;		/* the key of the cached kallsyms (0: none) */
+	bool kcache_hit;		/* kallsyms came from the cache */
+	uint32_t meta_req_flags;	/* of the META_REQ in flight (without OPEN, UNLESS_KEY) */
+	uint64_t meta_key;		/* its KALLSYMS_UNLESS_KEY key, 0 if none */
+	char error[512];
+	char agent_error[512];		/* the agent's first unasked ERROR, "" if none */
+	char agent_notice[512];		/* the agent's first NOTICE (a warning), "" if none */
+	uint64_t trace_id;
+	char spool[4096];		/* its spool directory, for messages ("" until made) */
+	int spool_fd;			/* and its fd (spool_guest_dir()) */
+	struct spool_budget budget;
+	struct vt_proto_meta_rx meta_rx;
+	uint64_t meta_len;		/* of the bundle spooled last */
+	void (*meta_done)(struct guest *g, int err);
+	char *stats_text[COLLECT_MAX_CPUS];
+	uint64_t agent_bytes[COLLECT_MAX_CPUS];
+	uint64_t agent_pages[COLLECT_MAX_CPUS];
+	bool stats_last;
+	uint32_t stop_seq;
+	bool stopped_seen;
+	struct guest_req req;
+	struct guest_burst burst;
+	struct engine_timer stop_timer;		/* --stop-timeout */
+	struct engine_timer drain_timer;	/* checks the drain while stopping */
+	struct engine_timer kvm_timer;		/* re-reads KVM's offsets */
+	struct engine_timer sync_timer;		/* --sync-interval */
+	char reply_text[512];
+	uint64_t protocol_errors;
+	struct guest_sync sync;
+	uint64_t msgs[GMSG_NR];		/* guest_log(): messages of each kind */
+	bool msgs_summed;		/* their summary line was printed */
+};
+
+int session_begin(struct guest *g);
+void session_stop(struct guest *g);
+bool session_finished(const struct guest *g);
+void session_release(struct guest *g);
+void session_dispatch(struct guest *g);
+const char *session_state_name(enum guest_state s);
+void session_fail(struct guest *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* session-save.c: the guest's files in its spool directory */
+int spool_save_state(const struct guest *g);
+int spool_save_sync(const struct guest *g);
+int spool_save_agent(const struct guest *g);
+
+#endif

@@ -1,0 +1,834 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * `report DIR`: a summary of a recorded run. Event counts come from the
+ * trace.dat files themselves, read with libtracecmd (what trace-cmd and
+ * KernelShark will show); loss, bad pages, problems and the clock mapping come
+ * from manifest.json, which is read as untrusted input (json.c).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <event-parse.h>
+#include <trace-cmd.h>
+
+#include "analyze.h"
+#include "collect.h"
+#include "json.h"
+#include "report.h"
+#include "store/sysinfo.h"
+
+#define MANIFEST_MAX	(64u << 20)
+
+struct ev_count {
+	int id;
+	uint64_t n;
+	char name[160];
+};
+
+struct ev_counter {
+	struct ev_count *v;
+	size_t nr, cap, last;
+	uint64_t total;
+	int err;
+	struct iommu_an *iommu;		/* the analyses fed in the same pass, when asked for */
+	struct mmio_an *mmio;
+	struct exits_an *exits;		/* the host file's */
+	const char *dir;
+	const struct json_value *guests;
+	struct tracecmd_input *gh[64];	/* guest files open for their kallsyms */
+	unsigned int nr_gh;
+};
+
+/* What the command line asked for. */
+struct report_opts {
+	bool iommu, exits, json;
+	const char *mmio_log, *html, *guest;
+	FILE *mmio_file;		/* --mmiotrace-log, given to the first guest analysed */
+	const struct json_value *guests;	/* the manifest's, for the host's VM exits */
+	uint64_t tsc_khz;
+	struct jw jw;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"Usage: virtio-trace-collect report [OPTION]... DIR\n"
+"\n"
+"Summarise a run recorded by `virtio-trace-collect record -o DIR`: for the\n"
+"host and each guest, the events per type (counted in the trace.dat files\n"
+"with libtracecmd), lost events, bad pages and problems (from manifest.json),\n"
+"and for each guest the time synchronisation method, its bound, the smallest\n"
+"probe round trip and the clock-mapping epochs of every vCPU. When a guest\n"
+"recorded iommu events or mmiotrace entries, a short IOMMU or mmiotrace\n"
+"section follows its counts.\n"
+"\n"
+"  --iommu      each guest's IOMMU group topology (its sysfs at the end of the\n"
+"               recording, and the group events), DMA map/unmap counts, bytes,\n"
+"               sizes (4K/2M/1G/other), unmap:map ratio and still-mapped bytes\n"
+"               per domain and device (\"unattributed\" when more than one\n"
+"               domain could have mapped), flags, every io_page_fault\n"
+"  --mmiotrace-log FILE\n"
+"               write the first (or --guest's) guest's mmiotrace entries to FILE\n"
+"               as the classic mmiotrace text log (VERSION 20070824; PCIDEV lines\n"
+"               from the guest's /proc/bus/pci/devices; MAP, UNMAP, R, W, UNKNOWN\n"
+"               and MARK lines with host-aligned sec.usec timestamps; a line\n"
+"               \"MARK sec.usec Lost N events.\" where pages report lost events),\n"
+"               and print the accesses per guest function (the pc resolved with\n"
+"               the guest's kallsyms; the guest records a pc only when booted with\n"
+"               mmiotrace.trace_pc=1) and per register offset of each map\n"
+"  --exits      VM exits from the host's kvm:kvm_exit and kvm:kvm_entry (record\n"
+"               --kvm-exits): per exit reason the count, share and time to the\n"
+"               next entry (kvm_stat's shape), for all guests, per guest and per\n"
+"               vCPU (host threads from the GUEST option), and per guest function\n"
+"               (guest_rip resolved with the guest's kallsyms)\n"
+"  --html FILE  write FILE, one self-contained HTML page (no network) with the\n"
+"               host's CPUs and each guest's vCPUs as lanes: sched_switch task\n"
+"               slices coloured per task, the other events as ticks, trace\n"
+"               markers, lost-event stretches shaded, each guest's clock-sync\n"
+"               epochs and error bound as a band; zoom (wheel, +/-) and pan (drag)\n"
+"  --guest NAME only this guest (the host's counts are still shown)\n"
+"  --json       everything the report and the options above show, as one JSON\n"
+"               document on standard output\n"
+"  -h, --help   print this help and exit\n"
+"\n"
+"Exit status: 0 success; 1 DIR has no readable, well-formed manifest.json or\n"
+"a trace file it names cannot be read; 2 usage error.\n");
+}
+
+/* Text from the manifest goes to a terminal: no control characters. */
+static void put_safe(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)(s ? s : "");
+
+	for (; *p; p++) {
+		if (*p < 0x20 || *p == 0x7f)
+			putchar('?');
+		else if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)	/* C1 controls */
+			putchar('?'), p++;
+		else
+			putchar(*p);
+	}
+}
+
+static uint64_t u64_field(const struct json_value *obj, const char *key, bool *bad)
+{
+	const struct json_value *v = json_get(obj, key);
+	uint64_t x = 0;
+
+	if (v && json_u64(v, &x) < 0)
+		*bad = true;
+	return x;
+}
+
+static double num_field(const struct json_value *obj, const char *key, bool *bad)
+{
+	const struct json_value *v = json_get(obj, key);
+	double d = 0;
+
+	if (v && json_double(v, &d) < 0)
+		*bad = true;
+	return d;
+}
+
+static int count_record(struct tracecmd_input *handle, struct tep_record *rec, int cpu, void *arg)
+{
+	struct ev_counter *c = arg;
+	struct tep_handle *tep = tracecmd_get_tep(handle);
+	int id = tep_data_type(tep, rec);
+	size_t i;
+
+	if ((c->iommu && iommu_an_record(c->iommu, tep, rec) < 0) ||
+	    (c->mmio && mmio_an_record(c->mmio, tep, rec) < 0) ||
+	    (c->exits && exits_an_record(c->exits, tep, rec) < 0)) {
+		c->err = -ENOMEM;
+		return -1;
+	}
+	c->total++;
+	if (c->nr && c->v[c->last].id == id) {
+		c->v[c->last].n++;
+		return 0;
+	}
+	for (i = 0; i < c->nr; i++)
+		if (c->v[i].id == id)
+			break;
+	if (i == c->nr) {
+		struct tep_event *ev = tep_find_event(tep, id);
+
+		if (c->nr == c->cap) {
+			size_t cap = c->cap ? c->cap * 2 : 64;
+			struct ev_count *v = realloc(c->v, cap * sizeof(*v));
+
+			if (!v) {
+				c->err = -ENOMEM;
+				return -1;
+			}
+			c->v = v;
+			c->cap = cap;
+		}
+		c->v[i].id = id;
+		c->v[i].n = 0;
+		if (ev)
+			snprintf(c->v[i].name, sizeof(c->v[i].name), "%s:%s", ev->system, ev->name);
+		else
+			snprintf(c->v[i].name, sizeof(c->v[i].name), "unknown:id%d", id);
+		c->nr++;
+	}
+	c->v[i].n++;
+	c->last = i;
+	return 0;
+}
+
+static int by_count(const void *a, const void *b)
+{
+	const struct ev_count *x = a, *y = b;
+
+	if (x->n != y->n)
+		return x->n < y->n ? 1 : -1;
+	return strcmp(x->name, y->name);
+}
+
+/* A file name from the manifest: a plain name inside DIR, nothing else. */
+static bool file_name_ok(const char *s)
+{
+	return s && s[0] && s[0] != '.' && !strchr(s, '/') && strlen(s) < 256;
+}
+
+/* The analyses of one guest trace, fed in the counting pass. */
+static int analyses_new(const char *dir, const char *file, struct ev_counter *c,
+			struct report_opts *ro)
+{
+	struct vt_blob b;
+	FILE *log = ro->mmio_file;
+	int ret;
+
+	c->iommu = iommu_an_new();
+	if (!c->iommu)
+		return -ENOMEM;
+	ret = sysinfo_load(dir, file, "iommu_groups", &b);
+	if (ret == 0 && b.data)
+		ret = iommu_an_snapshot(c->iommu, b.data, b.len);
+	free(b.data);
+	if (ret < 0 && ret != -EBADMSG)
+		return ret;
+	ret = sysinfo_load(dir, file, "pci_devices", &b);
+	c->mmio = mmio_an_new(log, ret == 0 ? b.data : NULL, ret == 0 ? b.len : 0);
+	free(b.data);
+	if (!c->mmio)
+		return -ENOMEM;
+	ro->mmio_file = NULL;		/* one guest's log */
+	return 0;
+}
+
+/* The host file: VM exits, with each guest's vCPU threads and kallsyms. */
+static int exits_new(const char *dir, const struct json_value *guests, struct ev_counter *c)
+{
+	c->exits = exits_an_new();
+	if (!c->exits)
+		return -ENOMEM;
+	c->dir = dir;
+	c->guests = guests;
+	return 0;
+}
+
+static void exits_attach(struct ev_counter *c, struct tracecmd_input *host)
+{
+	const struct json_value *g;
+
+	for (g = json_is(c->guests, JSON_ARRAY) ? c->guests->child : NULL; g; g = g->next) {
+		const char *file = json_string(json_get(g, "file"));
+		const char *id = json_string(json_get(g, "trace_id"));
+		const char *name = NULL;
+		const int *tids = NULL;
+		struct tracecmd_input *gh = NULL;
+		unsigned long long tid;
+		char path[4400], *end;
+		int nr = 0;
+
+		if (!id || !file_name_ok(file) || c->nr_gh >= sizeof(c->gh) / sizeof(c->gh[0]))
+			continue;
+		errno = 0;
+		tid = strtoull(id, &end, 16);
+		if (errno || *end || tracecmd_get_guest_cpumap(host, tid, &name, &nr, &tids) < 0 ||
+		    nr <= 0 || nr > 4096 || !tids)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", c->dir, file);
+		gh = tracecmd_open_head(path, TRACECMD_FL_LOAD_NO_PLUGINS);
+		if (gh)
+			c->gh[c->nr_gh++] = gh;
+		exits_an_add_guest(c->exits, json_string(json_get(g, "name")) ?: "?", nr, tids,
+				   gh ? tracecmd_get_tep(gh) : NULL);
+	}
+}
+
+static void analyses_finish(struct ev_counter *c)
+{
+	if (c->iommu)
+		iommu_an_finish(c->iommu);
+	if (c->mmio)
+		mmio_an_finish(c->mmio);
+	if (c->exits)
+		exits_an_finish(c->exits);
+	while (c->nr_gh)
+		tracecmd_close(c->gh[--c->nr_gh]);
+}
+
+static void exits_an_finish_free(struct ev_counter *c)
+{
+	while (c->nr_gh)
+		tracecmd_close(c->gh[--c->nr_gh]);
+	exits_an_free(c->exits);
+}
+
+static void analyses_free(struct ev_counter *c)
+{
+	iommu_an_free(c->iommu);
+	mmio_an_free(c->mmio);
+	exits_an_finish_free(c);
+	free(c->v);
+	memset(c, 0, sizeof(*c));
+}
+
+/* Events per type in one trace.dat file, as libtracecmd reads them. */
+static int count_events(const char *path, struct ev_counter *c)
+{
+	struct tracecmd_input *h;
+
+	h = tracecmd_open(path, TRACECMD_FL_LOAD_NO_PLUGINS);
+	if (!h)
+		return -EBADMSG;
+	if (c->exits)
+		exits_attach(c, h);
+	if (tracecmd_iterate_events(h, NULL, 0, count_record, c) < 0 && !c->err)
+		c->err = -EIO;
+	analyses_finish(c);
+	tracecmd_close(h);
+	if (c->err)
+		return c->err;
+	qsort(c->v, c->nr, sizeof(*c->v), by_count);
+	return 0;
+}
+
+
+static void print_sync(const struct json_value *sync, bool *bad)
+{
+	const struct json_value *v, *ep;
+
+	if (!json_is(sync, JSON_OBJECT)) {
+		printf("  sync: not recorded\n");
+		return;
+	}
+	printf("  sync method: ");
+	put_safe(json_string(json_get(sync, "method")));
+	if (json_string(json_get(sync, "why"))) {
+		printf(" (");
+		put_safe(json_string(json_get(sync, "why")));
+		printf(")");
+	}
+	if (!json_is(json_get(sync, "bound_ns"), JSON_NUMBER) ||
+	    !strcmp(json_string(json_get(sync, "method")) ?: "", "none"))
+		printf("\n  sync bound: none: this guest's timestamps are not mapped onto the host's\n");
+	else
+		printf("\n  sync bound: %.1f ns\n", num_field(sync, "bound_ns", bad));
+	v = json_get(sync, "probes");
+	if (json_is(v, JSON_ARRAY) && v->count) {
+		const struct json_value *p, *best = NULL;
+		double min = 0;
+
+		for (p = v->child; p; p = p->next) {
+			double rtt = num_field(p, "min_rtt_ns", bad);
+
+			if (!best || rtt < min) {
+				best = p;
+				min = rtt;
+			}
+		}
+		printf("  min RTT: %.1f ns (cpu%" PRIu64 ")\n", min, u64_field(best, "cpu", bad));
+		for (p = v->child; p; p = p->next)
+			printf("    cpu%" PRIu64 ": %" PRIu64 " probes, min RTT %.1f ns\n",
+			       u64_field(p, "cpu", bad), u64_field(p, "samples", bad),
+			       num_field(p, "min_rtt_ns", bad));
+	} else {
+		printf("  min RTT: none (no probes)\n");
+	}
+	v = json_get(sync, "epochs");
+	printf("  epochs: %zu\n", json_is(v, JSON_ARRAY) ? v->count : 0);
+	for (ep = json_is(v, JSON_ARRAY) ? v->child : NULL; ep; ep = ep->next) {
+		bool drift = false;
+		int64_t off = 0;
+
+		if (json_i64(json_get(ep, "offset"), &off) < 0 ||
+		    json_bool(json_get(ep, "drift"), &drift) < 0)
+			*bad = true;
+		printf("    cpu%" PRIu64 ": from host TSC %" PRIu64 " offset %" PRId64 " ratio %"
+		       PRIu64 "/2^%" PRIu64 " source ", u64_field(ep, "cpu", bad),
+		       u64_field(ep, "host_tsc_from", bad), off, u64_field(ep, "ratio", bad),
+		       u64_field(ep, "frac_bits", bad));
+		put_safe(json_string(json_get(ep, "source")));
+		printf(" drift %s bound %.1f ns\n", drift ? "yes" : "no", num_field(ep, "bound_ns", bad));
+	}
+}
+
+/* Every CPU's figures: what reached the host, and what the agent says it sent. */
+static void print_cpus(const struct json_value *cpus, bool host, bool *bad)
+{
+	const struct json_value *c;
+
+	if (!json_is(cpus, JSON_ARRAY) || !cpus->count)
+		return;
+	printf("  per CPU:\n");
+	for (c = cpus->child; c; c = c->next) {
+		printf("    cpu%" PRIu64 ": %" PRIu64 " events, %" PRIu64 " pages, %" PRIu64 " bytes",
+		       u64_field(c, "cpu", bad), u64_field(c, "events", bad), u64_field(c, "pages", bad),
+		       u64_field(c, "bytes", bad));
+		if (!host)
+			printf("; agent: %" PRIu64 " pages, %" PRIu64 " bytes",
+			       u64_field(c, "agent_pages", bad), u64_field(c, "agent_bytes", bad));
+		printf("\n");
+	}
+}
+
+/* One trace (the host or a guest): Return: 0, or -errno if its file cannot be read. */
+static int report_trace(const char *dir, const struct json_value *t, bool host,
+			struct report_opts *ro)
+{
+	const struct json_value *cpus = json_get(t, "cpus"), *lost = json_get(t, "lost_events");
+	const struct json_value *c, *file = json_get(t, "file");
+	uint64_t man_events = 0, after_loss = 0, bad_pages = 0, frag = 0, dropped = 0;
+	struct ev_counter cnt = { 0 };
+	const char *problems;
+	bool bad = false;
+	size_t i;
+	int ret = 0;
+
+	if (!json_is(t, JSON_OBJECT)) {
+		fprintf(stderr, "virtio-trace-collect report: %s/manifest.json: a trace entry is not "
+			"an object\n", dir);
+		return -EBADMSG;
+	}
+	if (host) {
+		printf("host: ");
+	} else {
+		printf("guest ");
+		put_safe(json_string(json_get(t, "name")));
+		printf(": ");
+	}
+	for (c = json_is(cpus, JSON_ARRAY) ? cpus->child : NULL; c; c = c->next) {
+		man_events += u64_field(c, "events", &bad);
+		after_loss += u64_field(c, "pages_after_loss", &bad);
+		bad_pages += u64_field(c, "bad_pages", &bad);
+		frag += u64_field(c, "fragment_bytes", &bad);
+		dropped += u64_field(c, "dropped_pages_max_size", &bad);
+	}
+	if (json_is(file, JSON_NULL) || !file) {
+		printf("no trace file was written\n");
+	} else if (!file_name_ok(json_string(file))) {
+		printf("?\n");
+		fprintf(stderr, "virtio-trace-collect report: %s/manifest.json: the file of '%s' is "
+			"not a plain file name\n", dir, host ? "host" : "a guest");
+		ret = -EBADMSG;
+	} else {
+		char path[4400];
+
+		put_safe(json_string(file));
+		printf(", %zu CPUs, clock ", json_is(cpus, JSON_ARRAY) ? cpus->count : 0);
+		put_safe(json_string(json_get(t, "clock")));
+		if (json_string(json_get(t, "agent"))) {
+			printf(", agent ");
+			put_safe(json_string(json_get(t, "agent")));
+		}
+		printf("\n");
+		snprintf(path, sizeof(path), "%s/%s", dir, json_string(file));
+		if (access(path, R_OK) < 0) {
+			ret = -errno;
+			fprintf(stderr, "virtio-trace-collect report: cannot read %s: %s\n", path,
+				strerror(-ret));
+		} else {
+			ret = host ? exits_new(dir, ro->guests, &cnt) :
+				     analyses_new(dir, json_string(file), &cnt, ro);
+			if (ret == 0)
+				ret = count_events(path, &cnt);
+			if (ret < 0)
+				fprintf(stderr, "virtio-trace-collect report: %s: libtracecmd cannot "
+					"read it (%s)\n", path, strerror(-ret));
+		}
+		if (ret == 0) {
+			printf("  events: %" PRIu64 "\n", cnt.total);
+			for (i = 0; i < cnt.nr; i++)
+				printf("    %12" PRIu64 "  %s\n", cnt.v[i].n, cnt.v[i].name);
+			if (cnt.total != man_events)
+				printf("  note: manifest.json counts %" PRIu64 " events\n", man_events);
+		}
+	}
+	printf("  lost events in pages: %" PRIu64 "\n", u64_field(lost, "in_pages", &bad));
+	printf("  pages after loss: %" PRIu64 "\n", after_loss);
+	printf("  overrun (%s ring buffer): %" PRIu64 "\n", host ? "host" : "guest",
+	       u64_field(lost, "overrun", &bad));
+	printf("  bad pages: %" PRIu64 "\n", bad_pages);
+	if (frag)
+		printf("  fragment bytes: %" PRIu64 "\n", frag);
+	if (dropped)
+		printf("  pages dropped at --max-size: %" PRIu64 "\n", dropped);
+	print_cpus(cpus, host, &bad);
+	if (!host)
+		print_sync(json_get(t, "sync"), &bad);
+	if (cnt.iommu && iommu_an_any(cnt.iommu)) {
+		fflush(stdout);
+		iommu_an_print(cnt.iommu, stdout, !ro->iommu);
+	}
+	if (cnt.mmio && mmio_an_any(cnt.mmio))
+		mmio_an_print(cnt.mmio, stdout, !ro->mmio_log);
+	if (cnt.exits && exits_an_any(cnt.exits) && !ro->exits)
+		printf("  VM exits: kvm_exit events present (`report --exits` breaks them down)\n");
+	if (cnt.exits && exits_an_any(cnt.exits) && ro->exits)
+		exits_an_print(cnt.exits, stdout);
+	problems = json_string(json_get(t, "problems"));
+	printf("  problems: ");
+	put_safe(problems && problems[0] ? problems : "none");
+	printf("\n");
+	if (bad)
+		printf("  note: some manifest figures are not valid numbers (shown as 0)\n");
+	analyses_free(&cnt);
+	return ret;
+}
+
+/* --guest NAME: only that guest's trace. */
+static bool guest_selected(const struct report_opts *ro, const struct json_value *g)
+{
+	const char *name = json_string(json_get(g, "name"));
+
+	return !ro->guest || (name && !strcmp(name, ro->guest));
+}
+
+static unsigned int nr_cpus(const struct json_value *t)
+{
+	const struct json_value *c = json_get(t, "cpus");
+
+	return json_is(c, JSON_ARRAY) && c->count < 4096 ? c->count : 0;
+}
+
+/* --html FILE: the host and the selected guests on one timeline page. */
+static int write_html(const char *dir, const struct json_value *root, struct report_opts *ro)
+{
+	const struct json_value *g, *host = json_get(root, "host");
+	struct timeline *tl = tl_new();
+	char path[4400], label[96], title[4200];
+	FILE *f = NULL;
+	int ret = 0;
+
+	if (!tl)
+		return -ENOMEM;
+	if (json_is(host, JSON_OBJECT) && file_name_ok(json_string(json_get(host, "file")))) {
+		snprintf(path, sizeof(path), "%s/%s", dir, json_string(json_get(host, "file")));
+		ret = tl_add_trace(tl, "host", path, nr_cpus(host));
+	}
+	for (g = ro->guests->child; g && ret == 0; g = g->next) {
+		const struct json_value *sync = json_get(g, "sync"), *ep;
+		const char *file = json_string(json_get(g, "file"));
+
+		if (!guest_selected(ro, g) || !file_name_ok(file))
+			continue;
+		snprintf(label, sizeof(label), "guest %s", json_string(json_get(g, "name")) ?: "?");
+		snprintf(path, sizeof(path), "%s/%s", dir, file);
+		ret = tl_add_trace(tl, label, path, nr_cpus(g));
+		ep = json_get(sync, "epochs");
+		for (ep = json_is(ep, JSON_ARRAY) ? ep->child : NULL; ep && ret == 0 && ro->tsc_khz;
+		     ep = ep->next) {
+			bool bad = false;
+			uint64_t tsc = u64_field(ep, "host_tsc_from", &bad);
+			double bound = num_field(ep, "bound_ns", &bad);
+			long double ns = (long double)tsc * 1000000.0L / ro->tsc_khz;
+
+			if (!bad && ns < 1.8e19L)	/* a manifest figure: bounded before the cast */
+				ret = tl_add_epoch(tl, label, (uint64_t)ns, bound,
+						   json_string(json_get(sync, "method")));
+		}
+	}
+	if (ret < 0) {
+		fprintf(stderr, "virtio-trace-collect report: cannot read the traces for %s (%s)\n",
+			ro->html, strerror(-ret));
+		goto out;
+	}
+	f = fopen(ro->html, "we");
+	if (!f) {
+		ret = -errno;
+		fprintf(stderr, "virtio-trace-collect report: cannot write %s: %s\n", ro->html,
+			strerror(errno));
+		goto out;
+	}
+	snprintf(title, sizeof(title), "virtio-trace: %s", dir);
+	ret = tl_write_html(tl, f, title);
+	if (fclose(f) != 0 && ret == 0)
+		ret = -errno;
+	if (ret < 0)
+		fprintf(stderr, "virtio-trace-collect report: writing %s failed\n", ro->html);
+	else
+		fprintf(stderr, "virtio-trace-collect report: wrote %s (%" PRIu64 " slices, ticks and "
+			"markers)\n", ro->html, tl_nr_items(tl));
+out:
+	tl_free(tl);
+	return ret;
+}
+
+
+/* One trace as a JSON object: event counts and the analyses. */
+static int json_trace(const char *dir, const struct json_value *t, bool host, struct report_opts *ro)
+{
+	const struct json_value *file = json_get(t, "file"), *lost = json_get(t, "lost_events");
+	struct ev_counter cnt = { 0 };
+	struct jw *w = &ro->jw;
+	char path[4400];
+	bool bad = false;
+	size_t i;
+	int ret = 0;
+
+	jw_obj(w, NULL);
+	jw_str(w, "name", host ? "host" : json_string(json_get(t, "name")));
+	jw_bool(w, "host", host);
+	if (!file_name_ok(json_string(file))) {
+		jw_null(w, "file");
+		jw_end(w, '}');
+		return json_string(file) ? -EBADMSG : 0;
+	}
+	jw_str(w, "file", json_string(file));
+	jw_u64(w, "lost_events_in_pages", u64_field(lost, "in_pages", &bad));
+	jw_u64(w, "overrun", u64_field(lost, "overrun", &bad));
+	snprintf(path, sizeof(path), "%s/%s", dir, json_string(file));
+	ret = host ? exits_new(dir, ro->guests, &cnt) : analyses_new(dir, json_string(file), &cnt, ro);
+	if (ret == 0)
+		ret = count_events(path, &cnt);
+	if (ret < 0) {
+		fprintf(stderr, "virtio-trace-collect report: %s: cannot read it (%s)\n", path,
+			strerror(-ret));
+		jw_end(w, '}');
+		analyses_free(&cnt);
+		return ret;
+	}
+	jw_u64(w, "events_total", cnt.total);
+	jw_obj(w, "events");
+	for (i = 0; i < cnt.nr; i++)
+		jw_u64(w, cnt.v[i].name, cnt.v[i].n);
+	jw_end(w, '}');
+	if (cnt.iommu && iommu_an_any(cnt.iommu))
+		iommu_an_json(cnt.iommu, w);
+	if (cnt.mmio && mmio_an_any(cnt.mmio))
+		mmio_an_json(cnt.mmio, w);
+	if (cnt.exits && exits_an_any(cnt.exits))
+		exits_an_json(cnt.exits, w);
+	jw_end(w, '}');
+	analyses_free(&cnt);
+	return 0;
+}
+
+static int read_manifest(const char *dir, char **text, size_t *len)
+{
+	char path[4200];
+	struct stat st;
+	size_t have = 0;
+	ssize_t n;
+	int fd, ret = 0;
+
+	snprintf(path, sizeof(path), "%s/manifest.json", dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0) {
+		ret = -errno;
+		goto err_close_fd;
+	}
+	if (!S_ISREG(st.st_mode) || st.st_size > MANIFEST_MAX) {
+		ret = S_ISREG(st.st_mode) ? -EFBIG : -EINVAL;
+		goto err_close_fd;
+	}
+	*text = malloc(st.st_size + 1);
+	if (!*text) {
+		ret = -ENOMEM;
+		goto err_close_fd;
+	}
+	while (have < (size_t)st.st_size) {
+		n = read(fd, *text + have, st.st_size - have);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		have += n;
+	}
+	*len = have;
+err_close_fd:
+	close(fd);
+	return ret;
+}
+
+/**
+ * report_main() - the report subcommand
+ * @argc: argument count
+ * @argv: arguments, argv[0] is "report"
+ *
+ * Return: EXIT_OK, EXIT_FAIL (no manifest, or a file cannot be read) or
+ * EXIT_USAGE.
+ */
+int report_main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "iommu", no_argument, NULL, 'I' },
+		{ "json", no_argument, NULL, 'J' },
+		{ "mmiotrace-log", required_argument, NULL, 'M' },
+		{ "exits", no_argument, NULL, 'E' },
+		{ "html", required_argument, NULL, 'H' },
+		{ "guest", required_argument, NULL, 'g' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const struct json_limits lim = { .max_depth = 16, .max_string = 1u << 16 };
+	const struct json_value *root, *v, *g;
+	struct json_error jerr;
+	struct json_doc *doc;
+	struct report_opts ro = { 0 };
+	FILE *log_file = NULL;
+	const char *dir;
+	char *text = NULL;
+	size_t len = 0;
+	int c, ret, status = EXIT_OK;
+	bool bad = false, flag;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			usage(stdout);
+			return EXIT_OK;
+		case 'I':
+			ro.iommu = true;
+			break;
+		case 'J':
+			ro.json = true;
+			break;
+		case 'M':
+			ro.mmio_log = optarg;
+			break;
+		case 'E':
+			ro.exits = true;
+			break;
+		case 'H':
+			ro.html = optarg;
+			break;
+		case 'g':
+			ro.guest = optarg;
+			break;
+		default:
+			fprintf(stderr, "Try 'virtio-trace-collect report --help'.\n");
+			return EXIT_USAGE;
+		}
+	}
+	if (argc - optind != 1) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	dir = argv[optind];
+	ret = read_manifest(dir, &text, &len);
+	if (ret < 0) {
+		fprintf(stderr, "virtio-trace-collect report: cannot read %s/manifest.json: %s%s\n",
+			dir, strerror(-ret), ret == -ENOENT ? " (is DIR the -o of a finished record? "
+			"a killed run needs `virtio-trace-collect recover DIR` first)" : "");
+		return EXIT_FAIL;
+	}
+	doc = json_parse(text, len, &lim, &jerr);
+	free(text);
+	if (!doc) {
+		fprintf(stderr, "virtio-trace-collect report: %s/manifest.json:%u: %s (byte %zu)\n",
+			dir, jerr.line, jerr.msg, jerr.offset);
+		return EXIT_FAIL;
+	}
+	root = json_root(doc);
+	v = json_get(root, "guests");
+	if (!json_is(root, JSON_OBJECT) || !json_is(v, JSON_ARRAY)) {
+		fprintf(stderr, "virtio-trace-collect report: %s/manifest.json is not a "
+			"virtio-trace-collect manifest (no \"guests\" array)\n", dir);
+		json_free(doc);
+		return EXIT_FAIL;
+	}
+
+	ro.tsc_khz = u64_field(json_get(root, "host_tsc"), "khz", &bad);
+	ro.guests = v;
+	if (ro.html && write_html(dir, root, &ro) < 0) {
+		json_free(doc);
+		return EXIT_FAIL;
+	}
+	if (ro.mmio_log) {
+		ro.mmio_file = fopen(ro.mmio_log, "we");
+		if (!ro.mmio_file) {
+			fprintf(stderr, "virtio-trace-collect report: cannot write %s: %s\n",
+				ro.mmio_log, strerror(errno));
+			json_free(doc);
+			return EXIT_FAIL;
+		}
+		log_file = ro.mmio_file;
+	}
+	if (ro.json) {
+		jw_begin(&ro.jw, stdout);
+		jw_obj(&ro.jw, NULL);
+		jw_str(&ro.jw, "run", dir);
+		jw_u64(&ro.jw, "host_tsc_khz", ro.tsc_khz);
+		jw_arr(&ro.jw, "traces");
+		if (json_is(json_get(root, "host"), JSON_OBJECT) &&
+		    json_trace(dir, json_get(root, "host"), true, &ro) < 0)
+			status = EXIT_FAIL;
+		for (g = v->child; g; g = g->next)
+			if (guest_selected(&ro, g) && json_trace(dir, g, false, &ro) < 0)
+				status = EXIT_FAIL;
+		jw_end(&ro.jw, ']');
+		jw_end(&ro.jw, '}');
+		goto out;
+	}
+	printf("run: ");
+	put_safe(dir);
+	printf("\nrecorded by ");
+	put_safe(json_string(json_get(root, "tool")));
+	printf(" ");
+	put_safe(json_string(json_get(root, "version")));
+	printf(" at ");
+	put_safe(json_string(json_get(root, "created")));
+	if (json_bool(json_get(root, "recovered"), &flag) == 0 && flag)
+		printf(" (recovered after a killed run)");
+	printf("\nfile version %" PRIu64 ", compression ", u64_field(root, "file_version", &bad));
+	put_safe(json_string(json_get(root, "compression")));
+	printf("\nhost TSC: %" PRIu64 " kHz (", u64_field(json_get(root, "host_tsc"), "khz", &bad));
+	put_safe(json_string(json_get(json_get(root, "host_tsc"), "method")));
+	printf(")\n");
+
+	if (json_is(json_get(root, "host"), JSON_OBJECT)) {
+		printf("\n");
+		if (report_trace(dir, json_get(root, "host"), true, &ro) < 0)
+			status = EXIT_FAIL;
+	}
+	for (g = v->child; g; g = g->next) {
+		if (!guest_selected(&ro, g))
+			continue;
+		printf("\n");
+		if (report_trace(dir, g, false, &ro) < 0)
+			status = EXIT_FAIL;
+	}
+	if (!v->count)
+		printf("\nno guests were recorded\n");
+out:
+	if (log_file) {
+		if (ro.mmio_file) {
+			fprintf(stderr, "virtio-trace-collect report: no guest trace to write %s from\n",
+				ro.mmio_log);
+			status = EXIT_FAIL;
+		}
+		if (fclose(log_file) != 0 && status == EXIT_OK) {
+			fprintf(stderr, "virtio-trace-collect report: writing %s: %s\n", ro.mmio_log,
+				strerror(errno));
+			status = EXIT_FAIL;
+		}
+	}
+	json_free(doc);
+	return status;
+}

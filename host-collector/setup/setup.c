@@ -1,0 +1,624 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * `setup`: the QEMU arguments or libvirt XML that give a guest the ports
+ * trace-agent(8) expects, so nobody has to wire them by hand (the kernel's old
+ * virtio-trace README wired a data port to the control chardev).
+ *
+ * Ports: trace-path-cpu0..N-1 (one per vCPU, guest -> host pages) then
+ * agent-ctl-path (the control port). virtio-serial port 0 is reserved for
+ * consoles and more than 30 ports per controller were seen to lose ports in
+ * the guest, so every controller gets max_ports=31 and carries ports 1..30.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include "collect.h"
+#include "libvirt.h"
+#include "setup.h"
+#include "text.h"
+
+#define SETUP_MAX_VCPUS		1024
+#define SETUP_PORTS_PER_CTL	30
+#define SETUP_DEFAULT_ROOT	"/run/virtio-trace"
+#define SETUP_QMP_SOCKET	"qmp.sock"
+/*
+ * libvirt gives a channel without an address (qemu-guest-agent's) controller 0:
+ * printed XML starts at 1 unless told otherwise; --apply reads the domain instead.
+ */
+#define SETUP_DEFAULT_CTL_INDEX	1
+#define SETUP_MAX_CTL_INDEX	1000
+
+struct setup_opts {
+	unsigned int vcpus;
+	bool unix_backend;
+	bool qemu_connects;	/* unix-connect: QEMU connects, record --listen listens */
+	bool libvirt;
+	bool create;
+	const char *name;
+	char dir[PATH_MAX];
+	/* setup --domain */
+	const char *domain;
+	const char *uri;
+	bool apply;
+	bool remove;
+	bool have_backend;
+	bool have_dir;
+	bool have_format;
+	unsigned int ctl_index;	/* --format libvirt: the first controller's index */
+	bool have_ctl_index;
+	/* setup --last-boot */
+	const char *last_boot;		/* SIZE of the reserved memory */
+	const char *last_boot_events;	/* SYS:EV,... enabled in the instance at boot */
+};
+
+#define SETUP_LASTBOOT_INSTANCE	"vtlast"
+
+static void setup_usage(FILE *f)
+{
+	fprintf(f,
+"Usage: virtio-trace-collect setup --vcpus N [--backend pipe|unix|unix-connect]\n"
+"                                  [--dir DIR]\n"
+"                                  [--format qemu|libvirt] [--create] [--name NAME]\n"
+"                                  [--controller-index I]\n"
+"\n"
+"Print what a guest needs for trace-agent(8): one virtio-serial port per vCPU\n"
+"(trace-path-cpu0 .. trace-path-cpuN-1) and the control port agent-ctl-path,\n"
+"each backed by a host chardev DIR/PORTNAME, at most 30 ports per\n"
+"virtio-serial controller (max_ports=31, port 0 is left to consoles).\n"
+"The QEMU arguments also name the guest with debug-threads=on (so that its\n"
+"vCPU threads are called \"CPU n/...\" and record can find them) and give it\n"
+"a QMP socket DIR/qmp.sock for `record --qmp DIR/qmp.sock`.\n"
+"\n"
+"  -n, --vcpus N          the guest's vCPU count, 1..%d (required)\n"
+"  -b, --backend KIND     pipe (default): FIFOs DIR/PORT.in (host->guest) and\n"
+"                         DIR/PORT.out (guest->host);\n"
+"                         unix: sockets DIR/PORT that QEMU listens on;\n"
+"                         unix-connect: sockets DIR/PORT that QEMU connects\n"
+"                         to (again every second while none listens): use\n"
+"                         `record --listen`\n"
+"      --dir DIR          where the chardevs live (default %s/NAME)\n"
+"      --format FMT       qemu (default): QEMU command-line arguments, one\n"
+"                         option and its value per line, quoted for sh;\n"
+"                         libvirt: <controller> and <channel> elements for\n"
+"                         the domain's <devices>\n"
+"      --controller-index I\n"
+"                         libvirt: number the virtio-serial controllers from\n"
+"                         I (default 1: index 0 is the one libvirt gives\n"
+"                         qemu-guest-agent's channel); pick one that\n"
+"                         `virsh dumpxml DOMAIN | grep virtio-serial` does not\n"
+"                         show, or let `setup --domain DOMAIN --apply` choose\n"
+"  -c, --create           create DIR and, for the pipe backend, the FIFOs\n"
+"                         (mode 0600); existing ones are kept\n"
+"  -N, --name NAME        the guest's name (default guest): names the default\n"
+"                         DIR and QEMU's -name; record it with\n"
+"                         --chardev-dir DIR --name NAME\n"
+"  -h, --help             print this help and exit\n"
+"\n"
+"Short options mean the same in every subcommand: --dir and --format have\n"
+"none here (-d and -f are record's --duration and --filter).\n"
+"\n"
+"Example:\n"
+"  virtio-trace-collect setup --vcpus 2 --dir /run/vt/demo --name demo --create > ports.args\n"
+"  eval \"ARGS=($(cat ports.args))\"       # bash: one option per line, quoted\n"
+"  qemu-system-x86_64 ... \"${ARGS[@]}\"\n"
+"  virtio-trace-collect record --chardev-dir /run/vt/demo --name demo \\\n"
+"    --qmp /run/vt/demo/qmp.sock -e sched\n"
+"\n"
+"Exit status: 0 printed (and created); 1 could not create or write; 2 usage error.\n"
+"\n"
+"Usage: virtio-trace-collect setup --last-boot SIZE [--last-boot-events SYS:EV,...]\n"
+"\n"
+"Print the guest kernel arguments (Linux 6.12 or later) that keep a trace across\n"
+"a crash and warm reset: SIZE (e.g. 4M) of memory reserved at boot holds the\n"
+"persistent, boot-mapped instance " SETUP_LASTBOOT_INSTANCE ", off at boot so that the previous\n"
+"boot's trace survives until `record --last-boot " SETUP_LASTBOOT_INSTANCE "` has taken it; the\n"
+"agent then turns it on to record this boot. Add them to the kernel command\n"
+"line; QEMU must run without -no-reboot.\n"
+"\n"
+"      --last-boot SIZE   reserve SIZE (K, M, G) for the boot-mapped instance\n"
+"      --last-boot-events SYS:EV,...\n"
+"                         events the instance records from boot on\n"
+"\n"
+"Usage: virtio-trace-collect setup --domain NAME [--connect URI] --apply|--remove\n"
+"                                  [--backend pipe|unix] [--dir DIR]\n"
+"\n"
+"Add the same ports to a libvirt domain's persistent definition: one channel\n"
+"per vCPU of the definition plus the control port, on virtio-serial\n"
+"controllers of their own (30 ports each). The change takes effect at the\n"
+"domain's next boot; then `record --domain NAME` finds everything itself.\n"
+"\n"
+"  -D, --domain NAME      the libvirt domain\n"
+"  -C, --connect URI      libvirt URI (default: libvirt's default, qemu:///system\n"
+"                         for root)\n"
+"  -a, --apply            add the channels (pipe: and create the FIFOs, owned by\n"
+"                         the user in /etc/libvirt/qemu.conf); running it again\n"
+"                         changes nothing; a changed vCPU count rewrites them\n"
+"  -r, --remove           remove exactly what --apply added\n"
+"  -b, --backend KIND     pipe (default; DIR default /var/lib/virtio-trace/NAME)\n"
+"                         or unix (without --dir: paths libvirt chooses)\n"
+"      --dir DIR          where the chardevs live\n"
+"\n"
+"Controller indexes: --apply puts its controllers after every virtio-serial\n"
+"controller the domain has.\n"
+"\n"
+"Exit status: 0 done or nothing to do; 1 libvirt or the files failed; 2 usage.\n",
+		SETUP_MAX_VCPUS, SETUP_DEFAULT_ROOT);
+}
+
+/* Port @i's name: data ports first, then the control port. */
+static void setup_port_name(const struct setup_opts *o, unsigned int i, char *buf, size_t len)
+{
+	if (i < o->vcpus)
+		snprintf(buf, len, "trace-path-cpu%u", i);
+	else
+		snprintf(buf, len, "agent-ctl-path");
+}
+
+static void setup_chardev_id(const struct setup_opts *o, unsigned int i, char *buf, size_t len)
+{
+	if (i < o->vcpus)
+		snprintf(buf, len, "vt-cpu%u", i);
+	else
+		snprintf(buf, len, "vt-ctl");
+}
+
+/* One QEMU option and its value; the value quoted for sh only when it must be. */
+static void setup_put_arg(const char *opt, const char *val)
+{
+	const char *p;
+	bool plain = true;
+
+	for (p = val; *p; p++)
+		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:=,+@%-", *p))
+			plain = false;
+	if (plain) {
+		printf("%s %s\n", opt, val);
+		return;
+	}
+	printf("%s '", opt);
+	for (p = val; *p; p++) {
+		if (*p == '\'')
+			fputs("'\\''", stdout);
+		else
+			putchar(*p);
+	}
+	puts("'");
+}
+
+/* QEMU option values separate properties with ','; a literal ',' is written ',,'. */
+static void setup_qemu_path(char *out, size_t len, const char *dir, const char *port)
+{
+	size_t n = 0;
+	const char *parts[3] = { dir, "/", port };
+	const char *p;
+	int k;
+
+	for (k = 0; k < 3; k++)
+		for (p = parts[k]; *p && n + 2 < len; p++) {
+			if (*p == ',')
+				out[n++] = ',';
+			out[n++] = *p;
+		}
+	out[n] = 0;
+}
+
+static void setup_print_qemu(const struct setup_opts *o)
+{
+	unsigned int nports = o->vcpus + 1, nctl, i;
+	char val[3 * PATH_MAX], path[2 * PATH_MAX + 64], port[32], id[32];
+
+	/*
+	 * debug-threads=on names the vCPU threads "CPU n/TCG|KVM" (the host file's GUEST
+	 * option needs them); the QMP socket lets record ask QEMU for them and follow stop/cont.
+	 */
+	snprintf(val, sizeof(val), "%s,debug-threads=on", o->name);
+	setup_put_arg("-name", val);
+	setup_qemu_path(path, sizeof(path), o->dir, SETUP_QMP_SOCKET);
+	snprintf(val, sizeof(val), "unix:%s,server=on,wait=off", path);
+	setup_put_arg("-qmp", val);
+	nctl = (nports + SETUP_PORTS_PER_CTL - 1) / SETUP_PORTS_PER_CTL;
+	for (i = 0; i < nctl; i++) {
+		snprintf(val, sizeof(val), "virtio-serial-pci,id=vtser%u,max_ports=%d", i,
+			 SETUP_PORTS_PER_CTL + 1);
+		setup_put_arg("-device", val);
+	}
+	for (i = 0; i < nports; i++) {
+		setup_port_name(o, i, port, sizeof(port));
+		setup_chardev_id(o, i, id, sizeof(id));
+		setup_qemu_path(path, sizeof(path), o->dir, port);
+		if (o->unix_backend)
+			snprintf(val, sizeof(val), "socket,id=%s,path=%s,%s", id, path,
+				 o->qemu_connects ? "server=off,reconnect=1" : "server=on,wait=off");
+		else
+			snprintf(val, sizeof(val), "pipe,id=%s,path=%s", id, path);
+		setup_put_arg("-chardev", val);
+		snprintf(val, sizeof(val), "virtserialport,bus=vtser%u.0,nr=%u,chardev=%s,name=%s",
+			 i / SETUP_PORTS_PER_CTL, i % SETUP_PORTS_PER_CTL + 1, id, port);
+		setup_put_arg("-device", val);
+	}
+}
+
+static void setup_put_xml(const char *s)
+{
+	for (; *s; s++) {
+		switch (*s) {
+		case '&': fputs("&amp;", stdout); break;
+		case '<': fputs("&lt;", stdout); break;
+		case '>': fputs("&gt;", stdout); break;
+		case '\'': fputs("&apos;", stdout); break;
+		case '"': fputs("&quot;", stdout); break;
+		default: putchar(*s);
+		}
+	}
+}
+
+static void setup_print_libvirt(const struct setup_opts *o)
+{
+	unsigned int nports = o->vcpus + 1, nctl, i;
+	char port[32];
+
+	nctl = (nports + SETUP_PORTS_PER_CTL - 1) / SETUP_PORTS_PER_CTL;
+	printf("<!-- virtio-trace ports for guest %s, %u vCPUs: put these in <devices>. -->\n",
+	       o->name, o->vcpus);
+	/* No "--" inside an XML comment: the options are named without their dashes. */
+	printf("<!-- Controller index%s %u%s must be unused in the domain (virsh dumpxml DOMAIN | grep "
+	       "virtio-serial): else pick others with setup's option controller-index, or let "
+	       "setup's domain and apply options add these. -->\n",
+	       nctl > 1 ? "es" : "", o->ctl_index, nctl > 1 ? " and up" : "");
+	for (i = 0; i < nctl; i++)
+		printf("<controller type='virtio-serial' index='%u' ports='%d'/>\n", o->ctl_index + i,
+		       SETUP_PORTS_PER_CTL + 1);
+	for (i = 0; i < nports; i++) {
+		setup_port_name(o, i, port, sizeof(port));
+		printf("<channel type='%s'>\n", o->unix_backend ? "unix" : "pipe");
+		printf("  <source %spath='", !o->unix_backend ? "" :
+		       o->qemu_connects ? "mode='connect' " : "mode='bind' ");
+		setup_put_xml(o->dir);
+		if (o->qemu_connects)
+			printf("/%s'>\n    <reconnect enabled='yes' timeout='1'/>\n  </source>\n", port);
+		else
+			printf("/%s'/>\n", port);
+		printf("  <target type='virtio' name='%s'/>\n", port);
+		printf("  <address type='virtio-serial' controller='%u' bus='0' port='%u'/>\n",
+		       o->ctl_index + i / SETUP_PORTS_PER_CTL, i % SETUP_PORTS_PER_CTL + 1);
+		printf("</channel>\n");
+	}
+}
+
+static int setup_mkfifo(const char *path)
+{
+	struct stat st;
+
+	if (mkfifo(path, 0600) == 0)
+		return chmod(path, 0600) < 0 ? -errno : 0;
+	if (errno != EEXIST)
+		return -errno;
+	if (lstat(path, &st) < 0)
+		return -errno;
+	return S_ISFIFO(st.st_mode) ? 0 : -EEXIST;
+}
+
+static int setup_create(const struct setup_opts *o)
+{
+	char path[PATH_MAX], port[32];
+	const char *sfx[2] = { ".in", ".out" };
+	unsigned int i, k;
+	int ret;
+
+	ret = collect_mkdirs(o->dir);
+	if (ret < 0) {
+		fprintf(stderr, "virtio-trace-collect setup: cannot create %s: %s\n", o->dir,
+			strerror(-ret));
+		return ret;
+	}
+	if (o->unix_backend)
+		return 0;
+	for (i = 0; i <= o->vcpus; i++) {
+		setup_port_name(o, i, port, sizeof(port));
+		for (k = 0; k < 2; k++) {
+			if (snprintf(path, sizeof(path), "%s/%s%s", o->dir, port, sfx[k]) >=
+			    (int)sizeof(path))
+				ret = -ENAMETOOLONG;
+			else
+				ret = setup_mkfifo(path);
+			if (ret < 0) {
+				fprintf(stderr, "virtio-trace-collect setup: cannot create the FIFO %s: %s\n",
+					path, ret == -EEXIST ? "exists and is not a FIFO" : strerror(-ret));
+				return ret;
+			}
+		}
+	}
+	return 0;
+}
+
+static int setup_parse(int argc, char **argv, struct setup_opts *o)
+{
+	/* No -d/-f: they are record's --duration and --filter (short options mean one thing). */
+	enum { OPT_DIR = 256, OPT_FORMAT, OPT_CTL_INDEX };
+	static const struct option longopts[] = {
+		{ "vcpus", required_argument, NULL, 'n' },
+		{ "backend", required_argument, NULL, 'b' },
+		{ "dir", required_argument, NULL, OPT_DIR },
+		{ "format", required_argument, NULL, OPT_FORMAT },
+		{ "controller-index", required_argument, NULL, OPT_CTL_INDEX },
+		{ "create", no_argument, NULL, 'c' },
+		{ "name", required_argument, NULL, 'N' },
+		{ "domain", required_argument, NULL, 'D' },
+		{ "connect", required_argument, NULL, 'C' },
+		{ "apply", no_argument, NULL, 'a' },
+		{ "remove", no_argument, NULL, 'r' },
+		{ "last-boot", required_argument, NULL, 'L' },
+		{ "last-boot-events", required_argument, NULL, 'E' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char *dir = NULL;
+	char *end;
+	unsigned long v;
+	int c;
+
+	o->name = "guest";
+	o->ctl_index = SETUP_DEFAULT_CTL_INDEX;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "n:b:cN:D:C:arh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'L':
+			/* reserve_mem's size: digits and one K, M or G. */
+			v = strtoul(optarg, &end, 10);
+			if (!v || (*end && (strchr("KMG", *end) == NULL || end[1]))) {
+				fprintf(stderr, "virtio-trace-collect setup: --last-boot SIZE: e.g. 4M\n");
+				return -EINVAL;
+			}
+			o->last_boot = optarg;
+			break;
+		case 'E':
+			if (strspn(optarg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_:,*") !=
+			    strlen(optarg)) {
+				fprintf(stderr, "virtio-trace-collect setup: --last-boot-events SYS:EV,...\n");
+				return -EINVAL;
+			}
+			o->last_boot_events = optarg;
+			break;
+		case 'D':
+			if (!*optarg) {
+				fprintf(stderr, "virtio-trace-collect setup: --domain needs a name\n");
+				return -EINVAL;
+			}
+			o->domain = optarg;
+			break;
+		case 'C':
+			o->uri = optarg;
+			break;
+		case 'a':
+			o->apply = true;
+			break;
+		case 'r':
+			o->remove = true;
+			break;
+		case 'n':
+			errno = 0;
+			v = strtoul(optarg, &end, 10);
+			if (errno || end == optarg || *end || optarg[0] == '-' || v < 1 ||
+			    v > SETUP_MAX_VCPUS) {
+				fprintf(stderr, "virtio-trace-collect setup: --vcpus must be 1..%d, not '%s'\n",
+					SETUP_MAX_VCPUS, optarg);
+				return -EINVAL;
+			}
+			o->vcpus = v;
+			break;
+		case 'b':
+			o->have_backend = true;
+			o->unix_backend = strcmp(optarg, "pipe") != 0;
+			o->qemu_connects = !strcmp(optarg, "unix-connect");
+			if (strcmp(optarg, "pipe") && strcmp(optarg, "unix") && strcmp(optarg, "socket") &&
+			    !o->qemu_connects) {
+				fprintf(stderr, "virtio-trace-collect setup: --backend is pipe, unix or unix-connect, not '%s'\n",
+					optarg);
+				return -EINVAL;
+			}
+			break;
+		case OPT_DIR:
+			dir = optarg;
+			o->have_dir = true;
+			break;
+		case OPT_CTL_INDEX:
+			errno = 0;
+			v = strtoul(optarg, &end, 10);
+			if (errno || end == optarg || *end || optarg[0] == '-' || v > SETUP_MAX_CTL_INDEX) {
+				fprintf(stderr, "virtio-trace-collect setup: --controller-index must be "
+					"0..%d, not '%s'\n", SETUP_MAX_CTL_INDEX, optarg);
+				return -EINVAL;
+			}
+			o->ctl_index = v;
+			o->have_ctl_index = true;
+			break;
+		case OPT_FORMAT:
+			o->have_format = true;
+			if (!strcmp(optarg, "qemu")) {
+				o->libvirt = false;
+			} else if (!strcmp(optarg, "libvirt")) {
+				o->libvirt = true;
+			} else {
+				fprintf(stderr, "virtio-trace-collect setup: --format is qemu or libvirt, not '%s'\n",
+					optarg);
+				return -EINVAL;
+			}
+			break;
+		case 'c':
+			o->create = true;
+			break;
+		case 'N':
+			if (!collect_name_ok(optarg)) {
+				fprintf(stderr, "virtio-trace-collect setup: bad guest name '%s' (1..%d of "
+					"A-Z a-z 0-9 _ - ., not starting with '.' or '-')\n",
+					optarg, COLLECT_NAME_MAX - 1);
+				return -EINVAL;
+			}
+			o->name = optarg;
+			break;
+		case 'h':
+			setup_usage(stdout);
+			return 1;
+		default:
+			if (optopt == 'd' || optopt == 'f') {
+				fprintf(stderr, "virtio-trace-collect setup: -%c is record's %s; setup's "
+					"is --%s (see --help)\n", optopt,
+					optopt == 'd' ? "--duration" : "--filter",
+					optopt == 'd' ? "dir" : "format");
+				return -EINVAL;
+			}
+			setup_usage(stderr);
+			return -EINVAL;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "virtio-trace-collect setup: unexpected argument '%s'\n", argv[optind]);
+		return -EINVAL;
+	}
+	if (o->last_boot_events && !o->last_boot) {
+		fprintf(stderr, "virtio-trace-collect setup: --last-boot-events goes with --last-boot\n");
+		return -EINVAL;
+	}
+	if (o->last_boot) {
+		if (o->vcpus || o->domain || o->apply || o->remove || o->create || o->have_format) {
+			fprintf(stderr, "virtio-trace-collect setup: --last-boot prints kernel "
+				"arguments only: run it on its own\n");
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (o->domain || o->apply || o->remove || o->uri) {
+		if (!o->domain || o->apply == o->remove) {
+			fprintf(stderr, "virtio-trace-collect setup: --domain NAME goes with one of "
+				"--apply or --remove (see --help)\n");
+			return -EINVAL;
+		}
+		if (o->vcpus || o->have_format || o->create || o->have_ctl_index) {
+			fprintf(stderr, "virtio-trace-collect setup: with --domain the vCPU count and "
+				"controller indexes come from the definition, --format and --create do "
+				"not apply\n");
+			return -EINVAL;
+		}
+		if (o->qemu_connects) {
+			fprintf(stderr, "virtio-trace-collect setup: --domain takes --backend pipe or "
+				"unix (record --domain connects to the sockets libvirt makes)\n");
+			return -EINVAL;
+		}
+		if (o->remove && (o->have_dir || o->have_backend)) {
+			fprintf(stderr, "virtio-trace-collect setup: --remove takes no --dir or "
+				"--backend: it removes what --apply added\n");
+			return -EINVAL;
+		}
+		if (!dir && o->unix_backend)
+			return 0;	/* libvirt's automatic socket paths */
+		if (!dir && o->remove)
+			return 0;
+		if (!dir && libvirt_default_dir(o->dir, sizeof(o->dir), o->domain) < 0) {
+			fprintf(stderr, "virtio-trace-collect setup: domain '%s' cannot name a "
+				"directory: give --dir DIR\n", o->domain);
+			return -EINVAL;
+		}
+		if (!dir)
+			return 0;
+	} else if (!o->vcpus) {
+		fprintf(stderr, "virtio-trace-collect setup: --vcpus N is required (see --help)\n");
+		return -EINVAL;
+	} else if (o->have_ctl_index && !o->libvirt) {
+		fprintf(stderr, "virtio-trace-collect setup: --controller-index goes with --format "
+			"libvirt (QEMU's controllers are named vtserN)\n");
+		return -EINVAL;
+	}
+	if (!dir) {
+		snprintf(o->dir, sizeof(o->dir), "%s/%s", SETUP_DEFAULT_ROOT, o->name);
+		return 0;
+	}
+	if (!*dir || strchr(dir, '\n')) {
+		fprintf(stderr, "virtio-trace-collect setup: bad --dir '%s'\n", dir);
+		return -EINVAL;
+	}
+	/* QEMU and libvirt resolve relative paths against their own cwd: make it absolute. */
+	if (dir[0] == '/') {
+		if (snprintf(o->dir, sizeof(o->dir), "%s", dir) >= (int)sizeof(o->dir))
+			goto err_long;
+	} else {
+		char cwd[PATH_MAX];
+
+		if (!getcwd(cwd, sizeof(cwd))) {
+			fprintf(stderr, "virtio-trace-collect setup: getcwd: %s\n", strerror(errno));
+			return -EINVAL;
+		}
+		if (snprintf(o->dir, sizeof(o->dir), "%s/%s", strcmp(cwd, "/") ? cwd : "", dir) >=
+		    (int)sizeof(o->dir))
+			goto err_long;
+	}
+	/* Port paths are DIR/PORT: no trailing slashes, so the output is canonical. */
+	while (strlen(o->dir) > 1 && o->dir[strlen(o->dir) - 1] == '/')
+		o->dir[strlen(o->dir) - 1] = 0;
+	return 0;
+
+err_long:
+	fprintf(stderr, "virtio-trace-collect setup: --dir is too long\n");
+	return -EINVAL;
+}
+
+/**
+ * setup_main() - the setup subcommand
+ * @argc: argument count
+ * @argv: arguments
+ *
+ * Return: an exit status.
+ */
+int setup_main(int argc, char **argv)
+{
+	struct setup_opts o = { 0 };
+	int ret;
+
+	ret = setup_parse(argc, argv, &o);
+	if (ret > 0)
+		return EXIT_OK;
+	if (ret < 0)
+		return EXIT_USAGE;
+	if (o.last_boot) {
+		printf("reserve_mem=%s:4096:%s trace_instance=%s^traceoff@%s%s%s\n", o.last_boot,
+		       SETUP_LASTBOOT_INSTANCE, SETUP_LASTBOOT_INSTANCE, SETUP_LASTBOOT_INSTANCE,
+		       o.last_boot_events ? "," : "", o.last_boot_events ? o.last_boot_events : "");
+		return fflush(stdout) == EOF || ferror(stdout) ? EXIT_FAIL : EXIT_OK;
+	}
+	if (o.domain) {
+		struct libvirt_setup ls = {
+			.domain = o.domain, .uri = o.uri, .remove = o.remove,
+			.unix_backend = o.unix_backend,
+		};
+
+		snprintf(ls.dir, sizeof(ls.dir), "%s", o.dir);
+		ret = libvirt_setup_run(&ls);
+		if (fflush(stdout) == EOF || ferror(stdout))
+			return EXIT_FAIL;
+		if (ret == 0 && ls.vcpus > COLLECT_MAX_CPUS)
+			fprintf(stderr, "virtio-trace-collect setup: warning: record handles at most %d "
+				"vCPUs per guest\n", COLLECT_MAX_CPUS);
+		return ret < 0 ? EXIT_FAIL : EXIT_OK;
+	}
+	if (o.vcpus > COLLECT_MAX_CPUS)
+		fprintf(stderr, "virtio-trace-collect setup: warning: record handles at most %d "
+			"vCPUs per guest\n", COLLECT_MAX_CPUS);
+	if (o.create && setup_create(&o) < 0)
+		return EXIT_FAIL;
+	if (o.libvirt)
+		setup_print_libvirt(&o);
+	else
+		setup_print_qemu(&o);
+	if (fflush(stdout) == EOF || ferror(stdout)) {
+		fprintf(stderr, "virtio-trace-collect setup: write error: %s\n", strerror(errno));
+		return EXIT_FAIL;
+	}
+	return EXIT_OK;
+}

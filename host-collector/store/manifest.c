@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * manifest.json: what a run recorded, per trace and per CPU, its losses,
+ * clock mapping and problems (see virtio-trace-collect(1), OUTPUT).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "write.h"
+
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char c = *s;
+
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+static uint64_t stat_field(const char *stats, const char *key)
+{
+	const char *p = stats;
+	size_t klen = strlen(key);
+
+	while (p && *p) {
+		if (strncmp(p, key, klen) == 0 && p[klen] == ':')
+			return strtoull(p + klen + 1, NULL, 10);
+		p = strchr(p, '\n');
+		p = p ? p + 1 : NULL;
+	}
+	return 0;
+}
+
+static double ticks_ns(const struct finish *r, uint64_t ticks)
+{
+	return r->opt.tsc_khz ? ticks * 1e6 / r->opt.tsc_khz : 0;
+}
+
+static void json_trace(FILE *f, const struct finish *r, const struct trace_sum *t)
+{
+	uint64_t overrun = 0, lost_pages = 0, dropped = 0;
+	double bound = 0;
+	unsigned int i, j;
+	bool first;
+
+	fprintf(f, "    {\n      \"name\": ");
+	json_str(f, t->rec.name);
+	fprintf(f, ",\n      \"file\": ");
+	if (t->written)
+		json_str(f, t->file);
+	else
+		fprintf(f, "null");
+	if (!t->rec.host) {
+		/* record --last-boot's file (record/lastboot-file.c): another boot, another clock. */
+		char lb[4400];
+		struct stat st;
+
+		snprintf(lb, sizeof(lb), "%s/guest-%s.lastboot.dat", r->out, t->rec.name);
+		if (lstat(lb, &st) == 0 && S_ISREG(st.st_mode)) {
+			fprintf(f, ",\n      \"last_boot_file\": ");
+			json_str(f, strrchr(lb, '/') + 1);
+			fprintf(f, ",\n      \"last_boot_note\": \"the previous boot's trace: that "
+				"boot's own clock, not synchronised with the host\"");
+		}
+	}
+	fprintf(f, ",\n      \"trace_id\": \"0x%016" PRIx64 "\",\n      \"clock\": ", t->rec.trace_id);
+	json_str(f, t->rec.clock);
+	fprintf(f, ",\n      \"cpus\": [\n");
+	for (i = 0; i < t->nr_sums; i++) {
+		const struct cpu_sum *c = &t->cpus[i];
+		const struct spool_cpu *sc = &t->rec.cpus[c->cpu < COLLECT_MAX_CPUS ? c->cpu : 0];
+		const char *stats = sc->stats ? sc->stats : "";
+		uint64_t ov = stat_field(stats, "overrun");
+
+		overrun += ov;
+		lost_pages += c->lost_in_pages;
+		dropped += sc->dropped;
+		fprintf(f, "        { \"cpu\": %u, \"bytes\": %" PRIu64 ", \"pages\": %" PRIu64
+			", \"events\": %" PRIu64 ", \"bad_pages\": %" PRIu64
+			", \"bad_pages_kept\": %" PRIu64 ", \"pages_after_loss\": %" PRIu64 ", \"lost_events_in_pages\": %" PRIu64
+			", \"fragment_bytes\": %" PRIu64 ", \"dropped_pages_max_size\": %" PRIu64,
+			c->cpu, c->bytes, c->pages, c->events, c->bad_pages, c->bad_pages_kept,
+			c->missed_pages,
+			c->lost_in_pages, sc->frag_bytes, sc->dropped);
+		if (!t->rec.host)
+			fprintf(f, ", \"agent_bytes\": %" PRIu64 ", \"agent_pages\": %" PRIu64,
+				sc->agent_bytes, sc->agent_pages);
+		fprintf(f, ", \"stats\": { \"entries\": %" PRIu64 ", \"overrun\": %" PRIu64
+			", \"commit_overrun\": %" PRIu64 ", \"dropped_events\": %" PRIu64
+			", \"read_events\": %" PRIu64 " } }%s\n",
+			stat_field(stats, "entries"), ov, stat_field(stats, "commit overrun"),
+			stat_field(stats, "dropped events"), stat_field(stats, "read events"),
+			i + 1 < t->nr_sums ? "," : "");
+	}
+	fprintf(f, "      ],\n      \"lost_events\": { \"in_pages\": %" PRIu64 ", \"overrun\": %"
+		PRIu64 " },\n", lost_pages, overrun);
+	if (!t->rec.host) {
+		fprintf(f, "      \"agent\": ");
+		json_str(f, t->rec.agent);
+		fprintf(f, ",\n      \"vcpu_threads\": [");
+		for (i = 0; i < t->rec.nr_tids; i++)
+			fprintf(f, "%s%u", i ? ", " : "", t->rec.tids[i]);
+		fprintf(f, "],\n      \"sync\": {\n        \"method\": ");
+		json_str(f, t->rec.sync_method);
+		fprintf(f, ",\n        \"why\": ");
+		json_str(f, t->rec.sync_why);
+		fprintf(f, ",\n        \"epochs\": [");
+		for (i = 0, first = true; i < t->nr_cpus; i++) {
+			for (j = 0; j < t->rec.sync[i].nr; j++) {
+				const struct vt_tsync_epoch *ep = &t->rec.sync[i].epochs[j];
+
+				if (ticks_ns(r, ep->error) > bound)
+					bound = ticks_ns(r, ep->error);
+				fprintf(f, "%s\n          { \"cpu\": %u, \"host_tsc_from\": %" PRIu64
+					", \"offset\": %" PRId64 ", \"ratio\": %" PRIu64
+					", \"frac_bits\": %u, \"source\": \"%s\", \"drift\": %s"
+					", \"bound_ns\": %.1f, \"min_rtt_ns\": %.1f }",
+					first ? "" : ",", i, ep->host_from,
+					ep->map.offset, ep->map.ratio, ep->map.frac_bits,
+					vt_tsync_source_name(ep->source),
+					ep->flags & VT_TSYNC_EPOCH_DRIFT ? "true" : "false",
+					ticks_ns(r, ep->error), ticks_ns(r, ep->min_rtt));
+				first = false;
+			}
+		}
+		fprintf(f, "\n        ],\n        \"probes\": [");
+		for (i = 0, first = true; i < t->nr_cpus; i++) {
+			if (!t->rec.samples[i])
+				continue;
+			fprintf(f, "%s\n          { \"cpu\": %u, \"samples\": %u, \"min_rtt_ns\": %.1f }",
+				first ? "" : ",", i, t->rec.samples[i], ticks_ns(r, t->rec.min_rtt[i]));
+			first = false;
+		}
+		fprintf(f, "\n        ],\n");
+		/* No mapping has no bound; 0 comes only from an exact method. */
+		if (!strcmp(t->rec.sync_method, "none"))
+			fprintf(f, "        \"bound_ns\": null\n      },\n");
+		else
+			fprintf(f, "        \"bound_ns\": %.1f\n      },\n", bound);
+		fprintf(f, "      \"max_size_reached\": %s,\n", t->rec.max_reached ? "true" : "false");
+		fprintf(f, "      \"kallsyms_from_cache\": %s,\n", t->rec.kcache_hit ? "true" : "false");
+		fprintf(f, "      \"agent_warnings\": %" PRIu64 ",\n      \"agent_first_warning\": ",
+			t->rec.msgs[GMSG_AGENT_NOTICE]);
+		if (t->rec.agent_notice[0])
+			json_str(f, t->rec.agent_notice);
+		else
+			fprintf(f, "null");
+		fprintf(f, ",\n");
+		fprintf(f, "      \"budget\": { \"max\": %" PRIu64 ", \"used\": %" PRIu64
+			", \"pages_bytes\": %" PRIu64 ", \"bad_pages_bytes\": %" PRIu64
+			", \"fragment_bytes\": %" PRIu64 ", \"metadata_bytes\": %" PRIu64 " },\n", t->rec.budget.max, t->rec.budget.used,
+			t->rec.budget.pages, t->rec.budget.bad, t->rec.budget.frag, t->rec.budget.meta);
+	}
+	(void)dropped;
+	fprintf(f, "      \"problems\": ");
+	json_str(f, t->problems);
+	fprintf(f, "\n    }");
+}
+
+int manifest_write(struct finish *r, bool recovered)
+{
+	char tmp[64], date[64];
+	time_t now = time(NULL);
+	unsigned int i;
+	bool first = true;
+	FILE *f;
+	int fd, ret;
+
+	fd = output_create_tmp(r, "manifest.json", tmp, sizeof(tmp));
+	if (fd < 0)
+		return fd;
+	f = fdopen(fd, "w");
+	if (!f) {
+		ret = -errno;
+		close(fd);
+		unlinkat(r->out_fd, tmp, 0);
+		return ret;
+	}
+	strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+	fprintf(f, "{\n  \"tool\": \"virtio-trace-collect\",\n  \"version\": \"%s\",\n"
+		"  \"created\": \"%s\",\n  \"recovered\": %s,\n  \"command_line\": ",
+		PACKAGE_VERSION, date, recovered ? "true" : "false");
+	json_str(f, r->opt.cmdline);
+	fprintf(f, ",\n  \"file_version\": %u,\n  \"compression\": \"%s\",\n"
+		"  \"host_tsc\": { \"khz\": %" PRIu64 ", \"method\": ", r->opt.version,
+		r->opt.compress && r->opt.version >= 7 ? "zstd" : "none", r->opt.tsc_khz);
+	json_str(f, r->opt.tsc_method);
+	fprintf(f, ", \"tsc2nsec_mult\": %u, \"tsc2nsec_shift\": %u },\n  \"host\": ",
+		r->opt.tsc_mult, r->opt.tsc_shift);
+	for (i = 0; i < r->nr_traces; i++)
+		if (r->traces[i].rec.host)
+			break;
+	if (i < r->nr_traces) {
+		fprintf(f, "\n");
+		json_trace(f, r, &r->traces[i]);
+		fprintf(f, ",\n");
+	} else {
+		fprintf(f, "null,\n");
+	}
+	fprintf(f, "  \"guests\": [\n");
+	for (i = 0; i < r->nr_traces; i++) {
+		if (r->traces[i].rec.host)
+			continue;
+		if (!first)
+			fprintf(f, ",\n");
+		json_trace(f, r, &r->traces[i]);
+		first = false;
+	}
+	fprintf(f, "\n  ]\n}\n");
+	if (r->fsync && (fflush(f) != 0 || fsync(fileno(f)) < 0)) {
+		ret = -errno;
+		fclose(f);
+		unlinkat(r->out_fd, tmp, 0);
+		return ret;
+	}
+	if (fclose(f) != 0) {
+		ret = -errno;
+		unlinkat(r->out_fd, tmp, 0);
+		return ret;
+	}
+	ret = output_install(r, tmp, "manifest.json");
+	if (ret < 0) {
+		unlinkat(r->out_fd, tmp, 0);
+		return ret;
+	}
+	if (r->fsync)
+		fsync(r->out_fd);
+	return 0;
+}

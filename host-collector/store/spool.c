@@ -1,0 +1,1189 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The spool: DIR/.spool/ holds, while recording, everything the output is
+ * made from, so that `recover` can finish what a killed collector started.
+ *
+ *   .spool/options          key=value: file version, compression, command line
+ *   .spool/guest-NAME/      one per guest:
+ *       state               key=value: name, trace id, CPUs, sub-buffer, clock...
+ *       meta.bin            the metadata bundle as the agent sent it (re-checked on use)
+ *       data                whole pages that passed the header check, in order: CPU N's
+ *                           at N * region onwards, up to the first hole (a sparse file, so
+ *                           it takes only what was written; output.c may turn it into the
+ *                           trace.dat in place, by moving extents, without copying)
+ *       layout              region=BYTES, the region size of data
+ *       cpuN.pages          whole pages of a CPU that filled its region, after those
+ *       cpuN.bad            malformed pages kept aside, at most SPOOL_BAD_KEEP (the
+ *                           state file's badN counts them all)
+ *       cpuN.frag           a trailing fragment, when a stream ended mid-page
+ *       cpuN.stats          the guest's final per_cpu stats text
+ *       cpuN.sums           what ingest counted of the region (record/stream.c)
+ *       cpuN.zst, .zsum     zstd chunks of the region's first pages, made while
+ *                           streaming, and what they cover (record/compress.c; no .zsum: ignored)
+ *       agent               key=value: the agent's final counters
+ *       sync                the clock mapping (see record/sync.c)
+ *   .spool/host/            the host's pages and metadata, same layout
+ *
+ * Small files are written to a temporary name and renamed, so a kill leaves
+ * either the old or the new version, never half of one.
+ *
+ * Every name is opened relative to its directory's fd (the output directory's,
+ * the spool's, a trace's), never through a symbolic link: a link planted as
+ * .spool, a trace directory or a spool file is refused. spool_remove() deletes
+ * only the names listed at the end of this file; anything else is left and
+ * reported.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "collect.h"
+#include "spool.h"
+#include "text.h"
+
+/*
+ * Every file and directory here is made relative to a directory fd, with
+ * O_NOFOLLOW (and O_EXCL or mkdirat for what is new): a symbolic link planted
+ * in the output directory or the spool is refused, never followed.
+ */
+#define OPEN_DIR	(O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+
+/**
+ * spool_open_dir() - open a directory below @dfd, never through a link
+ * @dfd: the directory it is in
+ * @name: its name (one component)
+ *
+ * Return: the fd, -ELOOP (also for a link to a directory), -ENOTDIR, or -errno.
+ */
+int spool_open_dir(int dfd, const char *name)
+{
+	struct stat st;
+	int fd = openat(dfd, name, OPEN_DIR);
+
+	if (fd >= 0)
+		return fd;
+	/* O_DIRECTORY wins over O_NOFOLLOW: a link to a directory says ENOTDIR. */
+	if (errno == ENOTDIR && fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISLNK(st.st_mode))
+		return -ELOOP;
+	return -errno;
+}
+
+/**
+ * spool_prepare() - create the spool directory in the output directory
+ * @out_fd: the output directory
+ * @spool_fd: set to the spool's fd
+ *
+ * Return: 0, -EEXIST when a spool is already there (an unfinished run: use
+ * recover; also a link named .spool), or -errno.
+ */
+int spool_prepare(int out_fd, int *spool_fd)
+{
+	int fd;
+
+	if (mkdirat(out_fd, ".spool", 0755) < 0)
+		return -errno;
+	fd = spool_open_dir(out_fd, ".spool");
+	if (fd < 0)
+		return fd;
+	*spool_fd = fd;
+	return 0;
+}
+
+/**
+ * spool_guest_dir() - create a trace's directory in the spool
+ * @spool_fd: the spool
+ * @name: "guest-NAME" or "host"
+ * @dir_fd: set to its fd
+ *
+ * Return: 0 or -errno (-ELOOP for a link in its place).
+ */
+int spool_guest_dir(int spool_fd, const char *name, int *dir_fd)
+{
+	int fd;
+
+	if (mkdirat(spool_fd, name, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	fd = spool_open_dir(spool_fd, name);
+	if (fd < 0)
+		return fd;
+	*dir_fd = fd;
+	return 0;
+}
+
+static int create_mode(int dfd, const char *name, int flags, bool stale, mode_t mode)
+{
+	int fl = flags | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+	struct stat st;
+	int fd = openat(dfd, name, fl, mode);
+
+	if (fd < 0 && errno == EEXIST && stale && fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISREG(st.st_mode) && unlinkat(dfd, name, 0) == 0)
+		fd = openat(dfd, name, fl, mode);
+	return fd < 0 ? -errno : fd;
+}
+
+/**
+ * spool_create() - create a new file in @dfd, exclusively, never through a link
+ * @dfd: the directory
+ * @name: the file's name
+ * @flags: O_WRONLY or O_RDWR (O_CREAT, O_EXCL, O_NOFOLLOW, O_CLOEXEC are added)
+ * @stale: a regular file of that name is a leftover of ours: remove it first
+ *
+ * Return: the fd; -EEXIST when something else (a link, a directory) has the
+ * name, or a file when @stale is false; or -errno.
+ */
+int spool_create(int dfd, const char *name, int flags, bool stale)
+{
+	return create_mode(dfd, name, flags, stale, 0644);
+}
+
+/* A file to read: regular only (a FIFO would block, a device is not ours), no link. */
+static int open_read(int dfd, const char *name, int flags)
+{
+	struct stat st;
+	int fd = openat(dfd, name, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
+	return fd;
+}
+
+/**
+ * spool_write_file() - replace a small file atomically
+ * @dfd: the directory
+ * @name: file name
+ * @data: contents
+ * @len: length
+ *
+ * Written to NAME.tmp (made exclusively) and renamed over NAME.
+ *
+ * Return: 0 or -errno.
+ */
+int spool_write_file(int dfd, const char *name, const void *data, size_t len)
+{
+	return spool_write_file_mode(dfd, name, data, len, 0644);
+}
+
+/**
+ * spool_write_file_mode() - spool_write_file(), the file made with @mode
+ * @dfd: the directory
+ * @name: file name
+ * @data: contents
+ * @len: length
+ * @mode: the new file's mode (before the umask)
+ *
+ * Return: 0 or -errno.
+ */
+int spool_write_file_mode(int dfd, const char *name, const void *data, size_t len, mode_t mode)
+{
+	char tmp[256];
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", name) >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	return spool_replace_file(dfd, name, tmp, data, len, mode);
+}
+
+/**
+ * spool_replace_file() - write @tmp (made exclusively; a regular file of that
+ * name is a leftover and goes first) and rename it over @name
+ * @dfd: the directory
+ * @name: file name
+ * @tmp: the temporary file's name; one that no other writer of @name uses
+ * when several processes may replace @name at once
+ * @data: contents
+ * @len: length
+ * @mode: the new file's mode (before the umask)
+ *
+ * Return: 0 or -errno.
+ */
+int spool_replace_file(int dfd, const char *name, const char *tmp, const void *data, size_t len,
+		       mode_t mode)
+{
+	const char *p = data;
+	int fd, ret = 0;
+
+	fd = create_mode(dfd, tmp, O_WRONLY, true, mode);
+	if (fd < 0)
+		return fd;
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			ret = n < 0 ? -errno : -EIO;
+			break;
+		}
+		p += n;
+		len -= n;
+	}
+	if (close(fd) < 0 && !ret)
+		ret = -errno;
+	if (!ret && renameat(dfd, tmp, dfd, name) < 0)
+		ret = -errno;
+	if (ret)
+		unlinkat(dfd, tmp, 0);
+	return ret;
+}
+
+/**
+ * spool_read_file() - read a whole file, refusing one larger than @max
+ * @dfd: the directory
+ * @name: file name
+ * @data: set to a malloc()ed, NUL-terminated copy
+ * @len: set to its length
+ * @max: the largest size accepted
+ *
+ * Return: 0, -EFBIG, -ELOOP (a link), -EINVAL (not a regular file), or -errno.
+ */
+int spool_read_file(int dfd, const char *name, void **data, size_t *len, size_t max)
+{
+	struct stat st;
+	size_t have = 0;
+	char *buf;
+	int fd;
+
+	fd = open_read(dfd, name, O_RDONLY);
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &st) < 0 || (size_t)st.st_size > max) {
+		close(fd);
+		return -EFBIG;
+	}
+	buf = malloc(st.st_size + 1);
+	if (!buf) {
+		close(fd);
+		return -ENOMEM;
+	}
+	while (have < (size_t)st.st_size) {
+		ssize_t n = read(fd, buf + have, st.st_size - have);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		have += n;
+	}
+	close(fd);
+	buf[have] = '\0';
+	*data = buf;
+	*len = have;
+	return 0;
+}
+
+/**
+ * spool_tprintf() - append to a growing key=value text
+ * @t: the text (zeroed to begin)
+ * @fmt: printf format
+ *
+ * A failed allocation is remembered: spool_text_save() then fails.
+ */
+void spool_tprintf(struct spool_text *t, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	for (;;) {
+		va_start(ap, fmt);
+		n = t->oom ? 0 : vsnprintf(t->buf ? t->buf + t->len : NULL,
+					   t->buf ? t->cap - t->len : 0, fmt, ap);
+		va_end(ap);
+		if (t->oom || n < 0)
+			return;
+		if (t->buf && t->len + n < t->cap) {
+			t->len += n;
+			return;
+		}
+		{
+			size_t cap = (t->cap ? t->cap : 4096);
+			char *nb;
+
+			while (cap <= t->len + n)
+				cap *= 2;
+			nb = realloc(t->buf, cap);
+			if (!nb) {
+				t->oom = true;
+				return;
+			}
+			t->buf = nb;
+			t->cap = cap;
+		}
+	}
+}
+
+/**
+ * spool_text_save() - write a text as a spool file and release it
+ * @t: the text
+ * @dir: the directory
+ * @name: the file's name
+ *
+ * Return: 0 or -errno.
+ */
+int spool_text_save(struct spool_text *t, int dir, const char *name)
+{
+	int ret = t->oom ? -ENOMEM : spool_write_file(dir, name, t->buf ? t->buf : "", t->len);
+
+	free(t->buf);
+	t->buf = NULL;
+	return ret;
+}
+
+/**
+ * spool_data_region() - the region size of a trace's data file
+ * @dir: the trace's spool directory
+ * @region: set from its layout file, SPOOL_REGION when there is none
+ *
+ * Return: 0, or -EINVAL for a layout that makes no sense.
+ */
+int spool_data_region(int dir, uint64_t *region)
+{
+	char *text, *p;
+	size_t len;
+
+	*region = SPOOL_REGION;
+	if (spool_read_file(dir, "layout", (void **)&text, &len, 4096) < 0)
+		return 0;
+	p = strstr(text, "region=");
+	if (p)
+		*region = strtoull(p + 7, NULL, 10);
+	free(text);
+	if (!*region || *region % 65536 || *region > SPOOL_REGION * 256)
+		return -EINVAL;
+	return 0;
+}
+
+/**
+ * spool_data_open() - open (create) a trace's data file
+ * @dir: the trace's spool directory
+ * @region: set to its region size; the layout file is written with the file
+ *
+ * Return: the fd, or -errno.
+ */
+int spool_data_open(int dir, uint64_t *region)
+{
+	char text[64];
+	struct stat st;
+	int fd, ret;
+
+	if (fstatat(dir, "layout", &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		ret = snprintf(text, sizeof(text), "region=%llu\n", (unsigned long long)SPOOL_REGION);
+		ret = spool_write_file(dir, "layout", text, ret);
+		if (ret < 0)
+			return ret;
+	}
+	ret = spool_data_region(dir, region);
+	if (ret < 0)
+		return ret;
+	fd = openat(dir, "data", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+	return fd < 0 ? -errno : fd;
+}
+
+/**
+ * spool_data_len() - how much of a CPU's region holds pages
+ * @fd: the data file
+ * @region: its region size
+ * @cpu: the CPU
+ * @len: set to the bytes from the region's start to the first hole (or EOF)
+ *
+ * Nothing else marks the length: what a killed collector wrote is all there.
+ *
+ * Return: 0 or -errno.
+ */
+int spool_data_len(int fd, uint64_t region, unsigned int cpu, uint64_t *len)
+{
+	off_t start = (off_t)cpu * region, end;
+
+	*len = 0;
+	end = lseek(fd, start, SEEK_HOLE);
+	if (end < 0)
+		return errno == ENXIO ? 0 : -errno;
+	*len = (uint64_t)(end - start) < region ? (uint64_t)(end - start) : region;
+	return 0;
+}
+
+/* --- everything else the spool holds, written and read back here only --- */
+
+#define STATE_MAX	(64u << 10)
+#define STATS_MAX	8192u
+#define SYNC_MAX	(64u << 20)
+
+/* key=value text: the value of @key, copied into @buf. */
+static bool kv(const char *text, const char *key, char *buf, size_t size)
+{
+	size_t klen = strlen(key);
+	const char *p = text;
+
+	while (p && *p) {
+		if (strncmp(p, key, klen) == 0 && p[klen] == '=') {
+			const char *v = p + klen + 1;
+			size_t len = strcspn(v, "\n");
+
+			snprintf(buf, size, "%.*s", (int)(len < size ? len : size - 1), v);
+			return true;
+		}
+		p = strchr(p, '\n');
+		p = p ? p + 1 : NULL;
+	}
+	return false;
+}
+
+static uint64_t kv_u64(const char *text, const char *key)
+{
+	char buf[32];
+
+	return kv(text, key, buf, sizeof(buf)) ? strtoull(buf, NULL, 0) : 0;
+}
+
+static void cpu_name(char *buf, size_t size, unsigned int cpu, const char *suffix)
+{
+	snprintf(buf, size, "cpu%u.%s", cpu, suffix);
+}
+
+/**
+ * spool_save_options() - write the run's options
+ * @spool: the spool directory
+ * @o: the options
+ *
+ * Return: 0 or -errno.
+ */
+int spool_save_options(int spool, const struct spool_options *o)
+{
+	struct spool_text t = { 0 };
+
+	spool_tprintf(&t, "file_version=%u\ncompress=%d\nhost_trace_id=%" PRIu64 "\ntsc_khz=%" PRIu64
+		"\ntsc_mult=%u\ntsc_shift=%u\ntsc_method=%s\ncmdline=%s\n", o->version, o->compress,
+		o->host_trace_id, o->tsc_khz, o->tsc_mult, o->tsc_shift, o->tsc_method, o->cmdline);
+	return spool_text_save(&t, spool, "options");
+}
+
+/**
+ * spool_load_options() - read the run's options back
+ * @spool: the spool directory
+ * @o: filled
+ *
+ * Return: 0, or -errno when there is no options file (no spool).
+ */
+int spool_load_options(int spool, struct spool_options *o)
+{
+	char *text;
+	size_t len;
+	int ret;
+
+	memset(o, 0, sizeof(*o));
+	ret = spool_read_file(spool, "options", (void **)&text, &len, STATE_MAX);
+	if (ret < 0)
+		return ret;
+	o->version = kv_u64(text, "file_version");
+	if (o->version != 6 && o->version != 7)
+		o->version = 7;
+	o->compress = kv_u64(text, "compress");
+	o->host_trace_id = kv_u64(text, "host_trace_id");
+	o->tsc_khz = kv_u64(text, "tsc_khz");
+	o->tsc_mult = kv_u64(text, "tsc_mult");
+	o->tsc_shift = kv_u64(text, "tsc_shift");
+	kv(text, "tsc_method", o->tsc_method, sizeof(o->tsc_method));
+	kv(text, "cmdline", o->cmdline, sizeof(o->cmdline));
+	free(text);
+	return 0;
+}
+
+/**
+ * spool_save_stats() - a CPU's per_cpu stats text (guest or host)
+ * @dir: the trace's spool directory
+ * @cpu: the CPU
+ * @text: the text
+ *
+ * Return: 0 or -errno.
+ */
+int spool_save_stats(int dir, unsigned int cpu, const char *text)
+{
+	char name[32];
+
+	cpu_name(name, sizeof(name), cpu, "stats");
+	return spool_write_file(dir, name, text, strlen(text));
+}
+
+/**
+ * spool_save_sums() - what ingest counted of a CPU's region
+ * @dir: the trace's spool directory
+ * @cpu: the CPU
+ * @sums: the figures
+ *
+ * Return: 0 or -errno.
+ */
+int spool_save_sums(int dir, unsigned int cpu, const struct spool_sums *sums)
+{
+	char name[32], text[256];
+	int n;
+
+	cpu_name(name, sizeof(name), cpu, "sums");
+	n = snprintf(text, sizeof(text), "len=%" PRIu64 " pages=%" PRIu64 " events=%" PRIu64
+		     " missed_pages=%" PRIu64 " lost=%" PRIu64 "\n", sums->len, sums->pages,
+		     sums->events, sums->missed_pages, sums->lost);
+	return spool_write_file(dir, name, text, n);
+}
+
+/**
+ * spool_save_zsum() - what cpuN.zst holds (record/compress.c)
+ * @dir: the trace's spool directory
+ * @cpu: the CPU
+ * @z: the figures
+ *
+ * Return: 0 or -errno.
+ */
+int spool_save_zsum(int dir, unsigned int cpu, const struct spool_zsum *z)
+{
+	char name[32], text[256];
+	int n;
+
+	cpu_name(name, sizeof(name), cpu, "zsum");
+	n = snprintf(text, sizeof(text), "raw=%" PRIu64 " file=%" PRIu64 " pages=%" PRIu64
+		     " events=%" PRIu64 " missed_pages=%" PRIu64 " lost=%" PRIu64 " subbuf=%u\n",
+		     z->raw, z->file, z->pages, z->events, z->missed_pages, z->lost, z->subbuf);
+	return spool_write_file(dir, name, text, n);
+}
+
+/**
+ * spool_remove_zst() - remove cpuN.zst and cpuN.zsum, as far as they exist
+ * @dir: the trace's spool directory
+ * @cpu: the CPU
+ */
+void spool_remove_zst(int dir, unsigned int cpu)
+{
+	char name[32];
+
+	cpu_name(name, sizeof(name), cpu, "zsum");
+	unlinkat(dir, name, 0);
+	cpu_name(name, sizeof(name), cpu, "zst");
+	unlinkat(dir, name, 0);
+}
+
+/**
+ * spool_save_frag() - a trailing fragment of a stream that ended mid-page
+ * @dir: the trace's spool directory
+ * @cpu: the CPU
+ * @data: the bytes
+ * @len: how many
+ *
+ * Return: 0 or -errno.
+ */
+int spool_save_frag(int dir, unsigned int cpu, const void *data, size_t len)
+{
+	char name[32];
+
+	cpu_name(name, sizeof(name), cpu, "frag");
+	return spool_write_file(dir, name, data, len);
+}
+
+/**
+ * spool_save_meta() - the metadata bundle as the agent (or the host) made it
+ * @dir: the trace's spool directory
+ * @data: the bundle
+ * @len: its length
+ *
+ * Return: 0 or -errno.
+ */
+int spool_save_meta(int dir, const void *data, size_t len)
+{
+	return spool_write_file(dir, "meta.bin", data, len);
+}
+
+/**
+ * spool_encode_meta() - a metadata bundle the host made or changed, encoded and spooled
+ * @dir: the trace's spool directory
+ * @m: the bundle
+ *
+ * Return: 0 or -errno.
+ */
+int spool_encode_meta(int dir, const struct vt_meta *m)
+{
+	size_t len;
+	void *blob;
+	int ret;
+
+	ret = vt_meta_encode(m, &blob, &len);
+	if (ret < 0)
+		return ret;
+	ret = spool_save_meta(dir, blob, len);
+	free(blob);
+	return ret;
+}
+
+/**
+ * spool_load_meta() - read the metadata bundle back (checked by its decoder)
+ * @dir: the trace's spool directory
+ * @data: set to a malloc()ed copy
+ * @len: its length
+ *
+ * Return: 0 or -errno.
+ */
+int spool_load_meta(int dir, void **data, size_t *len)
+{
+	return spool_read_file(dir, "meta.bin", data, len, VT_META_MAX_TOTAL);
+}
+
+/**
+ * spool_save_inplace() - record an in-place finish before the data file changes
+ * @dir: the trace's spool directory
+ * @m: the layout
+ *
+ * Return: 0 or -errno.
+ */
+int spool_save_inplace(int dir, const struct spool_inplace *m)
+{
+	struct spool_text t = { 0 };
+	unsigned int i;
+
+	spool_tprintf(&t, "region=%" PRIu64 "\nhead=%" PRIu64 "\nsize0=%" PRIu64 "\nnr_cpus=%u\n",
+		m->region, m->head, m->size0, m->nr_cpus);
+	for (i = 0; i < m->nr_cpus && i < COLLECT_MAX_CPUS; i++)
+		spool_tprintf(&t, "len%u=%" PRIu64 "\n", i, m->len[i]);
+	return spool_text_save(&t, dir, "inplace");
+}
+
+/**
+ * spool_load_inplace() - read the in-place marker back
+ * @dir: the trace's spool directory
+ * @m: filled
+ *
+ * Return: 0, -ENOENT when there is none, -EINVAL when it makes no sense.
+ */
+int spool_load_inplace(int dir, struct spool_inplace *m)
+{
+	char *text, key[32];
+	unsigned int i;
+	size_t len;
+	int ret;
+
+	memset(m, 0, sizeof(*m));
+	ret = spool_read_file(dir, "inplace", (void **)&text, &len, STATE_MAX);
+	if (ret < 0)
+		return ret;
+	m->region = kv_u64(text, "region");
+	m->head = kv_u64(text, "head");
+	m->size0 = kv_u64(text, "size0");
+	m->nr_cpus = kv_u64(text, "nr_cpus");
+	if (!m->region || m->nr_cpus > COLLECT_MAX_CPUS) {
+		free(text);
+		return -EINVAL;
+	}
+	for (i = 0; i < m->nr_cpus; i++) {
+		snprintf(key, sizeof(key), "len%u", i);
+		m->len[i] = kv_u64(text, key);
+	}
+	free(text);
+	return 0;
+}
+
+/**
+ * spool_has_inplace() - whether an in-place finish was begun in @dir
+ * @dir: the trace's spool directory
+ *
+ * Return: true when the marker exists.
+ */
+bool spool_has_inplace(int dir)
+{
+	struct stat st;
+
+	return fstatat(dir, "inplace", &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+/**
+ * spool_open_cpu() - open a CPU's overflow pages (cpuN.pages) or kept-aside
+ * pages (cpuN.bad)
+ * @dir: the trace's spool directory
+ * @cpu: the CPU
+ * @kind: which
+ * @flags: open() flags (O_CLOEXEC and O_NOFOLLOW are added; O_CREAT makes it
+ *	0644); a file opened to read must be a regular file
+ *
+ * Return: the fd or -errno (-ELOOP for a link).
+ */
+int spool_open_cpu(int dir, unsigned int cpu, enum spool_cpu_file kind, int flags)
+{
+	char name[32];
+	int fd;
+
+	snprintf(name, sizeof(name), "cpu%u.%s", cpu,
+		 kind == SPOOL_CPU_BAD ? "bad" : kind == SPOOL_CPU_ZST ? "zst" : "pages");
+	if ((flags & O_ACCMODE) == O_RDONLY)
+		return open_read(dir, name, flags);
+	fd = openat(dir, name, flags | O_NOFOLLOW | O_CLOEXEC, 0644);
+	return fd < 0 ? -errno : fd;
+}
+
+/**
+ * spool_data_fd() - open an existing data file for the finish
+ * @dir: the trace's spool directory
+ *
+ * Return: the fd, -ENOENT when there is none, or -errno.
+ */
+int spool_data_fd(int dir)
+{
+	return open_read(dir, "data", O_RDWR);
+}
+
+/**
+ * spool_data_rename() - move the data file, laid out as a trace.dat, into place
+ * @dir: the trace's spool directory
+ * @out_fd: the output directory
+ * @file: the trace file's name in it (the caller checked it is no link)
+ *
+ * Return: 0 or -errno.
+ */
+int spool_data_rename(int dir, int out_fd, const char *file)
+{
+	return renameat(dir, "data", out_fd, file) < 0 ? -errno : 0;
+}
+
+/**
+ * spool_scratch_open() - an unnamed scratch file in a trace's spool directory
+ * @dir: the directory
+ *
+ * For trying what its filesystem can do; gone when closed.
+ *
+ * Return: the fd or -errno.
+ */
+int spool_scratch_open(int dir)
+{
+	int fd = openat(dir, ".", O_RDWR | O_TMPFILE | O_CLOEXEC, 0600);
+
+	if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL))
+		return fd < 0 ? -errno : fd;
+	fd = spool_create(dir, "probe", O_RDWR, true);
+	if (fd >= 0)
+		unlinkat(dir, "probe", 0);
+	return fd;
+}
+
+static void load_sync(struct spool_trace *t, int dir)
+{
+	char *text, *line;
+	size_t len;
+
+	snprintf(t->sync_method, sizeof(t->sync_method), "none");
+	if (spool_read_file(dir, "sync", (void **)&text, &len, SYNC_MAX) < 0) {
+		snprintf(t->sync_why, sizeof(t->sync_why), "no clock mapping was recorded");
+		return;
+	}
+	t->have_sync = true;
+	kv(text, "method", t->sync_method, sizeof(t->sync_method));
+	kv(text, "why", t->sync_why, sizeof(t->sync_why));
+	t->host_end = kv_u64(text, "host_end");
+	t->sync_rejected = kv_u64(text, "rejected") > UINT32_MAX ? UINT32_MAX : kv_u64(text, "rejected");
+	t->sync_failed = kv_u64(text, "failed") != 0;
+	for (line = text; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+		struct vt_tsync_epoch ep = { 0 };
+		unsigned int cpu, samples;
+		uint64_t rtt;
+		int source;
+
+		if (sscanf(line, "probes cpu=%u min_rtt=%" SCNu64 " samples=%u", &cpu, &rtt,
+			   &samples) == 3 && cpu < COLLECT_MAX_CPUS) {
+			t->min_rtt[cpu] = rtt;
+			t->samples[cpu] = samples;
+			continue;
+		}
+		if (sscanf(line, "epoch cpu=%u from=%" SCNu64 " offset=%" SCNd64 " ratio=%" SCNu64
+			   " frac=%u source=%d flags=%u error=%" SCNu64 " min_rtt=%" SCNu64, &cpu,
+			   &ep.host_from, &ep.map.offset, &ep.map.ratio, &ep.map.frac_bits, &source,
+			   &ep.flags, &ep.error, &ep.min_rtt) < 8 || cpu >= t->nr_cpus ||
+		    cpu >= COLLECT_MAX_CPUS || !vt_tsc_map_valid(&ep.map))
+			continue;
+		ep.source = source;
+		if (vt_tsync_cpu_update(&t->sync[cpu], &ep) < 0)
+			break;
+	}
+	free(text);
+}
+
+static bool load_zsum(int dir, unsigned int cpu, struct spool_zsum *z)
+{
+	unsigned long long raw, file, pages, events, missed, lost;
+	unsigned int subbuf;
+	char name[32], *text;
+	size_t len;
+	int n;
+
+	cpu_name(name, sizeof(name), cpu, "zsum");
+	if (spool_read_file(dir, name, (void **)&text, &len, 4096) < 0)
+		return false;
+	n = sscanf(text, "raw=%llu file=%llu pages=%llu events=%llu missed_pages=%llu lost=%llu "
+		   "subbuf=%u", &raw, &file, &pages, &events, &missed, &lost, &subbuf);
+	free(text);
+	if (n != 7)
+		return false;
+	*z = (struct spool_zsum){ raw, file, pages, events, missed, lost, subbuf };
+	return true;
+}
+
+static bool load_sums(int dir, unsigned int cpu, struct spool_sums *s)
+{
+	unsigned long long l, pages, events, missed, lost;
+	char name[32], *text;
+	size_t len;
+	int n;
+
+	cpu_name(name, sizeof(name), cpu, "sums");
+	if (spool_read_file(dir, name, (void **)&text, &len, 4096) < 0)
+		return false;
+	n = sscanf(text, "len=%llu pages=%llu events=%llu missed_pages=%llu lost=%llu", &l, &pages,
+		   &events, &missed, &lost);
+	free(text);
+	if (n != 5)
+		return false;
+	*s = (struct spool_sums){ l, pages, events, missed, lost };
+	return true;
+}
+
+/*
+ * Whether @name is cpuN.SUFFIX exactly as cpu_name() writes it (no leading
+ * zeros, N below COLLECT_MAX_CPUS): the CPU in @cpu, the suffix in @suffix.
+ */
+static bool cpu_file_name(const char *name, unsigned int *cpu, const char **suffix)
+{
+	char canon[64];
+	unsigned long n;
+	char *end;
+
+	if (strncmp(name, "cpu", 3) || name[3] < '0' || name[3] > '9')
+		return false;
+	n = strtoul(name + 3, &end, 10);
+	if (n >= COLLECT_MAX_CPUS || *end != '.')
+		return false;
+	cpu_name(canon, sizeof(canon), n, end + 1);
+	if (strcmp(canon, name))
+		return false;
+	*cpu = n;
+	*suffix = end + 1;
+	return true;
+}
+
+static void load_cpu_file(struct spool_trace *t, int dir, unsigned int cpu, const char *suffix,
+			  const char *name)
+{
+	struct spool_cpu *c = &t->cpus[cpu];
+	struct stat st;
+	size_t len;
+	char *text;
+
+	if (!strcmp(suffix, "stats")) {
+		if (c->stats || spool_read_file(dir, name, (void **)&text, &len, STATS_MAX) < 0)
+			return;
+		c->stats = malloc(len + 1);
+		if (c->stats)
+			collect_sanitize(c->stats, len + 1, text, true);
+		free(text);
+	} else if (!strcmp(suffix, "sums")) {
+		c->have_sums = load_sums(dir, cpu, &c->sums);
+	} else if (!strcmp(suffix, "zsum")) {
+		c->have_zsum = load_zsum(dir, cpu, &c->zsum);
+	} else if (!strcmp(suffix, "frag")) {
+		if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+			c->frag_bytes = st.st_size;
+	}
+}
+
+/*
+ * The per-CPU files of CPUs below @nr. One pass over the directory: a spool
+ * holds the files of the CPUs that sent something, and probing every name
+ * of 256 CPUs costs hundreds of failed lookups per trace.
+ */
+static void load_cpu_files(struct spool_trace *t, int dir, unsigned int nr)
+{
+	struct dirent *de;
+	DIR *d;
+	int fd;
+
+	fd = openat(dir, ".", OPEN_DIR);
+	d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((de = readdir(d))) {
+		const char *suffix;
+		unsigned int cpu;
+
+		if (cpu_file_name(de->d_name, &cpu, &suffix) && cpu < nr)
+			load_cpu_file(t, dir, cpu, suffix, de->d_name);
+	}
+	closedir(d);
+}
+
+/**
+ * spool_trace_load() - read everything the spool holds about one trace
+ * @dir: the trace's spool directory
+ * @host: it is the host's (no state, agent or sync files)
+ * @t: filled; spool_trace_free() releases it
+ *
+ * The spool was made from guest data: every number is bounded here, every
+ * string sanitised. Missing files leave their have_ flag false.
+ *
+ * Return: 0 or -errno (-ENOMEM).
+ */
+int spool_trace_load(int dir, bool host, struct spool_trace *t)
+{
+	char *text, buf[1024], key[32];
+	unsigned int i;
+	size_t len;
+
+	memset(t, 0, sizeof(*t));
+	t->host = host;
+	if (host) {
+		snprintf(t->name, sizeof(t->name), "host");
+		snprintf(t->clock, sizeof(t->clock), "x86-tsc");
+		load_cpu_files(t, dir, COLLECT_MAX_CPUS);
+		return 0;
+	}
+	if (spool_read_file(dir, "state", (void **)&text, &len, STATE_MAX) == 0) {
+		t->have_state = true;
+		kv(text, "name", buf, sizeof(buf));
+		collect_sanitize(t->name, sizeof(t->name), buf, false);
+		t->trace_id = kv_u64(text, "trace_id");
+		t->nr_cpus = kv_u64(text, "nr_cpus");
+		if (t->nr_cpus > COLLECT_MAX_CPUS)
+			t->nr_cpus = COLLECT_MAX_CPUS;
+		t->subbuf = kv_u64(text, "subbuf");
+		kv(text, "clock", buf, sizeof(buf));
+		collect_sanitize(t->clock, sizeof(t->clock), buf, false);
+		kv(text, "agent", buf, sizeof(buf));
+		collect_sanitize(t->agent, sizeof(t->agent), buf, false);
+		if (kv(text, "error", buf, sizeof(buf)))
+			collect_sanitize(t->error, sizeof(t->error), buf, false);
+		if (kv(text, "agent_error", buf, sizeof(buf)))
+			collect_sanitize(t->agent_error, sizeof(t->agent_error), buf, false);
+		if (kv(text, "agent_notice", buf, sizeof(buf)))
+			collect_sanitize(t->agent_notice, sizeof(t->agent_notice), buf, false);
+		t->protocol_errors = kv_u64(text, "protocol_errors");
+		t->max_reached = kv_u64(text, "max_reached");
+		t->kcache_hit = kv_u64(text, "kcache_hit") != 0;
+		if (kv(text, "vcpu_tids", buf, sizeof(buf))) {
+			char *p = buf;
+
+			while (*p && t->nr_tids < COLLECT_MAX_CPUS) {
+				t->tids[t->nr_tids++] = strtoul(p, &p, 10);
+				if (*p != ',')
+					break;
+				p++;
+			}
+		}
+		for (i = 0; i < t->nr_cpus; i++) {
+			snprintf(key, sizeof(key), "dropped%u", i);
+			t->cpus[i].dropped = kv_u64(text, key);
+			snprintf(key, sizeof(key), "bad%u", i);
+			t->cpus[i].bad_pages = kv_u64(text, key);
+		}
+		t->budget.max = kv_u64(text, "budget_max");
+		t->budget.used = kv_u64(text, "budget_used");
+		t->budget.pages = kv_u64(text, "budget_pages");
+		t->budget.bad = kv_u64(text, "budget_bad");
+		t->budget.frag = kv_u64(text, "budget_frag");
+		t->budget.meta = kv_u64(text, "budget_meta");
+		t->budget.reached = t->max_reached;
+		for (i = 0; i < GMSG_NR; i++) {
+			snprintf(key, sizeof(key), "msgs%u", i);
+			t->msgs[i] = kv_u64(text, key);
+		}
+		free(text);
+	}
+	if (spool_read_file(dir, "agent", (void **)&text, &len, STATE_MAX) == 0) {
+		t->have_agent = true;
+		for (i = 0; i < t->nr_cpus; i++) {
+			snprintf(key, sizeof(key), "bytes%u", i);
+			t->cpus[i].agent_bytes = kv_u64(text, key);
+			snprintf(key, sizeof(key), "pages%u", i);
+			t->cpus[i].agent_pages = kv_u64(text, key);
+		}
+		free(text);
+	}
+	load_cpu_files(t, dir, t->nr_cpus);
+	load_sync(t, dir);
+	return 0;
+}
+
+/**
+ * spool_trace_free() - release what spool_trace_load() allocated
+ * @t: the trace
+ */
+void spool_trace_free(struct spool_trace *t)
+{
+	unsigned int i;
+
+	for (i = 0; i < COLLECT_MAX_CPUS; i++) {
+		free(t->cpus[i].stats);
+		t->cpus[i].stats = NULL;
+		vt_tsync_cpu_free(&t->sync[i]);
+	}
+}
+
+/*
+ * The names this file creates, and so the only ones spool_remove() deletes:
+ * a spool file added above must be added here too.
+ */
+static const char *const trace_files[] = {
+	"state", "agent", "sync", "meta.bin", "data", "layout", "inplace", "probe",
+};
+static const char *const cpu_suffixes[] = { "pages", "bad", "frag", "stats", "sums", "zst", "zsum" };
+
+static bool strip_tmp(const char *name, char *base, size_t size)
+{
+	size_t len = strlen(name);
+
+	if (len >= size)
+		return false;
+	memcpy(base, name, len + 1);
+	if (len > 4 && !strcmp(name + len - 4, ".tmp"))
+		base[len - 4] = '\0';
+	return true;
+}
+
+static bool known_trace_file(const char *name)
+{
+	unsigned int cpu, i;
+	const char *suffix;
+	char base[64];
+
+	if (!strip_tmp(name, base, sizeof(base)))
+		return false;
+	for (i = 0; i < sizeof(trace_files) / sizeof(trace_files[0]); i++)
+		if (!strcmp(base, trace_files[i]))
+			return true;
+	if (!cpu_file_name(base, &cpu, &suffix))
+		return false;
+	for (i = 0; i < sizeof(cpu_suffixes) / sizeof(cpu_suffixes[0]); i++)
+		if (!strcmp(suffix, cpu_suffixes[i]))
+			return true;
+	return false;
+}
+
+static bool known_spool_file(const char *name)
+{
+	return !strcmp(name, "options") || !strcmp(name, "options.tmp");
+}
+
+/**
+ * spool_trace_dir_name() - whether @name is a trace's directory in the spool
+ * @name: a name in .spool/
+ *
+ * Return: true for "host" and "guest-NAME" with a usable NAME other than host.
+ */
+bool spool_trace_dir_name(const char *name)
+{
+	if (!strcmp(name, "host"))
+		return true;
+	return !strncmp(name, "guest-", 6) && collect_name_ok(name + 6) &&
+	       !collect_name_reserved(name + 6);
+}
+
+/* Delete the regular files of @dfd that match @known; report the rest. */
+static int remove_known(int dfd, const char *where, bool (*known)(const char *))
+{
+	struct dirent *de;
+	int fd, ret = 0;
+	DIR *d;
+
+	fd = openat(dfd, ".", OPEN_DIR);
+	d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return -errno;
+	}
+	while ((de = readdir(d))) {
+		struct stat st;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (known(de->d_name) && fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISREG(st.st_mode)) {
+			if (unlinkat(dfd, de->d_name, 0) < 0)
+				ret = -errno;
+			continue;
+		}
+		log_warn("%s/%s was not made by the collector: left in place", where, de->d_name);
+		ret = -ENOTEMPTY;
+	}
+	closedir(d);
+	return ret;
+}
+
+/**
+ * spool_remove() - delete the spool: the files and directories it makes, only
+ * @out_fd: the output directory
+ * @out_dir: its path, for messages
+ *
+ * Follows no link and deletes only names the spool uses (see spool_trace_dir_name()
+ * and the tables above). Anything else is left where it is and reported, and
+ * the directories holding it stay.
+ *
+ * Return: 0, -ENOTEMPTY when something was left, or -errno.
+ */
+int spool_remove(int out_fd, const char *out_dir)
+{
+	char where[4400];
+	struct dirent *de;
+	int sfd, fd, ret = 0, r;
+	DIR *d;
+
+	sfd = spool_open_dir(out_fd, ".spool");
+	if (sfd < 0)
+		return sfd;
+	fd = dup(sfd);
+	d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		ret = -errno;
+		if (fd >= 0)
+			close(fd);
+		close(sfd);
+		return ret;
+	}
+	while ((de = readdir(d))) {
+		struct stat st;
+		int tfd;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		snprintf(where, sizeof(where), "%s/.spool/%s", out_dir, de->d_name);
+		if (known_spool_file(de->d_name) && fstatat(sfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISREG(st.st_mode)) {
+			if (unlinkat(sfd, de->d_name, 0) < 0)
+				ret = -errno;
+			continue;
+		}
+		if (!spool_trace_dir_name(de->d_name) ||
+		    fstatat(sfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode)) {
+			log_warn("%s was not made by the collector: left in place", where);
+			ret = -ENOTEMPTY;
+			continue;
+		}
+		tfd = spool_open_dir(sfd, de->d_name);
+		if (tfd < 0) {
+			ret = tfd;
+			continue;
+		}
+		r = remove_known(tfd, where, known_trace_file);
+		close(tfd);
+		if (r == 0 && unlinkat(sfd, de->d_name, AT_REMOVEDIR) < 0)
+			r = -errno;
+		ret = r ?: ret;
+	}
+	closedir(d);
+	close(sfd);
+	if (ret == 0 && unlinkat(out_fd, ".spool", AT_REMOVEDIR) < 0)
+		ret = -errno;
+	return ret;
+}

@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The spool (spool.c, its one owner): DIR/.spool/, everything a recording is
+ * made from while it runs, so that `recover` can finish what a killed
+ * collector started. Its files, names and keys are listed in spool.c.
+ */
+#ifndef STORE_SPOOL_H
+#define STORE_SPOOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "collect.h"
+#include "vt_meta.h"
+#include "vt_tsync.h"
+
+/* Malformed pages kept per CPU as evidence (cpuN.bad); the rest are only counted. */
+#define SPOOL_BAD_KEEP		16
+
+/**
+ * struct spool_budget - what a guest may make the collector keep (--max-size),
+ *	shared by its streams and its session
+ * @max: bytes, 0 for no limit
+ * @used: bytes taken: every good page, every malformed page (kept or only
+ *	counted), trailing fragments and metadata bundles
+ * @pages: of @used, good pages
+ * @bad: of @used, malformed pages
+ * @frag: of @used, trailing fragments
+ * @meta: of @used, metadata bundles
+ * @reached: something did not fit
+ */
+struct spool_budget {
+	uint64_t max;
+	uint64_t used;
+	uint64_t pages, bad, frag, meta;
+	bool reached;
+};
+
+/* What ingest counted of a CPU's region (cpuN.sums). */
+struct spool_sums {
+	uint64_t len, pages, events, missed_pages, lost;
+};
+
+/*
+ * What cpuN.zst holds (record/compress.c): the region's first @raw bytes
+ * (@pages pages of @subbuf bytes, with @events, @missed_pages, @lost) as
+ * @file bytes of zstd chunks.
+ */
+struct spool_zsum {
+	uint64_t raw, file, pages, events, missed_pages, lost;
+	uint32_t subbuf;
+};
+
+/**
+ * struct spool_cpu - one CPU of a spooled trace
+ * @agent_bytes: bytes the agent reported sent (its final STATS)
+ * @agent_pages: pages likewise
+ * @dropped: pages dropped beyond --max-size
+ * @bad_pages: malformed pages seen at ingest (the first SPOOL_BAD_KEEP are in cpuN.bad)
+ * @frag_bytes: a trailing fragment kept aside (cpuN.frag)
+ * @stats: the kernel's per_cpu stats text, sanitised, or NULL
+ * @have_sums: @sums holds what ingest counted
+ */
+struct spool_cpu {
+	uint64_t agent_bytes, agent_pages;
+	uint64_t dropped;
+	uint64_t bad_pages;
+	uint64_t frag_bytes;
+	char *stats;
+	bool have_sums;
+	struct spool_sums sums;
+	bool have_zsum;
+	struct spool_zsum zsum;
+};
+
+/**
+ * struct spool_trace - everything the spool says about one trace (guest or host)
+ *
+ * Filled by spool_trace_load(); record writes the same files
+ * (record/session-save.c, spool_save_stats(), ...).
+ */
+struct spool_trace {
+	char name[COLLECT_NAME_MAX];
+	bool host;
+	bool have_state, have_agent, have_sync;
+	uint64_t trace_id;
+	unsigned int nr_cpus;
+	uint32_t subbuf;
+	char clock[64];
+	char agent[128];
+	char error[512];
+	char agent_error[512];
+	char agent_notice[512];
+	uint64_t protocol_errors;
+	bool max_reached;
+	bool kcache_hit;		/* kallsyms came from the kallsyms cache */
+	struct spool_budget budget;	/* max, used and its parts, as the state file says */
+	uint64_t msgs[GMSG_NR];
+	uint32_t sync_rejected;
+	bool sync_failed;
+	uint32_t tids[COLLECT_MAX_CPUS];
+	unsigned int nr_tids;
+	struct spool_cpu cpus[COLLECT_MAX_CPUS];
+	char sync_method[16];
+	char sync_why[160];
+	uint64_t host_end;
+	struct vt_tsync_cpu sync[COLLECT_MAX_CPUS];
+	uint64_t min_rtt[COLLECT_MAX_CPUS];
+	uint32_t samples[COLLECT_MAX_CPUS];
+};
+
+/* The run's options (.spool/options). */
+struct spool_options {
+	unsigned int version;
+	bool compress;
+	uint64_t host_trace_id;
+	uint64_t tsc_khz;
+	uint32_t tsc_mult, tsc_shift;
+	char tsc_method[64];
+	char cmdline[8192];
+};
+
+/* An in-place finish under way (the "inplace" marker): where each CPU's pages were. */
+struct spool_inplace {
+	uint64_t region, head, size0;
+	unsigned int nr_cpus;
+	uint64_t len[COLLECT_MAX_CPUS];
+};
+
+/* A growing text: key=value files of any length, never cut short. */
+struct spool_text {
+	char *buf;
+	size_t len, cap;
+	bool oom;
+};
+
+enum spool_cpu_file { SPOOL_CPU_PAGES, SPOOL_CPU_BAD, SPOOL_CPU_ZST };
+
+int spool_open_dir(int dfd, const char *name);
+int spool_prepare(int out_fd, int *spool_fd);
+int spool_guest_dir(int spool_fd, const char *name, int *dir_fd);
+int spool_create(int dfd, const char *name, int flags, bool stale);
+int spool_write_file(int dir, const char *name, const void *data, size_t len);
+int spool_write_file_mode(int dir, const char *name, const void *data, size_t len, mode_t mode);
+int spool_replace_file(int dfd, const char *name, const char *tmp, const void *data, size_t len,
+		       mode_t mode);
+int spool_read_file(int dir, const char *name, void **data, size_t *len, size_t max);
+void spool_tprintf(struct spool_text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int spool_text_save(struct spool_text *t, int dir, const char *name);
+int spool_save_options(int spool, const struct spool_options *o);
+int spool_load_options(int spool, struct spool_options *o);
+int spool_save_stats(int dir, unsigned int cpu, const char *text);
+int spool_save_sums(int dir, unsigned int cpu, const struct spool_sums *sums);
+int spool_save_frag(int dir, unsigned int cpu, const void *data, size_t len);
+int spool_save_meta(int dir, const void *data, size_t len);
+int spool_encode_meta(int dir, const struct vt_meta *m);
+int spool_load_meta(int dir, void **data, size_t *len);
+int spool_save_inplace(int dir, const struct spool_inplace *m);
+int spool_load_inplace(int dir, struct spool_inplace *m);
+bool spool_has_inplace(int dir);
+int spool_open_cpu(int dir, unsigned int cpu, enum spool_cpu_file kind, int flags);
+int spool_save_zsum(int dir, unsigned int cpu, const struct spool_zsum *z);
+void spool_remove_zst(int dir, unsigned int cpu);
+int spool_scratch_open(int dir);
+int spool_trace_load(int dir, bool host, struct spool_trace *t);
+void spool_trace_free(struct spool_trace *t);
+bool spool_trace_dir_name(const char *name);
+int spool_remove(int out_fd, const char *out_dir);
+/* A trace's pages: one sparse file, CPU N's at N * region (SPOOL_REGION unless its layout says). */
+#define SPOOL_REGION	(32ull << 30)
+int spool_data_open(int dir, uint64_t *region);
+int spool_data_len(int fd, uint64_t region, unsigned int cpu, uint64_t *len);
+int spool_data_region(int dir, uint64_t *region);
+int spool_data_fd(int dir);
+int spool_data_rename(int dir, int out_fd, const char *file);
+
+#endif
