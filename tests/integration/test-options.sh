@@ -1,16 +1,19 @@
 #!/bin/sh
 # Proves: the options of every subcommand agree in the three places a user meets them: the
-# subcommand's --help, virtio-trace-collect(1) and the bash completion. For record and setup
-# the long options (and each short option's long form) in --help equal those the man page
-# lists (tags of RECORD OPTIONS and GUESTS; the setup item's option list) and those the
-# completion offers; a short option means the same long option in every subcommand; report
-# and recover take --help. Then the completion itself: subcommands, options, values. And
+# subcommand's --help, its own man page virtio-trace-collect-SUB(1) and the bash completion.
+# For each of record, recover, report and setup the long options (and each short option's long
+# form) that --help lists, with -h/--help where the subcommand takes them, equal those its page
+# lists (the tags of OPTIONS, and of GUESTS for record) and those the completion offers; a short
+# option means the same long option in every subcommand; an unknown option is a usage error.
+# The overview page virtio-trace-collect(1) lists the top-level -V and -h, which work, and names
+# every subcommand's page. Then the completion itself: subcommands, options, values. And
 # trace-agent's --help lists the options trace-agent(8) does.
-echo "collect options: --help, the man page and the bash completion list the same options; short options mean one thing"
+echo "collect options: each subcommand's --help, its man page and the bash completion list the same options; short options mean one thing"
 : "${VT_SRCDIR:?run through make check}" "${VT_BUILDDIR:?run through make check}"
 export LC_ALL=C
 COLLECT=$VT_BUILDDIR/host-collector/virtio-trace-collect
-MAN=$VT_SRCDIR/doc/virtio-trace-collect.1
+MANDIR=$VT_SRCDIR/doc
+SUBS="record recover report setup"
 COMP=$VT_SRCDIR/shell-completion/bash/virtio-trace-collect
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/vt-options.XXXXXX") || exit 1
 trap 'rm -rf "$WORK"' EXIT
@@ -19,9 +22,14 @@ failed=0
 fail() { echo "FAIL: $*"; failed=1; }
 
 # help_opts SUB: "LONG" or "-S LONG" per line, from the option column of SUB --help: an
-# indented line starting with "-", up to the first run of two spaces (the description).
+# indented line starting with "-", up to the first run of two spaces (the description); and
+# "-h --help" when both work (recover's --help is a usage text with no option column).
 help_opts() {
-	"$COLLECT" "$1" --help | help_parse
+	{
+		"$COLLECT" "$1" --help | help_parse
+		"$COLLECT" "$1" -h >/dev/null 2>&1 && "$COLLECT" "$1" --help >/dev/null 2>&1 &&
+			echo "-h --help"
+	} | sort -u
 }
 
 # help_parse: help_opts' work on a --help text on stdin.
@@ -38,18 +46,13 @@ help_parse() {
 	}' | sort -u
 }
 
-# man_opts SECTION-SET [PAGE]: the same from the man page's .TP tags; "record" = GUESTS and
-# RECORD OPTIONS, "setup" = the tags between the setup item and its .RE, "agent" = OPTIONS
-# (of PAGE: trace-agent(8)).
+# man_opts PAGE [SECTION]: the same from the .TP tags of PAGE's OPTIONS section, and of
+# SECTION too when given (record's GUESTS).
 man_opts() {
-	awk -v want="$1" '
-	/^\.SH / { sec = $0; sub(/^\.SH +/, "", sec); gsub(/"/, "", sec); insetup = 0 }
-	sec == "COMMANDS" && prev == ".TP" && $0 == ".B setup" { insetup = 1 }
-	insetup && /^\.RE/ { insetup = 0 }
+	awk -v also="${2:-OPTIONS}" '
+	/^\.SH / { sec = $0; sub(/^\.SH +/, "", sec); gsub(/"/, "", sec) }
 	prev == ".TP" {
-		ok = (want == "record" && (sec == "GUESTS" || sec == "RECORD OPTIONS")) ||
-		     (want == "setup" && insetup) || (want == "agent" && sec == "OPTIONS")
-		if (ok) {
+		if (sec == "OPTIONS" || sec == also) {
 			s = $0; gsub(/\\-/, "-", s); gsub(/\\f[A-Z]/, "", s); gsub(/"/, " ", s)
 			sub(/^\.[A-Z]+ +/, "", s)
 			n = split(s, t, /[ ,\[\]|]+/); short = ""
@@ -59,7 +62,7 @@ man_opts() {
 			}
 		}
 	}
-	{ prev = $0 }' "${2:-$MAN}" | sort -u
+	{ prev = $0 }' "$1" | sort -u
 }
 
 # comp_opts SUB: the words the completion offers after "virtio-trace-collect SUB -".
@@ -71,14 +74,19 @@ comp_opts() {
 	printf "%s\n" "${COMPREPLY[@]}"' sh "$COMP" "$1" | grep -v '^--$' | sort -u
 }
 
-for sub in record setup; do
+for sub in $SUBS; do
+	page=$MANDIR/virtio-trace-collect-$sub.1
+	[ -f "$page" ] || { fail "$sub: no man page $page"; continue; }
 	help_opts $sub >"$WORK/$sub.help"
-	man_opts $sub >"$WORK/$sub.man"
+	man_opts "$page" "$([ $sub = record ] && echo GUESTS)" >"$WORK/$sub.man"
 	n=$(wc -l <"$WORK/$sub.help")
-	echo "$sub: $n options in --help, $(wc -l <"$WORK/$sub.man") in the man page"
-	[ "$n" -ge 10 ] || fail "$sub: only $n options found in --help (is the parser broken?)"
+	echo "$sub: $n options in --help, $(wc -l <"$WORK/$sub.man") in virtio-trace-collect-$sub(1)"
+	case $sub in	# the least each --help has, so that a broken parser cannot pass
+	record|setup) min=10 ;; report) min=7 ;; recover) min=1 ;;
+	esac
+	[ "$n" -ge $min ] || fail "$sub: only $n options found in --help (is the parser broken?)"
 	diff "$WORK/$sub.help" "$WORK/$sub.man" >"$WORK/$sub.diff" ||
-		{ sed 's/^/    /' "$WORK/$sub.diff"; fail "$sub: --help (<) and virtio-trace-collect(1) (>) differ"; }
+		{ sed 's/^/    /' "$WORK/$sub.diff"; fail "$sub: --help (<) and virtio-trace-collect-$sub(1) (>) differ"; }
 	# The completion offers every long and short option --help has (and --version/-V only
 	# at the top level, where they work).
 	tr ' ' '\n' <"$WORK/$sub.help" | grep -v -e '^--version$' -e '^-V$' | sort -u >"$WORK/$sub.words"
@@ -88,25 +96,38 @@ for sub in record setup; do
 done
 
 # A short option is one long option everywhere.
-cat "$WORK/record.help" "$WORK/setup.help" | awk 'NF == 2 {
+for sub in $SUBS; do cat "$WORK/$sub.help"; done | awk 'NF == 2 {
 	if (($1 in long) && long[$1] != $2) { print "FAIL: " $1 " is " long[$1] " and " $2; bad = 1 }
 	long[$1] = $2 }
 	END { exit bad }' || failed=1
 
-# report and recover: --help works and is offered; an unknown option is a usage error.
-for sub in report recover; do
-	"$COLLECT" $sub --help >/dev/null || fail "$sub --help exited $?"
+# An unknown option is a usage error, in every subcommand.
+for sub in $SUBS; do
 	"$COLLECT" $sub --bogus >/dev/null 2>&1
 	rc=$?
 	[ $rc = 2 ] || fail "$sub --bogus exited $rc, want 2"
-	comp_opts $sub | grep -qx -- --help || fail "the completion does not offer $sub --help"
+done
+
+# The overview page: its OPTIONS are the top-level -V and -h, which work, and it names every
+# subcommand's page.
+OVERVIEW=$MANDIR/virtio-trace-collect.1
+printf '%s\n' "-V --version" "-h --help" | sort >"$WORK/top.want"
+man_opts "$OVERVIEW" >"$WORK/top.man"
+diff "$WORK/top.want" "$WORK/top.man" >/dev/null ||
+	fail "virtio-trace-collect(1) OPTIONS: '$(tr '\n' ' ' <"$WORK/top.man")', want -V/--version and -h/--help"
+for o in -V --version -h --help; do
+	"$COLLECT" $o >/dev/null || fail "virtio-trace-collect $o exited $?"
+done
+for sub in $SUBS; do
+	grep -q "virtio-trace-collect-$sub (1)" "$OVERVIEW" ||
+		fail "virtio-trace-collect(1) does not name virtio-trace-collect-$sub(1)"
 done
 
 # trace-agent: its --help and trace-agent(8) list the same options.
 AGENT=$VT_BUILDDIR/guest-agent/trace-agent
 if [ -x "$AGENT" ]; then
 	"$AGENT" --help | help_parse >"$WORK/agent.help"
-	man_opts agent "$VT_SRCDIR/doc/trace-agent.8" >"$WORK/agent.man"
+	man_opts "$VT_SRCDIR/doc/trace-agent.8" >"$WORK/agent.man"
 	[ "$(wc -l <"$WORK/agent.help")" -ge 15 ] || fail "trace-agent --help: only $(wc -l <"$WORK/agent.help") options read"
 	diff "$WORK/agent.help" "$WORK/agent.man" >"$WORK/agent.diff" ||
 		fail "trace-agent --help (<) and trace-agent(8) (>) differ: $(tr '\n' ' ' <"$WORK/agent.diff")"
