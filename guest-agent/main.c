@@ -14,6 +14,9 @@
 #include "ctl.h"
 #include "vt_meta.h"
 
+static const char short_usage[] =
+	"Usage: trace-agent [OPTION]...  (trace-agent --help lists the options)\n";
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -151,13 +154,14 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		default:
-			usage(stderr);
+			/* getopt named the option; the whole help would bury that line. */
+			fputs(short_usage, stderr);
 			return 2;
 		}
 	}
 	if (optind < argc) {
 		fprintf(stderr, "trace-agent: unexpected argument '%s'\n", argv[optind]);
-		usage(stderr);
+		fputs(short_usage, stderr);
 		return 2;
 	}
 	return agent_run(&o) < 0 ? 1 : 0;

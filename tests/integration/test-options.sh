@@ -131,6 +131,14 @@ if [ -x "$AGENT" ]; then
 	[ "$(wc -l <"$WORK/agent.help")" -ge 15 ] || fail "trace-agent --help: only $(wc -l <"$WORK/agent.help") options read"
 	diff "$WORK/agent.help" "$WORK/agent.man" >"$WORK/agent.diff" ||
 		fail "trace-agent --help (<) and trace-agent(8) (>) differ: $(tr '\n' ' ' <"$WORK/agent.diff")"
+	# A bad option: exit 2, the line naming it and a short usage line, not the whole help.
+	"$AGENT" --bogus >"$WORK/agent.out" 2>"$WORK/agent.err"
+	rc=$?
+	[ $rc = 2 ] || fail "trace-agent --bogus exited $rc, want 2"
+	[ "$(wc -l <"$WORK/agent.err")" = 2 ] && grep -q -- "--bogus" "$WORK/agent.err" &&
+		grep -q '^Usage: trace-agent' "$WORK/agent.err" ||
+		fail "trace-agent --bogus said: $(head -c 300 "$WORK/agent.err" | tr '\n' '|') (want 2 lines: the option, a usage line)"
+	[ ! -s "$WORK/agent.out" ] || fail "trace-agent --bogus wrote to stdout"
 else
 	fail "$AGENT is not built"
 fi
