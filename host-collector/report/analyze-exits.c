@@ -42,7 +42,8 @@ struct thread {
 	unsigned int exit_reason;
 };
 
-struct guest {
+/* A guest whose vCPU threads the host file names (its GUEST option). */
+struct exits_guest {
 	char name[64];
 	struct tep_handle *tep;		/* its kallsyms, while the host file is read */
 	int nr_vcpus;
@@ -57,7 +58,7 @@ struct func {
 };
 
 struct exits_an {
-	struct guest guests[MAX_GUESTS];
+	struct exits_guest guests[MAX_GUESTS];
 	unsigned int nr_guests;
 	struct thread *threads;
 	unsigned int nr_threads;
@@ -137,7 +138,7 @@ static struct thread *thread_get(struct exits_an *a, int tid)
 int exits_an_add_guest(struct exits_an *a, const char *name, int nr_vcpus, const int *tids,
 		       struct tep_handle *tep)
 {
-	struct guest *g;
+	struct exits_guest *g;
 	int i;
 
 	if (a->nr_guests >= MAX_GUESTS)
@@ -238,7 +239,7 @@ static struct counts *thread_counts(struct thread *t, unsigned int reason)
 
 static void count_func(struct exits_an *a, const struct thread *t, unsigned int reason, uint64_t rip)
 {
-	const struct guest *g = t->guest >= 0 ? &a->guests[t->guest] : NULL;
+	const struct exits_guest *g = t->guest >= 0 ? &a->guests[t->guest] : NULL;
 	const char *name = NULL;
 	uint64_t start = 0;
 	struct func *f;
