@@ -3,11 +3,13 @@
  * The control-port codec: framing, typed payloads, the stream parser and META
  * reassembly. virtio-trace-protocol(5) is the specification.
  *
- * Payload layouts are written down once, as the wire_* structures below; the
- * encoders and decoders reach every fixed field through W_GET()/W_PUT() at its
- * offsetof() in those structures, so the layout cannot drift between the two
- * directions. Strings follow the fixed part: u16 length counting a NUL that
- * must be the last byte and the only one.
+ * Payload layouts are written down once, as the wire_* structures below, and
+ * each message's payload once more as a struct wlayout: where each fixed field
+ * is on the wire and in the caller's structure, then its strings in order.
+ * One walk of that table writes a message (w_layout()) and one reads it
+ * (r_layout()), so the two directions cannot drift apart; the typed functions
+ * only add each message's own rules. Strings follow the fixed part: u16
+ * length counting a NUL that must be the last byte and the only one.
  */
 #include <errno.h>
 #include <poll.h>
@@ -425,6 +427,150 @@ static int r_end(const struct rbuf *r)
 	return r->left ? -EBADMSG : 0;
 }
 
+/* ---------------------------------------------------------------- layouts */
+
+/*
+ * One fixed field: its offset and size in the wire structure and in the
+ * caller's. A field with no place in the caller's (hsize 0) is reserved:
+ * written as 0, and a message where it is not 0 is malformed.
+ */
+struct wfield {
+	uint8_t wire, wsize;
+	uint8_t host, hsize;
+};
+
+/* One string after the fixed part: the caller's const char * at @host. */
+struct wstring {
+	uint8_t host;
+	uint8_t cls;		/* enum str_class */
+	uint16_t max;		/* bytes with the NUL */
+};
+
+struct wlayout {
+	uint8_t size;		/* of the wire structure */
+	uint8_t nr, nr_str;
+	struct wfield f[6];
+	struct wstring s[3];
+};
+
+/* A wire field must fit the caller's: the sizes are checked when the table is compiled. */
+#define W_FITS(wt, wf, ht, hf)	(sizeof(char[W_SIZE(wt, wf) <= W_SIZE(ht, hf) ? 1 : -1]) - 1)
+#define WF(wt, wf, ht, hf) \
+	{ offsetof(wt, wf), W_SIZE(wt, wf) + W_FITS(wt, wf, ht, hf), offsetof(ht, hf), W_SIZE(ht, hf) }
+#define WF_RESERVED(wt, wf)	{ offsetof(wt, wf), W_SIZE(wt, wf), 0, 0 }
+#define WS(ht, hf, cls, max)	{ offsetof(ht, hf), cls, max }
+
+/* The caller's fields are plain unsigned integers (ERROR's err: positive). */
+static uint64_t host_get(const uint8_t *p, size_t n)
+{
+	uint64_t v64;
+	uint32_t v32;
+	uint16_t v16;
+
+	switch (n) {
+	case 1:
+		return p[0];
+	case 2:
+		memcpy(&v16, p, 2);
+		return v16;
+	case 4:
+		memcpy(&v32, p, 4);
+		return v32;
+	default:
+		memcpy(&v64, p, 8);
+		return v64;
+	}
+}
+
+static void host_put(uint8_t *p, size_t n, uint64_t v)
+{
+	uint32_t v32 = (uint32_t)v;
+	uint16_t v16 = (uint16_t)v;
+
+	switch (n) {
+	case 1:
+		p[0] = (uint8_t)v;
+		break;
+	case 2:
+		memcpy(p, &v16, 2);
+		break;
+	case 4:
+		memcpy(p, &v32, 4);
+		break;
+	default:
+		memcpy(p, &v, 8);
+		break;
+	}
+}
+
+/* Write @src's fixed fields and strings as @l lays them out. */
+static void w_layout(struct wbuf *w, const struct wlayout *l, const void *src)
+{
+	const uint8_t *h = src;
+	uint8_t *f = w_reserve(w, l->size);
+	unsigned int i;
+
+	for (i = 0; f && i < l->nr; i++)
+		if (l->f[i].hsize)
+			wire_put(f + l->f[i].wire, l->f[i].wsize, host_get(h + l->f[i].host, l->f[i].hsize));
+	for (i = 0; i < l->nr_str; i++) {
+		const char *str;
+
+		memcpy(&str, h + l->s[i].host, sizeof(str));
+		w_str(w, str, (enum str_class)l->s[i].cls, l->s[i].max);
+	}
+}
+
+/* Read a payload's fixed fields and strings into @dst as @l lays them out. */
+static int r_layout(struct rbuf *r, const struct wlayout *l, void *dst)
+{
+	const uint8_t *f = r_take(r, l->size);
+	uint8_t *h = dst;
+	unsigned int i;
+	int ret;
+
+	if (!f)
+		return -EBADMSG;
+	for (i = 0; i < l->nr; i++) {
+		uint64_t v = wire_get(f + l->f[i].wire, l->f[i].wsize);
+
+		if (!l->f[i].hsize) {
+			if (v)
+				return -EBADMSG;
+			continue;
+		}
+		host_put(h + l->f[i].host, l->f[i].hsize, v);
+	}
+	for (i = 0; i < l->nr_str; i++) {
+		const char *str;
+
+		ret = r_str(r, (enum str_class)l->s[i].cls, l->s[i].max, &str);
+		if (ret < 0)
+			return ret;
+		memcpy(h + l->s[i].host, &str, sizeof(str));
+	}
+	return 0;
+}
+
+/* A whole frame whose payload is @l's layout of @src. */
+static int w_message(void *buf, size_t size, uint16_t type, uint32_t seq, const struct wlayout *l,
+		     const void *src)
+{
+	struct wbuf w;
+
+	w_init(&w, buf, size, type, seq);
+	w_layout(&w, l, src);
+	return w_finish(&w);
+}
+
+/* A payload that is exactly @l's layout, read into @dst. */
+static int r_message(const struct vt_proto_msg *msg, uint16_t type, const struct wlayout *l, void *dst)
+{
+	struct rbuf r;
+
+	return r_init(&r, msg, type) ?: r_layout(&r, l, dst) ?: r_end(&r);
+}
+
 /* ---------------------------------------------------------------- frames */
 
 /* Fills @msg from a header; *@framed tells whether its length can be trusted. */
@@ -560,6 +706,20 @@ int vt_proto_dec_empty(const struct vt_proto_msg *msg)
 
 /* ---------------------------------------------------------------- HELLO */
 
+static const struct wlayout hello_layout = {
+	sizeof(struct wire_hello), 6, 2, {
+		WF(struct wire_hello, rev_min, struct vt_proto_hello, rev_min),
+		WF(struct wire_hello, rev_max, struct vt_proto_hello, rev_max),
+		WF(struct wire_hello, nr_cpus, struct vt_proto_hello, nr_cpus),
+		WF(struct wire_hello, subbuf_size, struct vt_proto_hello, subbuf_size),
+		WF_RESERVED(struct wire_hello, reserved),
+		WF(struct wire_hello, caps, struct vt_proto_hello, caps),
+	}, {
+		WS(struct vt_proto_hello, clock, STR_IDENT_OPT, VT_PROTO_MAX_NAME),
+		WS(struct vt_proto_hello, software, STR_TEXT, VT_PROTO_MAX_TEXT),
+	},
+};
+
 static bool hello_ok(uint16_t type, uint16_t rev_min, uint16_t rev_max, uint32_t nr_cpus,
 		     uint32_t subbuf_size)
 {
@@ -586,25 +746,11 @@ static bool hello_ok(uint16_t type, uint16_t rev_min, uint16_t rev_max, uint32_t
 int vt_proto_enc_hello(void *buf, size_t size, uint16_t type, uint32_t seq,
 		       const struct vt_proto_hello *hello)
 {
-	struct wbuf w;
-	uint8_t *f;
-
 	if (!hello || (type != VT_PROTO_HELLO && type != VT_PROTO_HELLO_REPLY))
 		return -EINVAL;
 	if (!hello_ok(type, hello->rev_min, hello->rev_max, hello->nr_cpus, hello->subbuf_size))
 		return -EINVAL;
-	w_init(&w, buf, size, type, seq);
-	f = w_reserve(&w, sizeof(struct wire_hello));
-	if (f) {
-		W_PUT(f, struct wire_hello, rev_min, hello->rev_min);
-		W_PUT(f, struct wire_hello, rev_max, hello->rev_max);
-		W_PUT(f, struct wire_hello, nr_cpus, hello->nr_cpus);
-		W_PUT(f, struct wire_hello, subbuf_size, hello->subbuf_size);
-		W_PUT(f, struct wire_hello, caps, hello->caps);
-	}
-	w_str(&w, hello->clock, STR_IDENT_OPT, VT_PROTO_MAX_NAME);
-	w_str(&w, hello->software, STR_TEXT, VT_PROTO_MAX_TEXT);
-	return w_finish(&w);
+	return w_message(buf, size, type, seq, &hello_layout, hello);
 }
 
 /**
@@ -618,35 +764,15 @@ int vt_proto_enc_hello(void *buf, size_t size, uint16_t type, uint32_t seq,
 int vt_proto_dec_hello(const struct vt_proto_msg *msg, struct vt_proto_hello *hello)
 {
 	struct vt_proto_hello h;
-	const uint8_t *f;
-	struct rbuf r;
 	int ret;
 
 	if (!msg || (msg->type != VT_PROTO_HELLO && msg->type != VT_PROTO_HELLO_REPLY))
 		return -EINVAL;
-	ret = r_init(&r, msg, msg->type);
+	ret = r_message(msg, msg->type, &hello_layout, &h);
 	if (ret < 0)
 		return ret;
-	f = r_take(&r, sizeof(struct wire_hello));
-	if (!f)
+	if (!hello_ok(msg->type, h.rev_min, h.rev_max, h.nr_cpus, h.subbuf_size))
 		return -EBADMSG;
-	h.rev_min = (uint16_t)W_GET(f, struct wire_hello, rev_min);
-	h.rev_max = (uint16_t)W_GET(f, struct wire_hello, rev_max);
-	h.nr_cpus = (uint32_t)W_GET(f, struct wire_hello, nr_cpus);
-	h.subbuf_size = (uint32_t)W_GET(f, struct wire_hello, subbuf_size);
-	h.caps = W_GET(f, struct wire_hello, caps);
-	if (W_GET(f, struct wire_hello, reserved) ||
-	    !hello_ok(msg->type, h.rev_min, h.rev_max, h.nr_cpus, h.subbuf_size))
-		return -EBADMSG;
-	ret = r_str(&r, STR_IDENT_OPT, VT_PROTO_MAX_NAME, &h.clock);
-	if (ret < 0)
-		return ret;
-	ret = r_str(&r, STR_TEXT, VT_PROTO_MAX_TEXT, &h.software);
-	if (ret < 0)
-		return ret;
-	ret = r_end(&r);
-	if (ret < 0)
-		return ret;
 	if (hello)
 		*hello = h;
 	return 0;
@@ -675,6 +801,14 @@ int vt_proto_hello_negotiate(const struct vt_proto_hello *hello, uint16_t *rev)
 
 /* ---------------------------------------------------------------- OK, STOPPED */
 
+struct ack {
+	uint32_t ref_seq;
+};
+
+static const struct wlayout ack_layout = {
+	sizeof(struct wire_ack), 1, 0, { WF(struct wire_ack, ref_seq, struct ack, ref_seq) },
+};
+
 /**
  * vt_proto_enc_ack() - write OK or STOPPED
  * @buf: destination
@@ -688,16 +822,11 @@ int vt_proto_hello_negotiate(const struct vt_proto_hello *hello, uint16_t *rev)
  */
 int vt_proto_enc_ack(void *buf, size_t size, uint16_t type, uint32_t seq, uint32_t ref_seq)
 {
-	struct wbuf w;
-	uint8_t *f;
+	struct ack a = { ref_seq };
 
 	if (type != VT_PROTO_OK && type != VT_PROTO_STOPPED)
 		return -EINVAL;
-	w_init(&w, buf, size, type, seq);
-	f = w_reserve(&w, sizeof(struct wire_ack));
-	if (f)
-		W_PUT(f, struct wire_ack, ref_seq, ref_seq);
-	return w_finish(&w);
+	return w_message(buf, size, type, seq, &ack_layout, &a);
 }
 
 /**
@@ -709,24 +838,27 @@ int vt_proto_enc_ack(void *buf, size_t size, uint16_t type, uint32_t seq, uint32
  */
 int vt_proto_dec_ack(const struct vt_proto_msg *msg, uint32_t *ref_seq)
 {
-	const uint8_t *f;
-	struct rbuf r;
+	struct ack a;
 	int ret;
 
 	if (!msg || (msg->type != VT_PROTO_OK && msg->type != VT_PROTO_STOPPED))
 		return -EINVAL;
-	ret = r_init(&r, msg, msg->type);
+	ret = r_message(msg, msg->type, &ack_layout, &a);
 	if (ret < 0)
 		return ret;
-	f = r_take(&r, sizeof(struct wire_ack));
-	if (!f || r_end(&r))
-		return -EBADMSG;
 	if (ref_seq)
-		*ref_seq = (uint32_t)W_GET(f, struct wire_ack, ref_seq);
+		*ref_seq = a.ref_seq;
 	return 0;
 }
 
 /* ---------------------------------------------------------------- ERROR */
+
+static const struct wlayout error_layout = {
+	sizeof(struct wire_error), 2, 1, {
+		WF(struct wire_error, ref_seq, struct vt_proto_error, ref_seq),
+		WF(struct wire_error, err, struct vt_proto_error, err),
+	}, { WS(struct vt_proto_error, text, STR_TEXT, VT_PROTO_MAX_TEXT) },
+};
 
 /**
  * vt_proto_enc_error() - write ERROR
@@ -741,21 +873,13 @@ int vt_proto_dec_ack(const struct vt_proto_msg *msg, uint32_t *ref_seq)
  */
 int vt_proto_enc_error(void *buf, size_t size, uint32_t seq, const struct vt_proto_error *e)
 {
-	struct wbuf w;
-	uint8_t *f;
-	int err;
+	struct vt_proto_error d;
 
 	if (!e || e->err < -VT_PROTO_MAX_ERRNO || e->err > VT_PROTO_MAX_ERRNO || !e->err)
 		return -EINVAL;
-	err = e->err < 0 ? -e->err : e->err;
-	w_init(&w, buf, size, VT_PROTO_ERROR, seq);
-	f = w_reserve(&w, sizeof(struct wire_error));
-	if (f) {
-		W_PUT(f, struct wire_error, ref_seq, e->ref_seq);
-		W_PUT(f, struct wire_error, err, (uint32_t)err);
-	}
-	w_str(&w, e->text, STR_TEXT, VT_PROTO_MAX_TEXT);
-	return w_finish(&w);
+	d = *e;
+	d.err = e->err < 0 ? -e->err : e->err;
+	return w_message(buf, size, VT_PROTO_ERROR, seq, &error_layout, &d);
 }
 
 /**
@@ -768,34 +892,41 @@ int vt_proto_enc_error(void *buf, size_t size, uint32_t seq, const struct vt_pro
 int vt_proto_dec_error(const struct vt_proto_msg *msg, struct vt_proto_error *e)
 {
 	struct vt_proto_error d;
-	const uint8_t *f;
-	struct rbuf r;
-	uint32_t err;
 	int ret;
 
-	ret = r_init(&r, msg, VT_PROTO_ERROR);
+	ret = r_message(msg, VT_PROTO_ERROR, &error_layout, &d);
 	if (ret < 0)
 		return ret;
-	f = r_take(&r, sizeof(struct wire_error));
-	if (!f)
+	/* Read as unsigned: 1..4095 only. */
+	if ((uint32_t)d.err < 1 || (uint32_t)d.err > VT_PROTO_MAX_ERRNO)
 		return -EBADMSG;
-	err = (uint32_t)W_GET(f, struct wire_error, err);
-	if (err < 1 || err > VT_PROTO_MAX_ERRNO)
-		return -EBADMSG;
-	d.ref_seq = (uint32_t)W_GET(f, struct wire_error, ref_seq);
-	d.err = (int)err;
-	ret = r_str(&r, STR_TEXT, VT_PROTO_MAX_TEXT, &d.text);
-	if (ret < 0)
-		return ret;
-	ret = r_end(&r);
-	if (ret < 0)
-		return ret;
 	if (e)
 		*e = d;
 	return 0;
 }
 
 /* ---------------------------------------------------------------- EVENTS */
+
+/* The fixed part (flags, count; no caller's structure: see below), then count entries. */
+struct events_hdr {
+	uint32_t flags;
+	uint32_t count;
+};
+
+static const struct wlayout events_layout = {
+	sizeof(struct wire_events), 2, 0, {
+		WF(struct wire_events, flags, struct events_hdr, flags),
+		WF(struct wire_events, count, struct events_hdr, count),
+	},
+};
+
+static const struct wlayout event_layout = {
+	0, 0, 3, { { 0 } }, {
+		WS(struct vt_proto_event, system, STR_GLOB, VT_PROTO_MAX_NAME),
+		WS(struct vt_proto_event, event, STR_GLOB, VT_PROTO_MAX_NAME),
+		WS(struct vt_proto_event, filter, STR_PRINT, VT_PROTO_MAX_FILTER),
+	},
+};
 
 /**
  * vt_proto_enc_events() - write EVENTS
@@ -813,24 +944,18 @@ int vt_proto_dec_error(const struct vt_proto_msg *msg, struct vt_proto_error *e)
 int vt_proto_enc_events(void *buf, size_t size, uint32_t seq, uint32_t flags,
 			const struct vt_proto_event *ev, uint32_t nr)
 {
+	struct events_hdr h = { flags, nr };
 	struct wbuf w;
-	uint8_t *f;
 	uint32_t i;
 
 	if ((flags & ~VT_PROTO_EVENTS_FLAGS) || nr > VT_PROTO_MAX_EVENTS || (nr && !ev))
 		return -EINVAL;
 	w_init(&w, buf, size, VT_PROTO_EVENTS, seq);
-	f = w_reserve(&w, sizeof(struct wire_events));
-	if (f) {
-		W_PUT(f, struct wire_events, flags, flags);
-		W_PUT(f, struct wire_events, count, nr);
-	}
+	w_layout(&w, &events_layout, &h);
 	for (i = 0; i < nr; i++) {
 		if (!ev[i].system || !ev[i].event)
 			w_fail(&w, -EINVAL);
-		w_str(&w, ev[i].system, STR_GLOB, VT_PROTO_MAX_NAME);
-		w_str(&w, ev[i].event, STR_GLOB, VT_PROTO_MAX_NAME);
-		w_str(&w, ev[i].filter, STR_PRINT, VT_PROTO_MAX_FILTER);
+		w_layout(&w, &event_layout, &ev[i]);
 	}
 	return w_finish(&w);
 }
@@ -854,32 +979,21 @@ int vt_proto_dec_events(const struct vt_proto_msg *msg, uint32_t *flags,
 			struct vt_proto_event *ev, size_t max)
 {
 	struct vt_proto_event e;
-	const uint8_t *f;
-	uint32_t fl, count, i;
+	struct events_hdr h;
 	struct rbuf r;
+	uint32_t i;
 	int ret;
 
-	ret = r_init(&r, msg, VT_PROTO_EVENTS);
+	ret = r_init(&r, msg, VT_PROTO_EVENTS) ?: r_layout(&r, &events_layout, &h);
 	if (ret < 0)
 		return ret;
-	f = r_take(&r, sizeof(struct wire_events));
-	if (!f)
-		return -EBADMSG;
-	fl = (uint32_t)W_GET(f, struct wire_events, flags);
-	count = (uint32_t)W_GET(f, struct wire_events, count);
 	/* each entry is at least three empty strings' worth of bytes */
-	if ((fl & ~VT_PROTO_EVENTS_FLAGS) || count > VT_PROTO_MAX_EVENTS || count > r.left / 9)
+	if ((h.flags & ~VT_PROTO_EVENTS_FLAGS) || h.count > VT_PROTO_MAX_EVENTS || h.count > r.left / 9)
 		return -EBADMSG;
-	if (ev && count > max)
+	if (ev && h.count > max)
 		return -ENOSPC;
-	for (i = 0; i < count; i++) {
-		ret = r_str(&r, STR_GLOB, VT_PROTO_MAX_NAME, &e.system);
-		if (ret < 0)
-			return ret;
-		ret = r_str(&r, STR_GLOB, VT_PROTO_MAX_NAME, &e.event);
-		if (ret < 0)
-			return ret;
-		ret = r_str(&r, STR_PRINT, VT_PROTO_MAX_FILTER, &e.filter);
+	for (i = 0; i < h.count; i++) {
+		ret = r_layout(&r, &event_layout, &e);
 		if (ret < 0)
 			return ret;
 		if (ev)
@@ -889,8 +1003,8 @@ int vt_proto_dec_events(const struct vt_proto_msg *msg, uint32_t *flags,
 	if (ret < 0)
 		return ret;
 	if (flags)
-		*flags = fl;
-	return (int)count;
+		*flags = h.flags;
+	return (int)h.count;
 }
 
 /* ---------------------------------------------------------------- strings */
@@ -971,6 +1085,13 @@ int vt_proto_dec_string(const struct vt_proto_msg *msg, const char **s)
 
 /* ---------------------------------------------------------------- BUFFER_SIZE */
 
+static const struct wlayout buffer_size_layout = {
+	sizeof(struct wire_buffer_size), 2, 0, {
+		WF(struct wire_buffer_size, size_kb, struct vt_proto_buffer_size, size_kb),
+		WF(struct wire_buffer_size, subbuf_kb, struct vt_proto_buffer_size, subbuf_kb),
+	},
+};
+
 /**
  * vt_proto_enc_buffer_size() - write BUFFER_SIZE
  * @buf: destination
@@ -983,18 +1104,9 @@ int vt_proto_dec_string(const struct vt_proto_msg *msg, const char **s)
 int vt_proto_enc_buffer_size(void *buf, size_t size, uint32_t seq,
 			     const struct vt_proto_buffer_size *bs)
 {
-	struct wbuf w;
-	uint8_t *f;
-
 	if (!bs || (!bs->size_kb && !bs->subbuf_kb))
 		return -EINVAL;
-	w_init(&w, buf, size, VT_PROTO_BUFFER_SIZE, seq);
-	f = w_reserve(&w, sizeof(struct wire_buffer_size));
-	if (f) {
-		W_PUT(f, struct wire_buffer_size, size_kb, bs->size_kb);
-		W_PUT(f, struct wire_buffer_size, subbuf_kb, bs->subbuf_kb);
-	}
-	return w_finish(&w);
+	return w_message(buf, size, VT_PROTO_BUFFER_SIZE, seq, &buffer_size_layout, bs);
 }
 
 /**
@@ -1008,18 +1120,11 @@ int vt_proto_enc_buffer_size(void *buf, size_t size, uint32_t seq,
 int vt_proto_dec_buffer_size(const struct vt_proto_msg *msg, struct vt_proto_buffer_size *bs)
 {
 	struct vt_proto_buffer_size d;
-	const uint8_t *f;
-	struct rbuf r;
 	int ret;
 
-	ret = r_init(&r, msg, VT_PROTO_BUFFER_SIZE);
+	ret = r_message(msg, VT_PROTO_BUFFER_SIZE, &buffer_size_layout, &d);
 	if (ret < 0)
 		return ret;
-	f = r_take(&r, sizeof(struct wire_buffer_size));
-	if (!f || r_end(&r))
-		return -EBADMSG;
-	d.size_kb = (uint32_t)W_GET(f, struct wire_buffer_size, size_kb);
-	d.subbuf_kb = (uint32_t)W_GET(f, struct wire_buffer_size, subbuf_kb);
 	if (!d.size_kb && !d.subbuf_kb)
 		return -EBADMSG;
 	if (bs)
@@ -1098,6 +1203,17 @@ int vt_proto_dec_instance(const struct vt_proto_msg *msg, const char **name)
 
 /* ---------------------------------------------------------------- STATS */
 
+static const struct wlayout stats_layout = {
+	sizeof(struct wire_stats), 6, 1, {
+		WF(struct wire_stats, cpu, struct vt_proto_stats, cpu),
+		WF(struct wire_stats, flags, struct vt_proto_stats, flags),
+		WF(struct wire_stats, pages, struct vt_proto_stats, pages),
+		WF(struct wire_stats, bytes, struct vt_proto_stats, bytes),
+		WF(struct wire_stats, splice_fallbacks, struct vt_proto_stats, splice_fallbacks),
+		WF(struct wire_stats, partial_reads, struct vt_proto_stats, partial_reads),
+	}, { WS(struct vt_proto_stats, text, STR_TEXT, VT_PROTO_MAX_TEXT) },
+};
+
 static bool stats_ok(uint32_t cpu, uint32_t flags)
 {
 	return (cpu < VT_PROTO_MAX_CPUS || cpu == VT_PROTO_CPU_ALL) &&
@@ -1115,23 +1231,9 @@ static bool stats_ok(uint32_t cpu, uint32_t flags)
  */
 int vt_proto_enc_stats(void *buf, size_t size, uint32_t seq, const struct vt_proto_stats *st)
 {
-	struct wbuf w;
-	uint8_t *f;
-
 	if (!st || !stats_ok(st->cpu, st->flags))
 		return -EINVAL;
-	w_init(&w, buf, size, VT_PROTO_STATS, seq);
-	f = w_reserve(&w, sizeof(struct wire_stats));
-	if (f) {
-		W_PUT(f, struct wire_stats, cpu, st->cpu);
-		W_PUT(f, struct wire_stats, flags, st->flags);
-		W_PUT(f, struct wire_stats, pages, st->pages);
-		W_PUT(f, struct wire_stats, bytes, st->bytes);
-		W_PUT(f, struct wire_stats, splice_fallbacks, st->splice_fallbacks);
-		W_PUT(f, struct wire_stats, partial_reads, st->partial_reads);
-	}
-	w_str(&w, st->text, STR_TEXT, VT_PROTO_MAX_TEXT);
-	return w_finish(&w);
+	return w_message(buf, size, VT_PROTO_STATS, seq, &stats_layout, st);
 }
 
 /**
@@ -1144,30 +1246,13 @@ int vt_proto_enc_stats(void *buf, size_t size, uint32_t seq, const struct vt_pro
 int vt_proto_dec_stats(const struct vt_proto_msg *msg, struct vt_proto_stats *st)
 {
 	struct vt_proto_stats d;
-	const uint8_t *f;
-	struct rbuf r;
 	int ret;
 
-	ret = r_init(&r, msg, VT_PROTO_STATS);
+	ret = r_message(msg, VT_PROTO_STATS, &stats_layout, &d);
 	if (ret < 0)
 		return ret;
-	f = r_take(&r, sizeof(struct wire_stats));
-	if (!f)
-		return -EBADMSG;
-	d.cpu = (uint32_t)W_GET(f, struct wire_stats, cpu);
-	d.flags = (uint32_t)W_GET(f, struct wire_stats, flags);
-	d.pages = W_GET(f, struct wire_stats, pages);
-	d.bytes = W_GET(f, struct wire_stats, bytes);
-	d.splice_fallbacks = W_GET(f, struct wire_stats, splice_fallbacks);
-	d.partial_reads = W_GET(f, struct wire_stats, partial_reads);
 	if (!stats_ok(d.cpu, d.flags))
 		return -EBADMSG;
-	ret = r_str(&r, STR_TEXT, VT_PROTO_MAX_TEXT, &d.text);
-	if (ret < 0)
-		return ret;
-	ret = r_end(&r);
-	if (ret < 0)
-		return ret;
 	if (st)
 		*st = d;
 	return 0;
@@ -1316,6 +1401,14 @@ int vt_proto_dec_meta_req(const struct vt_proto_msg *msg, uint64_t *max_total)
 	return vt_proto_dec_meta_req_flags(msg, max_total, NULL);
 }
 
+/* A chunk's fixed part; its data is the rest of the payload. */
+static const struct wlayout meta_layout = {
+	sizeof(struct wire_meta), 2, 0, {
+		WF(struct wire_meta, total, struct vt_proto_meta_chunk, total),
+		WF(struct wire_meta, offset, struct vt_proto_meta_chunk, offset),
+	},
+};
+
 static bool meta_ok(uint64_t total, uint64_t offset, uint64_t len)
 {
 	/* An open chunk: not empty, and inside the largest total there is. */
@@ -1341,17 +1434,12 @@ int vt_proto_enc_meta(void *buf, size_t size, uint32_t seq,
 		      const struct vt_proto_meta_chunk *chunk)
 {
 	struct wbuf w;
-	uint8_t *f;
 
 	if (!chunk || (chunk->len && !chunk->data) ||
 	    !meta_ok(chunk->total, chunk->offset, chunk->len))
 		return -EINVAL;
 	w_init(&w, buf, size, VT_PROTO_META, seq);
-	f = w_reserve(&w, sizeof(struct wire_meta));
-	if (f) {
-		W_PUT(f, struct wire_meta, total, chunk->total);
-		W_PUT(f, struct wire_meta, offset, chunk->offset);
-	}
+	w_layout(&w, &meta_layout, chunk);
 	w_bytes(&w, chunk->data, chunk->len);
 	return w_finish(&w);
 }
@@ -1368,18 +1456,12 @@ int vt_proto_enc_meta(void *buf, size_t size, uint32_t seq,
 int vt_proto_dec_meta(const struct vt_proto_msg *msg, struct vt_proto_meta_chunk *chunk)
 {
 	struct vt_proto_meta_chunk d;
-	const uint8_t *f;
 	struct rbuf r;
 	int ret;
 
-	ret = r_init(&r, msg, VT_PROTO_META);
+	ret = r_init(&r, msg, VT_PROTO_META) ?: r_layout(&r, &meta_layout, &d);
 	if (ret < 0)
 		return ret;
-	f = r_take(&r, sizeof(struct wire_meta));
-	if (!f)
-		return -EBADMSG;
-	d.total = W_GET(f, struct wire_meta, total);
-	d.offset = W_GET(f, struct wire_meta, offset);
 	d.len = (uint32_t)r.left;
 	d.data = d.len ? r.p : NULL;
 	if (!meta_ok(d.total, d.offset, d.len))
@@ -1478,6 +1560,31 @@ void vt_proto_meta_rx_release(struct vt_proto_meta_rx *rx)
 
 /* ---------------------------------------------------------------- SYNC */
 
+/* Indexed by type - VT_PROTO_SYNC_BEGIN. */
+static const struct wlayout sync_layouts[4] = {
+	{ sizeof(struct wire_sync_begin), 2, 0, {
+		WF(struct wire_sync_begin, cpu, struct vt_proto_sync, cpu),
+		WF(struct wire_sync_begin, nr_probes, struct vt_proto_sync, probe),
+	} },
+	{ sizeof(struct wire_sync_probe), 2, 0, {
+		WF(struct wire_sync_probe, cpu, struct vt_proto_sync, cpu),
+		WF(struct wire_sync_probe, probe, struct vt_proto_sync, probe),
+	} },
+	{ sizeof(struct wire_sync_reply), 5, 0, {
+		WF(struct wire_sync_reply, cpu, struct vt_proto_sync, cpu),
+		WF(struct wire_sync_reply, probe, struct vt_proto_sync, probe),
+		WF(struct wire_sync_reply, tsc, struct vt_proto_sync, tsc),
+		WF(struct wire_sync_reply, ran_on, struct vt_proto_sync, ran_on),
+		WF_RESERVED(struct wire_sync_reply, reserved),
+	} },
+	{ sizeof(struct wire_sync_end), 1, 0, {
+		WF(struct wire_sync_end, cpu, struct vt_proto_sync, cpu),
+	} },
+};
+_Static_assert(VT_PROTO_SYNC_END - VT_PROTO_SYNC_BEGIN == 3 &&
+	       VT_PROTO_SYNC_PROBE == VT_PROTO_SYNC_BEGIN + 1 &&
+	       VT_PROTO_SYNC_REPLY == VT_PROTO_SYNC_BEGIN + 2, "SYNC types in order");
+
 static bool sync_ok(uint16_t type, const struct vt_proto_sync *s)
 {
 	if (s->cpu >= VT_PROTO_MAX_CPUS)
@@ -1508,43 +1615,9 @@ static bool sync_ok(uint16_t type, const struct vt_proto_sync *s)
 int vt_proto_enc_sync(void *buf, size_t size, uint16_t type, uint32_t seq,
 		      const struct vt_proto_sync *sync)
 {
-	struct wbuf w;
-	uint8_t *f;
-
 	if (!sync || !sync_ok(type, sync))
 		return -EINVAL;
-	w_init(&w, buf, size, type, seq);
-	switch (type) {
-	case VT_PROTO_SYNC_BEGIN:
-		f = w_reserve(&w, sizeof(struct wire_sync_begin));
-		if (f) {
-			W_PUT(f, struct wire_sync_begin, cpu, sync->cpu);
-			W_PUT(f, struct wire_sync_begin, nr_probes, sync->probe);
-		}
-		break;
-	case VT_PROTO_SYNC_PROBE:
-		f = w_reserve(&w, sizeof(struct wire_sync_probe));
-		if (f) {
-			W_PUT(f, struct wire_sync_probe, cpu, sync->cpu);
-			W_PUT(f, struct wire_sync_probe, probe, sync->probe);
-		}
-		break;
-	case VT_PROTO_SYNC_REPLY:
-		f = w_reserve(&w, sizeof(struct wire_sync_reply));
-		if (f) {
-			W_PUT(f, struct wire_sync_reply, cpu, sync->cpu);
-			W_PUT(f, struct wire_sync_reply, probe, sync->probe);
-			W_PUT(f, struct wire_sync_reply, tsc, sync->tsc);
-			W_PUT(f, struct wire_sync_reply, ran_on, sync->ran_on);
-		}
-		break;
-	default:
-		f = w_reserve(&w, sizeof(struct wire_sync_end));
-		if (f)
-			W_PUT(f, struct wire_sync_end, cpu, sync->cpu);
-		break;
-	}
-	return w_finish(&w);
+	return w_message(buf, size, type, seq, &sync_layouts[type - VT_PROTO_SYNC_BEGIN], sync);
 }
 
 /**
@@ -1557,47 +1630,14 @@ int vt_proto_enc_sync(void *buf, size_t size, uint16_t type, uint32_t seq,
 int vt_proto_dec_sync(const struct vt_proto_msg *msg, struct vt_proto_sync *sync)
 {
 	struct vt_proto_sync d = { 0 };
-	const uint8_t *f;
-	struct rbuf r;
 	int ret;
 
 	if (!msg || msg->type < VT_PROTO_SYNC_BEGIN || msg->type > VT_PROTO_SYNC_END)
 		return -EINVAL;
-	ret = r_init(&r, msg, msg->type);
+	ret = r_message(msg, msg->type, &sync_layouts[msg->type - VT_PROTO_SYNC_BEGIN], &d);
 	if (ret < 0)
 		return ret;
-	switch (msg->type) {
-	case VT_PROTO_SYNC_BEGIN:
-		f = r_take(&r, sizeof(struct wire_sync_begin));
-		if (!f)
-			return -EBADMSG;
-		d.cpu = (uint32_t)W_GET(f, struct wire_sync_begin, cpu);
-		d.probe = (uint32_t)W_GET(f, struct wire_sync_begin, nr_probes);
-		break;
-	case VT_PROTO_SYNC_PROBE:
-		f = r_take(&r, sizeof(struct wire_sync_probe));
-		if (!f)
-			return -EBADMSG;
-		d.cpu = (uint32_t)W_GET(f, struct wire_sync_probe, cpu);
-		d.probe = (uint32_t)W_GET(f, struct wire_sync_probe, probe);
-		break;
-	case VT_PROTO_SYNC_REPLY:
-		f = r_take(&r, sizeof(struct wire_sync_reply));
-		if (!f || W_GET(f, struct wire_sync_reply, reserved))
-			return -EBADMSG;
-		d.cpu = (uint32_t)W_GET(f, struct wire_sync_reply, cpu);
-		d.probe = (uint32_t)W_GET(f, struct wire_sync_reply, probe);
-		d.tsc = W_GET(f, struct wire_sync_reply, tsc);
-		d.ran_on = (uint32_t)W_GET(f, struct wire_sync_reply, ran_on);
-		break;
-	default:
-		f = r_take(&r, sizeof(struct wire_sync_end));
-		if (!f)
-			return -EBADMSG;
-		d.cpu = (uint32_t)W_GET(f, struct wire_sync_end, cpu);
-		break;
-	}
-	if (r_end(&r) || !sync_ok(msg->type, &d))
+	if (!sync_ok(msg->type, &d))
 		return -EBADMSG;
 	if (sync)
 		*sync = d;
