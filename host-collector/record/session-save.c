@@ -82,8 +82,9 @@ int spool_save_sync(const struct guest *g)
 	struct spool_text t = { 0 };
 	unsigned int cpu, i;
 
-	spool_tprintf(&t, "method=%s\nwhy=%s\nhost_end=%" PRIu64 "\nrejected=%u\nfailed=%d\n",
-		g->sync.method, g->sync.why, g->sync.host_end, g->sync.rejected, g->sync.failed);
+	spool_tprintf(&t, "method=%s\nwhy=%s\nhost_end=%" PRIu64 "\nrejected=%u\nfailed=%d\n"
+		"final_cut=%s\n", g->sync.method, g->sync.why, g->sync.host_end, g->sync.rejected,
+		g->sync.failed, g->sync.final_cut);
 	for (cpu = 0; cpu < g->nr_cpus && cpu < COLLECT_MAX_CPUS; cpu++) {
 		if (g->sync.min_rtt[cpu])
 			spool_tprintf(&t, "probes cpu=%u min_rtt=%" PRIu64 " samples=%u\n", cpu,

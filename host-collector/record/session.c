@@ -52,6 +52,19 @@
  */
 #define BURST_MIN_PROBES	16
 #define BURST_PATIENCE		16
+/*
+ * The final sync (at the stop) has a few seconds of its own, apart from the
+ * delivery of pages: past them the burst ends with the replies it has, so a
+ * guest slow to answer probes never holds a stop whose pages are in.
+ */
+#define FINAL_SYNC_NS		(3 * NSEC_PER_SEC)
+/*
+ * A reply that took this many times the vCPU's best round trip so far (and
+ * more than SLOW_RTT_FLOOR_NS) cannot narrow the bound that one gave: a
+ * burst after the start's ends at once, the vCPUs left keep their epochs.
+ */
+#define SLOW_RTT_FACTOR		100
+#define SLOW_RTT_FLOOR_NS	(5 * NSEC_PER_MSEC)
 #define ACCEPT_TIMEOUT_NS	(120 * NSEC_PER_SEC)
 #define DRAIN_CHECK_NS		(20 * NSEC_PER_MSEC)
 #define KVM_REREAD_NS		NSEC_PER_SEC
@@ -113,6 +126,7 @@ static void cancel_timers(struct guest *g)
 
 	engine_timer_cancel(e, &g->req.timer);
 	engine_timer_cancel(e, &g->burst.timer);
+	engine_timer_cancel(e, &g->burst.budget);
 	engine_timer_cancel(e, &g->stop_timer);
 	engine_timer_cancel(e, &g->drain_timer);
 	engine_timer_cancel(e, &g->kvm_timer);
@@ -124,6 +138,7 @@ static void cancel_timers(struct guest *g)
 static void burst_abort(struct guest *g)
 {
 	engine_timer_cancel(eng(g), &g->burst.timer);
+	engine_timer_cancel(eng(g), &g->burst.budget);
 	free(g->burst.smp);
 	g->burst.smp = NULL;
 	g->burst.active = false;
@@ -898,18 +913,74 @@ static void burst_ended(struct guest *g, int err);
  * the recording. A guest that answers nothing more fails at SYNC_END's own
  * timeout.
  */
+/* End this vCPU's burst now, with the replies it has. */
+static void burst_end_cpu(struct guest *g)
+{
+	struct guest_burst *b = &g->burst;
+	struct vt_proto_sync s = { .cpu = b->cpu };
+
+	engine_timer_cancel(eng(g), &b->timer);
+	b->k = b->n;		/* a late reply is ignored */
+	request(g, vt_proto_enc_sync(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX, VT_PROTO_SYNC_END,
+				     vt_conn_next_seq(g->conn), &s), VT_PROTO_OK, burst_ended);
+}
+
+static double ticks_ms(const struct guest *g, uint64_t ticks)
+{
+	return g->rec->tsc.khz ? (double)ticks / g->rec->tsc.khz : 0;
+}
+
+/*
+ * The burst ends early: the vCPU being probed ends with what it has, the
+ * ones after it are not probed (their earlier epochs hold). The final
+ * sync's reason goes to the manifest.
+ */
+static void burst_cut(struct guest *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void burst_cut(struct guest *g, const char *fmt, ...)
+{
+	struct guest_burst *b = &g->burst;
+	char why[sizeof(g->sync.final_cut)];
+	va_list ap;
+
+	b->cut = true;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	if (!strcmp(b->when, "stop"))
+		snprintf(g->sync.final_cut, sizeof(g->sync.final_cut), "%s", why);
+	guest_log(g, GMSG_SYNC, L_WARN, "guest %s: the clock sync at %s is cut short: %s", g->name,
+		  b->when, why);
+}
+
 static void burst_timeout(void *arg)
 {
 	struct guest *g = arg;
 	struct guest_burst *b = &g->burst;
-	struct vt_proto_sync s = { .cpu = b->cpu };
 
 	guest_log(g, GMSG_SYNC, L_WARN, "guest %s: clock sync probe %u of vCPU %u: no reply within "
 		  "%llu s: this burst ends with %u samples", g->name, b->k, b->cpu,
 		  (unsigned long long)(PROBE_TIMEOUT_NS / NSEC_PER_SEC), b->got);
-	b->k = b->n;		/* a late reply is ignored */
-	request(g, vt_proto_enc_sync(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX, VT_PROTO_SYNC_END,
-				     vt_conn_next_seq(g->conn), &s), VT_PROTO_OK, burst_ended);
+	burst_end_cpu(g);
+}
+
+/*
+ * The final sync's time is up. A probe in flight is given up; a SYNC_BEGIN
+ * or SYNC_END in flight ends the burst when it is answered (burst_begun(),
+ * burst_cpu_begin()).
+ */
+static void burst_budget(void *arg)
+{
+	struct guest *g = arg;
+	struct guest_burst *b = &g->burst;
+
+	if (!b->active || b->cut)
+		return;
+	burst_cut(g, "its %.1f s ran out with %u of %u vCPUs probed (the slowest reply took "
+		  "%.1f ms)", (engine_now_ns() - b->began_ns) / 1e9,
+		  b->idx + (b->got > 0), g->nr_streams, ticks_ms(g, b->max_rtt));
+	if (!b->req_pending && b->k < b->n)
+		burst_end_cpu(g);
 }
 
 static void burst_probe(struct guest *g)
@@ -963,6 +1034,34 @@ static void narrow(struct guest_burst *b, int64_t lo, int64_t hi)
 	}
 }
 
+/*
+ * After the start's burst, a reply far slower than the best this vCPU (or,
+ * without one, any vCPU) had cannot narrow that bound: the burst ends here.
+ * Return: true when it did.
+ */
+static bool slow_reply(struct guest *g, const struct vt_tsync_sample *smp)
+{
+	struct guest_burst *b = &g->burst;
+	uint64_t rtt = smp->t2 > smp->t1 ? smp->t2 - smp->t1 : 0, best = 0;
+	unsigned int cpu;
+
+	if (!strcmp(b->when, "start") || !g->rec->tsc.khz)
+		return false;
+	if (b->cpu < COLLECT_MAX_CPUS)
+		best = g->sync.min_rtt[b->cpu];
+	for (cpu = 0; !best && cpu < g->nr_cpus && cpu < COLLECT_MAX_CPUS; cpu++)
+		if (g->sync.min_rtt[cpu] && (!best || g->sync.min_rtt[cpu] < best))
+			best = g->sync.min_rtt[cpu];
+	if (!best || rtt / SLOW_RTT_FACTOR < best ||
+	    ticks_ms(g, rtt) * NSEC_PER_MSEC < SLOW_RTT_FLOOR_NS)
+		return false;
+	burst_cut(g, "vCPU %u answered a probe in %.1f ms, its best round trip was %.3f ms: "
+		  "such replies cannot narrow the bound, the vCPUs left keep their earlier epochs",
+		  b->cpu, ticks_ms(g, rtt), ticks_ms(g, best));
+	burst_end_cpu(g);
+	return true;
+}
+
 static void got_reply(struct guest *g, const struct vt_proto_msg *m)
 {
 	struct guest_burst *b = &g->burst;
@@ -981,6 +1080,10 @@ static void got_reply(struct guest *g, const struct vt_proto_msg *m)
 	smp->cpu = s.ran_on;
 	smp->want_cpu = b->cpu;
 	narrow(b, (int64_t)(smp->g - smp->t2), (int64_t)(smp->g - smp->t1));
+	if (smp->t2 > smp->t1 && smp->t2 - smp->t1 > b->max_rtt)
+		b->max_rtt = smp->t2 - smp->t1;
+	if (slow_reply(g, smp))
+		return;
 	if (++b->k < b->n && (b->got < BURST_MIN_PROBES || b->since_narrowed < BURST_PATIENCE ||
 			      b->lo > b->hi)) {
 		burst_probe(g);
@@ -989,10 +1092,7 @@ static void got_reply(struct guest *g, const struct vt_proto_msg *m)
 	if (b->k < b->n)
 		log_debug("guest %s: vCPU %u: %u probes, the last %u narrowed nothing", g->name, b->cpu,
 			  b->got, b->since_narrowed);
-	b->k = b->n;		/* a late reply is ignored */
-	s = (struct vt_proto_sync){ .cpu = b->cpu };
-	request(g, vt_proto_enc_sync(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX, VT_PROTO_SYNC_END,
-				     vt_conn_next_seq(g->conn), &s), VT_PROTO_OK, burst_ended);
+	burst_end_cpu(g);
 }
 
 static void burst_begun(struct guest *g, int err)
@@ -1001,6 +1101,10 @@ static void burst_begun(struct guest *g, int err)
 	if (err < 0) {
 		session_fail(g, "starting a clock sync burst: %s (%s)",
 			     g->reply_text[0] ? g->reply_text : "refused", strerror(-err));
+		return;
+	}
+	if (g->burst.cut) {
+		burst_end_cpu(g);
 		return;
 	}
 	burst_probe(g);
@@ -1013,8 +1117,9 @@ static void burst_cpu_begin(struct guest *g)
 	void (*done)(struct guest *g, int err);
 	struct vt_proto_sync s;
 
-	if (b->idx >= g->nr_streams) {
-		log_debug("guest %s: clock sync at %s done", g->name, b->when);
+	if (b->idx >= g->nr_streams || b->cut) {
+		log_debug("guest %s: clock sync at %s done%s", g->name, b->when,
+			  b->cut ? " (cut short)" : "");
 		sync_burst_done(g, b->when);
 		done = b->done;
 		burst_abort(g);
@@ -1056,6 +1161,16 @@ static void burst_run(struct guest *g, const char *when, void (*done)(struct gue
 	b->done = done;
 	b->idx = 0;
 	b->n = o->sync_probes;
+	b->cut = false;
+	b->max_rtt = 0;
+	b->began_ns = engine_now_ns();
+	if (!strcmp(when, "stop")) {
+		/* Its own time, within what --stop-timeout leaves for the rest of the stop. */
+		uint64_t budget = (uint64_t)(o->stop_timeout * NSEC_PER_SEC) / 2;
+
+		g->sync.final_cut[0] = '\0';
+		engine_timer_arm(eng(g), &b->budget, budget < FINAL_SYNC_NS ? budget : FINAL_SYNC_NS, 0);
+	}
 	burst_cpu_begin(g);
 }
 
@@ -1459,6 +1574,7 @@ int session_begin(struct guest *g)
 
 	engine_timer_init(&g->req.timer, req_timeout, g);
 	engine_timer_init(&g->burst.timer, burst_timeout, g);
+	engine_timer_init(&g->burst.budget, burst_budget, g);
 	engine_timer_init(&g->drain_timer, drain_tick, g);
 	engine_timer_init(&g->kvm_timer, kvm_tick, g);
 	engine_timer_init(&g->sync_timer, sync_tick, g);

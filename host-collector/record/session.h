@@ -43,6 +43,7 @@ struct guest_sync {
 	uint32_t rejected;			/* bursts rejected as implausible */
 	char reject_why[160];			/* the last reason */
 	bool failed;				/* probes were due but a vCPU got no epoch */
+	char final_cut[200];			/* why the final sync ended early, "" if it did not */
 	bool away[COLLECT_MAX_CPUS];		/* its last burst ran on other CPUs: offline */
 };
 
@@ -79,9 +80,13 @@ struct guest_burst {
 	uint64_t t1;
 	int64_t lo, hi;			/* the offsets this vCPU's replies allow so far */
 	uint32_t since_narrowed;	/* replies since [lo, hi] last narrowed */
+	bool cut;			/* ended early: the vCPUs left are not probed */
+	uint64_t max_rtt;		/* the slowest reply's round trip, ticks */
+	uint64_t began_ns;		/* engine_now_ns() when it began */
 	struct vt_tsync_sample *smp;
 	void (*done)(struct guest *g, int err);
 	struct engine_timer timer;
+	struct engine_timer budget;	/* the final sync's own time ("stop") */
 	uint64_t sent_ns;		/* engine_now_ns() when sent, for -v */
 };
 

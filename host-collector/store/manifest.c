@@ -118,6 +118,11 @@ static void json_trace(FILE *f, const struct finish *r, const struct trace_sum *
 		json_str(f, t->rec.sync_method);
 		fprintf(f, ",\n        \"why\": ");
 		json_str(f, t->rec.sync_why);
+		fprintf(f, ",\n        \"final_sync_cut\": ");
+		if (t->rec.sync_final_cut[0])
+			json_str(f, t->rec.sync_final_cut);
+		else
+			fprintf(f, "null");
 		fprintf(f, ",\n        \"epochs\": [");
 		for (i = 0, first = true; i < t->nr_cpus; i++) {
 			for (j = 0; j < t->rec.sync[i].nr; j++) {

@@ -781,6 +781,7 @@ static void load_sync(struct spool_trace *t, int dir)
 	t->have_sync = true;
 	kv(text, "method", t->sync_method, sizeof(t->sync_method));
 	kv(text, "why", t->sync_why, sizeof(t->sync_why));
+	kv(text, "final_cut", t->sync_final_cut, sizeof(t->sync_final_cut));
 	t->host_end = kv_u64(text, "host_end");
 	t->sync_rejected = kv_u64(text, "rejected") > UINT32_MAX ? UINT32_MAX : kv_u64(text, "rejected");
 	t->sync_failed = kv_u64(text, "failed") != 0;

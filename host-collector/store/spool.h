@@ -105,6 +105,7 @@ struct spool_trace {
 	struct spool_cpu cpus[COLLECT_MAX_CPUS];
 	char sync_method[16];
 	char sync_why[160];
+	char sync_final_cut[200];	/* why the final clock sync ended early, "" if it did not */
 	uint64_t host_end;
 	struct vt_tsync_cpu sync[COLLECT_MAX_CPUS];
 	uint64_t min_rtt[COLLECT_MAX_CPUS];

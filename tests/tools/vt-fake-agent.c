@@ -104,6 +104,7 @@ struct fake_opts {
 	bool external_pages;
 	double crash_after;		/* < 0: never */
 	long long probe_delay_ms;	/* < 0: answer probes at once */
+	long long stop_probe_delay_ms;	/* --probe-delay-after-stop, < 0: none */
 	uint64_t meta_rate;		/* control port bytes per second while META goes out, 0: no limit */
 	bool silent_hello;
 	unsigned int vary_pages;	/* CPU n sends n % vary_pages more pages, 0: none */
@@ -176,6 +177,7 @@ struct fake {
 	bool running;
 	bool stopping;
 	bool stop_legacy;
+	bool got_stop;			/* a STOP came: --probe-delay-after-stop applies */
 	uint32_t stop_seq;
 	bool stopped_sent;
 	long long start_ns;
@@ -1195,6 +1197,7 @@ static void start(struct fake *f, const struct vt_proto_msg *msg)
 			reply_err(f, msg->seq, EBUSY, "already streaming");
 		return;
 	}
+	f->got_stop = false;
 	fixture_span(f, &first, &last);
 	f->retime_span = last - first + 1;
 	f->retime_delta = f->o.retime ? guest_tsc(f) - first : 0;
@@ -1239,6 +1242,7 @@ static void stop(struct fake *f, const struct vt_proto_msg *msg)
 	f->stopping = true;
 	f->stop_seq = msg->seq;
 	f->stop_legacy = msg->legacy;
+	f->got_stop = true;
 	say(f, "STOP: draining");
 	timelog(f, "stop");
 }
@@ -1289,6 +1293,14 @@ static void sync_reply(struct fake *f, struct vt_proto_sync *s)
 					next_seq(f), s));
 }
 
+/* How late SYNC_PROBE is answered now, -1: at once (--probe-delay, --probe-delay-after-stop). */
+static long long probe_delay(const struct fake *f)
+{
+	if (f->o.probe_delay_ms >= 0)
+		return f->o.probe_delay_ms;
+	return f->got_stop ? f->o.stop_probe_delay_ms : -1;
+}
+
 /* --probe-delay: hold the reply until the delay has passed (the main loop sends it). */
 static void delay_probe(struct fake *f, const struct vt_proto_sync *s)
 {
@@ -1298,7 +1310,7 @@ static void delay_probe(struct fake *f, const struct vt_proto_sync *s)
 		return;
 	}
 	f->delayed[f->nr_delayed].s = *s;
-	f->delayed[f->nr_delayed].due = now_ns() + f->o.probe_delay_ms * 1000000ll;
+	f->delayed[f->nr_delayed].due = now_ns() + probe_delay(f) * 1000000ll;
 	f->nr_delayed++;
 }
 
@@ -1525,10 +1537,10 @@ static void handle(struct fake *f, const struct vt_proto_msg *msg)
 			break;
 		}
 		reply_ok(f, msg->seq);
-		if (f->o.probe_delay_ms >= 0) {
+		if (probe_delay(f) >= 0) {
 			/* Probes come back through the main loop, each after the delay. */
-			say(f, "sync burst on cpu%u: each reply %lld ms late (--probe-delay)", sync.cpu,
-			    f->o.probe_delay_ms);
+			say(f, "sync burst on cpu%u: each reply %lld ms late (--probe-delay%s)", sync.cpu,
+			    probe_delay(f), f->o.probe_delay_ms < 0 ? "-after-stop" : "");
 			break;
 		}
 		sync_burst(f, sync.cpu);
@@ -1536,7 +1548,7 @@ static void handle(struct fake *f, const struct vt_proto_msg *msg)
 	case VT_PROTO_SYNC_PROBE:
 		if (vt_proto_dec_sync(msg, &sync) < 0)
 			break;
-		if (f->o.probe_delay_ms >= 0)
+		if (probe_delay(f) >= 0)
 			delay_probe(f, &sync);
 		else
 			sync_reply(f, &sync);
@@ -1881,6 +1893,7 @@ static void usage(FILE *out)
 		"  --crash-after SEC      SIGKILL itself SEC seconds after START\n"
 		"slow guests (each a timer of the main loop; pages and the control port go on):\n"
 		"  --probe-delay MS       answer every SYNC_PROBE MS milliseconds late\n"
+		"  --probe-delay-after-stop MS  the same, only for probes after a STOP\n"
 		"  --meta-rate BYTES_PER_S  send the META bundle (and whatever follows it on the\n"
 		"                         control port) at that many bytes per second\n"
 		"  --silent-hello         never answer HELLO; keep the ports open\n"
@@ -1907,7 +1920,7 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 	enum { OPT_FIFO = 256, OPT_CONNECT, OPT_LISTEN, OPT_FIXTURE, OPT_NAME, OPT_CPUS, OPT_REPEAT, OPT_RATE,
 	       OPT_RETIME, OPT_TSC, OPT_MISSED, OPT_OVERRUN, OPT_CTL, OPT_PREFIX, OPT_BAD, OPT_GARBAGE,
 	       OPT_OVERSIZE, OPT_HUGE, OPT_OPEN_META, OPT_ENDLESS_META, OPT_KSKEY, OPT_LIEKEY, OPT_TRUNC, OPT_SUBBUF, OPT_STALL, OPT_LIE, OPT_CRASH, OPT_EVIL,
-	       OPT_EXTERNAL, OPT_PROBE_DELAY, OPT_META_RATE, OPT_SILENT_HELLO, OPT_VARY, OPT_TIMELOG,
+	       OPT_EXTERNAL, OPT_PROBE_DELAY, OPT_STOP_PROBE_DELAY, OPT_META_RATE, OPT_SILENT_HELLO, OPT_VARY, OPT_TIMELOG,
 	       OPT_ALL_BAD, OPT_ABSURD, OPT_ERROR_FLOOD, OPT_SHRINK, OPT_NOTICE_FLOOD };
 	static const struct option lo[] = {
 		{ "fifo", required_argument, NULL, OPT_FIFO },
@@ -1945,6 +1958,7 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 		{ "crash-after", required_argument, NULL, OPT_CRASH },
 		{ "evil-strings", optional_argument, NULL, OPT_EVIL },
 		{ "probe-delay", required_argument, NULL, OPT_PROBE_DELAY },
+		{ "probe-delay-after-stop", required_argument, NULL, OPT_STOP_PROBE_DELAY },
 		{ "meta-rate", required_argument, NULL, OPT_META_RATE },
 		{ "silent-hello", no_argument, NULL, OPT_SILENT_HELLO },
 		{ "vary-pages", required_argument, NULL, OPT_VARY },
@@ -2095,6 +2109,11 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 			if (*end || o->probe_delay_ms < 0 || o->probe_delay_ms > 3600000)
 				return -1;
 			break;
+		case OPT_STOP_PROBE_DELAY:
+			o->stop_probe_delay_ms = strtoll(optarg, &end, 10);
+			if (*end || o->stop_probe_delay_ms < 0 || o->stop_probe_delay_ms > 3600000)
+				return -1;
+			break;
 		case OPT_META_RATE:
 			if (parse_size(optarg, &o->meta_rate) || !o->meta_rate)
 				return -1;
@@ -2137,6 +2156,7 @@ int main(int argc, char **argv)
 	f.o.bad_page = -1;
 	f.o.crash_after = -1;
 	f.o.probe_delay_ms = -1;
+	f.o.stop_probe_delay_ms = -1;
 	if (parse_args(&f.o, argc, argv) < 0) {
 		usage(stderr);
 		return 2;
