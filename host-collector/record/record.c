@@ -8,7 +8,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <grp.h>
 #include <inttypes.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -62,7 +64,13 @@ void record_usage(FILE *f)
 "  --chardev-dir DIR      the guest's ports in DIR: QEMU pipe chardevs\n"
 "                         (NAME.in/NAME.out) or unix sockets QEMU listens on\n"
 "  --listen               with --chardev-dir: listen on DIR/NAME instead, for\n"
-"                         QEMU socket chardevs with server=off\n"
+"                         QEMU socket chardevs with server=off; the sockets\n"
+"                         are mode 0600 whatever the umask, and only root or\n"
+"                         this user may connect (once: later connections are\n"
+"                         refused and logged)\n"
+"      --listen-group GROUP  the --listen sockets are mode 0660 in GROUP, and\n"
+"                         its members may connect (a QEMU run as another user)\n"
+"      --listen-uid USER  the --listen sockets are USER's, and USER may connect\n"
 "  --ctl PATH --cpu PATH [--cpu PATH]...\n"
 "                         the control port and each vCPU's data port by path\n"
 "  --domain NAME [--connect URI]\n"
@@ -193,12 +201,14 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 	enum { OPT_CHARDEV = 256, OPT_LISTEN, OPT_CTL, OPT_CPU, OPT_NAME, OPT_QEMU_PID, OPT_TRACER, OPT_TOP,
 	       OPT_BUFSZ, OPT_SUBBUF, OPT_LASTBOOT, OPT_CLOCK, OPT_HOST, OPT_MAXSZ, OPT_FV, OPT_NOCOMP, OPT_ZEND, OPT_KCACHE, OPT_NOKCACHE, OPT_KEEP, OPT_FORCE, OPT_FSYNC, OPT_SYNC, OPT_TSCOFF,
 	       OPT_PROBES, OPT_SINTV, OPT_DEBUGFS, OPT_STOPTO, OPT_QMP, OPT_DOMAIN, OPT_CONNECT,
-	       OPT_HOST_PID, OPT_KVM_EXITS };
+	       OPT_HOST_PID, OPT_KVM_EXITS, OPT_LISTEN_GROUP, OPT_LISTEN_UID };
 	static const struct option longopts[] = {
 		{ "chardev-dir", required_argument, NULL, OPT_CHARDEV },
 		{ "domain", required_argument, NULL, OPT_DOMAIN },
 		{ "connect", required_argument, NULL, OPT_CONNECT },
 		{ "listen", no_argument, NULL, OPT_LISTEN },
+		{ "listen-group", required_argument, NULL, OPT_LISTEN_GROUP },
+		{ "listen-uid", required_argument, NULL, OPT_LISTEN_UID },
 		{ "ctl", required_argument, NULL, OPT_CTL },
 		{ "cpu", required_argument, NULL, OPT_CPU },
 		{ "name", required_argument, NULL, OPT_NAME },
@@ -312,6 +322,32 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 					return -EINVAL;
 			}
 			break;
+		case OPT_LISTEN_GROUP: {
+			struct group *gr = getgrnam(optarg);
+			unsigned long v = strtoul(optarg, &end, 10);
+
+			if (!gr && (*end || end == optarg || v >= (gid_t)-1)) {
+				fprintf(stderr, "virtio-trace-collect: --listen-group '%s': no such group\n",
+					optarg);
+				return -EINVAL;
+			}
+			o->listen_gid = gr ? gr->gr_gid : (gid_t)v;
+			o->have_listen_gid = true;
+			break;
+		}
+		case OPT_LISTEN_UID: {
+			struct passwd *pw = getpwnam(optarg);
+			unsigned long v = strtoul(optarg, &end, 10);
+
+			if (!pw && (*end || end == optarg || v >= (uid_t)-1)) {
+				fprintf(stderr, "virtio-trace-collect: --listen-uid '%s': no such user\n",
+					optarg);
+				return -EINVAL;
+			}
+			o->listen_uid = pw ? pw->pw_uid : (uid_t)v;
+			o->have_listen_uid = true;
+			break;
+		}
 		case 'e':
 			if (o->nr_events >= COLLECT_MAX_EVENTS)
 				return -EINVAL;
@@ -442,6 +478,17 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 		fprintf(stderr, "virtio-trace-collect: no guest given (--chardev-dir DIR, --ctl PATH --cpu PATH, "
 			"or --domain NAME)\n");
 		return -EINVAL;
+	}
+	if (o->have_listen_gid || o->have_listen_uid) {
+		unsigned int i;
+
+		for (i = 0; i < *nr && !gs[i]->link.listen; i++)
+			;
+		if (i == *nr) {
+			fprintf(stderr, "virtio-trace-collect: %s applies to the sockets of a --listen guest\n",
+				o->have_listen_gid ? "--listen-group" : "--listen-uid");
+			return -EINVAL;
+		}
 	}
 	if (o->nr_host_pids && !o->host_events) {
 		fprintf(stderr, "virtio-trace-collect: --host-pid needs --host-events\n");

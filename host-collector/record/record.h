@@ -36,6 +36,10 @@ struct record_opts {
 	bool compress;
 	bool compress_at_end;		/* no compression while recording (compress.c) */
 	bool top_level;
+	uid_t listen_uid;		/* --listen-uid: owns the --listen sockets, may connect */
+	bool have_listen_uid;
+	gid_t listen_gid;		/* --listen-group: the sockets' group (mode 0660) */
+	bool have_listen_gid;
 	const char *kcache_dir;		/* --kallsyms-cache, or NULL for the default */
 	bool no_kcache;			/* --no-kallsyms-cache */
 	double duration;

@@ -621,7 +621,31 @@ static int open_streams(struct guest *g)
 	return g->nr_streams ? 0 : -ENOENT;
 }
 
-/* --listen: a data port QEMU connected to. */
+/*
+ * A connection to a --listen port (attach.c): the first one allowed is the
+ * guest's (0, @fd set); a peer not allowed, or any connection once the port
+ * is @taken, is refused and logged. Return: 0, -EAGAIN (none waits), -errno.
+ */
+static int take_connection(struct guest *g, int lfd, const char *path, bool taken, int *fd)
+{
+	char who[160];
+	int turns, ret = -EAGAIN;
+
+	for (turns = 0; turns < 16; turns++) {
+		ret = taken ? attach_refuse(lfd, who, sizeof(who)) :
+			      attach_accept(lfd, g->rec->o, fd, who, sizeof(who));
+		if (ret != -EPERM && !(taken && ret == 0))
+			return ret;
+		guest_log(g, GMSG_REFUSED, L_WARN, "guest %s: refused a %s to %s from %s: %s",
+			  g->name, taken ? "second connection" : "connection", path, who,
+			  taken ? "the port is taken" :
+			  "not root, this user, --listen-uid or a member of --listen-group");
+		ret = -EAGAIN;
+	}
+	return ret;
+}
+
+/* --listen: a data port QEMU connected to; later connections are refused. */
 static bool port_acceptable(void *arg, int revents)
 {
 	struct guest_port *p = arg;
@@ -631,10 +655,12 @@ static bool port_acceptable(void *arg, int revents)
 	(void)revents;
 	if (g->state == G_FAILED)
 		return false;
-	ret = attach_accept(p->lfd, p->base, &fd);
+	ret = take_connection(g, p->lfd, p->base, p->taken, &fd);
 	if (ret == -EAGAIN)
 		return true;
-	p->lfd = -1;
+	if (ret < 0 && p->taken)
+		return false;
+	p->taken = true;
 	if (ret < 0) {
 		session_fail(g, "cannot accept QEMU's connection on %s: %s", p->base, strerror(-ret));
 		return false;
@@ -650,7 +676,7 @@ static bool port_acceptable(void *arg, int revents)
 		g->step++;
 		setup_next(g);
 	}
-	return false;
+	return true;
 }
 
 static void listen_streams(struct guest *g)
@@ -671,7 +697,7 @@ static void listen_streams(struct guest *g)
 		p->lfd = -1;
 		if (attach_data_path(g, cpu, p->base, sizeof(p->base)) < 0)
 			continue;
-		p->lfd = attach_listen(p->base);
+		p->lfd = attach_listen(p->base, g->rec->o);
 		if (p->lfd < 0) {
 			session_fail(g, "cannot listen on %s: %s", p->base, strerror(-p->lfd));
 			return;
@@ -1528,10 +1554,12 @@ static bool ctl_acceptable(void *arg, int revents)
 	(void)revents;
 	if (g->state == G_FAILED)
 		return false;
-	ret = attach_accept(g->ctl_lfd, g->link.ctl_path, &fd);
+	ret = take_connection(g, g->ctl_lfd, g->link.ctl_path, g->ctl_taken, &fd);
 	if (ret == -EAGAIN)
 		return true;
-	g->ctl_lfd = -1;
+	if (ret < 0 && g->ctl_taken)
+		return false;
+	g->ctl_taken = true;
 	engine_timer_cancel(eng(g), &g->accept_timer);
 	if (ret < 0) {
 		session_fail(g, "cannot accept QEMU's connection on %s: %s", g->link.ctl_path, strerror(-ret));
@@ -1539,7 +1567,7 @@ static bool ctl_acceptable(void *arg, int revents)
 	}
 	g->ctl_rfd = g->ctl_wfd = fd;
 	connected(g);
-	return false;
+	return true;
 }
 
 static void accept_timeout(void *arg)
@@ -1547,14 +1575,14 @@ static void accept_timeout(void *arg)
 	struct guest *g = arg;
 	unsigned int i;
 
-	if (g->ctl_lfd >= 0) {
+	if (g->ctl_lfd >= 0 && !g->ctl_taken) {
 		session_fail(g, "nothing connected to %s within %llu s: start QEMU with a socket "
 			     "chardev (server=off) on that path", g->link.ctl_path,
 			     (unsigned long long)(ACCEPT_TIMEOUT_NS / NSEC_PER_SEC));
 		return;
 	}
 	for (i = 0; g->ports && i < g->nr_cpus; i++)
-		if (g->ports[i].lfd >= 0)
+		if (g->ports[i].lfd >= 0 && !g->ports[i].taken)
 			break;
 	session_fail(g, "nothing connected to %s within %llu s: start QEMU with a socket "
 		     "chardev (server=off) on that path", g->ports ? g->ports[i].base : "?",

@@ -66,6 +66,7 @@ struct guest_port {
 	struct guest *g;
 	unsigned int cpu;
 	int lfd;
+	bool taken;			/* QEMU connected: later connections are refused */
 	struct engine_fd *watch;
 	char base[4200];
 };
@@ -105,6 +106,7 @@ struct guest {
 	/* control port */
 	int ctl_rfd, ctl_wfd;
 	int ctl_lfd;			/* --listen: waiting for QEMU to connect, else -1 */
+	bool ctl_taken;			/* QEMU connected to it: later connections are refused */
 	struct guest_port *ports;	/* --listen: data ports QEMU has yet to connect */
 	unsigned int nr_waiting;
 	struct engine_timer accept_timer;

@@ -155,8 +155,12 @@ static int load_trace(struct trace_sum *t, const char *dirname, bool host)
 			" in metadata); the guest was stopped", t->rec.budget.used, t->rec.budget.max,
 			t->rec.budget.pages, t->rec.budget.bad, t->rec.budget.frag, t->rec.budget.meta);
 	/* The agent's warnings are not problems: the manifest counts them apart. */
+	/* Someone else tried the guest's --listen ports: always worth saying. */
+	if (t->rec.msgs[GMSG_REFUSED])
+		output_problem(t, "%" PRIu64 " %s (a peer not allowed, or a port already taken)",
+			       t->rec.msgs[GMSG_REFUSED], collect_msg_name(GMSG_REFUSED));
 	for (i = 0; i < GMSG_NR; i++)
-		if (i != GMSG_AGENT_NOTICE && t->rec.msgs[i] > COLLECT_LOG_BURST)
+		if (i != GMSG_AGENT_NOTICE && i != GMSG_REFUSED && t->rec.msgs[i] > COLLECT_LOG_BURST)
 			output_problem(t, "%" PRIu64 " %s (the first %d printed)", t->rec.msgs[i],
 				collect_msg_name(i), COLLECT_LOG_BURST);
 	if (t->rec.sync_failed)

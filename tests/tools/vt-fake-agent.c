@@ -1897,7 +1897,10 @@ static void usage(FILE *out)
 		"  --meta-rate BYTES_PER_S  send the META bundle (and whatever follows it on the\n"
 		"                         control port) at that many bytes per second\n"
 		"  --silent-hello         never answer HELLO; keep the ports open\n"
-		"  --evil-strings[=text|clock|meta|error]  hostile strings (default text)\n");
+		"  --evil-strings[=text|clock|meta|error]  hostile strings (default text)\n"
+		"or: vt-fake-agent --knock PATH\n"
+		"  connect to the unix socket PATH as a stranger would: exit 0 when the listener\n"
+		"  closes it within 5 s, 2 when it cannot connect, 3 when it stays open\n");
 }
 
 static int parse_size(const char *s, uint64_t *v)
@@ -2143,6 +2146,43 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 	return 0;
 }
 
+/*
+ * --knock PATH: connect to a unix socket as a stranger would and say what
+ * became of it: no connection (exit 2), closed by the listener within 5 s
+ * (exit 0), or left open (exit 3). Nothing is sent.
+ */
+static int knock(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct pollfd p;
+	long long t0 = now_ns();
+	char byte;
+	int fd;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return 2;
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		fprintf(stderr, "knock: %s: cannot connect: %s\n", path, strerror(errno));
+		return 2;
+	}
+	p = (struct pollfd){ .fd = fd, .events = POLLIN };
+	if (poll(&p, 1, 5000) == 1) {
+		if (read(fd, &byte, 1) <= 0) {
+			fprintf(stderr, "knock: %s: connected, closed by the listener after %lld ms\n",
+				path, (now_ns() - t0) / 1000000);
+			close(fd);
+			return 0;
+		}
+		fprintf(stderr, "knock: %s: connected and spoken to: taken as the guest\n", path);
+	} else {
+		fprintf(stderr, "knock: %s: connected and still open after 5 s\n", path);
+	}
+	close(fd);
+	return 3;
+}
+
 int main(int argc, char **argv)
 {
 	static struct fake f;
@@ -2157,6 +2197,8 @@ int main(int argc, char **argv)
 	f.o.crash_after = -1;
 	f.o.probe_delay_ms = -1;
 	f.o.stop_probe_delay_ms = -1;
+	if (argc == 3 && !strcmp(argv[1], "--knock"))
+		return knock(argv[2]);
 	if (parse_args(&f.o, argc, argv) < 0) {
 		usage(stderr);
 		return 2;
