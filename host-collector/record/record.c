@@ -108,6 +108,10 @@ void record_usage(FILE *f)
 "                         that holds a recording is refused\n"
 "      --force            replace the recording in DIR (its manifest.json,\n"
 "                         *.dat, *.sysinfo/ and bad-pages/ files)\n"
+"      --mode MODE        the files' mode, in octal (default 0600: they hold\n"
+"                         kernel addresses); directories get x where r is\n"
+"                         (0640 makes them 0750); exactly that, whatever the\n"
+"                         umask. Under sudo they belong to SUDO_UID/SUDO_GID\n"
 "  -d, --duration SEC     stop after SEC seconds (default: at SIGINT/SIGTERM,\n"
 "                         or when COMMAND exits)\n"
 "      --max-size SIZE    keep at most SIZE bytes per guest (K, M, G suffixes): pages,\n"
@@ -201,7 +205,7 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 	enum { OPT_CHARDEV = 256, OPT_LISTEN, OPT_CTL, OPT_CPU, OPT_NAME, OPT_QEMU_PID, OPT_TRACER, OPT_TOP,
 	       OPT_BUFSZ, OPT_SUBBUF, OPT_LASTBOOT, OPT_CLOCK, OPT_HOST, OPT_MAXSZ, OPT_FV, OPT_NOCOMP, OPT_ZEND, OPT_KCACHE, OPT_NOKCACHE, OPT_KEEP, OPT_FORCE, OPT_FSYNC, OPT_SYNC, OPT_TSCOFF,
 	       OPT_PROBES, OPT_SINTV, OPT_DEBUGFS, OPT_STOPTO, OPT_QMP, OPT_DOMAIN, OPT_CONNECT,
-	       OPT_HOST_PID, OPT_KVM_EXITS, OPT_LISTEN_GROUP, OPT_LISTEN_UID };
+	       OPT_HOST_PID, OPT_KVM_EXITS, OPT_LISTEN_GROUP, OPT_LISTEN_UID, OPT_MODE };
 	static const struct option longopts[] = {
 		{ "chardev-dir", required_argument, NULL, OPT_CHARDEV },
 		{ "domain", required_argument, NULL, OPT_DOMAIN },
@@ -235,6 +239,7 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 		{ "no-kallsyms-cache", no_argument, NULL, OPT_NOKCACHE },
 		{ "keep-spool", no_argument, NULL, OPT_KEEP },
 		{ "force", no_argument, NULL, OPT_FORCE },
+		{ "mode", required_argument, NULL, OPT_MODE },
 		{ "fsync", no_argument, NULL, OPT_FSYNC },
 		{ "sync", required_argument, NULL, OPT_SYNC },
 		{ "tsc-offset", required_argument, NULL, OPT_TSCOFF },
@@ -420,6 +425,18 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 		case OPT_NOKCACHE: o->no_kcache = true; break;
 		case OPT_KEEP: o->keep_spool = true; break;
 		case OPT_FORCE: o->force = true; break;
+		case OPT_MODE: {
+			unsigned long v = strtoul(optarg, &end, 8);
+
+			/* Read and write bits; the collector reads its own files back. */
+			if (*end || end == optarg || optarg[0] == '-' || v & ~0666ul || (v & 0600) != 0600) {
+				fprintf(stderr, "virtio-trace-collect: --mode '%s': the files' mode in octal, "
+					"read and write bits only, the owner's included (e.g. 0640)\n", optarg);
+				return -EINVAL;
+			}
+			o->file_mode = (mode_t)v;
+			break;
+		}
 		case OPT_FSYNC: o->fsync = true; break;
 		case OPT_SYNC:
 			if (strcmp(optarg, "auto") && strcmp(optarg, "probe") && strcmp(optarg, "offset") &&
@@ -612,9 +629,10 @@ static int write_options(int spool, const struct record_opts *o, uint64_t host_i
 	struct spool_options so = {
 		.version = o->file_version, .compress = o->compress && o->file_version >= 7,
 		.host_trace_id = host_id, .tsc_khz = tsc->khz, .tsc_mult = tsc->mult,
-		.tsc_shift = tsc->shift,
+		.tsc_shift = tsc->shift, .have_perm = true,
 	};
 
+	spool_perm_get(&so.perm);	/* for recover */
 	snprintf(so.tsc_method, sizeof(so.tsc_method), "%s", tsc->method);
 	snprintf(so.cmdline, sizeof(so.cmdline), "%s", o->cmdline);
 	return spool_save_options(spool, &so);
@@ -853,7 +871,9 @@ int record_main(int argc, char **argv)
 	struct record_opts o = {
 		.out_dir = "virtio-trace-out", .file_version = 7, .compress = true,
 		.sync_probes = 100, .tracefs = "/sys/kernel/tracing", .stop_timeout = 60,
+		.file_mode = 0600,
 	};
+	struct spool_perm perm;
 	unsigned int nr = 0, i, recorded = 0;
 	int out_fd, spool_fd = -1;
 	bool created;
@@ -873,6 +893,11 @@ int record_main(int argc, char **argv)
 		if (gs[i]->link.domain[0] && libvirt_guest_resolve(&gs[i]->link, gs[i]->name, gs[i]->link.connect_uri) < 0)
 			return EXIT_FAIL;
 
+	/* Private unless --mode shares them, and the user's under sudo (store/spool.c). */
+	spool_perm_default(&perm);
+	perm.file = o.file_mode;
+	perm.dir = spool_perm_dir_mode(o.file_mode);
+	spool_perm_set(&perm);
 	out_fd = open_output(&o, &created);
 	if (out_fd < 0)
 		return EXIT_FAIL;

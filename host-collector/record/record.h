@@ -48,6 +48,7 @@ struct record_opts {
 	bool quiet;
 	bool keep_spool;
 	bool force;		/* replace a recording already in out_dir */
+	mode_t file_mode;	/* --mode: the files' mode (0600 unless given) */
 	bool fsync;
 	const char *sync;		/* auto, kvm, probe, offset, none */
 	int64_t tsc_offset;

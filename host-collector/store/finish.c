@@ -178,6 +178,29 @@ static int load_trace(struct trace_sum *t, const char *dirname, bool host)
 	return 0;
 }
 
+/*
+ * The files get the modes the recording was made with (`recover` too), and
+ * its owner: SUDO_UID's under sudo, else the one the options name when the
+ * spool is that user's (a spool's options are not believed on their own).
+ */
+static void keep_perm(struct finish *r)
+{
+	struct spool_perm p;
+	struct stat st;
+
+	spool_perm_default(&p);
+	if (r->opt.have_perm) {
+		p.file = r->opt.perm.file;
+		p.dir = r->opt.perm.dir;
+		if (p.uid == (uid_t)-1 && r->opt.perm.uid != (uid_t)-1 && fstat(r->spool_fd, &st) == 0 &&
+		    st.st_uid == r->opt.perm.uid) {
+			p.uid = r->opt.perm.uid;
+			p.gid = r->opt.perm.gid;
+		}
+	}
+	spool_perm_set(&p);
+}
+
 /**
  * output_finalise() - write the trace.dat files and manifest.json from the spool
  * @out_fd: the output directory holding .spool/ (output_open_dir())
@@ -218,6 +241,7 @@ int output_finalise(int out_fd, const char *out_dir, bool keep_spool, bool fsync
 		close(r.spool_fd);
 		return EXIT_FAIL;
 	}
+	keep_perm(&r);
 	fd = dup(r.spool_fd);
 	d = fd >= 0 ? fdopendir(fd) : NULL;
 	/*
