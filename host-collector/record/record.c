@@ -915,6 +915,7 @@ int record_main(int argc, char **argv)
 		return EXIT_FAIL;
 	}
 
+	r.out_fd = out_fd;
 	r.gs = gs;
 	r.nr = nr;
 	r.command = o.command;

@@ -69,6 +69,7 @@ struct record_opts {
  * @o: the options
  * @e: the engine
  * @host: the host recorder, NULL without --host-events
+ * @out_fd: the output directory: every file is made relative to it
  * @kcache_fd: the kallsyms cache's directory, or -1
  * @tsc: the host TSC rate
  * @changed: called when a guest changed state in a way the recording may care
@@ -78,6 +79,7 @@ struct recording {
 	const struct record_opts *o;
 	struct engine *e;
 	struct hostrec *host;
+	int out_fd;
 	int kcache_fd;
 	struct sync_tsc tsc;
 	void (*changed)(struct recording *r);

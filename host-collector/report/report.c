@@ -202,9 +202,11 @@ static int count_record(struct tracecmd_input *handle, struct tep_record *rec, i
 		}
 		c->v[i].id = id;
 		c->v[i].n = 0;
-		if (ev)
+		if (ev) {
+			/* A trace.dat's formats name the events: a file from anywhere may say anything. */
 			snprintf(c->v[i].name, sizeof(c->v[i].name), "%s:%s", ev->system, ev->name);
-		else
+			an_sanitize(c->v[i].name);
+		} else
 			snprintf(c->v[i].name, sizeof(c->v[i].name), "unknown:id%d", id);
 		c->nr++;
 	}

@@ -22,6 +22,32 @@
 #include "sysinfo.h"
 #include "write.h"
 
+/*
+ * What trace-cmd, KernelShark and report print from the metadata is made
+ * safe for a terminal here, for record and recover alike (lib/meta.c): text
+ * cleaned, formats holding control characters refused with one error.
+ */
+static void clean_meta(struct trace_sum *t, struct vt_meta *m)
+{
+	struct vt_meta_clean c;
+	const char *what = t->rec.host ? "host" : "guest";
+
+	vt_meta_sanitize(m, &c);
+	t->text_replaced = c.replaced;
+	t->formats_refused = c.formats_dropped;
+	if (c.replaced)
+		log_warn("%s %s: %" PRIu64 " control characters or invalid UTF-8 bytes in its task "
+			 "names, kallsyms or other metadata text replaced by '?'", what, t->rec.name,
+			 c.replaced);
+	if (c.formats_dropped) {
+		log_err("%s %s: %u event formats hold control characters or invalid UTF-8 and are "
+			"refused (the first: %s); their events print as unknown", what, t->rec.name,
+			c.formats_dropped, c.first_dropped);
+		output_problem(t, "%u event formats refused: control characters or invalid UTF-8 "
+			       "(the first: %s)", c.formats_dropped, c.first_dropped);
+	}
+}
+
 static int write_trace(struct finish *r, struct trace_sum *t)
 {
 	struct vt_tracedat_opts opts = {
@@ -52,6 +78,7 @@ static int write_trace(struct finish *r, struct trace_sum *t)
 		output_problem(t, "the spooled metadata is malformed (%s)", strerror(-ret));
 		return ret;
 	}
+	clean_meta(t, &meta);
 	t->nr_cpus = meta.nr_cpus < COLLECT_MAX_CPUS ? meta.nr_cpus : COLLECT_MAX_CPUS;
 	t->subbuf = meta.subbuf_size;
 	/* The guest's IOMMU groups and PCI devices, for report's analyses (sysinfo.c). */

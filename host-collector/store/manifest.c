@@ -171,6 +171,8 @@ static void json_trace(FILE *f, const struct finish *r, const struct trace_sum *
 			t->rec.budget.pages, t->rec.budget.bad, t->rec.budget.frag, t->rec.budget.meta);
 	}
 	(void)dropped;
+	fprintf(f, "      \"text_replaced\": %" PRIu64 ",\n      \"formats_refused\": %u,\n",
+		t->text_replaced, t->formats_refused);
 	fprintf(f, "      \"problems\": ");
 	json_str(f, t->problems);
 	fprintf(f, "\n    }");

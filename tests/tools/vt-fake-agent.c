@@ -21,6 +21,10 @@
  * still streams its pages and reads its control port while it dawdles.
  * --timelog FILE writes when each step happened (CLOCK_REALTIME and
  * CLOCK_MONOTONIC), for tests that measure the collector from the guest side.
+ * --last-boot-info TEXT answers LASTBOOT_REQ with the fixture as the last
+ * boot's trace (its instance name and info text as a hostile guest likes:
+ * --last-boot-name); --dump-last-boot FILE writes that bundle and exits
+ * (fuzz-lastboot's seeds).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -42,6 +46,7 @@
 #include <unistd.h>
 #include <x86intrin.h>
 
+#include "vt_lastboot.h"
 #include "vt_le.h"
 #include "vt_meta.h"
 #include "vt_pages.h"
@@ -109,6 +114,9 @@ struct fake_opts {
 	bool silent_hello;
 	unsigned int vary_pages;	/* CPU n sends n % vary_pages more pages, 0: none */
 	const char *timelog;
+	const char *lastboot_info;	/* --last-boot-info: LASTBOOT_REQ is served, with this text */
+	const char *lastboot_name;	/* --last-boot-name: the instance it says, NULL: the asked one */
+	const char *dump_lastboot;	/* --dump-last-boot FILE */
 	enum evil evil;
 	struct missed_mark missed[FAKE_MAX_MISSED];
 	unsigned int nr_missed;
@@ -823,6 +831,8 @@ static int send_hello_reply(struct fake *f, const struct vt_proto_msg *msg)
 		r.caps |= VT_PROTO_CAP_META_FLAGS | VT_PROTO_CAP_META_OPEN;
 	if (f->o.kallsyms_key)
 		r.caps |= VT_PROTO_CAP_META_FLAGS | VT_PROTO_CAP_KALLSYMS_KEY;
+	if (f->o.lastboot_info)
+		r.caps |= VT_PROTO_CAP_LASTBOOT;
 	r.clock = f->o.evil == EVIL_CLOCK ? "XXXXXXXXX" : f->clock;
 	if (f->o.evil == EVIL_TEXT) {
 		evil_text(software, sizeof(software));
@@ -1448,6 +1458,68 @@ out:
 	    cpu, probes, f->o.tsc_offset);
 }
 
+/*
+ * The fixture as a last boot's trace (vt_lastboot.h): @instance, the
+ * --last-boot-info text, the fixture's metadata and every CPU's pages.
+ */
+static int lastboot_blob(struct fake *f, const char *instance, void **blob, size_t *len)
+{
+	static struct vt_lastboot lb;
+	void *meta;
+	size_t mlen;
+	unsigned int cpu;
+	int ret;
+
+	ret = vt_meta_encode(&f->meta, &meta, &mlen);
+	if (ret < 0)
+		return ret;
+	memset(&lb, 0, sizeof(lb));
+	lb.name = f->o.lastboot_name ? f->o.lastboot_name : instance;
+	lb.name_len = strlen(lb.name);
+	lb.info = f->o.lastboot_info;
+	lb.info_len = strlen(lb.info);
+	lb.meta = meta;
+	lb.meta_len = mlen;
+	lb.nr_cpus = f->o.cpus < VT_LASTBOOT_MAX_CPUS ? f->o.cpus : VT_LASTBOOT_MAX_CPUS;
+	for (cpu = 0; cpu < lb.nr_cpus; cpu++) {
+		lb.cpus[cpu].cpu = cpu;
+		lb.cpus[cpu].data = f->cpus[cpu].raw;
+		lb.cpus[cpu].len = (uint64_t)f->cpus[cpu].nr_raw * f->fmt.subbuf_size;
+	}
+	ret = vt_lastboot_encode(&lb, blob, len);
+	free(meta);
+	return ret;
+}
+
+/* LASTBOOT_REQ: the bundle in META chunks, or ERROR without --last-boot-info. */
+static void handle_lastboot(struct fake *f, const struct vt_proto_msg *msg)
+{
+	const char *name;
+	size_t len, off = 0;
+	void *blob;
+	int ret = 0;
+
+	if (vt_proto_dec_string(msg, &name) < 0) {
+		reply_err(f, msg->seq, EBADMSG, "malformed LASTBOOT_REQ");
+		return;
+	}
+	if (!f->o.lastboot_info || lastboot_blob(f, name, &blob, &len) < 0) {
+		reply_err(f, msg->seq, ENOENT, "no boot-mapped instance");
+		return;
+	}
+	do {
+		struct vt_proto_meta_chunk c = { .total = len, .offset = off,
+						 .data = (uint8_t *)blob + off };
+
+		c.len = len - off < VT_PROTO_META_CHUNK_MAX ? len - off : VT_PROTO_META_CHUNK_MAX;
+		ret = send_frame(f, vt_proto_enc_meta(f->frame, sizeof(f->frame), next_seq(f), &c));
+		off += c.len;
+	} while (ret >= 0 && off < len);
+	say(f, "LASTBOOT_REQ %s: sent the last boot's trace of instance %s, %zu bytes", name,
+	    f->o.lastboot_name ? f->o.lastboot_name : name, len);
+	free(blob);
+}
+
 static void handle(struct fake *f, const struct vt_proto_msg *msg)
 {
 	struct vt_proto_sync sync;
@@ -1568,6 +1640,9 @@ static void handle(struct fake *f, const struct vt_proto_msg *msg)
 		 */
 		if (f->o.mode == MODE_FIFO)
 			f->quit = true;
+		break;
+	case VT_PROTO_LASTBOOT_REQ:
+		handle_lastboot(f, msg);
 		break;
 	case VT_PROTO_ERROR:
 		f->host_errors++;
@@ -1882,6 +1957,11 @@ static void usage(FILE *out)
 		"                         announce an open total, the last the real one\n"
 		"  --endless-meta         as --open-meta, but the open chunks never end (one\n"
 		"                         past the host's limit)\n"
+		"  --last-boot-info TEXT  serve LASTBOOT_REQ: the fixture as the last boot's trace,\n"
+		"                         with TEXT as the instance's last_boot_info\n"
+		"  --last-boot-name NAME  with --last-boot-info: say it is instance NAME, whatever\n"
+		"                         was asked\n"
+		"  --dump-last-boot FILE  write that bundle (instance \"boot\") to FILE and exit\n"
 		"  --kallsyms-key KEY     made-up kallsyms (1000 text symbols) with key KEY (hex):\n"
 		"                         left out when the host asks with that key\n"
 		"  --lie-kallsyms-key     with --kallsyms-key: left out whatever key the host\n"
@@ -1924,7 +2004,8 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 	       OPT_RETIME, OPT_TSC, OPT_MISSED, OPT_OVERRUN, OPT_CTL, OPT_PREFIX, OPT_BAD, OPT_GARBAGE,
 	       OPT_OVERSIZE, OPT_HUGE, OPT_OPEN_META, OPT_ENDLESS_META, OPT_KSKEY, OPT_LIEKEY, OPT_TRUNC, OPT_SUBBUF, OPT_STALL, OPT_LIE, OPT_CRASH, OPT_EVIL,
 	       OPT_EXTERNAL, OPT_PROBE_DELAY, OPT_STOP_PROBE_DELAY, OPT_META_RATE, OPT_SILENT_HELLO, OPT_VARY, OPT_TIMELOG,
-	       OPT_ALL_BAD, OPT_ABSURD, OPT_ERROR_FLOOD, OPT_SHRINK, OPT_NOTICE_FLOOD };
+	       OPT_ALL_BAD, OPT_ABSURD, OPT_ERROR_FLOOD, OPT_SHRINK, OPT_NOTICE_FLOOD,
+	       OPT_LB_INFO, OPT_LB_NAME, OPT_LB_DUMP };
 	static const struct option lo[] = {
 		{ "fifo", required_argument, NULL, OPT_FIFO },
 		{ "connect", required_argument, NULL, OPT_CONNECT },
@@ -1952,6 +2033,9 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 		{ "open-meta", no_argument, NULL, OPT_OPEN_META },
 		{ "endless-meta", no_argument, NULL, OPT_ENDLESS_META },
 		{ "kallsyms-key", required_argument, NULL, OPT_KSKEY },
+		{ "last-boot-info", required_argument, NULL, OPT_LB_INFO },
+		{ "last-boot-name", required_argument, NULL, OPT_LB_NAME },
+		{ "dump-last-boot", required_argument, NULL, OPT_LB_DUMP },
 		{ "lie-kallsyms-key", no_argument, NULL, OPT_LIEKEY },
 		{ "truncate-stream", no_argument, NULL, OPT_TRUNC },
 		{ "wrong-subbuf", no_argument, NULL, OPT_SUBBUF },
@@ -2112,6 +2196,15 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 			if (*end || o->probe_delay_ms < 0 || o->probe_delay_ms > 3600000)
 				return -1;
 			break;
+		case OPT_LB_INFO:
+			o->lastboot_info = optarg;
+			break;
+		case OPT_LB_NAME:
+			o->lastboot_name = optarg;
+			break;
+		case OPT_LB_DUMP:
+			o->dump_lastboot = optarg;
+			break;
 		case OPT_STOP_PROBE_DELAY:
 			o->stop_probe_delay_ms = strtoll(optarg, &end, 10);
 			if (*end || o->stop_probe_delay_ms < 0 || o->stop_probe_delay_ms > 3600000)
@@ -2139,10 +2232,32 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 			return -1;
 		}
 	}
-	if (o->mode == MODE_NONE || !o->fixture || optind != argc)
+	if ((o->mode == MODE_NONE && !o->dump_lastboot) || !o->fixture || optind != argc)
 		return -1;
 	if ((o->truncate_stream || o->vary_pages) && !o->repeat)
 		return -1;
+	return 0;
+}
+
+/* --dump-last-boot FILE: the bundle LASTBOOT_REQ "boot" would get, for a fuzzing seed. */
+static int dump_lastboot(struct fake *f)
+{
+	FILE *out;
+	size_t len;
+	void *blob;
+
+	if (!f->o.lastboot_info)
+		f->o.lastboot_info = "ffffffff81000000\t[kernel]\n";
+	if (lastboot_blob(f, "boot", &blob, &len) < 0)
+		return 1;
+	out = fopen(f->o.dump_lastboot, "we");
+	if (!out || fwrite(blob, 1, len, out) != len || fclose(out) != 0) {
+		fprintf(stderr, "vt-fake-agent: cannot write %s\n", f->o.dump_lastboot);
+		free(blob);
+		return 1;
+	}
+	free(blob);
+	say(f, "wrote the last boot's bundle to %s, %zu bytes", f->o.dump_lastboot, len);
 	return 0;
 }
 
@@ -2203,6 +2318,8 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if (!f.o.name && !f.o.dir)
+		f.o.name = "fake";
 	if (!f.o.name) {
 		const char *slash = strrchr(f.o.dir, '/');
 
@@ -2222,6 +2339,8 @@ int main(int argc, char **argv)
 	ret = load_fixture(&f);
 	if (ret < 0)
 		return 1;
+	if (f.o.dump_lastboot)
+		return dump_lastboot(&f);
 	ret = open_ports(&f);
 	if (ret < 0)
 		return 1;
