@@ -743,21 +743,101 @@ static int keep_kallsyms(struct guest *g, struct vt_meta *m)
 	return spool_encode_meta(g->spool_fd, m);
 }
 
-/* A guest's kallsyms kept for its next recording in this boot (kcache.c). */
+/*
+ * Its VM's entry in the kallsyms cache (kcache.c), named by what the host
+ * knows of the VM and looked up once. Return: whether the guest has one
+ * (an agent that reports no key has none).
+ */
+static bool cache_lookup(struct guest *g)
+{
+	int r;
+
+	if (g->rec->kcache_fd < 0 || !(g->caps & VT_PROTO_CAP_KALLSYMS_KEY))
+		return false;
+	if (g->kcache_tried)
+		return g->kcache_vm[0];
+	g->kcache_tried = true;
+	if (kcache_vm_id(&g->link, g->qmp_uuid, g->kcache_vm, sizeof(g->kcache_vm)) < 0) {
+		snprintf(g->kcache_why, sizeof(g->kcache_why), "nothing the host knows tells its VM "
+			 "apart (--domain, --qemu-pid, or --qmp with QEMU's -uuid): not cached");
+		log_debug("guest %s: kallsyms cache: %s", g->name, g->kcache_why);
+		return false;
+	}
+	r = kcache_key(g->rec->kcache_fd, g->kcache_vm, &g->kcache_key);
+	if (r < 0)
+		g->kcache_key = 0;
+	if (r < 0 && r != -ENOENT)
+		log_warn("guest %s: its VM's entry %s in the kallsyms cache is not used: %s", g->name,
+			 g->kcache_vm, strerror(-r));
+	log_debug("guest %s: kallsyms cache entry %s (%s)", g->name, g->kcache_vm,
+		  g->kcache_key ? "filled" : "empty");
+	return true;
+}
+
+/* A guest's kallsyms kept for its VM's next recording in this boot (kcache.c). */
 static void cache_kallsyms(struct guest *g, const struct vt_meta *m)
 {
 	int ret;
 
-	if (g->rec->kcache_fd < 0 || !m->kallsyms_key || m->kallsyms_key == g->kcache_key ||
-	    !(g->caps & VT_PROTO_CAP_KALLSYMS_KEY))
+	if (!m->kallsyms_key || !cache_lookup(g) || m->kallsyms_key == g->kcache_key)
 		return;
-	ret = kcache_store(g->rec->kcache_fd, g->name, m->kallsyms_key, &m->kallsyms);
+	ret = kcache_store(g->rec->kcache_fd, g->kcache_vm, m->kallsyms_key, &m->kallsyms);
 	if (ret < 0) {
 		log_warn("guest %s: cannot keep its kallsyms in the cache: %s", g->name, strerror(-ret));
 		return;
 	}
 	g->kcache_key = m->kallsyms_key;
-	log_debug("guest %s: kallsyms (%zu bytes) kept in the cache", g->name, m->kallsyms.len);
+	log_debug("guest %s: kallsyms (%zu bytes) kept in the cache as %s", g->name,
+		  m->kallsyms.len, g->kcache_vm);
+}
+
+/*
+ * The setup's bundle left kallsyms out. Its VM's cache entry has them when
+ * the key the guest reported in that bundle is the entry's: compared here,
+ * never sent to the guest. Then they join the spooled bundle, counted
+ * against --max-size as the guest's would be. Return: true when they did.
+ */
+static bool kallsyms_from_cache(struct guest *g)
+{
+	struct vt_blob ks = { 0 };
+	struct vt_meta m;
+	size_t len;
+	void *data;
+	int ret;
+
+	if (!cache_lookup(g) || !g->guest_key || g->guest_key != g->kcache_key)
+		return false;
+	ret = kcache_load(g->rec->kcache_fd, g->kcache_vm, g->guest_key, &ks);
+	if (ret < 0) {
+		log_warn("guest %s: the cached kallsyms cannot be used (%s): asking the guest",
+			 g->name, strerror(-ret));
+		g->kcache_key = 0;
+		return false;
+	}
+	if (!stream_budget_take(&g->budget, ks.len, &g->budget.meta)) {
+		free(ks.data);
+		return false;
+	}
+	ret = spool_read_file(g->spool_fd, "meta.bin", &data, &len, VT_META_MAX_TOTAL);
+	if (ret == 0) {
+		ret = vt_meta_decode(&m, data, len);
+		free(data);
+	}
+	if (ret < 0) {
+		free(ks.data);
+		return false;
+	}
+	free(m.kallsyms.data);
+	m.kallsyms = ks;
+	ret = spool_encode_meta(g->spool_fd, &m);
+	vt_meta_free(&m);
+	if (ret < 0)
+		return false;
+	g->meta_full = g->kcache_hit = true;
+	g->held_key = g->guest_key;
+	log_info("guest %s: kallsyms (%zu bytes) from the cache, not read in the guest", g->name,
+		 ks.len);
+	return true;
 }
 
 static void meta_received(struct guest *g, int err)
@@ -766,7 +846,6 @@ static void meta_received(struct guest *g, int err)
 	/* A fetch while recording or at the end only refreshes what the setup spooled. */
 	bool refresh = g->state == G_RUNNING || g->state == G_FINISHING;
 	const char *which = g->state == G_RUNNING ? "full" : "final";
-	bool from_cache = false;
 	struct vt_meta m;
 	int ret;
 
@@ -804,37 +883,24 @@ static void meta_received(struct guest *g, int err)
 		vt_meta_free(&m);
 		return;
 	}
+	if (g->caps & VT_PROTO_CAP_KALLSYMS_KEY)
+		g->guest_key = m.kallsyms_key;
 	/*
-	 * Asked to leave out the kallsyms the cache has, the agent did: they
-	 * come from the cache. If the cache cannot give them now, ask again.
+	 * The final bundle without kallsyms, after kallsyms came from the
+	 * cache: the agent never read them this session, so only the key it
+	 * reports says whether a module came or went. If one did, ask again.
 	 */
-	if (g->meta_key && !m.kallsyms.len && !(g->meta_req_flags & (VT_PROTO_META_REQ_NO_KALLSYMS |
-								   VT_PROTO_META_REQ_KALLSYMS_IF_CHANGED))) {
-		struct vt_blob ks = { 0 };
-
-		ret = m.kallsyms_key == g->meta_key ?
-		      kcache_load(g->rec->kcache_fd, g->name, g->meta_key, &ks) : -ESTALE;
-		if (ret < 0) {
-			log_warn("guest %s: the cached kallsyms cannot be used (%s): asking the guest",
-				 g->name, strerror(-ret));
-			g->kcache_key = 0;
-			vt_meta_free(&m);
-			vt_proto_meta_rx_release(&g->meta_rx);
-			fetch_meta(g, g->meta_req_flags, done);
-			return;
-		}
-		free(m.kallsyms.data);	/* an empty record's */
-		m.kallsyms = ks;
-		g->kcache_hit = from_cache = true;
-		log_info("guest %s: kallsyms (%zu bytes) from the cache, not read in the guest",
-			 g->name, m.kallsyms.len);
+	if (g->final_key_check && !m.kallsyms.len && (!m.kallsyms_key || m.kallsyms_key != g->held_key)) {
+		log_info("guest %s: its kallsyms changed while it recorded: asking for them again",
+			 g->name);
+		g->final_key_check = false;
+		vt_meta_free(&m);
+		vt_proto_meta_rx_release(&g->meta_rx);
+		fetch_meta(g, 0, done);
+		return;
 	}
-	/*
-	 * Metadata counts against --max-size like pages (fetch_meta() asked for
-	 * no more than fits), kallsyms from the cache too.
-	 */
-	if (!stream_budget_take(&g->budget, g->meta_rx.len + (from_cache ? m.kallsyms.len : 0),
-				&g->budget.meta)) {
+	/* Metadata counts against --max-size like pages (fetch_meta() asked for no more than fits). */
+	if (!stream_budget_take(&g->budget, g->meta_rx.len, &g->budget.meta)) {
 		vt_meta_free(&m);
 		vt_proto_meta_rx_release(&g->meta_rx);
 		if (!refresh) {
@@ -847,18 +913,17 @@ static void meta_received(struct guest *g, int err)
 		done(g, 0);
 		return;
 	}
-	if ((g->meta_req_flags & VT_PROTO_META_REQ_KALLSYMS_IF_CHANGED) && !m.kallsyms.len) {
+	if (((g->meta_req_flags & VT_PROTO_META_REQ_KALLSYMS_IF_CHANGED) || g->final_key_check) &&
+	    !m.kallsyms.len) {
 		ret = keep_kallsyms(g, &m);
-	} else if (from_cache) {
-		ret = spool_encode_meta(g->spool_fd, &m);
-		if (ret == 0)
-			g->meta_full = true;
 	} else {
 		ret = spool_save_meta(g->spool_fd, g->meta_rx.data, g->meta_rx.len);
 		if (ret == 0)
 			g->meta_full = !(g->meta_req_flags & VT_PROTO_META_REQ_NO_KALLSYMS);
-		if (ret == 0 && m.kallsyms.len)
+		if (ret == 0 && m.kallsyms.len) {
+			g->held_key = m.kallsyms_key;
 			cache_kallsyms(g, &m);
+		}
 	}
 	vt_meta_free(&m);
 	g->meta_len = g->meta_rx.len;
@@ -899,31 +964,16 @@ static void fetch_meta(struct guest *g, uint32_t flags, void (*done)(struct gues
 	vt_proto_meta_rx_init(&g->meta_rx, limit);
 	g->meta_done = done;
 	g->meta_req_flags = flags;
-	g->meta_key = 0;
 	/* An agent that can send kallsyms as it reads it never holds it whole. */
 	if ((g->caps & (VT_PROTO_CAP_META_FLAGS | VT_PROTO_CAP_META_OPEN)) ==
 	    (VT_PROTO_CAP_META_FLAGS | VT_PROTO_CAP_META_OPEN))
 		flags |= VT_PROTO_META_REQ_OPEN;
-	/* Nor reads it at all, when the cache has it under the key it has now. */
-	if (g->rec->kcache_fd >= 0 && !(flags & VT_PROTO_META_REQ_NO_KALLSYMS) &&
-	    (g->caps & (VT_PROTO_CAP_META_FLAGS | VT_PROTO_CAP_KALLSYMS_KEY)) ==
-	    (VT_PROTO_CAP_META_FLAGS | VT_PROTO_CAP_KALLSYMS_KEY)) {
-		if (!g->kcache_tried) {
-			int r = kcache_key(g->rec->kcache_fd, g->name, &g->kcache_key);
-
-			g->kcache_tried = true;
-			if (r < 0)
-				g->kcache_key = 0;
-			if (r < 0 && r != -ENOENT)
-				log_warn("guest %s: its entry in the kallsyms cache is not used: %s",
-					 g->name, strerror(-r));
-		}
-		g->meta_key = g->kcache_key;
-		if (g->meta_key)
-			flags |= VT_PROTO_META_REQ_KALLSYMS_UNLESS_KEY;
-	}
-	request(g, vt_proto_enc_meta_req_key(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX,
-					     vt_conn_next_seq(g->conn), limit, flags, g->meta_key),
+	/*
+	 * Never KALLSYMS_UNLESS_KEY: a key the cache holds is never sent to a
+	 * guest (kallsyms_from_cache() compares keys on the host).
+	 */
+	request(g, vt_proto_enc_meta_req_flags(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX,
+					       vt_conn_next_seq(g->conn), limit, flags),
 		VT_PROTO_META, meta_received);
 }
 
@@ -1386,7 +1436,7 @@ static void synced(struct guest *g, int err)
 {
 	(void)err;
 	g->synced = true;
-	if (g->meta_partial && g->state == G_RUNNING)
+	if (g->meta_partial && g->state == G_RUNNING && !kallsyms_from_cache(g))
 		fetch_meta(g, 0, full_meta_done);
 	else
 		full_meta_done(g, 0);
@@ -1650,12 +1700,24 @@ static void final_meta_done(struct guest *g, int err)
 static void final_sync_done(struct guest *g, int err)
 {
 	(void)err;
+	uint32_t flags = 0;
+
 	/*
 	 * saved_cmdlines grew while tracing: the bundle is fetched again; its
 	 * kallsyms only if a module came or went since the spooled whole one.
+	 * Kallsyms from the cache were never read by the agent this session:
+	 * the key the bundle reports tells (meta_received()).
 	 */
-	fetch_meta(g, g->meta_full && (g->caps & VT_PROTO_CAP_META_FLAGS) ?
-		   VT_PROTO_META_REQ_KALLSYMS_IF_CHANGED : 0, final_meta_done);
+	g->final_key_check = false;
+	if (g->meta_full && (g->caps & VT_PROTO_CAP_META_FLAGS)) {
+		if (g->kcache_hit && g->held_key && (g->caps & VT_PROTO_CAP_KALLSYMS_KEY)) {
+			flags = VT_PROTO_META_REQ_NO_KALLSYMS;
+			g->final_key_check = true;
+		} else {
+			flags = VT_PROTO_META_REQ_KALLSYMS_IF_CHANGED;
+		}
+	}
+	fetch_meta(g, flags, final_meta_done);
 }
 
 /* Everything arrived: the figures go to the spool first, then the final exchanges. */

@@ -132,11 +132,16 @@ struct guest {
 	bool stop_deferred;		/* a stop came while the full metadata was on its way */
 	uint64_t stop_ns;		/* engine_now_ns() when STOP was sent, for -v */
 	bool meta_full;			/* the spooled bundle is a whole one (kallsyms as the agent has them) */
-	bool kcache_tried;		/* kcache_key is what the cache had when first asked */
-	uint64_t kcache_key;		/* the key of the cached kallsyms (0: none) */
+	char qmp_uuid[40];		/* the VM's UUID as its QMP said (qmp.c), "" if none */
+	char kcache_vm[COLLECT_NAME_MAX];	/* its VM's kallsyms cache entry (kcache_vm_id()) */
+	char kcache_why[160];		/* why its kallsyms are not cached, "" */
+	bool kcache_tried;		/* kcache_vm and kcache_key are what the cache had when first asked */
+	uint64_t kcache_key;		/* the key of its VM's cached kallsyms (0: none) */
 	bool kcache_hit;		/* kallsyms came from the cache */
-	uint32_t meta_req_flags;	/* of the META_REQ in flight (without OPEN, UNLESS_KEY) */
-	uint64_t meta_key;		/* its KALLSYMS_UNLESS_KEY key, 0 if none */
+	uint64_t guest_key;		/* the kallsyms key its last bundle reported (0: none) */
+	uint64_t held_key;		/* the key of the kallsyms the spooled bundle holds (0: unknown) */
+	bool final_key_check;		/* the final bundle was asked without kallsyms: its key decides */
+	uint32_t meta_req_flags;	/* of the META_REQ in flight (without OPEN) */
 	char error[512];
 	char agent_error[512];		/* the agent's first unasked ERROR, "" if none */
 	char agent_notice[512];		/* the agent's first NOTICE (a warning), "" if none */

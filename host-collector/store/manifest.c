@@ -157,7 +157,18 @@ static void json_trace(FILE *f, const struct finish *r, const struct trace_sum *
 		else
 			fprintf(f, "        \"bound_ns\": %.1f\n      },\n", bound);
 		fprintf(f, "      \"max_size_reached\": %s,\n", t->rec.max_reached ? "true" : "false");
-		fprintf(f, "      \"kallsyms_from_cache\": %s,\n", t->rec.kcache_hit ? "true" : "false");
+		fprintf(f, "      \"kallsyms_from_cache\": %s,\n      \"kallsyms_cache_vm\": ",
+			t->rec.kcache_hit ? "true" : "false");
+		if (t->rec.kcache_vm[0])
+			json_str(f, t->rec.kcache_vm);
+		else
+			fprintf(f, "null");
+		fprintf(f, ",\n      \"kallsyms_cache_note\": ");
+		if (t->rec.kcache_why[0])
+			json_str(f, t->rec.kcache_why);
+		else
+			fprintf(f, "null");
+		fprintf(f, ",\n");
 		fprintf(f, "      \"agent_warnings\": %" PRIu64 ",\n      \"agent_first_warning\": ",
 			t->rec.msgs[GMSG_AGENT_NOTICE]);
 		if (t->rec.agent_notice[0])

@@ -1128,6 +1128,8 @@ int spool_trace_load(int dir, bool host, struct spool_trace *t)
 		t->protocol_errors = kv_u64(text, "protocol_errors");
 		t->max_reached = kv_u64(text, "max_reached");
 		t->kcache_hit = kv_u64(text, "kcache_hit") != 0;
+		kv(text, "kcache_vm", t->kcache_vm, sizeof(t->kcache_vm));
+		kv(text, "kcache_why", t->kcache_why, sizeof(t->kcache_why));
 		if (kv(text, "vcpu_tids", buf, sizeof(buf))) {
 			char *p = buf;
 

@@ -96,6 +96,8 @@ struct spool_trace {
 	uint64_t protocol_errors;
 	bool max_reached;
 	bool kcache_hit;		/* kallsyms came from the kallsyms cache */
+	char kcache_vm[COLLECT_NAME_MAX];	/* its VM's cache entry, "" if none */
+	char kcache_why[160];		/* why it was not cached, "" */
 	struct spool_budget budget;	/* max, used and its parts, as the state file says */
 	uint64_t msgs[GMSG_NR];
 	uint32_t sync_rejected;

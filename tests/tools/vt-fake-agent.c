@@ -100,7 +100,8 @@ struct fake_opts {
 	bool huge_meta;
 	bool open_meta;			/* --open-meta: META_OPEN taken, open chunks sent */
 	uint64_t kallsyms_key;		/* --kallsyms-key: KALLSYMS_KEY, made-up kallsyms */
-	bool lie_key;			/* --lie-kallsyms-key: leave kallsyms out for any key */
+	bool lie_key;			/* --lie-kallsyms-key: leave kallsyms out of every bundle */
+	const char *kallsyms_name;	/* --kallsyms-name: the made-up symbols' prefix */
 	bool endless_meta;		/* --endless-meta: open chunks that never end */
 	bool truncate_stream;
 	bool wrong_subbuf;
@@ -405,7 +406,8 @@ static int load_fixture(struct fake *f)
 		if (!ks)
 			return -ENOMEM;
 		for (i = 0; i < 1000; i++)
-			klen += sprintf(ks + klen, "ffffffff81%06x T vt_fake_sym_%u\n", i * 16, i);
+			klen += snprintf(ks + klen, 48, "ffffffff81%06x T %.16s%u\n", i * 16,
+					 f->o.kallsyms_name, i);
 		free(f->meta.kallsyms.data);
 		f->meta.kallsyms = (struct vt_blob){ .data = ks, .len = klen };
 		f->meta.kallsyms_key = f->o.kallsyms_key;
@@ -1579,20 +1581,26 @@ static void handle(struct fake *f, const struct vt_proto_msg *msg)
 		/*
 		 * The flags are read, but the whole bundle is always sent; but
 		 * for --kallsyms-key (META_FLAGS), without kallsyms when asked
-		 * so, or when the host has them.
+		 * so, when the host gives our key, or always with
+		 * --lie-kallsyms-key. A key the host gives is said.
 		 */
 		if (vt_proto_dec_meta_req_key(msg, &max_total, &meta_flags, &meta_key) < 0) {
 			reply_err(f, msg->seq, EBADMSG, "malformed META_REQ");
-		} else if (f->o.endless_meta && (meta_flags & VT_PROTO_META_REQ_OPEN)) {
+			break;
+		}
+		if (meta_key)
+			say(f, "META_REQ gives the key %" PRIx64 " (the host has it)", meta_key);
+		if (f->o.endless_meta && (meta_flags & VT_PROTO_META_REQ_OPEN)) {
 			send_endless_meta(f, max_total);
 		} else if (f->o.kallsyms_key && ((meta_flags & VT_PROTO_META_REQ_NO_KALLSYMS) ||
-			   (meta_key && (meta_key == f->o.kallsyms_key || f->o.lie_key)))) {
+			   f->o.lie_key || (meta_key && meta_key == f->o.kallsyms_key))) {
 			struct vt_blob ks = f->meta.kallsyms;
 			static char empty[1];
 
-			if (meta_key)
-				say(f, "META without kallsyms: the host has key %" PRIx64 "%s", meta_key,
-				    f->o.lie_key ? " (it says; our key is another)" : "");
+			say(f, "META without kallsyms (%s), key %" PRIx64,
+			    meta_flags & VT_PROTO_META_REQ_NO_KALLSYMS ? "NO_KALLSYMS" :
+			    meta_key && meta_key == f->o.kallsyms_key ? "the host gave our key" :
+			    "--lie-kallsyms-key", f->o.kallsyms_key);
 			/* An empty kallsyms record, as an agent may send; none when it lies. */
 			f->meta.kallsyms = f->o.lie_key ? (struct vt_blob){ 0 } :
 				(struct vt_blob){ .data = empty, .len = 0 };
@@ -1964,8 +1972,10 @@ static void usage(FILE *out)
 		"  --dump-last-boot FILE  write that bundle (instance \"boot\") to FILE and exit\n"
 		"  --kallsyms-key KEY     made-up kallsyms (1000 text symbols) with key KEY (hex):\n"
 		"                         left out when the host asks with that key\n"
-		"  --lie-kallsyms-key     with --kallsyms-key: left out whatever key the host\n"
-		"                         gives, the bundle still saying KEY\n"
+		"  --lie-kallsyms-key     with --kallsyms-key: kallsyms left out of every bundle,\n"
+		"                         the bundle still saying KEY\n"
+		"  --kallsyms-name PREFIX the made-up symbols are PREFIX0, PREFIX1, ...\n"
+		"                         (default vt_fake_sym_)\n"
 		"  --truncate-stream      end cpu0's data in the middle of its last page and close\n"
 		"  --wrong-subbuf         HELLO_REPLY and META claim twice the real sub-buffer size\n"
 		"  --stall-stop           never answer STOP\n"
@@ -2005,7 +2015,7 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 	       OPT_OVERSIZE, OPT_HUGE, OPT_OPEN_META, OPT_ENDLESS_META, OPT_KSKEY, OPT_LIEKEY, OPT_TRUNC, OPT_SUBBUF, OPT_STALL, OPT_LIE, OPT_CRASH, OPT_EVIL,
 	       OPT_EXTERNAL, OPT_PROBE_DELAY, OPT_STOP_PROBE_DELAY, OPT_META_RATE, OPT_SILENT_HELLO, OPT_VARY, OPT_TIMELOG,
 	       OPT_ALL_BAD, OPT_ABSURD, OPT_ERROR_FLOOD, OPT_SHRINK, OPT_NOTICE_FLOOD,
-	       OPT_LB_INFO, OPT_LB_NAME, OPT_LB_DUMP };
+	       OPT_LB_INFO, OPT_LB_NAME, OPT_LB_DUMP, OPT_KSNAME };
 	static const struct option lo[] = {
 		{ "fifo", required_argument, NULL, OPT_FIFO },
 		{ "connect", required_argument, NULL, OPT_CONNECT },
@@ -2037,6 +2047,7 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 		{ "last-boot-name", required_argument, NULL, OPT_LB_NAME },
 		{ "dump-last-boot", required_argument, NULL, OPT_LB_DUMP },
 		{ "lie-kallsyms-key", no_argument, NULL, OPT_LIEKEY },
+		{ "kallsyms-name", required_argument, NULL, OPT_KSNAME },
 		{ "truncate-stream", no_argument, NULL, OPT_TRUNC },
 		{ "wrong-subbuf", no_argument, NULL, OPT_SUBBUF },
 		{ "stall-stop", no_argument, NULL, OPT_STALL },
@@ -2158,6 +2169,9 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 			break;
 		case OPT_LIEKEY:
 			o->lie_key = true;
+			break;
+		case OPT_KSNAME:
+			o->kallsyms_name = optarg;
 			break;
 		case OPT_TRUNC:
 			o->truncate_stream = true;
@@ -2312,6 +2326,7 @@ int main(int argc, char **argv)
 	f.o.crash_after = -1;
 	f.o.probe_delay_ms = -1;
 	f.o.stop_probe_delay_ms = -1;
+	f.o.kallsyms_name = "vt_fake_sym_";
 	if (argc == 3 && !strcmp(argv[1], "--knock"))
 		return knock(argv[2]);
 	if (parse_args(&f.o, argc, argv) < 0) {
