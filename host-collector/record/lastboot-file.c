@@ -37,7 +37,8 @@
 #include "vt_tracedat.h"
 
 #define OPT_LAST_BOOT_INFO	24	/* trace-cmd 3.4's TRACECMD_OPTION_LAST_BOOT_INFO */
-#define NOTE_INFO_MAX		4096	/* of the guest's text in the note: ours always fits after it */
+/* Of the guest's text in the note: ours always fits after it. */
+#define NOTE_INFO_MAX		4096
 #define OUR_LINE		"# virtio-trace:"
 
 /*
@@ -70,7 +71,8 @@ static size_t make_note(char *note, size_t size, const struct vt_lastboot *lb, c
 
 /* Write @lb as a trace file to @fd; sets @pages and @bad. */
 static int write_file(int fd, const struct vt_lastboot *lb, const struct vt_meta *m,
-		      const struct record_opts *o, uint64_t *pages, uint64_t *bad, uint64_t *replaced)
+		      const struct record_opts *o, uint64_t *pages, uint64_t *bad,
+		      uint64_t *replaced)
 {
 	struct vt_tracedat_opts opts = { .version = o->file_version,
 					 .compression = VT_TD_COMPRESS_NONE };
@@ -171,8 +173,8 @@ int lastboot_save(struct guest *g, const struct record_opts *o)
 		snprintf(raw, sizeof(raw), "%.*s", (int)(lb.name_len < sizeof(raw) - 1 ?
 			 lb.name_len : sizeof(raw) - 1), lb.name);
 		collect_sanitize(said, sizeof(said), raw, false);
-		session_fail(g, "the last boot's trace it sent is of instance '%s', not of --last-boot "
-			     "%s: refused", said, o->last_boot);
+		session_fail(g, "the last boot's trace it sent is of instance '%s', not of "
+			     "--last-boot %s: refused", said, o->last_boot);
 		vt_proto_meta_rx_release(&g->meta_rx);
 		return -EBADMSG;
 	}
@@ -185,22 +187,22 @@ int lastboot_save(struct guest *g, const struct record_opts *o)
 	}
 	vt_meta_sanitize(&m, &clean);
 	if (clean.formats_dropped)
-		log_err("guest %s: the last boot's trace: %u event formats hold control characters or "
-			"invalid UTF-8 and are refused (the first: %s)", g->name, clean.formats_dropped,
-			clean.first_dropped);
+		log_err("guest %s: the last boot's trace: %u event formats hold control characters "
+			"or invalid UTF-8 and are refused (the first: %s)", g->name,
+			clean.formats_dropped, clean.first_dropped);
 	snprintf(name, sizeof(name), "guest-%s.lastboot.dat", g->name);
 	snprintf(path, sizeof(path), "%s/%s", o->out_dir, name);
 	ret = save_file(g->rec->out_fd, name, &lb, &m, o, &pages, &bad, &replaced);
 	vt_meta_free(&m);
 	vt_proto_meta_rx_release(&g->meta_rx);
 	if (ret < 0) {
-		session_fail(g, "cannot write %s: %s", path, ret == -ELOOP ? "a symbolic link is in "
-			     "the way" : strerror(-ret));
+		session_fail(g, "cannot write %s: %s", path,
+			     ret == -ELOOP ? "a symbolic link is in the way" : strerror(-ret));
 		return ret;
 	}
 	if (clean.replaced + replaced)
-		log_warn("guest %s: the last boot's trace: %llu control characters or invalid UTF-8 "
-			 "bytes replaced by '?' in its note and metadata", g->name,
+		log_warn("guest %s: the last boot's trace: %llu control characters or invalid "
+			 "UTF-8 bytes replaced by '?' in its note and metadata", g->name,
 			 (unsigned long long)(clean.replaced + replaced));
 	if (bad)
 		log_warn("guest %s: the last boot's trace had %llu malformed pages, left out", g->name,

@@ -126,10 +126,11 @@ void record_usage(FILE *f)
 "                         that they survive a crash of the machine (slower)\n"
 "      --stop-timeout SEC how long a guest may take to confirm a stop and\n"
 "                         deliver its last pages (default 60)\n"
-"      --kallsyms-cache DIR  keep each guest's kallsyms in DIR between\n"
+"      --kallsyms-cache DIR  keep each VM's kallsyms in DIR between\n"
 "                         recordings of one boot, so that the guest need not\n"
 "                         read it again (made 0700 if missing; default:\n"
-"                         " KCACHEDIR " if it exists)\n"
+"                         " KCACHEDIR " if it exists); a VM is known by\n"
+"                         --domain, --qemu-pid or --qmp, else not cached\n"
 "      --no-kallsyms-cache  neither read nor write a kallsyms cache\n"
 "\n"
 "Time synchronisation:\n"
@@ -332,8 +333,8 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 			unsigned long v = strtoul(optarg, &end, 10);
 
 			if (!gr && (*end || end == optarg || v >= (gid_t)-1)) {
-				fprintf(stderr, "virtio-trace-collect: --listen-group '%s': no such group\n",
-					optarg);
+				fprintf(stderr, "virtio-trace-collect: --listen-group '%s': no such "
+					"group\n", optarg);
 				return -EINVAL;
 			}
 			o->listen_gid = gr ? gr->gr_gid : (gid_t)v;
@@ -345,8 +346,8 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 			unsigned long v = strtoul(optarg, &end, 10);
 
 			if (!pw && (*end || end == optarg || v >= (uid_t)-1)) {
-				fprintf(stderr, "virtio-trace-collect: --listen-uid '%s': no such user\n",
-					optarg);
+				fprintf(stderr, "virtio-trace-collect: --listen-uid '%s': no such "
+					"user\n", optarg);
 				return -EINVAL;
 			}
 			o->listen_uid = pw ? pw->pw_uid : (uid_t)v;
@@ -429,7 +430,8 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 			unsigned long v = strtoul(optarg, &end, 8);
 
 			/* Read and write bits; the collector reads its own files back. */
-			if (*end || end == optarg || optarg[0] == '-' || v & ~0666ul || (v & 0600) != 0600) {
+			if (*end || end == optarg || optarg[0] == '-' || v & ~0666ul ||
+			    (v & 0600) != 0600) {
 				fprintf(stderr, "virtio-trace-collect: --mode '%s': the files' mode in octal, "
 					"read and write bits only, the owner's included (e.g. 0640)\n", optarg);
 				return -EINVAL;
