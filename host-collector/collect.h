@@ -63,7 +63,7 @@ void collect_status_clear(void);
  * problems (the agent's warnings, GMSG_AGENT_NOTICE: into its agent_warnings).
  */
 #define COLLECT_LOG_BURST	5
-enum guest_msg { GMSG_AGENT_ERROR, GMSG_SYNC, GMSG_AGENT_NOTICE, GMSG_NR };
+enum guest_msg { GMSG_AGENT_ERROR, GMSG_SYNC, GMSG_AGENT_NOTICE, GMSG_REFUSED, GMSG_NR };
 #define guest_log(g, kind, level, ...)						\
 	do {									\
 		if (++(g)->msgs[kind] <= COLLECT_LOG_BURST)			\

@@ -66,6 +66,7 @@ static const char *const msg_names[GMSG_NR] = {
 	[GMSG_AGENT_ERROR] = "error reports from the agent",
 	[GMSG_SYNC] = "clock sync warnings",
 	[GMSG_AGENT_NOTICE] = "warnings from the agent",
+	[GMSG_REFUSED] = "connections to its ports refused",
 };
 
 /**

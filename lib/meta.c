@@ -1070,3 +1070,172 @@ int vt_meta_scan_comms(const char *proc, struct vt_blob *out)
 	out->len = len;
 	return 0;
 }
+
+/* --- Text that will be printed: control characters and invalid UTF-8 --- */
+
+/*
+ * The length of the UTF-8 character at @p (at most @left bytes), 0 when it
+ * is not one: a stray continuation byte, an overlong form, a surrogate, a
+ * code point past U+10FFFF, or a sequence cut short. Sets @cp.
+ */
+static size_t utf8_char(const unsigned char *p, size_t left, uint32_t *cp)
+{
+	size_t n, i;
+	uint32_t c = p[0], min;
+
+	if (c < 0x80) {
+		*cp = c;
+		return 1;
+	}
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 2, c &= 0x1f, min = 0x80;
+	else if (c >= 0xe0 && c <= 0xef)
+		n = 3, c &= 0x0f, min = 0x800;
+	else if (c >= 0xf0 && c <= 0xf4)
+		n = 4, c &= 0x07, min = 0x10000;
+	else
+		return 0;
+	if (n > left)
+		return 0;
+	for (i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		c = c << 6 | (p[i] & 0x3f);
+	}
+	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+		return 0;
+	*cp = c;
+	return n;
+}
+
+/**
+ * vt_text_clean() - make text safe to print on a terminal, in place
+ * @s: the text (need not be NUL-terminated; a NUL in it is a control
+ *	character like the others)
+ * @len: its length
+ * @keep: the control characters that are part of the text's layout and
+ *	stay ("\n", "\t\n", or "")
+ * @replaced: when not NULL, increased by the characters replaced
+ *
+ * A control character (C0 but those in @keep, DEL, C1 U+0080 to U+009F)
+ * becomes one '?', and so does each byte that does not start a valid UTF-8
+ * character; everything else, valid UTF-8 included, is kept as it is. The
+ * text never grows. A NUL-terminated @s stays so when its terminator is at
+ * @len.
+ *
+ * Return: the new length.
+ */
+size_t vt_text_clean(char *s, size_t len, const char *keep, uint64_t *replaced)
+{
+	unsigned char *p = (unsigned char *)s;
+	size_t in = 0, out = 0, n;
+	uint64_t count = 0;
+	uint32_t cp;
+
+	while (in < len) {
+		n = utf8_char(p + in, len - in, &cp);
+		if (!n) {
+			p[out++] = '?';
+			in++;
+			count++;
+			continue;
+		}
+		if ((cp < 0x20 && !(cp && strchr(keep, (int)cp))) || (cp >= 0x7f && cp <= 0x9f)) {
+			p[out++] = '?';
+			in += n;
+			count++;
+			continue;
+		}
+		if (out != in)
+			memmove(p + out, p + in, n);
+		out += n;
+		in += n;
+	}
+	if (out < len)
+		p[out] = '\0';
+	if (replaced)
+		*replaced += count;
+	return out;
+}
+
+/* The blob cleaned in place, its length and terminator updated. */
+static void clean_blob(struct vt_blob *b, const char *keep, uint64_t *replaced)
+{
+	if (!b->data)
+		return;
+	b->len = vt_text_clean(b->data, b->len, keep, replaced);
+	b->data[b->len] = '\0';
+}
+
+/*
+ * A format file holds a control character only where a guest put it: the
+ * kernel writes names, fields and the print format as printable text,
+ * tab-separated lines.
+ */
+static bool format_ok(const struct vt_blob *f)
+{
+	const unsigned char *p = (const unsigned char *)f->data;
+	size_t i = 0, n;
+	uint32_t cp;
+
+	while (i < f->len) {
+		n = utf8_char(p + i, f->len - i, &cp);
+		if (!n || (cp < 0x20 && cp != '\t' && cp != '\n') || (cp >= 0x7f && cp <= 0x9f))
+			return false;
+		i += n;
+	}
+	return true;
+}
+
+/* Leave out the formats of @s that are not format_ok(); count them into @c. */
+static void drop_formats(struct vt_meta_system *s, struct vt_meta_clean *c)
+{
+	uint32_t i, kept = 0;
+
+	for (i = 0; i < s->nr_events; i++) {
+		struct vt_meta_event *ev = &s->events[i];
+
+		if (format_ok(&ev->format)) {
+			s->events[kept++] = *ev;
+			continue;
+		}
+		if (!c->formats_dropped++)
+			snprintf(c->first_dropped, sizeof(c->first_dropped), "%s:%s",
+				 s->name ? s->name : "ftrace", ev->name);
+		free(ev->name);
+		blob_free(&ev->format);
+	}
+	s->nr_events = kept;
+}
+
+/**
+ * vt_meta_sanitize() - make a bundle's text safe for whoever prints it
+ * @m: the bundle (decoded from a guest, or the host's own)
+ * @c: filled with what was done
+ *
+ * Task names (saved_cmdlines), kallsyms (symbol and module names),
+ * printk_formats, uname, trace_clock and the sysinfo texts have their
+ * control characters and invalid UTF-8 replaced (vt_text_clean(): the
+ * layout's tabs and newlines stay). An event format holding a control
+ * character or invalid UTF-8 (in its name line or its print format) is
+ * left out whole: its events then print as unknown, never the guest's bytes.
+ * The pages' contents (markers, strings in events) are not the bundle's and
+ * are not changed.
+ */
+void vt_meta_sanitize(struct vt_meta *m, struct vt_meta_clean *c)
+{
+	uint32_t i;
+
+	memset(c, 0, sizeof(*c));
+	clean_blob(&m->saved_cmdlines, "\n", &c->replaced);
+	clean_blob(&m->kallsyms, "\t\n", &c->replaced);
+	clean_blob(&m->printk_formats, "\n", &c->replaced);
+	clean_blob(&m->saved_tgids, "\n", &c->replaced);
+	clean_blob(&m->uname, "", &c->replaced);
+	clean_blob(&m->trace_clock, "\n", &c->replaced);
+	clean_blob(&m->iommu_groups, "\t\n", &c->replaced);
+	clean_blob(&m->pci_devices, "\t\n", &c->replaced);
+	drop_formats(&m->ftrace, c);
+	for (i = 0; i < m->nr_systems; i++)
+		drop_formats(&m->systems[i], c);
+}

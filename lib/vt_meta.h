@@ -108,6 +108,21 @@ int vt_meta_encode_fd(const struct vt_meta *m, int kfd,
 		      int (*emit)(void *ctx, const void *data, size_t len), void *ctx, size_t *len);
 int vt_meta_decode(struct vt_meta *m, const void *buf, size_t len);
 
+/**
+ * struct vt_meta_clean - what vt_meta_sanitize() did
+ * @replaced: characters replaced in the bundle's texts
+ * @formats_dropped: event formats left out (control characters or invalid UTF-8)
+ * @first_dropped: "system:event" of the first of them
+ */
+struct vt_meta_clean {
+	uint64_t replaced;
+	uint32_t formats_dropped;
+	char first_dropped[2 * VT_META_MAX_NAME + 2];
+};
+
+size_t vt_text_clean(char *s, size_t len, const char *keep, uint64_t *replaced);
+void vt_meta_sanitize(struct vt_meta *m, struct vt_meta_clean *c);
+
 /* The bundle as a directory of plain files (capture tool, test fixtures). */
 int vt_meta_save_dir(const struct vt_meta *m, const char *dir);
 int vt_meta_load_dir(struct vt_meta *m, const char *dir);

@@ -137,11 +137,17 @@ trace-cmd report -i "$out/host.dat" -i "$out/guest-demo.dat" >"$out/report.txt" 
 	{ cat "$RUN/report.err"; die "trace-cmd report failed"; }
 vt_agent_wait_off 30 >/dev/null 2>&1 || vt_guest_stop
 
+# What trace-cmd prints of the pages is the guest's own text (markers, task names in events):
+# on this terminal its control characters are shown as '?' (doc/boundary.md).
+safe() {
+	LC_ALL=C sed -e 's/\xc2[\x80-\x9f]/?/g' | LC_ALL=C tr '\000-\010\013-\037\177' '?'
+}
+
 # The host starts recording before the guest: begin a few lines before the guest's first event.
 first=$(grep -n -m1 '^ *guest-demo\.dat: .*\[[0-9]*\]' "$out/report.txt" | cut -d: -f1)
 from=$(( ${first:-1} > 10 ? ${first:-1} - 10 : 1 ))
 step "the merged timeline: 30 lines of $out/report.txt from line $from (the guest's first event at ${first:-?})"
-tail -n +"$from" "$out/report.txt" | head -n 30
+tail -n +"$from" "$out/report.txt" | head -n 30 | safe
 
 step "summary"
 jq -r '
@@ -154,20 +160,20 @@ jq -r '
 	 "  lost events: \(.lost_events.in_pages) in pages, \(.lost_events.overrun) overrun",
 	 "  clock sync: \(.sync.method), bound \(.sync.bound_ns) ns (\(.sync.why))",
 	 (if (.problems // "") != "" then "  problems: \(.problems)" else empty end))
-' "$out/manifest.json"
+' "$out/manifest.json" | safe
 echo "guest events by system:"
 grep -E '^ *guest-demo\.dat:' "$out/report.txt" | awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^[a-z_]+:$/ && $(i-1) ~ /^[0-9.]+:$/) { print $i; break } }' |
-	sort | uniq -c | sort -rn | head -n 12 | sed 's/^/  /'
+	sort | uniq -c | sort -rn | head -n 12 | sed 's/^/  /' | safe
 echo "guest mmiotrace and iommu entries:"
 for e in mmiotrace_map mmiotrace_rw map unmap add_device_to_group remove_device_from_group attach_device_to_domain; do
 	printf '  %-26s %s\n' "$e" "$(grep -cE "^ *guest-demo\.dat: .* $e: " "$out/report.txt")"
 done
-grep -m1 -E 'guest-demo\.dat: .* mmiotrace_map: ' "$out/report.txt" | sed 's/^ */  first map: /'
+grep -m1 -E 'guest-demo\.dat: .* mmiotrace_map: ' "$out/report.txt" | sed 's/^ */  first map: /' | safe
 step "analyses: virtio-trace-collect report --iommu --mmiotrace-log --html"
 "$COLLECT" report --guest demo --iommu --mmiotrace-log "$out/mmiotrace.log" --html "$out/timeline.html" \
 	"$out" >"$out/analyses.txt" 2>"$RUN/analyses.err" || { cat "$RUN/analyses.err"; die "report failed"; }
-sed -n '/^  IOMMU:/,/^  mmiotrace:/p' "$out/analyses.txt" | sed '$d'
-sed -n '/^  mmiotrace:/,/^  problems:/p' "$out/analyses.txt" | sed '$d' | head -n 24
+sed -n '/^  IOMMU:/,/^  mmiotrace:/p' "$out/analyses.txt" | sed '$d' | safe
+sed -n '/^  mmiotrace:/,/^  problems:/p' "$out/analyses.txt" | sed '$d' | head -n 24 | safe
 echo "  (all of it in $out/analyses.txt; the classic mmiotrace log: $out/mmiotrace.log," \
      "$(grep -c '^[RW] ' "$out/mmiotrace.log") R/W lines)"
 echo "timeline: $out/timeline.html (open it in a browser: host CPUs and guest vCPUs, zoom with the wheel, drag to pan)"

@@ -7,9 +7,19 @@
  * and the other side closing never gives EOF. `-chardev socket,path=P,
  * server=on` is a unix socket QEMU listens on: we connect. With --listen the
  * collector listens and QEMU (`server=off`) connects to it.
+ *
+ * A --listen socket is made where nobody can reach it first: bound in a
+ * directory of our own (mode 0700, next to the path), given its mode (0600,
+ * or 0660 and its group with --listen-group, its owner with --listen-uid)
+ * there, and only then renamed into place, whatever the umask. Who connects
+ * is checked (SO_PEERCRED, SO_PEERGROUPS): root, this user, --listen-uid, or
+ * a member of --listen-group. The first allowed connection is the guest's;
+ * the socket stays open so that any later one is refused and logged, not
+ * left to wait.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,26 +75,63 @@ static int sock_connect(const char *path)
 	return fd;
 }
 
-static int sock_listen(const char *path)
+/* The socket file's mode, owner and group for --listen (see the top comment). */
+static void listen_perm(const struct record_opts *o, mode_t *mode, uid_t *uid, gid_t *gid)
 {
+	*mode = o->have_listen_gid ? 0660 : 0600;
+	*uid = o->have_listen_uid ? o->listen_uid : (uid_t)-1;
+	*gid = o->have_listen_gid ? o->listen_gid : (gid_t)-1;
+}
+
+static int sock_listen(const char *path, const struct record_opts *o)
+{
+	char dir[PATH_MAX], tmp[PATH_MAX + 8];
+	const char *slash = strrchr(path, '/');
 	struct sockaddr_un sa;
+	mode_t mode;
+	uid_t uid;
+	gid_t gid;
 	int fd, ret;
 
-	ret = sock_addr(&sa, path);
+	listen_perm(o, &mode, &uid, &gid);
+	if ((size_t)snprintf(dir, sizeof(dir), "%.*s/.vt-XXXXXX", slash ? (int)(slash - path) : 1,
+			     slash ? path : ".") >= sizeof(dir))
+		return -ENAMETOOLONG;
+	if (slash == path)
+		snprintf(dir, sizeof(dir), "/.vt-XXXXXX");
+	if (!mkdtemp(dir))
+		return -errno;
+	snprintf(tmp, sizeof(tmp), "%s/s", dir);
+	ret = sock_addr(&sa, tmp);
 	if (ret < 0)
-		return ret;
+		goto out_dir;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		ret = -errno;
+		goto out_dir;
+	}
+	/* In our 0700 directory, the mode and owner are set before anyone can see the socket. */
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || chmod(tmp, mode) < 0 ||
+	    ((uid != (uid_t)-1 || gid != (gid_t)-1) && chown(tmp, uid, gid) < 0) ||
+	    listen(fd, 4) < 0) {
+		ret = -errno;
+		goto out_fd;
+	}
 	/* Only a stale socket is replaced, never another kind of file. */
 	if (exists(path, S_IFSOCK))
 		unlink(path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 1) < 0) {
+	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) < 0) {
 		ret = -errno;
-		close(fd);
-		return ret;
+		goto out_fd;
 	}
+	rmdir(dir);
 	return fd;
+out_fd:
+	close(fd);
+	unlink(tmp);
+out_dir:
+	rmdir(dir);
+	return ret;
 }
 
 /* Every port is read without blocking: the engine polls, then reads. */
@@ -212,7 +259,7 @@ int attach_guest(struct guest *g, const struct record_opts *o)
 		}
 	}
 	if (g->link.listen) {
-		g->ctl_lfd = attach_listen(g->link.ctl_path);
+		g->ctl_lfd = attach_listen(g->link.ctl_path, o);
 		if (g->ctl_lfd < 0) {
 			log_err("guest %s: cannot listen on %s: %s", g->name, g->link.ctl_path,
 				strerror(-g->ctl_lfd));
@@ -233,12 +280,17 @@ int attach_guest(struct guest *g, const struct record_opts *o)
  * attach_listen() - listen on a socket path for QEMU's chardev (server=off) to
  * connect; the engine waits for it (attach_accept() when readable)
  * @base: the socket path
+ * @o: options (--listen-group, --listen-uid)
  *
- * Return: the listening fd (non-blocking) or -errno.
+ * The socket is mode 0600 (0660 with --listen-group) whatever the umask,
+ * and nobody can connect before it is.
+ *
+ * Return: the listening fd (non-blocking) or -errno (-EEXIST: something
+ * that is not a socket has the name).
  */
-int attach_listen(const char *base)
+int attach_listen(const char *base, const struct record_opts *o)
 {
-	int lfd = sock_listen(base);
+	int lfd = sock_listen(base, o);
 
 	if (lfd < 0)
 		return lfd;
@@ -247,23 +299,115 @@ int attach_listen(const char *base)
 	return lfd;
 }
 
+/* Whether @want is among the peer's groups (its primary group is checked apart). */
+static bool peer_in_group(int c, gid_t want)
+{
+	gid_t groups[256];
+	socklen_t len = sizeof(groups);
+	unsigned int i;
+
+	if (getsockopt(c, SOL_SOCKET, SO_PEERGROUPS, groups, &len) < 0)
+		return false;
+	for (i = 0; i < len / sizeof(gid_t); i++)
+		if (groups[i] == want)
+			return true;
+	return false;
+}
+
+/* The peer's command name, for messages (sanitised: a process names itself). */
+static void peer_comm(pid_t pid, char *buf, size_t size)
+{
+	char path[64], raw[64] = "?";
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, raw, sizeof(raw) - 1);
+		raw[n > 0 ? n : 0] = '\0';
+		raw[strcspn(raw, "\n")] = '\0';
+		close(fd);
+	}
+	collect_sanitize(buf, size, raw, false);
+}
+
+/* Who connected, in words: "pid 12 (qemu), uid 0, gid 0". */
+static void peer_words(int c, char *buf, size_t size)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	char comm[64];
+
+	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0) {
+		snprintf(buf, size, "an unknown peer");
+		return;
+	}
+	peer_comm(cr.pid, comm, sizeof(comm));
+	snprintf(buf, size, "pid %d (%s), uid %u, gid %u", (int)cr.pid, comm, (unsigned int)cr.uid,
+		 (unsigned int)cr.gid);
+}
+
+/* Root, this user, --listen-uid, or a member of --listen-group. */
+static bool peer_allowed(int c, const struct record_opts *o)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+
+	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0)
+		return false;
+	if (cr.uid == 0 || cr.uid == geteuid() || (o->have_listen_uid && cr.uid == o->listen_uid))
+		return true;
+	return o->have_listen_gid && (cr.gid == o->listen_gid || peer_in_group(c, o->listen_gid));
+}
+
 /**
  * attach_accept() - take QEMU's connection on a listening port
- * @lfd: from attach_listen(); closed here once a connection came
- * @base: its path, removed then
+ * @lfd: from attach_listen(); it stays open (attach_refuse() takes what
+ *	comes later), closed by whoever owns it at the end
+ * @o: options (--listen-group, --listen-uid)
  * @fd: set to the connection (non-blocking)
+ * @who: set to who connected, in words, when refused
+ * @size: size of @who
  *
- * Return: 0, -EAGAIN when nothing connected yet, or -errno.
+ * A peer that is not root, this user, --listen-uid or in --listen-group is
+ * refused (closed): the port waits on.
+ *
+ * Return: 0; -EAGAIN when nothing connected yet; -EPERM when a peer was
+ * refused (the caller logs @who); or -errno.
  */
-int attach_accept(int lfd, const char *base, int *fd)
+int attach_accept(int lfd, const struct record_opts *o, int *fd, char *who, size_t size)
 {
 	int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
 	if (c < 0)
 		return errno == EWOULDBLOCK ? -EAGAIN : -errno;
-	close(lfd);
-	unlink(base);
+	if (!peer_allowed(c, o)) {
+		peer_words(c, who, size);
+		close(c);
+		return -EPERM;
+	}
 	*fd = c;
+	return 0;
+}
+
+/**
+ * attach_refuse() - refuse a connection to a port whose guest is connected
+ * @lfd: the listening fd (attach_accept() took the guest's connection)
+ * @who: set to who connected, in words
+ * @size: size of @who
+ *
+ * Return: 0 when one was refused (the caller logs @who), -EAGAIN when none
+ * waited, or -errno.
+ */
+int attach_refuse(int lfd, char *who, size_t size)
+{
+	int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+	if (c < 0)
+		return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+	peer_words(c, who, size);
+	close(c);
 	return 0;
 }
 

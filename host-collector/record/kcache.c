@@ -4,17 +4,26 @@
  * recordings of the same boot, so that the agent need not read it again
  * (several megabytes, a fifth of a second of an emulated guest's CPU).
  *
- * One file per guest name, NAME.kallsyms, in a directory that only its owner
- * (the collector's user) can write: a 24-byte header ("VTKSYMS\0", the u64
- * key the agent gave, the u64 length), then kallsyms. The key is the agent's
- * hash of the guest's boot_id and /proc/modules: another boot, or a module
- * that came or went, gives another key, and the agent sends kallsyms again.
- * A guest could claim any key, but it could as well send any kallsyms; and
- * the key of another guest's entry is a hash of that guest's boot_id, which
- * it cannot know. The entries are only ever read for the guest's own trace.
+ * One file per VM, VM.kallsyms, in a directory that only its owner (the
+ * collector's user) can write: a 24-byte header ("VTKSYMS\0", the u64 key
+ * the agent gave, the u64 length), then kallsyms.
+ *
+ * VM is what the host knows of the guest's virtual machine, never what the
+ * guest says (kcache_vm_id()): its libvirt domain's UUID, else its QEMU
+ * process (pid, start time, and the host's boot), else the UUID QEMU's QMP
+ * reports. Guests that share a name (a default name, a reused domain name)
+ * are different VMs: they never share an entry, and a guest can only ever
+ * read or replace its own. With nothing known, nothing is cached.
+ *
+ * The key tells one boot (and set of modules) of that VM from another: the
+ * agent's hash of the guest's boot_id and /proc/modules, as the guest
+ * reports it in every bundle. The host compares it with the entry's itself
+ * and never sends a stored key to a guest: a guest learns nothing from the
+ * cache, and whatever key or kallsyms it claims only ever land in its own
+ * VM's entry, which only its own recordings read.
  *
  * Files are read and replaced without following links (spool_replace_file(),
- * through NAME.kallsyms.PID.tmp, so that collectors storing at once do not
+ * through VM.kallsyms.PID.tmp, so that collectors storing at once do not
  * take each other's temporary file), made with mode 0600 (they show where the
  * guest's kernel is); nothing outside the directory is touched. A temporary
  * file whose collector is gone (killed in the middle of a store) is removed
@@ -33,6 +42,7 @@
 
 #include "collect.h"
 #include "kcache.h"
+#include "setup/link.h"
 #include "text.h"
 #include "store/spool.h"
 #include "vt_le.h"
@@ -40,7 +50,7 @@
 
 #define KCACHE_MAGIC	"VTKSYMS"	/* and its NUL */
 #define KCACHE_HDR	24
-/* NAME.kallsyms, stored through NAME.kallsyms.PID.tmp (kcache_store(), sweep_tmp()) */
+/* VM.kallsyms, stored through VM.kallsyms.PID.tmp (kcache_store(), sweep_tmp()) */
 #define KCACHE_EXT	".kallsyms"
 #define KCACHE_TMP_EXT	".tmp"
 
@@ -55,7 +65,7 @@ static int file_name(char *buf, size_t size, const char *name)
 #define KCACHE_TMP_STALE_S	60
 
 /*
- * NAME.kallsyms.PID.tmp of a PID that no longer runs, a minute old or more:
+ * VM.kallsyms.PID.tmp of a PID that no longer runs, a minute old or more:
  * left by a collector killed while it stored. unlinkat() follows no link.
  */
 static void sweep_tmp(int dfd)
@@ -132,7 +142,7 @@ int kcache_open(const char *dir, bool create)
 	return fd;
 }
 
-/* Open NAME.kallsyms and check its header: -ENOENT, -EBADMSG, ... */
+/* Open VM.kallsyms and check its header: -ENOENT, -EBADMSG, ... */
 static int open_entry(int dfd, const char *name, uint64_t *key, uint64_t *len)
 {
 	uint8_t hdr[KCACHE_HDR];
@@ -167,7 +177,7 @@ static int open_entry(int dfd, const char *name, uint64_t *key, uint64_t *len)
 /**
  * kcache_key() - the key of a guest's cached kallsyms
  * @dfd: from kcache_open()
- * @name: the guest's name
+ * @name: the VM's entry name (kcache_vm_id())
  * @key: set to the key (not 0)
  *
  * Return: 0, -ENOENT (nothing cached), -EBADMSG (a file that is not an
@@ -188,7 +198,7 @@ int kcache_key(int dfd, const char *name, uint64_t *key)
 /**
  * kcache_load() - a guest's cached kallsyms, if cached under @key
  * @dfd: from kcache_open()
- * @name: the guest's name
+ * @name: the VM's entry name (kcache_vm_id())
  * @key: the key it must have
  * @out: set to a malloc()ed, NUL-terminated copy
  *
@@ -234,7 +244,7 @@ int kcache_load(int dfd, const char *name, uint64_t key, struct vt_blob *out)
 /**
  * kcache_store() - keep a guest's kallsyms under @key, replacing what was
  * @dfd: from kcache_open()
- * @name: the guest's name
+ * @name: the VM's entry name (kcache_vm_id())
  * @key: the key the agent gave (not 0)
  * @ks: kallsyms
  *
@@ -269,4 +279,96 @@ int kcache_store(int dfd, const char *name, uint64_t key, const struct vt_blob *
 	ret = spool_replace_file(dfd, fname, tmp, buf, KCACHE_HDR + ks->len, 0600);
 	free(buf);
 	return ret;
+}
+
+/* The start time of a process, in clock ticks after boot (/proc/PID/stat field 22). */
+static int proc_start(pid_t pid, unsigned long long *start)
+{
+	char path[64], buf[1024], *p;
+	ssize_t n;
+	int fd, i;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = '\0';
+	/* The command name may hold anything: the fields start after its last ')'. */
+	p = strrchr(buf, ')');
+	for (i = 2; p && i < 22; i++)
+		p = strchr(p + 1, ' ');
+	if (!p || sscanf(p + 1, "%llu", start) != 1)
+		return -EBADMSG;
+	return 0;
+}
+
+/* The first 8 hex digits of the host's boot id: a pid and start time repeat across boots. */
+static int host_boot(char *buf, size_t size)
+{
+	char id[64] = "";
+	size_t i, n = 0;
+	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+	ssize_t len;
+
+	if (fd < 0)
+		return -errno;
+	len = read(fd, id, sizeof(id) - 1);
+	close(fd);
+	for (i = 0; len > 0 && i < (size_t)len && n + 1 < size && n < 8; i++)
+		if ((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f'))
+			buf[n++] = id[i];
+	buf[n] = '\0';
+	return n == 8 ? 0 : -EBADMSG;
+}
+
+static bool uuid_ok(const char *u)
+{
+	size_t i;
+
+	if (strlen(u) != 36)
+		return false;
+	for (i = 0; i < 36; i++)
+		if (i == 8 || i == 13 || i == 18 || i == 23 ? u[i] != '-' :
+		    !((u[i] >= '0' && u[i] <= '9') || (u[i] >= 'a' && u[i] <= 'f')))
+			return false;
+	return strcmp(u, "00000000-0000-0000-0000-000000000000") != 0;
+}
+
+/**
+ * kcache_vm_id() - the name of a VM's cache entry: what the host knows of
+ * it, never anything its guest says
+ * @l: the guest's link: its libvirt domain's UUID, its QEMU pid
+ * @qmp_uuid: the UUID QEMU's QMP reported ("" if none)
+ * @id: filled: "libvirt-UUID", "qemu-PID-START-BOOT" (the process's start
+ *	time and the host's boot id: a pid is reused) or "qmp-UUID"
+ * @size: size of @id (COLLECT_NAME_MAX)
+ *
+ * Return: 0, or -ENOENT when the host knows nothing that tells this VM from
+ * another (then nothing is cached for it).
+ */
+int kcache_vm_id(const struct guest_link *l, const char *qmp_uuid, char *id, size_t size)
+{
+	unsigned long long start;
+	char boot[16];
+	char u[40];
+	size_t i;
+
+	snprintf(u, sizeof(u), "%s", l->uuid);
+	for (i = 0; u[i]; i++)
+		if (u[i] >= 'A' && u[i] <= 'F')
+			u[i] += 'a' - 'A';
+	if (uuid_ok(u) && (size_t)snprintf(id, size, "libvirt-%s", u) < size)
+		return 0;
+	if (l->qemu_pid > 0 && proc_start(l->qemu_pid, &start) == 0 &&
+	    host_boot(boot, sizeof(boot)) == 0 &&
+	    (size_t)snprintf(id, size, "qemu-%d-%llu-%s", (int)l->qemu_pid, start, boot) < size)
+		return 0;
+	if (qmp_uuid && uuid_ok(qmp_uuid) && (size_t)snprintf(id, size, "qmp-%s", qmp_uuid) < size)
+		return 0;
+	id[0] = '\0';
+	return -ENOENT;
 }

@@ -92,6 +92,14 @@ static void qmp_line(struct qmp *q, const char *line, size_t len)
 		got_cpus(q, line, len);
 		return;
 	}
+	if (memmem(line, len, "\"vt-uuid\"", 9)) {
+		/* QEMU's -uuid: an identity of the VM its guest cannot choose (kcache.c). */
+		if (qmp_parse_uuid(line, len, q->g->qmp_uuid, sizeof(q->g->qmp_uuid)) < 0)
+			q->g->qmp_uuid[0] = '\0';
+		else
+			log_debug("guest %s: QMP says its UUID is %s", q->g->name, q->g->qmp_uuid);
+		return;
+	}
 	doc = json_parse(line, len, NULL, NULL);
 	if (!doc)
 		return;
@@ -144,7 +152,7 @@ static bool qmp_readable(void *arg, int revents)
 
 /**
  * qmp_attach() - follow a guest's QMP socket for STOP and RESUME, and ask it
- * for the vCPU threads
+ * for the vCPU threads and the VM's UUID
  * @g: the guest, with @g->link.qmp_path set
  * @e: the engine that will watch the socket
  * @tsc_khz: the host TSC rate, to place QMP's event stamps on the TSC
@@ -156,7 +164,8 @@ int qmp_attach(struct guest *g, struct engine *e, uint64_t tsc_khz,
 	       void (*event)(struct guest *g, enum qmp_ev ev, const char *detail))
 {
 	static const char hello[] = "{\"execute\":\"qmp_capabilities\"}\n"
-				    "{\"execute\":\"query-cpus-fast\",\"id\":\"vt-cpus\"}\n";
+				    "{\"execute\":\"query-cpus-fast\",\"id\":\"vt-cpus\"}\n"
+				    "{\"execute\":\"query-uuid\",\"id\":\"vt-uuid\"}\n";
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct qmp *q;
 	int ret;

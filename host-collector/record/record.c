@@ -8,7 +8,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <grp.h>
 #include <inttypes.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -62,7 +64,13 @@ void record_usage(FILE *f)
 "  --chardev-dir DIR      the guest's ports in DIR: QEMU pipe chardevs\n"
 "                         (NAME.in/NAME.out) or unix sockets QEMU listens on\n"
 "  --listen               with --chardev-dir: listen on DIR/NAME instead, for\n"
-"                         QEMU socket chardevs with server=off\n"
+"                         QEMU socket chardevs with server=off; the sockets\n"
+"                         are mode 0600 whatever the umask, and only root or\n"
+"                         this user may connect (once: later connections are\n"
+"                         refused and logged)\n"
+"      --listen-group GROUP  the --listen sockets are mode 0660 in GROUP, and\n"
+"                         its members may connect (a QEMU run as another user)\n"
+"      --listen-uid USER  the --listen sockets are USER's, and USER may connect\n"
 "  --ctl PATH --cpu PATH [--cpu PATH]...\n"
 "                         the control port and each vCPU's data port by path\n"
 "  --domain NAME [--connect URI]\n"
@@ -100,6 +108,10 @@ void record_usage(FILE *f)
 "                         that holds a recording is refused\n"
 "      --force            replace the recording in DIR (its manifest.json,\n"
 "                         *.dat, *.sysinfo/ and bad-pages/ files)\n"
+"      --mode MODE        the files' mode, in octal (default 0600: they hold\n"
+"                         kernel addresses); directories get x where r is\n"
+"                         (0640 makes them 0750); exactly that, whatever the\n"
+"                         umask. Under sudo they belong to SUDO_UID/SUDO_GID\n"
 "  -d, --duration SEC     stop after SEC seconds (default: at SIGINT/SIGTERM,\n"
 "                         or when COMMAND exits)\n"
 "      --max-size SIZE    keep at most SIZE bytes per guest (K, M, G suffixes): pages,\n"
@@ -114,10 +126,11 @@ void record_usage(FILE *f)
 "                         that they survive a crash of the machine (slower)\n"
 "      --stop-timeout SEC how long a guest may take to confirm a stop and\n"
 "                         deliver its last pages (default 60)\n"
-"      --kallsyms-cache DIR  keep each guest's kallsyms in DIR between\n"
+"      --kallsyms-cache DIR  keep each VM's kallsyms in DIR between\n"
 "                         recordings of one boot, so that the guest need not\n"
 "                         read it again (made 0700 if missing; default:\n"
-"                         " KCACHEDIR " if it exists)\n"
+"                         " KCACHEDIR " if it exists); a VM is known by\n"
+"                         --domain, --qemu-pid or --qmp, else not cached\n"
 "      --no-kallsyms-cache  neither read nor write a kallsyms cache\n"
 "\n"
 "Time synchronisation:\n"
@@ -193,12 +206,14 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 	enum { OPT_CHARDEV = 256, OPT_LISTEN, OPT_CTL, OPT_CPU, OPT_NAME, OPT_QEMU_PID, OPT_TRACER, OPT_TOP,
 	       OPT_BUFSZ, OPT_SUBBUF, OPT_LASTBOOT, OPT_CLOCK, OPT_HOST, OPT_MAXSZ, OPT_FV, OPT_NOCOMP, OPT_ZEND, OPT_KCACHE, OPT_NOKCACHE, OPT_KEEP, OPT_FORCE, OPT_FSYNC, OPT_SYNC, OPT_TSCOFF,
 	       OPT_PROBES, OPT_SINTV, OPT_DEBUGFS, OPT_STOPTO, OPT_QMP, OPT_DOMAIN, OPT_CONNECT,
-	       OPT_HOST_PID, OPT_KVM_EXITS };
+	       OPT_HOST_PID, OPT_KVM_EXITS, OPT_LISTEN_GROUP, OPT_LISTEN_UID, OPT_MODE };
 	static const struct option longopts[] = {
 		{ "chardev-dir", required_argument, NULL, OPT_CHARDEV },
 		{ "domain", required_argument, NULL, OPT_DOMAIN },
 		{ "connect", required_argument, NULL, OPT_CONNECT },
 		{ "listen", no_argument, NULL, OPT_LISTEN },
+		{ "listen-group", required_argument, NULL, OPT_LISTEN_GROUP },
+		{ "listen-uid", required_argument, NULL, OPT_LISTEN_UID },
 		{ "ctl", required_argument, NULL, OPT_CTL },
 		{ "cpu", required_argument, NULL, OPT_CPU },
 		{ "name", required_argument, NULL, OPT_NAME },
@@ -225,6 +240,7 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 		{ "no-kallsyms-cache", no_argument, NULL, OPT_NOKCACHE },
 		{ "keep-spool", no_argument, NULL, OPT_KEEP },
 		{ "force", no_argument, NULL, OPT_FORCE },
+		{ "mode", required_argument, NULL, OPT_MODE },
 		{ "fsync", no_argument, NULL, OPT_FSYNC },
 		{ "sync", required_argument, NULL, OPT_SYNC },
 		{ "tsc-offset", required_argument, NULL, OPT_TSCOFF },
@@ -312,6 +328,32 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 					return -EINVAL;
 			}
 			break;
+		case OPT_LISTEN_GROUP: {
+			struct group *gr = getgrnam(optarg);
+			unsigned long v = strtoul(optarg, &end, 10);
+
+			if (!gr && (*end || end == optarg || v >= (gid_t)-1)) {
+				fprintf(stderr, "virtio-trace-collect: --listen-group '%s': no such "
+					"group\n", optarg);
+				return -EINVAL;
+			}
+			o->listen_gid = gr ? gr->gr_gid : (gid_t)v;
+			o->have_listen_gid = true;
+			break;
+		}
+		case OPT_LISTEN_UID: {
+			struct passwd *pw = getpwnam(optarg);
+			unsigned long v = strtoul(optarg, &end, 10);
+
+			if (!pw && (*end || end == optarg || v >= (uid_t)-1)) {
+				fprintf(stderr, "virtio-trace-collect: --listen-uid '%s': no such "
+					"user\n", optarg);
+				return -EINVAL;
+			}
+			o->listen_uid = pw ? pw->pw_uid : (uid_t)v;
+			o->have_listen_uid = true;
+			break;
+		}
 		case 'e':
 			if (o->nr_events >= COLLECT_MAX_EVENTS)
 				return -EINVAL;
@@ -384,6 +426,19 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 		case OPT_NOKCACHE: o->no_kcache = true; break;
 		case OPT_KEEP: o->keep_spool = true; break;
 		case OPT_FORCE: o->force = true; break;
+		case OPT_MODE: {
+			unsigned long v = strtoul(optarg, &end, 8);
+
+			/* Read and write bits; the collector reads its own files back. */
+			if (*end || end == optarg || optarg[0] == '-' || v & ~0666ul ||
+			    (v & 0600) != 0600) {
+				fprintf(stderr, "virtio-trace-collect: --mode '%s': the files' mode in octal, "
+					"read and write bits only, the owner's included (e.g. 0640)\n", optarg);
+				return -EINVAL;
+			}
+			o->file_mode = (mode_t)v;
+			break;
+		}
 		case OPT_FSYNC: o->fsync = true; break;
 		case OPT_SYNC:
 			if (strcmp(optarg, "auto") && strcmp(optarg, "probe") && strcmp(optarg, "offset") &&
@@ -442,6 +497,17 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 		fprintf(stderr, "virtio-trace-collect: no guest given (--chardev-dir DIR, --ctl PATH --cpu PATH, "
 			"or --domain NAME)\n");
 		return -EINVAL;
+	}
+	if (o->have_listen_gid || o->have_listen_uid) {
+		unsigned int i;
+
+		for (i = 0; i < *nr && !gs[i]->link.listen; i++)
+			;
+		if (i == *nr) {
+			fprintf(stderr, "virtio-trace-collect: %s applies to the sockets of a --listen guest\n",
+				o->have_listen_gid ? "--listen-group" : "--listen-uid");
+			return -EINVAL;
+		}
 	}
 	if (o->nr_host_pids && !o->host_events) {
 		fprintf(stderr, "virtio-trace-collect: --host-pid needs --host-events\n");
@@ -565,9 +631,10 @@ static int write_options(int spool, const struct record_opts *o, uint64_t host_i
 	struct spool_options so = {
 		.version = o->file_version, .compress = o->compress && o->file_version >= 7,
 		.host_trace_id = host_id, .tsc_khz = tsc->khz, .tsc_mult = tsc->mult,
-		.tsc_shift = tsc->shift,
+		.tsc_shift = tsc->shift, .have_perm = true,
 	};
 
+	spool_perm_get(&so.perm);	/* for recover */
 	snprintf(so.tsc_method, sizeof(so.tsc_method), "%s", tsc->method);
 	snprintf(so.cmdline, sizeof(so.cmdline), "%s", o->cmdline);
 	return spool_save_options(spool, &so);
@@ -806,7 +873,9 @@ int record_main(int argc, char **argv)
 	struct record_opts o = {
 		.out_dir = "virtio-trace-out", .file_version = 7, .compress = true,
 		.sync_probes = 100, .tracefs = "/sys/kernel/tracing", .stop_timeout = 60,
+		.file_mode = 0600,
 	};
+	struct spool_perm perm;
 	unsigned int nr = 0, i, recorded = 0;
 	int out_fd, spool_fd = -1;
 	bool created;
@@ -826,6 +895,11 @@ int record_main(int argc, char **argv)
 		if (gs[i]->link.domain[0] && libvirt_guest_resolve(&gs[i]->link, gs[i]->name, gs[i]->link.connect_uri) < 0)
 			return EXIT_FAIL;
 
+	/* Private unless --mode shares them, and the user's under sudo (store/spool.c). */
+	spool_perm_default(&perm);
+	perm.file = o.file_mode;
+	perm.dir = spool_perm_dir_mode(o.file_mode);
+	spool_perm_set(&perm);
 	out_fd = open_output(&o, &created);
 	if (out_fd < 0)
 		return EXIT_FAIL;
@@ -843,6 +917,7 @@ int record_main(int argc, char **argv)
 		return EXIT_FAIL;
 	}
 
+	r.out_fd = out_fd;
 	r.gs = gs;
 	r.nr = nr;
 	r.command = o.command;

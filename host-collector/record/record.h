@@ -36,6 +36,10 @@ struct record_opts {
 	bool compress;
 	bool compress_at_end;		/* no compression while recording (compress.c) */
 	bool top_level;
+	uid_t listen_uid;		/* --listen-uid: owns the --listen sockets, may connect */
+	bool have_listen_uid;
+	gid_t listen_gid;		/* --listen-group: the sockets' group (mode 0660) */
+	bool have_listen_gid;
 	const char *kcache_dir;		/* --kallsyms-cache, or NULL for the default */
 	bool no_kcache;			/* --no-kallsyms-cache */
 	double duration;
@@ -44,6 +48,7 @@ struct record_opts {
 	bool quiet;
 	bool keep_spool;
 	bool force;		/* replace a recording already in out_dir */
+	mode_t file_mode;	/* --mode: the files' mode (0600 unless given) */
 	bool fsync;
 	const char *sync;		/* auto, kvm, probe, offset, none */
 	int64_t tsc_offset;
@@ -64,6 +69,7 @@ struct record_opts {
  * @o: the options
  * @e: the engine
  * @host: the host recorder, NULL without --host-events
+ * @out_fd: the output directory: every file is made relative to it
  * @kcache_fd: the kallsyms cache's directory, or -1
  * @tsc: the host TSC rate
  * @changed: called when a guest changed state in a way the recording may care
@@ -73,6 +79,7 @@ struct recording {
 	const struct record_opts *o;
 	struct engine *e;
 	struct hostrec *host;
+	int out_fd;
 	int kcache_fd;
 	struct sync_tsc tsc;
 	void (*changed)(struct recording *r);

@@ -23,11 +23,11 @@ int spool_save_state(const struct guest *g)
 
 	spool_tprintf(&t, "name=%s\ntrace_id=%llu\nnr_cpus=%u\nsubbuf=%u\nclock=%s\nagent=%s\ncaps=%llu\n"
 		"streams=%u\nqemu_pid=%d\nmax_reached=%d\nprotocol_errors=%llu\nerror=%s\n"
-		"agent_error=%s\nagent_notice=%s\nkcache_hit=%d\nvcpu_tids=",
+		"agent_error=%s\nagent_notice=%s\nkcache_hit=%d\nkcache_vm=%s\nkcache_why=%s\nvcpu_tids=",
 		g->name, (unsigned long long)g->trace_id, g->nr_cpus, g->subbuf, g->clock,
 		g->agent_software, (unsigned long long)g->caps, g->nr_streams, (int)g->link.qemu_pid,
 		g->budget.reached, (unsigned long long)g->protocol_errors, g->error, g->agent_error,
-		g->agent_notice, g->kcache_hit);
+		g->agent_notice, g->kcache_hit, g->kcache_vm, g->kcache_why);
 	for (i = 0; i < g->link.nr_vcpu_tids; i++)
 		spool_tprintf(&t, "%s%u", i ? "," : "", g->link.vcpu_tids[i]);
 	spool_tprintf(&t, "\n");
@@ -82,8 +82,9 @@ int spool_save_sync(const struct guest *g)
 	struct spool_text t = { 0 };
 	unsigned int cpu, i;
 
-	spool_tprintf(&t, "method=%s\nwhy=%s\nhost_end=%" PRIu64 "\nrejected=%u\nfailed=%d\n",
-		g->sync.method, g->sync.why, g->sync.host_end, g->sync.rejected, g->sync.failed);
+	spool_tprintf(&t, "method=%s\nwhy=%s\nhost_end=%" PRIu64 "\nrejected=%u\nfailed=%d\n"
+		"final_cut=%s\n", g->sync.method, g->sync.why, g->sync.host_end, g->sync.rejected,
+		g->sync.failed, g->sync.final_cut);
 	for (cpu = 0; cpu < g->nr_cpus && cpu < COLLECT_MAX_CPUS; cpu++) {
 		if (g->sync.min_rtt[cpu])
 			spool_tprintf(&t, "probes cpu=%u min_rtt=%" PRIu64 " samples=%u\n", cpu,

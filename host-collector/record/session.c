@@ -52,6 +52,19 @@
  */
 #define BURST_MIN_PROBES	16
 #define BURST_PATIENCE		16
+/*
+ * The final sync (at the stop) has a few seconds of its own, apart from the
+ * delivery of pages: past them the burst ends with the replies it has, so a
+ * guest slow to answer probes never holds a stop whose pages are in.
+ */
+#define FINAL_SYNC_NS		(3 * NSEC_PER_SEC)
+/*
+ * A reply that took this many times the vCPU's best round trip so far (and
+ * more than SLOW_RTT_FLOOR_NS) cannot narrow the bound that one gave: a
+ * burst after the start's ends at once, the vCPUs left keep their epochs.
+ */
+#define SLOW_RTT_FACTOR		100
+#define SLOW_RTT_FLOOR_NS	(5 * NSEC_PER_MSEC)
 #define ACCEPT_TIMEOUT_NS	(120 * NSEC_PER_SEC)
 #define DRAIN_CHECK_NS		(20 * NSEC_PER_MSEC)
 #define KVM_REREAD_NS		NSEC_PER_SEC
@@ -113,6 +126,7 @@ static void cancel_timers(struct guest *g)
 
 	engine_timer_cancel(e, &g->req.timer);
 	engine_timer_cancel(e, &g->burst.timer);
+	engine_timer_cancel(e, &g->burst.budget);
 	engine_timer_cancel(e, &g->stop_timer);
 	engine_timer_cancel(e, &g->drain_timer);
 	engine_timer_cancel(e, &g->kvm_timer);
@@ -124,6 +138,7 @@ static void cancel_timers(struct guest *g)
 static void burst_abort(struct guest *g)
 {
 	engine_timer_cancel(eng(g), &g->burst.timer);
+	engine_timer_cancel(eng(g), &g->burst.budget);
 	free(g->burst.smp);
 	g->burst.smp = NULL;
 	g->burst.active = false;
@@ -606,7 +621,31 @@ static int open_streams(struct guest *g)
 	return g->nr_streams ? 0 : -ENOENT;
 }
 
-/* --listen: a data port QEMU connected to. */
+/*
+ * A connection to a --listen port (attach.c): the first one allowed is the
+ * guest's (0, @fd set); a peer not allowed, or any connection once the port
+ * is @taken, is refused and logged. Return: 0, -EAGAIN (none waits), -errno.
+ */
+static int take_connection(struct guest *g, int lfd, const char *path, bool taken, int *fd)
+{
+	char who[160];
+	int turns, ret = -EAGAIN;
+
+	for (turns = 0; turns < 16; turns++) {
+		ret = taken ? attach_refuse(lfd, who, sizeof(who)) :
+			      attach_accept(lfd, g->rec->o, fd, who, sizeof(who));
+		if (ret != -EPERM && !(taken && ret == 0))
+			return ret;
+		guest_log(g, GMSG_REFUSED, L_WARN, "guest %s: refused a %s to %s from %s: %s",
+			  g->name, taken ? "second connection" : "connection", path, who,
+			  taken ? "the port is taken" :
+			  "not root, this user, --listen-uid or a member of --listen-group");
+		ret = -EAGAIN;
+	}
+	return ret;
+}
+
+/* --listen: a data port QEMU connected to; later connections are refused. */
 static bool port_acceptable(void *arg, int revents)
 {
 	struct guest_port *p = arg;
@@ -616,10 +655,12 @@ static bool port_acceptable(void *arg, int revents)
 	(void)revents;
 	if (g->state == G_FAILED)
 		return false;
-	ret = attach_accept(p->lfd, p->base, &fd);
+	ret = take_connection(g, p->lfd, p->base, p->taken, &fd);
 	if (ret == -EAGAIN)
 		return true;
-	p->lfd = -1;
+	if (ret < 0 && p->taken)
+		return false;
+	p->taken = true;
 	if (ret < 0) {
 		session_fail(g, "cannot accept QEMU's connection on %s: %s", p->base, strerror(-ret));
 		return false;
@@ -635,7 +676,7 @@ static bool port_acceptable(void *arg, int revents)
 		g->step++;
 		setup_next(g);
 	}
-	return false;
+	return true;
 }
 
 static void listen_streams(struct guest *g)
@@ -656,7 +697,7 @@ static void listen_streams(struct guest *g)
 		p->lfd = -1;
 		if (attach_data_path(g, cpu, p->base, sizeof(p->base)) < 0)
 			continue;
-		p->lfd = attach_listen(p->base);
+		p->lfd = attach_listen(p->base, g->rec->o);
 		if (p->lfd < 0) {
 			session_fail(g, "cannot listen on %s: %s", p->base, strerror(-p->lfd));
 			return;
@@ -702,21 +743,101 @@ static int keep_kallsyms(struct guest *g, struct vt_meta *m)
 	return spool_encode_meta(g->spool_fd, m);
 }
 
-/* A guest's kallsyms kept for its next recording in this boot (kcache.c). */
+/*
+ * Its VM's entry in the kallsyms cache (kcache.c), named by what the host
+ * knows of the VM and looked up once. Return: whether the guest has one
+ * (an agent that reports no key has none).
+ */
+static bool cache_lookup(struct guest *g)
+{
+	int r;
+
+	if (g->rec->kcache_fd < 0 || !(g->caps & VT_PROTO_CAP_KALLSYMS_KEY))
+		return false;
+	if (g->kcache_tried)
+		return g->kcache_vm[0];
+	g->kcache_tried = true;
+	if (kcache_vm_id(&g->link, g->qmp_uuid, g->kcache_vm, sizeof(g->kcache_vm)) < 0) {
+		snprintf(g->kcache_why, sizeof(g->kcache_why), "nothing the host knows tells its VM "
+			 "apart (--domain, --qemu-pid, or --qmp with QEMU's -uuid): not cached");
+		log_debug("guest %s: kallsyms cache: %s", g->name, g->kcache_why);
+		return false;
+	}
+	r = kcache_key(g->rec->kcache_fd, g->kcache_vm, &g->kcache_key);
+	if (r < 0)
+		g->kcache_key = 0;
+	if (r < 0 && r != -ENOENT)
+		log_warn("guest %s: its VM's entry %s in the kallsyms cache is not used: %s", g->name,
+			 g->kcache_vm, strerror(-r));
+	log_debug("guest %s: kallsyms cache entry %s (%s)", g->name, g->kcache_vm,
+		  g->kcache_key ? "filled" : "empty");
+	return true;
+}
+
+/* A guest's kallsyms kept for its VM's next recording in this boot (kcache.c). */
 static void cache_kallsyms(struct guest *g, const struct vt_meta *m)
 {
 	int ret;
 
-	if (g->rec->kcache_fd < 0 || !m->kallsyms_key || m->kallsyms_key == g->kcache_key ||
-	    !(g->caps & VT_PROTO_CAP_KALLSYMS_KEY))
+	if (!m->kallsyms_key || !cache_lookup(g) || m->kallsyms_key == g->kcache_key)
 		return;
-	ret = kcache_store(g->rec->kcache_fd, g->name, m->kallsyms_key, &m->kallsyms);
+	ret = kcache_store(g->rec->kcache_fd, g->kcache_vm, m->kallsyms_key, &m->kallsyms);
 	if (ret < 0) {
 		log_warn("guest %s: cannot keep its kallsyms in the cache: %s", g->name, strerror(-ret));
 		return;
 	}
 	g->kcache_key = m->kallsyms_key;
-	log_debug("guest %s: kallsyms (%zu bytes) kept in the cache", g->name, m->kallsyms.len);
+	log_debug("guest %s: kallsyms (%zu bytes) kept in the cache as %s", g->name,
+		  m->kallsyms.len, g->kcache_vm);
+}
+
+/*
+ * The setup's bundle left kallsyms out. Its VM's cache entry has them when
+ * the key the guest reported in that bundle is the entry's: compared here,
+ * never sent to the guest. Then they join the spooled bundle, counted
+ * against --max-size as the guest's would be. Return: true when they did.
+ */
+static bool kallsyms_from_cache(struct guest *g)
+{
+	struct vt_blob ks = { 0 };
+	struct vt_meta m;
+	size_t len;
+	void *data;
+	int ret;
+
+	if (!cache_lookup(g) || !g->guest_key || g->guest_key != g->kcache_key)
+		return false;
+	ret = kcache_load(g->rec->kcache_fd, g->kcache_vm, g->guest_key, &ks);
+	if (ret < 0) {
+		log_warn("guest %s: the cached kallsyms cannot be used (%s): asking the guest",
+			 g->name, strerror(-ret));
+		g->kcache_key = 0;
+		return false;
+	}
+	if (!stream_budget_take(&g->budget, ks.len, &g->budget.meta)) {
+		free(ks.data);
+		return false;
+	}
+	ret = spool_read_file(g->spool_fd, "meta.bin", &data, &len, VT_META_MAX_TOTAL);
+	if (ret == 0) {
+		ret = vt_meta_decode(&m, data, len);
+		free(data);
+	}
+	if (ret < 0) {
+		free(ks.data);
+		return false;
+	}
+	free(m.kallsyms.data);
+	m.kallsyms = ks;
+	ret = spool_encode_meta(g->spool_fd, &m);
+	vt_meta_free(&m);
+	if (ret < 0)
+		return false;
+	g->meta_full = g->kcache_hit = true;
+	g->held_key = g->guest_key;
+	log_info("guest %s: kallsyms (%zu bytes) from the cache, not read in the guest", g->name,
+		 ks.len);
+	return true;
 }
 
 static void meta_received(struct guest *g, int err)
@@ -725,7 +846,6 @@ static void meta_received(struct guest *g, int err)
 	/* A fetch while recording or at the end only refreshes what the setup spooled. */
 	bool refresh = g->state == G_RUNNING || g->state == G_FINISHING;
 	const char *which = g->state == G_RUNNING ? "full" : "final";
-	bool from_cache = false;
 	struct vt_meta m;
 	int ret;
 
@@ -763,37 +883,24 @@ static void meta_received(struct guest *g, int err)
 		vt_meta_free(&m);
 		return;
 	}
+	if (g->caps & VT_PROTO_CAP_KALLSYMS_KEY)
+		g->guest_key = m.kallsyms_key;
 	/*
-	 * Asked to leave out the kallsyms the cache has, the agent did: they
-	 * come from the cache. If the cache cannot give them now, ask again.
+	 * The final bundle without kallsyms, after kallsyms came from the
+	 * cache: the agent never read them this session, so only the key it
+	 * reports says whether a module came or went. If one did, ask again.
 	 */
-	if (g->meta_key && !m.kallsyms.len && !(g->meta_req_flags & (VT_PROTO_META_REQ_NO_KALLSYMS |
-								   VT_PROTO_META_REQ_KALLSYMS_IF_CHANGED))) {
-		struct vt_blob ks = { 0 };
-
-		ret = m.kallsyms_key == g->meta_key ?
-		      kcache_load(g->rec->kcache_fd, g->name, g->meta_key, &ks) : -ESTALE;
-		if (ret < 0) {
-			log_warn("guest %s: the cached kallsyms cannot be used (%s): asking the guest",
-				 g->name, strerror(-ret));
-			g->kcache_key = 0;
-			vt_meta_free(&m);
-			vt_proto_meta_rx_release(&g->meta_rx);
-			fetch_meta(g, g->meta_req_flags, done);
-			return;
-		}
-		free(m.kallsyms.data);	/* an empty record's */
-		m.kallsyms = ks;
-		g->kcache_hit = from_cache = true;
-		log_info("guest %s: kallsyms (%zu bytes) from the cache, not read in the guest",
-			 g->name, m.kallsyms.len);
+	if (g->final_key_check && !m.kallsyms.len && (!m.kallsyms_key || m.kallsyms_key != g->held_key)) {
+		log_info("guest %s: its kallsyms changed while it recorded: asking for them again",
+			 g->name);
+		g->final_key_check = false;
+		vt_meta_free(&m);
+		vt_proto_meta_rx_release(&g->meta_rx);
+		fetch_meta(g, 0, done);
+		return;
 	}
-	/*
-	 * Metadata counts against --max-size like pages (fetch_meta() asked for
-	 * no more than fits), kallsyms from the cache too.
-	 */
-	if (!stream_budget_take(&g->budget, g->meta_rx.len + (from_cache ? m.kallsyms.len : 0),
-				&g->budget.meta)) {
+	/* Metadata counts against --max-size like pages (fetch_meta() asked for no more than fits). */
+	if (!stream_budget_take(&g->budget, g->meta_rx.len, &g->budget.meta)) {
 		vt_meta_free(&m);
 		vt_proto_meta_rx_release(&g->meta_rx);
 		if (!refresh) {
@@ -806,18 +913,17 @@ static void meta_received(struct guest *g, int err)
 		done(g, 0);
 		return;
 	}
-	if ((g->meta_req_flags & VT_PROTO_META_REQ_KALLSYMS_IF_CHANGED) && !m.kallsyms.len) {
+	if (((g->meta_req_flags & VT_PROTO_META_REQ_KALLSYMS_IF_CHANGED) || g->final_key_check) &&
+	    !m.kallsyms.len) {
 		ret = keep_kallsyms(g, &m);
-	} else if (from_cache) {
-		ret = spool_encode_meta(g->spool_fd, &m);
-		if (ret == 0)
-			g->meta_full = true;
 	} else {
 		ret = spool_save_meta(g->spool_fd, g->meta_rx.data, g->meta_rx.len);
 		if (ret == 0)
 			g->meta_full = !(g->meta_req_flags & VT_PROTO_META_REQ_NO_KALLSYMS);
-		if (ret == 0 && m.kallsyms.len)
+		if (ret == 0 && m.kallsyms.len) {
+			g->held_key = m.kallsyms_key;
 			cache_kallsyms(g, &m);
+		}
 	}
 	vt_meta_free(&m);
 	g->meta_len = g->meta_rx.len;
@@ -858,31 +964,16 @@ static void fetch_meta(struct guest *g, uint32_t flags, void (*done)(struct gues
 	vt_proto_meta_rx_init(&g->meta_rx, limit);
 	g->meta_done = done;
 	g->meta_req_flags = flags;
-	g->meta_key = 0;
 	/* An agent that can send kallsyms as it reads it never holds it whole. */
 	if ((g->caps & (VT_PROTO_CAP_META_FLAGS | VT_PROTO_CAP_META_OPEN)) ==
 	    (VT_PROTO_CAP_META_FLAGS | VT_PROTO_CAP_META_OPEN))
 		flags |= VT_PROTO_META_REQ_OPEN;
-	/* Nor reads it at all, when the cache has it under the key it has now. */
-	if (g->rec->kcache_fd >= 0 && !(flags & VT_PROTO_META_REQ_NO_KALLSYMS) &&
-	    (g->caps & (VT_PROTO_CAP_META_FLAGS | VT_PROTO_CAP_KALLSYMS_KEY)) ==
-	    (VT_PROTO_CAP_META_FLAGS | VT_PROTO_CAP_KALLSYMS_KEY)) {
-		if (!g->kcache_tried) {
-			int r = kcache_key(g->rec->kcache_fd, g->name, &g->kcache_key);
-
-			g->kcache_tried = true;
-			if (r < 0)
-				g->kcache_key = 0;
-			if (r < 0 && r != -ENOENT)
-				log_warn("guest %s: its entry in the kallsyms cache is not used: %s",
-					 g->name, strerror(-r));
-		}
-		g->meta_key = g->kcache_key;
-		if (g->meta_key)
-			flags |= VT_PROTO_META_REQ_KALLSYMS_UNLESS_KEY;
-	}
-	request(g, vt_proto_enc_meta_req_key(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX,
-					     vt_conn_next_seq(g->conn), limit, flags, g->meta_key),
+	/*
+	 * Never KALLSYMS_UNLESS_KEY: a key the cache holds is never sent to a
+	 * guest (kallsyms_from_cache() compares keys on the host).
+	 */
+	request(g, vt_proto_enc_meta_req_flags(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX,
+					       vt_conn_next_seq(g->conn), limit, flags),
 		VT_PROTO_META, meta_received);
 }
 
@@ -898,18 +989,74 @@ static void burst_ended(struct guest *g, int err);
  * the recording. A guest that answers nothing more fails at SYNC_END's own
  * timeout.
  */
+/* End this vCPU's burst now, with the replies it has. */
+static void burst_end_cpu(struct guest *g)
+{
+	struct guest_burst *b = &g->burst;
+	struct vt_proto_sync s = { .cpu = b->cpu };
+
+	engine_timer_cancel(eng(g), &b->timer);
+	b->k = b->n;		/* a late reply is ignored */
+	request(g, vt_proto_enc_sync(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX, VT_PROTO_SYNC_END,
+				     vt_conn_next_seq(g->conn), &s), VT_PROTO_OK, burst_ended);
+}
+
+static double ticks_ms(const struct guest *g, uint64_t ticks)
+{
+	return g->rec->tsc.khz ? (double)ticks / g->rec->tsc.khz : 0;
+}
+
+/*
+ * The burst ends early: the vCPU being probed ends with what it has, the
+ * ones after it are not probed (their earlier epochs hold). The final
+ * sync's reason goes to the manifest.
+ */
+static void burst_cut(struct guest *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void burst_cut(struct guest *g, const char *fmt, ...)
+{
+	struct guest_burst *b = &g->burst;
+	char why[sizeof(g->sync.final_cut)];
+	va_list ap;
+
+	b->cut = true;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	if (!strcmp(b->when, "stop"))
+		snprintf(g->sync.final_cut, sizeof(g->sync.final_cut), "%s", why);
+	guest_log(g, GMSG_SYNC, L_WARN, "guest %s: the clock sync at %s is cut short: %s", g->name,
+		  b->when, why);
+}
+
 static void burst_timeout(void *arg)
 {
 	struct guest *g = arg;
 	struct guest_burst *b = &g->burst;
-	struct vt_proto_sync s = { .cpu = b->cpu };
 
 	guest_log(g, GMSG_SYNC, L_WARN, "guest %s: clock sync probe %u of vCPU %u: no reply within "
 		  "%llu s: this burst ends with %u samples", g->name, b->k, b->cpu,
 		  (unsigned long long)(PROBE_TIMEOUT_NS / NSEC_PER_SEC), b->got);
-	b->k = b->n;		/* a late reply is ignored */
-	request(g, vt_proto_enc_sync(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX, VT_PROTO_SYNC_END,
-				     vt_conn_next_seq(g->conn), &s), VT_PROTO_OK, burst_ended);
+	burst_end_cpu(g);
+}
+
+/*
+ * The final sync's time is up. A probe in flight is given up; a SYNC_BEGIN
+ * or SYNC_END in flight ends the burst when it is answered (burst_begun(),
+ * burst_cpu_begin()).
+ */
+static void burst_budget(void *arg)
+{
+	struct guest *g = arg;
+	struct guest_burst *b = &g->burst;
+
+	if (!b->active || b->cut)
+		return;
+	burst_cut(g, "its %.1f s ran out with %u of %u vCPUs probed (the slowest reply took "
+		  "%.1f ms)", (engine_now_ns() - b->began_ns) / 1e9,
+		  b->idx + (b->got > 0), g->nr_streams, ticks_ms(g, b->max_rtt));
+	if (!b->req_pending && b->k < b->n)
+		burst_end_cpu(g);
 }
 
 static void burst_probe(struct guest *g)
@@ -963,6 +1110,34 @@ static void narrow(struct guest_burst *b, int64_t lo, int64_t hi)
 	}
 }
 
+/*
+ * After the start's burst, a reply far slower than the best this vCPU (or,
+ * without one, any vCPU) had cannot narrow that bound: the burst ends here.
+ * Return: true when it did.
+ */
+static bool slow_reply(struct guest *g, const struct vt_tsync_sample *smp)
+{
+	struct guest_burst *b = &g->burst;
+	uint64_t rtt = smp->t2 > smp->t1 ? smp->t2 - smp->t1 : 0, best = 0;
+	unsigned int cpu;
+
+	if (!strcmp(b->when, "start") || !g->rec->tsc.khz)
+		return false;
+	if (b->cpu < COLLECT_MAX_CPUS)
+		best = g->sync.min_rtt[b->cpu];
+	for (cpu = 0; !best && cpu < g->nr_cpus && cpu < COLLECT_MAX_CPUS; cpu++)
+		if (g->sync.min_rtt[cpu] && (!best || g->sync.min_rtt[cpu] < best))
+			best = g->sync.min_rtt[cpu];
+	if (!best || rtt / SLOW_RTT_FACTOR < best ||
+	    ticks_ms(g, rtt) * NSEC_PER_MSEC < SLOW_RTT_FLOOR_NS)
+		return false;
+	burst_cut(g, "vCPU %u answered a probe in %.1f ms, its best round trip was %.3f ms: "
+		  "such replies cannot narrow the bound, the vCPUs left keep their earlier epochs",
+		  b->cpu, ticks_ms(g, rtt), ticks_ms(g, best));
+	burst_end_cpu(g);
+	return true;
+}
+
 static void got_reply(struct guest *g, const struct vt_proto_msg *m)
 {
 	struct guest_burst *b = &g->burst;
@@ -981,6 +1156,10 @@ static void got_reply(struct guest *g, const struct vt_proto_msg *m)
 	smp->cpu = s.ran_on;
 	smp->want_cpu = b->cpu;
 	narrow(b, (int64_t)(smp->g - smp->t2), (int64_t)(smp->g - smp->t1));
+	if (smp->t2 > smp->t1 && smp->t2 - smp->t1 > b->max_rtt)
+		b->max_rtt = smp->t2 - smp->t1;
+	if (slow_reply(g, smp))
+		return;
 	if (++b->k < b->n && (b->got < BURST_MIN_PROBES || b->since_narrowed < BURST_PATIENCE ||
 			      b->lo > b->hi)) {
 		burst_probe(g);
@@ -989,10 +1168,7 @@ static void got_reply(struct guest *g, const struct vt_proto_msg *m)
 	if (b->k < b->n)
 		log_debug("guest %s: vCPU %u: %u probes, the last %u narrowed nothing", g->name, b->cpu,
 			  b->got, b->since_narrowed);
-	b->k = b->n;		/* a late reply is ignored */
-	s = (struct vt_proto_sync){ .cpu = b->cpu };
-	request(g, vt_proto_enc_sync(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX, VT_PROTO_SYNC_END,
-				     vt_conn_next_seq(g->conn), &s), VT_PROTO_OK, burst_ended);
+	burst_end_cpu(g);
 }
 
 static void burst_begun(struct guest *g, int err)
@@ -1001,6 +1177,10 @@ static void burst_begun(struct guest *g, int err)
 	if (err < 0) {
 		session_fail(g, "starting a clock sync burst: %s (%s)",
 			     g->reply_text[0] ? g->reply_text : "refused", strerror(-err));
+		return;
+	}
+	if (g->burst.cut) {
+		burst_end_cpu(g);
 		return;
 	}
 	burst_probe(g);
@@ -1013,8 +1193,9 @@ static void burst_cpu_begin(struct guest *g)
 	void (*done)(struct guest *g, int err);
 	struct vt_proto_sync s;
 
-	if (b->idx >= g->nr_streams) {
-		log_debug("guest %s: clock sync at %s done", g->name, b->when);
+	if (b->idx >= g->nr_streams || b->cut) {
+		log_debug("guest %s: clock sync at %s done%s", g->name, b->when,
+			  b->cut ? " (cut short)" : "");
 		sync_burst_done(g, b->when);
 		done = b->done;
 		burst_abort(g);
@@ -1056,6 +1237,16 @@ static void burst_run(struct guest *g, const char *when, void (*done)(struct gue
 	b->done = done;
 	b->idx = 0;
 	b->n = o->sync_probes;
+	b->cut = false;
+	b->max_rtt = 0;
+	b->began_ns = engine_now_ns();
+	if (!strcmp(when, "stop")) {
+		/* Its own time, within what --stop-timeout leaves for the rest of the stop. */
+		uint64_t budget = (uint64_t)(o->stop_timeout * NSEC_PER_SEC) / 2;
+
+		g->sync.final_cut[0] = '\0';
+		engine_timer_arm(eng(g), &b->budget, budget < FINAL_SYNC_NS ? budget : FINAL_SYNC_NS, 0);
+	}
 	burst_cpu_begin(g);
 }
 
@@ -1245,7 +1436,7 @@ static void synced(struct guest *g, int err)
 {
 	(void)err;
 	g->synced = true;
-	if (g->meta_partial && g->state == G_RUNNING)
+	if (g->meta_partial && g->state == G_RUNNING && !kallsyms_from_cache(g))
 		fetch_meta(g, 0, full_meta_done);
 	else
 		full_meta_done(g, 0);
@@ -1413,10 +1604,12 @@ static bool ctl_acceptable(void *arg, int revents)
 	(void)revents;
 	if (g->state == G_FAILED)
 		return false;
-	ret = attach_accept(g->ctl_lfd, g->link.ctl_path, &fd);
+	ret = take_connection(g, g->ctl_lfd, g->link.ctl_path, g->ctl_taken, &fd);
 	if (ret == -EAGAIN)
 		return true;
-	g->ctl_lfd = -1;
+	if (ret < 0 && g->ctl_taken)
+		return false;
+	g->ctl_taken = true;
 	engine_timer_cancel(eng(g), &g->accept_timer);
 	if (ret < 0) {
 		session_fail(g, "cannot accept QEMU's connection on %s: %s", g->link.ctl_path, strerror(-ret));
@@ -1424,7 +1617,7 @@ static bool ctl_acceptable(void *arg, int revents)
 	}
 	g->ctl_rfd = g->ctl_wfd = fd;
 	connected(g);
-	return false;
+	return true;
 }
 
 static void accept_timeout(void *arg)
@@ -1432,14 +1625,14 @@ static void accept_timeout(void *arg)
 	struct guest *g = arg;
 	unsigned int i;
 
-	if (g->ctl_lfd >= 0) {
+	if (g->ctl_lfd >= 0 && !g->ctl_taken) {
 		session_fail(g, "nothing connected to %s within %llu s: start QEMU with a socket "
 			     "chardev (server=off) on that path", g->link.ctl_path,
 			     (unsigned long long)(ACCEPT_TIMEOUT_NS / NSEC_PER_SEC));
 		return;
 	}
 	for (i = 0; g->ports && i < g->nr_cpus; i++)
-		if (g->ports[i].lfd >= 0)
+		if (g->ports[i].lfd >= 0 && !g->ports[i].taken)
 			break;
 	session_fail(g, "nothing connected to %s within %llu s: start QEMU with a socket "
 		     "chardev (server=off) on that path", g->ports ? g->ports[i].base : "?",
@@ -1459,6 +1652,7 @@ int session_begin(struct guest *g)
 
 	engine_timer_init(&g->req.timer, req_timeout, g);
 	engine_timer_init(&g->burst.timer, burst_timeout, g);
+	engine_timer_init(&g->burst.budget, burst_budget, g);
 	engine_timer_init(&g->drain_timer, drain_tick, g);
 	engine_timer_init(&g->kvm_timer, kvm_tick, g);
 	engine_timer_init(&g->sync_timer, sync_tick, g);
@@ -1506,12 +1700,24 @@ static void final_meta_done(struct guest *g, int err)
 static void final_sync_done(struct guest *g, int err)
 {
 	(void)err;
+	uint32_t flags = 0;
+
 	/*
 	 * saved_cmdlines grew while tracing: the bundle is fetched again; its
 	 * kallsyms only if a module came or went since the spooled whole one.
+	 * Kallsyms from the cache were never read by the agent this session:
+	 * the key the bundle reports tells (meta_received()).
 	 */
-	fetch_meta(g, g->meta_full && (g->caps & VT_PROTO_CAP_META_FLAGS) ?
-		   VT_PROTO_META_REQ_KALLSYMS_IF_CHANGED : 0, final_meta_done);
+	g->final_key_check = false;
+	if (g->meta_full && (g->caps & VT_PROTO_CAP_META_FLAGS)) {
+		if (g->kcache_hit && g->held_key && (g->caps & VT_PROTO_CAP_KALLSYMS_KEY)) {
+			flags = VT_PROTO_META_REQ_NO_KALLSYMS;
+			g->final_key_check = true;
+		} else {
+			flags = VT_PROTO_META_REQ_KALLSYMS_IF_CHANGED;
+		}
+	}
+	fetch_meta(g, flags, final_meta_done);
 }
 
 /* Everything arrived: the figures go to the spool first, then the final exchanges. */

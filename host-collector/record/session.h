@@ -43,6 +43,7 @@ struct guest_sync {
 	uint32_t rejected;			/* bursts rejected as implausible */
 	char reject_why[160];			/* the last reason */
 	bool failed;				/* probes were due but a vCPU got no epoch */
+	char final_cut[200];			/* why the final sync ended early, "" if it did not */
 	bool away[COLLECT_MAX_CPUS];		/* its last burst ran on other CPUs: offline */
 };
 
@@ -65,6 +66,7 @@ struct guest_port {
 	struct guest *g;
 	unsigned int cpu;
 	int lfd;
+	bool taken;			/* QEMU connected: later connections are refused */
 	struct engine_fd *watch;
 	char base[4200];
 };
@@ -79,9 +81,13 @@ struct guest_burst {
 	uint64_t t1;
 	int64_t lo, hi;			/* the offsets this vCPU's replies allow so far */
 	uint32_t since_narrowed;	/* replies since [lo, hi] last narrowed */
+	bool cut;			/* ended early: the vCPUs left are not probed */
+	uint64_t max_rtt;		/* the slowest reply's round trip, ticks */
+	uint64_t began_ns;		/* engine_now_ns() when it began */
 	struct vt_tsync_sample *smp;
 	void (*done)(struct guest *g, int err);
 	struct engine_timer timer;
+	struct engine_timer budget;	/* the final sync's own time ("stop") */
 	uint64_t sent_ns;		/* engine_now_ns() when sent, for -v */
 };
 
@@ -100,6 +106,7 @@ struct guest {
 	/* control port */
 	int ctl_rfd, ctl_wfd;
 	int ctl_lfd;			/* --listen: waiting for QEMU to connect, else -1 */
+	bool ctl_taken;			/* QEMU connected to it: later connections are refused */
 	struct guest_port *ports;	/* --listen: data ports QEMU has yet to connect */
 	unsigned int nr_waiting;
 	struct engine_timer accept_timer;
@@ -125,11 +132,16 @@ struct guest {
 	bool stop_deferred;		/* a stop came while the full metadata was on its way */
 	uint64_t stop_ns;		/* engine_now_ns() when STOP was sent, for -v */
 	bool meta_full;			/* the spooled bundle is a whole one (kallsyms as the agent has them) */
-	bool kcache_tried;		/* kcache_key is what the cache had when first asked */
-	uint64_t kcache_key;		/* the key of the cached kallsyms (0: none) */
+	char qmp_uuid[40];		/* the VM's UUID as its QMP said (qmp.c), "" if none */
+	char kcache_vm[COLLECT_NAME_MAX];	/* its VM's kallsyms cache entry (kcache_vm_id()) */
+	char kcache_why[160];		/* why its kallsyms are not cached, "" */
+	bool kcache_tried;		/* kcache_vm and kcache_key are what the cache had when first asked */
+	uint64_t kcache_key;		/* the key of its VM's cached kallsyms (0: none) */
 	bool kcache_hit;		/* kallsyms came from the cache */
-	uint32_t meta_req_flags;	/* of the META_REQ in flight (without OPEN, UNLESS_KEY) */
-	uint64_t meta_key;		/* its KALLSYMS_UNLESS_KEY key, 0 if none */
+	uint64_t guest_key;		/* the kallsyms key its last bundle reported (0: none) */
+	uint64_t held_key;		/* the key of the kallsyms the spooled bundle holds (0: unknown) */
+	bool final_key_check;		/* the final bundle was asked without kallsyms: its key decides */
+	uint32_t meta_req_flags;	/* of the META_REQ in flight (without OPEN) */
 	char error[512];
 	char agent_error[512];		/* the agent's first unasked ERROR, "" if none */
 	char agent_notice[512];		/* the agent's first NOTICE (a warning), "" if none */

@@ -22,6 +22,7 @@
 #include "collect.h"
 #include "json.h"
 #include "report.h"
+#include "store/spool.h"
 #include "store/sysinfo.h"
 
 #define MANIFEST_MAX	(64u << 20)
@@ -53,8 +54,35 @@ struct report_opts {
 	FILE *mmio_file;		/* --mmiotrace-log, given to the first guest analysed */
 	const struct json_value *guests;	/* the manifest's, for the host's VM exits */
 	uint64_t tsc_khz;
+	mode_t mode;			/* the recording's files' (its manifest.json's) */
 	struct jw jw;
 };
+
+/*
+ * What --html and --mmiotrace-log write holds what the recording does: the
+ * file gets the mode of the recording's manifest.json whatever the umask,
+ * and under sudo the user who asked (store/spool.c).
+ */
+static FILE *open_out(const char *path, mode_t mode)
+{
+	struct spool_perm p;
+	FILE *f;
+	int fd, ret;
+
+	spool_perm_default(&p);
+	p.file = mode;
+	spool_perm_set(&p);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return NULL;
+	ret = spool_perm_apply(fd, false);
+	f = ret == 0 ? fdopen(fd, "w") : NULL;
+	if (!f) {
+		close(fd);
+		errno = ret < 0 ? -ret : errno;
+	}
+	return f;
+}
 
 static void usage(FILE *f)
 {
@@ -174,9 +202,11 @@ static int count_record(struct tracecmd_input *handle, struct tep_record *rec, i
 		}
 		c->v[i].id = id;
 		c->v[i].n = 0;
-		if (ev)
+		if (ev) {
+			/* A trace.dat's formats name the events: a file from anywhere may say anything. */
 			snprintf(c->v[i].name, sizeof(c->v[i].name), "%s:%s", ev->system, ev->name);
-		else
+			an_sanitize(c->v[i].name);
+		} else
 			snprintf(c->v[i].name, sizeof(c->v[i].name), "unknown:id%d", id);
 		c->nr++;
 	}
@@ -555,7 +585,7 @@ static int write_html(const char *dir, const struct json_value *root, struct rep
 			ro->html, strerror(-ret));
 		goto out;
 	}
-	f = fopen(ro->html, "we");
+	f = open_out(ro->html, ro->mode);
 	if (!f) {
 		ret = -errno;
 		fprintf(stderr, "virtio-trace-collect report: cannot write %s: %s\n", ro->html,
@@ -626,7 +656,7 @@ static int json_trace(const char *dir, const struct json_value *t, bool host, st
 	return 0;
 }
 
-static int read_manifest(const char *dir, char **text, size_t *len)
+static int read_manifest(const char *dir, char **text, size_t *len, mode_t *mode)
 {
 	char path[4200];
 	struct stat st;
@@ -646,6 +676,8 @@ static int read_manifest(const char *dir, char **text, size_t *len)
 		ret = S_ISREG(st.st_mode) ? -EFBIG : -EINVAL;
 		goto err_close_fd;
 	}
+	/* Read and write bits, the owner's always (as record --mode). */
+	*mode = (st.st_mode & 0666) | 0600;
 	*text = malloc(st.st_size + 1);
 	if (!*text) {
 		ret = -ENOMEM;
@@ -731,7 +763,7 @@ int report_main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	dir = argv[optind];
-	ret = read_manifest(dir, &text, &len);
+	ret = read_manifest(dir, &text, &len, &ro.mode);
 	if (ret < 0) {
 		fprintf(stderr, "virtio-trace-collect report: cannot read %s/manifest.json: %s%s\n",
 			dir, strerror(-ret), ret == -ENOENT ? " (is DIR the -o of a finished record? "
@@ -761,7 +793,7 @@ int report_main(int argc, char **argv)
 		return EXIT_FAIL;
 	}
 	if (ro.mmio_log) {
-		ro.mmio_file = fopen(ro.mmio_log, "we");
+		ro.mmio_file = open_out(ro.mmio_log, ro.mode);
 		if (!ro.mmio_file) {
 			fprintf(stderr, "virtio-trace-collect report: cannot write %s: %s\n",
 				ro.mmio_log, strerror(errno));

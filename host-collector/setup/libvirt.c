@@ -531,7 +531,7 @@ static unsigned int lv_persistent_ports(virDomainPtr dom)
 }
 
 /**
- * libvirt_guest_from_conn() - fill a --domain guest's ports, QEMU pid and vCPU threads
+ * libvirt_guest_from_conn() - fill a --domain guest's ports, QEMU pid, vCPU threads and UUID
  * @conn: an open libvirt connection
  * @g: the guest's link; @g->domain names the domain
  * @guest: the guest's name, for messages
@@ -591,6 +591,9 @@ int libvirt_guest_from_conn(struct _virConnect *conn, struct guest_link *g, cons
 	if (ret < 0)
 		goto out_d;
 	lv_find_qemu(dom, g);
+	/* What the host knows of this VM, that its guest cannot choose (record/kcache.c). */
+	if (virDomainGetUUIDString(dom, g->uuid) < 0)
+		g->uuid[0] = '\0';
 	log_debug("domain %s: %u vCPUs, control port %s", name, d.vcpus, g->ctl_path);
 out_d:
 	lv_dom_free(&d);

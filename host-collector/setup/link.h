@@ -21,6 +21,8 @@
  * @domain: --domain: a libvirt domain
  * @connect_uri: --connect: the libvirt URI of @domain ("" default)
  * @qemu_pid: the guest's QEMU process, 0 if unknown
+ * @uuid: the libvirt domain's UUID, "" if none (it names the VM's kallsyms
+ *	cache entry: record/kcache.c)
  * @qmp_path: --qmp: follow STOP/RESUME
  * @vcpu_tids: the host thread of each vCPU
  */
@@ -33,6 +35,7 @@ struct guest_link {
 	char domain[256];
 	char connect_uri[1024];
 	pid_t qemu_pid;
+	char uuid[40];
 	char qmp_path[4096];
 	uint32_t vcpu_tids[COLLECT_MAX_CPUS];
 	unsigned int nr_vcpu_tids;

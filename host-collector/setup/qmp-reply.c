@@ -7,6 +7,8 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "collect.h"
 #include "json.h"
@@ -58,6 +60,52 @@ int qmp_parse_cpus_fast(const char *json, size_t len, uint32_t *tids, unsigned i
 		if (cpu + 1 > *nr)
 			*nr = cpu + 1;
 	}
+out:
+	json_free(doc);
+	return err;
+}
+
+/**
+ * qmp_parse_uuid() - the VM's UUID from a QMP query-uuid reply
+ * @json: the reply, {"return": {"UUID": "8-4-4-4-12 hex digits"}}
+ * @len: its length
+ * @uuid: filled, lower case, NUL-terminated
+ * @size: its size (37 or more)
+ *
+ * Return: 0; -ENOENT for QEMU's default, all zeros (no -uuid given: it tells
+ * no VM apart); -EBADMSG for anything else.
+ */
+int qmp_parse_uuid(const char *json, size_t len, char *uuid, size_t size)
+{
+	const char *s;
+	struct json_doc *doc;
+	size_t i;
+	int err = 0;
+
+	if (len > QMP_REPLY_MAX || size < 37)
+		return -EBADMSG;
+	doc = json_parse(json, len, NULL, NULL);
+	if (!doc)
+		return -EBADMSG;
+	s = json_string(json_get(json_get(json_root(doc), "return"), "UUID"));
+	if (!s || strlen(s) != 36) {
+		err = -EBADMSG;
+		goto out;
+	}
+	for (i = 0; i < 36; i++) {
+		char c = s[i];
+		bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+
+		if (dash ? c != '-' : !((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') ||
+					(c >= 'A' && c <= 'F'))) {
+			err = -EBADMSG;
+			goto out;
+		}
+		uuid[i] = c >= 'A' && c <= 'F' ? c - 'A' + 'a' : c;
+	}
+	uuid[36] = '\0';
+	if (!strcmp(uuid, "00000000-0000-0000-0000-000000000000"))
+		err = -ENOENT;
 out:
 	json_free(doc);
 	return err;

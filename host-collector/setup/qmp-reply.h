@@ -8,5 +8,6 @@
 
 int qmp_parse_cpus_fast(const char *json, size_t len, uint32_t *tids, unsigned int max,
 			unsigned int *nr);
+int qmp_parse_uuid(const char *json, size_t len, char *uuid, size_t size);
 
 #endif

@@ -22,6 +22,32 @@
 #include "sysinfo.h"
 #include "write.h"
 
+/*
+ * What trace-cmd, KernelShark and report print from the metadata is made
+ * safe for a terminal here, for record and recover alike (lib/meta.c): text
+ * cleaned, formats holding control characters refused with one error.
+ */
+static void clean_meta(struct trace_sum *t, struct vt_meta *m)
+{
+	struct vt_meta_clean c;
+	const char *what = t->rec.host ? "host" : "guest";
+
+	vt_meta_sanitize(m, &c);
+	t->text_replaced = c.replaced;
+	t->formats_refused = c.formats_dropped;
+	if (c.replaced)
+		log_warn("%s %s: %" PRIu64 " control characters or invalid UTF-8 bytes in its task "
+			 "names, kallsyms or other metadata text replaced by '?'", what, t->rec.name,
+			 c.replaced);
+	if (c.formats_dropped) {
+		log_err("%s %s: %u event formats hold control characters or invalid UTF-8 and are "
+			"refused (the first: %s); their events print as unknown", what, t->rec.name,
+			c.formats_dropped, c.first_dropped);
+		output_problem(t, "%u event formats refused: control characters or invalid UTF-8 "
+			       "(the first: %s)", c.formats_dropped, c.first_dropped);
+	}
+}
+
 static int write_trace(struct finish *r, struct trace_sum *t)
 {
 	struct vt_tracedat_opts opts = {
@@ -52,6 +78,7 @@ static int write_trace(struct finish *r, struct trace_sum *t)
 		output_problem(t, "the spooled metadata is malformed (%s)", strerror(-ret));
 		return ret;
 	}
+	clean_meta(t, &meta);
 	t->nr_cpus = meta.nr_cpus < COLLECT_MAX_CPUS ? meta.nr_cpus : COLLECT_MAX_CPUS;
 	t->subbuf = meta.subbuf_size;
 	/* The guest's IOMMU groups and PCI devices, for report's analyses (sysinfo.c). */
@@ -155,8 +182,12 @@ static int load_trace(struct trace_sum *t, const char *dirname, bool host)
 			" in metadata); the guest was stopped", t->rec.budget.used, t->rec.budget.max,
 			t->rec.budget.pages, t->rec.budget.bad, t->rec.budget.frag, t->rec.budget.meta);
 	/* The agent's warnings are not problems: the manifest counts them apart. */
+	/* Someone else tried the guest's --listen ports: always worth saying. */
+	if (t->rec.msgs[GMSG_REFUSED])
+		output_problem(t, "%" PRIu64 " %s (a peer not allowed, or a port already taken)",
+			       t->rec.msgs[GMSG_REFUSED], collect_msg_name(GMSG_REFUSED));
 	for (i = 0; i < GMSG_NR; i++)
-		if (i != GMSG_AGENT_NOTICE && t->rec.msgs[i] > COLLECT_LOG_BURST)
+		if (i != GMSG_AGENT_NOTICE && i != GMSG_REFUSED && t->rec.msgs[i] > COLLECT_LOG_BURST)
 			output_problem(t, "%" PRIu64 " %s (the first %d printed)", t->rec.msgs[i],
 				collect_msg_name(i), COLLECT_LOG_BURST);
 	if (t->rec.sync_failed)
@@ -172,6 +203,29 @@ static int load_trace(struct trace_sum *t, const char *dirname, bool host)
 		}
 	}
 	return 0;
+}
+
+/*
+ * The files get the modes the recording was made with (`recover` too), and
+ * its owner: SUDO_UID's under sudo, else the one the options name when the
+ * spool is that user's (a spool's options are not believed on their own).
+ */
+static void keep_perm(struct finish *r)
+{
+	struct spool_perm p;
+	struct stat st;
+
+	spool_perm_default(&p);
+	if (r->opt.have_perm) {
+		p.file = r->opt.perm.file;
+		p.dir = r->opt.perm.dir;
+		if (p.uid == (uid_t)-1 && r->opt.perm.uid != (uid_t)-1 && fstat(r->spool_fd, &st) == 0 &&
+		    st.st_uid == r->opt.perm.uid) {
+			p.uid = r->opt.perm.uid;
+			p.gid = r->opt.perm.gid;
+		}
+	}
+	spool_perm_set(&p);
 }
 
 /**
@@ -214,6 +268,7 @@ int output_finalise(int out_fd, const char *out_dir, bool keep_spool, bool fsync
 		close(r.spool_fd);
 		return EXIT_FAIL;
 	}
+	keep_perm(&r);
 	fd = dup(r.spool_fd);
 	d = fd >= 0 ? fdopendir(fd) : NULL;
 	/*

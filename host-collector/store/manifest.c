@@ -118,6 +118,11 @@ static void json_trace(FILE *f, const struct finish *r, const struct trace_sum *
 		json_str(f, t->rec.sync_method);
 		fprintf(f, ",\n        \"why\": ");
 		json_str(f, t->rec.sync_why);
+		fprintf(f, ",\n        \"final_sync_cut\": ");
+		if (t->rec.sync_final_cut[0])
+			json_str(f, t->rec.sync_final_cut);
+		else
+			fprintf(f, "null");
 		fprintf(f, ",\n        \"epochs\": [");
 		for (i = 0, first = true; i < t->nr_cpus; i++) {
 			for (j = 0; j < t->rec.sync[i].nr; j++) {
@@ -152,7 +157,18 @@ static void json_trace(FILE *f, const struct finish *r, const struct trace_sum *
 		else
 			fprintf(f, "        \"bound_ns\": %.1f\n      },\n", bound);
 		fprintf(f, "      \"max_size_reached\": %s,\n", t->rec.max_reached ? "true" : "false");
-		fprintf(f, "      \"kallsyms_from_cache\": %s,\n", t->rec.kcache_hit ? "true" : "false");
+		fprintf(f, "      \"kallsyms_from_cache\": %s,\n      \"kallsyms_cache_vm\": ",
+			t->rec.kcache_hit ? "true" : "false");
+		if (t->rec.kcache_vm[0])
+			json_str(f, t->rec.kcache_vm);
+		else
+			fprintf(f, "null");
+		fprintf(f, ",\n      \"kallsyms_cache_note\": ");
+		if (t->rec.kcache_why[0])
+			json_str(f, t->rec.kcache_why);
+		else
+			fprintf(f, "null");
+		fprintf(f, ",\n");
 		fprintf(f, "      \"agent_warnings\": %" PRIu64 ",\n      \"agent_first_warning\": ",
 			t->rec.msgs[GMSG_AGENT_NOTICE]);
 		if (t->rec.agent_notice[0])
@@ -166,6 +182,8 @@ static void json_trace(FILE *f, const struct finish *r, const struct trace_sum *
 			t->rec.budget.pages, t->rec.budget.bad, t->rec.budget.frag, t->rec.budget.meta);
 	}
 	(void)dropped;
+	fprintf(f, "      \"text_replaced\": %" PRIu64 ",\n      \"formats_refused\": %u,\n",
+		t->text_replaced, t->formats_refused);
 	fprintf(f, "      \"problems\": ");
 	json_str(f, t->problems);
 	fprintf(f, "\n    }");

@@ -57,6 +57,9 @@ void output_problem(struct trace_sum *t, const char *fmt, ...)
  * @create: make it when it is not there
  * @created: set when it was made here (may be NULL)
  *
+ * One made here gets the output's mode and owner (spool_perm_set()); one
+ * that was there keeps its own.
+ *
  * Return: the fd, -ELOOP when @out_dir is a symbolic link, or -errno.
  */
 int output_open_dir(const char *out_dir, bool create, bool *created)
@@ -75,7 +78,7 @@ int output_open_dir(const char *out_dir, bool create, bool *created)
 	if (created)
 		*created = false;
 	if (create) {
-		if (mkdir(path, 0755) == 0) {
+		if (mkdir(path, 0700) == 0) {
 			if (created)
 				*created = true;
 		} else if (errno != EEXIST) {
@@ -83,6 +86,14 @@ int output_open_dir(const char *out_dir, bool create, bool *created)
 		}
 	}
 	fd = spool_open_dir(AT_FDCWD, path);
+	if (fd >= 0 && created && *created) {
+		int ret = spool_perm_apply(fd, true);
+
+		if (ret < 0) {
+			close(fd);
+			fd = ret;
+		}
+	}
 	if (fd < 0 && created && *created)
 		rmdir(path);
 	return fd;
@@ -268,10 +279,7 @@ static int bad_dir(struct finish *r)
 		return r->bad_fd;
 	pthread_mutex_lock(&problem_lock);
 	if (r->bad_fd == -1) {
-		if (mkdirat(r->out_fd, "bad-pages", 0755) < 0 && errno != EEXIST)
-			fd = -errno;
-		else
-			fd = spool_open_dir(r->out_fd, "bad-pages");
+		fd = spool_mkdir(r->out_fd, "bad-pages", true);
 		if (fd < 0) {
 			log_err("%s/bad-pages: %s: the malformed pages are counted, not kept",
 				r->out, fd == -ELOOP ? "a symbolic link, refused" : strerror(-fd));
@@ -290,7 +298,11 @@ static int open_bad(struct finish *r, const char *bad)
 
 	if (dfd < 0)
 		return dfd;
-	fd = openat(dfd, bad, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
+	/* Made with the output's mode and owner, or appended to. */
+	fd = spool_create(dfd, bad, O_WRONLY | O_APPEND, false);
+	if (fd != -EEXIST)
+		return fd;
+	fd = openat(dfd, bad, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0 && errno == ELOOP)
 		log_err("%s/bad-pages/%s is a symbolic link: refused", r->out, bad);
 	return fd < 0 ? -errno : fd;

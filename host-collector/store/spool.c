@@ -32,6 +32,12 @@
  * .spool, a trace directory or a spool file is refused. spool_remove() deletes
  * only the names listed at the end of this file; anything else is left and
  * reported.
+ *
+ * What a recording writes holds the guest's and the host's kernel addresses
+ * and whatever ran there: every file is made mode 0600 and every directory
+ * 0700 (as perf makes perf.data), or what --mode asks, whatever the umask,
+ * and under sudo given to SUDO_UID/SUDO_GID (spool_perm_set()). The modes
+ * and the owner are kept in .spool/options, so that `recover` makes the same.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -54,6 +60,119 @@
  * in the output directory or the spool is refused, never followed.
  */
 #define OPEN_DIR	(O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+
+/* The modes and owner of what the output gets (spool_perm_set()). */
+static struct spool_perm perm = { .file = 0600, .dir = 0700, .uid = (uid_t)-1, .gid = (gid_t)-1 };
+
+/* create_mode()'s mode for a file of the output: perm's, and its owner. */
+#define MODE_OUTPUT	((mode_t)-1)
+
+/**
+ * spool_perm_dir_mode() - the directories' mode for a files' mode: x where r is
+ * @file: the files' mode
+ *
+ * Return: the directories' mode.
+ */
+mode_t spool_perm_dir_mode(mode_t file)
+{
+	return file | (file & 0444) >> 2;
+}
+
+/* A numeric id from the environment, or -1. */
+static long env_id(const char *name)
+{
+	const char *v = getenv(name);
+	char *end;
+	long id;
+
+	if (!v || !*v)
+		return -1;
+	errno = 0;
+	id = strtol(v, &end, 10);
+	return *end || errno || id < 0 || id >= (long)(uid_t)-1 ? -1 : id;
+}
+
+/**
+ * spool_perm_default() - the private default: files 0600, directories 0700;
+ * run by root under sudo, owned by SUDO_UID and SUDO_GID (the user who asked)
+ * @p: filled
+ */
+void spool_perm_default(struct spool_perm *p)
+{
+	long uid = env_id("SUDO_UID"), gid = env_id("SUDO_GID");
+
+	p->file = 0600;
+	p->dir = 0700;
+	p->uid = (uid_t)-1;
+	p->gid = (gid_t)-1;
+	if (geteuid() == 0 && uid >= 0) {
+		p->uid = (uid_t)uid;
+		p->gid = gid >= 0 ? (gid_t)gid : (gid_t)-1;
+	}
+}
+
+/**
+ * spool_perm_set() - the modes and owner everything made from now on gets
+ * @p: them
+ */
+void spool_perm_set(const struct spool_perm *p)
+{
+	perm = *p;
+}
+
+/**
+ * spool_perm_get() - the modes and owner in use
+ * @p: filled
+ */
+void spool_perm_get(struct spool_perm *p)
+{
+	*p = perm;
+}
+
+/**
+ * spool_perm_apply() - give a file or directory just made its mode and owner
+ * @fd: it, open
+ * @dir: a directory
+ *
+ * Exactly the mode asked for, whatever the umask was.
+ *
+ * Return: 0 or -errno.
+ */
+int spool_perm_apply(int fd, bool dir)
+{
+	if (fchmod(fd, dir ? perm.dir : perm.file) < 0)
+		return -errno;
+	if ((perm.uid != (uid_t)-1 || perm.gid != (gid_t)-1) && fchown(fd, perm.uid, perm.gid) < 0)
+		return -errno;
+	return 0;
+}
+
+/**
+ * spool_mkdir() - make (or, with @exist_ok, take) a directory below @dfd
+ * and open it, never through a link; a new one gets the output's mode and owner
+ * @dfd: the directory it is in
+ * @name: its name (one component)
+ * @exist_ok: an existing directory is fine (it keeps its mode)
+ *
+ * Return: the fd, or -errno (-EEXIST, -ELOOP, -ENOTDIR).
+ */
+int spool_mkdir(int dfd, const char *name, bool exist_ok)
+{
+	bool made = mkdirat(dfd, name, 0700) == 0;
+	int fd, ret;
+
+	if (!made && (errno != EEXIST || !exist_ok))
+		return -errno;
+	fd = spool_open_dir(dfd, name);
+	if (fd < 0 || !made)
+		return fd;
+	ret = spool_perm_apply(fd, true);
+	if (ret < 0) {
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
 
 /**
  * spool_open_dir() - open a directory below @dfd, never through a link
@@ -88,9 +207,7 @@ int spool_prepare(int out_fd, int *spool_fd)
 {
 	int fd;
 
-	if (mkdirat(out_fd, ".spool", 0755) < 0)
-		return -errno;
-	fd = spool_open_dir(out_fd, ".spool");
+	fd = spool_mkdir(out_fd, ".spool", false);
 	if (fd < 0)
 		return fd;
 	*spool_fd = fd;
@@ -109,25 +226,32 @@ int spool_guest_dir(int spool_fd, const char *name, int *dir_fd)
 {
 	int fd;
 
-	if (mkdirat(spool_fd, name, 0755) < 0 && errno != EEXIST)
-		return -errno;
-	fd = spool_open_dir(spool_fd, name);
+	fd = spool_mkdir(spool_fd, name, true);
 	if (fd < 0)
 		return fd;
 	*dir_fd = fd;
 	return 0;
 }
 
+/* @mode MODE_OUTPUT: the output's mode and owner (spool_perm_apply()). */
 static int create_mode(int dfd, const char *name, int flags, bool stale, mode_t mode)
 {
 	int fl = flags | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+	mode_t m = mode == MODE_OUTPUT ? 0600 : mode;
 	struct stat st;
-	int fd = openat(dfd, name, fl, mode);
+	int fd = openat(dfd, name, fl, m), ret;
 
 	if (fd < 0 && errno == EEXIST && stale && fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    S_ISREG(st.st_mode) && unlinkat(dfd, name, 0) == 0)
-		fd = openat(dfd, name, fl, mode);
-	return fd < 0 ? -errno : fd;
+		fd = openat(dfd, name, fl, m);
+	if (fd < 0)
+		return -errno;
+	if (mode == MODE_OUTPUT && (ret = spool_perm_apply(fd, false)) < 0) {
+		close(fd);
+		unlinkat(dfd, name, 0);
+		return ret;
+	}
+	return fd;
 }
 
 /**
@@ -137,12 +261,14 @@ static int create_mode(int dfd, const char *name, int flags, bool stale, mode_t 
  * @flags: O_WRONLY or O_RDWR (O_CREAT, O_EXCL, O_NOFOLLOW, O_CLOEXEC are added)
  * @stale: a regular file of that name is a leftover of ours: remove it first
  *
+ * It gets the output's mode and owner (spool_perm_set()).
+ *
  * Return: the fd; -EEXIST when something else (a link, a directory) has the
  * name, or a file when @stale is false; or -errno.
  */
 int spool_create(int dfd, const char *name, int flags, bool stale)
 {
-	return create_mode(dfd, name, flags, stale, 0644);
+	return create_mode(dfd, name, flags, stale, MODE_OUTPUT);
 }
 
 /* A file to read: regular only (a FIFO would block, a device is not ours), no link. */
@@ -167,13 +293,14 @@ static int open_read(int dfd, const char *name, int flags)
  * @data: contents
  * @len: length
  *
- * Written to NAME.tmp (made exclusively) and renamed over NAME.
+ * Written to NAME.tmp (made exclusively, with the output's mode and owner)
+ * and renamed over NAME.
  *
  * Return: 0 or -errno.
  */
 int spool_write_file(int dfd, const char *name, const void *data, size_t len)
 {
-	return spool_write_file_mode(dfd, name, data, len, 0644);
+	return spool_write_file_mode(dfd, name, data, len, MODE_OUTPUT);
 }
 
 /**
@@ -182,7 +309,8 @@ int spool_write_file(int dfd, const char *name, const void *data, size_t len)
  * @name: file name
  * @data: contents
  * @len: length
- * @mode: the new file's mode (before the umask)
+ * @mode: the new file's mode (before the umask); (mode_t)-1 for the
+ *	output's mode and owner
  *
  * Return: 0 or -errno.
  */
@@ -204,7 +332,8 @@ int spool_write_file_mode(int dfd, const char *name, const void *data, size_t le
  * when several processes may replace @name at once
  * @data: contents
  * @len: length
- * @mode: the new file's mode (before the umask)
+ * @mode: the new file's mode (before the umask); (mode_t)-1 for the
+ *	output's mode and owner
  *
  * Return: 0 or -errno.
  */
@@ -386,7 +515,10 @@ int spool_data_open(int dir, uint64_t *region)
 	ret = spool_data_region(dir, region);
 	if (ret < 0)
 		return ret;
-	fd = openat(dir, "data", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+	fd = create_mode(dir, "data", O_RDWR, false, MODE_OUTPUT);
+	if (fd != -EEXIST)
+		return fd;
+	fd = openat(dir, "data", O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 	return fd < 0 ? -errno : fd;
 }
 
@@ -465,6 +597,10 @@ int spool_save_options(int spool, const struct spool_options *o)
 	spool_tprintf(&t, "file_version=%u\ncompress=%d\nhost_trace_id=%" PRIu64 "\ntsc_khz=%" PRIu64
 		"\ntsc_mult=%u\ntsc_shift=%u\ntsc_method=%s\ncmdline=%s\n", o->version, o->compress,
 		o->host_trace_id, o->tsc_khz, o->tsc_mult, o->tsc_shift, o->tsc_method, o->cmdline);
+	if (o->have_perm)
+		spool_tprintf(&t, "file_mode=0%o\nowner_uid=%ld\nowner_gid=%ld\n",
+			(unsigned int)o->perm.file, o->perm.uid == (uid_t)-1 ? -1L : (long)o->perm.uid,
+			o->perm.gid == (gid_t)-1 ? -1L : (long)o->perm.gid);
 	return spool_text_save(&t, spool, "options");
 }
 
@@ -477,7 +613,7 @@ int spool_save_options(int spool, const struct spool_options *o)
  */
 int spool_load_options(int spool, struct spool_options *o)
 {
-	char *text;
+	char *text, buf[32];
 	size_t len;
 	int ret;
 
@@ -495,6 +631,18 @@ int spool_load_options(int spool, struct spool_options *o)
 	o->tsc_shift = kv_u64(text, "tsc_shift");
 	kv(text, "tsc_method", o->tsc_method, sizeof(o->tsc_method));
 	kv(text, "cmdline", o->cmdline, sizeof(o->cmdline));
+	if (kv(text, "file_mode", buf, sizeof(buf))) {
+		long uid, gid;
+
+		/* Read and write bits only, the owner's always (the spool is read as hostile). */
+		o->have_perm = true;
+		o->perm.file = (strtoul(buf, NULL, 8) & 0666) | 0600;
+		o->perm.dir = spool_perm_dir_mode(o->perm.file);
+		uid = kv(text, "owner_uid", buf, sizeof(buf)) ? strtol(buf, NULL, 10) : -1;
+		gid = kv(text, "owner_gid", buf, sizeof(buf)) ? strtol(buf, NULL, 10) : -1;
+		o->perm.uid = uid >= 0 && uid < (long)(uid_t)-1 ? (uid_t)uid : (uid_t)-1;
+		o->perm.gid = gid >= 0 && gid < (long)(gid_t)-1 ? (gid_t)gid : (gid_t)-1;
+	}
 	free(text);
 	return 0;
 }
@@ -707,7 +855,8 @@ bool spool_has_inplace(int dir)
  * @cpu: the CPU
  * @kind: which
  * @flags: open() flags (O_CLOEXEC and O_NOFOLLOW are added; O_CREAT makes it
- *	0644); a file opened to read must be a regular file
+ *	with the output's mode and owner); a file opened to read must be a
+ *	regular file
  *
  * Return: the fd or -errno (-ELOOP for a link).
  */
@@ -720,7 +869,14 @@ int spool_open_cpu(int dir, unsigned int cpu, enum spool_cpu_file kind, int flag
 		 kind == SPOOL_CPU_BAD ? "bad" : kind == SPOOL_CPU_ZST ? "zst" : "pages");
 	if ((flags & O_ACCMODE) == O_RDONLY)
 		return open_read(dir, name, flags);
-	fd = openat(dir, name, flags | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (flags & O_CREAT) {
+		/* Made here (with its mode and owner), or opened as it is. */
+		fd = create_mode(dir, name, flags & ~O_CREAT, false, MODE_OUTPUT);
+		if (fd != -EEXIST || (flags & O_EXCL))
+			return fd;
+		flags &= ~(O_CREAT | O_EXCL);
+	}
+	fd = openat(dir, name, flags | O_NOFOLLOW | O_CLOEXEC);
 	return fd < 0 ? -errno : fd;
 }
 
@@ -781,6 +937,7 @@ static void load_sync(struct spool_trace *t, int dir)
 	t->have_sync = true;
 	kv(text, "method", t->sync_method, sizeof(t->sync_method));
 	kv(text, "why", t->sync_why, sizeof(t->sync_why));
+	kv(text, "final_cut", t->sync_final_cut, sizeof(t->sync_final_cut));
 	t->host_end = kv_u64(text, "host_end");
 	t->sync_rejected = kv_u64(text, "rejected") > UINT32_MAX ? UINT32_MAX : kv_u64(text, "rejected");
 	t->sync_failed = kv_u64(text, "failed") != 0;
@@ -971,6 +1128,8 @@ int spool_trace_load(int dir, bool host, struct spool_trace *t)
 		t->protocol_errors = kv_u64(text, "protocol_errors");
 		t->max_reached = kv_u64(text, "max_reached");
 		t->kcache_hit = kv_u64(text, "kcache_hit") != 0;
+		kv(text, "kcache_vm", t->kcache_vm, sizeof(t->kcache_vm));
+		kv(text, "kcache_why", t->kcache_why, sizeof(t->kcache_why));
 		if (kv(text, "vcpu_tids", buf, sizeof(buf))) {
 			char *p = buf;
 

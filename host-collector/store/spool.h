@@ -96,6 +96,8 @@ struct spool_trace {
 	uint64_t protocol_errors;
 	bool max_reached;
 	bool kcache_hit;		/* kallsyms came from the kallsyms cache */
+	char kcache_vm[COLLECT_NAME_MAX];	/* its VM's cache entry, "" if none */
+	char kcache_why[160];		/* why it was not cached, "" */
 	struct spool_budget budget;	/* max, used and its parts, as the state file says */
 	uint64_t msgs[GMSG_NR];
 	uint32_t sync_rejected;
@@ -105,10 +107,24 @@ struct spool_trace {
 	struct spool_cpu cpus[COLLECT_MAX_CPUS];
 	char sync_method[16];
 	char sync_why[160];
+	char sync_final_cut[200];	/* why the final clock sync ended early, "" if it did not */
 	uint64_t host_end;
 	struct vt_tsync_cpu sync[COLLECT_MAX_CPUS];
 	uint64_t min_rtt[COLLECT_MAX_CPUS];
 	uint32_t samples[COLLECT_MAX_CPUS];
+};
+
+/**
+ * struct spool_perm - the modes and owner of what a recording writes
+ * @file: regular files (0600, or --mode)
+ * @dir: directories (@file with x where r is: spool_perm_dir_mode())
+ * @uid: owner given to what is made, (uid_t)-1 to leave it
+ * @gid: group, likewise
+ */
+struct spool_perm {
+	mode_t file, dir;
+	uid_t uid;
+	gid_t gid;
 };
 
 /* The run's options (.spool/options). */
@@ -120,6 +136,8 @@ struct spool_options {
 	uint32_t tsc_mult, tsc_shift;
 	char tsc_method[64];
 	char cmdline[8192];
+	bool have_perm;			/* the modes and owner below were recorded */
+	struct spool_perm perm;
 };
 
 /* An in-place finish under way (the "inplace" marker): where each CPU's pages were. */
@@ -138,6 +156,12 @@ struct spool_text {
 
 enum spool_cpu_file { SPOOL_CPU_PAGES, SPOOL_CPU_BAD, SPOOL_CPU_ZST };
 
+void spool_perm_default(struct spool_perm *p);
+mode_t spool_perm_dir_mode(mode_t file);
+void spool_perm_set(const struct spool_perm *p);
+void spool_perm_get(struct spool_perm *p);
+int spool_perm_apply(int fd, bool dir);
+int spool_mkdir(int dfd, const char *name, bool exist_ok);
 int spool_open_dir(int dfd, const char *name);
 int spool_prepare(int out_fd, int *spool_fd);
 int spool_guest_dir(int spool_fd, const char *name, int *dir_fd);

@@ -90,9 +90,7 @@ int sysinfo_save(int out_fd, const char *trace_file, const struct vt_meta *m)
 	ret = sysinfo_path(name, sizeof(name), ".", trace_file);
 	if (ret < 0)
 		return ret;
-	if (mkdirat(out_fd, name + 2, 0755) < 0 && errno != EEXIST)
-		return -errno;
-	dfd = spool_open_dir(out_fd, name + 2);
+	dfd = spool_mkdir(out_fd, name + 2, true);
 	if (dfd < 0)
 		return dfd;
 	if (m->iommu_groups.data)

@@ -34,6 +34,8 @@ struct trace_sum {
 	uint32_t subbuf;
 	struct cpu_sum cpus[COLLECT_MAX_CPUS];
 	unsigned int nr_sums;
+	uint64_t text_replaced;		/* metadata characters made safe (vt_meta_sanitize()) */
+	uint32_t formats_refused;	/* event formats left out */
 	char problems[1024];
 };
 

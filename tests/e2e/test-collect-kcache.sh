@@ -2,13 +2,15 @@
 # vt-suite: e2e
 # vt-suite: e2e-6.12
 # test-collect-kcache.sh: the kallsyms cache (--kallsyms-cache DIR), with a real agent in a TCG
-# guest. One agent (vt.agent_keep=1) serves four recordings of the same boot:
+# guest. One agent (vt.agent_keep=1) serves four recordings of the same boot; the VM is its QEMU
+# process (--qemu-pid), which names the entry DIR/qemu-PID-START-BOOT.kallsyms:
 #   first   DIR does not exist: it is made (mode 0700); the guest sends kallsyms, which are kept
-#           in DIR/e2e.kallsyms (mode 0600, the agent's key in its header);
-#   again   the collector gives the agent that key (META_REQ KALLSYMS_UNLESS_KEY), the agent
-#           leaves kallsyms out, and the collector takes them from the cache (the manifest's
-#           kallsyms_from_cache): the guest file's kallsyms are the first's, line for line;
-#   link    DIR/e2e.kallsyms is a symbolic link to a file outside DIR: it is not followed (a
+#           in the VM's entry (mode 0600, the agent's key in its header);
+#   again   the key the agent reports in the setup's bundle is the entry's (compared by the
+#           collector, never sent to the agent): kallsyms are not asked for, they come from the
+#           cache (the manifest's kallsyms_from_cache): the guest file's kallsyms are the
+#           first's, line for line;
+#   link    the entry is a symbolic link to a file outside DIR: it is not followed (a
 #           warning), the guest sends kallsyms, the link is replaced by a regular file, and the
 #           file it pointed to is unchanged;
 #   stale   the entry's key is changed (as if the guest had rebooted or loaded a module): the
@@ -33,14 +35,15 @@ VT_APPEND="vt.agent_keep=1"
 scn_boot
 
 KC=$WORK/kcache
-ENTRY=$KC/e2e.kallsyms
+ENTRY=$KC/qemu-$VT_QEMU_PID-$(awk '{ sub(/.*\) /, ""); split($0, f, " "); print f[20] }' /proc/$VT_QEMU_PID/stat)-$(tr -d '-' </proc/sys/kernel/random/boot_id | cut -c1-8).kallsyms
 scn_script "$WORK/flood" "flood vt-kc $N 0 64" "!sleep 0.3"
 
 # one NAME: record with the cache, then the checks every recording shares.
 one() {
     local name=$1 cpu got
     OUT=$WORK/out-$name
-    scn_record -v --kallsyms-cache "$KC" --chardev-dir "$PORTS" --name e2e -e sched:sched_switch -- "$WORK/flood"
+    scn_record -v --kallsyms-cache "$KC" --chardev-dir "$PORTS" --name e2e --qemu-pid "$VT_QEMU_PID" \
+        -e sched:sched_switch -- "$WORK/flood"
     cp "$WORK/record.log" "$WORK/record-$name.log"
     grep -E 'cache|recording$' "$WORK/record.log" | sed "s/^/    $name | /"
     [ $CRC = 0 ] || { sed 's/^/    | /' "$WORK/record.log"; bad "$name: record exited $CRC, want 0"; }
@@ -73,7 +76,7 @@ echo "not kallsyms" >"$WORK/elsewhere"
 cp "$WORK/elsewhere" "$WORK/elsewhere.orig"
 rm -f "$ENTRY" && ln -s "$WORK/elsewhere" "$ENTRY"
 one link
-grep -q 'guest e2e: its entry in the kallsyms cache is not used' "$WORK/record-link.log" ||
+grep -q "guest e2e: its VM's entry .* in the kallsyms cache is not used" "$WORK/record-link.log" ||
     bad "link: no warning about the link"
 [ "$(scn_m '.guests[0].kallsyms_from_cache')" = false ] || bad "link: kallsyms from a link"
 cmp -s "$WORK/elsewhere" "$WORK/elsewhere.orig" || bad "link: the file the link pointed to was changed"

@@ -5,6 +5,10 @@
  * a fixture directory: cpuN.raw (whole pages back to back, as trace_pipe_raw
  * hands them out), cpuN.stats, and the metadata bundle as plain files.
  * Nothing outside the private instance is changed.
+ *
+ * -m TEXT: each child also writes TEXT as a marker, and -n COMM names the
+ * children COMM (as a task may name itself anything): hostile text for the
+ * page payloads and saved_cmdlines, the way a guest's own tasks make it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -33,6 +38,8 @@ struct capture {
 	double seconds;
 	unsigned int buffer_kb;
 	unsigned int meta_flags;
+	const char *marker;		/* -m: the children write it too */
+	const char *comm;		/* -n: the children's name */
 	char name[64];
 	char idir[PATH_MAX / 2];
 };
@@ -106,12 +113,16 @@ static void sleep_ms(long ms)
 }
 
 /* A child that wakes up a few times and writes markers, then exits. */
-static void child(const char *marker, int n)
+static void child(const struct capture *c, const char *marker, int n)
 {
 	char buf[64];
 	int fd, i;
 
+	if (c->comm)
+		prctl(PR_SET_NAME, c->comm, 0, 0, 0);
 	fd = open(marker, O_WRONLY | O_CLOEXEC);
+	if (fd >= 0 && c->marker && write(fd, c->marker, strlen(c->marker)) < 0)
+		_exit(1);
 	for (i = 0; i < 5; i++) {
 		snprintf(buf, sizeof(buf), "vt-capture child %d step %d", n, i);
 		if (fd >= 0 && write(fd, buf, strlen(buf)) < 0)
@@ -142,7 +153,7 @@ static int workload(const struct capture *c)
 			break;
 		pid = fork();
 		if (pid == 0)
-			child(marker, n);
+			child(c, marker, n);
 		if (pid > 0)
 			waitpid(pid, NULL, 0);
 		sleep_ms(50);
@@ -271,15 +282,16 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: vt-capture -o DIR [-t TRACEFS] [-e SYSTEM[:EVENT]]... [-c CLOCK]\n"
-		"                  [-d SECONDS] [-b BUFFER_KB] [-k] [-a]\n"
-		"  -k  include /proc/kallsyms    -a  formats of every event system\n");
+		"                  [-d SECONDS] [-b BUFFER_KB] [-k] [-a] [-m TEXT] [-n COMM]\n"
+		"  -k  include /proc/kallsyms    -a  formats of every event system\n"
+		"  -m  the children write TEXT as a marker too   -n  and are named COMM\n");
 }
 
 static int parse_args(struct capture *c, int argc, char **argv)
 {
 	int opt;
 
-	while ((opt = getopt(argc, argv, "o:t:e:c:d:b:kah")) != -1) {
+	while ((opt = getopt(argc, argv, "o:t:e:c:d:b:kam:n:h")) != -1) {
 		switch (opt) {
 		case 'o':
 			c->out = optarg;
@@ -306,6 +318,12 @@ static int parse_args(struct capture *c, int argc, char **argv)
 			break;
 		case 'a':
 			c->meta_flags |= VT_META_ALL_EVENTS;
+			break;
+		case 'm':
+			c->marker = optarg;
+			break;
+		case 'n':
+			c->comm = optarg;
 			break;
 		case 'h':
 			usage(stdout);

@@ -21,6 +21,10 @@
  * still streams its pages and reads its control port while it dawdles.
  * --timelog FILE writes when each step happened (CLOCK_REALTIME and
  * CLOCK_MONOTONIC), for tests that measure the collector from the guest side.
+ * --last-boot-info TEXT answers LASTBOOT_REQ with the fixture as the last
+ * boot's trace (its instance name and info text as a hostile guest likes:
+ * --last-boot-name); --dump-last-boot FILE writes that bundle and exits
+ * (fuzz-lastboot's seeds).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -42,6 +46,7 @@
 #include <unistd.h>
 #include <x86intrin.h>
 
+#include "vt_lastboot.h"
 #include "vt_le.h"
 #include "vt_meta.h"
 #include "vt_pages.h"
@@ -95,7 +100,8 @@ struct fake_opts {
 	bool huge_meta;
 	bool open_meta;			/* --open-meta: META_OPEN taken, open chunks sent */
 	uint64_t kallsyms_key;		/* --kallsyms-key: KALLSYMS_KEY, made-up kallsyms */
-	bool lie_key;			/* --lie-kallsyms-key: leave kallsyms out for any key */
+	bool lie_key;			/* --lie-kallsyms-key: leave kallsyms out of every bundle */
+	const char *kallsyms_name;	/* --kallsyms-name: the made-up symbols' prefix */
 	bool endless_meta;		/* --endless-meta: open chunks that never end */
 	bool truncate_stream;
 	bool wrong_subbuf;
@@ -104,10 +110,14 @@ struct fake_opts {
 	bool external_pages;
 	double crash_after;		/* < 0: never */
 	long long probe_delay_ms;	/* < 0: answer probes at once */
+	long long stop_probe_delay_ms;	/* --probe-delay-after-stop, < 0: none */
 	uint64_t meta_rate;		/* control port bytes per second while META goes out, 0: no limit */
 	bool silent_hello;
 	unsigned int vary_pages;	/* CPU n sends n % vary_pages more pages, 0: none */
 	const char *timelog;
+	const char *lastboot_info;	/* --last-boot-info: LASTBOOT_REQ is served, with this text */
+	const char *lastboot_name;	/* --last-boot-name: the instance it says, NULL: the asked one */
+	const char *dump_lastboot;	/* --dump-last-boot FILE */
 	enum evil evil;
 	struct missed_mark missed[FAKE_MAX_MISSED];
 	unsigned int nr_missed;
@@ -176,6 +186,7 @@ struct fake {
 	bool running;
 	bool stopping;
 	bool stop_legacy;
+	bool got_stop;			/* a STOP came: --probe-delay-after-stop applies */
 	uint32_t stop_seq;
 	bool stopped_sent;
 	long long start_ns;
@@ -395,7 +406,8 @@ static int load_fixture(struct fake *f)
 		if (!ks)
 			return -ENOMEM;
 		for (i = 0; i < 1000; i++)
-			klen += sprintf(ks + klen, "ffffffff81%06x T vt_fake_sym_%u\n", i * 16, i);
+			klen += snprintf(ks + klen, 48, "ffffffff81%06x T %.16s%u\n", i * 16,
+					 f->o.kallsyms_name, i);
 		free(f->meta.kallsyms.data);
 		f->meta.kallsyms = (struct vt_blob){ .data = ks, .len = klen };
 		f->meta.kallsyms_key = f->o.kallsyms_key;
@@ -821,6 +833,8 @@ static int send_hello_reply(struct fake *f, const struct vt_proto_msg *msg)
 		r.caps |= VT_PROTO_CAP_META_FLAGS | VT_PROTO_CAP_META_OPEN;
 	if (f->o.kallsyms_key)
 		r.caps |= VT_PROTO_CAP_META_FLAGS | VT_PROTO_CAP_KALLSYMS_KEY;
+	if (f->o.lastboot_info)
+		r.caps |= VT_PROTO_CAP_LASTBOOT;
 	r.clock = f->o.evil == EVIL_CLOCK ? "XXXXXXXXX" : f->clock;
 	if (f->o.evil == EVIL_TEXT) {
 		evil_text(software, sizeof(software));
@@ -1195,6 +1209,7 @@ static void start(struct fake *f, const struct vt_proto_msg *msg)
 			reply_err(f, msg->seq, EBUSY, "already streaming");
 		return;
 	}
+	f->got_stop = false;
 	fixture_span(f, &first, &last);
 	f->retime_span = last - first + 1;
 	f->retime_delta = f->o.retime ? guest_tsc(f) - first : 0;
@@ -1239,6 +1254,7 @@ static void stop(struct fake *f, const struct vt_proto_msg *msg)
 	f->stopping = true;
 	f->stop_seq = msg->seq;
 	f->stop_legacy = msg->legacy;
+	f->got_stop = true;
 	say(f, "STOP: draining");
 	timelog(f, "stop");
 }
@@ -1289,6 +1305,14 @@ static void sync_reply(struct fake *f, struct vt_proto_sync *s)
 					next_seq(f), s));
 }
 
+/* How late SYNC_PROBE is answered now, -1: at once (--probe-delay, --probe-delay-after-stop). */
+static long long probe_delay(const struct fake *f)
+{
+	if (f->o.probe_delay_ms >= 0)
+		return f->o.probe_delay_ms;
+	return f->got_stop ? f->o.stop_probe_delay_ms : -1;
+}
+
 /* --probe-delay: hold the reply until the delay has passed (the main loop sends it). */
 static void delay_probe(struct fake *f, const struct vt_proto_sync *s)
 {
@@ -1298,7 +1322,7 @@ static void delay_probe(struct fake *f, const struct vt_proto_sync *s)
 		return;
 	}
 	f->delayed[f->nr_delayed].s = *s;
-	f->delayed[f->nr_delayed].due = now_ns() + f->o.probe_delay_ms * 1000000ll;
+	f->delayed[f->nr_delayed].due = now_ns() + probe_delay(f) * 1000000ll;
 	f->nr_delayed++;
 }
 
@@ -1436,6 +1460,68 @@ out:
 	    cpu, probes, f->o.tsc_offset);
 }
 
+/*
+ * The fixture as a last boot's trace (vt_lastboot.h): @instance, the
+ * --last-boot-info text, the fixture's metadata and every CPU's pages.
+ */
+static int lastboot_blob(struct fake *f, const char *instance, void **blob, size_t *len)
+{
+	static struct vt_lastboot lb;
+	void *meta;
+	size_t mlen;
+	unsigned int cpu;
+	int ret;
+
+	ret = vt_meta_encode(&f->meta, &meta, &mlen);
+	if (ret < 0)
+		return ret;
+	memset(&lb, 0, sizeof(lb));
+	lb.name = f->o.lastboot_name ? f->o.lastboot_name : instance;
+	lb.name_len = strlen(lb.name);
+	lb.info = f->o.lastboot_info;
+	lb.info_len = strlen(lb.info);
+	lb.meta = meta;
+	lb.meta_len = mlen;
+	lb.nr_cpus = f->o.cpus < VT_LASTBOOT_MAX_CPUS ? f->o.cpus : VT_LASTBOOT_MAX_CPUS;
+	for (cpu = 0; cpu < lb.nr_cpus; cpu++) {
+		lb.cpus[cpu].cpu = cpu;
+		lb.cpus[cpu].data = f->cpus[cpu].raw;
+		lb.cpus[cpu].len = (uint64_t)f->cpus[cpu].nr_raw * f->fmt.subbuf_size;
+	}
+	ret = vt_lastboot_encode(&lb, blob, len);
+	free(meta);
+	return ret;
+}
+
+/* LASTBOOT_REQ: the bundle in META chunks, or ERROR without --last-boot-info. */
+static void handle_lastboot(struct fake *f, const struct vt_proto_msg *msg)
+{
+	const char *name;
+	size_t len, off = 0;
+	void *blob;
+	int ret = 0;
+
+	if (vt_proto_dec_string(msg, &name) < 0) {
+		reply_err(f, msg->seq, EBADMSG, "malformed LASTBOOT_REQ");
+		return;
+	}
+	if (!f->o.lastboot_info || lastboot_blob(f, name, &blob, &len) < 0) {
+		reply_err(f, msg->seq, ENOENT, "no boot-mapped instance");
+		return;
+	}
+	do {
+		struct vt_proto_meta_chunk c = { .total = len, .offset = off,
+						 .data = (uint8_t *)blob + off };
+
+		c.len = len - off < VT_PROTO_META_CHUNK_MAX ? len - off : VT_PROTO_META_CHUNK_MAX;
+		ret = send_frame(f, vt_proto_enc_meta(f->frame, sizeof(f->frame), next_seq(f), &c));
+		off += c.len;
+	} while (ret >= 0 && off < len);
+	say(f, "LASTBOOT_REQ %s: sent the last boot's trace of instance %s, %zu bytes", name,
+	    f->o.lastboot_name ? f->o.lastboot_name : name, len);
+	free(blob);
+}
+
 static void handle(struct fake *f, const struct vt_proto_msg *msg)
 {
 	struct vt_proto_sync sync;
@@ -1495,20 +1581,26 @@ static void handle(struct fake *f, const struct vt_proto_msg *msg)
 		/*
 		 * The flags are read, but the whole bundle is always sent; but
 		 * for --kallsyms-key (META_FLAGS), without kallsyms when asked
-		 * so, or when the host has them.
+		 * so, when the host gives our key, or always with
+		 * --lie-kallsyms-key. A key the host gives is said.
 		 */
 		if (vt_proto_dec_meta_req_key(msg, &max_total, &meta_flags, &meta_key) < 0) {
 			reply_err(f, msg->seq, EBADMSG, "malformed META_REQ");
-		} else if (f->o.endless_meta && (meta_flags & VT_PROTO_META_REQ_OPEN)) {
+			break;
+		}
+		if (meta_key)
+			say(f, "META_REQ gives the key %" PRIx64 " (the host has it)", meta_key);
+		if (f->o.endless_meta && (meta_flags & VT_PROTO_META_REQ_OPEN)) {
 			send_endless_meta(f, max_total);
 		} else if (f->o.kallsyms_key && ((meta_flags & VT_PROTO_META_REQ_NO_KALLSYMS) ||
-			   (meta_key && (meta_key == f->o.kallsyms_key || f->o.lie_key)))) {
+			   f->o.lie_key || (meta_key && meta_key == f->o.kallsyms_key))) {
 			struct vt_blob ks = f->meta.kallsyms;
 			static char empty[1];
 
-			if (meta_key)
-				say(f, "META without kallsyms: the host has key %" PRIx64 "%s", meta_key,
-				    f->o.lie_key ? " (it says; our key is another)" : "");
+			say(f, "META without kallsyms (%s), key %" PRIx64,
+			    meta_flags & VT_PROTO_META_REQ_NO_KALLSYMS ? "NO_KALLSYMS" :
+			    meta_key && meta_key == f->o.kallsyms_key ? "the host gave our key" :
+			    "--lie-kallsyms-key", f->o.kallsyms_key);
 			/* An empty kallsyms record, as an agent may send; none when it lies. */
 			f->meta.kallsyms = f->o.lie_key ? (struct vt_blob){ 0 } :
 				(struct vt_blob){ .data = empty, .len = 0 };
@@ -1525,10 +1617,10 @@ static void handle(struct fake *f, const struct vt_proto_msg *msg)
 			break;
 		}
 		reply_ok(f, msg->seq);
-		if (f->o.probe_delay_ms >= 0) {
+		if (probe_delay(f) >= 0) {
 			/* Probes come back through the main loop, each after the delay. */
-			say(f, "sync burst on cpu%u: each reply %lld ms late (--probe-delay)", sync.cpu,
-			    f->o.probe_delay_ms);
+			say(f, "sync burst on cpu%u: each reply %lld ms late (--probe-delay%s)", sync.cpu,
+			    probe_delay(f), f->o.probe_delay_ms < 0 ? "-after-stop" : "");
 			break;
 		}
 		sync_burst(f, sync.cpu);
@@ -1536,7 +1628,7 @@ static void handle(struct fake *f, const struct vt_proto_msg *msg)
 	case VT_PROTO_SYNC_PROBE:
 		if (vt_proto_dec_sync(msg, &sync) < 0)
 			break;
-		if (f->o.probe_delay_ms >= 0)
+		if (probe_delay(f) >= 0)
 			delay_probe(f, &sync);
 		else
 			sync_reply(f, &sync);
@@ -1556,6 +1648,9 @@ static void handle(struct fake *f, const struct vt_proto_msg *msg)
 		 */
 		if (f->o.mode == MODE_FIFO)
 			f->quit = true;
+		break;
+	case VT_PROTO_LASTBOOT_REQ:
+		handle_lastboot(f, msg);
 		break;
 	case VT_PROTO_ERROR:
 		f->host_errors++;
@@ -1870,10 +1965,17 @@ static void usage(FILE *out)
 		"                         announce an open total, the last the real one\n"
 		"  --endless-meta         as --open-meta, but the open chunks never end (one\n"
 		"                         past the host's limit)\n"
+		"  --last-boot-info TEXT  serve LASTBOOT_REQ: the fixture as the last boot's trace,\n"
+		"                         with TEXT as the instance's last_boot_info\n"
+		"  --last-boot-name NAME  with --last-boot-info: say it is instance NAME, whatever\n"
+		"                         was asked\n"
+		"  --dump-last-boot FILE  write that bundle (instance \"boot\") to FILE and exit\n"
 		"  --kallsyms-key KEY     made-up kallsyms (1000 text symbols) with key KEY (hex):\n"
 		"                         left out when the host asks with that key\n"
-		"  --lie-kallsyms-key     with --kallsyms-key: left out whatever key the host\n"
-		"                         gives, the bundle still saying KEY\n"
+		"  --lie-kallsyms-key     with --kallsyms-key: kallsyms left out of every bundle,\n"
+		"                         the bundle still saying KEY\n"
+		"  --kallsyms-name PREFIX the made-up symbols are PREFIX0, PREFIX1, ...\n"
+		"                         (default vt_fake_sym_)\n"
 		"  --truncate-stream      end cpu0's data in the middle of its last page and close\n"
 		"  --wrong-subbuf         HELLO_REPLY and META claim twice the real sub-buffer size\n"
 		"  --stall-stop           never answer STOP\n"
@@ -1881,10 +1983,14 @@ static void usage(FILE *out)
 		"  --crash-after SEC      SIGKILL itself SEC seconds after START\n"
 		"slow guests (each a timer of the main loop; pages and the control port go on):\n"
 		"  --probe-delay MS       answer every SYNC_PROBE MS milliseconds late\n"
+		"  --probe-delay-after-stop MS  the same, only for probes after a STOP\n"
 		"  --meta-rate BYTES_PER_S  send the META bundle (and whatever follows it on the\n"
 		"                         control port) at that many bytes per second\n"
 		"  --silent-hello         never answer HELLO; keep the ports open\n"
-		"  --evil-strings[=text|clock|meta|error]  hostile strings (default text)\n");
+		"  --evil-strings[=text|clock|meta|error]  hostile strings (default text)\n"
+		"or: vt-fake-agent --knock PATH\n"
+		"  connect to the unix socket PATH as a stranger would: exit 0 when the listener\n"
+		"  closes it within 5 s, 2 when it cannot connect, 3 when it stays open\n");
 }
 
 static int parse_size(const char *s, uint64_t *v)
@@ -1907,8 +2013,9 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 	enum { OPT_FIFO = 256, OPT_CONNECT, OPT_LISTEN, OPT_FIXTURE, OPT_NAME, OPT_CPUS, OPT_REPEAT, OPT_RATE,
 	       OPT_RETIME, OPT_TSC, OPT_MISSED, OPT_OVERRUN, OPT_CTL, OPT_PREFIX, OPT_BAD, OPT_GARBAGE,
 	       OPT_OVERSIZE, OPT_HUGE, OPT_OPEN_META, OPT_ENDLESS_META, OPT_KSKEY, OPT_LIEKEY, OPT_TRUNC, OPT_SUBBUF, OPT_STALL, OPT_LIE, OPT_CRASH, OPT_EVIL,
-	       OPT_EXTERNAL, OPT_PROBE_DELAY, OPT_META_RATE, OPT_SILENT_HELLO, OPT_VARY, OPT_TIMELOG,
-	       OPT_ALL_BAD, OPT_ABSURD, OPT_ERROR_FLOOD, OPT_SHRINK, OPT_NOTICE_FLOOD };
+	       OPT_EXTERNAL, OPT_PROBE_DELAY, OPT_STOP_PROBE_DELAY, OPT_META_RATE, OPT_SILENT_HELLO, OPT_VARY, OPT_TIMELOG,
+	       OPT_ALL_BAD, OPT_ABSURD, OPT_ERROR_FLOOD, OPT_SHRINK, OPT_NOTICE_FLOOD,
+	       OPT_LB_INFO, OPT_LB_NAME, OPT_LB_DUMP, OPT_KSNAME };
 	static const struct option lo[] = {
 		{ "fifo", required_argument, NULL, OPT_FIFO },
 		{ "connect", required_argument, NULL, OPT_CONNECT },
@@ -1936,7 +2043,11 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 		{ "open-meta", no_argument, NULL, OPT_OPEN_META },
 		{ "endless-meta", no_argument, NULL, OPT_ENDLESS_META },
 		{ "kallsyms-key", required_argument, NULL, OPT_KSKEY },
+		{ "last-boot-info", required_argument, NULL, OPT_LB_INFO },
+		{ "last-boot-name", required_argument, NULL, OPT_LB_NAME },
+		{ "dump-last-boot", required_argument, NULL, OPT_LB_DUMP },
 		{ "lie-kallsyms-key", no_argument, NULL, OPT_LIEKEY },
+		{ "kallsyms-name", required_argument, NULL, OPT_KSNAME },
 		{ "truncate-stream", no_argument, NULL, OPT_TRUNC },
 		{ "wrong-subbuf", no_argument, NULL, OPT_SUBBUF },
 		{ "stall-stop", no_argument, NULL, OPT_STALL },
@@ -1945,6 +2056,7 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 		{ "crash-after", required_argument, NULL, OPT_CRASH },
 		{ "evil-strings", optional_argument, NULL, OPT_EVIL },
 		{ "probe-delay", required_argument, NULL, OPT_PROBE_DELAY },
+		{ "probe-delay-after-stop", required_argument, NULL, OPT_STOP_PROBE_DELAY },
 		{ "meta-rate", required_argument, NULL, OPT_META_RATE },
 		{ "silent-hello", no_argument, NULL, OPT_SILENT_HELLO },
 		{ "vary-pages", required_argument, NULL, OPT_VARY },
@@ -2058,6 +2170,9 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 		case OPT_LIEKEY:
 			o->lie_key = true;
 			break;
+		case OPT_KSNAME:
+			o->kallsyms_name = optarg;
+			break;
 		case OPT_TRUNC:
 			o->truncate_stream = true;
 			break;
@@ -2095,6 +2210,20 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 			if (*end || o->probe_delay_ms < 0 || o->probe_delay_ms > 3600000)
 				return -1;
 			break;
+		case OPT_LB_INFO:
+			o->lastboot_info = optarg;
+			break;
+		case OPT_LB_NAME:
+			o->lastboot_name = optarg;
+			break;
+		case OPT_LB_DUMP:
+			o->dump_lastboot = optarg;
+			break;
+		case OPT_STOP_PROBE_DELAY:
+			o->stop_probe_delay_ms = strtoll(optarg, &end, 10);
+			if (*end || o->stop_probe_delay_ms < 0 || o->stop_probe_delay_ms > 3600000)
+				return -1;
+			break;
 		case OPT_META_RATE:
 			if (parse_size(optarg, &o->meta_rate) || !o->meta_rate)
 				return -1;
@@ -2117,11 +2246,70 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 			return -1;
 		}
 	}
-	if (o->mode == MODE_NONE || !o->fixture || optind != argc)
+	if ((o->mode == MODE_NONE && !o->dump_lastboot) || !o->fixture || optind != argc)
 		return -1;
 	if ((o->truncate_stream || o->vary_pages) && !o->repeat)
 		return -1;
 	return 0;
+}
+
+/* --dump-last-boot FILE: the bundle LASTBOOT_REQ "boot" would get, for a fuzzing seed. */
+static int dump_lastboot(struct fake *f)
+{
+	FILE *out;
+	size_t len;
+	void *blob;
+
+	if (!f->o.lastboot_info)
+		f->o.lastboot_info = "ffffffff81000000\t[kernel]\n";
+	if (lastboot_blob(f, "boot", &blob, &len) < 0)
+		return 1;
+	out = fopen(f->o.dump_lastboot, "we");
+	if (!out || fwrite(blob, 1, len, out) != len || fclose(out) != 0) {
+		fprintf(stderr, "vt-fake-agent: cannot write %s\n", f->o.dump_lastboot);
+		free(blob);
+		return 1;
+	}
+	free(blob);
+	say(f, "wrote the last boot's bundle to %s, %zu bytes", f->o.dump_lastboot, len);
+	return 0;
+}
+
+/*
+ * --knock PATH: connect to a unix socket as a stranger would and say what
+ * became of it: no connection (exit 2), closed by the listener within 5 s
+ * (exit 0), or left open (exit 3). Nothing is sent.
+ */
+static int knock(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct pollfd p;
+	long long t0 = now_ns();
+	char byte;
+	int fd;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return 2;
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		fprintf(stderr, "knock: %s: cannot connect: %s\n", path, strerror(errno));
+		return 2;
+	}
+	p = (struct pollfd){ .fd = fd, .events = POLLIN };
+	if (poll(&p, 1, 5000) == 1) {
+		if (read(fd, &byte, 1) <= 0) {
+			fprintf(stderr, "knock: %s: connected, closed by the listener after %lld ms\n",
+				path, (now_ns() - t0) / 1000000);
+			close(fd);
+			return 0;
+		}
+		fprintf(stderr, "knock: %s: connected and spoken to: taken as the guest\n", path);
+	} else {
+		fprintf(stderr, "knock: %s: connected and still open after 5 s\n", path);
+	}
+	close(fd);
+	return 3;
 }
 
 int main(int argc, char **argv)
@@ -2137,10 +2325,16 @@ int main(int argc, char **argv)
 	f.o.bad_page = -1;
 	f.o.crash_after = -1;
 	f.o.probe_delay_ms = -1;
+	f.o.stop_probe_delay_ms = -1;
+	f.o.kallsyms_name = "vt_fake_sym_";
+	if (argc == 3 && !strcmp(argv[1], "--knock"))
+		return knock(argv[2]);
 	if (parse_args(&f.o, argc, argv) < 0) {
 		usage(stderr);
 		return 2;
 	}
+	if (!f.o.name && !f.o.dir)
+		f.o.name = "fake";
 	if (!f.o.name) {
 		const char *slash = strrchr(f.o.dir, '/');
 
@@ -2160,6 +2354,8 @@ int main(int argc, char **argv)
 	ret = load_fixture(&f);
 	if (ret < 0)
 		return 1;
+	if (f.o.dump_lastboot)
+		return dump_lastboot(&f);
 	ret = open_ports(&f);
 	if (ret < 0)
 		return 1;

@@ -28,6 +28,7 @@
 
 #include "collect.h"
 #include "record/kcache.h"
+#include "setup/link.h"
 
 #define WRITER_LEN(i)	((size_t)(1u << 20) + (i) * 300000)
 #define ROUNDS		150
@@ -69,6 +70,59 @@ static void test_store_load(void **state)
 	free(got.data);
 	free(ks.data);
 	close(dfd);
+}
+
+/*
+ * kcache_vm_id(): what the host knows names the entry, in this order: the
+ * libvirt UUID (lower case), QEMU's process (pid, start time, host boot),
+ * QMP's UUID; nothing known, or only zero UUIDs, names none.
+ */
+static void test_vm_id(void **state)
+{
+	static struct guest_link l;
+	char id[COLLECT_NAME_MAX], want[COLLECT_NAME_MAX], stat[1024], boot[64], *p;
+	unsigned long long start;
+	FILE *f;
+	int i, j;
+
+	(void)state;
+	memset(&l, 0, sizeof(l));
+	assert_int_equal(kcache_vm_id(&l, "", id, sizeof(id)), -ENOENT);
+	assert_string_equal(id, "");
+	assert_int_equal(kcache_vm_id(&l, "00000000-0000-0000-0000-000000000000", id, sizeof(id)), -ENOENT);
+	assert_int_equal(kcache_vm_id(&l, "../../etc/x-0000-0000-0000-000000000000", id, sizeof(id)), -ENOENT);
+	assert_int_equal(kcache_vm_id(&l, "5e3f1c2a-9b7d-4e6f-8a1b-2c3d4e5f6a7b", id, sizeof(id)), 0);
+	assert_string_equal(id, "qmp-5e3f1c2a-9b7d-4e6f-8a1b-2c3d4e5f6a7b");
+
+	/* This process stands in for QEMU: its start time from /proc, the host's boot id's first 8. */
+	l.qemu_pid = getpid();
+	f = fopen("/proc/self/stat", "r");
+	assert_non_null(f);
+	assert_non_null(fgets(stat, sizeof(stat), f));
+	fclose(f);
+	p = strrchr(stat, ')');
+	for (i = 2; i < 22; i++)
+		p = strchr(p + 1, ' ');
+	assert_int_equal(sscanf(p + 1, "%llu", &start), 1);
+	f = fopen("/proc/sys/kernel/random/boot_id", "r");
+	assert_non_null(f);
+	assert_non_null(fgets(boot, sizeof(boot), f));
+	fclose(f);
+	for (i = j = 0; boot[i] && j < 8; i++)
+		if (boot[i] != '-')
+			boot[j++] = boot[i];
+	boot[j] = '\0';
+	snprintf(want, sizeof(want), "qemu-%d-%llu-%s", (int)getpid(), start, boot);
+	assert_int_equal(kcache_vm_id(&l, "5e3f1c2a-9b7d-4e6f-8a1b-2c3d4e5f6a7b", id, sizeof(id)), 0);
+	assert_string_equal(id, want);
+
+	snprintf(l.uuid, sizeof(l.uuid), "5E3F1C2A-9B7D-4E6F-8A1B-2C3D4E5F6A7C");
+	assert_int_equal(kcache_vm_id(&l, "", id, sizeof(id)), 0);
+	assert_string_equal(id, "libvirt-5e3f1c2a-9b7d-4e6f-8a1b-2c3d4e5f6a7c");
+	/* A pid that runs no more names nothing. */
+	memset(&l, 0, sizeof(l));
+	l.qemu_pid = 0x3ffffffe;
+	assert_int_equal(kcache_vm_id(&l, "", id, sizeof(id)), -ENOENT);
 }
 
 /* Writer @i stores its own entry (key i + 1, bytes 'a' + i) ROUNDS times. */
@@ -242,6 +296,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_store_load),
+		cmocka_unit_test(test_vm_id),
 		cmocka_unit_test(test_concurrent_stores),
 		cmocka_unit_test(test_stale_tmp),
 	};

@@ -140,6 +140,8 @@ static void test_pipe_channels(void **state)
 	assert_int_equal(g->nr_vcpu_tids, 0);
 	assert_int_equal(g->qemu_pid, 0);
 	t_log_has("QEMU's process was not found");
+	/* The domain's UUID, as libvirt writes it: what names its VM's kallsyms cache entry. */
+	assert_string_equal(g->uuid, "5e3f1c2a-9b7d-4e6f-8a1b-2c3d4e5f6a7b");
 	t_guest_free(g);
 }
 
@@ -367,10 +369,36 @@ static void test_cpus_fast(void **state)
 		assert_int_equal(qmp_parse_cpus_fast(bad[i], strlen(bad[i]), tids, 4, &nr), -EBADMSG);
 }
 
+/* query-uuid: QEMU's -uuid, lower case; its default (all zeros) names no VM; nothing else goes. */
+static void test_qmp_uuid(void **state)
+{
+	static const char reply[] = "{\"return\": {\"UUID\": \"5E3F1C2A-9b7d-4e6f-8a1b-2c3d4e5f6a7b\"}, "
+				    "\"id\": \"vt-uuid\"}";
+	static const char zero[] = "{\"return\": {\"UUID\": \"00000000-0000-0000-0000-000000000000\"}}";
+	static const char *bad[] = {
+		"{\"return\": {\"UUID\": \"5e3f1c2a-9b7d-4e6f-8a1b-2c3d4e5f6a7\"}}",
+		"{\"return\": {\"UUID\": \"5e3f1c2a-9b7d-4e6f-8a1b-2c3d4e5f6a7g\"}}",
+		"{\"return\": {\"UUID\": \"5e3f1c2a/9b7d-4e6f-8a1b-2c3d4e5f6a7b\"}}",
+		"{\"return\": {\"UUID\": \"../../x-9b7d-4e6f-8a1b-2c3d4e5f6a7b\"}}",
+		"{\"error\": {\"class\": \"CommandNotFound\"}}",
+		"{\"return\": {\"UUID\": 7}}",
+	};
+	char uuid[40];
+	unsigned int i;
+
+	(void)state;
+	assert_int_equal(qmp_parse_uuid(reply, strlen(reply), uuid, sizeof(uuid)), 0);
+	assert_string_equal(uuid, "5e3f1c2a-9b7d-4e6f-8a1b-2c3d4e5f6a7b");
+	assert_int_equal(qmp_parse_uuid(zero, strlen(zero), uuid, sizeof(uuid)), -ENOENT);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(qmp_parse_uuid(bad[i], strlen(bad[i]), uuid, sizeof(uuid)), -EBADMSG);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pipe_channels),
+		cmocka_unit_test(test_qmp_uuid),
 		cmocka_unit_test(test_unix_auto_paths),
 		cmocka_unit_test(test_no_channels),
 		cmocka_unit_test(test_count_mismatch),

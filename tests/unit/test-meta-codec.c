@@ -417,6 +417,76 @@ static void test_merge_cmdlines(void **state)
 	vt_meta_free(&m);
 }
 
+/* vt_text_clean(): control characters and invalid UTF-8 become '?', the rest stays. */
+static void test_text_clean(void **state)
+{
+	static const struct { const char *in, *keep, *out; uint64_t n; } t[] = {
+		{ "plain text", "", "plain text", 0 },
+		{ "a\x1b]0;t\x07" "b", "", "a?]0;t?b", 2 },
+		{ "tab\tnl\n", "\t\n", "tab\tnl\n", 0 },
+		{ "tab\tnl\n", "\n", "tab?nl\n", 1 },
+		{ "del\x7f", "", "del?", 1 },
+		{ "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 0 },
+		{ "c1 \xc2\x9b[2J", "", "c1 ?[2J", 1 },		/* C1 CSI, as UTF-8 */
+		{ "bad \xff\xfe end", "", "bad ?? end", 2 },
+		{ "overlong \xc0\xaf", "", "overlong ??", 2 },
+		{ "surrogate \xed\xa0\x80", "", "surrogate ???", 3 },
+		{ "cut \xe2\x82", "", "cut ??", 2 },
+		{ "stray \x80x", "", "stray ?x", 1 },
+	};
+	char buf[64];
+	unsigned int i;
+
+	(void)state;
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		uint64_t n = 0;
+		size_t len;
+
+		snprintf(buf, sizeof(buf), "%s", t[i].in);
+		len = vt_text_clean(buf, strlen(buf), t[i].keep, &n);
+		assert_int_equal(len, strlen(t[i].out));
+		assert_string_equal(buf, t[i].out);
+		assert_int_equal(n, t[i].n);
+	}
+	/* A NUL inside a counted text is a control character like the others. */
+	memcpy(buf, "a\0b", 3);
+	assert_int_equal(vt_text_clean(buf, 3, "", NULL), 3);
+	assert_memory_equal(buf, "a?b", 3);
+}
+
+/* vt_meta_sanitize(): texts cleaned, a format with a control character left out. */
+static void test_sanitize(void **state)
+{
+	static const char bad_fmt[] = "name: evil\nID: 7\nprint fmt: \"\x1b[2J\"\n";
+	static const char utf8_fmt[] = "name: ok\nID: 8\nprint fmt: \"\xff\"\n";
+	struct vt_meta_clean c;
+	struct vt_meta m;
+
+	(void)state;
+	make_meta(&m);
+	free(m.kallsyms.data);
+	set_blob(&m.kallsyms, "ffffffff81000000 T ev\x1b]0;x\x07il\t[mo\x1b[2Jd]\nffffffff81000010 T caf\xc3\xa9\n");
+	free(m.saved_cmdlines.data);
+	set_blob(&m.saved_cmdlines, "1 in\x1bit\n2 \xc3\xbc\n");
+	assert_int_equal(vt_meta_add_event(&m, "evil", "evil", bad_fmt, strlen(bad_fmt)), 0);
+	assert_int_equal(vt_meta_add_event(&m, "sched", "badutf8", utf8_fmt, strlen(utf8_fmt)), 0);
+	vt_meta_sanitize(&m, &c);
+	assert_string_equal(m.kallsyms.data, "ffffffff81000000 T ev?]0;x?il\t[mo?[2Jd]\nffffffff81000010 T caf\xc3\xa9\n");
+	assert_int_equal(m.kallsyms.len, strlen(m.kallsyms.data));
+	assert_string_equal(m.saved_cmdlines.data, "1 in?it\n2 \xc3\xbc\n");
+	assert_int_equal(c.replaced, 4);
+	assert_int_equal(c.formats_dropped, 2);
+	assert_string_equal(c.first_dropped, "sched:badutf8");
+	/* sched keeps its two good formats; evil is left with none. */
+	for (uint32_t i = 0; i < m.nr_systems; i++) {
+		if (!strcmp(m.systems[i].name, "sched"))
+			assert_int_equal(m.systems[i].nr_events, 2);
+		if (!strcmp(m.systems[i].name, "evil"))
+			assert_int_equal(m.systems[i].nr_events, 0);
+	}
+	vt_meta_free(&m);
+}
+
 static void put_file(const char *path, const char *text)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -481,6 +551,8 @@ int main(void)
 		cmocka_unit_test(test_singleton_twice_and_bounds),
 		cmocka_unit_test(test_merge_cmdlines),
 		cmocka_unit_test(test_scan_comms),
+		cmocka_unit_test(test_text_clean),
+		cmocka_unit_test(test_sanitize),
 	};
 
 	return cmocka_run_group_tests_name("meta codec: bundles round-trip, hostile ones are refused",
