@@ -797,6 +797,23 @@ static void evil_text(char *buf, size_t size)
 	buf[off] = '\0';
 }
 
+/* "vt-fake-agent VERSION (Linux RELEASE)", the release from the fixture's uname, as the agent says. */
+static const char *fake_software(const struct fake *f, char *buf, size_t size)
+{
+	char path[PATH_MAX], line[256], sys[64], rel[128];
+	FILE *in;
+
+	snprintf(buf, size, "vt-fake-agent %s", PACKAGE_VERSION);
+	snprintf(path, sizeof(path), "%s/uname", f->o.fixture);
+	in = fopen(path, "r");
+	if (!in)
+		return buf;
+	if (fgets(line, sizeof(line), in) && sscanf(line, "%63s %127s", sys, rel) == 2)
+		snprintf(buf, size, "vt-fake-agent %s (%s %s)", PACKAGE_VERSION, sys, rel);
+	fclose(in);
+	return buf;
+}
+
 static int send_hello_reply(struct fake *f, const struct vt_proto_msg *msg)
 {
 	static char software[VT_PROTO_MAX_TEXT];
@@ -826,7 +843,7 @@ static int send_hello_reply(struct fake *f, const struct vt_proto_msg *msg)
 		evil_text(software, sizeof(software));
 		r.software = software;
 	} else {
-		r.software = "vt-fake-agent " PACKAGE_VERSION;
+		r.software = fake_software(f, software, sizeof(software));
 	}
 	len = vt_proto_enc_hello(f->frame, sizeof(f->frame), VT_PROTO_HELLO_REPLY, next_seq(f), &r);
 	if (len > 0 && f->o.evil == EVIL_CLOCK) {
@@ -1884,6 +1901,9 @@ static void usage(FILE *out)
 		"  --meta-rate BYTES_PER_S  send the META bundle (and whatever follows it on the\n"
 		"                         control port) at that many bytes per second\n"
 		"  --silent-hello         never answer HELLO; keep the ports open\n"
+		"  -- ARG...              ignored: a QEMU-like command line for `virtio-trace-collect\n"
+		"                         list` to find in /proc (run it through a link named\n"
+		"                         qemu-system-x86_64)\n"
 		"  --evil-strings[=text|clock|meta|error]  hostile strings (default text)\n");
 }
 
@@ -2117,7 +2137,8 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 			return -1;
 		}
 	}
-	if (o->mode == MODE_NONE || !o->fixture || optind != argc)
+	/* After "--", a QEMU-like command line nobody reads but `list` (in /proc). */
+	if (o->mode == MODE_NONE || !o->fixture || (optind != argc && strcmp(argv[optind - 1], "--")))
 		return -1;
 	if ((o->truncate_stream || o->vary_pages) && !o->repeat)
 		return -1;
