@@ -71,10 +71,11 @@ void record_usage(FILE *f)
 "                         vCPU threads come from libvirt (URI default: libvirt's\n"
 "                         default, qemu:///system for root); add the channels\n"
 "                         with `setup --domain NAME --apply`\n"
-"  --all [--connect URI]  every guest `virtio-trace-collect list` shows with its\n"
-"                         ports in place and a trace-agent answering (with\n"
-"                         --wait: answering or not); not those another\n"
-"                         process records\n"
+"  --all[=NAME,...] [--connect URI]\n"
+"                         every guest `virtio-trace-collect list` shows (of\n"
+"                         these names) with its ports in place and a\n"
+"                         trace-agent answering (with --wait: answering or\n"
+"                         not); not those another process records\n"
 "  --name NAME            the guest's name (default: the directory's or the\n"
 "                         domain's name)\n"
 "  --qemu-pid PID         the guest's QEMU process: vCPU thread ids for the\n"
@@ -208,7 +209,7 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 		{ "chardev-dir", required_argument, NULL, OPT_CHARDEV },
 		{ "domain", required_argument, NULL, OPT_DOMAIN },
 		{ "connect", required_argument, NULL, OPT_CONNECT },
-		{ "all", no_argument, NULL, OPT_ALL },
+		{ "all", optional_argument, NULL, OPT_ALL },
 		{ "listen", no_argument, NULL, OPT_LISTEN },
 		{ "ctl", required_argument, NULL, OPT_CTL },
 		{ "cpu", required_argument, NULL, OPT_CPU },
@@ -279,6 +280,7 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 			break;
 		case OPT_ALL:
 			o->all = true;
+			o->all_names = optarg;
 			g = NULL;
 			break;
 		case OPT_CONNECT:
@@ -554,6 +556,16 @@ static int add_all(const struct record_opts *o, struct guest **gs, unsigned int 
 	if (list_find(o->all_uri, false, &f) < 0) {
 		log_err("--all: out of memory");
 		return -ENOMEM;
+	}
+	if (o->all_names) {
+		char *copy = strdup(o->all_names), *names[COLLECT_MAX_GUESTS], *p, *save = NULL;
+		int n = 0;
+
+		for (p = copy ? strtok_r(copy, ",", &save) : NULL; p && n < COLLECT_MAX_GUESTS;
+		     p = strtok_r(NULL, ",", &save))
+			names[n++] = p;
+		list_keep(&f, names, n);
+		free(copy);
 	}
 	list_probe(&f, ALL_PROBE_MS);
 	for (i = 0; i < f.nr; i++) {

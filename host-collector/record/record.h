@@ -54,6 +54,7 @@ struct record_opts {
 	bool wait;			/* --wait: ports and agent may come later */
 	bool all;			/* --all: every guest `list` finds */
 	const char *all_uri;		/* --all --connect URI */
+	const char *all_names;		/* --all=NAME,...: only these, or NULL */
 	double wait_s;			/* --wait=SEC, 0: no limit */
 	unsigned int sync_probes;
 	const char *tracefs;

@@ -1397,7 +1397,8 @@ int libvirt_setup_conn(struct _virConnect *conn, struct libvirt_setup *s)
 		s->changed = true;
 		printf("domain %s: removed %u channels and %u virtio-serial controller%s from the "
 		       "persistent definition%s\n", s->domain, nchan, nctl, nctl == 1 ? "" : "s",
-		       s->live ? "" : "; this takes effect at the next boot (--remove --live: now)");
+		       s->live ? "" : "; this takes effect at the next boot (--remove --live also "
+		       "unplugs them from the running domain)");
 		goto out_d;
 	}
 

@@ -459,7 +459,7 @@ static int by_name(const void *a, const void *b)
 int list_find(const char *uri, bool no_libvirt, struct list_found *f)
 {
 	pid_t *skip = NULL;
-	unsigned int i, nlv = 0;
+	unsigned int i, j, k, nlv = 0;
 	int ret;
 
 	memset(f, 0, sizeof(*f));
@@ -478,6 +478,19 @@ int list_find(const char *uri, bool no_libvirt, struct list_found *f)
 	free(skip);
 	if (ret == -ENOMEM)
 		return ret;
+	/* A domain's QEMU whose pid libvirt did not give: its ports say whose it is. */
+	for (i = nlv, k = nlv; i < f->nr; i++) {
+		bool dup = false;
+
+		for (j = 0; j < nlv && f->g[i].ctl_path[0]; j++)
+			dup = dup || !strcmp(f->g[i].ctl_path, f->g[j].ctl_path);
+		if (dup)
+			continue;
+		if (k != i)
+			f->g[k] = f->g[i];
+		k++;
+	}
+	f->nr = k;
 	if (f->nr > 1)
 		qsort(f->g, f->nr, sizeof(*f->g), by_name);
 	/* Two QEMUs of one -name: the later ones by pid. */
@@ -540,13 +553,25 @@ struct probe {
 	bool done;
 };
 
-/* Another process than QEMU and us with @path (a FIFO) open: its pid. */
+/*
+ * Another process than QEMU and us with a guest's control FIFO open: its pid.
+ * Any QEMU process holding it is the guest's own (libvirt's test driver, or a
+ * QEMU whose pid is not known); anything else is a collector.
+ */
 struct fifo_key {
 	dev_t dev;
 	ino_t ino;
 	pid_t qemu;
 	pid_t holder;
 };
+
+static bool pid_is_qemu(pid_t pid)
+{
+	char buf[4096];
+	size_t len;
+
+	return read_cmdline(pid, buf, sizeof(buf), &len) == 0 && is_qemu(buf);
+}
 
 static void find_holders(struct fifo_key *k, unsigned int n)
 {
@@ -575,7 +600,7 @@ static void find_holders(struct fifo_key *k, unsigned int n)
 				continue;
 			for (i = 0; i < n; i++)
 				if (st.st_dev == k[i].dev && st.st_ino == k[i].ino && pid != k[i].qemu &&
-				    !k[i].holder)
+				    !k[i].holder && !pid_is_qemu(pid))
 					k[i].holder = pid;
 		}
 		if (fds)

@@ -155,7 +155,8 @@ static void setup_usage(FILE *f)
 "                         libvirt cannot hot-plug a controller) or unplug them,\n"
 "                         without a reboot\n"
 "  -b, --backend KIND     pipe (default; DIR default /var/lib/virtio-trace/NAME)\n"
-"                         or unix (without --dir: paths libvirt chooses)\n"
+"                         or unix (without --dir: paths libvirt chooses; the\n"
+"                         only kind --live takes: libvirt hot-plugs no pipe)\n"
 "      --dir DIR          where the chardevs live\n"
 "\n"
 "Controller indexes: --apply puts its controllers after every virtio-serial\n"
@@ -585,6 +586,14 @@ static int setup_parse(int argc, char **argv, struct setup_opts *o)
 				"--backend: it removes what --apply added\n");
 			return -EINVAL;
 		}
+		/* libvirt hot-plugs no pipe chardev ("Hotplug unsupported for char device type 'pipe'"). */
+		if (o->live && o->apply && o->have_backend && !o->unix_backend) {
+			fprintf(stderr, "virtio-trace-collect setup: --live needs --backend unix: libvirt "
+				"cannot hot-plug pipe channels\n");
+			return -EINVAL;
+		}
+		if (o->live && o->apply)
+			o->unix_backend = true;
 		if (!dir && o->unix_backend)
 			return 0;	/* libvirt's automatic socket paths */
 		if (!dir && o->remove)

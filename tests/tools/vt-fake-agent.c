@@ -9,7 +9,8 @@
  *   --fifo DIR     -chardev pipe: DIR/NAME.in (host->guest), DIR/NAME.out
  *                  (guest->host), both opened O_RDWR as QEMU does;
  *   --connect DIR  the collector listens on DIR/NAME and we connect;
- *   --listen DIR   we listen on DIR/NAME (QEMU server=on) and accept.
+ *   --listen DIR   we listen on DIR/NAME (QEMU server=on) and accept; a host
+ *                  that leaves before START is followed by the next, as with QEMU.
  *
  * Every misbehaviour is one flag, so that a test can ask for exactly one.
  * What it did goes to stderr, one line per fact, prefixed with the name:
@@ -1609,6 +1610,19 @@ static void read_ctl(struct fake *f)
 	ssize_t n;
 
 	n = read(f->ctl_rfd, buf, sizeof(buf));
+	if ((n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) && f->o.mode == MODE_LISTEN &&
+	    !f->running && !f->start_ns && f->ctl_listen_fd >= 0) {
+		/* A host that only said HELLO (`list`): QEMU's socket takes the next one. */
+		say(f, "host closed the control port before START: listening again");
+		close(f->ctl_rfd);
+		f->ctl_rfd = f->ctl_wfd = -1;
+		f->hello_done = false;
+		vt_proto_parser_free(f->parser);
+		f->parser = vt_proto_parser_new();
+		if (!f->parser)
+			f->quit = true;
+		return;
+	}
 	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
 		say(f, "host closed the control port");
 		f->quit = true;
