@@ -580,8 +580,11 @@ static int add_all(const struct record_opts *o, struct guest **gs, unsigned int 
 		if (!list_ports_ready(l)) {
 			why = l->running ? "its ports are not all there" : "it is not running";
 		} else if (l->agent == LIST_AGENT_BUSY) {
-			snprintf(buf, sizeof(buf), "another process (%s%.0d) records it",
-				 l->busy_pid ? "pid " : "a connected client", (int)l->busy_pid);
+			if (l->busy_pid)
+				snprintf(buf, sizeof(buf), "another process (pid %d) records it",
+					 (int)l->busy_pid);
+			else
+				snprintf(buf, sizeof(buf), "another process (a connected client) records it");
 			why = buf;
 		} else if (l->listen) {
 			why = "QEMU connects to its ports: record it with --chardev-dir DIR --listen";
@@ -615,9 +618,12 @@ static int add_all(const struct record_opts *o, struct guest **gs, unsigned int 
 			snprintf(g->link.qmp_path, sizeof(g->link.qmp_path), "%s", l->qmp_path);
 			g->link.qemu_pid = l->qemu_pid;
 		}
-		log_info("--all: %s (%s%.0d%s)", g->name, l->libvirt ? "libvirt domain" : "QEMU pid ",
-			 l->libvirt ? 0 : (int)l->qemu_pid, l->agent == LIST_AGENT_ANSWERS ?
-			 ", its agent answers" : ", waiting for its agent");
+		if (l->libvirt)
+			snprintf(buf, sizeof(buf), "libvirt domain");
+		else
+			snprintf(buf, sizeof(buf), "QEMU pid %d", (int)l->qemu_pid);
+		log_info("--all: %s (%s, %s)", g->name, buf, l->agent == LIST_AGENT_ANSWERS ?
+			 "its agent answers" : "waiting for its agent");
 	}
 	if (!*nr)
 		log_err("--all: no guest to record%s%s: `virtio-trace-collect list` shows the guests "

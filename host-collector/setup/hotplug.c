@@ -650,28 +650,46 @@ static unsigned int hp_remove_files(const char *dir, unsigned int vcpus)
 	return n;
 }
 
+/*
+ * device_del the controllers --hotplug added. One whose unplug QEMU already
+ * asked the guest for (a PCI unplug waits for the guest to eject it) is no
+ * error. Return: how many are still there after a short wait.
+ */
+static unsigned int hp_unplug_controllers(struct hp_qmp *q, char (*ctls)[128], unsigned int n)
+{
+	unsigned int i;
+	char err[256];
+
+	for (i = 0; i < n; i++)
+		if (hp_exec(q, "device_del", a_id, ctls[i], NULL, err, sizeof(err)) < 0 &&
+		    !strstr(err, "already in the process of unplug"))
+			log_err("--qmp %s: device_del %s: %s", q->path, ctls[i], err);
+	return n ? hp_wait_deleted(q, ctls, n, HP_CTL_DELETE_MS) : 0;
+}
+
 static int hp_remove(struct hp_qmp *q, struct hotplug_opts *o)
 {
 	static char ids[HP_MAX_VCPUS + 8][128];
-	char ctls[HP_MAX_BUSES][128], err[256];
-	unsigned int n, nctl, left, i, files;
+	char ctls[HP_MAX_BUSES][128];
+	unsigned int n, nctl, left, files, ctl_left;
 
 	n = hp_ids(q, HP_PORT_PREFIX, ids, sizeof(ids) / sizeof(ids[0]));
 	nctl = hp_ids(q, HP_SER_PREFIX, ctls, HP_MAX_BUSES);
-	if (!n && !nctl) {
-		printf("QEMU %s: no ports that setup --hotplug added: nothing to remove\n", o->name);
+	if (!n) {
+		ctl_left = hp_unplug_controllers(q, ctls, nctl);
+		printf("QEMU %s: no ports that setup --hotplug added: nothing to remove%s\n", o->name,
+		       ctl_left ? " (the virtio-serial controller it added waits for the guest to "
+		       "eject it)" : nctl ? " (the virtio-serial controller it added is gone now)" : "");
 		return 0;
 	}
 	hp_order_ctl_first(ids, n);
 	left = hp_unplug_ports(q, ids, n);
-	for (i = 0; i < nctl; i++)
-		if (hp_exec(q, "device_del", a_id, ctls[i], NULL, err, sizeof(err)) < 0)
-			log_err("--qmp %s: device_del %s: %s", q->path, ctls[i], err);
-	if (nctl && hp_wait_deleted(q, ctls, nctl, HP_CTL_DELETE_MS))
+	ctl_left = hp_unplug_controllers(q, ctls, nctl);
+	if (ctl_left)
 		log_warn("QEMU %s: the guest has not released the hot-plugged virtio-serial "
 			 "controller yet (a PCI unplug needs the guest's consent): it goes when the "
 			 "guest ejects it", o->name);
-	files = left ? 0 : hp_remove_files(o->dir, n ? n - 1 : 0);
+	files = left ? 0 : hp_remove_files(o->dir, n - 1);
 	printf("QEMU %s: unplugged %u ports (the control port first: the guest's trace-agent "
 	       "stops with it)%s, no reboot%s%s\n", o->name, n - left,
 	       nctl ? " and the virtio-serial controller setup added" : "",
@@ -779,7 +797,7 @@ static int hp_plug(struct hp_qmp *q, struct hotplug_opts *o, uid_t uid, pid_t pi
 	static struct hp_bus buses[HP_MAX_BUSES];
 	static bool have[HP_MAX_VCPUS];
 	static char added[HP_MAX_VCPUS + 1][128];
-	char name[128], chardev[128], id[128], path[PATH_MAX], err[256], ctl_id[128];
+	char name[128], chardev[128], id[128], path[PATH_MAX], err[256], ctl_id[128], who[96];
 	struct hp_found f = { .have = have };
 	unsigned int nports = o->vcpus + 1, nbus, nfree, i, nadded = 0, nctl_added = 0;
 	bool have_hp_ser;
@@ -852,9 +870,12 @@ static int hp_plug(struct hp_qmp *q, struct hotplug_opts *o, uid_t uid, pid_t pi
 		}
 		snprintf(added[nadded++], sizeof(added[0]), "%s", id);
 	}
-	printf("QEMU %s%s%.0d: hot-plugged %u ports (trace-path-cpu0..%u, agent-ctl-path) on "
-	       "virtio-serial bus %s%s, ports %u..%u (%s in %s), no reboot\n", o->name,
-	       pid ? " pid " : "", (int)pid, nports, o->vcpus - 1, buses[slots[0].bus].name,
+	if (pid)
+		snprintf(who, sizeof(who), "%s pid %d", o->name, (int)pid);
+	else
+		snprintf(who, sizeof(who), "%s", o->name);
+	printf("QEMU %s: hot-plugged %u ports (trace-path-cpu0..%u, agent-ctl-path) on "
+	       "virtio-serial bus %s%s, ports %u..%u (%s in %s), no reboot\n", who, nports, o->vcpus - 1, buses[slots[0].bus].name,
 	       slots[nports - 1].bus != slots[0].bus ? " and up" : "", slots[0].nr,
 	       slots[nports - 1].nr, o->unix_backend ? "unix sockets" : "FIFOs", o->dir);
 	if (nctl_added)

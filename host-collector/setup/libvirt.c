@@ -1248,17 +1248,17 @@ static int lv_live_apply(virConnectPtr conn, virDomainPtr dom, struct libvirt_se
 		}
 	}
 	if (i == nports) {
-		snprintf(meta, sizeof(meta), "<ports backend='%s' dir='%s' vcpus='%u' controllers='' "
-			 "live='yes'/>", s->unix_backend ? "unix" : "pipe", "", live.vcpus);
-		if (s->dir[0]) {
-			xmlChar *esc = xmlEncodeSpecialChars(NULL, BAD_CAST s->dir);
+		/* What setup added, as --apply records it, for --remove: no controller of ours. */
+		xmlChar *esc = xmlEncodeSpecialChars(NULL, BAD_CAST s->dir);
+		bool escaped = esc != NULL;
 
-			snprintf(meta, sizeof(meta), "<ports backend='%s' dir='%s' vcpus='%u' "
-				 "controllers='' live='yes'/>", s->unix_backend ? "unix" : "pipe",
-				 esc ? (const char *)esc : "", live.vcpus);
-			xmlFree(esc);
-		}
-		if (virDomainSetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, meta, LV_META_PREFIX,
+		snprintf(meta, sizeof(meta), "<ports backend='%s' dir='%s' vcpus='%u' controllers='' "
+			 "live='yes'/>", s->unix_backend ? "unix" : "pipe",
+			 esc ? (const char *)esc : "", live.vcpus);
+		xmlFree(esc);
+		if (!escaped)
+			ret = -ENOMEM;
+		else if (virDomainSetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, meta, LV_META_PREFIX,
 					 LV_META_NS, flags) < 0) {
 			log_err("domain %s: cannot record what setup added (metadata): %s", s->domain,
 				lv_errmsg());
