@@ -78,9 +78,15 @@ grep -q 'nothing to remove' "$WORK/remove2.log" || fail "second --remove: $(cat 
 
 # QMP serves one client: while one holds it, setup says so and ends.
 python3 -c 'import socket, sys, time
-s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.recv(4096); time.sleep(15)' "$WORK/hp-pc.qmp" &
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.recv(4096)
+open(sys.argv[2], "w").write("held\n"); time.sleep(15)' "$WORK/hp-pc.qmp" "$WORK/held" &
 HOLD=$!
-sleep 0.5
+_i=0
+until [ -s "$WORK/held" ]; do
+	[ $_i -lt 100 ] || fail "the QMP holder never got QEMU's greeting"
+	sleep 0.1
+	_i=$((_i + 1))
+done
 t0=$(date +%s%N)
 "$COLLECT" setup --qmp "$WORK/hp-pc.qmp" --hotplug --dir "$D" >"$WORK/held.log" 2>&1
 rc=$?
