@@ -19,7 +19,8 @@
 # waits; `setup --apply --live` hot-plugs the three channels (unix sockets at paths libvirt
 # chooses: libvirt hot-plugs no pipe) on the free ports 2..4 of its controller 0 and keeps them
 # in the definition (a second one changes nothing); the recording
-# is exact as above; `setup --remove --live` unplugs them, the agent stops with exit status 0,
+# is exact as above; `list` shows the domain, its ports, the agent's version and the guest's
+# kernel; `setup --remove --live` unplugs them, the agent stops with exit status 0,
 # the definition is as before, the guest booted once. Destroys and undefines the domain, stops the daemons
 # it started (by pid), removes its files. Prints its time.
 # Env: VT_BUILDDIR (default <repo>/build), VT_E2E_MARKERS (default 500), VT_KEEP=1 keeps the work
@@ -353,6 +354,13 @@ SH
     if [ -n "$live" ]; then
         T_ANSWER=$(awk '/trace-agent .*CPUs/ { print $1; exit }' "$WORK/record-$phase.log")
         echo "$ME: live: hot-plug at ${T_PLUG_AT} s of record's run took ${T_PLUG} s; the agent answered at ${T_ANSWER:-?} s"
+        # list: the domain with its ports, and the agent (it runs on until its port goes) answering.
+        th=$(vt_now)
+        "$COLLECT" list --connect "$URI" "$DOM" >"$WORK/list-live.txt" 2>&1 || bad "list exited $?"
+        echo "$ME: list took $(vt_secs "$th" "$(vt_now)") s:"
+        sed "s/^/$ME:   /" "$WORK/list-live.txt"
+        grep -qE "^$DOM +libvirt +2 vCPUs \+ control +trace-agent [0-9.]+ +[0-9]+\.[0-9]+\.[0-9]+-" "$WORK/list-live.txt" ||
+            bad "list does not show the domain with its ports, an answering trace-agent and its kernel"
         # Unplugged while the guest runs: the agent stops with its port, the definition is as before.
         "$COLLECT" setup --domain "$DOM" --connect "$URI" --remove --live >"$WORK/remove-live.log" 2>&1 ||
             bad "setup --remove --live exited $?"
