@@ -994,6 +994,26 @@ static uint64_t capabilities(struct agent *a)
 	return caps;
 }
 
+/*
+ * "trace-agent VERSION (Linux RELEASE)": the kernel's release rides in the
+ * free text of HELLO_REPLY, so that `virtio-trace-collect list` can say
+ * which kernel a guest runs without fetching the metadata.
+ */
+static const char *software(void)
+{
+	static char text[sizeof("trace-agent " PACKAGE_VERSION " (Linux )") + 65];
+	struct utsname u;
+
+	if (!text[0]) {
+		if (uname(&u) == 0)
+			snprintf(text, sizeof(text), "trace-agent %s (%s %.64s)", PACKAGE_VERSION,
+				 u.sysname, u.release);
+		else
+			snprintf(text, sizeof(text), "trace-agent %s", PACKAGE_VERSION);
+	}
+	return text;
+}
+
 static int handle_hello(struct agent *a, const struct vt_proto_msg *msg)
 {
 	struct vt_proto_hello h, r = { 0 };
@@ -1015,7 +1035,7 @@ static int handle_hello(struct agent *a, const struct vt_proto_msg *msg)
 	r.nr_cpus = a->nr_cpus;
 	r.subbuf_size = a->subbuf_size;
 	r.clock = r.caps & VT_PROTO_CAP_X86_TSC ? "x86-tsc" : a->default_clock;
-	r.software = "trace-agent " PACKAGE_VERSION;
+	r.software = software();
 	a->hello_done = true;
 	return send_frame(a, vt_proto_enc_hello(frame(a), VT_PROTO_FRAME_MAX, VT_PROTO_HELLO_REPLY,
 						next_seq(a), &r));

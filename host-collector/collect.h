@@ -14,8 +14,12 @@
  *             trace.dat files (finish.c, output.c, inplace.c), manifest.json
  *             (manifest.c), the guest's sysinfo (sysinfo.c); the `recover`
  *             subcommand (recover.c). `record` and `recover` both use it.
- *   setup/    where a guest's ports are: the `setup` subcommand, libvirt
- *             (a module loaded on demand), port directories, QMP replies.
+ *   setup/    where a guest's ports are: the `setup` subcommand (hotplug.c:
+ *             into a running QEMU over QMP), libvirt (a module loaded on
+ *             demand), the `list` subcommand (list.c), port directories, QMP
+ *             replies. list asks each agent for one HELLO: it speaks the
+ *             protocol through lib/'s codec, not record/'s sessions, so that
+ *             setup/ stays below record/ (record --all calls list).
  *   report/   the `report` subcommand and its analyses; it reads the files
  *             store/ wrote and sees no recording internals.
  *

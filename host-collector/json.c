@@ -5,6 +5,7 @@
  * never the C stack.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -717,4 +718,140 @@ int json_bool(const struct json_value *v, bool *out)
 		return -EINVAL;
 	*out = v->type == JSON_TRUE;
 	return 0;
+}
+
+/* --- the writer --- */
+
+static void put_string(FILE *f, const char *s)
+{
+	const unsigned char *p;
+
+	fputc('"', f);
+	for (p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else if (*p < 0x20 || *p >= 0x7f)
+			fprintf(f, "\\u%04x", *p);
+		else
+			fputc(*p, f);
+	}
+	fputc('"', f);
+}
+
+static void jw_sep(struct jw *w, const char *key)
+{
+	if (w->need_comma[w->depth])
+		fputc(',', w->f);
+	w->need_comma[w->depth] = true;
+	if (key) {
+		put_string(w->f, key);
+		fputc(':', w->f);
+	}
+}
+
+/**
+ * jw_begin() - start a JSON document (the caller opens the top-level value)
+ * @w: the writer
+ * @f: where it goes
+ */
+void jw_begin(struct jw *w, FILE *f)
+{
+	memset(w, 0, sizeof(*w));
+	w->f = f;
+}
+
+static void jw_open(struct jw *w, const char *key, char c)
+{
+	jw_sep(w, key);
+	fputc(c, w->f);
+	if (w->depth + 1 < sizeof(w->need_comma) / sizeof(w->need_comma[0]))
+		w->depth++;
+	w->need_comma[w->depth] = false;
+}
+
+/**
+ * jw_obj() - open an object
+ * @w: the writer
+ * @key: its member name, or NULL inside an array or at the top
+ */
+void jw_obj(struct jw *w, const char *key)
+{
+	jw_open(w, key, '{');
+}
+
+/**
+ * jw_arr() - open an array
+ * @w: the writer
+ * @key: its member name, or NULL
+ */
+void jw_arr(struct jw *w, const char *key)
+{
+	jw_open(w, key, '[');
+}
+
+/**
+ * jw_end() - close the innermost object or array
+ * @w: the writer
+ * @close: '}' or ']'
+ */
+void jw_end(struct jw *w, char close)
+{
+	fputc(close, w->f);
+	if (w->depth)
+		w->depth--;
+	if (!w->depth)
+		fputc('\n', w->f);
+}
+
+/**
+ * jw_str() - a string member or element; bytes that are not printable ASCII are escaped
+ * @w: the writer
+ * @key: member name or NULL
+ * @s: the string (NULL writes null)
+ */
+void jw_str(struct jw *w, const char *key, const char *s)
+{
+	jw_sep(w, key);
+	if (s)
+		put_string(w->f, s);
+	else
+		fputs("null", w->f);
+}
+
+/** jw_u64() - an unsigned member or element. @w: writer @key: name or NULL @v: value */
+void jw_u64(struct jw *w, const char *key, uint64_t v)
+{
+	jw_sep(w, key);
+	fprintf(w->f, "%" PRIu64, v);
+}
+
+/** jw_i64() - a signed member or element. @w: writer @key: name or NULL @v: value */
+void jw_i64(struct jw *w, const char *key, int64_t v)
+{
+	jw_sep(w, key);
+	fprintf(w->f, "%" PRId64, v);
+}
+
+/** jw_dbl() - a number; NaN and infinities become null. @w: writer @key: name @v: value */
+void jw_dbl(struct jw *w, const char *key, double v)
+{
+	jw_sep(w, key);
+	if (isfinite(v))
+		fprintf(w->f, "%.6g", v);
+	else
+		fputs("null", w->f);
+}
+
+/** jw_bool() - a boolean. @w: writer @key: name or NULL @v: value */
+void jw_bool(struct jw *w, const char *key, bool v)
+{
+	jw_sep(w, key);
+	fputs(v ? "true" : "false", w->f);
+}
+
+/** jw_null() - null. @w: writer @key: name or NULL */
+void jw_null(struct jw *w, const char *key)
+{
+	jw_sep(w, key);
+	fputs("null", w->f);
 }

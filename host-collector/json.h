@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * A small JSON reader for manifest.json (RFC 8259).
+ * A small JSON reader for manifest.json and QMP (RFC 8259), and a writer.
  *
  * The manifest is our own format but is read back as untrusted input: it may
  * have been edited, truncated by a full disk, or copied from elsewhere. The
@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 enum json_type {
 	JSON_NULL,
@@ -91,5 +92,27 @@ int json_u64(const struct json_value *v, uint64_t *out);
 int json_i64(const struct json_value *v, int64_t *out);
 int json_double(const struct json_value *v, double *out);
 int json_bool(const struct json_value *v, bool *out);
+
+/*
+ * A streaming JSON writer (json.c): strings escaped (bytes that are not
+ * printable ASCII as \u00XX), always valid UTF-8 out. report --json, list
+ * --json and the QMP commands setup sends use it.
+ */
+struct jw {
+	FILE *f;
+	unsigned int depth;
+	bool need_comma[64];
+};
+
+void jw_begin(struct jw *w, FILE *f);
+void jw_obj(struct jw *w, const char *key);
+void jw_arr(struct jw *w, const char *key);
+void jw_end(struct jw *w, char close);
+void jw_str(struct jw *w, const char *key, const char *s);
+void jw_u64(struct jw *w, const char *key, uint64_t v);
+void jw_i64(struct jw *w, const char *key, int64_t v);
+void jw_dbl(struct jw *w, const char *key, double v);
+void jw_bool(struct jw *w, const char *key, bool v);
+void jw_null(struct jw *w, const char *key);
 
 #endif

@@ -12,6 +12,7 @@
 #include "collect.h"
 #include "record/record.h"
 #include "report/report.h"
+#include "setup/list.h"
 #include "setup/setup.h"
 #include "store/output.h"
 
@@ -19,6 +20,7 @@ static const struct command {
 	const char *name;
 	int (*run)(int argc, char **argv);
 } commands[] = {
+	{ "list", list_main },
 	{ "record", record_main },
 	{ "recover", recover_main },
 	{ "report", report_main },

@@ -133,7 +133,10 @@ run_suite() {
 #                    unpacked in a scratch dir (so the tarball must carry debian/ and all)
 #   package/lintian  0 errors (warnings and infos are printed)
 #   package/install  both packages into a scratch root with dpkg --root (never this machine),
-#                    every file in place, then purged again
+#                    every file in place (the README and the example domain XML in
+#                    /usr/share/doc/virtio-trace-collect too), then purged again
+#   package/autopkgtest  debian/tests/record-fake-guest with the installed collector (a fake
+#                    guest built from this tree records exactly; see debian/tests/control)
 #   package/e2e      tests/e2e/test-collect-guest.sh with the installed collector and a guest
 #                    image made from the trace-agent package's files (dpkg-deb -x into the image)
 # A step that cannot run says why (SKIP); the .debs stay in build/packages/.
@@ -192,11 +195,18 @@ run_packages() {
 		lib/udev/rules.d/90-trace-agent.rules usr/share/bash-completion/completions/virtio-trace-collect \
 		usr/share/man/man1/virtio-trace-collect.1.gz usr/share/man/man1/virtio-trace-collect-record.1.gz \
 		usr/share/man/man1/virtio-trace-collect-recover.1.gz usr/share/man/man1/virtio-trace-collect-report.1.gz \
-		usr/share/man/man1/virtio-trace-collect-setup.1.gz usr/share/man/man8/trace-agent.8.gz \
+		usr/share/man/man1/virtio-trace-collect-setup.1.gz usr/share/man/man1/virtio-trace-collect-list.1.gz \
+		usr/share/man/man8/trace-agent.8.gz \
 		usr/share/man/man5/virtio-trace-protocol.5.gz; do
 		[ -e "$proot/$f" ] || why="${why:+$why; }no /$f"
 	done
 	ls "$proot"/usr/lib/*/virtio-trace/virtio-trace-collect-libvirt.so >/dev/null 2>&1 || why="${why:+$why; }no libvirt module"
+	for f in usr/share/doc/virtio-trace-collect/README.md usr/share/doc/virtio-trace-collect/examples/example-2vcpu.xml \
+		usr/share/doc/virtio-trace-collect/examples/example-2vcpu.args; do
+		[ -e "$proot/$f" ] || [ -e "$proot/$f.gz" ] || why="${why:+$why; }no /$f"
+	done
+	dpkg-deb -f "$pk"/virtio-trace-collect_*.deb Homepage | grep -q '^https://' ||
+		why="${why:+$why; }no Homepage field"
 	ls "$proot"/usr/lib/*/traceevent/plugins/plugin_mmiotrace.so >/dev/null 2>&1 || why="${why:+$why; }no plugin_mmiotrace.so"
 	grep -qa '/ld-linux' "$proot/usr/sbin/trace-agent" && why="${why:+$why; }trace-agent is not static"
 	grep -q "^ExecStart=/usr/sbin/trace-agent " "$proot/lib/systemd/system/trace-agent.service" ||
@@ -208,6 +218,17 @@ run_packages() {
 	else
 		result FAIL package/install "$why"
 	fi
+
+	# The autopkgtest, with the collector from the scratch root.
+	out=$(mktemp)
+	VT_COLLECT=$proot/usr/bin/virtio-trace-collect sh debian/tests/record-fake-guest >"$out" 2>&1
+	rc=$?
+	if [ $rc = 0 ] && grep -q '^PASS' "$out"; then
+		result PASS package/autopkgtest "record-fake-guest: $(grep -c '^cpu[0-9]*: ' "$out") CPUs exact"
+	else
+		sed 's/^/    | /' "$out" | tail -20; result FAIL package/autopkgtest "record-fake-guest exited $rc"
+	fi
+	rm -f "$out"
 
 	# The e2e scenario with what the packages installed: the collector from the scratch root,
 	# the guest image from trace-agent's files.

@@ -34,6 +34,7 @@
 #include "stream.h"
 #include "sync.h"
 #include "setup/libvirt.h"
+#include "setup/list.h"
 #include "store/output.h"
 #include "store/spool.h"
 #include "text.h"
@@ -78,6 +79,11 @@ void record_usage(FILE *f)
 "                         vCPU threads come from libvirt (URI default: libvirt's\n"
 "                         default, qemu:///system for root); add the channels\n"
 "                         with `setup --domain NAME --apply`\n"
+"  --all[=NAME,...] [--connect URI]\n"
+"                         every guest `virtio-trace-collect list` shows (of\n"
+"                         these names) with its ports in place and a\n"
+"                         trace-agent answering (with --wait: answering or\n"
+"                         not); not those another process records\n"
 "  --name NAME            the guest's name (default: the directory's or the\n"
 "                         domain's name)\n"
 "  --qemu-pid PID         the guest's QEMU process: vCPU thread ids for the\n"
@@ -114,6 +120,11 @@ void record_usage(FILE *f)
 "                         umask. Under sudo they belong to SUDO_UID/SUDO_GID\n"
 "  -d, --duration SEC     stop after SEC seconds (default: at SIGINT/SIGTERM,\n"
 "                         or when COMMAND exits)\n"
+"      --wait[=SEC]       wait up to SEC seconds (default: no limit) for each\n"
+"                         guest's ports to appear and its trace-agent to\n"
+"                         answer: a guest still booting, or ports about to be\n"
+"                         hot-plugged; --duration then counts from the first\n"
+"                         guest's start\n"
 "      --max-size SIZE    keep at most SIZE bytes per guest (K, M, G suffixes): pages,\n"
 "                         malformed pages, fragments and metadata all count;\n"
 "                         the guest is stopped when it is reached\n"
@@ -206,11 +217,12 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 	enum { OPT_CHARDEV = 256, OPT_LISTEN, OPT_CTL, OPT_CPU, OPT_NAME, OPT_QEMU_PID, OPT_TRACER, OPT_TOP,
 	       OPT_BUFSZ, OPT_SUBBUF, OPT_LASTBOOT, OPT_CLOCK, OPT_HOST, OPT_MAXSZ, OPT_FV, OPT_NOCOMP, OPT_ZEND, OPT_KCACHE, OPT_NOKCACHE, OPT_KEEP, OPT_FORCE, OPT_FSYNC, OPT_SYNC, OPT_TSCOFF,
 	       OPT_PROBES, OPT_SINTV, OPT_DEBUGFS, OPT_STOPTO, OPT_QMP, OPT_DOMAIN, OPT_CONNECT,
-	       OPT_HOST_PID, OPT_KVM_EXITS, OPT_LISTEN_GROUP, OPT_LISTEN_UID, OPT_MODE };
+	       OPT_HOST_PID, OPT_KVM_EXITS, OPT_LISTEN_GROUP, OPT_LISTEN_UID, OPT_MODE, OPT_WAIT, OPT_ALL };
 	static const struct option longopts[] = {
 		{ "chardev-dir", required_argument, NULL, OPT_CHARDEV },
 		{ "domain", required_argument, NULL, OPT_DOMAIN },
 		{ "connect", required_argument, NULL, OPT_CONNECT },
+		{ "all", optional_argument, NULL, OPT_ALL },
 		{ "listen", no_argument, NULL, OPT_LISTEN },
 		{ "listen-group", required_argument, NULL, OPT_LISTEN_GROUP },
 		{ "listen-uid", required_argument, NULL, OPT_LISTEN_UID },
@@ -232,6 +244,7 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 		{ "kvm-exits", no_argument, NULL, OPT_KVM_EXITS },
 		{ "output", required_argument, NULL, 'o' },
 		{ "duration", required_argument, NULL, 'd' },
+		{ "wait", optional_argument, NULL, OPT_WAIT },
 		{ "max-size", required_argument, NULL, OPT_MAXSZ },
 		{ "file-version", required_argument, NULL, OPT_FV },
 		{ "no-compress", no_argument, NULL, OPT_NOCOMP },
@@ -281,9 +294,18 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 				snprintf(g->link.domain, sizeof(g->link.domain), "%s", optarg);
 			}
 			break;
+		case OPT_ALL:
+			o->all = true;
+			o->all_names = optarg;
+			g = NULL;
+			break;
 		case OPT_CONNECT:
+			if (o->all && !g) {
+				o->all_uri = optarg;
+				break;
+			}
 			if (!g || !g->link.domain[0]) {
-				fprintf(stderr, "virtio-trace-collect: --connect must follow --domain\n");
+				fprintf(stderr, "virtio-trace-collect: --connect must follow --domain or --all\n");
 				return -EINVAL;
 			}
 			if (strlen(optarg) >= sizeof(g->link.connect_uri)) {
@@ -409,6 +431,18 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 			if (*end || o->duration <= 0)
 				return -EINVAL;
 			break;
+		case OPT_WAIT:
+			o->wait = true;
+			o->wait_s = 0;
+			if (!optarg)
+				break;
+			o->wait_s = strtod(optarg, &end);
+			if (end == optarg || *end || !(o->wait_s > 0) || o->wait_s > 31 * 86400) {
+				fprintf(stderr, "virtio-trace-collect: --wait=SEC takes seconds (no value: "
+					"no limit), not '%s'\n", optarg);
+				return -EINVAL;
+			}
+			break;
 		case OPT_MAXSZ:
 			if (parse_size(optarg, &o->max_size) < 0)
 				return -EINVAL;
@@ -493,7 +527,12 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 			return -EINVAL;
 		o->host_events = list;
 	}
-	if (!*nr && !o->host_events) {
+	if (o->all && *nr) {
+		fprintf(stderr, "virtio-trace-collect: --all records every guest `list` finds: give no "
+			"other guest with it\n");
+		return -EINVAL;
+	}
+	if (!*nr && !o->host_events && !o->all) {
 		fprintf(stderr, "virtio-trace-collect: no guest given (--chardev-dir DIR, --ctl PATH --cpu PATH, "
 			"or --domain NAME)\n");
 		return -EINVAL;
@@ -564,6 +603,101 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 	return 0;
 }
 
+/* How long record --all waits for the agents' answers to its HELLO, all at once. */
+#define ALL_PROBE_MS	2000
+
+/*
+ * --all: the guests `list` finds, with their ports in place and an agent
+ * answering (with --wait, answering or not). Those another process records
+ * are left out, and every guest left out is named with the reason.
+ * Return: 0, or -errno after a message (nothing to record).
+ */
+static int add_all(const struct record_opts *o, struct guest **gs, unsigned int *nr)
+{
+	struct list_found f;
+	unsigned int i, j;
+	const char *why;
+	char buf[200];
+
+	if (list_find(o->all_uri, false, &f) < 0) {
+		log_err("--all: out of memory");
+		return -ENOMEM;
+	}
+	if (o->all_names) {
+		char *copy = strdup(o->all_names), *names[COLLECT_MAX_GUESTS], *p, *save = NULL;
+		int n = 0;
+
+		for (p = copy ? strtok_r(copy, ",", &save) : NULL; p && n < COLLECT_MAX_GUESTS;
+		     p = strtok_r(NULL, ",", &save))
+			names[n++] = p;
+		list_keep(&f, names, n);
+		free(copy);
+	}
+	list_probe(&f, ALL_PROBE_MS);
+	for (i = 0; i < f.nr; i++) {
+		const struct list_guest *l = &f.g[i];
+		const char *who = l->libvirt ? l->domain : l->name;
+		struct guest *g;
+		bool dup = false;
+
+		why = NULL;
+		for (j = 0; j < *nr; j++)
+			dup = dup || !strcmp(gs[j]->name, l->name);
+		if (!list_ports_ready(l)) {
+			why = l->running ? "its ports are not all there" : "it is not running";
+		} else if (l->agent == LIST_AGENT_BUSY) {
+			if (l->busy_pid)
+				snprintf(buf, sizeof(buf), "another process (pid %d) records it",
+					 (int)l->busy_pid);
+			else
+				snprintf(buf, sizeof(buf), "another process (a connected client) records it");
+			why = buf;
+		} else if (l->listen) {
+			why = "QEMU connects to its ports: record it with --chardev-dir DIR --listen";
+		} else if (l->agent != LIST_AGENT_ANSWERS && !o->wait) {
+			snprintf(buf, sizeof(buf), "%s (with --wait it is waited for)",
+				 l->why[0] ? l->why : "no trace-agent answered");
+			why = buf;
+		} else if (!l->name[0] || collect_name_reserved(l->name)) {
+			why = "its name cannot name a file: record it with --domain NAME --name OTHER";
+		} else if (!l->libvirt && !l->chardev_dir[0]) {
+			why = "its ports are not in one directory: record it with --ctl PATH --cpu PATH...";
+		} else if (dup) {
+			why = "another guest has its name: record it with --name";
+		}
+		if (why) {
+			log_info("--all: %s is left out: %s", who, why);
+			continue;
+		}
+		g = new_guest(gs, nr);
+		if (!g) {
+			log_err("--all: at most %d guests: %s and the ones after it are left out",
+				COLLECT_MAX_GUESTS, who);
+			break;
+		}
+		snprintf(g->name, sizeof(g->name), "%s", l->name);
+		if (l->libvirt) {
+			snprintf(g->link.domain, sizeof(g->link.domain), "%s", l->domain);
+			snprintf(g->link.connect_uri, sizeof(g->link.connect_uri), "%s", l->uri);
+		} else {
+			snprintf(g->link.chardev_dir, sizeof(g->link.chardev_dir), "%s", l->chardev_dir);
+			snprintf(g->link.qmp_path, sizeof(g->link.qmp_path), "%s", l->qmp_path);
+			g->link.qemu_pid = l->qemu_pid;
+		}
+		if (l->libvirt)
+			snprintf(buf, sizeof(buf), "libvirt domain");
+		else
+			snprintf(buf, sizeof(buf), "QEMU pid %d", (int)l->qemu_pid);
+		log_info("--all: %s (%s, %s)", g->name, buf, l->agent == LIST_AGENT_ANSWERS ?
+			 "its agent answers" : "waiting for its agent");
+	}
+	if (!*nr)
+		log_err("--all: no guest to record%s%s: `virtio-trace-collect list` shows the guests "
+			"and their ports", f.libvirt_note[0] ? "; " : "", f.libvirt_note);
+	list_free(&f);
+	return *nr ? 0 : -ENOENT;
+}
+
 /* vCPU threads of a QEMU process: /proc/PID/task/TID/comm is "CPU n/KVM" (or /TCG). */
 static void find_vcpu_threads(struct guest *g)
 {
@@ -613,8 +747,8 @@ static void show_status(struct guest **gs, unsigned int nr, double elapsed, uint
 			missed += g->streams[j].missed_pages;
 		}
 		n += snprintf(line + n, sizeof(line) - n, "%s%s: ", i ? " | " : "", g->name);
-		if (g->state < G_RUNNING)
-			n += snprintf(line + n, sizeof(line) - n, "%s", session_state_name(g->state));
+		if (g->state < G_RUNNING || (g->state == G_FAILED && !g->recorded))
+			n += snprintf(line + n, sizeof(line) - n, "%s", session_doing(g));
 		else
 			n += snprintf(line + n, sizeof(line) - n, "%.1f MB/s %" PRIu64 " pages lost %"
 				      PRIu64 "%s%s", dt > 0 ? (bytes - last_bytes[i]) / dt / 1e6 : 0.0,
@@ -690,6 +824,95 @@ static void abandon_output(int out_fd, int spool_fd, const char *out_dir, bool c
 	}
 }
 
+/* --wait: a guest whose ports are not there yet is looked for again this often. */
+#define WAIT_RETRY_NS		(500 * NSEC_PER_MSEC)
+
+static bool port_exists(const char *base)
+{
+	char out[4200];
+	struct stat st;
+
+	snprintf(out, sizeof(out), "%s.out", base);
+	return (stat(out, &st) == 0 && S_ISFIFO(st.st_mode)) ||
+	       (stat(base, &st) == 0 && (S_ISSOCK(st.st_mode) || S_ISFIFO(st.st_mode)));
+}
+
+/*
+ * --wait: are the guest's ports there to open? A chardev directory needs its
+ * control port and its first data port (pipe FIFOs made ahead of a hot-plug
+ * are there: the HELLO then waits in the FIFO for QEMU and the agent); a
+ * domain needs its channels in the live XML. -EAGAIN: not yet; another
+ * -errno: never (a message said why).
+ */
+static int ports_ready(struct guest *g)
+{
+	char base[4200];
+	int ret;
+
+	if (g->link.listen || g->link_ready)
+		return 0;
+	if (g->link.domain[0]) {
+		ret = libvirt_guest_resolve(&g->link, g->name, g->link.connect_uri);
+		g->link_ready = ret == 0;
+		return ret;
+	}
+	if (g->link.chardev_dir[0]) {
+		snprintf(base, sizeof(base), "%s/trace-path-cpu0", g->link.chardev_dir);
+		if (!port_exists(base))
+			return -EAGAIN;
+		snprintf(base, sizeof(base), "%s/agent-ctl-path", g->link.chardev_dir);
+		return port_exists(base) ? 0 : -EAGAIN;
+	}
+	return port_exists(g->link.ctl_path) ? 0 : -EAGAIN;
+}
+
+static void start_guest(struct guest *g);
+
+static void wait_tick(void *arg)
+{
+	start_guest(arg);
+}
+
+/* Open the guest's ports and start its session; with --wait, ports not there yet are waited for. */
+static void start_guest(struct guest *g)
+{
+	const struct record_opts *o = g->rec->o;
+	int ret;
+
+	if (g->state != G_NEW || g->rec->stopping)
+		return;
+	if (o->wait) {
+		ret = ports_ready(g);
+		if (ret == -EAGAIN && g->wait_until != UINT64_MAX && engine_now_ns() >= g->wait_until) {
+			session_fail(g, "its trace ports did not appear within %g s (--wait): `virtio-trace-"
+				     "collect list` shows the guests that have them; %s", o->wait_s,
+				     g->link.domain[0] ? "`setup --domain NAME --apply --live` hot-plugs them" :
+				     "`setup --qmp SOCKET --hotplug` hot-plugs them into a running QEMU");
+			return;
+		}
+		if (ret == -EAGAIN) {
+			if (!g->wait_said) {
+				g->wait_said = true;
+				log_info("guest %s: waiting for its trace ports to appear%s", g->name,
+					 o->wait_s ? "" : " (no time limit: Ctrl-C ends)");
+			}
+			engine_timer_arm(g->rec->e, &g->wait_timer, WAIT_RETRY_NS, 0);
+			return;
+		}
+		if (ret < 0) {
+			session_fail(g, "cannot find its ports");
+			return;
+		}
+	}
+	if (g->link.qemu_pid && !g->link.nr_vcpu_tids)
+		find_vcpu_threads(g);
+	if (attach_guest(g, o) < 0) {
+		session_fail(g, "cannot attach");
+		return;
+	}
+	session_begin(g);
+}
+
 /* The command after `--` starts once every guest records (or failed), or this long after the first did. */
 #define COMMAND_GRACE_NS	(5 * NSEC_PER_SEC)
 #define END_CHECK_NS		(20 * NSEC_PER_MSEC)
@@ -730,6 +953,11 @@ static void check_end(struct recording *r)
 		recording += r->gs[i]->state == G_RUNNING && r->gs[i]->synced;
 	}
 	settled = finished + recording;
+	if (!r->stopping && recording && r->o->duration && !r->duration_armed) {
+		/* --wait: the duration counts from the first guest's start. */
+		r->duration_armed = true;
+		engine_timer_arm(r->e, &r->duration, (uint64_t)(r->o->duration * NSEC_PER_SEC), 0);
+	}
 	if (!r->stopping) {
 		if (recording && !r->command_started && !r->command_grace.armed)
 			engine_timer_arm(r->e, &r->command_grace, COMMAND_GRACE_NS, 0);
@@ -890,10 +1118,22 @@ int record_main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	status_line = !collect_quiet && isatty(STDERR_FILENO);
-	/* Domains first: a wrong name or a domain without ports fails before anything is made. */
-	for (i = 0; i < nr; i++)
-		if (gs[i]->link.domain[0] && libvirt_guest_resolve(&gs[i]->link, gs[i]->name, gs[i]->link.connect_uri) < 0)
+	if (o.all && add_all(&o, gs, &nr) < 0)
+		return EXIT_FAIL;
+	/*
+	 * Domains first: a wrong name or a domain without ports fails before
+	 * anything is made; with --wait, one not running or without its ports yet
+	 * is looked for again while the others record (start_guest()).
+	 */
+	for (i = 0; i < nr; i++) {
+		gs[i]->link.wait = o.wait;
+		if (!gs[i]->link.domain[0])
+			continue;
+		ret = libvirt_guest_resolve(&gs[i]->link, gs[i]->name, gs[i]->link.connect_uri);
+		if (ret < 0 && ret != -EAGAIN)
 			return EXIT_FAIL;
+		gs[i]->link_ready = ret == 0;
+	}
 
 	/* Private unless --mode shares them, and the user's under sudo (store/spool.c). */
 	spool_perm_default(&perm);
@@ -966,17 +1206,17 @@ int record_main(int argc, char **argv)
 			continue;
 		}
 		snprintf(g->spool, sizeof(g->spool), "%s/.spool/%s", o.out_dir, dirname);
-		if (g->link.qemu_pid && !g->link.nr_vcpu_tids)
-			find_vcpu_threads(g);
-		if (attach_guest(g, &o) < 0) {
-			session_fail(g, "cannot attach");
-			continue;
-		}
-		session_begin(g);
+		if (o.wait)
+			g->wait_until = o.wait_s ? engine_now_ns() + (uint64_t)(o.wait_s * NSEC_PER_SEC) :
+				UINT64_MAX;
+		engine_timer_init(&g->wait_timer, wait_tick, g);
+		start_guest(g);
 	}
 	r.t0 = r.last_status = engine_now_ns();
-	if (o.duration)
+	if (o.duration && !o.wait) {
+		r.duration_armed = true;
 		engine_timer_arm(e, &r.duration, (uint64_t)(o.duration * NSEC_PER_SEC), 0);
+	}
 	if (status_line)
 		engine_timer_arm(e, &r.status, NSEC_PER_SEC, NSEC_PER_SEC);
 	if (!nr)

@@ -56,6 +56,11 @@ struct record_opts {
 	const char *debugfs;
 	double sync_interval;
 	double stop_timeout;
+	bool wait;			/* --wait: ports and agent may come later */
+	bool all;			/* --all: every guest `list` finds */
+	const char *all_uri;		/* --all --connect URI */
+	const char *all_names;		/* --all=NAME,...: only these, or NULL */
+	double wait_s;			/* --wait=SEC, 0: no limit */
 	unsigned int sync_probes;
 	const char *tracefs;
 	char cmdline[8192];
@@ -90,6 +95,7 @@ struct recording {
 	bool command_started;
 	unsigned int signals;
 	bool stopping;
+	bool duration_armed;		/* --duration counts (with --wait: from the first start) */
 	bool status_line;
 	uint64_t t0, last_status;
 	uint64_t last_bytes[COLLECT_MAX_GUESTS];

@@ -109,6 +109,40 @@ const char *session_state_name(enum guest_state s)
 	return s <= G_FAILED ? state_names[s] : "?";
 }
 
+/**
+ * session_doing() - what a guest is doing or waiting for, in words (the
+ * status line says this, not the state's name)
+ * @g: the guest
+ *
+ * Return: a static string.
+ */
+const char *session_doing(const struct guest *g)
+{
+	switch (g->state) {
+	case G_NEW:
+		if (g->ctl_lfd >= 0 || g->nr_waiting)
+			return "waiting for QEMU to connect to its ports";
+		return g->wait_until ? "waiting for its trace ports to appear" : "opening its ports";
+	case G_HELLO:
+		return "waiting for trace-agent in the guest to answer";
+	case G_CONFIG:
+	case G_META:
+		return step_what[g->step < ST_RUNNING ? g->step : ST_RUNNING];
+	case G_RUNNING:
+		return g->synced ? "recording" : "recording, syncing the clock";
+	case G_STOPPING:
+		return "stopping: waiting for the agent to confirm";
+	case G_DRAINING:
+		return "stopping: receiving its last pages";
+	case G_FINISHING:
+		return "stopping: final clock sync and metadata";
+	case G_DONE:
+		return "done";
+	default:
+		return "failed";
+	}
+}
+
 static struct engine *eng(const struct guest *g)
 {
 	return g->rec->e;
@@ -132,6 +166,7 @@ static void cancel_timers(struct guest *g)
 	engine_timer_cancel(e, &g->kvm_timer);
 	engine_timer_cancel(e, &g->sync_timer);
 	engine_timer_cancel(e, &g->accept_timer);
+	engine_timer_cancel(e, &g->wait_timer);
 	g->req.active = false;
 }
 
@@ -167,6 +202,35 @@ static void msgs_summary(struct guest *g)
 				 (unsigned long long)(g->msgs[k] - COLLECT_LOG_BURST), COLLECT_LOG_BURST);
 }
 
+/*
+ * HELLO unanswered: most often there is no agent behind the port. Say what
+ * the likely causes are and the commands that check them, in the guest and
+ * on the host.
+ */
+static void hello_hints(struct guest *g)
+{
+	const char *d = g->link.domain[0] ? g->link.domain : NULL;
+
+	log_err("guest %s: likely causes: trace-agent is not installed or not running in the "
+		"guest, or the guest does not see the ports (a guest still booting: record "
+		"--wait[=SEC]). Check in the guest:", g->name);
+	log_err("guest %s:   ls /dev/virtio-ports/      # agent-ctl-path and trace-path-cpu0.."
+		"cpuN-1 must be there", g->name);
+	log_err("guest %s:   systemctl status trace-agent   # started by udev "
+		"(90-trace-agent.rules) when agent-ctl-path appears; `udevadm trigger "
+		"--subsystem-match=virtio-ports --action=add` starts it after an install", g->name);
+	log_err("guest %s:   journalctl -u trace-agent      # or, without systemd: trace-agent "
+		"--verbose", g->name);
+	if (d)
+		log_err("guest %s: and on the host: virtio-trace-collect list   # the ports and "
+			"whether an agent answers; `setup --domain %s --apply --live` hot-plugs "
+			"missing ports", g->name, d);
+	else
+		log_err("guest %s: and on the host: virtio-trace-collect list   # the ports and "
+			"whether an agent answers; `setup --qmp SOCKET --hotplug` hot-plugs "
+			"missing ports", g->name);
+}
+
 /**
  * session_fail() - drop a guest: log, remember why, stop reading it
  * @g: the guest
@@ -186,6 +250,8 @@ void session_fail(struct guest *g, const char *fmt, ...)
 	vsnprintf(g->error, sizeof(g->error), fmt, ap);
 	va_end(ap);
 	log_err("guest %s: %s; dropping this guest, the others continue", g->name, g->error);
+	if (g->hello_timed_out)
+		hello_hints(g);
 	msgs_summary(g);
 	talked = g->conn && g->state > G_NEW;
 	g->state = G_FAILED;
@@ -256,9 +322,33 @@ static void req_timeout(void *arg)
 {
 	struct guest *g = arg;
 
+	if (g->req.type == VT_PROTO_HELLO) {
+		g->hello_timed_out = true;	/* session_fail() adds hello_hints() */
+		session_fail(g, "trace-agent did not answer (HELLO) within %.0f s",
+			     g->req.timeout_ns / 1e9);
+		return;
+	}
 	session_fail(g, "no answer to %s within %llu s", vt_proto_type_name(g->req.type),
-		     (unsigned long long)((g->req.want == VT_PROTO_META ? META_TIMEOUT_NS :
-					   REQ_TIMEOUT_NS) / NSEC_PER_SEC));
+		     (unsigned long long)(g->req.timeout_ns / NSEC_PER_SEC));
+}
+
+/*
+ * How long a request may go unanswered. HELLO, with --wait, as long as the
+ * wait lasts (a guest still booting, or an agent that starts when its port
+ * is hot-plugged): the collector's HELLO waits in the port until an agent
+ * reads it. 0: for ever.
+ */
+static uint64_t req_timeout_ns(const struct guest *g, uint16_t want)
+{
+	uint64_t now = engine_now_ns();
+
+	if (want == VT_PROTO_META)
+		return META_TIMEOUT_NS;
+	if (want != VT_PROTO_HELLO_REPLY || !g->wait_until)
+		return REQ_TIMEOUT_NS;
+	if (g->wait_until == UINT64_MAX)
+		return 0;
+	return g->wait_until > now + REQ_TIMEOUT_NS ? g->wait_until - now : REQ_TIMEOUT_NS;
 }
 
 /*
@@ -281,8 +371,12 @@ static int request(struct guest *g, int len, uint16_t want, void (*done)(struct 
 	g->req.done = done;
 	g->reply_text[0] = '\0';
 	g->req.sent_ns = engine_now_ns();
-	engine_timer_arm(eng(g), &g->req.timer,
-			 want == VT_PROTO_META ? META_TIMEOUT_NS : REQ_TIMEOUT_NS, 0);
+	g->req.timeout_ns = req_timeout_ns(g, want);
+	if (g->req.timeout_ns)
+		engine_timer_arm(eng(g), &g->req.timer, g->req.timeout_ns, 0);
+	if (want == VT_PROTO_HELLO_REPLY && g->wait_until)
+		log_info("guest %s: waiting for trace-agent to answer%s", g->name,
+			 g->req.timeout_ns ? "" : " (no time limit: Ctrl-C ends)");
 	return send_frame(g, len);
 }
 
@@ -1780,6 +1874,10 @@ void session_stop(struct guest *g)
 	}
 	if (g->state >= G_STOPPING)
 		return;
+	if (g->state == G_NEW && g->wait_until && !g->conn) {
+		session_fail(g, "the recording ended while it waited for its trace ports");
+		return;
+	}
 	/* Still setting up: it never recorded. session_fail() says bye to the agent. */
 	session_fail(g, "the recording ended before its setup finished (at: %s)",
 		     step_what[g->step < ST_RUNNING ? g->step : ST_RUNNING]);

@@ -59,6 +59,7 @@ struct guest_req {
 	void (*done)(struct guest *g, int err);
 	struct engine_timer timer;
 	uint64_t sent_ns;		/* engine_now_ns() when sent, for -v */
+	uint64_t timeout_ns;		/* how long it may go unanswered, 0: for ever */
 };
 
 /* A port QEMU connects to (--listen), watched until it did. */
@@ -110,6 +111,13 @@ struct guest {
 	struct guest_port *ports;	/* --listen: data ports QEMU has yet to connect */
 	unsigned int nr_waiting;
 	struct engine_timer accept_timer;
+	/* record --wait: until when its ports may be missing and HELLO unanswered (0: no
+	 * --wait, UINT64_MAX: no limit); wait_timer looks for the ports again (record.c) */
+	uint64_t wait_until;
+	struct engine_timer wait_timer;
+	bool link_ready;		/* its domain's channels are known (or it has no domain) */
+	bool wait_said;			/* "waiting for its ports" was logged */
+	bool hello_timed_out;		/* its failure gets the hints of an absent agent */
 	struct vt_conn *conn;
 	struct engine_fd *ctl_in, *ctl_out;
 	uint64_t rx_tsc;		/* host TSC when the control port was last found readable */
@@ -177,6 +185,7 @@ bool session_finished(const struct guest *g);
 void session_release(struct guest *g);
 void session_dispatch(struct guest *g);
 const char *session_state_name(enum guest_state s);
+const char *session_doing(const struct guest *g);
 void session_fail(struct guest *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* session-save.c: the guest's files in its spool directory */

@@ -12,30 +12,13 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "json.h"
 #include "vt_meta.h"
 
 struct tep_record;
 struct tep_event;
 struct tep_format_field;
 struct tep_handle;
-
-/* analyze.c: a streaming JSON writer (strings escaped, always valid UTF-8 out). */
-struct jw {
-	FILE *f;
-	unsigned int depth;
-	bool need_comma[64];
-};
-
-void jw_begin(struct jw *w, FILE *f);
-void jw_obj(struct jw *w, const char *key);
-void jw_arr(struct jw *w, const char *key);
-void jw_end(struct jw *w, char close);
-void jw_str(struct jw *w, const char *key, const char *s);
-void jw_u64(struct jw *w, const char *key, uint64_t v);
-void jw_i64(struct jw *w, const char *key, int64_t v);
-void jw_dbl(struct jw *w, const char *key, double v);
-void jw_bool(struct jw *w, const char *key, bool v);
-void jw_null(struct jw *w, const char *key);
 
 /* analyze.c: bounded field access on records of any origin. */
 struct tep_format_field *an_field(struct tep_event *ev, const char *name);

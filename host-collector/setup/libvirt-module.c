@@ -18,6 +18,7 @@
 
 #include "collect.h"
 #include "libvirt.h"
+#include "list.h"
 
 #define LV_MODULE	"virtio-trace-collect-libvirt.so"
 
@@ -77,4 +78,20 @@ int libvirt_setup_run(struct libvirt_setup *s)
 	int (*fn)(struct libvirt_setup *) = (int (*)(struct libvirt_setup *))lv_sym("libvirt_setup_run");
 
 	return fn ? fn(s) : -ENOSYS;
+}
+
+int libvirt_list(const char *uri, struct list_guest **g, unsigned int *nr, char *note, size_t len)
+{
+	int (*fn)(const char *, struct list_guest **, unsigned int *, char *, size_t) =
+		(int (*)(const char *, struct list_guest **, unsigned int *, char *, size_t))
+		lv_sym("libvirt_list");
+
+	*g = NULL;
+	*nr = 0;
+	if (!fn) {
+		snprintf(note, len, "libvirt's domains are not listed: the libvirt module is not "
+			 "available");
+		return -ENOSYS;
+	}
+	return fn(uri, g, nr, note, len);
 }

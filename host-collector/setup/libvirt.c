@@ -40,7 +40,9 @@
 
 #include "collect.h"
 #include "libvirt.h"
+#include "list.h"
 #include "qmp-reply.h"
+#include "text.h"
 
 #define LV_CTL_NAME		"agent-ctl-path"
 #define LV_DATA_PREFIX		"trace-path-cpu"
@@ -508,6 +510,20 @@ static int lv_fill_guest(struct lv_dom *d, struct guest_link *g, const char *gue
 	return 0;
 }
 
+/* Every channel record needs is in the live XML: one per vCPU and the control port (hot-plugged last). */
+static bool lv_chans_live(struct lv_dom *d)
+{
+	char name[64];
+	unsigned int i;
+
+	for (i = 0; i < d->vcpus; i++) {
+		snprintf(name, sizeof(name), LV_DATA_PREFIX "%u", i);
+		if (!lv_find(d, name))
+			return false;
+	}
+	return lv_find(d, LV_CTL_NAME) != NULL;
+}
+
 /* After "no channels": were they added to the definition but not booted yet? */
 static unsigned int lv_persistent_ports(virDomainPtr dom)
 {
@@ -566,6 +582,10 @@ int libvirt_guest_from_conn(struct _virConnect *conn, struct guest_link *g, cons
 		return -ENOENT;
 	}
 	ret = virDomainIsActive(dom);
+	if (ret != 1 && g->wait) {
+		ret = -EAGAIN;		/* record --wait: it may start */
+		goto out_dom;
+	}
 	if (ret != 1) {
 		log_err("domain %s is not running: start it (`virsh%s start %s`), then record", name,
 			conn_arg, name);
@@ -575,6 +595,10 @@ int libvirt_guest_from_conn(struct _virConnect *conn, struct guest_link *g, cons
 	ret = lv_load(dom, 0, &d, name);
 	if (ret < 0)
 		goto out_dom;
+	if (g->wait && !lv_chans_live(&d)) {
+		ret = -EAGAIN;		/* record --wait: the channels may be hot-plugged */
+		goto out_d;
+	}
 	if (!d.nr_chans) {
 		n = lv_persistent_ports(dom);
 		if (n)
@@ -961,6 +985,318 @@ err:
 	return ret;
 }
 
+/* --- setup --domain --live: the running domain, no reboot --- */
+
+/* Unplug one device of the running domain, given its element from the live XML. */
+static int lv_detach_node(virDomainPtr dom, xmlNodePtr node, const char *name)
+{
+	xmlBufferPtr buf = xmlBufferCreate();
+	int ret = -ENOMEM;
+
+	if (!buf)
+		return ret;
+	if (xmlNodeDump(buf, node->doc, node, 0, 0) > 0) {
+		ret = 0;
+		if (virDomainDetachDeviceFlags(dom, (const char *)xmlBufferContent(buf),
+					       VIR_DOMAIN_AFFECT_LIVE) < 0) {
+			log_err("domain %s: libvirt did not unplug a channel: %s", name, lv_errmsg());
+			ret = lv_permission_error() ? -EACCES : -EIO;
+		}
+	}
+	xmlBufferFree(buf);
+	return ret;
+}
+
+/* A free virtio-serial address of the running domain. */
+struct lv_slot {
+	unsigned int controller;
+	unsigned int port;
+};
+
+/*
+ * Free virtio-serial ports of the running domain, in controller order, at
+ * most LV_PORTS_PER_CTL per controller (more were seen to lose ports in the
+ * guest) and below each controller's ports count (QEMU's max_ports, 31 by
+ * default; port 0 is left to consoles). libvirt cannot hot-plug a
+ * virtio-serial controller: only those the domain runs with count.
+ * Return: the number of free ports found, at most @max; @nctl is set to the
+ * number of virtio-serial controllers.
+ */
+static unsigned int lv_free_slots(struct lv_dom *d, struct lv_slot *slots, unsigned int max,
+				  unsigned int *nctl)
+{
+	xmlXPathObjectPtr r, u;
+	unsigned long idx, ports, port;
+	unsigned int n = 0, p, last;
+	char buf[64], expr[200];
+	bool used[LV_PORTS_PER_CTL + 1];
+	int j, k;
+
+	*nctl = 0;
+	r = lv_xpath(d, "/domain/devices/controller[@type='virtio-serial']");
+	for (j = 0; r && j < r->nodesetval->nodeNr && n < max; j++) {
+		xmlNodePtr c = r->nodesetval->nodeTab[j];
+
+		if (!lv_attr(c, "index", buf, sizeof(buf)) || !lv_uint(buf, INT_MAX, &idx))
+			continue;
+		(*nctl)++;
+		ports = 31;
+		if (lv_attr(c, "ports", buf, sizeof(buf)) && !lv_uint(buf, 65536, &ports))
+			continue;
+		last = ports > LV_PORTS_PER_CTL ? LV_PORTS_PER_CTL : (ports ? ports - 1 : 0);
+		memset(used, 0, sizeof(used));
+		snprintf(expr, sizeof(expr), "/domain/devices/*/address[@type='virtio-serial' and "
+			 "@controller='%lu']", idx);
+		u = lv_xpath(d, expr);
+		for (k = 0; u && k < u->nodesetval->nodeNr; k++)
+			if (lv_attr(u->nodesetval->nodeTab[k], "port", buf, sizeof(buf)) &&
+			    lv_uint(buf, LV_PORTS_PER_CTL, &port))
+				used[port] = true;
+		xmlXPathFreeObject(u);
+		for (p = 1; p <= last && n < max; p++)
+			if (!used[p])
+				slots[n++] = (struct lv_slot){ .controller = idx, .port = p };
+	}
+	xmlXPathFreeObject(r);
+	return n;
+}
+
+/* Channel @i of @vcpus (data ports first, the control port last) as a <channel> element. */
+static int lv_channel_xml(char *buf, size_t len, const struct libvirt_setup *s, unsigned int vcpus,
+			  unsigned int i, const struct lv_slot *slot)
+{
+	char name[64], src[4200] = "";
+	int n;
+
+	if (i < vcpus)
+		snprintf(name, sizeof(name), LV_DATA_PREFIX "%u", i);
+	else
+		snprintf(name, sizeof(name), LV_CTL_NAME);
+	if (s->dir[0]) {
+		xmlChar *esc = xmlEncodeSpecialChars(NULL, BAD_CAST s->dir);
+
+		if (!esc)
+			return -ENOMEM;
+		snprintf(src, sizeof(src), "<source %spath='%s/%s'/>", s->unix_backend ?
+			 "mode='bind' " : "", (const char *)esc, name);
+		xmlFree(esc);
+	} else if (s->unix_backend) {
+		snprintf(src, sizeof(src), "<source mode='bind'/>");
+	}
+	n = snprintf(buf, len, "<channel type='%s'>%s<target type='virtio' name='%s'/>"
+		     "<address type='virtio-serial' controller='%u' bus='0' port='%u'/></channel>",
+		     s->unix_backend ? "unix" : "pipe", src, name, slot->controller, slot->port);
+	return n < 0 || (size_t)n >= len ? -E2BIG : 0;
+}
+
+/*
+ * Unplug our channels from the running domain, the control port first (the
+ * agent's unit stops with it), by their live XML (a unix channel's source is
+ * the path libvirt chose). Return: channels unplugged, or -errno.
+ */
+static int lv_live_unplug(virDomainPtr dom, const char *name, unsigned int *left)
+{
+	struct lv_dom d;
+	unsigned int i, n = 0;
+	int ret;
+
+	*left = 0;
+	ret = lv_load(dom, VIR_DOMAIN_XML_SECURE, &d, name);
+	if (ret < 0)
+		return ret;
+	for (i = d.nr_chans; i-- > 0;) {
+		struct lv_chan *c = lv_port_index(d.chans[i].name) == -1 ? &d.chans[i] : NULL;
+
+		/* The control port first, then the data ports, last one first. */
+		if (!c)
+			continue;
+		if (lv_detach_node(dom, c->node, name) == 0)
+			n++;
+		else
+			(*left)++;
+		c->name[0] = 0;
+	}
+	for (i = d.nr_chans; i-- > 0;) {
+		if (!d.chans[i].name[0])
+			continue;
+		if (lv_detach_node(dom, d.chans[i].node, name) == 0)
+			n++;
+		else
+			(*left)++;
+	}
+	lv_dom_free(&d);
+	return n;
+}
+
+/* Take the metadata of a live apply out of the running domain (libvirt keeps none then). */
+static void lv_live_meta_clear(virDomainPtr dom)
+{
+	virDomainSetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, NULL, LV_META_PREFIX, LV_META_NS,
+			     VIR_DOMAIN_AFFECT_LIVE);
+}
+
+/*
+ * Undo a live apply that stopped part way: the channels it plugged leave the
+ * running domain and, when @config, the persistent definition (by name: no
+ * channel of ours was there before).
+ */
+static void lv_live_rollback(virConnectPtr conn, virDomainPtr dom, const struct libvirt_setup *s,
+			     bool config)
+{
+	unsigned int left, nchan, nctl;
+	struct lv_dom d;
+
+	lv_live_unplug(dom, s->domain, &left);
+	if (left)
+		log_err("domain %s: %u channels could not be unplugged again: `virsh dumpxml %s` "
+			"shows them", s->domain, left, s->domain);
+	if (!config ||
+	    lv_load(dom, VIR_DOMAIN_XML_INACTIVE | VIR_DOMAIN_XML_SECURE, &d, s->domain) < 0)
+		return;
+	if (d.nr_chans && !d.meta) {
+		lv_remove_ours(&d, &nchan, &nctl);
+		lv_define(conn, &d, s->domain);
+	}
+	lv_dom_free(&d);
+}
+
+/*
+ * setup --domain --apply --live: hot-plug one channel per vCPU and the
+ * control port into the running domain, on free ports of the controllers it
+ * runs with, and keep them in the persistent definition (one
+ * virDomainAttachDeviceFlags(LIVE|CONFIG) per channel, the control port last
+ * so that the agent, which the guest's udev starts when that port appears,
+ * finds the data ports there). Where the domain has no room, say what to
+ * change; nothing is left half done.
+ */
+static int lv_live_apply(virConnectPtr conn, virDomainPtr dom, struct libvirt_setup *s)
+{
+	static struct lv_slot slots[LV_MAX_VCPUS + 1];
+	unsigned int nports, nfree, nctl, i, flags;
+	char xml[4600], owner[300], meta[4600];
+	struct lv_dom live, cfg;
+	bool config;
+	int ret;
+
+	ret = lv_load(dom, VIR_DOMAIN_XML_SECURE, &live, s->domain);
+	if (ret < 0)
+		return ret;
+	ret = lv_load(dom, VIR_DOMAIN_XML_INACTIVE | VIR_DOMAIN_XML_SECURE, &cfg, s->domain);
+	if (ret < 0)
+		goto out_live;
+	s->vcpus = live.vcpus;
+	nports = live.vcpus + 1;
+	if (live.nr_chans) {
+		if (live.meta && lv_chans_complete(&live, s->unix_backend) && lv_meta_matches(&live, s)) {
+			printf("domain %s: the running domain already has the virtio-trace channels "
+			       "(%u vCPUs, %s%s%s): nothing changed\n", s->domain, live.vcpus,
+			       s->unix_backend ? "unix" : "pipe", s->dir[0] ? " " : "", s->dir);
+			ret = s->unix_backend ? 0 : lv_make_fifos(s, live.vcpus, owner, sizeof(owner));
+			goto out;
+		}
+		log_err("domain %s: the running domain already has %u virtio-trace channels%s: "
+			"`virtio-trace-collect setup --domain %s --remove --live` takes them out first",
+			s->domain, live.nr_chans, live.meta ? ", of another backend, directory or vCPU "
+			"count" : " that setup did not add", s->domain);
+		ret = -EEXIST;
+		goto out;
+	}
+	nfree = lv_free_slots(&live, slots, nports, &nctl);
+	if (nfree < nports) {
+		if (!nctl)
+			log_err("domain %s has no virtio-serial controller, and libvirt cannot hot-plug "
+				"one: the trace channels need %u ports", s->domain, nports);
+		else
+			log_err("domain %s: its %u virtio-serial controller%s %s %u free port%s (at most "
+				"%d per controller), the trace channels need %u; libvirt cannot hot-plug a "
+				"virtio-serial controller", s->domain, nctl, nctl == 1 ? "" : "s",
+				nctl == 1 ? "has" : "have", nfree, nfree == 1 ? "" : "s",
+				LV_PORTS_PER_CTL, nports);
+		log_err("domain %s: what to change: give the definition a controller with room, "
+			"once: `virtio-trace-collect setup --domain %s --apply` (without --live) adds "
+			"one with the channels, for the next boot; or `virsh edit %s` and add "
+			"<controller type='virtio-serial' index='N' ports='31'/> with an unused N. "
+			"After that boot, --apply --live and --remove --live need no reboot", s->domain,
+			s->domain, s->domain);
+		ret = -ENOSPC;
+		goto out;
+	}
+	if (cfg.nr_chans && !cfg.meta) {
+		log_err("domain %s: its persistent definition has %u virtio-trace channels that setup "
+			"did not add: remove them (`virsh edit %s`) and run setup again", s->domain,
+			cfg.nr_chans, s->domain);
+		ret = -EEXIST;
+		goto out;
+	}
+	/* Channels already in the definition (an --apply for the next boot): only the running domain gets them. */
+	config = !cfg.nr_chans;
+	flags = VIR_DOMAIN_AFFECT_LIVE | (config ? VIR_DOMAIN_AFFECT_CONFIG : 0);
+	if (!s->unix_backend) {
+		ret = lv_make_fifos(s, live.vcpus, owner, sizeof(owner));
+		if (ret < 0)
+			goto out;
+	}
+	for (i = 0; i < nports; i++) {
+		ret = lv_channel_xml(xml, sizeof(xml), s, live.vcpus, i, &slots[i]);
+		if (ret < 0) {
+			log_err("domain %s: the channel's XML is too long (--dir)", s->domain);
+			break;
+		}
+		if (virDomainAttachDeviceFlags(dom, xml, flags) < 0) {
+			log_err("domain %s: libvirt did not hot-plug channel %u of %u (controller %u "
+				"port %u): %s", s->domain, i + 1, nports, slots[i].controller,
+				slots[i].port, lv_errmsg());
+			ret = lv_permission_error() ? -EACCES : -EIO;
+			break;
+		}
+	}
+	if (i == nports) {
+		/* What setup added, as --apply records it, for --remove: no controller of ours. */
+		xmlChar *esc = xmlEncodeSpecialChars(NULL, BAD_CAST s->dir);
+		bool escaped = esc != NULL;
+
+		snprintf(meta, sizeof(meta), "<ports backend='%s' dir='%s' vcpus='%u' controllers='' "
+			 "live='yes'/>", s->unix_backend ? "unix" : "pipe",
+			 esc ? (const char *)esc : "", live.vcpus);
+		xmlFree(esc);
+		if (!escaped)
+			ret = -ENOMEM;
+		else if (virDomainSetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, meta, LV_META_PREFIX,
+					 LV_META_NS, flags) < 0) {
+			log_err("domain %s: cannot record what setup added (metadata): %s", s->domain,
+				lv_errmsg());
+			ret = -EIO;
+		}
+	}
+	if (i < nports || ret < 0) {
+		lv_live_rollback(conn, dom, s, config);
+		lv_live_meta_clear(dom);
+		log_err("domain %s: nothing was changed", s->domain);
+		if (!ret)
+			ret = -EIO;
+		goto out;
+	}
+	s->changed = true;
+	ret = 0;
+	printf("domain %s: hot-plugged %u channels (trace-path-cpu0..%u, agent-ctl-path) into the "
+	       "running domain on virtio-serial controller %u%s, ports %u..%u%s (%s%s%s), no reboot\n",
+	       s->domain, nports, live.vcpus - 1, slots[0].controller,
+	       slots[nports - 1].controller != slots[0].controller ? " and up" : "", slots[0].port,
+	       slots[nports - 1].port, config ? ", and kept them in its persistent definition" :
+	       " (its definition has them already, for its next boot)",
+	       s->unix_backend ? "unix sockets" : "FIFOs",
+	       s->dir[0] ? " in " : ", paths chosen by libvirt", s->dir);
+	printf("domain %s: the guest's trace-agent starts by itself when agent-ctl-path appears "
+	       "(udev rule 90-trace-agent.rules); record with `virtio-trace-collect record --domain "
+	       "%s ...`; `setup --domain %s --remove --live` unplugs them\n", s->domain, s->domain,
+	       s->domain);
+out:
+	lv_dom_free(&cfg);
+out_live:
+	lv_dom_free(&live);
+	return ret;
+}
+
 /**
  * libvirt_setup_conn() - add the trace channels to a domain's persistent
  * definition, or remove what an earlier apply added
@@ -993,6 +1329,52 @@ int libvirt_setup_conn(struct _virConnect *conn, struct libvirt_setup *s)
 		ret = -EINVAL;
 		goto out_dom;
 	}
+	if (s->live && virDomainIsActive(dom) != 1) {
+		log_err("domain %s is not running: --live changes the running domain; without it "
+			"setup changes the definition, for the next boot", s->domain);
+		ret = -ESRCH;
+		goto out_dom;
+	}
+	if (s->live && !s->remove) {
+		ret = lv_live_apply(conn, dom, s);
+		goto out_dom;
+	}
+	if (s->live) {
+		unsigned int left = 0;
+
+		ret = lv_load(dom, VIR_DOMAIN_XML_SECURE, &d, s->domain);
+		if (ret < 0)
+			goto out_dom;
+		nchan = d.nr_chans;
+		if (nchan && !d.meta) {
+			log_err("domain %s: the running domain's %u virtio-trace channels were not added "
+				"by setup: left alone (`virsh detach-device --live` takes them out)",
+				s->domain, nchan);
+			ret = -EEXIST;
+		}
+		lv_dom_free(&d);
+		if (ret < 0)
+			goto out_dom;
+		if (!nchan) {
+			printf("domain %s: no virtio-trace channels in the running domain: nothing to "
+			       "unplug\n", s->domain);
+		} else {
+			ret = lv_live_unplug(dom, s->domain, &left);
+			if (ret < 0)
+				goto out_dom;
+			lv_live_meta_clear(dom);
+			s->changed = true;
+			printf("domain %s: unplugged %d channels from the running domain (control port "
+			       "first: the guest's trace-agent stops with it), no reboot\n", s->domain,
+			       ret);
+			if (left) {
+				log_err("domain %s: %u channels are still plugged in: `virsh dumpxml %s` "
+					"shows them", s->domain, left, s->domain);
+				ret = -EIO;
+				goto out_dom;
+			}
+		}
+	}
 	ret = lv_load(dom, VIR_DOMAIN_XML_INACTIVE | VIR_DOMAIN_XML_SECURE, &d, s->domain);
 	if (ret < 0)
 		goto out_dom;
@@ -1017,8 +1399,9 @@ int libvirt_setup_conn(struct _virConnect *conn, struct libvirt_setup *s)
 			goto out_d;
 		s->changed = true;
 		printf("domain %s: removed %u channels and %u virtio-serial controller%s from the "
-		       "persistent definition; this takes effect at the next boot of %s\n", s->domain,
-		       nchan, nctl, nctl == 1 ? "" : "s", s->domain);
+		       "persistent definition%s\n", s->domain, nchan, nctl, nctl == 1 ? "" : "s",
+		       s->live ? "" : "; this takes effect at the next boot (--remove --live also "
+		       "unplugs them from the running domain)");
 		goto out_d;
 	}
 
@@ -1069,9 +1452,8 @@ int libvirt_setup_conn(struct _virConnect *conn, struct libvirt_setup *s)
 	if (!s->unix_backend)
 		printf("domain %s: FIFOs %s/PORT.in and PORT.out exist, owned by %s\n", s->domain,
 		       s->dir, geteuid() == 0 ? owner : "you");
-	printf("domain %s: this takes effect at the next boot: `virsh shutdown %s`, `virsh start %s`, "
-	       "then `virtio-trace-collect record --domain %s ...`\n", s->domain, s->domain, s->domain,
-	       s->domain);
+	printf("domain %s: this takes effect at the next boot; to trace it while it runs, without a "
+	       "reboot: `virtio-trace-collect setup --domain %s --apply --live`\n", s->domain, s->domain);
 out_d:
 	lv_dom_free(&d);
 out_dom:
@@ -1093,6 +1475,136 @@ int libvirt_setup_run(struct libvirt_setup *s)
 	if (!conn)
 		return lv_permission_error() ? -EACCES : -ECONNREFUSED;
 	ret = libvirt_setup_conn(conn, s);
+	virConnectClose(conn);
+	return ret;
+}
+
+/* --- list --- */
+
+/* The first of our channels' source paths, and whether the ports are sockets QEMU connects to. */
+static void lv_list_paths(struct lv_dom *d, struct list_guest *g)
+{
+	struct lv_chan *c = lv_find(d, LV_CTL_NAME);
+	char dir[4096], *slash;
+	unsigned int i;
+	bool same = true;
+
+	if (c && c->path[0])
+		snprintf(g->ctl_path, sizeof(g->ctl_path), "%s", c->path);
+	g->listen = c && !strcmp(c->type, "unix") && c->mode[0] && strcmp(c->mode, "bind");
+	/* One directory holding every port by its own name: record --chardev-dir could use it. */
+	snprintf(dir, sizeof(dir), "%s", g->ctl_path);
+	slash = strrchr(dir, '/');
+	if (!slash)
+		return;
+	*slash = 0;
+	for (i = 0; i < d->nr_chans && same; i++) {
+		const char *p = d->chans[i].path, *b = strrchr(p, '/');
+
+		same = b && (size_t)(b - p) == strlen(dir) && !strncmp(p, dir, b - p) &&
+		       !strcmp(b + 1, d->chans[i].name);
+	}
+	if (same)
+		snprintf(g->chardev_dir, sizeof(g->chardev_dir), "%s", dir);
+}
+
+/**
+ * libvirt_list() - the domains that have trace channels, running or defined
+ * @uri: the libvirt URI, NULL or "" for libvirt's default
+ * @out: set to a calloc()ed array (free() it)
+ * @nr: set to its length
+ * @note: why there is nothing, when libvirt cannot be asked ("" else)
+ * @len: size of @note
+ *
+ * Nothing is logged: list prints @note as one line of its own.
+ *
+ * Return: 0, or -errno with @note filled.
+ */
+int libvirt_list(const char *uri, struct list_guest **out, unsigned int *nr, char *note, size_t len)
+{
+	virDomainPtr *doms = NULL;
+	virConnectPtr conn;
+	struct list_guest *g;
+	int n, i, ret = 0;
+	char why[256], path[PATH_MAX];
+
+	*out = NULL;
+	*nr = 0;
+	note[0] = 0;
+	virSetErrorFunc(NULL, lv_quiet);
+	conn = virConnectOpenReadOnly(uri && *uri ? uri : NULL);
+	if (!conn) {
+		snprintf(note, len, "libvirt %s cannot be asked: %s", uri && *uri ? uri : "(default URI)",
+			 lv_errmsg());
+		return -ECONNREFUSED;
+	}
+	n = virConnectListAllDomains(conn, &doms, 0);
+	if (n < 0) {
+		snprintf(note, len, "libvirt %s: cannot list the domains: %s",
+			 uri && *uri ? uri : "(default URI)", lv_errmsg());
+		virConnectClose(conn);
+		return -EIO;
+	}
+	*out = calloc(n ? n : 1, sizeof(**out));
+	if (!*out) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		struct lv_dom live = { 0 }, cfg = { 0 };
+		const char *name = virDomainGetName(doms[i]);
+		bool active = virDomainIsActive(doms[i]) == 1, have = false;
+		char *xml;
+
+		g = &(*out)[*nr];
+		memset(g, 0, sizeof(*g));
+		if (!name || strlen(name) >= sizeof(g->domain))
+			continue;
+		if (virDomainIsPersistent(doms[i]) == 1) {
+			xml = virDomainGetXMLDesc(doms[i], VIR_DOMAIN_XML_INACTIVE);
+			if (xml && lv_dom_parse(&cfg, xml, why, sizeof(why)) == 0) {
+				g->defined_ports = cfg.nr_chans;
+				g->vcpus = cfg.vcpus;
+				have = cfg.nr_chans > 0;
+				lv_dom_free(&cfg);
+			}
+			free(xml);
+		}
+		if (active) {
+			xml = virDomainGetXMLDesc(doms[i], 0);
+			if (xml && lv_dom_parse(&live, xml, why, sizeof(why)) == 0) {
+				unsigned int k;
+
+				g->vcpus = live.vcpus;
+				for (k = 0; k < live.nr_chans; k++) {
+					if (lv_port_index(live.chans[k].name) >= 0)
+						g->data_ports++;
+					else
+						g->ctl_port = true;
+				}
+				have = have || live.nr_chans > 0;
+				lv_list_paths(&live, g);
+				lv_dom_free(&live);
+			}
+			free(xml);
+		}
+		if (!have)
+			continue;
+		g->libvirt = true;
+		g->running = active;
+		snprintf(g->domain, sizeof(g->domain), "%s", name);
+		snprintf(g->uri, sizeof(g->uri), "%s", uri && *uri ? uri : "");
+		snprintf(g->name, sizeof(g->name), "%s", collect_name_ok(name) ? name : "");
+		if (active) {
+			snprintf(path, sizeof(path), "/run/libvirt/qemu/%s.pid", name);
+			g->qemu_pid = lv_pidfile(path);
+		}
+		(*nr)++;
+	}
+out:
+	for (i = 0; i < n; i++)
+		virDomainFree(doms[i]);
+	free(doms);
 	virConnectClose(conn);
 	return ret;
 }

@@ -17,6 +17,7 @@ struct _virConnect;
  * @domain: the domain's name
  * @uri: the libvirt URI, NULL or "" for libvirt's default
  * @remove: take away what an earlier apply added, instead of adding
+ * @live: the running domain too: hot-plug (unplug) the channels, no reboot
  * @unix_backend: unix channels (QEMU listens) instead of pipe FIFOs
  * @dir: where the chardevs live; "" with @unix_backend: paths libvirt chooses
  * @vcpus: set to the definition's vCPU count
@@ -26,6 +27,7 @@ struct libvirt_setup {
 	const char *domain;
 	const char *uri;
 	bool remove;
+	bool live;
 	bool unix_backend;
 	char dir[4096];
 	unsigned int vcpus;

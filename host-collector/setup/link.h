@@ -25,6 +25,9 @@
  *	cache entry: record/kcache.c)
  * @qmp_path: --qmp: follow STOP/RESUME
  * @vcpu_tids: the host thread of each vCPU
+ * @wait: record --wait: a domain that is not running, or has not all its
+ *	channels yet, is no error: libvirt_guest_resolve() returns -EAGAIN
+ *	without a message
  */
 struct guest_link {
 	char chardev_dir[4096];
@@ -39,6 +42,7 @@ struct guest_link {
 	char qmp_path[4096];
 	uint32_t vcpu_tids[COLLECT_MAX_CPUS];
 	unsigned int nr_vcpu_tids;
+	bool wait;
 };
 
 #endif

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "collect.h"
+#include "hotplug.h"
 #include "libvirt.h"
 #include "setup.h"
 #include "text.h"
@@ -49,6 +50,11 @@ struct setup_opts {
 	const char *uri;
 	bool apply;
 	bool remove;
+	bool live;		/* --live: the running domain too */
+	/* setup --qmp SOCKET --hotplug|--remove */
+	const char *qmp;
+	bool hotplug;
+	bool have_name;
 	bool have_backend;
 	bool have_dir;
 	bool have_format;
@@ -128,12 +134,14 @@ static void setup_usage(FILE *f)
 "                         events the instance records from boot on\n"
 "\n"
 "Usage: virtio-trace-collect setup --domain NAME [--connect URI] --apply|--remove\n"
-"                                  [--backend pipe|unix] [--dir DIR]\n"
+"                                  [--live] [--backend pipe|unix] [--dir DIR]\n"
 "\n"
-"Add the same ports to a libvirt domain's persistent definition: one channel\n"
-"per vCPU of the definition plus the control port, on virtio-serial\n"
-"controllers of their own (30 ports each). The change takes effect at the\n"
-"domain's next boot; then `record --domain NAME` finds everything itself.\n"
+"Add the same ports to a libvirt domain: one channel per vCPU plus the control\n"
+"port. With --live they are hot-plugged into the running domain, no reboot,\n"
+"and kept in its definition; the guest's trace-agent starts by itself (udev).\n"
+"Without --live they go into the persistent definition, on virtio-serial\n"
+"controllers of their own (30 ports each), for the domain's next boot. Then\n"
+"`record --domain NAME` finds everything itself.\n"
 "\n"
 "  -D, --domain NAME      the libvirt domain\n"
 "  -C, --connect URI      libvirt URI (default: libvirt's default, qemu:///system\n"
@@ -142,15 +150,39 @@ static void setup_usage(FILE *f)
 "                         the user in /etc/libvirt/qemu.conf); running it again\n"
 "                         changes nothing; a changed vCPU count rewrites them\n"
 "  -r, --remove           remove exactly what --apply added\n"
+"      --live             the running domain too: hot-plug the channels into\n"
+"                         it (on free ports of its virtio-serial controllers:\n"
+"                         libvirt cannot hot-plug a controller) or unplug them,\n"
+"                         without a reboot\n"
 "  -b, --backend KIND     pipe (default; DIR default /var/lib/virtio-trace/NAME)\n"
-"                         or unix (without --dir: paths libvirt chooses)\n"
+"                         or unix (without --dir: paths libvirt chooses; the\n"
+"                         only kind --live takes: libvirt hot-plugs no pipe)\n"
 "      --dir DIR          where the chardevs live\n"
 "\n"
 "Controller indexes: --apply puts its controllers after every virtio-serial\n"
 "controller the domain has.\n"
 "\n"
-"Exit status: 0 done or nothing to do; 1 libvirt or the files failed; 2 usage.\n",
-		SETUP_MAX_VCPUS, SETUP_DEFAULT_ROOT);
+"Usage: virtio-trace-collect setup --qmp SOCKET --hotplug|--remove [--name NAME]\n"
+"                                  [--vcpus N] [--backend pipe|unix] [--dir DIR]\n"
+"\n"
+"The same for a QEMU started without libvirt, through its QMP socket (-qmp\n"
+"unix:SOCKET,server=on,wait=off): the ports are hot-plugged into the running\n"
+"guest, no reboot, on free ports of its virtio-serial buses, else on a\n"
+"virtio-serial controller hot-plugged for them.\n"
+"\n"
+"      --qmp SOCKET       QEMU's QMP socket (one client at a time: not while a\n"
+"                         `record --qmp` holds it)\n"
+"      --hotplug          plug the ports in (pipe: the FIFOs are made first),\n"
+"                         one per vCPU QEMU has (or --vcpus N), the control\n"
+"                         port last; DIR default %s/NAME, NAME default\n"
+"                         QEMU's -name\n"
+"\n"
+"With --qmp, --remove unplugs what --hotplug added (the control port first)\n"
+"and removes its FIFOs.\n"
+"\n"
+"Exit status: 0 done or nothing to do; 1 libvirt, QEMU or the files failed;\n"
+"2 usage.\n",
+		SETUP_MAX_VCPUS, SETUP_DEFAULT_ROOT, SETUP_DEFAULT_ROOT);
 }
 
 /* Port @i's name: data ports first, then the control port. */
@@ -342,7 +374,7 @@ static int setup_create(const struct setup_opts *o)
 static int setup_parse(int argc, char **argv, struct setup_opts *o)
 {
 	/* No -d/-f: they are record's --duration and --filter (short options mean one thing). */
-	enum { OPT_DIR = 256, OPT_FORMAT, OPT_CTL_INDEX };
+	enum { OPT_DIR = 256, OPT_FORMAT, OPT_CTL_INDEX, OPT_LIVE, OPT_QMP, OPT_HOTPLUG };
 	static const struct option longopts[] = {
 		{ "vcpus", required_argument, NULL, 'n' },
 		{ "backend", required_argument, NULL, 'b' },
@@ -355,6 +387,9 @@ static int setup_parse(int argc, char **argv, struct setup_opts *o)
 		{ "connect", required_argument, NULL, 'C' },
 		{ "apply", no_argument, NULL, 'a' },
 		{ "remove", no_argument, NULL, 'r' },
+		{ "live", no_argument, NULL, OPT_LIVE },
+		{ "qmp", required_argument, NULL, OPT_QMP },
+		{ "hotplug", no_argument, NULL, OPT_HOTPLUG },
 		{ "last-boot", required_argument, NULL, 'L' },
 		{ "last-boot-events", required_argument, NULL, 'E' },
 		{ "help", no_argument, NULL, 'h' },
@@ -402,6 +437,19 @@ static int setup_parse(int argc, char **argv, struct setup_opts *o)
 			break;
 		case 'r':
 			o->remove = true;
+			break;
+		case OPT_LIVE:
+			o->live = true;
+			break;
+		case OPT_QMP:
+			if (!*optarg) {
+				fprintf(stderr, "virtio-trace-collect setup: --qmp needs QEMU's QMP socket\n");
+				return -EINVAL;
+			}
+			o->qmp = optarg;
+			break;
+		case OPT_HOTPLUG:
+			o->hotplug = true;
 			break;
 		case 'n':
 			errno = 0;
@@ -463,6 +511,7 @@ static int setup_parse(int argc, char **argv, struct setup_opts *o)
 				return -EINVAL;
 			}
 			o->name = optarg;
+			o->have_name = true;
 			break;
 		case 'h':
 			setup_usage(stdout);
@@ -488,14 +537,34 @@ static int setup_parse(int argc, char **argv, struct setup_opts *o)
 		return -EINVAL;
 	}
 	if (o->last_boot) {
-		if (o->vcpus || o->domain || o->apply || o->remove || o->create || o->have_format) {
+		if (o->vcpus || o->domain || o->apply || o->remove || o->create || o->have_format ||
+		    o->qmp || o->hotplug || o->live) {
 			fprintf(stderr, "virtio-trace-collect setup: --last-boot prints kernel "
 				"arguments only: run it on its own\n");
 			return -EINVAL;
 		}
 		return 0;
 	}
-	if (o->domain || o->apply || o->remove || o->uri) {
+	if (o->qmp || o->hotplug) {
+		if (!o->qmp || o->hotplug == o->remove) {
+			fprintf(stderr, "virtio-trace-collect setup: --qmp SOCKET goes with one of "
+				"--hotplug or --remove (see --help)\n");
+			return -EINVAL;
+		}
+		if (o->domain || o->apply || o->live || o->uri || o->have_format || o->create ||
+		    o->have_ctl_index) {
+			fprintf(stderr, "virtio-trace-collect setup: --qmp takes --name, --vcpus, "
+				"--backend and --dir only (--domain, --apply, --live, --format and --create "
+				"are for the other uses of setup)\n");
+			return -EINVAL;
+		}
+		if (o->qemu_connects) {
+			fprintf(stderr, "virtio-trace-collect setup: --qmp takes --backend pipe or unix\n");
+			return -EINVAL;
+		}
+		if (!dir)
+			return 0;	/* hotplug_run(): /run/virtio-trace/NAME, NAME from QEMU */
+	} else if (o->domain || o->apply || o->remove || o->uri || o->live) {
 		if (!o->domain || o->apply == o->remove) {
 			fprintf(stderr, "virtio-trace-collect setup: --domain NAME goes with one of "
 				"--apply or --remove (see --help)\n");
@@ -517,6 +586,14 @@ static int setup_parse(int argc, char **argv, struct setup_opts *o)
 				"--backend: it removes what --apply added\n");
 			return -EINVAL;
 		}
+		/* libvirt hot-plugs no pipe chardev ("Hotplug unsupported for char device type 'pipe'"). */
+		if (o->live && o->apply && o->have_backend && !o->unix_backend) {
+			fprintf(stderr, "virtio-trace-collect setup: --live needs --backend unix: libvirt "
+				"cannot hot-plug pipe channels\n");
+			return -EINVAL;
+		}
+		if (o->live && o->apply)
+			o->unix_backend = true;
 		if (!dir && o->unix_backend)
 			return 0;	/* libvirt's automatic socket paths */
 		if (!dir && o->remove)
@@ -592,9 +669,22 @@ int setup_main(int argc, char **argv)
 		       o.last_boot_events ? "," : "", o.last_boot_events ? o.last_boot_events : "");
 		return fflush(stdout) == EOF || ferror(stdout) ? EXIT_FAIL : EXIT_OK;
 	}
+	if (o.qmp) {
+		struct hotplug_opts ho = {
+			.qmp = o.qmp, .remove = o.remove, .unix_backend = o.unix_backend, .vcpus = o.vcpus,
+		};
+
+		if (o.have_name)
+			snprintf(ho.name, sizeof(ho.name), "%s", o.name);
+		snprintf(ho.dir, sizeof(ho.dir), "%s", o.dir);
+		ret = hotplug_run(&ho);
+		if (fflush(stdout) == EOF || ferror(stdout))
+			return EXIT_FAIL;
+		return ret < 0 ? EXIT_FAIL : EXIT_OK;
+	}
 	if (o.domain) {
 		struct libvirt_setup ls = {
-			.domain = o.domain, .uri = o.uri, .remove = o.remove,
+			.domain = o.domain, .uri = o.uri, .remove = o.remove, .live = o.live,
 			.unix_backend = o.unix_backend,
 		};
 

@@ -131,12 +131,45 @@ vt_agent_wait_off() {
 # then the guest checks the agent's exit status and that its instance is gone. With
 # vt.agent_keep=1 on the kernel command line the agent serves one collector after another
 # and gets a SIGTERM once vt-e2e-guest has quit. VT_AGENT_PRE: shell lines the guest runs
-# before it starts the agent (they go into the image). Sets VT_IMAGE.
+# before it starts the agent (they go into the image). With vt.hotplug=/etc/vt/agent-hotplug on
+# the command line no agent starts at boot: /init's uevent listener starts /etc/vt/agent-hotplug
+# (trace-agent, as trace-agent.service does) when the port agent-ctl-path is hot-plugged and
+# SIGTERMs it when the port is unplugged; the guest then checks the agent left with exit
+# status 0 ("E2E: vt-e2e-guest rc=0, trace-agent exit status 0 after its port was unplugged").
+# Sets VT_IMAGE.
 vt_collect_image() {
+    mkdir -p "$1/overlay/etc/vt"
+    cat >"$1/overlay/etc/vt/agent-hotplug" <<'SH'
+#!/bin/sh
+# trace-agent.service's part (guest/init, vt.hotplug=): started when agent-ctl-path appears,
+# SIGTERMed when it goes.
+echo "E2E: agent-hotplug: starting trace-agent"
+trace-agent &
+agent=$!
+trap 'kill -TERM $agent' TERM
+wait $agent
+rc=$?
+# A wait cut short by the trap: the agent's own status follows.
+[ $rc -gt 128 ] && { wait $agent; rc=$?; }
+echo $rc >/run/vt-agent.status
+echo "E2E: trace-agent exit status $rc"
+SH
+    chmod 755 "$1/overlay/etc/vt/agent-hotplug"
     {
         echo '#!/bin/sh'
         [ -z "${VT_AGENT_PRE:-}" ] || echo "$VT_AGENT_PRE"
         cat <<'SH'
+if grep -q 'vt.hotplug=' /proc/cmdline; then
+    vt-e2e-guest
+    rc=$?
+    i=0
+    while [ ! -e /run/vt-agent.status ] && [ $i -lt 100 ]; do usleep 100000; i=$((i + 1)); done
+    arc=$(cat /run/vt-agent.status 2>/dev/null || echo "none (it never started, or never stopped)")
+    echo "E2E: vt-e2e-guest rc=$rc, trace-agent exit status $arc after its port was unplugged"
+    [ -d /sys/kernel/tracing/instances/virtio-trace ] && { echo "E2E: FAIL instance left"; rc=1; }
+    [ "$arc" = 0 ] || rc=1
+    exit $rc
+fi
 once=--once end=BYE
 grep -q 'vt.agent_keep=1' /proc/cmdline && once= end=SIGTERM
 trace-agent --quiet $once &

@@ -13,7 +13,15 @@
 # vCPU n to the thread QMP query-cpus-fast names (and /proc says that thread is "CPU n/TCG");
 # then `setup --apply --backend unix` rewrites them as unix channels with paths libvirt chooses
 # and a second boot is recorded the same way (a user without access gets "permission denied");
-# `setup --remove` restores the definition. Destroys and undefines the domain, stops the daemons
+# `setup --remove` restores the definition. Then the running domain with no reboot: it boots
+# without trace channels and without an agent (its /init starts one when agent-ctl-path is
+# hot-plugged, as udev and the package's unit do); `record --domain --wait` starts first and
+# waits; `setup --apply --live` hot-plugs the three channels (unix sockets at paths libvirt
+# chooses: libvirt hot-plugs no pipe) on the free ports 2..4 of its controller 0 and keeps them
+# in the definition (a second one changes nothing); the recording
+# is exact as above; `list` shows the domain, its ports, the agent's version and the guest's
+# kernel; `setup --remove --live` unplugs them, the agent stops with exit status 0,
+# the definition is as before, the guest booted once. Destroys and undefines the domain, stops the daemons
 # it started (by pid), removes its files. Prints its time.
 # Env: VT_BUILDDIR (default <repo>/build), VT_E2E_MARKERS (default 500), VT_KEEP=1 keeps the work
 # dir. Exit: 0 pass, 1 fail, 77 skip.
@@ -246,10 +254,14 @@ check_unix_live() {
     fi
 }
 
-# boot_record PHASE: start the domain, record it by name, let it power off, check the files.
-# Sets T_BOOT_<PHASE> and T_REC_<PHASE>.
+# boot_record PHASE [live]: start the domain, record it by name, let it power off, check the
+# files. Sets T_BOOT_<PHASE> and T_REC_<PHASE>. With "live" the domain boots without trace
+# channels and no agent: record --wait starts first, `setup --apply --live` hot-plugs the
+# channels into the running domain (the guest's /init starts the agent, vt.hotplug=), and
+# `setup --remove --live` unplugs them before the guest leaves (the agent stops with its port).
 boot_record() {
-    local phase=$1 t crc i cpu cnt man mk mkother mm hs c tid comm G OUT QPID up
+    local phase=$1 live=${2:-} t crc i cpu cnt man mk mkother mm hs c tid comm G OUT QPID up th n
+    local end_line="E2E: vt-e2e-guest rc=0, trace-agent exit status 0 after BYE"
     t=$(vt_now)
     V start "$DOM" >/dev/null || { tail -n5 "/var/log/libvirt/qemu/$DOM.log" 2>/dev/null; echo "$ME: FAIL: the domain did not start"; exit 1; }
     VT_QEMU_PID=$(cat "/run/libvirt/qemu/$DOM.pid" 2>/dev/null)
@@ -292,12 +304,43 @@ sleep 0.5
 SH
     chmod +x "$WORK/flood"
     [ "$phase" = unix ] && check_unix_live
+    if [ -n "$live" ]; then
+        end_line="E2E: vt-e2e-guest rc=0, trace-agent exit status 0 after its port was unplugged"
+        vt_test_say "$WORK/ports" "sh test -e /dev/virtio-ports/agent-ctl-path && echo E2E: before: control port || echo E2E: before: no control port" 30 ||
+            bad "vt-e2e-guest did not run the check"
+        n=$(V dumpxml "$DOM" | grep -c "<target type='virtio' name='\(trace-path-cpu[01]\|agent-ctl-path\)'/>")
+        [ "$n" = 0 ] || bad "the running domain has $n trace channels before the hot-plug, want 0"
+    fi
     OUT=$WORK/out-$phase
     t=$(vt_now)
-    timeout -k 5 150 "$COLLECT" record --domain "$DOM" --connect "$URI" -e sched -e irq -e timer \
+    timeout -k 5 200 "$COLLECT" record --domain "$DOM" --connect "$URI" ${live:+--wait=120} -e sched -e irq -e timer \
         --host-events sched:sched_switch --sync-probes 50 -o "$OUT" -v -- "$WORK/flood" 2>&1 |
         while IFS= read -r l; do echo "$(vt_secs "$t" "$(vt_now)") $l"; done >"$WORK/record-$phase.log" &
     COLLECT_PID=$!
+    if [ -n "$live" ]; then
+        # record waits for the channels (the domain has none); then they are hot-plugged.
+        for ((i = 0; i < 100; i++)); do
+            grep -q 'waiting for its trace ports to appear' "$WORK/record-$phase.log" && break
+            sleep 0.1
+        done
+        grep -q "guest $DOM: waiting for its trace ports to appear" "$WORK/record-$phase.log" ||
+            bad "record --wait did not say it waits for the ports"
+        th=$(vt_now)
+        T_PLUG_AT=$(vt_secs "$t" "$th")
+        "$COLLECT" setup --domain "$DOM" --connect "$URI" --apply --live \
+            >"$WORK/setup-live.log" 2>&1 || bad "setup --apply --live exited $?"
+        T_PLUG=$(vt_secs "$th" "$(vt_now)")
+        sed "s/^/$ME: setup: /" "$WORK/setup-live.log"
+        grep -q "hot-plugged 3 channels (trace-path-cpu0..1, agent-ctl-path) into the running domain on virtio-serial controller 0, ports 2..4, and kept them in its persistent definition (unix sockets, paths chosen by libvirt)" "$WORK/setup-live.log" ||
+            bad "setup --apply --live did not hot-plug 3 channels on controller 0 ports 2..4"
+        n=$(V dumpxml "$DOM" | grep -c "<target type='virtio' name='\(trace-path-cpu[01]\|agent-ctl-path\)'/>")
+        [ "$n" = 3 ] || bad "the running domain has $n trace channels after the hot-plug, want 3"
+        n=$(V dumpxml --inactive "$DOM" | grep -c "<target type='virtio' name='\(trace-path-cpu[01]\|agent-ctl-path\)'/>")
+        [ "$n" = 3 ] || bad "the definition has $n trace channels after the hot-plug, want 3"
+        "$COLLECT" setup --domain "$DOM" --connect "$URI" --apply --live \
+            >"$WORK/setup-live2.log" 2>&1 || bad "the second --apply --live exited $?"
+        grep -q 'nothing changed' "$WORK/setup-live2.log" || bad "the second --apply --live: $(cat "$WORK/setup-live2.log")"
+    fi
     wait "$COLLECT_PID"
     crc=$?
     COLLECT_PID=
@@ -306,8 +349,34 @@ SH
     [ $crc = 0 ] || { sed 's/^/    | /' "$WORK/record-$phase.log"; bad "record exited $crc, want 0"; }
 
     # Where record's time went (-v lines, stamped with seconds since it started).
-    grep -E 'clock sync at (start|stop) done|: recording$|stopping$|wrote ' "$WORK/record-$phase.log" |
-        sed "s/^/$ME:   /"
+    grep -E 'waiting for|trace-agent .*CPUs|clock sync at (start|stop) done|: recording$|stopping$|wrote ' \
+        "$WORK/record-$phase.log" | sed "s/^/$ME:   /"
+    if [ -n "$live" ]; then
+        T_ANSWER=$(awk '/trace-agent .*CPUs/ { print $1; exit }' "$WORK/record-$phase.log")
+        echo "$ME: live: hot-plug at ${T_PLUG_AT} s of record's run took ${T_PLUG} s; the agent answered at ${T_ANSWER:-?} s"
+        # list: the domain with its ports, and the agent (it runs on until its port goes) answering.
+        th=$(vt_now)
+        "$COLLECT" list --connect "$URI" "$DOM" >"$WORK/list-live.txt" 2>&1 || bad "list exited $?"
+        echo "$ME: list took $(vt_secs "$th" "$(vt_now)") s:"
+        sed "s/^/$ME:   /" "$WORK/list-live.txt"
+        grep -qE "^$DOM +libvirt +2 vCPUs \+ control +trace-agent [0-9.]+ +[0-9]+\.[0-9]+\.[0-9]+-" "$WORK/list-live.txt" ||
+            bad "list does not show the domain with its ports, an answering trace-agent and its kernel"
+        # Unplugged while the guest runs: the agent stops with its port, the definition is as before.
+        "$COLLECT" setup --domain "$DOM" --connect "$URI" --remove --live >"$WORK/remove-live.log" 2>&1 ||
+            bad "setup --remove --live exited $?"
+        sed "s/^/$ME: setup: /" "$WORK/remove-live.log"
+        grep -q 'unplugged 3 channels from the running domain' "$WORK/remove-live.log" ||
+            bad "setup --remove --live did not unplug 3 channels"
+        n=$(V dumpxml "$DOM" | grep -c "<target type='virtio' name='\(trace-path-cpu[01]\|agent-ctl-path\)'/>")
+        [ "$n" = 0 ] || bad "the running domain has $n trace channels after --remove --live, want 0"
+        V dumpxml --inactive "$DOM" >"$WORK/def-live1.xml"
+        cmp -s "$WORK/def-live0.xml" "$WORK/def-live1.xml" ||
+            { diff -u "$WORK/def-live0.xml" "$WORK/def-live1.xml" | head -20; bad "--remove --live did not restore the definition"; }
+        for ((i = 0; i < 100; i++)); do
+            grep -aq 'E2E: trace-agent exit status' "$WORK/console.log" && break
+            sleep 0.1
+        done
+    fi
 
     # The guest leaves: vt-e2e-guest quits, the agent had its BYE, /init powers off.
     vt_test_say "$WORK/ports" quit 30 || bad "vt-e2e-guest did not answer quit"
@@ -326,8 +395,13 @@ SH
     echo "  guest console:"
     tr -d '\r' <"$WORK/console.log" | grep -a -E '^(VT-INIT|E2E|trace-agent):' | sed 's/^/    /'
     vt_check_console "$WORK/console.log" || fail=1
-    grep -aq 'E2E: vt-e2e-guest rc=0, trace-agent exit status 0 after BYE' "$WORK/console.log" ||
-        bad "the guest side did not end cleanly"
+    grep -aq "$end_line" "$WORK/console.log" || bad "the guest side did not end cleanly"
+    if [ -n "$live" ]; then
+        [ "$(tr -d '\r' <"$WORK/console.log" | grep -ac '^VT-INIT: start')" = 1 ] || bad "the guest booted more than once"
+        grep -aq '^E2E: before: no control port' "$WORK/console.log" || bad "the guest had a control port before the hot-plug"
+        grep -aq '^VT-INIT: hotplug agent-ctl-path appeared: starting /etc/vt/agent-hotplug' "$WORK/console.log" ||
+            bad "the guest's listener did not start the agent when agent-ctl-path appeared"
+    fi
 
     G=$OUT/guest-$DOM.dat
     [ -s "$OUT/manifest.json" ] && [ -s "$G" ] && [ -s "$OUT/host.dat" ] ||
@@ -389,10 +463,21 @@ V dumpxml --inactive "$DOM" >"$WORK/def3.xml"
 cmp -s "$WORK/def0.xml" "$WORK/def3.xml" ||
     { diff -u "$WORK/def0.xml" "$WORK/def3.xml" | head -20; bad "setup --remove did not restore the definition"; }
 
+# The running domain traced with no reboot: it boots without trace channels and no agent (its
+# /init starts one when agent-ctl-path is hot-plugged), and gets them while it runs.
+echo "$ME: boot 3: no trace channels; hot-plugged while it runs (setup --apply --live), unplugged (--remove --live)"
+sed -e 's|vt.run=/etc/vt/agent-run vt.ports=4|vt.run=/etc/vt/agent-run vt.ports=1 vt.hotplug=/etc/vt/agent-hotplug|' \
+    "$WORK/def3.xml" >"$WORK/domain-live.xml"
+grep -q 'vt.hotplug=' "$WORK/domain-live.xml" || bad "the live domain's command line has no vt.hotplug="
+V define "$WORK/domain-live.xml" >/dev/null || bad "libvirt refused the live domain"
+V dumpxml --inactive "$DOM" >"$WORK/def-live0.xml"
+boot_record live live
+
 T_RUN=$(vt_secs "$T0" "$(vt_now)")
 echo "$ME: timings: image ${T_IMAGE} s, libvirt up ${T_DAEMON} s; pipe: boot to vt-e2e-guest" \
      "${T_BOOT_pipe:-?} s, record ${T_REC_pipe:-?} s; unix: boot ${T_BOOT_unix:-?} s, record" \
-     "${T_REC_unix:-?} s; whole test ${T_RUN} s"
+     "${T_REC_unix:-?} s; live: boot ${T_BOOT_live:-?} s, record with the hot-plug ${T_REC_live:-?} s;" \
+     "whole test ${T_RUN} s"
 if [ $fail = 0 ]; then echo "$ME: PASS"; exit 0; fi
 KEEP=1
 echo "$ME: FAIL"

@@ -9,7 +9,8 @@
  *   --fifo DIR     -chardev pipe: DIR/NAME.in (host->guest), DIR/NAME.out
  *                  (guest->host), both opened O_RDWR as QEMU does;
  *   --connect DIR  the collector listens on DIR/NAME and we connect;
- *   --listen DIR   we listen on DIR/NAME (QEMU server=on) and accept.
+ *   --listen DIR   we listen on DIR/NAME (QEMU server=on) and accept; a host
+ *                  that leaves before START is followed by the next, as with QEMU.
  *
  * Every misbehaviour is one flag, so that a test can ask for exactly one.
  * What it did goes to stderr, one line per fact, prefixed with the name:
@@ -809,6 +810,23 @@ static void evil_text(char *buf, size_t size)
 	buf[off] = '\0';
 }
 
+/* "vt-fake-agent VERSION (Linux RELEASE)", the release from the fixture's uname, as the agent says. */
+static const char *fake_software(const struct fake *f, char *buf, size_t size)
+{
+	char path[PATH_MAX], line[256], sys[64], rel[128];
+	FILE *in;
+
+	snprintf(buf, size, "vt-fake-agent %s", PACKAGE_VERSION);
+	snprintf(path, sizeof(path), "%s/uname", f->o.fixture);
+	in = fopen(path, "r");
+	if (!in)
+		return buf;
+	if (fgets(line, sizeof(line), in) && sscanf(line, "%63s %127s", sys, rel) == 2)
+		snprintf(buf, size, "vt-fake-agent %s (%s %s)", PACKAGE_VERSION, sys, rel);
+	fclose(in);
+	return buf;
+}
+
 static int send_hello_reply(struct fake *f, const struct vt_proto_msg *msg)
 {
 	static char software[VT_PROTO_MAX_TEXT];
@@ -840,7 +858,7 @@ static int send_hello_reply(struct fake *f, const struct vt_proto_msg *msg)
 		evil_text(software, sizeof(software));
 		r.software = software;
 	} else {
-		r.software = "vt-fake-agent " PACKAGE_VERSION;
+		r.software = fake_software(f, software, sizeof(software));
 	}
 	len = vt_proto_enc_hello(f->frame, sizeof(f->frame), VT_PROTO_HELLO_REPLY, next_seq(f), &r);
 	if (len > 0 && f->o.evil == EVIL_CLOCK) {
@@ -1687,6 +1705,19 @@ static void read_ctl(struct fake *f)
 	ssize_t n;
 
 	n = read(f->ctl_rfd, buf, sizeof(buf));
+	if ((n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) && f->o.mode == MODE_LISTEN &&
+	    !f->running && !f->start_ns && f->ctl_listen_fd >= 0) {
+		/* A host that only said HELLO (`list`): QEMU's socket takes the next one. */
+		say(f, "host closed the control port before START: listening again");
+		close(f->ctl_rfd);
+		f->ctl_rfd = f->ctl_wfd = -1;
+		f->hello_done = false;
+		vt_proto_parser_free(f->parser);
+		f->parser = vt_proto_parser_new();
+		if (!f->parser)
+			f->quit = true;
+		return;
+	}
 	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
 		say(f, "host closed the control port");
 		f->quit = true;
@@ -1987,6 +2018,9 @@ static void usage(FILE *out)
 		"  --meta-rate BYTES_PER_S  send the META bundle (and whatever follows it on the\n"
 		"                         control port) at that many bytes per second\n"
 		"  --silent-hello         never answer HELLO; keep the ports open\n"
+		"  -- ARG...              ignored: a QEMU-like command line for `virtio-trace-collect\n"
+		"                         list` to find in /proc (run it through a link named\n"
+		"                         qemu-system-x86_64)\n"
 		"  --evil-strings[=text|clock|meta|error]  hostile strings (default text)\n"
 		"or: vt-fake-agent --knock PATH\n"
 		"  connect to the unix socket PATH as a stranger would: exit 0 when the listener\n"
@@ -2246,7 +2280,9 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 			return -1;
 		}
 	}
-	if ((o->mode == MODE_NONE && !o->dump_lastboot) || !o->fixture || optind != argc)
+	/* After "--", a QEMU-like command line nobody reads but `list` (in /proc). */
+	if ((o->mode == MODE_NONE && !o->dump_lastboot) || !o->fixture ||
+	    (optind != argc && strcmp(argv[optind - 1], "--")))
 		return -1;
 	if ((o->truncate_stream || o->vary_pages) && !o->repeat)
 		return -1;

@@ -25,6 +25,7 @@
 
 #include "collect.h"
 #include "setup/libvirt.h"
+#include "setup/list.h"
 #include "setup/qmp-reply.h"
 
 static char t_dir[256];
@@ -336,6 +337,107 @@ static void test_user_channels_alone(void **state)
 	virConnectClose(conn);
 }
 
+/*
+ * setup --live on a running domain without a virtio-serial controller: libvirt
+ * cannot hot-plug one, so nothing is tried, the definition stays as it was, and
+ * the message says what to change. On a stopped domain: not running.
+ */
+static void test_live_no_room(void **state)
+{
+	virConnectPtr conn = virConnectOpen("test:///default");
+	struct libvirt_setup s = { .domain = "test", .uri = "test:///default", .live = true,
+				   .unix_backend = true };
+	virConnectPtr conn2 = virConnectOpen(t_uri);
+	struct libvirt_setup off = { .domain = "vt-off", .uri = t_uri, .live = true,
+				     .unix_backend = true };
+	char *before, *after;
+
+	(void)state;
+	assert_non_null(conn);
+	assert_non_null(conn2);
+	before = t_inactive(conn, "test");
+	t_clear();
+	assert_int_equal(libvirt_setup_conn(conn, &s), -ENOSPC);
+	assert_false(s.changed);
+	t_log_has("domain test has no virtio-serial controller, and libvirt cannot hot-plug one");
+	t_log_has("the trace channels need");
+	t_log_has("<controller type='virtio-serial' index='N' ports='31'/>");
+	t_log_has("--apply` (without --live) adds one");
+	after = t_inactive(conn, "test");
+	assert_string_equal(after, before);
+	t_clear();
+	assert_int_equal(libvirt_setup_conn(conn2, &off), -ESRCH);
+	t_log_has("domain vt-off is not running: --live changes the running domain");
+	free(before);
+	free(after);
+	virConnectClose(conn);
+	virConnectClose(conn2);
+}
+
+/* record --wait: a domain not running, or without its channels yet, is -EAGAIN and no message. */
+static void test_wait_quiet(void **state)
+{
+	struct guest_link *off = t_guest("vt-off"), *none = t_guest("vt-none"), *pipe = t_guest("vt-pipe");
+
+	(void)state;
+	off->wait = none->wait = pipe->wait = true;
+	t_clear();
+	assert_int_equal(libvirt_guest_resolve(off, off->domain, t_uri), -EAGAIN);
+	assert_int_equal(libvirt_guest_resolve(none, none->domain, t_uri), -EAGAIN);
+	assert_string_equal(t_log, "");
+	assert_int_equal(off->nr_cpu_paths + none->nr_cpu_paths, 0);
+	assert_int_equal(libvirt_guest_resolve(pipe, pipe->domain, t_uri), 0);
+	assert_int_equal(pipe->nr_cpu_paths, 2);
+	t_guest_free(off);
+	t_guest_free(none);
+	t_guest_free(pipe);
+}
+
+/* list: the domains with trace channels, their ports counted; the others left out. */
+static void test_list(void **state)
+{
+	struct list_guest *g = NULL;
+	unsigned int nr = 0, i, seen = 0;
+	char note[256], dir[600];
+
+	(void)state;
+	assert_int_equal(libvirt_list(t_uri, &g, &nr, note, sizeof(note)), 0);
+	assert_string_equal(note, "");
+	for (i = 0; i < nr; i++) {
+		assert_true(g[i].libvirt);
+		assert_string_equal(g[i].uri, t_uri);
+		assert_string_not_equal(g[i].domain, "vt-none");
+		assert_string_not_equal(g[i].domain, "vt-off");
+		if (!strcmp(g[i].domain, "vt-pipe")) {
+			seen++;
+			assert_true(g[i].running);
+			assert_int_equal(g[i].vcpus, 2);
+			assert_int_equal(g[i].data_ports, 2);
+			assert_true(g[i].ctl_port);
+			assert_true(list_ports_ready(&g[i]));
+			snprintf(dir, sizeof(dir), "%s/pipe", t_dir);
+			assert_string_equal(g[i].chardev_dir, dir);
+			assert_string_equal(g[i].name, "vt-pipe");
+		} else if (!strcmp(g[i].domain, "vt-short")) {
+			seen++;
+			assert_int_equal(g[i].vcpus, 4);
+			assert_int_equal(g[i].data_ports, 2);
+			assert_false(list_ports_ready(&g[i]));
+		} else if (!strcmp(g[i].domain, "vt-unix")) {
+			seen++;
+			assert_int_equal(g[i].data_ports, 3);
+			assert_true(list_ports_ready(&g[i]));
+		}
+	}
+	assert_int_equal(seen, 3);
+	free(g);
+	/* A libvirt that cannot be asked: a note, no list. */
+	assert_true(libvirt_list("test:///no/such/node.xml", &g, &nr, note, sizeof(note)) < 0);
+	assert_int_equal(nr, 0);
+	assert_non_null(strstr(note, "cannot be asked"));
+	free(g);
+}
+
 /* A reply as QEMU 7.2 gives it through libvirt: "props" has its own thread-id. */
 static void test_cpus_fast(void **state)
 {
@@ -406,6 +508,9 @@ int main(void)
 		cmocka_unit_test(test_apply_again_remove),
 		cmocka_unit_test(test_user_channels_alone),
 		cmocka_unit_test(test_cpus_fast),
+		cmocka_unit_test(test_live_no_room),
+		cmocka_unit_test(test_wait_quiet),
+		cmocka_unit_test(test_list),
 	};
 
 	return cmocka_run_group_tests_name("libvirt: record --domain and setup --domain with "
