@@ -20,7 +20,8 @@
 #                   QEMU words, split on blanks)    L2_NOPORTS=1: no virtio-serial at all (the
 #                   FIFOs `setup` made stay, nobody on the guest's side)
 # After l1_l2_start: L2_DIR, L2_PORTS (the setup-made ports), L2_PID (L2's QEMU), L2_TPID (its
-# timeout), L2_CONSOLE (live on the 9p share, copied to OUT by l1_l2_wait_off).
+# timeout), L2_CONSOLE and L2_STDERR (live on the 9p share: what L2 and its QEMU said, copied
+# to OUT by l1_l2_wait_off).
 # Output lines start with "L1: ".
 
 L1_LIVE=${L1_LIVE:-/mnt/run}
@@ -39,6 +40,12 @@ l1_stacks() {
         sed 's/^/      /' "$t/stack" 2>/dev/null
     done
     echo "  fds: $(for f in /proc/"$1"/fd/*; do printf '%s=%s ' "${f##*/}" "$(readlink "$f")"; done)"
+    # The tracefs instances it reads: how full each CPU's buffer is against buffer_percent.
+    for i in $(for f in /proc/"$1"/fd/*; do readlink "$f"; done | sed -n 's|^\(/sys/kernel/tracing/instances/[^/]*\)/.*|\1|p' | sort -u); do
+        echo "  instance ${i##*/}: buffer_size_kb $(cat "$i/buffer_size_kb") buffer_percent" \
+             "$(cat "$i/buffer_percent" 2>/dev/null) tracing_on $(cat "$i/tracing_on")" \
+             "$(for c in "$i"/per_cpu/cpu*; do printf '%s: %s; ' "${c##*/}" "$(grep -E '^(entries|bytes|read events):' "$c/stats" | tr '\n' ' ')"; done)"
+    done
 }
 
 # l1_bounded SECS LABEL CMD...: run CMD; after SECS show its stacks and SIGTERM it; after 20 s
@@ -87,6 +94,7 @@ l1_l2_start() {
     L2_DIR=/run/vt/$L2_NAME
     L2_PORTS=$L2_DIR/ports
     L2_CONSOLE=$L1_LIVE/l2-$L2_NAME-console.log
+    L2_STDERR=$L1_LIVE/l2-$L2_NAME-qemu.stderr
     mkdir -p "$L2_DIR"
     virtio-trace-collect setup --vcpus "${L2_SMP:-2}" --dir "$L2_PORTS" --name "$L2_NAME" --create \
         >"$L2_DIR/setup.args" || { l1_log "setup exited $?"; return 1; }
@@ -111,7 +119,7 @@ l1_l2_start() {
         -smp "${L2_SMP:-2}" -m "${L2_MEM:-512}" -nodefaults -no-user-config -display none -no-reboot \
         -serial "file:$L2_CONSOLE" -pidfile "$L2_DIR/qemu.pid" \
         -kernel /l2/vmlinux -initrd /l2/initramfs.cpio -append "$_append" "$@" ${L2_QEMU_EXTRA:-} \
-        </dev/null >"$L2_DIR/qemu.stderr" 2>&1 &
+        </dev/null >"$L2_STDERR" 2>&1 &
     L2_TPID=$!
     L2_PID=
     _n=0
@@ -123,7 +131,7 @@ l1_l2_start() {
     done
     if [ -z "$L2_PID" ]; then
         l1_log "L2's QEMU did not start:"
-        sed 's/^/    /' "$L2_DIR/qemu.stderr"
+        sed 's/^/    /' "$L2_STDERR"
         return 1
     fi
     l1_log "L2 $L2_NAME: QEMU pid $L2_PID (-accel ${L2_ACCEL:-kvm} -cpu ${L2_CPU:-host,-xsave} -smp ${L2_SMP:-2}) at up=$(l1_up)"
@@ -165,7 +173,9 @@ l1_l2_wait_off() {
         _rc=1
     fi
     wait "$L2_TPID" 2>/dev/null
-    [ -z "${OUT:-}" ] || cp "$L2_CONSOLE" "$OUT/" 2>/dev/null
-    l1_log "L2 $L2_NAME ended at up=$(l1_up)$([ $_rc = 0 ] || echo ', stopped')"
+    _st=$?
+    [ -z "${OUT:-}" ] || cp "$L2_CONSOLE" "$L2_STDERR" "$OUT/" 2>/dev/null
+    l1_log "L2 $L2_NAME ended at up=$(l1_up) (status $_st$([ $_rc = 0 ] || echo ', stopped'))"
+    [ ! -s "$L2_STDERR" ] || sed 's/^/    L2 QEMU: /' "$L2_STDERR" | head -n 20
     return $_rc
 }
