@@ -401,3 +401,169 @@ vt_boot_times() {
     d=$(tr -d '\r' <"$log" | sed -n 's/.*VT-INIT: done rc=[0-9]* uptime=\([0-9.]*\).*/\1/p' | head -n1)
     echo "${r:--} ${d:--}"
 }
+
+# ---- L1: a guest in which KVM is real --------------------------------------------------------
+# This machine's /dev/kvm cannot run a stock guest, but the QEMU here emulates AMD SVM with
+# nested paging under TCG: an L1 guest booted with -accel tcg -cpu EPYC (or max) loads kvm_amd
+# and runs an L2 guest with -accel kvm (FACTS.md, section 5). vt_l1_run boots L1 from the image
+# tests/e2e/mkl1.sh makes, runs a scenario script inside it (tests/e2e/l1/l1-lib.sh has its
+# helpers: L2 with the ports `setup` prints, the collector bounded, stacks of what hangs) and
+# brings the scenario's output directory back over 9p, for the normal tools on this side.
+#
+# Configuration (before vt_l1_run; the lib.sh VT_* of the guest are set from these, locally):
+#   VT_L1_IMAGE     the image dir (default: vt_l1_image builds or reuses it)
+#   VT_L1_SMP=2 VT_L1_MEM=2048 VT_L1_TIMEOUT=600 (seconds, hard limit for L1)
+#   VT_L1_CPU=EPYC  L1's CPU model: an AMD one with SVM. EPYC booted L2 in 8-15 s where max
+#                   took 14-30 s (tests/e2e/l1/README.md); max works too
+#   VT_L1_SINGLE=0  (1: -accel tcg,thread=single: L2 then hung in its boot, 2 runs of 2)
+#   VT_L1_KEEP      L1's vt.keep (default sched,irq,timer,kvm: the collector's host events in
+#                   L1 then patch no text); empty: none, both CPUs up from the start
+#   VT_L1_APPEND    more L1 kernel command line (e.g. "clocksource=tsc tsc=reliable")
+#   VT_L1_ENV       lines "NAME=VALUE" for L1's /etc/vt/l1-run and the scenario (L1_BEAT,
+#                   L1_KVM_AMD_OPTS, L1_KALLSYMS=1, L2_SMP, L2_APPEND, ...; see tests/e2e/l1/)
+#   VT_L1_STALL=45  seconds without a console line (the heartbeat writes one every 3 s) after
+#                   which L1 counts as frozen: its vCPUs' places are taken and it is stopped
+#   VT_RUNDIR       (required) L1's run dir: console.log, qemu.*, where.txt and the share l1/
+#                   (env, scenario.sh, status, scenario.log, l1-info.txt, l2-*-console.log)
+
+# With an AMD model (-cpu EPYC, and L2's -cpu host then) 6.1 says "Speculative Return Stack
+# Overflow: WARNING: See ... for mitigation options." at boot: a notice, not a kernel warning.
+# vt_l1_run forgives it on L1's console; a test checking L2's console passes it as VT_LOG_IGNORE.
+VT_L1_LOG_IGNORE='Speculative Return Stack Overflow: WARNING: See '
+
+# vt_l1_image: build or reuse the L1 image (tests/e2e/mkl1.sh); sets VT_L1_IMAGE. Returns 77
+# (a "SKIP: reason" line on stdout) when it cannot be built here, 1 on a failure.
+vt_l1_image() {
+    local out rc
+    [ -z "${VT_L1_IMAGE:-}" ] || return 0
+    out=$("$VT_E2E_DIR/mkl1.sh" -q 2>&1); rc=$?
+    if [ $rc != 0 ]; then
+        echo "$out" | grep -E '^(SKIP|FAIL):' || echo "$out" | tail -n 20
+        return $rc
+    fi
+    VT_L1_IMAGE=$(echo "$out" | tail -n1)
+}
+
+# vt_l1_symbolize KALLSYMS < LINES: each 16-digit hex address in LINES followed by its
+# symbol+offset from KALLSYMS (L1's /proc/kallsyms of the same boot).
+vt_l1_symbolize() {
+    python3 -c 'import bisect, re, sys
+syms = []
+for line in open(sys.argv[1]):
+    a, t, n = (line.split() + ["", ""])[:3]
+    if t.lower() in "tw":
+        syms.append((int(a, 16), n + (" " + line.split()[3] if len(line.split()) > 3 else "")))
+syms.sort()
+keys = [s[0] for s in syms]
+def name(m):
+    a = int(m.group(0), 16)
+    i = bisect.bisect_right(keys, a) - 1
+    if i < 0 or a - keys[i] > 0x100000:
+        return m.group(0)
+    return "%s(%s+0x%x)" % (m.group(0), syms[i][1], a - keys[i])
+for line in sys.stdin:
+    sys.stdout.write(re.sub(r"\b[0-9a-f]{16}\b", name, line))' "$1"
+}
+
+# vt_l1_run SCRIPT OUTDIR: boot L1 (-accel tcg -cpu EPYC), run `sh SCRIPT DIR` inside it (DIR on
+# L1's tmpfs) and copy DIR to OUTDIR (which must exist; shared over 9p). Everything is bounded
+# by VT_L1_TIMEOUT, and L1 is stopped early when its console stays silent for VT_L1_STALL s.
+# Sets VT_L1_RESULT: pass, fail (the scenario failed, or L1's console has kernel errors),
+# skip (no SVM in this QEMU's CPU model, kvm_amd did not load, no /dev/kvm), froze (no console
+# line for VT_L1_STALL s: where.txt has each vCPU's RIPs), timeout, noboot (QEMU or L1's /init
+# failed before the scenario); VT_L1_REASON (one line), VT_L1_RC (the scenario's status, or
+# -), VT_L1_SECS (wall time of the run), VT_L1_UP (L1 uptime at the scenario's start and end).
+# Returns 0 pass, 77 skip (the caller prints "SKIP: $VT_L1_REASON" and exits 77), 1 otherwise,
+# after showing L1's console (the last lines and any kernel report) on stdout.
+vt_l1_run() {
+    local script=$1 out=$2 share rc t0 last size=-1 now stall=${VT_L1_STALL:-45} st
+    local VT_IMAGE VT_SMP=${VT_L1_SMP:-2} VT_MEM=${VT_L1_MEM:-2048} VT_CPU=${VT_L1_CPU:-EPYC}
+    local VT_TCG_SINGLE=${VT_L1_SINGLE:-0} VT_PORTS=0 VT_GUEST_RUN=/etc/vt/l1-run
+    local VT_TCG_KEEP=${VT_L1_KEEP-sched,irq,timer,kvm} VT_APPEND="nokaslr ${VT_L1_APPEND:-}"
+    local VT_TIMEOUT=${VT_L1_TIMEOUT:-600} VT_LOG_PREFIX=${VT_LOG_PREFIX:-vt-l1}
+    local -a VT_QEMU_EXTRA
+    local ignore="$VT_L1_LOG_IGNORE${VT_LOG_IGNORE:+|$VT_LOG_IGNORE}"
+    VT_L1_RESULT=noboot VT_L1_REASON= VT_L1_RC=- VT_L1_SECS=- VT_L1_UP=-
+    [ -n "${VT_RUNDIR:-}" ] || { VT_L1_REASON="VT_RUNDIR is not set"; echo "$VT_L1_REASON"; return 1; }
+    [ -f "$script" ] && [ -d "$out" ] || { VT_L1_REASON="no script $script or no dir $out"; echo "$VT_L1_REASON"; return 1; }
+    vt_l1_image >"$VT_RUNDIR.image.out" 2>&1; rc=$?
+    if [ $rc != 0 ]; then
+        VT_L1_REASON=$(sed -n 's/^\(SKIP\|FAIL\): //p' "$VT_RUNDIR.image.out" | head -n1)
+        [ $rc = 77 ] && VT_L1_RESULT=skip
+        cat "$VT_RUNDIR.image.out"; rm -f "$VT_RUNDIR.image.out"
+        return $rc
+    fi
+    rm -f "$VT_RUNDIR.image.out"
+    VT_IMAGE=$VT_L1_IMAGE
+    mkdir -p "$VT_RUNDIR/l1" || return 1
+    VT_RUNDIR=$(cd "$VT_RUNDIR" && pwd)
+    share=$VT_RUNDIR/l1
+    out=$(cd "$out" && pwd)
+    case "$share$out" in *,*) VT_L1_REASON="the run and output dirs must not contain ','"; echo "$VT_L1_REASON"; return 1 ;; esac
+    rm -f "$share/status" "$share/scenario.log" "$VT_RUNDIR/where.txt"
+    cp "$script" "$share/scenario.sh"
+    printf '%s\n' "${VT_L1_ENV:-}" >"$share/env"
+    VT_QEMU_EXTRA=(-virtfs "local,path=$share,mount_tag=vtrun,security_model=none,id=vtrun"
+                   -virtfs "local,path=$out,mount_tag=vtout,security_model=none,id=vtout")
+    t0=$(vt_now)
+    vt_guest_start || { VT_L1_REASON="L1's QEMU did not start: $(head -c 300 "$VT_RUNDIR/qemu.stderr")"; echo "$VT_L1_REASON"; return 1; }
+    last=$(date +%s)
+    while kill -0 "$VT_TIMEOUT_PID" 2>/dev/null; do
+        now=$(date +%s)
+        st=$(stat -c %s "$VT_RUNDIR/console.log" 2>/dev/null || echo 0)
+        [ "$st" = "$size" ] || { size=$st; last=$now; }
+        if [ $((now - last)) -ge "$stall" ] && [ ! -s "$share/status" ]; then
+            VT_L1_RESULT=froze
+            VT_L1_REASON="L1 wrote nothing on its console for $stall s (last heartbeat: $(tr -d '\r' <"$VT_RUNDIR/console.log" | grep -a 'VT-L1: beat' | tail -n1 | sed 's/.*beat //'))"
+            { echo "L1 froze, $(vt_secs "$t0" "$(vt_now)") s after QEMU started:"
+              VT_LOG_PREFIX=l1 vt_guest_where 2>&1
+              vt_qmp_py "$VT_RUNDIR/qmp.sock" 10 'print(hmp("info registers -a"))' 2>&1
+            } >"$VT_RUNDIR/where.txt"
+            if [ -s "$share/kallsyms" ]; then
+                vt_l1_symbolize "$share/kallsyms" <"$VT_RUNDIR/where.txt" >"$VT_RUNDIR/where.sym.txt" 2>&1 &&
+                    mv "$VT_RUNDIR/where.sym.txt" "$VT_RUNDIR/where.txt"
+            fi
+            vt_guest_stop
+            break
+        fi
+        sleep 1
+    done
+    vt_guest_wait
+    VT_L1_SECS=$(vt_secs "$t0" "$(vt_now)")
+    VT_L1_UP="$(tr -d '\r' <"$VT_RUNDIR/console.log" | sed -n 's/^VT-L1: scenario start up=//p' | head -n1)-$(sed -n 's/^done rc=[0-9]* up=//p' "$share/status" 2>/dev/null)"
+    st=$(cat "$share/status" 2>/dev/null)
+    case "$st" in
+    skip\ *) VT_L1_RESULT=skip VT_L1_REASON=${st#skip } ;;
+    done\ rc=*)
+        VT_L1_RC=${st#done rc=}; VT_L1_RC=${VT_L1_RC%% *}
+        if [ "$VT_L1_RC" != 0 ]; then
+            VT_L1_RESULT=fail VT_L1_REASON="the scenario exited $VT_L1_RC"
+        elif ! VT_LOG_IGNORE=$ignore vt_check_console "$VT_RUNDIR/console.log" 2>"$VT_RUNDIR/console-check.txt"; then
+            VT_L1_RESULT=fail VT_L1_REASON="L1's console: $(grep -v '^ ' "$VT_RUNDIR/console-check.txt" | head -n1)"
+        else
+            VT_L1_RESULT=pass
+        fi ;;
+    *)
+        if [ "$VT_L1_RESULT" != froze ]; then
+            if [ "$VT_QEMU_RC" = 124 ] || [ "$VT_QEMU_RC" = 137 ]; then
+                VT_L1_RESULT=timeout VT_L1_REASON="L1 still ran after $VT_TIMEOUT s"
+            elif tr -d '\r' <"$VT_RUNDIR/console.log" | grep -aq '^VT-L1: scenario start'; then
+                VT_L1_RESULT=fail VT_L1_REASON="L1 ended (QEMU status $VT_QEMU_RC) before the scenario did"
+            else
+                VT_L1_REASON="L1 ended (QEMU status $VT_QEMU_RC) before the scenario started"
+            fi
+        fi ;;
+    esac
+    case "$VT_L1_RESULT" in
+    pass) return 0 ;;
+    skip) return 77 ;;
+    esac
+    echo "L1 $VT_L1_RESULT after $VT_L1_SECS s: $VT_L1_REASON"
+    echo "L1's console ($VT_RUNDIR/console.log), kernel reports and the last 40 lines:"
+    tr -d '\r' <"$VT_RUNDIR/console.log" |
+        grep -a -m 20 -E 'BUG:|WARNING:|Oops|soft lockup|rcu: INFO|rcu_.*stall|hung_task|Call Trace|RIP: 0010|Kernel panic' |
+        sed 's/^/    ! /'
+    tr -d '\r' <"$VT_RUNDIR/console.log" | tail -n 40 | sed 's/^/    | /'
+    [ ! -s "$VT_RUNDIR/where.txt" ] || grep -E '^l1: guest vCPUs' "$VT_RUNDIR/where.txt" | sed 's/^/    /'
+    return 1
+}
