@@ -255,6 +255,9 @@ int output_finalise(int out_fd, const char *out_dir, bool keep_spool, bool fsync
 		}
 		if (load_trace(t, de->d_name, host) < 0)
 			log_err("cannot read %s: out of memory", t->dir);
+		/* The host's id is the run's: the guests' TIME_SHIFT names it as their peer. */
+		if (host)
+			t->rec.trace_id = r.opt.host_trace_id;
 		r.nr_traces++;
 	}
 	closedir(d);
