@@ -35,6 +35,7 @@
 #include "vt_conn.h"
 #include "vt_meta.h"
 #include "vt_proto.h"
+#include "vt_suggest.h"
 #include "vt_tsync.h"
 
 #define HUP_BACKOFF_MS		250
@@ -890,9 +891,13 @@ static int handle_events(struct agent *a, const struct vt_proto_msg *msg)
 		tracing_disable_all(&a->t);
 	for (i = 0; i < (unsigned int)n; i++) {
 		ret = tracing_enable(&a->t, ev[i].system, ev[i].event, ev[i].filter, &matched);
-		if (ret == -ENOENT)
-			return reply_err(a, msg->seq, ret, "no event matches %s:%s", ev[i].system,
-					 ev[i].event);
+		if (ret == -ENOENT) {
+			char hint[VT_SUGGEST_MAX * VT_SUGGEST_NAME_MAX + 32];
+
+			tracing_suggest_event(&a->t, ev[i].system, ev[i].event, hint, sizeof(hint));
+			return reply_err(a, msg->seq, ret, "no event matches %s:%s%s%s", ev[i].system,
+					 ev[i].event, *hint ? "; " : "", hint);
+		}
 		if (ret == -EINVAL)
 			return reply_err(a, msg->seq, ret, "the kernel refused filter \"%s\" on %s:%s",
 					 ev[i].filter, ev[i].system, ev[i].event);
@@ -930,6 +935,7 @@ static int handle_instance(struct agent *a, const struct vt_proto_msg *msg)
 
 static int handle_config(struct agent *a, const struct vt_proto_msg *msg)
 {
+	char hint[VT_SUGGEST_MAX * VT_SUGGEST_NAME_MAX + 32];
 	struct vt_proto_buffer_size bs;
 	const char *s;
 	char used[64];
@@ -949,6 +955,11 @@ static int handle_config(struct agent *a, const struct vt_proto_msg *msg)
 		ret = tracing_set_tracer(&a->t, s);
 		if (ret == -EINVAL)
 			return reply_err(a, msg->seq, ret, "tracer %s needs the top-level buffer", s);
+		if (ret == -ENOENT) {
+			tracing_suggest_tracer(&a->t, s, hint, sizeof(hint));
+			return reply_err(a, msg->seq, ret, "tracer %s is not available%s%s", s,
+					 *hint ? "; " : "", hint);
+		}
 		if (ret < 0)
 			return reply_err(a, msg->seq, ret, "tracer %s is not available", s);
 		break;
@@ -957,9 +968,12 @@ static int handle_config(struct agent *a, const struct vt_proto_msg *msg)
 		if (ret < 0)
 			return reply_err(a, msg->seq, ret, "malformed CLOCK");
 		ret = tracing_set_clock(&a->t, s, used, sizeof(used));
-		if (ret < 0)
-			return reply_err(a, msg->seq, ret, "trace clock %s is not offered by this kernel",
-					 *s ? s : "x86-tsc");
+		if (ret < 0) {
+			if (*s)
+				tracing_suggest_clock(&a->t, s, hint, sizeof(hint));
+			return reply_err(a, msg->seq, ret, "trace clock %s is not offered by this kernel%s%s",
+					 *s ? s : "x86-tsc", *s && *hint ? "; " : "", *s ? hint : "");
+		}
 		break;
 	case VT_PROTO_BUFFER_SIZE:
 		ret = vt_proto_dec_buffer_size(msg, &bs);

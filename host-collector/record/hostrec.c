@@ -19,12 +19,14 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <linux/magic.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
@@ -38,6 +40,7 @@
 #include "record.h"
 #include "stream.h"
 #include "store/spool.h"
+#include "vt_suggest.h"
 
 #define HOST_PIPE_SIZE	(1 << 20)
 
@@ -127,6 +130,115 @@ static void *hcpu_thread(void *arg)
 	return NULL;
 }
 
+/* tracefs was mounted by hostrec_check(): the recorder unmounts it at its end. */
+static bool check_mounted;
+
+/* "sched", "sched:sched_switch", "sched/sched_switch" -> system and event ("*" for a system). */
+static void split_spec(const char *tok, char *sys, char *ev, size_t size)
+{
+	size_t n = strcspn(tok, ":/");
+
+	snprintf(sys, size, "%.*s", (int)n, tok);
+	snprintf(ev, size, "%s", tok[n] && tok[n + 1] ? tok + n + 1 : "*");
+}
+
+/*
+ * One --host-events item against the kernel's available_events ("sys:event"
+ * lines): true when something matches, else said with the closest names.
+ */
+static bool check_event(const char *tok, const char *avail)
+{
+	char sys[VT_SUGGEST_NAME_MAX], ev[VT_SUGGEST_NAME_MAX], hint[VT_SUGGEST_MAX * VT_SUGGEST_NAME_MAX + 32];
+	char line[2 * VT_SUGGEST_NAME_MAX], exact[VT_SUGGEST_NAME_MAX] = "";
+	bool whole, glob;
+	struct vt_suggest sg;
+	const char *p, *nl;
+
+	split_spec(tok, sys, ev, sizeof(sys));
+	whole = !strcmp(ev, "*");
+	glob = strpbrk(sys, "*?[") || (!whole && strpbrk(ev, "*?["));
+	vt_suggest_init(&sg, whole ? sys : tok);
+	for (p = avail; *p; p = *nl ? nl + 1 : nl) {
+		char *colon;
+
+		nl = strchrnul(p, '\n');
+		if ((size_t)(nl - p) >= sizeof(line))
+			continue;
+		memcpy(line, p, nl - p);
+		line[nl - p] = '\0';
+		colon = strchr(line, ':');
+		if (!colon)
+			continue;
+		*colon = '\0';
+		if (!fnmatch(sys, line, 0) && !fnmatch(ev, colon + 1, 0))
+			return true;
+		if (whole && !exact[0] && !strcmp(colon + 1, sys))
+			snprintf(exact, sizeof(exact), "did you mean %s:%s?", line, sys);
+		if (whole) {
+			vt_suggest_add(&sg, line);
+		} else {
+			*colon = ':';
+			vt_suggest_add(&sg, line);
+		}
+	}
+	if (glob)
+		hint[0] = '\0';
+	else if (exact[0])
+		snprintf(hint, sizeof(hint), "%s", exact);
+	else
+		vt_suggest_format(&sg, hint, sizeof(hint));
+	log_err("--host-events: the host has no event %s%s%s%s", whole ? "system " : "", tok,
+		hint[0] ? "; " : "", hint[0] ? hint : " (the kernel's available_events lists them)");
+	return false;
+}
+
+/**
+ * hostrec_check() - refuse host events and processes that do not exist,
+ * before anything is made or started
+ * @o: options (--host-events, --host-pid)
+ *
+ * Each --host-events item must match an event of the kernel's
+ * available_events (its closest names are offered when none does), and each
+ * --host-pid must be a process. Without a readable tracefs nothing is said
+ * here: hostrec_start() will say why it cannot record.
+ *
+ * Return: 0, or -EINVAL with the reasons logged.
+ */
+int hostrec_check(const struct record_opts *o)
+{
+	char *avail, *copy, *tok, *save = NULL;
+	bool mounted = !tracefs_is_mounted();
+	unsigned int i;
+	int ret = 0;
+
+	for (i = 0; i < o->nr_host_pids; i++) {
+		if (kill(o->host_pids[i], 0) < 0 && errno == ESRCH) {
+			log_err("--host-pid %d: no such process", (int)o->host_pids[i]);
+			ret = -EINVAL;
+		}
+	}
+	if (!tracefs_tracing_dir())
+		return ret;
+	check_mounted = mounted && tracefs_is_mounted();
+	avail = tracefs_instance_file_read(NULL, "available_events", NULL);
+	copy = strdup(o->host_events);
+	if (!avail || !copy) {
+		log_debug("cannot read available_events: the host events are checked when enabled");
+		goto out;
+	}
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+		if (!check_event(tok, avail))
+			ret = -EINVAL;
+out:
+	free(avail);
+	free(copy);
+	if (ret < 0 && check_mounted) {
+		umount2(TRACEFS_DIR, 0);
+		check_mounted = false;
+	}
+	return ret;
+}
+
 static int enable_events(struct hostrec *h, const char *list)
 {
 	char *copy = strdup(list), *save = NULL, *tok;
@@ -144,7 +256,7 @@ static int enable_events(struct hostrec *h, const char *list)
 				*p = ':';
 		if (tracefs_instance_file_append(h->inst, "set_event", spec) < 0) {
 			log_err("host events: the kernel refused \"%s\" (see %s/available_events)", tok,
-				h->dir);
+				tracefs_tracing_dir());
 			ret = -EINVAL;
 			break;
 		}
@@ -189,7 +301,7 @@ static int filter_pids(struct hostrec *h, const struct record_opts *o)
 		closedir(d);
 	}
 	if (!n) {
-		log_err("host: the kernel took none of the --host-pid threads (see %s/set_event_pid)", h->dir);
+		log_err("host: the kernel took none of the --host-pid threads (they all ended?)");
 		return -EINVAL;
 	}
 	log_info("host: events of %u threads of %u processes", n, o->nr_host_pids);
@@ -247,7 +359,7 @@ struct hostrec *hostrec_start(const struct record_opts *o, struct engine *e, int
 		return NULL;
 	h->marker_fd = -1;
 	h->spool = -1;
-	h->mounted = !tracefs_is_mounted();
+	h->mounted = check_mounted || !tracefs_is_mounted();
 	snprintf(h->name, sizeof(h->name), "virtio-trace-collect-%d", (int)getpid());
 	h->inst = tracefs_instance_create(h->name);
 	if (!h->inst) {

@@ -9,6 +9,7 @@ struct engine;
 struct hostrec;
 struct record_opts;
 
+int hostrec_check(const struct record_opts *o);
 struct hostrec *hostrec_start(const struct record_opts *o, struct engine *e, int spool_fd);
 int hostrec_marker(struct hostrec *h, const char *text);
 int hostrec_stop(struct hostrec *h);

@@ -663,6 +663,10 @@ static void check_end(struct recording *r)
 		recording += r->gs[i]->state == G_RUNNING && r->gs[i]->synced;
 	}
 	settled = finished + recording;
+	if (r->refused && !r->stopping) {
+		begin_stop(r);
+		return;
+	}
 	if (!r->stopping) {
 		if (recording && !r->command_started && !r->command_grace.armed)
 			engine_timer_arm(r->e, &r->command_grace, COMMAND_GRACE_NS, 0);
@@ -821,6 +825,9 @@ int record_main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	status_line = !collect_quiet && isatty(STDERR_FILENO);
+	/* Host events and processes that do not exist stop here, before anything is made. */
+	if (o.host_events && hostrec_check(&o) < 0)
+		return EXIT_USAGE;
 	/* Domains first: a wrong name or a domain without ports fails before anything is made. */
 	for (i = 0; i < nr; i++)
 		if (gs[i]->link.domain[0] && libvirt_guest_resolve(&gs[i]->link, gs[i]->name, gs[i]->link.connect_uri) < 0)
@@ -952,6 +959,11 @@ int record_main(int argc, char **argv)
 	compress_stop();
 	if (r.kcache_fd >= 0)
 		close(r.kcache_fd);
+	if (r.refused) {
+		/* A usage error a guest found (said above): nothing is kept, as for one found here. */
+		abandon_output(out_fd, spool_fd, o.out_dir, created);
+		return EXIT_USAGE;
+	}
 	if (nr && !recorded) {
 		/* Nothing to keep: no manifest, no spool to block DIR (host events included). */
 		log_err("no guest could be set up: nothing is written in %s", o.out_dir);

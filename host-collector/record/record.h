@@ -83,6 +83,7 @@ struct recording {
 	bool command_started;
 	unsigned int signals;
 	bool stopping;
+	bool refused;		/* a guest refused an event, tracer or clock: a usage error */
 	bool status_line;
 	uint64_t t0, last_status;
 	uint64_t last_bytes[COLLECT_MAX_GUESTS];

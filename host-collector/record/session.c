@@ -170,7 +170,8 @@ void session_fail(struct guest *g, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(g->error, sizeof(g->error), fmt, ap);
 	va_end(ap);
-	log_err("guest %s: %s; dropping this guest, the others continue", g->name, g->error);
+	log_err("guest %s: %s%s", g->name, g->error, g->rec && g->rec->refused ?
+		" (nothing is recorded)" : "; dropping this guest, the others continue");
 	msgs_summary(g);
 	talked = g->conn && g->state > G_NEW;
 	g->state = G_FAILED;
@@ -1148,8 +1149,36 @@ static int enc_events(struct guest *g, const struct record_opts *o)
 				   o->nr_events);
 }
 
+/*
+ * An event, tracer or clock the guest's kernel does not have (the agent says
+ * ENOENT, or EINVAL for a filter it refused) is a mistake on the command
+ * line, not the guest's: the whole recording stops, and keeps nothing.
+ */
+static const char *config_refused(const struct guest *g, int err)
+{
+	if (err != -ENOENT && err != -EINVAL)
+		return NULL;
+	switch (g->step) {
+	case ST_EVENTS:
+		return "--event";
+	case ST_TRACER:
+		return "--tracer";
+	case ST_CLOCK:
+		return g->rec->o->clock ? "--clock" : NULL;
+	default:
+		return NULL;
+	}
+}
+
 static void step_done(struct guest *g, int err)
 {
+	const char *opt = err < 0 ? config_refused(g, err) : NULL;
+
+	if (opt) {
+		g->rec->refused = true;
+		session_fail(g, "%s: %s", opt, g->reply_text[0] ? g->reply_text : strerror(-err));
+		return;
+	}
 	if (err < 0) {
 		session_fail(g, "%s: %s (%s)", step_what[g->step],
 			     g->reply_text[0] ? g->reply_text : "refused", strerror(-err));
