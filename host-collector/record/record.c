@@ -131,7 +131,7 @@ void record_usage(FILE *f)
 "      --sync-interval S  probe again every S seconds while recording (0: only\n"
 "                         at start and stop; default 0)\n"
 "\n"
-"  -q, --quiet            no progress or status line\n"
+"  -q, --quiet            no progress, status line or closing summary\n"
 "  -v, --verbose          more messages\n"
 "  -V, --version          print the version and exit\n"
 "  -h, --help             print this help and exit\n"
@@ -972,10 +972,11 @@ int record_main(int argc, char **argv)
 	}
 	close(spool_fd);
 	ret = output_finalise(out_fd, o.out_dir, o.keep_spool, o.fsync, false);
-	close(out_fd);
 	if (ret == EXIT_OK && status != EXIT_OK)
 		ret = status;
-	if (!collect_quiet)
+	/* What was recorded and what to run next, from the manifest just written. */
+	if (!collect_quiet && manifest_summary(out_fd, o.out_dir, ret, stderr) < 0)
 		log_info("wrote %s (exit status %d)", o.out_dir, ret);
+	close(out_fd);
 	return ret;
 }

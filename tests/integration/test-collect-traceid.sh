@@ -29,8 +29,19 @@ for fv in 7 6; do
 	mkdir -p "$p"
 	fake vm$fv --fifo "$p" --fixture "$DATA/cap-guest" --repeat 1 --retime
 	pid=$FAKE_PID
-	collect rec$fv --chardev-dir "$p" --name vm$fv -o "$out" --duration 1 --file-version $fv \
-		--host-events sched:sched_process_exec -q
+	# A stand-in QEMU with one vCPU thread (as QEMU names them), for host.dat's GUEST option.
+	# (Only a thread may rename itself.)
+	perl -e 'open(my $f, ">", "/proc/self/comm") or die; print $f "CPU 0/KVM"; close($f); sleep 60' &
+	vcpu=$!
+	track $vcpu
+	_i=0
+	until [ "$(cat /proc/$vcpu/comm 2>/dev/null)" = "CPU 0/KVM" ]; do
+		[ $_i -lt 50 ] || fail "cannot name the stand-in vCPU thread"
+		sleep 0.1
+		_i=$((_i + 1))
+	done
+	collect rec$fv --chardev-dir "$p" --name vm$fv --qemu-pid $vcpu --sync probe -o "$out" --duration 1 \
+		--file-version $fv --host-events sched:sched_process_exec -q
 	fake_end $pid
 	[ $RC = 0 ] || { show "$WORK/rec$fv.log"; fail "v$fv: collector exited $RC, want 0"; }
 
