@@ -86,7 +86,6 @@ struct recording {
 	bool refused;		/* a guest refused an event, tracer or clock: a usage error */
 	bool status_line;
 	uint64_t t0, last_status;
-	uint64_t last_bytes[COLLECT_MAX_GUESTS];
 	struct engine_timer duration, status, deadline, end_check, command_grace;
 	sigset_t mask;
 };

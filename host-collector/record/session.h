@@ -155,6 +155,7 @@ struct guest {
 	char reply_text[512];
 	uint64_t protocol_errors;
 	struct guest_sync sync;
+	uint64_t status_bytes;		/* bytes received at the last status line (record.c) */
 	uint64_t msgs[GMSG_NR];		/* guest_log(): messages of each kind */
 	bool msgs_summed;		/* their summary line was printed */
 };
