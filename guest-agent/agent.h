@@ -205,10 +205,12 @@ struct cpu_stream {
 	atomic_uint_fast64_t bytes;
 	atomic_uint_fast64_t fallbacks;
 	atomic_uint_fast64_t partial_reads;
+	atomic_uint flush_ms;	/* FLUSH: a partial page goes out when nothing whole came for this long */
 };
 
 int cpu_start(struct cpu_stream *s, const struct tracing *t, const struct ports *p,
 	      unsigned int cpu, int done_fd);
+void cpu_set_flush(struct cpu_stream *s, unsigned int ms);
 void cpu_stop(struct cpu_stream *s);
 void cpu_rewake(struct cpu_stream *s);
 void cpu_abort(struct cpu_stream *s);

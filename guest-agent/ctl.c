@@ -79,6 +79,7 @@ struct agent {
 	uint64_t garbage_reported;
 	bool hello_done;
 	uint64_t host_caps;		/* the host's HELLO: VT_PROTO_CAP_NOTICE */
+	uint32_t flush_ms;		/* FLUSH: partial pages this old go out, 0: never */
 	unsigned int notices_sent;	/* to this host */
 	bool kallsyms_sent;		/* this session sent kallsyms, with /proc/modules at: */
 	uint64_t kallsyms_modules;
@@ -442,6 +443,7 @@ static int start(struct agent *a)
 		}
 		if (a->o->no_splice)
 			a->cpus[a->nr_streams].use_read = true;
+		cpu_set_flush(&a->cpus[a->nr_streams], a->flush_ms);
 		a->nr_streams++;
 	}
 	if (!a->nr_streams) {
@@ -992,7 +994,7 @@ static uint64_t capabilities(struct agent *a)
 {
 	uint64_t caps = VT_PROTO_CAP_META | VT_PROTO_CAP_INSTANCES | VT_PROTO_CAP_LASTBOOT |
 			VT_PROTO_CAP_META_FLAGS | VT_PROTO_CAP_META_OPEN |
-			VT_PROTO_CAP_KALLSYMS_KEY;
+			VT_PROTO_CAP_KALLSYMS_KEY | VT_PROTO_CAP_FLUSH;
 	struct tracing probe = a->t;
 	char path[PATH_MAX];
 
@@ -1023,6 +1025,7 @@ static int handle_hello(struct agent *a, const struct vt_proto_msg *msg)
 				 h.rev_min, h.rev_max, VT_PROTO_REV_MIN, VT_PROTO_REV_MAX);
 	r.rev_min = r.rev_max = rev;
 	a->host_caps = h.caps;
+	a->flush_ms = 0;	/* each host asks for its own */
 	a->notices_sent = 0;
 	notices_wanted(h.caps & VT_PROTO_CAP_NOTICE);
 	r.caps = capabilities(a);
@@ -1076,6 +1079,22 @@ static void handle(struct agent *a, const struct vt_proto_msg *msg)
 	case VT_PROTO_BUFFER_SIZE:
 		handle_config(a, msg);
 		break;
+	case VT_PROTO_FLUSH: {
+		uint32_t ms;
+		unsigned int i;
+
+		if (vt_proto_dec_flush(msg, &ms) < 0) {
+			reply_err(a, msg->seq, EBADMSG, "malformed FLUSH");
+			break;
+		}
+		/* Taken at once by CPUs already streaming, too. */
+		a->flush_ms = ms;
+		for (i = 0; i < a->nr_streams; i++)
+			cpu_set_flush(&a->cpus[i], ms);
+		log_info("partial pages go out after %u ms%s", ms, ms ? "" : " (never)");
+		reply_ok(a, msg->seq);
+		break;
+	}
 	case VT_PROTO_START:
 		if (!msg->legacy && vt_proto_dec_empty(msg) < 0) {
 			reply_err(a, msg->seq, EBADMSG, "malformed START");

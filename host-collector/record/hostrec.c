@@ -37,10 +37,12 @@
 #include "collect.h"
 #include "engine.h"
 #include "hostrec.h"
+#include "live.h"
 #include "record.h"
 #include "stream.h"
 #include "store/spool.h"
 #include "vt_suggest.h"
+#include "vt_time.h"
 
 #define HOST_PIPE_SIZE	(1 << 20)
 
@@ -52,6 +54,7 @@ struct hcpu {
 	bool running;
 	atomic_bool stopping;
 	uint32_t subbuf;
+	unsigned int flush_ms;	/* --live: the partial page goes out this long after the last */
 	struct stream stream;
 };
 
@@ -93,21 +96,56 @@ static int write_page(int fd, const char *buf, size_t len)
 	return 0;
 }
 
-/* Like the agent's data path, into a pipe instead of a port. */
+/* --live: the partial page, read() and padded (nothing when the buffer is empty). */
+static int flush_partial(struct hcpu *c, char *page)
+{
+	ssize_t n = read(c->raw_fd, page, c->subbuf);
+
+	if (n <= 0)
+		return n < 0 && errno != EAGAIN && errno != EINTR ? -errno : 0;
+	memset(page + n, 0, c->subbuf - n);
+	return write_page(c->pipe[1], page, c->subbuf);
+}
+
+/*
+ * Like the agent's data path, into a pipe instead of a port; with --live as
+ * the agent's FLUSH: never blocking in the kernel, the partial page sent
+ * once no whole page came for flush_ms.
+ */
 static void *hcpu_thread(void *arg)
 {
 	struct hcpu *c = arg;
 	size_t chunk = 64 * (size_t)c->subbuf;
 	char *page = malloc(c->subbuf);
+	long long last_out = vt_now_ms();
 
+	if (c->flush_ms)
+		fcntl(c->raw_fd, F_SETFL, fcntl(c->raw_fd, F_GETFL) | O_NONBLOCK);
 	while (page && !atomic_load(&c->stopping)) {
-		ssize_t n = splice(c->raw_fd, NULL, c->pipe[1], NULL, chunk, SPLICE_F_MOVE);
+		ssize_t n = splice(c->raw_fd, NULL, c->pipe[1], NULL, chunk,
+				   SPLICE_F_MOVE | (c->flush_ms ? SPLICE_F_NONBLOCK : 0));
 
 		if (n < 0 && errno != EINTR && errno != EAGAIN) {
 			log_err("host cpu%u: splice: %m", c->cpu);
 			break;
 		}
-		if (n <= 0 && !atomic_load(&c->stopping))
+		if (n > 0) {
+			last_out = vt_now_ms();
+			continue;
+		}
+		if (c->flush_ms) {
+			long long now = vt_now_ms();
+
+			if (now - last_out >= c->flush_ms) {
+				if (flush_partial(c, page) < 0)
+					break;
+				last_out = now;
+			}
+			if (!atomic_load(&c->stopping))
+				poll(NULL, 0, (int)(last_out + c->flush_ms - now));
+			continue;
+		}
+		if (!atomic_load(&c->stopping))
 			poll(NULL, 0, 100);
 	}
 	/* Tracing is off: take the whole pages left, then the partial ones. */
@@ -344,10 +382,12 @@ static int spool_meta(struct hostrec *h, struct vt_meta *m, const struct vt_blob
  * @o: options (--host-events, --buffer-size)
  * @e: the engine
  * @spool_fd: the run's spool directory
+ * @live: --live's view, or NULL: the host's pages are shown as trace 0
  *
  * Return: the recorder, or NULL with the reason logged.
  */
-struct hostrec *hostrec_start(const struct record_opts *o, struct engine *e, int spool_fd)
+struct hostrec *hostrec_start(const struct record_opts *o, struct engine *e, int spool_fd,
+			      struct live *live)
 {
 	struct hostrec *h = calloc(1, sizeof(*h));
 	char path[4200];
@@ -414,6 +454,7 @@ struct hostrec *hostrec_start(const struct record_opts *o, struct engine *e, int
 
 		c->cpu = i;
 		c->subbuf = h->subbuf;
+		c->flush_ms = o->live_ms ? live_flush_ms(o->live_ms) : 0;
 		c->pipe[0] = c->pipe[1] = -1;
 		snprintf(path, sizeof(path), "%s/per_cpu/cpu%u/trace_pipe_raw", h->dir, i);
 		c->raw_fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -423,8 +464,11 @@ struct hostrec *hostrec_start(const struct record_opts *o, struct engine *e, int
 		}
 		fcntl(c->pipe[1], F_SETPIPE_SZ, HOST_PIPE_SIZE);
 		snprintf(label, sizeof(label), "host cpu%u", i);
-		if (stream_init(&c->stream, c->pipe[0], label, i, h->subbuf, h->spool) < 0 ||
-		    engine_add(e, &c->stream) < 0)
+		if (stream_init(&c->stream, c->pipe[0], label, i, h->subbuf, h->spool) < 0)
+			goto err;
+		c->stream.live = live;
+		c->stream.live_trace = 0;
+		if (engine_add(e, &c->stream) < 0)
 			goto err;
 		if (pthread_create(&c->thread, NULL, hcpu_thread, c) != 0)
 			goto err;
@@ -439,6 +483,17 @@ struct hostrec *hostrec_start(const struct record_opts *o, struct engine *e, int
 err:
 	hostrec_free(h);
 	return NULL;
+}
+
+/**
+ * hostrec_spool() - the host trace's spool directory (its metadata bundle)
+ * @h: the recorder
+ *
+ * Return: the directory's fd, open until hostrec_free().
+ */
+int hostrec_spool(const struct hostrec *h)
+{
+	return h->spool;
 }
 
 /**

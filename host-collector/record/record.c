@@ -27,6 +27,7 @@
 #include "engine.h"
 #include "hostrec.h"
 #include "kcache.h"
+#include "live.h"
 #include "qmp.h"
 #include "record.h"
 #include "session.h"
@@ -132,6 +133,10 @@ void record_usage(FILE *f)
 "      --sync-interval S  probe again every S seconds while recording (0: only\n"
 "                         at start and stop; default 0)\n"
 "\n"
+"      --live[=MS]        also print the host's and guests' events as they arrive,\n"
+"                         merged in time order through a reorder window of MS\n"
+"                         milliseconds (default 500), in trace-cmd report's format\n"
+"                         (on standard output; the files are written as usual)\n"
 "  -q, --quiet            no progress, status line or closing summary\n"
 "  -v, --verbose          more messages\n"
 "  -V, --version          print the version and exit\n"
@@ -194,7 +199,7 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 	enum { OPT_CHARDEV = 256, OPT_LISTEN, OPT_CTL, OPT_CPU, OPT_NAME, OPT_QEMU_PID, OPT_TRACER, OPT_TOP,
 	       OPT_BUFSZ, OPT_SUBBUF, OPT_LASTBOOT, OPT_CLOCK, OPT_HOST, OPT_MAXSZ, OPT_FV, OPT_NOCOMP, OPT_ZEND, OPT_KCACHE, OPT_NOKCACHE, OPT_KEEP, OPT_FORCE, OPT_FSYNC, OPT_SYNC, OPT_TSCOFF,
 	       OPT_PROBES, OPT_SINTV, OPT_DEBUGFS, OPT_STOPTO, OPT_QMP, OPT_DOMAIN, OPT_CONNECT,
-	       OPT_HOST_PID, OPT_KVM_EXITS };
+	       OPT_HOST_PID, OPT_KVM_EXITS, OPT_LIVE };
 	static const struct option longopts[] = {
 		{ "chardev-dir", required_argument, NULL, OPT_CHARDEV },
 		{ "domain", required_argument, NULL, OPT_DOMAIN },
@@ -233,6 +238,7 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 		{ "sync-interval", required_argument, NULL, OPT_SINTV },
 		{ "debugfs", required_argument, NULL, OPT_DEBUGFS },
 		{ "stop-timeout", required_argument, NULL, OPT_STOPTO },
+		{ "live", optional_argument, NULL, OPT_LIVE },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -415,6 +421,14 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 			o->stop_timeout = strtod(optarg, &end);
 			if (*end || o->stop_timeout <= 0)
 				return -EINVAL;
+			break;
+		case OPT_LIVE:
+			o->live_ms = optarg ? strtoul(optarg, &end, 10) : LIVE_WINDOW_MS;
+			if (optarg && (*end || !o->live_ms || o->live_ms > LIVE_WINDOW_MAX_MS)) {
+				fprintf(stderr, "virtio-trace-collect: --live=MS: a window of 1 to %u ms\n",
+					LIVE_WINDOW_MAX_MS);
+				return -EINVAL;
+			}
 			break;
 		case 'q': collect_quiet = 1; break;
 		case 'v': collect_verbose = 1; break;
@@ -742,10 +756,6 @@ static void check_end(struct recording *r)
 		recording += r->gs[i]->state == G_RUNNING && r->gs[i]->synced;
 	}
 	settled = finished + recording;
-	if (r->refused && !r->stopping) {
-		begin_stop(r);
-		return;
-	}
 	if (!r->stopping) {
 		if (recording && !r->command_started && !r->command_grace.armed)
 			engine_timer_arm(r->e, &r->command_grace, COMMAND_GRACE_NS, 0);
@@ -847,6 +857,51 @@ static void on_signal(void *arg, int signo)
 	engine_quit(r->e);
 }
 
+static int by_name(const void *a, const void *b)
+{
+	const struct guest *x = *(const struct guest *const *)a, *y = *(const struct guest *const *)b;
+
+	return strcmp(x->name, y->name);
+}
+
+/*
+ * --live: the view, its traces in the order of the trace-cmd report command
+ * the summary suggests (the host, then the guests by name), so that equal
+ * timestamps come out as trace-cmd orders them.
+ */
+static int open_live(struct recording *r, struct guest **gs, unsigned int nr)
+{
+	struct guest **sorted = calloc(nr ? nr : 1, sizeof(*sorted));
+	char file[COLLECT_NAME_MAX + 16];
+	unsigned int i;
+	int idx;
+
+	r->live = sorted ? live_new(r->o->live_ms, &r->tsc, stdout) : NULL;
+	if (!r->live) {
+		free(sorted);
+		return -ENOMEM;
+	}
+	if (r->o->host_events && live_add_trace(r->live, "host.dat", true) < 0)
+		goto err;
+	memcpy(sorted, gs, nr * sizeof(*sorted));
+	qsort(sorted, nr, sizeof(*sorted), by_name);
+	for (i = 0; i < nr; i++) {
+		snprintf(file, sizeof(file), "guest-%s.dat", sorted[i]->name);
+		idx = live_add_trace(r->live, file, false);
+		if (idx < 0)
+			goto err;
+		sorted[i]->live_idx = idx;
+	}
+	free(sorted);
+	return 0;
+err:
+	free(sorted);
+	live_end(r->live);
+	r->live = NULL;
+	errno = ENOMEM;
+	return -ENOMEM;
+}
+
 /* io_uring's queue: 1024 entries, more for many guests (at most io_uring's 32768). */
 static unsigned int ring_entries(unsigned int nr)
 {
@@ -900,7 +955,7 @@ int record_main(int argc, char **argv)
 		.out_dir = "virtio-trace-out", .file_version = 7, .compress = true,
 		.sync_probes = 100, .tracefs = "/sys/kernel/tracing", .stop_timeout = 60,
 	};
-	unsigned int nr = 0, i, recorded = 0, fit;
+	unsigned int nr = 0, i, recorded = 0, refused = 0, accepted = 0, fit;
 	int out_fd, spool_fd = -1;
 	bool created;
 	struct engine *e;
@@ -913,7 +968,8 @@ int record_main(int argc, char **argv)
 		fprintf(stderr, "Try 'virtio-trace-collect record --help'.\n");
 		return EXIT_USAGE;
 	}
-	status_line = !collect_quiet && isatty(STDERR_FILENO);
+	/* The live view's lines and a status line redrawn in place would share the terminal. */
+	status_line = !collect_quiet && !o.live_ms && isatty(STDERR_FILENO);
 	/* Host events and processes that do not exist stop here, before anything is made. */
 	if (o.host_events && hostrec_check(&o) < 0)
 		return EXIT_USAGE;
@@ -967,8 +1023,15 @@ int record_main(int argc, char **argv)
 	engine_timer_init(&r.deadline, deadline, &r);
 	engine_timer_init(&r.end_check, end_check, &r);
 	engine_timer_init(&r.command_grace, command_grace, &r);
+	if (o.live_ms && open_live(&r, gs, nr) < 0) {
+		log_err("cannot start the live view: %m");
+		abandon_output(out_fd, spool_fd, o.out_dir, created);
+		return EXIT_FAIL;
+	}
 	if (o.host_events) {
-		r.host = hostrec_start(&o, e, spool_fd);
+		r.host = hostrec_start(&o, e, spool_fd, r.live);
+		if (r.host)
+			live_set_dir(r.live, 0, hostrec_spool(r.host));
 		if (!r.host) {
 			status = EXIT_PARTIAL;
 			log_err("host events are not recorded");
@@ -989,6 +1052,8 @@ int record_main(int argc, char **argv)
 			continue;
 		}
 		snprintf(g->spool, sizeof(g->spool), "%s/.spool/%s", o.out_dir, dirname);
+		if (r.live)
+			live_set_dir(r.live, g->live_idx, g->spool_fd);
 		if (i >= fit) {
 			/* Named in the manifest (its state file), then its descriptor goes too. */
 			session_fail(g, "not recorded: no file descriptor is left for it (the open-file "
@@ -1013,9 +1078,17 @@ int record_main(int argc, char **argv)
 	if (!nr)
 		start_command(&r);
 	check_end(&r);
+	if (r.live && live_start(r.live) < 0) {
+		log_warn("the live view cannot start: the recording goes on without it");
+		live_end(r.live);
+		r.live = NULL;
+	}
 	ret = engine_loop(e);
 	if (ret < 0)
 		log_err("the event loop failed: %s", strerror(-ret));
+	/* Everything has arrived: the view shows the rest while the spool is still open. */
+	live_end(r.live);
+	r.live = NULL;
 
 	collect_status_clear();
 	if (r.child > 0) {
@@ -1028,6 +1101,8 @@ int record_main(int argc, char **argv)
 		struct guest *g = gs[i];
 
 		recorded += g->recorded;
+		refused += g->refused;
+		accepted += g->accepted;
 		if (g->state == G_FAILED)
 			status = EXIT_PARTIAL;
 		for (unsigned int j = 0; j < g->nr_streams; j++)
@@ -1058,8 +1133,9 @@ int record_main(int argc, char **argv)
 	compress_stop();
 	if (r.kcache_fd >= 0)
 		close(r.kcache_fd);
-	if (r.refused) {
-		/* A usage error a guest found (said above): nothing is kept, as for one found here. */
+	if (nr && !recorded && refused && !accepted) {
+		/* No guest took the command line (said above): a usage error, nothing kept. */
+		log_err("no guest takes the events, tracer or clock asked for: nothing is recorded");
 		abandon_output(out_fd, spool_fd, o.out_dir, created);
 		return EXIT_USAGE;
 	}

@@ -18,6 +18,7 @@
 
 struct guest;
 struct hostrec;
+struct live;
 
 struct record_opts {
 	const char *out_dir;
@@ -53,6 +54,7 @@ struct record_opts {
 	double stop_timeout;
 	unsigned int sync_probes;
 	const char *tracefs;
+	unsigned int live_ms;		/* --live: the reorder window, 0 without */
 	char cmdline[8192];
 	int argc;
 	char **argv;
@@ -64,6 +66,7 @@ struct record_opts {
  * @o: the options
  * @e: the engine
  * @host: the host recorder, NULL without --host-events
+ * @live: the live view (live.c), NULL without --live
  * @kcache_fd: the kallsyms cache's directory, or -1
  * @tsc: the host TSC rate
  * @changed: called when a guest changed state in a way the recording may care
@@ -73,6 +76,7 @@ struct recording {
 	const struct record_opts *o;
 	struct engine *e;
 	struct hostrec *host;
+	struct live *live;		/* --live, else NULL */
 	int kcache_fd;
 	struct sync_tsc tsc;
 	void (*changed)(struct recording *r);
@@ -83,7 +87,6 @@ struct recording {
 	bool command_started;
 	unsigned int signals;
 	bool stopping;
-	bool refused;		/* a guest refused an event, tracer or clock: a usage error */
 	bool status_line;
 	uint64_t t0, last_status;
 	struct engine_timer duration, status, deadline, end_check, command_grace;

@@ -32,6 +32,7 @@
 #include "hostrec.h"
 #include "kcache.h"
 #include "lastboot-file.h"
+#include "live.h"
 #include "qmp.h"
 #include "record.h"
 #include "session.h"
@@ -60,8 +61,8 @@
 
 /* Setup, one step after the other (g->step). */
 enum {
-	ST_HELLO, ST_LASTBOOT, ST_INSTANCE, ST_CLOCK, ST_BUFFER, ST_TRACER, ST_EVENTS, ST_META, ST_STREAMS,
-	ST_START, ST_SYNC, ST_RUNNING,
+	ST_HELLO, ST_LASTBOOT, ST_INSTANCE, ST_CLOCK, ST_BUFFER, ST_TRACER, ST_EVENTS, ST_FLUSH, ST_META,
+	ST_STREAMS, ST_START, ST_SYNC, ST_RUNNING,
 };
 
 static const char *const step_what[] = {
@@ -69,6 +70,7 @@ static const char *const step_what[] = {
 	[ST_INSTANCE] = "choosing the top-level buffer",
 	[ST_CLOCK] = "choosing the clock", [ST_BUFFER] = "setting the buffer size",
 	[ST_TRACER] = "choosing the tracer", [ST_EVENTS] = "enabling events",
+	[ST_FLUSH] = "asking for partial pages (--live)",
 	[ST_META] = "fetching the metadata", [ST_STREAMS] = "opening the data ports",
 	[ST_SYNC] = "syncing the clock", [ST_START] = "starting", [ST_RUNNING] = "recording",
 };
@@ -170,8 +172,9 @@ void session_fail(struct guest *g, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(g->error, sizeof(g->error), fmt, ap);
 	va_end(ap);
-	log_err("guest %s: %s%s", g->name, g->error, g->rec && g->rec->refused ?
-		" (nothing is recorded)" : "; dropping this guest, the others continue");
+	/* A refusal ends the run when no guest takes the command line (record.c). */
+	log_err("guest %s: %s; dropping this guest%s", g->name, g->error,
+		g->refused ? "" : ", the others continue");
 	msgs_summary(g);
 	talked = g->conn && g->state > G_NEW;
 	g->state = G_FAILED;
@@ -575,6 +578,8 @@ static int add_stream(struct guest *g, unsigned int cpu, int fd)
 	s->owner = g;
 	s->notify = stream_event;
 	s->budget = &g->budget;
+	s->live = g->rec->live;
+	s->live_trace = g->live_idx;
 	g->nr_streams++;
 	return engine_add(eng(g), s);
 }
@@ -827,6 +832,9 @@ static void meta_received(struct guest *g, int err)
 		session_fail(g, "cannot spool the metadata: %s", strerror(-ret));
 		return;
 	}
+	/* The whole bundle while recording: kallsyms and the task names seen so far, live too. */
+	if (g->state == G_RUNNING)
+		live_meta(g->rec->live, g->live_idx);
 	done(g, 0);
 }
 
@@ -1151,8 +1159,10 @@ static int enc_events(struct guest *g, const struct record_opts *o)
 
 /*
  * An event, tracer or clock the guest's kernel does not have (the agent says
- * ENOENT, or EINVAL for a filter it refused) is a mistake on the command
- * line, not the guest's: the whole recording stops, and keeps nothing.
+ * ENOENT, or EINVAL for a filter it refused) is most likely a mistake on the
+ * command line: when no guest takes the command line, the run is a usage
+ * error and keeps nothing (record.c); a guest that refuses what others take
+ * is dropped alone, so that one guest cannot end the others' recording.
  */
 static const char *config_refused(const struct guest *g, int err)
 {
@@ -1175,7 +1185,7 @@ static void step_done(struct guest *g, int err)
 	const char *opt = err < 0 ? config_refused(g, err) : NULL;
 
 	if (opt) {
-		g->rec->refused = true;
+		g->refused = true;
 		session_fail(g, "%s: %s", opt, g->reply_text[0] ? g->reply_text : strerror(-err));
 		return;
 	}
@@ -1362,8 +1372,21 @@ static void setup_next(struct guest *g)
 				break;
 			request(g, enc_events(g, o), VT_PROTO_OK, step_done);
 			return;
+		case ST_FLUSH:
+			/* --live: partial pages too, so that a quiet guest's events show within the window. */
+			if (!o->live_ms)
+				break;
+			if (!(g->caps & VT_PROTO_CAP_FLUSH)) {
+				log_warn("guest %s: its agent sends whole pages only (an older trace-agent): "
+					 "its events show up live as its pages fill", g->name);
+				break;
+			}
+			request(g, vt_proto_enc_flush(f, F, vt_conn_next_seq(c), live_flush_ms(o->live_ms)),
+				VT_PROTO_OK, step_done);
+			return;
 		case ST_META:
 			g->state = G_META;
+			g->accepted = true;	/* it took the command line's events, tracer and clock */
 			spool_save_state(g);
 			/*
 			 * kallsyms (4 MB on a Debian kernel, slow to read under TCG)

@@ -8,6 +8,8 @@
 #  - a guest event, tracer, clock and filter, refused by the real trace-agent
 #    on this host's tracefs (stand-in FIFO ports), with the agent's closest
 #    names; the host events recorded meanwhile are dropped too;
+#  - but a guest that refuses what another guest takes is dropped alone
+#    (exit 3), so that one guest cannot end the others' recording;
 # and `report --guest NAME` with a name the run does not have exits 2 and
 # lists the guests it has.
 echo "collect: unknown host/guest events, tracers and clocks stop record before it records (exit 2, closest names); report --guest of an unknown guest exits 2"
@@ -71,7 +73,7 @@ while IFS="|" read -r what want args; do
 	[ $RC = 2 ] || { show "$WORK/g$k.log" "$WORK/agent$k.log"; fail "$what: exit $RC, want 2"; }
 	grep -qF -- "$want" "$WORK/g$k.log" ||
 		{ show "$WORK/g$k.log"; fail "$what: the collector does not say '$want'"; }
-	grep -q "guest hostvm: .* (nothing is recorded)$" "$WORK/g$k.log" ||
+	grep -q "error: no guest takes the events, tracer or clock asked for: nothing is recorded" "$WORK/g$k.log" ||
 		{ show "$WORK/g$k.log"; fail "$what: the collector does not say that nothing is kept"; }
 	grep -q "recording" "$WORK/agent$k.log" && grep -q "START" "$WORK/agent$k.log" &&
 		{ show "$WORK/agent$k.log"; fail "$what: the agent was started"; }
@@ -86,7 +88,26 @@ clock|--clock: trace clock x86-tcs is not offered by this kernel; did you mean x
 filter|--event: the kernel refused filter|-e sched:sched_switch -f no_such_field==1
 EOF
 
-# 3. report --guest with a guest the run does not have.
+# 3. A guest that refuses what another takes is dropped alone: one guest cannot end the
+# others' recording (the fake guest's kernel has no timer events, this host's has).
+mkdir -p "$WORK/fk2"
+fake fk2 --fifo "$WORK/fk2" --fixture "$DATA/cap-guest" --repeat 1 --retime
+fpid=$FAKE_PID
+"$AGENT" --port-dir "$p" --instance vt-failfast-$$-mix --keep-instance 0 --once --wait 20 --no-kallsyms \
+	2>"$WORK/agentmix.log" &
+apid=$!
+track $apid
+collect mix --chardev-dir "$p" --name hostvm --chardev-dir "$WORK/fk2" --name fk2 -o "$WORK/outmix" -d 2 \
+	-e timer:hrtimer_start
+wait $apid
+fake_end $fpid
+[ $RC = 3 ] || { show "$WORK/mix.log"; fail "one guest refusing, one taking: exit $RC, want 3"; }
+grep -q "error: guest fk2: --event: no event matches timer:hrtimer_start; dropping this guest$" \
+	"$WORK/mix.log" || { show "$WORK/mix.log"; fail "the refusing guest is not named and dropped"; }
+[ -f "$WORK/outmix/guest-hostvm.dat" ] || { show "$WORK/mix.log"; fail "the guest that took the events has no file"; }
+echo "mixed: exit 3, fk2 dropped ('no event matches timer:hrtimer_start'), hostvm recorded"
+
+# 4. report --guest with a guest the run does not have.
 d=$WORK/rep
 mkdir -p "$d"
 printf '{"tool":"fixture","version":"0","host":null,"guests":[{"name":"alpha","file":null},{"name":"beta","file":null}]}\n' \
