@@ -22,9 +22,9 @@
  * Where the lines can differ from `trace-cmd report` of the files
  * (virtio-trace-collect-record(1), LIVE VIEW): an event that reaches the host
  * more than the window after it happened is printed when it comes, out of
- * order (counted); a guest's pages wait for its first clock mapping (up to
- * LIVE_PENDING_MAX_NS), and a later sync may move its timestamps within the
- * mapping's bound; task names are the latest bundle's (the host's completed
+ * order (counted); a guest's pages wait for its first clock mapping and its
+ * whole metadata bundle (holding the view back up to LIVE_PENDING_MAX_NS), and
+ * a later sync may move its timestamps within the mapping's bound; task names are the latest bundle's (the host's completed
  * from /proc), where the files have those of the end; control characters
  * print as '?'.
  */
@@ -98,6 +98,7 @@ struct ltrace {
 	bool kallsyms;			/* its kallsyms are read (LIVE_KALLSYMS_MAX) */
 	struct kbuffer *kbuf;
 	bool clocked;			/* the host always; a guest once its mapping came */
+	bool meta_ready;		/* the host always; a guest once its bundle to keep is spooled */
 	struct vt_tsync_tshift *ts;	/* per vCPU */
 	unsigned int nr_ts;
 	bool interp;
@@ -213,6 +214,7 @@ int live_add_trace(struct live *l, const char *file, bool host)
 	t->dir = -1;
 	t->host = host;
 	t->clocked = host;
+	t->meta_ready = host;
 	t->pending_tail = &t->pending;
 	if ((int)strlen(t->file) > l->width)
 		l->width = strlen(t->file);
@@ -291,8 +293,10 @@ void live_page(struct live *l, unsigned int trace, unsigned int cpu, const uint8
 }
 
 /**
- * live_meta() - the trace's spool holds a new metadata bundle (the whole one,
- * with kallsyms and the task names seen since): the view reads it again
+ * live_meta() - a guest's spool holds the metadata bundle to show its events
+ * with (the whole one, with kallsyms and the task names seen since the setup,
+ * or the setup's when no other comes): the view reads it, and shows the
+ * guest's events from then on (they wait for it, and for its clock mapping)
  * @l: the view, or NULL
  * @trace: the trace
  */
@@ -556,8 +560,11 @@ static void take_page(struct live *l, struct lmsg *m)
 {
 	struct ltrace *t = &l->traces[m->trace];
 
-	if (!t->clocked) {
-		/* Its timestamps cannot be placed yet: held until its first mapping. */
+	if (!t->clocked || !t->meta_ready) {
+		/*
+		 * Its timestamps cannot be placed yet, or its kallsyms are on
+		 * their way: held until both are there.
+		 */
 		if (!t->pending)
 			t->pending_since = mono_ns();
 		m->next = NULL;
@@ -606,7 +613,8 @@ static void take_clock(struct live *l, struct lmsg *m)
 	t->nr_ts = m->nr_cpus;
 	t->interp = interp;
 	t->clocked = true;
-	take_pending(l, t);
+	if (t->meta_ready)
+		take_pending(l, t);
 }
 
 /* The host's task names the start's bundle lacks: /proc's, as the files' come from it at the end. */
@@ -756,6 +764,9 @@ static void take(struct live *l, struct lmsg *m)
 	case LM_META:
 		if (load_tep(l, t) == 0)
 			t->tep_failed = false;
+		t->meta_ready = true;
+		if (t->clocked)
+			take_pending(l, t);
 		break;
 	case LM_CLOCK:
 		take_clock(l, m);
@@ -796,11 +807,16 @@ static void *worker(void *arg)
 			release(l, frontier(l));
 	}
 	/* The end: what never got a clock is shown unmapped, as its file would be; then everything. */
-	for (unsigned int i = 0; i < l->nr_traces; i++)
-		if (!l->traces[i].clocked) {
-			l->traces[i].clocked = true;
-			take_pending(l, &l->traces[i]);
-		}
+	for (unsigned int i = 0; i < l->nr_traces; i++) {
+		struct ltrace *t = &l->traces[i];
+
+		if (t->clocked && t->meta_ready)
+			continue;
+		if (!t->meta_ready && load_tep(l, t) == 0)
+			t->tep_failed = false;
+		t->clocked = t->meta_ready = true;
+		take_pending(l, t);
+	}
 	release(l, UINT64_MAX);
 	return NULL;
 }

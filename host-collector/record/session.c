@@ -832,9 +832,6 @@ static void meta_received(struct guest *g, int err)
 		session_fail(g, "cannot spool the metadata: %s", strerror(-ret));
 		return;
 	}
-	/* The whole bundle while recording: kallsyms and the task names seen so far, live too. */
-	if (g->state == G_RUNNING)
-		live_meta(g->rec->live, g->live_idx);
 	done(g, 0);
 }
 
@@ -1260,6 +1257,8 @@ static void full_meta_done(struct guest *g, int err)
 
 	(void)err;
 	g->meta_partial = false;
+	/* The bundle the guest's events are shown with (kallsyms, task names): the live view may start. */
+	live_meta(g->rec->live, g->live_idx);
 	if (g->stop_deferred) {
 		g->stop_deferred = false;
 		session_stop(g);
