@@ -7,17 +7,21 @@
  * The engine thread hands every good page a stream spools to live_page(),
  * which copies it into a queue and returns: the recording never waits for
  * the terminal. Past LIVE_QUEUE_MAX bytes queued a page is not shown (its
- * events are counted, and said at the end); the files have it.
+ * events are counted, and said at the end); the files have it. The view's
+ * thread runs at a lower priority than the recording's.
  *
  * A thread of its own empties the queue. It cuts each page into events with
  * libtraceevent's kbuffer, as trace-cmd reads pages; maps each event's
  * timestamp to host nanoseconds as trace-cmd report does for the files (a
  * guest's: TIME_SHIFT built from the clock epochs the collector knows so
- * far, then TSC2NSEC); keeps them in a heap in the order trace-cmd merges
- * (time, then the file's place on its command line, then CPU, then arrival);
- * and prints every event older than the reorder window with the trace's own
- * formats (the metadata bundle in the spool) and tep_print_event(), in
- * trace-cmd report's line format, text made safe for a terminal.
+ * far, then TSC2NSEC); queues each CPU's events in their order and merges the
+ * CPUs as trace-cmd merges files and CPUs (the earliest head first; equal
+ * times by the file's place on its command line, then by CPU), through a
+ * heap of the CPUs' queues, not of the events; and prints every event older
+ * than the reorder window with the trace's own formats (the metadata bundle
+ * in the spool) and tep_print_event(), in trace-cmd report's line format,
+ * text made safe for a terminal. A page is cut once: its copy and an index of
+ * its events wait in its CPU's queue until the last is printed.
  *
  * Where the lines can differ from `trace-cmd report` of the files
  * (virtio-trace-collect-record(1), LIVE VIEW): an event that reaches the host
@@ -36,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <event-parse.h>
@@ -50,10 +55,19 @@
 #include "vt_time.h"
 #include "vt_tsync.h"
 
-#define LIVE_QUEUE_MAX		(64u << 20)	/* bytes of pages waiting for the thread */
-#define LIVE_HELD_MAX		(64u << 20)	/* bytes of events in the heap: past it, the oldest go early */
+#define LIVE_QUEUE_MAX		(8u << 20)	/* bytes of pages waiting for the thread */
+#define LIVE_HELD_MAX		(16u << 20)	/* bytes of cut pages held: past it, the oldest go early */
+/*
+ * The view's thread runs at this nice value: when events flood (the view
+ * prints about 300,000 lines a second), the recording's own thread comes first
+ * and the view falls behind and skips pages instead.
+ */
+#define LIVE_NICE		10
+/* After the recording, the view has this long to show what it holds; the rest is counted. */
+#define LIVE_END_MAX_NS		(5ull * 1000000000ull)
 #define LIVE_TICK_MS		50
-#define LIVE_PENDING_MAX_NS	(5ull * 1000000000ull)
+/* How long a guest setting itself up (clock sync, kallsyms) may hold the view back. */
+#define LIVE_PENDING_MAX_NS	(30ull * 1000000000ull)
 #define LIVE_FILE_MAX		(COLLECT_NAME_MAX + 16)
 /*
  * A kernel's symbols parsed by libtraceevent take 10-20 MB: only this many
@@ -77,15 +91,29 @@ struct lmsg {
 	uint8_t data[];			/* LM_PAGE */
 };
 
-/* One event waiting in the heap. */
+/* One event of a cut page: where it is, and its time as trace-cmd shows it. */
 struct lev {
-	uint64_t ts;			/* host nanoseconds, as trace-cmd shows them */
-	uint64_t seq;			/* arrival: keeps a CPU's events in their order */
+	uint64_t ts;			/* host nanoseconds */
+	uint32_t off;			/* in the page */
+	uint32_t size;
+};
+
+/* A page cut into events, waiting in its CPU's queue until the last is printed. */
+struct lcut {
+	struct lcut *next;
+	uint32_t nr, next_ev;		/* events, and the first not printed */
+	int missed;			/* the page's lost events, shown before its first event */
+	uint32_t bytes;			/* what it holds, for LIVE_HELD_MAX */
+	struct lev *ev;
+	struct lmsg *page;		/* the message that brought the page: kept, not copied */
+};
+
+/* A CPU's queue of cut pages, in arrival order (which is its events' order). */
+struct lcpu {
 	unsigned int trace;
 	unsigned int cpu;
-	int missed;			/* the page's lost events, on its first event */
-	uint32_t size;
-	uint8_t data[];
+	struct lcut *head, **tail;
+	bool in_heap;
 };
 
 struct ltrace {
@@ -104,6 +132,8 @@ struct ltrace {
 	bool interp;
 	struct lmsg *pending, **pending_tail;	/* pages waiting for the clock */
 	uint64_t pending_since;		/* engine-independent CLOCK_MONOTONIC ns */
+	struct lcpu **cpus;		/* the queues, by CPU (made on first need) */
+	unsigned int nr_cpus;
 };
 
 struct live {
@@ -124,12 +154,13 @@ struct live {
 	uint64_t not_shown;		/* events of pages the full queue refused */
 	bool end;
 	/* the thread's */
-	struct lev **heap;
+	struct lcpu **heap;		/* the CPUs with events, earliest head first */
 	size_t nr, cap;
-	uint64_t seq;
-	uint64_t held;			/* bytes in the heap and the pending pages */
+	uint64_t held;			/* bytes of cut and pending pages */
 	uint64_t last_ts;
 	uint64_t shown, late, unreadable;
+	_Atomic uint64_t end_deadline;	/* CLOCK_MONOTONIC ns: past it, the rest is only counted */
+	uint64_t skipped;		/* events the end's deadline left out */
 	unsigned int nr_kallsyms;	/* guests whose kallsyms are read */
 	bool kallsyms_said;
 	bool out_broken;
@@ -446,24 +477,49 @@ static int load_tep(struct live *l, struct ltrace *t)
 	return 0;
 }
 
-static bool lev_before(const struct lev *a, const struct lev *b)
+static const struct lev *head_of(const struct lcpu *q)
 {
-	if (a->ts != b->ts)
-		return a->ts < b->ts;
-	if (a->trace != b->trace)
-		return a->trace < b->trace;
-	if (a->cpu != b->cpu)
-		return a->cpu < b->cpu;
-	return a->seq < b->seq;
+	return &q->head->ev[q->head->next_ev];
 }
 
-static int heap_push(struct live *l, struct lev *e)
+/* trace-cmd's merge: the earliest first; equal times by file (-i order), then CPU. */
+static bool q_before(const struct lcpu *a, const struct lcpu *b)
+{
+	uint64_t x = head_of(a)->ts, y = head_of(b)->ts;
+
+	if (x != y)
+		return x < y;
+	if (a->trace != b->trace)
+		return a->trace < b->trace;
+	return a->cpu < b->cpu;
+}
+
+static void sift_down(struct live *l, size_t i)
+{
+	struct lcpu *q = l->heap[i];
+
+	for (;;) {
+		size_t c = 2 * i + 1;
+
+		if (c >= l->nr)
+			break;
+		if (c + 1 < l->nr && q_before(l->heap[c + 1], l->heap[c]))
+			c++;
+		if (!q_before(l->heap[c], q))
+			break;
+		l->heap[i] = l->heap[c];
+		i = c;
+	}
+	l->heap[i] = q;
+}
+
+static int heap_add(struct live *l, struct lcpu *q)
 {
 	size_t i;
 
 	if (l->nr == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 4096;
-		struct lev **h = realloc(l->heap, cap * sizeof(*h));
+		size_t cap = l->cap ? l->cap * 2 : 64;
+		struct lcpu **h = realloc(l->heap, cap * sizeof(*h));
 
 		if (!h)
 			return -ENOMEM;
@@ -473,35 +529,36 @@ static int heap_push(struct live *l, struct lev *e)
 	for (i = l->nr++; i; ) {
 		size_t p = (i - 1) / 2;
 
-		if (!lev_before(e, l->heap[p]))
+		if (!q_before(q, l->heap[p]))
 			break;
 		l->heap[i] = l->heap[p];
 		i = p;
 	}
-	l->heap[i] = e;
+	l->heap[i] = q;
+	q->in_heap = true;
 	return 0;
 }
 
-static struct lev *heap_pop(struct live *l)
+/* The queue of @cpu in @t, made on first need. */
+static struct lcpu *queue_of(struct live *l, struct ltrace *t, unsigned int cpu)
 {
-	struct lev *top = l->heap[0], *last = l->heap[--l->nr];
-	size_t i = 0;
+	if (cpu >= COLLECT_MAX_CPUS)
+		return NULL;
+	if (cpu >= t->nr_cpus) {
+		struct lcpu **c = realloc(t->cpus, (cpu + 1) * sizeof(*c));
 
-	for (;;) {
-		size_t c = 2 * i + 1;
-
-		if (c >= l->nr)
-			break;
-		if (c + 1 < l->nr && lev_before(l->heap[c + 1], l->heap[c]))
-			c++;
-		if (!lev_before(l->heap[c], last))
-			break;
-		l->heap[i] = l->heap[c];
-		i = c;
+		if (!c)
+			return NULL;
+		memset(c + t->nr_cpus, 0, (cpu + 1 - t->nr_cpus) * sizeof(*c));
+		t->cpus = c;
+		t->nr_cpus = cpu + 1;
 	}
-	if (l->nr)
-		l->heap[i] = last;
-	return top;
+	if (!t->cpus[cpu] && (t->cpus[cpu] = calloc(1, sizeof(**t->cpus)))) {
+		t->cpus[cpu]->trace = t - l->traces;
+		t->cpus[cpu]->cpu = cpu;
+		t->cpus[cpu]->tail = &t->cpus[cpu]->head;
+	}
+	return t->cpus[cpu];
 }
 
 /* An event's time as trace-cmd shows it: the guest's through its TIME_SHIFT, then TSC2NSEC. */
@@ -515,44 +572,57 @@ static uint64_t map_ts(const struct live *l, const struct ltrace *t, unsigned in
 	return l->have_conv ? vt_tsc2nsec_apply(&l->conv, host) : host;
 }
 
-/* A page into events in the heap. */
-static void cut_page(struct live *l, struct ltrace *t, const struct lmsg *m)
+/* A page into its CPU's queue, cut into events (the message's copy is kept). */
+static void cut_page(struct live *l, struct ltrace *t, struct lmsg *m)
 {
+	struct lcpu *q = queue_of(l, t, m->cpu);
 	unsigned long long ts;
-	unsigned int n = 0;
-	int missed;
+	struct lcut *c;
 	void *data;
 
 	if (!t->kbuf)
 		t->kbuf = kbuffer_alloc(KBUFFER_LSIZE_8, KBUFFER_ENDIAN_LITTLE);
-	if (!t->kbuf || kbuffer_load_subbuffer(t->kbuf, (void *)m->data) < 0) {
+	c = calloc(1, sizeof(*c));
+	if (c)
+		c->ev = malloc((m->events ? m->events : 1) * sizeof(*c->ev));
+	if (!q || !c || !c->ev || !t->kbuf || kbuffer_load_subbuffer(t->kbuf, m->data) < 0) {
 		l->unreadable += m->events;
+		if (c)
+			free(c->ev);
+		free(c);
+		free(m);
 		return;
 	}
-	missed = kbuffer_missed_events(t->kbuf);
+	c->missed = kbuffer_missed_events(t->kbuf);
 	for (data = kbuffer_read_event(t->kbuf, &ts); data; data = kbuffer_next_event(t->kbuf, &ts)) {
 		int size = kbuffer_event_size(t->kbuf);
-		struct lev *e;
 
-		if (size < 0 || (const uint8_t *)data < m->data ||
-		    (const uint8_t *)data + size > m->data + m->size ||
-		    !(e = malloc(sizeof(*e) + size))) {
+		/* The stream counted these events when it checked the page; no more fit. */
+		if (c->nr >= m->events || size < 0 || (uint8_t *)data < m->data ||
+		    (uint8_t *)data + size > m->data + m->size) {
 			l->unreadable++;
 			continue;
 		}
-		e->ts = map_ts(l, t, m->cpu, ts);
-		e->seq = l->seq++;
-		e->trace = t - l->traces;
-		e->cpu = m->cpu;
-		e->missed = n++ ? 0 : missed;
-		e->size = size;
-		memcpy(e->data, data, size);
-		if (heap_push(l, e) < 0) {
-			free(e);
-			l->unreadable++;
-			continue;
-		}
-		l->held += sizeof(*e) + size;
+		c->ev[c->nr].ts = map_ts(l, t, m->cpu, ts);
+		c->ev[c->nr].off = (uint8_t *)data - m->data;
+		c->ev[c->nr].size = size;
+		c->nr++;
+	}
+	if (!c->nr) {
+		free(c->ev);
+		free(c);
+		free(m);
+		return;
+	}
+	c->page = m;
+	c->bytes = sizeof(*m) + m->size + c->nr * sizeof(*c->ev);
+	l->held += c->bytes;
+	c->next = NULL;
+	*q->tail = c;
+	q->tail = &c->next;
+	if (!q->in_heap && heap_add(l, q) < 0) {
+		l->unreadable += c->nr;	/* left in the queue, freed at the end */
+		return;
 	}
 }
 
@@ -574,7 +644,6 @@ static void take_page(struct live *l, struct lmsg *m)
 		return;
 	}
 	cut_page(l, t, m);
-	free(m);
 }
 
 static void take_pending(struct live *l, struct ltrace *t)
@@ -588,7 +657,6 @@ static void take_pending(struct live *l, struct ltrace *t)
 		next = m->next;
 		l->held -= m->size;
 		cut_page(l, t, m);
-		free(m);
 	}
 }
 
@@ -663,12 +731,16 @@ static void put_safe(struct live *l, const char *p, size_t len)
 		l->out_broken = true;
 }
 
-static void print_ev(struct live *l, struct lev *e)
+/* The head event of queue @q, printed in trace-cmd report's line. */
+static void print_ev(struct live *l, struct lcpu *q)
 {
-	struct ltrace *t = &l->traces[e->trace];
+	struct ltrace *t = &l->traces[q->trace];
+	struct lcut *c = q->head;
+	const struct lev *e = &c->ev[c->next_ev];
+	int missed = c->next_ev ? 0 : c->missed;
 	struct tep_record rec = {
-		.ts = e->ts, .cpu = e->cpu, .data = e->data, .size = e->size,
-		.missed_events = e->missed,
+		.ts = e->ts, .cpu = q->cpu, .data = c->page->data + e->off, .size = e->size,
+		.missed_events = missed,
 	};
 	struct trace_seq *s = &l->s;
 	struct tep_event *ev;
@@ -687,12 +759,12 @@ static void print_ev(struct live *l, struct lev *e)
 	ev = tep_find_event_by_record(t->tep, &rec);
 	trace_seq_reset(s);
 	/* Exactly trace-cmd report's (3.1.6) line: file, task, CPU, time, event, its text. */
-	if (e->missed) {
+	if (missed) {
 		fprintf(l->out, "%*s: ", l->width, t->file);
-		if (e->missed > 0)
-			fprintf(l->out, "CPU:%u [%d EVENTS DROPPED]\n", e->cpu, e->missed);
+		if (missed > 0)
+			fprintf(l->out, "CPU:%u [%d EVENTS DROPPED]\n", q->cpu, missed);
 		else
-			fprintf(l->out, "CPU:%u [EVENTS DROPPED]\n", e->cpu);
+			fprintf(l->out, "CPU:%u [EVENTS DROPPED]\n", q->cpu);
 	} else {
 		trace_seq_printf(s, "%*s: ", l->width, t->file);
 	}
@@ -713,18 +785,68 @@ static void print_ev(struct live *l, struct lev *e)
 	l->shown++;
 }
 
+static void free_cut(struct lcut *c)
+{
+	free(c->ev);
+	free(c->page);
+	free(c);
+}
+
+/* The end's deadline passed: what is held is counted, not shown. */
+static void skip_rest(struct live *l)
+{
+	size_t i;
+
+	for (i = 0; i < l->nr; i++) {
+		struct lcpu *q = l->heap[i];
+
+		while (q->head) {
+			struct lcut *c = q->head;
+
+			l->skipped += c->nr - c->next_ev;
+			q->head = c->next;
+			l->held -= c->bytes;
+			free_cut(c);
+		}
+		q->tail = &q->head;
+		q->in_heap = false;
+	}
+	l->nr = 0;
+}
+
 /* Print what is at or before @upto (and the oldest, past LIVE_HELD_MAX). */
 static void release(struct live *l, uint64_t upto)
 {
 	bool any = false;
 
-	while (l->nr && (l->heap[0]->ts <= upto || l->held > LIVE_HELD_MAX)) {
-		struct lev *e = heap_pop(l);
+	while (l->nr && (head_of(l->heap[0])->ts <= upto || l->held > LIVE_HELD_MAX)) {
+		struct lcpu *q = l->heap[0];
 
-		l->held -= sizeof(*e) + e->size;
-		print_ev(l, e);
-		free(e);
+		if (!(l->shown & 1023) && atomic_load(&l->end_deadline) &&
+		    mono_ns() > atomic_load(&l->end_deadline)) {
+			skip_rest(l);
+			break;
+		}
+		print_ev(l, q);
 		any = true;
+		if (++q->head->next_ev == q->head->nr) {
+			struct lcut *c = q->head;
+
+			q->head = c->next;
+			if (!q->head)
+				q->tail = &q->head;
+			l->held -= c->bytes;
+			free_cut(c);
+		}
+		if (q->head) {
+			sift_down(l, 0);
+			continue;
+		}
+		q->in_heap = false;
+		if (--l->nr) {
+			l->heap[0] = l->heap[l->nr];
+			sift_down(l, 0);
+		}
 	}
 	if (any && !l->out_broken && fflush(l->out) != 0)
 		l->out_broken = true;
@@ -779,6 +901,9 @@ static void *worker(void *arg)
 {
 	struct live *l = arg;
 	bool end = false;
+
+	if (setpriority(PRIO_PROCESS, (id_t)gettid(), LIVE_NICE) < 0)
+		log_debug("live view: cannot lower its thread's priority: %m");
 
 	while (!end) {
 		struct lmsg *batch, *m, *next;
@@ -836,6 +961,8 @@ void live_end(struct live *l)
 	if (!l)
 		return;
 	if (l->running) {
+		/* Counted from now, whatever the thread is doing. */
+		atomic_store(&l->end_deadline, mono_ns() + LIVE_END_MAX_NS);
 		pthread_mutex_lock(&l->lock);
 		l->end = true;
 		pthread_cond_signal(&l->cond);
@@ -846,10 +973,12 @@ void live_end(struct live *l)
 		if (l->late)
 			log_info("live view: %" PRIu64 " events reached the host later than the window "
 				 "and were shown out of order", l->late);
-		if (l->not_shown || l->unreadable)
+		if (l->not_shown || l->unreadable || l->skipped)
 			log_warn("live view: %" PRIu64 " events not shown (%" PRIu64 " while it could "
-				 "not keep up, %" PRIu64 " unreadable); the files have them",
-				 l->not_shown + l->unreadable, l->not_shown, l->unreadable);
+				 "not keep up, %" PRIu64 " left at the end after %llu s, %" PRIu64
+				 " unreadable); the files have them",
+				 l->not_shown + l->skipped + l->unreadable, l->not_shown, l->skipped,
+				 LIVE_END_MAX_NS / 1000000000ull, l->unreadable);
 	}
 	for (struct lmsg *m = l->head, *next; m; m = next) {
 		next = m->next;
@@ -867,12 +996,18 @@ void live_end(struct live *l)
 		for (unsigned int c = 0; c < t->nr_ts; c++)
 			vt_tsync_tshift_free(&t->ts[c]);
 		free(t->ts);
+		for (unsigned int c = 0; c < t->nr_cpus; c++) {
+			for (struct lcut *x = t->cpus[c] ? t->cpus[c]->head : NULL, *next; x; x = next) {
+				next = x->next;
+				free_cut(x);
+			}
+			free(t->cpus[c]);
+		}
+		free(t->cpus);
 		if (t->kbuf)
 			kbuffer_free(t->kbuf);
 		drop_tep(t);
 	}
-	while (l->nr)
-		free(heap_pop(l));
 	free(l->heap);
 	free(l->traces);
 	free(l->line);

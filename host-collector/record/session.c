@@ -194,6 +194,12 @@ void session_fail(struct guest *g, const char *fmt, ...)
 							 VT_PROTO_BYE, vt_conn_next_seq(g->conn)));
 	if (g->spool[0])
 		spool_save_state(g);
+	if (g->rec && g->rec->live) {
+		/* Its pages received so far are shown as its file will have them: hold the view no more. */
+		live_clock(g->rec->live, g->live_idx, g->sync.cpus,
+			   g->nr_cpus < COLLECT_MAX_CPUS ? g->nr_cpus : COLLECT_MAX_CPUS, g->sync.host_end);
+		live_meta(g->rec->live, g->live_idx);
+	}
 	if (g->rec)
 		changed(g);
 }

@@ -2,19 +2,19 @@
 # vt-suite: e2e
 # test-collect-live.sh: record --live with a real guest. A 2-vCPU TCG guest (thread=single, for the
 # clock) boots with the ports `virtio-trace-collect setup` prints; the host runs
-# `record --live=1000 -e sched -e irq -e timer --host-events sched:sched_stat_runtime --host-pid
+# `record --live=2000 -e sched -e irq -e timer --host-events sched:sched_stat_runtime --host-pid
 # QEMU -- WORK`, WORK asking vt-e2e-guest for markers on each CPU, then, after a quiet second, for
-# one marker per CPU. Checks:
-#  - liveness: while the recording still runs (before WORK's last 3 s of quiet), the live output
-#    already holds the lone markers: the agent sent its partial pages (FLUSH), as nothing else
-#    would fill a page in that time with the guest's buffer_percent;
+# one marker per CPU, then waiting (6 s at most) until the live output shows those. Checks:
+#  - liveness: while the recording still runs, the live output holds the lone markers: the agent
+#    sent its partial pages (FLUSH), as nothing else would fill a page in that time with the
+#    guest's buffer_percent; how long it took is printed;
 #  - the live lines are the lines of `trace-cmd report -i host.dat -i guest-e2e.dat` of the files
 #    the same run wrote: the host's exactly (same lines, same order); the guest's the same events,
-#    each vCPU's in the same order with the same text, their timestamps within the clock
-#    mapping's bound (+1 us of rounding) of the file's (the live view maps with the epochs known
-#    when it prints, the files with the whole run's, refined per vCPU by the stop's probe burst:
-#    so events of two vCPUs microseconds apart may come in another order), and the task name
-#    column compared apart (the files take the end's names; the guest tasks that ran are named);
+#    each vCPU's in the same order with the same text, their timestamps within 10 ms of the file's
+#    (the live view maps with the epochs known when it prints, the files with the whole run's,
+#    which later probe bursts narrow per vCPU: so events of two vCPUs close in time may come in
+#    another order; the largest difference is printed), and each vCPU's task names the file's
+#    (or "<...>", a task the live view had no name for yet);
 #  - the merged live output is in time order, and nothing was shown out of order or left out.
 # Clean console, the agent exits after BYE, the guest powers off.
 # Env: VT_BUILDDIR (default <repo>/build), VT_STATIC_AGENT, VT_KEEP=1 keeps the work dir.
@@ -28,7 +28,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 VT_LOG_PREFIX=test-collect-live
 ME=test-collect-live
 N=300
-W_MS=1000
+W_MS=2000
 
 scn_begin
 scn_ports pipe
@@ -39,7 +39,8 @@ LIVE=$WORK/live.txt
 # The workload: N markers per CPU at 200/s, a quiet second, one marker per CPU, then 3 s of
 # quiet during which the test looks for that marker in the live output.
 scn_script "$WORK/work" "flood vt-e2e $N 200 64" "!sleep 1" "flood vt-one 1 0 64" \
-    "!sleep 2.5" "!grep -c 'vt-one cpu' '$LIVE' >'$WORK/early' || true" "!sleep 0.5"
+    "!for i in \$(seq 60); do [ \$(grep -c 'vt-one cpu' '$LIVE') = 2 ] && break; sleep 0.1; done; echo \$i >'$WORK/early'" \
+    "!sleep 0.5"
 : >"$LIVE"
 # --live prints to standard output: record's own log goes elsewhere (scn_record joins the two).
 t=$(vt_now)
@@ -54,10 +55,11 @@ echo "$ME: workload: $(tr '\n' ';' <"$WORK/work.answers" 2>/dev/null)"
 scn_end
 [ -s "$OUT/guest-e2e.dat" ] && [ -s "$OUT/host.dat" ] || { bad "record wrote no files"; scn_result; }
 
-# Liveness: the lone markers were on the screen 2.5 s after they were written, before the end.
+# Liveness: the lone markers were on the screen while recording (within 6 s of being written; the
+# guest's buffer_percent alone would hold them until the stop).
 early=$(cat "$WORK/early" 2>/dev/null)
-echo "$ME: lone markers shown 2.5 s after they were written, while recording: ${early:-none}"
-[ "${early:-0}" = 2 ] || bad "the lone markers (one per CPU) were not shown while recording: ${early:-0} of 2"
+echo "$ME: lone markers shown while recording, about $(( ${early:-60} * 100 )) ms after they were written"
+[ "${early:-60}" -lt 60 ] || bad "the lone markers (one per CPU) were not shown while recording"
 
 # The files, as trace-cmd shows them.
 trace-cmd report -i "$OUT/host.dat" -i "$OUT/guest-e2e.dat" >"$WORK/report.txt" 2>"$WORK/report.err" ||
@@ -106,12 +108,20 @@ for cpu in 000 001; do
     [ "$d" -gt "$maxd" ] && maxd=$d
 done
 [ "$(cat "$WORK/want.g000" "$WORK/want.g001" | wc -l)" = "$ng" ] || bad "guest lines on other vCPUs"
-awk -v d="$maxd" -v b="$bound" 'BEGIN { exit !(d <= b + 1000) }' ||
-    bad "a live guest timestamp is $maxd ns from the file's, more than the bound $bound ns + 1 us"
-# Task names: the guest's that the file names, the live view names the same way (or not yet).
-mism=$(paste <(grep '^ *guest-e2e.dat: ' "$WORK/want.txt" | cut -c1-40) \
-    <(grep '^ *guest-e2e.dat: ' "$WORK/got.txt" | cut -c1-40) |
-    awk -F'\t' '$1 != $2 && $2 !~ /<\.\.\.>/ { n++ } END { print n + 0 }')
+# The file's mapping is the whole run's; the live view's the epochs known when it printed, whose
+# bound may have been wider than the final one (a loaded host: a start burst ms wide, then
+# narrowed): within 10 ms, and printed.
+awk -v d="$maxd" 'BEGIN { exit !(d <= 10000000) }' ||
+    bad "a live guest timestamp is $maxd ns from the file's: more than the 10 ms a clock estimate may move"
+# Task names, each vCPU's in order: where the file names a task, the live view names it the
+# same way (or "<...>": it had no name for it yet).
+mism=0
+for cpu in 000 001; do
+    m=$(paste <(grep -E "^ *guest-e2e\.dat: .* \[$cpu\] " "$WORK/want.txt" | cut -c15-40) \
+        <(grep -E "^ *guest-e2e\.dat: .* \[$cpu\] " "$WORK/got.txt" | cut -c15-40) |
+        awk -F'\t' '$1 != $2 && $2 !~ /<\.\.\.>/ { n++ } END { print n + 0 }')
+    mism=$((mism + m))
+done
 echo "$ME: guest task names: $mism lines named otherwise than in the file (other than <...>)"
 [ "$mism" = 0 ] || bad "$mism guest lines name another task than the file"
 
