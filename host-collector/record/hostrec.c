@@ -168,8 +168,47 @@ static void *hcpu_thread(void *arg)
 	return NULL;
 }
 
-/* tracefs was mounted by hostrec_check(): the recorder unmounts it at its end. */
-static bool check_mounted;
+/* A tracefs file whole (tracefs reports no sizes), NUL-terminated, at most 16 MiB. */
+static int read_tracefs(const char *path, char **out)
+{
+	size_t len = 0, cap = 0;
+	char *buf = NULL;
+	int fd, ret = 0;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		ssize_t n;
+
+		if (cap - len < 4096) {
+			char *b = cap < (16u << 20) ? realloc(buf, cap + 65536) : NULL;
+
+			if (!b) {
+				ret = -ENOMEM;
+				break;
+			}
+			buf = b;
+			cap += 65536;
+		}
+		n = read(fd, buf + len, cap - len - 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			ret = n < 0 ? -errno : 0;
+			break;
+		}
+		len += n;
+	}
+	close(fd);
+	if (ret < 0) {
+		free(buf);
+		return ret;
+	}
+	buf[len] = '\0';
+	*out = buf;
+	return 0;
+}
 
 /* "sched", "sched:sched_switch", "sched/sched_switch" -> system and event ("*" for a system). */
 static void split_spec(const char *tok, char *sys, char *ev, size_t size)
@@ -244,8 +283,8 @@ static bool check_event(const char *tok, const char *avail)
  */
 int hostrec_check(const struct record_opts *o)
 {
-	char *avail, *copy, *tok, *save = NULL;
-	bool mounted = !tracefs_is_mounted();
+	char *avail = NULL, *copy, *tok, *save = NULL;
+	bool mounted = false;
 	unsigned int i;
 	int ret = 0;
 
@@ -255,12 +294,20 @@ int hostrec_check(const struct record_opts *o)
 			ret = -EINVAL;
 		}
 	}
-	if (!tracefs_tracing_dir())
-		return ret;
-	check_mounted = mounted && tracefs_is_mounted();
-	avail = tracefs_instance_file_read(NULL, "available_events", NULL);
+	/*
+	 * Not through libtracefs, which would mount tracefs for good and keep
+	 * its path: mounted here only for the read, as hostrec_start() will
+	 * mount it again (and unmount it at the end).
+	 */
+	if (!tracefs_is_mounted()) {
+		if (mount("nodev", TRACEFS_DIR, "tracefs", 0, NULL) < 0) {
+			log_debug("cannot mount tracefs to check the host events: %m");
+			return ret;
+		}
+		mounted = true;
+	}
 	copy = strdup(o->host_events);
-	if (!avail || !copy) {
+	if (!copy || read_tracefs(TRACEFS_DIR "/available_events", &avail) < 0) {
 		log_debug("cannot read available_events: the host events are checked when enabled");
 		goto out;
 	}
@@ -270,10 +317,8 @@ int hostrec_check(const struct record_opts *o)
 out:
 	free(avail);
 	free(copy);
-	if (ret < 0 && check_mounted) {
-		umount2(TRACEFS_DIR, 0);
-		check_mounted = false;
-	}
+	if (mounted && umount2(TRACEFS_DIR, 0) < 0)
+		log_warn("cannot unmount %s, mounted to check the host events: %m", TRACEFS_DIR);
 	return ret;
 }
 
@@ -399,7 +444,7 @@ struct hostrec *hostrec_start(const struct record_opts *o, struct engine *e, int
 		return NULL;
 	h->marker_fd = -1;
 	h->spool = -1;
-	h->mounted = check_mounted || !tracefs_is_mounted();
+	h->mounted = !tracefs_is_mounted();
 	snprintf(h->name, sizeof(h->name), "virtio-trace-collect-%d", (int)getpid());
 	h->inst = tracefs_instance_create(h->name);
 	if (!h->inst) {
