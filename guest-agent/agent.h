@@ -143,6 +143,10 @@ void tracing_buffer_floor(struct tracing *t);
 int tracing_enable(struct tracing *t, const char *system, const char *event,
 		   const char *filter, unsigned int *matched);
 int tracing_disable_all(struct tracing *t);
+void tracing_suggest_event(const struct tracing *t, const char *system, const char *event,
+			   char *buf, size_t size);
+void tracing_suggest_tracer(const struct tracing *t, const char *tracer, char *buf, size_t size);
+void tracing_suggest_clock(const struct tracing *t, const char *clock, char *buf, size_t size);
 int tracing_on(struct tracing *t, bool on);
 int tracing_cpu_stats(const struct tracing *t, unsigned int cpu, char *buf, size_t size);
 int tracing_marker(const struct tracing *t, const char *text);
@@ -201,10 +205,12 @@ struct cpu_stream {
 	atomic_uint_fast64_t bytes;
 	atomic_uint_fast64_t fallbacks;
 	atomic_uint_fast64_t partial_reads;
+	atomic_uint flush_ms;	/* FLUSH: a partial page goes out when nothing whole came for this long */
 };
 
 int cpu_start(struct cpu_stream *s, const struct tracing *t, const struct ports *p,
 	      unsigned int cpu, int done_fd);
+void cpu_set_flush(struct cpu_stream *s, unsigned int ms);
 void cpu_stop(struct cpu_stream *s);
 void cpu_rewake(struct cpu_stream *s);
 void cpu_abort(struct cpu_stream *s);

@@ -11,7 +11,11 @@
  *   eventfd, so a host that does not read never blocks a stop or an abort;
  *   the ring buffer overruns instead, and the kernel counts it;
  * - an unconnected virtio-serial port polls as POLLHUP: back off instead of
- *   spinning.
+ *   spinning;
+ * - with FLUSH (a live view on the host) the file is non-blocking, splices
+ *   never wait, and the partial page is read() once no whole page came for
+ *   the interval: the host sees events within about that long, for a wake-up
+ *   per interval and a padded page per flush.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -219,13 +223,35 @@ static int drain(struct cpu_stream *s)
 	return 0;
 }
 
+/*
+ * FLUSH: the partial page the writer is on, taken with read() (the kernel
+ * copies its events out; later ones continue on the same page) and sent as
+ * a whole zero-padded page, as the final drain does. Nothing when the
+ * buffer is empty (EAGAIN: the file is non-blocking in this mode).
+ */
+static int flush_partial(struct cpu_stream *s)
+{
+	ssize_t n = read(s->raw_fd, s->buf, s->subbuf_size);
+
+	if (n < 0)
+		return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+	if (n == 0)
+		return 0;
+	if ((size_t)n < s->subbuf_size)
+		memset(s->buf + n, 0, s->subbuf_size - n);
+	atomic_fetch_add(&s->partial_reads, 1);
+	return write_all(s, s->buf, s->subbuf_size);
+}
+
 static void *cpu_thread(void *arg)
 {
 	struct cpu_stream *s = arg;
-	bool pinned = pin(s->cpu);
+	bool pinned = pin(s->cpu), nonblock = false;
+	long long last_out = vt_now_ms();
 	int ret = 0;
 
 	while (!atomic_load(&s->aborting)) {
+		unsigned int flush = atomic_load(&s->flush_ms);
 		ssize_t n;
 
 		if (atomic_load(&s->stopping)) {
@@ -235,16 +261,40 @@ static void *cpu_thread(void *arg)
 		/* mmiotrace takes CPUs offline; pin again once this one is back. */
 		if (!pinned)
 			pinned = pin(s->cpu);
-		n = splice(s->raw_fd, NULL, s->pipe[1], NULL, chunk(s), SPLICE_F_MOVE);
+		/*
+		 * With FLUSH nothing blocks in the kernel: whole pages when there
+		 * are, else the partial one once it waited that long (never a
+		 * blocking splice with a partial page: FACTS.md section 2).
+		 */
+		if (flush && !nonblock) {
+			fcntl(s->raw_fd, F_SETFL, fcntl(s->raw_fd, F_GETFL) | O_NONBLOCK);
+			nonblock = true;
+		}
+		n = splice(s->raw_fd, NULL, s->pipe[1], NULL, chunk(s),
+			   SPLICE_F_MOVE | (flush ? SPLICE_F_NONBLOCK : 0));
 		if (n > 0) {
 			ret = push(s, n);
 			if (ret < 0)
 				break;
+			last_out = vt_now_ms();
 			continue;
 		}
 		if (n < 0 && errno != EINTR && errno != EAGAIN) {
 			ret = -errno;
 			break;
+		}
+		if (flush) {
+			long long now = vt_now_ms();
+
+			if (now - last_out >= flush) {
+				ret = flush_partial(s);
+				if (ret < 0)
+					break;
+				last_out = now;
+			}
+			if (!atomic_load(&s->stopping))
+				nap(s, (int)(last_out + flush - now));
+			continue;
 		}
 		/* Woken with nothing whole to give: wait for a stop, not a spin. */
 		if (!atomic_load(&s->stopping))
@@ -317,6 +367,23 @@ int cpu_start(struct cpu_stream *s, const struct tracing *t, const struct ports 
 err:
 	cpu_join(s);
 	return ret;
+}
+
+/**
+ * cpu_set_flush() - send partial pages after @ms without a whole one (FLUSH)
+ * @s: the stream (running or not)
+ * @ms: the interval, 0 for whole pages only
+ */
+void cpu_set_flush(struct cpu_stream *s, unsigned int ms)
+{
+	atomic_store(&s->flush_ms, ms);
+	if (s->running && s->wake_fd >= 0) {
+		uint64_t one = 1;
+
+		if (write(s->wake_fd, &one, sizeof(one)) < 0)
+			log_debug("cpu%u: wake: %m", s->cpu);
+		ioctl(s->raw_fd, 0);	/* out of a splice waiting for buffer_percent */
+	}
 }
 
 static void wake(struct cpu_stream *s)

@@ -35,6 +35,7 @@
 #include "vt_conn.h"
 #include "vt_meta.h"
 #include "vt_proto.h"
+#include "vt_suggest.h"
 #include "vt_tsync.h"
 
 #define HUP_BACKOFF_MS		250
@@ -78,6 +79,7 @@ struct agent {
 	uint64_t garbage_reported;
 	bool hello_done;
 	uint64_t host_caps;		/* the host's HELLO: VT_PROTO_CAP_NOTICE */
+	uint32_t flush_ms;		/* FLUSH: partial pages this old go out, 0: never */
 	unsigned int notices_sent;	/* to this host */
 	bool kallsyms_sent;		/* this session sent kallsyms, with /proc/modules at: */
 	uint64_t kallsyms_modules;
@@ -441,6 +443,7 @@ static int start(struct agent *a)
 		}
 		if (a->o->no_splice)
 			a->cpus[a->nr_streams].use_read = true;
+		cpu_set_flush(&a->cpus[a->nr_streams], a->flush_ms);
 		a->nr_streams++;
 	}
 	if (!a->nr_streams) {
@@ -890,9 +893,13 @@ static int handle_events(struct agent *a, const struct vt_proto_msg *msg)
 		tracing_disable_all(&a->t);
 	for (i = 0; i < (unsigned int)n; i++) {
 		ret = tracing_enable(&a->t, ev[i].system, ev[i].event, ev[i].filter, &matched);
-		if (ret == -ENOENT)
-			return reply_err(a, msg->seq, ret, "no event matches %s:%s", ev[i].system,
-					 ev[i].event);
+		if (ret == -ENOENT) {
+			char hint[VT_SUGGEST_MAX * VT_SUGGEST_NAME_MAX + 32];
+
+			tracing_suggest_event(&a->t, ev[i].system, ev[i].event, hint, sizeof(hint));
+			return reply_err(a, msg->seq, ret, "no event matches %s:%s%s%s", ev[i].system,
+					 ev[i].event, *hint ? "; " : "", hint);
+		}
 		if (ret == -EINVAL)
 			return reply_err(a, msg->seq, ret, "the kernel refused filter \"%s\" on %s:%s",
 					 ev[i].filter, ev[i].system, ev[i].event);
@@ -930,6 +937,7 @@ static int handle_instance(struct agent *a, const struct vt_proto_msg *msg)
 
 static int handle_config(struct agent *a, const struct vt_proto_msg *msg)
 {
+	char hint[VT_SUGGEST_MAX * VT_SUGGEST_NAME_MAX + 32];
 	struct vt_proto_buffer_size bs;
 	const char *s;
 	char used[64];
@@ -949,6 +957,11 @@ static int handle_config(struct agent *a, const struct vt_proto_msg *msg)
 		ret = tracing_set_tracer(&a->t, s);
 		if (ret == -EINVAL)
 			return reply_err(a, msg->seq, ret, "tracer %s needs the top-level buffer", s);
+		if (ret == -ENOENT) {
+			tracing_suggest_tracer(&a->t, s, hint, sizeof(hint));
+			return reply_err(a, msg->seq, ret, "tracer %s is not available%s%s", s,
+					 *hint ? "; " : "", hint);
+		}
 		if (ret < 0)
 			return reply_err(a, msg->seq, ret, "tracer %s is not available", s);
 		break;
@@ -957,9 +970,12 @@ static int handle_config(struct agent *a, const struct vt_proto_msg *msg)
 		if (ret < 0)
 			return reply_err(a, msg->seq, ret, "malformed CLOCK");
 		ret = tracing_set_clock(&a->t, s, used, sizeof(used));
-		if (ret < 0)
-			return reply_err(a, msg->seq, ret, "trace clock %s is not offered by this kernel",
-					 *s ? s : "x86-tsc");
+		if (ret < 0) {
+			if (*s)
+				tracing_suggest_clock(&a->t, s, hint, sizeof(hint));
+			return reply_err(a, msg->seq, ret, "trace clock %s is not offered by this kernel%s%s",
+					 *s ? s : "x86-tsc", *s && *hint ? "; " : "", *s ? hint : "");
+		}
 		break;
 	case VT_PROTO_BUFFER_SIZE:
 		ret = vt_proto_dec_buffer_size(msg, &bs);
@@ -978,7 +994,7 @@ static uint64_t capabilities(struct agent *a)
 {
 	uint64_t caps = VT_PROTO_CAP_META | VT_PROTO_CAP_INSTANCES | VT_PROTO_CAP_LASTBOOT |
 			VT_PROTO_CAP_META_FLAGS | VT_PROTO_CAP_META_OPEN |
-			VT_PROTO_CAP_KALLSYMS_KEY;
+			VT_PROTO_CAP_KALLSYMS_KEY | VT_PROTO_CAP_FLUSH;
 	struct tracing probe = a->t;
 	char path[PATH_MAX];
 
@@ -1029,6 +1045,7 @@ static int handle_hello(struct agent *a, const struct vt_proto_msg *msg)
 				 h.rev_min, h.rev_max, VT_PROTO_REV_MIN, VT_PROTO_REV_MAX);
 	r.rev_min = r.rev_max = rev;
 	a->host_caps = h.caps;
+	a->flush_ms = 0;	/* each host asks for its own */
 	a->notices_sent = 0;
 	notices_wanted(h.caps & VT_PROTO_CAP_NOTICE);
 	r.caps = capabilities(a);
@@ -1082,6 +1099,22 @@ static void handle(struct agent *a, const struct vt_proto_msg *msg)
 	case VT_PROTO_BUFFER_SIZE:
 		handle_config(a, msg);
 		break;
+	case VT_PROTO_FLUSH: {
+		uint32_t ms;
+		unsigned int i;
+
+		if (vt_proto_dec_flush(msg, &ms) < 0) {
+			reply_err(a, msg->seq, EBADMSG, "malformed FLUSH");
+			break;
+		}
+		/* Taken at once by CPUs already streaming, too. */
+		a->flush_ms = ms;
+		for (i = 0; i < a->nr_streams; i++)
+			cpu_set_flush(&a->cpus[i], ms);
+		log_info("partial pages go out after %u ms%s", ms, ms ? "" : " (never)");
+		reply_ok(a, msg->seq);
+		break;
+	}
 	case VT_PROTO_START:
 		if (!msg->legacy && vt_proto_dec_empty(msg) < 0) {
 			reply_err(a, msg->seq, EBADMSG, "malformed START");

@@ -20,6 +20,7 @@
 
 #include "agent.h"
 #include "vt_pages.h"
+#include "vt_suggest.h"
 
 #ifndef TRACEFS_MAGIC
 #define TRACEFS_MAGIC 0x74726163
@@ -664,6 +665,113 @@ int tracing_enable(struct tracing *t, const char *system, const char *event,
 		return -ENOENT;
 	t->nr_enabled += *matched;
 	return ret;
+}
+
+static bool has_glob(const char *s)
+{
+	return strpbrk(s, "*?[") != NULL;
+}
+
+/**
+ * tracing_suggest_event() - the events closest to one that does not exist
+ * @t: the tracing state
+ * @system: the system asked for (no glob)
+ * @event: the event asked for, "*" for a whole system
+ * @buf: set to "did you mean sched:sched_switch?", or "" when nothing is close
+ *	(or the name holds a glob)
+ * @size: size of @buf
+ *
+ * A whole system is compared with the systems, an event with every
+ * "system:event" of the buffer.
+ */
+void tracing_suggest_event(const struct tracing *t, const char *system, const char *event,
+			   char *buf, size_t size)
+{
+	char path[PATH_MAX], word[VT_SUGGEST_NAME_MAX], name[VT_SUGGEST_NAME_MAX];
+	bool whole = strcmp(event, "*") == 0;
+	struct dirent *sd, *ed;
+	struct vt_suggest sg;
+	DIR *sdir, *edir;
+
+	if (size)
+		buf[0] = '\0';
+	if (has_glob(system) || (!whole && has_glob(event)))
+		return;
+	snprintf(word, sizeof(word), whole ? "%s" : "%s:%s", system, event);
+	vt_suggest_init(&sg, word);
+	snprintf(path, sizeof(path), "%s/events", t->dir);
+	sdir = opendir(path);
+	if (!sdir)
+		return;
+	while ((sd = readdir(sdir))) {
+		if (sd->d_name[0] == '.' || strcmp(sd->d_name, "ftrace") == 0)
+			continue;
+		if ((size_t)snprintf(path, sizeof(path), "%s/events/%s", t->dir, sd->d_name) >=
+		    sizeof(path) || !is_dir(path))
+			continue;
+		if (whole) {
+			vt_suggest_add(&sg, sd->d_name);
+			continue;
+		}
+		edir = opendir(path);
+		if (!edir)
+			continue;
+		while ((ed = readdir(edir))) {
+			/* The system's own files are no events. */
+			if (ed->d_name[0] == '.' || !strcmp(ed->d_name, "enable") ||
+			    !strcmp(ed->d_name, "filter"))
+				continue;
+			if ((size_t)snprintf(name, sizeof(name), "%s:%s", sd->d_name, ed->d_name) <
+			    sizeof(name))
+				vt_suggest_add(&sg, name);
+		}
+		closedir(edir);
+	}
+	closedir(sdir);
+	vt_suggest_format(&sg, buf, size);
+}
+
+/* The closest words of a tracefs list file (available_tracers, trace_clock). */
+static void suggest_word(const struct tracing *t, const char *file, const char *word, char *buf,
+			 size_t size)
+{
+	struct tracing top = *t;
+	char list[4096], *tok, *save = NULL;
+	struct vt_suggest sg;
+
+	if (size)
+		buf[0] = '\0';
+	top.dir = t->root;	/* the top level lists every clock and tracer */
+	if (tracing_read(&top, file, list, sizeof(list)) <= 0)
+		return;
+	vt_suggest_init(&sg, word);
+	for (tok = strtok_r(list, " []\n", &save); tok; tok = strtok_r(NULL, " []\n", &save))
+		vt_suggest_add(&sg, tok);
+	vt_suggest_format(&sg, buf, size);
+}
+
+/**
+ * tracing_suggest_tracer() - the tracers closest to one the kernel does not offer
+ * @t: the tracing state
+ * @tracer: the tracer asked for
+ * @buf: set to "did you mean ...?" or ""
+ * @size: size of @buf
+ */
+void tracing_suggest_tracer(const struct tracing *t, const char *tracer, char *buf, size_t size)
+{
+	suggest_word(t, "available_tracers", tracer, buf, size);
+}
+
+/**
+ * tracing_suggest_clock() - the trace clocks closest to one the kernel does not offer
+ * @t: the tracing state
+ * @clock: the clock asked for
+ * @buf: set to "did you mean ...?" or ""
+ * @size: size of @buf
+ */
+void tracing_suggest_clock(const struct tracing *t, const char *clock, char *buf, size_t size)
+{
+	suggest_word(t, "trace_clock", clock, buf, size);
 }
 
 /**

@@ -32,7 +32,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define COLLECT_MAX_GUESTS	64
+#define COLLECT_MAX_GUESTS	1024
 #define COLLECT_MAX_CPUS	256
 #define COLLECT_MAX_EVENTS	256
 #define COLLECT_MAX_HOST_PIDS	64

@@ -184,6 +184,7 @@ static const char *const type_names[] = {
 	[VT_PROTO_SYNC_END] = "SYNC_END",
 	[VT_PROTO_LASTBOOT_REQ] = "LASTBOOT_REQ",
 	[VT_PROTO_NOTICE] = "NOTICE",
+	[VT_PROTO_FLUSH] = "FLUSH",
 };
 
 /**
@@ -1132,6 +1133,71 @@ int vt_proto_dec_buffer_size(const struct vt_proto_msg *msg, struct vt_proto_buf
 	return 0;
 }
 
+/* ---------------------------------------------------------------- FLUSH */
+
+struct wire_flush {
+	uint32_t interval_ms;
+};
+_Static_assert(sizeof(struct wire_flush) == 4, "FLUSH payload");
+
+static bool flush_ok(uint32_t ms)
+{
+	return !ms || (ms >= VT_PROTO_FLUSH_MIN_MS && ms <= VT_PROTO_FLUSH_MAX_MS);
+}
+
+/**
+ * vt_proto_enc_flush() - write FLUSH
+ * @buf: destination
+ * @size: size of @buf
+ * @seq: sequence number
+ * @interval_ms: send a partial page once it is this old, 0 for never
+ *	(VT_PROTO_FLUSH_MIN_MS to VT_PROTO_FLUSH_MAX_MS otherwise)
+ *
+ * Return: the frame length, -EINVAL for an interval out of range, -ENOBUFS.
+ */
+int vt_proto_enc_flush(void *buf, size_t size, uint32_t seq, uint32_t interval_ms)
+{
+	struct wbuf w;
+	uint8_t *f;
+
+	if (!flush_ok(interval_ms))
+		return -EINVAL;
+	w_init(&w, buf, size, VT_PROTO_FLUSH, seq);
+	f = w_reserve(&w, sizeof(struct wire_flush));
+	if (f)
+		W_PUT(f, struct wire_flush, interval_ms, interval_ms);
+	return w_finish(&w);
+}
+
+/**
+ * vt_proto_dec_flush() - read FLUSH
+ * @msg: the message
+ * @interval_ms: filled
+ *
+ * Return: 0, -EINVAL for another type, -EBADMSG for a malformed payload or an
+ * interval out of range.
+ */
+int vt_proto_dec_flush(const struct vt_proto_msg *msg, uint32_t *interval_ms)
+{
+	const uint8_t *f;
+	struct rbuf r;
+	uint32_t ms;
+	int ret;
+
+	ret = r_init(&r, msg, VT_PROTO_FLUSH);
+	if (ret < 0)
+		return ret;
+	f = r_take(&r, sizeof(struct wire_flush));
+	if (!f || r_end(&r))
+		return -EBADMSG;
+	ms = (uint32_t)W_GET(f, struct wire_flush, interval_ms);
+	if (!flush_ok(ms))
+		return -EBADMSG;
+	if (interval_ms)
+		*interval_ms = ms;
+	return 0;
+}
+
 /* ---------------------------------------------------------------- INSTANCE */
 
 /**
@@ -1688,6 +1754,8 @@ int vt_proto_msg_validate(const struct vt_proto_msg *msg)
 		return vt_proto_dec_buffer_size(msg, NULL);
 	case VT_PROTO_INSTANCE:
 		return vt_proto_dec_instance(msg, NULL);
+	case VT_PROTO_FLUSH:
+		return vt_proto_dec_flush(msg, NULL);
 	case VT_PROTO_STATS:
 		return vt_proto_dec_stats(msg, NULL);
 	case VT_PROTO_META_REQ:

@@ -104,7 +104,13 @@ enum vt_proto_type {
 					 * vt_lastboot bundle, or ERROR */
 	VT_PROTO_NOTICE = 34,		/* A->H  string text: a warning the agent logged (only to
 					 * a host with VT_PROTO_CAP_NOTICE) */
+	VT_PROTO_FLUSH = 35,		/* H->A  u32 interval_ms: send partial pages that old
+					 * (only to an agent with VT_PROTO_CAP_FLUSH) */
 };
+
+/* FLUSH intervals an agent takes: 0 (never: whole pages only, the default) or this range. */
+#define VT_PROTO_FLUSH_MIN_MS	10u
+#define VT_PROTO_FLUSH_MAX_MS	60000u
 
 /* HELLO capability bits; unknown bits are ignored by receivers. */
 #define VT_PROTO_CAP_X86_TSC	(1ull << 0)	/* the x86-tsc trace clock exists */
@@ -119,6 +125,7 @@ enum vt_proto_type {
 #define VT_PROTO_CAP_KALLSYMS_KEY (1ull << 9)	/* bundles carry kallsyms' key; META_REQ
 						 * may carry KALLSYMS_UNLESS_KEY */
 #define VT_PROTO_CAP_NOTICE	(1ull << 10)	/* the host's HELLO: NOTICE is taken */
+#define VT_PROTO_CAP_FLUSH	(1ull << 11)	/* FLUSH is served: partial pages while recording */
 
 /* META_REQ flags (only to an agent with VT_PROTO_CAP_META_FLAGS) */
 #define VT_PROTO_META_REQ_NO_KALLSYMS	(1u << 0)	/* leave /proc/kallsyms out */
@@ -324,6 +331,7 @@ int vt_proto_enc_string(void *buf, size_t size, uint16_t type, uint32_t seq, con
 int vt_proto_enc_buffer_size(void *buf, size_t size, uint32_t seq,
 			     const struct vt_proto_buffer_size *bs);
 int vt_proto_enc_instance(void *buf, size_t size, uint32_t seq, const char *name);
+int vt_proto_enc_flush(void *buf, size_t size, uint32_t seq, uint32_t interval_ms);
 int vt_proto_enc_stats(void *buf, size_t size, uint32_t seq, const struct vt_proto_stats *st);
 int vt_proto_enc_meta_req_key(void *buf, size_t size, uint32_t seq, uint64_t max_total,
 			      uint32_t flags, uint64_t key);
@@ -346,6 +354,7 @@ int vt_proto_dec_events(const struct vt_proto_msg *msg, uint32_t *flags,
 int vt_proto_dec_string(const struct vt_proto_msg *msg, const char **s);
 int vt_proto_dec_buffer_size(const struct vt_proto_msg *msg, struct vt_proto_buffer_size *bs);
 int vt_proto_dec_instance(const struct vt_proto_msg *msg, const char **name);
+int vt_proto_dec_flush(const struct vt_proto_msg *msg, uint32_t *interval_ms);
 int vt_proto_dec_stats(const struct vt_proto_msg *msg, struct vt_proto_stats *st);
 int vt_proto_dec_meta_req(const struct vt_proto_msg *msg, uint64_t *max_total);
 int vt_proto_dec_meta_req_flags(const struct vt_proto_msg *msg, uint64_t *max_total, uint32_t *flags);

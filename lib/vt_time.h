@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Deadlines for the pthread calls that take an absolute CLOCK_REALTIME time
- * (pthread_cond_timedwait(), pthread_timedjoin_np()).
+ * (pthread_cond_timedwait(), pthread_timedjoin_np()), and a monotonic clock
+ * for intervals.
  */
 #ifndef VT_TIME_H
 #define VT_TIME_H
@@ -17,6 +18,15 @@ static inline void vt_deadline_ms(struct timespec *ts, long ms)
 		ts->tv_sec++;
 		ts->tv_nsec -= 1000000000L;
 	}
+}
+
+/* CLOCK_MONOTONIC in milliseconds: intervals only. */
+static inline long long vt_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 #endif

@@ -235,6 +235,30 @@ static int scan_dir(struct guest *g)
 }
 
 /**
+ * attach_count_ports() - how many data ports a guest has, as far as is known
+ * before it is attached and greeted
+ * @g: the guest
+ *
+ * Return: its --cpu paths (or its domain's channels), the data ports in its
+ * chardev directory, or 0 when only its HELLO will tell (--listen).
+ */
+unsigned int attach_count_ports(const struct guest *g)
+{
+	char base[4200], probe[4210];
+	unsigned int cpu;
+
+	if (g->link.nr_cpu_paths || !g->link.chardev_dir[0] || g->link.listen)
+		return g->link.nr_cpu_paths;
+	for (cpu = 0; cpu < COLLECT_MAX_CPUS; cpu++) {
+		snprintf(base, sizeof(base), "%s/" DATA_PREFIX "%u", g->link.chardev_dir, cpu);
+		snprintf(probe, sizeof(probe), "%s.out", base);
+		if (!exists(probe, S_IFIFO) && !exists(base, S_IFSOCK))
+			break;
+	}
+	return cpu;
+}
+
+/**
  * attach_guest() - open a guest's control port; data ports are opened by
  * session_setup() once the agent said how many CPUs it has
  * @g: the guest, with chardev_dir or ctl_path + cpu_paths filled in

@@ -8,6 +8,7 @@
 struct guest;
 struct record_opts;
 
+unsigned int attach_count_ports(const struct guest *g);
 int attach_guest(struct guest *g, const struct record_opts *o);
 void detach_guest(struct guest *g);
 int attach_open_data(struct guest *g, unsigned int cpu, int *fd);

@@ -19,12 +19,14 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <linux/magic.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
@@ -35,9 +37,12 @@
 #include "collect.h"
 #include "engine.h"
 #include "hostrec.h"
+#include "live.h"
 #include "record.h"
 #include "stream.h"
 #include "store/spool.h"
+#include "vt_suggest.h"
+#include "vt_time.h"
 
 #define HOST_PIPE_SIZE	(1 << 20)
 
@@ -49,6 +54,7 @@ struct hcpu {
 	bool running;
 	atomic_bool stopping;
 	uint32_t subbuf;
+	unsigned int flush_ms;	/* --live: the partial page goes out this long after the last */
 	struct stream stream;
 };
 
@@ -90,21 +96,56 @@ static int write_page(int fd, const char *buf, size_t len)
 	return 0;
 }
 
-/* Like the agent's data path, into a pipe instead of a port. */
+/* --live: the partial page, read() and padded (nothing when the buffer is empty). */
+static int flush_partial(struct hcpu *c, char *page)
+{
+	ssize_t n = read(c->raw_fd, page, c->subbuf);
+
+	if (n <= 0)
+		return n < 0 && errno != EAGAIN && errno != EINTR ? -errno : 0;
+	memset(page + n, 0, c->subbuf - n);
+	return write_page(c->pipe[1], page, c->subbuf);
+}
+
+/*
+ * Like the agent's data path, into a pipe instead of a port; with --live as
+ * the agent's FLUSH: never blocking in the kernel, the partial page sent
+ * once no whole page came for flush_ms.
+ */
 static void *hcpu_thread(void *arg)
 {
 	struct hcpu *c = arg;
 	size_t chunk = 64 * (size_t)c->subbuf;
 	char *page = malloc(c->subbuf);
+	long long last_out = vt_now_ms();
 
+	if (c->flush_ms)
+		fcntl(c->raw_fd, F_SETFL, fcntl(c->raw_fd, F_GETFL) | O_NONBLOCK);
 	while (page && !atomic_load(&c->stopping)) {
-		ssize_t n = splice(c->raw_fd, NULL, c->pipe[1], NULL, chunk, SPLICE_F_MOVE);
+		ssize_t n = splice(c->raw_fd, NULL, c->pipe[1], NULL, chunk,
+				   SPLICE_F_MOVE | (c->flush_ms ? SPLICE_F_NONBLOCK : 0));
 
 		if (n < 0 && errno != EINTR && errno != EAGAIN) {
 			log_err("host cpu%u: splice: %m", c->cpu);
 			break;
 		}
-		if (n <= 0 && !atomic_load(&c->stopping))
+		if (n > 0) {
+			last_out = vt_now_ms();
+			continue;
+		}
+		if (c->flush_ms) {
+			long long now = vt_now_ms();
+
+			if (now - last_out >= c->flush_ms) {
+				if (flush_partial(c, page) < 0)
+					break;
+				last_out = now;
+			}
+			if (!atomic_load(&c->stopping))
+				poll(NULL, 0, (int)(last_out + c->flush_ms - now));
+			continue;
+		}
+		if (!atomic_load(&c->stopping))
 			poll(NULL, 0, 100);
 	}
 	/* Tracing is off: take the whole pages left, then the partial ones. */
@@ -127,6 +168,160 @@ static void *hcpu_thread(void *arg)
 	return NULL;
 }
 
+/* A tracefs file whole (tracefs reports no sizes), NUL-terminated, at most 16 MiB. */
+static int read_tracefs(const char *path, char **out)
+{
+	size_t len = 0, cap = 0;
+	char *buf = NULL;
+	int fd, ret = 0;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		ssize_t n;
+
+		if (cap - len < 4096) {
+			char *b = cap < (16u << 20) ? realloc(buf, cap + 65536) : NULL;
+
+			if (!b) {
+				ret = -ENOMEM;
+				break;
+			}
+			buf = b;
+			cap += 65536;
+		}
+		n = read(fd, buf + len, cap - len - 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			ret = n < 0 ? -errno : 0;
+			break;
+		}
+		len += n;
+	}
+	close(fd);
+	if (ret < 0) {
+		free(buf);
+		return ret;
+	}
+	buf[len] = '\0';
+	*out = buf;
+	return 0;
+}
+
+/* "sched", "sched:sched_switch", "sched/sched_switch" -> system and event ("*" for a system). */
+static void split_spec(const char *tok, char *sys, char *ev, size_t size)
+{
+	size_t n = strcspn(tok, ":/");
+
+	snprintf(sys, size, "%.*s", (int)n, tok);
+	snprintf(ev, size, "%s", tok[n] && tok[n + 1] ? tok + n + 1 : "*");
+}
+
+/*
+ * One --host-events item against the kernel's available_events ("sys:event"
+ * lines): true when something matches, else said with the closest names.
+ */
+static bool check_event(const char *tok, const char *avail)
+{
+	char sys[VT_SUGGEST_NAME_MAX], ev[VT_SUGGEST_NAME_MAX], hint[VT_SUGGEST_MAX * VT_SUGGEST_NAME_MAX + 32];
+	char line[2 * VT_SUGGEST_NAME_MAX], exact[VT_SUGGEST_NAME_MAX] = "";
+	bool whole, glob;
+	struct vt_suggest sg;
+	const char *p, *nl;
+
+	split_spec(tok, sys, ev, sizeof(sys));
+	whole = !strcmp(ev, "*");
+	glob = strpbrk(sys, "*?[") || (!whole && strpbrk(ev, "*?["));
+	vt_suggest_init(&sg, whole ? sys : tok);
+	for (p = avail; *p; p = *nl ? nl + 1 : nl) {
+		char *colon;
+
+		nl = strchrnul(p, '\n');
+		if ((size_t)(nl - p) >= sizeof(line))
+			continue;
+		memcpy(line, p, nl - p);
+		line[nl - p] = '\0';
+		colon = strchr(line, ':');
+		if (!colon)
+			continue;
+		*colon = '\0';
+		if (!fnmatch(sys, line, 0) && !fnmatch(ev, colon + 1, 0))
+			return true;
+		if (whole && !exact[0] && !strcmp(colon + 1, sys))
+			snprintf(exact, sizeof(exact), "did you mean %s:%s?", line, sys);
+		if (whole) {
+			vt_suggest_add(&sg, line);
+		} else {
+			*colon = ':';
+			vt_suggest_add(&sg, line);
+		}
+	}
+	if (glob)
+		hint[0] = '\0';
+	else if (exact[0])
+		snprintf(hint, sizeof(hint), "%s", exact);
+	else
+		vt_suggest_format(&sg, hint, sizeof(hint));
+	log_err("--host-events: the host has no event %s%s%s%s", whole ? "system " : "", tok,
+		hint[0] ? "; " : "", hint[0] ? hint : " (the kernel's available_events lists them)");
+	return false;
+}
+
+/**
+ * hostrec_check() - refuse host events and processes that do not exist,
+ * before anything is made or started
+ * @o: options (--host-events, --host-pid)
+ *
+ * Each --host-events item must match an event of the kernel's
+ * available_events (its closest names are offered when none does), and each
+ * --host-pid must be a process. Without a readable tracefs nothing is said
+ * here: hostrec_start() will say why it cannot record.
+ *
+ * Return: 0, or -EINVAL with the reasons logged.
+ */
+int hostrec_check(const struct record_opts *o)
+{
+	char *avail = NULL, *copy, *tok, *save = NULL;
+	bool mounted = false;
+	unsigned int i;
+	int ret = 0;
+
+	for (i = 0; i < o->nr_host_pids; i++) {
+		if (kill(o->host_pids[i], 0) < 0 && errno == ESRCH) {
+			log_err("--host-pid %d: no such process", (int)o->host_pids[i]);
+			ret = -EINVAL;
+		}
+	}
+	/*
+	 * Not through libtracefs, which would mount tracefs for good and keep
+	 * its path: mounted here only for the read, as hostrec_start() will
+	 * mount it again (and unmount it at the end).
+	 */
+	if (!tracefs_is_mounted()) {
+		if (mount("nodev", TRACEFS_DIR, "tracefs", 0, NULL) < 0) {
+			log_debug("cannot mount tracefs to check the host events: %m");
+			return ret;
+		}
+		mounted = true;
+	}
+	copy = strdup(o->host_events);
+	if (!copy || read_tracefs(TRACEFS_DIR "/available_events", &avail) < 0) {
+		log_debug("cannot read available_events: the host events are checked when enabled");
+		goto out;
+	}
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+		if (!check_event(tok, avail))
+			ret = -EINVAL;
+out:
+	free(avail);
+	free(copy);
+	if (mounted && umount2(TRACEFS_DIR, 0) < 0)
+		log_warn("cannot unmount %s, mounted to check the host events: %m", TRACEFS_DIR);
+	return ret;
+}
+
 static int enable_events(struct hostrec *h, const char *list)
 {
 	char *copy = strdup(list), *save = NULL, *tok;
@@ -144,7 +339,7 @@ static int enable_events(struct hostrec *h, const char *list)
 				*p = ':';
 		if (tracefs_instance_file_append(h->inst, "set_event", spec) < 0) {
 			log_err("host events: the kernel refused \"%s\" (see %s/available_events)", tok,
-				h->dir);
+				tracefs_tracing_dir());
 			ret = -EINVAL;
 			break;
 		}
@@ -189,7 +384,7 @@ static int filter_pids(struct hostrec *h, const struct record_opts *o)
 		closedir(d);
 	}
 	if (!n) {
-		log_err("host: the kernel took none of the --host-pid threads (see %s/set_event_pid)", h->dir);
+		log_err("host: the kernel took none of the --host-pid threads (they all ended?)");
 		return -EINVAL;
 	}
 	log_info("host: events of %u threads of %u processes", n, o->nr_host_pids);
@@ -232,10 +427,12 @@ static int spool_meta(struct hostrec *h, struct vt_meta *m, const struct vt_blob
  * @o: options (--host-events, --buffer-size)
  * @e: the engine
  * @spool_fd: the run's spool directory
+ * @live: --live's view, or NULL: the host's pages are shown as trace 0
  *
  * Return: the recorder, or NULL with the reason logged.
  */
-struct hostrec *hostrec_start(const struct record_opts *o, struct engine *e, int spool_fd)
+struct hostrec *hostrec_start(const struct record_opts *o, struct engine *e, int spool_fd,
+			      struct live *live)
 {
 	struct hostrec *h = calloc(1, sizeof(*h));
 	char path[4200];
@@ -302,6 +499,7 @@ struct hostrec *hostrec_start(const struct record_opts *o, struct engine *e, int
 
 		c->cpu = i;
 		c->subbuf = h->subbuf;
+		c->flush_ms = o->live_ms ? live_flush_ms(o->live_ms) : 0;
 		c->pipe[0] = c->pipe[1] = -1;
 		snprintf(path, sizeof(path), "%s/per_cpu/cpu%u/trace_pipe_raw", h->dir, i);
 		c->raw_fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -311,8 +509,11 @@ struct hostrec *hostrec_start(const struct record_opts *o, struct engine *e, int
 		}
 		fcntl(c->pipe[1], F_SETPIPE_SZ, HOST_PIPE_SIZE);
 		snprintf(label, sizeof(label), "host cpu%u", i);
-		if (stream_init(&c->stream, c->pipe[0], label, i, h->subbuf, h->spool) < 0 ||
-		    engine_add(e, &c->stream) < 0)
+		if (stream_init(&c->stream, c->pipe[0], label, i, h->subbuf, h->spool) < 0)
+			goto err;
+		c->stream.live = live;
+		c->stream.live_trace = 0;
+		if (engine_add(e, &c->stream) < 0)
 			goto err;
 		if (pthread_create(&c->thread, NULL, hcpu_thread, c) != 0)
 			goto err;
@@ -327,6 +528,17 @@ struct hostrec *hostrec_start(const struct record_opts *o, struct engine *e, int
 err:
 	hostrec_free(h);
 	return NULL;
+}
+
+/**
+ * hostrec_spool() - the host trace's spool directory (its metadata bundle)
+ * @h: the recorder
+ *
+ * Return: the directory's fd, open until hostrec_free().
+ */
+int hostrec_spool(const struct hostrec *h)
+{
+	return h->spool;
 }
 
 /**

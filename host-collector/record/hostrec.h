@@ -7,9 +7,13 @@
 
 struct engine;
 struct hostrec;
+struct live;
 struct record_opts;
 
-struct hostrec *hostrec_start(const struct record_opts *o, struct engine *e, int spool_fd);
+int hostrec_check(const struct record_opts *o);
+struct hostrec *hostrec_start(const struct record_opts *o, struct engine *e, int spool_fd,
+			      struct live *live);
+int hostrec_spool(const struct hostrec *h);
 int hostrec_marker(struct hostrec *h, const char *text);
 int hostrec_stop(struct hostrec *h);
 void hostrec_free(struct hostrec *h);

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -28,6 +29,7 @@
 #include "engine.h"
 #include "hostrec.h"
 #include "kcache.h"
+#include "live.h"
 #include "qmp.h"
 #include "record.h"
 #include "session.h"
@@ -155,7 +157,11 @@ void record_usage(FILE *f)
 "      --sync-interval S  probe again every S seconds while recording (0: only\n"
 "                         at start and stop; default 0)\n"
 "\n"
-"  -q, --quiet            no progress or status line\n"
+"      --live[=MS]        also print the host's and guests' events as they arrive,\n"
+"                         merged in time order through a reorder window of MS\n"
+"                         milliseconds (default 500), in trace-cmd report's format\n"
+"                         (on standard output; the files are written as usual)\n"
+"  -q, --quiet            no progress, status line or closing summary\n"
 "  -v, --verbose          more messages\n"
 "  -V, --version          print the version and exit\n"
 "  -h, --help             print this help and exit\n"
@@ -217,7 +223,8 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 	enum { OPT_CHARDEV = 256, OPT_LISTEN, OPT_CTL, OPT_CPU, OPT_NAME, OPT_QEMU_PID, OPT_TRACER, OPT_TOP,
 	       OPT_BUFSZ, OPT_SUBBUF, OPT_LASTBOOT, OPT_CLOCK, OPT_HOST, OPT_MAXSZ, OPT_FV, OPT_NOCOMP, OPT_ZEND, OPT_KCACHE, OPT_NOKCACHE, OPT_KEEP, OPT_FORCE, OPT_FSYNC, OPT_SYNC, OPT_TSCOFF,
 	       OPT_PROBES, OPT_SINTV, OPT_DEBUGFS, OPT_STOPTO, OPT_QMP, OPT_DOMAIN, OPT_CONNECT,
-	       OPT_HOST_PID, OPT_KVM_EXITS, OPT_LISTEN_GROUP, OPT_LISTEN_UID, OPT_MODE, OPT_WAIT, OPT_ALL };
+	       OPT_HOST_PID, OPT_KVM_EXITS, OPT_LISTEN_GROUP, OPT_LISTEN_UID, OPT_MODE, OPT_WAIT, OPT_ALL,
+	       OPT_LIVE };
 	static const struct option longopts[] = {
 		{ "chardev-dir", required_argument, NULL, OPT_CHARDEV },
 		{ "domain", required_argument, NULL, OPT_DOMAIN },
@@ -261,6 +268,7 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 		{ "sync-interval", required_argument, NULL, OPT_SINTV },
 		{ "debugfs", required_argument, NULL, OPT_DEBUGFS },
 		{ "stop-timeout", required_argument, NULL, OPT_STOPTO },
+		{ "live", optional_argument, NULL, OPT_LIVE },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -504,6 +512,14 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 			if (*end || o->stop_timeout <= 0)
 				return -EINVAL;
 			break;
+		case OPT_LIVE:
+			o->live_ms = optarg ? strtoul(optarg, &end, 10) : LIVE_WINDOW_MS;
+			if (optarg && (*end || !o->live_ms || o->live_ms > LIVE_WINDOW_MAX_MS)) {
+				fprintf(stderr, "virtio-trace-collect: --live=MS: a window of 1 to %u ms\n",
+					LIVE_WINDOW_MAX_MS);
+				return -EINVAL;
+			}
+			break;
 		case 'q': collect_quiet = 1; break;
 		case 'v': collect_verbose = 1; break;
 		case 'h': record_usage(stdout); exit(EXIT_OK);
@@ -729,8 +745,7 @@ static void find_vcpu_threads(struct guest *g)
 	closedir(d);
 }
 
-static void show_status(struct guest **gs, unsigned int nr, double elapsed, uint64_t *last_bytes,
-			double dt)
+static void show_status(struct guest **gs, unsigned int nr, double elapsed, double dt)
 {
 	char line[1024];
 	size_t n = 0;
@@ -751,10 +766,10 @@ static void show_status(struct guest **gs, unsigned int nr, double elapsed, uint
 			n += snprintf(line + n, sizeof(line) - n, "%s", session_doing(g));
 		else
 			n += snprintf(line + n, sizeof(line) - n, "%.1f MB/s %" PRIu64 " pages lost %"
-				      PRIu64 "%s%s", dt > 0 ? (bytes - last_bytes[i]) / dt / 1e6 : 0.0,
+				      PRIu64 "%s%s", dt > 0 ? (bytes - g->status_bytes) / dt / 1e6 : 0.0,
 				      pages, lost, missed && !lost ? "+" : "",
 				      g->state == G_FAILED ? " FAILED" : "");
-		last_bytes[i] = bytes;
+		g->status_bytes = bytes;
 	}
 	collect_status("[%6.1fs] %s", elapsed, line);
 }
@@ -913,6 +928,82 @@ static void start_guest(struct guest *g)
 	session_begin(g);
 }
 
+/*
+ * Open files: a guest holds its control port (two FIFOs) and its spool
+ * directory, and per vCPU its port, its spool data file and its compressed
+ * chunks, now and then a file of malformed or overflowing pages; the host
+ * recorder per CPU its trace_pipe_raw, a pipe and the same spool files; the
+ * finish a directory per trace at once. Measured: 8 guests of 2 vCPUs held
+ * 81. A thousand such guests need about 12,000, past the usual soft limit of
+ * 1024.
+ */
+#define FDS_BASE	64
+#define FDS_GUEST	4
+#define FDS_VCPU	4
+#define FDS_HOST_CPU	6
+
+/* The limit as the collector found it: what COMMAND gets back. */
+static struct rlimit nofile_found;
+static bool nofile_raised;
+
+/* The files guest @g needs, as far as is known before its HELLO (2 vCPUs when unknown). */
+static uint64_t guest_fds(const struct guest *g)
+{
+	unsigned int ports = attach_count_ports(g);
+
+	return FDS_GUEST + FDS_VCPU * (uint64_t)(ports ? ports : 2);
+}
+
+/*
+ * Raise the soft RLIMIT_NOFILE to the hard one when the guests need more
+ * than the soft one allows, and say when even the hard one is short.
+ *
+ * Return: how many guests, in order, fit in the limit (@nr when all do): the
+ * rest are failed before they take a descriptor, so that those that fit
+ * record whole rather than every guest failing halfway.
+ */
+static unsigned int raise_fd_limit(struct guest **gs, unsigned int nr, const struct record_opts *o)
+{
+	uint64_t need = FDS_BASE, host_cpus = 0, used;
+	struct rlimit rl;
+	unsigned int i, fit;
+
+	for (i = 0; i < nr; i++)
+		need += guest_fds(gs[i]);
+	if (o->host_events) {
+		long n = sysconf(_SC_NPROCESSORS_CONF);
+
+		host_cpus = n > 0 ? (uint64_t)n : 1;
+		need += FDS_HOST_CPU * host_cpus;
+	}
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return nr;
+	nofile_found = rl;
+	if (need <= rl.rlim_cur)
+		return nr;
+	if (rl.rlim_cur < rl.rlim_max) {
+		struct rlimit up = { .rlim_cur = rl.rlim_max, .rlim_max = rl.rlim_max };
+
+		if (setrlimit(RLIMIT_NOFILE, &up) == 0) {
+			log_info("%u guests%s need about %" PRIu64 " open files: the limit is raised from "
+				 "%llu to the hard limit, %llu", nr, host_cpus ? " and the host events" : "",
+				 need, (unsigned long long)rl.rlim_cur, (unsigned long long)up.rlim_cur);
+			nofile_raised = true;
+			rl = up;
+		}
+	}
+	if (need <= rl.rlim_cur)
+		return nr;
+	used = FDS_BASE + FDS_HOST_CPU * host_cpus;
+	for (fit = 0; fit < nr && used + guest_fds(gs[fit]) <= rl.rlim_cur; fit++)
+		used += guest_fds(gs[fit]);
+	log_warn("%u guests%s need about %" PRIu64 " open files, more than the limit of %llu (the "
+		 "hard limit is %llu): only the first %u are recorded. Raise it (as root `ulimit -Hn %"
+		 PRIu64 "`, or LimitNOFILE= for a service)", nr, host_cpus ? " and the host events" : "",
+		 need, (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max, fit, need);
+	return fit;
+}
+
 /* The command after `--` starts once every guest records (or failed), or this long after the first did. */
 #define COMMAND_GRACE_NS	(5 * NSEC_PER_SEC)
 #define END_CHECK_NS		(20 * NSEC_PER_MSEC)
@@ -927,6 +1018,9 @@ static void start_command(struct recording *r)
 	r->child = fork();
 	if (r->child == 0) {
 		sigprocmask(SIG_UNBLOCK, &r->mask, NULL);
+		/* Programs that select() break above 1024: the command gets the limit we found. */
+		if (nofile_raised)
+			setrlimit(RLIMIT_NOFILE, &nofile_found);
 		execvp(r->command[0], r->command);
 		fprintf(stderr, "virtio-trace-collect: cannot run %s: %s\n", r->command[0],
 			strerror(errno));
@@ -1030,7 +1124,7 @@ static void status_tick(void *arg)
 	struct recording *r = arg;
 	uint64_t now = engine_now_ns();
 
-	show_status(r->gs, r->nr, (now - r->t0) / 1e9, r->last_bytes, (now - r->last_status) / 1e9);
+	show_status(r->gs, r->nr, (now - r->t0) / 1e9, (now - r->last_status) / 1e9);
 	r->last_status = now;
 }
 
@@ -1057,6 +1151,61 @@ static void on_signal(void *arg, int signo)
 		if (!session_finished(r->gs[i]))
 			session_fail(r->gs[i], "interrupted: keeping what is on disk");
 	engine_quit(r->e);
+}
+
+static int by_name(const void *a, const void *b)
+{
+	const struct guest *x = *(const struct guest *const *)a, *y = *(const struct guest *const *)b;
+
+	return strcmp(x->name, y->name);
+}
+
+/*
+ * --live: the view, its traces in the order of the trace-cmd report command
+ * the summary suggests (the host, then the guests by name), so that equal
+ * timestamps come out as trace-cmd orders them.
+ */
+static int open_live(struct recording *r, struct guest **gs, unsigned int nr)
+{
+	struct guest **sorted = calloc(nr ? nr : 1, sizeof(*sorted));
+	char file[COLLECT_NAME_MAX + 16];
+	unsigned int i;
+	int idx;
+
+	r->live = sorted ? live_new(r->o->live_ms, &r->tsc, stdout) : NULL;
+	if (!r->live) {
+		free(sorted);
+		return -ENOMEM;
+	}
+	if (r->o->host_events && live_add_trace(r->live, "host.dat", true) < 0)
+		goto err;
+	memcpy(sorted, gs, nr * sizeof(*sorted));
+	qsort(sorted, nr, sizeof(*sorted), by_name);
+	for (i = 0; i < nr; i++) {
+		snprintf(file, sizeof(file), "guest-%s.dat", sorted[i]->name);
+		idx = live_add_trace(r->live, file, false);
+		if (idx < 0)
+			goto err;
+		sorted[i]->live_idx = idx;
+	}
+	free(sorted);
+	return 0;
+err:
+	free(sorted);
+	live_end(r->live);
+	r->live = NULL;
+	errno = ENOMEM;
+	return -ENOMEM;
+}
+
+/* io_uring's queue: 1024 entries, more for many guests (at most io_uring's 32768). */
+static unsigned int ring_entries(unsigned int nr)
+{
+	unsigned int want = 4 * COLLECT_MAX_CPUS, need = nr * 8;
+
+	while (want < need && want < 32768)
+		want *= 2;
+	return want;
 }
 
 /*
@@ -1104,7 +1253,7 @@ int record_main(int argc, char **argv)
 		.file_mode = 0600,
 	};
 	struct spool_perm perm;
-	unsigned int nr = 0, i, recorded = 0;
+	unsigned int nr = 0, i, recorded = 0, refused = 0, accepted = 0, fit;
 	int out_fd, spool_fd = -1;
 	bool created;
 	struct engine *e;
@@ -1117,7 +1266,11 @@ int record_main(int argc, char **argv)
 		fprintf(stderr, "Try 'virtio-trace-collect record --help'.\n");
 		return EXIT_USAGE;
 	}
-	status_line = !collect_quiet && isatty(STDERR_FILENO);
+	/* The live view's lines and a status line redrawn in place would share the terminal. */
+	status_line = !collect_quiet && !o.live_ms && isatty(STDERR_FILENO);
+	/* Host events and processes that do not exist stop here, before anything is made. */
+	if (o.host_events && hostrec_check(&o) < 0)
+		return EXIT_USAGE;
 	if (o.all && add_all(&o, gs, &nr) < 0)
 		return EXIT_FAIL;
 	/*
@@ -1140,6 +1293,7 @@ int record_main(int argc, char **argv)
 	perm.file = o.file_mode;
 	perm.dir = spool_perm_dir_mode(o.file_mode);
 	spool_perm_set(&perm);
+	fit = raise_fd_limit(gs, nr, &o);
 	out_fd = open_output(&o, &created);
 	if (out_fd < 0)
 		return EXIT_FAIL;
@@ -1168,7 +1322,8 @@ int record_main(int argc, char **argv)
 	sigaddset(&r.mask, SIGTERM);
 	sigaddset(&r.mask, SIGCHLD);
 	signal(SIGPIPE, SIG_IGN);
-	e = engine_new(4 * COLLECT_MAX_CPUS);
+	/* Room for a poll on every port of a dense host (completions beyond it wait, never lost). */
+	e = engine_new(ring_entries(nr));
 	if (!e || engine_add_signals(e, &r.mask, on_signal, &r) < 0) {
 		log_err("cannot set up io_uring: %m");
 		abandon_output(out_fd, spool_fd, o.out_dir, created);
@@ -1184,8 +1339,15 @@ int record_main(int argc, char **argv)
 	engine_timer_init(&r.deadline, deadline, &r);
 	engine_timer_init(&r.end_check, end_check, &r);
 	engine_timer_init(&r.command_grace, command_grace, &r);
+	if (o.live_ms && open_live(&r, gs, nr) < 0) {
+		log_err("cannot start the live view: %m");
+		abandon_output(out_fd, spool_fd, o.out_dir, created);
+		return EXIT_FAIL;
+	}
 	if (o.host_events) {
-		r.host = hostrec_start(&o, e, spool_fd);
+		r.host = hostrec_start(&o, e, spool_fd, r.live);
+		if (r.host)
+			live_set_dir(r.live, 0, hostrec_spool(r.host));
 		if (!r.host) {
 			status = EXIT_PARTIAL;
 			log_err("host events are not recorded");
@@ -1206,6 +1368,16 @@ int record_main(int argc, char **argv)
 			continue;
 		}
 		snprintf(g->spool, sizeof(g->spool), "%s/.spool/%s", o.out_dir, dirname);
+		if (r.live)
+			live_set_dir(r.live, g->live_idx, g->spool_fd);
+		if (i >= fit) {
+			/* Named in the manifest (its state file), then its descriptor goes too. */
+			session_fail(g, "not recorded: no file descriptor is left for it (the open-file "
+				     "limit; see the warning above)");
+			close(g->spool_fd);
+			g->spool_fd = -1;
+			continue;
+		}
 		if (o.wait)
 			g->wait_until = o.wait_s ? engine_now_ns() + (uint64_t)(o.wait_s * NSEC_PER_SEC) :
 				UINT64_MAX;
@@ -1222,9 +1394,17 @@ int record_main(int argc, char **argv)
 	if (!nr)
 		start_command(&r);
 	check_end(&r);
+	if (r.live && live_start(r.live) < 0) {
+		log_warn("the live view cannot start: the recording goes on without it");
+		live_end(r.live);
+		r.live = NULL;
+	}
 	ret = engine_loop(e);
 	if (ret < 0)
 		log_err("the event loop failed: %s", strerror(-ret));
+	/* Everything has arrived: the view shows the rest while the spool is still open. */
+	live_end(r.live);
+	r.live = NULL;
 
 	collect_status_clear();
 	if (r.child > 0) {
@@ -1237,6 +1417,8 @@ int record_main(int argc, char **argv)
 		struct guest *g = gs[i];
 
 		recorded += g->recorded;
+		refused += g->refused;
+		accepted += g->accepted;
 		if (g->state == G_FAILED)
 			status = EXIT_PARTIAL;
 		for (unsigned int j = 0; j < g->nr_streams; j++)
@@ -1267,6 +1449,12 @@ int record_main(int argc, char **argv)
 	compress_stop();
 	if (r.kcache_fd >= 0)
 		close(r.kcache_fd);
+	if (nr && !recorded && refused && !accepted) {
+		/* No guest took the command line (said above): a usage error, nothing kept. */
+		log_err("no guest takes the events, tracer or clock asked for: nothing is recorded");
+		abandon_output(out_fd, spool_fd, o.out_dir, created);
+		return EXIT_USAGE;
+	}
 	if (nr && !recorded) {
 		/* Nothing to keep: no manifest, no spool to block DIR (host events included). */
 		log_err("no guest could be set up: nothing is written in %s", o.out_dir);
@@ -1275,10 +1463,11 @@ int record_main(int argc, char **argv)
 	}
 	close(spool_fd);
 	ret = output_finalise(out_fd, o.out_dir, o.keep_spool, o.fsync, false);
-	close(out_fd);
 	if (ret == EXIT_OK && status != EXIT_OK)
 		ret = status;
-	if (!collect_quiet)
+	/* What was recorded and what to run next, from the manifest just written. */
+	if (!collect_quiet && manifest_summary(out_fd, o.out_dir, ret, stderr) < 0)
 		log_info("wrote %s (exit status %d)", o.out_dir, ret);
+	close(out_fd);
 	return ret;
 }

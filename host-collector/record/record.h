@@ -18,6 +18,7 @@
 
 struct guest;
 struct hostrec;
+struct live;
 
 struct record_opts {
 	const char *out_dir;
@@ -63,6 +64,7 @@ struct record_opts {
 	double wait_s;			/* --wait=SEC, 0: no limit */
 	unsigned int sync_probes;
 	const char *tracefs;
+	unsigned int live_ms;		/* --live: the reorder window, 0 without */
 	char cmdline[8192];
 	int argc;
 	char **argv;
@@ -75,6 +77,7 @@ struct record_opts {
  * @e: the engine
  * @host: the host recorder, NULL without --host-events
  * @out_fd: the output directory: every file is made relative to it
+ * @live: the live view (live.c), NULL without --live
  * @kcache_fd: the kallsyms cache's directory, or -1
  * @tsc: the host TSC rate
  * @changed: called when a guest changed state in a way the recording may care
@@ -85,6 +88,7 @@ struct recording {
 	struct engine *e;
 	struct hostrec *host;
 	int out_fd;
+	struct live *live;		/* --live, else NULL */
 	int kcache_fd;
 	struct sync_tsc tsc;
 	void (*changed)(struct recording *r);
@@ -98,7 +102,6 @@ struct recording {
 	bool duration_armed;		/* --duration counts (with --wait: from the first start) */
 	bool status_line;
 	uint64_t t0, last_status;
-	uint64_t last_bytes[COLLECT_MAX_GUESTS];
 	struct engine_timer duration, status, deadline, end_check, command_grace;
 	sigset_t mask;
 };

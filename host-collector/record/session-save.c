@@ -6,6 +6,8 @@
  */
 #include <inttypes.h>
 
+#include "live.h"
+#include "record.h"
 #include "session.h"
 #include "stream.h"
 #include "store/spool.h"
@@ -98,5 +100,9 @@ int spool_save_sync(const struct guest *g)
 				(int)ep->source, ep->flags, ep->error, ep->min_rtt);
 		}
 	}
+	/* The live view maps the guest's timestamps with what the files will be made of. */
+	if (g->rec)
+		live_clock(g->rec->live, g->live_idx, g->sync.cpus,
+			   g->nr_cpus < COLLECT_MAX_CPUS ? g->nr_cpus : COLLECT_MAX_CPUS, g->sync.host_end);
 	return spool_text_save(&t, g->spool_fd, "sync");
 }

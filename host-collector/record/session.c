@@ -32,6 +32,7 @@
 #include "hostrec.h"
 #include "kcache.h"
 #include "lastboot-file.h"
+#include "live.h"
 #include "qmp.h"
 #include "record.h"
 #include "session.h"
@@ -73,8 +74,8 @@
 
 /* Setup, one step after the other (g->step). */
 enum {
-	ST_HELLO, ST_LASTBOOT, ST_INSTANCE, ST_CLOCK, ST_BUFFER, ST_TRACER, ST_EVENTS, ST_META, ST_STREAMS,
-	ST_START, ST_SYNC, ST_RUNNING,
+	ST_HELLO, ST_LASTBOOT, ST_INSTANCE, ST_CLOCK, ST_BUFFER, ST_TRACER, ST_EVENTS, ST_FLUSH, ST_META,
+	ST_STREAMS, ST_START, ST_SYNC, ST_RUNNING,
 };
 
 static const char *const step_what[] = {
@@ -82,6 +83,7 @@ static const char *const step_what[] = {
 	[ST_INSTANCE] = "choosing the top-level buffer",
 	[ST_CLOCK] = "choosing the clock", [ST_BUFFER] = "setting the buffer size",
 	[ST_TRACER] = "choosing the tracer", [ST_EVENTS] = "enabling events",
+	[ST_FLUSH] = "asking for partial pages (--live)",
 	[ST_META] = "fetching the metadata", [ST_STREAMS] = "opening the data ports",
 	[ST_SYNC] = "syncing the clock", [ST_START] = "starting", [ST_RUNNING] = "recording",
 };
@@ -249,7 +251,9 @@ void session_fail(struct guest *g, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(g->error, sizeof(g->error), fmt, ap);
 	va_end(ap);
-	log_err("guest %s: %s; dropping this guest, the others continue", g->name, g->error);
+	/* A refusal ends the run when no guest takes the command line (record.c). */
+	log_err("guest %s: %s; dropping this guest%s", g->name, g->error,
+		g->refused ? "" : ", the others continue");
 	if (g->hello_timed_out)
 		hello_hints(g);
 	msgs_summary(g);
@@ -271,6 +275,12 @@ void session_fail(struct guest *g, const char *fmt, ...)
 							 VT_PROTO_BYE, vt_conn_next_seq(g->conn)));
 	if (g->spool[0])
 		spool_save_state(g);
+	if (g->rec && g->rec->live) {
+		/* Its pages received so far are shown as its file will have them: hold the view no more. */
+		live_clock(g->rec->live, g->live_idx, g->sync.cpus,
+			   g->nr_cpus < COLLECT_MAX_CPUS ? g->nr_cpus : COLLECT_MAX_CPUS, g->sync.host_end);
+		live_meta(g->rec->live, g->live_idx);
+	}
 	if (g->rec)
 		changed(g);
 }
@@ -683,6 +693,8 @@ static int add_stream(struct guest *g, unsigned int cpu, int fd)
 	s->owner = g;
 	s->notify = stream_event;
 	s->budget = &g->budget;
+	s->live = g->rec->live;
+	s->live_trace = g->live_idx;
 	g->nr_streams++;
 	return engine_add(eng(g), s);
 }
@@ -1433,8 +1445,38 @@ static int enc_events(struct guest *g, const struct record_opts *o)
 				   o->nr_events);
 }
 
+/*
+ * An event, tracer or clock the guest's kernel does not have (the agent says
+ * ENOENT, or EINVAL for a filter it refused) is most likely a mistake on the
+ * command line: when no guest takes the command line, the run is a usage
+ * error and keeps nothing (record.c); a guest that refuses what others take
+ * is dropped alone, so that one guest cannot end the others' recording.
+ */
+static const char *config_refused(const struct guest *g, int err)
+{
+	if (err != -ENOENT && err != -EINVAL)
+		return NULL;
+	switch (g->step) {
+	case ST_EVENTS:
+		return "--event";
+	case ST_TRACER:
+		return "--tracer";
+	case ST_CLOCK:
+		return g->rec->o->clock ? "--clock" : NULL;
+	default:
+		return NULL;
+	}
+}
+
 static void step_done(struct guest *g, int err)
 {
+	const char *opt = err < 0 ? config_refused(g, err) : NULL;
+
+	if (opt) {
+		g->refused = true;
+		session_fail(g, "%s: %s", opt, g->reply_text[0] ? g->reply_text : strerror(-err));
+		return;
+	}
 	if (err < 0) {
 		session_fail(g, "%s: %s (%s)", step_what[g->step],
 			     g->reply_text[0] ? g->reply_text : "refused", strerror(-err));
@@ -1506,6 +1548,8 @@ static void full_meta_done(struct guest *g, int err)
 
 	(void)err;
 	g->meta_partial = false;
+	/* The bundle the guest's events are shown with (kallsyms, task names): the live view may start. */
+	live_meta(g->rec->live, g->live_idx);
 	if (g->stop_deferred) {
 		g->stop_deferred = false;
 		session_stop(g);
@@ -1618,8 +1662,21 @@ static void setup_next(struct guest *g)
 				break;
 			request(g, enc_events(g, o), VT_PROTO_OK, step_done);
 			return;
+		case ST_FLUSH:
+			/* --live: partial pages too, so that a quiet guest's events show within the window. */
+			if (!o->live_ms)
+				break;
+			if (!(g->caps & VT_PROTO_CAP_FLUSH)) {
+				log_warn("guest %s: its agent sends whole pages only (an older trace-agent): "
+					 "its events show up live as its pages fill", g->name);
+				break;
+			}
+			request(g, vt_proto_enc_flush(f, F, vt_conn_next_seq(c), live_flush_ms(o->live_ms)),
+				VT_PROTO_OK, step_done);
+			return;
 		case ST_META:
 			g->state = G_META;
+			g->accepted = true;	/* it took the command line's events, tracer and clock */
 			spool_save_state(g);
 			/*
 			 * kallsyms (4 MB on a Debian kernel, slow to read under TCG)

@@ -135,6 +135,8 @@ struct guest {
 	enum guest_state state;
 	unsigned int step;		/* where setup is (session.c) */
 	bool recorded;			/* it started recording */
+	bool refused;			/* it refused the command line's events, tracer or clock */
+	bool accepted;			/* it took them (its setup went past them) */
 	bool synced;			/* and its clock sync after START is done */
 	bool meta_partial;		/* the setup's metadata left kallsyms out */
 	bool stop_deferred;		/* a stop came while the full metadata was on its way */
@@ -175,6 +177,8 @@ struct guest {
 	char reply_text[512];
 	uint64_t protocol_errors;
 	struct guest_sync sync;
+	uint64_t status_bytes;		/* bytes received at the last status line (record.c) */
+	unsigned int live_idx;		/* --live: its trace in the live view (live.c) */
 	uint64_t msgs[GMSG_NR];		/* guest_log(): messages of each kind */
 	bool msgs_summed;		/* their summary line was printed */
 };

@@ -39,6 +39,7 @@
 #include "collect.h"
 #include "compress.h"
 #include "engine.h"
+#include "live.h"
 #include "stream.h"
 #include "store/spool.h"
 
@@ -351,6 +352,8 @@ static int take_pages(struct stream *s, const uint8_t *p, size_t n)
 		}
 		s->pages++;
 		s->events += events;
+		if (s->live)
+			live_page(s->live, s->live_trace, s->cpu, p, s->subbuf, events);
 		s->missed_pages += info.missed;
 		s->lost_events += info.missed_events;
 		run_len += s->subbuf;

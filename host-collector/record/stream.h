@@ -74,6 +74,8 @@ struct stream {
 	bool paused;
 	bool eager;		/* read as soon as it is readable (being stopped): see engine.c's rest() */
 	struct compress_stream compress;	/* compression ahead of the finish (compress.c) */
+	struct live *live;	/* --live: its good pages are shown too (live.c) */
+	unsigned int live_trace;	/* and as which trace */
 	/* figures */
 	uint64_t bytes;		/* received from the guest */
 	uint64_t bytes_session;	/* received since the last START */

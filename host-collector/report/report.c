@@ -121,28 +121,34 @@ static void usage(FILE *f)
 "               slices coloured per task, the other events as ticks, trace\n"
 "               markers, lost-event stretches shaded, each guest's clock-sync\n"
 "               epochs and error bound as a band; zoom (wheel, +/-) and pan (drag)\n"
-"  --guest NAME only this guest (the host's counts are still shown)\n"
+"  --guest NAME only this guest (the host's counts are still shown); a NAME\n"
+"               the run does not have is a usage error\n"
 "  --json       everything the report and the options above show, as one JSON\n"
 "               document on standard output\n"
 "  -h, --help   print this help and exit\n"
 "\n"
 "Exit status: 0 success; 1 DIR has no readable, well-formed manifest.json or\n"
-"a trace file it names cannot be read; 2 usage error.\n");
+"a trace file it names cannot be read; 2 usage error (an unknown --guest too).\n");
 }
 
 /* Text from the manifest goes to a terminal: no control characters. */
-static void put_safe(const char *s)
+static void fput_safe(FILE *f, const char *s)
 {
 	const unsigned char *p = (const unsigned char *)(s ? s : "");
 
 	for (; *p; p++) {
 		if (*p < 0x20 || *p == 0x7f)
-			putchar('?');
+			fputc('?', f);
 		else if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)	/* C1 controls */
-			putchar('?'), p++;
+			fputc('?', f), p++;
 		else
-			putchar(*p);
+			fputc(*p, f);
 	}
+}
+
+static void put_safe(const char *s)
+{
+	fput_safe(stdout, s);
 }
 
 static uint64_t u64_field(const struct json_value *obj, const char *key, bool *bad)
@@ -528,6 +534,20 @@ static int report_trace(const char *dir, const struct json_value *t, bool host,
 	return ret;
 }
 
+/* Whether the manifest's guests include @name. */
+static bool guest_known(const struct json_value *guests, const char *name)
+{
+	const struct json_value *g;
+
+	for (g = guests->child; g; g = g->next) {
+		const char *n = json_string(json_get(g, "name"));
+
+		if (n && !strcmp(n, name))
+			return true;
+	}
+	return false;
+}
+
 /* --guest NAME: only that guest's trace. */
 static bool guest_selected(const struct report_opts *ro, const struct json_value *g)
 {
@@ -788,6 +808,19 @@ int report_main(int argc, char **argv)
 
 	ro.tsc_khz = u64_field(json_get(root, "host_tsc"), "khz", &bad);
 	ro.guests = v;
+	if (ro.guest && !guest_known(v, ro.guest)) {
+		fprintf(stderr, "virtio-trace-collect report: --guest %s: %s has no such guest; ",
+			ro.guest, dir);
+		if (!v->count)
+			fprintf(stderr, "it recorded none\n");
+		for (g = v->child; g; g = g->next) {
+			fprintf(stderr, "%s", g == v->child ? "its guests: " : ", ");
+			fput_safe(stderr, json_string(json_get(g, "name")));
+			fprintf(stderr, "%s", g->next ? "" : "\n");
+		}
+		json_free(doc);
+		return EXIT_USAGE;
+	}
 	if (ro.html && write_html(dir, root, &ro) < 0) {
 		json_free(doc);
 		return EXIT_FAIL;

@@ -145,6 +145,16 @@ out_meta:
 	return ret;
 }
 
+/* The host first, then the guests by name. */
+static int trace_cmp(const void *a, const void *b)
+{
+	const struct trace_sum *x = a, *y = b;
+
+	if (x->rec.host != y->rec.host)
+		return x->rec.host ? -1 : 1;
+	return strcmp(x->rec.name, y->rec.name);
+}
+
 /* What the spool says about a trace, and the problems that already shows. */
 static int load_trace(struct trace_sum *t, const char *dirname, bool host)
 {
@@ -310,9 +320,14 @@ int output_finalise(int out_fd, const char *out_dir, bool keep_spool, bool fsync
 		}
 		if (load_trace(t, de->d_name, host) < 0)
 			log_err("cannot read %s: out of memory", t->dir);
+		/* The host's id is the run's: the guests' TIME_SHIFT names it as their peer. */
+		if (host)
+			t->rec.trace_id = r.opt.host_trace_id;
 		r.nr_traces++;
 	}
 	closedir(d);
+	/* In name order, not the directory's: the manifest and the files' lists read the same every time. */
+	qsort(r.traces, r.nr_traces, sizeof(*r.traces), trace_cmp);
 	/* Guests first: the host file names them in its GUEST options. */
 	for (i = 0; i < r.nr_traces; i++) {
 		struct trace_sum *t = &r.traces[i];

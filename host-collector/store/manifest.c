@@ -13,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "json.h"
+#include "output.h"
 #include "write.h"
 
 static void json_str(FILE *f, const char *s)
@@ -257,5 +259,221 @@ int manifest_write(struct finish *r, bool recovered)
 	}
 	if (r->fsync)
 		fsync(r->out_fd);
+	return 0;
+}
+
+/* --- what a recording leaves, in a few lines (record's and recover's end) --- */
+
+#define SUMMARY_MANIFEST_MAX	(64u << 20)
+
+static uint64_t sum_u64(const struct json_value *v)
+{
+	uint64_t x = 0;
+
+	return json_u64(v, &x) == 0 ? x : 0;
+}
+
+/* Text from the manifest goes to a terminal: printable ASCII only. */
+static void put_text(FILE *f, const char *s, int width)
+{
+	int n = 0;
+
+	for (; s && *s; s++, n++)
+		fputc(*s >= 0x20 && *s < 0x7f ? *s : '?', f);
+	for (; n < width; n++)
+		fputc(' ', f);
+}
+
+/* "+-1.2 us" and the like: the bound of a probed clock mapping. */
+static void fmt_bound(char *buf, size_t size, double ns)
+{
+	if (ns < 1000)
+		snprintf(buf, size, "+-%.0f ns", ns);
+	else if (ns < 1e6)
+		snprintf(buf, size, "+-%.1f us", ns / 1e3);
+	else
+		snprintf(buf, size, "+-%.1f ms", ns / 1e6);
+}
+
+/* One trace's line: name, file, CPUs, MB, events, lost, clock. */
+static void summary_line(FILE *f, const struct json_value *t, bool host, int name_w, int file_w)
+{
+	const struct json_value *cpus = json_get(t, "cpus"), *c, *lost = json_get(t, "lost_events");
+	const struct json_value *sync = json_get(t, "sync");
+	const char *file = json_string(json_get(t, "file"));
+	const char *problems = json_string(json_get(t, "problems"));
+	uint64_t bytes = 0, events = 0, bad = 0, dropped = 0, in_pages, overrun;
+	unsigned int nr = 0;
+
+	for (c = json_is(cpus, JSON_ARRAY) ? cpus->child : NULL; c; c = c->next, nr++) {
+		bytes += sum_u64(json_get(c, "bytes"));
+		events += sum_u64(json_get(c, "events"));
+		bad += sum_u64(json_get(c, "bad_pages"));
+		dropped += sum_u64(json_get(c, "dropped_pages_max_size"));
+	}
+	in_pages = sum_u64(json_get(lost, "in_pages"));
+	overrun = sum_u64(json_get(lost, "overrun"));
+	fprintf(f, "  ");
+	put_text(f, host ? "host" : json_string(json_get(t, "name")), name_w);
+	fprintf(f, "  ");
+	put_text(f, file ? file : "(no file)", file_w);
+	fprintf(f, " %3u %-5s %8.2f MB %9" PRIu64 " events  lost %" PRIu64, nr, host ? "CPUs" : "vCPUs",
+		bytes / 1e6, events, in_pages);
+	if (overrun)
+		fprintf(f, " (overrun %" PRIu64 ")", overrun);
+	if (bad)
+		fprintf(f, ", %" PRIu64 " bad pages", bad);
+	if (dropped)
+		fprintf(f, ", %" PRIu64 " pages over --max-size", dropped);
+	if (!host) {
+		const char *method = json_string(json_get(sync, "method"));
+		double ns = -1;
+		char b[32];
+
+		if (!method || !strcmp(method, "none")) {
+			fprintf(f, ", clock not synced");
+		} else if (!strcmp(method, "offset")) {
+			fprintf(f, ", clock offset given");
+		} else if (json_double(json_get(sync, "bound_ns"), &ns) == 0 && ns == 0) {
+			fprintf(f, ", clock ");
+			put_text(f, method, 0);
+			fprintf(f, " exact");
+		} else {
+			fmt_bound(b, sizeof(b), ns < 0 ? 0 : ns);
+			fprintf(f, ", clock ");
+			put_text(f, method, 0);
+			fprintf(f, " %s", b);
+		}
+	}
+	if (problems && *problems)
+		fprintf(f, "; problems: see manifest.json");
+	fputc('\n', f);
+}
+
+static int read_manifest(int out_fd, char **text, size_t *len)
+{
+	struct stat st;
+	size_t have = 0;
+	int fd, ret = 0;
+
+	fd = openat(out_fd, "manifest.json", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > SUMMARY_MANIFEST_MAX) {
+		ret = -EINVAL;
+		goto err_close_fd;
+	}
+	*text = malloc(st.st_size + 1);
+	if (!*text) {
+		ret = -ENOMEM;
+		goto err_close_fd;
+	}
+	while (have < (size_t)st.st_size) {
+		ssize_t n = read(fd, *text + have, st.st_size - have);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		have += n;
+	}
+	*len = have;
+err_close_fd:
+	close(fd);
+	return ret;
+}
+
+/* A path for a command line: printable ASCII, quoted when the shell would split it. */
+static void put_arg(FILE *f, const char *dir, const char *file)
+{
+	bool quote = strpbrk(dir, " \t'\"\\$`*?[]{}()<>|&;~#!") != NULL;
+
+	if (quote)
+		fputc('\'', f);
+	for (const char *p = dir; *p; p++) {
+		if (*p == '\'' && quote)
+			fputs("'\\''", f);
+		else
+			fputc(*p >= 0x20 && *p < 0x7f ? *p : '?', f);
+	}
+	if (file) {
+		fputc('/', f);
+		put_text(f, file, 0);
+	}
+	if (quote)
+		fputc('\'', f);
+}
+
+/**
+ * manifest_summary() - what a recording left, in a few lines, from its manifest
+ * @out_fd: the output directory
+ * @out_dir: its path, as the user gave it
+ * @status: the exit status the run ends with
+ * @f: where to print
+ *
+ * A line for the host and one per guest: CPUs, megabytes received, events,
+ * events lost (the page headers' count; the ring buffer's overrun when not
+ * 0), bad pages, pages over --max-size, the clock mapping's method and
+ * bound, and the file; then what to run next. The figures are the
+ * manifest's (read back, as a user would), so the two cannot disagree.
+ *
+ * Return: 0, or -errno when the manifest cannot be read (nothing printed).
+ */
+int manifest_summary(int out_fd, const char *out_dir, int status, FILE *f)
+{
+	const struct json_limits lim = { .max_depth = 16 };
+	const struct json_value *root, *host, *guests, *g;
+	struct json_error jerr;
+	struct json_doc *doc;
+	char *text = NULL;
+	size_t len = 0, n;
+	int name_w = 4, file_w = 8, ret;
+
+	ret = read_manifest(out_fd, &text, &len);
+	if (ret < 0)
+		return ret;
+	doc = json_parse(text, len, &lim, &jerr);
+	free(text);
+	if (!doc)
+		return -EBADMSG;
+	root = json_root(doc);
+	host = json_get(root, "host");
+	guests = json_get(root, "guests");
+	if (!json_is(guests, JSON_ARRAY)) {
+		json_free(doc);
+		return -EBADMSG;
+	}
+	for (g = guests->child; g; g = g->next) {
+		n = strlen(json_string(json_get(g, "name")) ?: "");
+		if ((int)n > name_w)
+			name_w = n < 64 ? (int)n : 64;
+		n = strlen(json_string(json_get(g, "file")) ?: "(no file)");
+		if ((int)n > file_w)
+			file_w = n < 80 ? (int)n : 80;
+	}
+	fprintf(f, "virtio-trace-collect: recorded in ");
+	put_arg(f, out_dir, NULL);
+	fprintf(f, " (exit status %d%s):\n", status, status == EXIT_PARTIAL ? ": see the problems above" : "");
+	if (json_is(host, JSON_OBJECT))
+		summary_line(f, host, true, name_w, file_w);
+	for (g = guests->child; g; g = g->next)
+		summary_line(f, g, false, name_w, file_w);
+	fprintf(f, "  next: trace-cmd report");
+	if (json_is(host, JSON_OBJECT) && json_string(json_get(host, "file"))) {
+		fprintf(f, " -i ");
+		put_arg(f, out_dir, json_string(json_get(host, "file")));
+	}
+	for (g = guests->child; g; g = g->next) {
+		if (!json_string(json_get(g, "file")))
+			continue;
+		fprintf(f, " -i ");
+		put_arg(f, out_dir, json_string(json_get(g, "file")));
+	}
+	fprintf(f, "\n        virtio-trace-collect report --html ");
+	put_arg(f, out_dir, "timeline.html");
+	fputc(' ', f);
+	put_arg(f, out_dir, NULL);
+	fputc('\n', f);
+	json_free(doc);
 	return 0;
 }

@@ -547,7 +547,7 @@ out:
 
 static int add_guests(struct finish *r, struct vt_tracedat *w)
 {
-	unsigned int i;
+	unsigned int i, c, known;
 	int ret;
 
 	for (i = 0; i < r->nr_traces; i++) {
@@ -557,11 +557,20 @@ static int add_guests(struct finish *r, struct vt_tracedat *w)
 		if (t->rec.host || !t->written)
 			continue;
 		memcpy(tids, t->rec.tids, sizeof(uint32_t) * t->rec.nr_tids);
-		if (!t->rec.nr_tids)
+		for (known = 0, c = 0; c < t->nr_cpus; c++)
+			known += tids[c] != 0;
+		/*
+		 * A GUEST option with no vCPU is worse than none: trace-cmd 3.1.6
+		 * dies ("Could not allocate vcpu maps") reading host.dat with two
+		 * such guests' files. The guest's TIME_SHIFT still names the host.
+		 */
+		if (!known) {
 			log_warn("%s: no vCPU thread is known, so host.dat maps none of its vCPUs to "
-				 "a host thread: give record --qmp PATH (QEMU's -qmp socket), or "
-				 "--qemu-pid PID with QEMU started as -name NAME,debug-threads=on",
-				 t->rec.name);
+				 "a host thread (and has no GUEST option for it): give record --qmp "
+				 "PATH (QEMU's -qmp socket), or --qemu-pid PID with QEMU started as "
+				 "-name NAME,debug-threads=on", t->rec.name);
+			continue;
+		}
 		ret = vt_tracedat_add_guest(w, t->rec.name, t->rec.trace_id, t->nr_cpus, tids);
 		if (ret < 0)
 			return ret;

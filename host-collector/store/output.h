@@ -7,10 +7,12 @@
 #define STORE_OUTPUT_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 int output_open_dir(const char *out_dir, bool create, bool *created);
 int output_previous(int out_fd, const char *out_dir, bool force);
 int output_finalise(int out_fd, const char *out_dir, bool keep_spool, bool fsync, bool recovering);
+int manifest_summary(int out_fd, const char *out_dir, int status, FILE *f);
 int recover_main(int argc, char **argv);
 
 #endif

@@ -40,6 +40,8 @@ int recover_main(int argc, char **argv)
 		return EXIT_FAIL;
 	}
 	ret = output_finalise(fd, argv[1], false, false, true);
+	if (ret != EXIT_FAIL && !collect_quiet)
+		manifest_summary(fd, argv[1], ret, stderr);
 	close(fd);
 	return ret;
 }

@@ -22,6 +22,7 @@
 
 #include "collect.h"
 #include "engine.h"
+#include "live.h"
 #include "record.h"
 #include "session.h"
 #include "stream.h"
@@ -116,6 +117,26 @@ int qmp_attach(struct guest *g, struct engine *e, uint64_t tsc_khz,
 int lastboot_save(struct guest *g, const struct record_opts *o)
 {
 	return 0;
+}
+
+/* No --live here: the view is never made. */
+unsigned int live_flush_ms(unsigned int window_ms)
+{
+	return window_ms;
+}
+
+void live_page(struct live *l, unsigned int trace, unsigned int cpu, const uint8_t *page,
+	       uint32_t size, uint32_t events)
+{
+}
+
+void live_meta(struct live *l, unsigned int trace)
+{
+}
+
+void live_clock(struct live *l, unsigned int trace, const struct vt_tsync_cpu *cpus,
+		unsigned int nr_cpus, uint64_t host_end)
+{
 }
 
 static void hello_answered(struct guest *g, int err)

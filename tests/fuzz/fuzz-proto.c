@@ -31,7 +31,7 @@ static const uint16_t all_types[] = {
 	VT_PROTO_INSTANCE, VT_PROTO_START, VT_PROTO_STOP, VT_PROTO_STOPPED, VT_PROTO_MARKER,
 	VT_PROTO_STATS_REQ, VT_PROTO_STATS, VT_PROTO_META_REQ, VT_PROTO_META,
 	VT_PROTO_SYNC_BEGIN, VT_PROTO_SYNC_PROBE, VT_PROTO_SYNC_REPLY, VT_PROTO_SYNC_END,
-	VT_PROTO_LASTBOOT_REQ, VT_PROTO_NOTICE,
+	VT_PROTO_LASTBOOT_REQ, VT_PROTO_NOTICE, VT_PROTO_FLUSH,
 };
 #define NR_TYPES	(sizeof(all_types) / sizeof(all_types[0]))
 
@@ -95,6 +95,9 @@ static int reencode(const struct vt_proto_msg *m)
 	case VT_PROTO_META:
 		ret = vt_proto_dec_meta(m, &chunk);
 		return ret ? ret : vt_proto_enc_meta(frame, sizeof(frame), m->seq, &chunk);
+	case VT_PROTO_FLUSH:
+		ret = vt_proto_dec_flush(m, &u32);
+		return ret ? ret : vt_proto_enc_flush(frame, sizeof(frame), m->seq, u32);
 	default:
 		ret = vt_proto_dec_sync(m, &s);
 		return ret ? ret : vt_proto_enc_sync(frame, sizeof(frame), m->type, m->seq, &s);

@@ -262,6 +262,30 @@ static void test_roundtrip_config(void **state)
 	bs.subbuf_kb = 0;
 	assert_int_equal(vt_proto_enc_buffer_size(t_buf, sizeof(t_buf), 1, &bs), -EINVAL);
 
+	/* FLUSH: 0 (never) or 10 ms to 60 s; anything else is refused both ways. */
+	{
+		static const uint8_t p9[4] = { 9, 0, 0, 0 }, p60001[4] = { 0x61, 0xea, 0, 0 };
+		uint32_t ms = 1;
+
+		n = vt_proto_enc_flush(t_buf, sizeof(t_buf), 3, 100);
+		t_decode(t_buf, n, VT_PROTO_FLUSH, 3, &msg);
+		assert_int_equal(vt_proto_msg_validate(&msg), 0);
+		assert_int_equal(vt_proto_dec_flush(&msg, &ms), 0);
+		assert_int_equal(ms, 100);
+		n = vt_proto_enc_flush(t_buf, sizeof(t_buf), 4, 0);
+		t_decode(t_buf, n, VT_PROTO_FLUSH, 4, &msg);
+		assert_int_equal(vt_proto_dec_flush(&msg, &ms), 0);
+		assert_int_equal(ms, 0);
+		assert_int_equal(vt_proto_enc_flush(t_buf, sizeof(t_buf), 5, 9), -EINVAL);
+		assert_int_equal(vt_proto_enc_flush(t_buf, sizeof(t_buf), 5, 60001), -EINVAL);
+		t_raw(VT_PROTO_FLUSH, p9, 4, &msg);
+		assert_int_equal(vt_proto_dec_flush(&msg, &ms), -EBADMSG);
+		t_raw(VT_PROTO_FLUSH, p60001, 4, &msg);
+		assert_int_equal(vt_proto_dec_flush(&msg, &ms), -EBADMSG);
+		t_raw(VT_PROTO_FLUSH, p9, 2, &msg);
+		assert_int_equal(vt_proto_msg_validate(&msg), -EBADMSG);
+	}
+
 	n = vt_proto_enc_instance(t_buf, sizeof(t_buf), 2, NULL);
 	t_decode(t_buf, n, VT_PROTO_INSTANCE, 2, &msg);
 	name = "x";
@@ -1195,7 +1219,9 @@ static void test_names_markers(void **state)
 	}
 	assert_string_equal(vt_proto_type_name(VT_PROTO_LASTBOOT_REQ), "LASTBOOT_REQ");
 	assert_true(vt_proto_type_known(VT_PROTO_NOTICE));
-	assert_false(vt_proto_type_known(35));
+	assert_true(vt_proto_type_known(VT_PROTO_FLUSH));
+	assert_string_equal(vt_proto_type_name(VT_PROTO_FLUSH), "FLUSH");
+	assert_false(vt_proto_type_known(36));
 
 	assert_int_equal(vt_proto_marker(m, sizeof(m), false, VT_PROTO_HELLO, 1),
 			 (int)strlen("virtio-trace: rx HELLO 1"));
