@@ -108,9 +108,34 @@ static int flush_partial(struct hcpu *c, char *page)
 }
 
 /*
- * Like the agent's data path, into a pipe instead of a port; with --live as
- * the agent's FLUSH: never blocking in the kernel, the partial page sent
- * once no whole page came for flush_ms.
+ * Wait for a whole page to splice, or @timeout_ms. Never inside splice(): a
+ * splice that waits for the buffer to fill (buffer_percent) does so holding
+ * the pipe's lock, and the engine's read of the pipe, O_NONBLOCK or not,
+ * then sleeps on that lock (state D) until the buffer fills: every guest,
+ * timer and signal of the run waits with it, for as long as the host is
+ * quiet. poll() on trace_pipe_raw waits for the same fill without the lock.
+ * With the pipe full, the room in it is waited for instead (the trace
+ * buffer is readable then, and a poll on it would return at once).
+ *
+ * Return: true when the poll said a page was there.
+ */
+static bool wait_page(struct hcpu *c, int timeout_ms)
+{
+	struct pollfd room = { .fd = c->pipe[1], .events = POLLOUT };
+	struct pollfd page = { .fd = c->raw_fd, .events = POLLIN };
+
+	if (timeout_ms < 0)
+		timeout_ms = 0;
+	if (poll(&room, 1, 0) == 1 && (room.revents & POLLOUT))
+		return poll(&page, 1, timeout_ms) == 1;
+	poll(&room, 1, timeout_ms);
+	return false;
+}
+
+/*
+ * Like the agent's data path, into a pipe instead of a port, but never
+ * blocking in splice (see wait_page()); with --live as the agent's FLUSH:
+ * the partial page sent once no whole page came for flush_ms.
  */
 static void *hcpu_thread(void *arg)
 {
@@ -118,12 +143,14 @@ static void *hcpu_thread(void *arg)
 	size_t chunk = 64 * (size_t)c->subbuf;
 	char *page = malloc(c->subbuf);
 	long long last_out = vt_now_ms();
+	bool ready = false;
 
 	if (c->flush_ms)
 		fcntl(c->raw_fd, F_SETFL, fcntl(c->raw_fd, F_GETFL) | O_NONBLOCK);
 	while (page && !atomic_load(&c->stopping)) {
 		ssize_t n = splice(c->raw_fd, NULL, c->pipe[1], NULL, chunk,
-				   SPLICE_F_MOVE | (c->flush_ms ? SPLICE_F_NONBLOCK : 0));
+				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		int timeout = 100;
 
 		if (n < 0 && errno != EINTR && errno != EAGAIN) {
 			log_err("host cpu%u: splice: %m", c->cpu);
@@ -131,6 +158,7 @@ static void *hcpu_thread(void *arg)
 		}
 		if (n > 0) {
 			last_out = vt_now_ms();
+			ready = false;
 			continue;
 		}
 		if (c->flush_ms) {
@@ -141,12 +169,14 @@ static void *hcpu_thread(void *arg)
 					break;
 				last_out = now;
 			}
-			if (!atomic_load(&c->stopping))
-				poll(NULL, 0, (int)(last_out + c->flush_ms - now));
-			continue;
+			timeout = (int)(last_out + c->flush_ms - now);
 		}
-		if (!atomic_load(&c->stopping))
-			poll(NULL, 0, 100);
+		if (atomic_load(&c->stopping))
+			break;
+		/* poll() said a page was there and splice found none: no spinning on it. */
+		if (ready)
+			poll(NULL, 0, 10);
+		ready = wait_page(c, timeout);
 	}
 	/* Tracing is off: take the whole pages left, then the partial ones. */
 	while (page && splice(c->raw_fd, NULL, c->pipe[1], NULL, chunk,
@@ -578,7 +608,7 @@ int hostrec_stop(struct hostrec *h)
 			continue;
 		atomic_store(&c->stopping, true);
 		c->stream.eager = true;		/* the last bytes without a rest */
-		ioctl(c->raw_fd, 0);	/* wakes a splice waiting for buffer_percent */
+		ioctl(c->raw_fd, 0);	/* wakes a poll waiting for buffer_percent */
 	}
 	return 0;
 }
@@ -662,7 +692,7 @@ void hostrec_free(struct hostrec *h)
 
 	if (!h)
 		return;
-	hostrec_stop(h);	/* a thread blocked in splice must be woken to be joined */
+	hostrec_stop(h);	/* a thread waiting in poll is woken to be joined */
 	for (i = 0; h->cpus && i < h->nr_cpus; i++) {
 		struct hcpu *c = &h->cpus[i];
 
