@@ -303,6 +303,20 @@ if [ "$quick" = 0 ]; then
 	fi
 	rm -f "$e612_out"
 	# ---- end of the 6.12 pass -------------------------------------------------------------
+	# ---- e2e-kvm: bench-peer --kvm --quick (a smoke test, no figures judged) --------------
+	# trace-cmd's agent over vsock with its KVM time sync against ours, in one L2 guest under
+	# KVM inside a TCG L1 (tests/bench/peer-kvm.sh, 5-10 minutes): every mode delivered and ours
+	# verified with trace-cmd report. SKIP with the reason when L1 gets no KVM.
+	out=$(mktemp)
+	t0=$(date +%s)
+	VT_BUILDDIR=$root/build nice tests/bench/bench-peer.sh --kvm --quick >"$out" 2>&1
+	case $? in
+	0) result PASS e2e-kvm/bench-peer-kvm-quick "$(( $(date +%s) - t0 )) s" ;;
+	77) result SKIP e2e-kvm/bench-peer-kvm-quick "$(grep -m1 'SKIP' "$out" | sed 's/.*SKIP: *//' | cut -c1-120)" ;;
+	*) sed 's/^/    | /' "$out" | tail -60; result FAIL e2e-kvm/bench-peer-kvm-quick ;;
+	esac
+	rm -f "$out"
+	# ---- end of bench-peer --kvm --quick ----------------------------------------------------
 	# Smoke test of the side-by-side benchmark against trace-cmd's agent (about 1-2 minutes):
 	# every transport delivered and its output verified with trace-cmd report; no figures judged.
 	out=$(mktemp)

@@ -61,6 +61,8 @@ vt_collect_build() {
 # into an image: the guest then runs its usr/sbin/trace-agent.
 # With VT_AGENT_KERNEL (a vmlinux with everything built in, e.g. kernel-patches/build.sh's) the
 # image is WORK/image-kernel: that kernel and an initramfs without modules.
+# VT_AGENT_MODULES: the modules put in the image unloaded (mkguest.sh --extra-modules; default
+# mkguest.sh's), e.g. the virtio vsock transport for an agent reached over vsock.
 # Returns 77 when no kernel is available.
 vt_agent_image() {
     local work=$1 script=$2 name=$3 cache rc mods=()
@@ -81,6 +83,7 @@ vt_agent_image() {
     vt_kernel_select; rc=$?
     [ $rc = 0 ] || return $rc
     VT_IMAGE=$cache/image-$name$VT_KERNEL_TAG
+    [ -z "${VT_AGENT_MODULES:-}" ] || mods=(--extra-modules "$VT_AGENT_MODULES")
     if [ -n "${VT_AGENT_KERNEL:-}" ]; then
         VT_IMAGE=$work/image-kernel
         mods=(--modules "" --extra-modules "")

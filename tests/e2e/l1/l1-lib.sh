@@ -19,6 +19,8 @@
 #   L2_ACCEL=kvm    L2_APPEND (more kernel command line)    L2_QEMU_EXTRA (more
 #                   QEMU words, split on blanks)    L2_NOPORTS=1: no virtio-serial at all (the
 #                   FIFOs `setup` made stay, nobody on the guest's side)
+#   L2_KERNEL=/l2/vmlinux L2_INITRD=/l2/initramfs.cpio   another L2 image (e.g. one on the 9p
+#                   share, as tests/bench/bench-peer.sh --kvm brings its own)
 # After l1_l2_start: L2_DIR, L2_PORTS (the setup-made ports), L2_PID (L2's QEMU), L2_TPID (its
 # timeout), L2_CONSOLE and L2_STDERR (live on the 9p share: what L2 and its QEMU said, copied
 # to OUT by l1_l2_wait_off).
@@ -118,7 +120,7 @@ l1_l2_start() {
     timeout "${L2_TIMEOUT:-240}" qemu-system-x86_64 -accel "${L2_ACCEL:-kvm}" -cpu "${L2_CPU:-host,-xsave}" \
         -smp "${L2_SMP:-2}" -m "${L2_MEM:-512}" -nodefaults -no-user-config -display none -no-reboot \
         -serial "file:$L2_CONSOLE" -pidfile "$L2_DIR/qemu.pid" \
-        -kernel /l2/vmlinux -initrd /l2/initramfs.cpio -append "$_append" "$@" ${L2_QEMU_EXTRA:-} \
+        -kernel "${L2_KERNEL:-/l2/vmlinux}" -initrd "${L2_INITRD:-/l2/initramfs.cpio}" -append "$_append" "$@" ${L2_QEMU_EXTRA:-} \
         </dev/null >"$L2_STDERR" 2>&1 &
     L2_TPID=$!
     L2_PID=
