@@ -63,9 +63,12 @@
  * A reply that took this many times the vCPU's best round trip so far (and
  * more than SLOW_RTT_FLOOR_NS) cannot narrow the bound that one gave: a
  * burst after the start's ends at once, the vCPUs left keep their epochs.
+ * The floor is far above a busy host's scheduling delays (a 5 ms floor cut a
+ * good guest's stop burst on a loaded host, and its vCPU kept the start's
+ * epoch), and far below a guest that holds each reply for seconds.
  */
 #define SLOW_RTT_FACTOR		100
-#define SLOW_RTT_FLOOR_NS	(5 * NSEC_PER_MSEC)
+#define SLOW_RTT_FLOOR_NS	(250 * NSEC_PER_MSEC)
 #define ACCEPT_TIMEOUT_NS	(120 * NSEC_PER_SEC)
 #define DRAIN_CHECK_NS		(20 * NSEC_PER_MSEC)
 #define KVM_REREAD_NS		NSEC_PER_SEC
