@@ -201,6 +201,8 @@ struct cpu_stream {
 	atomic_uint_fast64_t bytes;
 	atomic_uint_fast64_t fallbacks;
 	atomic_uint_fast64_t partial_reads;
+	atomic_uint_fast64_t mark_req;	/* a RESUME's number: write a resume mark (0: none) */
+	uint64_t marks;			/* marks written (the thread's) */
 };
 
 int cpu_start(struct cpu_stream *s, const struct tracing *t, const struct ports *p,
@@ -208,6 +210,7 @@ int cpu_start(struct cpu_stream *s, const struct tracing *t, const struct ports 
 void cpu_stop(struct cpu_stream *s);
 void cpu_rewake(struct cpu_stream *s);
 void cpu_abort(struct cpu_stream *s);
+void cpu_mark(struct cpu_stream *s, uint64_t resume);
 int cpu_join(struct cpu_stream *s);
 
 #endif

@@ -76,7 +76,12 @@ void record_usage(FILE *f)
 "                         host file's GUEST option, and KVM's TSC offsets\n"
 "  --qmp PATH             the guest's QMP socket: after a `cont` (RESUME) the\n"
 "                         clock is synced again at once (a stop moves a TCG\n"
-"                         guest's TSC offset)\n"
+"                         guest's TSC offset); a live migration (MIGRATION\n"
+"                         completed) ends the guest's recording here, drained\n"
+"                         to the switchover, with no stop sent to its agent\n"
+"  --incoming             the guest migrates in: wait for it on these ports (600 s\n"
+"                         at most) and take its agent's running session over;\n"
+"                         `join` makes one trace of the two recordings\n"
 "\n"
 "Recording:\n"
 "  -e, --event SYS[:EV]   a guest event, system or glob (repeatable)\n"
@@ -193,12 +198,13 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 	enum { OPT_CHARDEV = 256, OPT_LISTEN, OPT_CTL, OPT_CPU, OPT_NAME, OPT_QEMU_PID, OPT_TRACER, OPT_TOP,
 	       OPT_BUFSZ, OPT_SUBBUF, OPT_LASTBOOT, OPT_CLOCK, OPT_HOST, OPT_MAXSZ, OPT_FV, OPT_NOCOMP, OPT_ZEND, OPT_KCACHE, OPT_NOKCACHE, OPT_KEEP, OPT_FORCE, OPT_FSYNC, OPT_SYNC, OPT_TSCOFF,
 	       OPT_PROBES, OPT_SINTV, OPT_DEBUGFS, OPT_STOPTO, OPT_QMP, OPT_DOMAIN, OPT_CONNECT,
-	       OPT_HOST_PID, OPT_KVM_EXITS };
+	       OPT_HOST_PID, OPT_KVM_EXITS, OPT_INCOMING };
 	static const struct option longopts[] = {
 		{ "chardev-dir", required_argument, NULL, OPT_CHARDEV },
 		{ "domain", required_argument, NULL, OPT_DOMAIN },
 		{ "connect", required_argument, NULL, OPT_CONNECT },
 		{ "listen", no_argument, NULL, OPT_LISTEN },
+		{ "incoming", no_argument, NULL, OPT_INCOMING },
 		{ "ctl", required_argument, NULL, OPT_CTL },
 		{ "cpu", required_argument, NULL, OPT_CPU },
 		{ "name", required_argument, NULL, OPT_NAME },
@@ -277,6 +283,7 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 			snprintf(g->link.connect_uri, sizeof(g->link.connect_uri), "%s", optarg);
 			break;
 		case OPT_LISTEN:
+		case OPT_INCOMING:
 		case OPT_CPU:
 		case OPT_NAME:
 		case OPT_QEMU_PID:
@@ -293,6 +300,8 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 			}
 			if (c == OPT_LISTEN) {
 				g->link.listen = true;
+			} else if (c == OPT_INCOMING) {
+				g->mig.incoming = true;
 			} else if (c == OPT_CPU) {
 				if (g->link.nr_cpu_paths >= COLLECT_MAX_CPUS)
 					return -EINVAL;
@@ -807,7 +816,7 @@ int record_main(int argc, char **argv)
 		.out_dir = "virtio-trace-out", .file_version = 7, .compress = true,
 		.sync_probes = 100, .tracefs = "/sys/kernel/tracing", .stop_timeout = 60,
 	};
-	unsigned int nr = 0, i, recorded = 0;
+	unsigned int nr = 0, i, recorded = 0, migrated = 0;
 	int out_fd, spool_fd = -1;
 	bool created;
 	struct engine *e;
@@ -922,12 +931,15 @@ int record_main(int argc, char **argv)
 		struct guest *g = gs[i];
 
 		recorded += g->recorded;
+		migrated += g->mig.out || g->mig.resumed;
 		if (g->state == G_FAILED)
 			status = EXIT_PARTIAL;
 		for (unsigned int j = 0; j < g->nr_streams; j++)
 			stream_finish(&g->streams[j]);
-		if (g->spool[0])
+		if (g->spool[0]) {
 			spool_save_state(g);
+			spool_save_migration(g);
+		}
 	}
 	engine_free(e);
 	if (r.host) {
@@ -959,7 +971,11 @@ int record_main(int argc, char **argv)
 		return EXIT_FAIL;
 	}
 	close(spool_fd);
-	ret = output_finalise(out_fd, o.out_dir, o.keep_spool, o.fsync, false);
+	/* A guest that migrated out or in: `join` makes one trace of the two spools. */
+	if (migrated && !o.keep_spool && !collect_quiet)
+		log_info("%s/.spool is kept for `virtio-trace-collect join` (a guest migrated)",
+			 o.out_dir);
+	ret = output_finalise(out_fd, o.out_dir, o.keep_spool || migrated, o.fsync, false);
 	close(out_fd);
 	if (ret == EXIT_OK && status != EXIT_OK)
 		ret = status;
