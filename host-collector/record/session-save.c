@@ -123,11 +123,11 @@ int spool_save_migration(const struct guest *g)
 		"\nstop_tsc=%" PRIu64 "\ncompleted_tsc=%" PRIu64 "\nresume_tsc=%" PRIu64
 		"\ntaken_tsc=%" PRIu64 "\nout_tsc=%" PRIu64 "\ndowntime_ms=%" PRIu64
 		"\ntotal_ms=%" PRIu64 "\nfailures=%u\nresume_no=%" PRIu64 "\ninstance=%s\nnr_events=%u"
-		"\nignored=%" PRIu64 "\n",
+		"\nignored=%" PRIu64 "\nhost_boot_id=%s\nhost_rt_ns=%" PRIu64 "\nhost_rt_tsc=%" PRIu64 "\n",
 		m->incoming ? "in" : m->out ? "out" : "none", m->status, m->resumed, m->active_tsc,
 		m->stop_tsc, m->completed_tsc, m->resume_tsc, m->taken_tsc, m->out_tsc,
 		m->downtime_ms, m->total_ms, m->failures, m->resume_no, m->instance, m->nr_events,
-		m->ignored);
+		m->ignored, m->boot_id, m->rt_ns, m->rt_tsc);
 	for (i = 0; i < g->nr_streams; i++) {
 		const struct stream *s = &g->streams[i];
 

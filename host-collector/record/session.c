@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "attach.h"
@@ -1202,6 +1203,30 @@ static void resumed(struct guest *g)
 
 /* --- live migration, out (this host's QEMU sent the guest away) --- */
 
+/*
+ * This host's wall clock and TSC read together, and its boot: `join` relates
+ * two hosts' TSCs through their wall clocks (PTP, chrony) when the two
+ * recordings come from two machines.
+ */
+static void mig_clock(struct guest *g)
+{
+	struct timespec ts;
+	FILE *f;
+
+	if (g->mig.rt_tsc)
+		return;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	g->mig.rt_tsc = sync_host_tsc();
+	g->mig.rt_ns = (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+	f = fopen("/proc/sys/kernel/random/boot_id", "re");
+	if (f) {
+		if (!fgets(g->mig.boot_id, sizeof(g->mig.boot_id), f))
+			g->mig.boot_id[0] = '\0';
+		g->mig.boot_id[strcspn(g->mig.boot_id, "\n")] = '\0';
+		fclose(f);
+	}
+}
+
 static uint64_t streams_bytes(const struct guest *g)
 {
 	uint64_t n = 0;
@@ -1294,6 +1319,7 @@ static void migrated_out(struct guest *g)
 static void migration_status(struct guest *g, const char *status)
 {
 	snprintf(g->mig.status, sizeof(g->mig.status), "%s", status);
+	mig_clock(g);
 	if (g->mig.incoming) {
 		/* The destination's QEMU: the guest arrives here. */
 		log_info("guest %s: incoming migration %s", g->name, status);
@@ -1437,6 +1463,7 @@ static void resume_answered(struct guest *g, int err)
 	}
 	g->mig.resumed = true;
 	g->mig.taken_tsc = sync_host_tsc();
+	mig_clock(g);
 	g->resync = false;	/* the takeover's burst is the resume's */
 	log_info("guest %s: took its agent's session over (resume %llu, %u events in %s%s)",
 		 g->name, (unsigned long long)g->mig.resume_no, g->mig.nr_events,

@@ -78,6 +78,9 @@ struct guest_migration {
 	uint64_t quiet_since;		/* out: engine_now_ns() since when nothing came */
 	char instance[VT_PROTO_MAX_NAME];	/* incoming: what SESSION said */
 	uint32_t nr_events;
+	/* this host's clocks read together, for `join` across two hosts */
+	uint64_t rt_ns, rt_tsc;
+	char boot_id[40];
 };
 
 /* One request in flight on a guest's control port, and what to do with its answer. */

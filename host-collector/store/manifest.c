@@ -236,6 +236,39 @@ static void json_trace(FILE *f, const struct finish *r, const struct trace_sum *
 	fprintf(f, "\n    }");
 }
 
+/* `join`: the two recordings, the switchover and each CPU's stream across it. */
+static void json_join(FILE *f, const struct finish *r, const struct join_sum *js)
+{
+	uint64_t stop = tsc_ns(r, js->stop_tsc), resume = tsc_ns(r, js->resume_tsc);
+	unsigned int i;
+
+	fprintf(f, ",\n  \"join\": {\n    \"source\": ");
+	json_str(f, js->src);
+	fprintf(f, ",\n    \"destination\": ");
+	json_str(f, js->dst);
+	fprintf(f, ",\n    \"hosts\": \"%s\",\n    \"host_sync_bound_ns\": %" PRIu64
+		",\n    \"host_delta_ticks\": %" PRId64, js->two_hosts ? "two" : "one",
+		js->sync_bound_ns, js->host_delta);
+	fprintf(f, ",\n    \"blackout\": { \"from_ns\": %" PRIu64 ", \"to_ns\": %" PRIu64
+		", \"ms\": %.3f, \"qemu_downtime_ms\": %" PRIu64 " }", stop, resume,
+		resume > stop ? (resume - stop) / 1e6 : 0.0, js->qemu_downtime_ms);
+	fprintf(f, ",\n    \"switch_guest_tsc\": %" PRIu64 ",\n    \"switch_host_ns\": %" PRIu64,
+		js->switch_guest_tsc, tsc_ns(r, js->switch_host_tsc));
+	fprintf(f, ",\n    \"cpus\": [");
+	for (i = 0; i < js->nr; i++) {
+		const struct join_cpu *c = &js->cpus[i];
+
+		fprintf(f, "%s\n      { \"cpu\": %u, \"resume_mark\": %s, \"source_stream_bytes\": %"
+			PRIu64 ", \"destination_from_byte\": %" PRIu64 ", \"duplicate_bytes_dropped\": %"
+			PRIu64 ", \"lost_bytes\": %" PRIu64 ", \"source_pages\": %" PRIu64
+			", \"source_events\": %" PRIu64 ", \"destination_pages\": %" PRIu64
+			", \"destination_events\": %" PRIu64 " }", i ? "," : "", c->cpu,
+			c->marked ? "true" : "false", c->src_to, c->dst_from, c->skip, c->gap,
+			c->src_pages, c->src_events, c->dst_pages, c->dst_events);
+	}
+	fprintf(f, "\n    ]\n  }");
+}
+
 int manifest_write(struct finish *r, bool recovered)
 {
 	char tmp[64], date[64];
@@ -285,7 +318,10 @@ int manifest_write(struct finish *r, bool recovered)
 		json_trace(f, r, &r->traces[i]);
 		first = false;
 	}
-	fprintf(f, "\n  ]\n}\n");
+	fprintf(f, "\n  ]");
+	if (r->join)
+		json_join(f, r, r->join);
+	fprintf(f, "\n}\n");
 	if (r->fsync && (fflush(f) != 0 || fsync(fileno(f)) < 0)) {
 		ret = -errno;
 		fclose(f);

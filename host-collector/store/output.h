@@ -12,5 +12,6 @@ int output_open_dir(const char *out_dir, bool create, bool *created);
 int output_previous(int out_fd, const char *out_dir, bool force);
 int output_finalise(int out_fd, const char *out_dir, bool keep_spool, bool fsync, bool recovering);
 int recover_main(int argc, char **argv);
+int join_main(int argc, char **argv);
 
 #endif

@@ -955,6 +955,10 @@ static void load_migration(struct spool_trace *t, int dir)
 		collect_sanitize(m->instance, sizeof(m->instance), buf, false);
 	m->nr_events = (uint32_t)kv_u64(text, "nr_events");
 	m->ignored = kv_u64(text, "ignored");
+	if (kv(text, "host_boot_id", buf, sizeof(buf)))
+		collect_sanitize(m->boot_id, sizeof(m->boot_id), buf, false);
+	m->rt_ns = kv_u64(text, "host_rt_ns");
+	m->rt_tsc = kv_u64(text, "host_rt_tsc");
 	for (i = 0; i < t->nr_cpus; i++) {
 		struct spool_mig_cpu *c = &m->cpus[i];
 		unsigned long long v[7];

@@ -122,6 +122,8 @@ struct spool_migration {
 	char instance[256];
 	uint32_t nr_events;
 	uint64_t ignored;
+	char boot_id[40];		/* the host's boot: two recordings of one boot share a TSC */
+	uint64_t rt_ns, rt_tsc;		/* the host's wall clock and TSC, read together */
 	struct spool_mig_cpu cpus[COLLECT_MAX_CPUS];
 };
 
