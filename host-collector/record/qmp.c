@@ -6,9 +6,11 @@
  * the moment RESUME arrived. A RESET (system_reset, or the guest rebooting)
  * ends the guest's recording: its ring buffers and its agent's session are
  * gone, and the problem says so at once. MIGRATION events follow a live
- * migration (setup, active, completed, failed...); query-migrate is asked
- * when following starts (a migration may be under way) and when one
- * completed (QEMU's downtime and total time). QMP is JSON, one message per
+ * migration (setup, active, completed, failed...): QEMU sends them only with
+ * the migration capability "events", which is turned on when following
+ * starts; query-migrate is asked then (a migration may be under way), at
+ * every STOP (a switchover, were the events off) and when one completed
+ * (QEMU's downtime and total time). QMP is JSON, one message per
  * line; what it says is parsed with the bounded reader, though QEMU is the
  * host's own process.
  */
@@ -169,6 +171,8 @@ static void qmp_line(struct qmp *q, const char *line, size_t len)
 			q->g->mig.stop_tsc = q->g->stop_tsc;
 		log_info("guest %s: QEMU stopped it%s", q->g->name,
 			 q->g->mig.migrating ? " (migration switchover)" : "");
+		/* A stop may be a migration's switchover even when QEMU sends no MIGRATION events. */
+		qmp_query_migrate(q->g);
 	} else if (name && !strcmp(name, "RESET")) {
 		/* The guest reboots: its ring buffers and its agent's session are gone. */
 		const char *why = json_string(json_get(json_get(json_root(doc), "data"), "reason"));
@@ -222,6 +226,9 @@ int qmp_attach(struct guest *g, struct engine *e, uint64_t tsc_khz,
 {
 	static const char hello[] = "{\"execute\":\"qmp_capabilities\"}\n"
 				    "{\"execute\":\"query-cpus-fast\",\"id\":\"vt-cpus\"}\n"
+				    "{\"execute\":\"migrate-set-capabilities\",\"arguments\":"
+				    "{\"capabilities\":[{\"capability\":\"events\",\"state\":true}]},"
+				    "\"id\":\"vt-events\"}\n"
 				    "{\"execute\":\"query-migrate\",\"id\":\"vt-migrate\"}\n";
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct qmp *q;

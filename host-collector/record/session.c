@@ -190,6 +190,9 @@ void session_fail(struct guest *g, const char *fmt, ...)
 	msgs_summary(g);
 	/* A guest that migrated away is not there to hear a BYE: its agent serves the next host. */
 	talked = g->conn && g->state > G_NEW && !g->mig.out;
+	/* --incoming before the takeover: the session is another host's, a BYE would end it. */
+	if (g->mig.incoming && !g->mig.resumed)
+		talked = false;
 	g->state = G_FAILED;
 	for (i = 0; i < g->nr_streams; i++)
 		g->streams[i].closed = true;
@@ -826,8 +829,11 @@ static void cache_kallsyms(struct guest *g, const struct vt_meta *m)
 static void meta_received(struct guest *g, int err)
 {
 	void (*done)(struct guest *g, int err) = g->meta_done;
-	/* A fetch while recording or at the end only refreshes what the setup spooled. */
-	bool refresh = g->state == G_RUNNING || g->state == G_FINISHING;
+	/*
+	 * A fetch while recording or at the end only refreshes what the setup
+	 * spooled (a session taken over, --incoming, has spooled none yet).
+	 */
+	bool refresh = (g->state == G_RUNNING || g->state == G_FINISHING) && g->meta_len;
 	const char *which = g->state == G_RUNNING ? "full" : "final";
 	bool from_cache = false;
 	struct vt_meta m;
@@ -1421,23 +1427,20 @@ static void step_done(struct guest *g, int err)
 	setup_next(g);
 }
 
-/* --incoming: the takeover's burst is done; the metadata, then the recording goes on as usual. */
+/* --incoming: the metadata is in (kallsyms too): the recording goes on as any does. */
 static void incoming_meta_done(struct guest *g, int err)
 {
 	(void)err;
-	g->state = G_RUNNING;
-	g->synced = true;
-	g->meta_partial = false;
-	log_info("guest %s: recording again, on this host", g->name);
-	spool_save_state(g);
 	spool_save_migration(g);
 	full_meta_done(g, 0);
-	changed(g);
 }
 
+/* --incoming: the takeover's burst is done: the workload may go on, the metadata comes. */
 static void incoming_synced(struct guest *g, int err)
 {
 	(void)err;
+	g->synced = true;
+	changed(g);
 	fetch_meta(g, 0, incoming_meta_done);
 }
 
@@ -1468,16 +1471,24 @@ static void resume_answered(struct guest *g, int err)
 	log_info("guest %s: took its agent's session over (resume %llu, %u events in %s%s)",
 		 g->name, (unsigned long long)g->mig.resume_no, g->mig.nr_events,
 		 g->mig.instance[0] ? "instance " : "the top-level buffer", g->mig.instance);
-	g->state = G_META;
 	ret = open_streams(g);
 	if (ret < 0) {
 		session_fail(g, "no data port could be opened (%s)", strerror(-ret));
 		return;
 	}
+	g->state = G_RUNNING;
 	g->recorded = true;
+	g->step = ST_RUNNING;
+	log_info("guest %s: recording again, on this host", g->name);
 	spool_save_state(g);
 	spool_save_migration(g);
-	g->step = ST_RUNNING;
+	changed(g);
+	if (g->stop_deferred) {
+		/* Stopped while it was taken over: what it streams now is drained, no more. */
+		g->stop_deferred = false;
+		session_stop(g);
+		return;
+	}
 	burst_run(g, "resume", incoming_synced);
 }
 
@@ -1951,6 +1962,12 @@ void session_stop(struct guest *g)
 	}
 	if (g->state >= G_STOPPING)
 		return;
+	if (g->mig.incoming && g->req.active && g->req.want == VT_PROTO_SESSION) {
+		/* The agent answers RESUME at once: take the session over, then stop it. */
+		log_info("guest %s: the stop waits for the takeover under way", g->name);
+		g->stop_deferred = true;
+		return;
+	}
 	/* Still setting up: it never recorded. session_fail() says bye to the agent. */
 	session_fail(g, "the recording ended before its setup finished (at: %s)",
 		     step_what[g->step < ST_RUNNING ? g->step : ST_RUNNING]);
