@@ -162,7 +162,10 @@ static void qmp_line(struct qmp *q, const char *line, size_t len)
 		q->g->resume_tsc = event_tsc(json_root(doc), q->tsc_khz);
 		if (q->g->mig.incoming && !q->g->mig.resume_tsc)
 			q->g->mig.resume_tsc = q->g->resume_tsc;
-		log_info("guest %s: QEMU resumed it: syncing its clock again", q->g->name);
+		if (q->g->mig.incoming && !q->g->mig.resumed)
+			log_info("guest %s: QEMU started it here (an incoming migration)", q->g->name);
+		else
+			log_info("guest %s: QEMU resumed it: syncing its clock again", q->g->name);
 		q->event(q->g, QMP_EV_RESUME, NULL);
 	} else if (name && !strcmp(name, "STOP")) {
 		q->g->stop_tsc = event_tsc(json_root(doc), q->tsc_khz);
@@ -278,6 +281,29 @@ err:
 int qmp_query_migrate(struct guest *g)
 {
 	static const char req[] = "{\"execute\":\"query-migrate\",\"id\":\"vt-migrate\"}\n";
+
+	if (!g->qmp)
+		return -ENOTCONN;
+	if (write(g->qmp->fd, req, sizeof(req) - 1) != (ssize_t)sizeof(req) - 1)
+		return -EIO;
+	return 0;
+}
+
+/**
+ * qmp_poke() - make QEMU's main loop run once (a harmless query)
+ * @g: the guest, following QMP
+ *
+ * After an incoming migration, QEMU reads a chardev only once its main loop
+ * has run again since the guest's port could take data: nothing in the
+ * guest tells it (the guest posted its buffers on the source), so what the
+ * collector writes into the control port waits for whatever wakes QEMU next,
+ * seconds later. A query wakes it.
+ *
+ * Return: 0 or -errno.
+ */
+int qmp_poke(struct guest *g)
+{
+	static const char req[] = "{\"execute\":\"query-status\",\"id\":\"vt-poke\"}\n";
 
 	if (!g->qmp)
 		return -ENOTCONN;

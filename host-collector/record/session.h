@@ -188,6 +188,7 @@ struct guest {
 	struct engine_timer drain_timer;	/* checks the drain while stopping */
 	struct engine_timer kvm_timer;		/* re-reads KVM's offsets */
 	struct engine_timer sync_timer;		/* --sync-interval */
+	struct engine_timer poke_timer;		/* --incoming: wakes QEMU while an answer is due */
 	char reply_text[512];
 	uint64_t protocol_errors;
 	struct guest_sync sync;

@@ -320,7 +320,7 @@ static bool page_ok(struct stream *s, const uint8_t *p, struct vt_page_info *inf
  * CPU's stream carried before it, so the bytes before it here started at
  * that count minus what came before it. Marks are stripped, never spooled.
  */
-static void take_mark(struct stream *s, const struct vt_proto_mark *mk)
+static void take_mark(struct stream *s, const struct vt_proto_mark *mk, uint64_t at)
 {
 	s->marks++;
 	if (mk->cpu != s->cpu)
@@ -329,16 +329,16 @@ static void take_mark(struct stream *s, const struct vt_proto_mark *mk)
 		return;		/* a later RESUME's: the first one placed the stream */
 	s->marked = true;
 	s->mark_pos = mk->position;
-	s->mark_pre = s->framed;
-	if (mk->position < s->framed)
+	s->mark_pre = at;
+	if (mk->position < at)
 		log_warn("%s: %llu bytes came before the resume mark, the agent sent %llu: the "
-			 "stream cannot be placed", s->label, (unsigned long long)s->framed,
+			 "stream cannot be placed", s->label, (unsigned long long)at,
 			 (unsigned long long)mk->position);
 	else
-		s->resume_base = mk->position - s->framed;
+		s->resume_base = mk->position - at;
 	log_debug("%s: resume mark %llu at %llu bytes, %llu before it here", s->label,
 		  (unsigned long long)mk->resume, (unsigned long long)mk->position,
-		  (unsigned long long)s->framed);
+		  (unsigned long long)at);
 }
 
 /*
@@ -364,7 +364,7 @@ static int take_pages(struct stream *s, const uint8_t *p, size_t n)
 				return ret;
 			run = p + s->subbuf;
 			run_len = 0;
-			take_mark(s, &mk);
+			take_mark(s, &mk, s->framed - s->subbuf);
 			continue;
 		}
 		good = page_ok(s, p, &info, &events, &why);

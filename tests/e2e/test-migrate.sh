@@ -34,7 +34,7 @@ RATE=${VT_MIGRATE_RATE:-800}
 
 mig_begin
 mig_boot_src
-REC=(-v -e sched -e irq --host-events sched:sched_switch --sync-interval 0.5)
+REC=(-v -e sched -e irq --host-events sched:sched_switch --sync-interval 0.5 --stop-timeout 30)
 mig_record src --chardev-dir "$SRC/ports" --name e2e --qmp "$SRC/ports/qmp.sock" -o "$SRC/out" "${REC[@]}"
 vt_test_say "$SRC/ports" "waiton 60" 70 || bad "the source's agent did not start recording"
 echo "$ME: the source records ($ANSWER)"
@@ -65,7 +65,7 @@ sleep 1
 mig_stop_record dst
 [ "${REC_RC_dst:-1}" = 0 ] || { sed 's/^/    dst| /' "$WORK/record-dst.log"; bad "record on the destination exited ${REC_RC_dst:-?}, want 0"; }
 
-vt_test_say "$DST/ports" quit 30 || bad "vt-e2e-guest did not answer quit on the destination"
+mig_say dst quit 30 || bad "vt-e2e-guest did not answer quit on the destination"
 VT_QEMU_PID=$DST_QEMU VT_TIMEOUT_PID=$DST_TPID VT_RUNDIR=$DST
 vt_agent_wait_off 60 || fail=1
 mig_qmp src "cmd('quit')" >/dev/null 2>&1
