@@ -423,7 +423,7 @@ int join_main(int argc, char **argv)
 	int c, ret, status = EXIT_FAIL;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+o:qh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:qh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o': out = optarg; break;
 		case 'n':

@@ -144,10 +144,15 @@ for side in src dst; do
     [ "${INVERSIONS:-1}" = 0 ] || bad "$side: ${INVERSIONS:-?} causality inversions"
 done
 
-# The whole story: both hosts and the joined guest, in time order.
-trace-cmd report -i "$S/host.dat" -i "$D/host.dat" -i "$J/guest-e2e.dat" >"$WORK/story.txt" 2>"$WORK/story.err" ||
+# The whole story: both hosts and the joined guest, in time order. trace-cmd names each event's
+# file by its base name, so the two host.dat files are given under names of their own.
+ln -s "$S/host.dat" "$WORK/src-host.dat"
+ln -s "$D/host.dat" "$WORK/dst-host.dat"
+trace-cmd report -i "$S/host.dat" -i "$D/host.dat" -i "$J/guest-e2e.dat" >/dev/null 2>"$WORK/story.err" ||
+    bad "trace-cmd report -i SRC/host.dat -i DST/host.dat -i OUT/guest-e2e.dat failed: $(head -3 "$WORK/story.err")"
+trace-cmd report -i "$WORK/src-host.dat" -i "$WORK/dst-host.dat" -i "$J/guest-e2e.dat" >"$WORK/story.txt" 2>"$WORK/story.err" ||
     bad "trace-cmd report of the three files failed: $(head -3 "$WORK/story.err")"
-read -r lines inv files < <(awk '{
+read -r lines inv files < <(awk '$1 ~ /\.dat:$/ {
         for (j = 2; j < NF; j++) if ($j ~ /^[0-9]+\.[0-9]+:$/) break
         if (j == NF) next
         t = substr($j, 1, length($j) - 1) + 0; n++; f[$1]++
@@ -157,6 +162,13 @@ read -r lines inv files < <(awk '{
 echo "$ME: the three-file report: $lines events from $files files, $inv steps back in time"
 [ "$files" = 3 ] || bad "the three-file report shows events of $files files, want 3"
 [ "$inv" = 0 ] || bad "the three-file report is not in time order ($inv steps back)"
+echo "$ME: around the switchover (every file):"
+awk -v from="$from" -v to="$to" '$1 ~ /\.dat:$/ {
+        for (j = 2; j < NF; j++) if ($j ~ /^[0-9]+\.[0-9]+:$/) break
+        t = substr($j, 1, length($j) - 1) * 1e9
+        if (t < from) { b[nb++ % 5] = $0 } else if (t > to && na < 5) { a[na++] = $0 } }
+    END { for (i = nb > 5 ? nb - 5 : 0; i < nb; i++) print "    " b[i % 5]; print "    ---- blackout ----"
+          for (i = 0; i < na; i++) print "    " a[i] }' "$WORK/story.txt" | cut -c1-200
 echo "$ME: around the switchover (guest lines):"
 awk -v from="$from" -v to="$to" '/guest-e2e.dat:/ {
         for (j = 2; j < NF; j++) if ($j ~ /^[0-9]+\.[0-9]+:$/) break
