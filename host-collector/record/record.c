@@ -669,8 +669,14 @@ static void check_end(struct recording *r)
 
 	for (i = 0; i < r->nr; i++) {
 		finished += session_finished(r->gs[i]);
-		/* Settled: recording with its clock synced (a workload would disturb the burst). */
-		recording += r->gs[i]->state == G_RUNNING && r->gs[i]->synced;
+		/*
+		 * Settled: recording with its clock synced (a workload would disturb
+		 * the burst); or, --incoming, still waiting for its guest, which the
+		 * command may be what migrates.
+		 */
+		recording += (r->gs[i]->state == G_RUNNING && r->gs[i]->synced) ||
+			     (r->gs[i]->mig.incoming && !r->gs[i]->mig.resumed &&
+			      !session_finished(r->gs[i]));
 	}
 	settled = finished + recording;
 	if (!r->stopping) {

@@ -12,9 +12,10 @@
  * delivers again) is taken once; what neither received is counted as lost.
  *
  * Time: the guest's TSC runs on across the move (it is migrated), but its
- * offset to the host's changes. The joined TIME_SHIFT takes the source's
- * epochs up to the guest TSC of the switchover (the source's mapping of the
- * QMP STOP before it) and the destination's from there. On one machine the
+ * offset to the host's changes; it stands still from the switchover to the
+ * resume. The joined TIME_SHIFT takes the source's epochs up to the guest
+ * TSC at the switchover (the destination's mapping of its QMP RESUME; else
+ * the source's of its STOP) and the destination's from there. On one machine the
  * two hosts' TSCs are one; two machines are related through their wall
  * clocks (each recording read its wall clock and TSC together), as well as
  * the hosts' own sync (PTP, chrony) holds them: --host-sync-bound.
@@ -207,10 +208,11 @@ static struct vt_tsync_epoch moved(const struct vt_tsync_epoch *e, int64_t delta
 
 /*
  * Per CPU: the source's epochs up to the switchover's guest TSC, then the
- * destination's from the host time that maps to it. Return: 0 or -errno.
+ * destination's from the host time that maps to it (@resume: the
+ * destination's RESUME on its own TSC, 0 if unknown). Return: 0 or -errno.
  */
 static int join_epochs(struct trace_sum *j, const struct side *src, const struct side *dst,
-		       unsigned int cpu, uint64_t stop, int64_t delta, uint64_t extra,
+		       unsigned int cpu, uint64_t stop, uint64_t resume, int64_t delta, uint64_t extra,
 		       uint64_t *switch_g, uint64_t *switch_h)
 {
 	const struct vt_tsync_cpu *s = &src->t.rec.sync[cpu], *d = &dst->t.rec.sync[cpu];
@@ -229,15 +231,25 @@ static int join_epochs(struct trace_sum *j, const struct side *src, const struct
 	}
 	if (!d->nr)
 		return 0;
-	at = s->nr ? vt_tsync_cpu_at(s, stop) : NULL;
-	if (at && vt_tsc_host_to_guest(&at->map, stop, &g) == 0 &&
-	    vt_tsc_guest_to_host(&d->epochs[0].map, g, &h) == 0) {
-		/* The destination's epoch in force at that moment, from then on. */
-		for (k = 0; k + 1 < d->nr && d->epochs[k + 1].host_from <= h; k++)
-			;
+	at = resume ? vt_tsync_cpu_at(d, resume) : NULL;
+	if (at && vt_tsc_host_to_guest(&at->map, resume, &g) == 0) {
+		/*
+		 * The guest's TSC stands still from the switchover to the resume:
+		 * its value when the destination's QEMU resumed it is where the
+		 * source's time ends (the source's STOP is stamped a little before
+		 * the guest really stops).
+		 */
+		h = resume;
+	} else if ((at = s->nr ? vt_tsync_cpu_at(s, stop) : NULL) &&
+		   vt_tsc_host_to_guest(&at->map, stop, &g) == 0 &&
+		   vt_tsc_guest_to_host(&d->epochs[0].map, g, &h) == 0) {
+		/* No resume time: the source's STOP, as the destination's clock reads it. */
 	} else {
 		h = d->epochs[0].host_from;
 	}
+	/* The destination's epoch in force at that moment, from then on. */
+	for (k = 0; k + 1 < d->nr && d->epochs[k + 1].host_from <= h; k++)
+		;
 	for (i = k; i < d->nr; i++) {
 		struct vt_tsync_epoch e = moved(&d->epochs[i], delta, extra);
 
@@ -530,7 +542,8 @@ int join_main(int argc, char **argv)
 	for (i = 0; i < j.nr_cpus; i++) {
 		uint64_t g = 0, h = 0;
 
-		ret = join_epochs(&j, &src, &dst, i, stop, js.host_delta, extra, &g, &h);
+		ret = join_epochs(&j, &src, &dst, i, stop, dst.t.rec.mig.resume_tsc, js.host_delta, extra,
+				  &g, &h);
 		if (ret < 0) {
 			log_err("cpu%u: cannot join the clock epochs: %s", i, strerror(-ret));
 			goto out_close;
