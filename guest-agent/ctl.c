@@ -171,10 +171,15 @@ static void queue_notice(int level, const char *text)
 /* The agent may wait, in poll(), up to WRITE_TIMEOUT_MS for the host to take a frame. */
 static int send_frame(struct agent *a, int len)
 {
+	long long t0 = agent_now_ns(), waited;
 	int ret = vt_conn_send_wait(a->conn, len, WRITE_TIMEOUT_MS);
 
 	if (ret < 0)
 		log_warn_local("control port: cannot send: %s", strerror(-ret));
+	/* A host that takes seconds to read is worth a line in the guest's log. */
+	waited = (agent_now_ns() - t0) / 1000000;
+	if (ret == 0 && waited >= 1000)
+		log_warn_local("control port: the host took %lld ms to take a frame", waited);
 	return ret;
 }
 
