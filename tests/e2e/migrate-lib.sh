@@ -181,8 +181,9 @@ mig_wait_record() {
 }
 
 # mig_markers FILE PREFIX N CPUS: the markers "PREFIX cpuK I" in FILE (trace-cmd report text):
-# per CPU, the indices in file order on [00K]. Sets MK_FOUND_K, MK_DUP_K, MK_ORDER_K (out of
-# order steps), MK_MISSING_K, MK_ELSEWHERE_K and prints a line per CPU.
+# per CPU, the indices in file order on [00K]. Sets MK_FOUND_K, MK_DUP_K, MK_ORDER_K (steps
+# that are not +1: gaps and steps back), MK_BACK_K (steps back), MK_MISSING_K, MK_ELSEWHERE_K
+# and prints a line per CPU.
 mig_markers() {
     local file=$1 prefix=$2 n=$3 cpu line
     for cpu in $4; do
@@ -194,12 +195,13 @@ mig_markers() {
               if (index($0, sprintf("[%03d]", cpu)) == 0) { elsewhere++; next }
               if (seen[k]++) dup++
               if (found && k != last + 1) order++
+              if (found && k <= last) back++
               last = k; found++ }
             END { miss = 0; for (k = 0; k < n; k++) if (!(k in seen)) miss++
-                  printf "%d %d %d %d %d\n", found, dup, order, miss, elsewhere }' "$file")
-        read -r f d o m e <<<"$line"
-        eval "MK_FOUND_$cpu=$f MK_DUP_$cpu=$d MK_ORDER_$cpu=$o MK_MISSING_$cpu=$m MK_ELSEWHERE_$cpu=$e"
-        echo "$ME: cpu$cpu: $f markers, $d duplicates, $o steps out of order, $m missing, $e on another CPU"
+                  printf "%d %d %d %d %d %d\n", found, dup, order, miss, elsewhere, back }' "$file")
+        read -r f d o m e b <<<"$line"
+        eval "MK_FOUND_$cpu=$f MK_DUP_$cpu=$d MK_ORDER_$cpu=$o MK_MISSING_$cpu=$m MK_ELSEWHERE_$cpu=$e MK_BACK_$cpu=$b"
+        echo "$ME: cpu$cpu: $f markers, $d duplicates, $o steps out of order ($b backwards), $m missing, $e on another CPU"
     done
 }
 
