@@ -68,6 +68,14 @@
 #define MIGRATED_QUIET_NS	(500 * NSEC_PER_MSEC)
 /* --incoming: how often QEMU is woken (qmp_poke()) while an answer is due. */
 #define POKE_NS			(100 * NSEC_PER_MSEC)
+/*
+ * --incoming: a vCPU the takeover's probes left without a clock epoch (under
+ * TCG the first answers after a migration can come seconds late) is probed
+ * again this soon, a few times, so that the events around the takeover are
+ * not mapped by an epoch measured much later.
+ */
+#define SYNC_RETRY_NS		NSEC_PER_SEC
+#define SYNC_RETRIES		5
 
 /* Setup, one step after the other (g->step). */
 enum {
@@ -137,6 +145,7 @@ static void cancel_timers(struct guest *g)
 	engine_timer_cancel(e, &g->sync_timer);
 	engine_timer_cancel(e, &g->accept_timer);
 	engine_timer_cancel(e, &g->poke_timer);
+	engine_timer_cancel(e, &g->retry_timer);
 	g->req.active = false;
 }
 
@@ -1439,10 +1448,50 @@ static void incoming_meta_done(struct guest *g, int err)
 }
 
 /* --incoming: the takeover's burst is done: the workload may go on, the metadata comes. */
+/* Whether a vCPU that streams has no clock epoch yet (probes only: KVM's are read, not measured). */
+static bool epoch_missing(const struct guest *g)
+{
+	unsigned int i;
+
+	if (strcmp(g->sync.method, "probe"))
+		return false;
+	for (i = 0; i < g->nr_streams; i++) {
+		unsigned int cpu = g->streams[i].cpu;
+
+		if (cpu < COLLECT_MAX_CPUS && !g->sync.cpus[cpu].nr && !g->sync.away[cpu])
+			return true;
+	}
+	return false;
+}
+
+static void retry_synced(struct guest *g, int err)
+{
+	(void)err;
+	if (g->state == G_RUNNING && epoch_missing(g) && ++g->sync_retries < SYNC_RETRIES)
+		engine_timer_arm(eng(g), &g->retry_timer, SYNC_RETRY_NS, 0);
+	running_burst_done(g, 0);
+}
+
+static void retry_tick(void *arg)
+{
+	struct guest *g = arg;
+
+	if (g->state != G_RUNNING || !epoch_missing(g))
+		return;
+	if (g->burst.active || g->req.active) {
+		engine_timer_arm(eng(g), &g->retry_timer, SYNC_RETRY_NS, 0);
+		return;
+	}
+	log_info("guest %s: a vCPU has no clock epoch since the takeover: probing again", g->name);
+	burst_run(g, "interval", retry_synced);
+}
+
 static void incoming_synced(struct guest *g, int err)
 {
 	(void)err;
 	g->synced = true;
+	if (epoch_missing(g))
+		engine_timer_arm(eng(g), &g->retry_timer, SYNC_RETRY_NS, 0);
 	changed(g);
 	fetch_meta(g, 0, incoming_meta_done);
 }
@@ -1866,6 +1915,7 @@ int session_begin(struct guest *g)
 	engine_timer_init(&g->stop_timer, stop_timeout, g);
 	engine_timer_init(&g->accept_timer, accept_timeout, g);
 	engine_timer_init(&g->poke_timer, poke_tick, g);
+	engine_timer_init(&g->retry_timer, retry_tick, g);
 	vt_proto_meta_rx_init(&g->meta_rx, META_LIMIT);
 	if (g->link.qmp_path[0])
 		qmp_attach(g, e, g->rec->tsc.khz, qmp_event);

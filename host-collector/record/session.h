@@ -189,6 +189,8 @@ struct guest {
 	struct engine_timer kvm_timer;		/* re-reads KVM's offsets */
 	struct engine_timer sync_timer;		/* --sync-interval */
 	struct engine_timer poke_timer;		/* --incoming: wakes QEMU while an answer is due */
+	struct engine_timer retry_timer;	/* --incoming: the takeover's sync, again */
+	unsigned int sync_retries;
 	char reply_text[512];
 	uint64_t protocol_errors;
 	struct guest_sync sync;
