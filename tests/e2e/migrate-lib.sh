@@ -146,7 +146,8 @@ mig_stop_record() {
 # its control port, see record --incoming).
 mig_say() {
     local side=$1 poker rc
-    ( while :; do mig_qmp "$side" "cmd('query-status')" >/dev/null 2>&1; sleep 0.2; done ) &
+    # The subshell must not run the test's cleanup (its EXIT trap) when it is killed.
+    ( trap - EXIT INT TERM HUP; while :; do mig_qmp "$side" "cmd('query-status')" >/dev/null 2>&1; sleep 0.2; done ) &
     poker=$!
     vt_test_say "$WORK/$side/ports" "$2" "$3"
     rc=$?
