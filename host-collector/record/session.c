@@ -1464,35 +1464,36 @@ static bool epoch_missing(const struct guest *g)
 	return false;
 }
 
-static void retry_synced(struct guest *g, int err)
-{
-	(void)err;
-	if (g->state == G_RUNNING && epoch_missing(g) && ++g->sync_retries < SYNC_RETRIES)
-		engine_timer_arm(eng(g), &g->retry_timer, SYNC_RETRY_NS, 0);
-	running_burst_done(g, 0);
-}
+static void incoming_synced(struct guest *g, int err);
 
 static void retry_tick(void *arg)
 {
 	struct guest *g = arg;
 
-	if (g->state != G_RUNNING || !epoch_missing(g))
+	if (g->state != G_RUNNING)
 		return;
-	if (g->burst.active || g->req.active) {
-		engine_timer_arm(eng(g), &g->retry_timer, SYNC_RETRY_NS, 0);
-		return;
-	}
 	log_info("guest %s: a vCPU has no clock epoch since the takeover: probing again", g->name);
-	burst_run(g, "interval", retry_synced);
+	burst_run(g, "interval", incoming_synced);
 }
 
+/*
+ * The takeover's burst is done: the workload may go on; the metadata comes
+ * once every vCPU has an epoch (or the retries are spent), since a request
+ * on its way would hold the probes back for as long as kallsyms takes.
+ */
 static void incoming_synced(struct guest *g, int err)
 {
 	(void)err;
-	g->synced = true;
-	if (epoch_missing(g))
+	if (!g->synced) {
+		g->synced = true;
+		changed(g);
+	}
+	if (g->state != G_RUNNING)
+		return;
+	if (epoch_missing(g) && ++g->sync_retries < SYNC_RETRIES) {
 		engine_timer_arm(eng(g), &g->retry_timer, SYNC_RETRY_NS, 0);
-	changed(g);
+		return;
+	}
 	fetch_meta(g, 0, incoming_meta_done);
 }
 
@@ -2032,6 +2033,7 @@ void session_stop(struct guest *g)
 		}
 		engine_timer_cancel(e, &g->kvm_timer);
 		engine_timer_cancel(e, &g->sync_timer);
+		engine_timer_cancel(e, &g->retry_timer);
 		g->stopped_seen = g->stats_last = false;
 		if (send_frame(g, vt_proto_enc_empty(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX,
 						     VT_PROTO_STOP, vt_conn_next_seq(g->conn))) < 0)

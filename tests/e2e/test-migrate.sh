@@ -61,9 +61,11 @@ mig_wait_record src 60
 # The agent answers the destination once it has sent what it owed the source (a metadata
 # bundle under way at the switchover goes out first, into the destination's port).
 mig_wait_log dst 'recording again, on this host' 120 || bad "the destination did not take the session over in 120 s"
-# A few of the destination's periodic probe bursts (every 0.5 s), as on the source: its first
-# one ran right after the takeover, on a guest whose TCG translations were all new.
-sleep 5
+# Its metadata (once its clock has an epoch), then a few of its periodic probe bursts (every
+# 0.5 s), as on the source: the first ran right after the takeover, on a guest whose TCG
+# translations were all new.
+mig_wait_log dst 'META_REQ answered' 120 || bad "the destination did not fetch the metadata in 120 s"
+sleep 3
 mig_stop_record dst
 [ "${REC_RC_dst:-1}" = 0 ] || { sed 's/^/    dst| /' "$WORK/record-dst.log"; bad "record on the destination exited ${REC_RC_dst:-?}, want 0"; }
 
