@@ -1464,36 +1464,41 @@ static bool epoch_missing(const struct guest *g)
 	return false;
 }
 
-static void incoming_synced(struct guest *g, int err);
+static void retry_synced(struct guest *g, int err);
 
 static void retry_tick(void *arg)
 {
 	struct guest *g = arg;
 
-	if (g->state != G_RUNNING)
+	if (g->state != G_RUNNING || !epoch_missing(g))
 		return;
-	log_info("guest %s: a vCPU has no clock epoch since the takeover: probing again", g->name);
-	burst_run(g, "interval", incoming_synced);
-}
-
-/*
- * The takeover's burst is done: the workload may go on; the metadata comes
- * once every vCPU has an epoch (or the retries are spent), since a request
- * on its way would hold the probes back for as long as kallsyms takes.
- */
-static void incoming_synced(struct guest *g, int err)
-{
-	(void)err;
-	if (!g->synced) {
-		g->synced = true;
-		changed(g);
-	}
-	if (g->state != G_RUNNING)
-		return;
-	if (epoch_missing(g) && ++g->sync_retries < SYNC_RETRIES) {
+	if (g->burst.active || g->req.active) {
+		/* The metadata on its way: probes would wait behind it. */
 		engine_timer_arm(eng(g), &g->retry_timer, SYNC_RETRY_NS, 0);
 		return;
 	}
+	log_info("guest %s: a vCPU has no clock epoch since the takeover: probing again", g->name);
+	burst_run(g, "interval", retry_synced);
+}
+
+static void retry_synced(struct guest *g, int err)
+{
+	(void)err;
+	if (g->state == G_RUNNING && epoch_missing(g) && ++g->sync_retries < SYNC_RETRIES)
+		engine_timer_arm(eng(g), &g->retry_timer, SYNC_RETRY_NS, 0);
+	running_burst_done(g, 0);
+}
+
+/* The takeover's burst is done: the workload may go on, the metadata comes. */
+static void incoming_synced(struct guest *g, int err)
+{
+	(void)err;
+	g->synced = true;
+	changed(g);
+	if (g->state != G_RUNNING)
+		return;
+	if (epoch_missing(g))
+		engine_timer_arm(eng(g), &g->retry_timer, SYNC_RETRY_NS, 0);
 	fetch_meta(g, 0, incoming_meta_done);
 }
 

@@ -56,6 +56,10 @@ mig_begin() {
     SRC_ARGS=("${SETUP_ARGS[@]}")
     vt_collect_ports "$COLLECT" "$DST/ports" || exit 1
     DST_ARGS=("${SETUP_ARGS[@]}")
+    if [ -n "${MIG_SERIAL_OPTS:-}" ]; then
+        SRC_ARGS=("${SRC_ARGS[@]/virtio-serial-pci,/virtio-serial-pci,$MIG_SERIAL_OPTS,}")
+        DST_ARGS=("${DST_ARGS[@]/virtio-serial-pci,/virtio-serial-pci,$MIG_SERIAL_OPTS,}")
+    fi
 }
 
 # mig_start DIR ARGS...: QEMU with the given extra arguments (the ports').
