@@ -16,6 +16,7 @@
 #   mig_wait_record SIDE SECS wait for a record that ends by itself; sets REC_RC_SIDE
 #   mig_wait_log SIDE RE SECS until SIDE's record log (-v) says RE
 #   mig_say SIDE LINE SECS    vt_test_say on SIDE, its QEMU woken meanwhile
+#   mig_yield_src             the source's record at nice 19 (its end: after the switchover)
 #   mig_markers FILE PREFIX N CPUS  check FILE (trace-cmd report text) holds markers PREFIX cpuK
 #                             0..N-1 on [00K], each once, in order (or the losses of MISSING_OK)
 # Every check failure goes through bad(), which prints "ME: FAIL: ..." and fails the test.
@@ -158,6 +159,14 @@ mig_say() {
     kill "$poker" 2>/dev/null
     wait "$poker" 2>/dev/null
     return $rc
+}
+
+# mig_yield_src: once the guest has left, the source's record writes its files (zstd on every
+# core) just as the destination takes the session over; on one machine that starves the
+# destination's QEMU and record (which two hosts would not share): it goes on at nice 19.
+mig_yield_src() {
+    local p
+    for p in $(pgrep -P "${REC_PID_src:-0}" 2>/dev/null); do renice -n 19 -p "$p" >/dev/null 2>&1; done
 }
 
 # mig_wait_log SIDE REGEX SECS: until SIDE's record log (record -v) matches REGEX.

@@ -41,6 +41,7 @@ exec 7>&-
 sleep 2
 mig_migrate
 mig_wait completed 90 || bad "the migration did not complete"
+mig_yield_src
 sleep "$LATE"
 echo "$ME: the destination's collector starts $LATE s after the switchover"
 mig_record dst --chardev-dir "$DST/ports" --name e2e --incoming --qmp "$DST/ports/qmp.sock" -o "$DST/out" "${REC[@]}"

@@ -50,6 +50,7 @@ exec 7>&-
 sleep 2
 mig_migrate
 mig_wait completed 90 || bad "the migration did not complete"
+mig_yield_src
 echo "$ME: migration took $(vt_secs "$MIG_T1" "$MIG_T2") s (asked to seen completed)"
 exec 8<>"$DST/ports/vt-test.out"
 read -r -t 150 FLOOD <&8 || FLOOD="no answer"
