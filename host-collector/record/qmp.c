@@ -290,29 +290,6 @@ int qmp_query_migrate(struct guest *g)
 }
 
 /**
- * qmp_poke() - make QEMU's main loop run once (a harmless query)
- * @g: the guest, following QMP
- *
- * After an incoming migration, QEMU reads a chardev only once its main loop
- * has run again since the guest's port could take data: nothing in the
- * guest tells it (the guest posted its buffers on the source), so what the
- * collector writes into the control port waits for whatever wakes QEMU next,
- * seconds later. A query wakes it.
- *
- * Return: 0 or -errno.
- */
-int qmp_poke(struct guest *g)
-{
-	static const char req[] = "{\"execute\":\"query-status\",\"id\":\"vt-poke\"}\n";
-
-	if (!g->qmp)
-		return -ENOTCONN;
-	if (write(g->qmp->fd, req, sizeof(req) - 1) != (ssize_t)sizeof(req) - 1)
-		return -EIO;
-	return 0;
-}
-
-/**
  * qmp_detach() - close a guest's QMP connection
  * @g: the guest
  */

@@ -20,6 +20,5 @@ int qmp_attach(struct guest *g, struct engine *e, uint64_t tsc_khz,
 	       void (*event)(struct guest *g, enum qmp_ev ev, const char *detail));
 void qmp_detach(struct guest *g);
 int qmp_query_migrate(struct guest *g);
-int qmp_poke(struct guest *g);
 
 #endif

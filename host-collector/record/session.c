@@ -66,8 +66,6 @@
  * chardevs already).
  */
 #define MIGRATED_QUIET_NS	(500 * NSEC_PER_MSEC)
-/* --incoming: how often QEMU is woken (qmp_poke()) while an answer is due. */
-#define POKE_NS			(100 * NSEC_PER_MSEC)
 /*
  * --incoming: a vCPU the takeover's probes left without a clock epoch (under
  * TCG the first answers after a migration can come seconds late) is probed
@@ -144,7 +142,6 @@ static void cancel_timers(struct guest *g)
 	engine_timer_cancel(e, &g->kvm_timer);
 	engine_timer_cancel(e, &g->sync_timer);
 	engine_timer_cancel(e, &g->accept_timer);
-	engine_timer_cancel(e, &g->poke_timer);
 	engine_timer_cancel(e, &g->retry_timer);
 	g->req.active = false;
 }
@@ -1886,22 +1883,6 @@ static void open_early(struct guest *g)
 			g->mig.early_fds[cpu] = -1;
 }
 
-/*
- * --incoming: while the agent owes an answer, QEMU is woken every POKE_NS,
- * so that it reads what waits in the control port's chardev (qmp_poke()).
- */
-static void poke_tick(void *arg)
-{
-	struct guest *g = arg;
-
-	if (session_finished(g)) {
-		engine_timer_cancel(eng(g), &g->poke_timer);
-		return;
-	}
-	if (g->req.active || g->burst.active)
-		qmp_poke(g);
-}
-
 /**
  * session_begin() - start driving an attached guest: its setup runs on its
  * own from here, and it starts recording when it is ready
@@ -1920,16 +1901,12 @@ int session_begin(struct guest *g)
 	engine_timer_init(&g->sync_timer, sync_tick, g);
 	engine_timer_init(&g->stop_timer, stop_timeout, g);
 	engine_timer_init(&g->accept_timer, accept_timeout, g);
-	engine_timer_init(&g->poke_timer, poke_tick, g);
 	engine_timer_init(&g->retry_timer, retry_tick, g);
 	vt_proto_meta_rx_init(&g->meta_rx, META_LIMIT);
 	if (g->link.qmp_path[0])
 		qmp_attach(g, e, g->rec->tsc.khz, qmp_event);
-	if (g->mig.incoming) {
+	if (g->mig.incoming)
 		open_early(g);
-		if (g->qmp)
-			engine_timer_arm(e, &g->poke_timer, POKE_NS, POKE_NS);
-	}
 	if (g->ctl_lfd < 0)
 		return connected(g);
 	/* --listen: QEMU connects when it can (reconnect=N); the engine waits, nobody else does. */

@@ -188,7 +188,6 @@ struct guest {
 	struct engine_timer drain_timer;	/* checks the drain while stopping */
 	struct engine_timer kvm_timer;		/* re-reads KVM's offsets */
 	struct engine_timer sync_timer;		/* --sync-interval */
-	struct engine_timer poke_timer;		/* --incoming: wakes QEMU while an answer is due */
 	struct engine_timer retry_timer;	/* --incoming: the takeover's sync, again */
 	unsigned int sync_retries;
 	char reply_text[512];

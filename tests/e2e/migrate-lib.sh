@@ -15,7 +15,6 @@
 #   mig_stop_record SIDE      SIGINT it (if running) and wait; sets REC_RC_SIDE
 #   mig_wait_record SIDE SECS wait for a record that ends by itself; sets REC_RC_SIDE
 #   mig_wait_log SIDE RE SECS until SIDE's record log (-v) says RE
-#   mig_say SIDE LINE SECS    vt_test_say on SIDE, its QEMU woken meanwhile
 #   mig_yield_src             the source's record at nice 19 (its end: after the switchover)
 #   mig_markers FILE PREFIX N CPUS  check FILE (trace-cmd report text) holds markers PREFIX cpuK
 #                             0..N-1 on [00K], each once, in order (or the losses of MISSING_OK)
@@ -143,22 +142,6 @@ mig_stop_record() {
     rc=$?
     eval "REC_RC_$side=$rc"
     echo "$ME: record on the $side exited $rc"
-}
-
-# mig_say SIDE LINE SECS: vt_test_say on SIDE's vt-test port, with SIDE's QEMU woken (a QMP
-# query every 0.2 s) meanwhile: after an incoming migration QEMU reads a chardev only once its
-# main loop ran again, and nothing in an idle guest makes it (the collector does the same for
-# its control port, see record --incoming).
-mig_say() {
-    local side=$1 poker rc
-    # The subshell must not run the test's cleanup (its EXIT trap) when it is killed.
-    ( trap - EXIT INT TERM HUP; while :; do mig_qmp "$side" "cmd('query-status')" >/dev/null 2>&1; sleep 0.2; done ) &
-    poker=$!
-    vt_test_say "$WORK/$side/ports" "$2" "$3"
-    rc=$?
-    kill "$poker" 2>/dev/null
-    wait "$poker" 2>/dev/null
-    return $rc
 }
 
 # mig_yield_src: once the guest has left, the source's record writes its files (zstd on every

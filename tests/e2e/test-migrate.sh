@@ -71,7 +71,7 @@ sleep 3
 mig_stop_record dst
 [ "${REC_RC_dst:-1}" = 0 ] || { sed 's/^/    dst| /' "$WORK/record-dst.log"; bad "record on the destination exited ${REC_RC_dst:-?}, want 0"; }
 
-mig_say dst quit 30 || bad "vt-e2e-guest did not answer quit on the destination"
+vt_test_say "$DST/ports" quit 30 || bad "vt-e2e-guest did not answer quit on the destination"
 VT_QEMU_PID=$DST_QEMU VT_TIMEOUT_PID=$DST_TPID VT_RUNDIR=$DST
 vt_agent_wait_off 60 || fail=1
 mig_qmp src "cmd('quit')" >/dev/null 2>&1
