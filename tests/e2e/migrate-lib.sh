@@ -135,9 +135,11 @@ mig_record() {
 }
 
 mig_stop_record() {
-    local side=$1 pid rc
+    local side=$1 pid rc c
     eval "pid=\$REC_PID_$side"
-    kill -INT "$pid" 2>/dev/null
+    # To the collector itself: `timeout` passes a signal on to its child and to its process
+    # group, so the collector could get two, and a second SIGINT keeps only what is on disk.
+    for c in $(pgrep -P "$pid" 2>/dev/null); do kill -INT "$c" 2>/dev/null; done
     wait "$pid"
     rc=$?
     eval "REC_RC_$side=$rc"
@@ -164,11 +166,11 @@ mig_wait_log() {
 
 # mig_wait_record SIDE SECS: wait for a record that ends by itself; sets REC_RC_SIDE (124: killed).
 mig_wait_record() {
-    local side=$1 pid i rc
+    local side=$1 pid i rc c
     eval "pid=\$REC_PID_$side"
     for ((i = 0; i < $2 * 10; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     if kill -0 "$pid" 2>/dev/null; then
-        kill -INT "$pid"
+        for c in $(pgrep -P "$pid" 2>/dev/null); do kill -INT "$c" 2>/dev/null; done
         bad "record on the $side did not end by itself within $2 s"
     fi
     wait "$pid"
