@@ -20,6 +20,7 @@ static const struct command {
 	const char *name;
 	int (*run)(int argc, char **argv);
 } commands[] = {
+	{ "join", join_main },
 	{ "list", list_main },
 	{ "record", record_main },
 	{ "recover", recover_main },

@@ -53,6 +53,7 @@ void record_usage(FILE *f)
 "Usage: virtio-trace-collect record GUEST... [OPTION]... [-- COMMAND [ARG]...]\n"
 "       virtio-trace-collect report DIR\n"
 "       virtio-trace-collect recover DIR\n"
+"       virtio-trace-collect join SRC DST -o OUT\n"
 "       virtio-trace-collect setup --vcpus N [--backend pipe|unix|unix-connect]\n"
 "                                  [--dir DIR]\n"
 "                                  [--format qemu|libvirt] [--create]\n"
@@ -92,7 +93,12 @@ void record_usage(FILE *f)
 "                         host file's GUEST option, and KVM's TSC offsets\n"
 "  --qmp PATH             the guest's QMP socket: after a `cont` (RESUME) the\n"
 "                         clock is synced again at once (a stop moves a TCG\n"
-"                         guest's TSC offset)\n"
+"                         guest's TSC offset); a live migration (MIGRATION\n"
+"                         completed) ends the guest's recording here, drained\n"
+"                         to the switchover, with no stop sent to its agent\n"
+"  --incoming             the guest migrates in: wait for it on these ports (600 s\n"
+"                         at most) and take its agent's running session over;\n"
+"                         `join` makes one trace of the two recordings\n"
 "\n"
 "Recording:\n"
 "  -e, --event SYS[:EV]   a guest event, system or glob (repeatable)\n"
@@ -224,7 +230,7 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 	       OPT_BUFSZ, OPT_SUBBUF, OPT_LASTBOOT, OPT_CLOCK, OPT_HOST, OPT_MAXSZ, OPT_FV, OPT_NOCOMP, OPT_ZEND, OPT_KCACHE, OPT_NOKCACHE, OPT_KEEP, OPT_FORCE, OPT_FSYNC, OPT_SYNC, OPT_TSCOFF,
 	       OPT_PROBES, OPT_SINTV, OPT_DEBUGFS, OPT_STOPTO, OPT_QMP, OPT_DOMAIN, OPT_CONNECT,
 	       OPT_HOST_PID, OPT_KVM_EXITS, OPT_LISTEN_GROUP, OPT_LISTEN_UID, OPT_MODE, OPT_WAIT, OPT_ALL,
-	       OPT_LIVE };
+	       OPT_LIVE, OPT_INCOMING };
 	static const struct option longopts[] = {
 		{ "chardev-dir", required_argument, NULL, OPT_CHARDEV },
 		{ "domain", required_argument, NULL, OPT_DOMAIN },
@@ -233,6 +239,7 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 		{ "listen", no_argument, NULL, OPT_LISTEN },
 		{ "listen-group", required_argument, NULL, OPT_LISTEN_GROUP },
 		{ "listen-uid", required_argument, NULL, OPT_LISTEN_UID },
+		{ "incoming", no_argument, NULL, OPT_INCOMING },
 		{ "ctl", required_argument, NULL, OPT_CTL },
 		{ "cpu", required_argument, NULL, OPT_CPU },
 		{ "name", required_argument, NULL, OPT_NAME },
@@ -323,6 +330,7 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 			snprintf(g->link.connect_uri, sizeof(g->link.connect_uri), "%s", optarg);
 			break;
 		case OPT_LISTEN:
+		case OPT_INCOMING:
 		case OPT_CPU:
 		case OPT_NAME:
 		case OPT_QEMU_PID:
@@ -339,6 +347,8 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 			}
 			if (c == OPT_LISTEN) {
 				g->link.listen = true;
+			} else if (c == OPT_INCOMING) {
+				g->mig.incoming = true;
 			} else if (c == OPT_CPU) {
 				if (g->link.nr_cpu_paths >= COLLECT_MAX_CPUS)
 					return -EINVAL;
@@ -1043,8 +1053,14 @@ static void check_end(struct recording *r)
 
 	for (i = 0; i < r->nr; i++) {
 		finished += session_finished(r->gs[i]);
-		/* Settled: recording with its clock synced (a workload would disturb the burst). */
-		recording += r->gs[i]->state == G_RUNNING && r->gs[i]->synced;
+		/*
+		 * Settled: recording with its clock synced (a workload would disturb
+		 * the burst); or, --incoming, still waiting for its guest, which the
+		 * command may be what migrates.
+		 */
+		recording += (r->gs[i]->state == G_RUNNING && r->gs[i]->synced) ||
+			     (r->gs[i]->mig.incoming && !r->gs[i]->mig.resumed &&
+			      !session_finished(r->gs[i]));
 	}
 	settled = finished + recording;
 	if (!r->stopping && recording && r->o->duration && !r->duration_armed) {
@@ -1253,7 +1269,7 @@ int record_main(int argc, char **argv)
 		.file_mode = 0600,
 	};
 	struct spool_perm perm;
-	unsigned int nr = 0, i, recorded = 0, refused = 0, accepted = 0, fit;
+	unsigned int nr = 0, i, recorded = 0, refused = 0, accepted = 0, fit, migrated = 0;
 	int out_fd, spool_fd = -1;
 	bool created;
 	struct engine *e;
@@ -1419,12 +1435,15 @@ int record_main(int argc, char **argv)
 		recorded += g->recorded;
 		refused += g->refused;
 		accepted += g->accepted;
+		migrated += g->mig.out || g->mig.resumed;
 		if (g->state == G_FAILED)
 			status = EXIT_PARTIAL;
 		for (unsigned int j = 0; j < g->nr_streams; j++)
 			stream_finish(&g->streams[j]);
-		if (g->spool[0])
+		if (g->spool[0]) {
 			spool_save_state(g);
+			spool_save_migration(g);
+		}
 	}
 	engine_free(e);
 	if (r.host) {
@@ -1462,7 +1481,11 @@ int record_main(int argc, char **argv)
 		return EXIT_FAIL;
 	}
 	close(spool_fd);
-	ret = output_finalise(out_fd, o.out_dir, o.keep_spool, o.fsync, false);
+	/* A guest that migrated out or in: `join` makes one trace of the two spools. */
+	if (migrated && !o.keep_spool && !collect_quiet)
+		log_info("%s/.spool is kept for `virtio-trace-collect join` (a guest migrated)",
+			 o.out_dir);
+	ret = output_finalise(out_fd, o.out_dir, o.keep_spool || migrated, o.fsync, false);
 	if (ret == EXIT_OK && status != EXIT_OK)
 		ret = status;
 	/* What was recorded and what to run next, from the manifest just written. */

@@ -106,3 +106,41 @@ int spool_save_sync(const struct guest *g)
 			   g->nr_cpus < COLLECT_MAX_CPUS ? g->nr_cpus : COLLECT_MAX_CPUS, g->sync.host_end);
 	return spool_text_save(&t, g->spool_fd, "sync");
 }
+
+/**
+ * spool_save_migration() - write what a live migration did to the guest's
+ * recording (the spool's "migration" file; nothing for a guest that never
+ * saw one)
+ * @g: the guest
+ *
+ * Where each stream stands: its bytes and pages, the timestamp of its last
+ * page, and for a takeover (--incoming) where its resume mark was.
+ *
+ * Return: 0 or -errno.
+ */
+int spool_save_migration(const struct guest *g)
+{
+	const struct guest_migration *m = &g->mig;
+	struct spool_text t = { 0 };
+	unsigned int i;
+
+	if (!m->incoming && !m->out && !m->migrating && !m->failures)
+		return 0;
+	spool_tprintf(&t, "direction=%s\nstatus=%s\nresumed=%d\nactive_tsc=%" PRIu64
+		"\nstop_tsc=%" PRIu64 "\ncompleted_tsc=%" PRIu64 "\nresume_tsc=%" PRIu64
+		"\ntaken_tsc=%" PRIu64 "\nout_tsc=%" PRIu64 "\ndowntime_ms=%" PRIu64
+		"\ntotal_ms=%" PRIu64 "\nfailures=%u\nresume_no=%" PRIu64 "\ninstance=%s\nnr_events=%u"
+		"\nignored=%" PRIu64 "\nhost_boot_id=%s\nhost_rt_ns=%" PRIu64 "\nhost_rt_tsc=%" PRIu64 "\n",
+		m->incoming ? "in" : m->out ? "out" : "none", m->status, m->resumed, m->active_tsc,
+		m->stop_tsc, m->completed_tsc, m->resume_tsc, m->taken_tsc, m->out_tsc,
+		m->downtime_ms, m->total_ms, m->failures, m->resume_no, m->instance, m->nr_events,
+		m->ignored, m->boot_id, m->rt_ns, m->rt_tsc);
+	for (i = 0; i < g->nr_streams; i++) {
+		const struct stream *s = &g->streams[i];
+
+		spool_tprintf(&t, "stream%u=%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%d,%" PRIu64 ",%" PRIu64
+			",%" PRIu64 "\n", s->cpu, s->bytes_session, s->pages, s->last_ts, s->marked,
+			s->mark_pos, s->mark_pre, s->marks);
+	}
+	return spool_text_save(&t, g->spool_fd, "migration");
+}

@@ -41,6 +41,69 @@ static double ticks_ns(const struct finish *r, uint64_t ticks)
 	return r->opt.tsc_khz ? ticks * 1e6 / r->opt.tsc_khz : 0;
 }
 
+/* Host TSC as trace-cmd prints it (TSC2NSEC), 0 when unknown. */
+static uint64_t tsc_ns(const struct finish *r, uint64_t tsc)
+{
+	if (!tsc || !r->opt.tsc_mult)
+		return 0;
+	return (uint64_t)(((unsigned __int128)tsc * r->opt.tsc_mult) >> r->opt.tsc_shift);
+}
+
+/* A live migration's facts ("migration" in a guest): out, in, or one that failed. */
+static void json_migration(FILE *f, const struct finish *r, const struct spool_migration *m,
+			   unsigned int nr_cpus)
+{
+	bool out = !strcmp(m->direction, "out"), in = !strcmp(m->direction, "in");
+	uint64_t at = m->stop_tsc ? m->stop_tsc : m->completed_tsc;
+	unsigned int i;
+	bool first = true;
+
+	fprintf(f, "      \"migration\": {\n        \"direction\": ");
+	json_str(f, m->direction);
+	fprintf(f, ",\n        \"status\": ");
+	json_str(f, m->status);
+	fprintf(f, ",\n        \"reason\": ");
+	if (out)
+		json_str(f, "migrated out: QEMU reported the live migration completed; the recording "
+			 "ends at the switchover, drained of what the ports still delivered");
+	else if (in && m->resumed)
+		json_str(f, "migrated in: the agent's running session was taken over (RESUME)");
+	else if (in)
+		json_str(f, "migrated in: the agent had no running session; a new recording was set up");
+	else
+		json_str(f, "a live migration began but did not complete: the guest stayed");
+	fprintf(f, ",\n        \"failures\": %u", m->failures);
+	if (out)
+		fprintf(f, ",\n        \"migrated_out_at_ns\": %" PRIu64, tsc_ns(r, at));
+	if (in)
+		fprintf(f, ",\n        \"resumed_at_ns\": %" PRIu64 ",\n        \"taken_over_at_ns\": %"
+			PRIu64 ",\n        \"resume_number\": %" PRIu64 ",\n        \"stale_messages\": %"
+			PRIu64, tsc_ns(r, m->resume_tsc), tsc_ns(r, m->taken_tsc), m->resume_no,
+			m->ignored);
+	fprintf(f, ",\n        \"host_tsc\": { \"active\": %" PRIu64 ", \"stop\": %" PRIu64
+		", \"completed\": %" PRIu64 ", \"resume\": %" PRIu64 ", \"taken_over\": %" PRIu64
+		", \"drained\": %" PRIu64 " }", m->active_tsc, m->stop_tsc, m->completed_tsc,
+		m->resume_tsc, m->taken_tsc, m->out_tsc);
+	fprintf(f, ",\n        \"qemu_downtime_ms\": %" PRIu64 ",\n        \"qemu_total_ms\": %" PRIu64,
+		m->downtime_ms, m->total_ms);
+	fprintf(f, ",\n        \"cpus\": [");
+	for (i = 0; i < nr_cpus && i < COLLECT_MAX_CPUS; i++) {
+		const struct spool_mig_cpu *c = &m->cpus[i];
+
+		if (!c->bytes && !c->pages && !c->marked)
+			continue;
+		fprintf(f, "%s\n          { \"cpu\": %u, \"stream_bytes\": %" PRIu64 ", \"pages\": %" PRIu64
+			", \"last_page_ts\": %" PRIu64, first ? "" : ",", i, c->bytes, c->pages, c->last_ts);
+		if (in)
+			fprintf(f, ", \"resume_mark\": %s, \"mark_position\": %" PRIu64
+				", \"bytes_before_mark\": %" PRIu64, c->marked ? "true" : "false",
+				c->mark_pos, c->mark_pre);
+		fprintf(f, " }");
+		first = false;
+	}
+	fprintf(f, "\n        ]\n      },\n");
+}
+
 static void json_trace(FILE *f, const struct finish *r, const struct trace_sum *t)
 {
 	uint64_t overrun = 0, lost_pages = 0, dropped = 0;
@@ -147,6 +210,8 @@ static void json_trace(FILE *f, const struct finish *r, const struct trace_sum *
 			fprintf(f, "        \"bound_ns\": null\n      },\n");
 		else
 			fprintf(f, "        \"bound_ns\": %.1f\n      },\n", bound);
+		if (t->rec.mig.have)
+			json_migration(f, r, &t->rec.mig, t->rec.nr_cpus);
 		fprintf(f, "      \"max_size_reached\": %s,\n", t->rec.max_reached ? "true" : "false");
 		fprintf(f, "      \"kallsyms_from_cache\": %s,\n      \"kallsyms_cache_vm\": ",
 			t->rec.kcache_hit ? "true" : "false");
@@ -178,6 +243,39 @@ static void json_trace(FILE *f, const struct finish *r, const struct trace_sum *
 	fprintf(f, "      \"problems\": ");
 	json_str(f, t->problems);
 	fprintf(f, "\n    }");
+}
+
+/* `join`: the two recordings, the switchover and each CPU's stream across it. */
+static void json_join(FILE *f, const struct finish *r, const struct join_sum *js)
+{
+	uint64_t stop = tsc_ns(r, js->stop_tsc), resume = tsc_ns(r, js->resume_tsc);
+	unsigned int i;
+
+	fprintf(f, ",\n  \"join\": {\n    \"source\": ");
+	json_str(f, js->src);
+	fprintf(f, ",\n    \"destination\": ");
+	json_str(f, js->dst);
+	fprintf(f, ",\n    \"hosts\": \"%s\",\n    \"host_sync_bound_ns\": %" PRIu64
+		",\n    \"host_delta_ticks\": %" PRId64, js->two_hosts ? "two" : "one",
+		js->sync_bound_ns, js->host_delta);
+	fprintf(f, ",\n    \"blackout\": { \"from_ns\": %" PRIu64 ", \"to_ns\": %" PRIu64
+		", \"ms\": %.3f, \"qemu_downtime_ms\": %" PRIu64 " }", stop, resume,
+		resume > stop ? (resume - stop) / 1e6 : 0.0, js->qemu_downtime_ms);
+	fprintf(f, ",\n    \"switch_guest_tsc\": %" PRIu64 ",\n    \"switch_host_ns\": %" PRIu64,
+		js->switch_guest_tsc, tsc_ns(r, js->switch_host_tsc));
+	fprintf(f, ",\n    \"cpus\": [");
+	for (i = 0; i < js->nr; i++) {
+		const struct join_cpu *c = &js->cpus[i];
+
+		fprintf(f, "%s\n      { \"cpu\": %u, \"resume_mark\": %s, \"source_stream_bytes\": %"
+			PRIu64 ", \"destination_from_byte\": %" PRIu64 ", \"duplicate_bytes_dropped\": %"
+			PRIu64 ", \"lost_bytes\": %" PRIu64 ", \"source_pages\": %" PRIu64
+			", \"source_events\": %" PRIu64 ", \"destination_pages\": %" PRIu64
+			", \"destination_events\": %" PRIu64 " }", i ? "," : "", c->cpu,
+			c->marked ? "true" : "false", c->src_to, c->dst_from, c->skip, c->gap,
+			c->src_pages, c->src_events, c->dst_pages, c->dst_events);
+	}
+	fprintf(f, "\n    ]\n  }");
 }
 
 int manifest_write(struct finish *r, bool recovered)
@@ -229,7 +327,10 @@ int manifest_write(struct finish *r, bool recovered)
 		json_trace(f, r, &r->traces[i]);
 		first = false;
 	}
-	fprintf(f, "\n  ]\n}\n");
+	fprintf(f, "\n  ]");
+	if (r->join)
+		json_join(f, r, r->join);
+	fprintf(f, "\n}\n");
 	if (r->fsync && (fflush(f) != 0 || fsync(fileno(f)) < 0)) {
 		ret = -errno;
 		fclose(f);

@@ -22,6 +22,7 @@
  *                           streaming, and what they cover (record/compress.c; no .zsum: ignored)
  *       agent               key=value: the agent's final counters
  *       sync                the clock mapping (see record/sync.c)
+ *       migration           key=value: a live migration, out or in (record/session-save.c)
  *   .spool/host/            the host's pages and metadata, same layout
  *
  * Small files are written to a temporary name and renamed, so a kill leaves
@@ -1081,6 +1082,61 @@ static void load_cpu_files(struct spool_trace *t, int dir, unsigned int nr)
 	closedir(d);
 }
 
+/* The "migration" file (record/session-save.c): every number bounded, every string sanitised. */
+static void load_migration(struct spool_trace *t, int dir)
+{
+	struct spool_migration *m = &t->mig;
+	char *text, buf[1024], key[32];
+	unsigned int i;
+	size_t len;
+
+	if (spool_read_file(dir, "migration", (void **)&text, &len, STATE_MAX) < 0)
+		return;
+	m->have = true;
+	kv(text, "direction", buf, sizeof(buf));
+	collect_sanitize(m->direction, sizeof(m->direction), buf, false);
+	kv(text, "status", buf, sizeof(buf));
+	collect_sanitize(m->status, sizeof(m->status), buf, false);
+	m->resumed = kv_u64(text, "resumed") != 0;
+	m->active_tsc = kv_u64(text, "active_tsc");
+	m->stop_tsc = kv_u64(text, "stop_tsc");
+	m->completed_tsc = kv_u64(text, "completed_tsc");
+	m->resume_tsc = kv_u64(text, "resume_tsc");
+	m->taken_tsc = kv_u64(text, "taken_tsc");
+	m->out_tsc = kv_u64(text, "out_tsc");
+	m->downtime_ms = kv_u64(text, "downtime_ms");
+	m->total_ms = kv_u64(text, "total_ms");
+	m->failures = (uint32_t)kv_u64(text, "failures");
+	m->resume_no = kv_u64(text, "resume_no");
+	if (kv(text, "instance", buf, sizeof(buf)))
+		collect_sanitize(m->instance, sizeof(m->instance), buf, false);
+	m->nr_events = (uint32_t)kv_u64(text, "nr_events");
+	m->ignored = kv_u64(text, "ignored");
+	if (kv(text, "host_boot_id", buf, sizeof(buf)))
+		collect_sanitize(m->boot_id, sizeof(m->boot_id), buf, false);
+	m->rt_ns = kv_u64(text, "host_rt_ns");
+	m->rt_tsc = kv_u64(text, "host_rt_tsc");
+	for (i = 0; i < t->nr_cpus; i++) {
+		struct spool_mig_cpu *c = &m->cpus[i];
+		unsigned long long v[7];
+		int marked;
+
+		snprintf(key, sizeof(key), "stream%u", i);
+		if (!kv(text, key, buf, sizeof(buf)) ||
+		    sscanf(buf, "%llu,%llu,%llu,%d,%llu,%llu,%llu", &v[0], &v[1], &v[2], &marked, &v[4],
+			   &v[5], &v[6]) != 7)
+			continue;
+		c->bytes = v[0];
+		c->pages = v[1];
+		c->last_ts = v[2];
+		c->marked = marked != 0;
+		c->mark_pos = v[4];
+		c->mark_pre = v[5];
+		c->marks = v[6];
+	}
+	free(text);
+}
+
 /**
  * spool_trace_load() - read everything the spool holds about one trace
  * @dir: the trace's spool directory
@@ -1171,6 +1227,7 @@ int spool_trace_load(int dir, bool host, struct spool_trace *t)
 	}
 	load_cpu_files(t, dir, t->nr_cpus);
 	load_sync(t, dir);
+	load_migration(t, dir);
 	return 0;
 }
 
@@ -1194,7 +1251,7 @@ void spool_trace_free(struct spool_trace *t)
  * a spool file added above must be added here too.
  */
 static const char *const trace_files[] = {
-	"state", "agent", "sync", "meta.bin", "data", "layout", "inplace", "probe",
+	"state", "agent", "sync", "meta.bin", "data", "layout", "inplace", "probe", "migration",
 };
 static const char *const cpu_suffixes[] = { "pages", "bad", "frag", "stats", "sums", "zst", "zsum" };
 

@@ -76,6 +76,58 @@ struct spool_cpu {
 };
 
 /**
+ * struct spool_mig_cpu - one stream at a live migration (the "migration" file)
+ * @bytes: bytes this recording received on it
+ * @pages: good pages
+ * @last_ts: the timestamp of its last good page (guest clock)
+ * @marked: a resume mark came (a takeover: record --incoming)
+ * @mark_pos: the agent's count of the stream's bytes before the mark
+ * @mark_pre: bytes this recording received before the mark
+ * @marks: marks seen
+ */
+struct spool_mig_cpu {
+	uint64_t bytes, pages, last_ts;
+	bool marked;
+	uint64_t mark_pos, mark_pre, marks;
+};
+
+/**
+ * struct spool_migration - what a live migration did to a guest's recording
+ * @have: the file exists
+ * @direction: "out" (the guest left: this recording ends at the switchover),
+ *	"in" (record --incoming took the session over), "none" (a migration
+ *	began but did not complete)
+ * @status: QEMU's last MIGRATION status
+ * @resumed: in: the session was taken over
+ * @active_tsc, @stop_tsc, @completed_tsc, @resume_tsc, @taken_tsc, @out_tsc:
+ *	host TSC of: QMP MIGRATION active, the switchover's STOP, MIGRATION
+ *	completed, the destination's RESUME, the takeover, the end of the drain
+ * @downtime_ms: QEMU's query-migrate downtime, @total_ms its total time
+ * @failures: migrations that failed or were cancelled
+ * @resume_no: in: the agent's RESUME number
+ * @instance: in: the agent's recorded instance ("" top level)
+ * @nr_events: in: events enabled there
+ * @ignored: in: stale control messages dropped before the takeover
+ * @cpus: per CPU
+ */
+struct spool_migration {
+	bool have;
+	char direction[8];
+	char status[32];
+	bool resumed;
+	uint64_t active_tsc, stop_tsc, completed_tsc, resume_tsc, taken_tsc, out_tsc;
+	uint64_t downtime_ms, total_ms;
+	uint32_t failures;
+	uint64_t resume_no;
+	char instance[256];
+	uint32_t nr_events;
+	uint64_t ignored;
+	char boot_id[40];		/* the host's boot: two recordings of one boot share a TSC */
+	uint64_t rt_ns, rt_tsc;		/* the host's wall clock and TSC, read together */
+	struct spool_mig_cpu cpus[COLLECT_MAX_CPUS];
+};
+
+/**
  * struct spool_trace - everything the spool says about one trace (guest or host)
  *
  * Filled by spool_trace_load(); record writes the same files
@@ -112,6 +164,7 @@ struct spool_trace {
 	struct vt_tsync_cpu sync[COLLECT_MAX_CPUS];
 	uint64_t min_rtt[COLLECT_MAX_CPUS];
 	uint32_t samples[COLLECT_MAX_CPUS];
+	struct spool_migration mig;
 };
 
 /**
