@@ -202,6 +202,7 @@ enum vt_tsc_rate_method {
 	VT_TSC_RATE_NONE = 0,
 	VT_TSC_RATE_PERF,	/* perf mmap page time_mult/time_shift */
 	VT_TSC_RATE_CALIBRATED,	/* measured against CLOCK_MONOTONIC_RAW */
+	VT_TSC_RATE_BOOT,	/* measured once in this boot, shared by every recording */
 };
 
 /**

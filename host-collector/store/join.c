@@ -194,6 +194,25 @@ static int64_t host_delta(const struct side *src, const struct side *dst, uint64
 }
 
 /* An epoch of the destination's, on the source host's TSC. */
+/*
+ * One host, two recordings that converted its TSC at different rates (an
+ * old recording, or one whose rate could be neither read from perf nor kept
+ * for the boot): merged with the destination's host.dat, the joined file's
+ * events are off by what the two conversions disagree on.
+ */
+static void tsc2nsec_differ(const struct side *src, const struct side *dst)
+{
+	uint64_t at = dst->t.rec.mig.taken_tsc ? dst->t.rec.mig.taken_tsc : 1;
+	long double a = (long double)at * src->opt.tsc_mult / ((unsigned __int128)1 << src->opt.tsc_shift);
+	long double b = (long double)at * dst->opt.tsc_mult / ((unsigned __int128)1 << dst->opt.tsc_shift);
+
+	log_warn("the two recordings convert this host's TSC to ns at different rates (TSC2NSEC %u>>%u "
+		 "and %u>>%u): with %s/host.dat the joined file's events are %.1f us off; give "
+		 "trace-cmd --ts-offset, or record both on a host whose rate perf offers or "
+		 "/run/virtio-trace keeps", src->opt.tsc_mult, src->opt.tsc_shift, dst->opt.tsc_mult,
+		 dst->opt.tsc_shift, dst->path, (double)((b - a) / 1000));
+}
+
 static struct vt_tsync_epoch moved(const struct vt_tsync_epoch *e, int64_t delta, uint64_t extra)
 {
 	struct vt_tsync_epoch m = *e;
@@ -498,6 +517,8 @@ int join_main(int argc, char **argv)
 	}
 	if (!two)
 		extra = 0;
+	if (!two && (src.opt.tsc_mult != dst.opt.tsc_mult || src.opt.tsc_shift != dst.opt.tsc_shift))
+		tsc2nsec_differ(&src, &dst);
 
 	r.out = out;
 	r.opt = src.opt;
