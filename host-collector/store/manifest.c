@@ -541,7 +541,8 @@ int manifest_summary(int out_fd, const char *out_dir, int status, FILE *f)
 		if ((int)n > file_w)
 			file_w = n < 80 ? (int)n : 80;
 	}
-	fprintf(f, "virtio-trace-collect: recorded in ");
+	fprintf(f, "virtio-trace-collect%s%s: recorded in ", collect_cmd ? " " : "",
+		collect_cmd ? collect_cmd : "");
 	put_arg(f, out_dir, NULL);
 	fprintf(f, " (exit status %d%s):\n", status, status == EXIT_PARTIAL ? ": see the problems above" : "");
 	if (json_is(host, JSON_OBJECT))

@@ -108,6 +108,29 @@ for sub in $SUBS; do
 	[ $rc = 2 ] || fail "$sub --bogus exited $rc, want 2"
 done
 
+# A bad value is a usage error whose one line names the subcommand, the option, the value and
+# what the option takes (before, record said only "Try ... --help").
+bad_value() { # bad_value WANT ARGS...: record ARGS must exit 2 with the line WANT, then "Try"
+	want=$1; shift
+	"$COLLECT" record --chardev-dir "$WORK" "$@" >"$WORK/bv.out" 2>"$WORK/bv.err"
+	rc=$?
+	[ $rc = 2 ] && [ "$(sed -n 1p "$WORK/bv.err")" = "virtio-trace-collect record: $want" ] &&
+		[ "$(sed -n 2p "$WORK/bv.err")" = "Try 'virtio-trace-collect record --help'." ] &&
+		[ "$(wc -l <"$WORK/bv.err")" = 2 ] && [ ! -s "$WORK/bv.out" ] ||
+		fail "record $*: exit $rc, said '$(head -c 300 "$WORK/bv.err" | tr '\n' '|')', want 'virtio-trace-collect record: $want'"
+}
+bad_value "--duration 'abc': seconds, more than 0" -d abc
+bad_value "--duration '0': seconds, more than 0" -d 0
+bad_value "--duration '5s': seconds, more than 0" --duration 5s
+bad_value "--max-size '10X': a size in bytes, more than 0, with an optional K, M or G suffix (e.g. 512M)" --max-size 10X
+bad_value "--qemu-pid 'abc': a process id, a whole number above 0" --qemu-pid abc
+bad_value "--qemu-pid '-5': a process id, a whole number above 0" --qemu-pid -5
+bad_value "--buffer-size 'abc': KiB per CPU, a whole number from 1 to 4294967295" --buffer-size abc
+bad_value "--stop-timeout '-1': seconds, more than 0" --stop-timeout -1
+bad_value "--tsc-offset 'zz': an integer (decimal, or hexadecimal with 0x), within 64 bits" --tsc-offset zz
+bad_value "unknown option '--bogus'" --bogus
+bad_value "option '-o' needs a value" -o
+
 # The overview page: its OPTIONS are the top-level -V and -h, which work, and it names every
 # subcommand's page.
 OVERVIEW=$MANDIR/virtio-trace-collect.1
