@@ -94,8 +94,9 @@ int spool_save_sync(const struct guest *g)
 	spool_tprintf(&t, "reset_tsc=%" PRIu64 "\n", g->sync.reset_tsc);
 	spool_tprintf(&t, "kvm_changes_from=%s\nkvm_why=%s\nkvm_instance=%s\nkvm_changes=%" PRIu64
 		"\nkvm_lost=%" PRIu64 "\nkvm_breaks=%" PRIu64 "\nkvm_merged=%" PRIu64 "\nkvm_mismatch=%"
-		PRIu64 "\nkvm_note=%s\n", k->changes_from, k->why, k->instance, k->changes, k->lost,
-		k->breaks, k->merged, k->mismatch, k->note);
+		PRIu64 "\nkvm_note=%s\nkvm_host_flags=%s\nkvm_clocksource=%s\n", k->changes_from, k->why,
+		k->instance, k->changes, k->lost, k->breaks, k->merged, k->mismatch, k->note,
+		k->host_flags, k->clocksource);
 	spool_tprintf(&t, "check_on=%d\ncheck_bursts=%" PRIu64 "\ncheck_replies=%" PRIu64
 		"\ncheck_outside=%" PRIu64 "\ncheck_straddling=%" PRIu64 "\ncheck_no_epoch=%" PRIu64
 		"\ncheck_unlisted=%" PRIu64 "\n", ck->on, ck->bursts, ck->replies, ck->outside,

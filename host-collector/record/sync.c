@@ -479,12 +479,18 @@ static void kvm_final_check(struct guest *g)
 		c = &g->sync.cpus[v[i].id];
 		a = vt_tsync_cpu_at(c, t0);
 		b = vt_tsync_cpu_at(c, t1);
-		if (!a || (a->map.offset == v[i].map.offset) || b->map.offset == v[i].map.offset)
+		if (!a || vt_tsc_map_equal(&a->map, &v[i].map) || vt_tsc_map_equal(&b->map, &v[i].map))
 			continue;
 		g->sync.kvm.mismatch++;
-		kvm_note(g, "vCPU %u: KVM's debugfs says offset %" PRId64 " at the end, the "
-			 "kvm_write_tsc_offset events %" PRId64 ": a change was not seen", v[i].id,
-			 v[i].map.offset, a->map.offset);
+		if (a->map.offset == v[i].map.offset || b->map.offset == v[i].map.offset)
+			kvm_note(g, "vCPU %u: KVM's debugfs gives scaling ratio %" PRIu64 " >> %u at the "
+				 "end, %" PRIu64 " >> %u at the start: the ratio changed (the events carry "
+				 "none)", v[i].id, v[i].map.ratio, v[i].map.frac_bits, a->map.ratio,
+				 a->map.frac_bits);
+		else
+			kvm_note(g, "vCPU %u: KVM's debugfs says offset %" PRId64 " at the end, the "
+				 "kvm_write_tsc_offset events %" PRId64 ": a change was not seen", v[i].id,
+				 v[i].map.offset, a->map.offset);
 	}
 out:
 	free(ch);
@@ -515,6 +521,41 @@ static void kvm_poll(struct guest *g)
 	free(ch);
 	g->sync.kvm.lost = tscwatch_lost(g->sync.watch);
 	check_eval(g, t > settle ? t - settle : 0);
+}
+
+/*
+ * What the host says of its TSC: the flags of a constant rate that runs in
+ * every C-state, and whether the kernel keeps time with it (it does not
+ * when it found the TSCs of its CPUs out of step, or unstable: KVM then
+ * writes each vCPU's offset at every load, and host events stamped on
+ * different CPUs may disagree).
+ */
+static void host_tsc(struct spool_kvm *k)
+{
+	char line[4096], *nl;
+	FILE *f;
+
+	f = fopen("/proc/cpuinfo", "re");
+	while (f && fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "flags", 5))
+			continue;
+		snprintf(k->host_flags, sizeof(k->host_flags), "%s%s",
+			 strstr(line, " constant_tsc") ? "constant_tsc " : "",
+			 strstr(line, " nonstop_tsc") ? "nonstop_tsc" : "");
+		if (!k->host_flags[0])
+			snprintf(k->host_flags, sizeof(k->host_flags), "none");
+		break;
+	}
+	if (f)
+		fclose(f);
+	f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "re");
+	if (f && fgets(k->clocksource, sizeof(k->clocksource), f)) {
+		nl = strchr(k->clocksource, '\n');
+		if (nl)
+			*nl = '\0';
+	}
+	if (f)
+		fclose(f);
 }
 
 /**
@@ -561,6 +602,11 @@ int sync_kvm_begin(struct guest *g, const struct record_opts *o)
 			 "known to lie between two reads", KVM_REREAD_NS / 1000000000ull, why);
 		log_info("guest %s: KVM TSC offset changes by re-reading debugfs: %s", g->name, why);
 	}
+	host_tsc(k);
+	if (strcmp(k->clocksource, "tsc"))
+		log_info("guest %s: the host keeps time with %s, not its TSC: KVM moves the guest's TSC "
+			 "offsets at every vCPU load (each change is followed), and host events of "
+			 "different CPUs may disagree", g->name, k->clocksource[0] ? k->clocksource : "?");
 	if (kvm_reread(g, true) < 0)
 		g->sync.kvm_dir[0] = '\0';
 	return 0;

@@ -91,7 +91,11 @@ static void json_kvm(FILE *f, const struct spool_kvm *k)
 		json_str(f, k->note);
 	else
 		fprintf(f, "null");
-	fprintf(f, " },\n");
+	fprintf(f, ",\n          \"host_tsc\": { \"constant_tsc\": %s, \"nonstop_tsc\": %s, \"clocksource\": ",
+		strstr(k->host_flags, "constant_tsc") ? "true" : "false",
+		strstr(k->host_flags, "nonstop_tsc") ? "true" : "false");
+	json_str(f, k->clocksource);
+	fprintf(f, " } },\n");
 }
 
 /* --sync-check's results, null without it. */

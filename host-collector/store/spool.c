@@ -954,6 +954,12 @@ static void load_sync(struct spool_trace *t, int dir)
 	if (!kv(text, "kvm_note", buf, sizeof(buf)))
 		buf[0] = '\0';
 	collect_sanitize(t->kvm.note, sizeof(t->kvm.note), buf, false);
+	if (!kv(text, "kvm_host_flags", buf, sizeof(buf)))
+		buf[0] = '\0';
+	collect_sanitize(t->kvm.host_flags, sizeof(t->kvm.host_flags), buf, false);
+	if (!kv(text, "kvm_clocksource", buf, sizeof(buf)))
+		buf[0] = '\0';
+	collect_sanitize(t->kvm.clocksource, sizeof(t->kvm.clocksource), buf, false);
 	t->kvm.changes = kv_u64(text, "kvm_changes");
 	t->kvm.lost = kv_u64(text, "kvm_lost");
 	t->kvm.breaks = kv_u64(text, "kvm_breaks");

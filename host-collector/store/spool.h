@@ -87,6 +87,8 @@ struct spool_cpu {
  * @merged: changes past the epoch limit, merged into an epoch's bound
  * @mismatch: vCPUs whose debugfs offset at the end disagreed with the events
  * @note: the first of those problems, said plainly, "" if none
+ * @host_flags: the host CPU's constant_tsc and nonstop_tsc, "" if unknown
+ * @clocksource: the host kernel's clocksource ("tsc" when it trusts its TSC)
  */
 struct spool_kvm {
 	char changes_from[16];
@@ -94,6 +96,8 @@ struct spool_kvm {
 	char instance[64];
 	uint64_t changes, lost, breaks, merged, mismatch;
 	char note[200];
+	char host_flags[32];
+	char clocksource[32];
 };
 
 /**
