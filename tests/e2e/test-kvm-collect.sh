@@ -6,7 +6,8 @@
 # with -accel kvm -smp 2 and the ports `setup --vcpus 2 --create` prints, and records it from
 # inside L1 (tests/e2e/l1/scenario-kvm-collect.sh, run by vt_l1_run of lib.sh):
 #     virtio-trace-collect record --chardev-dir PORTS --name l2 --qemu-pid L2PID --sync kvm \
-#         --sync-check --sync-interval 0.3 --sync-probes 24 --kvm-exits -e sched -e irq -e timer -d 10
+#         --sync-check --sync-interval 0.3 --sync-probes 24 --kvm-exits -e sched -e irq -e timer \
+#         -- (8 s once the guest's whole metadata, kallsyms included, is in)
 # The output comes back over 9p and this side checks it with its own tools:
 #   1. the clock: method kvm from KVM's debugfs, each change from kvm:kvm_write_tsc_offset, bound
 #      0, no change unseen, debugfs agreeing at the end; the two vCPUs' offsets differ (in
@@ -64,7 +65,7 @@ OUT=$WORK/out
 REC=$OUT/rec
 mkdir -p "$OUT"
 VT_RUNDIR=$WORK/l1
-VT_L1_ENV="REC_SECS=10
+VT_L1_ENV="REC_SECS=8
 REC_ARGS=\"--sync-probes 24 ${VT_KVM_REC_ARGS:-}\"
 ${VT_L1_ENV:-}"
 vt_l1_run "$HERE/l1/scenario-kvm-collect.sh" "$OUT"; rc=$?

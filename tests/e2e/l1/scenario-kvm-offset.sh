@@ -7,7 +7,8 @@
 #         --host-events sched:sched_process_exit,kvm:kvm_msr -e sched -e irq -e timer $REC_ARGS \
 #         -o OUT/rec \
 #         -- sh /tmp/actions.sh
-# where the command changes L2's TSC offsets while it records, each step between two markers
+# where the command, once the guest's whole metadata is in, changes L2's TSC offsets while it
+# records, each step between two markers
 # "vt-kvm-offset: STEP begin|end" in the collector's own host instance (so in host.dat):
 #   wrtsc   vt-e2e-guest writes vCPU 1's IA32_TSC + WRTSC_DELTA (200000000) through
 #           /dev/cpu/1/msr (its own markers "vt-e2e: wrtsc cpu1 before|after" in L2's trace);
@@ -45,6 +46,14 @@ cat >/tmp/actions.sh <<ACTIONS
 L2_DIR=$L2_DIR L2_PORTS=$L2_PORTS
 inst=\$(ls -d /sys/kernel/tracing/instances/virtio-trace-collect-* | grep -v -- '-tsc-' | head -n 1)
 mark() { echo "vt-kvm-offset: \$1" >"\$inst/trace_marker"; l1_log "actions: \$1 (up=\$(l1_up))"; }
+# The guest's whole metadata first (its kallsyms hold the control port: no probe burst meanwhile).
+n=0
+while [ \$n -lt 900 ]; do
+    [ "\$(stat -c %s "$OUT/rec/.spool/guest-l2/meta.bin" 2>/dev/null || echo 0)" -ge 1048576 ] && break
+    usleep 100000
+    n=\$((n + 1))
+done
+l1_log "actions: the guest's whole metadata in after \$((n / 10)) s"
 sleep 3
 mark "wrtsc begin"
 l1_say "wrtsc 1 ${WRTSC_DELTA:-200000000}" 30
