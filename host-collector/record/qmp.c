@@ -190,6 +190,7 @@ static void qmp_line(struct qmp *q, const char *line, size_t len)
 		char reason[64];
 
 		collect_sanitize(reason, sizeof(reason), why ? why : "", false);
+		q->g->reset_tsc = event_tsc(json_root(doc), q->tsc_khz);
 		q->event(q->g, QMP_EV_RESET, reason[0] ? reason : "unknown");
 	}
 	json_free(doc);

@@ -158,6 +158,12 @@ void record_usage(FILE *f)
 "                         or none\n"
 "      --debugfs DIR      where debugfs is (default /sys/kernel/debug); KVM's\n"
 "                         per-vCPU TSC offsets are read from DIR/kvm/PID-*/\n"
+"      --no-kvm-events    kvm method: find offset changes by re-reading debugfs\n"
+"                         every second (each change bounded in the manifest),\n"
+"                         not from kvm:kvm_write_tsc_offset at its exact moment\n"
+"      --sync-check       kvm method: run probe bursts too (at start, stop and\n"
+"                         every --sync-interval) and check each reply against\n"
+"                         KVM's offsets (manifest: sync.check)\n"
 "      --tsc-offset N     guest TSC = host TSC + N (with --sync offset)\n"
 "      --sync-probes N    at most N probes per vCPU and burst (default 100;\n"
 "                         fewer once 16 in a row narrowed nothing)\n"
@@ -209,7 +215,7 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 	       OPT_BUFSZ, OPT_SUBBUF, OPT_LASTBOOT, OPT_CLOCK, OPT_HOST, OPT_MAXSZ, OPT_FV, OPT_NOCOMP, OPT_ZEND, OPT_KCACHE, OPT_NOKCACHE, OPT_KEEP, OPT_FORCE, OPT_FSYNC, OPT_SYNC, OPT_TSCOFF,
 	       OPT_PROBES, OPT_SINTV, OPT_DEBUGFS, OPT_STOPTO, OPT_QMP, OPT_DOMAIN, OPT_CONNECT,
 	       OPT_HOST_PID, OPT_KVM_EXITS, OPT_LISTEN_GROUP, OPT_LISTEN_UID, OPT_MODE, OPT_WAIT, OPT_ALL,
-	       OPT_LIVE, OPT_INCOMING };
+	       OPT_LIVE, OPT_INCOMING, OPT_NO_KVM_EVENTS, OPT_SYNC_CHECK };
 	static const struct option longopts[] = {
 		{ "chardev-dir", required_argument, NULL, OPT_CHARDEV },
 		{ "domain", required_argument, NULL, OPT_DOMAIN },
@@ -253,6 +259,8 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 		{ "sync-probes", required_argument, NULL, OPT_PROBES },
 		{ "sync-interval", required_argument, NULL, OPT_SINTV },
 		{ "debugfs", required_argument, NULL, OPT_DEBUGFS },
+		{ "no-kvm-events", no_argument, NULL, OPT_NO_KVM_EVENTS },
+		{ "sync-check", no_argument, NULL, OPT_SYNC_CHECK },
 		{ "stop-timeout", required_argument, NULL, OPT_STOPTO },
 		{ "live", optional_argument, NULL, OPT_LIVE },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -509,6 +517,8 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 				return -EINVAL;
 			break;
 		case OPT_DEBUGFS: o->debugfs = optarg; break;
+		case OPT_NO_KVM_EVENTS: o->no_kvm_events = true; break;
+		case OPT_SYNC_CHECK: o->sync_check = true; break;
 		case OPT_STOPTO:
 			if (opt_seconds("--stop-timeout", optarg, false, 0, &o->stop_timeout) < 0)
 				return -EINVAL;

@@ -75,7 +75,8 @@ int spool_save_agent(const struct guest *g)
  * spool_save_sync() - write the guest's clock mapping
  * @g: the guest
  *
- * One line per epoch.
+ * The method, how KVM's offsets were followed and --sync-check's results,
+ * then one line per check interval and per epoch.
  *
  * Return: 0 or -errno.
  */
@@ -84,9 +85,29 @@ int spool_save_sync(const struct guest *g)
 	struct spool_text t = { 0 };
 	unsigned int cpu, i;
 
+	const struct spool_kvm *k = &g->sync.kvm;
+	const struct spool_check *ck = &g->sync.check;
+
 	spool_tprintf(&t, "method=%s\nwhy=%s\nhost_end=%" PRIu64 "\nrejected=%u\nfailed=%d\n"
 		"final_cut=%s\n", g->sync.method, g->sync.why, g->sync.host_end, g->sync.rejected,
 		g->sync.failed, g->sync.final_cut);
+	spool_tprintf(&t, "reset_tsc=%" PRIu64 "\n", g->sync.reset_tsc);
+	spool_tprintf(&t, "kvm_changes_from=%s\nkvm_why=%s\nkvm_instance=%s\nkvm_changes=%" PRIu64
+		"\nkvm_lost=%" PRIu64 "\nkvm_breaks=%" PRIu64 "\nkvm_merged=%" PRIu64 "\nkvm_mismatch=%"
+		PRIu64 "\nkvm_note=%s\nkvm_host_flags=%s\nkvm_clocksource=%s\n", k->changes_from, k->why,
+		k->instance, k->changes, k->lost, k->breaks, k->merged, k->mismatch, k->note,
+		k->host_flags, k->clocksource);
+	spool_tprintf(&t, "check_on=%d\ncheck_bursts=%" PRIu64 "\ncheck_replies=%" PRIu64
+		"\ncheck_outside=%" PRIu64 "\ncheck_straddling=%" PRIu64 "\ncheck_no_epoch=%" PRIu64
+		"\ncheck_unlisted=%" PRIu64 "\n", ck->on, ck->bursts, ck->replies, ck->outside,
+		ck->straddling, ck->no_epoch, ck->unlisted);
+	for (i = 0; i < ck->nr_ivs; i++) {
+		const struct spool_check_iv *iv = &ck->ivs[i];
+
+		spool_tprintf(&t, "check cpu=%u burst=%u n=%u inside=%d t=%" PRIu64 " from=%" PRIu64
+			" offset=%" PRId64 " lo=%" PRId64 " hi=%" PRId64 "\n", iv->cpu, iv->burst, iv->n,
+			iv->inside, iv->t, iv->epoch_from, iv->offset, iv->lo, iv->hi);
+	}
 	for (cpu = 0; cpu < g->nr_cpus && cpu < COLLECT_MAX_CPUS; cpu++) {
 		if (g->sync.min_rtt[cpu])
 			spool_tprintf(&t, "probes cpu=%u min_rtt=%" PRIu64 " samples=%u\n", cpu,
@@ -95,9 +116,10 @@ int spool_save_sync(const struct guest *g)
 			const struct vt_tsync_epoch *ep = &g->sync.cpus[cpu].epochs[i];
 
 			spool_tprintf(&t, "epoch cpu=%u from=%" PRIu64 " offset=%" PRId64 " ratio=%" PRIu64
-				" frac=%u source=%d flags=%u error=%" PRIu64 " min_rtt=%" PRIu64 "\n",
-				cpu, ep->host_from, ep->map.offset, ep->map.ratio, ep->map.frac_bits,
-				(int)ep->source, ep->flags, ep->error, ep->min_rtt);
+				" frac=%u source=%d flags=%u error=%" PRIu64 " min_rtt=%" PRIu64
+				" since=%" PRIu64 "\n", cpu, ep->host_from, ep->map.offset, ep->map.ratio,
+				ep->map.frac_bits, (int)ep->source, ep->flags, ep->error, ep->min_rtt,
+				ep->since);
 		}
 	}
 	/* The live view maps the guest's timestamps with what the files will be made of. */

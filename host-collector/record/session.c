@@ -72,7 +72,6 @@
 #define SLOW_RTT_FLOOR_NS	(250 * NSEC_PER_MSEC)
 #define ACCEPT_TIMEOUT_NS	(120 * NSEC_PER_SEC)
 #define DRAIN_CHECK_NS		(20 * NSEC_PER_MSEC)
-#define KVM_REREAD_NS		NSEC_PER_SEC
 #define META_LIMIT		(128ull << 20)
 #define MAX_PROTOCOL_ERRORS	64
 /* --incoming: how long the guest may take to arrive and its agent to answer. */
@@ -297,6 +296,8 @@ void session_fail(struct guest *g, const char *fmt, ...)
 		cancel_timers(g);
 		burst_abort(g);
 		ctl_close(g);
+		/* Offset writes up to now (a reset's too) are kept. */
+		sync_kvm_end(g);
 	}
 	/*
 	 * Best effort, never waited for: BYE lets the agent put tracefs back
@@ -1494,8 +1495,8 @@ static void kvm_tick(void *arg)
 {
 	struct guest *g = arg;
 
-	if (g->state == G_RUNNING && !g->burst.active)
-		sync_prepare(g, g->rec->o, "interval");
+	if (g->state == G_RUNNING)
+		sync_kvm_tick(g);
 }
 
 static void sync_tick(void *arg)
@@ -1688,6 +1689,7 @@ static void qmp_event(struct guest *g, enum qmp_ev ev, const char *detail)
 		break;
 	case QMP_EV_RESET:
 		/* The guest reboots: its ring buffers and its agent's session are gone. */
+		sync_reset(g, g->reset_tsc);
 		session_fail(g, "QEMU reset the guest (QMP RESET, reason %s): its recording ends there",
 			     detail);
 		break;
@@ -1967,7 +1969,7 @@ static void full_meta_done(struct guest *g, int err)
 	}
 	g->step = ST_RUNNING;
 	if (!strcmp(g->sync.method, "kvm"))
-		engine_timer_arm(eng(g), &g->kvm_timer, KVM_REREAD_NS, KVM_REREAD_NS);
+		engine_timer_arm(eng(g), &g->kvm_timer, sync_kvm_period_ns(g), sync_kvm_period_ns(g));
 	if (o->sync_interval > 0)
 		engine_timer_arm(eng(g), &g->sync_timer, (uint64_t)(o->sync_interval * NSEC_PER_SEC),
 				 (uint64_t)(o->sync_interval * NSEC_PER_SEC));
@@ -2122,6 +2124,8 @@ static void setup_next(struct guest *g)
 			spool_save_state(g);
 			break;
 		case ST_START:
+			/* KVM's offsets are followed from before the guest records anything. */
+			sync_kvm_begin(g, o);
 			request(g, vt_proto_enc_empty(f, F, VT_PROTO_START, vt_conn_next_seq(c)),
 				VT_PROTO_OK, started);
 			return;
@@ -2299,6 +2303,8 @@ static void final_sync_done(struct guest *g, int err)
 	(void)err;
 	uint32_t flags = 0;
 
+	sync_kvm_end(g);
+
 	/*
 	 * saved_cmdlines grew while tracing: the bundle is fetched again; its
 	 * kallsyms only if a module came or went since the spooled whole one.
@@ -2430,6 +2436,7 @@ void session_release(struct guest *g)
 
 	free(g->burst.smp);
 	g->burst.smp = NULL;
+	sync_release(g);
 	for (i = 0; g->ports && i < g->nr_cpus; i++) {
 		if (g->ports[i].lfd >= 0) {
 			close(g->ports[i].lfd);

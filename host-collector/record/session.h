@@ -31,6 +31,9 @@ enum guest_state {
 	G_FINISHING, G_DONE, G_FAILED,
 };
 
+struct sync_check_smp;
+struct tscwatch;
+
 struct guest_sync {
 	char method[16];	/* "kvm", "probe", "offset", "none" */
 	char why[160];
@@ -38,6 +41,7 @@ struct guest_sync {
 	uint64_t min_rtt[COLLECT_MAX_CPUS];		/* probes: smallest round trip, ticks */
 	uint32_t samples[COLLECT_MAX_CPUS];
 	uint64_t host_end;
+	uint64_t reset_tsc;		/* the mapping ends here: QEMU reset the guest; 0 if not */
 	/* plausibility of probe replies (sync.c) */
 	uint64_t last_g[COLLECT_MAX_CPUS];	/* the last accepted guest TSC per vCPU */
 	uint32_t rejected;			/* bursts rejected as implausible */
@@ -45,6 +49,19 @@ struct guest_sync {
 	bool failed;				/* probes were due but a vCPU got no epoch */
 	char final_cut[200];			/* why the final sync ended early, "" if it did not */
 	bool away[COLLECT_MAX_CPUS];		/* its last burst ran on other CPUs: offline */
+	/* KVM (sync.c): offsets from debugfs, their changes from events or re-reads */
+	char kvm_dir[4096];			/* the VM's debugfs directory, "" if not found */
+	struct tscwatch *watch;			/* kvm_write_tsc_offset, NULL: re-reads */
+	struct vt_tsc_map kvm_scale[COLLECT_MAX_CPUS];	/* each vCPU's ratio (offset unused) */
+	uint64_t kvm_last_read;			/* host TSC when the last debugfs read began */
+	uint64_t kvm_saved_ns;			/* CLOCK_MONOTONIC of the last save for a change */
+	bool kvm_dirty;				/* changes not saved yet */
+	struct spool_kvm kvm;
+	/* --sync-check: probes beside the exact method, compared once its epochs are in */
+	bool checking;				/* the burst running is a check */
+	struct sync_check_smp *pend;		/* replies waiting for their epochs */
+	size_t nr_pend, cap_pend;
+	struct spool_check check;
 };
 
 struct guest;
@@ -137,6 +154,7 @@ struct guest {
 	struct qmp *qmp;
 	uint64_t stop_tsc;		/* host TSC when QEMU stopped it (QMP STOP) */
 	uint64_t resume_tsc;		/* host TSC when QEMU resumed it (QMP RESUME) */
+	uint64_t reset_tsc;		/* host TSC when QEMU reset it (QMP RESET) */
 	bool resync;			/* RESUME seen: sync again as soon as it can */
 	struct guest_migration mig;	/* live migration, out or in */
 	/* control port */

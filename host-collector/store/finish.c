@@ -208,6 +208,12 @@ static int load_trace(struct trace_sum *t, const char *dirname, bool host)
 		output_problem(t, "no clock mapping: %s", t->rec.sync_why);
 	if (t->rec.sync_rejected)
 		output_problem(t, "%u clock probe bursts rejected as implausible", t->rec.sync_rejected);
+	if (t->rec.check.outside)
+		output_problem(t, "--sync-check: %" PRIu64 " of %" PRIu64 " probe replies disagree with "
+			       "KVM's offsets", t->rec.check.outside, t->rec.check.replies);
+	if (t->rec.kvm.mismatch)
+		output_problem(t, "KVM's debugfs disagreed at the end with the offset changes recorded "
+			       "on %" PRIu64 " vCPU(s): %s", t->rec.kvm.mismatch, t->rec.kvm.note);
 	for (i = 0; i < t->rec.nr_cpus; i++) {
 		t->cpus[i].cpu = i;
 		if (t->rec.cpus[i].frag_bytes) {

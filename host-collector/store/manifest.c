@@ -104,6 +104,78 @@ static void json_migration(FILE *f, const struct finish *r, const struct spool_m
 	fprintf(f, "\n        ]\n      },\n");
 }
 
+/* A KVM epoch: how its moment is known, and why its bound is what it is. */
+static void json_epoch_kvm(FILE *f, const struct vt_tsync_epoch *ep)
+{
+	if (ep->source == VT_TSYNC_SRC_KVM_EVENT)
+		fprintf(f, ", \"moment\": \"exact\"");
+	else if (ep->source == VT_TSYNC_SRC_KVM && ep->since)
+		fprintf(f, ", \"moment\": \"between-reads\", \"changed_after_tsc\": %" PRIu64, ep->since);
+	else if (ep->source == VT_TSYNC_SRC_KVM)
+		fprintf(f, ", \"moment\": \"read\"");
+	if (ep->flags & VT_TSYNC_EPOCH_UNSEEN)
+		fprintf(f, ", \"why\": \"the offset changed to the next epoch's at a moment not "
+			"seen (between two debugfs reads, or an event lost): events in between may be off "
+			"by the bound\"");
+}
+
+/* How KVM's offsets were followed (record/sync.c), null when they were not. */
+static void json_kvm(FILE *f, const struct spool_kvm *k)
+{
+	fprintf(f, "        \"kvm\": ");
+	if (!k->changes_from[0]) {
+		fprintf(f, "null,\n");
+		return;
+	}
+	fprintf(f, "{ \"changes_from\": ");
+	json_str(f, !strcmp(k->changes_from, "events") ? "kvm:kvm_write_tsc_offset" : "debugfs re-reads");
+	fprintf(f, ", \"why\": ");
+	json_str(f, k->why);
+	fprintf(f, ", \"instance\": ");
+	if (k->instance[0])
+		json_str(f, k->instance);
+	else
+		fprintf(f, "null");
+	fprintf(f, ", \"changes\": %" PRIu64 ", \"events_lost\": %" PRIu64 ", \"changes_not_seen\": %"
+		PRIu64 ", \"merged\": %" PRIu64 ", \"debugfs_disagreed\": %" PRIu64 ", \"note\": ",
+		k->changes, k->lost, k->breaks, k->merged, k->mismatch);
+	if (k->note[0])
+		json_str(f, k->note);
+	else
+		fprintf(f, "null");
+	fprintf(f, ",\n          \"host_tsc\": { \"constant_tsc\": %s, \"nonstop_tsc\": %s, \"clocksource\": ",
+		strstr(k->host_flags, "constant_tsc") ? "true" : "false",
+		strstr(k->host_flags, "nonstop_tsc") ? "true" : "false");
+	json_str(f, k->clocksource);
+	fprintf(f, " } },\n");
+}
+
+/* --sync-check's results, null without it. */
+static void json_check(FILE *f, const struct spool_check *c)
+{
+	uint32_t i;
+
+	fprintf(f, "        \"check\": ");
+	if (!c->on) {
+		fprintf(f, "null,\n");
+		return;
+	}
+	fprintf(f, "{ \"bursts\": %" PRIu64 ", \"replies\": %" PRIu64 ", \"outside\": %" PRIu64
+		", \"straddling\": %" PRIu64 ", \"no_epoch\": %" PRIu64 ", \"intervals_not_listed\": %"
+		PRIu64 ",\n          \"intervals\": [", c->bursts, c->replies, c->outside,
+		c->straddling, c->no_epoch, c->unlisted);
+	for (i = 0; i < c->nr_ivs; i++) {
+		const struct spool_check_iv *v = &c->ivs[i];
+
+		fprintf(f, "%s\n            { \"cpu\": %u, \"burst\": %u, \"replies\": %u, \"host_tsc\": %"
+			PRIu64 ", \"epoch_host_tsc_from\": %" PRIu64 ", \"offset\": %" PRId64
+			", \"lo\": %" PRId64 ", \"hi\": %" PRId64 ", \"inside\": %s }", i ? "," : "",
+			v->cpu, v->burst, v->n, v->t, v->epoch_from, v->offset, v->lo, v->hi,
+			v->inside ? "true" : "false");
+	}
+	fprintf(f, "\n          ] },\n");
+}
+
 static void json_trace(FILE *f, const struct finish *r, const struct trace_sum *t)
 {
 	uint64_t overrun = 0, lost_pages = 0, dropped = 0;
@@ -182,17 +254,21 @@ static void json_trace(FILE *f, const struct finish *r, const struct trace_sum *
 			for (j = 0; j < t->rec.sync[i].nr; j++) {
 				const struct vt_tsync_epoch *ep = &t->rec.sync[i].epochs[j];
 
-				if (ticks_ns(r, ep->error) > bound)
+				if ((ep->host_from <= t->rec.host_end || !j) && ticks_ns(r, ep->error) > bound)
 					bound = ticks_ns(r, ep->error);
 				fprintf(f, "%s\n          { \"cpu\": %u, \"host_tsc_from\": %" PRIu64
 					", \"offset\": %" PRId64 ", \"ratio\": %" PRIu64
 					", \"frac_bits\": %u, \"source\": \"%s\", \"drift\": %s"
-					", \"bound_ns\": %.1f, \"min_rtt_ns\": %.1f }",
+					", \"bound_ns\": %.1f, \"min_rtt_ns\": %.1f",
 					first ? "" : ",", i, ep->host_from,
 					ep->map.offset, ep->map.ratio, ep->map.frac_bits,
 					vt_tsync_source_name(ep->source),
 					ep->flags & VT_TSYNC_EPOCH_DRIFT ? "true" : "false",
 					ticks_ns(r, ep->error), ticks_ns(r, ep->min_rtt));
+				json_epoch_kvm(f, ep);
+				if (ep->host_from > t->rec.host_end && j)
+					fprintf(f, ", \"applied\": false");
+				fprintf(f, " }");
 				first = false;
 			}
 		}
@@ -205,6 +281,13 @@ static void json_trace(FILE *f, const struct finish *r, const struct trace_sum *
 			first = false;
 		}
 		fprintf(f, "\n        ],\n");
+		json_kvm(f, &t->rec.kvm);
+		json_check(f, &t->rec.check);
+		fprintf(f, "        \"reset_host_tsc\": ");
+		if (t->rec.sync_reset_tsc)
+			fprintf(f, "%" PRIu64 ",\n", t->rec.sync_reset_tsc);
+		else
+			fprintf(f, "null,\n");
 		/* No mapping has no bound; 0 comes only from an exact method. */
 		if (!strcmp(t->rec.sync_method, "none"))
 			fprintf(f, "        \"bound_ns\": null\n      },\n");

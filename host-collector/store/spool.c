@@ -927,7 +927,7 @@ int spool_scratch_open(int dir)
 
 static void load_sync(struct spool_trace *t, int dir)
 {
-	char *text, *line;
+	char *text, *line, buf[256];
 	size_t len;
 
 	snprintf(t->sync_method, sizeof(t->sync_method), "none");
@@ -940,13 +940,64 @@ static void load_sync(struct spool_trace *t, int dir)
 	kv(text, "why", t->sync_why, sizeof(t->sync_why));
 	kv(text, "final_cut", t->sync_final_cut, sizeof(t->sync_final_cut));
 	t->host_end = kv_u64(text, "host_end");
+	t->sync_reset_tsc = kv_u64(text, "reset_tsc");
 	t->sync_rejected = kv_u64(text, "rejected") > UINT32_MAX ? UINT32_MAX : kv_u64(text, "rejected");
 	t->sync_failed = kv_u64(text, "failed") != 0;
+	if (!kv(text, "kvm_changes_from", buf, sizeof(buf)))
+		buf[0] = '\0';
+	collect_sanitize(t->kvm.changes_from, sizeof(t->kvm.changes_from), buf, false);
+	if (!kv(text, "kvm_why", buf, sizeof(buf)))
+		buf[0] = '\0';
+	collect_sanitize(t->kvm.why, sizeof(t->kvm.why), buf, false);
+	if (!kv(text, "kvm_instance", buf, sizeof(buf)))
+		buf[0] = '\0';
+	collect_sanitize(t->kvm.instance, sizeof(t->kvm.instance), buf, false);
+	if (!kv(text, "kvm_note", buf, sizeof(buf)))
+		buf[0] = '\0';
+	collect_sanitize(t->kvm.note, sizeof(t->kvm.note), buf, false);
+	if (!kv(text, "kvm_host_flags", buf, sizeof(buf)))
+		buf[0] = '\0';
+	collect_sanitize(t->kvm.host_flags, sizeof(t->kvm.host_flags), buf, false);
+	if (!kv(text, "kvm_clocksource", buf, sizeof(buf)))
+		buf[0] = '\0';
+	collect_sanitize(t->kvm.clocksource, sizeof(t->kvm.clocksource), buf, false);
+	t->kvm.changes = kv_u64(text, "kvm_changes");
+	t->kvm.lost = kv_u64(text, "kvm_lost");
+	t->kvm.breaks = kv_u64(text, "kvm_breaks");
+	t->kvm.merged = kv_u64(text, "kvm_merged");
+	t->kvm.mismatch = kv_u64(text, "kvm_mismatch");
+	t->check.on = kv_u64(text, "check_on") != 0;
+	t->check.bursts = kv_u64(text, "check_bursts");
+	t->check.replies = kv_u64(text, "check_replies");
+	t->check.outside = kv_u64(text, "check_outside");
+	t->check.straddling = kv_u64(text, "check_straddling");
+	t->check.no_epoch = kv_u64(text, "check_no_epoch");
+	t->check.unlisted = kv_u64(text, "check_unlisted");
 	for (line = text; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
 		struct vt_tsync_epoch ep = { 0 };
-		unsigned int cpu, samples;
+		struct spool_check_iv iv = { 0 };
+		unsigned int cpu, samples, burst, n;
 		uint64_t rtt;
-		int source;
+		int source, inside;
+
+		if (sscanf(line, "check cpu=%u burst=%u n=%u inside=%d t=%" SCNu64 " from=%" SCNu64
+			   " offset=%" SCNd64 " lo=%" SCNd64 " hi=%" SCNd64, &cpu, &burst, &n, &inside,
+			   &iv.t, &iv.epoch_from, &iv.offset, &iv.lo, &iv.hi) == 9) {
+			struct spool_check_iv *p;
+
+			if (cpu >= t->nr_cpus || t->check.nr_ivs >= SPOOL_CHECK_IVS_MAX)
+				continue;
+			p = realloc(t->check.ivs, (t->check.nr_ivs + 1) * sizeof(*p));
+			if (!p)
+				break;
+			t->check.ivs = p;
+			iv.cpu = cpu;
+			iv.burst = burst;
+			iv.n = n;
+			iv.inside = inside != 0;
+			t->check.ivs[t->check.nr_ivs++] = iv;
+			continue;
+		}
 
 		if (sscanf(line, "probes cpu=%u min_rtt=%" SCNu64 " samples=%u", &cpu, &rtt,
 			   &samples) == 3 && cpu < COLLECT_MAX_CPUS) {
@@ -955,9 +1006,9 @@ static void load_sync(struct spool_trace *t, int dir)
 			continue;
 		}
 		if (sscanf(line, "epoch cpu=%u from=%" SCNu64 " offset=%" SCNd64 " ratio=%" SCNu64
-			   " frac=%u source=%d flags=%u error=%" SCNu64 " min_rtt=%" SCNu64, &cpu,
-			   &ep.host_from, &ep.map.offset, &ep.map.ratio, &ep.map.frac_bits, &source,
-			   &ep.flags, &ep.error, &ep.min_rtt) < 8 || cpu >= t->nr_cpus ||
+			   " frac=%u source=%d flags=%u error=%" SCNu64 " min_rtt=%" SCNu64 " since=%"
+			   SCNu64, &cpu, &ep.host_from, &ep.map.offset, &ep.map.ratio, &ep.map.frac_bits,
+			   &source, &ep.flags, &ep.error, &ep.min_rtt, &ep.since) < 8 || cpu >= t->nr_cpus ||
 		    cpu >= COLLECT_MAX_CPUS || !vt_tsc_map_valid(&ep.map))
 			continue;
 		ep.source = source;
@@ -1244,6 +1295,9 @@ void spool_trace_free(struct spool_trace *t)
 		t->cpus[i].stats = NULL;
 		vt_tsync_cpu_free(&t->sync[i]);
 	}
+	free(t->check.ivs);
+	t->check.ivs = NULL;
+	t->check.nr_ivs = 0;
 }
 
 /*

@@ -61,9 +61,12 @@ vt_collect_build() {
 # into an image: the guest then runs its usr/sbin/trace-agent.
 # With VT_AGENT_KERNEL (a vmlinux with everything built in, e.g. kernel-patches/build.sh's) the
 # image is WORK/image-kernel: that kernel and an initramfs without modules.
+# VT_GUEST_EXTRA_MODULES: the modules put in the image but not loaded, instead of mkguest.sh's
+# default (e.g. with msr, for a guest that writes its TSC).
 # Returns 77 when no kernel is available.
 vt_agent_image() {
     local work=$1 script=$2 name=$3 cache rc mods=()
+    [ -z "${VT_GUEST_EXTRA_MODULES:-}" ] || mods=(--extra-modules "$VT_GUEST_EXTRA_MODULES")
     mkdir -p "$work/overlay/sbin" "$work/overlay/bin" "$work/overlay/etc/vt"
     if [ -n "${VT_AGENT_ROOT:-}" ]; then
         [ -x "$VT_AGENT_ROOT/usr/sbin/trace-agent" ] ||

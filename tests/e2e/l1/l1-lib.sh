@@ -19,6 +19,9 @@
 #   L2_ACCEL=kvm    L2_APPEND (more kernel command line)    L2_QEMU_EXTRA (more
 #                   QEMU words, split on blanks)    L2_NOPORTS=1: no virtio-serial at all (the
 #                   FIFOs `setup` made stay, nobody on the guest's side)
+#   L2_REBOOT=1     a reset or reboot restarts L2 (default: -no-reboot, it powers off)
+#   L2_HMP=1        a second monitor (HMP) on FIFOs for l1_hmp, its output in L2_DIR/hmp.log
+#                   (the collector's --qmp holds the QMP socket)
 # After l1_l2_start: L2_DIR, L2_PORTS (the setup-made ports), L2_PID (L2's QEMU), L2_TPID (its
 # timeout), L2_CONSOLE and L2_STDERR (live on the 9p share: what L2 and its QEMU said, copied
 # to OUT by l1_l2_wait_off).
@@ -114,9 +117,15 @@ l1_l2_start() {
         _append="$_append vt.ports=$((${L2_SMP:-2} + 2))"
     fi
     [ -z "${L2_APPEND:-}" ] || _append="$_append $L2_APPEND"
+    [ "${L2_REBOOT:-0}" = 1 ] || set -- "$@" -no-reboot
+    if [ "${L2_HMP:-0}" = 1 ]; then
+        mkfifo "$L2_DIR/hmp.in" "$L2_DIR/hmp.out"
+        cat "$L2_DIR/hmp.out" >"$L2_DIR/hmp.log" &
+        set -- "$@" -chardev "pipe,id=hmp,path=$L2_DIR/hmp" -mon chardev=hmp,mode=readline
+    fi
     # shellcheck disable=SC2086
     timeout "${L2_TIMEOUT:-240}" qemu-system-x86_64 -accel "${L2_ACCEL:-kvm}" -cpu "${L2_CPU:-host,-xsave}" \
-        -smp "${L2_SMP:-2}" -m "${L2_MEM:-512}" -nodefaults -no-user-config -display none -no-reboot \
+        -smp "${L2_SMP:-2}" -m "${L2_MEM:-512}" -nodefaults -no-user-config -display none \
         -serial "file:$L2_CONSOLE" -pidfile "$L2_DIR/qemu.pid" \
         -kernel /l2/vmlinux -initrd /l2/initramfs.cpio -append "$_append" "$@" ${L2_QEMU_EXTRA:-} \
         </dev/null >"$L2_STDERR" 2>&1 &
@@ -148,6 +157,25 @@ l1_say() {
     exec 7>&- 8<&-
     l1_log "L2 $1 -> ${ANSWER:-no answer in $2 s} (up=$(l1_up))"
     return $_rc
+}
+
+# l1_hmp COMMAND: send COMMAND to L2's HMP monitor (L2_HMP=1); its output goes to hmp.log.
+l1_hmp() {
+    echo "$1" >"$L2_DIR/hmp.in"
+    l1_log "L2 HMP: $1 (up=$(l1_up))"
+}
+
+# l1_hmp_status WANT SECS: ask `info status` until it says WANT (running, paused); 1 after SECS.
+l1_hmp_status() {
+    _n=0
+    while [ $_n -lt $(($2 * 20)) ]; do
+        _seen=$(grep -c "VM status: $1" "$L2_DIR/hmp.log" 2>/dev/null)
+        echo "info status" >"$L2_DIR/hmp.in"
+        usleep 50000
+        [ "$(grep -c "VM status: $1" "$L2_DIR/hmp.log" 2>/dev/null)" -gt "${_seen:-0}" ] && return 0
+        _n=$((_n + 1))
+    done
+    return 1
 }
 
 # l1_kvm_offsets: "vcpuN OFFSET" of L2's vCPUs, from KVM's debugfs.
