@@ -111,7 +111,7 @@ vt_agent_image "$WORK" "$WORK/demo-run" demo >&2 || die "cannot build the guest 
 
 step "booting the guest: 2 vCPUs, q35 + intel-iommu, virtio-serial behind the vIOMMU, an e1000"
 PORTS=$RUN/ports
-"$COLLECT" setup --vcpus 2 --dir "$PORTS" --name demo --create >"$RUN/ports.args" || die "setup failed"
+"$COLLECT" setup --vcpus 2 --dir "$PORTS" --name demo --create --accel tcg >"$RUN/ports.args" || die "setup failed"
 # The trace transport's own DMA goes through the vIOMMU: iommu_platform on the controller.
 sed -i 's/^\(-device virtio-serial-pci,.*\)$/\1,iommu_platform=on,disable-legacy=on/' "$RUN/ports.args"
 eval "PORT_ARGS=($(cat "$RUN/ports.args"))"
