@@ -546,15 +546,68 @@ static void table(const struct exits_an *a, FILE *f, const char *indent, int gue
 	free(order);
 }
 
+/* A guest's functions grouped by reason, the reasons in the order of their index, most first. */
 static int by_func(const void *x, const void *y)
 {
 	const struct func *a = x, *b = y;
 
 	if (a->guest != b->guest)
 		return a->guest - b->guest;
+	if (a->reason != b->reason)
+		return a->reason < b->reason ? -1 : 1;
 	if (a->n != b->n)
 		return a->n < b->n ? 1 : -1;
 	return strcmp(a->name, b->name);
+}
+
+/* The text lists this many functions per guest and reason; --json has all. */
+#define EXITS_TOP_FUNCS	10
+
+/*
+ * Guest @g's exits per function, per reason (most exits first): the top
+ * EXITS_TOP_FUNCS with their share of the reason, then what the rest add up to.
+ */
+static void print_funcs(const struct exits_an *a, FILE *f, int g, const struct func *fs, unsigned int nr,
+			const struct counts *c)
+{
+	unsigned int *order = malloc(a->nr_reasons * sizeof(*order) + 1), i, k, n = 0;
+
+	if (!order)
+		return;
+	for (i = 0; i < a->nr_reasons; i++)
+		if (c[i].n)
+			order[n++] = i;
+	sort_base = c;
+	qsort(order, n, sizeof(*order), by_n);
+	fprintf(f, "  guest %s, exits per guest function (guest_rip with the guest's kallsyms), the %d "
+		"most of each reason:\n", a->guests[g].name, EXITS_TOP_FUNCS);
+	for (k = 0; k < n; k++) {
+		unsigned int r = order[k], shown = 0, more = 0;
+		uint64_t resolved = 0, rest = 0;
+
+		for (i = 0; i < nr; i++) {
+			if (fs[i].guest != g || fs[i].reason != r)
+				continue;
+			resolved += fs[i].n;
+		}
+		fprintf(f, "    %s: %" PRIu64 " exits, %" PRIu64 " in a known function\n", a->reasons[r].name,
+			c[r].n, resolved);
+		for (i = 0; i < nr; i++) {
+			if (fs[i].guest != g || fs[i].reason != r)
+				continue;
+			if (shown < EXITS_TOP_FUNCS) {
+				fprintf(f, "      %-40s %10" PRIu64 " %6.2f%%\n", fs[i].name, fs[i].n,
+					100.0 * fs[i].n / c[r].n);
+				shown++;
+			} else {
+				more++;
+				rest += fs[i].n;
+			}
+		}
+		if (more)
+			fprintf(f, "      (%u more functions, %" PRIu64 " exits)\n", more, rest);
+	}
+	free(order);
 }
 
 /**
@@ -599,12 +652,13 @@ void exits_an_print(const struct exits_an *a, FILE *f)
 	if (a->nr_funcs && (fs = malloc(a->nr_funcs * sizeof(*fs)))) {
 		memcpy(fs, a->funcs, a->nr_funcs * sizeof(*fs));
 		qsort(fs, a->nr_funcs, sizeof(*fs), by_func);
-		for (i = 0; i < a->nr_funcs; i++) {
-			if (!i || fs[i].guest != fs[i - 1].guest)
-				fprintf(f, "  guest %s, exits per guest function (guest_rip, the guest's "
-					"kallsyms) and reason:\n", a->guests[fs[i].guest].name);
-			fprintf(f, "    %-40s %-24s %10" PRIu64 "\n", fs[i].name,
-				a->reasons[fs[i].reason].name, fs[i].n);
+		for (g = 0; g < a->nr_guests; g++) {
+			for (i = 0; i < a->nr_funcs && fs[i].guest != (int)g; i++)
+				;
+			if (i == a->nr_funcs)
+				continue;
+			sum(a, g, -2, c);
+			print_funcs(a, f, g, fs, a->nr_funcs, c);
 		}
 		free(fs);
 	}
@@ -649,6 +703,7 @@ void exits_an_json(const struct exits_an *a, struct jw *w)
 {
 	struct counts *c = calloc(a->nr_reasons + 1, sizeof(*c));
 	unsigned int g, i, v;
+	char start[24];
 
 	if (!c)
 		return;
@@ -680,8 +735,10 @@ void exits_an_json(const struct exits_an *a, struct jw *w)
 		for (i = 0; i < a->nr_funcs; i++) {
 			if (a->funcs[i].guest != (int)g)
 				continue;
+			snprintf(start, sizeof(start), "0x%016" PRIx64, a->funcs[i].start);
 			jw_obj(w, NULL);
 			jw_str(w, "function", a->funcs[i].name);
+			jw_str(w, "start", start);
 			jw_str(w, "reason", a->reasons[a->funcs[i].reason].name);
 			jw_u64(w, "count", a->funcs[i].n);
 			jw_end(w, '}');

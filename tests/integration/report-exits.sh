@@ -82,6 +82,16 @@ echo "vCPU threads $tids, unresolved $unres"
 [ "$tids" = "5001,5002" ] || fail "vCPU threads $tids"
 [ "$unres" = 8 ] || fail "$unres unresolved, want 8 (5 at 0x1000, 3 of a thread in no guest)"
 grep -q 'kvm_exit(IO_INSTRUCTION) .* 100 ' "$WORK/exits.txt" || fail "no kvm_stat-style IO_INSTRUCTION line"
+# Per function: its start in --json; in the text, per reason its exits, those resolved, each
+# function with its share.
+st=$(q '.guests[0].functions | map("\(.function)=\(.start)") | sort | join(" ")')
+[ "$st" = "e1000_xmit_frame=0xffffffffc0000000 iowrite16=0xffffffff81100000 native_safe_halt=0xffffffff81200100" ] ||
+	fail "function starts: $st"
+grep -qx '    EXTERNAL_INTERRUPT: 5 exits, 0 in a known function' "$WORK/exits.txt" &&
+	grep -qx '    IO_INSTRUCTION: 100 exits, 100 in a known function' "$WORK/exits.txt" &&
+	grep -qE '^      iowrite16 +100 100\.00%$' "$WORK/exits.txt" &&
+	grep -qE '^      e1000_xmit_frame +30 100\.00%$' "$WORK/exits.txt" ||
+	fail "the text's exits per function are not as built"
 # Handling times: p50/p99 per reason (equal times are exact), for all guests and per vCPU, and
 # in the text table (microseconds).
 pc=$(q '.reasons | map("\(.reason)=\(.p50_ns)/\(.p99_ns)/\(.max_ns)") | sort | join(" ")')
