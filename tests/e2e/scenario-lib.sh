@@ -236,4 +236,10 @@ scn_kvm_end() {
     VT_LOG_IGNORE=$VT_L1_LOG_IGNORE vt_check_console "$CONSOLE" || fail=1
     grep -aq "E2E: vt-e2e-guest rc=0, trace-agent exit status 0 after BYE" "$CONSOLE" ||
         bad "the guest side did not end cleanly"
+    # Under KVM, record --qemu-pid reads the vCPUs' TSC offsets: the clock method says the guest
+    # really ran under KVM.
+    local m
+    m=$(jq -r '.guests[0].sync.method' "$OUT/manifest.json" 2>/dev/null)
+    echo "$ME: the guest's clock: $m ($(jq -r '.guests[0].sync.why' "$OUT/manifest.json" 2>/dev/null))"
+    [ "$m" = kvm ] || bad "the clock method is '$m', want kvm (was the guest under KVM?)"
 }
