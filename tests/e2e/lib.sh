@@ -421,8 +421,10 @@ vt_boot_times() {
 #   VT_L1_APPEND    more L1 kernel command line (e.g. "clocksource=tsc tsc=reliable")
 #   VT_L1_ENV       lines "NAME=VALUE" for L1's /etc/vt/l1-run and the scenario (L1_BEAT,
 #                   L1_KVM_AMD_OPTS, L1_KALLSYMS=1, L2_SMP, L2_APPEND, ...; see tests/e2e/l1/)
-#   VT_L1_STALL=45  seconds without a console line (the heartbeat writes one every 3 s) after
-#                   which L1 counts as frozen: its vCPUs' places are taken and it is stopped
+#   VT_L1_STALL=45  seconds without a heartbeat line (l1/run writes one every 3 s; before the
+#                   first, without any console line) after which L1 counts as frozen: its
+#                   vCPUs' places are taken and it is stopped. A soft-lockup report repeated
+#                   on the console is no heartbeat
 #   VT_RUNDIR       (required) L1's run dir: console.log, qemu.*, where.txt and the share l1/
 #                   (env, scenario.sh, status, scenario.log, l1-info.txt, l2-*-console.log)
 
@@ -510,11 +512,14 @@ vt_l1_run() {
     last=$(date +%s)
     while kill -0 "$VT_TIMEOUT_PID" 2>/dev/null; do
         now=$(date +%s)
-        st=$(stat -c %s "$VT_RUNDIR/console.log" 2>/dev/null || echo 0)
+        # Progress: any console output until the first heartbeat, then only heartbeats (a
+        # kernel repeating its soft-lockup report every 28 s is no sign of life).
+        st=$(grep -ac 'VT-L1: beat' "$VT_RUNDIR/console.log" 2>/dev/null)
+        [ "${st:-0}" != 0 ] || st=x$(stat -c %s "$VT_RUNDIR/console.log" 2>/dev/null || echo 0)
         [ "$st" = "$size" ] || { size=$st; last=$now; }
         if [ $((now - last)) -ge "$stall" ] && [ ! -s "$share/status" ]; then
             VT_L1_RESULT=froze
-            VT_L1_REASON="L1 wrote nothing on its console for $stall s (last heartbeat: $(tr -d '\r' <"$VT_RUNDIR/console.log" | grep -a 'VT-L1: beat' | tail -n1 | sed 's/.*beat //'))"
+            VT_L1_REASON="L1 wrote no heartbeat on its console for $stall s (last heartbeat: $(tr -d '\r' <"$VT_RUNDIR/console.log" | grep -a 'VT-L1: beat' | tail -n1 | sed 's/.*beat //'))"
             { echo "L1 froze, $(vt_secs "$t0" "$(vt_now)") s after QEMU started:"
               VT_LOG_PREFIX=l1 vt_guest_where 2>&1
               vt_qmp_py "$VT_RUNDIR/qmp.sock" 10 'print(hmp("info registers -a"))' 2>&1

@@ -84,7 +84,8 @@ for l in open(host, errors='replace'):
         continue
     tid, ts, kind, rest = int(m.group(2)), int(m.group(4)) * 10**9 + int(m.group(5)), m.group(6), m.group(7)
     if kind == 'kvm_exit':
-        f = re.match(r'vcpu (\d+) reason (\S+) rip 0x([0-9a-f]+)', rest)
+        # SVM names with a blank ("DB excp") are one reason.
+        f = re.match(r'vcpu (\d+) reason (.+?) rip 0x([0-9a-f]+) ', rest)
         if not f:
             undecoded.append(l.strip()[:160])
             continue
