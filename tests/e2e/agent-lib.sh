@@ -193,9 +193,10 @@ SH
 
 # vt_collect_ports COLLECT PORTS [BACKEND]: the guest's ports (VT_SMP vCPUs, default 2) as a
 # user makes them, with `COLLECT setup` (BACKEND: pipe, the default, or unix), plus the vt-test
-# port (always a pipe). Sets SETUP_ARGS to the QEMU arguments for all of them.
+# port (always a pipe). Sets SETUP_ARGS to the QEMU arguments for all of them (-accel tcg: these
+# guests are TCG's, whatever the host's /dev/kvm).
 vt_collect_ports() {
-    "$1" setup --vcpus "${VT_SMP:-2}" --backend "${3:-pipe}" --dir "$2" --name e2e --create >"$2.args" ||
+    "$1" setup --vcpus "${VT_SMP:-2}" --backend "${3:-pipe}" --dir "$2" --name e2e --create --accel tcg >"$2.args" ||
         { echo "FAIL: setup exited $?"; return 1; }
     eval "SETUP_ARGS=($(cat "$2.args"))"
     mkfifo "$2/vt-test.in" "$2/vt-test.out"
