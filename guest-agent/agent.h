@@ -206,6 +206,8 @@ struct cpu_stream {
 	atomic_uint_fast64_t fallbacks;
 	atomic_uint_fast64_t partial_reads;
 	atomic_uint flush_ms;	/* FLUSH: a partial page goes out when nothing whole came for this long */
+	atomic_uint_fast64_t mark_req;	/* a RESUME's number: write a resume mark (0: none) */
+	uint64_t marks;			/* marks written (the thread's) */
 };
 
 int cpu_start(struct cpu_stream *s, const struct tracing *t, const struct ports *p,
@@ -214,6 +216,7 @@ void cpu_set_flush(struct cpu_stream *s, unsigned int ms);
 void cpu_stop(struct cpu_stream *s);
 void cpu_rewake(struct cpu_stream *s);
 void cpu_abort(struct cpu_stream *s);
+void cpu_mark(struct cpu_stream *s, uint64_t resume);
 int cpu_join(struct cpu_stream *s);
 
 #endif

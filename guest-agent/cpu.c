@@ -16,6 +16,10 @@
  *   never wait, and the partial page is read() once no whole page came for
  *   the interval: the host sees events within about that long, for a wake-up
  *   per interval and a padded page per flush.
+ * - after a RESUME (the guest moved to another host, whose collector takes
+ *   the session over), a resume mark goes into the port between two pushes,
+ *   so at a page boundary of the stream: it says how many bytes the stream
+ *   carried before it, which tells the new host where its first bytes stand.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,6 +34,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "vt_proto.h"
 #include "vt_time.h"
 
 #define HUP_BACKOFF_MS	250	/* unconnected port: a few wakeups a second */
@@ -176,6 +181,25 @@ static int push(struct cpu_stream *s, size_t len)
 	return 0;
 }
 
+/* A RESUME asked for a mark: one whole sub-buffer, at the stream's current page boundary. */
+static int put_mark(struct cpu_stream *s)
+{
+	struct vt_proto_mark mk = { .cpu = s->cpu };
+	int ret;
+
+	mk.resume = atomic_exchange(&s->mark_req, 0);
+	if (!mk.resume)
+		return 0;
+	mk.position = atomic_load(&s->bytes);
+	ret = vt_proto_mark_encode(s->buf, s->subbuf_size, &mk);
+	if (ret < 0)
+		return 0;	/* sub-buffers too small for a mark: the host is told nothing */
+	ret = write_all(s, s->buf, s->subbuf_size);
+	if (ret == 0)
+		s->marks++;
+	return ret;
+}
+
 static size_t chunk(const struct cpu_stream *s)
 {
 	size_t c = 64 * (size_t)s->subbuf_size;
@@ -254,6 +278,9 @@ static void *cpu_thread(void *arg)
 		unsigned int flush = atomic_load(&s->flush_ms);
 		ssize_t n;
 
+		ret = put_mark(s);
+		if (ret < 0)
+			break;
 		if (atomic_load(&s->stopping)) {
 			ret = drain(s);
 			break;
@@ -409,7 +436,8 @@ void cpu_stop(struct cpu_stream *s)
 }
 
 /**
- * cpu_rewake() - wake a stopping or aborting thread again, if not done
+ * cpu_rewake() - wake a stopping or aborting thread, or one with a mark to
+ * write, again, if not done
  * @s: the stream
  *
  * The kernel loses a wake-up (the ioctl) that comes before the thread's
@@ -420,8 +448,24 @@ void cpu_stop(struct cpu_stream *s)
 void cpu_rewake(struct cpu_stream *s)
 {
 	if (s->running && !atomic_load(&s->done) &&
-	    (atomic_load(&s->stopping) || atomic_load(&s->aborting)))
+	    (atomic_load(&s->stopping) || atomic_load(&s->aborting) || atomic_load(&s->mark_req)))
 		wake(s);
+}
+
+/**
+ * cpu_mark() - ask a CPU's thread to put a resume mark into its port
+ * @s: the stream
+ * @resume: the session's RESUME number (not 0), carried by the mark
+ *
+ * The thread writes it between two pushes, at a page boundary of the stream;
+ * the caller wakes it again (cpu_rewake()) until it did, as for a stop.
+ */
+void cpu_mark(struct cpu_stream *s, uint64_t resume)
+{
+	if (!s->running || !resume)
+		return;
+	atomic_store(&s->mark_req, resume);
+	wake(s);
 }
 
 /**

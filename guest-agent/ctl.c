@@ -65,6 +65,7 @@ struct agent {
 	bool running;
 	bool stopping;
 	uint32_t stop_seq;
+	uint64_t resumes;	/* RESUMEs served in this session: the marks' numbers */
 	bool quit;
 	struct cpu_stream *cpus;
 	unsigned int nr_streams;
@@ -172,10 +173,15 @@ static void queue_notice(int level, const char *text)
 /* The agent may wait, in poll(), up to WRITE_TIMEOUT_MS for the host to take a frame. */
 static int send_frame(struct agent *a, int len)
 {
+	long long t0 = agent_now_ns(), waited;
 	int ret = vt_conn_send_wait(a->conn, len, WRITE_TIMEOUT_MS);
 
 	if (ret < 0)
 		log_warn_local("control port: cannot send: %s", strerror(-ret));
+	/* A host that takes seconds to read is worth a line in the guest's log. */
+	waited = (agent_now_ns() - t0) / 1000000;
+	if (ret == 0 && waited >= 1000)
+		log_warn_local("control port: the host took %lld ms to take a frame", waited);
 	return ret;
 }
 
@@ -455,6 +461,7 @@ static int start(struct agent *a)
 	if (ret < 0)
 		goto err;
 	a->running = true;
+	a->resumes = 0;
 	log_info("streaming %u CPUs from %s, %u-byte sub-buffers", a->nr_streams, a->t.dir,
 		 a->t.subbuf_size);
 	return 0;
@@ -994,7 +1001,7 @@ static uint64_t capabilities(struct agent *a)
 {
 	uint64_t caps = VT_PROTO_CAP_META | VT_PROTO_CAP_INSTANCES | VT_PROTO_CAP_LASTBOOT |
 			VT_PROTO_CAP_META_FLAGS | VT_PROTO_CAP_META_OPEN |
-			VT_PROTO_CAP_KALLSYMS_KEY | VT_PROTO_CAP_FLUSH;
+			VT_PROTO_CAP_KALLSYMS_KEY | VT_PROTO_CAP_FLUSH | VT_PROTO_CAP_RESUME;
 	struct tracing probe = a->t;
 	char path[PATH_MAX];
 
@@ -1056,6 +1063,61 @@ static int handle_hello(struct agent *a, const struct vt_proto_msg *msg)
 	a->hello_done = true;
 	return send_frame(a, vt_proto_enc_hello(frame(a), VT_PROTO_FRAME_MAX, VT_PROTO_HELLO_REPLY,
 						next_seq(a), &r));
+}
+
+/* The recorded buffer's trace clock: the bracketed word of its trace_clock. */
+static void current_clock(struct agent *a, char *clock, size_t size)
+{
+	char buf[512], *b, *e;
+
+	clock[0] = '\0';
+	if (tracing_read(&a->t, "trace_clock", buf, sizeof(buf)) <= 0)
+		return;
+	b = strchr(buf, '[');
+	e = b ? strchr(b, ']') : NULL;
+	if (b && e && e - b - 1 < (long)size) {
+		memcpy(clock, b + 1, e - b - 1);
+		clock[e - b - 1] = '\0';
+	}
+}
+
+/*
+ * RESUME: a new host takes the session over (the guest moved, and the
+ * collector on its new host connected). The session goes on untouched: the
+ * answer is SESSION, then, while streaming, every CPU's STATS and the
+ * agent's with LAST (what each stream carried so far), then a resume mark
+ * in every data port, which tells the new host where its bytes stand.
+ */
+static int handle_resume(struct agent *a, const struct vt_proto_msg *msg)
+{
+	struct vt_proto_session ss = { .instance = "", .clock = "" };
+	char clock[64];
+	unsigned int i;
+	int ret;
+
+	if (vt_proto_dec_empty(msg) < 0)
+		return reply_err(a, msg->seq, EBADMSG, "malformed RESUME");
+	if (a->running) {
+		current_clock(a, clock, sizeof(clock));
+		ss.flags = VT_PROTO_SESSION_STREAMING;
+		ss.nr_streams = a->nr_streams;
+		ss.subbuf_size = a->t.subbuf_size;
+		ss.nr_events = a->t.nr_enabled;
+		ss.resume = ++a->resumes;
+		ss.instance = a->t.instance ? a->t.instance : "";
+		ss.clock = clock;
+	} else if (a->stopping) {
+		ss.flags = VT_PROTO_SESSION_STOPPING;
+	}
+	ret = send_frame(a, vt_proto_enc_session(frame(a), VT_PROTO_FRAME_MAX, next_seq(a), &ss));
+	if (ret < 0 || !a->running)
+		return ret;
+	ret = send_stats(a, true);
+	for (i = 0; i < a->nr_streams; i++)
+		cpu_mark(&a->cpus[i], a->resumes);
+	log_info("a new host took the session over (resume %llu): marking %u data ports",
+		 (unsigned long long)a->resumes, a->nr_streams);
+	return ret;
 }
 
 static void handle(struct agent *a, const struct vt_proto_msg *msg)
@@ -1176,6 +1238,9 @@ static void handle(struct agent *a, const struct vt_proto_msg *msg)
 			reply_err(a, msg->seq, EBADMSG, "malformed META_REQ");
 		else
 			send_meta(a, msg->seq, max_total, meta_flags, meta_key);
+		break;
+	case VT_PROTO_RESUME:
+		handle_resume(a, msg);
 		break;
 	case VT_PROTO_SYNC_BEGIN:
 		if (vt_proto_dec_sync(msg, &sync) < 0 || sync.cpu >= a->nr_cpus) {
@@ -1347,6 +1412,17 @@ static int keep_timeout(struct agent *a)
 	return (int)((left + 999999) / 1000000);
 }
 
+/* A data thread still has a resume mark to write (it is woken until it did). */
+static bool marks_pending(struct agent *a)
+{
+	unsigned int k;
+
+	for (k = 0; k < a->nr_streams; k++)
+		if (atomic_load(&a->cpus[k].mark_req) && !atomic_load(&a->cpus[k].done))
+			return true;
+	return false;
+}
+
 /* The shorter of two poll() timeouts, where -1 is none. */
 static int min_timeout(int a, int b)
 {
@@ -1409,7 +1485,7 @@ int agent_run(const struct agent_opts *o)
 		unsigned int k;
 
 		send_notices(&a);
-		if (a.stopping) {
+		if (a.stopping || marks_pending(&a)) {
 			for (k = 0; k < a.nr_streams; k++)
 				cpu_rewake(&a.cpus[k]);
 			timeout = min_timeout(timeout, CPU_REWAKE_MS);

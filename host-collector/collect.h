@@ -47,7 +47,9 @@
 /* log.c */
 extern int collect_quiet;
 extern int collect_verbose;
+extern const char *collect_cmd;		/* the subcommand running, for messages */
 void collect_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void collect_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void collect_status(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void collect_status_clear(void);
 #define L_ERR	3

@@ -104,6 +104,7 @@ struct jw {
 	bool need_comma[64];
 };
 
+void json_write_string(FILE *f, const char *s);
 void jw_begin(struct jw *w, FILE *f);
 void jw_obj(struct jw *w, const char *key);
 void jw_arr(struct jw *w, const char *key);

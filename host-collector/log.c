@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * The collector's one voice on stderr: messages prefixed with the program's
- * name, and the status line that record redraws in place (a message first
- * clears it, so the two never share a line).
+ * The collector's one voice on stderr: every message starts with the
+ * program's and the subcommand's names ("virtio-trace-collect record: "),
+ * then "error: " or "warning: " where it is one; and the status line that
+ * record redraws in place (a message first clears it, so the two never share
+ * a line).
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -11,7 +13,32 @@
 
 int collect_quiet;
 int collect_verbose;
+const char *collect_cmd;
 static bool status_shown;
+
+static void prefix(void)
+{
+	fprintf(stderr, "virtio-trace-collect%s%s: ", collect_cmd ? " " : "",
+		collect_cmd ? collect_cmd : "");
+}
+
+/**
+ * collect_usage() - a usage error on stderr, in the collector's voice
+ * @fmt: printf format: what was wrong (the option, its value, what it takes)
+ *
+ * Printed whatever --quiet says; the caller exits with EXIT_USAGE.
+ */
+void collect_usage(const char *fmt, ...)
+{
+	va_list ap;
+
+	collect_status_clear();
+	prefix();
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
 
 /**
  * collect_log() - a message on stderr, prefixed with the program name
@@ -26,7 +53,7 @@ void collect_log(int level, const char *fmt, ...)
 		return;
 	collect_status_clear();
 	va_start(ap, fmt);
-	fputs("virtio-trace-collect: ", stderr);
+	prefix();
 	if (level == L_ERR)
 		fputs("error: ", stderr);
 	else if (level == L_WARN)

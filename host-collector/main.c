@@ -20,6 +20,7 @@ static const struct command {
 	const char *name;
 	int (*run)(int argc, char **argv);
 } commands[] = {
+	{ "join", join_main },
 	{ "list", list_main },
 	{ "record", record_main },
 	{ "recover", recover_main },
@@ -44,8 +45,10 @@ int main(int argc, char **argv)
 		return EXIT_OK;
 	}
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		if (!strcmp(argv[1], commands[i].name))
+		if (!strcmp(argv[1], commands[i].name)) {
+			collect_cmd = commands[i].name;	/* every message says which */
 			return commands[i].run(argc - 1, argv + 1);
+		}
 	fprintf(stderr, "virtio-trace-collect: unknown command '%s'\n", argv[1]);
 	record_usage(stderr);
 	return EXIT_USAGE;

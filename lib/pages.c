@@ -63,6 +63,24 @@ next:
 }
 
 /**
+ * vt_format_field() - where a field sits in an event's format text
+ * @format: an events/SYSTEM/EVENT/format or events/header_page text (need
+ *	not be NUL-terminated)
+ * @len: its length
+ * @name: the field
+ * @offset: set to its offset in the event's payload
+ * @size: set to its size in bytes
+ *
+ * Return: 0, -ENOENT when there is no such field, -EBADMSG when its line
+ * has no offset or size.
+ */
+int vt_format_field(const char *format, size_t len, const char *name, unsigned long *offset,
+		    unsigned long *size)
+{
+	return find_field(format, len, name, offset, size);
+}
+
+/**
  * vt_page_fmt_parse() - read the page layout from an events/header_page text
  * @fmt: filled on success
  * @header_page: the text (need not be NUL-terminated)

@@ -56,6 +56,28 @@ struct wire_events {
 };
 _Static_assert(sizeof(struct wire_events) == 8, "EVENTS fixed part");
 
+struct wire_session {
+	uint32_t flags;
+	uint32_t nr_streams;
+	uint32_t subbuf_size;
+	uint32_t nr_events;
+	uint64_t resume;
+	/* string instance, string clock */
+};
+_Static_assert(sizeof(struct wire_session) == 24, "SESSION fixed part");
+
+/* A resume mark: the page header, then these in the page's data area. */
+struct wire_mark {
+	uint64_t timestamp;	/* 0 */
+	uint64_t commit;	/* 0: an empty page */
+	uint8_t magic[8];	/* VT_PROTO_MARK_MAGIC */
+	uint32_t version;
+	uint32_t cpu;
+	uint64_t position;
+	uint64_t resume;
+};
+_Static_assert(sizeof(struct wire_mark) == VT_PROTO_MARK_SIZE, "resume mark");
+
 struct wire_buffer_size {
 	uint32_t size_kb;
 	uint32_t subbuf_kb;
@@ -185,6 +207,8 @@ static const char *const type_names[] = {
 	[VT_PROTO_LASTBOOT_REQ] = "LASTBOOT_REQ",
 	[VT_PROTO_NOTICE] = "NOTICE",
 	[VT_PROTO_FLUSH] = "FLUSH",
+	[VT_PROTO_RESUME] = "RESUME",
+	[VT_PROTO_SESSION] = "SESSION",
 };
 
 /**
@@ -245,6 +269,7 @@ enum str_class {
 	STR_IDENT,	/* [A-Za-z0-9_-]+ (tracer, clock) */
 	STR_IDENT_OPT,	/* STR_IDENT or empty */
 	STR_INSTANCE,	/* [A-Za-z0-9_.-]+, no leading '.' */
+	STR_INSTANCE_OPT, /* STR_INSTANCE or empty */
 	STR_GLOB,	/* STR_INSTANCE plus * ? [ ] ! ^ (event system, event) */
 };
 
@@ -265,6 +290,7 @@ static bool char_ok(enum str_class cls, unsigned char c)
 	case STR_IDENT_OPT:
 		return is_ident(c);
 	case STR_INSTANCE:
+	case STR_INSTANCE_OPT:
 		return is_ident(c) || c == '.';
 	case STR_GLOB:
 		return is_ident(c) || c == '.' || c == '*' || c == '?' ||
@@ -279,8 +305,9 @@ static bool str_ok(const char *s, size_t len, enum str_class cls)
 	size_t i;
 
 	if (len == 0)
-		return cls == STR_TEXT || cls == STR_PRINT || cls == STR_IDENT_OPT;
-	if ((cls == STR_INSTANCE || cls == STR_GLOB) && s[0] == '.')
+		return cls == STR_TEXT || cls == STR_PRINT || cls == STR_IDENT_OPT ||
+		       cls == STR_INSTANCE_OPT;
+	if ((cls == STR_INSTANCE || cls == STR_INSTANCE_OPT || cls == STR_GLOB) && s[0] == '.')
 		return false;
 	for (i = 0; i < len; i++)
 		if (!char_ok(cls, (unsigned char)s[i]))
@@ -673,11 +700,11 @@ int vt_proto_encode(void *buf, size_t size, uint16_t type, uint32_t seq,
 static bool type_is_empty(uint16_t type)
 {
 	return type == VT_PROTO_BYE || type == VT_PROTO_START || type == VT_PROTO_STOP ||
-	       type == VT_PROTO_STATS_REQ;
+	       type == VT_PROTO_STATS_REQ || type == VT_PROTO_RESUME;
 }
 
 /**
- * vt_proto_enc_empty() - write BYE, START, STOP or STATS_REQ
+ * vt_proto_enc_empty() - write BYE, START, STOP, STATS_REQ or RESUME
  * @buf: destination
  * @size: size of @buf
  * @type: one of the types with an empty payload
@@ -693,7 +720,7 @@ int vt_proto_enc_empty(void *buf, size_t size, uint16_t type, uint32_t seq)
 }
 
 /**
- * vt_proto_dec_empty() - check a BYE, START, STOP or STATS_REQ
+ * vt_proto_dec_empty() - check a BYE, START, STOP, STATS_REQ or RESUME
  * @msg: the message
  *
  * Return: 0, -EINVAL for another type, -EBADMSG if the payload is not empty.
@@ -1324,6 +1351,124 @@ int vt_proto_dec_stats(const struct vt_proto_msg *msg, struct vt_proto_stats *st
 	return 0;
 }
 
+/* ---------------------------------------------------------------- SESSION */
+
+static const struct wlayout session_layout = {
+	sizeof(struct wire_session), 5, 2, {
+		WF(struct wire_session, flags, struct vt_proto_session, flags),
+		WF(struct wire_session, nr_streams, struct vt_proto_session, nr_streams),
+		WF(struct wire_session, subbuf_size, struct vt_proto_session, subbuf_size),
+		WF(struct wire_session, nr_events, struct vt_proto_session, nr_events),
+		WF(struct wire_session, resume, struct vt_proto_session, resume),
+	}, {
+		WS(struct vt_proto_session, instance, STR_INSTANCE_OPT, VT_PROTO_MAX_NAME),
+		WS(struct vt_proto_session, clock, STR_IDENT_OPT, VT_PROTO_MAX_NAME),
+	},
+};
+
+static bool session_ok(const struct vt_proto_session *ss)
+{
+	return !(ss->flags & ~VT_PROTO_SESSION_FLAGS) && ss->nr_streams <= VT_PROTO_MAX_CPUS &&
+	       ss->subbuf_size <= VT_PROTO_MAX_SUBBUF &&
+	       (ss->flags & VT_PROTO_SESSION_STREAMING ? ss->resume != 0 : ss->nr_streams == 0);
+}
+
+/**
+ * vt_proto_enc_session() - write SESSION
+ * @buf: destination
+ * @size: size of @buf
+ * @seq: sequence number
+ * @ss: contents; NULL strings are sent as ""
+ *
+ * Return: the frame length, -EINVAL for contents the peer would reject
+ * (unknown flags, streams without STREAMING, a streaming session with
+ * resume 0), -ENOBUFS.
+ */
+int vt_proto_enc_session(void *buf, size_t size, uint32_t seq, const struct vt_proto_session *ss)
+{
+	if (!ss || !session_ok(ss))
+		return -EINVAL;
+	return w_message(buf, size, VT_PROTO_SESSION, seq, &session_layout, ss);
+}
+
+/**
+ * vt_proto_dec_session() - read SESSION
+ * @msg: the message
+ * @ss: filled; its strings point into @msg
+ *
+ * Return: 0, -EINVAL for another type, -EBADMSG for a malformed payload.
+ */
+int vt_proto_dec_session(const struct vt_proto_msg *msg, struct vt_proto_session *ss)
+{
+	struct vt_proto_session d;
+	int ret;
+
+	ret = r_message(msg, VT_PROTO_SESSION, &session_layout, &d);
+	if (ret < 0)
+		return ret;
+	if (!session_ok(&d))
+		return -EBADMSG;
+	if (ss)
+		*ss = d;
+	return 0;
+}
+
+/**
+ * vt_proto_mark_encode() - write a resume mark page
+ * @page: @subbuf bytes, overwritten
+ * @subbuf: the stream's sub-buffer size
+ * @mk: the mark's fields
+ *
+ * Return: 0, or -EINVAL when @subbuf cannot hold a mark.
+ */
+int vt_proto_mark_encode(void *page, size_t subbuf, const struct vt_proto_mark *mk)
+{
+	uint8_t *p = page;
+
+	if (!page || !mk || subbuf < VT_PROTO_MARK_SIZE || subbuf > VT_PROTO_MAX_SUBBUF)
+		return -EINVAL;
+	memset(p, 0, subbuf);
+	memcpy(p + offsetof(struct wire_mark, magic), VT_PROTO_MARK_MAGIC, 8);
+	W_PUT(p, struct wire_mark, version, VT_PROTO_MARK_VERSION);
+	W_PUT(p, struct wire_mark, cpu, mk->cpu);
+	W_PUT(p, struct wire_mark, position, mk->position);
+	W_PUT(p, struct wire_mark, resume, mk->resume);
+	return 0;
+}
+
+/**
+ * vt_proto_mark_decode() - tell a resume mark from a ring-buffer page
+ * @page: one whole sub-buffer from a data stream
+ * @subbuf: its size
+ * @mk: filled when it is a mark (may be NULL)
+ *
+ * A mark is an empty page (timestamp 0, commit 0) whose data area starts with
+ * the magic and a known version, every other byte 0; a ring buffer never
+ * hands out such a page.
+ *
+ * Return: 1 for a mark, 0 for anything else (a page to check as usual).
+ */
+int vt_proto_mark_decode(const void *page, size_t subbuf, struct vt_proto_mark *mk)
+{
+	const uint8_t *p = page;
+	size_t i;
+
+	if (!page || subbuf < VT_PROTO_MARK_SIZE || W_GET(p, struct wire_mark, timestamp) ||
+	    W_GET(p, struct wire_mark, commit) ||
+	    memcmp(p + offsetof(struct wire_mark, magic), VT_PROTO_MARK_MAGIC, 8) ||
+	    W_GET(p, struct wire_mark, version) != VT_PROTO_MARK_VERSION)
+		return 0;
+	for (i = VT_PROTO_MARK_SIZE; i < subbuf; i++)
+		if (p[i])
+			return 0;
+	if (mk) {
+		mk->cpu = (uint32_t)W_GET(p, struct wire_mark, cpu);
+		mk->position = W_GET(p, struct wire_mark, position);
+		mk->resume = W_GET(p, struct wire_mark, resume);
+	}
+	return 1;
+}
+
 /* ---------------------------------------------------------------- META */
 
 /**
@@ -1740,7 +1885,10 @@ int vt_proto_msg_validate(const struct vt_proto_msg *msg)
 	case VT_PROTO_START:
 	case VT_PROTO_STOP:
 	case VT_PROTO_STATS_REQ:
+	case VT_PROTO_RESUME:
 		return vt_proto_dec_empty(msg);
+	case VT_PROTO_SESSION:
+		return vt_proto_dec_session(msg, NULL);
 	case VT_PROTO_EVENTS:
 		ret = vt_proto_dec_events(msg, NULL, NULL, 0);
 		return ret < 0 ? ret : 0;

@@ -157,9 +157,30 @@ const char *vt_tsync_source_name(enum vt_tsync_source s)
 		return "probes";
 	case VT_TSYNC_SRC_USER:
 		return "user";
+	case VT_TSYNC_SRC_KVM_EVENT:
+		return "kvm-event";
 	default:
 		return "none";
 	}
+}
+
+/* Room for one more epoch. */
+static int cpu_grow(struct vt_tsync_cpu *c)
+{
+	struct vt_tsync_epoch *p;
+	uint32_t cap;
+
+	if (c->nr >= VT_TSYNC_MAX_EPOCHS)
+		return -ENOSPC;
+	if (c->nr < c->cap)
+		return 0;
+	cap = c->cap ? c->cap * 2 : 4;
+	p = realloc(c->epochs, cap * sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	c->epochs = p;
+	c->cap = cap;
+	return 0;
 }
 
 /**
@@ -178,8 +199,7 @@ const char *vt_tsync_source_name(enum vt_tsync_source s)
 int vt_tsync_cpu_update(struct vt_tsync_cpu *c, const struct vt_tsync_epoch *e)
 {
 	struct vt_tsync_epoch *last = c->nr ? &c->epochs[c->nr - 1] : NULL;
-	struct vt_tsync_epoch *p;
-	uint32_t cap;
+	int ret;
 
 	if (!vt_tsc_map_valid(&e->map))
 		return -EINVAL;
@@ -197,18 +217,55 @@ int vt_tsync_cpu_update(struct vt_tsync_cpu *c, const struct vt_tsync_epoch *e)
 			return 1;
 		}
 	}
-	if (c->nr >= VT_TSYNC_MAX_EPOCHS)
-		return -ENOSPC;
-	if (c->nr == c->cap) {
-		cap = c->cap ? c->cap * 2 : 4;
-		p = realloc(c->epochs, cap * sizeof(*p));
-		if (!p)
-			return -ENOMEM;
-		c->epochs = p;
-		c->cap = cap;
-	}
+	ret = cpu_grow(c);
+	if (ret < 0)
+		return ret;
 	c->epochs[c->nr++] = *e;
 	return 1;
+}
+
+/**
+ * vt_tsync_cpu_insert() - put an epoch in its place by host time
+ * @c: the vCPU's epochs
+ * @e: the epoch; it may start before the last one (a change read late)
+ *
+ * For changes observed with their exact moment, which may reach the
+ * collector out of order. An epoch starting at the same host time as one
+ * already there replaces it; one whose mapping equals the epoch before it
+ * adds nothing (a write of the value already in force) and is dropped.
+ *
+ * Return: the index of the epoch (where it went, or the one before it that
+ * already said the same), -EINVAL for an invalid mapping, -ENOSPC past
+ * VT_TSYNC_MAX_EPOCHS, -ENOMEM.
+ */
+int vt_tsync_cpu_insert(struct vt_tsync_cpu *c, const struct vt_tsync_epoch *e)
+{
+	uint32_t lo = 0, hi = c->nr, mid;
+	int ret;
+
+	if (!vt_tsc_map_valid(&e->map))
+		return -EINVAL;
+	/* lo: the first epoch starting after e */
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (c->epochs[mid].host_from <= e->host_from)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo && c->epochs[lo - 1].host_from == e->host_from) {
+		c->epochs[lo - 1] = *e;
+		return (int)(lo - 1);
+	}
+	if (lo && vt_tsc_map_equal(&c->epochs[lo - 1].map, &e->map))
+		return (int)(lo - 1);
+	ret = cpu_grow(c);
+	if (ret < 0)
+		return ret;
+	memmove(&c->epochs[lo + 1], &c->epochs[lo], (c->nr - lo) * sizeof(*e));
+	c->epochs[lo] = *e;
+	c->nr++;
+	return (int)lo;
 }
 
 /**
@@ -235,6 +292,32 @@ const struct vt_tsync_epoch *vt_tsync_cpu_at(const struct vt_tsync_cpu *c, uint6
 			hi = mid;
 	}
 	return &c->epochs[lo];
+}
+
+/**
+ * vt_tsync_cpu_until() - how many epochs a recording that ends at @host_end uses
+ * @c: the vCPU's epochs
+ * @host_end: the last host time the trace covers
+ *
+ * Epochs that start after it (a guest reset while the recording ended)
+ * map no event of the trace, and their guest times may overlap the earlier
+ * ones': they are left out of the trace's mapping.
+ *
+ * Return: the epochs starting at or before @host_end, and at least the
+ * first when there is one (it answers for earlier times).
+ */
+uint32_t vt_tsync_cpu_until(const struct vt_tsync_cpu *c, uint64_t host_end)
+{
+	uint32_t lo = 0, hi = c->nr, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (c->epochs[mid].host_from <= host_end)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? lo : (c->nr ? 1 : 0);
 }
 
 /**

@@ -84,6 +84,8 @@ struct vt_page_iter {
 };
 
 int vt_page_fmt_parse(struct vt_page_fmt *fmt, const char *header_page, size_t len);
+int vt_format_field(const char *format, size_t len, const char *name, unsigned long *offset,
+		    unsigned long *size);
 void vt_page_fmt_default(struct vt_page_fmt *fmt);
 int vt_page_header(const struct vt_page_fmt *fmt, const void *page, size_t size,
 		   struct vt_page_info *info);

@@ -106,6 +106,9 @@ enum vt_proto_type {
 					 * a host with VT_PROTO_CAP_NOTICE) */
 	VT_PROTO_FLUSH = 35,		/* H->A  u32 interval_ms: send partial pages that old
 					 * (only to an agent with VT_PROTO_CAP_FLUSH) */
+	VT_PROTO_RESUME = 36,		/* H->A  empty: take over the running session (only to an
+					 * agent with VT_PROTO_CAP_RESUME) */
+	VT_PROTO_SESSION = 37,		/* A->H  struct vt_proto_session: RESUME's answer */
 };
 
 /* FLUSH intervals an agent takes: 0 (never: whole pages only, the default) or this range. */
@@ -126,6 +129,8 @@ enum vt_proto_type {
 						 * may carry KALLSYMS_UNLESS_KEY */
 #define VT_PROTO_CAP_NOTICE	(1ull << 10)	/* the host's HELLO: NOTICE is taken */
 #define VT_PROTO_CAP_FLUSH	(1ull << 11)	/* FLUSH is served: partial pages while recording */
+#define VT_PROTO_CAP_RESUME	(1ull << 12)	/* agent: RESUME is served, and marks
+						 * where each data stream stands */
 
 /* META_REQ flags (only to an agent with VT_PROTO_CAP_META_FLAGS) */
 #define VT_PROTO_META_REQ_NO_KALLSYMS	(1u << 0)	/* leave /proc/kallsyms out */
@@ -158,6 +163,33 @@ enum vt_proto_type {
 /* INSTANCE kinds */
 #define VT_PROTO_INSTANCE_TOP		0u
 #define VT_PROTO_INSTANCE_PRIVATE	1u
+
+/* SESSION flags */
+#define VT_PROTO_SESSION_STREAMING	(1u << 0)	/* a session records: the host takes it over */
+#define VT_PROTO_SESSION_STOPPING	(1u << 1)	/* a STOP is being drained */
+#define VT_PROTO_SESSION_FLAGS		(VT_PROTO_SESSION_STREAMING | VT_PROTO_SESSION_STOPPING)
+
+/*
+ * The resume mark: one whole sub-buffer the agent writes into each data port
+ * after a RESUME, at a page boundary of the stream, telling where the stream
+ * stands. Its page header has timestamp 0 and commit 0 (an empty page, which
+ * the ring buffer never hands out); the data area starts with these fields.
+ */
+#define VT_PROTO_MARK_MAGIC	"VTRESUME"
+#define VT_PROTO_MARK_VERSION	1u
+#define VT_PROTO_MARK_SIZE	48u	/* page header and fields; the rest of the page is 0 */
+
+/**
+ * struct vt_proto_mark - a resume mark's fields
+ * @cpu: the CPU (and data port) of the stream
+ * @position: bytes this stream carried before the mark, marks included
+ * @resume: the session's RESUME count, 1 for the first
+ */
+struct vt_proto_mark {
+	uint32_t cpu;
+	uint64_t position;
+	uint64_t resume;
+};
 
 /* STATS flags */
 #define VT_PROTO_STATS_LAST	(1u << 0)	/* last STATS of this series */
@@ -290,6 +322,27 @@ struct vt_proto_sync {
 };
 
 /**
+ * struct vt_proto_session - SESSION: the agent's session, as RESUME found it
+ * @flags: VT_PROTO_SESSION_*
+ * @nr_streams: data streams running (one per CPU with a port); STATS for each
+ *	follow, then the agent's STATS with LAST
+ * @subbuf_size: the recorded buffer's sub-buffer size in bytes
+ * @nr_events: events enabled in the recorded buffer
+ * @resume: this RESUME's number in the session (1, 2, ...): the marks carry it
+ * @instance: the recorded buffer's instance, "" for the top level
+ * @clock: its trace clock
+ */
+struct vt_proto_session {
+	uint32_t flags;
+	uint32_t nr_streams;
+	uint32_t subbuf_size;
+	uint32_t nr_events;
+	uint64_t resume;
+	const char *instance;
+	const char *clock;
+};
+
+/**
  * struct vt_proto_meta_rx - reassembles META chunks on the receiving side
  * @data: the blob so far (malloc'd, owned until vt_proto_meta_rx_release())
  * @len: bytes received
@@ -360,6 +413,11 @@ int vt_proto_dec_meta_req(const struct vt_proto_msg *msg, uint64_t *max_total);
 int vt_proto_dec_meta_req_flags(const struct vt_proto_msg *msg, uint64_t *max_total, uint32_t *flags);
 int vt_proto_dec_meta(const struct vt_proto_msg *msg, struct vt_proto_meta_chunk *chunk);
 int vt_proto_dec_sync(const struct vt_proto_msg *msg, struct vt_proto_sync *sync);
+
+int vt_proto_enc_session(void *buf, size_t size, uint32_t seq, const struct vt_proto_session *ss);
+int vt_proto_dec_session(const struct vt_proto_msg *msg, struct vt_proto_session *ss);
+int vt_proto_mark_encode(void *page, size_t subbuf, const struct vt_proto_mark *mk);
+int vt_proto_mark_decode(const void *page, size_t subbuf, struct vt_proto_mark *mk);
 
 int vt_proto_hello_negotiate(const struct vt_proto_hello *hello, uint16_t *rev);
 

@@ -49,15 +49,18 @@ int vt_tsc_guest_to_host(const struct vt_tsc_map *m, uint64_t guest, uint64_t *h
 /* Where an epoch's mapping came from, best first. */
 enum vt_tsync_source {
 	VT_TSYNC_SRC_NONE = 0,
-	VT_TSYNC_SRC_KVM,	/* KVM debugfs: exact */
+	VT_TSYNC_SRC_KVM,	/* KVM debugfs: exact offset, read at some moment */
 	VT_TSYNC_SRC_PROBE,	/* in-band probes: bounded */
 	VT_TSYNC_SRC_USER,	/* --tsc-offset: as good as the user */
+	VT_TSYNC_SRC_KVM_EVENT,	/* kvm:kvm_write_tsc_offset: exact offset at its exact moment */
 };
 
 const char *vt_tsync_source_name(enum vt_tsync_source s);
 
 /* vt_tsync_epoch.flags */
 #define VT_TSYNC_EPOCH_DRIFT	(1u << 0)	/* the ratio is a fitted drift */
+#define VT_TSYNC_EPOCH_UNSEEN	(1u << 1)	/* the mapping changed at a moment not seen while it
+						   held: @error covers the change */
 
 /**
  * struct vt_tsync_epoch - one piece of a vCPU's clock mapping
@@ -66,6 +69,13 @@ const char *vt_tsync_source_name(enum vt_tsync_source s);
  * @source: where it came from
  * @flags: VT_TSYNC_EPOCH_DRIFT
  * @error: bound on |true guest - mapped guest| in ticks (0: exact)
+ * @min_rtt: probes: the smallest round trip behind @error, else 0
+ * @first_reply: probes: host TSC of the earliest reply behind it; KVM
+ *	debugfs: when the read that gave it ended; else 0
+ * @since: the mapping changed to this one at an unknown moment in
+ *	(@since, @host_from]: the previous epoch's events in that stretch may be
+ *	off (its @error covers them); 0 when the moment is @host_from itself or
+ *	unknown altogether (the first epoch)
  */
 struct vt_tsync_epoch {
 	uint64_t host_from;
@@ -73,11 +83,12 @@ struct vt_tsync_epoch {
 	enum vt_tsync_source source;
 	uint32_t flags;
 	uint64_t error;
-	uint64_t min_rtt;	/* probes: the smallest round trip behind @error, else 0 */
-	uint64_t first_reply;	/* probes: host TSC of the earliest reply behind it, else 0 */
+	uint64_t min_rtt;
+	uint64_t first_reply;
+	uint64_t since;
 };
 
-#define VT_TSYNC_MAX_EPOCHS	4096u
+#define VT_TSYNC_MAX_EPOCHS	16384u
 
 /**
  * struct vt_tsync_cpu - the epochs of one vCPU, in host time order
@@ -92,7 +103,9 @@ struct vt_tsync_cpu {
 };
 
 int vt_tsync_cpu_update(struct vt_tsync_cpu *c, const struct vt_tsync_epoch *e);
+int vt_tsync_cpu_insert(struct vt_tsync_cpu *c, const struct vt_tsync_epoch *e);
 const struct vt_tsync_epoch *vt_tsync_cpu_at(const struct vt_tsync_cpu *c, uint64_t host);
+uint32_t vt_tsync_cpu_until(const struct vt_tsync_cpu *c, uint64_t host_end);
 void vt_tsync_cpu_free(struct vt_tsync_cpu *c);
 
 /**
@@ -202,6 +215,7 @@ enum vt_tsc_rate_method {
 	VT_TSC_RATE_NONE = 0,
 	VT_TSC_RATE_PERF,	/* perf mmap page time_mult/time_shift */
 	VT_TSC_RATE_CALIBRATED,	/* measured against CLOCK_MONOTONIC_RAW */
+	VT_TSC_RATE_BOOT,	/* measured once in this boot, shared by every recording */
 };
 
 /**

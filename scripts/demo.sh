@@ -7,21 +7,29 @@
 # sched events on the host through the transport for a few seconds into demo-out/, print the first lines of
 # the merged timeline, a summary, and the report's IOMMU and mmiotrace analyses; it writes
 # demo-out/mmiotrace.log and demo-out/timeline.html. Safe to run twice; ends every process it started.
+# With --kvm the same guest runs under real KVM: QEMU/TCG here boots an L1 guest with nested SVM
+# (tests/e2e/mkl1.sh), which loads kvm_amd and runs the guest with -accel kvm; the recording is
+# made in L1 with `record --qemu-pid --kvm-exits` (L1's kvm_exit/kvm_entry are the host events),
+# brought back, and shown the same way, plus `report --exits`: VM exits per reason with their
+# handling time, and the io and MMIO exits by guest function (the e1000 driver's). Timing in a
+# guest nested under TCG is not real timing: the counts and functions are what to look at.
 #
-#   scripts/demo.sh [--no-deps] [--seconds N] [--out DIR]
+#   scripts/demo.sh [--no-deps] [--seconds N] [--out DIR] [--kvm]
 #     --no-deps    do not run scripts/install-deps.sh
 #     --seconds N  how long to record (default 4)
 #     --out DIR    output directory (default <repo>/demo-out)
+#     --kvm        the guest under real KVM, nested in a TCG guest (about 2 minutes more)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root" || exit 1
-deps=1 secs=4 out=$root/demo-out
+deps=1 secs=4 out=$root/demo-out kvm=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--no-deps) deps=0 ;;
 	--seconds) secs=${2:?--seconds needs a value}; shift ;;
 	--out) out=${2:?--out needs a value}; shift ;;
-	-h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+	--kvm) kvm=1 ;;
+	-h|--help) sed -n '2,23p' "$0"; exit 0 ;;
 	*) echo "demo.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -70,7 +78,43 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM HUP
 
-# In the guest: the agent as a daemon that leaves after the collector's BYE. Once the collector
+# --kvm: the guest (the e2e image, tests/e2e/agent-lib.sh: trace-agent and vt-e2e-guest) runs
+# as L2 under KVM inside L1 (tests/e2e/l1/scenario-guest.sh through vt_l1_guest_run): q35 with
+# intel-iommu first, setup's controller behind it, an e1000; record's COMMAND has the guest do
+# the same work as the TCG demo's, for SECS seconds of ticks.
+run_kvm() {
+	local t=/sys/kernel/tracing rc
+	step "building the nested-KVM host (tests/e2e/mkl1.sh: L1 with kvm_amd, QEMU, the collector, the guest)"
+	vt_l1_image >"$RUN/l1-image.out" 2>&1; rc=$?
+	[ $rc = 77 ] && die "no nested KVM here: $(sed -n 's/^SKIP: //p' "$RUN/l1-image.out")"
+	[ $rc = 0 ] || { tail -20 "$RUN/l1-image.out"; die "cannot build the L1 image"; }
+	step "L1 (TCG, nested SVM) runs the guest under KVM: 2 vCPUs, q35 + intel-iommu, virtio-serial behind the vIOMMU, an e1000; $secs s of recording"
+	VT_L1_WORK=("sh echo 'demo: the e1000 leaves and comes back' >$t/trace_marker; echo 1 >/sys/bus/pci/devices/0000:00:05.0/remove; sleep 0.1; echo 1 >/sys/bus/pci/rescan; echo 'demo: loading e1000' >$t/trace_marker; modprobe e1000 && ip link set eth0 up; i=0; end=\$((\$(cut -d. -f1 /proc/uptime) + $secs)); while [ \$(cut -d. -f1 /proc/uptime) -lt \$end ]; do i=\$((i + 1)); echo \"demo: tick \$i\" >$t/trace_marker; ls /proc >/dev/null; sleep 0.05; done")
+	VT_L1_ENV="SCN_NAME=demo
+REC_ARGS=\"--tracer mmiotrace -e iommu -e sched --host-events sched:sched_switch,sched:sched_wakeup --kvm-exits\"
+L2_MACHINE=q35
+L2_QEMU_FIRST=\"-device intel-iommu,intremap=off\"
+L2_SERIAL_OPTS=,iommu_platform=on,disable-legacy=on
+L2_APPEND=\"intel_iommu=on mmiotrace.trace_pc=1\"
+L2_KEEP=sched,irq,timer,iommu
+L2_QEMU_EXTRA=\"-device e1000,addr=0x5,romfile=\""
+	mkdir -p "$RUN/kvm"
+	VT_RUNDIR=$RUN/l1 VT_LOG_PREFIX=demo
+	vt_l1_guest_run "$RUN/kvm" >"$RUN/l1.log" 2>&1; rc=$?
+	tr -d '\r' <"$RUN/l1/console.log" | grep -aE '^(VT-L1|L1):' | grep -v 'VT-L1: beat' | sed 's/^/  /'
+	[ $rc = 77 ] && die "no nested KVM here: $VT_L1_REASON"
+	[ $rc = 0 ] || { cat "$RUN/l1.log"; die "the run in L1: $VT_L1_RESULT: $VT_L1_REASON"; }
+	echo "L1 ran for $VT_L1_SECS s; its console in $RUN/l1/console.log, the guest's in $RUN/kvm/l2-demo-console.log"
+	rrc=$(cat "$RUN/kvm/record.rc")
+	[ -s "$RUN/kvm/record.log" ] && sed 's/^/record: /' "$RUN/kvm/record.log"
+	rm -rf "$out"
+	mv "$RUN/kvm/rec" "$out" || die "record exited $rrc and wrote nothing"
+	[ -s "$out/manifest.json" ] || die "record exited $rrc and wrote no manifest"
+	trace-cmd report -i "$out/host.dat" -i "$out/guest-demo.dat" >"$out/report.txt" 2>"$RUN/report.err" ||
+		{ cat "$RUN/report.err"; die "trace-cmd report failed"; }
+}
+
+# The TCG demo's guest: the agent as a daemon that leaves after the collector's BYE. Once the collector
 # has switched the tracer to mmiotrace (it takes CPU 1 offline until the stop) and started
 # tracing, the workload
 # removes and rescans the e1000 (iommu group events), loads its driver and brings the link up
@@ -106,36 +150,45 @@ kill "$work"
 echo "DEMO: trace-agent exited $rc"
 exit $rc
 SH
-step "building the guest image (tests/e2e/mkguest.sh)"
-vt_agent_image "$WORK" "$WORK/demo-run" demo >&2 || die "cannot build the guest image"
 
-step "booting the guest: 2 vCPUs, q35 + intel-iommu, virtio-serial behind the vIOMMU, an e1000"
-PORTS=$RUN/ports
-"$COLLECT" setup --vcpus 2 --dir "$PORTS" --name demo --create >"$RUN/ports.args" || die "setup failed"
-# The trace transport's own DMA goes through the vIOMMU: iommu_platform on the controller.
-sed -i 's/^\(-device virtio-serial-pci,.*\)$/\1,iommu_platform=on,disable-legacy=on/' "$RUN/ports.args"
-eval "PORT_ARGS=($(cat "$RUN/ports.args"))"
-VT_RUNDIR=$RUN VT_SMP=2 VT_IOMMU=1 VT_PORTS=0 VT_GUEST_RUN=/etc/vt/agent-run
-VT_APPEND="vt.ports=3 mmiotrace.trace_pc=1" VT_TIMEOUT=120 VT_QEMU_EXTRA=("${PORT_ARGS[@]}" -device e1000,addr=0x5)
-vt_guest_start || die "QEMU did not start"
-vt_wait_console 'VT-INIT: run ' 60 || { tail -20 "$RUN/console.log"; die "the guest did not boot"; }
-echo "guest booted; QEMU arguments in $RUN/qemu.cmd, console in $RUN/console.log"
+run_tcg() {
+	step "building the guest image (tests/e2e/mkguest.sh)"
+	vt_agent_image "$WORK" "$WORK/demo-run" demo >&2 || die "cannot build the guest image"
 
-step "recording for $secs s into $out"
-rm -rf "$out"
-"$COLLECT" record --chardev-dir "$PORTS" --name demo --qemu-pid "$VT_QEMU_PID" --qmp "$PORTS/qmp.sock" \
-	--tracer mmiotrace -e iommu -e sched --host-events sched:sched_switch,sched:sched_wakeup \
-	--host-pid "$VT_QEMU_PID" \
-	--duration "$secs" -o "$out" --quiet >"$RUN/record.log" 2>&1 &
-REC_PID=$!
-wait "$REC_PID"
-rrc=$?
-REC_PID=
-[ -s "$RUN/record.log" ] && sed 's/^/record: /' "$RUN/record.log"
-[ -s "$out/manifest.json" ] || die "record exited $rrc and wrote no manifest"
-trace-cmd report -i "$out/host.dat" -i "$out/guest-demo.dat" >"$out/report.txt" 2>"$RUN/report.err" ||
-	{ cat "$RUN/report.err"; die "trace-cmd report failed"; }
-vt_agent_wait_off 30 >/dev/null 2>&1 || vt_guest_stop
+	step "booting the guest: 2 vCPUs, q35 + intel-iommu, virtio-serial behind the vIOMMU, an e1000"
+	PORTS=$RUN/ports
+	"$COLLECT" setup --vcpus 2 --dir "$PORTS" --name demo --create --accel tcg >"$RUN/ports.args" || die "setup failed"
+	# The trace transport's own DMA goes through the vIOMMU: iommu_platform on the controller.
+	sed -i 's/^\(-device virtio-serial-pci,.*\)$/\1,iommu_platform=on,disable-legacy=on/' "$RUN/ports.args"
+	eval "PORT_ARGS=($(cat "$RUN/ports.args"))"
+	VT_RUNDIR=$RUN VT_SMP=2 VT_IOMMU=1 VT_PORTS=0 VT_GUEST_RUN=/etc/vt/agent-run
+	VT_APPEND="vt.ports=3 mmiotrace.trace_pc=1" VT_TIMEOUT=120 VT_QEMU_EXTRA=("${PORT_ARGS[@]}" -device e1000,addr=0x5)
+	vt_guest_start || die "QEMU did not start"
+	vt_wait_console 'VT-INIT: run ' 60 || { tail -20 "$RUN/console.log"; die "the guest did not boot"; }
+	echo "guest booted; QEMU arguments in $RUN/qemu.cmd, console in $RUN/console.log"
+
+	step "recording for $secs s into $out"
+	rm -rf "$out"
+	"$COLLECT" record --chardev-dir "$PORTS" --name demo --qemu-pid "$VT_QEMU_PID" --qmp "$PORTS/qmp.sock" \
+		--tracer mmiotrace -e iommu -e sched --host-events sched:sched_switch,sched:sched_wakeup \
+		--host-pid "$VT_QEMU_PID" \
+		--duration "$secs" -o "$out" --quiet >"$RUN/record.log" 2>&1 &
+	REC_PID=$!
+	wait "$REC_PID"
+	rrc=$?
+	REC_PID=
+	[ -s "$RUN/record.log" ] && sed 's/^/record: /' "$RUN/record.log"
+	[ -s "$out/manifest.json" ] || die "record exited $rrc and wrote no manifest"
+	trace-cmd report -i "$out/host.dat" -i "$out/guest-demo.dat" >"$out/report.txt" 2>"$RUN/report.err" ||
+		{ cat "$RUN/report.err"; die "trace-cmd report failed"; }
+	vt_agent_wait_off 30 >/dev/null 2>&1 || vt_guest_stop
+}
+
+if [ "$kvm" = 1 ]; then
+	run_kvm
+else
+	run_tcg
+fi
 
 # What trace-cmd prints of the pages is the guest's own text (markers, task names in events):
 # on this terminal its control characters are shown as '?' (doc/boundary.md).
@@ -169,11 +222,22 @@ for e in mmiotrace_map mmiotrace_rw map unmap add_device_to_group remove_device_
 	printf '  %-26s %s\n' "$e" "$(grep -cE "^ *guest-demo\.dat: .* $e: " "$out/report.txt")"
 done
 grep -m1 -E 'guest-demo\.dat: .* mmiotrace_map: ' "$out/report.txt" | sed 's/^ */  first map: /' | safe
-step "analyses: virtio-trace-collect report --iommu --mmiotrace-log --html"
+exits=()
+[ "$kvm" = 1 ] && exits=(--exits)
+step "analyses: virtio-trace-collect report --iommu --mmiotrace-log --html${exits:+ --exits}"
 "$COLLECT" report --guest demo --iommu --mmiotrace-log "$out/mmiotrace.log" --html "$out/timeline.html" \
-	"$out" >"$out/analyses.txt" 2>"$RUN/analyses.err" || { cat "$RUN/analyses.err"; die "report failed"; }
+	"${exits[@]}" "$out" >"$out/analyses.txt" 2>"$RUN/analyses.err" || { cat "$RUN/analyses.err"; die "report failed"; }
 sed -n '/^  IOMMU:/,/^  mmiotrace:/p' "$out/analyses.txt" | sed '$d' | safe
 sed -n '/^  mmiotrace:/,/^  problems:/p' "$out/analyses.txt" | sed '$d' | head -n 24 | safe
+if [ "$kvm" = 1 ]; then
+	# The VM exits: the table of all guests, and the io and MMIO (npf) exits by guest function.
+	sed -n '/^VM exits/,/^  guest demo:$/p' "$out/analyses.txt" | sed '$d' | safe
+	awk '/exits per guest function/ { on = 1; print; next }
+	     on && /^    [a-z_A-Z0-9]+: / { show = ($1 == "io:" || $1 == "npf:" || $1 == "IO_INSTRUCTION:" || $1 == "EPT_MISCONFIG:") }
+	     on && /^  [^ ]/ { on = 0 }
+	     on && show' "$out/analyses.txt" | safe
+	echo "  (timing in a guest nested under TCG is TCG's, not a real machine's: look at the counts and functions)"
+fi
 echo "  (all of it in $out/analyses.txt; the classic mmiotrace log: $out/mmiotrace.log," \
      "$(grep -c '^[RW] ' "$out/mmiotrace.log") R/W lines)"
 echo "timeline: $out/timeline.html (open it in a browser: host CPUs and guest vCPUs, zoom with the wheel, drag to pan)"

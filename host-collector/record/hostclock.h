@@ -36,6 +36,12 @@ int vt_kvm_read_vm(const char *vmdir, struct vt_kvm_vcpu *v, uint32_t max, uint3
 const char *vt_tsc_rate_method_name(enum vt_tsc_rate_method m);
 int vt_tsc2nsec_from_perf(struct vt_tsc2nsec *t);
 int vt_tsc2nsec_calibrate(struct vt_tsc2nsec *t, unsigned int ms);
+int vt_tsc2nsec_boot(struct vt_tsc2nsec *t, unsigned int calibrate_ms, const char *dir);
 int vt_tsc2nsec_get(struct vt_tsc2nsec *t, unsigned int calibrate_ms);
+
+/* Where a boot's calibrated TSC rate is kept (tmpfs: gone at the next boot). */
+#ifndef VT_TSC_RATE_DIR
+#define VT_TSC_RATE_DIR		"/run/virtio-trace"
+#endif
 
 #endif

@@ -668,8 +668,9 @@ static void take_clock(struct live *l, struct lmsg *m)
 	unsigned int c;
 
 	for (c = 0; ts && c < m->nr_cpus; c++)
-		if (m->cpus[c].nr && vt_tsync_tshift_build(m->cpus[c].epochs, m->cpus[c].nr, m->host_end,
-							  interp, &ts[c]) < 0)
+		if (m->cpus[c].nr && vt_tsync_tshift_build(m->cpus[c].epochs,
+							  vt_tsync_cpu_until(&m->cpus[c], m->host_end),
+							  m->host_end, interp, &ts[c]) < 0)
 			vt_tsync_tshift_free(&ts[c]);	/* unmapped, as in a file without it */
 	free_cpus(m->cpus, m->nr_cpus);
 	if (!ts)

@@ -5,8 +5,14 @@
  * so on RESUME the guest is synced again at once and the new epoch starts at
  * the moment RESUME arrived. A RESET (system_reset, or the guest rebooting)
  * ends the guest's recording: its ring buffers and its agent's session are
- * gone, and the problem says so at once. QMP is JSON, one message per line; what it says
- * is parsed with the bounded reader, though QEMU is the host's own process.
+ * gone, and the problem says so at once. MIGRATION events follow a live
+ * migration (setup, active, completed, failed...): QEMU sends them only with
+ * the migration capability "events", which is turned on when following
+ * starts; query-migrate is asked then (a migration may be under way), at
+ * every STOP (a switchover, were the events off) and when one completed
+ * (QEMU's downtime and total time). QMP is JSON, one message per
+ * line; what it says is parsed with the bounded reader, though QEMU is the
+ * host's own process.
  */
 #include <errno.h>
 #include <poll.h>
@@ -82,6 +88,47 @@ static void got_cpus(struct qmp *q, const char *line, size_t len)
 	q->event(g, QMP_EV_CPUS, NULL);
 }
 
+/* A migration's status, as QEMU words it: a short word of [a-z-]. */
+static void got_status(struct qmp *q, const struct json_value *st, const char *how)
+{
+	struct guest *g = q->g;
+	const char *s = json_string(st);
+	char status[sizeof(g->mig.status)];
+
+	if (!s)
+		return;
+	collect_sanitize(status, sizeof(status), s, false);
+	if (!status[0] || !strcmp(status, g->mig.status))
+		return;
+	log_debug("guest %s: migration %s (%s)", g->name, status, how);
+	q->event(g, QMP_EV_MIGRATION, status);
+}
+
+/*
+ * query-migrate's answer: its status (a migration that began before the
+ * collector followed QMP), and once completed QEMU's own figures.
+ */
+static void got_migrate(struct qmp *q, const char *line, size_t len)
+{
+	const struct json_value *ret;
+	struct json_doc *doc;
+	uint64_t v;
+
+	doc = json_parse(line, len, NULL, NULL);
+	if (!doc)
+		return;
+	ret = json_get(json_root(doc), "return");
+	if (ret && json_u64(json_get(ret, "downtime"), &v) == 0)
+		q->g->mig.downtime_ms = v;
+	if (ret && json_u64(json_get(ret, "total-time"), &v) == 0)
+		q->g->mig.total_ms = v;
+	if (ret && json_get(ret, "status"))
+		got_status(q, json_get(ret, "status"), "query-migrate");
+	if (ret && q->g->mig.downtime_ms)
+		q->event(q->g, QMP_EV_MIGRATION_INFO, NULL);
+	json_free(doc);
+}
+
 static void qmp_line(struct qmp *q, const char *line, size_t len)
 {
 	const struct json_value *ev;
@@ -100,24 +147,50 @@ static void qmp_line(struct qmp *q, const char *line, size_t len)
 			log_debug("guest %s: QMP says its UUID is %s", q->g->name, q->g->qmp_uuid);
 		return;
 	}
+	if (memmem(line, len, "\"vt-migrate\"", 12)) {
+		got_migrate(q, line, len);
+		return;
+	}
 	doc = json_parse(line, len, NULL, NULL);
 	if (!doc)
 		return;
 	ev = json_get(json_root(doc), "event");
 	name = ev ? json_string(ev) : NULL;
-	if (name && !strcmp(name, "RESUME")) {
+	if (name && !strcmp(name, "MIGRATION")) {
+		const struct json_value *st = json_get(json_get(json_root(doc), "data"), "status");
+		const char *s = json_string(st);
+		uint64_t tsc = event_tsc(json_root(doc), q->tsc_khz);
+
+		if (s && !strcmp(s, "active") && !q->g->mig.active_tsc)
+			q->g->mig.active_tsc = tsc;
+		else if (s && !strcmp(s, "completed"))
+			q->g->mig.completed_tsc = tsc;
+		got_status(q, st, "QMP event");
+	} else if (name && !strcmp(name, "RESUME")) {
 		q->g->resume_tsc = event_tsc(json_root(doc), q->tsc_khz);
-		log_info("guest %s: QEMU resumed it: syncing its clock again", q->g->name);
+		if (q->g->mig.incoming && !q->g->mig.resume_tsc)
+			q->g->mig.resume_tsc = q->g->resume_tsc;
+		if (q->g->mig.incoming && !q->g->mig.resumed)
+			log_info("guest %s: QEMU started it here (an incoming migration)", q->g->name);
+		else
+			log_info("guest %s: QEMU resumed it: syncing its clock again", q->g->name);
 		q->event(q->g, QMP_EV_RESUME, NULL);
 	} else if (name && !strcmp(name, "STOP")) {
 		q->g->stop_tsc = event_tsc(json_root(doc), q->tsc_khz);
-		log_info("guest %s: QEMU stopped it", q->g->name);
+		/* During a migration, the stop before the switchover: the blackout starts here. */
+		if (q->g->mig.migrating)
+			q->g->mig.stop_tsc = q->g->stop_tsc;
+		log_info("guest %s: QEMU stopped it%s", q->g->name,
+			 q->g->mig.migrating ? " (migration switchover)" : "");
+		/* A stop may be a migration's switchover even when QEMU sends no MIGRATION events. */
+		qmp_query_migrate(q->g);
 	} else if (name && !strcmp(name, "RESET")) {
 		/* The guest reboots: its ring buffers and its agent's session are gone. */
 		const char *why = json_string(json_get(json_get(json_root(doc), "data"), "reason"));
 		char reason[64];
 
 		collect_sanitize(reason, sizeof(reason), why ? why : "", false);
+		q->g->reset_tsc = event_tsc(json_root(doc), q->tsc_khz);
 		q->event(q->g, QMP_EV_RESET, reason[0] ? reason : "unknown");
 	}
 	json_free(doc);
@@ -165,7 +238,11 @@ int qmp_attach(struct guest *g, struct engine *e, uint64_t tsc_khz,
 {
 	static const char hello[] = "{\"execute\":\"qmp_capabilities\"}\n"
 				    "{\"execute\":\"query-cpus-fast\",\"id\":\"vt-cpus\"}\n"
-				    "{\"execute\":\"query-uuid\",\"id\":\"vt-uuid\"}\n";
+				    "{\"execute\":\"query-uuid\",\"id\":\"vt-uuid\"}\n"
+				    "{\"execute\":\"migrate-set-capabilities\",\"arguments\":"
+				    "{\"capabilities\":[{\"capability\":\"events\",\"state\":true}]},"
+				    "\"id\":\"vt-events\"}\n"
+				    "{\"execute\":\"query-migrate\",\"id\":\"vt-migrate\"}\n";
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct qmp *q;
 	int ret;
@@ -202,6 +279,24 @@ err:
 	free(q);
 	log_warn("guest %s: cannot follow QMP at %s: %s", g->name, g->link.qmp_path, strerror(-ret));
 	return ret;
+}
+
+/**
+ * qmp_query_migrate() - ask QEMU how the migration stands (answered as
+ * QMP_EV_MIGRATION and QMP_EV_MIGRATION_INFO)
+ * @g: the guest, following QMP
+ *
+ * Return: 0 or -errno (the answer then does not come).
+ */
+int qmp_query_migrate(struct guest *g)
+{
+	static const char req[] = "{\"execute\":\"query-migrate\",\"id\":\"vt-migrate\"}\n";
+
+	if (!g->qmp)
+		return -ENOTCONN;
+	if (write(g->qmp->fd, req, sizeof(req) - 1) != (ssize_t)sizeof(req) - 1)
+		return -EIO;
+	return 0;
 }
 
 /**

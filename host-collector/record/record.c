@@ -39,6 +39,7 @@
 #include "setup/list.h"
 #include "store/output.h"
 #include "store/spool.h"
+#include "opts.h"
 #include "text.h"
 
 static bool status_line;
@@ -53,6 +54,7 @@ void record_usage(FILE *f)
 "Usage: virtio-trace-collect record GUEST... [OPTION]... [-- COMMAND [ARG]...]\n"
 "       virtio-trace-collect report DIR\n"
 "       virtio-trace-collect recover DIR\n"
+"       virtio-trace-collect join SRC DST -o OUT\n"
 "       virtio-trace-collect setup --vcpus N [--backend pipe|unix|unix-connect]\n"
 "                                  [--dir DIR]\n"
 "                                  [--format qemu|libvirt] [--create]\n"
@@ -92,7 +94,12 @@ void record_usage(FILE *f)
 "                         host file's GUEST option, and KVM's TSC offsets\n"
 "  --qmp PATH             the guest's QMP socket: after a `cont` (RESUME) the\n"
 "                         clock is synced again at once (a stop moves a TCG\n"
-"                         guest's TSC offset)\n"
+"                         guest's TSC offset); a live migration (MIGRATION\n"
+"                         completed) ends the guest's recording here, drained\n"
+"                         to the switchover, with no stop sent to its agent\n"
+"  --incoming             the guest migrates in: wait for it on these ports (600 s\n"
+"                         at most) and take its agent's running session over;\n"
+"                         `join` makes one trace of the two recordings\n"
 "\n"
 "Recording:\n"
 "  -e, --event SYS[:EV]   a guest event, system or glob (repeatable)\n"
@@ -151,6 +158,12 @@ void record_usage(FILE *f)
 "                         or none\n"
 "      --debugfs DIR      where debugfs is (default /sys/kernel/debug); KVM's\n"
 "                         per-vCPU TSC offsets are read from DIR/kvm/PID-*/\n"
+"      --no-kvm-events    kvm method: find offset changes by re-reading debugfs\n"
+"                         every second (each change bounded in the manifest),\n"
+"                         not from kvm:kvm_write_tsc_offset at its exact moment\n"
+"      --sync-check       kvm method: run probe bursts too (at start, stop and\n"
+"                         every --sync-interval) and check each reply against\n"
+"                         KVM's offsets (manifest: sync.check)\n"
 "      --tsc-offset N     guest TSC = host TSC + N (with --sync offset)\n"
 "      --sync-probes N    at most N probes per vCPU and burst (default 100;\n"
 "                         fewer once 16 in a row narrowed nothing)\n"
@@ -169,28 +182,6 @@ void record_usage(FILE *f)
 "Exit status: 0 every guest recorded cleanly; 1 nothing usable was written;\n"
 "2 usage error; 3 files were written but a guest was dropped or had problems\n"
 "(see manifest.json). See virtio-trace-collect(1).\n");
-}
-
-static int parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	double v = strtod(s, &end);
-
-	if (end == s || v <= 0)
-		return -EINVAL;
-	switch (*end) {
-	case 'k': case 'K': v *= 1024; end++; break;
-	case 'm': case 'M': v *= 1024 * 1024; end++; break;
-	case 'g': case 'G': v *= 1024.0 * 1024 * 1024; end++; break;
-	case 0: break;
-	default: return -EINVAL;
-	}
-	if (*end == 'B' || *end == 'b')
-		end++;
-	if (*end)
-		return -EINVAL;
-	*out = v;
-	return 0;
 }
 
 static uint64_t random_id(void)
@@ -224,7 +215,7 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 	       OPT_BUFSZ, OPT_SUBBUF, OPT_LASTBOOT, OPT_CLOCK, OPT_HOST, OPT_MAXSZ, OPT_FV, OPT_NOCOMP, OPT_ZEND, OPT_KCACHE, OPT_NOKCACHE, OPT_KEEP, OPT_FORCE, OPT_FSYNC, OPT_SYNC, OPT_TSCOFF,
 	       OPT_PROBES, OPT_SINTV, OPT_DEBUGFS, OPT_STOPTO, OPT_QMP, OPT_DOMAIN, OPT_CONNECT,
 	       OPT_HOST_PID, OPT_KVM_EXITS, OPT_LISTEN_GROUP, OPT_LISTEN_UID, OPT_MODE, OPT_WAIT, OPT_ALL,
-	       OPT_LIVE };
+	       OPT_LIVE, OPT_INCOMING, OPT_NO_KVM_EVENTS, OPT_SYNC_CHECK };
 	static const struct option longopts[] = {
 		{ "chardev-dir", required_argument, NULL, OPT_CHARDEV },
 		{ "domain", required_argument, NULL, OPT_DOMAIN },
@@ -233,6 +224,7 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 		{ "listen", no_argument, NULL, OPT_LISTEN },
 		{ "listen-group", required_argument, NULL, OPT_LISTEN_GROUP },
 		{ "listen-uid", required_argument, NULL, OPT_LISTEN_UID },
+		{ "incoming", no_argument, NULL, OPT_INCOMING },
 		{ "ctl", required_argument, NULL, OPT_CTL },
 		{ "cpu", required_argument, NULL, OPT_CPU },
 		{ "name", required_argument, NULL, OPT_NAME },
@@ -267,6 +259,8 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 		{ "sync-probes", required_argument, NULL, OPT_PROBES },
 		{ "sync-interval", required_argument, NULL, OPT_SINTV },
 		{ "debugfs", required_argument, NULL, OPT_DEBUGFS },
+		{ "no-kvm-events", no_argument, NULL, OPT_NO_KVM_EVENTS },
+		{ "sync-check", no_argument, NULL, OPT_SYNC_CHECK },
 		{ "stop-timeout", required_argument, NULL, OPT_STOPTO },
 		{ "live", optional_argument, NULL, OPT_LIVE },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -280,14 +274,15 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+e:f:o:d:qvh", longopts, NULL)) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+:e:f:o:d:qvh", longopts, NULL)) != -1) {
 		switch (c) {
 		case OPT_CHARDEV:
 		case OPT_CTL:
 		case OPT_DOMAIN:
 			g = new_guest(gs, nr);
 			if (!g) {
-				fprintf(stderr, "virtio-trace-collect: at most %d guests\n", COLLECT_MAX_GUESTS);
+				collect_usage("at most %d guests", COLLECT_MAX_GUESTS);
 				return -EINVAL;
 			}
 			if (c == OPT_CHARDEV) {
@@ -296,7 +291,7 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 				snprintf(g->link.ctl_path, sizeof(g->link.ctl_path), "%s", optarg);
 			} else {
 				if (!*optarg || strlen(optarg) >= sizeof(g->link.domain)) {
-					fprintf(stderr, "virtio-trace-collect: bad --domain '%s'\n", optarg);
+					collect_usage("bad --domain '%s'", optarg);
 					return -EINVAL;
 				}
 				snprintf(g->link.domain, sizeof(g->link.domain), "%s", optarg);
@@ -313,49 +308,57 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 				break;
 			}
 			if (!g || !g->link.domain[0]) {
-				fprintf(stderr, "virtio-trace-collect: --connect must follow --domain or --all\n");
+				collect_usage("--connect must follow --domain or --all");
 				return -EINVAL;
 			}
 			if (strlen(optarg) >= sizeof(g->link.connect_uri)) {
-				fprintf(stderr, "virtio-trace-collect: --connect URI is too long\n");
+				collect_usage("--connect URI is too long");
 				return -EINVAL;
 			}
 			snprintf(g->link.connect_uri, sizeof(g->link.connect_uri), "%s", optarg);
 			break;
 		case OPT_LISTEN:
+		case OPT_INCOMING:
 		case OPT_CPU:
 		case OPT_NAME:
 		case OPT_QEMU_PID:
 		case OPT_QMP:
 			if (!g) {
-				fprintf(stderr, "virtio-trace-collect: %s must follow --chardev-dir, --ctl or --domain\n",
+				collect_usage("%s must follow --chardev-dir, --ctl or --domain",
 					argv[optind - 1]);
 				return -EINVAL;
 			}
 			if (g->link.domain[0] && (c == OPT_LISTEN || c == OPT_CPU)) {
-				fprintf(stderr, "virtio-trace-collect: %s does not apply to --domain (its ports "
-					"come from the domain's XML)\n", c == OPT_LISTEN ? "--listen" : "--cpu");
+				collect_usage("%s does not apply to --domain (its ports "
+					"come from the domain's XML)", c == OPT_LISTEN ? "--listen" : "--cpu");
 				return -EINVAL;
 			}
 			if (c == OPT_LISTEN) {
 				g->link.listen = true;
+			} else if (c == OPT_INCOMING) {
+				g->mig.incoming = true;
 			} else if (c == OPT_CPU) {
-				if (g->link.nr_cpu_paths >= COLLECT_MAX_CPUS)
+				if (g->link.nr_cpu_paths >= COLLECT_MAX_CPUS) {
+					collect_usage("--cpu '%s': at most %d per guest", optarg,
+						      COLLECT_MAX_CPUS);
 					return -EINVAL;
+				}
 				g->link.cpu_paths[g->link.nr_cpu_paths++] = strdup(optarg);
 			} else if (c == OPT_QMP) {
 				snprintf(g->link.qmp_path, sizeof(g->link.qmp_path), "%s", optarg);
 			} else if (c == OPT_NAME) {
 				if (!collect_name_ok(optarg)) {
-					fprintf(stderr, "virtio-trace-collect: --name '%s': use letters, digits, "
-						"'_', '-' and '.' (it becomes a file name)\n", optarg);
+					collect_usage("--name '%s': use letters, digits, "
+						"'_', '-' and '.' (it becomes a file name)", optarg);
 					return -EINVAL;
 				}
 				snprintf(g->name, sizeof(g->name), "%s", optarg);
 			} else {
-				g->link.qemu_pid = strtol(optarg, &end, 10);
-				if (*end || g->link.qemu_pid <= 0)
+				int pid;
+
+				if (opt_pid("--qemu-pid", optarg, &pid) < 0)
 					return -EINVAL;
+				g->link.qemu_pid = pid;
 			}
 			break;
 		case OPT_LISTEN_GROUP: {
@@ -363,8 +366,8 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 			unsigned long v = strtoul(optarg, &end, 10);
 
 			if (!gr && (*end || end == optarg || v >= (gid_t)-1)) {
-				fprintf(stderr, "virtio-trace-collect: --listen-group '%s': no such "
-					"group\n", optarg);
+				collect_usage("--listen-group '%s': no such "
+					"group", optarg);
 				return -EINVAL;
 			}
 			o->listen_gid = gr ? gr->gr_gid : (gid_t)v;
@@ -376,8 +379,8 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 			unsigned long v = strtoul(optarg, &end, 10);
 
 			if (!pw && (*end || end == optarg || v >= (uid_t)-1)) {
-				fprintf(stderr, "virtio-trace-collect: --listen-uid '%s': no such "
-					"user\n", optarg);
+				collect_usage("--listen-uid '%s': no such "
+					"user", optarg);
 				return -EINVAL;
 			}
 			o->listen_uid = pw ? pw->pw_uid : (uid_t)v;
@@ -385,40 +388,45 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 			break;
 		}
 		case 'e':
-			if (o->nr_events >= COLLECT_MAX_EVENTS)
+			if (o->nr_events >= COLLECT_MAX_EVENTS) {
+				collect_usage("--event '%s': at most %d events", optarg, COLLECT_MAX_EVENTS);
 				return -EINVAL;
+			}
 			o->events[o->nr_events++] = optarg;
 			break;
 		case 'f':
 			if (!o->nr_events) {
-				fprintf(stderr, "virtio-trace-collect: -f applies to the -e before it\n");
+				collect_usage("-f applies to the -e before it");
 				return -EINVAL;
 			}
 			o->filters[o->nr_events - 1] = optarg;
 			break;
 		case OPT_TRACER: o->tracer = optarg; break;
 		case OPT_TOP: o->top_level = true; break;
-		case OPT_BUFSZ:
-			o->buffer_kb = strtoul(optarg, &end, 10);
-			if (*end || !o->buffer_kb)
+		case OPT_BUFSZ: {
+			unsigned long v;
+
+			if (opt_uint("--buffer-size", optarg, 1, UINT32_MAX, "KiB per CPU", &v) < 0)
 				return -EINVAL;
+			o->buffer_kb = (unsigned int)v;
 			break;
+		}
 		case OPT_LASTBOOT:
 			if (!collect_name_ok(optarg) || strchr(optarg, '.')) {
-				fprintf(stderr, "virtio-trace-collect: --last-boot: an instance name, [A-Za-z0-9_-]\n");
+				collect_usage("--last-boot '%s': an instance name, of [A-Za-z0-9_-]", optarg);
 				return -EINVAL;
 			}
 			o->last_boot = optarg;
 			break;
-		case OPT_SUBBUF:
+		case OPT_SUBBUF: {
 			/* The kernel takes 1 KiB steps up to its largest order; the page checks stop at 1 MiB. */
-			o->subbuf_kb = strtoul(optarg, &end, 10);
-			if (*end || !o->subbuf_kb || o->subbuf_kb > VT_SUBBUF_MAX / 1024) {
-				fprintf(stderr, "virtio-trace-collect: --subbuf-size: 1 to %u KiB\n",
-					VT_SUBBUF_MAX / 1024);
+			unsigned long v;
+
+			if (opt_uint("--subbuf-size", optarg, 1, VT_SUBBUF_MAX / 1024, "KiB", &v) < 0)
 				return -EINVAL;
-			}
+			o->subbuf_kb = (unsigned int)v;
 			break;
+		}
 		case OPT_CLOCK: o->clock = optarg; break;
 		case OPT_HOST: o->host_events = optarg; break;
 		case OPT_KVM_EXITS: kvm_exits = true; break;
@@ -426,8 +434,8 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 			long v = strtol(optarg, &end, 10);
 
 			if (*end || v <= 0 || v > INT32_MAX || o->nr_host_pids >= COLLECT_MAX_HOST_PIDS) {
-				fprintf(stderr, "virtio-trace-collect: --host-pid takes a pid (at most %d)\n",
-					COLLECT_MAX_HOST_PIDS);
+				collect_usage("--host-pid '%s': a process id (at most %d of them)", optarg,
+					      COLLECT_MAX_HOST_PIDS);
 				return -EINVAL;
 			}
 			o->host_pids[o->nr_host_pids++] = (pid_t)v;
@@ -435,8 +443,7 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 		}
 		case 'o': o->out_dir = optarg; break;
 		case 'd':
-			o->duration = strtod(optarg, &end);
-			if (*end || o->duration <= 0)
+			if (opt_seconds("--duration", optarg, false, 0, &o->duration) < 0)
 				return -EINVAL;
 			break;
 		case OPT_WAIT:
@@ -446,22 +453,24 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 				break;
 			o->wait_s = strtod(optarg, &end);
 			if (end == optarg || *end || !(o->wait_s > 0) || o->wait_s > 31 * 86400) {
-				fprintf(stderr, "virtio-trace-collect: --wait=SEC takes seconds (no value: "
-					"no limit), not '%s'\n", optarg);
+				collect_usage("--wait=SEC takes seconds (no value: "
+					"no limit), not '%s'", optarg);
 				return -EINVAL;
 			}
 			break;
 		case OPT_MAXSZ:
-			if (parse_size(optarg, &o->max_size) < 0)
+			if (opt_size("--max-size", optarg, &o->max_size) < 0)
 				return -EINVAL;
 			break;
-		case OPT_FV:
-			o->file_version = strtoul(optarg, &end, 10);
-			if (*end || (o->file_version != 6 && o->file_version != 7)) {
-				fprintf(stderr, "virtio-trace-collect: --file-version is 6 or 7\n");
+		case OPT_FV: {
+			static const char *const versions[] = { "6", "7", NULL };
+			int k = opt_one_of("--file-version", optarg, versions);
+
+			if (k < 0)
 				return -EINVAL;
-			}
+			o->file_version = 6 + k;
 			break;
+		}
 		case OPT_NOCOMP: o->compress = false; break;
 		case OPT_ZEND: o->compress_at_end = true; break;
 		case OPT_KCACHE: o->kcache_dir = optarg; o->no_kcache = false; break;
@@ -474,48 +483,50 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 			/* Read and write bits; the collector reads its own files back. */
 			if (*end || end == optarg || optarg[0] == '-' || v & ~0666ul ||
 			    (v & 0600) != 0600) {
-				fprintf(stderr, "virtio-trace-collect: --mode '%s': the files' mode in octal, "
-					"read and write bits only, the owner's included (e.g. 0640)\n", optarg);
+				collect_usage("--mode '%s': the files' mode in octal, "
+					"read and write bits only, the owner's included (e.g. 0640)", optarg);
 				return -EINVAL;
 			}
 			o->file_mode = (mode_t)v;
 			break;
 		}
 		case OPT_FSYNC: o->fsync = true; break;
-		case OPT_SYNC:
-			if (strcmp(optarg, "auto") && strcmp(optarg, "probe") && strcmp(optarg, "offset") &&
-			    strcmp(optarg, "none") && strcmp(optarg, "kvm")) {
-				fprintf(stderr, "virtio-trace-collect: --sync is auto, kvm, probe, offset or none\n");
+		case OPT_SYNC: {
+			static const char *const methods[] = { "auto", "kvm", "probe", "offset", "none", NULL };
+
+			if (opt_one_of("--sync", optarg, methods) < 0)
 				return -EINVAL;
-			}
 			o->sync = optarg;
 			break;
+		}
 		case OPT_TSCOFF:
-			o->tsc_offset = strtoll(optarg, &end, 0);
-			if (*end)
+			if (opt_int64("--tsc-offset", optarg, &o->tsc_offset) < 0)
 				return -EINVAL;
 			o->have_tsc_offset = true;
 			break;
-		case OPT_PROBES:
-			o->sync_probes = strtoul(optarg, &end, 10);
-			if (*end || !o->sync_probes || o->sync_probes > 65536)
+		case OPT_PROBES: {
+			unsigned long v;
+
+			if (opt_uint("--sync-probes", optarg, 1, 65536, "probes per vCPU and burst", &v) < 0)
 				return -EINVAL;
+			o->sync_probes = (unsigned int)v;
 			break;
+		}
 		case OPT_SINTV:
-			o->sync_interval = strtod(optarg, &end);
-			if (*end || o->sync_interval < 0)
+			if (opt_seconds("--sync-interval", optarg, true, 0, &o->sync_interval) < 0)
 				return -EINVAL;
 			break;
 		case OPT_DEBUGFS: o->debugfs = optarg; break;
+		case OPT_NO_KVM_EVENTS: o->no_kvm_events = true; break;
+		case OPT_SYNC_CHECK: o->sync_check = true; break;
 		case OPT_STOPTO:
-			o->stop_timeout = strtod(optarg, &end);
-			if (*end || o->stop_timeout <= 0)
+			if (opt_seconds("--stop-timeout", optarg, false, 0, &o->stop_timeout) < 0)
 				return -EINVAL;
 			break;
 		case OPT_LIVE:
 			o->live_ms = optarg ? strtoul(optarg, &end, 10) : LIVE_WINDOW_MS;
 			if (optarg && (*end || !o->live_ms || o->live_ms > LIVE_WINDOW_MAX_MS)) {
-				fprintf(stderr, "virtio-trace-collect: --live=MS: a window of 1 to %u ms\n",
+				collect_usage("--live=MS: a window of 1 to %u ms",
 					LIVE_WINDOW_MAX_MS);
 				return -EINVAL;
 			}
@@ -523,12 +534,14 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 		case 'q': collect_quiet = 1; break;
 		case 'v': collect_verbose = 1; break;
 		case 'h': record_usage(stdout); exit(EXIT_OK);
-		default: return -EINVAL;
+		default:
+			opt_getopt_error(c, optopt, argv[optind - 1]);
+			return -EINVAL;
 		}
 	}
 	if (optind < argc) {
 		if (strcmp(argv[optind - 1], "--") != 0) {
-			fprintf(stderr, "virtio-trace-collect: unexpected argument '%s'\n", argv[optind]);
+			collect_usage("unexpected argument '%s'", argv[optind]);
 			return -EINVAL;
 		}
 		o->command = argv + optind;
@@ -544,13 +557,13 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 		o->host_events = list;
 	}
 	if (o->all && *nr) {
-		fprintf(stderr, "virtio-trace-collect: --all records every guest `list` finds: give no "
-			"other guest with it\n");
+		collect_usage("--all records every guest `list` finds: give no "
+			"other guest with it");
 		return -EINVAL;
 	}
 	if (!*nr && !o->host_events && !o->all) {
-		fprintf(stderr, "virtio-trace-collect: no guest given (--chardev-dir DIR, --ctl PATH --cpu PATH, "
-			"or --domain NAME)\n");
+		collect_usage("no guest given (--chardev-dir DIR, --ctl PATH --cpu PATH, "
+			"or --domain NAME)");
 		return -EINVAL;
 	}
 	if (o->have_listen_gid || o->have_listen_uid) {
@@ -559,38 +572,38 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 		for (i = 0; i < *nr && !gs[i]->link.listen; i++)
 			;
 		if (i == *nr) {
-			fprintf(stderr, "virtio-trace-collect: %s applies to the sockets of a --listen guest\n",
+			collect_usage("%s applies to the sockets of a --listen guest",
 				o->have_listen_gid ? "--listen-group" : "--listen-uid");
 			return -EINVAL;
 		}
 	}
 	if (o->nr_host_pids && !o->host_events) {
-		fprintf(stderr, "virtio-trace-collect: --host-pid needs --host-events\n");
+		collect_usage("--host-pid needs --host-events");
 		return -EINVAL;
 	}
 	if (o->have_tsc_offset && !o->sync)
 		o->sync = "offset";
 	if (o->sync && !strcmp(o->sync, "offset") && !o->have_tsc_offset) {
-		fprintf(stderr, "virtio-trace-collect: --sync offset needs --tsc-offset N\n");
+		collect_usage("--sync offset needs --tsc-offset N");
 		return -EINVAL;
 	}
 	if (o->duration && o->command) {
-		fprintf(stderr, "virtio-trace-collect: give --duration or a command, not both\n");
+		collect_usage("give --duration or a command, not both");
 		return -EINVAL;
 	}
 	for (unsigned int i = 0; i < *nr; i++) {
 		struct guest *x = gs[i];
 
 		if (x->link.ctl_path[0] && !x->link.nr_cpu_paths) {
-			fprintf(stderr, "virtio-trace-collect: --ctl %s needs at least one --cpu PATH\n",
+			collect_usage("--ctl %s needs at least one --cpu PATH",
 				x->link.ctl_path);
 			return -EINVAL;
 		}
 		if (!x->name[0] && x->link.domain[0]) {
 			/* The domain's name names the files; a name that cannot needs --name. */
 			if (!collect_name_ok(x->link.domain)) {
-				fprintf(stderr, "virtio-trace-collect: domain '%s' cannot name a file: add "
-					"--name NAME after --domain (letters, digits, '_', '-', '.')\n",
+				collect_usage("domain '%s' cannot name a file: add "
+					"--name NAME after --domain (letters, digits, '_', '-', '.')",
 					x->link.domain);
 				return -EINVAL;
 			}
@@ -605,13 +618,13 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 				snprintf(x->name, sizeof(x->name), "guest%u", i);
 		}
 		if (collect_name_reserved(x->name)) {
-			fprintf(stderr, "virtio-trace-collect: a guest may not be named '%s': it is the "
-				"host trace's name. Use --name\n", x->name);
+			collect_usage("a guest may not be named '%s': it is the "
+				"host trace's name. Use --name", x->name);
 			return -EINVAL;
 		}
 		for (unsigned int j = 0; j < i; j++)
 			if (!strcmp(gs[j]->name, x->name)) {
-				fprintf(stderr, "virtio-trace-collect: two guests are named '%s': use --name\n",
+				collect_usage("two guests are named '%s': use --name",
 					x->name);
 				return -EINVAL;
 			}
@@ -1022,8 +1035,7 @@ static void start_command(struct recording *r)
 		if (nofile_raised)
 			setrlimit(RLIMIT_NOFILE, &nofile_found);
 		execvp(r->command[0], r->command);
-		fprintf(stderr, "virtio-trace-collect: cannot run %s: %s\n", r->command[0],
-			strerror(errno));
+		log_err("cannot run %s: %s", r->command[0], strerror(errno));
 		_exit(127);
 	}
 	if (r->child < 0)
@@ -1043,8 +1055,14 @@ static void check_end(struct recording *r)
 
 	for (i = 0; i < r->nr; i++) {
 		finished += session_finished(r->gs[i]);
-		/* Settled: recording with its clock synced (a workload would disturb the burst). */
-		recording += r->gs[i]->state == G_RUNNING && r->gs[i]->synced;
+		/*
+		 * Settled: recording with its clock synced (a workload would disturb
+		 * the burst); or, --incoming, still waiting for its guest, which the
+		 * command may be what migrates.
+		 */
+		recording += (r->gs[i]->state == G_RUNNING && r->gs[i]->synced) ||
+			     (r->gs[i]->mig.incoming && !r->gs[i]->mig.resumed &&
+			      !session_finished(r->gs[i]));
 	}
 	settled = finished + recording;
 	if (!r->stopping && recording && r->o->duration && !r->duration_armed) {
@@ -1253,7 +1271,7 @@ int record_main(int argc, char **argv)
 		.file_mode = 0600,
 	};
 	struct spool_perm perm;
-	unsigned int nr = 0, i, recorded = 0, refused = 0, accepted = 0, fit;
+	unsigned int nr = 0, i, recorded = 0, refused = 0, accepted = 0, fit, migrated = 0;
 	int out_fd, spool_fd = -1;
 	bool created;
 	struct engine *e;
@@ -1419,12 +1437,15 @@ int record_main(int argc, char **argv)
 		recorded += g->recorded;
 		refused += g->refused;
 		accepted += g->accepted;
+		migrated += g->mig.out || g->mig.resumed;
 		if (g->state == G_FAILED)
 			status = EXIT_PARTIAL;
 		for (unsigned int j = 0; j < g->nr_streams; j++)
 			stream_finish(&g->streams[j]);
-		if (g->spool[0])
+		if (g->spool[0]) {
 			spool_save_state(g);
+			spool_save_migration(g);
+		}
 	}
 	engine_free(e);
 	if (r.host) {
@@ -1462,7 +1483,11 @@ int record_main(int argc, char **argv)
 		return EXIT_FAIL;
 	}
 	close(spool_fd);
-	ret = output_finalise(out_fd, o.out_dir, o.keep_spool, o.fsync, false);
+	/* A guest that migrated out or in: `join` makes one trace of the two spools. */
+	if (migrated && !o.keep_spool && !collect_quiet)
+		log_info("%s/.spool is kept for `virtio-trace-collect join` (a guest migrated)",
+			 o.out_dir);
+	ret = output_finalise(out_fd, o.out_dir, o.keep_spool || migrated, o.fsync, false);
 	if (ret == EXIT_OK && status != EXIT_OK)
 		ret = status;
 	/* What was recorded and what to run next, from the manifest just written. */

@@ -55,6 +55,8 @@ struct record_opts {
 	int64_t tsc_offset;
 	bool have_tsc_offset;
 	const char *debugfs;
+	bool no_kvm_events;		/* --no-kvm-events: KVM offset changes by debugfs re-reads */
+	bool sync_check;		/* --sync-check: probes beside the kvm method, as a check */
 	double sync_interval;
 	double stop_timeout;
 	bool wait;			/* --wait: ports and agent may come later */

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "attach.h"
@@ -63,14 +64,32 @@
  * A reply that took this many times the vCPU's best round trip so far (and
  * more than SLOW_RTT_FLOOR_NS) cannot narrow the bound that one gave: a
  * burst after the start's ends at once, the vCPUs left keep their epochs.
+ * The floor is far above a busy host's scheduling delays (a 5 ms floor cut a
+ * good guest's stop burst on a loaded host, and its vCPU kept the start's
+ * epoch), and far below a guest that holds each reply for seconds.
  */
 #define SLOW_RTT_FACTOR		100
-#define SLOW_RTT_FLOOR_NS	(5 * NSEC_PER_MSEC)
+#define SLOW_RTT_FLOOR_NS	(250 * NSEC_PER_MSEC)
 #define ACCEPT_TIMEOUT_NS	(120 * NSEC_PER_SEC)
 #define DRAIN_CHECK_NS		(20 * NSEC_PER_MSEC)
-#define KVM_REREAD_NS		NSEC_PER_SEC
 #define META_LIMIT		(128ull << 20)
 #define MAX_PROTOCOL_ERRORS	64
+/* --incoming: how long the guest may take to arrive and its agent to answer. */
+#define INCOMING_TIMEOUT_NS	(600 * NSEC_PER_SEC)
+/*
+ * A guest that migrated out: its ports are read until nothing came for this
+ * long (the source QEMU is stopped; what it still delivers is in its
+ * chardevs already).
+ */
+#define MIGRATED_QUIET_NS	(500 * NSEC_PER_MSEC)
+/*
+ * --incoming: a vCPU the takeover's probes left without a clock epoch (under
+ * TCG the first answers after a migration can come seconds late) is probed
+ * again this soon, a few times, so that the events around the takeover are
+ * not mapped by an epoch measured much later.
+ */
+#define SYNC_RETRY_NS		NSEC_PER_SEC
+#define SYNC_RETRIES		5
 
 /* Setup, one step after the other (g->step). */
 enum {
@@ -99,6 +118,13 @@ static void setup_next(struct guest *g);
 static void stop_timeout(void *arg);
 static void listen_streams(struct guest *g);
 static void burst_run(struct guest *g, const char *when, void (*done)(struct guest *g, int err));
+static void migrated_check(struct guest *g);
+static void take_over(struct guest *g);
+static void full_meta_done(struct guest *g, int err);
+static void fetch_meta(struct guest *g, uint32_t flags, void (*done)(struct guest *g, int err));
+static int open_streams(struct guest *g);
+static void migrated_done(struct guest *g);
+static void resume_stats_done(struct guest *g);
 
 /**
  * session_state_name() - a guest state, for messages
@@ -169,6 +195,7 @@ static void cancel_timers(struct guest *g)
 	engine_timer_cancel(e, &g->sync_timer);
 	engine_timer_cancel(e, &g->accept_timer);
 	engine_timer_cancel(e, &g->wait_timer);
+	engine_timer_cancel(e, &g->retry_timer);
 	g->req.active = false;
 }
 
@@ -257,7 +284,11 @@ void session_fail(struct guest *g, const char *fmt, ...)
 	if (g->hello_timed_out)
 		hello_hints(g);
 	msgs_summary(g);
-	talked = g->conn && g->state > G_NEW;
+	/* A guest that migrated away is not there to hear a BYE: its agent serves the next host. */
+	talked = g->conn && g->state > G_NEW && !g->mig.out;
+	/* --incoming before the takeover: the session is another host's, a BYE would end it. */
+	if (g->mig.incoming && !g->mig.resumed)
+		talked = false;
 	g->state = G_FAILED;
 	for (i = 0; i < g->nr_streams; i++)
 		g->streams[i].closed = true;
@@ -265,6 +296,8 @@ void session_fail(struct guest *g, const char *fmt, ...)
 		cancel_timers(g);
 		burst_abort(g);
 		ctl_close(g);
+		/* Offset writes up to now (a reset's too) are kept. */
+		sync_kvm_end(g);
 	}
 	/*
 	 * Best effort, never waited for: BYE lets the agent put tracefs back
@@ -332,6 +365,12 @@ static void req_timeout(void *arg)
 {
 	struct guest *g = arg;
 
+	if (g->mig.incoming && !g->mig.resumed && g->req.type == VT_PROTO_HELLO) {
+		session_fail(g, "--incoming: no agent answered within %llu s: did the guest arrive "
+			     "(QMP MIGRATION completed on this host)?",
+			     (unsigned long long)(g->req.timeout_ns / NSEC_PER_SEC));
+		return;
+	}
 	if (g->req.type == VT_PROTO_HELLO) {
 		g->hello_timed_out = true;	/* session_fail() adds hello_hints() */
 		session_fail(g, "trace-agent did not answer (HELLO) within %.0f s",
@@ -343,8 +382,8 @@ static void req_timeout(void *arg)
 }
 
 /*
- * How long a request may go unanswered. HELLO, with --wait, as long as the
- * wait lasts (a guest still booting, or an agent that starts when its port
+ * How long a request may go unanswered. HELLO, with --incoming, as long as a
+ * migration may take; with --wait, as long as the wait lasts (a guest still booting, or an agent that starts when its port
  * is hot-plugged): the collector's HELLO waits in the port until an agent
  * reads it. 0: for ever.
  */
@@ -354,6 +393,9 @@ static uint64_t req_timeout_ns(const struct guest *g, uint16_t want)
 
 	if (want == VT_PROTO_META)
 		return META_TIMEOUT_NS;
+	/* --incoming: the HELLO waits in the port until the guest arrives. */
+	if (g->mig.incoming && !g->mig.resumed && want == VT_PROTO_HELLO_REPLY)
+		return INCOMING_TIMEOUT_NS;
 	if (want != VT_PROTO_HELLO_REPLY || !g->wait_until)
 		return REQ_TIMEOUT_NS;
 	if (g->wait_until == UINT64_MAX)
@@ -384,7 +426,7 @@ static int request(struct guest *g, int len, uint16_t want, void (*done)(struct 
 	g->req.timeout_ns = req_timeout_ns(g, want);
 	if (g->req.timeout_ns)
 		engine_timer_arm(eng(g), &g->req.timer, g->req.timeout_ns, 0);
-	if (want == VT_PROTO_HELLO_REPLY && g->wait_until)
+	if (want == VT_PROTO_HELLO_REPLY && g->wait_until && !g->mig.incoming)
 		log_info("guest %s: waiting for trace-agent to answer%s", g->name,
 			 g->req.timeout_ns ? "" : " (no time limit: Ctrl-C ends)");
 	return send_frame(g, len);
@@ -417,7 +459,12 @@ static bool drained(const struct guest *g)
 	for (i = 0; i < g->nr_streams; i++) {
 		const struct stream *s = &g->streams[i];
 
-		if (s->bytes_session < g->agent_bytes[s->cpu] && !s->eof && !s->closed)
+		if (s->eof || s->closed)
+			continue;
+		/* A stream taken over (--incoming) stands where its resume mark says. */
+		if (g->mig.resumed && !s->marked)
+			return false;
+		if (s->bytes_session + s->resume_base < g->agent_bytes[s->cpu])
 			return false;
 	}
 	return true;
@@ -442,9 +489,9 @@ static void check_drained(struct guest *g)
 	for (i = 0; i < g->nr_streams; i++) {
 		struct stream *s = &g->streams[i];
 
-		if (s->bytes_session > g->agent_bytes[s->cpu])
+		if (s->bytes_session + s->resume_base > g->agent_bytes[s->cpu])
 			log_warn("%s: received %llu bytes, the agent reports %llu", s->label,
-				 (unsigned long long)s->bytes_session,
+				 (unsigned long long)(s->bytes_session + s->resume_base),
 				 (unsigned long long)g->agent_bytes[s->cpu]);
 	}
 	finish(g);
@@ -452,7 +499,12 @@ static void check_drained(struct guest *g)
 
 static void drain_tick(void *arg)
 {
-	check_drained(arg);
+	struct guest *g = arg;
+
+	if (g->mig.out)
+		migrated_check(g);
+	else
+		check_drained(g);
 }
 
 static void got_stats(struct guest *g, const struct vt_proto_msg *m)
@@ -466,6 +518,7 @@ static void got_stats(struct guest *g, const struct vt_proto_msg *m)
 	if (st.cpu == VT_PROTO_CPU_ALL) {
 		if (st.flags & VT_PROTO_STATS_LAST) {
 			g->stats_last = true;
+			resume_stats_done(g);
 			check_drained(g);
 		}
 		return;
@@ -518,6 +571,52 @@ static void got_meta(struct guest *g, const struct vt_proto_msg *m)
 
 static void got_reply(struct guest *g, const struct vt_proto_msg *m);
 
+/*
+ * --incoming: the agent's answer to RESUME. Its STATS (what each stream
+ * carried so far) follow when it records; the request is answered with the
+ * last of them (resume_stats_done()).
+ */
+static void got_session(struct guest *g, const struct vt_proto_msg *m)
+{
+	struct vt_proto_session ss;
+
+	if (!g->req.active || g->req.want != VT_PROTO_SESSION) {
+		protocol_error(g, "SESSION nobody asked for");
+		return;
+	}
+	if (vt_proto_dec_session(m, &ss) < 0) {
+		session_fail(g, "malformed SESSION");
+		return;
+	}
+	g->mig.session_seen = true;
+	g->mig.streaming = ss.flags & VT_PROTO_SESSION_STREAMING;
+	if (!g->mig.streaming) {
+		req_complete(g, 0);
+		return;
+	}
+	if (ss.subbuf_size < VT_SUBBUF_MIN || ss.subbuf_size > VT_SUBBUF_MAX ||
+	    (ss.subbuf_size & (ss.subbuf_size - 1)) || ss.nr_streams > g->nr_cpus) {
+		session_fail(g, "the agent's session has %u streams of %u-byte pages (%u CPUs)",
+			     ss.nr_streams, ss.subbuf_size, g->nr_cpus);
+		return;
+	}
+	g->subbuf = ss.subbuf_size;
+	g->mig.resume_no = ss.resume;
+	g->mig.nr_events = ss.nr_events;
+	collect_sanitize(g->mig.instance, sizeof(g->mig.instance), ss.instance, false);
+	if (ss.clock[0])
+		collect_sanitize(g->clock, sizeof(g->clock), ss.clock, false);
+	g->stats_last = false;
+}
+
+/* The STATS after a SESSION are in: the takeover's request is answered. */
+static void resume_stats_done(struct guest *g)
+{
+	if (g->mig.incoming && g->mig.session_seen && g->req.active &&
+	    g->req.want == VT_PROTO_SESSION)
+		req_complete(g, 0);
+}
+
 static void handle(struct guest *g, const struct vt_proto_msg *m)
 {
 	struct vt_proto_error e;
@@ -529,7 +628,23 @@ static void handle(struct guest *g, const struct vt_proto_msg *m)
 		protocol_error(g, "a legacy start/stop line from the guest");
 		return;
 	}
+	/*
+	 * --incoming: until the takeover, the port may bring what the agent
+	 * sent the host it left (the rest of a metadata bundle, answers, the
+	 * ERRORs our resync padding causes): only the takeover's own answers
+	 * count, the rest is dropped unseen.
+	 */
+	if (g->mig.incoming && !g->mig.resumed && m->type != VT_PROTO_HELLO_REPLY &&
+	    m->type != VT_PROTO_SESSION && m->type != VT_PROTO_STATS && m->type != VT_PROTO_NOTICE &&
+	    !(m->type == VT_PROTO_ERROR && g->req.active && vt_proto_dec_error(m, &e) == 0 &&
+	      e.ref_seq == g->req.seq)) {
+		g->mig.ignored++;
+		return;
+	}
 	switch (m->type) {
+	case VT_PROTO_SESSION:
+		got_session(g, m);
+		break;
 	case VT_PROTO_HELLO_REPLY:
 		if (!g->req.active || g->req.want != VT_PROTO_HELLO_REPLY) {
 			protocol_error(g, "HELLO_REPLY nobody asked for");
@@ -680,7 +795,8 @@ static int add_stream(struct guest *g, unsigned int cpu, int fd)
 	size_t stale;
 	int ret;
 
-	stale = attach_discard_stale(fd);
+	/* --incoming: what waits in the port is the guest's, from before the takeover. */
+	stale = g->mig.incoming ? 0 : attach_discard_stale(fd);
 	if (stale)
 		log_info("guest %s cpu%u: discarded %zu stale bytes left in the port", g->name, cpu,
 			 stale);
@@ -710,7 +826,13 @@ static int open_streams(struct guest *g)
 	for (cpu = 0; cpu < g->nr_cpus; cpu++) {
 		int fd;
 
-		ret = attach_open_data(g, cpu, &fd);
+		if (g->mig.early_fds && cpu < g->link.nr_cpu_paths && g->mig.early_fds[cpu] >= 0) {
+			fd = g->mig.early_fds[cpu];
+			g->mig.early_fds[cpu] = -1;
+			ret = 0;
+		} else {
+			ret = attach_open_data(g, cpu, &fd);
+		}
 		if (ret == -ENOENT) {
 			log_warn("guest %s: vCPU %u has no data port: its events are not recorded",
 				 g->name, cpu);
@@ -949,8 +1071,11 @@ static bool kallsyms_from_cache(struct guest *g)
 static void meta_received(struct guest *g, int err)
 {
 	void (*done)(struct guest *g, int err) = g->meta_done;
-	/* A fetch while recording or at the end only refreshes what the setup spooled. */
-	bool refresh = g->state == G_RUNNING || g->state == G_FINISHING;
+	/*
+	 * A fetch while recording or at the end only refreshes what the setup
+	 * spooled (a session taken over, --incoming, has spooled none yet).
+	 */
+	bool refresh = (g->state == G_RUNNING || g->state == G_FINISHING) && g->meta_len;
 	const char *which = g->state == G_RUNNING ? "full" : "final";
 	struct vt_meta m;
 	int ret;
@@ -1370,15 +1495,16 @@ static void kvm_tick(void *arg)
 {
 	struct guest *g = arg;
 
-	if (g->state == G_RUNNING && !g->burst.active)
-		sync_prepare(g, g->rec->o, "interval");
+	if (g->state == G_RUNNING)
+		sync_kvm_tick(g);
 }
 
 static void sync_tick(void *arg)
 {
 	struct guest *g = arg;
 
-	if (g->state == G_RUNNING && !g->burst.active && !g->req.active)
+	/* Not while QEMU migrates it: a probe lost in the switchover would fail the burst. */
+	if (g->state == G_RUNNING && !g->burst.active && !g->req.active && !g->mig.migrating)
 		burst_run(g, "interval", running_burst_done);
 }
 
@@ -1393,10 +1519,167 @@ static void resumed(struct guest *g)
 	}
 }
 
+/* --- live migration, out (this host's QEMU sent the guest away) --- */
+
+/*
+ * This host's wall clock and TSC read together, and its boot: `join` relates
+ * two hosts' TSCs through their wall clocks (PTP, chrony) when the two
+ * recordings come from two machines.
+ */
+static void mig_clock(struct guest *g)
+{
+	struct timespec ts;
+	FILE *f;
+
+	if (g->mig.rt_tsc)
+		return;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	g->mig.rt_tsc = sync_host_tsc();
+	g->mig.rt_ns = (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+	f = fopen("/proc/sys/kernel/random/boot_id", "re");
+	if (f) {
+		if (!fgets(g->mig.boot_id, sizeof(g->mig.boot_id), f))
+			g->mig.boot_id[0] = '\0';
+		g->mig.boot_id[strcspn(g->mig.boot_id, "\n")] = '\0';
+		fclose(f);
+	}
+}
+
+static uint64_t streams_bytes(const struct guest *g)
+{
+	uint64_t n = 0;
+	unsigned int i;
+
+	for (i = 0; i < g->nr_streams; i++)
+		n += g->streams[i].bytes;
+	return n;
+}
+
+/* Drained: the guest's files end here, marked "migrated out"; no STOP, no BYE. */
+static void migrated_done(struct guest *g)
+{
+	unsigned int i;
+
+	engine_timer_cancel(eng(g), &g->drain_timer);
+	engine_timer_cancel(eng(g), &g->stop_timer);
+	g->mig.out_tsc = sync_host_tsc();
+	g->state = G_DONE;
+	msgs_summary(g);
+	spool_save_state(g);
+	spool_save_migration(g);
+	for (i = 0; i < g->nr_streams; i++)
+		log_info("%s: %llu pages to the switchover, the last stamped %llu", g->streams[i].label,
+			 (unsigned long long)g->streams[i].pages,
+			 (unsigned long long)g->streams[i].last_ts);
+	log_info("guest %s: migrated out; its files end at the switchover (join them with the "
+		 "destination's recording: virtio-trace-collect join)", g->name);
+	changed(g);
+}
+
+/* Nothing more came for MIGRATED_QUIET_NS: every byte the ports still had is in. */
+static void migrated_check(struct guest *g)
+{
+	uint64_t now = engine_now_ns(), n = streams_bytes(g);
+
+	if (n != g->mig.quiet_bytes) {
+		g->mig.quiet_bytes = n;
+		g->mig.quiet_since = now;
+		return;
+	}
+	if (now - g->mig.quiet_since >= MIGRATED_QUIET_NS)
+		migrated_done(g);
+}
+
+/*
+ * QEMU says the migration completed: the guest runs on another host now. Its
+ * agent's session goes on there (record --incoming takes it over); here the
+ * ports are drained of what they still deliver, and nothing more is asked of
+ * an agent that is gone.
+ */
+static void migrated_out(struct guest *g)
+{
+	struct engine *e = eng(g);
+	unsigned int i;
+
+	if (g->mig.out || session_finished(g))
+		return;
+	g->mig.out = true;
+	g->mig.migrating = false;
+	if (!g->mig.completed_tsc)
+		g->mig.completed_tsc = sync_host_tsc();
+	if (g->state < G_RUNNING) {
+		session_fail(g, "it migrated to another host before its recording started");
+		return;
+	}
+	log_info("guest %s: it migrated to another host: draining what its ports still deliver",
+		 g->name);
+	engine_timer_cancel(e, &g->req.timer);
+	engine_timer_cancel(e, &g->kvm_timer);
+	engine_timer_cancel(e, &g->sync_timer);
+	engine_timer_cancel(e, &g->stop_timer);
+	burst_abort(g);
+	g->req.active = false;
+	g->stop_deferred = false;
+	ctl_close(g);
+	for (i = 0; i < g->nr_streams; i++)
+		g->streams[i].eager = true;
+	g->state = G_DRAINING;
+	g->mig.quiet_bytes = streams_bytes(g);
+	g->mig.quiet_since = engine_now_ns();
+	engine_timer_arm(e, &g->drain_timer, DRAIN_CHECK_NS, DRAIN_CHECK_NS);
+	engine_timer_arm(e, &g->stop_timer, (uint64_t)(g->rec->o->stop_timeout * NSEC_PER_SEC), 0);
+	qmp_query_migrate(g);	/* QEMU's downtime, for the manifest */
+	spool_save_migration(g);
+	changed(g);
+}
+
+/* A MIGRATION status from QMP (QEMU's words). */
+static void migration_status(struct guest *g, const char *status)
+{
+	snprintf(g->mig.status, sizeof(g->mig.status), "%s", status);
+	mig_clock(g);
+	if (g->mig.incoming) {
+		/* The destination's QEMU: the guest arrives here. */
+		log_info("guest %s: incoming migration %s", g->name, status);
+		if (g->spool[0])
+			spool_save_migration(g);
+		return;
+	}
+	if (!strcmp(status, "completed")) {
+		migrated_out(g);
+		return;
+	}
+	if (!strcmp(status, "failed") || !strcmp(status, "cancelled")) {
+		if (g->mig.migrating) {
+			g->mig.failures++;
+			log_warn("guest %s: its migration %s: it stays on this host, and its recording "
+				 "goes on", g->name, status);
+		}
+		g->mig.migrating = false;
+		g->mig.stop_tsc = 0;
+		if (g->spool[0])
+			spool_save_migration(g);
+		return;
+	}
+	if (!strcmp(status, "none") || g->mig.migrating || session_finished(g))
+		return;
+	g->mig.migrating = true;
+	log_info("guest %s: QEMU migrates it (%s): recording on until it has left", g->name, status);
+	if (g->spool[0])
+		spool_save_migration(g);
+}
+
 /* What the guest's QMP socket said (qmp.c). */
 static void qmp_event(struct guest *g, enum qmp_ev ev, const char *detail)
 {
 	switch (ev) {
+	case QMP_EV_MIGRATION:
+		migration_status(g, detail);
+		break;
+	case QMP_EV_MIGRATION_INFO:
+		if (g->spool[0])
+			spool_save_migration(g);
+		break;
 	case QMP_EV_CPUS:
 		if (g->spool[0])
 			spool_save_state(g);
@@ -1406,6 +1689,7 @@ static void qmp_event(struct guest *g, enum qmp_ev ev, const char *detail)
 		break;
 	case QMP_EV_RESET:
 		/* The guest reboots: its ring buffers and its agent's session are gone. */
+		sync_reset(g, g->reset_tsc);
 		session_fail(g, "QEMU reset the guest (QMP RESET, reason %s): its recording ends there",
 			     detail);
 		break;
@@ -1486,6 +1770,130 @@ static void step_done(struct guest *g, int err)
 	setup_next(g);
 }
 
+/* --incoming: the metadata is in (kallsyms too): the recording goes on as any does. */
+static void incoming_meta_done(struct guest *g, int err)
+{
+	(void)err;
+	spool_save_migration(g);
+	full_meta_done(g, 0);
+}
+
+/* --incoming: the takeover's burst is done: the workload may go on, the metadata comes. */
+/* Whether a vCPU that streams has no clock epoch yet (probes only: KVM's are read, not measured). */
+static bool epoch_missing(const struct guest *g)
+{
+	unsigned int i;
+
+	if (strcmp(g->sync.method, "probe"))
+		return false;
+	for (i = 0; i < g->nr_streams; i++) {
+		unsigned int cpu = g->streams[i].cpu;
+
+		if (cpu < COLLECT_MAX_CPUS && !g->sync.cpus[cpu].nr && !g->sync.away[cpu])
+			return true;
+	}
+	return false;
+}
+
+static void retry_synced(struct guest *g, int err);
+
+static void retry_tick(void *arg)
+{
+	struct guest *g = arg;
+
+	if (g->state != G_RUNNING || !epoch_missing(g))
+		return;
+	if (g->burst.active || g->req.active) {
+		/* The metadata on its way: probes would wait behind it. */
+		engine_timer_arm(eng(g), &g->retry_timer, SYNC_RETRY_NS, 0);
+		return;
+	}
+	log_info("guest %s: a vCPU has no clock epoch since the takeover: probing again", g->name);
+	burst_run(g, "interval", retry_synced);
+}
+
+static void retry_synced(struct guest *g, int err)
+{
+	(void)err;
+	if (g->state == G_RUNNING && epoch_missing(g) && ++g->sync_retries < SYNC_RETRIES)
+		engine_timer_arm(eng(g), &g->retry_timer, SYNC_RETRY_NS, 0);
+	running_burst_done(g, 0);
+}
+
+/* The takeover's burst is done: the workload may go on, the metadata comes. */
+static void incoming_synced(struct guest *g, int err)
+{
+	(void)err;
+	g->synced = true;
+	changed(g);
+	if (g->state != G_RUNNING)
+		return;
+	if (epoch_missing(g))
+		engine_timer_arm(eng(g), &g->retry_timer, SYNC_RETRY_NS, 0);
+	fetch_meta(g, 0, incoming_meta_done);
+}
+
+/*
+ * The agent handed its session over: its ports are read at once (it has
+ * been waiting for a reader since the switchover), its clock is synced at
+ * once (the offset changed with the host), then the metadata is fetched.
+ */
+static void resume_answered(struct guest *g, int err)
+{
+	int ret;
+
+	if (err < 0) {
+		session_fail(g, "--incoming: the agent did not hand its session over: %s (%s)",
+			     g->reply_text[0] ? g->reply_text : "refused", strerror(-err));
+		return;
+	}
+	if (!g->mig.streaming) {
+		log_info("guest %s: its agent records nothing: a new recording is set up", g->name);
+		g->step = ST_LASTBOOT;
+		setup_next(g);
+		return;
+	}
+	g->mig.resumed = true;
+	g->mig.taken_tsc = sync_host_tsc();
+	mig_clock(g);
+	g->resync = false;	/* the takeover's burst is the resume's */
+	log_info("guest %s: took its agent's session over (resume %llu, %u events in %s%s)",
+		 g->name, (unsigned long long)g->mig.resume_no, g->mig.nr_events,
+		 g->mig.instance[0] ? "instance " : "the top-level buffer", g->mig.instance);
+	ret = open_streams(g);
+	if (ret < 0) {
+		session_fail(g, "no data port could be opened (%s)", strerror(-ret));
+		return;
+	}
+	g->state = G_RUNNING;
+	g->recorded = true;
+	g->step = ST_RUNNING;
+	log_info("guest %s: recording again, on this host", g->name);
+	spool_save_state(g);
+	spool_save_migration(g);
+	changed(g);
+	if (g->stop_deferred) {
+		/* Stopped while it was taken over: what it streams now is drained, no more. */
+		g->stop_deferred = false;
+		session_stop(g);
+		return;
+	}
+	burst_run(g, "resume", incoming_synced);
+}
+
+/* --incoming: ask the agent for its running session. */
+static void take_over(struct guest *g)
+{
+	if (!(g->caps & VT_PROTO_CAP_RESUME)) {
+		session_fail(g, "--incoming: the agent cannot hand its session over (%s has no "
+			     "RESUME)", g->agent_software);
+		return;
+	}
+	g->mig.session_seen = false;
+	request(g, vt_proto_enc_empty(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX, VT_PROTO_RESUME,
+				      vt_conn_next_seq(g->conn)), VT_PROTO_SESSION, resume_answered);
+}
+
 static void hello_done(struct guest *g, int err)
 {
 	const struct record_opts *o = g->rec->o;
@@ -1508,6 +1916,10 @@ static void hello_done(struct guest *g, int err)
 	}
 	log_info("guest %s: %s, %u CPUs, %u-byte pages, clock %s", g->name, g->agent_software,
 		 g->nr_cpus, g->subbuf, g->clock);
+	if (g->mig.incoming) {
+		take_over(g);
+		return;
+	}
 	if (!(g->caps & VT_PROTO_CAP_X86_TSC) && !o->clock)
 		log_warn("guest %s has no x86-tsc trace clock: its timestamps cannot be mapped "
 			 "exactly onto the host's", g->name);
@@ -1557,7 +1969,7 @@ static void full_meta_done(struct guest *g, int err)
 	}
 	g->step = ST_RUNNING;
 	if (!strcmp(g->sync.method, "kvm"))
-		engine_timer_arm(eng(g), &g->kvm_timer, KVM_REREAD_NS, KVM_REREAD_NS);
+		engine_timer_arm(eng(g), &g->kvm_timer, sync_kvm_period_ns(g), sync_kvm_period_ns(g));
 	if (o->sync_interval > 0)
 		engine_timer_arm(eng(g), &g->sync_timer, (uint64_t)(o->sync_interval * NSEC_PER_SEC),
 				 (uint64_t)(o->sync_interval * NSEC_PER_SEC));
@@ -1603,6 +2015,19 @@ static void setup_next(struct guest *g)
 			};
 
 			g->state = G_HELLO;
+			if (g->mig.incoming) {
+				/*
+				 * The agent may hold the start of a frame the host it
+				 * left sent just before the switchover: a frame's worth
+				 * of bytes that can begin no frame ends it (as a
+				 * malformed or oversized one), and the parser then
+				 * resyncs on our HELLO's magic.
+				 */
+				memset(f, 0xff, F);
+				if (send_frame(g, (int)F) < 0)
+					return;
+				hello.caps |= VT_PROTO_CAP_RESUME;
+			}
 			request(g, vt_proto_enc_hello(f, F, VT_PROTO_HELLO, vt_conn_next_seq(c), &hello),
 				VT_PROTO_HELLO_REPLY, hello_done);
 			return;
@@ -1699,6 +2124,8 @@ static void setup_next(struct guest *g)
 			spool_save_state(g);
 			break;
 		case ST_START:
+			/* KVM's offsets are followed from before the guest records anything. */
+			sync_kvm_begin(g, o);
 			request(g, vt_proto_enc_empty(f, F, VT_PROTO_START, vt_conn_next_seq(c)),
 				VT_PROTO_OK, started);
 			return;
@@ -1790,6 +2217,25 @@ static void accept_timeout(void *arg)
 		     (unsigned long long)(ACCEPT_TIMEOUT_NS / NSEC_PER_SEC));
 }
 
+/*
+ * --incoming: the data ports are opened at once, before the guest arrives.
+ * A socket chardev that has no reader when the destination's QEMU sends the
+ * data that was under way at the switchover drops it; a FIFO keeps it.
+ */
+static void open_early(struct guest *g)
+{
+	unsigned int cpu;
+
+	if (g->link.listen || !g->link.nr_cpu_paths)
+		return;
+	g->mig.early_fds = malloc(g->link.nr_cpu_paths * sizeof(int));
+	if (!g->mig.early_fds)
+		return;
+	for (cpu = 0; cpu < g->link.nr_cpu_paths; cpu++)
+		if (attach_open_data(g, cpu, &g->mig.early_fds[cpu]) < 0)
+			g->mig.early_fds[cpu] = -1;
+}
+
 /**
  * session_begin() - start driving an attached guest: its setup runs on its
  * own from here, and it starts recording when it is ready
@@ -1809,9 +2255,12 @@ int session_begin(struct guest *g)
 	engine_timer_init(&g->sync_timer, sync_tick, g);
 	engine_timer_init(&g->stop_timer, stop_timeout, g);
 	engine_timer_init(&g->accept_timer, accept_timeout, g);
+	engine_timer_init(&g->retry_timer, retry_tick, g);
 	vt_proto_meta_rx_init(&g->meta_rx, META_LIMIT);
 	if (g->link.qmp_path[0])
 		qmp_attach(g, e, g->rec->tsc.khz, qmp_event);
+	if (g->mig.incoming)
+		open_early(g);
 	if (g->ctl_lfd < 0)
 		return connected(g);
 	/* --listen: QEMU connects when it can (reconnect=N); the engine waits, nobody else does. */
@@ -1834,6 +2283,7 @@ static void bye_done(struct guest *g, int err)
 	ctl_close(g);
 	msgs_summary(g);
 	spool_save_state(g);
+	spool_save_migration(g);
 	log_info("guest %s: done", g->name);
 	if (g->stop_ns)
 		log_debug("guest %s: done %.1f ms after STOP", g->name,
@@ -1852,6 +2302,8 @@ static void final_sync_done(struct guest *g, int err)
 {
 	(void)err;
 	uint32_t flags = 0;
+
+	sync_kvm_end(g);
 
 	/*
 	 * saved_cmdlines grew while tracing: the bundle is fetched again; its
@@ -1884,10 +2336,26 @@ static void stop_timeout(void *arg)
 	struct guest *g = arg;
 	double t = g->rec->o->stop_timeout;
 
-	if (g->state == G_STOPPING)
+	if (g->mig.out && g->state == G_DRAINING) {
+		log_warn("guest %s: its ports still delivered after %g s: ending its recording", g->name, t);
+		migrated_done(g);
+	} else if (g->state == G_STOPPING)
 		session_fail(g, "the agent did not confirm the stop within %g s", t);
-	else if (g->state == G_DRAINING)
-		session_fail(g, "data ports delivered less than the agent reported sent within %g s", t);
+	else if (g->state == G_DRAINING) {
+		char what[256] = "";
+		size_t n = 0;
+		unsigned int i;
+
+		for (i = 0; i < g->nr_streams && n < sizeof(what) - 64; i++) {
+			const struct stream *s = &g->streams[i];
+
+			n += snprintf(what + n, sizeof(what) - n, "%scpu%u %llu of %llu", i ? ", " : "",
+				      s->cpu, (unsigned long long)(s->bytes_session + s->resume_base),
+				      (unsigned long long)g->agent_bytes[s->cpu]);
+		}
+		session_fail(g, "data ports delivered less than the agent reported sent within %g s (%s)",
+			     t, what);
+	}
 	else if (g->state == G_FINISHING)
 		session_fail(g, "the final clock sync, metadata and bye took longer than %g s", t);
 }
@@ -1915,6 +2383,7 @@ void session_stop(struct guest *g)
 		}
 		engine_timer_cancel(e, &g->kvm_timer);
 		engine_timer_cancel(e, &g->sync_timer);
+		engine_timer_cancel(e, &g->retry_timer);
 		g->stopped_seen = g->stats_last = false;
 		if (send_frame(g, vt_proto_enc_empty(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX,
 						     VT_PROTO_STOP, vt_conn_next_seq(g->conn))) < 0)
@@ -1933,6 +2402,12 @@ void session_stop(struct guest *g)
 		return;
 	if (g->state == G_NEW && g->wait_until && !g->conn) {
 		session_fail(g, "the recording ended while it waited for its trace ports");
+		return;
+	}
+	if (g->mig.incoming && g->req.active && g->req.want == VT_PROTO_SESSION) {
+		/* The agent answers RESUME at once: take the session over, then stop it. */
+		log_info("guest %s: the stop waits for the takeover under way", g->name);
+		g->stop_deferred = true;
 		return;
 	}
 	/* Still setting up: it never recorded. session_fail() says bye to the agent. */
@@ -1961,6 +2436,7 @@ void session_release(struct guest *g)
 
 	free(g->burst.smp);
 	g->burst.smp = NULL;
+	sync_release(g);
 	for (i = 0; g->ports && i < g->nr_cpus; i++) {
 		if (g->ports[i].lfd >= 0) {
 			close(g->ports[i].lfd);
@@ -1969,6 +2445,11 @@ void session_release(struct guest *g)
 	}
 	free(g->ports);
 	g->ports = NULL;
+	for (i = 0; g->mig.early_fds && i < g->link.nr_cpu_paths; i++)
+		if (g->mig.early_fds[i] >= 0)
+			close(g->mig.early_fds[i]);
+	free(g->mig.early_fds);
+	g->mig.early_fds = NULL;
 	vt_conn_free(g->conn);
 	g->conn = NULL;
 	vt_proto_meta_rx_release(&g->meta_rx);

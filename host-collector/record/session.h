@@ -31,6 +31,9 @@ enum guest_state {
 	G_FINISHING, G_DONE, G_FAILED,
 };
 
+struct sync_check_smp;
+struct tscwatch;
+
 struct guest_sync {
 	char method[16];	/* "kvm", "probe", "offset", "none" */
 	char why[160];
@@ -38,6 +41,7 @@ struct guest_sync {
 	uint64_t min_rtt[COLLECT_MAX_CPUS];		/* probes: smallest round trip, ticks */
 	uint32_t samples[COLLECT_MAX_CPUS];
 	uint64_t host_end;
+	uint64_t reset_tsc;		/* the mapping ends here: QEMU reset the guest; 0 if not */
 	/* plausibility of probe replies (sync.c) */
 	uint64_t last_g[COLLECT_MAX_CPUS];	/* the last accepted guest TSC per vCPU */
 	uint32_t rejected;			/* bursts rejected as implausible */
@@ -45,10 +49,57 @@ struct guest_sync {
 	bool failed;				/* probes were due but a vCPU got no epoch */
 	char final_cut[200];			/* why the final sync ended early, "" if it did not */
 	bool away[COLLECT_MAX_CPUS];		/* its last burst ran on other CPUs: offline */
+	/* KVM (sync.c): offsets from debugfs, their changes from events or re-reads */
+	char kvm_dir[4096];			/* the VM's debugfs directory, "" if not found */
+	struct tscwatch *watch;			/* kvm_write_tsc_offset, NULL: re-reads */
+	struct vt_tsc_map kvm_scale[COLLECT_MAX_CPUS];	/* each vCPU's ratio (offset unused) */
+	uint64_t kvm_last_read;			/* host TSC when the last debugfs read began */
+	uint64_t kvm_saved_ns;			/* CLOCK_MONOTONIC of the last save for a change */
+	bool kvm_dirty;				/* changes not saved yet */
+	struct spool_kvm kvm;
+	/* --sync-check: probes beside the exact method, compared once its epochs are in */
+	bool checking;				/* the burst running is a check */
+	struct sync_check_smp *pend;		/* replies waiting for their epochs */
+	size_t nr_pend, cap_pend;
+	struct spool_check check;
 };
 
 struct guest;
 struct recording;
+
+/*
+ * A live migration seen by this collector: the guest left (out, on the
+ * source's collector) or arrived (in, `record --incoming` on the
+ * destination's). Times are host TSC; 0 when not seen.
+ */
+struct guest_migration {
+	bool incoming;			/* --incoming: take the running session over */
+	bool migrating;			/* QMP: a migration is under way (setup, active...) */
+	bool out;			/* it completed: the guest left this host */
+	bool resumed;			/* incoming: the agent's session was taken over */
+	char status[32];		/* QEMU's last MIGRATION status */
+	uint64_t active_tsc;		/* QMP MIGRATION active */
+	uint64_t stop_tsc;		/* the guest stopped here for the switchover (QMP STOP) */
+	uint64_t completed_tsc;		/* QMP MIGRATION completed */
+	uint64_t resume_tsc;		/* incoming: QEMU started it here (QMP RESUME) */
+	uint64_t taken_tsc;		/* incoming: SESSION came */
+	uint64_t out_tsc;		/* out: the last byte was drained */
+	uint64_t downtime_ms;		/* QEMU's query-migrate figures, 0 if unknown */
+	uint64_t total_ms;
+	uint32_t failures;		/* migrations that failed or were cancelled */
+	uint64_t resume_no;		/* incoming: the agent's RESUME number */
+	bool session_seen;		/* incoming: SESSION came (its STATS follow) */
+	bool streaming;			/* incoming: it said a session records */
+	uint64_t ignored;		/* incoming: stale messages before the takeover */
+	int *early_fds;			/* incoming: data ports opened before the handshake */
+	uint64_t quiet_bytes;		/* out: bytes at the last drain check */
+	uint64_t quiet_since;		/* out: engine_now_ns() since when nothing came */
+	char instance[VT_PROTO_MAX_NAME];	/* incoming: what SESSION said */
+	uint32_t nr_events;
+	/* this host's clocks read together, for `join` across two hosts */
+	uint64_t rt_ns, rt_tsc;
+	char boot_id[40];
+};
 
 /* One request in flight on a guest's control port, and what to do with its answer. */
 struct guest_req {
@@ -103,7 +154,9 @@ struct guest {
 	struct qmp *qmp;
 	uint64_t stop_tsc;		/* host TSC when QEMU stopped it (QMP STOP) */
 	uint64_t resume_tsc;		/* host TSC when QEMU resumed it (QMP RESUME) */
+	uint64_t reset_tsc;		/* host TSC when QEMU reset it (QMP RESET) */
 	bool resync;			/* RESUME seen: sync again as soon as it can */
+	struct guest_migration mig;	/* live migration, out or in */
 	/* control port */
 	int ctl_rfd, ctl_wfd;
 	int ctl_lfd;			/* --listen: waiting for QEMU to connect, else -1 */
@@ -174,6 +227,8 @@ struct guest {
 	struct engine_timer drain_timer;	/* checks the drain while stopping */
 	struct engine_timer kvm_timer;		/* re-reads KVM's offsets */
 	struct engine_timer sync_timer;		/* --sync-interval */
+	struct engine_timer retry_timer;	/* --incoming: the takeover's sync, again */
+	unsigned int sync_retries;
 	char reply_text[512];
 	uint64_t protocol_errors;
 	struct guest_sync sync;
@@ -196,5 +251,6 @@ void session_fail(struct guest *g, const char *fmt, ...) __attribute__((format(p
 int spool_save_state(const struct guest *g);
 int spool_save_sync(const struct guest *g);
 int spool_save_agent(const struct guest *g);
+int spool_save_migration(const struct guest *g);
 
 #endif

@@ -42,6 +42,7 @@
 #include "live.h"
 #include "stream.h"
 #include "store/spool.h"
+#include "vt_proto.h"
 
 #define WRITEBACK_STEP	(8u << 20)
 
@@ -316,8 +317,34 @@ static bool page_ok(struct stream *s, const uint8_t *p, struct vt_page_info *inf
 }
 
 /*
+ * A resume mark (vt_proto_mark_decode()): the agent says how many bytes this
+ * CPU's stream carried before it, so the bytes before it here started at
+ * that count minus what came before it. Marks are stripped, never spooled.
+ */
+static void take_mark(struct stream *s, const struct vt_proto_mark *mk, uint64_t at)
+{
+	s->marks++;
+	if (mk->cpu != s->cpu)
+		log_warn("%s: a resume mark for cpu%u: the ports are swapped?", s->label, mk->cpu);
+	if (s->marked)
+		return;		/* a later RESUME's: the first one placed the stream */
+	s->marked = true;
+	s->mark_pos = mk->position;
+	s->mark_pre = at;
+	if (mk->position < at)
+		log_warn("%s: %llu bytes came before the resume mark, the agent sent %llu: the "
+			 "stream cannot be placed", s->label, (unsigned long long)at,
+			 (unsigned long long)mk->position);
+	else
+		s->resume_base = mk->position - at;
+	log_debug("%s: resume mark %llu at %llu bytes, %llu before it here", s->label,
+		  (unsigned long long)mk->resume, (unsigned long long)mk->position,
+		  (unsigned long long)at);
+}
+
+/*
  * Check and spool @n whole pages at @p: runs of good pages go out in one
- * write, bad ones aside.
+ * write, bad ones aside, resume marks nowhere.
  */
 static int take_pages(struct stream *s, const uint8_t *p, size_t n)
 {
@@ -327,10 +354,21 @@ static int take_pages(struct stream *s, const uint8_t *p, size_t n)
 
 	for (i = 0; i < n; i++, p += s->subbuf) {
 		struct vt_page_info info;
+		struct vt_proto_mark mk;
 		const char *why;
 		uint32_t events;
+		bool good;
 
-		bool good = page_ok(s, p, &info, &events, &why);
+		s->framed += s->subbuf;
+		if (vt_proto_mark_decode(p, s->subbuf, &mk) == 1) {
+			if (run_len && (ret = spool_out(s, run, run_len)) < 0)
+				return ret;
+			run = p + s->subbuf;
+			run_len = 0;
+			take_mark(s, &mk, s->framed - s->subbuf);
+			continue;
+		}
+		good = page_ok(s, p, &info, &events, &why);
 
 		if (!good || !budget_page(s, good)) {
 			if (run_len && (ret = spool_out(s, run, run_len)) < 0)
@@ -352,6 +390,8 @@ static int take_pages(struct stream *s, const uint8_t *p, size_t n)
 		}
 		s->pages++;
 		s->events += events;
+		if (info.len)
+			s->last_ts = info.timestamp;
 		if (s->live)
 			live_page(s->live, s->live_trace, s->cpu, p, s->subbuf, events);
 		s->missed_pages += info.missed;

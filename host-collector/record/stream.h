@@ -88,6 +88,14 @@ struct stream {
 	uint64_t lost_events;	/* lost counts stored in page headers */
 	bool bad_logged;
 	bool size_logged;	/* pages of another size than announced: said once */
+	/* where the stream stands (a live migration: record's --incoming, session.c) */
+	uint64_t framed;	/* bytes cut into pages so far, resume marks included */
+	uint64_t last_ts;	/* the timestamp of the last good page (guest clock) */
+	uint64_t marks;		/* resume marks seen (stripped, never spooled) */
+	bool marked;		/* the first one came: */
+	uint64_t mark_pos;	/* the agent's count of bytes before it */
+	uint64_t mark_pre;	/* bytes this stream carried before it */
+	uint64_t resume_base;	/* where this stream's first byte stands in the agent's count */
 };
 
 int stream_init(struct stream *s, int fd, const char *label, unsigned int cpu,

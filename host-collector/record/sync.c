@@ -14,6 +14,29 @@
  * and splits a burst into epochs when the offset jumped. KVM's debugfs gives
  * exact per-vCPU offsets instead, when the collector knows the QEMU pid.
  *
+ * KVM: debugfs gives each vCPU's offset (and scaling ratio) at the moment it
+ * is read, not when it changed. KVM changes offsets when a vCPU is created,
+ * when QEMU writes the TSC (a reset, an incoming migration), when the guest
+ * writes IA32_TSC, and on a host whose TSC it does not trust at every load
+ * of the vCPU (tens of times a second in a nested guest). The moment of
+ * each change comes from kvm:kvm_write_tsc_offset (tscwatch.c), started
+ * before the guest's START: an epoch opens at the event's host TSC with its
+ * new offset, exactly; debugfs is read once then (the offsets in force,
+ * the ratio) and once at the stop, where it must agree with the events.
+ * Where the event cannot be had (no tracefs, no such event, not permitted,
+ * --no-kvm-events), debugfs is re-read every second; a change is then only
+ * known to lie between two reads, and the epoch before it gets the size of
+ * the change as its bound (the events of that stretch may be off by that
+ * much, assuming one change between the reads), flagged
+ * VT_TSYNC_EPOCH_UNSEEN, the new epoch its `since`. Events lost by the
+ * instance are found the same way: an event whose previous offset is not
+ * the one in force.
+ *
+ * --sync-check runs the probe bursts beside the exact method and keeps their
+ * replies until the epochs covering them are known (the instance read past
+ * them): each reply must then fall within the offsets the epochs in force
+ * during its round trip give (spool_check in the manifest).
+ *
  * Replies are checked before they are believed (plausible()): a vCPU's guest
  * TSC must increase from reply to reply, across bursts too, and within a
  * burst may not advance more between two replies than the host's clock did
@@ -40,9 +63,13 @@
 #include "session.h"
 #include "stream.h"
 #include "sync.h"
+#include "tscwatch.h"
 #include "store/spool.h"
 #include "vt_tsync.h"
 
+static int check_add(struct guest *g, unsigned int cpu, const struct vt_tsync_sample *smp,
+		     unsigned int n);
+static void kvm_poll(struct guest *g);
 
 /**
  * sync_host_tsc() - the host's TSC, read in order with earlier loads
@@ -159,6 +186,8 @@ int sync_probe_result(struct guest *g, unsigned int cpu, const struct vt_tsync_s
 
 	if (cpu >= COLLECT_MAX_CPUS)
 		return -EINVAL;
+	if (g->sync.checking)
+		return check_add(g, cpu, smp, n);
 	/*
 	 * Every reply read on another CPU: the vCPU was offline (mmiotrace takes
 	 * all but one offline). It has no events to map and needs no epoch.
@@ -219,48 +248,645 @@ static void set_method(struct guest *g, const char *method, const char *fmt, ...
 	va_end(ap);
 }
 
-/* KVM debugfs: exact per-vCPU offsets (and scaling) for a QEMU we know the pid of. */
-static int sync_kvm(struct guest *g, const struct record_opts *o)
+/* ---- KVM ---- */
+
+/* How often the offsets are looked at: the events every 200 ms, debugfs every second. */
+#define KVM_POLL_NS		(200 * 1000000ull)
+#define KVM_REREAD_NS		(1000 * 1000000ull)
+/* A change saved to the spool at most this often (the file is rewritten whole). */
+#define KVM_SAVE_NS		(1000 * 1000000ull)
+/* Replies are checked once the instance was read this long after them. */
+#define CHECK_SETTLE_NS		(50 * 1000000ull)
+
+static uint64_t mono_ns(void)
 {
-	const char *debugfs = o->debugfs ? o->debugfs : "/sys/kernel/debug";
-	struct vt_kvm_vcpu v[COLLECT_MAX_CPUS];
-	char vmdir[4096];
-	uint64_t now = vt_tsc_read();
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t abs_diff(int64_t a, int64_t b)
+{
+	return a > b ? (uint64_t)a - (uint64_t)b : (uint64_t)b - (uint64_t)a;
+}
+
+static void kvm_note(struct guest *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The first problem is kept for the manifest and said; later ones are only counted. */
+static void kvm_note(struct guest *g, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (g->sync.kvm.note[0])
+		return;
+	va_start(ap, fmt);
+	vsnprintf(g->sync.kvm.note, sizeof(g->sync.kvm.note), fmt, ap);
+	va_end(ap);
+	guest_log(g, GMSG_SYNC, L_WARN, "guest %s: %s", g->name, g->sync.kvm.note);
+}
+
+/* The index of the epoch in force at @host (the first one for earlier times). */
+static uint32_t epoch_index(const struct vt_tsync_cpu *c, uint64_t host)
+{
+	return (uint32_t)(vt_tsync_cpu_at(c, host) - c->epochs);
+}
+
+/*
+ * The stretch before @e's start held another offset for a while that was
+ * not seen: the epoch before it covers those events with a bound.
+ */
+static void unseen_change(struct vt_tsync_epoch *before, int64_t offset)
+{
+	uint64_t d = abs_diff(before->map.offset, offset);
+
+	if (d > before->error)
+		before->error = d;
+	before->flags |= VT_TSYNC_EPOCH_UNSEEN;
+}
+
+static void drop_epoch(struct vt_tsync_cpu *c, uint32_t i)
+{
+	memmove(&c->epochs[i], &c->epochs[i + 1], (c->nr - i - 1) * sizeof(c->epochs[0]));
+	c->nr--;
+}
+
+/*
+ * One kvm_write_tsc_offset: from its moment on, @ch->next. Writes arrive in
+ * order per read but may come a read late (another CPU's buffer), so the
+ * epoch is put in its place, and a debugfs read after it that says the
+ * same is dropped (the event has the exact moment).
+ */
+static void kvm_apply(struct guest *g, const struct tscwatch_change *ch)
+{
+	struct vt_tsync_cpu *c;
+	struct vt_tsync_epoch ep, *b = NULL;
+	int idx;
+
+	if (ch->vcpu >= g->nr_cpus || ch->vcpu >= COLLECT_MAX_CPUS || !ch->tsc)
+		return;
+	c = &g->sync.cpus[ch->vcpu];
+	g->sync.kvm.changes++;
+	g->sync.kvm_dirty = true;
+	ep = (struct vt_tsync_epoch){
+		.host_from = ch->tsc, .source = VT_TSYNC_SRC_KVM_EVENT,
+		.map = { .offset = ch->next, .ratio = g->sync.kvm_scale[ch->vcpu].ratio,
+			 .frac_bits = g->sync.kvm_scale[ch->vcpu].frac_bits },
+	};
+	if (!ep.map.ratio)
+		ep.map.ratio = 1;
+	if (c->nr && c->epochs[0].host_from < ch->tsc)
+		b = &c->epochs[epoch_index(c, ch->tsc - 1)];
+	if (!b) {
+		/* Nothing known before it: what it replaced held since the watch began. */
+		struct vt_tsync_epoch first = ep;
+		uint64_t from = g->sync.watch ? tscwatch_from(g->sync.watch) : 0;
+
+		first.host_from = from && from < ch->tsc ? from : ch->tsc - 1;
+		first.map.offset = ch->prev;
+		if (vt_tsync_cpu_insert(c, &first) == -ENOSPC)
+			goto full;
+	} else if (b->map.offset != ch->prev) {
+		if (b->source == VT_TSYNC_SRC_KVM && ch->tsc <= b->first_reply &&
+		    b->map.offset == ch->next) {
+			/* The read raced this write and saw its result: before it, prev held. */
+			b->map.offset = ch->prev;
+		} else {
+			g->sync.kvm.breaks++;
+			unseen_change(b, ch->prev);
+			kvm_note(g, "vCPU %u: an offset change was not seen before host TSC %" PRIu64
+				 " (%" PRIu64 " events lost by the instance): the epoch before it is "
+				 "bounded by the change", ch->vcpu, ch->tsc,
+				 g->sync.watch ? tscwatch_lost(g->sync.watch) : 0);
+		}
+	}
+	idx = vt_tsync_cpu_insert(c, &ep);
+	if (idx == -ENOSPC)
+		goto full;
+	if (idx < 0)
+		return;
+	if ((uint32_t)idx + 1 < c->nr && c->epochs[idx + 1].source == VT_TSYNC_SRC_KVM &&
+	    vt_tsc_map_equal(&c->epochs[idx + 1].map, &c->epochs[idx].map))
+		drop_epoch(c, idx + 1);
+	return;
+full:
+	/* Past VT_TSYNC_MAX_EPOCHS: the epoch in force takes the change as a bound. */
+	g->sync.kvm.merged++;
+	unseen_change(&c->epochs[epoch_index(c, ch->tsc)], ch->next);
+	kvm_note(g, "vCPU %u: more than %u offset changes: later ones are merged into the last "
+		 "epoch's bound", ch->vcpu, VT_TSYNC_MAX_EPOCHS);
+}
+
+/*
+ * Read every vCPU's offset. @t0 and @t1 bracket the read. The ratios are
+ * kept for the events, which carry none.
+ */
+static int kvm_read(struct guest *g, struct vt_kvm_vcpu *v, uint32_t *nr, uint64_t *t0,
+		    uint64_t *t1)
+{
+	uint32_t i;
+	int ret;
+
+	*t0 = vt_tsc_read();
+	ret = vt_kvm_read_vm(g->sync.kvm_dir, v, COLLECT_MAX_CPUS, nr);
+	*t1 = vt_tsc_read();
+	if (ret < 0)
+		return ret;
+	for (i = 0; i < *nr; i++)
+		if (v[i].id < COLLECT_MAX_CPUS)
+			g->sync.kvm_scale[v[i].id] = v[i].map;
+	return 0;
+}
+
+/*
+ * A debugfs read: the first gives each vCPU its first epoch, which holds
+ * from the read on (and for earlier events too, as trace-cmd applies the
+ * first epoch before it). With the events, that is all reads are for (and
+ * the check at the end); without, a value that differs from the last read's
+ * opens an epoch at this read, and the one before it gets the change as its
+ * bound: the change happened at some moment between the two reads.
+ */
+static int kvm_reread(struct guest *g, bool first)
+{
+	struct vt_kvm_vcpu *v = calloc(COLLECT_MAX_CPUS, sizeof(*v));
+	uint64_t t0, t1;
 	uint32_t nr = 0, i;
 	int ret;
 
-	if (!g->link.qemu_pid)
-		return -ENOENT;
-	ret = vt_kvm_find_vm(debugfs, g->link.qemu_pid, vmdir, sizeof(vmdir));
-	if (ret < 0)
-		return ret;
-	ret = vt_kvm_read_vm(vmdir, v, COLLECT_MAX_CPUS, &nr);
-	if (ret < 0)
-		return ret;
-	for (i = 0; i < nr; i++) {
-		/*
-		 * An epoch starts when it was read. Not at 0: the guest TSC there
-		 * (0 + a negative offset, as KVM's usually are) would be out of
-		 * range, and trace-cmd applies the first epoch to earlier
-		 * timestamps anyway.
-		 */
+	if (!v)
+		return -ENOMEM;
+	ret = kvm_read(g, v, &nr, &t0, &t1);
+	for (i = 0; ret == 0 && i < nr; i++) {
 		struct vt_tsync_epoch ep = {
-			.host_from = now, .map = v[i].map, .source = VT_TSYNC_SRC_KVM,
+			.host_from = t0, .map = v[i].map, .source = VT_TSYNC_SRC_KVM, .first_reply = t1,
 		};
+		struct vt_tsync_cpu *c;
 
 		if (v[i].id >= g->nr_cpus || v[i].id >= COLLECT_MAX_CPUS)
 			continue;
-		ret = vt_tsync_cpu_update(&g->sync.cpus[v[i].id], &ep);
-		if (ret < 0)
-			return ret;
-		if (ret == 1 && g->sync.cpus[v[i].id].nr > 1)
-			log_info("guest %s vCPU %u: KVM changed the TSC offset: new epoch", g->name,
-				 v[i].id);
+		c = &g->sync.cpus[v[i].id];
+		if (c->nr && (first || g->sync.watch))
+			continue;
+		if (c->nr && vt_tsc_map_equal(&c->epochs[c->nr - 1].map, &ep.map))
+			continue;
+		if (c->nr) {
+			ep.since = g->sync.kvm_last_read;
+			unseen_change(&c->epochs[c->nr - 1], ep.map.offset);
+			g->sync.kvm.changes++;
+		}
+		ret = vt_tsync_cpu_update(c, &ep);
+		if (ret == -ENOSPC) {
+			g->sync.kvm.merged++;
+			unseen_change(&c->epochs[c->nr - 1], ep.map.offset);
+			ret = 0;
+		}
+		if (ret == 1 && c->nr > 1)
+			log_debug("guest %s vCPU %u: KVM changed the TSC offset between two reads: "
+				  "new epoch", g->name, v[i].id);
+		ret = ret < 0 ? ret : 0;
 	}
-	set_method(g, "kvm", "KVM debugfs %s (exact)", vmdir);
-	return nr ? 0 : -ENOENT;
+	if (ret == 0)
+		g->sync.kvm_last_read = t0;
+	free(v);
+	return ret == 0 && !nr ? -ENOENT : ret;
 }
 
+/*
+ * With the events: debugfs at the end must say what the events say at the
+ * moment of the read (either end of it, in case a write fell inside).
+ */
+static void kvm_final_check(struct guest *g)
+{
+	struct vt_kvm_vcpu *v = calloc(COLLECT_MAX_CPUS, sizeof(*v));
+	struct tscwatch_change *ch = NULL;
+	uint64_t t0, t1;
+	uint32_t nr = 0, i;
+	size_t n = 0, k;
+
+	if (!v)
+		return;
+	if (kvm_read(g, v, &nr, &t0, &t1) < 0)
+		goto out;
+	if (tscwatch_read(g->sync.watch, &ch, &n) == 0)
+		for (k = 0; k < n; k++)
+			kvm_apply(g, &ch[k]);
+	for (i = 0; i < nr; i++) {
+		const struct vt_tsync_cpu *c;
+		const struct vt_tsync_epoch *a, *b;
+
+		if (v[i].id >= g->nr_cpus || v[i].id >= COLLECT_MAX_CPUS)
+			continue;
+		c = &g->sync.cpus[v[i].id];
+		a = vt_tsync_cpu_at(c, t0);
+		b = vt_tsync_cpu_at(c, t1);
+		if (!a || vt_tsc_map_equal(&a->map, &v[i].map) || vt_tsc_map_equal(&b->map, &v[i].map))
+			continue;
+		g->sync.kvm.mismatch++;
+		if (a->map.offset == v[i].map.offset || b->map.offset == v[i].map.offset)
+			kvm_note(g, "vCPU %u: KVM's debugfs gives scaling ratio %" PRIu64 " >> %u at the "
+				 "end, %" PRIu64 " >> %u at the start: the ratio changed (the events carry "
+				 "none)", v[i].id, v[i].map.ratio, v[i].map.frac_bits, a->map.ratio,
+				 a->map.frac_bits);
+		else
+			kvm_note(g, "vCPU %u: KVM's debugfs says offset %" PRId64 " at the end, the "
+				 "kvm_write_tsc_offset events %" PRId64 ": a change was not seen", v[i].id,
+				 v[i].map.offset, a->map.offset);
+	}
+out:
+	free(ch);
+	free(v);
+}
+
+static void check_eval(struct guest *g, uint64_t upto);
+
+/* Take what the instance recorded; check the replies it now covers. */
+static void kvm_poll(struct guest *g)
+{
+	struct tscwatch_change *ch = NULL;
+	uint64_t t = vt_tsc_read(), settle = g->rec && g->rec->tsc.khz ?
+		g->rec->tsc.khz * (CHECK_SETTLE_NS / 1000000) : 0;
+	size_t n = 0, k;
+	int ret;
+
+	if (!g->sync.watch)
+		return;
+	ret = tscwatch_read(g->sync.watch, &ch, &n);
+	if (ret < 0) {
+		kvm_note(g, "reading kvm_write_tsc_offset failed (%s): later changes are not seen",
+			 strerror(-ret));
+		return;
+	}
+	for (k = 0; k < n; k++)
+		kvm_apply(g, &ch[k]);
+	free(ch);
+	g->sync.kvm.lost = tscwatch_lost(g->sync.watch);
+	check_eval(g, t > settle ? t - settle : 0);
+}
+
+/*
+ * What the host says of its TSC: the flags of a constant rate that runs in
+ * every C-state, and whether the kernel keeps time with it (it does not
+ * when it found the TSCs of its CPUs out of step, or unstable: KVM then
+ * writes each vCPU's offset at every load, and host events stamped on
+ * different CPUs may disagree).
+ */
+static void host_tsc(struct spool_kvm *k)
+{
+	char line[4096], *nl;
+	FILE *f;
+
+	f = fopen("/proc/cpuinfo", "re");
+	while (f && fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "flags", 5))
+			continue;
+		snprintf(k->host_flags, sizeof(k->host_flags), "%s%s",
+			 strstr(line, " constant_tsc") ? "constant_tsc " : "",
+			 strstr(line, " nonstop_tsc") ? "nonstop_tsc" : "");
+		if (!k->host_flags[0])
+			snprintf(k->host_flags, sizeof(k->host_flags), "none");
+		break;
+	}
+	if (f)
+		fclose(f);
+	f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "re");
+	if (f && fgets(k->clocksource, sizeof(k->clocksource), f)) {
+		nl = strchr(k->clocksource, '\n');
+		if (nl)
+			*nl = '\0';
+	}
+	if (f)
+		fclose(f);
+}
+
+/**
+ * sync_kvm_begin() - before the guest's START: find its VM and follow its
+ * offsets from now on
+ * @g: the guest
+ * @o: options (--sync, --debugfs, --no-kvm-events)
+ *
+ * With the kvm method possible (auto or kvm, a QEMU pid whose VM debugfs
+ * shows), kvm_write_tsc_offset is recorded from here (or why not is kept)
+ * and debugfs read once: every vCPU has its epoch before the guest records.
+ * Otherwise nothing: sync_prepare() says what the method is.
+ *
+ * Return: 0.
+ */
+int sync_kvm_begin(struct guest *g, const struct record_opts *o)
+{
+	const char *method = o->sync ? o->sync : "auto";
+	const char *debugfs = o->debugfs ? o->debugfs : "/sys/kernel/debug";
+	static unsigned int nr_watches;
+	char why[160] = "", tag[16];
+	struct spool_kvm *k = &g->sync.kvm;
+
+	if ((strcmp(method, "kvm") && strcmp(method, "auto")) || !g->link.qemu_pid || g->sync.kvm_dir[0])
+		return 0;
+	if (vt_kvm_find_vm(debugfs, g->link.qemu_pid, g->sync.kvm_dir, sizeof(g->sync.kvm_dir)) < 0) {
+		g->sync.kvm_dir[0] = '\0';
+		return 0;
+	}
+	if (o->no_kvm_events) {
+		snprintf(why, sizeof(why), "--no-kvm-events");
+	} else {
+		snprintf(tag, sizeof(tag), "%u", nr_watches++);
+		g->sync.watch = tscwatch_start(g->link.qemu_pid, tag, why, sizeof(why));
+	}
+	if (g->sync.watch) {
+		snprintf(k->changes_from, sizeof(k->changes_from), "events");
+		snprintf(k->instance, sizeof(k->instance), "%s", tscwatch_name(g->sync.watch));
+		snprintf(k->why, sizeof(k->why), "each change at its moment from "
+			 "kvm:kvm_write_tsc_offset (tracefs instance %.64s)", k->instance);
+	} else {
+		snprintf(k->changes_from, sizeof(k->changes_from), "reread");
+		snprintf(k->why, sizeof(k->why), "debugfs re-read every %llu s (%.120s): a change is only "
+			 "known to lie between two reads", KVM_REREAD_NS / 1000000000ull, why);
+		log_info("guest %s: KVM TSC offset changes by re-reading debugfs: %s", g->name, why);
+	}
+	host_tsc(k);
+	if (strcmp(k->clocksource, "tsc"))
+		log_info("guest %s: the host keeps time with %s, not its TSC: KVM moves the guest's TSC "
+			 "offsets at every vCPU load (each change is followed), and host events of "
+			 "different CPUs may disagree", g->name, k->clocksource[0] ? k->clocksource : "?");
+	if (kvm_reread(g, true) < 0)
+		g->sync.kvm_dir[0] = '\0';
+	return 0;
+}
+
+/* KVM debugfs: exact per-vCPU offsets (and scaling) for a QEMU we know the pid of. */
+static int sync_kvm(struct guest *g, const struct record_opts *o, const char *when)
+{
+	int ret;
+
+	if (!g->sync.kvm_dir[0]) {
+		sync_kvm_begin(g, o);
+		if (!g->sync.kvm_dir[0])
+			return g->link.qemu_pid ? -ENOENT : -ESRCH;
+	}
+	if (!g->sync.watch) {
+		ret = kvm_reread(g, false);
+		if (ret < 0)
+			return ret;
+	} else if (!strcmp(when, "stop")) {
+		kvm_final_check(g);
+		kvm_poll(g);
+	} else {
+		kvm_poll(g);
+	}
+	if (g->sync.watch)
+		set_method(g, "kvm", "KVM debugfs %s (exact); changes from kvm_write_tsc_offset",
+			   g->sync.kvm_dir);
+	else
+		set_method(g, "kvm", "KVM debugfs %s; changes by re-reads (bounded)", g->sync.kvm_dir);
+	g->sync.kvm_dirty = false;
+	g->sync.kvm_saved_ns = mono_ns();
+	return 0;
+}
+
+/**
+ * sync_kvm_period_ns() - how often sync_kvm_tick() is due
+ * @g: the guest (method kvm)
+ *
+ * Return: nanoseconds.
+ */
+uint64_t sync_kvm_period_ns(const struct guest *g)
+{
+	return g->sync.watch ? KVM_POLL_NS : KVM_REREAD_NS;
+}
+
+/**
+ * sync_kvm_tick() - follow the offsets while recording
+ * @g: the guest (method kvm)
+ *
+ * The events read (or debugfs re-read), the replies of --sync-check they
+ * now cover checked; the spool's sync file rewritten at most once a second.
+ */
+void sync_kvm_tick(struct guest *g)
+{
+	uint64_t now;
+
+	if (!g->sync.kvm_dir[0])
+		return;
+	if (g->sync.watch) {
+		kvm_poll(g);
+	} else {
+		uint64_t t = g->sync.kvm_last_read;
+
+		if (kvm_reread(g, false) == 0)
+			g->sync.kvm_dirty = true;
+		check_eval(g, t);
+	}
+	now = mono_ns();
+	if (g->sync.kvm_dirty && now - g->sync.kvm_saved_ns >= KVM_SAVE_NS) {
+		g->sync.kvm_dirty = false;
+		g->sync.kvm_saved_ns = now;
+		spool_save_sync(g);
+	}
+}
+
+/**
+ * sync_kvm_end() - the guest's clock is no longer followed
+ * @g: the guest (done, failed, or reset by QEMU)
+ *
+ * What the instance holds is taken first (a reset's offset writes are there
+ * by the time QEMU says RESET), every reply still waiting is checked, and
+ * the instance removed; the sync file is written when there is a spool.
+ */
+void sync_kvm_end(struct guest *g)
+{
+	if (!g->sync.watch && !g->sync.nr_pend)
+		return;
+	kvm_poll(g);
+	check_eval(g, UINT64_MAX);
+	tscwatch_free(g->sync.watch);
+	g->sync.watch = NULL;
+	if (g->spool[0])
+		spool_save_sync(g);
+}
+
+/**
+ * sync_reset() - QEMU reset the guest (QMP RESET): the trace's clock
+ * mapping ends with the boot it recorded
+ * @g: the guest
+ * @at: QEMU's stamp of the RESET, as a host TSC
+ *
+ * QEMU pauses the vCPUs, says RESET, then writes each vCPU's TSC (0: KVM
+ * restarts the guest's TSC from 0, or keeps it going when it takes the
+ * write for a vCPU's initialisation). The old boot's events all come before
+ * the stamp: the mapping ends there, and the epochs opened later (the reset
+ * guest's, whose TSC may start below the trace's: trace-cmd, which picks the
+ * mapping by guest time, would map the whole trace with them) stay listed,
+ * not applied. The events are taken first, so that the list has them.
+ */
+void sync_reset(struct guest *g, uint64_t at)
+{
+	uint64_t now = vt_tsc_read();
+
+	if (g->sync.reset_tsc || !at)
+		return;
+	kvm_poll(g);
+	g->sync.host_end = at < now ? at : now;
+	g->sync.reset_tsc = g->sync.host_end;
+	log_debug("guest %s: reset: the clock mapping ends at host TSC %" PRIu64, g->name,
+		  g->sync.host_end);
+}
+
+/* ---- --sync-check ---- */
+
+struct sync_check_smp {
+	struct vt_tsync_sample s;
+	uint32_t burst;
+};
+
+/* A burst's replies wait for the epochs of their time. */
+static int check_add(struct guest *g, unsigned int cpu, const struct vt_tsync_sample *smp,
+		     unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		if (smp[i].cpu != smp[i].want_cpu || smp[i].want_cpu != (int32_t)cpu ||
+		    smp[i].t2 < smp[i].t1)
+			continue;
+		if (g->sync.nr_pend == g->sync.cap_pend) {
+			size_t cap = g->sync.cap_pend ? g->sync.cap_pend * 2 : 256;
+			struct sync_check_smp *p = realloc(g->sync.pend, cap * sizeof(*p));
+
+			if (!p)
+				return -ENOMEM;
+			g->sync.pend = p;
+			g->sync.cap_pend = cap;
+		}
+		g->sync.pend[g->sync.nr_pend++] = (struct sync_check_smp){
+			.s = smp[i], .burst = (uint32_t)(g->sync.check.bursts - 1),
+		};
+	}
+	return 0;
+}
+
+/* The offsets @e allows for a guest TSC @gt read between host @t1 and @t2. */
+static bool allowed(const struct vt_tsc_map *m, uint64_t t1, uint64_t t2, uint64_t gt, int64_t *lo,
+		    int64_t *hi)
+{
+	uint64_t g1, g2;
+
+	if (vt_tsc_host_to_guest(m, t1, &g1) < 0 || vt_tsc_host_to_guest(m, t2, &g2) < 0)
+		return false;
+	*lo = m->offset + (int64_t)(gt - g2);
+	*hi = m->offset + (int64_t)(gt - g1);
+	return g1 <= gt && gt <= g2;
+}
+
+static void check_iv(struct guest *g, const struct sync_check_smp *p, const struct vt_tsync_epoch *e,
+		     int64_t lo, int64_t hi)
+{
+	struct spool_check *k = &g->sync.check;
+	struct spool_check_iv *iv = k->nr_ivs ? &k->ivs[k->nr_ivs - 1] : NULL;
+
+	if (iv && iv->cpu == (uint32_t)p->s.want_cpu && iv->burst == p->burst &&
+	    iv->epoch_from == e->host_from) {
+		iv->n++;
+		if (lo > iv->lo)
+			iv->lo = lo;
+		if (hi < iv->hi)
+			iv->hi = hi;
+		iv->inside = iv->lo <= iv->offset && iv->offset <= iv->hi;
+		return;
+	}
+	if (k->nr_ivs >= SPOOL_CHECK_IVS_MAX) {
+		k->unlisted++;
+		return;
+	}
+	if (!(k->nr_ivs & (k->nr_ivs - 1))) {
+		iv = realloc(k->ivs, (k->nr_ivs ? 2 * k->nr_ivs : 1) * sizeof(*iv));
+		if (!iv) {
+			k->unlisted++;
+			return;
+		}
+		k->ivs = iv;
+	}
+	k->ivs[k->nr_ivs++] = (struct spool_check_iv){
+		.cpu = (uint32_t)p->s.want_cpu, .burst = p->burst, .n = 1, .t = p->s.t1,
+		.epoch_from = e->host_from, .offset = e->map.offset, .lo = lo, .hi = hi,
+		.inside = lo <= e->map.offset && e->map.offset <= hi,
+	};
+}
+
+/*
+ * One reply against the epochs in force during its round trip: within one
+ * epoch, its interval of offsets joins that epoch's for the burst; across a
+ * change, some epoch in force during it must explain it.
+ */
+static void check_one(struct guest *g, const struct sync_check_smp *p)
+{
+	struct spool_check *k = &g->sync.check;
+	const struct vt_tsync_cpu *c = &g->sync.cpus[p->s.want_cpu];
+	uint32_t i1, i2, j;
+	int64_t lo, hi;
+	bool ok = false;
+
+	k->replies++;
+	if (!c->nr) {
+		k->no_epoch++;
+		k->outside++;
+		return;
+	}
+	i1 = epoch_index(c, p->s.t1);
+	i2 = epoch_index(c, p->s.t2);
+	if (i1 == i2) {
+		ok = allowed(&c->epochs[i1].map, p->s.t1, p->s.t2, p->s.g, &lo, &hi);
+		check_iv(g, p, &c->epochs[i1], lo, hi);
+	} else {
+		k->straddling++;
+		for (j = i1; j <= i2 && !ok; j++) {
+			uint64_t a = j == i1 ? p->s.t1 : c->epochs[j].host_from;
+			uint64_t b = j == i2 ? p->s.t2 : c->epochs[j + 1].host_from - 1;
+
+			ok = allowed(&c->epochs[j].map, a, b, p->s.g, &lo, &hi);
+		}
+	}
+	if (!ok) {
+		k->outside++;
+		if (k->outside == 1)
+			guest_log(g, GMSG_SYNC, L_WARN, "guest %s: --sync-check: vCPU %d read guest TSC %"
+				  PRIu64 " between host TSC %" PRIu64 " and %" PRIu64 ", which KVM's "
+				  "offsets do not give", g->name, p->s.want_cpu, p->s.g, p->s.t1, p->s.t2);
+	}
+}
+
+/* Check the replies whose round trip ended before @upto (their epochs are known by then). */
+static void check_eval(struct guest *g, uint64_t upto)
+{
+	size_t i;
+
+	for (i = 0; i < g->sync.nr_pend && g->sync.pend[i].s.t2 < upto; i++)
+		if (g->sync.pend[i].s.want_cpu >= 0 && g->sync.pend[i].s.want_cpu < COLLECT_MAX_CPUS)
+			check_one(g, &g->sync.pend[i]);
+	if (!i)
+		return;
+	memmove(g->sync.pend, g->sync.pend + i, (g->sync.nr_pend - i) * sizeof(*g->sync.pend));
+	g->sync.nr_pend -= i;
+	g->sync.kvm_dirty = true;
+}
+
+/**
+ * sync_release() - free what the guest's clock holds
+ * @g: the guest
+ */
+void sync_release(struct guest *g)
+{
+	unsigned int i;
+
+	tscwatch_free(g->sync.watch);
+	g->sync.watch = NULL;
+	free(g->sync.pend);
+	g->sync.pend = NULL;
+	g->sync.nr_pend = g->sync.cap_pend = 0;
+	free(g->sync.check.ivs);
+	g->sync.check.ivs = NULL;
+	g->sync.check.nr_ivs = 0;
+	for (i = 0; i < COLLECT_MAX_CPUS; i++)
+		vt_tsync_cpu_free(&g->sync.cpus[i]);
+}
 /*
  * After QEMU resumed a guest, every vCPU's new offset holds from the moment
  * it resumed, not from whenever its probes happened to run: a periodic burst
@@ -332,7 +958,21 @@ int sync_prepare(struct guest *g, const struct record_opts *o, const char *when)
 		return ret < 0 ? ret : spool_save_sync(g);
 	}
 	if (!strcmp(method, "kvm") || !strcmp(method, "auto")) {
-		ret = sync_kvm(g, o);
+		ret = sync_kvm(g, o, when);
+		if (ret == 0 && o->sync_check) {
+			if ((g->caps & VT_PROTO_CAP_SYNC_TSC) && !strcmp(g->clock, "x86-tsc")) {
+				/* Probes beside: their replies wait for the epochs (check_eval()). */
+				g->sync.checking = true;
+				g->sync.check.on = true;
+				g->sync.check.bursts++;
+				spool_save_sync(g);
+				return 1;
+			}
+			if (!g->sync.check.on)
+				log_warn("guest %s: --sync-check: the guest traces with clock %s and cannot "
+					 "answer TSC probes: nothing to check", g->name, g->clock);
+			g->sync.check.on = true;
+		}
 		if (ret == 0)
 			return spool_save_sync(g);
 		if (!strcmp(method, "kvm")) {
@@ -350,6 +990,11 @@ int sync_prepare(struct guest *g, const struct record_opts *o, const char *when)
 	}
 	set_method(g, "probe", "%s: in-band probes over the control port",
 		   g->link.qemu_pid ? "no KVM debugfs for this QEMU" : "no --qemu-pid (no KVM debugfs)");
+	if (o->sync_check && !g->sync.check.on) {
+		g->sync.check.on = true;
+		log_warn("guest %s: --sync-check: the clock method is probe, no exact offsets to check "
+			 "the probes against", g->name);
+	}
 	return 1;
 }
 
@@ -363,6 +1008,15 @@ void sync_burst_done(struct guest *g, const char *when)
 {
 	unsigned int i, missing = 0, first = 0, away;
 
+	if (g->sync.checking) {
+		/* --sync-check: the replies wait for the epochs of their time. */
+		g->sync.checking = false;
+		if (!strcmp(when, "resume"))
+			g->resume_tsc = g->stop_tsc = 0;
+		kvm_poll(g);
+		spool_save_sync(g);
+		return;
+	}
 	if (!strcmp(when, "resume")) {
 		align_to_resume(g);
 		g->resume_tsc = g->stop_tsc = 0;

@@ -32,5 +32,11 @@ int sync_probe_result(struct guest *g, unsigned int cpu, const struct vt_tsync_s
 		      unsigned int n);
 void sync_burst_done(struct guest *g, const char *when);
 uint64_t sync_host_tsc(void);
+int sync_kvm_begin(struct guest *g, const struct record_opts *o);
+uint64_t sync_kvm_period_ns(const struct guest *g);
+void sync_kvm_tick(struct guest *g);
+void sync_kvm_end(struct guest *g);
+void sync_reset(struct guest *g, uint64_t at);
+void sync_release(struct guest *g);
 
 #endif

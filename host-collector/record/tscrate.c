@@ -1,13 +1,21 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * The host TSC rate for TSC2NSEC: the kernel's own (the perf mmap page's
- * time_mult/time_shift), else measured against CLOCK_MONOTONIC_RAW.
+ * time_mult/time_shift), else measured against CLOCK_MONOTONIC_RAW, once
+ * per boot: two recordings on one host (a migration's source and
+ * destination) must convert the TSC alike, or their files disagree by
+ * 60 ppb of the uptime (0.6 ms after three hours) when merged.
  * Host-only I/O, hence not in lib/; the arithmetic is lib/tsync-tsc.c's.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -19,7 +27,7 @@
  * vt_tsc_rate_method_name() - a word for the manifest
  * @m: the method
  *
- * Return: "perf", "calibrated" or "none".
+ * Return: "perf", "calibrated", "calibrated-boot" or "none".
  */
 const char *vt_tsc_rate_method_name(enum vt_tsc_rate_method m)
 {
@@ -28,6 +36,8 @@ const char *vt_tsc_rate_method_name(enum vt_tsc_rate_method m)
 		return "perf";
 	case VT_TSC_RATE_CALIBRATED:
 		return "calibrated";
+	case VT_TSC_RATE_BOOT:
+		return "calibrated-boot";
 	default:
 		return "none";
 	}
@@ -154,10 +164,169 @@ int vt_tsc2nsec_calibrate(struct vt_tsc2nsec *t, unsigned int ms)
 	return ret;
 }
 
+/*
+ * The boot's rate lives in DIR/tsc-rate as "vt-tsc-rate 1 BOOT_ID MULT SHIFT\n",
+ * TSC2NSEC's own numbers (a rate in Hz would round differently on the way back).
+ * DIR is trusted only when it is a directory of ours (or root's) that no
+ * one else may write, the file only when it is a regular file of ours
+ * that no one else may write; neither is followed when it is a link.
+ */
+#define RATE_FILE	"tsc-rate"
+#define RATE_MAGIC	"vt-tsc-rate 1 "
+
+static bool ours(const struct stat *st)
+{
+	return (st->st_uid == geteuid() || st->st_uid == 0) && !(st->st_mode & 022);
+}
+
+static int boot_id(char *id, size_t len)
+{
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+	bool ok;
+
+	if (!f)
+		return -errno;
+	ok = fgets(id, (int)len, f) != NULL;
+	fclose(f);
+	if (!ok)
+		return -EIO;
+	id[strcspn(id, "\n")] = '\0';
+	return id[0] ? 0 : -EIO;
+}
+
+static int open_rate_dir(const char *dir)
+{
+	struct stat st;
+	int fd;
+
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || !ours(&st)) {
+		close(fd);
+		return -EPERM;
+	}
+	return fd;
+}
+
+/* The boot's rate from @dfd's file: 0, -ENOENT (none), -ESTALE (another boot's), -EPERM, -EINVAL. */
+static int read_rate(int dfd, const char *boot, uint64_t *mult, uint32_t *shift)
+{
+	char buf[160], *end, *p;
+	unsigned long sh;
+	struct stat st;
+	ssize_t n;
+	int fd;
+
+	fd = openat(dfd, RATE_FILE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ELOOP ? -EPERM : -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || !ours(&st)) {
+		close(fd);
+		return -EPERM;
+	}
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EINVAL;
+	buf[n] = '\0';
+	if (strncmp(buf, RATE_MAGIC, strlen(RATE_MAGIC)))
+		return -EINVAL;
+	p = buf + strlen(RATE_MAGIC);
+	end = strchr(p, ' ');
+	if (!end)
+		return -EINVAL;
+	if ((size_t)(end - p) != strlen(boot) || strncmp(p, boot, strlen(boot)))
+		return -ESTALE;
+	errno = 0;
+	*mult = strtoull(end + 1, &p, 10);
+	if (errno || p == end + 1 || *p != ' ')
+		return -EINVAL;
+	end = p;
+	sh = strtoul(end + 1, &p, 10);
+	if (errno || p == end + 1 || *p != '\n' || p[1] || sh > 63)
+		return -EINVAL;
+	*shift = (uint32_t)sh;
+	return 0;
+}
+
+/*
+ * Publish @t under a temporary name; the first recording's stays (two
+ * calibrating at once: the loser reads the winner's), another boot's or a
+ * damaged one is replaced.
+ */
+static int write_rate(int dfd, const char *boot, const struct vt_tsc2nsec *t, bool replace)
+{
+	char tmp[64], text[160];
+	int fd, len, ret = 0;
+
+	snprintf(tmp, sizeof(tmp), RATE_FILE ".%ld", (long)getpid());
+	len = snprintf(text, sizeof(text), RATE_MAGIC "%s %u %u\n", boot, t->mult, t->shift);
+	unlinkat(dfd, tmp, 0);
+	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, text, (size_t)len) != len)
+		ret = -EIO;
+	if (close(fd) < 0 && !ret)
+		ret = -errno;
+	if (!ret && replace && renameat(dfd, tmp, dfd, RATE_FILE) < 0)
+		ret = -errno;
+	if (!ret && !replace && linkat(dfd, tmp, dfd, RATE_FILE, 0) < 0)
+		ret = -errno;
+	unlinkat(dfd, tmp, 0);
+	return ret;
+}
+
 /**
- * vt_tsc2nsec_get() - the host TSC rate, perf first, else calibrated
+ * vt_tsc2nsec_boot() - the TSC rate measured once in this boot
+ * @t: filled in, method VT_TSC_RATE_BOOT (or VT_TSC_RATE_CALIBRATED when
+ *     @dir cannot keep it: not ours, or read-only)
+ * @calibrate_ms: measuring time when this boot has no rate yet
+ * @dir: where the boot's rate is kept (created 0755 if absent)
+ *
+ * Return: 0, or as vt_tsc2nsec_calibrate().
+ */
+int vt_tsc2nsec_boot(struct vt_tsc2nsec *t, unsigned int calibrate_ms, const char *dir)
+{
+	char boot[64];
+	uint64_t mult = 0;
+	uint32_t shift = 0;
+	int dfd, ret, tries;
+
+	memset(t, 0, sizeof(*t));
+	if (boot_id(boot, sizeof(boot)) < 0 || (dfd = open_rate_dir(dir)) < 0)
+		return vt_tsc2nsec_calibrate(t, calibrate_ms);
+	for (tries = 0; tries < 2; tries++) {
+		ret = read_rate(dfd, boot, &mult, &shift);
+		if (ret == 0 && vt_tsc2nsec_fit(t, mult, shift) == 0 && t->hz >= 1000000 &&
+		    t->hz <= 100000000000ull)
+			goto kept;
+		if (ret == -EPERM || (ret < 0 && ret != -ENOENT && ret != -ESTALE && ret != -EINVAL))
+			break;		/* a link, someone else's, unreadable: measure, keep nothing */
+		if (!t->hz && vt_tsc2nsec_calibrate(t, calibrate_ms) < 0)
+			break;
+		/* None yet: the first to publish wins (EEXIST: read the winner's). */
+		ret = write_rate(dfd, boot, t, ret != -ENOENT);
+		if (ret == 0)
+			goto kept;
+		if (ret != -EEXIST)
+			break;
+	}
+	close(dfd);
+	return t->hz ? 0 : vt_tsc2nsec_calibrate(t, calibrate_ms);
+kept:
+	t->method = VT_TSC_RATE_BOOT;
+	close(dfd);
+	return 0;
+}
+
+/**
+ * vt_tsc2nsec_get() - the host TSC rate: perf first, else this boot's
  * @t: filled in; @t->method says which
- * @calibrate_ms: measuring time if perf is refused
+ * @calibrate_ms: measuring time if perf is refused and this boot has no rate
  *
  * Return: 0, or as vt_tsc2nsec_calibrate().
  */
@@ -166,5 +335,5 @@ int vt_tsc2nsec_get(struct vt_tsc2nsec *t, unsigned int calibrate_ms)
 	memset(t, 0, sizeof(*t));
 	if (vt_tsc2nsec_from_perf(t) == 0)
 		return 0;
-	return vt_tsc2nsec_calibrate(t, calibrate_ms);
+	return vt_tsc2nsec_boot(t, calibrate_ms, VT_TSC_RATE_DIR);
 }

@@ -7,6 +7,9 @@
  * thread), and per guest function: guest_rip resolved with that guest's
  * kallsyms (from its trace.dat, modules included). Reason names come from the
  * event's own print format (__print_symbolic), so they are the kernel's.
+ * The handling times (exit to the next entry of the thread) go into a
+ * log-linear histogram per thread and reason, for their p50 and p99 within
+ * 1/EXIT_HIST_SUB of the exact values, whatever the number of exits.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -22,6 +25,19 @@
 #define MAX_REASONS	512u
 #define MAX_FUNCS	(1u << 16)
 #define REASON_LEN	48
+/*
+ * Handling-time histograms: values below EXIT_HIST_SUB ns each have a bucket,
+ * above that every power of two is cut into EXIT_HIST_SUB buckets (a bucket
+ * spans less than 1/EXIT_HIST_SUB of its values); times of 2^EXIT_HIST_BITS
+ * ns (18 minutes) and more share the last one. 17.5 KiB each, one per thread
+ * and reason seen, at most MAX_HISTS (past that the times still count in the
+ * totals, not in the percentiles, and are reported as past a bound).
+ */
+#define EXIT_HIST_SUB_BITS	6u
+#define EXIT_HIST_SUB		(1u << EXIT_HIST_SUB_BITS)
+#define EXIT_HIST_BITS		40u
+#define EXIT_HIST_NR		((EXIT_HIST_BITS - EXIT_HIST_SUB_BITS + 1) * EXIT_HIST_SUB)
+#define MAX_HISTS		2048u
 
 struct reason {
 	uint32_t isa, code;
@@ -30,6 +46,8 @@ struct reason {
 
 struct counts {
 	uint64_t n, ns;
+	uint64_t *hist;			/* EXIT_HIST_NR buckets, or NULL */
+	uint64_t timed, max_ns;		/* exits with a handling time, the longest */
 };
 
 struct thread {
@@ -67,6 +85,7 @@ struct exits_an {
 	struct func *funcs;
 	unsigned int nr_funcs;
 	uint64_t exits, entries, unresolved, bad, dropped;
+	unsigned int nr_hists;
 	struct tep_handle *tep;
 	int exit_id, entry_id;
 	struct tep_format_field *f_reason, *f_isa, *f_rip;
@@ -93,8 +112,13 @@ void exits_an_free(struct exits_an *a)
 
 	if (!a)
 		return;
-	for (i = 0; i < a->nr_threads; i++)
+	for (i = 0; i < a->nr_threads; i++) {
+		unsigned int r;
+
+		for (r = 0; r < a->threads[i].nr_c; r++)
+			free(a->threads[i].c[r].hist);
 		free(a->threads[i].c);
+	}
 	for (i = 0; i < a->nr_funcs; i++)
 		free(a->funcs[i].name);
 	free(a->threads);
@@ -237,6 +261,50 @@ static struct counts *thread_counts(struct thread *t, unsigned int reason)
 	return &t->c[reason];
 }
 
+static unsigned int hist_index(uint64_t ns)
+{
+	unsigned int e;
+
+	if (ns < EXIT_HIST_SUB)
+		return ns;
+	e = 63 - __builtin_clzll(ns);
+	if (e >= EXIT_HIST_BITS)
+		return EXIT_HIST_NR - 1;
+	return (e - EXIT_HIST_SUB_BITS + 1) * EXIT_HIST_SUB +
+	       (unsigned int)(ns >> (e - EXIT_HIST_SUB_BITS)) - EXIT_HIST_SUB;
+}
+
+/* The largest time bucket @i holds. */
+static uint64_t hist_top(unsigned int i)
+{
+	unsigned int e, sub;
+
+	if (i < EXIT_HIST_SUB)
+		return i;
+	if (i >= EXIT_HIST_NR - 1)
+		return UINT64_MAX;
+	e = i / EXIT_HIST_SUB + EXIT_HIST_SUB_BITS - 1;
+	sub = i % EXIT_HIST_SUB;
+	return (((uint64_t)(EXIT_HIST_SUB + sub + 1)) << (e - EXIT_HIST_SUB_BITS)) - 1;
+}
+
+/* One handling time of an exit of reason @c. */
+static void count_time(struct exits_an *a, struct counts *c, uint64_t ns)
+{
+	c->ns += ns;
+	if (!c->hist) {
+		if (a->nr_hists >= MAX_HISTS || !(c->hist = calloc(EXIT_HIST_NR, sizeof(*c->hist)))) {
+			a->dropped++;
+			return;
+		}
+		a->nr_hists++;
+	}
+	c->hist[hist_index(ns)]++;
+	c->timed++;
+	if (ns > c->max_ns)
+		c->max_ns = ns;
+}
+
 static void count_func(struct exits_an *a, const struct thread *t, unsigned int reason, uint64_t rip)
 {
 	const struct exits_guest *g = t->guest >= 0 ? &a->guests[t->guest] : NULL;
@@ -305,7 +373,7 @@ int exits_an_record(struct exits_an *a, struct tep_handle *tep, struct tep_recor
 	if (id == a->entry_id) {
 		a->entries++;
 		if (t->pending && rec->ts >= t->exit_ts && (c = thread_counts(t, t->exit_reason)))
-			c->ns += rec->ts - t->exit_ts;
+			count_time(a, c, rec->ts - t->exit_ts);
 		t->pending = false;
 		return 0;
 	}
@@ -359,6 +427,11 @@ bool exits_an_any(const struct exits_an *a)
 	return a->exits || a->entries;
 }
 
+static bool selected(const struct thread *t, int guest, int vcpu)
+{
+	return (guest == -2 || t->guest == guest) && (vcpu == -2 || t->vcpu == vcpu);
+}
+
 /* Sum the threads selected by (guest, vcpu); -2 selects any. */
 static void sum(const struct exits_an *a, int guest, int vcpu, struct counts *out)
 {
@@ -368,13 +441,61 @@ static void sum(const struct exits_an *a, int guest, int vcpu, struct counts *ou
 	for (i = 0; i < a->nr_threads; i++) {
 		const struct thread *t = &a->threads[i];
 
-		if ((guest != -2 && t->guest != guest) || (vcpu != -2 && t->vcpu != vcpu))
+		if (!selected(t, guest, vcpu))
 			continue;
 		for (r = 0; r < t->nr_c; r++) {
 			out[r].n += t->c[r].n;
 			out[r].ns += t->c[r].ns;
+			out[r].timed += t->c[r].timed;
+			if (t->c[r].max_ns > out[r].max_ns)
+				out[r].max_ns = t->c[r].max_ns;
 		}
 	}
+}
+
+/*
+ * The p50 and p99 handling times of @reason over the threads selected by
+ * (guest, vcpu), nearest rank: the top of the bucket that holds the exit of
+ * that rank, never more than the longest time seen. False when none was timed.
+ */
+static bool pcts(const struct exits_an *a, int guest, int vcpu, unsigned int reason,
+		 uint64_t *p50, uint64_t *p99)
+{
+	uint64_t total = 0, max = 0, cum = 0, want[2], *out[2] = { p50, p99 };
+	unsigned int i, b, k = 0;
+
+	for (i = 0; i < a->nr_threads; i++) {
+		const struct thread *t = &a->threads[i];
+		const struct counts *c = reason < t->nr_c ? &t->c[reason] : NULL;
+		uint64_t n = 0;
+
+		if (!selected(t, guest, vcpu) || !c || !c->hist)
+			continue;
+		for (b = 0; b < EXIT_HIST_NR; b++)
+			n += c->hist[b];
+		total += n;
+		if (n && c->max_ns > max)
+			max = c->max_ns;
+	}
+	if (!total)
+		return false;
+	/* Nearest rank: ceil(p * total / 100), at least 1. */
+	want[0] = (total * 50 + 99) / 100;
+	want[1] = (total * 99 + 99) / 100;
+	for (b = 0; b < EXIT_HIST_NR && k < 2; b++) {
+		for (i = 0; i < a->nr_threads; i++) {
+			const struct thread *t = &a->threads[i];
+
+			if (selected(t, guest, vcpu) && reason < t->nr_c && t->c[reason].hist)
+				cum += t->c[reason].hist[b];
+		}
+		while (k < 2 && cum >= want[k]) {
+			uint64_t top = hist_top(b);
+
+			*out[k++] = top < max ? top : max;
+		}
+	}
+	return true;
 }
 
 static const struct counts *sort_base;
@@ -388,7 +509,8 @@ static int by_n(const void *x, const void *y)
 	return a < b ? -1 : a > b;
 }
 
-static void table(const struct exits_an *a, FILE *f, const char *indent, const struct counts *c)
+static void table(const struct exits_an *a, FILE *f, const char *indent, int guest, int vcpu,
+		  const struct counts *c)
 {
 	unsigned int *order = malloc(a->nr_reasons * sizeof(*order) + 1), i, n = 0;
 	uint64_t total = 0, ns = 0;
@@ -403,30 +525,89 @@ static void table(const struct exits_an *a, FILE *f, const char *indent, const s
 	}
 	sort_base = c;
 	qsort(order, n, sizeof(*order), by_n);
-	fprintf(f, "%s%-40s %10s %7s %13s %10s\n", indent, "Event", "Total", "%Total", "Time(us)",
-		"Avg(us)");
+	fprintf(f, "%s%-32s %10s %7s %13s %10s %10s %10s\n", indent, "Event", "Total", "%Total",
+		"Time(us)", "Avg(us)", "p50(us)", "p99(us)");
 	for (i = 0; i < n; i++) {
 		const struct counts *x = &c[order[i]];
-		char ev[REASON_LEN + 16];
+		char ev[REASON_LEN + 16], p[2][24] = { "-", "-" };
+		uint64_t p50, p99;
 
 		snprintf(ev, sizeof(ev), "kvm_exit(%s)", a->reasons[order[i]].name);
-		fprintf(f, "%s%-40s %10" PRIu64 " %7.2f %13.3f %10.3f\n", indent, ev, x->n,
-			total ? 100.0 * x->n / total : 0.0, x->ns / 1000.0, x->n ? x->ns / 1000.0 / x->n : 0.0);
+		if (pcts(a, guest, vcpu, order[i], &p50, &p99)) {
+			snprintf(p[0], sizeof(p[0]), "%.3f", p50 / 1000.0);
+			snprintf(p[1], sizeof(p[1]), "%.3f", p99 / 1000.0);
+		}
+		fprintf(f, "%s%-32s %10" PRIu64 " %7.2f %13.3f %10.3f %10s %10s\n", indent, ev, x->n,
+			total ? 100.0 * x->n / total : 0.0, x->ns / 1000.0,
+			x->timed ? x->ns / 1000.0 / x->timed : 0.0, p[0], p[1]);
 	}
-	fprintf(f, "%s%-40s %10" PRIu64 " %7.2f %13.3f\n", indent, "Total", total, total ? 100.0 : 0.0,
+	fprintf(f, "%s%-32s %10" PRIu64 " %7.2f %13.3f\n", indent, "Total", total, total ? 100.0 : 0.0,
 		ns / 1000.0);
 	free(order);
 }
 
+/* A guest's functions grouped by reason, the reasons in the order of their index, most first. */
 static int by_func(const void *x, const void *y)
 {
 	const struct func *a = x, *b = y;
 
 	if (a->guest != b->guest)
 		return a->guest - b->guest;
+	if (a->reason != b->reason)
+		return a->reason < b->reason ? -1 : 1;
 	if (a->n != b->n)
 		return a->n < b->n ? 1 : -1;
 	return strcmp(a->name, b->name);
+}
+
+/* The text lists this many functions per guest and reason; --json has all. */
+#define EXITS_TOP_FUNCS	10
+
+/*
+ * Guest @g's exits per function, per reason (most exits first): the top
+ * EXITS_TOP_FUNCS with their share of the reason, then what the rest add up to.
+ */
+static void print_funcs(const struct exits_an *a, FILE *f, int g, const struct func *fs, unsigned int nr,
+			const struct counts *c)
+{
+	unsigned int *order = malloc(a->nr_reasons * sizeof(*order) + 1), i, k, n = 0;
+
+	if (!order)
+		return;
+	for (i = 0; i < a->nr_reasons; i++)
+		if (c[i].n)
+			order[n++] = i;
+	sort_base = c;
+	qsort(order, n, sizeof(*order), by_n);
+	fprintf(f, "  guest %s, exits per guest function (guest_rip with the guest's kallsyms), the %d "
+		"most of each reason:\n", a->guests[g].name, EXITS_TOP_FUNCS);
+	for (k = 0; k < n; k++) {
+		unsigned int r = order[k], shown = 0, more = 0;
+		uint64_t resolved = 0, rest = 0;
+
+		for (i = 0; i < nr; i++) {
+			if (fs[i].guest != g || fs[i].reason != r)
+				continue;
+			resolved += fs[i].n;
+		}
+		fprintf(f, "    %s: %" PRIu64 " exits, %" PRIu64 " in a known function\n", a->reasons[r].name,
+			c[r].n, resolved);
+		for (i = 0; i < nr; i++) {
+			if (fs[i].guest != g || fs[i].reason != r)
+				continue;
+			if (shown < EXITS_TOP_FUNCS) {
+				fprintf(f, "      %-40s %10" PRIu64 " %6.2f%%\n", fs[i].name, fs[i].n,
+					100.0 * fs[i].n / c[r].n);
+				shown++;
+			} else {
+				more++;
+				rest += fs[i].n;
+			}
+		}
+		if (more)
+			fprintf(f, "      (%u more functions, %" PRIu64 " exits)\n", more, rest);
+	}
+	free(order);
 }
 
 /**
@@ -446,11 +627,11 @@ void exits_an_print(const struct exits_an *a, FILE *f)
 		"%" PRIu64 " exits, %" PRIu64 " entries\n", a->exits, a->entries);
 	fprintf(f, "  all guests:\n");
 	sum(a, -2, -2, c);
-	table(a, f, "    ", c);
+	table(a, f, "    ", -2, -2, c);
 	for (g = 0; g < a->nr_guests; g++) {
 		fprintf(f, "  guest %s:\n", a->guests[g].name);
 		sum(a, g, -2, c);
-		table(a, f, "    ", c);
+		table(a, f, "    ", g, -2, c);
 		for (v = 0; v < (unsigned int)a->guests[g].nr_vcpus; v++) {
 			for (i = 0; i < a->nr_threads; i++)
 				if (a->threads[i].guest == (int)g && a->threads[i].vcpu == (int)v)
@@ -458,7 +639,7 @@ void exits_an_print(const struct exits_an *a, FILE *f)
 			fprintf(f, "    vcpu %u (host thread %d):\n", v,
 				i < a->nr_threads ? a->threads[i].tid : -1);
 			sum(a, g, v, c);
-			table(a, f, "      ", c);
+			table(a, f, "      ", g, v, c);
 		}
 	}
 	sum(a, -1, -2, c);
@@ -466,17 +647,18 @@ void exits_an_print(const struct exits_an *a, FILE *f)
 		;
 	if (i < a->nr_reasons) {
 		fprintf(f, "  threads in no guest's GUEST option:\n");
-		table(a, f, "    ", c);
+		table(a, f, "    ", -1, -2, c);
 	}
 	if (a->nr_funcs && (fs = malloc(a->nr_funcs * sizeof(*fs)))) {
 		memcpy(fs, a->funcs, a->nr_funcs * sizeof(*fs));
 		qsort(fs, a->nr_funcs, sizeof(*fs), by_func);
-		for (i = 0; i < a->nr_funcs; i++) {
-			if (!i || fs[i].guest != fs[i - 1].guest)
-				fprintf(f, "  guest %s, exits per guest function (guest_rip, the guest's "
-					"kallsyms) and reason:\n", a->guests[fs[i].guest].name);
-			fprintf(f, "    %-40s %-24s %10" PRIu64 "\n", fs[i].name,
-				a->reasons[fs[i].reason].name, fs[i].n);
+		for (g = 0; g < a->nr_guests; g++) {
+			for (i = 0; i < a->nr_funcs && fs[i].guest != (int)g; i++)
+				;
+			if (i == a->nr_funcs)
+				continue;
+			sum(a, g, -2, c);
+			print_funcs(a, f, g, fs, a->nr_funcs, c);
 		}
 		free(fs);
 	}
@@ -486,8 +668,10 @@ void exits_an_print(const struct exits_an *a, FILE *f)
 	free(c);
 }
 
-static void table_json(const struct exits_an *a, struct jw *w, const char *key, const struct counts *c)
+static void table_json(const struct exits_an *a, struct jw *w, const char *key, int guest, int vcpu,
+		       const struct counts *c)
 {
+	uint64_t p50, p99;
 	unsigned int i;
 
 	jw_arr(w, key);
@@ -499,6 +683,12 @@ static void table_json(const struct exits_an *a, struct jw *w, const char *key, 
 		jw_u64(w, "code", a->reasons[i].code);
 		jw_u64(w, "count", c[i].n);
 		jw_u64(w, "time_ns", c[i].ns);
+		jw_u64(w, "timed", c[i].timed);
+		if (pcts(a, guest, vcpu, i, &p50, &p99)) {
+			jw_u64(w, "p50_ns", p50);
+			jw_u64(w, "p99_ns", p99);
+			jw_u64(w, "max_ns", c[i].max_ns);
+		}
 		jw_end(w, '}');
 	}
 	jw_end(w, ']');
@@ -513,6 +703,7 @@ void exits_an_json(const struct exits_an *a, struct jw *w)
 {
 	struct counts *c = calloc(a->nr_reasons + 1, sizeof(*c));
 	unsigned int g, i, v;
+	char start[24];
 
 	if (!c)
 		return;
@@ -521,13 +712,13 @@ void exits_an_json(const struct exits_an *a, struct jw *w)
 	jw_u64(w, "entries", a->entries);
 	jw_u64(w, "unresolved_rip", a->unresolved);
 	sum(a, -2, -2, c);
-	table_json(a, w, "reasons", c);
+	table_json(a, w, "reasons", -2, -2, c);
 	jw_arr(w, "guests");
 	for (g = 0; g < a->nr_guests; g++) {
 		jw_obj(w, NULL);
 		jw_str(w, "name", a->guests[g].name);
 		sum(a, g, -2, c);
-		table_json(a, w, "reasons", c);
+		table_json(a, w, "reasons", g, -2, c);
 		jw_arr(w, "vcpus");
 		for (v = 0; v < (unsigned int)a->guests[g].nr_vcpus; v++) {
 			jw_obj(w, NULL);
@@ -536,7 +727,7 @@ void exits_an_json(const struct exits_an *a, struct jw *w)
 				if (a->threads[i].guest == (int)g && a->threads[i].vcpu == (int)v)
 					jw_i64(w, "host_thread", a->threads[i].tid);
 			sum(a, g, v, c);
-			table_json(a, w, "reasons", c);
+			table_json(a, w, "reasons", g, v, c);
 			jw_end(w, '}');
 		}
 		jw_end(w, ']');
@@ -544,8 +735,10 @@ void exits_an_json(const struct exits_an *a, struct jw *w)
 		for (i = 0; i < a->nr_funcs; i++) {
 			if (a->funcs[i].guest != (int)g)
 				continue;
+			snprintf(start, sizeof(start), "0x%016" PRIx64, a->funcs[i].start);
 			jw_obj(w, NULL);
 			jw_str(w, "function", a->funcs[i].name);
+			jw_str(w, "start", start);
 			jw_str(w, "reason", a->reasons[a->funcs[i].reason].name);
 			jw_u64(w, "count", a->funcs[i].n);
 			jw_end(w, '}');

@@ -113,9 +113,10 @@ static void usage(FILE *f)
 "               mmiotrace.trace_pc=1) and per register offset of each map\n"
 "  --exits      VM exits from the host's kvm:kvm_exit and kvm:kvm_entry (record\n"
 "               --kvm-exits): per exit reason the count, share and time to the\n"
-"               next entry (kvm_stat's shape), for all guests, per guest and per\n"
-"               vCPU (host threads from the GUEST option), and per guest function\n"
-"               (guest_rip resolved with the guest's kallsyms)\n"
+"               next entry (kvm_stat's shape) with its p50 and p99, for all\n"
+"               guests, per guest and per vCPU (host threads from the GUEST\n"
+"               option), and per guest function (guest_rip resolved with the\n"
+"               guest's kallsyms)\n"
 "  --html FILE  write FILE, one self-contained HTML page (no network) with the\n"
 "               host's CPUs and each guest's vCPUs as lanes: sched_switch task\n"
 "               slices coloured per task, the other events as ticks, trace\n"
@@ -352,9 +353,50 @@ static int count_events(const char *path, struct ev_counter *c)
 }
 
 
+/*
+ * One line per epoch; past EPOCHS_LISTED per vCPU (a host whose TSC KVM
+ * distrusts writes offsets tens of times a second) the first and last few,
+ * and how many are between: the manifest lists them all.
+ */
+#define EPOCHS_LISTED	8
+
+static void print_epoch(const struct json_value *ep, bool *bad)
+{
+	bool drift = false;
+	int64_t off = 0;
+
+	if (json_i64(json_get(ep, "offset"), &off) < 0 || json_bool(json_get(ep, "drift"), &drift) < 0)
+		*bad = true;
+	printf("    cpu%" PRIu64 ": from host TSC %" PRIu64 " offset %" PRId64 " ratio %" PRIu64 "/2^%"
+	       PRIu64 " source ", u64_field(ep, "cpu", bad), u64_field(ep, "host_tsc_from", bad), off,
+	       u64_field(ep, "ratio", bad), u64_field(ep, "frac_bits", bad));
+	put_safe(json_string(json_get(ep, "source")));
+	printf(" drift %s bound %.1f ns\n", drift ? "yes" : "no", num_field(ep, "bound_ns", bad));
+}
+
+static void print_epochs(const struct json_value *v, bool *bad)
+{
+	const struct json_value *ep, *first;
+	uint64_t cpu;
+	size_t n, i;
+
+	for (ep = v ? v->child : NULL; ep; ) {
+		cpu = u64_field(ep, "cpu", bad);
+		for (first = ep, n = 0; ep && u64_field(ep, "cpu", bad) == cpu; ep = ep->next)
+			n++;
+		for (i = 0; first != ep; first = first->next, i++) {
+			if (n <= EPOCHS_LISTED || i < EPOCHS_LISTED / 2 || i >= n - EPOCHS_LISTED / 2 + 1)
+				print_epoch(first, bad);
+			else if (i == EPOCHS_LISTED / 2)
+				printf("    cpu%" PRIu64 ": ... %zu more epochs (manifest.json lists them)\n", cpu,
+				       n - EPOCHS_LISTED + 1);
+		}
+	}
+}
+
 static void print_sync(const struct json_value *sync, bool *bad)
 {
-	const struct json_value *v, *ep;
+	const struct json_value *v;
 
 	if (!json_is(sync, JSON_OBJECT)) {
 		printf("  sync: not recorded\n");
@@ -393,22 +435,23 @@ static void print_sync(const struct json_value *sync, bool *bad)
 	} else {
 		printf("  min RTT: none (no probes)\n");
 	}
+	v = json_get(sync, "kvm");
+	if (json_is(v, JSON_OBJECT)) {
+		printf("  KVM offset changes: ");
+		put_safe(json_string(json_get(v, "changes_from")));
+		printf(", %" PRIu64 " seen, %" PRIu64 " events lost, %" PRIu64 " not seen, %" PRIu64
+		       " merged, debugfs disagreed on %" PRIu64 " vCPU(s)\n", u64_field(v, "changes", bad),
+		       u64_field(v, "events_lost", bad), u64_field(v, "changes_not_seen", bad),
+		       u64_field(v, "merged", bad), u64_field(v, "debugfs_disagreed", bad));
+	}
+	v = json_get(sync, "check");
+	if (json_is(v, JSON_OBJECT))
+		printf("  --sync-check: %" PRIu64 " bursts, %" PRIu64 " replies, %" PRIu64 " outside KVM's "
+		       "offsets\n", u64_field(v, "bursts", bad), u64_field(v, "replies", bad),
+		       u64_field(v, "outside", bad));
 	v = json_get(sync, "epochs");
 	printf("  epochs: %zu\n", json_is(v, JSON_ARRAY) ? v->count : 0);
-	for (ep = json_is(v, JSON_ARRAY) ? v->child : NULL; ep; ep = ep->next) {
-		bool drift = false;
-		int64_t off = 0;
-
-		if (json_i64(json_get(ep, "offset"), &off) < 0 ||
-		    json_bool(json_get(ep, "drift"), &drift) < 0)
-			*bad = true;
-		printf("    cpu%" PRIu64 ": from host TSC %" PRIu64 " offset %" PRId64 " ratio %"
-		       PRIu64 "/2^%" PRIu64 " source ", u64_field(ep, "cpu", bad),
-		       u64_field(ep, "host_tsc_from", bad), off, u64_field(ep, "ratio", bad),
-		       u64_field(ep, "frac_bits", bad));
-		put_safe(json_string(json_get(ep, "source")));
-		printf(" drift %s bound %.1f ns\n", drift ? "yes" : "no", num_field(ep, "bound_ns", bad));
-	}
+	print_epochs(json_is(v, JSON_ARRAY) ? v : NULL, bad);
 }
 
 /* Every CPU's figures: what reached the host, and what the agent says it sent. */

@@ -22,6 +22,7 @@
 
 #include "collect.h"
 #include "hotplug.h"
+#include "kvmcheck.h"
 #include "libvirt.h"
 #include "setup.h"
 #include "text.h"
@@ -58,8 +59,12 @@ struct setup_opts {
 	bool have_backend;
 	bool have_dir;
 	bool have_format;
+	bool have_accel;	/* --accel or --kvm-device: for printed QEMU arguments only */
 	unsigned int ctl_index;	/* --format libvirt: the first controller's index */
 	bool have_ctl_index;
+	/* the accelerator line: auto (check /dev/kvm), kvm, tcg, none */
+	const char *accel;
+	const char *kvm_device;
 	/* setup --last-boot */
 	const char *last_boot;		/* SIZE of the reserved memory */
 	const char *last_boot_events;	/* SYS:EV,... enabled in the instance at boot */
@@ -74,6 +79,7 @@ static void setup_usage(FILE *f)
 "                                  [--dir DIR]\n"
 "                                  [--format qemu|libvirt] [--create] [--name NAME]\n"
 "                                  [--controller-index I]\n"
+"                                  [--accel auto|kvm|tcg|none] [--kvm-device DEV]\n"
 "\n"
 "Print what a guest needs for trace-agent(8): one virtio-serial port per vCPU\n"
 "(trace-path-cpu0 .. trace-path-cpuN-1) and the control port agent-ctl-path,\n"
@@ -82,6 +88,11 @@ static void setup_usage(FILE *f)
 "The QEMU arguments also name the guest with debug-threads=on (so that its\n"
 "vCPU threads are called \"CPU n/...\" and record can find them) and give it\n"
 "a QMP socket DIR/qmp.sock for `record --qmp DIR/qmp.sock`.\n"
+"They start with the accelerator: -accel kvm where this host's /dev/kvm can run\n"
+"a stock guest (then `record --qemu-pid PID` takes KVM's exact per-vCPU TSC\n"
+"offsets as the clock); otherwise -accel tcg, and standard error says why (no\n"
+"/dev/kvm, no access, or a /dev/kvm that runs no stock kernel: kvm_pvm's) and\n"
+"what a TCG guest needs.\n"
 "\n"
 "  -n, --vcpus N          the guest's vCPU count, 1..%d (required)\n"
 "  -b, --backend KIND     pipe (default): FIFOs DIR/PORT.in (host->guest) and\n"
@@ -106,6 +117,9 @@ static void setup_usage(FILE *f)
 "  -N, --name NAME        the guest's name (default guest): names the default\n"
 "                         DIR and QEMU's -name; record it with\n"
 "                         --chardev-dir DIR --name NAME\n"
+"      --accel KIND       auto (default): check %s as above; kvm or tcg:\n"
+"                         print that, unchecked; none: no -accel line\n"
+"      --kvm-device DEV   the KVM device auto checks (default %s)\n"
 "  -h, --help             print this help and exit\n"
 "\n"
 "Short options mean the same in every subcommand: --dir and --format have\n"
@@ -114,9 +128,9 @@ static void setup_usage(FILE *f)
 "Example:\n"
 "  virtio-trace-collect setup --vcpus 2 --dir /run/vt/demo --name demo --create > ports.args\n"
 "  eval \"ARGS=($(cat ports.args))\"       # bash: one option per line, quoted\n"
-"  qemu-system-x86_64 ... \"${ARGS[@]}\"\n"
+"  qemu-system-x86_64 -cpu host -smp 2 -pidfile /run/vt/demo/qemu.pid ... \"${ARGS[@]}\"\n"
 "  virtio-trace-collect record --chardev-dir /run/vt/demo --name demo \\\n"
-"    --qmp /run/vt/demo/qmp.sock -e sched\n"
+"    --qemu-pid $(cat /run/vt/demo/qemu.pid) --qmp /run/vt/demo/qmp.sock -e sched\n"
 "\n"
 "Exit status: 0 printed (and created); 1 could not create or write; 2 usage error.\n"
 "\n"
@@ -182,7 +196,7 @@ static void setup_usage(FILE *f)
 "\n"
 "Exit status: 0 done or nothing to do; 1 libvirt, QEMU or the files failed;\n"
 "2 usage.\n",
-		SETUP_MAX_VCPUS, SETUP_DEFAULT_ROOT, SETUP_DEFAULT_ROOT);
+		SETUP_MAX_VCPUS, SETUP_DEFAULT_ROOT, KVMCHECK_DEVICE, KVMCHECK_DEVICE, SETUP_DEFAULT_ROOT);
 }
 
 /* Port @i's name: data ports first, then the control port. */
@@ -242,10 +256,37 @@ static void setup_qemu_path(char *out, size_t len, const char *dir, const char *
 	out[n] = 0;
 }
 
-static void setup_print_qemu(const struct setup_opts *o)
+/*
+ * The accelerator of the printed arguments: --accel's, or with auto KVM where
+ * this host's /dev/kvm can run a stock guest (kvmcheck.c); otherwise TCG, and
+ * standard error says why and what a TCG guest needs.
+ */
+static const char *setup_accel(const struct setup_opts *o)
+{
+	struct kvmcheck k;
+
+	if (strcmp(o->accel, "auto"))
+		return o->accel;
+	kvmcheck_run(o->kvm_device, "/sys", "/proc/cpuinfo", &k);
+	if (k.usable)
+		return "kvm";
+	fprintf(stderr, "virtio-trace-collect setup: no KVM for the guest: %s\n", k.reason);
+	fprintf(stderr, "virtio-trace-collect setup: so %s (QEMU's emulator, TCG): boot the "
+		"guest kernel with trace_clock=x86-tsc (and idle=halt on QEMU's default CPU); "
+		"record's clock is then the in-band probes', with an error bound, not KVM's exact "
+		"TSC offsets%s\n",
+		o->libvirt ? "the domain must be <domain type='qemu'>" : "the arguments say -accel tcg",
+		o->libvirt ? "" : " (--accel kvm prints -accel kvm anyway)");
+	return "tcg";
+}
+
+static void setup_print_qemu(const struct setup_opts *o, const char *accel)
 {
 	unsigned int nports = o->vcpus + 1, nctl, i;
 	char val[3 * PATH_MAX], path[2 * PATH_MAX + 64], port[32], id[32];
+
+	if (strcmp(accel, "none"))
+		setup_put_arg("-accel", accel);
 
 	/*
 	 * debug-threads=on names the vCPU threads "CPU n/TCG|KVM" (the host file's GUEST
@@ -374,7 +415,8 @@ static int setup_create(const struct setup_opts *o)
 static int setup_parse(int argc, char **argv, struct setup_opts *o)
 {
 	/* No -d/-f: they are record's --duration and --filter (short options mean one thing). */
-	enum { OPT_DIR = 256, OPT_FORMAT, OPT_CTL_INDEX, OPT_LIVE, OPT_QMP, OPT_HOTPLUG };
+	enum { OPT_DIR = 256, OPT_FORMAT, OPT_CTL_INDEX, OPT_LIVE, OPT_QMP, OPT_HOTPLUG, OPT_ACCEL,
+	       OPT_KVM_DEVICE };
 	static const struct option longopts[] = {
 		{ "vcpus", required_argument, NULL, 'n' },
 		{ "backend", required_argument, NULL, 'b' },
@@ -390,6 +432,8 @@ static int setup_parse(int argc, char **argv, struct setup_opts *o)
 		{ "live", no_argument, NULL, OPT_LIVE },
 		{ "qmp", required_argument, NULL, OPT_QMP },
 		{ "hotplug", no_argument, NULL, OPT_HOTPLUG },
+		{ "accel", required_argument, NULL, OPT_ACCEL },
+		{ "kvm-device", required_argument, NULL, OPT_KVM_DEVICE },
 		{ "last-boot", required_argument, NULL, 'L' },
 		{ "last-boot-events", required_argument, NULL, 'E' },
 		{ "help", no_argument, NULL, 'h' },
@@ -402,6 +446,8 @@ static int setup_parse(int argc, char **argv, struct setup_opts *o)
 
 	o->name = "guest";
 	o->ctl_index = SETUP_DEFAULT_CTL_INDEX;
+	o->accel = "auto";
+	o->kvm_device = KVMCHECK_DEVICE;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "n:b:cN:D:C:arh", longopts, NULL)) != -1) {
 		switch (c) {
@@ -450,6 +496,24 @@ static int setup_parse(int argc, char **argv, struct setup_opts *o)
 			break;
 		case OPT_HOTPLUG:
 			o->hotplug = true;
+			break;
+		case OPT_ACCEL:
+			if (strcmp(optarg, "auto") && strcmp(optarg, "kvm") && strcmp(optarg, "tcg") &&
+			    strcmp(optarg, "none")) {
+				fprintf(stderr, "virtio-trace-collect setup: --accel is auto, kvm, tcg or "
+					"none, not '%s'\n", optarg);
+				return -EINVAL;
+			}
+			o->accel = optarg;
+			o->have_accel = true;
+			break;
+		case OPT_KVM_DEVICE:
+			if (!*optarg) {
+				fprintf(stderr, "virtio-trace-collect setup: --kvm-device needs a path\n");
+				return -EINVAL;
+			}
+			o->kvm_device = optarg;
+			o->have_accel = true;
 			break;
 		case 'n':
 			errno = 0;
@@ -538,7 +602,7 @@ static int setup_parse(int argc, char **argv, struct setup_opts *o)
 	}
 	if (o->last_boot) {
 		if (o->vcpus || o->domain || o->apply || o->remove || o->create || o->have_format ||
-		    o->qmp || o->hotplug || o->live) {
+		    o->qmp || o->hotplug || o->live || o->have_accel) {
 			fprintf(stderr, "virtio-trace-collect setup: --last-boot prints kernel "
 				"arguments only: run it on its own\n");
 			return -EINVAL;
@@ -552,10 +616,10 @@ static int setup_parse(int argc, char **argv, struct setup_opts *o)
 			return -EINVAL;
 		}
 		if (o->domain || o->apply || o->live || o->uri || o->have_format || o->create ||
-		    o->have_ctl_index) {
+		    o->have_ctl_index || o->have_accel) {
 			fprintf(stderr, "virtio-trace-collect setup: --qmp takes --name, --vcpus, "
-				"--backend and --dir only (--domain, --apply, --live, --format and --create "
-				"are for the other uses of setup)\n");
+				"--backend and --dir only (--domain, --apply, --live, --format, --create and "
+				"--accel are for the other uses of setup)\n");
 			return -EINVAL;
 		}
 		if (o->qemu_connects) {
@@ -570,10 +634,10 @@ static int setup_parse(int argc, char **argv, struct setup_opts *o)
 				"--apply or --remove (see --help)\n");
 			return -EINVAL;
 		}
-		if (o->vcpus || o->have_format || o->create || o->have_ctl_index) {
+		if (o->vcpus || o->have_format || o->create || o->have_ctl_index || o->have_accel) {
 			fprintf(stderr, "virtio-trace-collect setup: with --domain the vCPU count and "
-				"controller indexes come from the definition, --format and --create do "
-				"not apply\n");
+				"controller indexes come from the definition, --format, --create and "
+				"--accel do not apply\n");
 			return -EINVAL;
 		}
 		if (o->qemu_connects) {
@@ -656,6 +720,7 @@ err_long:
 int setup_main(int argc, char **argv)
 {
 	struct setup_opts o = { 0 };
+	const char *accel;
 	int ret;
 
 	ret = setup_parse(argc, argv, &o);
@@ -702,10 +767,11 @@ int setup_main(int argc, char **argv)
 			"vCPUs per guest\n", COLLECT_MAX_CPUS);
 	if (o.create && setup_create(&o) < 0)
 		return EXIT_FAIL;
+	accel = setup_accel(&o);
 	if (o.libvirt)
 		setup_print_libvirt(&o);
 	else
-		setup_print_qemu(&o);
+		setup_print_qemu(&o, accel);
 	if (fflush(stdout) == EOF || ferror(stdout)) {
 		fprintf(stderr, "virtio-trace-collect setup: write error: %s\n", strerror(errno));
 		return EXIT_FAIL;

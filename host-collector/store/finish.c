@@ -184,8 +184,12 @@ static int load_trace(struct trace_sum *t, const char *dirname, bool host)
 		output_problem(t, "the agent reported: %s", t->rec.agent_error);
 	if (t->rec.protocol_errors)
 		output_problem(t, "%" PRIu64 " protocol errors on the control port", t->rec.protocol_errors);
-	if (!t->rec.have_agent)
+	/* A guest that migrated out has its final statistics at the destination. */
+	if (!t->rec.have_agent && strcmp(t->rec.mig.direction, "out"))
 		output_problem(t, "no final statistics from the agent (the run was cut short)");
+	if (t->rec.mig.failures)
+		log_info("%s: %u live migration(s) failed; its recording went on", t->rec.name,
+			 t->rec.mig.failures);
 	if (t->rec.max_reached)
 		output_problem(t, "--max-size reached: %" PRIu64 " of %" PRIu64 " bytes taken (%" PRIu64
 			" in pages, %" PRIu64 " in malformed pages, %" PRIu64 " in fragments, %" PRIu64
@@ -204,6 +208,12 @@ static int load_trace(struct trace_sum *t, const char *dirname, bool host)
 		output_problem(t, "no clock mapping: %s", t->rec.sync_why);
 	if (t->rec.sync_rejected)
 		output_problem(t, "%u clock probe bursts rejected as implausible", t->rec.sync_rejected);
+	if (t->rec.check.outside)
+		output_problem(t, "--sync-check: %" PRIu64 " of %" PRIu64 " probe replies disagree with "
+			       "KVM's offsets", t->rec.check.outside, t->rec.check.replies);
+	if (t->rec.kvm.mismatch)
+		output_problem(t, "KVM's debugfs disagreed at the end with the offset changes recorded "
+			       "on %" PRIu64 " vCPU(s): %s", t->rec.kvm.mismatch, t->rec.kvm.note);
 	for (i = 0; i < t->rec.nr_cpus; i++) {
 		t->cpus[i].cpu = i;
 		if (t->rec.cpus[i].frag_bytes) {

@@ -19,18 +19,7 @@
 
 static void json_str(FILE *f, const char *s)
 {
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char c = *s;
-
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
+	json_write_string(f, s);
 }
 
 static uint64_t stat_field(const char *stats, const char *key)
@@ -50,6 +39,141 @@ static uint64_t stat_field(const char *stats, const char *key)
 static double ticks_ns(const struct finish *r, uint64_t ticks)
 {
 	return r->opt.tsc_khz ? ticks * 1e6 / r->opt.tsc_khz : 0;
+}
+
+/* Host TSC as trace-cmd prints it (TSC2NSEC), 0 when unknown. */
+static uint64_t tsc_ns(const struct finish *r, uint64_t tsc)
+{
+	if (!tsc || !r->opt.tsc_mult)
+		return 0;
+	return (uint64_t)(((unsigned __int128)tsc * r->opt.tsc_mult) >> r->opt.tsc_shift);
+}
+
+/* A live migration's facts ("migration" in a guest): out, in, or one that failed. */
+static void json_migration(FILE *f, const struct finish *r, const struct spool_migration *m,
+			   unsigned int nr_cpus)
+{
+	bool out = !strcmp(m->direction, "out"), in = !strcmp(m->direction, "in");
+	uint64_t at = m->stop_tsc ? m->stop_tsc : m->completed_tsc;
+	unsigned int i;
+	bool first = true;
+
+	fprintf(f, "      \"migration\": {\n        \"direction\": ");
+	json_str(f, m->direction);
+	fprintf(f, ",\n        \"status\": ");
+	json_str(f, m->status);
+	fprintf(f, ",\n        \"reason\": ");
+	if (out)
+		json_str(f, "migrated out: QEMU reported the live migration completed; the recording "
+			 "ends at the switchover, drained of what the ports still delivered");
+	else if (in && m->resumed)
+		json_str(f, "migrated in: the agent's running session was taken over (RESUME)");
+	else if (in)
+		json_str(f, "migrated in: the agent had no running session; a new recording was set up");
+	else
+		json_str(f, "a live migration began but did not complete: the guest stayed");
+	fprintf(f, ",\n        \"failures\": %u", m->failures);
+	if (out)
+		fprintf(f, ",\n        \"migrated_out_at_ns\": %" PRIu64, tsc_ns(r, at));
+	if (in)
+		fprintf(f, ",\n        \"resumed_at_ns\": %" PRIu64 ",\n        \"taken_over_at_ns\": %"
+			PRIu64 ",\n        \"resume_number\": %" PRIu64 ",\n        \"stale_messages\": %"
+			PRIu64, tsc_ns(r, m->resume_tsc), tsc_ns(r, m->taken_tsc), m->resume_no,
+			m->ignored);
+	fprintf(f, ",\n        \"host_tsc\": { \"active\": %" PRIu64 ", \"stop\": %" PRIu64
+		", \"completed\": %" PRIu64 ", \"resume\": %" PRIu64 ", \"taken_over\": %" PRIu64
+		", \"drained\": %" PRIu64 " }", m->active_tsc, m->stop_tsc, m->completed_tsc,
+		m->resume_tsc, m->taken_tsc, m->out_tsc);
+	fprintf(f, ",\n        \"qemu_downtime_ms\": %" PRIu64 ",\n        \"qemu_total_ms\": %" PRIu64,
+		m->downtime_ms, m->total_ms);
+	fprintf(f, ",\n        \"cpus\": [");
+	for (i = 0; i < nr_cpus && i < COLLECT_MAX_CPUS; i++) {
+		const struct spool_mig_cpu *c = &m->cpus[i];
+
+		if (!c->bytes && !c->pages && !c->marked)
+			continue;
+		fprintf(f, "%s\n          { \"cpu\": %u, \"stream_bytes\": %" PRIu64 ", \"pages\": %" PRIu64
+			", \"last_page_ts\": %" PRIu64, first ? "" : ",", i, c->bytes, c->pages, c->last_ts);
+		if (in)
+			fprintf(f, ", \"resume_mark\": %s, \"mark_position\": %" PRIu64
+				", \"bytes_before_mark\": %" PRIu64, c->marked ? "true" : "false",
+				c->mark_pos, c->mark_pre);
+		fprintf(f, " }");
+		first = false;
+	}
+	fprintf(f, "\n        ]\n      },\n");
+}
+
+/* A KVM epoch: how its moment is known, and why its bound is what it is. */
+static void json_epoch_kvm(FILE *f, const struct vt_tsync_epoch *ep)
+{
+	if (ep->source == VT_TSYNC_SRC_KVM_EVENT)
+		fprintf(f, ", \"moment\": \"exact\"");
+	else if (ep->source == VT_TSYNC_SRC_KVM && ep->since)
+		fprintf(f, ", \"moment\": \"between-reads\", \"changed_after_tsc\": %" PRIu64, ep->since);
+	else if (ep->source == VT_TSYNC_SRC_KVM)
+		fprintf(f, ", \"moment\": \"read\"");
+	if (ep->flags & VT_TSYNC_EPOCH_UNSEEN)
+		fprintf(f, ", \"why\": \"the offset changed to the next epoch's at a moment not "
+			"seen (between two debugfs reads, or an event lost): events in between may be off "
+			"by the bound\"");
+}
+
+/* How KVM's offsets were followed (record/sync.c), null when they were not. */
+static void json_kvm(FILE *f, const struct spool_kvm *k)
+{
+	fprintf(f, "        \"kvm\": ");
+	if (!k->changes_from[0]) {
+		fprintf(f, "null,\n");
+		return;
+	}
+	fprintf(f, "{ \"changes_from\": ");
+	json_str(f, !strcmp(k->changes_from, "events") ? "kvm:kvm_write_tsc_offset" : "debugfs re-reads");
+	fprintf(f, ", \"why\": ");
+	json_str(f, k->why);
+	fprintf(f, ", \"instance\": ");
+	if (k->instance[0])
+		json_str(f, k->instance);
+	else
+		fprintf(f, "null");
+	fprintf(f, ", \"changes\": %" PRIu64 ", \"events_lost\": %" PRIu64 ", \"changes_not_seen\": %"
+		PRIu64 ", \"merged\": %" PRIu64 ", \"debugfs_disagreed\": %" PRIu64 ", \"note\": ",
+		k->changes, k->lost, k->breaks, k->merged, k->mismatch);
+	if (k->note[0])
+		json_str(f, k->note);
+	else
+		fprintf(f, "null");
+	fprintf(f, ",\n          \"host_tsc\": { \"constant_tsc\": %s, \"nonstop_tsc\": %s, \"clocksource\": ",
+		strstr(k->host_flags, "constant_tsc") ? "true" : "false",
+		strstr(k->host_flags, "nonstop_tsc") ? "true" : "false");
+	json_str(f, k->clocksource);
+	fprintf(f, " } },\n");
+}
+
+/* --sync-check's results, null without it. */
+static void json_check(FILE *f, const struct spool_check *c)
+{
+	uint32_t i;
+
+	fprintf(f, "        \"check\": ");
+	if (!c->on) {
+		fprintf(f, "null,\n");
+		return;
+	}
+	fprintf(f, "{ \"bursts\": %" PRIu64 ", \"replies\": %" PRIu64 ", \"outside\": %" PRIu64
+		", \"straddling\": %" PRIu64 ", \"no_epoch\": %" PRIu64 ", \"intervals_not_listed\": %"
+		PRIu64 ",\n          \"intervals\": [", c->bursts, c->replies, c->outside,
+		c->straddling, c->no_epoch, c->unlisted);
+	for (i = 0; i < c->nr_ivs; i++) {
+		const struct spool_check_iv *v = &c->ivs[i];
+
+		fprintf(f, "%s\n            { \"cpu\": %u, \"burst\": %u, \"replies\": %u, \"host_tsc\": %"
+			PRIu64 ", \"epoch_host_tsc_from\": %" PRIu64 ", \"offset\": %" PRId64
+			", \"lo\": %" PRId64 ", \"hi\": %" PRId64 ", \"inside\": %s }", i ? "," : "",
+			v->cpu, v->burst, v->n, v->t, v->epoch_from, v->offset, v->lo, v->hi,
+			v->inside ? "true" : "false");
+	}
+	fprintf(f, "\n          ] },\n");
 }
 
 static void json_trace(FILE *f, const struct finish *r, const struct trace_sum *t)
@@ -130,17 +254,21 @@ static void json_trace(FILE *f, const struct finish *r, const struct trace_sum *
 			for (j = 0; j < t->rec.sync[i].nr; j++) {
 				const struct vt_tsync_epoch *ep = &t->rec.sync[i].epochs[j];
 
-				if (ticks_ns(r, ep->error) > bound)
+				if ((ep->host_from <= t->rec.host_end || !j) && ticks_ns(r, ep->error) > bound)
 					bound = ticks_ns(r, ep->error);
 				fprintf(f, "%s\n          { \"cpu\": %u, \"host_tsc_from\": %" PRIu64
 					", \"offset\": %" PRId64 ", \"ratio\": %" PRIu64
 					", \"frac_bits\": %u, \"source\": \"%s\", \"drift\": %s"
-					", \"bound_ns\": %.1f, \"min_rtt_ns\": %.1f }",
+					", \"bound_ns\": %.1f, \"min_rtt_ns\": %.1f",
 					first ? "" : ",", i, ep->host_from,
 					ep->map.offset, ep->map.ratio, ep->map.frac_bits,
 					vt_tsync_source_name(ep->source),
 					ep->flags & VT_TSYNC_EPOCH_DRIFT ? "true" : "false",
 					ticks_ns(r, ep->error), ticks_ns(r, ep->min_rtt));
+				json_epoch_kvm(f, ep);
+				if (ep->host_from > t->rec.host_end && j)
+					fprintf(f, ", \"applied\": false");
+				fprintf(f, " }");
 				first = false;
 			}
 		}
@@ -153,11 +281,20 @@ static void json_trace(FILE *f, const struct finish *r, const struct trace_sum *
 			first = false;
 		}
 		fprintf(f, "\n        ],\n");
+		json_kvm(f, &t->rec.kvm);
+		json_check(f, &t->rec.check);
+		fprintf(f, "        \"reset_host_tsc\": ");
+		if (t->rec.sync_reset_tsc)
+			fprintf(f, "%" PRIu64 ",\n", t->rec.sync_reset_tsc);
+		else
+			fprintf(f, "null,\n");
 		/* No mapping has no bound; 0 comes only from an exact method. */
 		if (!strcmp(t->rec.sync_method, "none"))
 			fprintf(f, "        \"bound_ns\": null\n      },\n");
 		else
 			fprintf(f, "        \"bound_ns\": %.1f\n      },\n", bound);
+		if (t->rec.mig.have)
+			json_migration(f, r, &t->rec.mig, t->rec.nr_cpus);
 		fprintf(f, "      \"max_size_reached\": %s,\n", t->rec.max_reached ? "true" : "false");
 		fprintf(f, "      \"kallsyms_from_cache\": %s,\n      \"kallsyms_cache_vm\": ",
 			t->rec.kcache_hit ? "true" : "false");
@@ -189,6 +326,39 @@ static void json_trace(FILE *f, const struct finish *r, const struct trace_sum *
 	fprintf(f, "      \"problems\": ");
 	json_str(f, t->problems);
 	fprintf(f, "\n    }");
+}
+
+/* `join`: the two recordings, the switchover and each CPU's stream across it. */
+static void json_join(FILE *f, const struct finish *r, const struct join_sum *js)
+{
+	uint64_t stop = tsc_ns(r, js->stop_tsc), resume = tsc_ns(r, js->resume_tsc);
+	unsigned int i;
+
+	fprintf(f, ",\n  \"join\": {\n    \"source\": ");
+	json_str(f, js->src);
+	fprintf(f, ",\n    \"destination\": ");
+	json_str(f, js->dst);
+	fprintf(f, ",\n    \"hosts\": \"%s\",\n    \"host_sync_bound_ns\": %" PRIu64
+		",\n    \"host_delta_ticks\": %" PRId64, js->two_hosts ? "two" : "one",
+		js->sync_bound_ns, js->host_delta);
+	fprintf(f, ",\n    \"blackout\": { \"from_ns\": %" PRIu64 ", \"to_ns\": %" PRIu64
+		", \"ms\": %.3f, \"qemu_downtime_ms\": %" PRIu64 " }", stop, resume,
+		resume > stop ? (resume - stop) / 1e6 : 0.0, js->qemu_downtime_ms);
+	fprintf(f, ",\n    \"switch_guest_tsc\": %" PRIu64 ",\n    \"switch_host_ns\": %" PRIu64,
+		js->switch_guest_tsc, tsc_ns(r, js->switch_host_tsc));
+	fprintf(f, ",\n    \"cpus\": [");
+	for (i = 0; i < js->nr; i++) {
+		const struct join_cpu *c = &js->cpus[i];
+
+		fprintf(f, "%s\n      { \"cpu\": %u, \"resume_mark\": %s, \"source_stream_bytes\": %"
+			PRIu64 ", \"destination_from_byte\": %" PRIu64 ", \"duplicate_bytes_dropped\": %"
+			PRIu64 ", \"lost_bytes\": %" PRIu64 ", \"source_pages\": %" PRIu64
+			", \"source_events\": %" PRIu64 ", \"destination_pages\": %" PRIu64
+			", \"destination_events\": %" PRIu64 " }", i ? "," : "", c->cpu,
+			c->marked ? "true" : "false", c->src_to, c->dst_from, c->skip, c->gap,
+			c->src_pages, c->src_events, c->dst_pages, c->dst_events);
+	}
+	fprintf(f, "\n    ]\n  }");
 }
 
 int manifest_write(struct finish *r, bool recovered)
@@ -240,7 +410,10 @@ int manifest_write(struct finish *r, bool recovered)
 		json_trace(f, r, &r->traces[i]);
 		first = false;
 	}
-	fprintf(f, "\n  ]\n}\n");
+	fprintf(f, "\n  ]");
+	if (r->join)
+		json_join(f, r, r->join);
+	fprintf(f, "\n}\n");
 	if (r->fsync && (fflush(f) != 0 || fsync(fileno(f)) < 0)) {
 		ret = -errno;
 		fclose(f);
@@ -451,7 +624,8 @@ int manifest_summary(int out_fd, const char *out_dir, int status, FILE *f)
 		if ((int)n > file_w)
 			file_w = n < 80 ? (int)n : 80;
 	}
-	fprintf(f, "virtio-trace-collect: recorded in ");
+	fprintf(f, "virtio-trace-collect%s%s: recorded in ", collect_cmd ? " " : "",
+		collect_cmd ? collect_cmd : "");
 	put_arg(f, out_dir, NULL);
 	fprintf(f, " (exit status %d%s):\n", status, status == EXIT_PARTIAL ? ": see the problems above" : "");
 	if (json_is(host, JSON_OBJECT))

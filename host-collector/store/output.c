@@ -526,8 +526,9 @@ static int add_time_shift(struct finish *r, struct trace_sum *t, struct vt_trace
 	for (cpu = 0; cpu < t->nr_cpus; cpu++) {
 		if (!t->rec.sync[cpu].nr)
 			continue;
-		ret = vt_tsync_tshift_build(t->rec.sync[cpu].epochs, t->rec.sync[cpu].nr, t->rec.host_end, interp,
-					    &tables[cpu]);
+		ret = vt_tsync_tshift_build(t->rec.sync[cpu].epochs,
+					    vt_tsync_cpu_until(&t->rec.sync[cpu], t->rec.host_end),
+					    t->rec.host_end, interp, &tables[cpu]);
 		if (ret < 0) {
 			output_problem(t, "cpu%u: cannot express the clock mapping as TIME_SHIFT (%s)", cpu,
 				strerror(-ret));

@@ -14,5 +14,6 @@ int output_previous(int out_fd, const char *out_dir, bool force);
 int output_finalise(int out_fd, const char *out_dir, bool keep_spool, bool fsync, bool recovering);
 int manifest_summary(int out_fd, const char *out_dir, int status, FILE *f);
 int recover_main(int argc, char **argv);
+int join_main(int argc, char **argv);
 
 #endif

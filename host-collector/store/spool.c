@@ -22,6 +22,7 @@
  *                           streaming, and what they cover (record/compress.c; no .zsum: ignored)
  *       agent               key=value: the agent's final counters
  *       sync                the clock mapping (see record/sync.c)
+ *       migration           key=value: a live migration, out or in (record/session-save.c)
  *   .spool/host/            the host's pages and metadata, same layout
  *
  * Small files are written to a temporary name and renamed, so a kill leaves
@@ -926,7 +927,7 @@ int spool_scratch_open(int dir)
 
 static void load_sync(struct spool_trace *t, int dir)
 {
-	char *text, *line;
+	char *text, *line, buf[256];
 	size_t len;
 
 	snprintf(t->sync_method, sizeof(t->sync_method), "none");
@@ -939,13 +940,64 @@ static void load_sync(struct spool_trace *t, int dir)
 	kv(text, "why", t->sync_why, sizeof(t->sync_why));
 	kv(text, "final_cut", t->sync_final_cut, sizeof(t->sync_final_cut));
 	t->host_end = kv_u64(text, "host_end");
+	t->sync_reset_tsc = kv_u64(text, "reset_tsc");
 	t->sync_rejected = kv_u64(text, "rejected") > UINT32_MAX ? UINT32_MAX : kv_u64(text, "rejected");
 	t->sync_failed = kv_u64(text, "failed") != 0;
+	if (!kv(text, "kvm_changes_from", buf, sizeof(buf)))
+		buf[0] = '\0';
+	collect_sanitize(t->kvm.changes_from, sizeof(t->kvm.changes_from), buf, false);
+	if (!kv(text, "kvm_why", buf, sizeof(buf)))
+		buf[0] = '\0';
+	collect_sanitize(t->kvm.why, sizeof(t->kvm.why), buf, false);
+	if (!kv(text, "kvm_instance", buf, sizeof(buf)))
+		buf[0] = '\0';
+	collect_sanitize(t->kvm.instance, sizeof(t->kvm.instance), buf, false);
+	if (!kv(text, "kvm_note", buf, sizeof(buf)))
+		buf[0] = '\0';
+	collect_sanitize(t->kvm.note, sizeof(t->kvm.note), buf, false);
+	if (!kv(text, "kvm_host_flags", buf, sizeof(buf)))
+		buf[0] = '\0';
+	collect_sanitize(t->kvm.host_flags, sizeof(t->kvm.host_flags), buf, false);
+	if (!kv(text, "kvm_clocksource", buf, sizeof(buf)))
+		buf[0] = '\0';
+	collect_sanitize(t->kvm.clocksource, sizeof(t->kvm.clocksource), buf, false);
+	t->kvm.changes = kv_u64(text, "kvm_changes");
+	t->kvm.lost = kv_u64(text, "kvm_lost");
+	t->kvm.breaks = kv_u64(text, "kvm_breaks");
+	t->kvm.merged = kv_u64(text, "kvm_merged");
+	t->kvm.mismatch = kv_u64(text, "kvm_mismatch");
+	t->check.on = kv_u64(text, "check_on") != 0;
+	t->check.bursts = kv_u64(text, "check_bursts");
+	t->check.replies = kv_u64(text, "check_replies");
+	t->check.outside = kv_u64(text, "check_outside");
+	t->check.straddling = kv_u64(text, "check_straddling");
+	t->check.no_epoch = kv_u64(text, "check_no_epoch");
+	t->check.unlisted = kv_u64(text, "check_unlisted");
 	for (line = text; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
 		struct vt_tsync_epoch ep = { 0 };
-		unsigned int cpu, samples;
+		struct spool_check_iv iv = { 0 };
+		unsigned int cpu, samples, burst, n;
 		uint64_t rtt;
-		int source;
+		int source, inside;
+
+		if (sscanf(line, "check cpu=%u burst=%u n=%u inside=%d t=%" SCNu64 " from=%" SCNu64
+			   " offset=%" SCNd64 " lo=%" SCNd64 " hi=%" SCNd64, &cpu, &burst, &n, &inside,
+			   &iv.t, &iv.epoch_from, &iv.offset, &iv.lo, &iv.hi) == 9) {
+			struct spool_check_iv *p;
+
+			if (cpu >= t->nr_cpus || t->check.nr_ivs >= SPOOL_CHECK_IVS_MAX)
+				continue;
+			p = realloc(t->check.ivs, (t->check.nr_ivs + 1) * sizeof(*p));
+			if (!p)
+				break;
+			t->check.ivs = p;
+			iv.cpu = cpu;
+			iv.burst = burst;
+			iv.n = n;
+			iv.inside = inside != 0;
+			t->check.ivs[t->check.nr_ivs++] = iv;
+			continue;
+		}
 
 		if (sscanf(line, "probes cpu=%u min_rtt=%" SCNu64 " samples=%u", &cpu, &rtt,
 			   &samples) == 3 && cpu < COLLECT_MAX_CPUS) {
@@ -954,9 +1006,9 @@ static void load_sync(struct spool_trace *t, int dir)
 			continue;
 		}
 		if (sscanf(line, "epoch cpu=%u from=%" SCNu64 " offset=%" SCNd64 " ratio=%" SCNu64
-			   " frac=%u source=%d flags=%u error=%" SCNu64 " min_rtt=%" SCNu64, &cpu,
-			   &ep.host_from, &ep.map.offset, &ep.map.ratio, &ep.map.frac_bits, &source,
-			   &ep.flags, &ep.error, &ep.min_rtt) < 8 || cpu >= t->nr_cpus ||
+			   " frac=%u source=%d flags=%u error=%" SCNu64 " min_rtt=%" SCNu64 " since=%"
+			   SCNu64, &cpu, &ep.host_from, &ep.map.offset, &ep.map.ratio, &ep.map.frac_bits,
+			   &source, &ep.flags, &ep.error, &ep.min_rtt, &ep.since) < 8 || cpu >= t->nr_cpus ||
 		    cpu >= COLLECT_MAX_CPUS || !vt_tsc_map_valid(&ep.map))
 			continue;
 		ep.source = source;
@@ -1081,6 +1133,61 @@ static void load_cpu_files(struct spool_trace *t, int dir, unsigned int nr)
 	closedir(d);
 }
 
+/* The "migration" file (record/session-save.c): every number bounded, every string sanitised. */
+static void load_migration(struct spool_trace *t, int dir)
+{
+	struct spool_migration *m = &t->mig;
+	char *text, buf[1024], key[32];
+	unsigned int i;
+	size_t len;
+
+	if (spool_read_file(dir, "migration", (void **)&text, &len, STATE_MAX) < 0)
+		return;
+	m->have = true;
+	kv(text, "direction", buf, sizeof(buf));
+	collect_sanitize(m->direction, sizeof(m->direction), buf, false);
+	kv(text, "status", buf, sizeof(buf));
+	collect_sanitize(m->status, sizeof(m->status), buf, false);
+	m->resumed = kv_u64(text, "resumed") != 0;
+	m->active_tsc = kv_u64(text, "active_tsc");
+	m->stop_tsc = kv_u64(text, "stop_tsc");
+	m->completed_tsc = kv_u64(text, "completed_tsc");
+	m->resume_tsc = kv_u64(text, "resume_tsc");
+	m->taken_tsc = kv_u64(text, "taken_tsc");
+	m->out_tsc = kv_u64(text, "out_tsc");
+	m->downtime_ms = kv_u64(text, "downtime_ms");
+	m->total_ms = kv_u64(text, "total_ms");
+	m->failures = (uint32_t)kv_u64(text, "failures");
+	m->resume_no = kv_u64(text, "resume_no");
+	if (kv(text, "instance", buf, sizeof(buf)))
+		collect_sanitize(m->instance, sizeof(m->instance), buf, false);
+	m->nr_events = (uint32_t)kv_u64(text, "nr_events");
+	m->ignored = kv_u64(text, "ignored");
+	if (kv(text, "host_boot_id", buf, sizeof(buf)))
+		collect_sanitize(m->boot_id, sizeof(m->boot_id), buf, false);
+	m->rt_ns = kv_u64(text, "host_rt_ns");
+	m->rt_tsc = kv_u64(text, "host_rt_tsc");
+	for (i = 0; i < t->nr_cpus; i++) {
+		struct spool_mig_cpu *c = &m->cpus[i];
+		unsigned long long v[7];
+		int marked;
+
+		snprintf(key, sizeof(key), "stream%u", i);
+		if (!kv(text, key, buf, sizeof(buf)) ||
+		    sscanf(buf, "%llu,%llu,%llu,%d,%llu,%llu,%llu", &v[0], &v[1], &v[2], &marked, &v[4],
+			   &v[5], &v[6]) != 7)
+			continue;
+		c->bytes = v[0];
+		c->pages = v[1];
+		c->last_ts = v[2];
+		c->marked = marked != 0;
+		c->mark_pos = v[4];
+		c->mark_pre = v[5];
+		c->marks = v[6];
+	}
+	free(text);
+}
+
 /**
  * spool_trace_load() - read everything the spool holds about one trace
  * @dir: the trace's spool directory
@@ -1171,6 +1278,7 @@ int spool_trace_load(int dir, bool host, struct spool_trace *t)
 	}
 	load_cpu_files(t, dir, t->nr_cpus);
 	load_sync(t, dir);
+	load_migration(t, dir);
 	return 0;
 }
 
@@ -1187,6 +1295,9 @@ void spool_trace_free(struct spool_trace *t)
 		t->cpus[i].stats = NULL;
 		vt_tsync_cpu_free(&t->sync[i]);
 	}
+	free(t->check.ivs);
+	t->check.ivs = NULL;
+	t->check.nr_ivs = 0;
 }
 
 /*
@@ -1194,7 +1305,7 @@ void spool_trace_free(struct spool_trace *t)
  * a spool file added above must be added here too.
  */
 static const char *const trace_files[] = {
-	"state", "agent", "sync", "meta.bin", "data", "layout", "inplace", "probe",
+	"state", "agent", "sync", "meta.bin", "data", "layout", "inplace", "probe", "migration",
 };
 static const char *const cpu_suffixes[] = { "pages", "bad", "frag", "stats", "sums", "zst", "zsum" };
 

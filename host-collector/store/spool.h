@@ -76,6 +76,130 @@ struct spool_cpu {
 };
 
 /**
+ * struct spool_mig_cpu - one stream at a live migration (the "migration" file)
+ * @bytes: bytes this recording received on it
+ * @pages: good pages
+ * @last_ts: the timestamp of its last good page (guest clock)
+ * @marked: a resume mark came (a takeover: record --incoming)
+ * @mark_pos: the agent's count of the stream's bytes before the mark
+ * @mark_pre: bytes this recording received before the mark
+ * @marks: marks seen
+ */
+struct spool_mig_cpu {
+	uint64_t bytes, pages, last_ts;
+	bool marked;
+	uint64_t mark_pos, mark_pre, marks;
+};
+
+/**
+ * struct spool_migration - what a live migration did to a guest's recording
+ * @have: the file exists
+ * @direction: "out" (the guest left: this recording ends at the switchover),
+ *	"in" (record --incoming took the session over), "none" (a migration
+ *	began but did not complete)
+ * @status: QEMU's last MIGRATION status
+ * @resumed: in: the session was taken over
+ * @active_tsc, @stop_tsc, @completed_tsc, @resume_tsc, @taken_tsc, @out_tsc:
+ *	host TSC of: QMP MIGRATION active, the switchover's STOP, MIGRATION
+ *	completed, the destination's RESUME, the takeover, the end of the drain
+ * @downtime_ms: QEMU's query-migrate downtime, @total_ms its total time
+ * @failures: migrations that failed or were cancelled
+ * @resume_no: in: the agent's RESUME number
+ * @instance: in: the agent's recorded instance ("" top level)
+ * @nr_events: in: events enabled there
+ * @ignored: in: stale control messages dropped before the takeover
+ * @cpus: per CPU
+ */
+struct spool_migration {
+	bool have;
+	char direction[8];
+	char status[32];
+	bool resumed;
+	uint64_t active_tsc, stop_tsc, completed_tsc, resume_tsc, taken_tsc, out_tsc;
+	uint64_t downtime_ms, total_ms;
+	uint32_t failures;
+	uint64_t resume_no;
+	char instance[256];
+	uint32_t nr_events;
+	uint64_t ignored;
+	char boot_id[40];		/* the host's boot: two recordings of one boot share a TSC */
+	uint64_t rt_ns, rt_tsc;		/* the host's wall clock and TSC, read together */
+	struct spool_mig_cpu cpus[COLLECT_MAX_CPUS];
+};
+
+/**
+ * struct spool_kvm - how KVM's TSC offsets were followed (record/sync.c)
+ * @changes_from: "events" (kvm:kvm_write_tsc_offset: exact moments),
+ *	"reread" (debugfs re-read: a change lies between two reads), "" (not KVM)
+ * @why: how, and why not with the events when not
+ * @instance: the tracefs instance the events came from, "" if none
+ * @changes: offset changes seen
+ * @lost: events the instance lost
+ * @breaks: events whose previous offset was not the one known (a change not seen)
+ * @merged: changes past the epoch limit, merged into an epoch's bound
+ * @mismatch: vCPUs whose debugfs offset at the end disagreed with the events
+ * @note: the first of those problems, said plainly, "" if none
+ * @host_flags: the host CPU's constant_tsc and nonstop_tsc, "" if unknown
+ * @clocksource: the host kernel's clocksource ("tsc" when it trusts its TSC)
+ */
+struct spool_kvm {
+	char changes_from[16];
+	char why[200];
+	char instance[64];
+	uint64_t changes, lost, breaks, merged, mismatch;
+	char note[200];
+	char host_flags[32];
+	char clocksource[32];
+};
+
+/**
+ * struct spool_check_iv - --sync-check: one probe burst's replies on one vCPU
+ *	within one epoch of the exact method, and whether they agree with it
+ * @cpu: the vCPU
+ * @burst: which burst (from 0)
+ * @n: replies
+ * @inside: @offset lies in [@lo, @hi]
+ * @t: host TSC of the first of those probes
+ * @epoch_from: the epoch's start (host TSC)
+ * @offset: the epoch's offset
+ * @lo: the lowest offset the replies allow
+ * @hi: the highest
+ */
+struct spool_check_iv {
+	uint32_t cpu;
+	uint32_t burst;
+	uint32_t n;
+	bool inside;
+	uint64_t t;
+	uint64_t epoch_from;
+	int64_t offset;
+	int64_t lo, hi;
+};
+
+/* Intervals listed at most; past them only counted. */
+#define SPOOL_CHECK_IVS_MAX	4096u
+
+/**
+ * struct spool_check - --sync-check's results
+ * @on: the check ran (bursts were due)
+ * @bursts: probe bursts checked
+ * @replies: replies checked
+ * @outside: replies no epoch's offset explains
+ * @straddling: replies whose round trip spans an epoch change (checked
+ *	against each epoch in force during it)
+ * @no_epoch: replies of a vCPU with no epoch at all
+ * @unlisted: intervals past SPOOL_CHECK_IVS_MAX
+ * @ivs: the intervals
+ * @nr_ivs: how many
+ */
+struct spool_check {
+	bool on;
+	uint64_t bursts, replies, outside, straddling, no_epoch, unlisted;
+	struct spool_check_iv *ivs;
+	uint32_t nr_ivs;
+};
+
+/**
  * struct spool_trace - everything the spool says about one trace (guest or host)
  *
  * Filled by spool_trace_load(); record writes the same files
@@ -109,9 +233,13 @@ struct spool_trace {
 	char sync_why[160];
 	char sync_final_cut[200];	/* why the final clock sync ended early, "" if it did not */
 	uint64_t host_end;
+	uint64_t sync_reset_tsc;	/* QEMU reset the guest here: later epochs are not applied */
 	struct vt_tsync_cpu sync[COLLECT_MAX_CPUS];
 	uint64_t min_rtt[COLLECT_MAX_CPUS];
 	uint32_t samples[COLLECT_MAX_CPUS];
+	struct spool_migration mig;
+	struct spool_kvm kvm;
+	struct spool_check check;
 };
 
 /**

@@ -48,6 +48,32 @@ struct spool_data {
 	bool interrupted;		/* an in-place finish was cut short: lengths are whole pages */
 };
 
+/* `join`: one CPU's stream across the migration. */
+struct join_cpu {
+	unsigned int cpu;
+	bool marked;			/* the destination saw its resume mark */
+	uint64_t src_to;		/* stream bytes the source received */
+	uint64_t dst_from;		/* where the destination's first byte stands */
+	uint64_t skip;			/* bytes both received: the destination's are dropped */
+	uint64_t gap;			/* bytes neither received */
+	uint64_t src_pages, src_events, dst_pages, dst_events;
+};
+
+/* `join`: what manifest.json says about the two recordings and the switchover. */
+struct join_sum {
+	const char *src, *dst;
+	bool two_hosts;
+	uint64_t sync_bound_ns;		/* --host-sync-bound */
+	int64_t host_delta;		/* destination host TSC -> source's, ticks */
+	uint64_t stop_tsc;		/* the source's switchover STOP */
+	uint64_t resume_tsc;		/* the destination's RESUME (source TSC) */
+	uint64_t switch_guest_tsc;	/* the guest's TSC at the switchover */
+	uint64_t switch_host_tsc;	/* where the destination's epochs begin */
+	uint64_t qemu_downtime_ms;
+	unsigned int nr;
+	struct join_cpu cpus[COLLECT_MAX_CPUS];
+};
+
 struct finish {
 	const char *out;		/* the output directory, for messages */
 	int out_fd;			/* and its fd: every file is made relative to it */
@@ -59,6 +85,7 @@ struct finish {
 	struct spool_options opt;
 	struct trace_sum *traces;
 	unsigned int nr_traces;
+	const struct join_sum *join;	/* `join`'s output, else NULL */
 };
 
 void output_problem(struct trace_sum *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

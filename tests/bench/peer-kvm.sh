@@ -77,7 +77,7 @@ done
 gcc_s=$(ldconfig -p | awk '$1 == "libgcc_s.so.1" && /x86-64/ { print $NF; exit }')
 [ -n "$gcc_s" ] && cp -L "$gcc_s" "$O/lib/x86_64-linux-gnu/" || skip "no libgcc_s.so.1 for trace-cmd's time-sync thread"
 strip "$O/usr/bin/trace-cmd" "$O"/lib/x86_64-linux-gnu/* 2>/dev/null
-VT_AGENT_MODULES="qemu_fw_cfg vmw_vsock_virtio_transport" \
+VT_GUEST_EXTRA_MODULES="qemu_fw_cfg vmw_vsock_virtio_transport" \
 	vt_agent_image "$WORK" "$HERE/peer-guest.sh" bench-peer-kvm >"$WORK/image.log" 2>&1
 rc=$?
 [ $rc = 77 ] && { cat "$WORK/image.log"; exit 77; }

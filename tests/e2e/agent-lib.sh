@@ -61,11 +61,13 @@ vt_collect_build() {
 # into an image: the guest then runs its usr/sbin/trace-agent.
 # With VT_AGENT_KERNEL (a vmlinux with everything built in, e.g. kernel-patches/build.sh's) the
 # image is WORK/image-kernel: that kernel and an initramfs without modules.
-# VT_AGENT_MODULES: the modules put in the image unloaded (mkguest.sh --extra-modules; default
-# mkguest.sh's), e.g. the virtio vsock transport for an agent reached over vsock.
+# VT_GUEST_EXTRA_MODULES: the modules put in the image but not loaded, instead of mkguest.sh's
+# default (e.g. with msr, for a guest that writes its TSC; the virtio vsock transport for an agent
+# reached over vsock).
 # Returns 77 when no kernel is available.
 vt_agent_image() {
     local work=$1 script=$2 name=$3 cache rc mods=()
+    [ -z "${VT_GUEST_EXTRA_MODULES:-}" ] || mods=(--extra-modules "$VT_GUEST_EXTRA_MODULES")
     mkdir -p "$work/overlay/sbin" "$work/overlay/bin" "$work/overlay/etc/vt"
     if [ -n "${VT_AGENT_ROOT:-}" ]; then
         [ -x "$VT_AGENT_ROOT/usr/sbin/trace-agent" ] ||
@@ -83,7 +85,6 @@ vt_agent_image() {
     vt_kernel_select; rc=$?
     [ $rc = 0 ] || return $rc
     VT_IMAGE=$cache/image-$name$VT_KERNEL_TAG
-    [ -z "${VT_AGENT_MODULES:-}" ] || mods=(--extra-modules "$VT_AGENT_MODULES")
     if [ -n "${VT_AGENT_KERNEL:-}" ]; then
         VT_IMAGE=$work/image-kernel
         mods=(--modules "" --extra-modules "")
@@ -193,9 +194,10 @@ SH
 
 # vt_collect_ports COLLECT PORTS [BACKEND]: the guest's ports (VT_SMP vCPUs, default 2) as a
 # user makes them, with `COLLECT setup` (BACKEND: pipe, the default, or unix), plus the vt-test
-# port (always a pipe). Sets SETUP_ARGS to the QEMU arguments for all of them.
+# port (always a pipe). Sets SETUP_ARGS to the QEMU arguments for all of them (-accel tcg: these
+# guests are TCG's, whatever the host's /dev/kvm).
 vt_collect_ports() {
-    "$1" setup --vcpus "${VT_SMP:-2}" --backend "${3:-pipe}" --dir "$2" --name e2e --create >"$2.args" ||
+    "$1" setup --vcpus "${VT_SMP:-2}" --backend "${3:-pipe}" --dir "$2" --name e2e --create --accel tcg >"$2.args" ||
         { echo "FAIL: setup exited $?"; return 1; }
     eval "SETUP_ARGS=($(cat "$2.args"))"
     mkfifo "$2/vt-test.in" "$2/vt-test.out"

@@ -159,3 +159,87 @@ scn_result() {
     echo "$ME: FAIL"
     exit 1
 }
+
+# ---- The same scenarios with the guest under KVM, inside L1 ----------------------------------
+# A test that also runs under KVM (VT_E2E_KVM=1: its test-kvm-*.sh of the e2e-kvm suite) calls
+#   scn_kvm_begin                     tools, WORK, the L1 image (the build's collector, the e2e
+#                                     image as L2); COLLECT for the checks on this side
+#   VT_L1_PRE=(LINE...) VT_L1_WORK=(LINE...) VT_L1_POST=(LINE...) VT_L1_ENV="REC_ARGS=... L2_..."
+#   scn_kvm_run                       L1 boots, L2 runs under -accel kvm with setup's ports, the
+#                                     lines go to vt-e2e-guest before, during (record's COMMAND)
+#                                     and after `record --qemu-pid`; everything comes back here:
+#                                     OUT (the recording), CONSOLE (L2's), CRC (record's status)
+#   scn_kvm_end                       scn_end's checks on L2's console
+# instead of scn_begin, scn_ports, scn_boot, scn_record and scn_end; the checks that follow are
+# the TCG test's, on OUT and CONSOLE. VT_L1_RECHECK=DIR (a work dir kept with VT_KEEP=1) runs
+# no L1: the checks run again on DIR/out, e.g. with another collector (VT_COLLECT).
+scn_kvm_begin() {
+    local t rc
+    for t in qemu-system-x86_64 busybox cpio depmod timeout strip trace-cmd jq python3 ldd; do
+        command -v "$t" >/dev/null || { echo "$ME: SKIP: $t not found"; exit 77; }
+    done
+    T0=$(vt_now)
+    WORK=$(mktemp -d "/tmp/vt-$ME.XXXXXX")
+    KEEP=${VT_KEEP:-0}
+    # The caller's VT_L1_ENV (e.g. L1_KALLSYMS=1) goes after the test's own lines.
+    SCN_L1_ENV_USER=${VT_L1_ENV:-}
+    trap scn_cleanup EXIT
+    trap 'exit 1' INT TERM HUP
+    vt_collect_build; rc=$?
+    [ $rc = 0 ] || exit $rc
+    t=$(vt_now)
+    if [ -z "${VT_L1_RECHECK:-}" ]; then
+        vt_l1_image >"$WORK/image.out"; rc=$?
+        [ $rc = 0 ] || { sed "s/^/$ME: /" "$WORK/image.out"; exit $rc; }
+    fi
+    T_IMAGE=$(vt_secs "$t" "$(vt_now)")
+    echo "$ME: collector $COLLECT, L1 image ${VT_L1_IMAGE:-none} (L2 under KVM inside it)"
+    RUN=$WORK/l1 KOUT=$WORK/out OUT=$WORK/out/rec CONSOLE=$WORK/out/l2-e2e-console.log
+    mkdir -p "$KOUT"
+}
+
+scn_kvm_run() {
+    local rc
+    if [ -n "${VT_L1_RECHECK:-}" ]; then
+        cp -a "$VT_L1_RECHECK/out/." "$KOUT/" || { bad "no $VT_L1_RECHECK/out"; scn_result; }
+        CRC=$(cat "$KOUT/record.rc" 2>/dev/null || echo none)
+        echo "$ME: the checks again on $VT_L1_RECHECK/out (no L1 run); record exited $CRC there"
+        T_REC=- T_BOOT=-
+        return 0
+    fi
+    VT_RUNDIR=$RUN
+    VT_L1_ENV="${VT_L1_ENV:-}
+$SCN_L1_ENV_USER"
+    vt_l1_guest_run "$KOUT"; rc=$?
+    T_REC=$VT_L1_SECS
+    echo "$ME: L1 run: $VT_L1_RESULT in $VT_L1_SECS s (L1 uptime at the scenario's start and end: $VT_L1_UP)"
+    if [ $rc = 77 ]; then
+        echo "$ME: SKIP: $VT_L1_REASON"
+        exit 77
+    fi
+    echo "  L1 said:"
+    tr -d '\r' <"$RUN/console.log" | grep -aE '^(VT-L1|L1):|^    (record|work):' | grep -v 'VT-L1: beat' | sed 's/^/    /'
+    CRC=$(cat "$KOUT/record.rc" 2>/dev/null || echo none)
+    T_BOOT="(in L1)"
+    echo "$ME: record exited $CRC (in L1)"
+    if [ $rc != 0 ]; then
+        bad "the run in L1: $VT_L1_RESULT: $VT_L1_REASON"
+        scn_result
+    fi
+}
+
+scn_kvm_end() {
+    T_RUN=$(vt_secs "$T0" "$(vt_now)")
+    [ -s "$CONSOLE" ] || { bad "no L2 console came out of L1"; return; }
+    echo "  L2's console:"
+    tr -d '\r' <"$CONSOLE" | grep -a -E '^(VT-INIT|E2E|trace-agent):' | sed 's/^/    /'
+    VT_LOG_IGNORE=$VT_L1_LOG_IGNORE vt_check_console "$CONSOLE" || fail=1
+    grep -aq "E2E: vt-e2e-guest rc=0, trace-agent exit status 0 after BYE" "$CONSOLE" ||
+        bad "the guest side did not end cleanly"
+    # Under KVM, record --qemu-pid reads the vCPUs' TSC offsets: the clock method says the guest
+    # really ran under KVM.
+    local m
+    m=$(jq -r '.guests[0].sync.method' "$OUT/manifest.json" 2>/dev/null)
+    echo "$ME: the guest's clock: $m ($(jq -r '.guests[0].sync.why' "$OUT/manifest.json" 2>/dev/null))"
+    [ "$m" = kvm ] || bad "the clock method is '$m', want kvm (was the guest under KVM?)"
+}

@@ -18,39 +18,66 @@
 #     `trace-cmd report`; with the transport's controller and the e1000 both in DMA domains no
 #     mapping can be attributed to one device, so every one is "unattributed" and no device is
 #     credited.
-# Env: VT_BUILDDIR, VT_STATIC_AGENT, VT_KEEP=1. Exit: 0 pass, 1 fail, 77 skip.
-echo "test-collect-iommu: guest iommu group, attach, map and unmap events recorded through a transport that itself goes through the vIOMMU, decoded and counted exactly"
+# With VT_E2E_KVM=1 (tests/e2e/test-kvm-iommu.sh, the e2e-kvm suite) the same scenario runs with
+# the guest under real KVM: inside a TCG L1 with nested SVM (vt_l1_guest_run), the guest as L2
+# with -accel kvm on q35 with intel-iommu,intremap=off first (QEMU 7.2 wants kernel-irqchip=split
+# only for interrupt remapping), the same controller and e1000 (no option ROM: L1 has none),
+# `record --qemu-pid` there; the recording and L2's console come back here for the same checks.
+# Env: VT_BUILDDIR, VT_STATIC_AGENT, VT_KEEP=1, VT_E2E_KVM=1. Exit: 0 pass, 1 fail, 77 skip.
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$HERE/lib.sh"
 . "$HERE/agent-lib.sh"
 . "$HERE/scenario-lib.sh"
-VT_LOG_PREFIX=test-collect-iommu
-ME=test-collect-iommu
+if [ "${VT_E2E_KVM:-0}" = 1 ]; then
+    ME=test-kvm-iommu
+else
+    ME=test-collect-iommu
+    echo "test-collect-iommu: guest iommu group, attach, map and unmap events recorded through a transport that itself goes through the vIOMMU, decoded and counted exactly"
+fi
+VT_LOG_PREFIX=$ME
 DEV=0000:00:05.0
+WORK_LINE="sh echo 1 >/sys/bus/pci/devices/$DEV/remove && sleep 0.2 && echo 1 >/sys/bus/pci/rescan && modprobe e1000 && ip link set eth0 up && sleep 0.5"
+GROUPS_LINE="sh for g in /sys/kernel/iommu_groups/*; do echo E2E-GROUP \${g##*/} \$(ls \$g/devices); done"
 
-scn_begin
-scn_ports pipe
-# The transport through the vIOMMU (setup prints a plain controller).
-n=0
-for i in "${!SETUP_ARGS[@]}"; do
-    case "${SETUP_ARGS[$i]}" in
-    virtio-serial-pci,*) SETUP_ARGS[$i]+=",iommu_platform=on,disable-legacy=on"; n=$((n + 1)) ;;
-    esac
-done
-[ $n = 1 ] || bad "setup printed $n virtio-serial controllers, want 1"
-VT_IOMMU=1
-SCN_QEMU_EXTRA=(-device e1000,addr=0x5)
-scn_boot
+if [ "${VT_E2E_KVM:-0}" = 1 ]; then
+    scn_kvm_begin
+    VT_L1_WORK=("$WORK_LINE") VT_L1_POST=("$GROUPS_LINE")
+    VT_L1_ENV="REC_ARGS=\"-e iommu\"
+L2_MACHINE=q35
+L2_QEMU_FIRST=\"-device intel-iommu,intremap=off\"
+L2_SERIAL_OPTS=,iommu_platform=on,disable-legacy=on
+L2_APPEND=intel_iommu=on
+L2_KEEP=sched,irq,timer,iommu
+L2_QEMU_EXTRA=\"-device e1000,addr=0x5,romfile=\""
+    scn_kvm_run
+    echo "$ME: guest work: $(cat "$KOUT/work.answers" 2>/dev/null)"
+    [ "$CRC" = 0 ] || { sed 's/^/    | /' "$KOUT/record.log"; bad "record exited $CRC, want 0"; }
+    grep -q ' -> ok' "$KOUT/post.answers" 2>/dev/null || bad "the guest did not list its iommu groups"
+    scn_kvm_end
+else
+    scn_begin
+    scn_ports pipe
+    # The transport through the vIOMMU (setup prints a plain controller).
+    n=0
+    for i in "${!SETUP_ARGS[@]}"; do
+        case "${SETUP_ARGS[$i]}" in
+        virtio-serial-pci,*) SETUP_ARGS[$i]+=",iommu_platform=on,disable-legacy=on"; n=$((n + 1)) ;;
+        esac
+    done
+    [ $n = 1 ] || bad "setup printed $n virtio-serial controllers, want 1"
+    VT_IOMMU=1
+    SCN_QEMU_EXTRA=(-device e1000,addr=0x5)
+    scn_boot
 
-scn_script "$WORK/work" \
-    "sh echo 1 >/sys/bus/pci/devices/$DEV/remove && sleep 0.2 && echo 1 >/sys/bus/pci/rescan && modprobe e1000 && ip link set eth0 up && sleep 0.5"
-scn_record --chardev-dir "$PORTS" --name e2e -e iommu -- "$WORK/work"
-echo "$ME: guest work: $(cat "$WORK/work.answers" 2>/dev/null)"
-[ $CRC = 0 ] || { sed 's/^/    | /' "$WORK/record.log"; bad "record exited $CRC, want 0"; }
-vt_test_say "$PORTS" "sh for g in /sys/kernel/iommu_groups/*; do echo E2E-GROUP \${g##*/} \$(ls \$g/devices); done" 20 ||
-    bad "the guest did not list its iommu groups"
-scn_end
+    scn_script "$WORK/work" "$WORK_LINE"
+    scn_record --chardev-dir "$PORTS" --name e2e -e iommu -- "$WORK/work"
+    echo "$ME: guest work: $(cat "$WORK/work.answers" 2>/dev/null)"
+    [ $CRC = 0 ] || { sed 's/^/    | /' "$WORK/record.log"; bad "record exited $CRC, want 0"; }
+    vt_test_say "$PORTS" "$GROUPS_LINE" 20 || bad "the guest did not list its iommu groups"
+    scn_end
+    CONSOLE=$RUN/console.log
+fi
 scn_counts e2e "0 1"
 
 G=$WORK/guest.txt
@@ -75,7 +102,7 @@ grep -E "(remove_device_from|add_device_to)_group: " "$G" | head -2 | sed "s/^/$
 
 # report --iommu: the topology against the guest's sysfs, taken in the guest after the recording.
 "$COLLECT" report --iommu "$OUT" >"$WORK/iommu.txt" 2>"$WORK/iommu.err" || bad "report --iommu failed: $(head -3 "$WORK/iommu.err")"
-tr -d '\r' <"$RUN/console.log" | sed -n 's/^E2E-GROUP //p' | sort -n >"$WORK/groups.sysfs"
+tr -d '\r' <"$CONSOLE" | sed -n 's/^E2E-GROUP //p' | sort -n >"$WORK/groups.sysfs"
 sed -n 's/^      group \([0-9][0-9]*\) [^:]*: /\1 /p' "$WORK/iommu.txt" | sort -n >"$WORK/groups.report"
 echo "$ME: iommu groups: guest sysfs $(wc -l <"$WORK/groups.sysfs"), report $(wc -l <"$WORK/groups.report"):" \
      "$(tr '\n' ';' <"$WORK/groups.report")"

@@ -23,37 +23,59 @@
 # A top level that 6.1 never expands (7 KiB per CPU, after an instance was sized first) lost
 # 549-1286 of the first events until the agent raised it; the test prints the agent's warning
 # when it comes (tests/integration/test-agent checks the raise itself).
-# Env: VT_BUILDDIR, VT_STATIC_AGENT, VT_KEEP=1. Exit: 0 pass, 1 fail, 77 skip.
-echo "test-collect-mmiotrace: mmiotrace of the e1000 driver's probe through the transport, CPUs going offline and back: entries decoded, no page lost"
+# With VT_E2E_KVM=1 (tests/e2e/test-kvm-mmiotrace.sh, the e2e-kvm suite) the same scenario runs
+# with the guest under real KVM: inside a TCG L1 with nested SVM (vt_l1_guest_run), the guest
+# as L2 with -accel kvm and the e1000 (no option ROM: L1 has none), `record --qemu-pid` there;
+# the recording and L2's console come back here and get the same checks.
+# Env: VT_BUILDDIR, VT_STATIC_AGENT, VT_KEEP=1, VT_E2E_KVM=1. Exit: 0 pass, 1 fail, 77 skip.
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$HERE/lib.sh"
 . "$HERE/agent-lib.sh"
 . "$HERE/scenario-lib.sh"
-VT_LOG_PREFIX=test-collect-mmiotrace
-ME=test-collect-mmiotrace
+if [ "${VT_E2E_KVM:-0}" = 1 ]; then
+    ME=test-kvm-mmiotrace
+else
+    ME=test-collect-mmiotrace
+    echo "test-collect-mmiotrace: mmiotrace of the e1000 driver's probe through the transport, CPUs going offline and back: entries decoded, no page lost"
+fi
+VT_LOG_PREFIX=$ME
 DEV=0000:00:05.0
+BAR_LINE="sh echo E2E-BAR \$(head -n1 /sys/bus/pci/devices/$DEV/resource)"
+WORK_LINE="sh echo E2E-ONLINE-DURING \$(cat /sys/devices/system/cpu/online) && modprobe e1000 && ip link set eth0 up && sleep 0.3"
+AFTER_LINE="sh echo E2E-ONLINE-AFTER \$(cat /sys/devices/system/cpu/online)"
 
-scn_begin
-scn_ports pipe
-SCN_QEMU_EXTRA=(-device e1000,addr=0x5)
-VT_APPEND="mmiotrace.trace_pc=1"
-scn_boot
-vt_test_say "$PORTS" "sh echo E2E-BAR \$(head -n1 /sys/bus/pci/devices/$DEV/resource)" 20 ||
-    bad "the guest did not print e1000's BAR"
-
-scn_script "$WORK/work" \
-    "sh echo E2E-ONLINE-DURING \$(cat /sys/devices/system/cpu/online) && modprobe e1000 && ip link set eth0 up && sleep 0.3"
-scn_record --chardev-dir "$PORTS" --name e2e --tracer mmiotrace -- "$WORK/work"
-echo "$ME: guest work: $(cat "$WORK/work.answers" 2>/dev/null)"
-[ $CRC = 0 ] || { sed 's/^/    | /' "$WORK/record.log"; bad "record exited $CRC, want 0"; }
-vt_test_say "$PORTS" "sh echo E2E-ONLINE-AFTER \$(cat /sys/devices/system/cpu/online)" 20 ||
-    bad "the guest did not answer after the recording"
-scn_end
-echo "$ME: the agent on the top level's size: $(tr -d '\r' <"$RUN/console.log" | grep -a -m1 'trace-agent: top level: the buffer' || echo "no warning (the kernel expands it)")"
+if [ "${VT_E2E_KVM:-0}" = 1 ]; then
+    scn_kvm_begin
+    VT_L1_PRE=("$BAR_LINE") VT_L1_WORK=("$WORK_LINE") VT_L1_POST=("$AFTER_LINE")
+    VT_L1_ENV="REC_ARGS=\"--tracer mmiotrace\"
+L2_QEMU_EXTRA=\"-device e1000,addr=0x5,romfile=\"
+L2_APPEND=mmiotrace.trace_pc=1"
+    scn_kvm_run
+    echo "$ME: guest work: $(cat "$KOUT/work.answers" 2>/dev/null)"
+    [ "$CRC" = 0 ] || { sed 's/^/    | /' "$KOUT/record.log"; bad "record exited $CRC, want 0"; }
+    grep -q ' -> ok' "$KOUT/pre.answers" 2>/dev/null || bad "the guest did not print e1000's BAR"
+    grep -q ' -> ok' "$KOUT/post.answers" 2>/dev/null || bad "the guest did not answer after the recording"
+    scn_kvm_end
+else
+    scn_begin
+    scn_ports pipe
+    SCN_QEMU_EXTRA=(-device e1000,addr=0x5)
+    VT_APPEND="mmiotrace.trace_pc=1"
+    scn_boot
+    vt_test_say "$PORTS" "$BAR_LINE" 20 || bad "the guest did not print e1000's BAR"
+    scn_script "$WORK/work" "$WORK_LINE"
+    scn_record --chardev-dir "$PORTS" --name e2e --tracer mmiotrace -- "$WORK/work"
+    echo "$ME: guest work: $(cat "$WORK/work.answers" 2>/dev/null)"
+    [ $CRC = 0 ] || { sed 's/^/    | /' "$WORK/record.log"; bad "record exited $CRC, want 0"; }
+    vt_test_say "$PORTS" "$AFTER_LINE" 20 || bad "the guest did not answer after the recording"
+    scn_end
+    CONSOLE=$RUN/console.log
+fi
+echo "$ME: the agent on the top level's size: $(tr -d '\r' <"$CONSOLE" | grep -a -m1 'trace-agent: top level: the buffer' || echo "no warning (the kernel expands it)")"
 scn_counts e2e "0 1"
 
-con() { tr -d '\r' <"$RUN/console.log" | sed -n "s/^$1 //p" | head -n1; }
+con() { tr -d '\r' <"$CONSOLE" | sed -n "s/^$1 //p" | head -n1; }
 read -r bar_start bar_end _ <<<"$(con E2E-BAR)"
 during=$(con E2E-ONLINE-DURING) after=$(con E2E-ONLINE-AFTER)
 echo "$ME: e1000 BAR 0 ${bar_start:-?}-${bar_end:-?}; CPUs online during the recording '$during', after '$after'"

@@ -36,6 +36,11 @@
  *                               and involuntary context switches of all its
  *                               threads -> ok rss=R pss=S hwm=H vcs=V ivcs=I pid=P
  *                               -> ok rc=STATUS
+ *   wrtsc CPU DELTA             add DELTA ticks to CPU's TSC: IA32_TSC (MSR 0x10) read
+ *                               and written through /dev/cpu/CPU/msr (module msr), on
+ *                               CPU with the markers "vt-e2e: wrtsc cpuN before" and
+ *                               "... after" around it (--instance's buffer)
+ *                               -> ok before=TSC written=TSC
  *   quit                        -> ok, exit 0
  *
  * Usage: vt-e2e-guest [--agent-pid PID] [--instance NAME] [--port NAME]
@@ -596,6 +601,70 @@ static void cmd_status(FILE *out, char *args)
 	fprintf(out, "err no process %s\n", name);
 }
 
+/* A marker into --instance's buffer (or the top level), from the CPU this thread runs on. */
+static void marker(const char *text)
+{
+	char path[256];
+	int fd;
+
+	if (strcmp(instance, "-") == 0)
+		snprintf(path, sizeof(path), TRACEFS "/trace_marker");
+	else
+		snprintf(path, sizeof(path), TRACEFS "/instances/%s/trace_marker", instance);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (write(fd, text, strlen(text)) < 0)
+		perror("vt-e2e-guest: trace_marker");
+	close(fd);
+}
+
+/* The guest's own TSC moved: KVM changes the vCPU's offset (kvm_write_tsc_offset). */
+static void cmd_wrtsc(FILE *out, char *args)
+{
+	char path[64], text[64];
+	cpu_set_t set, old;
+	uint64_t tsc;
+	long long delta;
+	int cpu, fd;
+
+	if (sscanf(args, "%d %lld", &cpu, &delta) != 2 || cpu < 0 || cpu >= MAX_CPUS) {
+		fprintf(out, "err usage: wrtsc CPU DELTA\n");
+		return;
+	}
+	snprintf(path, sizeof(path), "/dev/cpu/%d/msr", cpu);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(out, "err %s: %s\n", path, strerror(errno));
+		return;
+	}
+	/* On that CPU: its markers are stamped by the TSC that moves. */
+	sched_getaffinity(0, sizeof(old), &old);
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set) < 0) {
+		fprintf(out, "err cannot run on cpu%d: %s\n", cpu, strerror(errno));
+		close(fd);
+		return;
+	}
+	snprintf(text, sizeof(text), "vt-e2e: wrtsc cpu%d before", cpu);
+	marker(text);
+	if (pread(fd, &tsc, sizeof(tsc), 0x10) != sizeof(tsc)) {
+		fprintf(out, "err rdmsr 0x10: %s\n", strerror(errno));
+		goto out;
+	}
+	if (pwrite(fd, &(uint64_t){ tsc + (uint64_t)delta }, sizeof(tsc), 0x10) != sizeof(tsc))
+		fprintf(out, "err wrmsr 0x10: %s\n", strerror(errno));
+	else
+		fprintf(out, "ok before=%llu written=%llu\n", (unsigned long long)tsc,
+			(unsigned long long)(tsc + (uint64_t)delta));
+	snprintf(text, sizeof(text), "vt-e2e: wrtsc cpu%d after", cpu);
+	marker(text);
+out:
+	sched_setaffinity(0, sizeof(old), &old);
+	close(fd);
+}
+
 int main(int argc, char **argv)
 {
 	const char *port = "vt-test";
@@ -681,6 +750,8 @@ int main(int argc, char **argv)
 			cmd_cpustat(out);
 		else if (strcmp(line, "ls") == 0)
 			cmd_ls(out, args);
+		else if (strcmp(line, "wrtsc") == 0)
+			cmd_wrtsc(out, args);
 		else if (strcmp(line, "quit") == 0) {
 			fprintf(out, "ok\n");
 			fclose(out);

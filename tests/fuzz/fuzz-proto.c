@@ -44,6 +44,7 @@ static int reencode(const struct vt_proto_msg *m)
 	struct vt_proto_stats st;
 	struct vt_proto_error e;
 	struct vt_proto_sync s;
+	struct vt_proto_session ss;
 	const char *str;
 	uint32_t u32;
 	uint64_t u64, key;
@@ -66,6 +67,7 @@ static int reencode(const struct vt_proto_msg *m)
 	case VT_PROTO_START:
 	case VT_PROTO_STOP:
 	case VT_PROTO_STATS_REQ:
+	case VT_PROTO_RESUME:
 		ret = vt_proto_dec_empty(m);
 		return ret ? ret : vt_proto_enc_empty(frame, sizeof(frame), m->type, m->seq);
 	case VT_PROTO_EVENTS:
@@ -98,6 +100,9 @@ static int reencode(const struct vt_proto_msg *m)
 	case VT_PROTO_FLUSH:
 		ret = vt_proto_dec_flush(m, &u32);
 		return ret ? ret : vt_proto_enc_flush(frame, sizeof(frame), m->seq, u32);
+	case VT_PROTO_SESSION:
+		ret = vt_proto_dec_session(m, &ss);
+		return ret ? ret : vt_proto_enc_session(frame, sizeof(frame), m->seq, &ss);
 	default:
 		ret = vt_proto_dec_sync(m, &s);
 		return ret ? ret : vt_proto_enc_sync(frame, sizeof(frame), m->type, m->seq, &s);

@@ -79,7 +79,7 @@ while IFS="|" read -r what want args; do
 		{ show "$WORK/agent$k.log"; fail "$what: the agent was started"; }
 	nothing_left "$WORK/out$k"
 	[ ! -e $T/instances/$inst ] || fail "$what: the agent's instance $inst is left behind"
-	echo "$what: exit 2, '$(grep -F -- "$want" "$WORK/g$k.log" | head -1 | sed 's/^virtio-trace-collect: //')'"
+	echo "$what: exit 2, '$(grep -F -- "$want" "$WORK/g$k.log" | head -1 | sed 's/^virtio-trace-collect [a-z]*: //')'"
 done <<EOF
 event|--event: no event matches sched:sched_swich; did you mean sched:sched_switch?|-e sched:sched_swich
 system|--event: no event matches schde:*; did you mean sched?|-e schde

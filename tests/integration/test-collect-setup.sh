@@ -21,10 +21,10 @@ trap 'exit 1' INT TERM
 fail() { echo "FAIL: $*"; exit 1; }
 
 # The examples: regenerated with the commands the README gives.
-"$COLLECT" setup --vcpus 2 --backend pipe --dir /run/virtio-trace/demo --format qemu >"$WORK/ex.args" ||
+"$COLLECT" setup --vcpus 2 --backend pipe --dir /run/virtio-trace/demo --format qemu --accel kvm >"$WORK/ex.args" ||
 	fail "setup --format qemu exited $?"
 "$COLLECT" setup --vcpus 2 --backend pipe --dir /run/virtio-trace/demo --name demo --format libvirt \
-	>"$WORK/ex.xml" || fail "setup --format libvirt exited $?"
+	--accel kvm >"$WORK/ex.xml" || fail "setup --format libvirt exited $?"
 diff -u "$CONF/example-2vcpu.args" "$WORK/ex.args" ||
 	fail "qemu-config/example-2vcpu.args is stale (regenerate it as qemu-config/README.md says)"
 diff -u "$CONF/example-2vcpu.xml" "$WORK/ex.xml" ||

@@ -8,7 +8,10 @@
 #    says its final sync was cut short and why ("ran out"), its pages are all there;
 #  - run late: a guest quick at the start but answering probes 1.9 s late after the STOP:
 #    its final sync ends at the first slow reply (it cannot narrow the start's bound), the
-#    manifest says so ("cannot narrow"), every vCPU keeps its start epoch, exit 0.
+#    manifest says so ("cannot narrow"), every vCPU keeps its start epoch, exit 0;
+#  - run hiccup: replies 30 ms late after the STOP, as a loaded host delays a good guest: no
+#    burst is cut (the floor for "cannot narrow" is 250 ms; at 5 ms a good guest's stop burst
+#    was cut on a loaded machine), both vCPUs are probed at the stop, no final_sync_cut.
 # Times are taken from the test's side (date +%s%N) and the fake agents' timelogs.
 echo "collect: a guest slow to answer clock probes cannot hold the stop (final sync cut short, said in the manifest)"
 . "$VT_SRCDIR/tests/integration/collect-lib.sh"
@@ -67,4 +70,9 @@ echo "$CUT" | grep -q "^vCPU 0 answered a probe in 1[0-9][0-9][0-9]\.[0-9] ms, i
 	fail "run late: the slow guest's vCPUs with an epoch: $(guest_json "$WORK/out-late" slow-late '.sync.epochs | map(.cpu)'), want both"
 n=$(grep -c "sync burst on cpu.*after-stop" "$WORK/slow-late.fake")
 [ "$n" = 1 ] || fail "run late: $n slow bursts after the stop, want 1 (the vCPU left is not probed)"
+run hiccup --probe-delay-after-stop 30
+[ "$CUT" = null ] || fail "run hiccup: 30 ms replies cut the final sync: $CUT"
+[ $RC = 0 ] || { show "$WORK/hiccup.log"; fail "run hiccup: exit $RC, want 0"; }
+n=$(grep -c "sync burst on cpu.*after-stop" "$WORK/slow-hiccup.fake")
+[ "$n" = 2 ] || { show "$WORK/slow-hiccup.fake"; fail "run hiccup: $n bursts after the stop, want 2 (both vCPUs)"; }
 echo "PASS"

@@ -31,7 +31,7 @@ fake_end $pb
 [ $RC = 3 ] || { show "$WORK/rec.log"; fail "collector exited $RC, want 3 (ghost failed, beta over --max-size)"; }
 sed -n '/recorded in /,$p' "$WORK/rec.log" >"$WORK/summary"
 cat "$WORK/summary"
-grep -q "^virtio-trace-collect: recorded in $out (exit status 3: see the problems above):\$" "$WORK/summary" ||
+grep -q "^virtio-trace-collect record: recorded in $out (exit status 3: see the problems above):\$" "$WORK/summary" ||
 	fail "no 'recorded in $out (exit status 3 ...)' line"
 grep -q "wrote $out" "$WORK/rec.log" && fail "the old 'wrote DIR' line is still printed"
 

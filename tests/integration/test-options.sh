@@ -1,7 +1,7 @@
 #!/bin/sh
 # Proves: the options of every subcommand agree in the three places a user meets them: the
 # subcommand's --help, its own man page virtio-trace-collect-SUB(1) and the bash completion.
-# For each of list, record, recover, report and setup the long options (and each short option's long
+# For each of join, list, record, recover, report and setup the long options (and each short option's long
 # form) that --help lists, with -h/--help where the subcommand takes them, equal those its page
 # lists (the tags of OPTIONS, and of GUESTS for record) and those the completion offers; a short
 # option means the same long option in every subcommand; an unknown option is a usage error.
@@ -13,7 +13,7 @@ echo "collect options: each subcommand's --help, its man page and the bash compl
 export LC_ALL=C
 COLLECT=$VT_BUILDDIR/host-collector/virtio-trace-collect
 MANDIR=$VT_SRCDIR/doc
-SUBS="list record recover report setup"
+SUBS="join list record recover report setup"
 COMP=$VT_SRCDIR/shell-completion/bash/virtio-trace-collect
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/vt-options.XXXXXX") || exit 1
 trap 'rm -rf "$WORK"' EXIT
@@ -82,7 +82,7 @@ for sub in $SUBS; do
 	n=$(wc -l <"$WORK/$sub.help")
 	echo "$sub: $n options in --help, $(wc -l <"$WORK/$sub.man") in virtio-trace-collect-$sub(1)"
 	case $sub in	# the least each --help has, so that a broken parser cannot pass
-	record|setup) min=10 ;; report|list) min=7 ;; recover) min=1 ;;
+	record|setup) min=10 ;; report|list) min=7 ;; join) min=5 ;; recover) min=1 ;;
 	esac
 	[ "$n" -ge $min ] || fail "$sub: only $n options found in --help (is the parser broken?)"
 	diff "$WORK/$sub.help" "$WORK/$sub.man" >"$WORK/$sub.diff" ||
@@ -107,6 +107,29 @@ for sub in $SUBS; do
 	rc=$?
 	[ $rc = 2 ] || fail "$sub --bogus exited $rc, want 2"
 done
+
+# A bad value is a usage error whose one line names the subcommand, the option, the value and
+# what the option takes (before, record said only "Try ... --help").
+bad_value() { # bad_value WANT ARGS...: record ARGS must exit 2 with the line WANT, then "Try"
+	want=$1; shift
+	"$COLLECT" record --chardev-dir "$WORK" "$@" >"$WORK/bv.out" 2>"$WORK/bv.err"
+	rc=$?
+	[ $rc = 2 ] && [ "$(sed -n 1p "$WORK/bv.err")" = "virtio-trace-collect record: $want" ] &&
+		[ "$(sed -n 2p "$WORK/bv.err")" = "Try 'virtio-trace-collect record --help'." ] &&
+		[ "$(wc -l <"$WORK/bv.err")" = 2 ] && [ ! -s "$WORK/bv.out" ] ||
+		fail "record $*: exit $rc, said '$(head -c 300 "$WORK/bv.err" | tr '\n' '|')', want 'virtio-trace-collect record: $want'"
+}
+bad_value "--duration 'abc': seconds, more than 0" -d abc
+bad_value "--duration '0': seconds, more than 0" -d 0
+bad_value "--duration '5s': seconds, more than 0" --duration 5s
+bad_value "--max-size '10X': a size in bytes, more than 0, with an optional K, M or G suffix (e.g. 512M)" --max-size 10X
+bad_value "--qemu-pid 'abc': a process id, a whole number above 0" --qemu-pid abc
+bad_value "--qemu-pid '-5': a process id, a whole number above 0" --qemu-pid -5
+bad_value "--buffer-size 'abc': KiB per CPU, a whole number from 1 to 4294967295" --buffer-size abc
+bad_value "--stop-timeout '-1': seconds, more than 0" --stop-timeout -1
+bad_value "--tsc-offset 'zz': an integer (decimal, or hexadecimal with 0x), within 64 bits" --tsc-offset zz
+bad_value "unknown option '--bogus'" --bogus
+bad_value "option '-o' needs a value" -o
 
 # The overview page: its OPTIONS are the top-level -V and -h, which work, and it names every
 # subcommand's page.
@@ -149,13 +172,15 @@ comp() { # comp WORD... : what the completion offers for the last word
 	(cd "$WORK/d" && bash -c '. "$1"; shift; COMP_WORDS=(virtio-trace-collect "$@"); COMP_CWORD=$#
 	_virtio_trace_collect; printf "%s\n" "${COMPREPLY[@]}"' sh "$COMP" "$@") | sort | tr '\n' ' '
 }
-[ "$(comp '')" = "--help --version -V -h list record recover report setup " ] || fail "subcommands: '$(comp '')'"
+[ "$(comp '')" = "--help --version -V -h join list record recover report setup " ] || fail "subcommands: '$(comp '')'"
 [ "$(comp re)" = "record recover report " ] || fail "'re': '$(comp re)'"
 [ "$(comp setup --backend '')" = "pipe unix unix-connect " ] || fail "setup --backend: '$(comp setup --backend '')'"
 [ "$(comp setup --format '')" = "libvirt qemu " ] || fail "setup --format: '$(comp setup --format '')'"
 [ "$(comp record --sync '')" = "auto kvm none offset probe " ] || fail "record --sync: '$(comp record --sync '')'"
 [ "$(comp record -o out)" = "outdir " ] || fail "record -o: '$(comp record -o out)'"
 [ "$(comp report out)" = "outdir " ] || fail "report DIR: '$(comp report out)'"
+[ "$(comp join out)" = "outdir " ] || fail "join SRC: '$(comp join out)'"
+[ "$(comp join -o out)" = "outdir " ] || fail "join -o: '$(comp join -o out)'"
 [ "$(comp record --chardev-dir d -- ech)" != "" ] || fail "record ... -- COMMAND: nothing offered"
 case " $(comp record --dura) " in *" --duration "*) ;; *) fail "record --dura: '$(comp record --dura)'" ;; esac
 [ "$failed" = 0 ] || exit 1

@@ -367,9 +367,43 @@ static void test_mutations(void **state)
 	free(buf);
 }
 
+/* The one escaper: UTF-8 kept, control characters escaped, invalid bytes as U+FFFD. */
+static void test_write_string(void **state)
+{
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+		{ "plain", "\"plain\"" },
+		{ "q\"b\\s", "\"q\\\"b\\\\s\"" },
+		{ "\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "\"\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"" },
+		{ "\x1b[2J\n\x7f", "\"\\u001b[2J\\u000a\\u007f\"" },
+		{ "a\xff" "b\xc0\x80", "\"a\\ufffdb\\ufffd\\ufffd\"" },
+		{ "\xed\xa0\x80", "\"\\ufffd\\ufffd\\ufffd\"" },
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *buf = NULL;
+		size_t n = 0;
+		FILE *f = open_memstream(&buf, &n);
+		struct json_doc *d;
+
+		assert_non_null(f);
+		json_write_string(f, cases[i].in);
+		fclose(f);
+		assert_string_equal(buf, cases[i].out);
+		d = json_parse(buf, n, NULL, NULL);
+		assert_non_null(d);
+		json_free(d);
+		free(buf);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_write_string),
 		cmocka_unit_test(test_manifest),
 		cmocka_unit_test(test_scalars),
 		cmocka_unit_test(test_escapes),

@@ -1221,7 +1221,8 @@ static void test_names_markers(void **state)
 	assert_true(vt_proto_type_known(VT_PROTO_NOTICE));
 	assert_true(vt_proto_type_known(VT_PROTO_FLUSH));
 	assert_string_equal(vt_proto_type_name(VT_PROTO_FLUSH), "FLUSH");
-	assert_false(vt_proto_type_known(36));
+	assert_true(vt_proto_type_known(VT_PROTO_SESSION));
+	assert_false(vt_proto_type_known(38));
 
 	assert_int_equal(vt_proto_marker(m, sizeof(m), false, VT_PROTO_HELLO, 1),
 			 (int)strlen("virtio-trace: rx HELLO 1"));
@@ -1270,6 +1271,92 @@ static void test_write_all(void **state)
 	vt_proto_parser_free(p);
 }
 
+/* RESUME, SESSION and the resume mark (a session taken over after a live migration). */
+static void test_resume_session(void **state)
+{
+	struct vt_proto_session ss = {
+		.flags = VT_PROTO_SESSION_STREAMING, .nr_streams = 2, .subbuf_size = 4096,
+		.nr_events = 37, .resume = 1, .instance = "virtio-trace", .clock = "x86-tsc",
+	}, got;
+	struct vt_proto_mark mk = { .cpu = 3, .position = 123456789012ull, .resume = 2 }, m2;
+	static uint8_t page[8192];
+	struct vt_proto_msg msg;
+	uint8_t raw[64];
+	size_t len;
+	int n;
+
+	(void)state;
+	n = vt_proto_enc_empty(t_buf, sizeof(t_buf), VT_PROTO_RESUME, 5);
+	t_decode(t_buf, n, VT_PROTO_RESUME, 5, &msg);
+	assert_int_equal(vt_proto_dec_empty(&msg), 0);
+	assert_string_equal(vt_proto_type_name(VT_PROTO_RESUME), "RESUME");
+
+	n = vt_proto_enc_session(t_buf, sizeof(t_buf), 6, &ss);
+	t_decode(t_buf, n, VT_PROTO_SESSION, 6, &msg);
+	assert_int_equal(vt_proto_dec_session(&msg, &got), 0);
+	assert_int_equal(got.flags, VT_PROTO_SESSION_STREAMING);
+	assert_int_equal(got.nr_streams, 2);
+	assert_int_equal(got.subbuf_size, 4096);
+	assert_int_equal(got.nr_events, 37);
+	assert_int_equal(got.resume, 1);
+	assert_string_equal(got.instance, "virtio-trace");
+	assert_string_equal(got.clock, "x86-tsc");
+	assert_string_equal(vt_proto_type_name(VT_PROTO_SESSION), "SESSION");
+
+	/* Nothing recording: no streams, the top level's empty name, no clock. */
+	ss = (struct vt_proto_session){ .instance = "", .clock = "" };
+	n = vt_proto_enc_session(t_buf, sizeof(t_buf), 7, &ss);
+	t_decode(t_buf, n, VT_PROTO_SESSION, 7, &msg);
+	assert_int_equal(vt_proto_dec_session(&msg, &got), 0);
+	assert_int_equal(got.flags, 0);
+	assert_string_equal(got.instance, "");
+	/* streams without STREAMING, STREAMING without a resume number, unknown flags: refused */
+	ss.nr_streams = 1;
+	assert_int_equal(vt_proto_enc_session(t_buf, sizeof(t_buf), 8, &ss), -EINVAL);
+	ss = (struct vt_proto_session){ .flags = VT_PROTO_SESSION_STREAMING, .instance = "", .clock = "" };
+	assert_int_equal(vt_proto_enc_session(t_buf, sizeof(t_buf), 8, &ss), -EINVAL);
+	ss.flags = 1u << 5;
+	assert_int_equal(vt_proto_enc_session(t_buf, sizeof(t_buf), 8, &ss), -EINVAL);
+	/* a hand-made payload with a path for an instance, and one with a byte too many */
+	memset(raw, 0, sizeof(raw));
+	vt_put_le32(raw, VT_PROTO_SESSION_STREAMING);
+	vt_put_le64(raw + 16, 1);
+	len = 24 + t_put_str(raw + 24, "../x", 5);
+	len += t_put_str(raw + len, "", 1);
+	t_raw(VT_PROTO_SESSION, raw, len, &msg);
+	assert_int_equal(vt_proto_dec_session(&msg, NULL), -EBADMSG);
+	len = 24 + t_put_str(raw + 24, "vt", 3);
+	len += t_put_str(raw + len, "", 1);
+	t_raw(VT_PROTO_SESSION, raw, len, &msg);
+	assert_int_equal(vt_proto_dec_session(&msg, NULL), 0);
+	t_raw(VT_PROTO_SESSION, raw, len + 1, &msg);
+	assert_int_equal(vt_proto_dec_session(&msg, NULL), -EBADMSG);
+
+	/* The mark: a whole page, told apart from any ring-buffer page. */
+	assert_int_equal(vt_proto_mark_encode(page, 4096, &mk), 0);
+	assert_int_equal(vt_proto_mark_decode(page, 4096, &m2), 1);
+	assert_int_equal(m2.cpu, 3);
+	assert_true(m2.position == 123456789012ull);
+	assert_int_equal(m2.resume, 2);
+	assert_int_equal(vt_proto_mark_encode(page, 8192, &mk), 0);
+	assert_int_equal(vt_proto_mark_decode(page, 8192, NULL), 1);
+	page[8191] = 1;		/* a byte after the fields */
+	assert_int_equal(vt_proto_mark_decode(page, 8192, NULL), 0);
+	assert_int_equal(vt_proto_mark_encode(page, 4096, &mk), 0);
+	page[0] = 1;		/* a timestamp: a page of events */
+	assert_int_equal(vt_proto_mark_decode(page, 4096, NULL), 0);
+	assert_int_equal(vt_proto_mark_encode(page, 4096, &mk), 0);
+	page[8] = 16;		/* a commit length */
+	assert_int_equal(vt_proto_mark_decode(page, 4096, NULL), 0);
+	assert_int_equal(vt_proto_mark_encode(page, 4096, &mk), 0);
+	page[16] = 'X';		/* the magic */
+	assert_int_equal(vt_proto_mark_decode(page, 4096, NULL), 0);
+	memset(page, 0, 4096);	/* an empty page is no mark */
+	assert_int_equal(vt_proto_mark_decode(page, 4096, NULL), 0);
+	assert_int_equal(vt_proto_mark_encode(page, 32, &mk), -EINVAL);
+	assert_int_equal(vt_proto_mark_decode(page, 32, NULL), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1293,6 +1380,7 @@ int main(void)
 		cmocka_unit_test(test_parser_bad_frames),
 		cmocka_unit_test(test_parser_legacy),
 		cmocka_unit_test(test_parser_bound),
+		cmocka_unit_test(test_resume_session),
 		cmocka_unit_test(test_meta_rx),
 		cmocka_unit_test(test_meta_rx_open),
 		cmocka_unit_test(test_names_markers),

@@ -31,6 +31,7 @@
 #include "record/engine.h"
 #include "record/stream.h"
 #include "store/spool.h"
+#include "vt_proto.h"
 
 #define PG	4096u
 
@@ -283,6 +284,65 @@ static void bad_event_inside(void **state)
 	close(dfd);
 }
 
+/*
+ * A stream taken over after a live migration (record --incoming): two pages
+ * that were on their way, the agent's resume mark, two more. The mark places
+ * the stream (where its first byte stands in the agent's count), is never
+ * spooled, and a second one (a later RESUME) does not move it.
+ */
+static void resume_mark_stripped(void **state)
+{
+	uint8_t pages[6][PG], want[4][PG];
+	char dir[] = "/tmp/vt-test-stream.XXXXXX", cmd[128];
+	struct vt_proto_mark mk = { .cpu = 0, .position = 10 * PG, .resume = 1 };
+	struct engine *e;
+	struct stream s;
+	int p[2], dfd;
+	unsigned int i;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	if (!nr_fixture)
+		load_fixture();
+	for (i = 0; i < 6; i++)
+		make_page(pages[i], i, 0);
+	/* before the mark, 2 pages here: the stream began at byte 8 pages of the agent's */
+	assert_int_equal(vt_proto_mark_encode(pages[2], PG, &mk), 0);
+	mk.position = 13 * PG;
+	mk.resume = 2;
+	assert_int_equal(vt_proto_mark_encode(pages[5], PG, &mk), 0);
+	memcpy(want[0], pages[0], PG);
+	memcpy(want[1], pages[1], PG);
+	memcpy(want[2], pages[3], PG);
+	memcpy(want[3], pages[4], PG);
+	assert_int_equal(pipe(p), 0);
+	dfd = open(dir, O_RDONLY | O_DIRECTORY);
+	assert_true(dfd >= 0);
+	assert_int_equal(stream_init(&s, p[0], "guest t cpu0", 0, PG, dfd), 0);
+	e = engine_new(8);
+	assert_non_null(e);
+	assert_int_equal(engine_add(e, &s), 0);
+	write_all(p[1], pages[0], sizeof(pages));
+	run_until(e, &s, sizeof(pages));
+	assert_int_equal(s.pages, 4);
+	assert_int_equal(s.bad_pages, 0);
+	assert_int_equal(s.marks, 2);
+	assert_true(s.marked);
+	assert_int_equal(s.mark_pos, 10 * PG);
+	assert_int_equal(s.mark_pre, 2 * PG);
+	assert_int_equal(s.resume_base, 8 * PG);
+	assert_int_equal(s.framed, 6 * PG);
+	assert_int_equal(s.bytes_session, 6 * PG);
+	stream_close(&s);
+	engine_free(e);
+	assert_file(dir, "data", want[0], sizeof(want));
+	close(p[0]);
+	close(p[1]);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+	close(dfd);
+}
+
 static void on_socket(void **state)
 {
 	int sv[2];
@@ -513,6 +573,7 @@ int main(void)
 		cmocka_unit_test(on_pipe),
 		cmocka_unit_test(on_socket),
 		cmocka_unit_test(bad_event_inside),
+		cmocka_unit_test(resume_mark_stripped),
 		cmocka_unit_test(slow_stream_batched),
 		cmocka_unit_test(bursty_stream_keeps_up),
 		cmocka_unit_test(short_timer_after_long_wait),

@@ -760,8 +760,111 @@ static void test_tsc_rate(void **state)
 		assert_true(fabs((double)p.hz / (double)c.hz - 1) < 1e-3);
 	}
 	assert_int_equal(vt_tsc2nsec_get(&t, 50), 0);
-	assert_true(t.method == VT_TSC_RATE_PERF || t.method == VT_TSC_RATE_CALIBRATED);
+	assert_true(t.method == VT_TSC_RATE_PERF || t.method == VT_TSC_RATE_CALIBRATED ||
+		    t.method == VT_TSC_RATE_BOOT);
 	print_message("host TSC rate method: %s\n", vt_tsc_rate_method_name(t.method));
+}
+
+static void put_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void get_file(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	assert_non_null(f);
+	n = fread(buf, 1, len - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+}
+
+/*
+ * Two recordings on one boot convert the TSC alike: the first measures and
+ * keeps the rate, the next takes it (a migration's source and destination
+ * on one host disagreed by 60 ppb of the uptime, 0.4 ms, before). A link,
+ * another boot's rate, junk or a directory others may write are not used.
+ */
+static void test_tsc_rate_boot(void **state)
+{
+	char dir[] = "/tmp/vt-tscrate.XXXXXX", file[96], victim[96], text[160], boot[64], want[160];
+	struct vt_tsc2nsec a, b, c;
+	struct stat st;
+	FILE *f;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(file, sizeof(file), "%s/tsc-rate", dir);
+	snprintf(victim, sizeof(victim), "%s/victim", dir);
+	f = fopen("/proc/sys/kernel/random/boot_id", "r");
+	assert_non_null(f);
+	assert_non_null(fgets(boot, sizeof(boot), f));
+	fclose(f);
+	boot[strcspn(boot, "\n")] = '\0';
+
+	/* The first measures and keeps; the second takes the very same numbers. */
+	assert_int_equal(vt_tsc2nsec_boot(&a, 20, dir), 0);
+	assert_int_equal(a.method, VT_TSC_RATE_BOOT);
+	snprintf(want, sizeof(want), "vt-tsc-rate 1 %s %u %u\n", boot, a.mult, a.shift);
+	get_file(file, text, sizeof(text));
+	assert_string_equal(text, want);
+	assert_int_equal(lstat(file, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0644);
+	assert_int_equal(vt_tsc2nsec_boot(&b, 5, dir), 0);
+	assert_int_equal(b.method, VT_TSC_RATE_BOOT);
+	assert_int_equal(b.hz, a.hz);
+	assert_int_equal(b.mult, a.mult);
+	assert_int_equal(b.shift, a.shift);
+
+	/* Another boot's rate is measured again and replaced. */
+	put_file(file, "vt-tsc-rate 1 another-boot 2147483648 31\n");
+	assert_int_equal(vt_tsc2nsec_boot(&c, 20, dir), 0);
+	assert_int_equal(c.method, VT_TSC_RATE_BOOT);
+	assert_true(c.hz != 1000000000ull);
+	snprintf(want, sizeof(want), "vt-tsc-rate 1 %s %u %u\n", boot, c.mult, c.shift);
+	get_file(file, text, sizeof(text));
+	assert_string_equal(text, want);
+
+	/* Junk, and an absurd rate: replaced. */
+	put_file(file, "vt-tsc-rate 1 x\n");
+	assert_int_equal(vt_tsc2nsec_boot(&c, 20, dir), 0);
+	assert_int_equal(c.method, VT_TSC_RATE_BOOT);
+	snprintf(text, sizeof(text), "vt-tsc-rate 1 %s 7 63\n", boot);
+	put_file(file, text);
+	assert_int_equal(vt_tsc2nsec_boot(&c, 20, dir), 0);
+	assert_int_equal(c.method, VT_TSC_RATE_BOOT);
+	assert_true(c.hz > 1000000);
+
+	/* A link is neither read nor written through: this run measures, keeps nothing. */
+	snprintf(want, sizeof(want), "vt-tsc-rate 1 %s 2147483648 31\n", boot);
+	put_file(victim, want);
+	assert_int_equal(unlink(file), 0);
+	assert_int_equal(symlink("victim", file), 0);
+	assert_int_equal(vt_tsc2nsec_boot(&c, 20, dir), 0);
+	assert_int_equal(c.method, VT_TSC_RATE_CALIBRATED);
+	assert_true(c.hz != 1000000000ull);
+	get_file(victim, text, sizeof(text));
+	assert_string_equal(text, want);
+	assert_int_equal(lstat(file, &st), 0);
+	assert_true(S_ISLNK(st.st_mode));
+	assert_int_equal(unlink(file), 0);
+
+	/* A directory others may write: not trusted. */
+	put_file(file, want);
+	assert_int_equal(chmod(dir, 0777), 0);
+	assert_int_equal(vt_tsc2nsec_boot(&c, 20, dir), 0);
+	assert_int_equal(c.method, VT_TSC_RATE_CALIBRATED);
+	assert_true(c.hz != 1000000000ull);
+
+	assert_int_equal(unlink(file), 0);
+	assert_int_equal(unlink(victim), 0);
+	assert_int_equal(rmdir(dir), 0);
 }
 
 int main(void)
@@ -782,6 +885,7 @@ int main(void)
 		cmocka_unit_test(test_debugfs_amd),
 		cmocka_unit_test(test_debugfs_change),
 		cmocka_unit_test(test_tsc_rate),
+		cmocka_unit_test(test_tsc_rate_boot),
 	};
 
 	printf("tsync: KVM formula and inverse, probe estimator bounds hold on a clock "

@@ -21,6 +21,12 @@
 #                   FIFOs `setup` made stay, nobody on the guest's side)
 #   L2_KERNEL=/l2/vmlinux L2_INITRD=/l2/initramfs.cpio   another L2 image (e.g. one on the 9p
 #                   share, as tests/bench/bench-peer.sh --kvm brings its own)
+#   L2_REBOOT=1     a reset or reboot restarts L2 (default: -no-reboot, it powers off)
+#   L2_HMP=1        a second monitor (HMP) on FIFOs for l1_hmp, its output in L2_DIR/hmp.log
+#                   (the collector's --qmp holds the QMP socket)
+#   L2_MACHINE=pc   (q35 for a vIOMMU)    L2_QEMU_FIRST (QEMU words before every device:
+#                   -device intel-iommu,... must come first)    L2_SERIAL_OPTS (appended to
+#                   setup's virtio-serial-pci devices, e.g. ",iommu_platform=on,disable-legacy=on")
 # After l1_l2_start: L2_DIR, L2_PORTS (the setup-made ports), L2_PID (L2's QEMU), L2_TPID (its
 # timeout), L2_CONSOLE and L2_STDERR (live on the 9p share: what L2 and its QEMU said, copied
 # to OUT by l1_l2_wait_off).
@@ -98,7 +104,8 @@ l1_l2_start() {
     L2_CONSOLE=$L1_LIVE/l2-$L2_NAME-console.log
     L2_STDERR=$L1_LIVE/l2-$L2_NAME-qemu.stderr
     mkdir -p "$L2_DIR"
-    virtio-trace-collect setup --vcpus "${L2_SMP:-2}" --dir "$L2_PORTS" --name "$L2_NAME" --create \
+    # --accel kvm: no check of /dev/kvm here (scenario-guest.sh's SCN_SETUP_AUTO makes one).
+    virtio-trace-collect setup --vcpus "${L2_SMP:-2}" --dir "$L2_PORTS" --name "$L2_NAME" --create --accel kvm \
         >"$L2_DIR/setup.args" || { l1_log "setup exited $?"; return 1; }
     mkfifo "$L2_PORTS/vt-test.in" "$L2_PORTS/vt-test.out"
     _keep=${L2_KEEP-sched,irq,timer}
@@ -110,15 +117,25 @@ l1_l2_start() {
         set -- -name "$L2_NAME,debug-threads=on"
         _append="$_append vt.ports=0"
     else
-        eval "set -- $(tr '\n' ' ' <"$L2_DIR/setup.args")"
+        # Only the ports: the accelerator is L2_ACCEL's (setup's -accel is checked elsewhere).
+        grep -v '^-accel ' "$L2_DIR/setup.args" |
+            sed "s/^\(-device virtio-serial-pci,.*\)\$/\1${L2_SERIAL_OPTS:-}/" >"$L2_DIR/setup.qemu"
+        eval "set -- $(tr '\n' ' ' <"$L2_DIR/setup.qemu")"
         set -- "$@" -chardev "pipe,id=vttest,path=$L2_PORTS/vt-test" \
             -device "virtserialport,bus=vtser0.0,nr=30,chardev=vttest,name=vt-test"
         _append="$_append vt.ports=$((${L2_SMP:-2} + 2))"
     fi
     [ -z "${L2_APPEND:-}" ] || _append="$_append $L2_APPEND"
+    [ "${L2_REBOOT:-0}" = 1 ] || set -- "$@" -no-reboot
+    if [ "${L2_HMP:-0}" = 1 ]; then
+        mkfifo "$L2_DIR/hmp.in" "$L2_DIR/hmp.out"
+        cat "$L2_DIR/hmp.out" >"$L2_DIR/hmp.log" &
+        set -- "$@" -chardev "pipe,id=hmp,path=$L2_DIR/hmp" -mon chardev=hmp,mode=readline
+    fi
     # shellcheck disable=SC2086
-    timeout "${L2_TIMEOUT:-240}" qemu-system-x86_64 -accel "${L2_ACCEL:-kvm}" -cpu "${L2_CPU:-host,-xsave}" \
-        -smp "${L2_SMP:-2}" -m "${L2_MEM:-512}" -nodefaults -no-user-config -display none -no-reboot \
+    timeout "${L2_TIMEOUT:-240}" qemu-system-x86_64 -machine "${L2_MACHINE:-pc}" -accel "${L2_ACCEL:-kvm}" \
+        -cpu "${L2_CPU:-host,-xsave}" ${L2_QEMU_FIRST:-} \
+        -smp "${L2_SMP:-2}" -m "${L2_MEM:-512}" -nodefaults -no-user-config -display none \
         -serial "file:$L2_CONSOLE" -pidfile "$L2_DIR/qemu.pid" \
         -kernel "${L2_KERNEL:-/l2/vmlinux}" -initrd "${L2_INITRD:-/l2/initramfs.cpio}" -append "$_append" "$@" ${L2_QEMU_EXTRA:-} \
         </dev/null >"$L2_STDERR" 2>&1 &
@@ -136,7 +153,7 @@ l1_l2_start() {
         sed 's/^/    /' "$L2_STDERR"
         return 1
     fi
-    l1_log "L2 $L2_NAME: QEMU pid $L2_PID (-accel ${L2_ACCEL:-kvm} -cpu ${L2_CPU:-host,-xsave} -smp ${L2_SMP:-2}) at up=$(l1_up)"
+    l1_log "L2 $L2_NAME: QEMU pid $L2_PID (-machine ${L2_MACHINE:-pc} -accel ${L2_ACCEL:-kvm} -cpu ${L2_CPU:-host,-xsave} -smp ${L2_SMP:-2}${L2_QEMU_FIRST:+ $L2_QEMU_FIRST}${L2_QEMU_EXTRA:+ $L2_QEMU_EXTRA}) at up=$(l1_up)"
 }
 
 # l1_say LINE SECS: send LINE to vt-e2e-guest in L2 (port vt-test) and set ANSWER to its
@@ -150,6 +167,25 @@ l1_say() {
     exec 7>&- 8<&-
     l1_log "L2 $1 -> ${ANSWER:-no answer in $2 s} (up=$(l1_up))"
     return $_rc
+}
+
+# l1_hmp COMMAND: send COMMAND to L2's HMP monitor (L2_HMP=1); its output goes to hmp.log.
+l1_hmp() {
+    echo "$1" >"$L2_DIR/hmp.in"
+    l1_log "L2 HMP: $1 (up=$(l1_up))"
+}
+
+# l1_hmp_status WANT SECS: ask `info status` until it says WANT (running, paused); 1 after SECS.
+l1_hmp_status() {
+    _n=0
+    while [ $_n -lt $(($2 * 20)) ]; do
+        _seen=$(grep -c "VM status: $1" "$L2_DIR/hmp.log" 2>/dev/null)
+        echo "info status" >"$L2_DIR/hmp.in"
+        usleep 50000
+        [ "$(grep -c "VM status: $1" "$L2_DIR/hmp.log" 2>/dev/null)" -gt "${_seen:-0}" ] && return 0
+        _n=$((_n + 1))
+    done
+    return 1
 }
 
 # l1_kvm_offsets: "vcpuN OFFSET" of L2's vCPUs, from KVM's debugfs.

@@ -1,0 +1,205 @@
+#!/bin/bash
+# vt-suite: e2e
+# test-migrate.sh: a guest traced across a live migration, under TCG (thread=single). Two QEMU
+# processes on this machine (migrate-lib.sh): the source boots the collector e2e image, the
+# destination waits with the same devices on ports of its own and -incoming unix:WORK/mig.sock.
+# `record --qmp` records the source; `record --incoming --qmp` waits on the destination's ports.
+# While vt-e2e-guest writes VT_MIGRATE_MARKERS (4000) numbered markers per vCPU at
+# VT_MIGRATE_RATE (800) per second on both vCPUs, the test migrates the guest over the unix
+# socket with QMP `migrate`. The source's record ends by itself (QMP MIGRATION completed, its
+# ports drained); the destination's is stopped once the flood answered (on the destination's
+# port). `join SRC DST -o OUT` makes one guest file. Checks:
+#  - both records exit 0; the source's manifest marks the guest "migrated out" at a time, with
+#    its last page per CPU; the destination's took the session over (resume marks on every CPU);
+#  - the joined file holds every marker exactly once, in order, on its own vCPU, none lost; the
+#    guest's ring buffer lost nothing (overrun 0), and join dropped or lost no byte it did not
+#    count; per CPU, events in the joined file = the guest's read_events (its final stats);
+#  - causality, on each side: the source's host.dat + the joined file before the switchover
+#    (0 inversions), the destination's after it (no inversion wider than the destination's
+#    stated clock bound: its first probes run on a cold guest whose control port answers late);
+#  - the joined manifest records the blackout (> 0, and QEMU's downtime), an epoch per side;
+#  - `trace-cmd report -i SRC/host.dat -i DST/host.dat -i OUT/guest-e2e.dat` reads all three in
+#    time order; the lines around the switchover are printed.
+# Env: VT_BUILDDIR, VT_STATIC_AGENT, VT_KEEP=1, VT_MIGRATE_MARKERS, VT_MIGRATE_RATE.
+# Exit: 0 pass, 1 fail, 77 skip.
+echo "test-migrate: a TCG guest migrated live between two QEMUs while it writes markers: one joined trace, every marker once and in order, no inversions, the blackout recorded"
+set -uo pipefail
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$HERE/lib.sh"
+. "$HERE/agent-lib.sh"
+. "$HERE/migrate-lib.sh"
+VT_LOG_PREFIX=test-migrate
+ME=test-migrate
+N=${VT_MIGRATE_MARKERS:-4000}
+RATE=${VT_MIGRATE_RATE:-800}
+
+mig_begin
+mig_boot_src
+REC=(-v -e sched -e irq --host-events sched:sched_switch --sync-interval 0.5 --stop-timeout 30)
+mig_record src --chardev-dir "$SRC/ports" --name e2e --qmp "$SRC/ports/qmp.sock" -o "$SRC/out" "${REC[@]}"
+vt_test_say "$SRC/ports" "waiton 60" 70 || bad "the source's agent did not start recording"
+echo "$ME: the source records ($ANSWER)"
+sleep 1.5
+mig_boot_dst
+mig_record dst --chardev-dir "$DST/ports" --name e2e --incoming --qmp "$DST/ports/qmp.sock" -o "$DST/out" "${REC[@]}"
+
+# The flood: asked on the source's port, answered on the destination's.
+exec 7<>"$SRC/ports/vt-test.in"
+echo "flood mig $N $RATE 64" >&7
+exec 7>&-
+sleep 2
+mig_migrate
+mig_wait completed 90 || bad "the migration did not complete"
+mig_yield_src
+echo "$ME: migration took $(vt_secs "$MIG_T1" "$MIG_T2") s (asked to seen completed)"
+exec 8<>"$DST/ports/vt-test.out"
+read -r -t 150 FLOOD <&8 || FLOOD="no answer"
+exec 8<&-
+echo "$ME: flood: $FLOOD"
+[[ $FLOOD == ok* ]] || bad "the flood did not answer ok on the destination: $FLOOD"
+
+mig_wait_record src 60
+[ "${REC_RC_src:-1}" = 0 ] || { sed 's/^/    src| /' "$WORK/record-src.log"; bad "record on the source exited ${REC_RC_src:-?}, want 0"; }
+# The agent answers the destination once it has sent what it owed the source (a metadata
+# bundle under way at the switchover goes out first, into the destination's port).
+mig_wait_log dst 'recording again, on this host' 120 || bad "the destination did not take the session over in 120 s"
+# Its metadata (once its clock has an epoch), then a few of its periodic probe bursts (every
+# 0.5 s), as on the source: the first ran right after the takeover, on a guest whose TCG
+# translations were all new.
+mig_wait_log dst 'META_REQ answered' 180 || bad "the destination did not fetch the metadata in 180 s"
+sleep 3
+mig_stop_record dst
+[ "${REC_RC_dst:-1}" = 0 ] || { sed 's/^/    dst| /' "$WORK/record-dst.log"; bad "record on the destination exited ${REC_RC_dst:-?}, want 0"; }
+
+vt_test_say "$DST/ports" quit 30 || bad "vt-e2e-guest did not answer quit on the destination"
+VT_QEMU_PID=$DST_QEMU VT_TIMEOUT_PID=$DST_TPID VT_RUNDIR=$DST
+vt_agent_wait_off 60 || fail=1
+mig_qmp src "cmd('quit')" >/dev/null 2>&1
+mig_console
+grep -aq 'E2E: vt-e2e-guest rc=0, trace-agent exit status 0 after BYE' "$DST/console.log" ||
+    bad "the guest side did not end cleanly on the destination"
+
+S=$SRC/out D=$DST/out J=$WORK/join
+MS() { jq -r "$1" "$S/manifest.json"; }
+MD() { jq -r "$1" "$D/manifest.json"; }
+MJ() { jq -r "$1" "$J/manifest.json"; }
+[ -s "$S/manifest.json" ] && [ -s "$D/manifest.json" ] || { bad "a record wrote no manifest"; mig_result; }
+echo "$ME: source: $(MS '.guests[0].migration | "\(.direction) \(.status), at \(.migrated_out_at_ns) ns, QEMU downtime \(.qemu_downtime_ms) ms"')"
+echo "$ME: source: last page per CPU: $(MS '[.guests[0].migration.cpus[] | "cpu\(.cpu) \(.pages) pages, last at \(.last_page_ts)"] | join("; ")')"
+[ "$(MS '.guests[0].migration.direction')" = out ] || bad "the source's manifest does not mark the guest migrated out"
+[ "$(MS '.guests[0].migration.migrated_out_at_ns')" -gt 0 ] 2>/dev/null || bad "the source's manifest has no time of the migration"
+[ "$(MS '.guests[0].problems')" = "" ] || bad "the source's manifest has problems: $(MS '.guests[0].problems')"
+echo "$ME: destination: $(MD '.guests[0].migration | "\(.direction) \(.status), resumed at \(.resumed_at_ns) ns, taken over at \(.taken_over_at_ns) ns, \(.stale_messages) stale messages"')"
+echo "$ME: destination: marks: $(MD '[.guests[0].migration.cpus[] | "cpu\(.cpu) at \(.mark_position) (\(.bytes_before_mark) bytes before)"] | join("; ")')"
+[ "$(MD '[.guests[0].migration.cpus[] | select(.resume_mark)] | length')" = 2 ] || bad "the destination did not see a resume mark on both CPUs"
+[ "$(MD '.guests[0].problems')" = "" ] || bad "the destination's manifest has problems: $(MD '.guests[0].problems')"
+for m in "$S" "$D"; do
+    echo "$ME: epochs ($(basename "$(dirname "$m")")): $(jq -r '[.guests[0].sync.epochs[] | "cpu\(.cpu) offset \(.offset) from \(.host_tsc_from) (\(.source), bound \(.bound_ns) ns)"] | join("; ")' "$m/manifest.json")"
+done
+
+"$COLLECT" join "$S" "$D" -o "$J" >"$WORK/join.log" 2>&1
+JRC=$?
+sed 's/^/    join| /' "$WORK/join.log"
+[ $JRC = 0 ] || bad "join exited $JRC, want 0"
+[ -s "$J/guest-e2e.dat" ] || { bad "join wrote no guest-e2e.dat"; mig_result; }
+echo "$ME: join: blackout $(MJ '.join.blackout | "\(.ms) ms (\(.from_ns) -> \(.to_ns) ns), QEMU downtime \(.qemu_downtime_ms) ms"')"
+echo "$ME: join: $(MJ '[.join.cpus[] | "cpu\(.cpu): source \(.source_pages) pages/\(.source_events) events to byte \(.source_stream_bytes), destination \(.destination_pages)/\(.destination_events) from byte \(.destination_from_byte), \(.duplicate_bytes_dropped) duplicate bytes dropped, \(.lost_bytes) lost"] | join("; ")')"
+echo "$ME: join: epochs: $(MJ '[.guests[0].sync.epochs[] | "cpu\(.cpu) offset \(.offset) from \(.host_tsc_from)"] | join("; ")')"
+awk -v b="$(MJ '.join.blackout.ms')" 'BEGIN { exit !(b > 0) }' || bad "the joined manifest records no blackout"
+[ "$(MJ '[.join.cpus[].lost_bytes] | add')" = 0 ] || bad "join counts bytes lost at the switchover"
+for cpu in 0 1; do
+    ne=$(MJ "[.guests[0].sync.epochs[] | select(.cpu == $cpu)] | length")
+    [ "$ne" -ge 2 ] 2>/dev/null || bad "cpu$cpu: the joined file has $ne clock epochs, want one per side at least"
+done
+
+# Every marker exactly once, in order, on its own vCPU; nothing overrun.
+trace-cmd report -i "$J/guest-e2e.dat" >"$WORK/guest.txt" 2>"$WORK/guest.err" ||
+    bad "trace-cmd report of the joined file failed: $(head -3 "$WORK/guest.err")"
+mig_markers "$WORK/guest.txt" mig "$N" "0 1"
+for cpu in 0 1; do
+    eval "f=\$MK_FOUND_$cpu d=\$MK_DUP_$cpu o=\$MK_ORDER_$cpu m=\$MK_MISSING_$cpu e=\$MK_ELSEWHERE_$cpu"
+    ov=$(MJ ".guests[0].cpus[] | select(.cpu == $cpu) | .stats.overrun + .stats.commit_overrun + .stats.dropped_events")
+    rd=$(MJ ".guests[0].cpus[] | select(.cpu == $cpu) | .stats.read_events")
+    ev=$(MJ ".guests[0].cpus[] | select(.cpu == $cpu) | .events")
+    cnt=$(grep -cE "\[00$cpu\] " "$WORK/guest.txt")
+    echo "$ME: cpu$cpu: joined file $cnt events (manifest $ev), guest read_events $rd, overrun $ov"
+    [ "$f" = "$N" ] && [ "$d" = 0 ] && [ "$o" = 0 ] && [ "$e" = 0 ] ||
+        bad "cpu$cpu: $f markers of $N, $d duplicates, $o out of order, $e elsewhere"
+    [ "$ov" = 0 ] || bad "cpu$cpu: the guest's ring buffer overran ($ov events): that loss must equal the $m missing markers"
+    [ "$m" = "$ov" ] || bad "cpu$cpu: $m markers missing, $ov events overrun"
+    [ "$cnt" = "$ev" ] || bad "cpu$cpu: the report has $cnt events, the manifest $ev"
+    [ "$rd" = "$ev" ] || bad "cpu$cpu: the guest handed out $rd events, the joined file has $ev"
+done
+
+# One host, one TSC: the three files convert it to ns alike (each recording measured the rate on
+# its own before, and the destination's side drifted 0.3-0.4 ms from the joined file).
+t2n() { trace-cmd dump --options -i "$1" 2>/dev/null | grep -A1 'Option TSC2NSEC' | sed -n 2p; }
+t2n_src=$(t2n "$S/host.dat") t2n_dst=$(t2n "$D/host.dat") t2n_join=$(t2n "$J/guest-e2e.dat")
+echo "$ME: TSC2NSEC: src '$t2n_src', dst '$t2n_dst', joined '$t2n_join'"
+[ -n "$t2n_src" ] && [ "$t2n_src" = "$t2n_dst" ] && [ "$t2n_src" = "$t2n_join" ] ||
+    bad "the recordings convert the host TSC differently: src '$t2n_src', dst '$t2n_dst', joined '$t2n_join'"
+! grep -q "different rates" "$WORK/join.log" || bad "join warned of two TSC rates on one host"
+
+# Causality on each side: the source's host file before the switchover, the destination's after.
+from=$(MJ '.join.blackout.from_ns') to=$(MJ '.join.blackout.to_ns')
+for side in src dst; do
+    h=$S/host.dat
+    [ $side = dst ] && h=$D/host.dat
+    trace-cmd report -i "$h" -i "$J/guest-e2e.dat" >"$WORK/merged-$side.txt" 2>"$WORK/merged-$side.err" ||
+        bad "trace-cmd report -i $side/host.dat -i the joined file failed: $(head -3 "$WORK/merged-$side.err")"
+    awk -v side=$side -v from="$from" -v to="$to" '{
+        for (j = 2; j < NF; j++) if ($j ~ /^[0-9]+\.[0-9]+:$/) break
+        if (j == NF) next
+        t = substr($j, 1, length($j) - 1) * 1e9
+        if ((side == "src" && t < from) || (side == "dst" && t > to)) print }' \
+        "$WORK/merged-$side.txt" >"$WORK/side-$side.txt"
+    vt_causality "$WORK/side-$side.txt" "$WORK/causality-$side.txt" '^SYNC_(PROBE|REPLY)$'
+    sed "s/^/$ME: $side: /" "$WORK/causality-$side.txt" | head -n 12
+    [ "${PAIRS:-0}" -ge 4 ] || bad "$side: only ${PAIRS:-0} control message pairs"
+    if [ $side = src ]; then
+        [ "${INVERSIONS:-1}" = 0 ] || bad "$side: ${INVERSIONS:-?} causality inversions"
+        continue
+    fi
+    # The destination's clock: its probes start on a guest whose TCG translations are all new
+    # and whose control port answers late for a while after the switchover (doc/migration.md),
+    # so its bound is wider; an inversion is a wrong mapping when it is wider than that bound.
+    dbound=$(MD '.guests[0].sync.bound_ns')
+    beyond=$(sed -n 's/^inversion: .* at \([0-9.]*\), .* rx at \([0-9.]*\)$/\1 \2/p' "$WORK/causality-$side.txt" |
+        awk -v b="$dbound" '{ if (($1 - $2) * 1e9 > b) n++ } END { print n + 0 }')
+    echo "$ME: $side: ${INVERSIONS:-?} inversions, $beyond of them beyond the destination's bound of $dbound ns"
+    [ "$beyond" = 0 ] || bad "$side: $beyond causality inversions beyond the stated bound ($dbound ns)"
+done
+
+# The whole story: both hosts and the joined guest, in time order. trace-cmd names each event's
+# file by its base name, so the two host.dat files are given under names of their own.
+ln -s "$S/host.dat" "$WORK/src-host.dat"
+ln -s "$D/host.dat" "$WORK/dst-host.dat"
+trace-cmd report -i "$S/host.dat" -i "$D/host.dat" -i "$J/guest-e2e.dat" >/dev/null 2>"$WORK/story.err" ||
+    bad "trace-cmd report -i SRC/host.dat -i DST/host.dat -i OUT/guest-e2e.dat failed: $(head -3 "$WORK/story.err")"
+trace-cmd report -i "$WORK/src-host.dat" -i "$WORK/dst-host.dat" -i "$J/guest-e2e.dat" >"$WORK/story.txt" 2>"$WORK/story.err" ||
+    bad "trace-cmd report of the three files failed: $(head -3 "$WORK/story.err")"
+read -r lines inv files < <(awk '$1 ~ /\.dat:$/ {
+        for (j = 2; j < NF; j++) if ($j ~ /^[0-9]+\.[0-9]+:$/) break
+        if (j == NF) next
+        t = substr($j, 1, length($j) - 1) + 0; n++; f[$1]++
+        if (n > 1 && t < last) inv++
+        last = t }
+    END { printf "%d %d %d\n", n, inv, length(f) }' "$WORK/story.txt")
+echo "$ME: the three-file report: $lines events from $files files, $inv steps back in time"
+[ "$files" = 3 ] || bad "the three-file report shows events of $files files, want 3"
+[ "$inv" = 0 ] || bad "the three-file report is not in time order ($inv steps back)"
+echo "$ME: around the switchover (every file):"
+awk -v from="$from" -v to="$to" '$1 ~ /\.dat:$/ {
+        for (j = 2; j < NF; j++) if ($j ~ /^[0-9]+\.[0-9]+:$/) break
+        t = substr($j, 1, length($j) - 1) * 1e9
+        if (t < from) { b[nb++ % 5] = $0 } else if (t > to && na < 5) { a[na++] = $0 } }
+    END { for (i = nb > 5 ? nb - 5 : 0; i < nb; i++) print "    " b[i % 5]; print "    ---- blackout ----"
+          for (i = 0; i < na; i++) print "    " a[i] }' "$WORK/story.txt" | cut -c1-200
+echo "$ME: around the switchover (guest lines):"
+awk -v from="$from" -v to="$to" '/guest-e2e.dat:/ {
+        for (j = 2; j < NF; j++) if ($j ~ /^[0-9]+\.[0-9]+:$/) break
+        t = substr($j, 1, length($j) - 1) * 1e9
+        if (t < from) { b[nb++ % 4] = $0 } else if (na < 4) { a[na++] = $0 } }
+    END { for (i = nb > 4 ? nb - 4 : 0; i < nb; i++) print "    " b[i % 4]; print "    ---- blackout ----"
+          for (i = 0; i < na; i++) print "    " a[i] }' "$WORK/story.txt" | cut -c1-200
+mig_result
