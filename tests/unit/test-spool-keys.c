@@ -8,6 +8,9 @@
  * every value checked, then the same values are saved again and compared
  * byte for byte.
  *
+ * test_tables_round_trip walks every file's table: distinct values in every
+ * field it names, saved and loaded back, field by field.
+ *
  * `test-spool-keys --generate DIR` writes the files this test expects; it
  * made the golden copies and is kept so that a deliberate format change can
  * make new ones.
@@ -217,6 +220,17 @@ static int t_setup(void **state)
 	return 0;
 }
 
+/* @a and @b agree in every field @keys names: the failure names the key. */
+static void t_equal_keys(const struct spool_key *keys, size_t n, const void *a, const void *b,
+			 const char *file)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (memcmp((const char *)a + keys[i].off, (const char *)b + keys[i].off, keys[i].size))
+			fail_msg("%s: key %s does not load as it was written", file, keys[i].name);
+}
+
 /* The golden files load, and every value is the one they were written with. */
 static void test_golden_load(void **state)
 {
@@ -239,10 +253,12 @@ static void test_golden_load(void **state)
 	spool = open(golden, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	assert_true(spool >= 0);
 	assert_int_equal(spool_load_options(spool, &o), 0);
+	t_equal_keys(spool_options_keys, spool_options_nkeys, &o, &want_o, "options");
 	assert_memory_equal(&o, &want_o, sizeof(o));
 	dir = spool_open_dir(spool, "guest-g1");
 	assert_true(dir >= 0);
 	assert_int_equal(spool_load_inplace(dir, &m), 0);
+	t_equal_keys(spool_inplace_keys, spool_inplace_nkeys, &m, &want_m, "inplace");
 	assert_memory_equal(&m, &want_m, sizeof(m));
 
 	assert_int_equal(spool_trace_load(dir, false, t), 0);
@@ -262,6 +278,7 @@ static void test_golden_load(void **state)
 	assert_true(t->kcache_hit);
 	assert_string_equal(t->kcache_vm, g->kcache_vm);
 	assert_string_equal(t->kcache_why, g->kcache_why);
+	t_equal_keys(spool_budget_keys, spool_budget_nkeys, &t->budget, &g->budget, "state");
 	assert_int_equal(t->budget.max, g->budget.max);
 	assert_int_equal(t->budget.used, g->budget.used);
 	assert_int_equal(t->budget.pages, g->budget.pages);
@@ -299,12 +316,14 @@ static void test_golden_load(void **state)
 	}
 	/* cpu0.sums, cpu0.zsum */
 	assert_true(t->cpus[0].have_sums);
+	t_equal_keys(spool_sums_keys, spool_sums_nkeys, &t->cpus[0].sums, &sums, "cpu0.sums");
 	assert_int_equal(t->cpus[0].sums.len, sums.len);
 	assert_int_equal(t->cpus[0].sums.pages, sums.pages);
 	assert_int_equal(t->cpus[0].sums.events, sums.events);
 	assert_int_equal(t->cpus[0].sums.missed_pages, sums.missed_pages);
 	assert_int_equal(t->cpus[0].sums.lost, sums.lost);
 	assert_true(t->cpus[0].have_zsum);
+	t_equal_keys(spool_zsum_keys, spool_zsum_nkeys, &t->cpus[0].zsum, &zsum, "cpu0.zsum");
 	assert_int_equal(t->cpus[0].zsum.raw, zsum.raw);
 	assert_int_equal(t->cpus[0].zsum.file, zsum.file);
 	assert_int_equal(t->cpus[0].zsum.pages, zsum.pages);
@@ -321,7 +340,9 @@ static void test_golden_load(void **state)
 	assert_int_equal(t->sync_reset_tsc, g->sync.reset_tsc);
 	assert_int_equal(t->sync_rejected, g->sync.rejected);
 	assert_true(t->sync_failed);
+	t_equal_keys(spool_kvm_keys, spool_kvm_nkeys, &t->kvm, &g->sync.kvm, "sync");
 	assert_memory_equal(&t->kvm, &g->sync.kvm, sizeof(t->kvm));
+	t_equal_keys(spool_check_keys, spool_check_nkeys, &t->check, &g->sync.check, "sync");
 	assert_true(t->check.on);
 	assert_int_equal(t->check.bursts, g->sync.check.bursts);
 	assert_int_equal(t->check.replies, g->sync.check.replies);
@@ -376,9 +397,23 @@ static void t_same_file(int a, int b, const char *name)
 
 	assert_int_equal(spool_read_file(a, name, &da, &la, 1 << 20), 0);
 	assert_int_equal(spool_read_file(b, name, &db, &lb, 1 << 20), 0);
-	if (la != lb || memcmp(da, db, la))
-		fail_msg("%s differs from its golden copy:\n--- golden\n%s--- written\n%s", name,
-			 (char *)da, (char *)db);
+	if (la != lb || memcmp(da, db, la)) {
+		const char *ga = da, *gb = db;
+		size_t line = 1;
+
+		/* The first line that differs: a renamed key shows as itself. */
+		while (*ga && *ga == *gb) {
+			line += *ga == '\n';
+			ga++;
+			gb++;
+		}
+		while (ga > (const char *)da && ga[-1] != '\n') {
+			ga--;
+			gb--;
+		}
+		fail_msg("%s differs from its golden copy at line %zu: golden '%.*s', written '%.*s'",
+			 name, line, (int)strcspn(ga, "\n"), ga, (int)strcspn(gb, "\n"), gb);
+	}
 	free(da);
 	free(db);
 }
@@ -420,11 +455,136 @@ static void test_golden_save(void **state)
 	rmdir(tmp);
 }
 
+/* Every file's table, the struct it describes, and whether it is one line. */
+static const struct t_table {
+	const char *file;
+	const struct spool_key *keys;
+	const size_t *n;
+	size_t size;
+	bool line;
+} tables[] = {
+	{ "options", spool_options_keys, &spool_options_nkeys, sizeof(struct spool_options), false },
+	{ "state", spool_state_keys, &spool_state_nkeys, sizeof(struct spool_state), false },
+	{ "state (budget)", spool_budget_keys, &spool_budget_nkeys, sizeof(struct spool_budget), false },
+	{ "sync", spool_sync_keys, &spool_sync_nkeys, sizeof(struct spool_sync_head), false },
+	{ "sync (kvm)", spool_kvm_keys, &spool_kvm_nkeys, sizeof(struct spool_kvm), false },
+	{ "sync (check)", spool_check_keys, &spool_check_nkeys, sizeof(struct spool_check), false },
+	{ "migration", spool_migration_keys, &spool_migration_nkeys, sizeof(struct spool_migration),
+	  false },
+	{ "inplace", spool_inplace_keys, &spool_inplace_nkeys, sizeof(struct spool_inplace), false },
+	{ "cpuN.sums", spool_sums_keys, &spool_sums_nkeys, sizeof(struct spool_sums), true },
+	{ "cpuN.zsum", spool_zsum_keys, &spool_zsum_nkeys, sizeof(struct spool_zsum), true },
+};
+
+/* The size a key's type stores, 0 for strings (any array). */
+static size_t t_type_size(enum spool_ktype type)
+{
+	switch (type) {
+	case SPOOL_KU64:
+		return sizeof(uint64_t);
+	case SPOOL_KU32:
+	case SPOOL_KU32_SAT:
+		return sizeof(uint32_t);
+	case SPOOL_KBOOL:
+		return sizeof(bool);
+	case SPOOL_KINT:
+		return sizeof(int);
+	case SPOOL_KSTR:
+	case SPOOL_KTEXT:
+		break;
+	}
+	return 0;
+}
+
+/* A distinct, non-zero value for key @i of a table, as its type stores it. */
+static void t_fill_key(const struct spool_key *k, unsigned int i, void *obj)
+{
+	char *p = (char *)obj + k->off;
+	uint64_t u64 = V(1000 + i);
+	uint32_t u32 = 1000 + i;
+	int n = -(int)(1000 + i);
+	bool b = true;
+
+	switch (k->type) {
+	case SPOOL_KU64:
+		memcpy(p, &u64, sizeof(u64));
+		break;
+	case SPOOL_KU32:
+	case SPOOL_KU32_SAT:
+		memcpy(p, &u32, sizeof(u32));
+		break;
+	case SPOOL_KBOOL:
+		memcpy(p, &b, sizeof(b));
+		break;
+	case SPOOL_KINT:
+		memcpy(p, &n, sizeof(n));
+		break;
+	case SPOOL_KSTR:
+	case SPOOL_KTEXT:
+		/* As long as the field takes: a value cut short shows too. */
+		memset(p, 'a' + i % 26, k->size - 1);
+		p[0] = '0' + i % 10;
+		p[k->size - 1] = '\0';
+		break;
+	}
+}
+
+/* Each table: its keys unique and the right size; what is saved loads back, field by field. */
+static void test_tables_round_trip(void **state)
+{
+	unsigned int ti, i, j;
+
+	(void)state;
+	printf("every table's fields survive a save and a load\n");
+	for (ti = 0; ti < sizeof(tables) / sizeof(tables[0]); ti++) {
+		const struct t_table *tb = &tables[ti];
+		struct spool_text text = { 0 };
+		void *in = calloc(1, tb->size), *out = calloc(1, tb->size);
+
+		assert_non_null(in);
+		assert_non_null(out);
+		assert_true(*tb->n > 0);
+		for (i = 0; i < *tb->n; i++) {
+			const struct spool_key *k = &tb->keys[i];
+			size_t want = t_type_size(k->type);
+
+			if (want && k->size != want)
+				fail_msg("%s: %s is %zu bytes, its type %zu", tb->file, k->name, k->size,
+					 want);
+			assert_true(k->off + k->size <= tb->size);
+			for (j = 0; j < i; j++)
+				if (!strcmp(tb->keys[j].name, k->name))
+					fail_msg("%s: %s twice", tb->file, k->name);
+			t_fill_key(k, i, in);
+		}
+		if (tb->line)
+			spool_keys_write_line(&text, tb->keys, *tb->n, in);
+		else
+			spool_keys_write(&text, tb->keys, *tb->n, in);
+		assert_false(text.oom);
+		if (tb->line)
+			assert_true(spool_keys_read_line(text.buf, tb->keys, *tb->n, out));
+		else
+			spool_keys_read(text.buf, tb->keys, *tb->n, out);
+		for (i = 0; i < *tb->n; i++) {
+			const struct spool_key *k = &tb->keys[i];
+
+			if (memcmp((char *)in + k->off, (char *)out + k->off, k->size))
+				fail_msg("%s: %s did not come back from:\n%s", tb->file, k->name,
+					 text.buf);
+		}
+		free(text.buf);
+		free(in);
+		free(out);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_golden_load),
 		cmocka_unit_test(test_golden_save),
+		cmocka_unit_test(test_tables_round_trip),
 	};
 
 	if (argc == 3 && !strcmp(argv[1], "--generate")) {
