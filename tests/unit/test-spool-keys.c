@@ -279,12 +279,6 @@ static void test_golden_load(void **state)
 	assert_string_equal(t->kcache_vm, g->kcache_vm);
 	assert_string_equal(t->kcache_why, g->kcache_why);
 	t_equal_keys(spool_budget_keys, spool_budget_nkeys, &t->budget, &g->budget, "state");
-	assert_int_equal(t->budget.max, g->budget.max);
-	assert_int_equal(t->budget.used, g->budget.used);
-	assert_int_equal(t->budget.pages, g->budget.pages);
-	assert_int_equal(t->budget.bad, g->budget.bad);
-	assert_int_equal(t->budget.frag, g->budget.frag);
-	assert_int_equal(t->budget.meta, g->budget.meta);
 	assert_memory_equal(t->msgs, g->msgs, sizeof(t->msgs));
 	assert_int_equal(t->nr_tids, NR_CPUS);
 	assert_memory_equal(t->tids, g->link.vcpu_tids, NR_CPUS * sizeof(t->tids[0]));
@@ -317,20 +311,8 @@ static void test_golden_load(void **state)
 	/* cpu0.sums, cpu0.zsum */
 	assert_true(t->cpus[0].have_sums);
 	t_equal_keys(spool_sums_keys, spool_sums_nkeys, &t->cpus[0].sums, &sums, "cpu0.sums");
-	assert_int_equal(t->cpus[0].sums.len, sums.len);
-	assert_int_equal(t->cpus[0].sums.pages, sums.pages);
-	assert_int_equal(t->cpus[0].sums.events, sums.events);
-	assert_int_equal(t->cpus[0].sums.missed_pages, sums.missed_pages);
-	assert_int_equal(t->cpus[0].sums.lost, sums.lost);
 	assert_true(t->cpus[0].have_zsum);
 	t_equal_keys(spool_zsum_keys, spool_zsum_nkeys, &t->cpus[0].zsum, &zsum, "cpu0.zsum");
-	assert_int_equal(t->cpus[0].zsum.raw, zsum.raw);
-	assert_int_equal(t->cpus[0].zsum.file, zsum.file);
-	assert_int_equal(t->cpus[0].zsum.pages, zsum.pages);
-	assert_int_equal(t->cpus[0].zsum.events, zsum.events);
-	assert_int_equal(t->cpus[0].zsum.missed_pages, zsum.missed_pages);
-	assert_int_equal(t->cpus[0].zsum.lost, zsum.lost);
-	assert_int_equal(t->cpus[0].zsum.subbuf, zsum.subbuf);
 	/* sync */
 	assert_true(t->have_sync);
 	assert_string_equal(t->sync_method, g->sync.method);
@@ -500,32 +482,18 @@ static size_t t_type_size(enum spool_ktype type)
 static void t_fill_key(const struct spool_key *k, unsigned int i, void *obj)
 {
 	char *p = (char *)obj + k->off;
-	uint64_t u64 = V(1000 + i);
-	uint32_t u32 = 1000 + i;
-	int n = -(int)(1000 + i);
-	bool b = true;
+	uint64_t v = V(1000 + i);
 
-	switch (k->type) {
-	case SPOOL_KU64:
-		memcpy(p, &u64, sizeof(u64));
-		break;
-	case SPOOL_KU32:
-	case SPOOL_KU32_SAT:
-		memcpy(p, &u32, sizeof(u32));
-		break;
-	case SPOOL_KBOOL:
-		memcpy(p, &b, sizeof(b));
-		break;
-	case SPOOL_KINT:
-		memcpy(p, &n, sizeof(n));
-		break;
-	case SPOOL_KSTR:
-	case SPOOL_KTEXT:
+	if (k->type == SPOOL_KSTR || k->type == SPOOL_KTEXT) {
 		/* As long as the field takes: a value cut short shows too. */
 		memset(p, 'a' + i % 26, k->size - 1);
 		p[0] = '0' + i % 10;
 		p[k->size - 1] = '\0';
-		break;
+	} else if (k->type == SPOOL_KBOOL) {
+		*(bool *)p = true;
+	} else {
+		/* Little-endian: the low bytes of @v, a number that fits 32 bits too. */
+		memcpy(p, &v, k->size);
 	}
 }
 
