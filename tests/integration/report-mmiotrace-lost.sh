@@ -28,14 +28,6 @@ awk '/EVENTS DROPPED\]$/ { n = ($2 == "[EVENTS") ? "?" : substr($2, 2); want = 1
 sed -n 's/^MARK \([0-9.]*\) Lost \([0-9]*\) events\.$/\1 \2/p; s/^MARK \([0-9.]*\) Lost an unknown number of events\.$/\1 ?/p' \
 	"$WORK/mmio.log" >"$WORK/lost.log"
 echo "trace-cmd: $(tr '\n' ';' <"$WORK/lost.tc")  log: $(tr '\n' ';' <"$WORK/lost.log")"
-# The mmiotrace object of report --json as doc/report.schema.json says.
-if command -v jq >/dev/null 2>&1 && python3 -c 'import jsonschema' 2>/dev/null; then
-	"$COLLECT" report --json "$run" >"$WORK/report.json" || fail "report --json exited $?"
-	jq -e '.traces[0].mmiotrace.map_list | length > 0' "$WORK/report.json" >/dev/null ||
-		fail "report --json has no mmiotrace maps to check"
-	python3 "$VT_SRCDIR/scripts/validate-json.py" "$VT_SRCDIR/doc/report.schema.json" "$WORK/report.json" ||
-		fail "report --json does not match doc/report.schema.json"
-fi
 [ "$(wc -l <"$WORK/lost.tc")" = 3 ] || fail "the fixture should make 3 DROPPED lines"
 cmp -s "$WORK/lost.tc" "$WORK/lost.log" || fail "lost-event lines differ from trace-cmd's"
 [ "$(head -1 "$WORK/mmio.log")" = "VERSION 20070824" ] || fail "the log does not start with VERSION 20070824"
