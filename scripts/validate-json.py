@@ -66,7 +66,8 @@ def main(argv):
             # Of a oneOf's branches, the one that came closest says what is wrong.
             if e.context:
                 e = jsonschema.exceptions.best_match(e.context)
-            print("  %s: %s" % (where(e), e.message))
+            msg = e.message if len(e.message) <= 240 else e.message[:200] + " ..."
+            print("  %s: %s" % (where(e), msg))
         if len(errors) > 20:
             print("  ... %d more" % (len(errors) - 20))
     return status
