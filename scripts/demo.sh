@@ -6,7 +6,9 @@
 # mmiotrace runs), record the guest's mmiotrace entries and iommu/sched events and QEMU's
 # sched events on the host through the transport for a few seconds into demo-out/, print the first lines of
 # the merged timeline, a summary, and the report's IOMMU and mmiotrace analyses; it writes
-# demo-out/mmiotrace.log and demo-out/timeline.html. Safe to run twice; ends every process it started.
+# demo-out/mmiotrace.log and demo-out/timeline.html, and checks demo-out/manifest.json and
+# `report --json` against doc/manifest.schema.json and doc/report.schema.json (python3-jsonschema).
+# Safe to run twice; ends every process it started.
 # With --kvm the same guest runs under real KVM: QEMU/TCG here boots an L1 guest with nested SVM
 # (tests/e2e/mkl1.sh), which loads kvm_amd and runs the guest with -accel kvm; the recording is
 # made in L1 with `record --qemu-pid --kvm-exits` (L1's kvm_exit/kvm_entry are the host events),
@@ -242,4 +244,18 @@ echo "  (all of it in $out/analyses.txt; the classic mmiotrace log: $out/mmiotra
      "$(grep -c '^[RW] ' "$out/mmiotrace.log") R/W lines)"
 echo "timeline: $out/timeline.html (open it in a browser: host CPUs and guest vCPUs, zoom with the wheel, drag to pan)"
 echo "files: $(cd "$out" && ls | tr '\n' ' ')"
+# The recording's JSON as its schemas say (scripts/validate-json.py: 77 without python3-jsonschema).
+step "schemas: $out/manifest.json and report --json against doc/manifest.schema.json, doc/report.schema.json"
+"$COLLECT" report --json "$out" >"$RUN/report.json" 2>"$RUN/report-json.err" ||
+	{ cat "$RUN/report-json.err"; die "report --json $out failed"; }
+schema_check() { # SCHEMA FILE
+	python3 scripts/validate-json.py "$1" "$2"
+	case $? in
+	0) ;;
+	77) die "python3's jsonschema is missing (apt-get install python3-jsonschema, or scripts/install-deps.sh)" ;;
+	*) die "$2 does not match $1 (the violations above): a writer and its schema disagree" ;;
+	esac
+}
+schema_check doc/manifest.schema.json "$out/manifest.json"
+schema_check doc/report.schema.json "$RUN/report.json"
 printf 'demo.sh: done in %.0f s\n' "$(awk -v a="$T0" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')"

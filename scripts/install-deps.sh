@@ -13,6 +13,8 @@ PKGS=(
 	clang libclang-rt-14-dev
 	# oracles and tools the tests run
 	trace-cmd zstd jq man-db groff-base
+	# manifest.json and report --json against doc/*.schema.json (test-manifest-schema.sh, demo.sh)
+	python3-jsonschema
 	# tests/e2e/test-kernelshark.sh: KernelShark under a virtual X server, screenshots
 	kernelshark xvfb xdotool imagemagick
 	# the Debian packages (scripts/test.sh builds, lints and installs them); bash-completion

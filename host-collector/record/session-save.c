@@ -4,7 +4,10 @@
  * for `recover`: its state, the agent's final figures and the clock mapping.
  * The files and their keys are the spool's (store/spool.c reads them back).
  */
+#include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #include "live.h"
 #include "record.h"
@@ -23,13 +26,29 @@ int spool_save_state(const struct guest *g)
 	struct spool_text t = { 0 };
 	unsigned int i;
 
-	spool_tprintf(&t, "name=%s\ntrace_id=%llu\nnr_cpus=%u\nsubbuf=%u\nclock=%s\nagent=%s\ncaps=%llu\n"
-		"streams=%u\nqemu_pid=%d\nmax_reached=%d\nprotocol_errors=%llu\nerror=%s\n"
-		"agent_error=%s\nagent_notice=%s\nkcache_hit=%d\nkcache_vm=%s\nkcache_why=%s\nvcpu_tids=",
-		g->name, (unsigned long long)g->trace_id, g->nr_cpus, g->subbuf, g->clock,
-		g->agent_software, (unsigned long long)g->caps, g->nr_streams, (int)g->link.qemu_pid,
-		g->budget.reached, (unsigned long long)g->protocol_errors, g->error, g->agent_error,
-		g->agent_notice, g->kcache_hit, g->kcache_vm, g->kcache_why);
+	struct spool_state st = {
+		.trace_id = g->trace_id,
+		.nr_cpus = g->nr_cpus,
+		.subbuf = g->subbuf,
+		.caps = g->caps,
+		.streams = g->nr_streams,
+		.qemu_pid = (int)g->link.qemu_pid,
+		.max_reached = g->budget.reached,
+		.protocol_errors = g->protocol_errors,
+		.kcache_hit = g->kcache_hit,
+	};
+
+	snprintf(st.name, sizeof(st.name), "%s", g->name);
+	snprintf(st.clock, sizeof(st.clock), "%s", g->clock);
+	snprintf(st.agent, sizeof(st.agent), "%s", g->agent_software);
+	snprintf(st.error, sizeof(st.error), "%s", g->error);
+	snprintf(st.agent_error, sizeof(st.agent_error), "%s", g->agent_error);
+	snprintf(st.agent_notice, sizeof(st.agent_notice), "%s", g->agent_notice);
+	snprintf(st.kcache_vm, sizeof(st.kcache_vm), "%s", g->kcache_vm);
+	snprintf(st.kcache_why, sizeof(st.kcache_why), "%s", g->kcache_why);
+	spool_keys_write(&t, spool_state_keys, spool_state_nkeys, &st);
+	/* A list, per-CPU keys and an array: more than a table's fixed fields. */
+	spool_tprintf(&t, "vcpu_tids=");
 	for (i = 0; i < g->link.nr_vcpu_tids; i++)
 		spool_tprintf(&t, "%s%u", i ? "," : "", g->link.vcpu_tids[i]);
 	spool_tprintf(&t, "\n");
@@ -37,11 +56,7 @@ int spool_save_state(const struct guest *g)
 		spool_tprintf(&t, "dropped%u=%llu\nbad%u=%llu\n", g->streams[i].cpu,
 			(unsigned long long)g->streams[i].dropped_pages, g->streams[i].cpu,
 			(unsigned long long)g->streams[i].bad_pages);
-	spool_tprintf(&t, "budget_max=%llu\nbudget_used=%llu\nbudget_pages=%llu\nbudget_bad=%llu\n"
-		"budget_frag=%llu\nbudget_meta=%llu\n", (unsigned long long)g->budget.max,
-		(unsigned long long)g->budget.used, (unsigned long long)g->budget.pages,
-		(unsigned long long)g->budget.bad, (unsigned long long)g->budget.frag,
-		(unsigned long long)g->budget.meta);
+	spool_keys_write(&t, spool_budget_keys, spool_budget_nkeys, &g->budget);
 	for (i = 0; i < GMSG_NR; i++)
 		spool_tprintf(&t, "msgs%u=%llu\n", i, (unsigned long long)g->msgs[i]);
 	return spool_text_save(&t, g->spool_fd, "state");
@@ -59,6 +74,7 @@ int spool_save_agent(const struct guest *g)
 	unsigned int i;
 	int ret = 0;
 
+	/* Only per-CPU keys (bytesN, pagesN): no table of fixed fields describes them. */
 	for (i = 0; i < g->nr_streams; i++) {
 		unsigned int cpu = g->streams[i].cpu;
 		const char *st = g->stats_text[cpu] ? g->stats_text[cpu] : "";
@@ -82,25 +98,23 @@ int spool_save_agent(const struct guest *g)
  */
 int spool_save_sync(const struct guest *g)
 {
+	const struct spool_check *ck = &g->sync.check;
+	struct spool_sync_head h = {
+		.host_end = g->sync.host_end,
+		.rejected = g->sync.rejected,
+		.failed = g->sync.failed,
+		.reset_tsc = g->sync.reset_tsc,
+	};
 	struct spool_text t = { 0 };
 	unsigned int cpu, i;
 
-	const struct spool_kvm *k = &g->sync.kvm;
-	const struct spool_check *ck = &g->sync.check;
-
-	spool_tprintf(&t, "method=%s\nwhy=%s\nhost_end=%" PRIu64 "\nrejected=%u\nfailed=%d\n"
-		"final_cut=%s\n", g->sync.method, g->sync.why, g->sync.host_end, g->sync.rejected,
-		g->sync.failed, g->sync.final_cut);
-	spool_tprintf(&t, "reset_tsc=%" PRIu64 "\n", g->sync.reset_tsc);
-	spool_tprintf(&t, "kvm_changes_from=%s\nkvm_why=%s\nkvm_instance=%s\nkvm_changes=%" PRIu64
-		"\nkvm_lost=%" PRIu64 "\nkvm_breaks=%" PRIu64 "\nkvm_merged=%" PRIu64 "\nkvm_mismatch=%"
-		PRIu64 "\nkvm_note=%s\nkvm_host_flags=%s\nkvm_clocksource=%s\n", k->changes_from, k->why,
-		k->instance, k->changes, k->lost, k->breaks, k->merged, k->mismatch, k->note,
-		k->host_flags, k->clocksource);
-	spool_tprintf(&t, "check_on=%d\ncheck_bursts=%" PRIu64 "\ncheck_replies=%" PRIu64
-		"\ncheck_outside=%" PRIu64 "\ncheck_straddling=%" PRIu64 "\ncheck_no_epoch=%" PRIu64
-		"\ncheck_unlisted=%" PRIu64 "\n", ck->on, ck->bursts, ck->replies, ck->outside,
-		ck->straddling, ck->no_epoch, ck->unlisted);
+	snprintf(h.method, sizeof(h.method), "%s", g->sync.method);
+	snprintf(h.why, sizeof(h.why), "%s", g->sync.why);
+	snprintf(h.final_cut, sizeof(h.final_cut), "%s", g->sync.final_cut);
+	spool_keys_write(&t, spool_sync_keys, spool_sync_nkeys, &h);
+	spool_keys_write(&t, spool_kvm_keys, spool_kvm_nkeys, &g->sync.kvm);
+	spool_keys_write(&t, spool_check_keys, spool_check_nkeys, &g->sync.check);
+	/* Lists of records, several values a line: hand-written (spool.c's load_sync() reads them). */
 	for (i = 0; i < ck->nr_ivs; i++) {
 		const struct spool_check_iv *iv = &ck->ivs[i];
 
@@ -144,19 +158,38 @@ int spool_save_migration(const struct guest *g)
 {
 	const struct guest_migration *m = &g->mig;
 	struct spool_text t = { 0 };
+	struct spool_migration *mf;
 	unsigned int i;
 
 	if (!m->incoming && !m->out && !m->migrating && !m->failures)
 		return 0;
-	spool_tprintf(&t, "direction=%s\nstatus=%s\nresumed=%d\nactive_tsc=%" PRIu64
-		"\nstop_tsc=%" PRIu64 "\ncompleted_tsc=%" PRIu64 "\nresume_tsc=%" PRIu64
-		"\ntaken_tsc=%" PRIu64 "\nout_tsc=%" PRIu64 "\ndowntime_ms=%" PRIu64
-		"\ntotal_ms=%" PRIu64 "\nfailures=%u\nresume_no=%" PRIu64 "\ninstance=%s\nnr_events=%u"
-		"\nignored=%" PRIu64 "\nhost_boot_id=%s\nhost_rt_ns=%" PRIu64 "\nhost_rt_tsc=%" PRIu64 "\n",
-		m->incoming ? "in" : m->out ? "out" : "none", m->status, m->resumed, m->active_tsc,
-		m->stop_tsc, m->completed_tsc, m->resume_tsc, m->taken_tsc, m->out_tsc,
-		m->downtime_ms, m->total_ms, m->failures, m->resume_no, m->instance, m->nr_events,
-		m->ignored, m->boot_id, m->rt_ns, m->rt_tsc);
+	/* Only the table's fields: cpus[] stays zero, the streams are written below. */
+	mf = calloc(1, sizeof(*mf));
+	if (!mf)
+		return -ENOMEM;
+	snprintf(mf->direction, sizeof(mf->direction), "%s",
+		 m->incoming ? "in" : m->out ? "out" : "none");
+	snprintf(mf->status, sizeof(mf->status), "%s", m->status);
+	mf->resumed = m->resumed;
+	mf->active_tsc = m->active_tsc;
+	mf->stop_tsc = m->stop_tsc;
+	mf->completed_tsc = m->completed_tsc;
+	mf->resume_tsc = m->resume_tsc;
+	mf->taken_tsc = m->taken_tsc;
+	mf->out_tsc = m->out_tsc;
+	mf->downtime_ms = m->downtime_ms;
+	mf->total_ms = m->total_ms;
+	mf->failures = m->failures;
+	mf->resume_no = m->resume_no;
+	snprintf(mf->instance, sizeof(mf->instance), "%s", m->instance);
+	mf->nr_events = m->nr_events;
+	mf->ignored = m->ignored;
+	snprintf(mf->boot_id, sizeof(mf->boot_id), "%s", m->boot_id);
+	mf->rt_ns = m->rt_ns;
+	mf->rt_tsc = m->rt_tsc;
+	spool_keys_write(&t, spool_migration_keys, spool_migration_nkeys, mf);
+	free(mf);
+	/* Seven values a stream on one line: hand-written (spool.c's load_migration() reads them). */
 	for (i = 0; i < g->nr_streams; i++) {
 		const struct stream *s = &g->streams[i];
 

@@ -70,6 +70,8 @@
  */
 #define SLOW_RTT_FACTOR		100
 #define SLOW_RTT_FLOOR_NS	(250 * NSEC_PER_MSEC)
+/* After QMP RESET, until QEMU's TSC writes (a few ms) and the ports' last bytes are in. */
+#define RESET_GRACE_NS		(500 * NSEC_PER_MSEC)
 #define ACCEPT_TIMEOUT_NS	(120 * NSEC_PER_SEC)
 #define DRAIN_CHECK_NS		(20 * NSEC_PER_MSEC)
 #define META_LIMIT		(128ull << 20)
@@ -116,6 +118,7 @@ static const char *const state_names[] = {
 
 static void setup_next(struct guest *g);
 static void stop_timeout(void *arg);
+static void reset_done(void *arg);
 static void listen_streams(struct guest *g);
 static void burst_run(struct guest *g, const char *when, void (*done)(struct guest *g, int err));
 static void migrated_check(struct guest *g);
@@ -196,6 +199,7 @@ static void cancel_timers(struct guest *g)
 	engine_timer_cancel(e, &g->accept_timer);
 	engine_timer_cancel(e, &g->wait_timer);
 	engine_timer_cancel(e, &g->retry_timer);
+	engine_timer_cancel(e, &g->reset_timer);
 	g->req.active = false;
 }
 
@@ -1688,10 +1692,17 @@ static void qmp_event(struct guest *g, enum qmp_ev ev, const char *detail)
 		resumed(g);
 		break;
 	case QMP_EV_RESET:
-		/* The guest reboots: its ring buffers and its agent's session are gone. */
+		/*
+		 * The guest reboots: its ring buffers and its agent's session are
+		 * gone. Its recording ends RESET_GRACE_NS later, once QEMU wrote the
+		 * vCPUs' TSCs (their epochs are listed, not applied) and what the
+		 * ports still held came in.
+		 */
+		if (g->reset_why[0])
+			break;
 		sync_reset(g, g->reset_tsc);
-		session_fail(g, "QEMU reset the guest (QMP RESET, reason %s): its recording ends there",
-			     detail);
+		snprintf(g->reset_why, sizeof(g->reset_why), "%s", detail[0] ? detail : "unknown");
+		engine_timer_arm(eng(g), &g->reset_timer, RESET_GRACE_NS, 0);
 		break;
 	}
 }
@@ -2256,6 +2267,7 @@ int session_begin(struct guest *g)
 	engine_timer_init(&g->stop_timer, stop_timeout, g);
 	engine_timer_init(&g->accept_timer, accept_timeout, g);
 	engine_timer_init(&g->retry_timer, retry_tick, g);
+	engine_timer_init(&g->reset_timer, reset_done, g);
 	vt_proto_meta_rx_init(&g->meta_rx, META_LIMIT);
 	if (g->link.qmp_path[0])
 		qmp_attach(g, e, g->rec->tsc.khz, qmp_event);
@@ -2331,6 +2343,17 @@ static void finish(struct guest *g)
 	burst_run(g, "stop", final_sync_done);
 }
 
+static void reset_done(void *arg)
+{
+	struct guest *g = arg;
+
+	if (g->state == G_FAILED || g->state == G_DONE)
+		return;
+	sync_reset_settled(g);
+	session_fail(g, "QEMU reset the guest (QMP RESET, reason %s): its recording ends there",
+		     g->reset_why);
+}
+
 static void stop_timeout(void *arg)
 {
 	struct guest *g = arg;
@@ -2369,6 +2392,12 @@ void session_stop(struct guest *g)
 {
 	struct engine *e = eng(g);
 
+	if (g->reset_why[0]) {
+		/* Reset: no agent to stop; its end comes now rather than after the grace. */
+		engine_timer_cancel(e, &g->reset_timer);
+		reset_done(g);
+		return;
+	}
 	if (g->state == G_RUNNING && g->req.active && g->req.want == VT_PROTO_META) {
 		/* The agent sends every chunk before it reads the STOP: take them, then stop. */
 		log_debug("guest %s: the stop waits for the metadata on its way", g->name);

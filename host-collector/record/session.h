@@ -228,6 +228,8 @@ struct guest {
 	struct engine_timer kvm_timer;		/* re-reads KVM's offsets */
 	struct engine_timer sync_timer;		/* --sync-interval */
 	struct engine_timer retry_timer;	/* --incoming: the takeover's sync, again */
+	struct engine_timer reset_timer;	/* QMP RESET: QEMU's TSC writes, then the end */
+	char reset_why[64];			/* the RESET's reason */
 	unsigned int sync_retries;
 	char reply_text[512];
 	uint64_t protocol_errors;

@@ -730,6 +730,18 @@ void sync_reset(struct guest *g, uint64_t at)
 		  g->sync.host_end);
 }
 
+/**
+ * sync_reset_settled() - after a reset, QEMU's TSC writes are in: list them
+ * @g: the guest
+ *
+ * QEMU writes each vCPU's TSC a few ms after its RESET; read at the RESET
+ * alone, they were listed in one run and missing in the next.
+ */
+void sync_reset_settled(struct guest *g)
+{
+	kvm_poll(g);
+}
+
 /* ---- --sync-check ---- */
 
 struct sync_check_smp {

@@ -37,6 +37,7 @@ uint64_t sync_kvm_period_ns(const struct guest *g);
 void sync_kvm_tick(struct guest *g);
 void sync_kvm_end(struct guest *g);
 void sync_reset(struct guest *g, uint64_t at);
+void sync_reset_settled(struct guest *g);
 void sync_release(struct guest *g);
 
 #endif

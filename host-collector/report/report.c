@@ -26,6 +26,8 @@
 #include "store/sysinfo.h"
 
 #define MANIFEST_MAX	(64u << 20)
+/* What --json prints, as doc/report.schema.json describes it (a key renamed is a new version). */
+#define REPORT_SCHEMA_VERSION	1
 
 struct ev_count {
 	int id;
@@ -881,6 +883,7 @@ int report_main(int argc, char **argv)
 	if (ro.json) {
 		jw_begin(&ro.jw, stdout);
 		jw_obj(&ro.jw, NULL);
+		jw_u64(&ro.jw, "schema_version", REPORT_SCHEMA_VERSION);
 		jw_str(&ro.jw, "run", dir);
 		jw_u64(&ro.jw, "host_tsc_khz", ro.tsc_khz);
 		jw_arr(&ro.jw, "traces");

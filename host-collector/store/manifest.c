@@ -17,6 +17,13 @@
 #include "output.h"
 #include "write.h"
 
+/*
+ * doc/manifest.schema.json describes this version of the keys; a key renamed or removed, or
+ * one whose type changes, is a new version (one added is not: readers ignore what they do
+ * not know, but the schema is closed, so it is updated with the writer).
+ */
+#define MANIFEST_SCHEMA_VERSION	1
+
 static void json_str(FILE *f, const char *s)
 {
 	json_write_string(f, s);
@@ -382,8 +389,9 @@ int manifest_write(struct finish *r, bool recovered)
 	}
 	strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
 	fprintf(f, "{\n  \"tool\": \"virtio-trace-collect\",\n  \"version\": \"%s\",\n"
-		"  \"created\": \"%s\",\n  \"recovered\": %s,\n  \"command_line\": ",
-		PACKAGE_VERSION, date, recovered ? "true" : "false");
+		"  \"schema_version\": %d,\n  \"created\": \"%s\",\n  \"recovered\": %s,\n"
+		"  \"command_line\": ", PACKAGE_VERSION, MANIFEST_SCHEMA_VERSION, date,
+		recovered ? "true" : "false");
 	json_str(f, r->opt.cmdline);
 	fprintf(f, ",\n  \"file_version\": %u,\n  \"compression\": \"%s\",\n"
 		"  \"host_tsc\": { \"khz\": %" PRIu64 ", \"method\": ", r->opt.version,

@@ -28,6 +28,11 @@
  * Small files are written to a temporary name and renamed, so a kill leaves
  * either the old or the new version, never half of one.
  *
+ * The keys of each key=value file are one table here (struct spool_key, next
+ * to the file's save and load), which record/session-save.c writes from and
+ * the loaders read with: a key exists in one place. tests/unit/test-spool-keys
+ * holds what earlier versions wrote, which must still load.
+ *
  * Every name is opened relative to its directory's fd (the output directory's,
  * the spool's, a trace's), never through a symbolic link: a link planted as
  * .spool, a trace directory or a spool file is refused. spool_remove() deletes
@@ -584,6 +589,184 @@ static void cpu_name(char *buf, size_t size, unsigned int cpu, const char *suffi
 	snprintf(buf, size, "cpu%u.%s", cpu, suffix);
 }
 
+/* A key's value as the file spells it, after the key and its '=' (no separator). */
+static void key_write(struct spool_text *t, const struct spool_key *k, const void *obj)
+{
+	const char *p = (const char *)obj + k->off;
+	uint32_t u32;
+	uint64_t u64;
+	bool b;
+	int i;
+
+	switch (k->type) {
+	case SPOOL_KU64:
+		memcpy(&u64, p, sizeof(u64));
+		spool_tprintf(t, "%s=%" PRIu64, k->name, u64);
+		break;
+	case SPOOL_KU32:
+	case SPOOL_KU32_SAT:
+		memcpy(&u32, p, sizeof(u32));
+		spool_tprintf(t, "%s=%u", k->name, u32);
+		break;
+	case SPOOL_KBOOL:
+		memcpy(&b, p, sizeof(b));
+		spool_tprintf(t, "%s=%d", k->name, b);
+		break;
+	case SPOOL_KINT:
+		memcpy(&i, p, sizeof(i));
+		spool_tprintf(t, "%s=%d", k->name, i);
+		break;
+	case SPOOL_KSTR:
+	case SPOOL_KTEXT:
+		spool_tprintf(t, "%s=%.*s", k->name, (int)strnlen(p, k->size), p);
+		break;
+	}
+}
+
+/* A number read for @k (kv_u64()'s or sscanf()'s), stored as its type says. */
+static void key_store_num(const struct spool_key *k, void *obj, uint64_t v)
+{
+	char *p = (char *)obj + k->off;
+	uint32_t u32 = (uint32_t)v;
+	bool b = v != 0;
+	int i = (int)v;
+
+	switch (k->type) {
+	case SPOOL_KU64:
+		memcpy(p, &v, sizeof(v));
+		break;
+	case SPOOL_KU32_SAT:
+		u32 = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+		/* fall through */
+	case SPOOL_KU32:
+		memcpy(p, &u32, sizeof(u32));
+		break;
+	case SPOOL_KBOOL:
+		memcpy(p, &b, sizeof(b));
+		break;
+	case SPOOL_KINT:
+		memcpy(p, &i, sizeof(i));
+		break;
+	case SPOOL_KSTR:
+	case SPOOL_KTEXT:
+		break;
+	}
+}
+
+/**
+ * spool_keys_write() - append a table's keys, one "key=value" line each
+ * @t: the text
+ * @keys: the file's table
+ * @n: its keys
+ * @obj: the struct the table describes
+ */
+void spool_keys_write(struct spool_text *t, const struct spool_key *keys, size_t n, const void *obj)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		key_write(t, &keys[i], obj);
+		spool_tprintf(t, "\n");
+	}
+}
+
+/**
+ * spool_keys_write_line() - append a table's keys on one line, "k=v k=v\n"
+ * (cpuN.sums and cpuN.zsum)
+ * @t: the text
+ * @keys: the file's table
+ * @n: its keys
+ * @obj: the struct the table describes
+ */
+void spool_keys_write_line(struct spool_text *t, const struct spool_key *keys, size_t n,
+			   const void *obj)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (i)
+			spool_tprintf(t, " ");
+		key_write(t, &keys[i], obj);
+	}
+	spool_tprintf(t, "\n");
+}
+
+/**
+ * spool_keys_read() - fill a struct from "key=value" lines, as its table says
+ * @text: the file, NUL-terminated
+ * @keys: the file's table
+ * @n: its keys
+ * @obj: filled
+ *
+ * The file is hostile: a number missing or not one reads as 0, a string
+ * missing leaves the field as it was, a string is cut to its field and a
+ * guest's text (SPOOL_KTEXT) sanitised.
+ */
+void spool_keys_read(const char *text, const struct spool_key *keys, size_t n, void *obj)
+{
+	char buf[1024];
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		const struct spool_key *k = &keys[i];
+		char *p = (char *)obj + k->off;
+
+		if (k->type == SPOOL_KSTR)
+			kv(text, k->name, p, k->size);
+		else if (k->type == SPOOL_KTEXT && kv(text, k->name, buf, sizeof(buf)))
+			collect_sanitize(p, k->size, buf, false);
+		else if (k->type != SPOOL_KTEXT)
+			key_store_num(k, obj, kv_u64(text, k->name));
+	}
+}
+
+/**
+ * spool_keys_read_line() - fill a struct from one "k=v k=v" line, every key
+ * in the table's order (numbers only)
+ * @text: the file, NUL-terminated
+ * @keys: the file's table
+ * @n: its keys
+ * @obj: filled as far as the line goes
+ *
+ * Return: true when every key was there, in order, with a number.
+ */
+bool spool_keys_read_line(const char *text, const struct spool_key *keys, size_t n, void *obj)
+{
+	const char *p = text;
+	size_t i, klen;
+	uint64_t v;
+	char *end;
+
+	for (i = 0; i < n; i++) {
+		/* As sscanf() read it: blanks between the pairs, a number after each '='. */
+		while (i && (*p == ' ' || (*p >= '\t' && *p <= '\r')))
+			p++;
+		klen = strlen(keys[i].name);
+		if (strncmp(p, keys[i].name, klen) || p[klen] != '=')
+			return false;
+		p += klen + 1;
+		v = strtoull(p, &end, 10);
+		if (end == p)
+			return false;
+		key_store_num(&keys[i], obj, v);
+		p = end;
+	}
+	return true;
+}
+
+/* .spool/options: struct spool_options, then the modes and owner (hand-written). */
+const struct spool_key spool_options_keys[] = {
+	SPOOL_KEY("file_version", SPOOL_KU32, struct spool_options, version),
+	SPOOL_KEY("compress", SPOOL_KBOOL, struct spool_options, compress),
+	SPOOL_KEY("host_trace_id", SPOOL_KU64, struct spool_options, host_trace_id),
+	SPOOL_KEY("tsc_khz", SPOOL_KU64, struct spool_options, tsc_khz),
+	SPOOL_KEY("tsc_mult", SPOOL_KU32, struct spool_options, tsc_mult),
+	SPOOL_KEY("tsc_shift", SPOOL_KU32, struct spool_options, tsc_shift),
+	SPOOL_KEY("tsc_method", SPOOL_KSTR, struct spool_options, tsc_method),
+	SPOOL_KEY("cmdline", SPOOL_KSTR, struct spool_options, cmdline),
+};
+const size_t spool_options_nkeys = SPOOL_NKEYS(spool_options_keys);
+
 /**
  * spool_save_options() - write the run's options
  * @spool: the spool directory
@@ -595,9 +778,8 @@ int spool_save_options(int spool, const struct spool_options *o)
 {
 	struct spool_text t = { 0 };
 
-	spool_tprintf(&t, "file_version=%u\ncompress=%d\nhost_trace_id=%" PRIu64 "\ntsc_khz=%" PRIu64
-		"\ntsc_mult=%u\ntsc_shift=%u\ntsc_method=%s\ncmdline=%s\n", o->version, o->compress,
-		o->host_trace_id, o->tsc_khz, o->tsc_mult, o->tsc_shift, o->tsc_method, o->cmdline);
+	spool_keys_write(&t, spool_options_keys, spool_options_nkeys, o);
+	/* Optional, octal and -1 for "leave it": more than a table's plain numbers. */
 	if (o->have_perm)
 		spool_tprintf(&t, "file_mode=0%o\nowner_uid=%ld\nowner_gid=%ld\n",
 			(unsigned int)o->perm.file, o->perm.uid == (uid_t)-1 ? -1L : (long)o->perm.uid,
@@ -622,16 +804,9 @@ int spool_load_options(int spool, struct spool_options *o)
 	ret = spool_read_file(spool, "options", (void **)&text, &len, STATE_MAX);
 	if (ret < 0)
 		return ret;
-	o->version = kv_u64(text, "file_version");
+	spool_keys_read(text, spool_options_keys, spool_options_nkeys, o);
 	if (o->version != 6 && o->version != 7)
 		o->version = 7;
-	o->compress = kv_u64(text, "compress");
-	o->host_trace_id = kv_u64(text, "host_trace_id");
-	o->tsc_khz = kv_u64(text, "tsc_khz");
-	o->tsc_mult = kv_u64(text, "tsc_mult");
-	o->tsc_shift = kv_u64(text, "tsc_shift");
-	kv(text, "tsc_method", o->tsc_method, sizeof(o->tsc_method));
-	kv(text, "cmdline", o->cmdline, sizeof(o->cmdline));
 	if (kv(text, "file_mode", buf, sizeof(buf))) {
 		long uid, gid;
 
@@ -664,6 +839,16 @@ int spool_save_stats(int dir, unsigned int cpu, const char *text)
 	return spool_write_file(dir, name, text, strlen(text));
 }
 
+/* cpuN.sums: struct spool_sums on one line, every key needed (load_sums()). */
+const struct spool_key spool_sums_keys[] = {
+	SPOOL_KEY("len", SPOOL_KU64, struct spool_sums, len),
+	SPOOL_KEY("pages", SPOOL_KU64, struct spool_sums, pages),
+	SPOOL_KEY("events", SPOOL_KU64, struct spool_sums, events),
+	SPOOL_KEY("missed_pages", SPOOL_KU64, struct spool_sums, missed_pages),
+	SPOOL_KEY("lost", SPOOL_KU64, struct spool_sums, lost),
+};
+const size_t spool_sums_nkeys = SPOOL_NKEYS(spool_sums_keys);
+
 /**
  * spool_save_sums() - what ingest counted of a CPU's region
  * @dir: the trace's spool directory
@@ -674,15 +859,25 @@ int spool_save_stats(int dir, unsigned int cpu, const char *text)
  */
 int spool_save_sums(int dir, unsigned int cpu, const struct spool_sums *sums)
 {
-	char name[32], text[256];
-	int n;
+	struct spool_text t = { 0 };
+	char name[32];
 
 	cpu_name(name, sizeof(name), cpu, "sums");
-	n = snprintf(text, sizeof(text), "len=%" PRIu64 " pages=%" PRIu64 " events=%" PRIu64
-		     " missed_pages=%" PRIu64 " lost=%" PRIu64 "\n", sums->len, sums->pages,
-		     sums->events, sums->missed_pages, sums->lost);
-	return spool_write_file(dir, name, text, n);
+	spool_keys_write_line(&t, spool_sums_keys, spool_sums_nkeys, sums);
+	return spool_text_save(&t, dir, name);
 }
+
+/* cpuN.zsum: struct spool_zsum on one line, every key needed (load_zsum()). */
+const struct spool_key spool_zsum_keys[] = {
+	SPOOL_KEY("raw", SPOOL_KU64, struct spool_zsum, raw),
+	SPOOL_KEY("file", SPOOL_KU64, struct spool_zsum, file),
+	SPOOL_KEY("pages", SPOOL_KU64, struct spool_zsum, pages),
+	SPOOL_KEY("events", SPOOL_KU64, struct spool_zsum, events),
+	SPOOL_KEY("missed_pages", SPOOL_KU64, struct spool_zsum, missed_pages),
+	SPOOL_KEY("lost", SPOOL_KU64, struct spool_zsum, lost),
+	SPOOL_KEY("subbuf", SPOOL_KU32, struct spool_zsum, subbuf),
+};
+const size_t spool_zsum_nkeys = SPOOL_NKEYS(spool_zsum_keys);
 
 /**
  * spool_save_zsum() - what cpuN.zst holds (record/compress.c)
@@ -694,14 +889,12 @@ int spool_save_sums(int dir, unsigned int cpu, const struct spool_sums *sums)
  */
 int spool_save_zsum(int dir, unsigned int cpu, const struct spool_zsum *z)
 {
-	char name[32], text[256];
-	int n;
+	struct spool_text t = { 0 };
+	char name[32];
 
 	cpu_name(name, sizeof(name), cpu, "zsum");
-	n = snprintf(text, sizeof(text), "raw=%" PRIu64 " file=%" PRIu64 " pages=%" PRIu64
-		     " events=%" PRIu64 " missed_pages=%" PRIu64 " lost=%" PRIu64 " subbuf=%u\n",
-		     z->raw, z->file, z->pages, z->events, z->missed_pages, z->lost, z->subbuf);
-	return spool_write_file(dir, name, text, n);
+	spool_keys_write_line(&t, spool_zsum_keys, spool_zsum_nkeys, z);
+	return spool_text_save(&t, dir, name);
 }
 
 /**
@@ -783,6 +976,15 @@ int spool_load_meta(int dir, void **data, size_t *len)
 	return spool_read_file(dir, "meta.bin", data, len, VT_META_MAX_TOTAL);
 }
 
+/* inplace: struct spool_inplace's plain keys, then lenN per CPU (hand-written). */
+const struct spool_key spool_inplace_keys[] = {
+	SPOOL_KEY("region", SPOOL_KU64, struct spool_inplace, region),
+	SPOOL_KEY("head", SPOOL_KU64, struct spool_inplace, head),
+	SPOOL_KEY("size0", SPOOL_KU64, struct spool_inplace, size0),
+	SPOOL_KEY("nr_cpus", SPOOL_KU32, struct spool_inplace, nr_cpus),
+};
+const size_t spool_inplace_nkeys = SPOOL_NKEYS(spool_inplace_keys);
+
 /**
  * spool_save_inplace() - record an in-place finish before the data file changes
  * @dir: the trace's spool directory
@@ -795,8 +997,8 @@ int spool_save_inplace(int dir, const struct spool_inplace *m)
 	struct spool_text t = { 0 };
 	unsigned int i;
 
-	spool_tprintf(&t, "region=%" PRIu64 "\nhead=%" PRIu64 "\nsize0=%" PRIu64 "\nnr_cpus=%u\n",
-		m->region, m->head, m->size0, m->nr_cpus);
+	spool_keys_write(&t, spool_inplace_keys, spool_inplace_nkeys, m);
+	/* One key per CPU: more than a table of fixed fields. */
 	for (i = 0; i < m->nr_cpus && i < COLLECT_MAX_CPUS; i++)
 		spool_tprintf(&t, "len%u=%" PRIu64 "\n", i, m->len[i]);
 	return spool_text_save(&t, dir, "inplace");
@@ -820,10 +1022,7 @@ int spool_load_inplace(int dir, struct spool_inplace *m)
 	ret = spool_read_file(dir, "inplace", (void **)&text, &len, STATE_MAX);
 	if (ret < 0)
 		return ret;
-	m->region = kv_u64(text, "region");
-	m->head = kv_u64(text, "head");
-	m->size0 = kv_u64(text, "size0");
-	m->nr_cpus = kv_u64(text, "nr_cpus");
+	spool_keys_read(text, spool_inplace_keys, spool_inplace_nkeys, m);
 	if (!m->region || m->nr_cpus > COLLECT_MAX_CPUS) {
 		free(text);
 		return -EINVAL;
@@ -925,9 +1124,51 @@ int spool_scratch_open(int dir)
 	return fd;
 }
 
+/*
+ * sync (record/session-save.c): three tables, then one line per check
+ * interval, per vCPU's probes and per epoch (hand-written: lists of records).
+ */
+const struct spool_key spool_sync_keys[] = {
+	SPOOL_KEY("method", SPOOL_KSTR, struct spool_sync_head, method),
+	SPOOL_KEY("why", SPOOL_KSTR, struct spool_sync_head, why),
+	SPOOL_KEY("host_end", SPOOL_KU64, struct spool_sync_head, host_end),
+	SPOOL_KEY("rejected", SPOOL_KU32_SAT, struct spool_sync_head, rejected),
+	SPOOL_KEY("failed", SPOOL_KBOOL, struct spool_sync_head, failed),
+	SPOOL_KEY("final_cut", SPOOL_KSTR, struct spool_sync_head, final_cut),
+	SPOOL_KEY("reset_tsc", SPOOL_KU64, struct spool_sync_head, reset_tsc),
+};
+const size_t spool_sync_nkeys = SPOOL_NKEYS(spool_sync_keys);
+
+const struct spool_key spool_kvm_keys[] = {
+	SPOOL_KEY("kvm_changes_from", SPOOL_KTEXT, struct spool_kvm, changes_from),
+	SPOOL_KEY("kvm_why", SPOOL_KTEXT, struct spool_kvm, why),
+	SPOOL_KEY("kvm_instance", SPOOL_KTEXT, struct spool_kvm, instance),
+	SPOOL_KEY("kvm_changes", SPOOL_KU64, struct spool_kvm, changes),
+	SPOOL_KEY("kvm_lost", SPOOL_KU64, struct spool_kvm, lost),
+	SPOOL_KEY("kvm_breaks", SPOOL_KU64, struct spool_kvm, breaks),
+	SPOOL_KEY("kvm_merged", SPOOL_KU64, struct spool_kvm, merged),
+	SPOOL_KEY("kvm_mismatch", SPOOL_KU64, struct spool_kvm, mismatch),
+	SPOOL_KEY("kvm_note", SPOOL_KTEXT, struct spool_kvm, note),
+	SPOOL_KEY("kvm_host_flags", SPOOL_KTEXT, struct spool_kvm, host_flags),
+	SPOOL_KEY("kvm_clocksource", SPOOL_KTEXT, struct spool_kvm, clocksource),
+};
+const size_t spool_kvm_nkeys = SPOOL_NKEYS(spool_kvm_keys);
+
+const struct spool_key spool_check_keys[] = {
+	SPOOL_KEY("check_on", SPOOL_KBOOL, struct spool_check, on),
+	SPOOL_KEY("check_bursts", SPOOL_KU64, struct spool_check, bursts),
+	SPOOL_KEY("check_replies", SPOOL_KU64, struct spool_check, replies),
+	SPOOL_KEY("check_outside", SPOOL_KU64, struct spool_check, outside),
+	SPOOL_KEY("check_straddling", SPOOL_KU64, struct spool_check, straddling),
+	SPOOL_KEY("check_no_epoch", SPOOL_KU64, struct spool_check, no_epoch),
+	SPOOL_KEY("check_unlisted", SPOOL_KU64, struct spool_check, unlisted),
+};
+const size_t spool_check_nkeys = SPOOL_NKEYS(spool_check_keys);
+
 static void load_sync(struct spool_trace *t, int dir)
 {
-	char *text, *line, buf[256];
+	struct spool_sync_head h = { .method = "none" };
+	char *text, *line;
 	size_t len;
 
 	snprintf(t->sync_method, sizeof(t->sync_method), "none");
@@ -936,43 +1177,16 @@ static void load_sync(struct spool_trace *t, int dir)
 		return;
 	}
 	t->have_sync = true;
-	kv(text, "method", t->sync_method, sizeof(t->sync_method));
-	kv(text, "why", t->sync_why, sizeof(t->sync_why));
-	kv(text, "final_cut", t->sync_final_cut, sizeof(t->sync_final_cut));
-	t->host_end = kv_u64(text, "host_end");
-	t->sync_reset_tsc = kv_u64(text, "reset_tsc");
-	t->sync_rejected = kv_u64(text, "rejected") > UINT32_MAX ? UINT32_MAX : kv_u64(text, "rejected");
-	t->sync_failed = kv_u64(text, "failed") != 0;
-	if (!kv(text, "kvm_changes_from", buf, sizeof(buf)))
-		buf[0] = '\0';
-	collect_sanitize(t->kvm.changes_from, sizeof(t->kvm.changes_from), buf, false);
-	if (!kv(text, "kvm_why", buf, sizeof(buf)))
-		buf[0] = '\0';
-	collect_sanitize(t->kvm.why, sizeof(t->kvm.why), buf, false);
-	if (!kv(text, "kvm_instance", buf, sizeof(buf)))
-		buf[0] = '\0';
-	collect_sanitize(t->kvm.instance, sizeof(t->kvm.instance), buf, false);
-	if (!kv(text, "kvm_note", buf, sizeof(buf)))
-		buf[0] = '\0';
-	collect_sanitize(t->kvm.note, sizeof(t->kvm.note), buf, false);
-	if (!kv(text, "kvm_host_flags", buf, sizeof(buf)))
-		buf[0] = '\0';
-	collect_sanitize(t->kvm.host_flags, sizeof(t->kvm.host_flags), buf, false);
-	if (!kv(text, "kvm_clocksource", buf, sizeof(buf)))
-		buf[0] = '\0';
-	collect_sanitize(t->kvm.clocksource, sizeof(t->kvm.clocksource), buf, false);
-	t->kvm.changes = kv_u64(text, "kvm_changes");
-	t->kvm.lost = kv_u64(text, "kvm_lost");
-	t->kvm.breaks = kv_u64(text, "kvm_breaks");
-	t->kvm.merged = kv_u64(text, "kvm_merged");
-	t->kvm.mismatch = kv_u64(text, "kvm_mismatch");
-	t->check.on = kv_u64(text, "check_on") != 0;
-	t->check.bursts = kv_u64(text, "check_bursts");
-	t->check.replies = kv_u64(text, "check_replies");
-	t->check.outside = kv_u64(text, "check_outside");
-	t->check.straddling = kv_u64(text, "check_straddling");
-	t->check.no_epoch = kv_u64(text, "check_no_epoch");
-	t->check.unlisted = kv_u64(text, "check_unlisted");
+	spool_keys_read(text, spool_sync_keys, spool_sync_nkeys, &h);
+	snprintf(t->sync_method, sizeof(t->sync_method), "%s", h.method);
+	snprintf(t->sync_why, sizeof(t->sync_why), "%s", h.why);
+	snprintf(t->sync_final_cut, sizeof(t->sync_final_cut), "%s", h.final_cut);
+	t->host_end = h.host_end;
+	t->sync_reset_tsc = h.reset_tsc;
+	t->sync_rejected = h.rejected;
+	t->sync_failed = h.failed;
+	spool_keys_read(text, spool_kvm_keys, spool_kvm_nkeys, &t->kvm);
+	spool_keys_read(text, spool_check_keys, spool_check_nkeys, &t->check);
 	for (line = text; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
 		struct vt_tsync_epoch ep = { 0 };
 		struct spool_check_iv iv = { 0 };
@@ -1018,42 +1232,39 @@ static void load_sync(struct spool_trace *t, int dir)
 	free(text);
 }
 
-static bool load_zsum(int dir, unsigned int cpu, struct spool_zsum *z)
+/* A one-line figures file (cpuN.zsum, cpuN.sums): all its keys, or none of it. */
+static bool load_line(int dir, unsigned int cpu, const char *suffix, const struct spool_key *keys,
+		      size_t n, void *obj)
 {
-	unsigned long long raw, file, pages, events, missed, lost;
-	unsigned int subbuf;
 	char name[32], *text;
 	size_t len;
-	int n;
+	bool ok;
 
-	cpu_name(name, sizeof(name), cpu, "zsum");
+	cpu_name(name, sizeof(name), cpu, suffix);
 	if (spool_read_file(dir, name, (void **)&text, &len, 4096) < 0)
 		return false;
-	n = sscanf(text, "raw=%llu file=%llu pages=%llu events=%llu missed_pages=%llu lost=%llu "
-		   "subbuf=%u", &raw, &file, &pages, &events, &missed, &lost, &subbuf);
+	ok = spool_keys_read_line(text, keys, n, obj);
 	free(text);
-	if (n != 7)
+	return ok;
+}
+
+static bool load_zsum(int dir, unsigned int cpu, struct spool_zsum *z)
+{
+	struct spool_zsum read = { 0 };
+
+	if (!load_line(dir, cpu, "zsum", spool_zsum_keys, spool_zsum_nkeys, &read))
 		return false;
-	*z = (struct spool_zsum){ raw, file, pages, events, missed, lost, subbuf };
+	*z = read;
 	return true;
 }
 
 static bool load_sums(int dir, unsigned int cpu, struct spool_sums *s)
 {
-	unsigned long long l, pages, events, missed, lost;
-	char name[32], *text;
-	size_t len;
-	int n;
+	struct spool_sums read = { 0 };
 
-	cpu_name(name, sizeof(name), cpu, "sums");
-	if (spool_read_file(dir, name, (void **)&text, &len, 4096) < 0)
+	if (!load_line(dir, cpu, "sums", spool_sums_keys, spool_sums_nkeys, &read))
 		return false;
-	n = sscanf(text, "len=%llu pages=%llu events=%llu missed_pages=%llu lost=%llu", &l, &pages,
-		   &events, &missed, &lost);
-	free(text);
-	if (n != 5)
-		return false;
-	*s = (struct spool_sums){ l, pages, events, missed, lost };
+	*s = read;
 	return true;
 }
 
@@ -1133,7 +1344,34 @@ static void load_cpu_files(struct spool_trace *t, int dir, unsigned int nr)
 	closedir(d);
 }
 
-/* The "migration" file (record/session-save.c): every number bounded, every string sanitised. */
+/*
+ * migration (record/session-save.c): struct spool_migration's plain keys,
+ * then streamN per CPU (hand-written: seven values on a line).
+ */
+const struct spool_key spool_migration_keys[] = {
+	SPOOL_KEY("direction", SPOOL_KTEXT, struct spool_migration, direction),
+	SPOOL_KEY("status", SPOOL_KTEXT, struct spool_migration, status),
+	SPOOL_KEY("resumed", SPOOL_KBOOL, struct spool_migration, resumed),
+	SPOOL_KEY("active_tsc", SPOOL_KU64, struct spool_migration, active_tsc),
+	SPOOL_KEY("stop_tsc", SPOOL_KU64, struct spool_migration, stop_tsc),
+	SPOOL_KEY("completed_tsc", SPOOL_KU64, struct spool_migration, completed_tsc),
+	SPOOL_KEY("resume_tsc", SPOOL_KU64, struct spool_migration, resume_tsc),
+	SPOOL_KEY("taken_tsc", SPOOL_KU64, struct spool_migration, taken_tsc),
+	SPOOL_KEY("out_tsc", SPOOL_KU64, struct spool_migration, out_tsc),
+	SPOOL_KEY("downtime_ms", SPOOL_KU64, struct spool_migration, downtime_ms),
+	SPOOL_KEY("total_ms", SPOOL_KU64, struct spool_migration, total_ms),
+	SPOOL_KEY("failures", SPOOL_KU32, struct spool_migration, failures),
+	SPOOL_KEY("resume_no", SPOOL_KU64, struct spool_migration, resume_no),
+	SPOOL_KEY("instance", SPOOL_KTEXT, struct spool_migration, instance),
+	SPOOL_KEY("nr_events", SPOOL_KU32, struct spool_migration, nr_events),
+	SPOOL_KEY("ignored", SPOOL_KU64, struct spool_migration, ignored),
+	SPOOL_KEY("host_boot_id", SPOOL_KTEXT, struct spool_migration, boot_id),
+	SPOOL_KEY("host_rt_ns", SPOOL_KU64, struct spool_migration, rt_ns),
+	SPOOL_KEY("host_rt_tsc", SPOOL_KU64, struct spool_migration, rt_tsc),
+};
+const size_t spool_migration_nkeys = SPOOL_NKEYS(spool_migration_keys);
+
+/* The "migration" file: every number bounded, every string sanitised. */
 static void load_migration(struct spool_trace *t, int dir)
 {
 	struct spool_migration *m = &t->mig;
@@ -1144,29 +1382,7 @@ static void load_migration(struct spool_trace *t, int dir)
 	if (spool_read_file(dir, "migration", (void **)&text, &len, STATE_MAX) < 0)
 		return;
 	m->have = true;
-	kv(text, "direction", buf, sizeof(buf));
-	collect_sanitize(m->direction, sizeof(m->direction), buf, false);
-	kv(text, "status", buf, sizeof(buf));
-	collect_sanitize(m->status, sizeof(m->status), buf, false);
-	m->resumed = kv_u64(text, "resumed") != 0;
-	m->active_tsc = kv_u64(text, "active_tsc");
-	m->stop_tsc = kv_u64(text, "stop_tsc");
-	m->completed_tsc = kv_u64(text, "completed_tsc");
-	m->resume_tsc = kv_u64(text, "resume_tsc");
-	m->taken_tsc = kv_u64(text, "taken_tsc");
-	m->out_tsc = kv_u64(text, "out_tsc");
-	m->downtime_ms = kv_u64(text, "downtime_ms");
-	m->total_ms = kv_u64(text, "total_ms");
-	m->failures = (uint32_t)kv_u64(text, "failures");
-	m->resume_no = kv_u64(text, "resume_no");
-	if (kv(text, "instance", buf, sizeof(buf)))
-		collect_sanitize(m->instance, sizeof(m->instance), buf, false);
-	m->nr_events = (uint32_t)kv_u64(text, "nr_events");
-	m->ignored = kv_u64(text, "ignored");
-	if (kv(text, "host_boot_id", buf, sizeof(buf)))
-		collect_sanitize(m->boot_id, sizeof(m->boot_id), buf, false);
-	m->rt_ns = kv_u64(text, "host_rt_ns");
-	m->rt_tsc = kv_u64(text, "host_rt_tsc");
+	spool_keys_read(text, spool_migration_keys, spool_migration_nkeys, m);
 	for (i = 0; i < t->nr_cpus; i++) {
 		struct spool_mig_cpu *c = &m->cpus[i];
 		unsigned long long v[7];
@@ -1186,6 +1402,64 @@ static void load_migration(struct spool_trace *t, int dir)
 		c->marks = v[6];
 	}
 	free(text);
+}
+
+/*
+ * state (record/session-save.c): struct spool_state, then vcpu_tids (a list),
+ * droppedN and badN per CPU, struct spool_budget, and msgsN per kind of
+ * message; the lists and per-CPU keys are hand-written.
+ */
+const struct spool_key spool_state_keys[] = {
+	SPOOL_KEY("name", SPOOL_KTEXT, struct spool_state, name),
+	SPOOL_KEY("trace_id", SPOOL_KU64, struct spool_state, trace_id),
+	SPOOL_KEY("nr_cpus", SPOOL_KU32, struct spool_state, nr_cpus),
+	SPOOL_KEY("subbuf", SPOOL_KU32, struct spool_state, subbuf),
+	SPOOL_KEY("clock", SPOOL_KTEXT, struct spool_state, clock),
+	SPOOL_KEY("agent", SPOOL_KTEXT, struct spool_state, agent),
+	SPOOL_KEY("caps", SPOOL_KU64, struct spool_state, caps),
+	SPOOL_KEY("streams", SPOOL_KU32, struct spool_state, streams),
+	SPOOL_KEY("qemu_pid", SPOOL_KINT, struct spool_state, qemu_pid),
+	SPOOL_KEY("max_reached", SPOOL_KBOOL, struct spool_state, max_reached),
+	SPOOL_KEY("protocol_errors", SPOOL_KU64, struct spool_state, protocol_errors),
+	SPOOL_KEY("error", SPOOL_KTEXT, struct spool_state, error),
+	SPOOL_KEY("agent_error", SPOOL_KTEXT, struct spool_state, agent_error),
+	SPOOL_KEY("agent_notice", SPOOL_KTEXT, struct spool_state, agent_notice),
+	SPOOL_KEY("kcache_hit", SPOOL_KBOOL, struct spool_state, kcache_hit),
+	SPOOL_KEY("kcache_vm", SPOOL_KSTR, struct spool_state, kcache_vm),
+	SPOOL_KEY("kcache_why", SPOOL_KSTR, struct spool_state, kcache_why),
+};
+const size_t spool_state_nkeys = SPOOL_NKEYS(spool_state_keys);
+
+const struct spool_key spool_budget_keys[] = {
+	SPOOL_KEY("budget_max", SPOOL_KU64, struct spool_budget, max),
+	SPOOL_KEY("budget_used", SPOOL_KU64, struct spool_budget, used),
+	SPOOL_KEY("budget_pages", SPOOL_KU64, struct spool_budget, pages),
+	SPOOL_KEY("budget_bad", SPOOL_KU64, struct spool_budget, bad),
+	SPOOL_KEY("budget_frag", SPOOL_KU64, struct spool_budget, frag),
+	SPOOL_KEY("budget_meta", SPOOL_KU64, struct spool_budget, meta),
+};
+const size_t spool_budget_nkeys = SPOOL_NKEYS(spool_budget_keys);
+
+/* The state file's plain keys, into the trace (whose fields are as large). */
+static void load_state(struct spool_trace *t, const char *text)
+{
+	struct spool_state st = { 0 };
+
+	spool_keys_read(text, spool_state_keys, spool_state_nkeys, &st);
+	snprintf(t->name, sizeof(t->name), "%s", st.name);
+	t->trace_id = st.trace_id;
+	t->nr_cpus = st.nr_cpus < COLLECT_MAX_CPUS ? st.nr_cpus : COLLECT_MAX_CPUS;
+	t->subbuf = st.subbuf;
+	snprintf(t->clock, sizeof(t->clock), "%s", st.clock);
+	snprintf(t->agent, sizeof(t->agent), "%s", st.agent);
+	snprintf(t->error, sizeof(t->error), "%s", st.error);
+	snprintf(t->agent_error, sizeof(t->agent_error), "%s", st.agent_error);
+	snprintf(t->agent_notice, sizeof(t->agent_notice), "%s", st.agent_notice);
+	t->protocol_errors = st.protocol_errors;
+	t->max_reached = st.max_reached;
+	t->kcache_hit = st.kcache_hit;
+	snprintf(t->kcache_vm, sizeof(t->kcache_vm), "%s", st.kcache_vm);
+	snprintf(t->kcache_why, sizeof(t->kcache_why), "%s", st.kcache_why);
 }
 
 /**
@@ -1215,28 +1489,7 @@ int spool_trace_load(int dir, bool host, struct spool_trace *t)
 	}
 	if (spool_read_file(dir, "state", (void **)&text, &len, STATE_MAX) == 0) {
 		t->have_state = true;
-		kv(text, "name", buf, sizeof(buf));
-		collect_sanitize(t->name, sizeof(t->name), buf, false);
-		t->trace_id = kv_u64(text, "trace_id");
-		t->nr_cpus = kv_u64(text, "nr_cpus");
-		if (t->nr_cpus > COLLECT_MAX_CPUS)
-			t->nr_cpus = COLLECT_MAX_CPUS;
-		t->subbuf = kv_u64(text, "subbuf");
-		kv(text, "clock", buf, sizeof(buf));
-		collect_sanitize(t->clock, sizeof(t->clock), buf, false);
-		kv(text, "agent", buf, sizeof(buf));
-		collect_sanitize(t->agent, sizeof(t->agent), buf, false);
-		if (kv(text, "error", buf, sizeof(buf)))
-			collect_sanitize(t->error, sizeof(t->error), buf, false);
-		if (kv(text, "agent_error", buf, sizeof(buf)))
-			collect_sanitize(t->agent_error, sizeof(t->agent_error), buf, false);
-		if (kv(text, "agent_notice", buf, sizeof(buf)))
-			collect_sanitize(t->agent_notice, sizeof(t->agent_notice), buf, false);
-		t->protocol_errors = kv_u64(text, "protocol_errors");
-		t->max_reached = kv_u64(text, "max_reached");
-		t->kcache_hit = kv_u64(text, "kcache_hit") != 0;
-		kv(text, "kcache_vm", t->kcache_vm, sizeof(t->kcache_vm));
-		kv(text, "kcache_why", t->kcache_why, sizeof(t->kcache_why));
+		load_state(t, text);
 		if (kv(text, "vcpu_tids", buf, sizeof(buf))) {
 			char *p = buf;
 
@@ -1253,12 +1506,7 @@ int spool_trace_load(int dir, bool host, struct spool_trace *t)
 			snprintf(key, sizeof(key), "bad%u", i);
 			t->cpus[i].bad_pages = kv_u64(text, key);
 		}
-		t->budget.max = kv_u64(text, "budget_max");
-		t->budget.used = kv_u64(text, "budget_used");
-		t->budget.pages = kv_u64(text, "budget_pages");
-		t->budget.bad = kv_u64(text, "budget_bad");
-		t->budget.frag = kv_u64(text, "budget_frag");
-		t->budget.meta = kv_u64(text, "budget_meta");
+		spool_keys_read(text, spool_budget_keys, spool_budget_nkeys, &t->budget);
 		t->budget.reached = t->max_reached;
 		for (i = 0; i < GMSG_NR; i++) {
 			snprintf(key, sizeof(key), "msgs%u", i);

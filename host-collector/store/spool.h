@@ -19,6 +19,45 @@
 /* Malformed pages kept per CPU as evidence (cpuN.bad); the rest are only counted. */
 #define SPOOL_BAD_KEEP		16
 
+/*
+ * The key=value files are each described once, by a table of keys (name,
+ * type, where in the struct the file is made from) that both the writer
+ * (spool_keys_write()) and the loader (spool_keys_read()) walk: a key renamed
+ * in its table is renamed on both sides, and an older spool that no longer
+ * loads fails tests/unit/test-spool-keys. Per-CPU keys, lists and lines that
+ * hold several values stay hand-written beside the tables.
+ */
+enum spool_ktype {
+	SPOOL_KU64,		/* uint64_t, decimal */
+	SPOOL_KU32,		/* uint32_t (or unsigned int), decimal; read: cut to 32 bits */
+	SPOOL_KU32_SAT,		/* the same; read: a larger value stops at UINT32_MAX */
+	SPOOL_KBOOL,		/* bool, 0 or 1; read: anything but 0 is true */
+	SPOOL_KINT,		/* int, signed decimal */
+	SPOOL_KSTR,		/* char[size], our own text, read as it is */
+	SPOOL_KTEXT,		/* char[size], text a guest sent: sanitised on load */
+};
+
+/**
+ * struct spool_key - one key of a spool file
+ * @name: the key as the file spells it
+ * @type: how its value is written and read
+ * @off: where the value is in the file's struct
+ * @size: its size there (for strings, the array's)
+ */
+struct spool_key {
+	const char *name;
+	enum spool_ktype type;
+	size_t off;
+	size_t size;
+};
+
+/* A key for @field of struct @st, spelt @name in the file. */
+#define SPOOL_KEY(name_, type_, st, field) \
+	{ .name = (name_), .type = (type_), .off = offsetof(st, field), \
+	  .size = sizeof(((st *)0)->field) }
+
+#define SPOOL_NKEYS(keys)	(sizeof(keys) / sizeof((keys)[0]))
+
 /**
  * struct spool_budget - what a guest may make the collector keep (--max-size),
  *	shared by its streams and its session
@@ -199,6 +238,42 @@ struct spool_check {
 	uint32_t nr_ivs;
 };
 
+/*
+ * The state file's plain keys, in its order (record/session-save.c fills
+ * them from its guest; spool_trace_load() copies them into struct spool_trace).
+ * caps, streams and qemu_pid are written for people and not read back.
+ */
+struct spool_state {
+	char name[COLLECT_NAME_MAX];
+	uint64_t trace_id;
+	unsigned int nr_cpus;
+	uint32_t subbuf;
+	char clock[64];
+	char agent[128];
+	uint64_t caps;
+	unsigned int streams;
+	int qemu_pid;
+	bool max_reached;
+	uint64_t protocol_errors;
+	char error[512];
+	char agent_error[512];
+	char agent_notice[512];
+	bool kcache_hit;
+	char kcache_vm[COLLECT_NAME_MAX];
+	char kcache_why[160];
+};
+
+/* The sync file's keys before KVM's (struct spool_kvm) and the check's (struct spool_check). */
+struct spool_sync_head {
+	char method[16];
+	char why[160];
+	uint64_t host_end;
+	uint32_t rejected;
+	bool failed;
+	char final_cut[200];
+	uint64_t reset_tsc;
+};
+
 /**
  * struct spool_trace - everything the spool says about one trace (guest or host)
  *
@@ -300,6 +375,33 @@ int spool_replace_file(int dfd, const char *name, const char *tmp, const void *d
 		       mode_t mode);
 int spool_read_file(int dir, const char *name, void **data, size_t *len, size_t max);
 void spool_tprintf(struct spool_text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void spool_keys_write(struct spool_text *t, const struct spool_key *keys, size_t n,
+		      const void *obj);
+void spool_keys_write_line(struct spool_text *t, const struct spool_key *keys, size_t n,
+			   const void *obj);
+void spool_keys_read(const char *text, const struct spool_key *keys, size_t n, void *obj);
+bool spool_keys_read_line(const char *text, const struct spool_key *keys, size_t n, void *obj);
+/* Each file's table (spool.c): the file, then the struct it describes. */
+extern const struct spool_key spool_options_keys[];	/* options: struct spool_options */
+extern const size_t spool_options_nkeys;
+extern const struct spool_key spool_state_keys[];	/* state: struct spool_state */
+extern const size_t spool_state_nkeys;
+extern const struct spool_key spool_budget_keys[];	/* state, after droppedN: struct spool_budget */
+extern const size_t spool_budget_nkeys;
+extern const struct spool_key spool_sync_keys[];	/* sync: struct spool_sync_head */
+extern const size_t spool_sync_nkeys;
+extern const struct spool_key spool_kvm_keys[];		/* sync, next: struct spool_kvm */
+extern const size_t spool_kvm_nkeys;
+extern const struct spool_key spool_check_keys[];	/* sync, next: struct spool_check */
+extern const size_t spool_check_nkeys;
+extern const struct spool_key spool_migration_keys[];	/* migration: struct spool_migration */
+extern const size_t spool_migration_nkeys;
+extern const struct spool_key spool_inplace_keys[];	/* inplace: struct spool_inplace */
+extern const size_t spool_inplace_nkeys;
+extern const struct spool_key spool_sums_keys[];	/* cpuN.sums, one line: struct spool_sums */
+extern const size_t spool_sums_nkeys;
+extern const struct spool_key spool_zsum_keys[];	/* cpuN.zsum, one line: struct spool_zsum */
+extern const size_t spool_zsum_nkeys;
 int spool_text_save(struct spool_text *t, int dir, const char *name);
 int spool_save_options(int spool, const struct spool_options *o);
 int spool_load_options(int spool, struct spool_options *o);

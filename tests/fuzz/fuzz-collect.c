@@ -31,6 +31,7 @@
 
 int collect_quiet = 1;
 int collect_verbose;
+const char *collect_cmd;
 
 void collect_log(int level, const char *fmt, ...)
 {
@@ -107,6 +108,37 @@ void sync_burst_done(struct guest *g, const char *when)
 uint64_t sync_host_tsc(void)
 {
 	return 0;
+}
+
+/* No KVM here: the offsets are never followed. */
+int sync_kvm_begin(struct guest *g, const struct record_opts *o)
+{
+	return 0;
+}
+
+uint64_t sync_kvm_period_ns(const struct guest *g)
+{
+	return 0;
+}
+
+void sync_kvm_tick(struct guest *g)
+{
+}
+
+void sync_kvm_end(struct guest *g)
+{
+}
+
+void sync_reset(struct guest *g, uint64_t at)
+{
+}
+
+void sync_reset_settled(struct guest *g)
+{
+}
+
+void sync_release(struct guest *g)
+{
 }
 
 int qmp_attach(struct guest *g, struct engine *e, uint64_t tsc_khz,

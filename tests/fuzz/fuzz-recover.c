@@ -34,6 +34,7 @@
 
 int collect_quiet = 1;
 int collect_verbose;
+const char *collect_cmd;
 
 void collect_log(int level, const char *fmt, ...)
 {

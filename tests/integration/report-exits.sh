@@ -63,6 +63,11 @@ echo "trace-cmd: $tc"
 
 "$COLLECT" report --exits "$run" >"$WORK/exits.txt" || fail "report --exits exited $?"
 "$COLLECT" report --json "$run" >"$WORK/report.json" || fail "report --json exited $?"
+# The exits object as doc/report.schema.json says (test-manifest-schema.sh checks the rest).
+if python3 -c 'import jsonschema' 2>/dev/null; then
+	python3 "$VT_SRCDIR/scripts/validate-json.py" "$VT_SRCDIR/doc/report.schema.json" "$WORK/report.json" ||
+		fail "report --json does not match doc/report.schema.json"
+fi
 sed -n '/^VM exits/,$p' "$WORK/exits.txt" | head -40
 q() { jq -r ".traces[] | select(.host) | .exits | $1" "$WORK/report.json"; }
 rs() { q "$1 | map(\"\\(.reason)=\\(.count)/\\(.time_ns)\") | sort | join(\" \")"; }
