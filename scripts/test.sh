@@ -94,22 +94,9 @@ run_scripts() {
 # under TCG with nested SVM, where the guest under test runs under KVM; each SKIPs with the
 # reason where this QEMU or kernel cannot. About 6 minutes on 2 cores.
 run_kvm() {
-	local t0 t1 out
+	local t0
 	t0=$(date +%s)
 	run_scripts e2e-kvm
-	# e2e-kvm's last: bench-peer --kvm --quick (a smoke test, no figures judged) --------------
-	# trace-cmd's agent over vsock with its KVM time sync against ours, in one L2 guest under
-	# KVM inside a TCG L1 (tests/bench/peer-kvm.sh, 5-10 minutes): every mode delivered and ours
-	# verified with trace-cmd report. SKIP with the reason when L1 gets no KVM.
-	out=$(mktemp)
-	t1=$(date +%s)
-	VT_BUILDDIR=$root/build nice tests/bench/bench-peer.sh --kvm --quick >"$out" 2>&1
-	case $? in
-	0) result PASS e2e-kvm/bench-peer-kvm-quick "$(( $(date +%s) - t1 )) s" ;;
-	77) result SKIP e2e-kvm/bench-peer-kvm-quick "$(grep -m1 'SKIP' "$out" | sed 's/.*SKIP: *//' | cut -c1-120)" ;;
-	*) sed 's/^/    | /' "$out" | tail -60; result FAIL e2e-kvm/bench-peer-kvm-quick ;;
-	esac
-	rm -f "$out"
 	echo "e2e-kvm: $(( $(date +%s) - t0 )) s"
 }
 
