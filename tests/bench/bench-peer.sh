@@ -35,7 +35,10 @@
 # command answered) -> record exited.
 # Verified: `trace-cmd report` of the guest file; markers received <= written, and every
 # missing marker covered by the events the pages report dropped (equal when nothing dropped).
-# Usage: tests/bench/bench-peer.sh [--quick | --profile] [REPEATS (default 3)]
+# Usage: tests/bench/bench-peer.sh [--kvm] [--quick | --profile] [REPEATS (default 3)]
+#   --kvm:   the same comparison in a KVM guest, trace-cmd over vsock with the time sync it
+#            negotiates under KVM (nested: the guest runs under KVM inside a TCG L1 guest):
+#            tests/bench/peer-kvm.sh, which says what it runs and its options
 #   --profile: no table; perf and strace (with their libraries) go into the guest too, and one
 #            flat-out session per mode runs under `perf record -a -g` (guest-wide, cpu-clock),
 #            another under `strace -c -f` of the agent; their reports are printed
@@ -58,6 +61,7 @@
 # VT_PEER_AGENT_ARGS (more options for the guest's trace-agent, e.g. "--keep-instance 0": the
 # agent then makes and removes its instance with every recording, as before 2026-11-26's night),
 # VT_KEEP=1.
+case " $* " in *" --kvm "*) exec bash "$(dirname "${BASH_SOURCE[0]}")/peer-kvm.sh" "$@" ;; esac
 echo "bench-peer: trace-cmd agent (TCP, virtio-serial FIFO) against virtio-trace in one TCG guest boot"
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

@@ -62,7 +62,8 @@ vt_collect_build() {
 # With VT_AGENT_KERNEL (a vmlinux with everything built in, e.g. kernel-patches/build.sh's) the
 # image is WORK/image-kernel: that kernel and an initramfs without modules.
 # VT_GUEST_EXTRA_MODULES: the modules put in the image but not loaded, instead of mkguest.sh's
-# default (e.g. with msr, for a guest that writes its TSC).
+# default (e.g. with msr, for a guest that writes its TSC; the virtio vsock transport for an agent
+# reached over vsock).
 # Returns 77 when no kernel is available.
 vt_agent_image() {
     local work=$1 script=$2 name=$3 cache rc mods=()

@@ -16,7 +16,8 @@
 #                                   the msr module besides the usual ones
 #   /etc/vt/l1-run, /etc/vt/l1-lib.sh   tests/e2e/l1/: what L1 runs, the scenarios' helpers
 # and the modules 9p/9pnet_virtio (the shares) and kvm loaded at boot (so that /init's vt.keep
-# can keep kvm events enabled), kvm_amd and virtio_blk in the image (l1-run loads kvm_amd).
+# can keep kvm events enabled), kvm_amd and virtio_blk in the image (l1-run loads kvm_amd), and
+# vhost_vsock (with vsock: an L2 with a vhost-vsock-pci device, tests/bench/bench-peer.sh --kvm).
 # Cached by content as mkguest.sh caches: the same inputs give the same initramfs file.
 #
 # Usage: tests/e2e/mkl1.sh [--out DIR] [--cache DIR] [--force] [-q]
@@ -87,6 +88,11 @@ add_bin() {
 add_bin "$COLLECT" /usr/bin/virtio-trace-collect || { echo "FAIL: cannot copy $COLLECT"; exit 1; }
 add_bin "$(command -v qemu-system-x86_64)" /usr/bin/qemu-system-x86_64 || { echo "FAIL: cannot copy QEMU"; exit 1; }
 add_bin "$(command -v trace-cmd)" /usr/bin/trace-cmd || { echo "FAIL: cannot copy trace-cmd"; exit 1; }
+# glibc loads libgcc_s.so.1 at run time, which ldd does not list: pthread_exit() and
+# pthread_cancel() unwind through it, and abort without it ("libgcc_s.so.1 must be installed for
+# pthread_exit to work": trace-cmd's time-sync thread, at the end of every `record -A`).
+gcc_s=$(ldconfig -p | awk '$1 == "libgcc_s.so.1" && /x86-64/ { print $NF; exit }')
+[ -z "$gcc_s" ] || { mkdir -p "$R$(dirname "$gcc_s")" && cp -L "$gcc_s" "$R$gcc_s"; } || exit 1
 if command -v strace >/dev/null; then add_bin "$(command -v strace)" /usr/bin/strace || exit 1; fi
 cp "$VT_STATIC_AGENT" "$R/sbin/trace-agent" && strip "$R/sbin/trace-agent" 2>/dev/null
 for d in /usr/lib/x86_64-linux-gnu/traceevent/plugins /usr/lib/x86_64-linux-gnu/trace-cmd/plugins; do
@@ -117,7 +123,7 @@ vt_kernel_select >"$WORK/kernel.out"; rc=$?
 OUT=${OUT:-$CACHE/image-l1$VT_KERNEL_TAG}
 "$VT_E2E_DIR/mkguest.sh" -q --cache "$CACHE" "${FORCE[@]}" --overlay "$R" --out "$OUT" \
     --modules "virtio_pci virtio_console 9pnet_virtio 9p kvm" \
-    --extra-modules "kvm_amd virtio_blk qemu_fw_cfg" >/dev/null 2>"$WORK/mkguest.log"
+    --extra-modules "kvm_amd virtio_blk qemu_fw_cfg vhost_vsock" >/dev/null 2>"$WORK/mkguest.log"
 rc=$?
 [ $rc = 2 ] && { echo "SKIP: no guest kernel available: $(tail -n1 "$WORK/mkguest.log")"; exit 77; }
 [ $rc = 0 ] || { cat "$WORK/mkguest.log"; echo "FAIL: mkguest.sh exited $rc"; exit 1; }

@@ -26,6 +26,11 @@
  *   ticks NAME...               utime+stime+cutime+cstime summed over every
  *                               process whose comm is NAME (NAME* : a prefix)
  *                               -> ok ticks=T n=PROCESSES
+ *   cpustat                     the whole guest's CPU time from /proc/stat, in
+ *                               ticks: -> ok busy=USER+NICE+SYSTEM+IRQ+SOFTIRQ
+ *                               idle=IDLE+IOWAIT steal=STEAL
+ *   ls DIR                      the names in DIR (no . or ..), sorted, on one line
+ *                               -> ok NAME... (at most 4000 bytes) | err ...
  *   status NAME                 of the first process whose comm is NAME: Rss
  *                               and Pss (smaps_rollup), VmHWM (kB), voluntary
  *                               and involuntary context switches of all its
@@ -470,6 +475,66 @@ static void cmd_ticks(FILE *out, char *args)
 	fprintf(out, "ok ticks=%llu n=%d\n", total, procs);
 }
 
+/* The first line of /proc/stat: the whole guest's CPU time, in ticks. */
+static void cmd_cpustat(FILE *out)
+{
+	unsigned long long v[8] = { 0 };
+	char line[512];
+	FILE *f = fopen("/proc/stat", "r");
+
+	if (!f || !fgets(line, sizeof(line), f) ||
+	    sscanf(line, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+		   &v[4], &v[5], &v[6], &v[7]) < 4) {
+		fprintf(out, "err /proc/stat: %s\n", f ? "unexpected first line" : strerror(errno));
+		if (f)
+			fclose(f);
+		return;
+	}
+	fclose(f);
+	/* user nice system idle iowait irq softirq steal */
+	fprintf(out, "ok busy=%llu idle=%llu steal=%llu\n", v[0] + v[1] + v[2] + v[5] + v[6],
+		v[3] + v[4], v[7]);
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The names in DIR, sorted, on one line. */
+static void cmd_ls(FILE *out, char *args)
+{
+	char *names[256], line[4001];
+	struct dirent *de;
+	size_t n = 0, i, len = 0;
+	DIR *d = opendir(args);
+
+	if (!d) {
+		fprintf(out, "err %s: %s\n", args, strerror(errno));
+		return;
+	}
+	while ((de = readdir(d)) && n < 256) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		names[n] = strdup(de->d_name);
+		if (names[n])
+			n++;
+	}
+	closedir(d);
+	qsort(names, n, sizeof(names[0]), cmp_names);
+	line[0] = '\0';
+	for (i = 0; i < n; i++) {
+		size_t l = strlen(names[i]);
+
+		if (len + l + 1 < sizeof(line)) {
+			snprintf(line + len, sizeof(line) - len, " %s", names[i]);
+			len += l + 1;
+		}
+		free(names[i]);
+	}
+	fprintf(out, "ok%s\n", line);
+}
+
 /* Sum "NAME: value" lines of FILE into *sum; 0 when at least one was found. */
 static int sum_field(const char *file, const char *name, long *sum)
 {
@@ -681,6 +746,10 @@ int main(int argc, char **argv)
 			cmd_ticks(out, args);
 		else if (strcmp(line, "status") == 0)
 			cmd_status(out, args);
+		else if (strcmp(line, "cpustat") == 0)
+			cmd_cpustat(out);
+		else if (strcmp(line, "ls") == 0)
+			cmd_ls(out, args);
 		else if (strcmp(line, "wrtsc") == 0)
 			cmd_wrtsc(out, args);
 		else if (strcmp(line, "quit") == 0) {

@@ -19,6 +19,8 @@
 #   L2_ACCEL=kvm    L2_APPEND (more kernel command line)    L2_QEMU_EXTRA (more
 #                   QEMU words, split on blanks)    L2_NOPORTS=1: no virtio-serial at all (the
 #                   FIFOs `setup` made stay, nobody on the guest's side)
+#   L2_KERNEL=/l2/vmlinux L2_INITRD=/l2/initramfs.cpio   another L2 image (e.g. one on the 9p
+#                   share, as tests/bench/bench-peer.sh --kvm brings its own)
 #   L2_REBOOT=1     a reset or reboot restarts L2 (default: -no-reboot, it powers off)
 #   L2_HMP=1        a second monitor (HMP) on FIFOs for l1_hmp, its output in L2_DIR/hmp.log
 #                   (the collector's --qmp holds the QMP socket)
@@ -135,7 +137,7 @@ l1_l2_start() {
         -cpu "${L2_CPU:-host,-xsave}" ${L2_QEMU_FIRST:-} \
         -smp "${L2_SMP:-2}" -m "${L2_MEM:-512}" -nodefaults -no-user-config -display none \
         -serial "file:$L2_CONSOLE" -pidfile "$L2_DIR/qemu.pid" \
-        -kernel /l2/vmlinux -initrd /l2/initramfs.cpio -append "$_append" "$@" ${L2_QEMU_EXTRA:-} \
+        -kernel "${L2_KERNEL:-/l2/vmlinux}" -initrd "${L2_INITRD:-/l2/initramfs.cpio}" -append "$_append" "$@" ${L2_QEMU_EXTRA:-} \
         </dev/null >"$L2_STDERR" 2>&1 &
     L2_TPID=$!
     L2_PID=
