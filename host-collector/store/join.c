@@ -193,7 +193,6 @@ static int64_t host_delta(const struct side *src, const struct side *dst, uint64
 	return (int64_t)(s - (long double)x);
 }
 
-/* An epoch of the destination's, on the source host's TSC. */
 /*
  * One host, two recordings that converted its TSC at different rates (an
  * old recording, or one whose rate could be neither read from perf nor kept
@@ -213,6 +212,7 @@ static void tsc2nsec_differ(const struct side *src, const struct side *dst)
 		 dst->opt.tsc_shift, dst->path, (double)((b - a) / 1000));
 }
 
+/* An epoch of the destination's, on the source host's TSC. */
 static struct vt_tsync_epoch moved(const struct vt_tsync_epoch *e, int64_t delta, uint64_t extra)
 {
 	struct vt_tsync_epoch m = *e;
