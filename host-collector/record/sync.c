@@ -453,12 +453,14 @@ static int kvm_reread(struct guest *g, bool first)
 
 /*
  * With the events: debugfs at the end must say what the events say at the
- * moment of the read (either end of it, in case a write fell inside). An
- * event can trail the value it reports by a moment (KVM writes thousands
- * of offsets a minute on a host whose TSC it distrusts, and one run saw
- * debugfs one write ahead of the events it had read): a disagreement is
- * read again, FINAL_CHECK_TRIES times FINAL_CHECK_WAIT_US apart, before it
- * is called a change not seen.
+ * moment of the read (either end of it, in case a write fell inside). On a
+ * host whose TSC KVM distrusts it writes an offset every few ms, and a write
+ * just before the read can look later than it: its event is stamped by the
+ * writing CPU's TSC, the read by this CPU's (the nested L1 of the tests
+ * marks its TSCs unsynchronized; one run saw debugfs one write ahead of the
+ * events, the write's event the very next epoch). So a disagreement is read
+ * again, FINAL_CHECK_TRIES times FINAL_CHECK_WAIT_US apart, before it is
+ * called a change not seen.
  */
 #define FINAL_CHECK_TRIES	4
 #define FINAL_CHECK_WAIT_US	20000
