@@ -1378,7 +1378,7 @@ int record_main(int argc, char **argv)
 
 		g->rec = &r;
 		g->trace_id = random_id();
-		g->budget.max = o.max_size;
+		g->figures.budget.max = o.max_size;
 		snprintf(dirname, sizeof(dirname), "guest-%s", g->name);
 		ret = spool_guest_dir(spool_fd, dirname, &g->spool_fd);
 		if (ret < 0) {

@@ -28,25 +28,17 @@ int spool_save_state(const struct guest *g)
 
 	struct spool_state st = {
 		.trace_id = g->trace_id,
-		.nr_cpus = g->nr_cpus,
-		.subbuf = g->subbuf,
-		.caps = g->caps,
 		.streams = g->nr_streams,
 		.qemu_pid = (int)g->link.qemu_pid,
-		.max_reached = g->budget.reached,
-		.protocol_errors = g->protocol_errors,
-		.kcache_hit = g->kcache_hit,
+		.max_reached = g->figures.budget.reached,
 	};
 
 	snprintf(st.name, sizeof(st.name), "%s", g->name);
-	snprintf(st.clock, sizeof(st.clock), "%s", g->clock);
-	snprintf(st.agent, sizeof(st.agent), "%s", g->agent_software);
-	snprintf(st.error, sizeof(st.error), "%s", g->error);
-	snprintf(st.agent_error, sizeof(st.agent_error), "%s", g->agent_error);
-	snprintf(st.agent_notice, sizeof(st.agent_notice), "%s", g->agent_notice);
-	snprintf(st.kcache_vm, sizeof(st.kcache_vm), "%s", g->kcache_vm);
-	snprintf(st.kcache_why, sizeof(st.kcache_why), "%s", g->kcache_why);
 	spool_keys_write(&t, spool_state_keys, spool_state_nkeys, &st);
+	spool_keys_write(&t, spool_agent_keys, spool_agent_nkeys, &g->agent);
+	spool_keys_write(&t, spool_state_tail_keys, spool_state_tail_nkeys, &st);
+	spool_keys_write(&t, spool_figures_keys, spool_figures_nkeys, &g->figures);
+	spool_keys_write(&t, spool_kcache_keys, spool_kcache_nkeys, &g->kcache.saved);
 	/* A list, per-CPU keys and an array: more than a table's fixed fields. */
 	spool_tprintf(&t, "vcpu_tids=");
 	for (i = 0; i < g->link.nr_vcpu_tids; i++)
@@ -56,9 +48,9 @@ int spool_save_state(const struct guest *g)
 		spool_tprintf(&t, "dropped%u=%llu\nbad%u=%llu\n", g->streams[i].cpu,
 			(unsigned long long)g->streams[i].dropped_pages, g->streams[i].cpu,
 			(unsigned long long)g->streams[i].bad_pages);
-	spool_keys_write(&t, spool_budget_keys, spool_budget_nkeys, &g->budget);
+	spool_keys_write(&t, spool_budget_keys, spool_budget_nkeys, &g->figures.budget);
 	for (i = 0; i < GMSG_NR; i++)
-		spool_tprintf(&t, "msgs%u=%llu\n", i, (unsigned long long)g->msgs[i]);
+		spool_tprintf(&t, "msgs%u=%llu\n", i, (unsigned long long)g->figures.msgs[i]);
 	return spool_text_save(&t, g->spool_fd, "state");
 }
 
@@ -122,7 +114,7 @@ int spool_save_sync(const struct guest *g)
 			" offset=%" PRId64 " lo=%" PRId64 " hi=%" PRId64 "\n", iv->cpu, iv->burst, iv->n,
 			iv->inside, iv->t, iv->epoch_from, iv->offset, iv->lo, iv->hi);
 	}
-	for (cpu = 0; cpu < g->nr_cpus && cpu < COLLECT_MAX_CPUS; cpu++) {
+	for (cpu = 0; cpu < g->agent.nr_cpus && cpu < COLLECT_MAX_CPUS; cpu++) {
 		if (g->sync.min_rtt[cpu])
 			spool_tprintf(&t, "probes cpu=%u min_rtt=%" PRIu64 " samples=%u\n", cpu,
 				g->sync.min_rtt[cpu], g->sync.samples[cpu]);
@@ -139,7 +131,8 @@ int spool_save_sync(const struct guest *g)
 	/* The live view maps the guest's timestamps with what the files will be made of. */
 	if (g->rec)
 		live_clock(g->rec->live, g->live_idx, g->sync.cpus,
-			   g->nr_cpus < COLLECT_MAX_CPUS ? g->nr_cpus : COLLECT_MAX_CPUS, g->sync.host_end);
+			   g->agent.nr_cpus < COLLECT_MAX_CPUS ? g->agent.nr_cpus : COLLECT_MAX_CPUS,
+			   g->sync.host_end);
 	return spool_text_save(&t, g->spool_fd, "sync");
 }
 

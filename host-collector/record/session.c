@@ -229,10 +229,12 @@ static void msgs_summary(struct guest *g)
 		return;
 	g->msgs_summed = true;
 	for (k = 0; k < GMSG_NR; k++)
-		if (g->msgs[k] > COLLECT_LOG_BURST)
+		if (g->figures.msgs[k] > COLLECT_LOG_BURST)
 			log_warn("guest %s: %llu %s in all, %llu not shown (only the first %d of a kind "
-				 "are printed)", g->name, (unsigned long long)g->msgs[k], collect_msg_name(k),
-				 (unsigned long long)(g->msgs[k] - COLLECT_LOG_BURST), COLLECT_LOG_BURST);
+				 "are printed)", g->name, (unsigned long long)g->figures.msgs[k],
+				 collect_msg_name(k),
+				 (unsigned long long)(g->figures.msgs[k] - COLLECT_LOG_BURST),
+				 COLLECT_LOG_BURST);
 }
 
 /*
@@ -280,10 +282,10 @@ void session_fail(struct guest *g, const char *fmt, ...)
 	if (g->state == G_FAILED || g->state == G_DONE)
 		return;
 	va_start(ap, fmt);
-	vsnprintf(g->error, sizeof(g->error), fmt, ap);
+	vsnprintf(g->figures.error, sizeof(g->figures.error), fmt, ap);
 	va_end(ap);
 	/* A refusal ends the run when no guest takes the command line (record.c). */
-	log_err("guest %s: %s; dropping this guest%s", g->name, g->error,
+	log_err("guest %s: %s; dropping this guest%s", g->name, g->figures.error,
 		g->refused ? "" : ", the others continue");
 	if (g->hello_timed_out)
 		hello_hints(g);
@@ -315,7 +317,8 @@ void session_fail(struct guest *g, const char *fmt, ...)
 	if (g->rec && g->rec->live) {
 		/* Its pages received so far are shown as its file will have them: hold the view no more. */
 		live_clock(g->rec->live, g->live_idx, g->sync.cpus,
-			   g->nr_cpus < COLLECT_MAX_CPUS ? g->nr_cpus : COLLECT_MAX_CPUS, g->sync.host_end);
+			   g->agent.nr_cpus < COLLECT_MAX_CPUS ? g->agent.nr_cpus : COLLECT_MAX_CPUS,
+			   g->sync.host_end);
 		live_meta(g->rec->live, g->live_idx);
 	}
 	if (g->rec)
@@ -449,10 +452,10 @@ static void req_complete(struct guest *g, int err)
 
 static void protocol_error(struct guest *g, const char *what)
 {
-	g->protocol_errors++;
-	if (g->protocol_errors == 1)
+	g->figures.protocol_errors++;
+	if (g->figures.protocol_errors == 1)
 		log_warn("guest %s: %s (further protocol errors are only counted)", g->name, what);
-	if (g->protocol_errors > MAX_PROTOCOL_ERRORS)
+	if (g->figures.protocol_errors > MAX_PROTOCOL_ERRORS)
 		session_fail(g, "more than %d protocol errors on the control port", MAX_PROTOCOL_ERRORS);
 }
 
@@ -527,7 +530,7 @@ static void got_stats(struct guest *g, const struct vt_proto_msg *m)
 		}
 		return;
 	}
-	if (st.cpu >= g->nr_cpus || st.cpu >= COLLECT_MAX_CPUS) {
+	if (st.cpu >= g->agent.nr_cpus || st.cpu >= COLLECT_MAX_CPUS) {
 		protocol_error(g, "STATS for a CPU the guest does not have");
 		return;
 	}
@@ -599,17 +602,17 @@ static void got_session(struct guest *g, const struct vt_proto_msg *m)
 		return;
 	}
 	if (ss.subbuf_size < VT_SUBBUF_MIN || ss.subbuf_size > VT_SUBBUF_MAX ||
-	    (ss.subbuf_size & (ss.subbuf_size - 1)) || ss.nr_streams > g->nr_cpus) {
+	    (ss.subbuf_size & (ss.subbuf_size - 1)) || ss.nr_streams > g->agent.nr_cpus) {
 		session_fail(g, "the agent's session has %u streams of %u-byte pages (%u CPUs)",
-			     ss.nr_streams, ss.subbuf_size, g->nr_cpus);
+			     ss.nr_streams, ss.subbuf_size, g->agent.nr_cpus);
 		return;
 	}
-	g->subbuf = ss.subbuf_size;
+	g->agent.subbuf = ss.subbuf_size;
 	g->mig.resume_no = ss.resume;
 	g->mig.nr_events = ss.nr_events;
 	collect_sanitize(g->mig.instance, sizeof(g->mig.instance), ss.instance, false);
 	if (ss.clock[0])
-		collect_sanitize(g->clock, sizeof(g->clock), ss.clock, false);
+		collect_sanitize(g->agent.clock, sizeof(g->agent.clock), ss.clock, false);
 	g->stats_last = false;
 }
 
@@ -658,9 +661,9 @@ static void handle(struct guest *g, const struct vt_proto_msg *m)
 			session_fail(g, "malformed HELLO_REPLY");
 			break;
 		}
-		collect_sanitize(g->agent_software, sizeof(g->agent_software), g->hello.software,
+		collect_sanitize(g->agent.software, sizeof(g->agent.software), g->hello.software,
 				 false);
-		collect_sanitize(g->clock, sizeof(g->clock), g->hello.clock, false);
+		collect_sanitize(g->agent.clock, sizeof(g->agent.clock), g->hello.clock, false);
 		g->hello.software = g->hello.clock = NULL;
 		req_complete(g, 0);
 		break;
@@ -685,8 +688,8 @@ static void handle(struct guest *g, const struct vt_proto_msg *m)
 		} else {
 			guest_log(g, GMSG_AGENT_ERROR, L_WARN, "guest %s: agent reports: %s (%s)",
 				  g->name, text, strerror(e.err));
-			if (!g->agent_error[0])
-				snprintf(g->agent_error, sizeof(g->agent_error), "%s", text);
+			if (!g->figures.agent_error[0])
+				snprintf(g->figures.agent_error, sizeof(g->figures.agent_error), "%s", text);
 		}
 		break;
 	case VT_PROTO_NOTICE:
@@ -696,8 +699,8 @@ static void handle(struct guest *g, const struct vt_proto_msg *m)
 		}
 		collect_sanitize(text, sizeof(text), notice, false);
 		guest_log(g, GMSG_AGENT_NOTICE, L_WARN, "guest %s: agent: %s", g->name, text);
-		if (!g->agent_notice[0])
-			snprintf(g->agent_notice, sizeof(g->agent_notice), "%s", text);
+		if (!g->figures.agent_notice[0])
+			snprintf(g->figures.agent_notice, sizeof(g->figures.agent_notice), "%s", text);
 		break;
 	case VT_PROTO_STATS:
 		got_stats(g, m);
@@ -779,9 +782,12 @@ static void stream_event(void *owner, struct stream *s, enum stream_ev ev, int e
 	case STREAM_EV_LIMIT:
 		log_warn("guest %s: reached --max-size (%llu of %llu bytes taken: %llu in pages, "
 			 "%llu in malformed pages, %llu in fragments, %llu in metadata): stopping it",
-			 g->name, (unsigned long long)g->budget.used, (unsigned long long)g->budget.max,
-			 (unsigned long long)g->budget.pages, (unsigned long long)g->budget.bad,
-			 (unsigned long long)g->budget.frag, (unsigned long long)g->budget.meta);
+			 g->name, (unsigned long long)g->figures.budget.used,
+			 (unsigned long long)g->figures.budget.max,
+			 (unsigned long long)g->figures.budget.pages,
+			 (unsigned long long)g->figures.budget.bad,
+			 (unsigned long long)g->figures.budget.frag,
+			 (unsigned long long)g->figures.budget.meta);
 		session_stop(g);
 		break;
 	case STREAM_EV_EOF:
@@ -805,14 +811,14 @@ static int add_stream(struct guest *g, unsigned int cpu, int fd)
 		log_info("guest %s cpu%u: discarded %zu stale bytes left in the port", g->name, cpu,
 			 stale);
 	snprintf(label, sizeof(label), "guest %s cpu%u", g->name, cpu);
-	ret = stream_init(s, fd, label, cpu, g->subbuf, g->spool_fd);
+	ret = stream_init(s, fd, label, cpu, g->agent.subbuf, g->spool_fd);
 	if (ret < 0) {
 		close(fd);
 		return ret;
 	}
 	s->owner = g;
 	s->notify = stream_event;
-	s->budget = &g->budget;
+	s->budget = &g->figures.budget;
 	s->live = g->rec->live;
 	s->live_trace = g->live_idx;
 	g->nr_streams++;
@@ -824,10 +830,10 @@ static int open_streams(struct guest *g)
 	unsigned int cpu;
 	int ret;
 
-	g->streams = calloc(g->nr_cpus, sizeof(*g->streams));
+	g->streams = calloc(g->agent.nr_cpus, sizeof(*g->streams));
 	if (!g->streams)
 		return -ENOMEM;
-	for (cpu = 0; cpu < g->nr_cpus; cpu++) {
+	for (cpu = 0; cpu < g->agent.nr_cpus; cpu++) {
 		int fd;
 
 		if (g->mig.early_fds && cpu < g->link.nr_cpu_paths && g->mig.early_fds[cpu] >= 0) {
@@ -915,13 +921,13 @@ static void listen_streams(struct guest *g)
 {
 	unsigned int cpu;
 
-	g->streams = calloc(g->nr_cpus, sizeof(*g->streams));
-	g->ports = calloc(g->nr_cpus, sizeof(*g->ports));
+	g->streams = calloc(g->agent.nr_cpus, sizeof(*g->streams));
+	g->ports = calloc(g->agent.nr_cpus, sizeof(*g->ports));
 	if (!g->streams || !g->ports) {
 		session_fail(g, "out of memory");
 		return;
 	}
-	for (cpu = 0; cpu < g->nr_cpus; cpu++) {
+	for (cpu = 0; cpu < g->agent.nr_cpus; cpu++) {
 		struct guest_port *p = &g->ports[cpu];
 
 		p->g = g;
@@ -984,25 +990,25 @@ static bool cache_lookup(struct guest *g)
 {
 	int r;
 
-	if (g->rec->kcache_fd < 0 || !(g->caps & VT_PROTO_CAP_KALLSYMS_KEY))
+	if (g->rec->kcache_fd < 0 || !(g->agent.caps & VT_PROTO_CAP_KALLSYMS_KEY))
 		return false;
-	if (g->kcache_tried)
-		return g->kcache_vm[0];
-	g->kcache_tried = true;
-	if (kcache_vm_id(&g->link, g->qmp_uuid, g->kcache_vm, sizeof(g->kcache_vm)) < 0) {
-		snprintf(g->kcache_why, sizeof(g->kcache_why), "nothing the host knows tells its VM "
+	if (g->kcache.tried)
+		return g->kcache.saved.vm[0];
+	g->kcache.tried = true;
+	if (kcache_vm_id(&g->link, g->qmp_uuid, g->kcache.saved.vm, sizeof(g->kcache.saved.vm)) < 0) {
+		snprintf(g->kcache.saved.why, sizeof(g->kcache.saved.why), "nothing the host knows tells its VM "
 			 "apart (--domain, --qemu-pid, or --qmp with QEMU's -uuid): not cached");
-		log_debug("guest %s: kallsyms cache: %s", g->name, g->kcache_why);
+		log_debug("guest %s: kallsyms cache: %s", g->name, g->kcache.saved.why);
 		return false;
 	}
-	r = kcache_key(g->rec->kcache_fd, g->kcache_vm, &g->kcache_key);
+	r = kcache_key(g->rec->kcache_fd, g->kcache.saved.vm, &g->kcache.key);
 	if (r < 0)
-		g->kcache_key = 0;
+		g->kcache.key = 0;
 	if (r < 0 && r != -ENOENT)
 		log_warn("guest %s: its VM's entry %s in the kallsyms cache is not used: %s", g->name,
-			 g->kcache_vm, strerror(-r));
-	log_debug("guest %s: kallsyms cache entry %s (%s)", g->name, g->kcache_vm,
-		  g->kcache_key ? "filled" : "empty");
+			 g->kcache.saved.vm, strerror(-r));
+	log_debug("guest %s: kallsyms cache entry %s (%s)", g->name, g->kcache.saved.vm,
+		  g->kcache.key ? "filled" : "empty");
 	return true;
 }
 
@@ -1011,16 +1017,16 @@ static void cache_kallsyms(struct guest *g, const struct vt_meta *m)
 {
 	int ret;
 
-	if (!m->kallsyms_key || !cache_lookup(g) || m->kallsyms_key == g->kcache_key)
+	if (!m->kallsyms_key || !cache_lookup(g) || m->kallsyms_key == g->kcache.key)
 		return;
-	ret = kcache_store(g->rec->kcache_fd, g->kcache_vm, m->kallsyms_key, &m->kallsyms);
+	ret = kcache_store(g->rec->kcache_fd, g->kcache.saved.vm, m->kallsyms_key, &m->kallsyms);
 	if (ret < 0) {
 		log_warn("guest %s: cannot keep its kallsyms in the cache: %s", g->name, strerror(-ret));
 		return;
 	}
-	g->kcache_key = m->kallsyms_key;
+	g->kcache.key = m->kallsyms_key;
 	log_debug("guest %s: kallsyms (%zu bytes) kept in the cache as %s", g->name,
-		  m->kallsyms.len, g->kcache_vm);
+		  m->kallsyms.len, g->kcache.saved.vm);
 }
 
 /*
@@ -1037,16 +1043,16 @@ static bool kallsyms_from_cache(struct guest *g)
 	void *data;
 	int ret;
 
-	if (!cache_lookup(g) || !g->guest_key || g->guest_key != g->kcache_key)
+	if (!cache_lookup(g) || !g->kcache.guest_key || g->kcache.guest_key != g->kcache.key)
 		return false;
-	ret = kcache_load(g->rec->kcache_fd, g->kcache_vm, g->guest_key, &ks);
+	ret = kcache_load(g->rec->kcache_fd, g->kcache.saved.vm, g->kcache.guest_key, &ks);
 	if (ret < 0) {
 		log_warn("guest %s: the cached kallsyms cannot be used (%s): asking the guest",
 			 g->name, strerror(-ret));
-		g->kcache_key = 0;
+		g->kcache.key = 0;
 		return false;
 	}
-	if (!stream_budget_take(&g->budget, ks.len, &g->budget.meta)) {
+	if (!stream_budget_take(&g->figures.budget, ks.len, &g->figures.budget.meta)) {
 		free(ks.data);
 		return false;
 	}
@@ -1065,8 +1071,8 @@ static bool kallsyms_from_cache(struct guest *g)
 	vt_meta_free(&m);
 	if (ret < 0)
 		return false;
-	g->meta_full = g->kcache_hit = true;
-	g->held_key = g->guest_key;
+	g->meta_full = g->kcache.saved.hit = true;
+	g->kcache.held_key = g->kcache.guest_key;
 	log_info("guest %s: kallsyms (%zu bytes) from the cache, not read in the guest", g->name,
 		 ks.len);
 	return true;
@@ -1107,40 +1113,41 @@ static void meta_received(struct guest *g, int err)
 	 * --subbuf-size made it), which is what the data ports will carry.
 	 * Once the streams are open it must not change.
 	 */
-	if (!g->nr_streams && m.subbuf_size != g->subbuf && m.subbuf_size >= VT_SUBBUF_MIN &&
+	if (!g->nr_streams && m.subbuf_size != g->agent.subbuf && m.subbuf_size >= VT_SUBBUF_MIN &&
 	    m.subbuf_size <= VT_SUBBUF_MAX && !(m.subbuf_size & (m.subbuf_size - 1))) {
 		log_info("guest %s: the recorded buffer has %u-byte sub-buffers", g->name, m.subbuf_size);
-		g->subbuf = m.subbuf_size;
+		g->agent.subbuf = m.subbuf_size;
 	}
-	if (m.subbuf_size != g->subbuf || m.nr_cpus != g->nr_cpus) {
+	if (m.subbuf_size != g->agent.subbuf || m.nr_cpus != g->agent.nr_cpus) {
 		session_fail(g, "the metadata says %u CPUs and %u-byte pages, the recording has %u and %u",
-			     m.nr_cpus, m.subbuf_size, g->nr_cpus, g->subbuf);
+			     m.nr_cpus, m.subbuf_size, g->agent.nr_cpus, g->agent.subbuf);
 		vt_meta_free(&m);
 		return;
 	}
-	if (g->caps & VT_PROTO_CAP_KALLSYMS_KEY)
-		g->guest_key = m.kallsyms_key;
+	if (g->agent.caps & VT_PROTO_CAP_KALLSYMS_KEY)
+		g->kcache.guest_key = m.kallsyms_key;
 	/*
 	 * The final bundle without kallsyms, after kallsyms came from the
 	 * cache: the agent never read them this session, so only the key it
 	 * reports says whether a module came or went. If one did, ask again.
 	 */
-	if (g->final_key_check && !m.kallsyms.len && (!m.kallsyms_key || m.kallsyms_key != g->held_key)) {
+	if (g->kcache.final_key_check && !m.kallsyms.len &&
+	    (!m.kallsyms_key || m.kallsyms_key != g->kcache.held_key)) {
 		log_info("guest %s: its kallsyms changed while it recorded: asking for them again",
 			 g->name);
-		g->final_key_check = false;
+		g->kcache.final_key_check = false;
 		vt_meta_free(&m);
 		vt_proto_meta_rx_release(&g->meta_rx);
 		fetch_meta(g, 0, done);
 		return;
 	}
 	/* Metadata counts against --max-size like pages (fetch_meta() asked for no more than fits). */
-	if (!stream_budget_take(&g->budget, g->meta_rx.len, &g->budget.meta)) {
+	if (!stream_budget_take(&g->figures.budget, g->meta_rx.len, &g->figures.budget.meta)) {
 		vt_meta_free(&m);
 		vt_proto_meta_rx_release(&g->meta_rx);
 		if (!refresh) {
 			session_fail(g, "its metadata is over --max-size (%llu bytes)",
-				     (unsigned long long)g->budget.max);
+				     (unsigned long long)g->figures.budget.max);
 			return;
 		}
 		log_warn("guest %s: the %s metadata is over --max-size: the metadata of the setup "
@@ -1148,7 +1155,7 @@ static void meta_received(struct guest *g, int err)
 		done(g, 0);
 		return;
 	}
-	if (((g->meta_req_flags & VT_PROTO_META_REQ_KALLSYMS_IF_CHANGED) || g->final_key_check) &&
+	if (((g->meta_req_flags & VT_PROTO_META_REQ_KALLSYMS_IF_CHANGED) || g->kcache.final_key_check) &&
 	    !m.kallsyms.len) {
 		ret = keep_kallsyms(g, &m);
 	} else {
@@ -1156,7 +1163,7 @@ static void meta_received(struct guest *g, int err)
 		if (ret == 0)
 			g->meta_full = !(g->meta_req_flags & VT_PROTO_META_REQ_NO_KALLSYMS);
 		if (ret == 0 && m.kallsyms.len) {
-			g->held_key = m.kallsyms_key;
+			g->kcache.held_key = m.kallsyms_key;
 			cache_kallsyms(g, &m);
 		}
 	}
@@ -1179,8 +1186,8 @@ static void fetch_meta(struct guest *g, uint32_t flags, void (*done)(struct gues
 	uint64_t limit = META_LIMIT;
 
 	/* Never more than the budget has room for: nor in memory, nor in the spool. */
-	if (g->budget.max) {
-		uint64_t left = g->budget.reached ? 0 : g->budget.max - g->budget.used;
+	if (g->figures.budget.max) {
+		uint64_t left = g->figures.budget.reached ? 0 : g->figures.budget.max - g->figures.budget.used;
 
 		limit = left < limit ? left : limit;
 	}
@@ -1200,7 +1207,7 @@ static void fetch_meta(struct guest *g, uint32_t flags, void (*done)(struct gues
 	g->meta_done = done;
 	g->meta_req_flags = flags;
 	/* An agent that can send kallsyms as it reads it never holds it whole. */
-	if ((g->caps & (VT_PROTO_CAP_META_FLAGS | VT_PROTO_CAP_META_OPEN)) ==
+	if ((g->agent.caps & (VT_PROTO_CAP_META_FLAGS | VT_PROTO_CAP_META_OPEN)) ==
 	    (VT_PROTO_CAP_META_FLAGS | VT_PROTO_CAP_META_OPEN))
 		flags |= VT_PROTO_META_REQ_OPEN;
 	/*
@@ -1360,7 +1367,7 @@ static bool slow_reply(struct guest *g, const struct vt_tsync_sample *smp)
 		return false;
 	if (b->cpu < COLLECT_MAX_CPUS)
 		best = g->sync.min_rtt[b->cpu];
-	for (cpu = 0; !best && cpu < g->nr_cpus && cpu < COLLECT_MAX_CPUS; cpu++)
+	for (cpu = 0; !best && cpu < g->agent.nr_cpus && cpu < COLLECT_MAX_CPUS; cpu++)
 		if (g->sync.min_rtt[cpu] && (!best || g->sync.min_rtt[cpu] < best))
 			best = g->sync.min_rtt[cpu];
 	if (!best || rtt / SLOW_RTT_FACTOR < best ||
@@ -1895,9 +1902,9 @@ static void resume_answered(struct guest *g, int err)
 /* --incoming: ask the agent for its running session. */
 static void take_over(struct guest *g)
 {
-	if (!(g->caps & VT_PROTO_CAP_RESUME)) {
+	if (!(g->agent.caps & VT_PROTO_CAP_RESUME)) {
 		session_fail(g, "--incoming: the agent cannot hand its session over (%s has no "
-			     "RESUME)", g->agent_software);
+			     "RESUME)", g->agent.software);
 		return;
 	}
 	g->mig.session_seen = false;
@@ -1913,25 +1920,26 @@ static void hello_done(struct guest *g, int err)
 		session_fail(g, "handshake refused: %s", g->reply_text);
 		return;
 	}
-	g->caps = g->hello.caps;
-	g->nr_cpus = g->hello.nr_cpus;
-	g->subbuf = g->hello.subbuf_size;
-	if (!g->nr_cpus || g->nr_cpus > COLLECT_MAX_CPUS) {
-		session_fail(g, "the agent reports %u CPUs (1 to %d supported)", g->nr_cpus,
+	g->agent.caps = g->hello.caps;
+	g->agent.nr_cpus = g->hello.nr_cpus;
+	g->agent.subbuf = g->hello.subbuf_size;
+	if (!g->agent.nr_cpus || g->agent.nr_cpus > COLLECT_MAX_CPUS) {
+		session_fail(g, "the agent reports %u CPUs (1 to %d supported)", g->agent.nr_cpus,
 			     COLLECT_MAX_CPUS);
 		return;
 	}
-	if (g->subbuf < VT_SUBBUF_MIN || g->subbuf > VT_SUBBUF_MAX || (g->subbuf & (g->subbuf - 1))) {
-		session_fail(g, "the agent reports %u-byte sub-buffers", g->subbuf);
+	if (g->agent.subbuf < VT_SUBBUF_MIN || g->agent.subbuf > VT_SUBBUF_MAX ||
+	    (g->agent.subbuf & (g->agent.subbuf - 1))) {
+		session_fail(g, "the agent reports %u-byte sub-buffers", g->agent.subbuf);
 		return;
 	}
-	log_info("guest %s: %s, %u CPUs, %u-byte pages, clock %s", g->name, g->agent_software,
-		 g->nr_cpus, g->subbuf, g->clock);
+	log_info("guest %s: %s, %u CPUs, %u-byte pages, clock %s", g->name, g->agent.software,
+		 g->agent.nr_cpus, g->agent.subbuf, g->agent.clock);
 	if (g->mig.incoming) {
 		take_over(g);
 		return;
 	}
-	if (!(g->caps & VT_PROTO_CAP_X86_TSC) && !o->clock)
+	if (!(g->agent.caps & VT_PROTO_CAP_X86_TSC) && !o->clock)
 		log_warn("guest %s has no x86-tsc trace clock: its timestamps cannot be mapped "
 			 "exactly onto the host's", g->name);
 	step_done(g, 0);
@@ -2048,7 +2056,7 @@ static void setup_next(struct guest *g)
 			g->state = G_CONFIG;
 			if (!o->last_boot)
 				break;
-			if (!(g->caps & VT_PROTO_CAP_LASTBOOT)) {
+			if (!(g->agent.caps & VT_PROTO_CAP_LASTBOOT)) {
 				log_warn("guest %s: --last-boot: the agent cannot send the last boot's "
 					 "trace (an older trace-agent)", g->name);
 				break;
@@ -2067,16 +2075,16 @@ static void setup_next(struct guest *g)
 			return;
 		case ST_CLOCK:
 			/* x86-tsc where the guest has it: the one clock that maps exactly onto the host's. */
-			if (!o->clock && !(g->caps & VT_PROTO_CAP_X86_TSC))
+			if (!o->clock && !(g->agent.caps & VT_PROTO_CAP_X86_TSC))
 				break;
-			snprintf(g->clock, sizeof(g->clock), "%s", o->clock ? o->clock : "x86-tsc");
-			request(g, vt_proto_enc_string(f, F, VT_PROTO_CLOCK, vt_conn_next_seq(c), g->clock),
+			snprintf(g->agent.clock, sizeof(g->agent.clock), "%s", o->clock ? o->clock : "x86-tsc");
+			request(g, vt_proto_enc_string(f, F, VT_PROTO_CLOCK, vt_conn_next_seq(c), g->agent.clock),
 				VT_PROTO_OK, step_done);
 			return;
 		case ST_BUFFER: {
 			struct vt_proto_buffer_size bs = { .size_kb = o->buffer_kb, .subbuf_kb = o->subbuf_kb };
 
-			if (o->subbuf_kb && !(g->caps & VT_PROTO_CAP_SUBBUF)) {
+			if (o->subbuf_kb && !(g->agent.caps & VT_PROTO_CAP_SUBBUF)) {
 				session_fail(g, "--subbuf-size: the guest kernel cannot change its sub-buffer "
 					     "size (no buffer_subbuf_size_kb: Linux 6.8 or later needed)");
 				return;
@@ -2102,7 +2110,7 @@ static void setup_next(struct guest *g)
 			/* --live: partial pages too, so that a quiet guest's events show within the window. */
 			if (!o->live_ms)
 				break;
-			if (!(g->caps & VT_PROTO_CAP_FLUSH)) {
+			if (!(g->agent.caps & VT_PROTO_CAP_FLUSH)) {
 				log_warn("guest %s: its agent sends whole pages only (an older trace-agent): "
 					 "its events show up live as its pages fill", g->name);
 				break;
@@ -2119,7 +2127,7 @@ static void setup_next(struct guest *g)
 			 * is not needed to start: the full bundle follows once the
 			 * guest records, off the start's path.
 			 */
-			g->meta_partial = (g->caps & VT_PROTO_CAP_META_FLAGS) != 0;
+			g->meta_partial = (g->agent.caps & VT_PROTO_CAP_META_FLAGS) != 0;
 			fetch_meta(g, g->meta_partial ? VT_PROTO_META_REQ_NO_KALLSYMS : 0, step_done);
 			return;
 		case ST_STREAMS:
@@ -2220,7 +2228,7 @@ static void accept_timeout(void *arg)
 			     (unsigned long long)(ACCEPT_TIMEOUT_NS / NSEC_PER_SEC));
 		return;
 	}
-	for (i = 0; g->ports && i < g->nr_cpus; i++)
+	for (i = 0; g->ports && i < g->agent.nr_cpus; i++)
 		if (g->ports[i].lfd >= 0 && !g->ports[i].taken)
 			break;
 	session_fail(g, "nothing connected to %s within %llu s: start QEMU with a socket "
@@ -2323,11 +2331,11 @@ static void final_sync_done(struct guest *g, int err)
 	 * Kallsyms from the cache were never read by the agent this session:
 	 * the key the bundle reports tells (meta_received()).
 	 */
-	g->final_key_check = false;
-	if (g->meta_full && (g->caps & VT_PROTO_CAP_META_FLAGS)) {
-		if (g->kcache_hit && g->held_key && (g->caps & VT_PROTO_CAP_KALLSYMS_KEY)) {
+	g->kcache.final_key_check = false;
+	if (g->meta_full && (g->agent.caps & VT_PROTO_CAP_META_FLAGS)) {
+		if (g->kcache.saved.hit && g->kcache.held_key && (g->agent.caps & VT_PROTO_CAP_KALLSYMS_KEY)) {
 			flags = VT_PROTO_META_REQ_NO_KALLSYMS;
-			g->final_key_check = true;
+			g->kcache.final_key_check = true;
 		} else {
 			flags = VT_PROTO_META_REQ_KALLSYMS_IF_CHANGED;
 		}
@@ -2466,7 +2474,7 @@ void session_release(struct guest *g)
 	free(g->burst.smp);
 	g->burst.smp = NULL;
 	sync_release(g);
-	for (i = 0; g->ports && i < g->nr_cpus; i++) {
+	for (i = 0; g->ports && i < g->agent.nr_cpus; i++) {
 		if (g->ports[i].lfd >= 0) {
 			close(g->ports[i].lfd);
 			unlink(g->ports[i].base);

@@ -144,6 +144,25 @@ struct guest_burst {
 };
 
 /**
+ * struct guest_kcache - a guest's kallsyms and its VM's entry in the kallsyms
+ *	cache (kcache.c)
+ * @saved: what the state file says of it
+ * @tried: @saved.vm and @key are what the cache had when first asked
+ * @key: the key of its VM's cached kallsyms (0: none)
+ * @guest_key: the kallsyms key its last bundle reported (0: none)
+ * @held_key: the key of the kallsyms the spooled bundle holds (0: unknown)
+ * @final_key_check: the final bundle was asked without kallsyms: its key decides
+ */
+struct guest_kcache {
+	struct spool_kcache saved;
+	bool tried;
+	uint64_t key;
+	uint64_t guest_key;
+	uint64_t held_key;
+	bool final_key_check;
+};
+
+/**
  * struct guest - one traced guest
  * @name: from --name, or the directory's base name ([A-Za-z0-9_.-], never a path)
  */
@@ -176,11 +195,7 @@ struct guest {
 	uint64_t rx_tsc;		/* host TSC when the control port was last found readable */
 	/* what the agent said */
 	struct vt_proto_hello hello;
-	char agent_software[128];
-	char clock[64];
-	uint64_t caps;
-	unsigned int nr_cpus;
-	uint32_t subbuf;
+	struct spool_agent agent;	/* and what of it the state file keeps */
 	/* streams, one per vCPU with a port */
 	struct stream *streams;
 	unsigned int nr_streams;
@@ -196,22 +211,11 @@ struct guest {
 	uint64_t stop_ns;		/* engine_now_ns() when STOP was sent, for -v */
 	bool meta_full;			/* the spooled bundle is a whole one (kallsyms as the agent has them) */
 	char qmp_uuid[40];		/* the VM's UUID as its QMP said (qmp.c), "" if none */
-	char kcache_vm[COLLECT_NAME_MAX];	/* its VM's kallsyms cache entry (kcache_vm_id()) */
-	char kcache_why[160];		/* why its kallsyms are not cached, "" */
-	bool kcache_tried;		/* kcache_vm and kcache_key are what the cache had when first asked */
-	uint64_t kcache_key;		/* the key of its VM's cached kallsyms (0: none) */
-	bool kcache_hit;		/* kallsyms came from the cache */
-	uint64_t guest_key;		/* the kallsyms key its last bundle reported (0: none) */
-	uint64_t held_key;		/* the key of the kallsyms the spooled bundle holds (0: unknown) */
-	bool final_key_check;		/* the final bundle was asked without kallsyms: its key decides */
+	struct guest_kcache kcache;
 	uint32_t meta_req_flags;	/* of the META_REQ in flight (without OPEN) */
-	char error[512];
-	char agent_error[512];		/* the agent's first unasked ERROR, "" if none */
-	char agent_notice[512];		/* the agent's first NOTICE (a warning), "" if none */
 	uint64_t trace_id;
 	char spool[4096];		/* its spool directory, for messages ("" until made) */
 	int spool_fd;			/* and its fd (spool_guest_dir()) */
-	struct spool_budget budget;
 	struct vt_proto_meta_rx meta_rx;
 	uint64_t meta_len;		/* of the bundle spooled last */
 	void (*meta_done)(struct guest *g, int err);
@@ -232,11 +236,10 @@ struct guest {
 	char reset_why[64];			/* the RESET's reason */
 	unsigned int sync_retries;
 	char reply_text[512];
-	uint64_t protocol_errors;
 	struct guest_sync sync;
 	uint64_t status_bytes;		/* bytes received at the last status line (record.c) */
 	unsigned int live_idx;		/* --live: its trace in the live view (live.c) */
-	uint64_t msgs[GMSG_NR];		/* guest_log(): messages of each kind */
+	struct spool_figures figures;	/* its problems, budget and messages (guest_log()) */
 	bool msgs_summed;		/* their summary line was printed */
 };
 

@@ -323,7 +323,7 @@ static void kvm_apply(struct guest *g, const struct tscwatch_change *ch)
 	struct vt_tsync_epoch ep, *b = NULL;
 	int idx;
 
-	if (ch->vcpu >= g->nr_cpus || ch->vcpu >= COLLECT_MAX_CPUS || !ch->tsc)
+	if (ch->vcpu >= g->agent.nr_cpus || ch->vcpu >= COLLECT_MAX_CPUS || !ch->tsc)
 		return;
 	c = &g->sync.cpus[ch->vcpu];
 	g->sync.kvm.changes++;
@@ -422,7 +422,7 @@ static int kvm_reread(struct guest *g, bool first)
 		};
 		struct vt_tsync_cpu *c;
 
-		if (v[i].id >= g->nr_cpus || v[i].id >= COLLECT_MAX_CPUS)
+		if (v[i].id >= g->agent.nr_cpus || v[i].id >= COLLECT_MAX_CPUS)
 			continue;
 		c = &g->sync.cpus[v[i].id];
 		if (c->nr && (first || g->sync.watch))
@@ -474,7 +474,7 @@ static void kvm_final_check(struct guest *g)
 		const struct vt_tsync_cpu *c;
 		const struct vt_tsync_epoch *a, *b;
 
-		if (v[i].id >= g->nr_cpus || v[i].id >= COLLECT_MAX_CPUS)
+		if (v[i].id >= g->agent.nr_cpus || v[i].id >= COLLECT_MAX_CPUS)
 			continue;
 		c = &g->sync.cpus[v[i].id];
 		a = vt_tsync_cpu_at(c, t0);
@@ -915,7 +915,7 @@ static void align_to_resume(struct guest *g)
 	uint64_t since = g->stop_tsc && g->stop_tsc < g->resume_tsc ? g->stop_tsc : g->resume_tsc;
 	unsigned int cpu, i;
 
-	for (cpu = 0; cpu < g->nr_cpus && cpu < COLLECT_MAX_CPUS; cpu++) {
+	for (cpu = 0; cpu < g->agent.nr_cpus && cpu < COLLECT_MAX_CPUS; cpu++) {
 		struct vt_tsync_cpu *c = &g->sync.cpus[cpu];
 
 		for (i = 1; i < c->nr; i++) {
@@ -972,7 +972,7 @@ int sync_prepare(struct guest *g, const struct record_opts *o, const char *when)
 	if (!strcmp(method, "kvm") || !strcmp(method, "auto")) {
 		ret = sync_kvm(g, o, when);
 		if (ret == 0 && o->sync_check) {
-			if ((g->caps & VT_PROTO_CAP_SYNC_TSC) && !strcmp(g->clock, "x86-tsc")) {
+			if ((g->agent.caps & VT_PROTO_CAP_SYNC_TSC) && !strcmp(g->agent.clock, "x86-tsc")) {
 				/* Probes beside: their replies wait for the epochs (check_eval()). */
 				g->sync.checking = true;
 				g->sync.check.on = true;
@@ -982,7 +982,7 @@ int sync_prepare(struct guest *g, const struct record_opts *o, const char *when)
 			}
 			if (!g->sync.check.on)
 				log_warn("guest %s: --sync-check: the guest traces with clock %s and cannot "
-					 "answer TSC probes: nothing to check", g->name, g->clock);
+					 "answer TSC probes: nothing to check", g->name, g->agent.clock);
 			g->sync.check.on = true;
 		}
 		if (ret == 0)
@@ -995,9 +995,9 @@ int sync_prepare(struct guest *g, const struct record_opts *o, const char *when)
 			return spool_save_sync(g);
 		}
 	}
-	if (!(g->caps & VT_PROTO_CAP_SYNC_TSC) || strcmp(g->clock, "x86-tsc") != 0) {
+	if (!(g->agent.caps & VT_PROTO_CAP_SYNC_TSC) || strcmp(g->agent.clock, "x86-tsc") != 0) {
 		set_method(g, "none", "the guest traces with clock %s and cannot answer TSC probes",
-			   g->clock);
+			   g->agent.clock);
 		return spool_save_sync(g);
 	}
 	set_method(g, "probe", "%s: in-band probes over the control port",

@@ -170,8 +170,8 @@ static int side_load(struct side *s, const char *name)
 	ret = spool_trace_load(s->t.dir_fd, false, &s->t.rec);
 	if (ret < 0)
 		return ret;
-	s->t.subbuf = s->t.rec.subbuf;
-	s->t.nr_cpus = s->t.rec.nr_cpus;
+	s->t.subbuf = s->t.rec.agent.subbuf;
+	s->t.nr_cpus = s->t.rec.agent.nr_cpus;
 	snprintf(s->t.rec.name, sizeof(s->t.rec.name), "%s", name);
 	return inplace_load_data(&s->t, s->t.dir_fd, &s->sd);
 }

@@ -211,7 +211,7 @@ static void json_trace(FILE *f, const struct finish *r, const struct trace_sum *
 		}
 	}
 	fprintf(f, ",\n      \"trace_id\": \"0x%016" PRIx64 "\",\n      \"clock\": ", t->rec.trace_id);
-	json_str(f, t->rec.clock);
+	json_str(f, t->rec.agent.clock);
 	fprintf(f, ",\n      \"cpus\": [\n");
 	for (i = 0; i < t->nr_sums; i++) {
 		const struct cpu_sum *c = &t->cpus[i];
@@ -243,7 +243,7 @@ static void json_trace(FILE *f, const struct finish *r, const struct trace_sum *
 		PRIu64 " },\n", lost_pages, overrun);
 	if (!t->rec.host) {
 		fprintf(f, "      \"agent\": ");
-		json_str(f, t->rec.agent);
+		json_str(f, t->rec.agent.software);
 		fprintf(f, ",\n      \"vcpu_threads\": [");
 		for (i = 0; i < t->rec.nr_tids; i++)
 			fprintf(f, "%s%u", i ? ", " : "", t->rec.tids[i]);
@@ -301,31 +301,32 @@ static void json_trace(FILE *f, const struct finish *r, const struct trace_sum *
 		else
 			fprintf(f, "        \"bound_ns\": %.1f\n      },\n", bound);
 		if (t->rec.mig.have)
-			json_migration(f, r, &t->rec.mig, t->rec.nr_cpus);
+			json_migration(f, r, &t->rec.mig, t->rec.agent.nr_cpus);
 		fprintf(f, "      \"max_size_reached\": %s,\n", t->rec.max_reached ? "true" : "false");
 		fprintf(f, "      \"kallsyms_from_cache\": %s,\n      \"kallsyms_cache_vm\": ",
-			t->rec.kcache_hit ? "true" : "false");
-		if (t->rec.kcache_vm[0])
-			json_str(f, t->rec.kcache_vm);
+			t->rec.kcache.hit ? "true" : "false");
+		if (t->rec.kcache.vm[0])
+			json_str(f, t->rec.kcache.vm);
 		else
 			fprintf(f, "null");
 		fprintf(f, ",\n      \"kallsyms_cache_note\": ");
-		if (t->rec.kcache_why[0])
-			json_str(f, t->rec.kcache_why);
+		if (t->rec.kcache.why[0])
+			json_str(f, t->rec.kcache.why);
 		else
 			fprintf(f, "null");
 		fprintf(f, ",\n");
 		fprintf(f, "      \"agent_warnings\": %" PRIu64 ",\n      \"agent_first_warning\": ",
-			t->rec.msgs[GMSG_AGENT_NOTICE]);
-		if (t->rec.agent_notice[0])
-			json_str(f, t->rec.agent_notice);
+			t->rec.figures.msgs[GMSG_AGENT_NOTICE]);
+		if (t->rec.figures.agent_notice[0])
+			json_str(f, t->rec.figures.agent_notice);
 		else
 			fprintf(f, "null");
 		fprintf(f, ",\n");
 		fprintf(f, "      \"budget\": { \"max\": %" PRIu64 ", \"used\": %" PRIu64
 			", \"pages_bytes\": %" PRIu64 ", \"bad_pages_bytes\": %" PRIu64
-			", \"fragment_bytes\": %" PRIu64 ", \"metadata_bytes\": %" PRIu64 " },\n", t->rec.budget.max, t->rec.budget.used,
-			t->rec.budget.pages, t->rec.budget.bad, t->rec.budget.frag, t->rec.budget.meta);
+			", \"fragment_bytes\": %" PRIu64 ", \"metadata_bytes\": %" PRIu64 " },\n",
+			t->rec.figures.budget.max, t->rec.figures.budget.used, t->rec.figures.budget.pages,
+			t->rec.figures.budget.bad, t->rec.figures.budget.frag, t->rec.figures.budget.meta);
 	}
 	(void)dropped;
 	fprintf(f, "      \"text_replaced\": %" PRIu64 ",\n      \"formats_refused\": %u,\n",

@@ -238,29 +238,67 @@ struct spool_check {
 	uint32_t nr_ivs;
 };
 
-/*
- * The state file's plain keys, in its order (record/session-save.c fills
- * them from its guest; spool_trace_load() copies them into struct spool_trace).
- * caps, streams and qemu_pid are written for people and not read back.
+/**
+ * struct spool_agent - what a guest's agent said of itself (HELLO and its
+ *	setup's replies): the state file's keys after trace_id
+ * @nr_cpus: its vCPUs
+ * @subbuf: its ring buffer's sub-buffer size, bytes
+ * @clock: its trace clock
+ * @software: its name and version (the key "agent")
+ * @caps: its capabilities (VT_PROTO_CAP_*), written for people (recover uses none)
  */
-struct spool_state {
-	char name[COLLECT_NAME_MAX];
-	uint64_t trace_id;
+struct spool_agent {
 	unsigned int nr_cpus;
 	uint32_t subbuf;
 	char clock[64];
-	char agent[128];
+	char software[128];
 	uint64_t caps;
-	unsigned int streams;
-	int qemu_pid;
-	bool max_reached;
+};
+
+/**
+ * struct spool_figures - what went wrong with a guest's recording and what it
+ *	cost: the state file's problems, its budget and its messages
+ * @protocol_errors: malformed control messages
+ * @error: why its recording failed, "" if it did not
+ * @agent_error: the agent's first unasked ERROR, "" if none
+ * @agent_notice: the agent's first NOTICE (a warning), "" if none
+ * @budget: what it may make the collector keep and what it took (spool_budget_keys)
+ * @msgs: guest_log()'s messages of each kind (msgsN)
+ */
+struct spool_figures {
 	uint64_t protocol_errors;
 	char error[512];
 	char agent_error[512];
 	char agent_notice[512];
-	bool kcache_hit;
-	char kcache_vm[COLLECT_NAME_MAX];
-	char kcache_why[160];
+	struct spool_budget budget;
+	uint64_t msgs[GMSG_NR];
+};
+
+/**
+ * struct spool_kcache - a guest's kallsyms and the kallsyms cache: the state
+ *	file's last keys
+ * @hit: its kallsyms came from the cache
+ * @vm: its VM's cache entry (kcache_vm_id()), "" if none
+ * @why: why its kallsyms are not cached, ""
+ */
+struct spool_kcache {
+	bool hit;
+	char vm[COLLECT_NAME_MAX];
+	char why[160];
+};
+
+/*
+ * The state file's plain keys, in its order: name and trace_id, then struct
+ * spool_agent's, streams, qemu_pid and max_reached (spool_state_tail_keys),
+ * then struct spool_figures' and struct spool_kcache's. streams and qemu_pid
+ * are written for people and not read back.
+ */
+struct spool_state {
+	char name[COLLECT_NAME_MAX];
+	uint64_t trace_id;
+	unsigned int streams;
+	int qemu_pid;
+	bool max_reached;
 };
 
 /* The sync file's keys before KVM's (struct spool_kvm) and the check's (struct spool_check). */
@@ -285,20 +323,10 @@ struct spool_trace {
 	bool host;
 	bool have_state, have_agent, have_sync;
 	uint64_t trace_id;
-	unsigned int nr_cpus;
-	uint32_t subbuf;
-	char clock[64];
-	char agent[128];
-	char error[512];
-	char agent_error[512];
-	char agent_notice[512];
-	uint64_t protocol_errors;
+	struct spool_agent agent;	/* nr_cpus at most COLLECT_MAX_CPUS */
+	struct spool_figures figures;
 	bool max_reached;
-	bool kcache_hit;		/* kallsyms came from the kallsyms cache */
-	char kcache_vm[COLLECT_NAME_MAX];	/* its VM's cache entry, "" if none */
-	char kcache_why[160];		/* why it was not cached, "" */
-	struct spool_budget budget;	/* max, used and its parts, as the state file says */
-	uint64_t msgs[GMSG_NR];
+	struct spool_kcache kcache;
 	uint32_t sync_rejected;
 	bool sync_failed;
 	uint32_t tids[COLLECT_MAX_CPUS];
@@ -386,6 +414,14 @@ extern const struct spool_key spool_options_keys[];	/* options: struct spool_opt
 extern const size_t spool_options_nkeys;
 extern const struct spool_key spool_state_keys[];	/* state: struct spool_state */
 extern const size_t spool_state_nkeys;
+extern const struct spool_key spool_agent_keys[];	/* state, next: struct spool_agent */
+extern const size_t spool_agent_nkeys;
+extern const struct spool_key spool_state_tail_keys[];	/* state, next: struct spool_state */
+extern const size_t spool_state_tail_nkeys;
+extern const struct spool_key spool_figures_keys[];	/* state, next: struct spool_figures */
+extern const size_t spool_figures_nkeys;
+extern const struct spool_key spool_kcache_keys[];	/* state, next: struct spool_kcache */
+extern const size_t spool_kcache_nkeys;
 extern const struct spool_key spool_budget_keys[];	/* state, after droppedN: struct spool_budget */
 extern const size_t spool_budget_nkeys;
 extern const struct spool_key spool_sync_keys[];	/* sync: struct spool_sync_head */

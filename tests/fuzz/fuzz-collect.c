@@ -207,8 +207,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	g.spool_fd = -1;
 	snprintf(g.name, sizeof(g.name), "fuzz");
 	g.rec = &run;
-	g.nr_cpus = 2;
-	g.subbuf = 4096;
+	g.agent.nr_cpus = 2;
+	g.agent.subbuf = 4096;
 	g.state = G_RUNNING;
 	g.req.active = true;
 	g.req.want = VT_PROTO_HELLO_REPLY;
@@ -233,10 +233,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	s.page = malloc(4096);
 	s.spool_fd = devnull;
 	s.bad_fd = devnull;
-	s.budget = &g.budget;
+	s.budget = &g.figures.budget;
 	g.streams = &s;
 	g.nr_streams = 1;
-	g.budget.max = 64 * 4096;
+	g.figures.budget.max = 64 * 4096;
 	g.state = G_RUNNING;
 	stream_ingest(&s, data + clen, size - clen);
 	free(s.page);

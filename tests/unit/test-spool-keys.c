@@ -51,25 +51,25 @@ static int t_fill_guest(struct guest *g)
 	memset(streams, 0, sizeof(streams));
 	snprintf(g->name, sizeof(g->name), "g1");
 	g->trace_id = V(1);
-	g->nr_cpus = NR_CPUS;
-	g->subbuf = 4096;
-	snprintf(g->clock, sizeof(g->clock), "x86-tsc");
-	snprintf(g->agent_software, sizeof(g->agent_software), "trace-agent 9.9");
-	g->caps = V(2);
+	g->agent.nr_cpus = NR_CPUS;
+	g->agent.subbuf = 4096;
+	snprintf(g->agent.clock, sizeof(g->agent.clock), "x86-tsc");
+	snprintf(g->agent.software, sizeof(g->agent.software), "trace-agent 9.9");
+	g->agent.caps = V(2);
 	g->link.qemu_pid = 4321;
-	g->budget = (struct spool_budget){ V(3), V(4), V(5), V(6), V(7), V(8), true };
-	g->protocol_errors = V(9);
-	snprintf(g->error, sizeof(g->error), "an error");
-	snprintf(g->agent_error, sizeof(g->agent_error), "an agent error");
-	snprintf(g->agent_notice, sizeof(g->agent_notice), "a notice");
-	g->kcache_hit = true;
-	snprintf(g->kcache_vm, sizeof(g->kcache_vm), "vm1");
-	snprintf(g->kcache_why, sizeof(g->kcache_why), "not cached: why");
+	g->figures.budget = (struct spool_budget){ V(3), V(4), V(5), V(6), V(7), V(8), true };
+	g->figures.protocol_errors = V(9);
+	snprintf(g->figures.error, sizeof(g->figures.error), "an error");
+	snprintf(g->figures.agent_error, sizeof(g->figures.agent_error), "an agent error");
+	snprintf(g->figures.agent_notice, sizeof(g->figures.agent_notice), "a notice");
+	g->kcache.saved.hit = true;
+	snprintf(g->kcache.saved.vm, sizeof(g->kcache.saved.vm), "vm1");
+	snprintf(g->kcache.saved.why, sizeof(g->kcache.saved.why), "not cached: why");
 	g->link.nr_vcpu_tids = NR_CPUS;
 	g->link.vcpu_tids[0] = 111;
 	g->link.vcpu_tids[1] = 222;
 	for (i = 0; i < GMSG_NR; i++)
-		g->msgs[i] = V(10 + i);
+		g->figures.msgs[i] = V(10 + i);
 	g->streams = streams;
 	g->nr_streams = NR_CPUS;
 	for (i = 0; i < NR_CPUS; i++) {
@@ -266,20 +266,21 @@ static void test_golden_load(void **state)
 	assert_true(t->have_state);
 	assert_string_equal(t->name, g->name);
 	assert_int_equal(t->trace_id, g->trace_id);
-	assert_int_equal(t->nr_cpus, g->nr_cpus);
-	assert_int_equal(t->subbuf, g->subbuf);
-	assert_string_equal(t->clock, g->clock);
-	assert_string_equal(t->agent, g->agent_software);
-	assert_string_equal(t->error, g->error);
-	assert_string_equal(t->agent_error, g->agent_error);
-	assert_string_equal(t->agent_notice, g->agent_notice);
-	assert_int_equal(t->protocol_errors, g->protocol_errors);
+	assert_int_equal(t->agent.nr_cpus, g->agent.nr_cpus);
+	assert_int_equal(t->agent.subbuf, g->agent.subbuf);
+	assert_string_equal(t->agent.clock, g->agent.clock);
+	assert_string_equal(t->agent.software, g->agent.software);
+	assert_string_equal(t->figures.error, g->figures.error);
+	assert_string_equal(t->figures.agent_error, g->figures.agent_error);
+	assert_string_equal(t->figures.agent_notice, g->figures.agent_notice);
+	assert_int_equal(t->figures.protocol_errors, g->figures.protocol_errors);
 	assert_true(t->max_reached);
-	assert_true(t->kcache_hit);
-	assert_string_equal(t->kcache_vm, g->kcache_vm);
-	assert_string_equal(t->kcache_why, g->kcache_why);
-	t_equal_keys(spool_budget_keys, spool_budget_nkeys, &t->budget, &g->budget, "state");
-	assert_memory_equal(t->msgs, g->msgs, sizeof(t->msgs));
+	assert_true(t->kcache.hit);
+	assert_string_equal(t->kcache.vm, g->kcache.saved.vm);
+	assert_string_equal(t->kcache.why, g->kcache.saved.why);
+	t_equal_keys(spool_budget_keys, spool_budget_nkeys, &t->figures.budget, &g->figures.budget,
+		     "state");
+	assert_memory_equal(t->figures.msgs, g->figures.msgs, sizeof(t->figures.msgs));
 	assert_int_equal(t->nr_tids, NR_CPUS);
 	assert_memory_equal(t->tids, g->link.vcpu_tids, NR_CPUS * sizeof(t->tids[0]));
 	for (i = 0; i < NR_CPUS; i++) {
@@ -447,6 +448,12 @@ static const struct t_table {
 } tables[] = {
 	{ "options", spool_options_keys, &spool_options_nkeys, sizeof(struct spool_options), false },
 	{ "state", spool_state_keys, &spool_state_nkeys, sizeof(struct spool_state), false },
+	{ "state (agent)", spool_agent_keys, &spool_agent_nkeys, sizeof(struct spool_agent), false },
+	{ "state (tail)", spool_state_tail_keys, &spool_state_tail_nkeys, sizeof(struct spool_state),
+	  false },
+	{ "state (figures)", spool_figures_keys, &spool_figures_nkeys, sizeof(struct spool_figures),
+	  false },
+	{ "state (kcache)", spool_kcache_keys, &spool_kcache_nkeys, sizeof(struct spool_kcache), false },
 	{ "state (budget)", spool_budget_keys, &spool_budget_nkeys, sizeof(struct spool_budget), false },
 	{ "sync", spool_sync_keys, &spool_sync_nkeys, sizeof(struct spool_sync_head), false },
 	{ "sync (kvm)", spool_kvm_keys, &spool_kvm_nkeys, sizeof(struct spool_kvm), false },

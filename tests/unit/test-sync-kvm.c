@@ -160,9 +160,9 @@ static int setup(void **state)
 	f->g = calloc(1, sizeof(*f->g));
 	assert_non_null(f->g);
 	snprintf(f->g->name, sizeof(f->g->name), "sim");
-	snprintf(f->g->clock, sizeof(f->g->clock), "x86-tsc");
-	f->g->caps = VT_PROTO_CAP_SYNC_TSC;
-	f->g->nr_cpus = 2;
+	snprintf(f->g->agent.clock, sizeof(f->g->agent.clock), "x86-tsc");
+	f->g->agent.caps = VT_PROTO_CAP_SYNC_TSC;
+	f->g->agent.nr_cpus = 2;
 	f->streams[0].cpu = 0;
 	f->streams[1].cpu = 1;
 	f->g->streams = f->streams;

@@ -105,9 +105,9 @@ static int setup(void **state)
 
 	assert_non_null(g);
 	snprintf(g->name, sizeof(g->name), "sim");
-	snprintf(g->clock, sizeof(g->clock), "x86-tsc");
-	g->caps = VT_PROTO_CAP_SYNC_TSC;
-	g->nr_cpus = 2;
+	snprintf(g->agent.clock, sizeof(g->agent.clock), "x86-tsc");
+	g->agent.caps = VT_PROTO_CAP_SYNC_TSC;
+	g->agent.nr_cpus = 2;
 	g->streams = streams;
 	g->nr_streams = 2;
 	g->state = G_RUNNING;
