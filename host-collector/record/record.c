@@ -202,7 +202,7 @@ static struct guest *new_guest(struct guest **gs, unsigned int *nr)
 	g = calloc(1, sizeof(*g));
 	if (!g)
 		return NULL;
-	g->ctl_rfd = g->ctl_wfd = g->ctl_lfd = -1;
+	g->ctl.rfd = g->ctl.wfd = g->ctl.lfd = -1;
 	g->spool_fd = -1;
 	gs[(*nr)++] = g;
 	return g;

@@ -151,7 +151,7 @@ const char *session_doing(const struct guest *g)
 {
 	switch (g->state) {
 	case G_NEW:
-		if (g->ctl_lfd >= 0 || g->nr_waiting)
+		if (g->ctl.lfd >= 0 || g->ctl.nr_waiting)
 			return "waiting for QEMU to connect to its ports";
 		return g->wait_until ? "waiting for its trace ports to appear" : "opening its ports";
 	case G_HELLO:
@@ -196,7 +196,7 @@ static void cancel_timers(struct guest *g)
 	engine_timer_cancel(e, &g->drain_timer);
 	engine_timer_cancel(e, &g->kvm_timer);
 	engine_timer_cancel(e, &g->sync_timer);
-	engine_timer_cancel(e, &g->accept_timer);
+	engine_timer_cancel(e, &g->ctl.accept_timer);
 	engine_timer_cancel(e, &g->wait_timer);
 	engine_timer_cancel(e, &g->retry_timer);
 	engine_timer_cancel(e, &g->reset_timer);
@@ -215,9 +215,9 @@ static void burst_abort(struct guest *g)
 /* The control port is not read or written any more. */
 static void ctl_close(struct guest *g)
 {
-	engine_fd_remove(g->ctl_in);
-	engine_fd_remove(g->ctl_out);
-	g->ctl_in = g->ctl_out = NULL;
+	engine_fd_remove(g->ctl.in);
+	engine_fd_remove(g->ctl.out);
+	g->ctl.in = g->ctl.out = NULL;
 }
 
 /* The one summary line of what guest_log() did not print, when the guest ends. */
@@ -291,7 +291,7 @@ void session_fail(struct guest *g, const char *fmt, ...)
 		hello_hints(g);
 	msgs_summary(g);
 	/* A guest that migrated away is not there to hear a BYE: its agent serves the next host. */
-	talked = g->conn && g->state > G_NEW && !g->mig.out;
+	talked = g->ctl.conn && g->state > G_NEW && !g->mig.out;
 	/* --incoming before the takeover: the session is another host's, a BYE would end it. */
 	if (g->mig.incoming && !g->mig.resumed)
 		talked = false;
@@ -310,8 +310,8 @@ void session_fail(struct guest *g, const char *fmt, ...)
 	 * and end its session (with --once, exit) instead of tracing on.
 	 */
 	if (talked)
-		vt_conn_send(g->conn, vt_proto_enc_empty(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX,
-							 VT_PROTO_BYE, vt_conn_next_seq(g->conn)));
+		vt_conn_send(g->ctl.conn, vt_proto_enc_empty(vt_conn_frame(g->ctl.conn), VT_PROTO_FRAME_MAX,
+							 VT_PROTO_BYE, vt_conn_next_seq(g->ctl.conn)));
 	if (g->spool[0])
 		spool_save_state(g);
 	if (g->rec && g->rec->live) {
@@ -344,12 +344,12 @@ static int send_frame(struct guest *g, int len)
 
 	if (g->state == G_FAILED)
 		return -ECONNRESET;
-	ret = vt_conn_send(g->conn, len);
+	ret = vt_conn_send(g->ctl.conn, len);
 	if (ret < 0) {
 		session_fail(g, "cannot write to the control port: %s", strerror(-ret));
 		return ret;
 	}
-	engine_fd_enable(g->ctl_out, vt_conn_want_write(g->conn));
+	engine_fd_enable(g->ctl.out, vt_conn_want_write(g->ctl.conn));
 	return 0;
 }
 
@@ -359,12 +359,12 @@ static bool ctl_writable(void *arg, int revents)
 	int ret;
 
 	(void)revents;
-	ret = vt_conn_flush(g->conn);
+	ret = vt_conn_flush(g->ctl.conn);
 	if (ret < 0) {
 		session_fail(g, "cannot write to the control port: %s", strerror(-ret));
 		return false;
 	}
-	engine_fd_enable(g->ctl_out, ret > 0);
+	engine_fd_enable(g->ctl.out, ret > 0);
 	return true;
 }
 
@@ -419,7 +419,7 @@ static int request(struct guest *g, int len, uint16_t want, void (*done)(struct 
 {
 	struct vt_proto_msg m;
 
-	if (len < 0 || vt_proto_hdr_decode(vt_conn_frame(g->conn), len, &m) < 0) {
+	if (len < 0 || vt_proto_hdr_decode(vt_conn_frame(g->ctl.conn), len, &m) < 0) {
 		session_fail(g, "cannot encode a request (%s)", strerror(len < 0 ? -len : EINVAL));
 		return len < 0 ? len : -EINVAL;
 	}
@@ -735,7 +735,7 @@ void session_dispatch(struct guest *g)
 	struct vt_proto_msg m;
 	int r;
 
-	while (g->state != G_FAILED && (r = vt_conn_next(g->conn, &m)) != 0) {
+	while (g->state != G_FAILED && (r = vt_conn_next(g->ctl.conn, &m)) != 0) {
 		if (r < 0) {
 			protocol_error(g, r == -EMSGSIZE ? "an oversized frame on the control port" :
 						"garbage on the control port");
@@ -752,9 +752,9 @@ static bool ctl_readable(void *arg, int revents)
 
 	(void)revents;
 	for (turns = 0; turns < 16 && g->state != G_FAILED; turns++) {
-		r = vt_conn_read(g->conn);
+		r = vt_conn_read(g->ctl.conn);
 		/* After the bytes arrived: a probe reply's t2 is never before it. */
-		g->rx_tsc = sync_host_tsc();
+		g->ctl.rx_tsc = sync_host_tsc();
 		if (r > 0) {
 			session_dispatch(g);
 			continue;
@@ -908,8 +908,8 @@ static bool port_acceptable(void *arg, int revents)
 		session_fail(g, "cannot serve the data port of vCPU %u: %s", p->cpu, strerror(-ret));
 		return false;
 	}
-	if (--g->nr_waiting == 0 && g->step == ST_STREAMS) {
-		engine_timer_cancel(eng(g), &g->accept_timer);
+	if (--g->ctl.nr_waiting == 0 && g->step == ST_STREAMS) {
+		engine_timer_cancel(eng(g), &g->ctl.accept_timer);
 		spool_save_state(g);
 		g->step++;
 		setup_next(g);
@@ -922,13 +922,13 @@ static void listen_streams(struct guest *g)
 	unsigned int cpu;
 
 	g->streams = calloc(g->agent.nr_cpus, sizeof(*g->streams));
-	g->ports = calloc(g->agent.nr_cpus, sizeof(*g->ports));
-	if (!g->streams || !g->ports) {
+	g->ctl.ports = calloc(g->agent.nr_cpus, sizeof(*g->ctl.ports));
+	if (!g->streams || !g->ctl.ports) {
 		session_fail(g, "out of memory");
 		return;
 	}
 	for (cpu = 0; cpu < g->agent.nr_cpus; cpu++) {
-		struct guest_port *p = &g->ports[cpu];
+		struct guest_port *p = &g->ctl.ports[cpu];
 
 		p->g = g;
 		p->cpu = cpu;
@@ -945,9 +945,9 @@ static void listen_streams(struct guest *g)
 			session_fail(g, "out of memory");
 			return;
 		}
-		g->nr_waiting++;
+		g->ctl.nr_waiting++;
 	}
-	engine_timer_arm(eng(g), &g->accept_timer, ACCEPT_TIMEOUT_NS, 0);
+	engine_timer_arm(eng(g), &g->ctl.accept_timer, ACCEPT_TIMEOUT_NS, 0);
 }
 
 /* --- metadata --- */
@@ -1214,8 +1214,8 @@ static void fetch_meta(struct guest *g, uint32_t flags, void (*done)(struct gues
 	 * Never KALLSYMS_UNLESS_KEY: a key the cache holds is never sent to a
 	 * guest (kallsyms_from_cache() compares keys on the host).
 	 */
-	request(g, vt_proto_enc_meta_req_flags(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX,
-					       vt_conn_next_seq(g->conn), limit, flags),
+	request(g, vt_proto_enc_meta_req_flags(vt_conn_frame(g->ctl.conn), VT_PROTO_FRAME_MAX,
+					       vt_conn_next_seq(g->ctl.conn), limit, flags),
 		VT_PROTO_META, meta_received);
 }
 
@@ -1239,8 +1239,8 @@ static void burst_end_cpu(struct guest *g)
 
 	engine_timer_cancel(eng(g), &b->timer);
 	b->k = b->n;		/* a late reply is ignored */
-	request(g, vt_proto_enc_sync(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX, VT_PROTO_SYNC_END,
-				     vt_conn_next_seq(g->conn), &s), VT_PROTO_OK, burst_ended);
+	request(g, vt_proto_enc_sync(vt_conn_frame(g->ctl.conn), VT_PROTO_FRAME_MAX, VT_PROTO_SYNC_END,
+				     vt_conn_next_seq(g->ctl.conn), &s), VT_PROTO_OK, burst_ended);
 }
 
 static double ticks_ms(const struct guest *g, uint64_t ticks)
@@ -1304,8 +1304,8 @@ static void burst_budget(void *arg)
 static void burst_probe(struct guest *g)
 {
 	struct vt_proto_sync s = { .cpu = g->burst.cpu, .probe = g->burst.k };
-	int len = vt_proto_enc_sync(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX, VT_PROTO_SYNC_PROBE,
-				    vt_conn_next_seq(g->conn), &s);
+	int len = vt_proto_enc_sync(vt_conn_frame(g->ctl.conn), VT_PROTO_FRAME_MAX, VT_PROTO_SYNC_PROBE,
+				    vt_conn_next_seq(g->ctl.conn), &s);
 
 	g->burst.t1 = sync_host_tsc();
 	if (send_frame(g, len) < 0)
@@ -1393,7 +1393,7 @@ static void got_reply(struct guest *g, const struct vt_proto_msg *m)
 	engine_timer_cancel(eng(g), &b->timer);
 	smp = &b->smp[b->got++];
 	smp->t1 = b->t1;
-	smp->t2 = g->rx_tsc;
+	smp->t2 = g->ctl.rx_tsc;
 	smp->g = s.tsc;
 	smp->cpu = s.ran_on;
 	smp->want_cpu = b->cpu;
@@ -1448,8 +1448,8 @@ static void burst_cpu_begin(struct guest *g)
 	b->k = b->got = 0;
 	b->req_pending = true;
 	s = (struct vt_proto_sync){ .cpu = b->cpu, .probe = b->n };
-	request(g, vt_proto_enc_sync(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX, VT_PROTO_SYNC_BEGIN,
-				     vt_conn_next_seq(g->conn), &s), VT_PROTO_OK, burst_begun);
+	request(g, vt_proto_enc_sync(vt_conn_frame(g->ctl.conn), VT_PROTO_FRAME_MAX, VT_PROTO_SYNC_BEGIN,
+				     vt_conn_next_seq(g->ctl.conn), &s), VT_PROTO_OK, burst_begun);
 }
 
 /*
@@ -1742,8 +1742,8 @@ static int enc_events(struct guest *g, const struct record_opts *o)
 		list[i].event = ev[i];
 		list[i].filter = o->filters[i] ? o->filters[i] : "";
 	}
-	return vt_proto_enc_events(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX,
-				   vt_conn_next_seq(g->conn), VT_PROTO_EVENTS_REPLACE, list,
+	return vt_proto_enc_events(vt_conn_frame(g->ctl.conn), VT_PROTO_FRAME_MAX,
+				   vt_conn_next_seq(g->ctl.conn), VT_PROTO_EVENTS_REPLACE, list,
 				   o->nr_events);
 }
 
@@ -1908,8 +1908,8 @@ static void take_over(struct guest *g)
 		return;
 	}
 	g->mig.session_seen = false;
-	request(g, vt_proto_enc_empty(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX, VT_PROTO_RESUME,
-				      vt_conn_next_seq(g->conn)), VT_PROTO_SESSION, resume_answered);
+	request(g, vt_proto_enc_empty(vt_conn_frame(g->ctl.conn), VT_PROTO_FRAME_MAX, VT_PROTO_RESUME,
+				      vt_conn_next_seq(g->ctl.conn)), VT_PROTO_SESSION, resume_answered);
 }
 
 static void hello_done(struct guest *g, int err)
@@ -2015,7 +2015,7 @@ static void synced(struct guest *g, int err)
 static void setup_next(struct guest *g)
 {
 	const struct record_opts *o = g->rec->o;
-	struct vt_conn *c = g->conn;
+	struct vt_conn *c = g->ctl.conn;
 	uint8_t *f = vt_conn_frame(c);
 	const size_t F = VT_PROTO_FRAME_MAX;
 	int ret;
@@ -2174,17 +2174,17 @@ static int connected(struct guest *g)
 {
 	struct engine *e = eng(g);
 
-	if (attach_discard_stale(g->ctl_rfd))
+	if (attach_discard_stale(g->ctl.rfd))
 		log_info("guest %s: discarded stale bytes on the control port", g->name);
-	g->conn = vt_conn_new(g->ctl_rfd, g->ctl_wfd);
-	if (!g->conn) {
+	g->ctl.conn = vt_conn_new(g->ctl.rfd, g->ctl.wfd);
+	if (!g->ctl.conn) {
 		session_fail(g, "cannot set up its control connection: %m");
 		return -ENOMEM;
 	}
-	vt_conn_set_hook(g->conn, conn_hook, g);
-	g->ctl_in = engine_add_fd(e, g->ctl_rfd, POLLIN, ctl_readable, g);
-	g->ctl_out = engine_add_fd(e, g->ctl_wfd, POLLOUT, ctl_writable, g);
-	if (!g->ctl_in || !g->ctl_out) {
+	vt_conn_set_hook(g->ctl.conn, conn_hook, g);
+	g->ctl.in = engine_add_fd(e, g->ctl.rfd, POLLIN, ctl_readable, g);
+	g->ctl.out = engine_add_fd(e, g->ctl.wfd, POLLOUT, ctl_writable, g);
+	if (!g->ctl.in || !g->ctl.out) {
 		session_fail(g, "out of memory");
 		return -ENOMEM;
 	}
@@ -2201,18 +2201,18 @@ static bool ctl_acceptable(void *arg, int revents)
 	(void)revents;
 	if (g->state == G_FAILED)
 		return false;
-	ret = take_connection(g, g->ctl_lfd, g->link.ctl_path, g->ctl_taken, &fd);
+	ret = take_connection(g, g->ctl.lfd, g->link.ctl_path, g->ctl.taken, &fd);
 	if (ret == -EAGAIN)
 		return true;
-	if (ret < 0 && g->ctl_taken)
+	if (ret < 0 && g->ctl.taken)
 		return false;
-	g->ctl_taken = true;
-	engine_timer_cancel(eng(g), &g->accept_timer);
+	g->ctl.taken = true;
+	engine_timer_cancel(eng(g), &g->ctl.accept_timer);
 	if (ret < 0) {
 		session_fail(g, "cannot accept QEMU's connection on %s: %s", g->link.ctl_path, strerror(-ret));
 		return false;
 	}
-	g->ctl_rfd = g->ctl_wfd = fd;
+	g->ctl.rfd = g->ctl.wfd = fd;
 	connected(g);
 	return true;
 }
@@ -2222,17 +2222,17 @@ static void accept_timeout(void *arg)
 	struct guest *g = arg;
 	unsigned int i;
 
-	if (g->ctl_lfd >= 0 && !g->ctl_taken) {
+	if (g->ctl.lfd >= 0 && !g->ctl.taken) {
 		session_fail(g, "nothing connected to %s within %llu s: start QEMU with a socket "
 			     "chardev (server=off) on that path", g->link.ctl_path,
 			     (unsigned long long)(ACCEPT_TIMEOUT_NS / NSEC_PER_SEC));
 		return;
 	}
-	for (i = 0; g->ports && i < g->agent.nr_cpus; i++)
-		if (g->ports[i].lfd >= 0 && !g->ports[i].taken)
+	for (i = 0; g->ctl.ports && i < g->agent.nr_cpus; i++)
+		if (g->ctl.ports[i].lfd >= 0 && !g->ctl.ports[i].taken)
 			break;
 	session_fail(g, "nothing connected to %s within %llu s: start QEMU with a socket "
-		     "chardev (server=off) on that path", g->ports ? g->ports[i].base : "?",
+		     "chardev (server=off) on that path", g->ctl.ports ? g->ctl.ports[i].base : "?",
 		     (unsigned long long)(ACCEPT_TIMEOUT_NS / NSEC_PER_SEC));
 }
 
@@ -2273,7 +2273,7 @@ int session_begin(struct guest *g)
 	engine_timer_init(&g->kvm_timer, kvm_tick, g);
 	engine_timer_init(&g->sync_timer, sync_tick, g);
 	engine_timer_init(&g->stop_timer, stop_timeout, g);
-	engine_timer_init(&g->accept_timer, accept_timeout, g);
+	engine_timer_init(&g->ctl.accept_timer, accept_timeout, g);
 	engine_timer_init(&g->retry_timer, retry_tick, g);
 	engine_timer_init(&g->reset_timer, reset_done, g);
 	vt_proto_meta_rx_init(&g->meta_rx, META_LIMIT);
@@ -2281,14 +2281,14 @@ int session_begin(struct guest *g)
 		qmp_attach(g, e, g->rec->tsc.khz, qmp_event);
 	if (g->mig.incoming)
 		open_early(g);
-	if (g->ctl_lfd < 0)
+	if (g->ctl.lfd < 0)
 		return connected(g);
 	/* --listen: QEMU connects when it can (reconnect=N); the engine waits, nobody else does. */
-	if (!engine_add_fd(e, g->ctl_lfd, POLLIN, ctl_acceptable, g)) {
+	if (!engine_add_fd(e, g->ctl.lfd, POLLIN, ctl_acceptable, g)) {
 		session_fail(g, "out of memory");
 		return -ENOMEM;
 	}
-	engine_timer_arm(e, &g->accept_timer, ACCEPT_TIMEOUT_NS, 0);
+	engine_timer_arm(e, &g->ctl.accept_timer, ACCEPT_TIMEOUT_NS, 0);
 	return 0;
 }
 
@@ -2314,8 +2314,8 @@ static void bye_done(struct guest *g, int err)
 static void final_meta_done(struct guest *g, int err)
 {
 	(void)err;
-	request(g, vt_proto_enc_empty(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX, VT_PROTO_BYE,
-				      vt_conn_next_seq(g->conn)), VT_PROTO_OK, bye_done);
+	request(g, vt_proto_enc_empty(vt_conn_frame(g->ctl.conn), VT_PROTO_FRAME_MAX, VT_PROTO_BYE,
+				      vt_conn_next_seq(g->ctl.conn)), VT_PROTO_OK, bye_done);
 }
 
 static void final_sync_done(struct guest *g, int err)
@@ -2422,10 +2422,10 @@ void session_stop(struct guest *g)
 		engine_timer_cancel(e, &g->sync_timer);
 		engine_timer_cancel(e, &g->retry_timer);
 		g->stopped_seen = g->stats_last = false;
-		if (send_frame(g, vt_proto_enc_empty(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX,
-						     VT_PROTO_STOP, vt_conn_next_seq(g->conn))) < 0)
+		if (send_frame(g, vt_proto_enc_empty(vt_conn_frame(g->ctl.conn), VT_PROTO_FRAME_MAX,
+						     VT_PROTO_STOP, vt_conn_next_seq(g->ctl.conn))) < 0)
 			return;
-		g->stop_seq = vt_conn_seq(g->conn);
+		g->stop_seq = vt_conn_seq(g->ctl.conn);
 		g->stop_ns = engine_now_ns();
 		g->state = G_STOPPING;
 		for (unsigned int i = 0; i < g->nr_streams; i++)
@@ -2437,7 +2437,7 @@ void session_stop(struct guest *g)
 	}
 	if (g->state >= G_STOPPING)
 		return;
-	if (g->state == G_NEW && g->wait_until && !g->conn) {
+	if (g->state == G_NEW && g->wait_until && !g->ctl.conn) {
 		session_fail(g, "the recording ended while it waited for its trace ports");
 		return;
 	}
@@ -2474,21 +2474,21 @@ void session_release(struct guest *g)
 	free(g->burst.smp);
 	g->burst.smp = NULL;
 	sync_release(g);
-	for (i = 0; g->ports && i < g->agent.nr_cpus; i++) {
-		if (g->ports[i].lfd >= 0) {
-			close(g->ports[i].lfd);
-			unlink(g->ports[i].base);
+	for (i = 0; g->ctl.ports && i < g->agent.nr_cpus; i++) {
+		if (g->ctl.ports[i].lfd >= 0) {
+			close(g->ctl.ports[i].lfd);
+			unlink(g->ctl.ports[i].base);
 		}
 	}
-	free(g->ports);
-	g->ports = NULL;
+	free(g->ctl.ports);
+	g->ctl.ports = NULL;
 	for (i = 0; g->mig.early_fds && i < g->link.nr_cpu_paths; i++)
 		if (g->mig.early_fds[i] >= 0)
 			close(g->mig.early_fds[i]);
 	free(g->mig.early_fds);
 	g->mig.early_fds = NULL;
-	vt_conn_free(g->conn);
-	g->conn = NULL;
+	vt_conn_free(g->ctl.conn);
+	g->ctl.conn = NULL;
 	vt_proto_meta_rx_release(&g->meta_rx);
 	for (i = 0; i < COLLECT_MAX_CPUS; i++) {
 		free(g->stats_text[i]);

@@ -144,6 +144,32 @@ struct guest_burst {
 };
 
 /**
+ * struct guest_ctl - a guest's control port and the connection over it (session.c)
+ * @rfd: where its messages are read
+ * @wfd: where ours are written (@rfd again on a socket)
+ * @lfd: --listen: waiting for QEMU to connect, else -1
+ * @taken: QEMU connected to it: later connections are refused
+ * @ports: --listen: data ports QEMU has yet to connect
+ * @nr_waiting: how many of @ports
+ * @accept_timer: how long QEMU may take to connect them
+ * @conn: the protocol's connection over @rfd and @wfd
+ * @in: the engine's watch on @rfd
+ * @out: and on @wfd, enabled while @conn has bytes to write
+ * @rx_tsc: host TSC when the control port was last found readable
+ */
+struct guest_ctl {
+	int rfd, wfd;
+	int lfd;
+	bool taken;
+	struct guest_port *ports;
+	unsigned int nr_waiting;
+	struct engine_timer accept_timer;
+	struct vt_conn *conn;
+	struct engine_fd *in, *out;
+	uint64_t rx_tsc;
+};
+
+/**
  * struct guest_kcache - a guest's kallsyms and its VM's entry in the kallsyms
  *	cache (kcache.c)
  * @saved: what the state file says of it
@@ -176,13 +202,7 @@ struct guest {
 	uint64_t reset_tsc;		/* host TSC when QEMU reset it (QMP RESET) */
 	bool resync;			/* RESUME seen: sync again as soon as it can */
 	struct guest_migration mig;	/* live migration, out or in */
-	/* control port */
-	int ctl_rfd, ctl_wfd;
-	int ctl_lfd;			/* --listen: waiting for QEMU to connect, else -1 */
-	bool ctl_taken;			/* QEMU connected to it: later connections are refused */
-	struct guest_port *ports;	/* --listen: data ports QEMU has yet to connect */
-	unsigned int nr_waiting;
-	struct engine_timer accept_timer;
+	struct guest_ctl ctl;		/* its control port */
 	/* record --wait: until when its ports may be missing and HELLO unanswered (0: no
 	 * --wait, UINT64_MAX: no limit); wait_timer looks for the ports again (record.c) */
 	uint64_t wait_until;
@@ -190,9 +210,6 @@ struct guest {
 	bool link_ready;		/* its domain's channels are known (or it has no domain) */
 	bool wait_said;			/* "waiting for its ports" was logged */
 	bool hello_timed_out;		/* its failure gets the hints of an absent agent */
-	struct vt_conn *conn;
-	struct engine_fd *ctl_in, *ctl_out;
-	uint64_t rx_tsc;		/* host TSC when the control port was last found readable */
 	/* what the agent said */
 	struct vt_proto_hello hello;
 	struct spool_agent agent;	/* and what of it the state file keeps */

@@ -213,15 +213,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	g.req.active = true;
 	g.req.want = VT_PROTO_HELLO_REPLY;
 	g.req.done = hello_answered;
-	g.conn = vt_conn_new(devnull, devnull);
-	if (!g.conn)
+	g.ctl.conn = vt_conn_new(devnull, devnull);
+	if (!g.ctl.conn)
 		return 0;
 	vt_proto_meta_rx_init(&g.meta_rx, 1 << 20);
 	/* In pieces, as the port would deliver them, each piece handled before the next. */
 	while (off < clen && g.state != G_FAILED) {
 		size_t n = clen - off < 4096 ? clen - off : 4096;
 
-		if (vt_conn_feed(g.conn, data + off, n) < 0)
+		if (vt_conn_feed(g.ctl.conn, data + off, n) < 0)
 			break;
 		off += n;
 		session_dispatch(&g);
