@@ -91,19 +91,10 @@ int spool_save_agent(const struct guest *g)
 int spool_save_sync(const struct guest *g)
 {
 	const struct spool_check *ck = &g->sync.check;
-	struct spool_sync_head h = {
-		.host_end = g->sync.host_end,
-		.rejected = g->sync.rejected,
-		.failed = g->sync.failed,
-		.reset_tsc = g->sync.reset_tsc,
-	};
 	struct spool_text t = { 0 };
 	unsigned int cpu, i;
 
-	snprintf(h.method, sizeof(h.method), "%s", g->sync.method);
-	snprintf(h.why, sizeof(h.why), "%s", g->sync.why);
-	snprintf(h.final_cut, sizeof(h.final_cut), "%s", g->sync.final_cut);
-	spool_keys_write(&t, spool_sync_keys, spool_sync_nkeys, &h);
+	spool_keys_write(&t, spool_sync_keys, spool_sync_nkeys, &g->sync.head);
 	spool_keys_write(&t, spool_kvm_keys, spool_kvm_nkeys, &g->sync.kvm);
 	spool_keys_write(&t, spool_check_keys, spool_check_nkeys, &g->sync.check);
 	/* Lists of records, several values a line: hand-written (spool.c's load_sync() reads them). */
@@ -132,7 +123,7 @@ int spool_save_sync(const struct guest *g)
 	if (g->rec)
 		live_clock(g->rec->live, g->live_idx, g->sync.cpus,
 			   g->agent.nr_cpus < COLLECT_MAX_CPUS ? g->agent.nr_cpus : COLLECT_MAX_CPUS,
-			   g->sync.host_end);
+			   g->sync.head.host_end);
 	return spool_text_save(&t, g->spool_fd, "sync");
 }
 

@@ -318,7 +318,7 @@ void session_fail(struct guest *g, const char *fmt, ...)
 		/* Its pages received so far are shown as its file will have them: hold the view no more. */
 		live_clock(g->rec->live, g->live_idx, g->sync.cpus,
 			   g->agent.nr_cpus < COLLECT_MAX_CPUS ? g->agent.nr_cpus : COLLECT_MAX_CPUS,
-			   g->sync.host_end);
+			   g->sync.head.host_end);
 		live_meta(g->rec->live, g->live_idx);
 	}
 	if (g->rec)
@@ -1258,7 +1258,7 @@ static void burst_cut(struct guest *g, const char *fmt, ...) __attribute__((form
 static void burst_cut(struct guest *g, const char *fmt, ...)
 {
 	struct guest_burst *b = &g->burst;
-	char why[sizeof(g->sync.final_cut)];
+	char why[sizeof(g->sync.head.final_cut)];
 	va_list ap;
 
 	b->cut = true;
@@ -1266,7 +1266,7 @@ static void burst_cut(struct guest *g, const char *fmt, ...)
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
 	if (!strcmp(b->when, "stop"))
-		snprintf(g->sync.final_cut, sizeof(g->sync.final_cut), "%s", why);
+		snprintf(g->sync.head.final_cut, sizeof(g->sync.head.final_cut), "%s", why);
 	guest_log(g, GMSG_SYNC, L_WARN, "guest %s: the clock sync at %s is cut short: %s", g->name,
 		  b->when, why);
 }
@@ -1486,7 +1486,7 @@ static void burst_run(struct guest *g, const char *when, void (*done)(struct gue
 		/* Its own time, within what --stop-timeout leaves for the rest of the stop. */
 		uint64_t budget = (uint64_t)(o->stop_timeout * NSEC_PER_SEC) / 2;
 
-		g->sync.final_cut[0] = '\0';
+		g->sync.head.final_cut[0] = '\0';
 		engine_timer_arm(eng(g), &b->budget, budget < FINAL_SYNC_NS ? budget : FINAL_SYNC_NS, 0);
 	}
 	burst_cpu_begin(g);
@@ -1802,7 +1802,7 @@ static bool epoch_missing(const struct guest *g)
 {
 	unsigned int i;
 
-	if (strcmp(g->sync.method, "probe"))
+	if (strcmp(g->sync.head.method, "probe"))
 		return false;
 	for (i = 0; i < g->nr_streams; i++) {
 		unsigned int cpu = g->streams[i].cpu;
@@ -1987,7 +1987,7 @@ static void full_meta_done(struct guest *g, int err)
 		return;
 	}
 	g->step = ST_RUNNING;
-	if (!strcmp(g->sync.method, "kvm"))
+	if (!strcmp(g->sync.head.method, "kvm"))
 		engine_timer_arm(eng(g), &g->kvm_timer, sync_kvm_period_ns(g), sync_kvm_period_ns(g));
 	if (o->sync_interval > 0)
 		engine_timer_arm(eng(g), &g->sync_timer, (uint64_t)(o->sync_interval * NSEC_PER_SEC),

@@ -35,19 +35,13 @@ struct sync_check_smp;
 struct tscwatch;
 
 struct guest_sync {
-	char method[16];	/* "kvm", "probe", "offset", "none" */
-	char why[160];
+	struct spool_sync_head head;	/* method, why, the end and what went wrong */
 	struct vt_tsync_cpu cpus[COLLECT_MAX_CPUS];	/* epochs per vCPU */
 	uint64_t min_rtt[COLLECT_MAX_CPUS];		/* probes: smallest round trip, ticks */
 	uint32_t samples[COLLECT_MAX_CPUS];
-	uint64_t host_end;
-	uint64_t reset_tsc;		/* the mapping ends here: QEMU reset the guest; 0 if not */
 	/* plausibility of probe replies (sync.c) */
 	uint64_t last_g[COLLECT_MAX_CPUS];	/* the last accepted guest TSC per vCPU */
-	uint32_t rejected;			/* bursts rejected as implausible */
-	char reject_why[160];			/* the last reason */
-	bool failed;				/* probes were due but a vCPU got no epoch */
-	char final_cut[200];			/* why the final sync ended early, "" if it did not */
+	char reject_why[160];			/* why the last burst was rejected */
 	bool away[COLLECT_MAX_CPUS];		/* its last burst ran on other CPUs: offline */
 	/* KVM (sync.c): offsets from debugfs, their changes from events or re-reads */
 	char kvm_dir[4096];			/* the VM's debugfs directory, "" if not found */

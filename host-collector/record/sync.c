@@ -200,7 +200,7 @@ int sync_probe_result(struct guest *g, unsigned int cpu, const struct vt_tsync_s
 		return -EAGAIN;
 	}
 	if (!plausible(g, cpu, smp, n)) {
-		g->sync.rejected++;
+		g->sync.head.rejected++;
 		guest_log(g, GMSG_SYNC, L_WARN, "guest %s: implausible clock probe replies, burst "
 			  "rejected: %s", g->name, g->sync.reject_why);
 		return -EAGAIN;
@@ -242,9 +242,9 @@ static void set_method(struct guest *g, const char *method, const char *fmt, ...
 {
 	va_list ap;
 
-	snprintf(g->sync.method, sizeof(g->sync.method), "%s", method);
+	snprintf(g->sync.head.method, sizeof(g->sync.head.method), "%s", method);
 	va_start(ap, fmt);
-	vsnprintf(g->sync.why, sizeof(g->sync.why), fmt, ap);
+	vsnprintf(g->sync.head.why, sizeof(g->sync.head.why), fmt, ap);
 	va_end(ap);
 }
 
@@ -721,13 +721,13 @@ void sync_reset(struct guest *g, uint64_t at)
 {
 	uint64_t now = vt_tsc_read();
 
-	if (g->sync.reset_tsc || !at)
+	if (g->sync.head.reset_tsc || !at)
 		return;
 	kvm_poll(g);
-	g->sync.host_end = at < now ? at : now;
-	g->sync.reset_tsc = g->sync.host_end;
+	g->sync.head.host_end = at < now ? at : now;
+	g->sync.head.reset_tsc = g->sync.head.host_end;
 	log_debug("guest %s: reset: the clock mapping ends at host TSC %" PRIu64, g->name,
-		  g->sync.host_end);
+		  g->sync.head.host_end);
 }
 
 /**
@@ -952,7 +952,7 @@ int sync_prepare(struct guest *g, const struct record_opts *o, const char *when)
 
 	(void)when;
 	/* A generous end for the last epoch: an hour past now at 10 GHz. */
-	g->sync.host_end = vt_tsc_read() + 36000000000000ull;
+	g->sync.head.host_end = vt_tsc_read() + 36000000000000ull;
 	if (!strcmp(method, "none")) {
 		set_method(g, "none", "--sync none");
 		return spool_save_sync(g);
@@ -1034,7 +1034,7 @@ void sync_burst_done(struct guest *g, const char *when)
 		g->resume_tsc = g->stop_tsc = 0;
 	}
 	/* Probes that left a vCPU without any epoch: say so, never a silent 0 ns bound. */
-	if (!strcmp(g->sync.method, "probe")) {
+	if (!strcmp(g->sync.head.method, "probe")) {
 		for (i = 0; i < g->nr_streams; i++) {
 			unsigned int cpu = g->streams[i].cpu;
 
@@ -1042,7 +1042,7 @@ void sync_burst_done(struct guest *g, const char *when)
 			    !missing++)
 				first = cpu;
 		}
-		g->sync.failed = missing > 0;
+		g->sync.head.failed = missing > 0;
 		for (i = 0, away = 0; i < g->nr_streams; i++)
 			away += g->streams[i].cpu < COLLECT_MAX_CPUS && g->sync.away[g->streams[i].cpu];
 		if (missing && missing + away == g->nr_streams)

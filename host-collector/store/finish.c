@@ -206,10 +206,10 @@ static int load_trace(struct trace_sum *t, const char *dirname, bool host)
 		if (i != GMSG_AGENT_NOTICE && i != GMSG_REFUSED && t->rec.figures.msgs[i] > COLLECT_LOG_BURST)
 			output_problem(t, "%" PRIu64 " %s (the first %d printed)", t->rec.figures.msgs[i],
 				collect_msg_name(i), COLLECT_LOG_BURST);
-	if (t->rec.sync_failed)
-		output_problem(t, "no clock mapping: %s", t->rec.sync_why);
-	if (t->rec.sync_rejected)
-		output_problem(t, "%u clock probe bursts rejected as implausible", t->rec.sync_rejected);
+	if (t->rec.sync_head.failed)
+		output_problem(t, "no clock mapping: %s", t->rec.sync_head.why);
+	if (t->rec.sync_head.rejected)
+		output_problem(t, "%u clock probe bursts rejected as implausible", t->rec.sync_head.rejected);
 	if (t->rec.check.outside)
 		output_problem(t, "--sync-check: %" PRIu64 " of %" PRIu64 " probe replies disagree with "
 			       "KVM's offsets", t->rec.check.outside, t->rec.check.replies);

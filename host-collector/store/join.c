@@ -535,15 +535,15 @@ int join_main(int argc, char **argv)
 	j.rec = dst.t.rec;	/* its stats texts stay the destination's (freed with it) */
 	memset(j.rec.sync, 0, sizeof(j.rec.sync));
 	j.rec.trace_id = src.t.rec.trace_id;
-	j.rec.host_end = dst.t.rec.host_end;
+	j.rec.sync_head.host_end = dst.t.rec.sync_head.host_end;
 	j.dir_fd = -1;
 	j.nr_cpus = src.t.nr_cpus;
 	j.subbuf = src.t.subbuf;
 	snprintf(j.dir, sizeof(j.dir), "%s + %s", src.path, dst.path);
 	snprintf(j.file, sizeof(j.file), "guest-%s.dat", found);
-	snprintf(j.rec.sync_method, sizeof(j.rec.sync_method), "joined");
-	snprintf(j.rec.sync_why, sizeof(j.rec.sync_why), "source: %.60s; destination: %.60s",
-		 src.t.rec.sync_method, dst.t.rec.sync_method);
+	snprintf(j.rec.sync_head.method, sizeof(j.rec.sync_head.method), "joined");
+	snprintf(j.rec.sync_head.why, sizeof(j.rec.sync_head.why), "source: %.60s; destination: %.60s",
+		 src.t.rec.sync_head.method, dst.t.rec.sync_head.method);
 	snprintf(j.rec.mig.direction, sizeof(j.rec.mig.direction), "joined");
 	j.rec.mig.have = false;	/* the manifest's "join" says it all */
 
@@ -576,8 +576,8 @@ int join_main(int argc, char **argv)
 	}
 	if (!js.resume_tsc)
 		js.resume_tsc = js.switch_host_tsc;
-	if (j.rec.host_end)
-		j.rec.host_end = (uint64_t)((int64_t)j.rec.host_end + js.host_delta);
+	if (j.rec.sync_head.host_end)
+		j.rec.sync_head.host_end = (uint64_t)((int64_t)j.rec.sync_head.host_end + js.host_delta);
 	place_streams(&j, &src, &dst, &js);
 	ret = write_joined(&r, &j, &src, &dst, &js);
 	if (ret < 0) {

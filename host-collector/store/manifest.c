@@ -248,12 +248,12 @@ static void json_trace(FILE *f, const struct finish *r, const struct trace_sum *
 		for (i = 0; i < t->rec.nr_tids; i++)
 			fprintf(f, "%s%u", i ? ", " : "", t->rec.tids[i]);
 		fprintf(f, "],\n      \"sync\": {\n        \"method\": ");
-		json_str(f, t->rec.sync_method);
+		json_str(f, t->rec.sync_head.method);
 		fprintf(f, ",\n        \"why\": ");
-		json_str(f, t->rec.sync_why);
+		json_str(f, t->rec.sync_head.why);
 		fprintf(f, ",\n        \"final_sync_cut\": ");
-		if (t->rec.sync_final_cut[0])
-			json_str(f, t->rec.sync_final_cut);
+		if (t->rec.sync_head.final_cut[0])
+			json_str(f, t->rec.sync_head.final_cut);
 		else
 			fprintf(f, "null");
 		fprintf(f, ",\n        \"epochs\": [");
@@ -261,7 +261,8 @@ static void json_trace(FILE *f, const struct finish *r, const struct trace_sum *
 			for (j = 0; j < t->rec.sync[i].nr; j++) {
 				const struct vt_tsync_epoch *ep = &t->rec.sync[i].epochs[j];
 
-				if ((ep->host_from <= t->rec.host_end || !j) && ticks_ns(r, ep->error) > bound)
+				if ((ep->host_from <= t->rec.sync_head.host_end || !j) &&
+				    ticks_ns(r, ep->error) > bound)
 					bound = ticks_ns(r, ep->error);
 				fprintf(f, "%s\n          { \"cpu\": %u, \"host_tsc_from\": %" PRIu64
 					", \"offset\": %" PRId64 ", \"ratio\": %" PRIu64
@@ -273,7 +274,7 @@ static void json_trace(FILE *f, const struct finish *r, const struct trace_sum *
 					ep->flags & VT_TSYNC_EPOCH_DRIFT ? "true" : "false",
 					ticks_ns(r, ep->error), ticks_ns(r, ep->min_rtt));
 				json_epoch_kvm(f, ep);
-				if (ep->host_from > t->rec.host_end && j)
+				if (ep->host_from > t->rec.sync_head.host_end && j)
 					fprintf(f, ", \"applied\": false");
 				fprintf(f, " }");
 				first = false;
@@ -291,12 +292,12 @@ static void json_trace(FILE *f, const struct finish *r, const struct trace_sum *
 		json_kvm(f, &t->rec.kvm);
 		json_check(f, &t->rec.check);
 		fprintf(f, "        \"reset_host_tsc\": ");
-		if (t->rec.sync_reset_tsc)
-			fprintf(f, "%" PRIu64 ",\n", t->rec.sync_reset_tsc);
+		if (t->rec.sync_head.reset_tsc)
+			fprintf(f, "%" PRIu64 ",\n", t->rec.sync_head.reset_tsc);
 		else
 			fprintf(f, "null,\n");
 		/* No mapping has no bound; 0 comes only from an exact method. */
-		if (!strcmp(t->rec.sync_method, "none"))
+		if (!strcmp(t->rec.sync_head.method, "none"))
 			fprintf(f, "        \"bound_ns\": null\n      },\n");
 		else
 			fprintf(f, "        \"bound_ns\": %.1f\n      },\n", bound);

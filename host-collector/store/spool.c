@@ -1167,24 +1167,16 @@ const size_t spool_check_nkeys = SPOOL_NKEYS(spool_check_keys);
 
 static void load_sync(struct spool_trace *t, int dir)
 {
-	struct spool_sync_head h = { .method = "none" };
 	char *text, *line;
 	size_t len;
 
-	snprintf(t->sync_method, sizeof(t->sync_method), "none");
+	snprintf(t->sync_head.method, sizeof(t->sync_head.method), "none");
 	if (spool_read_file(dir, "sync", (void **)&text, &len, SYNC_MAX) < 0) {
-		snprintf(t->sync_why, sizeof(t->sync_why), "no clock mapping was recorded");
+		snprintf(t->sync_head.why, sizeof(t->sync_head.why), "no clock mapping was recorded");
 		return;
 	}
 	t->have_sync = true;
-	spool_keys_read(text, spool_sync_keys, spool_sync_nkeys, &h);
-	snprintf(t->sync_method, sizeof(t->sync_method), "%s", h.method);
-	snprintf(t->sync_why, sizeof(t->sync_why), "%s", h.why);
-	snprintf(t->sync_final_cut, sizeof(t->sync_final_cut), "%s", h.final_cut);
-	t->host_end = h.host_end;
-	t->sync_reset_tsc = h.reset_tsc;
-	t->sync_rejected = h.rejected;
-	t->sync_failed = h.failed;
+	spool_keys_read(text, spool_sync_keys, spool_sync_nkeys, &t->sync_head);
 	spool_keys_read(text, spool_kvm_keys, spool_kvm_nkeys, &t->kvm);
 	spool_keys_read(text, spool_check_keys, spool_check_nkeys, &t->check);
 	for (line = text; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {

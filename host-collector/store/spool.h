@@ -301,7 +301,18 @@ struct spool_state {
 	bool max_reached;
 };
 
-/* The sync file's keys before KVM's (struct spool_kvm) and the check's (struct spool_check). */
+/**
+ * struct spool_sync_head - how a guest's clock was mapped to the host's: the
+ *	sync file's keys before KVM's (struct spool_kvm) and the check's
+ *	(struct spool_check)
+ * @method: "kvm", "probe", "offset", "none"
+ * @why: why that method
+ * @host_end: host TSC where the mapping ends
+ * @rejected: probe bursts rejected as implausible
+ * @failed: probes were due but a vCPU got no epoch
+ * @final_cut: why the final sync ended early, "" if it did not
+ * @reset_tsc: QEMU reset the guest here: later epochs are not applied; 0 if not
+ */
 struct spool_sync_head {
 	char method[16];
 	char why[160];
@@ -327,16 +338,10 @@ struct spool_trace {
 	struct spool_figures figures;
 	bool max_reached;
 	struct spool_kcache kcache;
-	uint32_t sync_rejected;
-	bool sync_failed;
 	uint32_t tids[COLLECT_MAX_CPUS];
 	unsigned int nr_tids;
 	struct spool_cpu cpus[COLLECT_MAX_CPUS];
-	char sync_method[16];
-	char sync_why[160];
-	char sync_final_cut[200];	/* why the final clock sync ended early, "" if it did not */
-	uint64_t host_end;
-	uint64_t sync_reset_tsc;	/* QEMU reset the guest here: later epochs are not applied */
+	struct spool_sync_head sync_head;
 	struct vt_tsync_cpu sync[COLLECT_MAX_CPUS];
 	uint64_t min_rtt[COLLECT_MAX_CPUS];
 	uint32_t samples[COLLECT_MAX_CPUS];

@@ -101,13 +101,13 @@ static int t_fill_guest(struct guest *g)
 		if (vt_tsync_cpu_update(&g->sync.cpus[i], &ep) < 0)
 			return -ENOMEM;
 	}
-	snprintf(g->sync.method, sizeof(g->sync.method), "kvm");
-	snprintf(g->sync.why, sizeof(g->sync.why), "exact offsets");
-	g->sync.host_end = V(60);
-	g->sync.rejected = 61;
-	g->sync.failed = true;
-	snprintf(g->sync.final_cut, sizeof(g->sync.final_cut), "cut short");
-	g->sync.reset_tsc = V(62);
+	snprintf(g->sync.head.method, sizeof(g->sync.head.method), "kvm");
+	snprintf(g->sync.head.why, sizeof(g->sync.head.why), "exact offsets");
+	g->sync.head.host_end = V(60);
+	g->sync.head.rejected = 61;
+	g->sync.head.failed = true;
+	snprintf(g->sync.head.final_cut, sizeof(g->sync.head.final_cut), "cut short");
+	g->sync.head.reset_tsc = V(62);
 	g->sync.kvm = (struct spool_kvm){ "events", "kvm why", "inst0", V(63), V(64), V(65), V(66),
 					  V(67), "a note", "constant_tsc", "tsc" };
 	iv = (struct spool_check_iv){ 1, 2, 3, true, V(70), V(71), -(int64_t)V(72),
@@ -316,13 +316,13 @@ static void test_golden_load(void **state)
 	t_equal_keys(spool_zsum_keys, spool_zsum_nkeys, &t->cpus[0].zsum, &zsum, "cpu0.zsum");
 	/* sync */
 	assert_true(t->have_sync);
-	assert_string_equal(t->sync_method, g->sync.method);
-	assert_string_equal(t->sync_why, g->sync.why);
-	assert_string_equal(t->sync_final_cut, g->sync.final_cut);
-	assert_int_equal(t->host_end, g->sync.host_end);
-	assert_int_equal(t->sync_reset_tsc, g->sync.reset_tsc);
-	assert_int_equal(t->sync_rejected, g->sync.rejected);
-	assert_true(t->sync_failed);
+	assert_string_equal(t->sync_head.method, g->sync.head.method);
+	assert_string_equal(t->sync_head.why, g->sync.head.why);
+	assert_string_equal(t->sync_head.final_cut, g->sync.head.final_cut);
+	assert_int_equal(t->sync_head.host_end, g->sync.head.host_end);
+	assert_int_equal(t->sync_head.reset_tsc, g->sync.head.reset_tsc);
+	assert_int_equal(t->sync_head.rejected, g->sync.head.rejected);
+	assert_true(t->sync_head.failed);
 	t_equal_keys(spool_kvm_keys, spool_kvm_nkeys, &t->kvm, &g->sync.kvm, "sync");
 	assert_memory_equal(&t->kvm, &g->sync.kvm, sizeof(t->kvm));
 	t_equal_keys(spool_check_keys, spool_check_nkeys, &t->check, &g->sync.check, "sync");
