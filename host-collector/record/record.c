@@ -1061,7 +1061,7 @@ static void check_end(struct recording *r)
 		 * command may be what migrates.
 		 */
 		recording += (r->gs[i]->state == G_RUNNING && r->gs[i]->synced) ||
-			     (r->gs[i]->mig.incoming && !r->gs[i]->mig.resumed &&
+			     (r->gs[i]->mig.incoming && !r->gs[i]->mig.seen.resumed &&
 			      !session_finished(r->gs[i]));
 	}
 	settled = finished + recording;
@@ -1437,7 +1437,7 @@ int record_main(int argc, char **argv)
 		recorded += g->recorded;
 		refused += g->refused;
 		accepted += g->accepted;
-		migrated += g->mig.out || g->mig.resumed;
+		migrated += g->mig.out || g->mig.seen.resumed;
 		if (g->state == G_FAILED)
 			status = EXIT_PARTIAL;
 		for (unsigned int j = 0; j < g->nr_streams; j++)

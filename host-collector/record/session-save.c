@@ -145,33 +145,16 @@ int spool_save_migration(const struct guest *g)
 	struct spool_migration *mf;
 	unsigned int i;
 
-	if (!m->incoming && !m->out && !m->migrating && !m->failures)
+	if (!m->incoming && !m->out && !m->migrating && !m->seen.failures)
 		return 0;
-	/* Only the table's fields: cpus[] stays zero, the streams are written below. */
+	/* Only direction: cpus[] stays zero, the streams are written below. */
 	mf = calloc(1, sizeof(*mf));
 	if (!mf)
 		return -ENOMEM;
 	snprintf(mf->direction, sizeof(mf->direction), "%s",
 		 m->incoming ? "in" : m->out ? "out" : "none");
-	snprintf(mf->status, sizeof(mf->status), "%s", m->status);
-	mf->resumed = m->resumed;
-	mf->active_tsc = m->active_tsc;
-	mf->stop_tsc = m->stop_tsc;
-	mf->completed_tsc = m->completed_tsc;
-	mf->resume_tsc = m->resume_tsc;
-	mf->taken_tsc = m->taken_tsc;
-	mf->out_tsc = m->out_tsc;
-	mf->downtime_ms = m->downtime_ms;
-	mf->total_ms = m->total_ms;
-	mf->failures = m->failures;
-	mf->resume_no = m->resume_no;
-	snprintf(mf->instance, sizeof(mf->instance), "%s", m->instance);
-	mf->nr_events = m->nr_events;
-	mf->ignored = m->ignored;
-	snprintf(mf->boot_id, sizeof(mf->boot_id), "%s", m->boot_id);
-	mf->rt_ns = m->rt_ns;
-	mf->rt_tsc = m->rt_tsc;
 	spool_keys_write(&t, spool_migration_keys, spool_migration_nkeys, mf);
+	spool_keys_write(&t, spool_mig_seen_keys, spool_mig_seen_nkeys, &m->seen);
 	free(mf);
 	/* Seven values a stream on one line: hand-written (spool.c's load_migration() reads them). */
 	for (i = 0; i < g->nr_streams; i++) {

@@ -293,7 +293,7 @@ void session_fail(struct guest *g, const char *fmt, ...)
 	/* A guest that migrated away is not there to hear a BYE: its agent serves the next host. */
 	talked = g->ctl.conn && g->state > G_NEW && !g->mig.out;
 	/* --incoming before the takeover: the session is another host's, a BYE would end it. */
-	if (g->mig.incoming && !g->mig.resumed)
+	if (g->mig.incoming && !g->mig.seen.resumed)
 		talked = false;
 	g->state = G_FAILED;
 	for (i = 0; i < g->nr_streams; i++)
@@ -372,7 +372,7 @@ static void req_timeout(void *arg)
 {
 	struct guest *g = arg;
 
-	if (g->mig.incoming && !g->mig.resumed && g->req.type == VT_PROTO_HELLO) {
+	if (g->mig.incoming && !g->mig.seen.resumed && g->req.type == VT_PROTO_HELLO) {
 		session_fail(g, "--incoming: no agent answered within %llu s: did the guest arrive "
 			     "(QMP MIGRATION completed on this host)?",
 			     (unsigned long long)(g->req.timeout_ns / NSEC_PER_SEC));
@@ -401,7 +401,7 @@ static uint64_t req_timeout_ns(const struct guest *g, uint16_t want)
 	if (want == VT_PROTO_META)
 		return META_TIMEOUT_NS;
 	/* --incoming: the HELLO waits in the port until the guest arrives. */
-	if (g->mig.incoming && !g->mig.resumed && want == VT_PROTO_HELLO_REPLY)
+	if (g->mig.incoming && !g->mig.seen.resumed && want == VT_PROTO_HELLO_REPLY)
 		return INCOMING_TIMEOUT_NS;
 	if (want != VT_PROTO_HELLO_REPLY || !g->wait_until)
 		return REQ_TIMEOUT_NS;
@@ -469,7 +469,7 @@ static bool drained(const struct guest *g)
 		if (s->eof || s->closed)
 			continue;
 		/* A stream taken over (--incoming) stands where its resume mark says. */
-		if (g->mig.resumed && !s->marked)
+		if (g->mig.seen.resumed && !s->marked)
 			return false;
 		if (s->bytes_session + s->resume_base < g->agent_bytes[s->cpu])
 			return false;
@@ -608,9 +608,9 @@ static void got_session(struct guest *g, const struct vt_proto_msg *m)
 		return;
 	}
 	g->agent.subbuf = ss.subbuf_size;
-	g->mig.resume_no = ss.resume;
-	g->mig.nr_events = ss.nr_events;
-	collect_sanitize(g->mig.instance, sizeof(g->mig.instance), ss.instance, false);
+	g->mig.seen.resume_no = ss.resume;
+	g->mig.seen.nr_events = ss.nr_events;
+	collect_sanitize(g->mig.seen.instance, sizeof(g->mig.seen.instance), ss.instance, false);
 	if (ss.clock[0])
 		collect_sanitize(g->agent.clock, sizeof(g->agent.clock), ss.clock, false);
 	g->stats_last = false;
@@ -641,11 +641,11 @@ static void handle(struct guest *g, const struct vt_proto_msg *m)
 	 * ERRORs our resync padding causes): only the takeover's own answers
 	 * count, the rest is dropped unseen.
 	 */
-	if (g->mig.incoming && !g->mig.resumed && m->type != VT_PROTO_HELLO_REPLY &&
+	if (g->mig.incoming && !g->mig.seen.resumed && m->type != VT_PROTO_HELLO_REPLY &&
 	    m->type != VT_PROTO_SESSION && m->type != VT_PROTO_STATS && m->type != VT_PROTO_NOTICE &&
 	    !(m->type == VT_PROTO_ERROR && g->req.active && vt_proto_dec_error(m, &e) == 0 &&
 	      e.ref_seq == g->req.seq)) {
-		g->mig.ignored++;
+		g->mig.seen.ignored++;
 		return;
 	}
 	switch (m->type) {
@@ -1542,16 +1542,16 @@ static void mig_clock(struct guest *g)
 	struct timespec ts;
 	FILE *f;
 
-	if (g->mig.rt_tsc)
+	if (g->mig.seen.rt_tsc)
 		return;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	g->mig.rt_tsc = sync_host_tsc();
-	g->mig.rt_ns = (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+	g->mig.seen.rt_tsc = sync_host_tsc();
+	g->mig.seen.rt_ns = (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
 	f = fopen("/proc/sys/kernel/random/boot_id", "re");
 	if (f) {
-		if (!fgets(g->mig.boot_id, sizeof(g->mig.boot_id), f))
-			g->mig.boot_id[0] = '\0';
-		g->mig.boot_id[strcspn(g->mig.boot_id, "\n")] = '\0';
+		if (!fgets(g->mig.seen.boot_id, sizeof(g->mig.seen.boot_id), f))
+			g->mig.seen.boot_id[0] = '\0';
+		g->mig.seen.boot_id[strcspn(g->mig.seen.boot_id, "\n")] = '\0';
 		fclose(f);
 	}
 }
@@ -1573,7 +1573,7 @@ static void migrated_done(struct guest *g)
 
 	engine_timer_cancel(eng(g), &g->drain_timer);
 	engine_timer_cancel(eng(g), &g->stop_timer);
-	g->mig.out_tsc = sync_host_tsc();
+	g->mig.seen.out_tsc = sync_host_tsc();
 	g->state = G_DONE;
 	msgs_summary(g);
 	spool_save_state(g);
@@ -1616,8 +1616,8 @@ static void migrated_out(struct guest *g)
 		return;
 	g->mig.out = true;
 	g->mig.migrating = false;
-	if (!g->mig.completed_tsc)
-		g->mig.completed_tsc = sync_host_tsc();
+	if (!g->mig.seen.completed_tsc)
+		g->mig.seen.completed_tsc = sync_host_tsc();
 	if (g->state < G_RUNNING) {
 		session_fail(g, "it migrated to another host before its recording started");
 		return;
@@ -1647,7 +1647,7 @@ static void migrated_out(struct guest *g)
 /* A MIGRATION status from QMP (QEMU's words). */
 static void migration_status(struct guest *g, const char *status)
 {
-	snprintf(g->mig.status, sizeof(g->mig.status), "%s", status);
+	snprintf(g->mig.seen.status, sizeof(g->mig.seen.status), "%s", status);
 	mig_clock(g);
 	if (g->mig.incoming) {
 		/* The destination's QEMU: the guest arrives here. */
@@ -1662,12 +1662,12 @@ static void migration_status(struct guest *g, const char *status)
 	}
 	if (!strcmp(status, "failed") || !strcmp(status, "cancelled")) {
 		if (g->mig.migrating) {
-			g->mig.failures++;
+			g->mig.seen.failures++;
 			log_warn("guest %s: its migration %s: it stays on this host, and its recording "
 				 "goes on", g->name, status);
 		}
 		g->mig.migrating = false;
-		g->mig.stop_tsc = 0;
+		g->mig.seen.stop_tsc = 0;
 		if (g->spool[0])
 			spool_save_migration(g);
 		return;
@@ -1871,13 +1871,13 @@ static void resume_answered(struct guest *g, int err)
 		setup_next(g);
 		return;
 	}
-	g->mig.resumed = true;
-	g->mig.taken_tsc = sync_host_tsc();
+	g->mig.seen.resumed = true;
+	g->mig.seen.taken_tsc = sync_host_tsc();
 	mig_clock(g);
 	g->resync = false;	/* the takeover's burst is the resume's */
 	log_info("guest %s: took its agent's session over (resume %llu, %u events in %s%s)",
-		 g->name, (unsigned long long)g->mig.resume_no, g->mig.nr_events,
-		 g->mig.instance[0] ? "instance " : "the top-level buffer", g->mig.instance);
+		 g->name, (unsigned long long)g->mig.seen.resume_no, g->mig.seen.nr_events,
+		 g->mig.seen.instance[0] ? "instance " : "the top-level buffer", g->mig.seen.instance);
 	ret = open_streams(g);
 	if (ret < 0) {
 		session_fail(g, "no data port could be opened (%s)", strerror(-ret));

@@ -70,29 +70,12 @@ struct guest_migration {
 	bool incoming;			/* --incoming: take the running session over */
 	bool migrating;			/* QMP: a migration is under way (setup, active...) */
 	bool out;			/* it completed: the guest left this host */
-	bool resumed;			/* incoming: the agent's session was taken over */
-	char status[32];		/* QEMU's last MIGRATION status */
-	uint64_t active_tsc;		/* QMP MIGRATION active */
-	uint64_t stop_tsc;		/* the guest stopped here for the switchover (QMP STOP) */
-	uint64_t completed_tsc;		/* QMP MIGRATION completed */
-	uint64_t resume_tsc;		/* incoming: QEMU started it here (QMP RESUME) */
-	uint64_t taken_tsc;		/* incoming: SESSION came */
-	uint64_t out_tsc;		/* out: the last byte was drained */
-	uint64_t downtime_ms;		/* QEMU's query-migrate figures, 0 if unknown */
-	uint64_t total_ms;
-	uint32_t failures;		/* migrations that failed or were cancelled */
-	uint64_t resume_no;		/* incoming: the agent's RESUME number */
+	struct spool_mig_seen seen;	/* what the migration file keeps (0 when not seen) */
 	bool session_seen;		/* incoming: SESSION came (its STATS follow) */
 	bool streaming;			/* incoming: it said a session records */
-	uint64_t ignored;		/* incoming: stale messages before the takeover */
 	int *early_fds;			/* incoming: data ports opened before the handshake */
 	uint64_t quiet_bytes;		/* out: bytes at the last drain check */
 	uint64_t quiet_since;		/* out: engine_now_ns() since when nothing came */
-	char instance[VT_PROTO_MAX_NAME];	/* incoming: what SESSION said */
-	uint32_t nr_events;
-	/* this host's clocks read together, for `join` across two hosts */
-	uint64_t rt_ns, rt_tsc;
-	char boot_id[40];
 };
 
 /* One request in flight on a guest's control port, and what to do with its answer. */

@@ -188,9 +188,9 @@ static int load_trace(struct trace_sum *t, const char *dirname, bool host)
 	/* A guest that migrated out has its final statistics at the destination. */
 	if (!t->rec.have_agent && strcmp(t->rec.mig.direction, "out"))
 		output_problem(t, "no final statistics from the agent (the run was cut short)");
-	if (t->rec.mig.failures)
+	if (t->rec.mig.seen.failures)
 		log_info("%s: %u live migration(s) failed; its recording went on", t->rec.name,
-			 t->rec.mig.failures);
+			 t->rec.mig.seen.failures);
 	if (t->rec.max_reached)
 		output_problem(t, "--max-size reached: %" PRIu64 " of %" PRIu64 " bytes taken (%" PRIu64
 			" in pages, %" PRIu64 " in malformed pages, %" PRIu64 " in fragments, %" PRIu64

@@ -61,38 +61,38 @@ static void json_migration(FILE *f, const struct finish *r, const struct spool_m
 			   unsigned int nr_cpus)
 {
 	bool out = !strcmp(m->direction, "out"), in = !strcmp(m->direction, "in");
-	uint64_t at = m->stop_tsc ? m->stop_tsc : m->completed_tsc;
+	uint64_t at = m->seen.stop_tsc ? m->seen.stop_tsc : m->seen.completed_tsc;
 	unsigned int i;
 	bool first = true;
 
 	fprintf(f, "      \"migration\": {\n        \"direction\": ");
 	json_str(f, m->direction);
 	fprintf(f, ",\n        \"status\": ");
-	json_str(f, m->status);
+	json_str(f, m->seen.status);
 	fprintf(f, ",\n        \"reason\": ");
 	if (out)
 		json_str(f, "migrated out: QEMU reported the live migration completed; the recording "
 			 "ends at the switchover, drained of what the ports still delivered");
-	else if (in && m->resumed)
+	else if (in && m->seen.resumed)
 		json_str(f, "migrated in: the agent's running session was taken over (RESUME)");
 	else if (in)
 		json_str(f, "migrated in: the agent had no running session; a new recording was set up");
 	else
 		json_str(f, "a live migration began but did not complete: the guest stayed");
-	fprintf(f, ",\n        \"failures\": %u", m->failures);
+	fprintf(f, ",\n        \"failures\": %u", m->seen.failures);
 	if (out)
 		fprintf(f, ",\n        \"migrated_out_at_ns\": %" PRIu64, tsc_ns(r, at));
 	if (in)
 		fprintf(f, ",\n        \"resumed_at_ns\": %" PRIu64 ",\n        \"taken_over_at_ns\": %"
 			PRIu64 ",\n        \"resume_number\": %" PRIu64 ",\n        \"stale_messages\": %"
-			PRIu64, tsc_ns(r, m->resume_tsc), tsc_ns(r, m->taken_tsc), m->resume_no,
-			m->ignored);
+			PRIu64, tsc_ns(r, m->seen.resume_tsc), tsc_ns(r, m->seen.taken_tsc), m->seen.resume_no,
+			m->seen.ignored);
 	fprintf(f, ",\n        \"host_tsc\": { \"active\": %" PRIu64 ", \"stop\": %" PRIu64
 		", \"completed\": %" PRIu64 ", \"resume\": %" PRIu64 ", \"taken_over\": %" PRIu64
-		", \"drained\": %" PRIu64 " }", m->active_tsc, m->stop_tsc, m->completed_tsc,
-		m->resume_tsc, m->taken_tsc, m->out_tsc);
+		", \"drained\": %" PRIu64 " }", m->seen.active_tsc, m->seen.stop_tsc, m->seen.completed_tsc,
+		m->seen.resume_tsc, m->seen.taken_tsc, m->seen.out_tsc);
 	fprintf(f, ",\n        \"qemu_downtime_ms\": %" PRIu64 ",\n        \"qemu_total_ms\": %" PRIu64,
-		m->downtime_ms, m->total_ms);
+		m->seen.downtime_ms, m->seen.total_ms);
 	fprintf(f, ",\n        \"cpus\": [");
 	for (i = 0; i < nr_cpus && i < COLLECT_MAX_CPUS; i++) {
 		const struct spool_mig_cpu *c = &m->cpus[i];

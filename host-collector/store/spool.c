@@ -1342,26 +1342,30 @@ static void load_cpu_files(struct spool_trace *t, int dir, unsigned int nr)
  */
 const struct spool_key spool_migration_keys[] = {
 	SPOOL_KEY("direction", SPOOL_KTEXT, struct spool_migration, direction),
-	SPOOL_KEY("status", SPOOL_KTEXT, struct spool_migration, status),
-	SPOOL_KEY("resumed", SPOOL_KBOOL, struct spool_migration, resumed),
-	SPOOL_KEY("active_tsc", SPOOL_KU64, struct spool_migration, active_tsc),
-	SPOOL_KEY("stop_tsc", SPOOL_KU64, struct spool_migration, stop_tsc),
-	SPOOL_KEY("completed_tsc", SPOOL_KU64, struct spool_migration, completed_tsc),
-	SPOOL_KEY("resume_tsc", SPOOL_KU64, struct spool_migration, resume_tsc),
-	SPOOL_KEY("taken_tsc", SPOOL_KU64, struct spool_migration, taken_tsc),
-	SPOOL_KEY("out_tsc", SPOOL_KU64, struct spool_migration, out_tsc),
-	SPOOL_KEY("downtime_ms", SPOOL_KU64, struct spool_migration, downtime_ms),
-	SPOOL_KEY("total_ms", SPOOL_KU64, struct spool_migration, total_ms),
-	SPOOL_KEY("failures", SPOOL_KU32, struct spool_migration, failures),
-	SPOOL_KEY("resume_no", SPOOL_KU64, struct spool_migration, resume_no),
-	SPOOL_KEY("instance", SPOOL_KTEXT, struct spool_migration, instance),
-	SPOOL_KEY("nr_events", SPOOL_KU32, struct spool_migration, nr_events),
-	SPOOL_KEY("ignored", SPOOL_KU64, struct spool_migration, ignored),
-	SPOOL_KEY("host_boot_id", SPOOL_KTEXT, struct spool_migration, boot_id),
-	SPOOL_KEY("host_rt_ns", SPOOL_KU64, struct spool_migration, rt_ns),
-	SPOOL_KEY("host_rt_tsc", SPOOL_KU64, struct spool_migration, rt_tsc),
 };
 const size_t spool_migration_nkeys = SPOOL_NKEYS(spool_migration_keys);
+
+const struct spool_key spool_mig_seen_keys[] = {
+	SPOOL_KEY("status", SPOOL_KTEXT, struct spool_mig_seen, status),
+	SPOOL_KEY("resumed", SPOOL_KBOOL, struct spool_mig_seen, resumed),
+	SPOOL_KEY("active_tsc", SPOOL_KU64, struct spool_mig_seen, active_tsc),
+	SPOOL_KEY("stop_tsc", SPOOL_KU64, struct spool_mig_seen, stop_tsc),
+	SPOOL_KEY("completed_tsc", SPOOL_KU64, struct spool_mig_seen, completed_tsc),
+	SPOOL_KEY("resume_tsc", SPOOL_KU64, struct spool_mig_seen, resume_tsc),
+	SPOOL_KEY("taken_tsc", SPOOL_KU64, struct spool_mig_seen, taken_tsc),
+	SPOOL_KEY("out_tsc", SPOOL_KU64, struct spool_mig_seen, out_tsc),
+	SPOOL_KEY("downtime_ms", SPOOL_KU64, struct spool_mig_seen, downtime_ms),
+	SPOOL_KEY("total_ms", SPOOL_KU64, struct spool_mig_seen, total_ms),
+	SPOOL_KEY("failures", SPOOL_KU32, struct spool_mig_seen, failures),
+	SPOOL_KEY("resume_no", SPOOL_KU64, struct spool_mig_seen, resume_no),
+	SPOOL_KEY("instance", SPOOL_KTEXT, struct spool_mig_seen, instance),
+	SPOOL_KEY("nr_events", SPOOL_KU32, struct spool_mig_seen, nr_events),
+	SPOOL_KEY("ignored", SPOOL_KU64, struct spool_mig_seen, ignored),
+	SPOOL_KEY("host_boot_id", SPOOL_KTEXT, struct spool_mig_seen, boot_id),
+	SPOOL_KEY("host_rt_ns", SPOOL_KU64, struct spool_mig_seen, rt_ns),
+	SPOOL_KEY("host_rt_tsc", SPOOL_KU64, struct spool_mig_seen, rt_tsc),
+};
+const size_t spool_mig_seen_nkeys = SPOOL_NKEYS(spool_mig_seen_keys);
 
 /* The "migration" file: every number bounded, every string sanitised. */
 static void load_migration(struct spool_trace *t, int dir)
@@ -1375,6 +1379,7 @@ static void load_migration(struct spool_trace *t, int dir)
 		return;
 	m->have = true;
 	spool_keys_read(text, spool_migration_keys, spool_migration_nkeys, m);
+	spool_keys_read(text, spool_mig_seen_keys, spool_mig_seen_nkeys, &m->seen);
 	for (i = 0; i < t->agent.nr_cpus; i++) {
 		struct spool_mig_cpu *c = &m->cpus[i];
 		unsigned long long v[7];

@@ -131,11 +131,9 @@ struct spool_mig_cpu {
 };
 
 /**
- * struct spool_migration - what a live migration did to a guest's recording
- * @have: the file exists
- * @direction: "out" (the guest left: this recording ends at the switchover),
- *	"in" (record --incoming took the session over), "none" (a migration
- *	began but did not complete)
+ * struct spool_mig_seen - what a collector saw of a guest's live migrations,
+ *	out (on the source's collector) or in (`record --incoming` on the
+ *	destination's): the migration file's keys after direction
  * @status: QEMU's last MIGRATION status
  * @resumed: in: the session was taken over
  * @active_tsc, @stop_tsc, @completed_tsc, @resume_tsc, @taken_tsc, @out_tsc:
@@ -147,11 +145,11 @@ struct spool_mig_cpu {
  * @instance: in: the agent's recorded instance ("" top level)
  * @nr_events: in: events enabled there
  * @ignored: in: stale control messages dropped before the takeover
- * @cpus: per CPU
+ * @boot_id: the host's boot: two recordings of one boot share a TSC
+ * @rt_ns: the host's wall clock, read together with @rt_tsc, its TSC (for
+ *	`join` across two hosts)
  */
-struct spool_migration {
-	bool have;
-	char direction[8];
+struct spool_mig_seen {
 	char status[32];
 	bool resumed;
 	uint64_t active_tsc, stop_tsc, completed_tsc, resume_tsc, taken_tsc, out_tsc;
@@ -161,8 +159,23 @@ struct spool_migration {
 	char instance[256];
 	uint32_t nr_events;
 	uint64_t ignored;
-	char boot_id[40];		/* the host's boot: two recordings of one boot share a TSC */
-	uint64_t rt_ns, rt_tsc;		/* the host's wall clock and TSC, read together */
+	char boot_id[40];
+	uint64_t rt_ns, rt_tsc;
+};
+
+/**
+ * struct spool_migration - what a live migration did to a guest's recording
+ * @have: the file exists
+ * @direction: "out" (the guest left: this recording ends at the switchover),
+ *	"in" (record --incoming took the session over), "none" (a migration
+ *	began but did not complete)
+ * @seen: what the collector saw of it
+ * @cpus: per CPU
+ */
+struct spool_migration {
+	bool have;
+	char direction[8];
+	struct spool_mig_seen seen;
 	struct spool_mig_cpu cpus[COLLECT_MAX_CPUS];
 };
 
@@ -437,6 +450,8 @@ extern const struct spool_key spool_check_keys[];	/* sync, next: struct spool_ch
 extern const size_t spool_check_nkeys;
 extern const struct spool_key spool_migration_keys[];	/* migration: struct spool_migration */
 extern const size_t spool_migration_nkeys;
+extern const struct spool_key spool_mig_seen_keys[];	/* migration, next: struct spool_mig_seen */
+extern const size_t spool_mig_seen_nkeys;
 extern const struct spool_key spool_inplace_keys[];	/* inplace: struct spool_inplace */
 extern const size_t spool_inplace_nkeys;
 extern const struct spool_key spool_sums_keys[];	/* cpuN.sums, one line: struct spool_sums */

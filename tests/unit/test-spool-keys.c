@@ -115,24 +115,24 @@ static int t_fill_guest(struct guest *g)
 	g->sync.check = (struct spool_check){ true, V(75), V(76), V(77), V(78), V(79), V(80),
 					      &iv, 1 };
 	g->mig.incoming = true;
-	g->mig.resumed = true;
-	snprintf(g->mig.status, sizeof(g->mig.status), "completed");
-	g->mig.active_tsc = V(81);
-	g->mig.stop_tsc = V(82);
-	g->mig.completed_tsc = V(83);
-	g->mig.resume_tsc = V(84);
-	g->mig.taken_tsc = V(85);
-	g->mig.out_tsc = V(86);
-	g->mig.downtime_ms = V(87);
-	g->mig.total_ms = V(88);
-	g->mig.failures = 89;
-	g->mig.resume_no = V(90);
-	snprintf(g->mig.instance, sizeof(g->mig.instance), "inst1");
-	g->mig.nr_events = 91;
-	g->mig.ignored = V(92);
-	snprintf(g->mig.boot_id, sizeof(g->mig.boot_id), "boot-1234");
-	g->mig.rt_ns = V(93);
-	g->mig.rt_tsc = V(94);
+	g->mig.seen.resumed = true;
+	snprintf(g->mig.seen.status, sizeof(g->mig.seen.status), "completed");
+	g->mig.seen.active_tsc = V(81);
+	g->mig.seen.stop_tsc = V(82);
+	g->mig.seen.completed_tsc = V(83);
+	g->mig.seen.resume_tsc = V(84);
+	g->mig.seen.taken_tsc = V(85);
+	g->mig.seen.out_tsc = V(86);
+	g->mig.seen.downtime_ms = V(87);
+	g->mig.seen.total_ms = V(88);
+	g->mig.seen.failures = 89;
+	g->mig.seen.resume_no = V(90);
+	snprintf(g->mig.seen.instance, sizeof(g->mig.seen.instance), "inst1");
+	g->mig.seen.nr_events = 91;
+	g->mig.seen.ignored = V(92);
+	snprintf(g->mig.seen.boot_id, sizeof(g->mig.seen.boot_id), "boot-1234");
+	g->mig.seen.rt_ns = V(93);
+	g->mig.seen.rt_tsc = V(94);
 	return 0;
 }
 
@@ -346,24 +346,24 @@ static void test_golden_load(void **state)
 	/* migration */
 	assert_true(t->mig.have);
 	assert_string_equal(t->mig.direction, "in");
-	assert_string_equal(t->mig.status, g->mig.status);
-	assert_true(t->mig.resumed);
-	assert_int_equal(t->mig.active_tsc, g->mig.active_tsc);
-	assert_int_equal(t->mig.stop_tsc, g->mig.stop_tsc);
-	assert_int_equal(t->mig.completed_tsc, g->mig.completed_tsc);
-	assert_int_equal(t->mig.resume_tsc, g->mig.resume_tsc);
-	assert_int_equal(t->mig.taken_tsc, g->mig.taken_tsc);
-	assert_int_equal(t->mig.out_tsc, g->mig.out_tsc);
-	assert_int_equal(t->mig.downtime_ms, g->mig.downtime_ms);
-	assert_int_equal(t->mig.total_ms, g->mig.total_ms);
-	assert_int_equal(t->mig.failures, g->mig.failures);
-	assert_int_equal(t->mig.resume_no, g->mig.resume_no);
-	assert_string_equal(t->mig.instance, g->mig.instance);
-	assert_int_equal(t->mig.nr_events, g->mig.nr_events);
-	assert_int_equal(t->mig.ignored, g->mig.ignored);
-	assert_string_equal(t->mig.boot_id, g->mig.boot_id);
-	assert_int_equal(t->mig.rt_ns, g->mig.rt_ns);
-	assert_int_equal(t->mig.rt_tsc, g->mig.rt_tsc);
+	assert_string_equal(t->mig.seen.status, g->mig.seen.status);
+	assert_true(t->mig.seen.resumed);
+	assert_int_equal(t->mig.seen.active_tsc, g->mig.seen.active_tsc);
+	assert_int_equal(t->mig.seen.stop_tsc, g->mig.seen.stop_tsc);
+	assert_int_equal(t->mig.seen.completed_tsc, g->mig.seen.completed_tsc);
+	assert_int_equal(t->mig.seen.resume_tsc, g->mig.seen.resume_tsc);
+	assert_int_equal(t->mig.seen.taken_tsc, g->mig.seen.taken_tsc);
+	assert_int_equal(t->mig.seen.out_tsc, g->mig.seen.out_tsc);
+	assert_int_equal(t->mig.seen.downtime_ms, g->mig.seen.downtime_ms);
+	assert_int_equal(t->mig.seen.total_ms, g->mig.seen.total_ms);
+	assert_int_equal(t->mig.seen.failures, g->mig.seen.failures);
+	assert_int_equal(t->mig.seen.resume_no, g->mig.seen.resume_no);
+	assert_string_equal(t->mig.seen.instance, g->mig.seen.instance);
+	assert_int_equal(t->mig.seen.nr_events, g->mig.seen.nr_events);
+	assert_int_equal(t->mig.seen.ignored, g->mig.seen.ignored);
+	assert_string_equal(t->mig.seen.boot_id, g->mig.seen.boot_id);
+	assert_int_equal(t->mig.seen.rt_ns, g->mig.seen.rt_ns);
+	assert_int_equal(t->mig.seen.rt_tsc, g->mig.seen.rt_tsc);
 
 	spool_trace_free(t);
 	close(dir);
@@ -459,6 +459,8 @@ static const struct t_table {
 	{ "sync (kvm)", spool_kvm_keys, &spool_kvm_nkeys, sizeof(struct spool_kvm), false },
 	{ "sync (check)", spool_check_keys, &spool_check_nkeys, sizeof(struct spool_check), false },
 	{ "migration", spool_migration_keys, &spool_migration_nkeys, sizeof(struct spool_migration),
+	  false },
+	{ "migration (seen)", spool_mig_seen_keys, &spool_mig_seen_nkeys, sizeof(struct spool_mig_seen),
 	  false },
 	{ "inplace", spool_inplace_keys, &spool_inplace_nkeys, sizeof(struct spool_inplace), false },
 	{ "cpuN.sums", spool_sums_keys, &spool_sums_nkeys, sizeof(struct spool_sums), true },
