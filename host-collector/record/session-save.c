@@ -69,12 +69,12 @@ int spool_save_agent(const struct guest *g)
 	/* Only per-CPU keys (bytesN, pagesN): no table of fixed fields describes them. */
 	for (i = 0; i < g->nr_streams; i++) {
 		unsigned int cpu = g->streams[i].cpu;
-		const char *st = g->stats_text[cpu] ? g->stats_text[cpu] : "";
+		const char *st = g->stats.text[cpu] ? g->stats.text[cpu] : "";
 
 		ret = spool_save_stats(g->spool_fd, cpu, st) ?: ret;
 		spool_tprintf(&t, "bytes%u=%llu\npages%u=%llu\n", cpu,
-			(unsigned long long)g->agent_bytes[cpu], cpu,
-			(unsigned long long)g->agent_pages[cpu]);
+			(unsigned long long)g->stats.bytes[cpu], cpu,
+			(unsigned long long)g->stats.pages[cpu]);
 	}
 	return spool_text_save(&t, g->spool_fd, "agent") ?: ret;
 }

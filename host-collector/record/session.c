@@ -153,7 +153,7 @@ const char *session_doing(const struct guest *g)
 	case G_NEW:
 		if (g->ctl.lfd >= 0 || g->ctl.nr_waiting)
 			return "waiting for QEMU to connect to its ports";
-		return g->wait_until ? "waiting for its trace ports to appear" : "opening its ports";
+		return g->wait.until ? "waiting for its trace ports to appear" : "opening its ports";
 	case G_HELLO:
 		return "waiting for trace-agent in the guest to answer";
 	case G_CONFIG:
@@ -197,7 +197,7 @@ static void cancel_timers(struct guest *g)
 	engine_timer_cancel(e, &g->kvm_timer);
 	engine_timer_cancel(e, &g->sync_timer);
 	engine_timer_cancel(e, &g->ctl.accept_timer);
-	engine_timer_cancel(e, &g->wait_timer);
+	engine_timer_cancel(e, &g->wait.timer);
 	engine_timer_cancel(e, &g->retry_timer);
 	engine_timer_cancel(e, &g->reset_timer);
 	g->req.active = false;
@@ -403,11 +403,11 @@ static uint64_t req_timeout_ns(const struct guest *g, uint16_t want)
 	/* --incoming: the HELLO waits in the port until the guest arrives. */
 	if (g->mig.incoming && !g->mig.seen.resumed && want == VT_PROTO_HELLO_REPLY)
 		return INCOMING_TIMEOUT_NS;
-	if (want != VT_PROTO_HELLO_REPLY || !g->wait_until)
+	if (want != VT_PROTO_HELLO_REPLY || !g->wait.until)
 		return REQ_TIMEOUT_NS;
-	if (g->wait_until == UINT64_MAX)
+	if (g->wait.until == UINT64_MAX)
 		return 0;
-	return g->wait_until > now + REQ_TIMEOUT_NS ? g->wait_until - now : REQ_TIMEOUT_NS;
+	return g->wait.until > now + REQ_TIMEOUT_NS ? g->wait.until - now : REQ_TIMEOUT_NS;
 }
 
 /*
@@ -433,7 +433,7 @@ static int request(struct guest *g, int len, uint16_t want, void (*done)(struct 
 	g->req.timeout_ns = req_timeout_ns(g, want);
 	if (g->req.timeout_ns)
 		engine_timer_arm(eng(g), &g->req.timer, g->req.timeout_ns, 0);
-	if (want == VT_PROTO_HELLO_REPLY && g->wait_until && !g->mig.incoming)
+	if (want == VT_PROTO_HELLO_REPLY && g->wait.until && !g->mig.incoming)
 		log_info("guest %s: waiting for trace-agent to answer%s", g->name,
 			 g->req.timeout_ns ? "" : " (no time limit: Ctrl-C ends)");
 	return send_frame(g, len);
@@ -471,7 +471,7 @@ static bool drained(const struct guest *g)
 		/* A stream taken over (--incoming) stands where its resume mark says. */
 		if (g->mig.seen.resumed && !s->marked)
 			return false;
-		if (s->bytes_session + s->resume_base < g->agent_bytes[s->cpu])
+		if (s->bytes_session + s->resume_base < g->stats.bytes[s->cpu])
 			return false;
 	}
 	return true;
@@ -488,7 +488,7 @@ static void check_drained(struct guest *g)
 		return;
 	if (g->stopped_seen && g->state == G_STOPPING)
 		g->state = G_DRAINING;
-	if (!(g->stopped_seen && g->stats_last && drained(g)))
+	if (!(g->stopped_seen && g->stats.last && drained(g)))
 		return;
 	engine_timer_cancel(eng(g), &g->drain_timer);
 	log_debug("guest %s: every byte in %.1f ms after STOP", g->name,
@@ -496,10 +496,10 @@ static void check_drained(struct guest *g)
 	for (i = 0; i < g->nr_streams; i++) {
 		struct stream *s = &g->streams[i];
 
-		if (s->bytes_session + s->resume_base > g->agent_bytes[s->cpu])
+		if (s->bytes_session + s->resume_base > g->stats.bytes[s->cpu])
 			log_warn("%s: received %llu bytes, the agent reports %llu", s->label,
 				 (unsigned long long)(s->bytes_session + s->resume_base),
-				 (unsigned long long)g->agent_bytes[s->cpu]);
+				 (unsigned long long)g->stats.bytes[s->cpu]);
 	}
 	finish(g);
 }
@@ -524,7 +524,7 @@ static void got_stats(struct guest *g, const struct vt_proto_msg *m)
 	}
 	if (st.cpu == VT_PROTO_CPU_ALL) {
 		if (st.flags & VT_PROTO_STATS_LAST) {
-			g->stats_last = true;
+			g->stats.last = true;
 			resume_stats_done(g);
 			check_drained(g);
 		}
@@ -534,16 +534,16 @@ static void got_stats(struct guest *g, const struct vt_proto_msg *m)
 		protocol_error(g, "STATS for a CPU the guest does not have");
 		return;
 	}
-	if (!g->stats_text[st.cpu]) {
-		g->stats_text[st.cpu] = malloc(VT_PROTO_MAX_TEXT);
-		if (!g->stats_text[st.cpu]) {
+	if (!g->stats.text[st.cpu]) {
+		g->stats.text[st.cpu] = malloc(VT_PROTO_MAX_TEXT);
+		if (!g->stats.text[st.cpu]) {
 			session_fail(g, "out of memory for its statistics");
 			return;
 		}
 	}
-	collect_sanitize(g->stats_text[st.cpu], VT_PROTO_MAX_TEXT, st.text, true);
-	g->agent_bytes[st.cpu] = st.bytes;
-	g->agent_pages[st.cpu] = st.pages;
+	collect_sanitize(g->stats.text[st.cpu], VT_PROTO_MAX_TEXT, st.text, true);
+	g->stats.bytes[st.cpu] = st.bytes;
+	g->stats.pages[st.cpu] = st.pages;
 }
 
 static void got_meta(struct guest *g, const struct vt_proto_msg *m)
@@ -560,16 +560,16 @@ static void got_meta(struct guest *g, const struct vt_proto_msg *m)
 		session_fail(g, "malformed metadata chunk");
 		return;
 	}
-	r = vt_proto_meta_rx_add(&g->meta_rx, &c);
+	r = vt_proto_meta_rx_add(&g->meta.rx, &c);
 	if (r == -EFBIG && c.total == VT_PROTO_META_OPEN)
 		session_fail(g, "its open metadata bundle passed the %llu-byte limit at %llu bytes%s",
-			     (unsigned long long)g->meta_rx.limit,
+			     (unsigned long long)g->meta.rx.limit,
 			     (unsigned long long)(c.offset + c.len),
-			     g->meta_rx.limit < META_LIMIT ? " (what --max-size leaves)" : "");
+			     g->meta.rx.limit < META_LIMIT ? " (what --max-size leaves)" : "");
 	else if (r == -EFBIG)
 		session_fail(g, "metadata of %llu bytes is over the %llu-byte limit%s",
-			     (unsigned long long)c.total, (unsigned long long)g->meta_rx.limit,
-			     g->meta_rx.limit < META_LIMIT ? " (what --max-size leaves)" : "");
+			     (unsigned long long)c.total, (unsigned long long)g->meta.rx.limit,
+			     g->meta.rx.limit < META_LIMIT ? " (what --max-size leaves)" : "");
 	else if (r < 0)
 		session_fail(g, "metadata chunks out of order or inconsistent (%s)", strerror(-r));
 	else if (r == 1)
@@ -613,7 +613,7 @@ static void got_session(struct guest *g, const struct vt_proto_msg *m)
 	collect_sanitize(g->mig.seen.instance, sizeof(g->mig.seen.instance), ss.instance, false);
 	if (ss.clock[0])
 		collect_sanitize(g->agent.clock, sizeof(g->agent.clock), ss.clock, false);
-	g->stats_last = false;
+	g->stats.last = false;
 }
 
 /* The STATS after a SESSION are in: the takeover's request is answered. */
@@ -969,11 +969,11 @@ static int keep_kallsyms(struct guest *g, struct vt_meta *m)
 	/* Our own file: unreadable only if something outside broke it; keep what came then. */
 	ret = spool_read_file(g->spool_fd, "meta.bin", &data, &len, VT_META_MAX_TOTAL);
 	if (ret < 0)
-		return spool_save_meta(g->spool_fd, g->meta_rx.data, g->meta_rx.len);
+		return spool_save_meta(g->spool_fd, g->meta.rx.data, g->meta.rx.len);
 	ret = vt_meta_decode(&old, data, len);
 	free(data);
 	if (ret < 0)
-		return spool_save_meta(g->spool_fd, g->meta_rx.data, g->meta_rx.len);
+		return spool_save_meta(g->spool_fd, g->meta.rx.data, g->meta.rx.len);
 	free(m->kallsyms.data);	/* an empty record's */
 	m->kallsyms = old.kallsyms;
 	old.kallsyms = (struct vt_blob){ 0 };
@@ -1071,7 +1071,7 @@ static bool kallsyms_from_cache(struct guest *g)
 	vt_meta_free(&m);
 	if (ret < 0)
 		return false;
-	g->meta_full = g->kcache.saved.hit = true;
+	g->meta.full = g->kcache.saved.hit = true;
 	g->kcache.held_key = g->kcache.guest_key;
 	log_info("guest %s: kallsyms (%zu bytes) from the cache, not read in the guest", g->name,
 		 ks.len);
@@ -1080,12 +1080,12 @@ static bool kallsyms_from_cache(struct guest *g)
 
 static void meta_received(struct guest *g, int err)
 {
-	void (*done)(struct guest *g, int err) = g->meta_done;
+	void (*done)(struct guest *g, int err) = g->meta.done;
 	/*
 	 * A fetch while recording or at the end only refreshes what the setup
 	 * spooled (a session taken over, --incoming, has spooled none yet).
 	 */
-	bool refresh = (g->state == G_RUNNING || g->state == G_FINISHING) && g->meta_len;
+	bool refresh = (g->state == G_RUNNING || g->state == G_FINISHING) && g->meta.len;
 	const char *which = g->state == G_RUNNING ? "full" : "final";
 	struct vt_meta m;
 	int ret;
@@ -1102,7 +1102,7 @@ static void meta_received(struct guest *g, int err)
 			     g->reply_text[0] ? g->reply_text : "refused", strerror(-err));
 		return;
 	}
-	ret = vt_meta_decode(&m, g->meta_rx.data, g->meta_rx.len);
+	ret = vt_meta_decode(&m, g->meta.rx.data, g->meta.rx.len);
 	if (ret < 0) {
 		session_fail(g, "the metadata bundle is malformed (%s)", strerror(-ret));
 		return;
@@ -1137,14 +1137,14 @@ static void meta_received(struct guest *g, int err)
 			 g->name);
 		g->kcache.final_key_check = false;
 		vt_meta_free(&m);
-		vt_proto_meta_rx_release(&g->meta_rx);
+		vt_proto_meta_rx_release(&g->meta.rx);
 		fetch_meta(g, 0, done);
 		return;
 	}
 	/* Metadata counts against --max-size like pages (fetch_meta() asked for no more than fits). */
-	if (!stream_budget_take(&g->figures.budget, g->meta_rx.len, &g->figures.budget.meta)) {
+	if (!stream_budget_take(&g->figures.budget, g->meta.rx.len, &g->figures.budget.meta)) {
 		vt_meta_free(&m);
-		vt_proto_meta_rx_release(&g->meta_rx);
+		vt_proto_meta_rx_release(&g->meta.rx);
 		if (!refresh) {
 			session_fail(g, "its metadata is over --max-size (%llu bytes)",
 				     (unsigned long long)g->figures.budget.max);
@@ -1155,21 +1155,21 @@ static void meta_received(struct guest *g, int err)
 		done(g, 0);
 		return;
 	}
-	if (((g->meta_req_flags & VT_PROTO_META_REQ_KALLSYMS_IF_CHANGED) || g->kcache.final_key_check) &&
+	if (((g->meta.req_flags & VT_PROTO_META_REQ_KALLSYMS_IF_CHANGED) || g->kcache.final_key_check) &&
 	    !m.kallsyms.len) {
 		ret = keep_kallsyms(g, &m);
 	} else {
-		ret = spool_save_meta(g->spool_fd, g->meta_rx.data, g->meta_rx.len);
+		ret = spool_save_meta(g->spool_fd, g->meta.rx.data, g->meta.rx.len);
 		if (ret == 0)
-			g->meta_full = !(g->meta_req_flags & VT_PROTO_META_REQ_NO_KALLSYMS);
+			g->meta.full = !(g->meta.req_flags & VT_PROTO_META_REQ_NO_KALLSYMS);
 		if (ret == 0 && m.kallsyms.len) {
 			g->kcache.held_key = m.kallsyms_key;
 			cache_kallsyms(g, &m);
 		}
 	}
 	vt_meta_free(&m);
-	g->meta_len = g->meta_rx.len;
-	vt_proto_meta_rx_release(&g->meta_rx);
+	g->meta.len = g->meta.rx.len;
+	vt_proto_meta_rx_release(&g->meta.rx);
 	if (ret < 0) {
 		session_fail(g, "cannot spool the metadata: %s", strerror(-ret));
 		return;
@@ -1191,7 +1191,7 @@ static void fetch_meta(struct guest *g, uint32_t flags, void (*done)(struct gues
 
 		limit = left < limit ? left : limit;
 	}
-	if ((g->state == G_RUNNING || g->state == G_FINISHING) && !flags && limit < g->meta_len) {
+	if ((g->state == G_RUNNING || g->state == G_FINISHING) && !flags && limit < g->meta.len) {
 		/* Metadata only grows: a refreshed bundle cannot fit. */
 		log_warn("guest %s: --max-size leaves no room for the %s metadata: the metadata "
 			 "of the setup is kept", g->name, g->state == G_RUNNING ? "full" : "final");
@@ -1202,10 +1202,10 @@ static void fetch_meta(struct guest *g, uint32_t flags, void (*done)(struct gues
 		session_fail(g, "--max-size leaves no room for its metadata");
 		return;
 	}
-	vt_proto_meta_rx_release(&g->meta_rx);
-	vt_proto_meta_rx_init(&g->meta_rx, limit);
-	g->meta_done = done;
-	g->meta_req_flags = flags;
+	vt_proto_meta_rx_release(&g->meta.rx);
+	vt_proto_meta_rx_init(&g->meta.rx, limit);
+	g->meta.done = done;
+	g->meta.req_flags = flags;
 	/* An agent that can send kallsyms as it reads it never holds it whole. */
 	if ((g->agent.caps & (VT_PROTO_CAP_META_FLAGS | VT_PROTO_CAP_META_OPEN)) ==
 	    (VT_PROTO_CAP_META_FLAGS | VT_PROTO_CAP_META_OPEN))
@@ -1951,7 +1951,7 @@ static void lastboot_received(struct guest *g, int err)
 	if (err < 0) {
 		log_warn("guest %s: no last boot's trace: %s", g->name,
 			 g->reply_text[0] ? g->reply_text : strerror(-err));
-		vt_proto_meta_rx_release(&g->meta_rx);
+		vt_proto_meta_rx_release(&g->meta.rx);
 	} else if (lastboot_save(g, g->rec->o) < 0) {
 		return;
 	}
@@ -1978,7 +1978,7 @@ static void full_meta_done(struct guest *g, int err)
 	const struct record_opts *o = g->rec->o;
 
 	(void)err;
-	g->meta_partial = false;
+	g->meta.partial = false;
 	/* The bundle the guest's events are shown with (kallsyms, task names): the live view may start. */
 	live_meta(g->rec->live, g->live_idx);
 	if (g->stop_deferred) {
@@ -2005,7 +2005,7 @@ static void synced(struct guest *g, int err)
 {
 	(void)err;
 	g->synced = true;
-	if (g->meta_partial && g->state == G_RUNNING && !kallsyms_from_cache(g))
+	if (g->meta.partial && g->state == G_RUNNING && !kallsyms_from_cache(g))
 		fetch_meta(g, 0, full_meta_done);
 	else
 		full_meta_done(g, 0);
@@ -2061,8 +2061,8 @@ static void setup_next(struct guest *g)
 					 "trace (an older trace-agent)", g->name);
 				break;
 			}
-			vt_proto_meta_rx_release(&g->meta_rx);
-			vt_proto_meta_rx_init(&g->meta_rx, VT_PROTO_META_MAX_TOTAL);
+			vt_proto_meta_rx_release(&g->meta.rx);
+			vt_proto_meta_rx_init(&g->meta.rx, VT_PROTO_META_MAX_TOTAL);
 			request(g, vt_proto_enc_string(f, F, VT_PROTO_LASTBOOT_REQ, vt_conn_next_seq(c),
 						       o->last_boot), VT_PROTO_META, lastboot_received);
 			return;
@@ -2127,8 +2127,8 @@ static void setup_next(struct guest *g)
 			 * is not needed to start: the full bundle follows once the
 			 * guest records, off the start's path.
 			 */
-			g->meta_partial = (g->agent.caps & VT_PROTO_CAP_META_FLAGS) != 0;
-			fetch_meta(g, g->meta_partial ? VT_PROTO_META_REQ_NO_KALLSYMS : 0, step_done);
+			g->meta.partial = (g->agent.caps & VT_PROTO_CAP_META_FLAGS) != 0;
+			fetch_meta(g, g->meta.partial ? VT_PROTO_META_REQ_NO_KALLSYMS : 0, step_done);
 			return;
 		case ST_STREAMS:
 			if (g->link.listen && g->link.chardev_dir[0]) {
@@ -2276,7 +2276,7 @@ int session_begin(struct guest *g)
 	engine_timer_init(&g->ctl.accept_timer, accept_timeout, g);
 	engine_timer_init(&g->retry_timer, retry_tick, g);
 	engine_timer_init(&g->reset_timer, reset_done, g);
-	vt_proto_meta_rx_init(&g->meta_rx, META_LIMIT);
+	vt_proto_meta_rx_init(&g->meta.rx, META_LIMIT);
 	if (g->link.qmp_path[0])
 		qmp_attach(g, e, g->rec->tsc.khz, qmp_event);
 	if (g->mig.incoming)
@@ -2332,7 +2332,7 @@ static void final_sync_done(struct guest *g, int err)
 	 * the key the bundle reports tells (meta_received()).
 	 */
 	g->kcache.final_key_check = false;
-	if (g->meta_full && (g->agent.caps & VT_PROTO_CAP_META_FLAGS)) {
+	if (g->meta.full && (g->agent.caps & VT_PROTO_CAP_META_FLAGS)) {
 		if (g->kcache.saved.hit && g->kcache.held_key && (g->agent.caps & VT_PROTO_CAP_KALLSYMS_KEY)) {
 			flags = VT_PROTO_META_REQ_NO_KALLSYMS;
 			g->kcache.final_key_check = true;
@@ -2382,7 +2382,7 @@ static void stop_timeout(void *arg)
 
 			n += snprintf(what + n, sizeof(what) - n, "%scpu%u %llu of %llu", i ? ", " : "",
 				      s->cpu, (unsigned long long)(s->bytes_session + s->resume_base),
-				      (unsigned long long)g->agent_bytes[s->cpu]);
+				      (unsigned long long)g->stats.bytes[s->cpu]);
 		}
 		session_fail(g, "data ports delivered less than the agent reported sent within %g s (%s)",
 			     t, what);
@@ -2421,7 +2421,7 @@ void session_stop(struct guest *g)
 		engine_timer_cancel(e, &g->kvm_timer);
 		engine_timer_cancel(e, &g->sync_timer);
 		engine_timer_cancel(e, &g->retry_timer);
-		g->stopped_seen = g->stats_last = false;
+		g->stopped_seen = g->stats.last = false;
 		if (send_frame(g, vt_proto_enc_empty(vt_conn_frame(g->ctl.conn), VT_PROTO_FRAME_MAX,
 						     VT_PROTO_STOP, vt_conn_next_seq(g->ctl.conn))) < 0)
 			return;
@@ -2437,7 +2437,7 @@ void session_stop(struct guest *g)
 	}
 	if (g->state >= G_STOPPING)
 		return;
-	if (g->state == G_NEW && g->wait_until && !g->ctl.conn) {
+	if (g->state == G_NEW && g->wait.until && !g->ctl.conn) {
 		session_fail(g, "the recording ended while it waited for its trace ports");
 		return;
 	}
@@ -2489,9 +2489,9 @@ void session_release(struct guest *g)
 	g->mig.early_fds = NULL;
 	vt_conn_free(g->ctl.conn);
 	g->ctl.conn = NULL;
-	vt_proto_meta_rx_release(&g->meta_rx);
+	vt_proto_meta_rx_release(&g->meta.rx);
 	for (i = 0; i < COLLECT_MAX_CPUS; i++) {
-		free(g->stats_text[i]);
-		g->stats_text[i] = NULL;
+		free(g->stats.text[i]);
+		g->stats.text[i] = NULL;
 	}
 }

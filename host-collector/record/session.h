@@ -147,6 +147,54 @@ struct guest_ctl {
 };
 
 /**
+ * struct guest_wait - how long a guest may keep `record --wait` waiting (record.c)
+ * @until: until when its ports may be missing and HELLO unanswered (0: no
+ *	--wait, UINT64_MAX: no limit)
+ * @timer: looks for the ports again
+ * @link_ready: its domain's channels are known (or it has no domain)
+ * @said: "waiting for its ports" was logged
+ */
+struct guest_wait {
+	uint64_t until;
+	struct engine_timer timer;
+	bool link_ready;
+	bool said;
+};
+
+/**
+ * struct guest_meta - a guest's metadata bundles (session.c)
+ * @rx: the bundle being received
+ * @len: the size of the bundle spooled last
+ * @done: what to do once the bundle in flight is in
+ * @req_flags: of the META_REQ in flight (without OPEN)
+ * @partial: the setup's metadata left kallsyms out
+ * @full: the spooled bundle is a whole one (kallsyms as the agent has them)
+ */
+struct guest_meta {
+	struct vt_proto_meta_rx rx;
+	uint64_t len;
+	void (*done)(struct guest *g, int err);
+	uint32_t req_flags;
+	bool partial;
+	bool full;
+};
+
+/**
+ * struct guest_stats - what the agent's STATS said, per vCPU (the spool's
+ *	"agent" file and cpuN.stats)
+ * @text: the kernel's per_cpu stats text, sanitised, or NULL
+ * @bytes: bytes it sent
+ * @pages: pages it sent
+ * @last: the agent said its STATS are all sent (VT_PROTO_STATS_LAST)
+ */
+struct guest_stats {
+	char *text[COLLECT_MAX_CPUS];
+	uint64_t bytes[COLLECT_MAX_CPUS];
+	uint64_t pages[COLLECT_MAX_CPUS];
+	bool last;
+};
+
+/**
  * struct guest_kcache - a guest's kallsyms and its VM's entry in the kallsyms
  *	cache (kcache.c)
  * @saved: what the state file says of it
@@ -180,12 +228,7 @@ struct guest {
 	bool resync;			/* RESUME seen: sync again as soon as it can */
 	struct guest_migration mig;	/* live migration, out or in */
 	struct guest_ctl ctl;		/* its control port */
-	/* record --wait: until when its ports may be missing and HELLO unanswered (0: no
-	 * --wait, UINT64_MAX: no limit); wait_timer looks for the ports again (record.c) */
-	uint64_t wait_until;
-	struct engine_timer wait_timer;
-	bool link_ready;		/* its domain's channels are known (or it has no domain) */
-	bool wait_said;			/* "waiting for its ports" was logged */
+	struct guest_wait wait;		/* record --wait */
 	bool hello_timed_out;		/* its failure gets the hints of an absent agent */
 	/* what the agent said */
 	struct vt_proto_hello hello;
@@ -200,23 +243,15 @@ struct guest {
 	bool refused;			/* it refused the command line's events, tracer or clock */
 	bool accepted;			/* it took them (its setup went past them) */
 	bool synced;			/* and its clock sync after START is done */
-	bool meta_partial;		/* the setup's metadata left kallsyms out */
 	bool stop_deferred;		/* a stop came while the full metadata was on its way */
 	uint64_t stop_ns;		/* engine_now_ns() when STOP was sent, for -v */
-	bool meta_full;			/* the spooled bundle is a whole one (kallsyms as the agent has them) */
 	char qmp_uuid[40];		/* the VM's UUID as its QMP said (qmp.c), "" if none */
 	struct guest_kcache kcache;
-	uint32_t meta_req_flags;	/* of the META_REQ in flight (without OPEN) */
 	uint64_t trace_id;
 	char spool[4096];		/* its spool directory, for messages ("" until made) */
 	int spool_fd;			/* and its fd (spool_guest_dir()) */
-	struct vt_proto_meta_rx meta_rx;
-	uint64_t meta_len;		/* of the bundle spooled last */
-	void (*meta_done)(struct guest *g, int err);
-	char *stats_text[COLLECT_MAX_CPUS];
-	uint64_t agent_bytes[COLLECT_MAX_CPUS];
-	uint64_t agent_pages[COLLECT_MAX_CPUS];
-	bool stats_last;
+	struct guest_meta meta;		/* its metadata bundles */
+	struct guest_stats stats;	/* the agent's STATS */
 	uint32_t stop_seq;
 	bool stopped_seen;
 	struct guest_req req;

@@ -216,7 +216,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	g.ctl.conn = vt_conn_new(devnull, devnull);
 	if (!g.ctl.conn)
 		return 0;
-	vt_proto_meta_rx_init(&g.meta_rx, 1 << 20);
+	vt_proto_meta_rx_init(&g.meta.rx, 1 << 20);
 	/* In pieces, as the port would deliver them, each piece handled before the next. */
 	while (off < clen && g.state != G_FAILED) {
 		size_t n = clen - off < 4096 ? clen - off : 4096;

@@ -85,8 +85,8 @@ static int t_fill_guest(struct guest *g)
 		s->mark_pos = V(30 + i);
 		s->mark_pre = V(32 + i);
 		s->marks = V(34 + i);
-		g->agent_bytes[i] = V(36 + i);
-		g->agent_pages[i] = V(38 + i);
+		g->stats.bytes[i] = V(36 + i);
+		g->stats.pages[i] = V(38 + i);
 		g->sync.min_rtt[i] = V(40 + i);
 		g->sync.samples[i] = 50 + i;
 		ep.host_from = V(42 + i);
@@ -290,8 +290,8 @@ static void test_golden_load(void **state)
 		assert_int_equal(c->dropped, streams[i].dropped_pages);
 		assert_int_equal(c->bad_pages, streams[i].bad_pages);
 		/* agent */
-		assert_int_equal(c->agent_bytes, g->agent_bytes[i]);
-		assert_int_equal(c->agent_pages, g->agent_pages[i]);
+		assert_int_equal(c->agent_bytes, g->stats.bytes[i]);
+		assert_int_equal(c->agent_pages, g->stats.pages[i]);
 		/* migration's streams */
 		assert_int_equal(mc->bytes, streams[i].bytes_session);
 		assert_int_equal(mc->pages, streams[i].pages);
