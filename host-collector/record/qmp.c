@@ -141,10 +141,10 @@ static void qmp_line(struct qmp *q, const char *line, size_t len)
 	}
 	if (memmem(line, len, "\"vt-uuid\"", 9)) {
 		/* QEMU's -uuid: an identity of the VM its guest cannot choose (kcache.c). */
-		if (qmp_parse_uuid(line, len, q->g->qmp_uuid, sizeof(q->g->qmp_uuid)) < 0)
-			q->g->qmp_uuid[0] = '\0';
+		if (qmp_parse_uuid(line, len, q->g->qemu.uuid, sizeof(q->g->qemu.uuid)) < 0)
+			q->g->qemu.uuid[0] = '\0';
 		else
-			log_debug("guest %s: QMP says its UUID is %s", q->g->name, q->g->qmp_uuid);
+			log_debug("guest %s: QMP says its UUID is %s", q->g->name, q->g->qemu.uuid);
 		return;
 	}
 	if (memmem(line, len, "\"vt-migrate\"", 12)) {
@@ -167,19 +167,19 @@ static void qmp_line(struct qmp *q, const char *line, size_t len)
 			q->g->mig.seen.completed_tsc = tsc;
 		got_status(q, st, "QMP event");
 	} else if (name && !strcmp(name, "RESUME")) {
-		q->g->resume_tsc = event_tsc(json_root(doc), q->tsc_khz);
+		q->g->qemu.resume_tsc = event_tsc(json_root(doc), q->tsc_khz);
 		if (q->g->mig.incoming && !q->g->mig.seen.resume_tsc)
-			q->g->mig.seen.resume_tsc = q->g->resume_tsc;
+			q->g->mig.seen.resume_tsc = q->g->qemu.resume_tsc;
 		if (q->g->mig.incoming && !q->g->mig.seen.resumed)
 			log_info("guest %s: QEMU started it here (an incoming migration)", q->g->name);
 		else
 			log_info("guest %s: QEMU resumed it: syncing its clock again", q->g->name);
 		q->event(q->g, QMP_EV_RESUME, NULL);
 	} else if (name && !strcmp(name, "STOP")) {
-		q->g->stop_tsc = event_tsc(json_root(doc), q->tsc_khz);
+		q->g->qemu.stop_tsc = event_tsc(json_root(doc), q->tsc_khz);
 		/* During a migration, the stop before the switchover: the blackout starts here. */
 		if (q->g->mig.migrating)
-			q->g->mig.seen.stop_tsc = q->g->stop_tsc;
+			q->g->mig.seen.stop_tsc = q->g->qemu.stop_tsc;
 		log_info("guest %s: QEMU stopped it%s", q->g->name,
 			 q->g->mig.migrating ? " (migration switchover)" : "");
 		/* A stop may be a migration's switchover even when QEMU sends no MIGRATION events. */
@@ -190,7 +190,7 @@ static void qmp_line(struct qmp *q, const char *line, size_t len)
 		char reason[64];
 
 		collect_sanitize(reason, sizeof(reason), why ? why : "", false);
-		q->g->reset_tsc = event_tsc(json_root(doc), q->tsc_khz);
+		q->g->qemu.reset_tsc = event_tsc(json_root(doc), q->tsc_khz);
 		q->event(q->g, QMP_EV_RESET, reason[0] ? reason : "unknown");
 	}
 	json_free(doc);
@@ -271,7 +271,7 @@ int qmp_attach(struct guest *g, struct engine *e, uint64_t tsc_khz,
 		ret = -ENOMEM;
 		goto err;
 	}
-	g->qmp = q;
+	g->qemu.qmp = q;
 	return 0;
 err:
 	if (q->fd >= 0)
@@ -292,9 +292,9 @@ int qmp_query_migrate(struct guest *g)
 {
 	static const char req[] = "{\"execute\":\"query-migrate\",\"id\":\"vt-migrate\"}\n";
 
-	if (!g->qmp)
+	if (!g->qemu.qmp)
 		return -ENOTCONN;
-	if (write(g->qmp->fd, req, sizeof(req) - 1) != (ssize_t)sizeof(req) - 1)
+	if (write(g->qemu.qmp->fd, req, sizeof(req) - 1) != (ssize_t)sizeof(req) - 1)
 		return -EIO;
 	return 0;
 }
@@ -305,12 +305,12 @@ int qmp_query_migrate(struct guest *g)
  */
 void qmp_detach(struct guest *g)
 {
-	struct qmp *q = g->qmp;
+	struct qmp *q = g->qemu.qmp;
 
 	if (!q)
 		return;
 	engine_fd_remove(q->watch);
 	close(q->fd);
 	free(q);
-	g->qmp = NULL;
+	g->qemu.qmp = NULL;
 }

@@ -192,14 +192,14 @@ static void cancel_timers(struct guest *g)
 	engine_timer_cancel(e, &g->req.timer);
 	engine_timer_cancel(e, &g->burst.timer);
 	engine_timer_cancel(e, &g->burst.budget);
-	engine_timer_cancel(e, &g->stop_timer);
-	engine_timer_cancel(e, &g->drain_timer);
-	engine_timer_cancel(e, &g->kvm_timer);
-	engine_timer_cancel(e, &g->sync_timer);
+	engine_timer_cancel(e, &g->stop.timer);
+	engine_timer_cancel(e, &g->stop.drain_timer);
+	engine_timer_cancel(e, &g->sync.kvm_timer);
+	engine_timer_cancel(e, &g->sync.timer);
 	engine_timer_cancel(e, &g->ctl.accept_timer);
 	engine_timer_cancel(e, &g->wait.timer);
-	engine_timer_cancel(e, &g->retry_timer);
-	engine_timer_cancel(e, &g->reset_timer);
+	engine_timer_cancel(e, &g->sync.retry_timer);
+	engine_timer_cancel(e, &g->qemu.reset_timer);
 	g->req.active = false;
 }
 
@@ -486,13 +486,13 @@ static void check_drained(struct guest *g)
 
 	if (g->state != G_STOPPING && g->state != G_DRAINING)
 		return;
-	if (g->stopped_seen && g->state == G_STOPPING)
+	if (g->stop.seen && g->state == G_STOPPING)
 		g->state = G_DRAINING;
-	if (!(g->stopped_seen && g->stats.last && drained(g)))
+	if (!(g->stop.seen && g->stats.last && drained(g)))
 		return;
-	engine_timer_cancel(eng(g), &g->drain_timer);
+	engine_timer_cancel(eng(g), &g->stop.drain_timer);
 	log_debug("guest %s: every byte in %.1f ms after STOP", g->name,
-		  (engine_now_ns() - g->stop_ns) / 1e6);
+		  (engine_now_ns() - g->stop.sent_ns) / 1e6);
 	for (i = 0; i < g->nr_streams; i++) {
 		struct stream *s = &g->streams[i];
 
@@ -682,7 +682,7 @@ static void handle(struct guest *g, const struct vt_proto_msg *m)
 		if (g->req.active && e.ref_seq && e.ref_seq == g->req.seq) {
 			snprintf(g->reply_text, sizeof(g->reply_text), "%s", text);
 			req_complete(g, e.err > 0 && e.err < 4096 ? -e.err : -EPROTO);
-		} else if (g->state == G_STOPPING && e.ref_seq && e.ref_seq == g->stop_seq) {
+		} else if (g->state == G_STOPPING && e.ref_seq && e.ref_seq == g->stop.seq) {
 			/* E.g. an agent that restarted (the guest rebooted): no stop will come. */
 			session_fail(g, "the agent refused the stop: %s", text);
 		} else {
@@ -706,10 +706,10 @@ static void handle(struct guest *g, const struct vt_proto_msg *m)
 		got_stats(g, m);
 		break;
 	case VT_PROTO_STOPPED:
-		if (vt_proto_dec_ack(m, &ref) == 0 && ref == g->stop_seq) {
-			g->stopped_seen = true;
+		if (vt_proto_dec_ack(m, &ref) == 0 && ref == g->stop.seq) {
+			g->stop.seen = true;
 			log_debug("guest %s: STOPPED %.1f ms after STOP", g->name,
-				  (engine_now_ns() - g->stop_ns) / 1e6);
+				  (engine_now_ns() - g->stop.sent_ns) / 1e6);
 			check_drained(g);
 		}
 		break;
@@ -995,7 +995,7 @@ static bool cache_lookup(struct guest *g)
 	if (g->kcache.tried)
 		return g->kcache.saved.vm[0];
 	g->kcache.tried = true;
-	if (kcache_vm_id(&g->link, g->qmp_uuid, g->kcache.saved.vm, sizeof(g->kcache.saved.vm)) < 0) {
+	if (kcache_vm_id(&g->link, g->qemu.uuid, g->kcache.saved.vm, sizeof(g->kcache.saved.vm)) < 0) {
 		snprintf(g->kcache.saved.why, sizeof(g->kcache.saved.why), "nothing the host knows tells its VM "
 			 "apart (--domain, --qemu-pid, or --qmp with QEMU's -uuid): not cached");
 		log_debug("guest %s: kallsyms cache: %s", g->name, g->kcache.saved.why);
@@ -1496,8 +1496,8 @@ static void burst_run(struct guest *g, const char *when, void (*done)(struct gue
 static void running_burst_done(struct guest *g, int err)
 {
 	(void)err;
-	if (g->state == G_RUNNING && g->resync) {
-		g->resync = false;
+	if (g->state == G_RUNNING && g->qemu.resync) {
+		g->qemu.resync = false;
 		burst_run(g, "resume", running_burst_done);
 	}
 }
@@ -1523,10 +1523,10 @@ static void sync_tick(void *arg)
 static void resumed(struct guest *g)
 {
 	if (g->state == G_RUNNING && !g->burst.active && !g->req.active) {
-		g->resync = false;
+		g->qemu.resync = false;
 		burst_run(g, "resume", running_burst_done);
 	} else if (g->state < G_STOPPING) {
-		g->resync = true;
+		g->qemu.resync = true;
 	}
 }
 
@@ -1571,8 +1571,8 @@ static void migrated_done(struct guest *g)
 {
 	unsigned int i;
 
-	engine_timer_cancel(eng(g), &g->drain_timer);
-	engine_timer_cancel(eng(g), &g->stop_timer);
+	engine_timer_cancel(eng(g), &g->stop.drain_timer);
+	engine_timer_cancel(eng(g), &g->stop.timer);
 	g->mig.seen.out_tsc = sync_host_tsc();
 	g->state = G_DONE;
 	msgs_summary(g);
@@ -1625,20 +1625,20 @@ static void migrated_out(struct guest *g)
 	log_info("guest %s: it migrated to another host: draining what its ports still deliver",
 		 g->name);
 	engine_timer_cancel(e, &g->req.timer);
-	engine_timer_cancel(e, &g->kvm_timer);
-	engine_timer_cancel(e, &g->sync_timer);
-	engine_timer_cancel(e, &g->stop_timer);
+	engine_timer_cancel(e, &g->sync.kvm_timer);
+	engine_timer_cancel(e, &g->sync.timer);
+	engine_timer_cancel(e, &g->stop.timer);
 	burst_abort(g);
 	g->req.active = false;
-	g->stop_deferred = false;
+	g->stop.deferred = false;
 	ctl_close(g);
 	for (i = 0; i < g->nr_streams; i++)
 		g->streams[i].eager = true;
 	g->state = G_DRAINING;
 	g->mig.quiet_bytes = streams_bytes(g);
 	g->mig.quiet_since = engine_now_ns();
-	engine_timer_arm(e, &g->drain_timer, DRAIN_CHECK_NS, DRAIN_CHECK_NS);
-	engine_timer_arm(e, &g->stop_timer, (uint64_t)(g->rec->o->stop_timeout * NSEC_PER_SEC), 0);
+	engine_timer_arm(e, &g->stop.drain_timer, DRAIN_CHECK_NS, DRAIN_CHECK_NS);
+	engine_timer_arm(e, &g->stop.timer, (uint64_t)(g->rec->o->stop_timeout * NSEC_PER_SEC), 0);
 	qmp_query_migrate(g);	/* QEMU's downtime, for the manifest */
 	spool_save_migration(g);
 	changed(g);
@@ -1705,11 +1705,12 @@ static void qmp_event(struct guest *g, enum qmp_ev ev, const char *detail)
 		 * vCPUs' TSCs (their epochs are listed, not applied) and what the
 		 * ports still held came in.
 		 */
-		if (g->reset_why[0])
+		if (g->qemu.reset_why[0])
 			break;
-		sync_reset(g, g->reset_tsc);
-		snprintf(g->reset_why, sizeof(g->reset_why), "%s", detail[0] ? detail : "unknown");
-		engine_timer_arm(eng(g), &g->reset_timer, RESET_GRACE_NS, 0);
+		sync_reset(g, g->qemu.reset_tsc);
+		snprintf(g->qemu.reset_why, sizeof(g->qemu.reset_why), "%s",
+			 detail[0] ? detail : "unknown");
+		engine_timer_arm(eng(g), &g->qemu.reset_timer, RESET_GRACE_NS, 0);
 		break;
 	}
 }
@@ -1823,7 +1824,7 @@ static void retry_tick(void *arg)
 		return;
 	if (g->burst.active || g->req.active) {
 		/* The metadata on its way: probes would wait behind it. */
-		engine_timer_arm(eng(g), &g->retry_timer, SYNC_RETRY_NS, 0);
+		engine_timer_arm(eng(g), &g->sync.retry_timer, SYNC_RETRY_NS, 0);
 		return;
 	}
 	log_info("guest %s: a vCPU has no clock epoch since the takeover: probing again", g->name);
@@ -1833,8 +1834,8 @@ static void retry_tick(void *arg)
 static void retry_synced(struct guest *g, int err)
 {
 	(void)err;
-	if (g->state == G_RUNNING && epoch_missing(g) && ++g->sync_retries < SYNC_RETRIES)
-		engine_timer_arm(eng(g), &g->retry_timer, SYNC_RETRY_NS, 0);
+	if (g->state == G_RUNNING && epoch_missing(g) && ++g->sync.retries < SYNC_RETRIES)
+		engine_timer_arm(eng(g), &g->sync.retry_timer, SYNC_RETRY_NS, 0);
 	running_burst_done(g, 0);
 }
 
@@ -1847,7 +1848,7 @@ static void incoming_synced(struct guest *g, int err)
 	if (g->state != G_RUNNING)
 		return;
 	if (epoch_missing(g))
-		engine_timer_arm(eng(g), &g->retry_timer, SYNC_RETRY_NS, 0);
+		engine_timer_arm(eng(g), &g->sync.retry_timer, SYNC_RETRY_NS, 0);
 	fetch_meta(g, 0, incoming_meta_done);
 }
 
@@ -1874,7 +1875,7 @@ static void resume_answered(struct guest *g, int err)
 	g->mig.seen.resumed = true;
 	g->mig.seen.taken_tsc = sync_host_tsc();
 	mig_clock(g);
-	g->resync = false;	/* the takeover's burst is the resume's */
+	g->qemu.resync = false;	/* the takeover's burst is the resume's */
 	log_info("guest %s: took its agent's session over (resume %llu, %u events in %s%s)",
 		 g->name, (unsigned long long)g->mig.seen.resume_no, g->mig.seen.nr_events,
 		 g->mig.seen.instance[0] ? "instance " : "the top-level buffer", g->mig.seen.instance);
@@ -1890,9 +1891,9 @@ static void resume_answered(struct guest *g, int err)
 	spool_save_state(g);
 	spool_save_migration(g);
 	changed(g);
-	if (g->stop_deferred) {
+	if (g->stop.deferred) {
 		/* Stopped while it was taken over: what it streams now is drained, no more. */
-		g->stop_deferred = false;
+		g->stop.deferred = false;
 		session_stop(g);
 		return;
 	}
@@ -1981,16 +1982,16 @@ static void full_meta_done(struct guest *g, int err)
 	g->meta.partial = false;
 	/* The bundle the guest's events are shown with (kallsyms, task names): the live view may start. */
 	live_meta(g->rec->live, g->live_idx);
-	if (g->stop_deferred) {
-		g->stop_deferred = false;
+	if (g->stop.deferred) {
+		g->stop.deferred = false;
 		session_stop(g);
 		return;
 	}
 	g->step = ST_RUNNING;
 	if (!strcmp(g->sync.head.method, "kvm"))
-		engine_timer_arm(eng(g), &g->kvm_timer, sync_kvm_period_ns(g), sync_kvm_period_ns(g));
+		engine_timer_arm(eng(g), &g->sync.kvm_timer, sync_kvm_period_ns(g), sync_kvm_period_ns(g));
 	if (o->sync_interval > 0)
-		engine_timer_arm(eng(g), &g->sync_timer, (uint64_t)(o->sync_interval * NSEC_PER_SEC),
+		engine_timer_arm(eng(g), &g->sync.timer, (uint64_t)(o->sync_interval * NSEC_PER_SEC),
 				 (uint64_t)(o->sync_interval * NSEC_PER_SEC));
 	spool_save_state(g);
 	running_burst_done(g, 0);
@@ -2269,13 +2270,13 @@ int session_begin(struct guest *g)
 	engine_timer_init(&g->req.timer, req_timeout, g);
 	engine_timer_init(&g->burst.timer, burst_timeout, g);
 	engine_timer_init(&g->burst.budget, burst_budget, g);
-	engine_timer_init(&g->drain_timer, drain_tick, g);
-	engine_timer_init(&g->kvm_timer, kvm_tick, g);
-	engine_timer_init(&g->sync_timer, sync_tick, g);
-	engine_timer_init(&g->stop_timer, stop_timeout, g);
+	engine_timer_init(&g->stop.drain_timer, drain_tick, g);
+	engine_timer_init(&g->sync.kvm_timer, kvm_tick, g);
+	engine_timer_init(&g->sync.timer, sync_tick, g);
+	engine_timer_init(&g->stop.timer, stop_timeout, g);
 	engine_timer_init(&g->ctl.accept_timer, accept_timeout, g);
-	engine_timer_init(&g->retry_timer, retry_tick, g);
-	engine_timer_init(&g->reset_timer, reset_done, g);
+	engine_timer_init(&g->sync.retry_timer, retry_tick, g);
+	engine_timer_init(&g->qemu.reset_timer, reset_done, g);
 	vt_proto_meta_rx_init(&g->meta.rx, META_LIMIT);
 	if (g->link.qmp_path[0])
 		qmp_attach(g, e, g->rec->tsc.khz, qmp_event);
@@ -2298,16 +2299,16 @@ static void bye_done(struct guest *g, int err)
 {
 	if (err < 0)
 		log_warn("guest %s: BYE refused (%s)", g->name, strerror(-err));
-	engine_timer_cancel(eng(g), &g->stop_timer);
+	engine_timer_cancel(eng(g), &g->stop.timer);
 	g->state = G_DONE;
 	ctl_close(g);
 	msgs_summary(g);
 	spool_save_state(g);
 	spool_save_migration(g);
 	log_info("guest %s: done", g->name);
-	if (g->stop_ns)
+	if (g->stop.sent_ns)
 		log_debug("guest %s: done %.1f ms after STOP", g->name,
-			  (engine_now_ns() - g->stop_ns) / 1e6);
+			  (engine_now_ns() - g->stop.sent_ns) / 1e6);
 	changed(g);
 }
 
@@ -2359,7 +2360,7 @@ static void reset_done(void *arg)
 		return;
 	sync_reset_settled(g);
 	session_fail(g, "QEMU reset the guest (QMP RESET, reason %s): its recording ends there",
-		     g->reset_why);
+		     g->qemu.reset_why);
 }
 
 static void stop_timeout(void *arg)
@@ -2400,16 +2401,16 @@ void session_stop(struct guest *g)
 {
 	struct engine *e = eng(g);
 
-	if (g->reset_why[0]) {
+	if (g->qemu.reset_why[0]) {
 		/* Reset: no agent to stop; its end comes now rather than after the grace. */
-		engine_timer_cancel(e, &g->reset_timer);
+		engine_timer_cancel(e, &g->qemu.reset_timer);
 		reset_done(g);
 		return;
 	}
 	if (g->state == G_RUNNING && g->req.active && g->req.want == VT_PROTO_META) {
 		/* The agent sends every chunk before it reads the STOP: take them, then stop. */
 		log_debug("guest %s: the stop waits for the metadata on its way", g->name);
-		g->stop_deferred = true;
+		g->stop.deferred = true;
 		return;
 	}
 	if (g->state == G_RUNNING) {
@@ -2418,20 +2419,20 @@ void session_stop(struct guest *g)
 			g->req.active = false;
 			engine_timer_cancel(e, &g->req.timer);
 		}
-		engine_timer_cancel(e, &g->kvm_timer);
-		engine_timer_cancel(e, &g->sync_timer);
-		engine_timer_cancel(e, &g->retry_timer);
-		g->stopped_seen = g->stats.last = false;
+		engine_timer_cancel(e, &g->sync.kvm_timer);
+		engine_timer_cancel(e, &g->sync.timer);
+		engine_timer_cancel(e, &g->sync.retry_timer);
+		g->stop.seen = g->stats.last = false;
 		if (send_frame(g, vt_proto_enc_empty(vt_conn_frame(g->ctl.conn), VT_PROTO_FRAME_MAX,
 						     VT_PROTO_STOP, vt_conn_next_seq(g->ctl.conn))) < 0)
 			return;
-		g->stop_seq = vt_conn_seq(g->ctl.conn);
-		g->stop_ns = engine_now_ns();
+		g->stop.seq = vt_conn_seq(g->ctl.conn);
+		g->stop.sent_ns = engine_now_ns();
 		g->state = G_STOPPING;
 		for (unsigned int i = 0; i < g->nr_streams; i++)
 			g->streams[i].eager = true;	/* the last bytes without a rest */
-		engine_timer_arm(e, &g->stop_timer, (uint64_t)(g->rec->o->stop_timeout * NSEC_PER_SEC), 0);
-		engine_timer_arm(e, &g->drain_timer, DRAIN_CHECK_NS, DRAIN_CHECK_NS);
+		engine_timer_arm(e, &g->stop.timer, (uint64_t)(g->rec->o->stop_timeout * NSEC_PER_SEC), 0);
+		engine_timer_arm(e, &g->stop.drain_timer, DRAIN_CHECK_NS, DRAIN_CHECK_NS);
 		changed(g);
 		return;
 	}
@@ -2444,7 +2445,7 @@ void session_stop(struct guest *g)
 	if (g->mig.incoming && g->req.active && g->req.want == VT_PROTO_SESSION) {
 		/* The agent answers RESUME at once: take the session over, then stop it. */
 		log_info("guest %s: the stop waits for the takeover under way", g->name);
-		g->stop_deferred = true;
+		g->stop.deferred = true;
 		return;
 	}
 	/* Still setting up: it never recorded. session_fail() says bye to the agent. */

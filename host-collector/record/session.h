@@ -56,6 +56,11 @@ struct guest_sync {
 	struct sync_check_smp *pend;		/* replies waiting for their epochs */
 	size_t nr_pend, cap_pend;
 	struct spool_check check;
+	/* when to sync again (session.c) */
+	struct engine_timer timer;		/* --sync-interval */
+	struct engine_timer kvm_timer;		/* re-reads KVM's offsets */
+	struct engine_timer retry_timer;	/* --incoming: the takeover's sync, again */
+	unsigned int retries;			/* of the takeover's sync */
 };
 
 struct guest;
@@ -147,6 +152,46 @@ struct guest_ctl {
 };
 
 /**
+ * struct guest_qemu - what a guest's QEMU said of it over QMP (qmp.c)
+ * @qmp: the QMP connection, NULL if none
+ * @uuid: the VM's UUID, "" if none
+ * @stop_tsc: host TSC when QEMU stopped it (QMP STOP)
+ * @resume_tsc: host TSC when QEMU resumed it (QMP RESUME)
+ * @reset_tsc: host TSC when QEMU reset it (QMP RESET)
+ * @resync: RESUME seen: sync again as soon as it can
+ * @reset_timer: QMP RESET: QEMU's TSC writes, then the end
+ * @reset_why: the RESET's reason
+ */
+struct guest_qemu {
+	struct qmp *qmp;
+	char uuid[40];
+	uint64_t stop_tsc;
+	uint64_t resume_tsc;
+	uint64_t reset_tsc;
+	bool resync;
+	struct engine_timer reset_timer;
+	char reset_why[64];
+};
+
+/**
+ * struct guest_stop - stopping a guest's recording (session.c)
+ * @seq: the STOP request's sequence number
+ * @seen: the agent's STOPPED for it came
+ * @deferred: a stop came while the full metadata was on its way
+ * @sent_ns: engine_now_ns() when STOP was sent, for -v
+ * @timer: --stop-timeout
+ * @drain_timer: checks the drain while stopping
+ */
+struct guest_stop {
+	uint32_t seq;
+	bool seen;
+	bool deferred;
+	uint64_t sent_ns;
+	struct engine_timer timer;
+	struct engine_timer drain_timer;
+};
+
+/**
  * struct guest_wait - how long a guest may keep `record --wait` waiting (record.c)
  * @until: until when its ports may be missing and HELLO unanswered (0: no
  *	--wait, UINT64_MAX: no limit)
@@ -221,11 +266,7 @@ struct guest {
 	char name[COLLECT_NAME_MAX];
 	struct recording *rec;		/* the `record` it belongs to */
 	struct guest_link link;		/* how to reach it */
-	struct qmp *qmp;
-	uint64_t stop_tsc;		/* host TSC when QEMU stopped it (QMP STOP) */
-	uint64_t resume_tsc;		/* host TSC when QEMU resumed it (QMP RESUME) */
-	uint64_t reset_tsc;		/* host TSC when QEMU reset it (QMP RESET) */
-	bool resync;			/* RESUME seen: sync again as soon as it can */
+	struct guest_qemu qemu;		/* what its QEMU said (QMP) */
 	struct guest_migration mig;	/* live migration, out or in */
 	struct guest_ctl ctl;		/* its control port */
 	struct guest_wait wait;		/* record --wait */
@@ -243,27 +284,15 @@ struct guest {
 	bool refused;			/* it refused the command line's events, tracer or clock */
 	bool accepted;			/* it took them (its setup went past them) */
 	bool synced;			/* and its clock sync after START is done */
-	bool stop_deferred;		/* a stop came while the full metadata was on its way */
-	uint64_t stop_ns;		/* engine_now_ns() when STOP was sent, for -v */
-	char qmp_uuid[40];		/* the VM's UUID as its QMP said (qmp.c), "" if none */
 	struct guest_kcache kcache;
 	uint64_t trace_id;
 	char spool[4096];		/* its spool directory, for messages ("" until made) */
 	int spool_fd;			/* and its fd (spool_guest_dir()) */
 	struct guest_meta meta;		/* its metadata bundles */
 	struct guest_stats stats;	/* the agent's STATS */
-	uint32_t stop_seq;
-	bool stopped_seen;
+	struct guest_stop stop;		/* STOP and the drain after it */
 	struct guest_req req;
 	struct guest_burst burst;
-	struct engine_timer stop_timer;		/* --stop-timeout */
-	struct engine_timer drain_timer;	/* checks the drain while stopping */
-	struct engine_timer kvm_timer;		/* re-reads KVM's offsets */
-	struct engine_timer sync_timer;		/* --sync-interval */
-	struct engine_timer retry_timer;	/* --incoming: the takeover's sync, again */
-	struct engine_timer reset_timer;	/* QMP RESET: QEMU's TSC writes, then the end */
-	char reset_why[64];			/* the RESET's reason */
-	unsigned int sync_retries;
 	char reply_text[512];
 	struct guest_sync sync;
 	uint64_t status_bytes;		/* bytes received at the last status line (record.c) */

@@ -912,7 +912,8 @@ void sync_release(struct guest *g)
  */
 static void align_to_resume(struct guest *g)
 {
-	uint64_t since = g->stop_tsc && g->stop_tsc < g->resume_tsc ? g->stop_tsc : g->resume_tsc;
+	uint64_t since = g->qemu.stop_tsc && g->qemu.stop_tsc < g->qemu.resume_tsc ?
+			 g->qemu.stop_tsc : g->qemu.resume_tsc;
 	unsigned int cpu, i;
 
 	for (cpu = 0; cpu < g->agent.nr_cpus && cpu < COLLECT_MAX_CPUS; cpu++) {
@@ -921,8 +922,8 @@ static void align_to_resume(struct guest *g)
 		for (i = 1; i < c->nr; i++) {
 			if (c->epochs[i].host_from < since && c->epochs[i].first_reply < since)
 				continue;
-			if (c->epochs[i - 1].host_from < g->resume_tsc)
-				c->epochs[i].host_from = g->resume_tsc;
+			if (c->epochs[i - 1].host_from < g->qemu.resume_tsc)
+				c->epochs[i].host_from = g->qemu.resume_tsc;
 			break;
 		}
 	}
@@ -1024,14 +1025,14 @@ void sync_burst_done(struct guest *g, const char *when)
 		/* --sync-check: the replies wait for the epochs of their time. */
 		g->sync.checking = false;
 		if (!strcmp(when, "resume"))
-			g->resume_tsc = g->stop_tsc = 0;
+			g->qemu.resume_tsc = g->qemu.stop_tsc = 0;
 		kvm_poll(g);
 		spool_save_sync(g);
 		return;
 	}
 	if (!strcmp(when, "resume")) {
 		align_to_resume(g);
-		g->resume_tsc = g->stop_tsc = 0;
+		g->qemu.resume_tsc = g->qemu.stop_tsc = 0;
 	}
 	/* Probes that left a vCPU without any epoch: say so, never a silent 0 ns bound. */
 	if (!strcmp(g->sync.head.method, "probe")) {
