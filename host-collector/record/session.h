@@ -34,6 +34,11 @@ enum guest_state {
 struct sync_check_smp;
 struct tscwatch;
 
+/**
+ * struct guest_sync - a guest's clock mapping (sync.c): its epochs, the
+ *	probes and KVM's offsets they come from, --sync-check's, and when to
+ *	sync again; @head, @kvm and @check are what the sync file keeps
+ */
 struct guest_sync {
 	struct spool_sync_head head;	/* method, why, the end and what went wrong */
 	struct vt_tsync_cpu cpus[COLLECT_MAX_CPUS];	/* epochs per vCPU */
@@ -66,10 +71,11 @@ struct guest_sync {
 struct guest;
 struct recording;
 
-/*
- * A live migration seen by this collector: the guest left (out, on the
- * source's collector) or arrived (in, `record --incoming` on the
- * destination's). Times are host TSC; 0 when not seen.
+/**
+ * struct guest_migration - a live migration seen by this collector: the
+ *	guest left (out, on the source's collector) or arrived (in, `record
+ *	--incoming` on the destination's); @seen is what the migration file
+ *	keeps. Times are host TSC; 0 when not seen.
  */
 struct guest_migration {
 	bool incoming;			/* --incoming: take the running session over */
@@ -83,7 +89,10 @@ struct guest_migration {
 	uint64_t quiet_since;		/* out: engine_now_ns() since when nothing came */
 };
 
-/* One request in flight on a guest's control port, and what to do with its answer. */
+/**
+ * struct guest_req - one request in flight on a guest's control port, and
+ *	what to do with its answer
+ */
 struct guest_req {
 	bool active;
 	uint32_t seq;
@@ -95,7 +104,9 @@ struct guest_req {
 	uint64_t timeout_ns;		/* how long it may go unanswered, 0: for ever */
 };
 
-/* A port QEMU connects to (--listen), watched until it did. */
+/**
+ * struct guest_port - a port QEMU connects to (--listen), watched until it did
+ */
 struct guest_port {
 	struct guest *g;
 	unsigned int cpu;
@@ -105,7 +116,10 @@ struct guest_port {
 	char base[4200];
 };
 
-/* A clock probe burst on one vCPU at a time, driven by replies and a timeout. */
+/**
+ * struct guest_burst - a clock probe burst on one vCPU at a time, driven by
+ *	replies and a timeout
+ */
 struct guest_burst {
 	bool active;
 	bool req_pending;		/* SYNC_BEGIN not answered yet */
