@@ -298,7 +298,7 @@ struct guest {
 	bool refused;			/* it refused the command line's events, tracer or clock */
 	bool accepted;			/* it took them (its setup went past them) */
 	bool synced;			/* and its clock sync after START is done */
-	struct guest_kcache kcache;
+	struct guest_kcache kcache;	/* its kallsyms and the kallsyms cache */
 	uint64_t trace_id;
 	char spool[4096];		/* its spool directory, for messages ("" until made) */
 	int spool_fd;			/* and its fd (spool_guest_dir()) */
