@@ -72,7 +72,7 @@ void collect_status_clear(void);
 enum guest_msg { GMSG_AGENT_ERROR, GMSG_SYNC, GMSG_AGENT_NOTICE, GMSG_REFUSED, GMSG_NR };
 #define guest_log(g, kind, level, ...)						\
 	do {									\
-		if (++(g)->msgs[kind] <= COLLECT_LOG_BURST)			\
+		if (++(g)->figures.msgs[kind] <= COLLECT_LOG_BURST)			\
 			collect_log(level, __VA_ARGS__);			\
 	} while (0)
 const char *collect_msg_name(enum guest_msg kind);

@@ -270,7 +270,7 @@ int attach_guest(struct guest *g, const struct record_opts *o)
 {
 	int ret;
 
-	g->ctl_rfd = g->ctl_wfd = g->ctl_lfd = -1;
+	g->ctl.rfd = g->ctl.wfd = g->ctl.lfd = -1;
 	if (g->link.chardev_dir[0]) {
 		ret = scan_dir(g);
 		if (ret < 0)
@@ -283,15 +283,15 @@ int attach_guest(struct guest *g, const struct record_opts *o)
 		}
 	}
 	if (g->link.listen) {
-		g->ctl_lfd = attach_listen(g->link.ctl_path, o);
-		if (g->ctl_lfd < 0) {
+		g->ctl.lfd = attach_listen(g->link.ctl_path, o);
+		if (g->ctl.lfd < 0) {
 			log_err("guest %s: cannot listen on %s: %s", g->name, g->link.ctl_path,
-				strerror(-g->ctl_lfd));
-			return g->ctl_lfd;
+				strerror(-g->ctl.lfd));
+			return g->ctl.lfd;
 		}
 		return 0;
 	}
-	ret = open_port(g->link.ctl_path, g->link.listen, &g->ctl_rfd, &g->ctl_wfd);
+	ret = open_port(g->link.ctl_path, g->link.listen, &g->ctl.rfd, &g->ctl.wfd);
 	if (ret < 0) {
 		log_err("guest %s: cannot open the control port %s: %s", g->name, g->link.ctl_path,
 			strerror(-ret));
@@ -499,16 +499,16 @@ void detach_guest(struct guest *g)
 {
 	unsigned int i;
 
-	if (g->ctl_lfd >= 0) {
-		close(g->ctl_lfd);
+	if (g->ctl.lfd >= 0) {
+		close(g->ctl.lfd);
 		unlink(g->link.ctl_path);
 	}
-	g->ctl_lfd = -1;
-	if (g->ctl_wfd >= 0 && g->ctl_wfd != g->ctl_rfd)
-		close(g->ctl_wfd);
-	if (g->ctl_rfd >= 0)
-		close(g->ctl_rfd);
-	g->ctl_rfd = g->ctl_wfd = -1;
+	g->ctl.lfd = -1;
+	if (g->ctl.wfd >= 0 && g->ctl.wfd != g->ctl.rfd)
+		close(g->ctl.wfd);
+	if (g->ctl.rfd >= 0)
+		close(g->ctl.rfd);
+	g->ctl.rfd = g->ctl.wfd = -1;
 	for (i = 0; i < g->link.nr_cpu_paths; i++)
 		free(g->link.cpu_paths[i]);
 	g->link.nr_cpu_paths = 0;

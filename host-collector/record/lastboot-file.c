@@ -149,7 +149,7 @@ static int save_file(int out_fd, const char *name, const struct vt_lastboot *lb,
 }
 
 /**
- * lastboot_save() - write the previous boot's trace, received in @g->meta_rx,
+ * lastboot_save() - write the previous boot's trace, received in @g->meta.rx,
  * to guest-NAME.lastboot.dat
  * @g: the guest; session.c asked for the bundle (LASTBOOT_REQ) and has it
  * @o: options (@o->last_boot names the instance, @o->out_dir the directory)
@@ -165,7 +165,7 @@ int lastboot_save(struct guest *g, const struct record_opts *o)
 	struct vt_meta m;
 	int ret;
 
-	ret = vt_lastboot_decode(&lb, g->meta_rx.data, g->meta_rx.len);
+	ret = vt_lastboot_decode(&lb, g->meta.rx.data, g->meta.rx.len);
 	if (ret == 0 && (lb.name_len != strlen(o->last_boot) ||
 			 memcmp(lb.name, o->last_boot, lb.name_len))) {
 		char said[64];
@@ -175,14 +175,14 @@ int lastboot_save(struct guest *g, const struct record_opts *o)
 		collect_sanitize(said, sizeof(said), raw, false);
 		session_fail(g, "the last boot's trace it sent is of instance '%s', not of "
 			     "--last-boot %s: refused", said, o->last_boot);
-		vt_proto_meta_rx_release(&g->meta_rx);
+		vt_proto_meta_rx_release(&g->meta.rx);
 		return -EBADMSG;
 	}
 	if (ret == 0)
 		ret = vt_meta_decode(&m, lb.meta, lb.meta_len);
 	if (ret < 0) {
 		session_fail(g, "the last boot's trace bundle is malformed (%s)", strerror(-ret));
-		vt_proto_meta_rx_release(&g->meta_rx);
+		vt_proto_meta_rx_release(&g->meta.rx);
 		return ret;
 	}
 	vt_meta_sanitize(&m, &clean);
@@ -194,7 +194,7 @@ int lastboot_save(struct guest *g, const struct record_opts *o)
 	snprintf(path, sizeof(path), "%s/%s", o->out_dir, name);
 	ret = save_file(g->rec->out_fd, name, &lb, &m, o, &pages, &bad, &replaced);
 	vt_meta_free(&m);
-	vt_proto_meta_rx_release(&g->meta_rx);
+	vt_proto_meta_rx_release(&g->meta.rx);
 	if (ret < 0) {
 		session_fail(g, "cannot write %s: %s", path,
 			     ret == -ELOOP ? "a symbolic link is in the way" : strerror(-ret));

@@ -93,12 +93,12 @@ static void got_status(struct qmp *q, const struct json_value *st, const char *h
 {
 	struct guest *g = q->g;
 	const char *s = json_string(st);
-	char status[sizeof(g->mig.status)];
+	char status[sizeof(g->mig.seen.status)];
 
 	if (!s)
 		return;
 	collect_sanitize(status, sizeof(status), s, false);
-	if (!status[0] || !strcmp(status, g->mig.status))
+	if (!status[0] || !strcmp(status, g->mig.seen.status))
 		return;
 	log_debug("guest %s: migration %s (%s)", g->name, status, how);
 	q->event(g, QMP_EV_MIGRATION, status);
@@ -119,12 +119,12 @@ static void got_migrate(struct qmp *q, const char *line, size_t len)
 		return;
 	ret = json_get(json_root(doc), "return");
 	if (ret && json_u64(json_get(ret, "downtime"), &v) == 0)
-		q->g->mig.downtime_ms = v;
+		q->g->mig.seen.downtime_ms = v;
 	if (ret && json_u64(json_get(ret, "total-time"), &v) == 0)
-		q->g->mig.total_ms = v;
+		q->g->mig.seen.total_ms = v;
 	if (ret && json_get(ret, "status"))
 		got_status(q, json_get(ret, "status"), "query-migrate");
-	if (ret && q->g->mig.downtime_ms)
+	if (ret && q->g->mig.seen.downtime_ms)
 		q->event(q->g, QMP_EV_MIGRATION_INFO, NULL);
 	json_free(doc);
 }
@@ -141,10 +141,10 @@ static void qmp_line(struct qmp *q, const char *line, size_t len)
 	}
 	if (memmem(line, len, "\"vt-uuid\"", 9)) {
 		/* QEMU's -uuid: an identity of the VM its guest cannot choose (kcache.c). */
-		if (qmp_parse_uuid(line, len, q->g->qmp_uuid, sizeof(q->g->qmp_uuid)) < 0)
-			q->g->qmp_uuid[0] = '\0';
+		if (qmp_parse_uuid(line, len, q->g->qemu.uuid, sizeof(q->g->qemu.uuid)) < 0)
+			q->g->qemu.uuid[0] = '\0';
 		else
-			log_debug("guest %s: QMP says its UUID is %s", q->g->name, q->g->qmp_uuid);
+			log_debug("guest %s: QMP says its UUID is %s", q->g->name, q->g->qemu.uuid);
 		return;
 	}
 	if (memmem(line, len, "\"vt-migrate\"", 12)) {
@@ -161,25 +161,25 @@ static void qmp_line(struct qmp *q, const char *line, size_t len)
 		const char *s = json_string(st);
 		uint64_t tsc = event_tsc(json_root(doc), q->tsc_khz);
 
-		if (s && !strcmp(s, "active") && !q->g->mig.active_tsc)
-			q->g->mig.active_tsc = tsc;
+		if (s && !strcmp(s, "active") && !q->g->mig.seen.active_tsc)
+			q->g->mig.seen.active_tsc = tsc;
 		else if (s && !strcmp(s, "completed"))
-			q->g->mig.completed_tsc = tsc;
+			q->g->mig.seen.completed_tsc = tsc;
 		got_status(q, st, "QMP event");
 	} else if (name && !strcmp(name, "RESUME")) {
-		q->g->resume_tsc = event_tsc(json_root(doc), q->tsc_khz);
-		if (q->g->mig.incoming && !q->g->mig.resume_tsc)
-			q->g->mig.resume_tsc = q->g->resume_tsc;
-		if (q->g->mig.incoming && !q->g->mig.resumed)
+		q->g->qemu.resume_tsc = event_tsc(json_root(doc), q->tsc_khz);
+		if (q->g->mig.incoming && !q->g->mig.seen.resume_tsc)
+			q->g->mig.seen.resume_tsc = q->g->qemu.resume_tsc;
+		if (q->g->mig.incoming && !q->g->mig.seen.resumed)
 			log_info("guest %s: QEMU started it here (an incoming migration)", q->g->name);
 		else
 			log_info("guest %s: QEMU resumed it: syncing its clock again", q->g->name);
 		q->event(q->g, QMP_EV_RESUME, NULL);
 	} else if (name && !strcmp(name, "STOP")) {
-		q->g->stop_tsc = event_tsc(json_root(doc), q->tsc_khz);
+		q->g->qemu.stop_tsc = event_tsc(json_root(doc), q->tsc_khz);
 		/* During a migration, the stop before the switchover: the blackout starts here. */
 		if (q->g->mig.migrating)
-			q->g->mig.stop_tsc = q->g->stop_tsc;
+			q->g->mig.seen.stop_tsc = q->g->qemu.stop_tsc;
 		log_info("guest %s: QEMU stopped it%s", q->g->name,
 			 q->g->mig.migrating ? " (migration switchover)" : "");
 		/* A stop may be a migration's switchover even when QEMU sends no MIGRATION events. */
@@ -190,7 +190,7 @@ static void qmp_line(struct qmp *q, const char *line, size_t len)
 		char reason[64];
 
 		collect_sanitize(reason, sizeof(reason), why ? why : "", false);
-		q->g->reset_tsc = event_tsc(json_root(doc), q->tsc_khz);
+		q->g->qemu.reset_tsc = event_tsc(json_root(doc), q->tsc_khz);
 		q->event(q->g, QMP_EV_RESET, reason[0] ? reason : "unknown");
 	}
 	json_free(doc);
@@ -271,7 +271,7 @@ int qmp_attach(struct guest *g, struct engine *e, uint64_t tsc_khz,
 		ret = -ENOMEM;
 		goto err;
 	}
-	g->qmp = q;
+	g->qemu.qmp = q;
 	return 0;
 err:
 	if (q->fd >= 0)
@@ -292,9 +292,9 @@ int qmp_query_migrate(struct guest *g)
 {
 	static const char req[] = "{\"execute\":\"query-migrate\",\"id\":\"vt-migrate\"}\n";
 
-	if (!g->qmp)
+	if (!g->qemu.qmp)
 		return -ENOTCONN;
-	if (write(g->qmp->fd, req, sizeof(req) - 1) != (ssize_t)sizeof(req) - 1)
+	if (write(g->qemu.qmp->fd, req, sizeof(req) - 1) != (ssize_t)sizeof(req) - 1)
 		return -EIO;
 	return 0;
 }
@@ -305,12 +305,12 @@ int qmp_query_migrate(struct guest *g)
  */
 void qmp_detach(struct guest *g)
 {
-	struct qmp *q = g->qmp;
+	struct qmp *q = g->qemu.qmp;
 
 	if (!q)
 		return;
 	engine_fd_remove(q->watch);
 	close(q->fd);
 	free(q);
-	g->qmp = NULL;
+	g->qemu.qmp = NULL;
 }

@@ -202,7 +202,7 @@ static struct guest *new_guest(struct guest **gs, unsigned int *nr)
 	g = calloc(1, sizeof(*g));
 	if (!g)
 		return NULL;
-	g->ctl_rfd = g->ctl_wfd = g->ctl_lfd = -1;
+	g->ctl.rfd = g->ctl.wfd = g->ctl.lfd = -1;
 	g->spool_fd = -1;
 	gs[(*nr)++] = g;
 	return g;
@@ -877,11 +877,11 @@ static int ports_ready(struct guest *g)
 	char base[4200];
 	int ret;
 
-	if (g->link.listen || g->link_ready)
+	if (g->link.listen || g->wait.link_ready)
 		return 0;
 	if (g->link.domain[0]) {
 		ret = libvirt_guest_resolve(&g->link, g->name, g->link.connect_uri);
-		g->link_ready = ret == 0;
+		g->wait.link_ready = ret == 0;
 		return ret;
 	}
 	if (g->link.chardev_dir[0]) {
@@ -911,7 +911,7 @@ static void start_guest(struct guest *g)
 		return;
 	if (o->wait) {
 		ret = ports_ready(g);
-		if (ret == -EAGAIN && g->wait_until != UINT64_MAX && engine_now_ns() >= g->wait_until) {
+		if (ret == -EAGAIN && g->wait.until != UINT64_MAX && engine_now_ns() >= g->wait.until) {
 			session_fail(g, "its trace ports did not appear within %g s (--wait): `virtio-trace-"
 				     "collect list` shows the guests that have them; %s", o->wait_s,
 				     g->link.domain[0] ? "`setup --domain NAME --apply --live` hot-plugs them" :
@@ -919,12 +919,12 @@ static void start_guest(struct guest *g)
 			return;
 		}
 		if (ret == -EAGAIN) {
-			if (!g->wait_said) {
-				g->wait_said = true;
+			if (!g->wait.said) {
+				g->wait.said = true;
 				log_info("guest %s: waiting for its trace ports to appear%s", g->name,
 					 o->wait_s ? "" : " (no time limit: Ctrl-C ends)");
 			}
-			engine_timer_arm(g->rec->e, &g->wait_timer, WAIT_RETRY_NS, 0);
+			engine_timer_arm(g->rec->e, &g->wait.timer, WAIT_RETRY_NS, 0);
 			return;
 		}
 		if (ret < 0) {
@@ -1061,7 +1061,7 @@ static void check_end(struct recording *r)
 		 * command may be what migrates.
 		 */
 		recording += (r->gs[i]->state == G_RUNNING && r->gs[i]->synced) ||
-			     (r->gs[i]->mig.incoming && !r->gs[i]->mig.resumed &&
+			     (r->gs[i]->mig.incoming && !r->gs[i]->mig.seen.resumed &&
 			      !session_finished(r->gs[i]));
 	}
 	settled = finished + recording;
@@ -1303,7 +1303,7 @@ int record_main(int argc, char **argv)
 		ret = libvirt_guest_resolve(&gs[i]->link, gs[i]->name, gs[i]->link.connect_uri);
 		if (ret < 0 && ret != -EAGAIN)
 			return EXIT_FAIL;
-		gs[i]->link_ready = ret == 0;
+		gs[i]->wait.link_ready = ret == 0;
 	}
 
 	/* Private unless --mode shares them, and the user's under sudo (store/spool.c). */
@@ -1378,7 +1378,7 @@ int record_main(int argc, char **argv)
 
 		g->rec = &r;
 		g->trace_id = random_id();
-		g->budget.max = o.max_size;
+		g->figures.budget.max = o.max_size;
 		snprintf(dirname, sizeof(dirname), "guest-%s", g->name);
 		ret = spool_guest_dir(spool_fd, dirname, &g->spool_fd);
 		if (ret < 0) {
@@ -1397,9 +1397,9 @@ int record_main(int argc, char **argv)
 			continue;
 		}
 		if (o.wait)
-			g->wait_until = o.wait_s ? engine_now_ns() + (uint64_t)(o.wait_s * NSEC_PER_SEC) :
+			g->wait.until = o.wait_s ? engine_now_ns() + (uint64_t)(o.wait_s * NSEC_PER_SEC) :
 				UINT64_MAX;
-		engine_timer_init(&g->wait_timer, wait_tick, g);
+		engine_timer_init(&g->wait.timer, wait_tick, g);
 		start_guest(g);
 	}
 	r.t0 = r.last_status = engine_now_ns();
@@ -1437,7 +1437,7 @@ int record_main(int argc, char **argv)
 		recorded += g->recorded;
 		refused += g->refused;
 		accepted += g->accepted;
-		migrated += g->mig.out || g->mig.resumed;
+		migrated += g->mig.out || g->mig.seen.resumed;
 		if (g->state == G_FAILED)
 			status = EXIT_PARTIAL;
 		for (unsigned int j = 0; j < g->nr_streams; j++)

@@ -28,25 +28,17 @@ int spool_save_state(const struct guest *g)
 
 	struct spool_state st = {
 		.trace_id = g->trace_id,
-		.nr_cpus = g->nr_cpus,
-		.subbuf = g->subbuf,
-		.caps = g->caps,
 		.streams = g->nr_streams,
 		.qemu_pid = (int)g->link.qemu_pid,
-		.max_reached = g->budget.reached,
-		.protocol_errors = g->protocol_errors,
-		.kcache_hit = g->kcache_hit,
+		.max_reached = g->figures.budget.reached,
 	};
 
 	snprintf(st.name, sizeof(st.name), "%s", g->name);
-	snprintf(st.clock, sizeof(st.clock), "%s", g->clock);
-	snprintf(st.agent, sizeof(st.agent), "%s", g->agent_software);
-	snprintf(st.error, sizeof(st.error), "%s", g->error);
-	snprintf(st.agent_error, sizeof(st.agent_error), "%s", g->agent_error);
-	snprintf(st.agent_notice, sizeof(st.agent_notice), "%s", g->agent_notice);
-	snprintf(st.kcache_vm, sizeof(st.kcache_vm), "%s", g->kcache_vm);
-	snprintf(st.kcache_why, sizeof(st.kcache_why), "%s", g->kcache_why);
 	spool_keys_write(&t, spool_state_keys, spool_state_nkeys, &st);
+	spool_keys_write(&t, spool_agent_keys, spool_agent_nkeys, &g->agent);
+	spool_keys_write(&t, spool_state_tail_keys, spool_state_tail_nkeys, &st);
+	spool_keys_write(&t, spool_figures_keys, spool_figures_nkeys, &g->figures);
+	spool_keys_write(&t, spool_kcache_keys, spool_kcache_nkeys, &g->kcache.saved);
 	/* A list, per-CPU keys and an array: more than a table's fixed fields. */
 	spool_tprintf(&t, "vcpu_tids=");
 	for (i = 0; i < g->link.nr_vcpu_tids; i++)
@@ -56,9 +48,9 @@ int spool_save_state(const struct guest *g)
 		spool_tprintf(&t, "dropped%u=%llu\nbad%u=%llu\n", g->streams[i].cpu,
 			(unsigned long long)g->streams[i].dropped_pages, g->streams[i].cpu,
 			(unsigned long long)g->streams[i].bad_pages);
-	spool_keys_write(&t, spool_budget_keys, spool_budget_nkeys, &g->budget);
+	spool_keys_write(&t, spool_budget_keys, spool_budget_nkeys, &g->figures.budget);
 	for (i = 0; i < GMSG_NR; i++)
-		spool_tprintf(&t, "msgs%u=%llu\n", i, (unsigned long long)g->msgs[i]);
+		spool_tprintf(&t, "msgs%u=%llu\n", i, (unsigned long long)g->figures.msgs[i]);
 	return spool_text_save(&t, g->spool_fd, "state");
 }
 
@@ -77,12 +69,12 @@ int spool_save_agent(const struct guest *g)
 	/* Only per-CPU keys (bytesN, pagesN): no table of fixed fields describes them. */
 	for (i = 0; i < g->nr_streams; i++) {
 		unsigned int cpu = g->streams[i].cpu;
-		const char *st = g->stats_text[cpu] ? g->stats_text[cpu] : "";
+		const char *st = g->stats.text[cpu] ? g->stats.text[cpu] : "";
 
 		ret = spool_save_stats(g->spool_fd, cpu, st) ?: ret;
 		spool_tprintf(&t, "bytes%u=%llu\npages%u=%llu\n", cpu,
-			(unsigned long long)g->agent_bytes[cpu], cpu,
-			(unsigned long long)g->agent_pages[cpu]);
+			(unsigned long long)g->stats.bytes[cpu], cpu,
+			(unsigned long long)g->stats.pages[cpu]);
 	}
 	return spool_text_save(&t, g->spool_fd, "agent") ?: ret;
 }
@@ -99,19 +91,10 @@ int spool_save_agent(const struct guest *g)
 int spool_save_sync(const struct guest *g)
 {
 	const struct spool_check *ck = &g->sync.check;
-	struct spool_sync_head h = {
-		.host_end = g->sync.host_end,
-		.rejected = g->sync.rejected,
-		.failed = g->sync.failed,
-		.reset_tsc = g->sync.reset_tsc,
-	};
 	struct spool_text t = { 0 };
 	unsigned int cpu, i;
 
-	snprintf(h.method, sizeof(h.method), "%s", g->sync.method);
-	snprintf(h.why, sizeof(h.why), "%s", g->sync.why);
-	snprintf(h.final_cut, sizeof(h.final_cut), "%s", g->sync.final_cut);
-	spool_keys_write(&t, spool_sync_keys, spool_sync_nkeys, &h);
+	spool_keys_write(&t, spool_sync_keys, spool_sync_nkeys, &g->sync.head);
 	spool_keys_write(&t, spool_kvm_keys, spool_kvm_nkeys, &g->sync.kvm);
 	spool_keys_write(&t, spool_check_keys, spool_check_nkeys, &g->sync.check);
 	/* Lists of records, several values a line: hand-written (spool.c's load_sync() reads them). */
@@ -122,7 +105,7 @@ int spool_save_sync(const struct guest *g)
 			" offset=%" PRId64 " lo=%" PRId64 " hi=%" PRId64 "\n", iv->cpu, iv->burst, iv->n,
 			iv->inside, iv->t, iv->epoch_from, iv->offset, iv->lo, iv->hi);
 	}
-	for (cpu = 0; cpu < g->nr_cpus && cpu < COLLECT_MAX_CPUS; cpu++) {
+	for (cpu = 0; cpu < g->agent.nr_cpus && cpu < COLLECT_MAX_CPUS; cpu++) {
 		if (g->sync.min_rtt[cpu])
 			spool_tprintf(&t, "probes cpu=%u min_rtt=%" PRIu64 " samples=%u\n", cpu,
 				g->sync.min_rtt[cpu], g->sync.samples[cpu]);
@@ -139,7 +122,8 @@ int spool_save_sync(const struct guest *g)
 	/* The live view maps the guest's timestamps with what the files will be made of. */
 	if (g->rec)
 		live_clock(g->rec->live, g->live_idx, g->sync.cpus,
-			   g->nr_cpus < COLLECT_MAX_CPUS ? g->nr_cpus : COLLECT_MAX_CPUS, g->sync.host_end);
+			   g->agent.nr_cpus < COLLECT_MAX_CPUS ? g->agent.nr_cpus : COLLECT_MAX_CPUS,
+			   g->sync.head.host_end);
 	return spool_text_save(&t, g->spool_fd, "sync");
 }
 
@@ -161,33 +145,16 @@ int spool_save_migration(const struct guest *g)
 	struct spool_migration *mf;
 	unsigned int i;
 
-	if (!m->incoming && !m->out && !m->migrating && !m->failures)
+	if (!m->incoming && !m->out && !m->migrating && !m->seen.failures)
 		return 0;
-	/* Only the table's fields: cpus[] stays zero, the streams are written below. */
+	/* Only direction: cpus[] stays zero, the streams are written below. */
 	mf = calloc(1, sizeof(*mf));
 	if (!mf)
 		return -ENOMEM;
 	snprintf(mf->direction, sizeof(mf->direction), "%s",
 		 m->incoming ? "in" : m->out ? "out" : "none");
-	snprintf(mf->status, sizeof(mf->status), "%s", m->status);
-	mf->resumed = m->resumed;
-	mf->active_tsc = m->active_tsc;
-	mf->stop_tsc = m->stop_tsc;
-	mf->completed_tsc = m->completed_tsc;
-	mf->resume_tsc = m->resume_tsc;
-	mf->taken_tsc = m->taken_tsc;
-	mf->out_tsc = m->out_tsc;
-	mf->downtime_ms = m->downtime_ms;
-	mf->total_ms = m->total_ms;
-	mf->failures = m->failures;
-	mf->resume_no = m->resume_no;
-	snprintf(mf->instance, sizeof(mf->instance), "%s", m->instance);
-	mf->nr_events = m->nr_events;
-	mf->ignored = m->ignored;
-	snprintf(mf->boot_id, sizeof(mf->boot_id), "%s", m->boot_id);
-	mf->rt_ns = m->rt_ns;
-	mf->rt_tsc = m->rt_tsc;
 	spool_keys_write(&t, spool_migration_keys, spool_migration_nkeys, mf);
+	spool_keys_write(&t, spool_mig_seen_keys, spool_mig_seen_nkeys, &m->seen);
 	free(mf);
 	/* Seven values a stream on one line: hand-written (spool.c's load_migration() reads them). */
 	for (i = 0; i < g->nr_streams; i++) {

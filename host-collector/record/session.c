@@ -151,9 +151,9 @@ const char *session_doing(const struct guest *g)
 {
 	switch (g->state) {
 	case G_NEW:
-		if (g->ctl_lfd >= 0 || g->nr_waiting)
+		if (g->ctl.lfd >= 0 || g->ctl.nr_waiting)
 			return "waiting for QEMU to connect to its ports";
-		return g->wait_until ? "waiting for its trace ports to appear" : "opening its ports";
+		return g->wait.until ? "waiting for its trace ports to appear" : "opening its ports";
 	case G_HELLO:
 		return "waiting for trace-agent in the guest to answer";
 	case G_CONFIG:
@@ -192,14 +192,14 @@ static void cancel_timers(struct guest *g)
 	engine_timer_cancel(e, &g->req.timer);
 	engine_timer_cancel(e, &g->burst.timer);
 	engine_timer_cancel(e, &g->burst.budget);
-	engine_timer_cancel(e, &g->stop_timer);
-	engine_timer_cancel(e, &g->drain_timer);
-	engine_timer_cancel(e, &g->kvm_timer);
-	engine_timer_cancel(e, &g->sync_timer);
-	engine_timer_cancel(e, &g->accept_timer);
-	engine_timer_cancel(e, &g->wait_timer);
-	engine_timer_cancel(e, &g->retry_timer);
-	engine_timer_cancel(e, &g->reset_timer);
+	engine_timer_cancel(e, &g->stop.timer);
+	engine_timer_cancel(e, &g->stop.drain_timer);
+	engine_timer_cancel(e, &g->sync.kvm_timer);
+	engine_timer_cancel(e, &g->sync.timer);
+	engine_timer_cancel(e, &g->ctl.accept_timer);
+	engine_timer_cancel(e, &g->wait.timer);
+	engine_timer_cancel(e, &g->sync.retry_timer);
+	engine_timer_cancel(e, &g->qemu.reset_timer);
 	g->req.active = false;
 }
 
@@ -215,9 +215,9 @@ static void burst_abort(struct guest *g)
 /* The control port is not read or written any more. */
 static void ctl_close(struct guest *g)
 {
-	engine_fd_remove(g->ctl_in);
-	engine_fd_remove(g->ctl_out);
-	g->ctl_in = g->ctl_out = NULL;
+	engine_fd_remove(g->ctl.in);
+	engine_fd_remove(g->ctl.out);
+	g->ctl.in = g->ctl.out = NULL;
 }
 
 /* The one summary line of what guest_log() did not print, when the guest ends. */
@@ -229,10 +229,12 @@ static void msgs_summary(struct guest *g)
 		return;
 	g->msgs_summed = true;
 	for (k = 0; k < GMSG_NR; k++)
-		if (g->msgs[k] > COLLECT_LOG_BURST)
+		if (g->figures.msgs[k] > COLLECT_LOG_BURST)
 			log_warn("guest %s: %llu %s in all, %llu not shown (only the first %d of a kind "
-				 "are printed)", g->name, (unsigned long long)g->msgs[k], collect_msg_name(k),
-				 (unsigned long long)(g->msgs[k] - COLLECT_LOG_BURST), COLLECT_LOG_BURST);
+				 "are printed)", g->name, (unsigned long long)g->figures.msgs[k],
+				 collect_msg_name(k),
+				 (unsigned long long)(g->figures.msgs[k] - COLLECT_LOG_BURST),
+				 COLLECT_LOG_BURST);
 }
 
 /*
@@ -280,18 +282,18 @@ void session_fail(struct guest *g, const char *fmt, ...)
 	if (g->state == G_FAILED || g->state == G_DONE)
 		return;
 	va_start(ap, fmt);
-	vsnprintf(g->error, sizeof(g->error), fmt, ap);
+	vsnprintf(g->figures.error, sizeof(g->figures.error), fmt, ap);
 	va_end(ap);
 	/* A refusal ends the run when no guest takes the command line (record.c). */
-	log_err("guest %s: %s; dropping this guest%s", g->name, g->error,
+	log_err("guest %s: %s; dropping this guest%s", g->name, g->figures.error,
 		g->refused ? "" : ", the others continue");
 	if (g->hello_timed_out)
 		hello_hints(g);
 	msgs_summary(g);
 	/* A guest that migrated away is not there to hear a BYE: its agent serves the next host. */
-	talked = g->conn && g->state > G_NEW && !g->mig.out;
+	talked = g->ctl.conn && g->state > G_NEW && !g->mig.out;
 	/* --incoming before the takeover: the session is another host's, a BYE would end it. */
-	if (g->mig.incoming && !g->mig.resumed)
+	if (g->mig.incoming && !g->mig.seen.resumed)
 		talked = false;
 	g->state = G_FAILED;
 	for (i = 0; i < g->nr_streams; i++)
@@ -308,14 +310,15 @@ void session_fail(struct guest *g, const char *fmt, ...)
 	 * and end its session (with --once, exit) instead of tracing on.
 	 */
 	if (talked)
-		vt_conn_send(g->conn, vt_proto_enc_empty(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX,
-							 VT_PROTO_BYE, vt_conn_next_seq(g->conn)));
+		vt_conn_send(g->ctl.conn, vt_proto_enc_empty(vt_conn_frame(g->ctl.conn), VT_PROTO_FRAME_MAX,
+							 VT_PROTO_BYE, vt_conn_next_seq(g->ctl.conn)));
 	if (g->spool[0])
 		spool_save_state(g);
 	if (g->rec && g->rec->live) {
 		/* Its pages received so far are shown as its file will have them: hold the view no more. */
 		live_clock(g->rec->live, g->live_idx, g->sync.cpus,
-			   g->nr_cpus < COLLECT_MAX_CPUS ? g->nr_cpus : COLLECT_MAX_CPUS, g->sync.host_end);
+			   g->agent.nr_cpus < COLLECT_MAX_CPUS ? g->agent.nr_cpus : COLLECT_MAX_CPUS,
+			   g->sync.head.host_end);
 		live_meta(g->rec->live, g->live_idx);
 	}
 	if (g->rec)
@@ -341,12 +344,12 @@ static int send_frame(struct guest *g, int len)
 
 	if (g->state == G_FAILED)
 		return -ECONNRESET;
-	ret = vt_conn_send(g->conn, len);
+	ret = vt_conn_send(g->ctl.conn, len);
 	if (ret < 0) {
 		session_fail(g, "cannot write to the control port: %s", strerror(-ret));
 		return ret;
 	}
-	engine_fd_enable(g->ctl_out, vt_conn_want_write(g->conn));
+	engine_fd_enable(g->ctl.out, vt_conn_want_write(g->ctl.conn));
 	return 0;
 }
 
@@ -356,12 +359,12 @@ static bool ctl_writable(void *arg, int revents)
 	int ret;
 
 	(void)revents;
-	ret = vt_conn_flush(g->conn);
+	ret = vt_conn_flush(g->ctl.conn);
 	if (ret < 0) {
 		session_fail(g, "cannot write to the control port: %s", strerror(-ret));
 		return false;
 	}
-	engine_fd_enable(g->ctl_out, ret > 0);
+	engine_fd_enable(g->ctl.out, ret > 0);
 	return true;
 }
 
@@ -369,7 +372,7 @@ static void req_timeout(void *arg)
 {
 	struct guest *g = arg;
 
-	if (g->mig.incoming && !g->mig.resumed && g->req.type == VT_PROTO_HELLO) {
+	if (g->mig.incoming && !g->mig.seen.resumed && g->req.type == VT_PROTO_HELLO) {
 		session_fail(g, "--incoming: no agent answered within %llu s: did the guest arrive "
 			     "(QMP MIGRATION completed on this host)?",
 			     (unsigned long long)(g->req.timeout_ns / NSEC_PER_SEC));
@@ -398,13 +401,13 @@ static uint64_t req_timeout_ns(const struct guest *g, uint16_t want)
 	if (want == VT_PROTO_META)
 		return META_TIMEOUT_NS;
 	/* --incoming: the HELLO waits in the port until the guest arrives. */
-	if (g->mig.incoming && !g->mig.resumed && want == VT_PROTO_HELLO_REPLY)
+	if (g->mig.incoming && !g->mig.seen.resumed && want == VT_PROTO_HELLO_REPLY)
 		return INCOMING_TIMEOUT_NS;
-	if (want != VT_PROTO_HELLO_REPLY || !g->wait_until)
+	if (want != VT_PROTO_HELLO_REPLY || !g->wait.until)
 		return REQ_TIMEOUT_NS;
-	if (g->wait_until == UINT64_MAX)
+	if (g->wait.until == UINT64_MAX)
 		return 0;
-	return g->wait_until > now + REQ_TIMEOUT_NS ? g->wait_until - now : REQ_TIMEOUT_NS;
+	return g->wait.until > now + REQ_TIMEOUT_NS ? g->wait.until - now : REQ_TIMEOUT_NS;
 }
 
 /*
@@ -416,7 +419,7 @@ static int request(struct guest *g, int len, uint16_t want, void (*done)(struct 
 {
 	struct vt_proto_msg m;
 
-	if (len < 0 || vt_proto_hdr_decode(vt_conn_frame(g->conn), len, &m) < 0) {
+	if (len < 0 || vt_proto_hdr_decode(vt_conn_frame(g->ctl.conn), len, &m) < 0) {
 		session_fail(g, "cannot encode a request (%s)", strerror(len < 0 ? -len : EINVAL));
 		return len < 0 ? len : -EINVAL;
 	}
@@ -430,7 +433,7 @@ static int request(struct guest *g, int len, uint16_t want, void (*done)(struct 
 	g->req.timeout_ns = req_timeout_ns(g, want);
 	if (g->req.timeout_ns)
 		engine_timer_arm(eng(g), &g->req.timer, g->req.timeout_ns, 0);
-	if (want == VT_PROTO_HELLO_REPLY && g->wait_until && !g->mig.incoming)
+	if (want == VT_PROTO_HELLO_REPLY && g->wait.until && !g->mig.incoming)
 		log_info("guest %s: waiting for trace-agent to answer%s", g->name,
 			 g->req.timeout_ns ? "" : " (no time limit: Ctrl-C ends)");
 	return send_frame(g, len);
@@ -449,10 +452,10 @@ static void req_complete(struct guest *g, int err)
 
 static void protocol_error(struct guest *g, const char *what)
 {
-	g->protocol_errors++;
-	if (g->protocol_errors == 1)
+	g->figures.protocol_errors++;
+	if (g->figures.protocol_errors == 1)
 		log_warn("guest %s: %s (further protocol errors are only counted)", g->name, what);
-	if (g->protocol_errors > MAX_PROTOCOL_ERRORS)
+	if (g->figures.protocol_errors > MAX_PROTOCOL_ERRORS)
 		session_fail(g, "more than %d protocol errors on the control port", MAX_PROTOCOL_ERRORS);
 }
 
@@ -466,9 +469,9 @@ static bool drained(const struct guest *g)
 		if (s->eof || s->closed)
 			continue;
 		/* A stream taken over (--incoming) stands where its resume mark says. */
-		if (g->mig.resumed && !s->marked)
+		if (g->mig.seen.resumed && !s->marked)
 			return false;
-		if (s->bytes_session + s->resume_base < g->agent_bytes[s->cpu])
+		if (s->bytes_session + s->resume_base < g->stats.bytes[s->cpu])
 			return false;
 	}
 	return true;
@@ -483,20 +486,20 @@ static void check_drained(struct guest *g)
 
 	if (g->state != G_STOPPING && g->state != G_DRAINING)
 		return;
-	if (g->stopped_seen && g->state == G_STOPPING)
+	if (g->stop.seen && g->state == G_STOPPING)
 		g->state = G_DRAINING;
-	if (!(g->stopped_seen && g->stats_last && drained(g)))
+	if (!(g->stop.seen && g->stats.last && drained(g)))
 		return;
-	engine_timer_cancel(eng(g), &g->drain_timer);
+	engine_timer_cancel(eng(g), &g->stop.drain_timer);
 	log_debug("guest %s: every byte in %.1f ms after STOP", g->name,
-		  (engine_now_ns() - g->stop_ns) / 1e6);
+		  (engine_now_ns() - g->stop.sent_ns) / 1e6);
 	for (i = 0; i < g->nr_streams; i++) {
 		struct stream *s = &g->streams[i];
 
-		if (s->bytes_session + s->resume_base > g->agent_bytes[s->cpu])
+		if (s->bytes_session + s->resume_base > g->stats.bytes[s->cpu])
 			log_warn("%s: received %llu bytes, the agent reports %llu", s->label,
 				 (unsigned long long)(s->bytes_session + s->resume_base),
-				 (unsigned long long)g->agent_bytes[s->cpu]);
+				 (unsigned long long)g->stats.bytes[s->cpu]);
 	}
 	finish(g);
 }
@@ -521,26 +524,26 @@ static void got_stats(struct guest *g, const struct vt_proto_msg *m)
 	}
 	if (st.cpu == VT_PROTO_CPU_ALL) {
 		if (st.flags & VT_PROTO_STATS_LAST) {
-			g->stats_last = true;
+			g->stats.last = true;
 			resume_stats_done(g);
 			check_drained(g);
 		}
 		return;
 	}
-	if (st.cpu >= g->nr_cpus || st.cpu >= COLLECT_MAX_CPUS) {
+	if (st.cpu >= g->agent.nr_cpus || st.cpu >= COLLECT_MAX_CPUS) {
 		protocol_error(g, "STATS for a CPU the guest does not have");
 		return;
 	}
-	if (!g->stats_text[st.cpu]) {
-		g->stats_text[st.cpu] = malloc(VT_PROTO_MAX_TEXT);
-		if (!g->stats_text[st.cpu]) {
+	if (!g->stats.text[st.cpu]) {
+		g->stats.text[st.cpu] = malloc(VT_PROTO_MAX_TEXT);
+		if (!g->stats.text[st.cpu]) {
 			session_fail(g, "out of memory for its statistics");
 			return;
 		}
 	}
-	collect_sanitize(g->stats_text[st.cpu], VT_PROTO_MAX_TEXT, st.text, true);
-	g->agent_bytes[st.cpu] = st.bytes;
-	g->agent_pages[st.cpu] = st.pages;
+	collect_sanitize(g->stats.text[st.cpu], VT_PROTO_MAX_TEXT, st.text, true);
+	g->stats.bytes[st.cpu] = st.bytes;
+	g->stats.pages[st.cpu] = st.pages;
 }
 
 static void got_meta(struct guest *g, const struct vt_proto_msg *m)
@@ -557,16 +560,16 @@ static void got_meta(struct guest *g, const struct vt_proto_msg *m)
 		session_fail(g, "malformed metadata chunk");
 		return;
 	}
-	r = vt_proto_meta_rx_add(&g->meta_rx, &c);
+	r = vt_proto_meta_rx_add(&g->meta.rx, &c);
 	if (r == -EFBIG && c.total == VT_PROTO_META_OPEN)
 		session_fail(g, "its open metadata bundle passed the %llu-byte limit at %llu bytes%s",
-			     (unsigned long long)g->meta_rx.limit,
+			     (unsigned long long)g->meta.rx.limit,
 			     (unsigned long long)(c.offset + c.len),
-			     g->meta_rx.limit < META_LIMIT ? " (what --max-size leaves)" : "");
+			     g->meta.rx.limit < META_LIMIT ? " (what --max-size leaves)" : "");
 	else if (r == -EFBIG)
 		session_fail(g, "metadata of %llu bytes is over the %llu-byte limit%s",
-			     (unsigned long long)c.total, (unsigned long long)g->meta_rx.limit,
-			     g->meta_rx.limit < META_LIMIT ? " (what --max-size leaves)" : "");
+			     (unsigned long long)c.total, (unsigned long long)g->meta.rx.limit,
+			     g->meta.rx.limit < META_LIMIT ? " (what --max-size leaves)" : "");
 	else if (r < 0)
 		session_fail(g, "metadata chunks out of order or inconsistent (%s)", strerror(-r));
 	else if (r == 1)
@@ -599,18 +602,18 @@ static void got_session(struct guest *g, const struct vt_proto_msg *m)
 		return;
 	}
 	if (ss.subbuf_size < VT_SUBBUF_MIN || ss.subbuf_size > VT_SUBBUF_MAX ||
-	    (ss.subbuf_size & (ss.subbuf_size - 1)) || ss.nr_streams > g->nr_cpus) {
+	    (ss.subbuf_size & (ss.subbuf_size - 1)) || ss.nr_streams > g->agent.nr_cpus) {
 		session_fail(g, "the agent's session has %u streams of %u-byte pages (%u CPUs)",
-			     ss.nr_streams, ss.subbuf_size, g->nr_cpus);
+			     ss.nr_streams, ss.subbuf_size, g->agent.nr_cpus);
 		return;
 	}
-	g->subbuf = ss.subbuf_size;
-	g->mig.resume_no = ss.resume;
-	g->mig.nr_events = ss.nr_events;
-	collect_sanitize(g->mig.instance, sizeof(g->mig.instance), ss.instance, false);
+	g->agent.subbuf = ss.subbuf_size;
+	g->mig.seen.resume_no = ss.resume;
+	g->mig.seen.nr_events = ss.nr_events;
+	collect_sanitize(g->mig.seen.instance, sizeof(g->mig.seen.instance), ss.instance, false);
 	if (ss.clock[0])
-		collect_sanitize(g->clock, sizeof(g->clock), ss.clock, false);
-	g->stats_last = false;
+		collect_sanitize(g->agent.clock, sizeof(g->agent.clock), ss.clock, false);
+	g->stats.last = false;
 }
 
 /* The STATS after a SESSION are in: the takeover's request is answered. */
@@ -638,11 +641,11 @@ static void handle(struct guest *g, const struct vt_proto_msg *m)
 	 * ERRORs our resync padding causes): only the takeover's own answers
 	 * count, the rest is dropped unseen.
 	 */
-	if (g->mig.incoming && !g->mig.resumed && m->type != VT_PROTO_HELLO_REPLY &&
+	if (g->mig.incoming && !g->mig.seen.resumed && m->type != VT_PROTO_HELLO_REPLY &&
 	    m->type != VT_PROTO_SESSION && m->type != VT_PROTO_STATS && m->type != VT_PROTO_NOTICE &&
 	    !(m->type == VT_PROTO_ERROR && g->req.active && vt_proto_dec_error(m, &e) == 0 &&
 	      e.ref_seq == g->req.seq)) {
-		g->mig.ignored++;
+		g->mig.seen.ignored++;
 		return;
 	}
 	switch (m->type) {
@@ -658,9 +661,9 @@ static void handle(struct guest *g, const struct vt_proto_msg *m)
 			session_fail(g, "malformed HELLO_REPLY");
 			break;
 		}
-		collect_sanitize(g->agent_software, sizeof(g->agent_software), g->hello.software,
+		collect_sanitize(g->agent.software, sizeof(g->agent.software), g->hello.software,
 				 false);
-		collect_sanitize(g->clock, sizeof(g->clock), g->hello.clock, false);
+		collect_sanitize(g->agent.clock, sizeof(g->agent.clock), g->hello.clock, false);
 		g->hello.software = g->hello.clock = NULL;
 		req_complete(g, 0);
 		break;
@@ -679,14 +682,14 @@ static void handle(struct guest *g, const struct vt_proto_msg *m)
 		if (g->req.active && e.ref_seq && e.ref_seq == g->req.seq) {
 			snprintf(g->reply_text, sizeof(g->reply_text), "%s", text);
 			req_complete(g, e.err > 0 && e.err < 4096 ? -e.err : -EPROTO);
-		} else if (g->state == G_STOPPING && e.ref_seq && e.ref_seq == g->stop_seq) {
+		} else if (g->state == G_STOPPING && e.ref_seq && e.ref_seq == g->stop.seq) {
 			/* E.g. an agent that restarted (the guest rebooted): no stop will come. */
 			session_fail(g, "the agent refused the stop: %s", text);
 		} else {
 			guest_log(g, GMSG_AGENT_ERROR, L_WARN, "guest %s: agent reports: %s (%s)",
 				  g->name, text, strerror(e.err));
-			if (!g->agent_error[0])
-				snprintf(g->agent_error, sizeof(g->agent_error), "%s", text);
+			if (!g->figures.agent_error[0])
+				snprintf(g->figures.agent_error, sizeof(g->figures.agent_error), "%s", text);
 		}
 		break;
 	case VT_PROTO_NOTICE:
@@ -696,17 +699,17 @@ static void handle(struct guest *g, const struct vt_proto_msg *m)
 		}
 		collect_sanitize(text, sizeof(text), notice, false);
 		guest_log(g, GMSG_AGENT_NOTICE, L_WARN, "guest %s: agent: %s", g->name, text);
-		if (!g->agent_notice[0])
-			snprintf(g->agent_notice, sizeof(g->agent_notice), "%s", text);
+		if (!g->figures.agent_notice[0])
+			snprintf(g->figures.agent_notice, sizeof(g->figures.agent_notice), "%s", text);
 		break;
 	case VT_PROTO_STATS:
 		got_stats(g, m);
 		break;
 	case VT_PROTO_STOPPED:
-		if (vt_proto_dec_ack(m, &ref) == 0 && ref == g->stop_seq) {
-			g->stopped_seen = true;
+		if (vt_proto_dec_ack(m, &ref) == 0 && ref == g->stop.seq) {
+			g->stop.seen = true;
 			log_debug("guest %s: STOPPED %.1f ms after STOP", g->name,
-				  (engine_now_ns() - g->stop_ns) / 1e6);
+				  (engine_now_ns() - g->stop.sent_ns) / 1e6);
 			check_drained(g);
 		}
 		break;
@@ -732,7 +735,7 @@ void session_dispatch(struct guest *g)
 	struct vt_proto_msg m;
 	int r;
 
-	while (g->state != G_FAILED && (r = vt_conn_next(g->conn, &m)) != 0) {
+	while (g->state != G_FAILED && (r = vt_conn_next(g->ctl.conn, &m)) != 0) {
 		if (r < 0) {
 			protocol_error(g, r == -EMSGSIZE ? "an oversized frame on the control port" :
 						"garbage on the control port");
@@ -749,9 +752,9 @@ static bool ctl_readable(void *arg, int revents)
 
 	(void)revents;
 	for (turns = 0; turns < 16 && g->state != G_FAILED; turns++) {
-		r = vt_conn_read(g->conn);
+		r = vt_conn_read(g->ctl.conn);
 		/* After the bytes arrived: a probe reply's t2 is never before it. */
-		g->rx_tsc = sync_host_tsc();
+		g->ctl.rx_tsc = sync_host_tsc();
 		if (r > 0) {
 			session_dispatch(g);
 			continue;
@@ -779,9 +782,12 @@ static void stream_event(void *owner, struct stream *s, enum stream_ev ev, int e
 	case STREAM_EV_LIMIT:
 		log_warn("guest %s: reached --max-size (%llu of %llu bytes taken: %llu in pages, "
 			 "%llu in malformed pages, %llu in fragments, %llu in metadata): stopping it",
-			 g->name, (unsigned long long)g->budget.used, (unsigned long long)g->budget.max,
-			 (unsigned long long)g->budget.pages, (unsigned long long)g->budget.bad,
-			 (unsigned long long)g->budget.frag, (unsigned long long)g->budget.meta);
+			 g->name, (unsigned long long)g->figures.budget.used,
+			 (unsigned long long)g->figures.budget.max,
+			 (unsigned long long)g->figures.budget.pages,
+			 (unsigned long long)g->figures.budget.bad,
+			 (unsigned long long)g->figures.budget.frag,
+			 (unsigned long long)g->figures.budget.meta);
 		session_stop(g);
 		break;
 	case STREAM_EV_EOF:
@@ -805,14 +811,14 @@ static int add_stream(struct guest *g, unsigned int cpu, int fd)
 		log_info("guest %s cpu%u: discarded %zu stale bytes left in the port", g->name, cpu,
 			 stale);
 	snprintf(label, sizeof(label), "guest %s cpu%u", g->name, cpu);
-	ret = stream_init(s, fd, label, cpu, g->subbuf, g->spool_fd);
+	ret = stream_init(s, fd, label, cpu, g->agent.subbuf, g->spool_fd);
 	if (ret < 0) {
 		close(fd);
 		return ret;
 	}
 	s->owner = g;
 	s->notify = stream_event;
-	s->budget = &g->budget;
+	s->budget = &g->figures.budget;
 	s->live = g->rec->live;
 	s->live_trace = g->live_idx;
 	g->nr_streams++;
@@ -824,10 +830,10 @@ static int open_streams(struct guest *g)
 	unsigned int cpu;
 	int ret;
 
-	g->streams = calloc(g->nr_cpus, sizeof(*g->streams));
+	g->streams = calloc(g->agent.nr_cpus, sizeof(*g->streams));
 	if (!g->streams)
 		return -ENOMEM;
-	for (cpu = 0; cpu < g->nr_cpus; cpu++) {
+	for (cpu = 0; cpu < g->agent.nr_cpus; cpu++) {
 		int fd;
 
 		if (g->mig.early_fds && cpu < g->link.nr_cpu_paths && g->mig.early_fds[cpu] >= 0) {
@@ -902,8 +908,8 @@ static bool port_acceptable(void *arg, int revents)
 		session_fail(g, "cannot serve the data port of vCPU %u: %s", p->cpu, strerror(-ret));
 		return false;
 	}
-	if (--g->nr_waiting == 0 && g->step == ST_STREAMS) {
-		engine_timer_cancel(eng(g), &g->accept_timer);
+	if (--g->ctl.nr_waiting == 0 && g->step == ST_STREAMS) {
+		engine_timer_cancel(eng(g), &g->ctl.accept_timer);
 		spool_save_state(g);
 		g->step++;
 		setup_next(g);
@@ -915,14 +921,14 @@ static void listen_streams(struct guest *g)
 {
 	unsigned int cpu;
 
-	g->streams = calloc(g->nr_cpus, sizeof(*g->streams));
-	g->ports = calloc(g->nr_cpus, sizeof(*g->ports));
-	if (!g->streams || !g->ports) {
+	g->streams = calloc(g->agent.nr_cpus, sizeof(*g->streams));
+	g->ctl.ports = calloc(g->agent.nr_cpus, sizeof(*g->ctl.ports));
+	if (!g->streams || !g->ctl.ports) {
 		session_fail(g, "out of memory");
 		return;
 	}
-	for (cpu = 0; cpu < g->nr_cpus; cpu++) {
-		struct guest_port *p = &g->ports[cpu];
+	for (cpu = 0; cpu < g->agent.nr_cpus; cpu++) {
+		struct guest_port *p = &g->ctl.ports[cpu];
 
 		p->g = g;
 		p->cpu = cpu;
@@ -939,9 +945,9 @@ static void listen_streams(struct guest *g)
 			session_fail(g, "out of memory");
 			return;
 		}
-		g->nr_waiting++;
+		g->ctl.nr_waiting++;
 	}
-	engine_timer_arm(eng(g), &g->accept_timer, ACCEPT_TIMEOUT_NS, 0);
+	engine_timer_arm(eng(g), &g->ctl.accept_timer, ACCEPT_TIMEOUT_NS, 0);
 }
 
 /* --- metadata --- */
@@ -963,11 +969,11 @@ static int keep_kallsyms(struct guest *g, struct vt_meta *m)
 	/* Our own file: unreadable only if something outside broke it; keep what came then. */
 	ret = spool_read_file(g->spool_fd, "meta.bin", &data, &len, VT_META_MAX_TOTAL);
 	if (ret < 0)
-		return spool_save_meta(g->spool_fd, g->meta_rx.data, g->meta_rx.len);
+		return spool_save_meta(g->spool_fd, g->meta.rx.data, g->meta.rx.len);
 	ret = vt_meta_decode(&old, data, len);
 	free(data);
 	if (ret < 0)
-		return spool_save_meta(g->spool_fd, g->meta_rx.data, g->meta_rx.len);
+		return spool_save_meta(g->spool_fd, g->meta.rx.data, g->meta.rx.len);
 	free(m->kallsyms.data);	/* an empty record's */
 	m->kallsyms = old.kallsyms;
 	old.kallsyms = (struct vt_blob){ 0 };
@@ -984,25 +990,25 @@ static bool cache_lookup(struct guest *g)
 {
 	int r;
 
-	if (g->rec->kcache_fd < 0 || !(g->caps & VT_PROTO_CAP_KALLSYMS_KEY))
+	if (g->rec->kcache_fd < 0 || !(g->agent.caps & VT_PROTO_CAP_KALLSYMS_KEY))
 		return false;
-	if (g->kcache_tried)
-		return g->kcache_vm[0];
-	g->kcache_tried = true;
-	if (kcache_vm_id(&g->link, g->qmp_uuid, g->kcache_vm, sizeof(g->kcache_vm)) < 0) {
-		snprintf(g->kcache_why, sizeof(g->kcache_why), "nothing the host knows tells its VM "
+	if (g->kcache.tried)
+		return g->kcache.saved.vm[0];
+	g->kcache.tried = true;
+	if (kcache_vm_id(&g->link, g->qemu.uuid, g->kcache.saved.vm, sizeof(g->kcache.saved.vm)) < 0) {
+		snprintf(g->kcache.saved.why, sizeof(g->kcache.saved.why), "nothing the host knows tells its VM "
 			 "apart (--domain, --qemu-pid, or --qmp with QEMU's -uuid): not cached");
-		log_debug("guest %s: kallsyms cache: %s", g->name, g->kcache_why);
+		log_debug("guest %s: kallsyms cache: %s", g->name, g->kcache.saved.why);
 		return false;
 	}
-	r = kcache_key(g->rec->kcache_fd, g->kcache_vm, &g->kcache_key);
+	r = kcache_key(g->rec->kcache_fd, g->kcache.saved.vm, &g->kcache.key);
 	if (r < 0)
-		g->kcache_key = 0;
+		g->kcache.key = 0;
 	if (r < 0 && r != -ENOENT)
 		log_warn("guest %s: its VM's entry %s in the kallsyms cache is not used: %s", g->name,
-			 g->kcache_vm, strerror(-r));
-	log_debug("guest %s: kallsyms cache entry %s (%s)", g->name, g->kcache_vm,
-		  g->kcache_key ? "filled" : "empty");
+			 g->kcache.saved.vm, strerror(-r));
+	log_debug("guest %s: kallsyms cache entry %s (%s)", g->name, g->kcache.saved.vm,
+		  g->kcache.key ? "filled" : "empty");
 	return true;
 }
 
@@ -1011,16 +1017,16 @@ static void cache_kallsyms(struct guest *g, const struct vt_meta *m)
 {
 	int ret;
 
-	if (!m->kallsyms_key || !cache_lookup(g) || m->kallsyms_key == g->kcache_key)
+	if (!m->kallsyms_key || !cache_lookup(g) || m->kallsyms_key == g->kcache.key)
 		return;
-	ret = kcache_store(g->rec->kcache_fd, g->kcache_vm, m->kallsyms_key, &m->kallsyms);
+	ret = kcache_store(g->rec->kcache_fd, g->kcache.saved.vm, m->kallsyms_key, &m->kallsyms);
 	if (ret < 0) {
 		log_warn("guest %s: cannot keep its kallsyms in the cache: %s", g->name, strerror(-ret));
 		return;
 	}
-	g->kcache_key = m->kallsyms_key;
+	g->kcache.key = m->kallsyms_key;
 	log_debug("guest %s: kallsyms (%zu bytes) kept in the cache as %s", g->name,
-		  m->kallsyms.len, g->kcache_vm);
+		  m->kallsyms.len, g->kcache.saved.vm);
 }
 
 /*
@@ -1037,16 +1043,16 @@ static bool kallsyms_from_cache(struct guest *g)
 	void *data;
 	int ret;
 
-	if (!cache_lookup(g) || !g->guest_key || g->guest_key != g->kcache_key)
+	if (!cache_lookup(g) || !g->kcache.guest_key || g->kcache.guest_key != g->kcache.key)
 		return false;
-	ret = kcache_load(g->rec->kcache_fd, g->kcache_vm, g->guest_key, &ks);
+	ret = kcache_load(g->rec->kcache_fd, g->kcache.saved.vm, g->kcache.guest_key, &ks);
 	if (ret < 0) {
 		log_warn("guest %s: the cached kallsyms cannot be used (%s): asking the guest",
 			 g->name, strerror(-ret));
-		g->kcache_key = 0;
+		g->kcache.key = 0;
 		return false;
 	}
-	if (!stream_budget_take(&g->budget, ks.len, &g->budget.meta)) {
+	if (!stream_budget_take(&g->figures.budget, ks.len, &g->figures.budget.meta)) {
 		free(ks.data);
 		return false;
 	}
@@ -1065,8 +1071,8 @@ static bool kallsyms_from_cache(struct guest *g)
 	vt_meta_free(&m);
 	if (ret < 0)
 		return false;
-	g->meta_full = g->kcache_hit = true;
-	g->held_key = g->guest_key;
+	g->meta.full = g->kcache.saved.hit = true;
+	g->kcache.held_key = g->kcache.guest_key;
 	log_info("guest %s: kallsyms (%zu bytes) from the cache, not read in the guest", g->name,
 		 ks.len);
 	return true;
@@ -1074,12 +1080,12 @@ static bool kallsyms_from_cache(struct guest *g)
 
 static void meta_received(struct guest *g, int err)
 {
-	void (*done)(struct guest *g, int err) = g->meta_done;
+	void (*done)(struct guest *g, int err) = g->meta.done;
 	/*
 	 * A fetch while recording or at the end only refreshes what the setup
 	 * spooled (a session taken over, --incoming, has spooled none yet).
 	 */
-	bool refresh = (g->state == G_RUNNING || g->state == G_FINISHING) && g->meta_len;
+	bool refresh = (g->state == G_RUNNING || g->state == G_FINISHING) && g->meta.len;
 	const char *which = g->state == G_RUNNING ? "full" : "final";
 	struct vt_meta m;
 	int ret;
@@ -1096,7 +1102,7 @@ static void meta_received(struct guest *g, int err)
 			     g->reply_text[0] ? g->reply_text : "refused", strerror(-err));
 		return;
 	}
-	ret = vt_meta_decode(&m, g->meta_rx.data, g->meta_rx.len);
+	ret = vt_meta_decode(&m, g->meta.rx.data, g->meta.rx.len);
 	if (ret < 0) {
 		session_fail(g, "the metadata bundle is malformed (%s)", strerror(-ret));
 		return;
@@ -1107,40 +1113,41 @@ static void meta_received(struct guest *g, int err)
 	 * --subbuf-size made it), which is what the data ports will carry.
 	 * Once the streams are open it must not change.
 	 */
-	if (!g->nr_streams && m.subbuf_size != g->subbuf && m.subbuf_size >= VT_SUBBUF_MIN &&
+	if (!g->nr_streams && m.subbuf_size != g->agent.subbuf && m.subbuf_size >= VT_SUBBUF_MIN &&
 	    m.subbuf_size <= VT_SUBBUF_MAX && !(m.subbuf_size & (m.subbuf_size - 1))) {
 		log_info("guest %s: the recorded buffer has %u-byte sub-buffers", g->name, m.subbuf_size);
-		g->subbuf = m.subbuf_size;
+		g->agent.subbuf = m.subbuf_size;
 	}
-	if (m.subbuf_size != g->subbuf || m.nr_cpus != g->nr_cpus) {
+	if (m.subbuf_size != g->agent.subbuf || m.nr_cpus != g->agent.nr_cpus) {
 		session_fail(g, "the metadata says %u CPUs and %u-byte pages, the recording has %u and %u",
-			     m.nr_cpus, m.subbuf_size, g->nr_cpus, g->subbuf);
+			     m.nr_cpus, m.subbuf_size, g->agent.nr_cpus, g->agent.subbuf);
 		vt_meta_free(&m);
 		return;
 	}
-	if (g->caps & VT_PROTO_CAP_KALLSYMS_KEY)
-		g->guest_key = m.kallsyms_key;
+	if (g->agent.caps & VT_PROTO_CAP_KALLSYMS_KEY)
+		g->kcache.guest_key = m.kallsyms_key;
 	/*
 	 * The final bundle without kallsyms, after kallsyms came from the
 	 * cache: the agent never read them this session, so only the key it
 	 * reports says whether a module came or went. If one did, ask again.
 	 */
-	if (g->final_key_check && !m.kallsyms.len && (!m.kallsyms_key || m.kallsyms_key != g->held_key)) {
+	if (g->kcache.final_key_check && !m.kallsyms.len &&
+	    (!m.kallsyms_key || m.kallsyms_key != g->kcache.held_key)) {
 		log_info("guest %s: its kallsyms changed while it recorded: asking for them again",
 			 g->name);
-		g->final_key_check = false;
+		g->kcache.final_key_check = false;
 		vt_meta_free(&m);
-		vt_proto_meta_rx_release(&g->meta_rx);
+		vt_proto_meta_rx_release(&g->meta.rx);
 		fetch_meta(g, 0, done);
 		return;
 	}
 	/* Metadata counts against --max-size like pages (fetch_meta() asked for no more than fits). */
-	if (!stream_budget_take(&g->budget, g->meta_rx.len, &g->budget.meta)) {
+	if (!stream_budget_take(&g->figures.budget, g->meta.rx.len, &g->figures.budget.meta)) {
 		vt_meta_free(&m);
-		vt_proto_meta_rx_release(&g->meta_rx);
+		vt_proto_meta_rx_release(&g->meta.rx);
 		if (!refresh) {
 			session_fail(g, "its metadata is over --max-size (%llu bytes)",
-				     (unsigned long long)g->budget.max);
+				     (unsigned long long)g->figures.budget.max);
 			return;
 		}
 		log_warn("guest %s: the %s metadata is over --max-size: the metadata of the setup "
@@ -1148,21 +1155,21 @@ static void meta_received(struct guest *g, int err)
 		done(g, 0);
 		return;
 	}
-	if (((g->meta_req_flags & VT_PROTO_META_REQ_KALLSYMS_IF_CHANGED) || g->final_key_check) &&
+	if (((g->meta.req_flags & VT_PROTO_META_REQ_KALLSYMS_IF_CHANGED) || g->kcache.final_key_check) &&
 	    !m.kallsyms.len) {
 		ret = keep_kallsyms(g, &m);
 	} else {
-		ret = spool_save_meta(g->spool_fd, g->meta_rx.data, g->meta_rx.len);
+		ret = spool_save_meta(g->spool_fd, g->meta.rx.data, g->meta.rx.len);
 		if (ret == 0)
-			g->meta_full = !(g->meta_req_flags & VT_PROTO_META_REQ_NO_KALLSYMS);
+			g->meta.full = !(g->meta.req_flags & VT_PROTO_META_REQ_NO_KALLSYMS);
 		if (ret == 0 && m.kallsyms.len) {
-			g->held_key = m.kallsyms_key;
+			g->kcache.held_key = m.kallsyms_key;
 			cache_kallsyms(g, &m);
 		}
 	}
 	vt_meta_free(&m);
-	g->meta_len = g->meta_rx.len;
-	vt_proto_meta_rx_release(&g->meta_rx);
+	g->meta.len = g->meta.rx.len;
+	vt_proto_meta_rx_release(&g->meta.rx);
 	if (ret < 0) {
 		session_fail(g, "cannot spool the metadata: %s", strerror(-ret));
 		return;
@@ -1179,12 +1186,12 @@ static void fetch_meta(struct guest *g, uint32_t flags, void (*done)(struct gues
 	uint64_t limit = META_LIMIT;
 
 	/* Never more than the budget has room for: nor in memory, nor in the spool. */
-	if (g->budget.max) {
-		uint64_t left = g->budget.reached ? 0 : g->budget.max - g->budget.used;
+	if (g->figures.budget.max) {
+		uint64_t left = g->figures.budget.reached ? 0 : g->figures.budget.max - g->figures.budget.used;
 
 		limit = left < limit ? left : limit;
 	}
-	if ((g->state == G_RUNNING || g->state == G_FINISHING) && !flags && limit < g->meta_len) {
+	if ((g->state == G_RUNNING || g->state == G_FINISHING) && !flags && limit < g->meta.len) {
 		/* Metadata only grows: a refreshed bundle cannot fit. */
 		log_warn("guest %s: --max-size leaves no room for the %s metadata: the metadata "
 			 "of the setup is kept", g->name, g->state == G_RUNNING ? "full" : "final");
@@ -1195,20 +1202,20 @@ static void fetch_meta(struct guest *g, uint32_t flags, void (*done)(struct gues
 		session_fail(g, "--max-size leaves no room for its metadata");
 		return;
 	}
-	vt_proto_meta_rx_release(&g->meta_rx);
-	vt_proto_meta_rx_init(&g->meta_rx, limit);
-	g->meta_done = done;
-	g->meta_req_flags = flags;
+	vt_proto_meta_rx_release(&g->meta.rx);
+	vt_proto_meta_rx_init(&g->meta.rx, limit);
+	g->meta.done = done;
+	g->meta.req_flags = flags;
 	/* An agent that can send kallsyms as it reads it never holds it whole. */
-	if ((g->caps & (VT_PROTO_CAP_META_FLAGS | VT_PROTO_CAP_META_OPEN)) ==
+	if ((g->agent.caps & (VT_PROTO_CAP_META_FLAGS | VT_PROTO_CAP_META_OPEN)) ==
 	    (VT_PROTO_CAP_META_FLAGS | VT_PROTO_CAP_META_OPEN))
 		flags |= VT_PROTO_META_REQ_OPEN;
 	/*
 	 * Never KALLSYMS_UNLESS_KEY: a key the cache holds is never sent to a
 	 * guest (kallsyms_from_cache() compares keys on the host).
 	 */
-	request(g, vt_proto_enc_meta_req_flags(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX,
-					       vt_conn_next_seq(g->conn), limit, flags),
+	request(g, vt_proto_enc_meta_req_flags(vt_conn_frame(g->ctl.conn), VT_PROTO_FRAME_MAX,
+					       vt_conn_next_seq(g->ctl.conn), limit, flags),
 		VT_PROTO_META, meta_received);
 }
 
@@ -1232,8 +1239,8 @@ static void burst_end_cpu(struct guest *g)
 
 	engine_timer_cancel(eng(g), &b->timer);
 	b->k = b->n;		/* a late reply is ignored */
-	request(g, vt_proto_enc_sync(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX, VT_PROTO_SYNC_END,
-				     vt_conn_next_seq(g->conn), &s), VT_PROTO_OK, burst_ended);
+	request(g, vt_proto_enc_sync(vt_conn_frame(g->ctl.conn), VT_PROTO_FRAME_MAX, VT_PROTO_SYNC_END,
+				     vt_conn_next_seq(g->ctl.conn), &s), VT_PROTO_OK, burst_ended);
 }
 
 static double ticks_ms(const struct guest *g, uint64_t ticks)
@@ -1251,7 +1258,7 @@ static void burst_cut(struct guest *g, const char *fmt, ...) __attribute__((form
 static void burst_cut(struct guest *g, const char *fmt, ...)
 {
 	struct guest_burst *b = &g->burst;
-	char why[sizeof(g->sync.final_cut)];
+	char why[sizeof(g->sync.head.final_cut)];
 	va_list ap;
 
 	b->cut = true;
@@ -1259,7 +1266,7 @@ static void burst_cut(struct guest *g, const char *fmt, ...)
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
 	if (!strcmp(b->when, "stop"))
-		snprintf(g->sync.final_cut, sizeof(g->sync.final_cut), "%s", why);
+		snprintf(g->sync.head.final_cut, sizeof(g->sync.head.final_cut), "%s", why);
 	guest_log(g, GMSG_SYNC, L_WARN, "guest %s: the clock sync at %s is cut short: %s", g->name,
 		  b->when, why);
 }
@@ -1297,8 +1304,8 @@ static void burst_budget(void *arg)
 static void burst_probe(struct guest *g)
 {
 	struct vt_proto_sync s = { .cpu = g->burst.cpu, .probe = g->burst.k };
-	int len = vt_proto_enc_sync(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX, VT_PROTO_SYNC_PROBE,
-				    vt_conn_next_seq(g->conn), &s);
+	int len = vt_proto_enc_sync(vt_conn_frame(g->ctl.conn), VT_PROTO_FRAME_MAX, VT_PROTO_SYNC_PROBE,
+				    vt_conn_next_seq(g->ctl.conn), &s);
 
 	g->burst.t1 = sync_host_tsc();
 	if (send_frame(g, len) < 0)
@@ -1360,7 +1367,7 @@ static bool slow_reply(struct guest *g, const struct vt_tsync_sample *smp)
 		return false;
 	if (b->cpu < COLLECT_MAX_CPUS)
 		best = g->sync.min_rtt[b->cpu];
-	for (cpu = 0; !best && cpu < g->nr_cpus && cpu < COLLECT_MAX_CPUS; cpu++)
+	for (cpu = 0; !best && cpu < g->agent.nr_cpus && cpu < COLLECT_MAX_CPUS; cpu++)
 		if (g->sync.min_rtt[cpu] && (!best || g->sync.min_rtt[cpu] < best))
 			best = g->sync.min_rtt[cpu];
 	if (!best || rtt / SLOW_RTT_FACTOR < best ||
@@ -1386,7 +1393,7 @@ static void got_reply(struct guest *g, const struct vt_proto_msg *m)
 	engine_timer_cancel(eng(g), &b->timer);
 	smp = &b->smp[b->got++];
 	smp->t1 = b->t1;
-	smp->t2 = g->rx_tsc;
+	smp->t2 = g->ctl.rx_tsc;
 	smp->g = s.tsc;
 	smp->cpu = s.ran_on;
 	smp->want_cpu = b->cpu;
@@ -1441,8 +1448,8 @@ static void burst_cpu_begin(struct guest *g)
 	b->k = b->got = 0;
 	b->req_pending = true;
 	s = (struct vt_proto_sync){ .cpu = b->cpu, .probe = b->n };
-	request(g, vt_proto_enc_sync(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX, VT_PROTO_SYNC_BEGIN,
-				     vt_conn_next_seq(g->conn), &s), VT_PROTO_OK, burst_begun);
+	request(g, vt_proto_enc_sync(vt_conn_frame(g->ctl.conn), VT_PROTO_FRAME_MAX, VT_PROTO_SYNC_BEGIN,
+				     vt_conn_next_seq(g->ctl.conn), &s), VT_PROTO_OK, burst_begun);
 }
 
 /*
@@ -1479,7 +1486,7 @@ static void burst_run(struct guest *g, const char *when, void (*done)(struct gue
 		/* Its own time, within what --stop-timeout leaves for the rest of the stop. */
 		uint64_t budget = (uint64_t)(o->stop_timeout * NSEC_PER_SEC) / 2;
 
-		g->sync.final_cut[0] = '\0';
+		g->sync.head.final_cut[0] = '\0';
 		engine_timer_arm(eng(g), &b->budget, budget < FINAL_SYNC_NS ? budget : FINAL_SYNC_NS, 0);
 	}
 	burst_cpu_begin(g);
@@ -1489,8 +1496,8 @@ static void burst_run(struct guest *g, const char *when, void (*done)(struct gue
 static void running_burst_done(struct guest *g, int err)
 {
 	(void)err;
-	if (g->state == G_RUNNING && g->resync) {
-		g->resync = false;
+	if (g->state == G_RUNNING && g->qemu.resync) {
+		g->qemu.resync = false;
 		burst_run(g, "resume", running_burst_done);
 	}
 }
@@ -1516,10 +1523,10 @@ static void sync_tick(void *arg)
 static void resumed(struct guest *g)
 {
 	if (g->state == G_RUNNING && !g->burst.active && !g->req.active) {
-		g->resync = false;
+		g->qemu.resync = false;
 		burst_run(g, "resume", running_burst_done);
 	} else if (g->state < G_STOPPING) {
-		g->resync = true;
+		g->qemu.resync = true;
 	}
 }
 
@@ -1535,16 +1542,16 @@ static void mig_clock(struct guest *g)
 	struct timespec ts;
 	FILE *f;
 
-	if (g->mig.rt_tsc)
+	if (g->mig.seen.rt_tsc)
 		return;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	g->mig.rt_tsc = sync_host_tsc();
-	g->mig.rt_ns = (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+	g->mig.seen.rt_tsc = sync_host_tsc();
+	g->mig.seen.rt_ns = (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
 	f = fopen("/proc/sys/kernel/random/boot_id", "re");
 	if (f) {
-		if (!fgets(g->mig.boot_id, sizeof(g->mig.boot_id), f))
-			g->mig.boot_id[0] = '\0';
-		g->mig.boot_id[strcspn(g->mig.boot_id, "\n")] = '\0';
+		if (!fgets(g->mig.seen.boot_id, sizeof(g->mig.seen.boot_id), f))
+			g->mig.seen.boot_id[0] = '\0';
+		g->mig.seen.boot_id[strcspn(g->mig.seen.boot_id, "\n")] = '\0';
 		fclose(f);
 	}
 }
@@ -1564,9 +1571,9 @@ static void migrated_done(struct guest *g)
 {
 	unsigned int i;
 
-	engine_timer_cancel(eng(g), &g->drain_timer);
-	engine_timer_cancel(eng(g), &g->stop_timer);
-	g->mig.out_tsc = sync_host_tsc();
+	engine_timer_cancel(eng(g), &g->stop.drain_timer);
+	engine_timer_cancel(eng(g), &g->stop.timer);
+	g->mig.seen.out_tsc = sync_host_tsc();
 	g->state = G_DONE;
 	msgs_summary(g);
 	spool_save_state(g);
@@ -1609,8 +1616,8 @@ static void migrated_out(struct guest *g)
 		return;
 	g->mig.out = true;
 	g->mig.migrating = false;
-	if (!g->mig.completed_tsc)
-		g->mig.completed_tsc = sync_host_tsc();
+	if (!g->mig.seen.completed_tsc)
+		g->mig.seen.completed_tsc = sync_host_tsc();
 	if (g->state < G_RUNNING) {
 		session_fail(g, "it migrated to another host before its recording started");
 		return;
@@ -1618,20 +1625,20 @@ static void migrated_out(struct guest *g)
 	log_info("guest %s: it migrated to another host: draining what its ports still deliver",
 		 g->name);
 	engine_timer_cancel(e, &g->req.timer);
-	engine_timer_cancel(e, &g->kvm_timer);
-	engine_timer_cancel(e, &g->sync_timer);
-	engine_timer_cancel(e, &g->stop_timer);
+	engine_timer_cancel(e, &g->sync.kvm_timer);
+	engine_timer_cancel(e, &g->sync.timer);
+	engine_timer_cancel(e, &g->stop.timer);
 	burst_abort(g);
 	g->req.active = false;
-	g->stop_deferred = false;
+	g->stop.deferred = false;
 	ctl_close(g);
 	for (i = 0; i < g->nr_streams; i++)
 		g->streams[i].eager = true;
 	g->state = G_DRAINING;
 	g->mig.quiet_bytes = streams_bytes(g);
 	g->mig.quiet_since = engine_now_ns();
-	engine_timer_arm(e, &g->drain_timer, DRAIN_CHECK_NS, DRAIN_CHECK_NS);
-	engine_timer_arm(e, &g->stop_timer, (uint64_t)(g->rec->o->stop_timeout * NSEC_PER_SEC), 0);
+	engine_timer_arm(e, &g->stop.drain_timer, DRAIN_CHECK_NS, DRAIN_CHECK_NS);
+	engine_timer_arm(e, &g->stop.timer, (uint64_t)(g->rec->o->stop_timeout * NSEC_PER_SEC), 0);
 	qmp_query_migrate(g);	/* QEMU's downtime, for the manifest */
 	spool_save_migration(g);
 	changed(g);
@@ -1640,7 +1647,7 @@ static void migrated_out(struct guest *g)
 /* A MIGRATION status from QMP (QEMU's words). */
 static void migration_status(struct guest *g, const char *status)
 {
-	snprintf(g->mig.status, sizeof(g->mig.status), "%s", status);
+	snprintf(g->mig.seen.status, sizeof(g->mig.seen.status), "%s", status);
 	mig_clock(g);
 	if (g->mig.incoming) {
 		/* The destination's QEMU: the guest arrives here. */
@@ -1655,12 +1662,12 @@ static void migration_status(struct guest *g, const char *status)
 	}
 	if (!strcmp(status, "failed") || !strcmp(status, "cancelled")) {
 		if (g->mig.migrating) {
-			g->mig.failures++;
+			g->mig.seen.failures++;
 			log_warn("guest %s: its migration %s: it stays on this host, and its recording "
 				 "goes on", g->name, status);
 		}
 		g->mig.migrating = false;
-		g->mig.stop_tsc = 0;
+		g->mig.seen.stop_tsc = 0;
 		if (g->spool[0])
 			spool_save_migration(g);
 		return;
@@ -1698,11 +1705,12 @@ static void qmp_event(struct guest *g, enum qmp_ev ev, const char *detail)
 		 * vCPUs' TSCs (their epochs are listed, not applied) and what the
 		 * ports still held came in.
 		 */
-		if (g->reset_why[0])
+		if (g->qemu.reset_why[0])
 			break;
-		sync_reset(g, g->reset_tsc);
-		snprintf(g->reset_why, sizeof(g->reset_why), "%s", detail[0] ? detail : "unknown");
-		engine_timer_arm(eng(g), &g->reset_timer, RESET_GRACE_NS, 0);
+		sync_reset(g, g->qemu.reset_tsc);
+		snprintf(g->qemu.reset_why, sizeof(g->qemu.reset_why), "%s",
+			 detail[0] ? detail : "unknown");
+		engine_timer_arm(eng(g), &g->qemu.reset_timer, RESET_GRACE_NS, 0);
 		break;
 	}
 }
@@ -1735,8 +1743,8 @@ static int enc_events(struct guest *g, const struct record_opts *o)
 		list[i].event = ev[i];
 		list[i].filter = o->filters[i] ? o->filters[i] : "";
 	}
-	return vt_proto_enc_events(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX,
-				   vt_conn_next_seq(g->conn), VT_PROTO_EVENTS_REPLACE, list,
+	return vt_proto_enc_events(vt_conn_frame(g->ctl.conn), VT_PROTO_FRAME_MAX,
+				   vt_conn_next_seq(g->ctl.conn), VT_PROTO_EVENTS_REPLACE, list,
 				   o->nr_events);
 }
 
@@ -1795,7 +1803,7 @@ static bool epoch_missing(const struct guest *g)
 {
 	unsigned int i;
 
-	if (strcmp(g->sync.method, "probe"))
+	if (strcmp(g->sync.head.method, "probe"))
 		return false;
 	for (i = 0; i < g->nr_streams; i++) {
 		unsigned int cpu = g->streams[i].cpu;
@@ -1816,7 +1824,7 @@ static void retry_tick(void *arg)
 		return;
 	if (g->burst.active || g->req.active) {
 		/* The metadata on its way: probes would wait behind it. */
-		engine_timer_arm(eng(g), &g->retry_timer, SYNC_RETRY_NS, 0);
+		engine_timer_arm(eng(g), &g->sync.retry_timer, SYNC_RETRY_NS, 0);
 		return;
 	}
 	log_info("guest %s: a vCPU has no clock epoch since the takeover: probing again", g->name);
@@ -1826,8 +1834,8 @@ static void retry_tick(void *arg)
 static void retry_synced(struct guest *g, int err)
 {
 	(void)err;
-	if (g->state == G_RUNNING && epoch_missing(g) && ++g->sync_retries < SYNC_RETRIES)
-		engine_timer_arm(eng(g), &g->retry_timer, SYNC_RETRY_NS, 0);
+	if (g->state == G_RUNNING && epoch_missing(g) && ++g->sync.retries < SYNC_RETRIES)
+		engine_timer_arm(eng(g), &g->sync.retry_timer, SYNC_RETRY_NS, 0);
 	running_burst_done(g, 0);
 }
 
@@ -1840,7 +1848,7 @@ static void incoming_synced(struct guest *g, int err)
 	if (g->state != G_RUNNING)
 		return;
 	if (epoch_missing(g))
-		engine_timer_arm(eng(g), &g->retry_timer, SYNC_RETRY_NS, 0);
+		engine_timer_arm(eng(g), &g->sync.retry_timer, SYNC_RETRY_NS, 0);
 	fetch_meta(g, 0, incoming_meta_done);
 }
 
@@ -1864,13 +1872,13 @@ static void resume_answered(struct guest *g, int err)
 		setup_next(g);
 		return;
 	}
-	g->mig.resumed = true;
-	g->mig.taken_tsc = sync_host_tsc();
+	g->mig.seen.resumed = true;
+	g->mig.seen.taken_tsc = sync_host_tsc();
 	mig_clock(g);
-	g->resync = false;	/* the takeover's burst is the resume's */
+	g->qemu.resync = false;	/* the takeover's burst is the resume's */
 	log_info("guest %s: took its agent's session over (resume %llu, %u events in %s%s)",
-		 g->name, (unsigned long long)g->mig.resume_no, g->mig.nr_events,
-		 g->mig.instance[0] ? "instance " : "the top-level buffer", g->mig.instance);
+		 g->name, (unsigned long long)g->mig.seen.resume_no, g->mig.seen.nr_events,
+		 g->mig.seen.instance[0] ? "instance " : "the top-level buffer", g->mig.seen.instance);
 	ret = open_streams(g);
 	if (ret < 0) {
 		session_fail(g, "no data port could be opened (%s)", strerror(-ret));
@@ -1883,9 +1891,9 @@ static void resume_answered(struct guest *g, int err)
 	spool_save_state(g);
 	spool_save_migration(g);
 	changed(g);
-	if (g->stop_deferred) {
+	if (g->stop.deferred) {
 		/* Stopped while it was taken over: what it streams now is drained, no more. */
-		g->stop_deferred = false;
+		g->stop.deferred = false;
 		session_stop(g);
 		return;
 	}
@@ -1895,14 +1903,14 @@ static void resume_answered(struct guest *g, int err)
 /* --incoming: ask the agent for its running session. */
 static void take_over(struct guest *g)
 {
-	if (!(g->caps & VT_PROTO_CAP_RESUME)) {
+	if (!(g->agent.caps & VT_PROTO_CAP_RESUME)) {
 		session_fail(g, "--incoming: the agent cannot hand its session over (%s has no "
-			     "RESUME)", g->agent_software);
+			     "RESUME)", g->agent.software);
 		return;
 	}
 	g->mig.session_seen = false;
-	request(g, vt_proto_enc_empty(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX, VT_PROTO_RESUME,
-				      vt_conn_next_seq(g->conn)), VT_PROTO_SESSION, resume_answered);
+	request(g, vt_proto_enc_empty(vt_conn_frame(g->ctl.conn), VT_PROTO_FRAME_MAX, VT_PROTO_RESUME,
+				      vt_conn_next_seq(g->ctl.conn)), VT_PROTO_SESSION, resume_answered);
 }
 
 static void hello_done(struct guest *g, int err)
@@ -1913,25 +1921,26 @@ static void hello_done(struct guest *g, int err)
 		session_fail(g, "handshake refused: %s", g->reply_text);
 		return;
 	}
-	g->caps = g->hello.caps;
-	g->nr_cpus = g->hello.nr_cpus;
-	g->subbuf = g->hello.subbuf_size;
-	if (!g->nr_cpus || g->nr_cpus > COLLECT_MAX_CPUS) {
-		session_fail(g, "the agent reports %u CPUs (1 to %d supported)", g->nr_cpus,
+	g->agent.caps = g->hello.caps;
+	g->agent.nr_cpus = g->hello.nr_cpus;
+	g->agent.subbuf = g->hello.subbuf_size;
+	if (!g->agent.nr_cpus || g->agent.nr_cpus > COLLECT_MAX_CPUS) {
+		session_fail(g, "the agent reports %u CPUs (1 to %d supported)", g->agent.nr_cpus,
 			     COLLECT_MAX_CPUS);
 		return;
 	}
-	if (g->subbuf < VT_SUBBUF_MIN || g->subbuf > VT_SUBBUF_MAX || (g->subbuf & (g->subbuf - 1))) {
-		session_fail(g, "the agent reports %u-byte sub-buffers", g->subbuf);
+	if (g->agent.subbuf < VT_SUBBUF_MIN || g->agent.subbuf > VT_SUBBUF_MAX ||
+	    (g->agent.subbuf & (g->agent.subbuf - 1))) {
+		session_fail(g, "the agent reports %u-byte sub-buffers", g->agent.subbuf);
 		return;
 	}
-	log_info("guest %s: %s, %u CPUs, %u-byte pages, clock %s", g->name, g->agent_software,
-		 g->nr_cpus, g->subbuf, g->clock);
+	log_info("guest %s: %s, %u CPUs, %u-byte pages, clock %s", g->name, g->agent.software,
+		 g->agent.nr_cpus, g->agent.subbuf, g->agent.clock);
 	if (g->mig.incoming) {
 		take_over(g);
 		return;
 	}
-	if (!(g->caps & VT_PROTO_CAP_X86_TSC) && !o->clock)
+	if (!(g->agent.caps & VT_PROTO_CAP_X86_TSC) && !o->clock)
 		log_warn("guest %s has no x86-tsc trace clock: its timestamps cannot be mapped "
 			 "exactly onto the host's", g->name);
 	step_done(g, 0);
@@ -1943,7 +1952,7 @@ static void lastboot_received(struct guest *g, int err)
 	if (err < 0) {
 		log_warn("guest %s: no last boot's trace: %s", g->name,
 			 g->reply_text[0] ? g->reply_text : strerror(-err));
-		vt_proto_meta_rx_release(&g->meta_rx);
+		vt_proto_meta_rx_release(&g->meta.rx);
 	} else if (lastboot_save(g, g->rec->o) < 0) {
 		return;
 	}
@@ -1970,19 +1979,19 @@ static void full_meta_done(struct guest *g, int err)
 	const struct record_opts *o = g->rec->o;
 
 	(void)err;
-	g->meta_partial = false;
+	g->meta.partial = false;
 	/* The bundle the guest's events are shown with (kallsyms, task names): the live view may start. */
 	live_meta(g->rec->live, g->live_idx);
-	if (g->stop_deferred) {
-		g->stop_deferred = false;
+	if (g->stop.deferred) {
+		g->stop.deferred = false;
 		session_stop(g);
 		return;
 	}
 	g->step = ST_RUNNING;
-	if (!strcmp(g->sync.method, "kvm"))
-		engine_timer_arm(eng(g), &g->kvm_timer, sync_kvm_period_ns(g), sync_kvm_period_ns(g));
+	if (!strcmp(g->sync.head.method, "kvm"))
+		engine_timer_arm(eng(g), &g->sync.kvm_timer, sync_kvm_period_ns(g), sync_kvm_period_ns(g));
 	if (o->sync_interval > 0)
-		engine_timer_arm(eng(g), &g->sync_timer, (uint64_t)(o->sync_interval * NSEC_PER_SEC),
+		engine_timer_arm(eng(g), &g->sync.timer, (uint64_t)(o->sync_interval * NSEC_PER_SEC),
 				 (uint64_t)(o->sync_interval * NSEC_PER_SEC));
 	spool_save_state(g);
 	running_burst_done(g, 0);
@@ -1997,7 +2006,7 @@ static void synced(struct guest *g, int err)
 {
 	(void)err;
 	g->synced = true;
-	if (g->meta_partial && g->state == G_RUNNING && !kallsyms_from_cache(g))
+	if (g->meta.partial && g->state == G_RUNNING && !kallsyms_from_cache(g))
 		fetch_meta(g, 0, full_meta_done);
 	else
 		full_meta_done(g, 0);
@@ -2007,7 +2016,7 @@ static void synced(struct guest *g, int err)
 static void setup_next(struct guest *g)
 {
 	const struct record_opts *o = g->rec->o;
-	struct vt_conn *c = g->conn;
+	struct vt_conn *c = g->ctl.conn;
 	uint8_t *f = vt_conn_frame(c);
 	const size_t F = VT_PROTO_FRAME_MAX;
 	int ret;
@@ -2048,13 +2057,13 @@ static void setup_next(struct guest *g)
 			g->state = G_CONFIG;
 			if (!o->last_boot)
 				break;
-			if (!(g->caps & VT_PROTO_CAP_LASTBOOT)) {
+			if (!(g->agent.caps & VT_PROTO_CAP_LASTBOOT)) {
 				log_warn("guest %s: --last-boot: the agent cannot send the last boot's "
 					 "trace (an older trace-agent)", g->name);
 				break;
 			}
-			vt_proto_meta_rx_release(&g->meta_rx);
-			vt_proto_meta_rx_init(&g->meta_rx, VT_PROTO_META_MAX_TOTAL);
+			vt_proto_meta_rx_release(&g->meta.rx);
+			vt_proto_meta_rx_init(&g->meta.rx, VT_PROTO_META_MAX_TOTAL);
 			request(g, vt_proto_enc_string(f, F, VT_PROTO_LASTBOOT_REQ, vt_conn_next_seq(c),
 						       o->last_boot), VT_PROTO_META, lastboot_received);
 			return;
@@ -2067,16 +2076,16 @@ static void setup_next(struct guest *g)
 			return;
 		case ST_CLOCK:
 			/* x86-tsc where the guest has it: the one clock that maps exactly onto the host's. */
-			if (!o->clock && !(g->caps & VT_PROTO_CAP_X86_TSC))
+			if (!o->clock && !(g->agent.caps & VT_PROTO_CAP_X86_TSC))
 				break;
-			snprintf(g->clock, sizeof(g->clock), "%s", o->clock ? o->clock : "x86-tsc");
-			request(g, vt_proto_enc_string(f, F, VT_PROTO_CLOCK, vt_conn_next_seq(c), g->clock),
+			snprintf(g->agent.clock, sizeof(g->agent.clock), "%s", o->clock ? o->clock : "x86-tsc");
+			request(g, vt_proto_enc_string(f, F, VT_PROTO_CLOCK, vt_conn_next_seq(c), g->agent.clock),
 				VT_PROTO_OK, step_done);
 			return;
 		case ST_BUFFER: {
 			struct vt_proto_buffer_size bs = { .size_kb = o->buffer_kb, .subbuf_kb = o->subbuf_kb };
 
-			if (o->subbuf_kb && !(g->caps & VT_PROTO_CAP_SUBBUF)) {
+			if (o->subbuf_kb && !(g->agent.caps & VT_PROTO_CAP_SUBBUF)) {
 				session_fail(g, "--subbuf-size: the guest kernel cannot change its sub-buffer "
 					     "size (no buffer_subbuf_size_kb: Linux 6.8 or later needed)");
 				return;
@@ -2102,7 +2111,7 @@ static void setup_next(struct guest *g)
 			/* --live: partial pages too, so that a quiet guest's events show within the window. */
 			if (!o->live_ms)
 				break;
-			if (!(g->caps & VT_PROTO_CAP_FLUSH)) {
+			if (!(g->agent.caps & VT_PROTO_CAP_FLUSH)) {
 				log_warn("guest %s: its agent sends whole pages only (an older trace-agent): "
 					 "its events show up live as its pages fill", g->name);
 				break;
@@ -2119,8 +2128,8 @@ static void setup_next(struct guest *g)
 			 * is not needed to start: the full bundle follows once the
 			 * guest records, off the start's path.
 			 */
-			g->meta_partial = (g->caps & VT_PROTO_CAP_META_FLAGS) != 0;
-			fetch_meta(g, g->meta_partial ? VT_PROTO_META_REQ_NO_KALLSYMS : 0, step_done);
+			g->meta.partial = (g->agent.caps & VT_PROTO_CAP_META_FLAGS) != 0;
+			fetch_meta(g, g->meta.partial ? VT_PROTO_META_REQ_NO_KALLSYMS : 0, step_done);
 			return;
 		case ST_STREAMS:
 			if (g->link.listen && g->link.chardev_dir[0]) {
@@ -2166,17 +2175,17 @@ static int connected(struct guest *g)
 {
 	struct engine *e = eng(g);
 
-	if (attach_discard_stale(g->ctl_rfd))
+	if (attach_discard_stale(g->ctl.rfd))
 		log_info("guest %s: discarded stale bytes on the control port", g->name);
-	g->conn = vt_conn_new(g->ctl_rfd, g->ctl_wfd);
-	if (!g->conn) {
+	g->ctl.conn = vt_conn_new(g->ctl.rfd, g->ctl.wfd);
+	if (!g->ctl.conn) {
 		session_fail(g, "cannot set up its control connection: %m");
 		return -ENOMEM;
 	}
-	vt_conn_set_hook(g->conn, conn_hook, g);
-	g->ctl_in = engine_add_fd(e, g->ctl_rfd, POLLIN, ctl_readable, g);
-	g->ctl_out = engine_add_fd(e, g->ctl_wfd, POLLOUT, ctl_writable, g);
-	if (!g->ctl_in || !g->ctl_out) {
+	vt_conn_set_hook(g->ctl.conn, conn_hook, g);
+	g->ctl.in = engine_add_fd(e, g->ctl.rfd, POLLIN, ctl_readable, g);
+	g->ctl.out = engine_add_fd(e, g->ctl.wfd, POLLOUT, ctl_writable, g);
+	if (!g->ctl.in || !g->ctl.out) {
 		session_fail(g, "out of memory");
 		return -ENOMEM;
 	}
@@ -2193,18 +2202,18 @@ static bool ctl_acceptable(void *arg, int revents)
 	(void)revents;
 	if (g->state == G_FAILED)
 		return false;
-	ret = take_connection(g, g->ctl_lfd, g->link.ctl_path, g->ctl_taken, &fd);
+	ret = take_connection(g, g->ctl.lfd, g->link.ctl_path, g->ctl.taken, &fd);
 	if (ret == -EAGAIN)
 		return true;
-	if (ret < 0 && g->ctl_taken)
+	if (ret < 0 && g->ctl.taken)
 		return false;
-	g->ctl_taken = true;
-	engine_timer_cancel(eng(g), &g->accept_timer);
+	g->ctl.taken = true;
+	engine_timer_cancel(eng(g), &g->ctl.accept_timer);
 	if (ret < 0) {
 		session_fail(g, "cannot accept QEMU's connection on %s: %s", g->link.ctl_path, strerror(-ret));
 		return false;
 	}
-	g->ctl_rfd = g->ctl_wfd = fd;
+	g->ctl.rfd = g->ctl.wfd = fd;
 	connected(g);
 	return true;
 }
@@ -2214,17 +2223,17 @@ static void accept_timeout(void *arg)
 	struct guest *g = arg;
 	unsigned int i;
 
-	if (g->ctl_lfd >= 0 && !g->ctl_taken) {
+	if (g->ctl.lfd >= 0 && !g->ctl.taken) {
 		session_fail(g, "nothing connected to %s within %llu s: start QEMU with a socket "
 			     "chardev (server=off) on that path", g->link.ctl_path,
 			     (unsigned long long)(ACCEPT_TIMEOUT_NS / NSEC_PER_SEC));
 		return;
 	}
-	for (i = 0; g->ports && i < g->nr_cpus; i++)
-		if (g->ports[i].lfd >= 0 && !g->ports[i].taken)
+	for (i = 0; g->ctl.ports && i < g->agent.nr_cpus; i++)
+		if (g->ctl.ports[i].lfd >= 0 && !g->ctl.ports[i].taken)
 			break;
 	session_fail(g, "nothing connected to %s within %llu s: start QEMU with a socket "
-		     "chardev (server=off) on that path", g->ports ? g->ports[i].base : "?",
+		     "chardev (server=off) on that path", g->ctl.ports ? g->ctl.ports[i].base : "?",
 		     (unsigned long long)(ACCEPT_TIMEOUT_NS / NSEC_PER_SEC));
 }
 
@@ -2261,26 +2270,26 @@ int session_begin(struct guest *g)
 	engine_timer_init(&g->req.timer, req_timeout, g);
 	engine_timer_init(&g->burst.timer, burst_timeout, g);
 	engine_timer_init(&g->burst.budget, burst_budget, g);
-	engine_timer_init(&g->drain_timer, drain_tick, g);
-	engine_timer_init(&g->kvm_timer, kvm_tick, g);
-	engine_timer_init(&g->sync_timer, sync_tick, g);
-	engine_timer_init(&g->stop_timer, stop_timeout, g);
-	engine_timer_init(&g->accept_timer, accept_timeout, g);
-	engine_timer_init(&g->retry_timer, retry_tick, g);
-	engine_timer_init(&g->reset_timer, reset_done, g);
-	vt_proto_meta_rx_init(&g->meta_rx, META_LIMIT);
+	engine_timer_init(&g->stop.drain_timer, drain_tick, g);
+	engine_timer_init(&g->sync.kvm_timer, kvm_tick, g);
+	engine_timer_init(&g->sync.timer, sync_tick, g);
+	engine_timer_init(&g->stop.timer, stop_timeout, g);
+	engine_timer_init(&g->ctl.accept_timer, accept_timeout, g);
+	engine_timer_init(&g->sync.retry_timer, retry_tick, g);
+	engine_timer_init(&g->qemu.reset_timer, reset_done, g);
+	vt_proto_meta_rx_init(&g->meta.rx, META_LIMIT);
 	if (g->link.qmp_path[0])
 		qmp_attach(g, e, g->rec->tsc.khz, qmp_event);
 	if (g->mig.incoming)
 		open_early(g);
-	if (g->ctl_lfd < 0)
+	if (g->ctl.lfd < 0)
 		return connected(g);
 	/* --listen: QEMU connects when it can (reconnect=N); the engine waits, nobody else does. */
-	if (!engine_add_fd(e, g->ctl_lfd, POLLIN, ctl_acceptable, g)) {
+	if (!engine_add_fd(e, g->ctl.lfd, POLLIN, ctl_acceptable, g)) {
 		session_fail(g, "out of memory");
 		return -ENOMEM;
 	}
-	engine_timer_arm(e, &g->accept_timer, ACCEPT_TIMEOUT_NS, 0);
+	engine_timer_arm(e, &g->ctl.accept_timer, ACCEPT_TIMEOUT_NS, 0);
 	return 0;
 }
 
@@ -2290,24 +2299,24 @@ static void bye_done(struct guest *g, int err)
 {
 	if (err < 0)
 		log_warn("guest %s: BYE refused (%s)", g->name, strerror(-err));
-	engine_timer_cancel(eng(g), &g->stop_timer);
+	engine_timer_cancel(eng(g), &g->stop.timer);
 	g->state = G_DONE;
 	ctl_close(g);
 	msgs_summary(g);
 	spool_save_state(g);
 	spool_save_migration(g);
 	log_info("guest %s: done", g->name);
-	if (g->stop_ns)
+	if (g->stop.sent_ns)
 		log_debug("guest %s: done %.1f ms after STOP", g->name,
-			  (engine_now_ns() - g->stop_ns) / 1e6);
+			  (engine_now_ns() - g->stop.sent_ns) / 1e6);
 	changed(g);
 }
 
 static void final_meta_done(struct guest *g, int err)
 {
 	(void)err;
-	request(g, vt_proto_enc_empty(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX, VT_PROTO_BYE,
-				      vt_conn_next_seq(g->conn)), VT_PROTO_OK, bye_done);
+	request(g, vt_proto_enc_empty(vt_conn_frame(g->ctl.conn), VT_PROTO_FRAME_MAX, VT_PROTO_BYE,
+				      vt_conn_next_seq(g->ctl.conn)), VT_PROTO_OK, bye_done);
 }
 
 static void final_sync_done(struct guest *g, int err)
@@ -2323,11 +2332,11 @@ static void final_sync_done(struct guest *g, int err)
 	 * Kallsyms from the cache were never read by the agent this session:
 	 * the key the bundle reports tells (meta_received()).
 	 */
-	g->final_key_check = false;
-	if (g->meta_full && (g->caps & VT_PROTO_CAP_META_FLAGS)) {
-		if (g->kcache_hit && g->held_key && (g->caps & VT_PROTO_CAP_KALLSYMS_KEY)) {
+	g->kcache.final_key_check = false;
+	if (g->meta.full && (g->agent.caps & VT_PROTO_CAP_META_FLAGS)) {
+		if (g->kcache.saved.hit && g->kcache.held_key && (g->agent.caps & VT_PROTO_CAP_KALLSYMS_KEY)) {
 			flags = VT_PROTO_META_REQ_NO_KALLSYMS;
-			g->final_key_check = true;
+			g->kcache.final_key_check = true;
 		} else {
 			flags = VT_PROTO_META_REQ_KALLSYMS_IF_CHANGED;
 		}
@@ -2351,7 +2360,7 @@ static void reset_done(void *arg)
 		return;
 	sync_reset_settled(g);
 	session_fail(g, "QEMU reset the guest (QMP RESET, reason %s): its recording ends there",
-		     g->reset_why);
+		     g->qemu.reset_why);
 }
 
 static void stop_timeout(void *arg)
@@ -2374,7 +2383,7 @@ static void stop_timeout(void *arg)
 
 			n += snprintf(what + n, sizeof(what) - n, "%scpu%u %llu of %llu", i ? ", " : "",
 				      s->cpu, (unsigned long long)(s->bytes_session + s->resume_base),
-				      (unsigned long long)g->agent_bytes[s->cpu]);
+				      (unsigned long long)g->stats.bytes[s->cpu]);
 		}
 		session_fail(g, "data ports delivered less than the agent reported sent within %g s (%s)",
 			     t, what);
@@ -2392,16 +2401,16 @@ void session_stop(struct guest *g)
 {
 	struct engine *e = eng(g);
 
-	if (g->reset_why[0]) {
+	if (g->qemu.reset_why[0]) {
 		/* Reset: no agent to stop; its end comes now rather than after the grace. */
-		engine_timer_cancel(e, &g->reset_timer);
+		engine_timer_cancel(e, &g->qemu.reset_timer);
 		reset_done(g);
 		return;
 	}
 	if (g->state == G_RUNNING && g->req.active && g->req.want == VT_PROTO_META) {
 		/* The agent sends every chunk before it reads the STOP: take them, then stop. */
 		log_debug("guest %s: the stop waits for the metadata on its way", g->name);
-		g->stop_deferred = true;
+		g->stop.deferred = true;
 		return;
 	}
 	if (g->state == G_RUNNING) {
@@ -2410,33 +2419,33 @@ void session_stop(struct guest *g)
 			g->req.active = false;
 			engine_timer_cancel(e, &g->req.timer);
 		}
-		engine_timer_cancel(e, &g->kvm_timer);
-		engine_timer_cancel(e, &g->sync_timer);
-		engine_timer_cancel(e, &g->retry_timer);
-		g->stopped_seen = g->stats_last = false;
-		if (send_frame(g, vt_proto_enc_empty(vt_conn_frame(g->conn), VT_PROTO_FRAME_MAX,
-						     VT_PROTO_STOP, vt_conn_next_seq(g->conn))) < 0)
+		engine_timer_cancel(e, &g->sync.kvm_timer);
+		engine_timer_cancel(e, &g->sync.timer);
+		engine_timer_cancel(e, &g->sync.retry_timer);
+		g->stop.seen = g->stats.last = false;
+		if (send_frame(g, vt_proto_enc_empty(vt_conn_frame(g->ctl.conn), VT_PROTO_FRAME_MAX,
+						     VT_PROTO_STOP, vt_conn_next_seq(g->ctl.conn))) < 0)
 			return;
-		g->stop_seq = vt_conn_seq(g->conn);
-		g->stop_ns = engine_now_ns();
+		g->stop.seq = vt_conn_seq(g->ctl.conn);
+		g->stop.sent_ns = engine_now_ns();
 		g->state = G_STOPPING;
 		for (unsigned int i = 0; i < g->nr_streams; i++)
 			g->streams[i].eager = true;	/* the last bytes without a rest */
-		engine_timer_arm(e, &g->stop_timer, (uint64_t)(g->rec->o->stop_timeout * NSEC_PER_SEC), 0);
-		engine_timer_arm(e, &g->drain_timer, DRAIN_CHECK_NS, DRAIN_CHECK_NS);
+		engine_timer_arm(e, &g->stop.timer, (uint64_t)(g->rec->o->stop_timeout * NSEC_PER_SEC), 0);
+		engine_timer_arm(e, &g->stop.drain_timer, DRAIN_CHECK_NS, DRAIN_CHECK_NS);
 		changed(g);
 		return;
 	}
 	if (g->state >= G_STOPPING)
 		return;
-	if (g->state == G_NEW && g->wait_until && !g->conn) {
+	if (g->state == G_NEW && g->wait.until && !g->ctl.conn) {
 		session_fail(g, "the recording ended while it waited for its trace ports");
 		return;
 	}
 	if (g->mig.incoming && g->req.active && g->req.want == VT_PROTO_SESSION) {
 		/* The agent answers RESUME at once: take the session over, then stop it. */
 		log_info("guest %s: the stop waits for the takeover under way", g->name);
-		g->stop_deferred = true;
+		g->stop.deferred = true;
 		return;
 	}
 	/* Still setting up: it never recorded. session_fail() says bye to the agent. */
@@ -2466,24 +2475,24 @@ void session_release(struct guest *g)
 	free(g->burst.smp);
 	g->burst.smp = NULL;
 	sync_release(g);
-	for (i = 0; g->ports && i < g->nr_cpus; i++) {
-		if (g->ports[i].lfd >= 0) {
-			close(g->ports[i].lfd);
-			unlink(g->ports[i].base);
+	for (i = 0; g->ctl.ports && i < g->agent.nr_cpus; i++) {
+		if (g->ctl.ports[i].lfd >= 0) {
+			close(g->ctl.ports[i].lfd);
+			unlink(g->ctl.ports[i].base);
 		}
 	}
-	free(g->ports);
-	g->ports = NULL;
+	free(g->ctl.ports);
+	g->ctl.ports = NULL;
 	for (i = 0; g->mig.early_fds && i < g->link.nr_cpu_paths; i++)
 		if (g->mig.early_fds[i] >= 0)
 			close(g->mig.early_fds[i]);
 	free(g->mig.early_fds);
 	g->mig.early_fds = NULL;
-	vt_conn_free(g->conn);
-	g->conn = NULL;
-	vt_proto_meta_rx_release(&g->meta_rx);
+	vt_conn_free(g->ctl.conn);
+	g->ctl.conn = NULL;
+	vt_proto_meta_rx_release(&g->meta.rx);
 	for (i = 0; i < COLLECT_MAX_CPUS; i++) {
-		free(g->stats_text[i]);
-		g->stats_text[i] = NULL;
+		free(g->stats.text[i]);
+		g->stats.text[i] = NULL;
 	}
 }

@@ -34,20 +34,19 @@ enum guest_state {
 struct sync_check_smp;
 struct tscwatch;
 
+/**
+ * struct guest_sync - a guest's clock mapping (sync.c): its epochs, the
+ *	probes and KVM's offsets they come from, --sync-check's, and when to
+ *	sync again; @head, @kvm and @check are what the sync file keeps
+ */
 struct guest_sync {
-	char method[16];	/* "kvm", "probe", "offset", "none" */
-	char why[160];
+	struct spool_sync_head head;	/* method, why, the end and what went wrong */
 	struct vt_tsync_cpu cpus[COLLECT_MAX_CPUS];	/* epochs per vCPU */
 	uint64_t min_rtt[COLLECT_MAX_CPUS];		/* probes: smallest round trip, ticks */
 	uint32_t samples[COLLECT_MAX_CPUS];
-	uint64_t host_end;
-	uint64_t reset_tsc;		/* the mapping ends here: QEMU reset the guest; 0 if not */
 	/* plausibility of probe replies (sync.c) */
 	uint64_t last_g[COLLECT_MAX_CPUS];	/* the last accepted guest TSC per vCPU */
-	uint32_t rejected;			/* bursts rejected as implausible */
-	char reject_why[160];			/* the last reason */
-	bool failed;				/* probes were due but a vCPU got no epoch */
-	char final_cut[200];			/* why the final sync ended early, "" if it did not */
+	char reject_why[160];			/* why the last burst was rejected */
 	bool away[COLLECT_MAX_CPUS];		/* its last burst ran on other CPUs: offline */
 	/* KVM (sync.c): offsets from debugfs, their changes from events or re-reads */
 	char kvm_dir[4096];			/* the VM's debugfs directory, "" if not found */
@@ -62,46 +61,38 @@ struct guest_sync {
 	struct sync_check_smp *pend;		/* replies waiting for their epochs */
 	size_t nr_pend, cap_pend;
 	struct spool_check check;
+	/* when to sync again (session.c) */
+	struct engine_timer timer;		/* --sync-interval */
+	struct engine_timer kvm_timer;		/* re-reads KVM's offsets */
+	struct engine_timer retry_timer;	/* --incoming: the takeover's sync, again */
+	unsigned int retries;			/* of the takeover's sync */
 };
 
 struct guest;
 struct recording;
 
-/*
- * A live migration seen by this collector: the guest left (out, on the
- * source's collector) or arrived (in, `record --incoming` on the
- * destination's). Times are host TSC; 0 when not seen.
+/**
+ * struct guest_migration - a live migration seen by this collector: the
+ *	guest left (out, on the source's collector) or arrived (in, `record
+ *	--incoming` on the destination's); @seen is what the migration file
+ *	keeps. Times are host TSC; 0 when not seen.
  */
 struct guest_migration {
 	bool incoming;			/* --incoming: take the running session over */
 	bool migrating;			/* QMP: a migration is under way (setup, active...) */
 	bool out;			/* it completed: the guest left this host */
-	bool resumed;			/* incoming: the agent's session was taken over */
-	char status[32];		/* QEMU's last MIGRATION status */
-	uint64_t active_tsc;		/* QMP MIGRATION active */
-	uint64_t stop_tsc;		/* the guest stopped here for the switchover (QMP STOP) */
-	uint64_t completed_tsc;		/* QMP MIGRATION completed */
-	uint64_t resume_tsc;		/* incoming: QEMU started it here (QMP RESUME) */
-	uint64_t taken_tsc;		/* incoming: SESSION came */
-	uint64_t out_tsc;		/* out: the last byte was drained */
-	uint64_t downtime_ms;		/* QEMU's query-migrate figures, 0 if unknown */
-	uint64_t total_ms;
-	uint32_t failures;		/* migrations that failed or were cancelled */
-	uint64_t resume_no;		/* incoming: the agent's RESUME number */
+	struct spool_mig_seen seen;	/* what the migration file keeps (0 when not seen) */
 	bool session_seen;		/* incoming: SESSION came (its STATS follow) */
 	bool streaming;			/* incoming: it said a session records */
-	uint64_t ignored;		/* incoming: stale messages before the takeover */
 	int *early_fds;			/* incoming: data ports opened before the handshake */
 	uint64_t quiet_bytes;		/* out: bytes at the last drain check */
 	uint64_t quiet_since;		/* out: engine_now_ns() since when nothing came */
-	char instance[VT_PROTO_MAX_NAME];	/* incoming: what SESSION said */
-	uint32_t nr_events;
-	/* this host's clocks read together, for `join` across two hosts */
-	uint64_t rt_ns, rt_tsc;
-	char boot_id[40];
 };
 
-/* One request in flight on a guest's control port, and what to do with its answer. */
+/**
+ * struct guest_req - one request in flight on a guest's control port, and
+ *	what to do with its answer
+ */
 struct guest_req {
 	bool active;
 	uint32_t seq;
@@ -113,7 +104,9 @@ struct guest_req {
 	uint64_t timeout_ns;		/* how long it may go unanswered, 0: for ever */
 };
 
-/* A port QEMU connects to (--listen), watched until it did. */
+/**
+ * struct guest_port - a port QEMU connects to (--listen), watched until it did
+ */
 struct guest_port {
 	struct guest *g;
 	unsigned int cpu;
@@ -123,7 +116,10 @@ struct guest_port {
 	char base[4200];
 };
 
-/* A clock probe burst on one vCPU at a time, driven by replies and a timeout. */
+/**
+ * struct guest_burst - a clock probe burst on one vCPU at a time, driven by
+ *	replies and a timeout
+ */
 struct guest_burst {
 	bool active;
 	bool req_pending;		/* SYNC_BEGIN not answered yet */
@@ -144,6 +140,139 @@ struct guest_burst {
 };
 
 /**
+ * struct guest_ctl - a guest's control port and the connection over it (session.c)
+ * @rfd: where its messages are read
+ * @wfd: where ours are written (@rfd again on a socket)
+ * @lfd: --listen: waiting for QEMU to connect, else -1
+ * @taken: QEMU connected to it: later connections are refused
+ * @ports: --listen: data ports QEMU has yet to connect
+ * @nr_waiting: how many of @ports
+ * @accept_timer: how long QEMU may take to connect them
+ * @conn: the protocol's connection over @rfd and @wfd
+ * @in: the engine's watch on @rfd
+ * @out: and on @wfd, enabled while @conn has bytes to write
+ * @rx_tsc: host TSC when the control port was last found readable
+ */
+struct guest_ctl {
+	int rfd, wfd;
+	int lfd;
+	bool taken;
+	struct guest_port *ports;
+	unsigned int nr_waiting;
+	struct engine_timer accept_timer;
+	struct vt_conn *conn;
+	struct engine_fd *in, *out;
+	uint64_t rx_tsc;
+};
+
+/**
+ * struct guest_qemu - what a guest's QEMU said of it over QMP (qmp.c)
+ * @qmp: the QMP connection, NULL if none
+ * @uuid: the VM's UUID, "" if none
+ * @stop_tsc: host TSC when QEMU stopped it (QMP STOP)
+ * @resume_tsc: host TSC when QEMU resumed it (QMP RESUME)
+ * @reset_tsc: host TSC when QEMU reset it (QMP RESET)
+ * @resync: RESUME seen: sync again as soon as it can
+ * @reset_timer: QMP RESET: QEMU's TSC writes, then the end
+ * @reset_why: the RESET's reason
+ */
+struct guest_qemu {
+	struct qmp *qmp;
+	char uuid[40];
+	uint64_t stop_tsc;
+	uint64_t resume_tsc;
+	uint64_t reset_tsc;
+	bool resync;
+	struct engine_timer reset_timer;
+	char reset_why[64];
+};
+
+/**
+ * struct guest_stop - stopping a guest's recording (session.c)
+ * @seq: the STOP request's sequence number
+ * @seen: the agent's STOPPED for it came
+ * @deferred: a stop came while the full metadata was on its way
+ * @sent_ns: engine_now_ns() when STOP was sent, for -v
+ * @timer: --stop-timeout
+ * @drain_timer: checks the drain while stopping
+ */
+struct guest_stop {
+	uint32_t seq;
+	bool seen;
+	bool deferred;
+	uint64_t sent_ns;
+	struct engine_timer timer;
+	struct engine_timer drain_timer;
+};
+
+/**
+ * struct guest_wait - how long a guest may keep `record --wait` waiting (record.c)
+ * @until: until when its ports may be missing and HELLO unanswered (0: no
+ *	--wait, UINT64_MAX: no limit)
+ * @timer: looks for the ports again
+ * @link_ready: its domain's channels are known (or it has no domain)
+ * @said: "waiting for its ports" was logged
+ */
+struct guest_wait {
+	uint64_t until;
+	struct engine_timer timer;
+	bool link_ready;
+	bool said;
+};
+
+/**
+ * struct guest_meta - a guest's metadata bundles (session.c)
+ * @rx: the bundle being received
+ * @len: the size of the bundle spooled last
+ * @done: what to do once the bundle in flight is in
+ * @req_flags: of the META_REQ in flight (without OPEN)
+ * @partial: the setup's metadata left kallsyms out
+ * @full: the spooled bundle is a whole one (kallsyms as the agent has them)
+ */
+struct guest_meta {
+	struct vt_proto_meta_rx rx;
+	uint64_t len;
+	void (*done)(struct guest *g, int err);
+	uint32_t req_flags;
+	bool partial;
+	bool full;
+};
+
+/**
+ * struct guest_stats - what the agent's STATS said, per vCPU (the spool's
+ *	"agent" file and cpuN.stats)
+ * @text: the kernel's per_cpu stats text, sanitised, or NULL
+ * @bytes: bytes it sent
+ * @pages: pages it sent
+ * @last: the agent said its STATS are all sent (VT_PROTO_STATS_LAST)
+ */
+struct guest_stats {
+	char *text[COLLECT_MAX_CPUS];
+	uint64_t bytes[COLLECT_MAX_CPUS];
+	uint64_t pages[COLLECT_MAX_CPUS];
+	bool last;
+};
+
+/**
+ * struct guest_kcache - a guest's kallsyms and its VM's entry in the kallsyms
+ *	cache (kcache.c)
+ * @saved: what the state file says of it
+ * @tried: @saved.vm and @key are what the cache had when first asked
+ * @key: the key of its VM's cached kallsyms (0: none)
+ * @guest_key: the kallsyms key its last bundle reported (0: none)
+ * @held_key: the key of the kallsyms the spooled bundle holds (0: unknown)
+ * @final_key_check: the final bundle was asked without kallsyms: its key decides
+ */
+struct guest_kcache {
+	struct spool_kcache saved;
+	bool tried;
+	uint64_t key;
+	uint64_t guest_key;
+	uint64_t held_key;
+	bool final_key_check;
+};
+
+/**
  * struct guest - one traced guest
  * @name: from --name, or the directory's base name ([A-Za-z0-9_.-], never a path)
  */
@@ -151,36 +280,14 @@ struct guest {
 	char name[COLLECT_NAME_MAX];
 	struct recording *rec;		/* the `record` it belongs to */
 	struct guest_link link;		/* how to reach it */
-	struct qmp *qmp;
-	uint64_t stop_tsc;		/* host TSC when QEMU stopped it (QMP STOP) */
-	uint64_t resume_tsc;		/* host TSC when QEMU resumed it (QMP RESUME) */
-	uint64_t reset_tsc;		/* host TSC when QEMU reset it (QMP RESET) */
-	bool resync;			/* RESUME seen: sync again as soon as it can */
+	struct guest_qemu qemu;		/* what its QEMU said (QMP) */
 	struct guest_migration mig;	/* live migration, out or in */
-	/* control port */
-	int ctl_rfd, ctl_wfd;
-	int ctl_lfd;			/* --listen: waiting for QEMU to connect, else -1 */
-	bool ctl_taken;			/* QEMU connected to it: later connections are refused */
-	struct guest_port *ports;	/* --listen: data ports QEMU has yet to connect */
-	unsigned int nr_waiting;
-	struct engine_timer accept_timer;
-	/* record --wait: until when its ports may be missing and HELLO unanswered (0: no
-	 * --wait, UINT64_MAX: no limit); wait_timer looks for the ports again (record.c) */
-	uint64_t wait_until;
-	struct engine_timer wait_timer;
-	bool link_ready;		/* its domain's channels are known (or it has no domain) */
-	bool wait_said;			/* "waiting for its ports" was logged */
+	struct guest_ctl ctl;		/* its control port */
+	struct guest_wait wait;		/* record --wait */
 	bool hello_timed_out;		/* its failure gets the hints of an absent agent */
-	struct vt_conn *conn;
-	struct engine_fd *ctl_in, *ctl_out;
-	uint64_t rx_tsc;		/* host TSC when the control port was last found readable */
 	/* what the agent said */
 	struct vt_proto_hello hello;
-	char agent_software[128];
-	char clock[64];
-	uint64_t caps;
-	unsigned int nr_cpus;
-	uint32_t subbuf;
+	struct spool_agent agent;	/* and what of it the state file keeps */
 	/* streams, one per vCPU with a port */
 	struct stream *streams;
 	unsigned int nr_streams;
@@ -191,52 +298,20 @@ struct guest {
 	bool refused;			/* it refused the command line's events, tracer or clock */
 	bool accepted;			/* it took them (its setup went past them) */
 	bool synced;			/* and its clock sync after START is done */
-	bool meta_partial;		/* the setup's metadata left kallsyms out */
-	bool stop_deferred;		/* a stop came while the full metadata was on its way */
-	uint64_t stop_ns;		/* engine_now_ns() when STOP was sent, for -v */
-	bool meta_full;			/* the spooled bundle is a whole one (kallsyms as the agent has them) */
-	char qmp_uuid[40];		/* the VM's UUID as its QMP said (qmp.c), "" if none */
-	char kcache_vm[COLLECT_NAME_MAX];	/* its VM's kallsyms cache entry (kcache_vm_id()) */
-	char kcache_why[160];		/* why its kallsyms are not cached, "" */
-	bool kcache_tried;		/* kcache_vm and kcache_key are what the cache had when first asked */
-	uint64_t kcache_key;		/* the key of its VM's cached kallsyms (0: none) */
-	bool kcache_hit;		/* kallsyms came from the cache */
-	uint64_t guest_key;		/* the kallsyms key its last bundle reported (0: none) */
-	uint64_t held_key;		/* the key of the kallsyms the spooled bundle holds (0: unknown) */
-	bool final_key_check;		/* the final bundle was asked without kallsyms: its key decides */
-	uint32_t meta_req_flags;	/* of the META_REQ in flight (without OPEN) */
-	char error[512];
-	char agent_error[512];		/* the agent's first unasked ERROR, "" if none */
-	char agent_notice[512];		/* the agent's first NOTICE (a warning), "" if none */
+	struct guest_kcache kcache;	/* its kallsyms and the kallsyms cache */
 	uint64_t trace_id;
 	char spool[4096];		/* its spool directory, for messages ("" until made) */
 	int spool_fd;			/* and its fd (spool_guest_dir()) */
-	struct spool_budget budget;
-	struct vt_proto_meta_rx meta_rx;
-	uint64_t meta_len;		/* of the bundle spooled last */
-	void (*meta_done)(struct guest *g, int err);
-	char *stats_text[COLLECT_MAX_CPUS];
-	uint64_t agent_bytes[COLLECT_MAX_CPUS];
-	uint64_t agent_pages[COLLECT_MAX_CPUS];
-	bool stats_last;
-	uint32_t stop_seq;
-	bool stopped_seen;
+	struct guest_meta meta;		/* its metadata bundles */
+	struct guest_stats stats;	/* the agent's STATS */
+	struct guest_stop stop;		/* STOP and the drain after it */
 	struct guest_req req;
 	struct guest_burst burst;
-	struct engine_timer stop_timer;		/* --stop-timeout */
-	struct engine_timer drain_timer;	/* checks the drain while stopping */
-	struct engine_timer kvm_timer;		/* re-reads KVM's offsets */
-	struct engine_timer sync_timer;		/* --sync-interval */
-	struct engine_timer retry_timer;	/* --incoming: the takeover's sync, again */
-	struct engine_timer reset_timer;	/* QMP RESET: QEMU's TSC writes, then the end */
-	char reset_why[64];			/* the RESET's reason */
-	unsigned int sync_retries;
 	char reply_text[512];
-	uint64_t protocol_errors;
 	struct guest_sync sync;
 	uint64_t status_bytes;		/* bytes received at the last status line (record.c) */
 	unsigned int live_idx;		/* --live: its trace in the live view (live.c) */
-	uint64_t msgs[GMSG_NR];		/* guest_log(): messages of each kind */
+	struct spool_figures figures;	/* its problems, budget and messages (guest_log()) */
 	bool msgs_summed;		/* their summary line was printed */
 };
 

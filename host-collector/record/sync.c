@@ -200,7 +200,7 @@ int sync_probe_result(struct guest *g, unsigned int cpu, const struct vt_tsync_s
 		return -EAGAIN;
 	}
 	if (!plausible(g, cpu, smp, n)) {
-		g->sync.rejected++;
+		g->sync.head.rejected++;
 		guest_log(g, GMSG_SYNC, L_WARN, "guest %s: implausible clock probe replies, burst "
 			  "rejected: %s", g->name, g->sync.reject_why);
 		return -EAGAIN;
@@ -242,9 +242,9 @@ static void set_method(struct guest *g, const char *method, const char *fmt, ...
 {
 	va_list ap;
 
-	snprintf(g->sync.method, sizeof(g->sync.method), "%s", method);
+	snprintf(g->sync.head.method, sizeof(g->sync.head.method), "%s", method);
 	va_start(ap, fmt);
-	vsnprintf(g->sync.why, sizeof(g->sync.why), fmt, ap);
+	vsnprintf(g->sync.head.why, sizeof(g->sync.head.why), fmt, ap);
 	va_end(ap);
 }
 
@@ -323,7 +323,7 @@ static void kvm_apply(struct guest *g, const struct tscwatch_change *ch)
 	struct vt_tsync_epoch ep, *b = NULL;
 	int idx;
 
-	if (ch->vcpu >= g->nr_cpus || ch->vcpu >= COLLECT_MAX_CPUS || !ch->tsc)
+	if (ch->vcpu >= g->agent.nr_cpus || ch->vcpu >= COLLECT_MAX_CPUS || !ch->tsc)
 		return;
 	c = &g->sync.cpus[ch->vcpu];
 	g->sync.kvm.changes++;
@@ -422,7 +422,7 @@ static int kvm_reread(struct guest *g, bool first)
 		};
 		struct vt_tsync_cpu *c;
 
-		if (v[i].id >= g->nr_cpus || v[i].id >= COLLECT_MAX_CPUS)
+		if (v[i].id >= g->agent.nr_cpus || v[i].id >= COLLECT_MAX_CPUS)
 			continue;
 		c = &g->sync.cpus[v[i].id];
 		if (c->nr && (first || g->sync.watch))
@@ -486,7 +486,7 @@ static unsigned int kvm_compare(struct guest *g, char *what, size_t len)
 		const struct vt_tsync_cpu *c;
 		const struct vt_tsync_epoch *a, *b;
 
-		if (v[i].id >= g->nr_cpus || v[i].id >= COLLECT_MAX_CPUS)
+		if (v[i].id >= g->agent.nr_cpus || v[i].id >= COLLECT_MAX_CPUS)
 			continue;
 		c = &g->sync.cpus[v[i].id];
 		a = vt_tsync_cpu_at(c, t0);
@@ -751,13 +751,13 @@ void sync_reset(struct guest *g, uint64_t at)
 {
 	uint64_t now = vt_tsc_read();
 
-	if (g->sync.reset_tsc || !at)
+	if (g->sync.head.reset_tsc || !at)
 		return;
 	kvm_poll(g);
-	g->sync.host_end = at < now ? at : now;
-	g->sync.reset_tsc = g->sync.host_end;
+	g->sync.head.host_end = at < now ? at : now;
+	g->sync.head.reset_tsc = g->sync.head.host_end;
 	log_debug("guest %s: reset: the clock mapping ends at host TSC %" PRIu64, g->name,
-		  g->sync.host_end);
+		  g->sync.head.host_end);
 }
 
 /**
@@ -942,17 +942,18 @@ void sync_release(struct guest *g)
  */
 static void align_to_resume(struct guest *g)
 {
-	uint64_t since = g->stop_tsc && g->stop_tsc < g->resume_tsc ? g->stop_tsc : g->resume_tsc;
+	uint64_t since = g->qemu.stop_tsc && g->qemu.stop_tsc < g->qemu.resume_tsc ?
+			 g->qemu.stop_tsc : g->qemu.resume_tsc;
 	unsigned int cpu, i;
 
-	for (cpu = 0; cpu < g->nr_cpus && cpu < COLLECT_MAX_CPUS; cpu++) {
+	for (cpu = 0; cpu < g->agent.nr_cpus && cpu < COLLECT_MAX_CPUS; cpu++) {
 		struct vt_tsync_cpu *c = &g->sync.cpus[cpu];
 
 		for (i = 1; i < c->nr; i++) {
 			if (c->epochs[i].host_from < since && c->epochs[i].first_reply < since)
 				continue;
-			if (c->epochs[i - 1].host_from < g->resume_tsc)
-				c->epochs[i].host_from = g->resume_tsc;
+			if (c->epochs[i - 1].host_from < g->qemu.resume_tsc)
+				c->epochs[i].host_from = g->qemu.resume_tsc;
 			break;
 		}
 	}
@@ -982,7 +983,7 @@ int sync_prepare(struct guest *g, const struct record_opts *o, const char *when)
 
 	(void)when;
 	/* A generous end for the last epoch: an hour past now at 10 GHz. */
-	g->sync.host_end = vt_tsc_read() + 36000000000000ull;
+	g->sync.head.host_end = vt_tsc_read() + 36000000000000ull;
 	if (!strcmp(method, "none")) {
 		set_method(g, "none", "--sync none");
 		return spool_save_sync(g);
@@ -1002,7 +1003,7 @@ int sync_prepare(struct guest *g, const struct record_opts *o, const char *when)
 	if (!strcmp(method, "kvm") || !strcmp(method, "auto")) {
 		ret = sync_kvm(g, o, when);
 		if (ret == 0 && o->sync_check) {
-			if ((g->caps & VT_PROTO_CAP_SYNC_TSC) && !strcmp(g->clock, "x86-tsc")) {
+			if ((g->agent.caps & VT_PROTO_CAP_SYNC_TSC) && !strcmp(g->agent.clock, "x86-tsc")) {
 				/* Probes beside: their replies wait for the epochs (check_eval()). */
 				g->sync.checking = true;
 				g->sync.check.on = true;
@@ -1012,7 +1013,7 @@ int sync_prepare(struct guest *g, const struct record_opts *o, const char *when)
 			}
 			if (!g->sync.check.on)
 				log_warn("guest %s: --sync-check: the guest traces with clock %s and cannot "
-					 "answer TSC probes: nothing to check", g->name, g->clock);
+					 "answer TSC probes: nothing to check", g->name, g->agent.clock);
 			g->sync.check.on = true;
 		}
 		if (ret == 0)
@@ -1025,9 +1026,9 @@ int sync_prepare(struct guest *g, const struct record_opts *o, const char *when)
 			return spool_save_sync(g);
 		}
 	}
-	if (!(g->caps & VT_PROTO_CAP_SYNC_TSC) || strcmp(g->clock, "x86-tsc") != 0) {
+	if (!(g->agent.caps & VT_PROTO_CAP_SYNC_TSC) || strcmp(g->agent.clock, "x86-tsc") != 0) {
 		set_method(g, "none", "the guest traces with clock %s and cannot answer TSC probes",
-			   g->clock);
+			   g->agent.clock);
 		return spool_save_sync(g);
 	}
 	set_method(g, "probe", "%s: in-band probes over the control port",
@@ -1054,17 +1055,17 @@ void sync_burst_done(struct guest *g, const char *when)
 		/* --sync-check: the replies wait for the epochs of their time. */
 		g->sync.checking = false;
 		if (!strcmp(when, "resume"))
-			g->resume_tsc = g->stop_tsc = 0;
+			g->qemu.resume_tsc = g->qemu.stop_tsc = 0;
 		kvm_poll(g);
 		spool_save_sync(g);
 		return;
 	}
 	if (!strcmp(when, "resume")) {
 		align_to_resume(g);
-		g->resume_tsc = g->stop_tsc = 0;
+		g->qemu.resume_tsc = g->qemu.stop_tsc = 0;
 	}
 	/* Probes that left a vCPU without any epoch: say so, never a silent 0 ns bound. */
-	if (!strcmp(g->sync.method, "probe")) {
+	if (!strcmp(g->sync.head.method, "probe")) {
 		for (i = 0; i < g->nr_streams; i++) {
 			unsigned int cpu = g->streams[i].cpu;
 
@@ -1072,7 +1073,7 @@ void sync_burst_done(struct guest *g, const char *when)
 			    !missing++)
 				first = cpu;
 		}
-		g->sync.failed = missing > 0;
+		g->sync.head.failed = missing > 0;
 		for (i = 0, away = 0; i < g->nr_streams; i++)
 			away += g->streams[i].cpu < COLLECT_MAX_CPUS && g->sync.away[g->streams[i].cpu];
 		if (missing && missing + away == g->nr_streams)

@@ -178,43 +178,45 @@ static int load_trace(struct trace_sum *t, const char *dirname, bool host)
 		output_problem(t, "no state file in %s", t->dir);
 		return 0;
 	}
-	if (t->rec.error[0])
-		output_problem(t, "%s", t->rec.error);
-	if (t->rec.agent_error[0])
-		output_problem(t, "the agent reported: %s", t->rec.agent_error);
-	if (t->rec.protocol_errors)
-		output_problem(t, "%" PRIu64 " protocol errors on the control port", t->rec.protocol_errors);
+	if (t->rec.figures.error[0])
+		output_problem(t, "%s", t->rec.figures.error);
+	if (t->rec.figures.agent_error[0])
+		output_problem(t, "the agent reported: %s", t->rec.figures.agent_error);
+	if (t->rec.figures.protocol_errors)
+		output_problem(t, "%" PRIu64 " protocol errors on the control port",
+			       t->rec.figures.protocol_errors);
 	/* A guest that migrated out has its final statistics at the destination. */
 	if (!t->rec.have_agent && strcmp(t->rec.mig.direction, "out"))
 		output_problem(t, "no final statistics from the agent (the run was cut short)");
-	if (t->rec.mig.failures)
+	if (t->rec.mig.seen.failures)
 		log_info("%s: %u live migration(s) failed; its recording went on", t->rec.name,
-			 t->rec.mig.failures);
+			 t->rec.mig.seen.failures);
 	if (t->rec.max_reached)
 		output_problem(t, "--max-size reached: %" PRIu64 " of %" PRIu64 " bytes taken (%" PRIu64
 			" in pages, %" PRIu64 " in malformed pages, %" PRIu64 " in fragments, %" PRIu64
-			" in metadata); the guest was stopped", t->rec.budget.used, t->rec.budget.max,
-			t->rec.budget.pages, t->rec.budget.bad, t->rec.budget.frag, t->rec.budget.meta);
+			" in metadata); the guest was stopped", t->rec.figures.budget.used,
+			t->rec.figures.budget.max, t->rec.figures.budget.pages, t->rec.figures.budget.bad,
+			t->rec.figures.budget.frag, t->rec.figures.budget.meta);
 	/* The agent's warnings are not problems: the manifest counts them apart. */
 	/* Someone else tried the guest's --listen ports: always worth saying. */
-	if (t->rec.msgs[GMSG_REFUSED])
+	if (t->rec.figures.msgs[GMSG_REFUSED])
 		output_problem(t, "%" PRIu64 " %s (a peer not allowed, or a port already taken)",
-			       t->rec.msgs[GMSG_REFUSED], collect_msg_name(GMSG_REFUSED));
+			       t->rec.figures.msgs[GMSG_REFUSED], collect_msg_name(GMSG_REFUSED));
 	for (i = 0; i < GMSG_NR; i++)
-		if (i != GMSG_AGENT_NOTICE && i != GMSG_REFUSED && t->rec.msgs[i] > COLLECT_LOG_BURST)
-			output_problem(t, "%" PRIu64 " %s (the first %d printed)", t->rec.msgs[i],
+		if (i != GMSG_AGENT_NOTICE && i != GMSG_REFUSED && t->rec.figures.msgs[i] > COLLECT_LOG_BURST)
+			output_problem(t, "%" PRIu64 " %s (the first %d printed)", t->rec.figures.msgs[i],
 				collect_msg_name(i), COLLECT_LOG_BURST);
-	if (t->rec.sync_failed)
-		output_problem(t, "no clock mapping: %s", t->rec.sync_why);
-	if (t->rec.sync_rejected)
-		output_problem(t, "%u clock probe bursts rejected as implausible", t->rec.sync_rejected);
+	if (t->rec.sync_head.failed)
+		output_problem(t, "no clock mapping: %s", t->rec.sync_head.why);
+	if (t->rec.sync_head.rejected)
+		output_problem(t, "%u clock probe bursts rejected as implausible", t->rec.sync_head.rejected);
 	if (t->rec.check.outside)
 		output_problem(t, "--sync-check: %" PRIu64 " of %" PRIu64 " probe replies disagree with "
 			       "KVM's offsets", t->rec.check.outside, t->rec.check.replies);
 	if (t->rec.kvm.mismatch)
 		output_problem(t, "KVM's debugfs disagreed at the end with the offset changes recorded "
 			       "on %" PRIu64 " vCPU(s): %s", t->rec.kvm.mismatch, t->rec.kvm.note);
-	for (i = 0; i < t->rec.nr_cpus; i++) {
+	for (i = 0; i < t->rec.agent.nr_cpus; i++) {
 		t->cpus[i].cpu = i;
 		if (t->rec.cpus[i].frag_bytes) {
 			t->cpus[i].bytes += t->rec.cpus[i].frag_bytes;

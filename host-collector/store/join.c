@@ -170,8 +170,8 @@ static int side_load(struct side *s, const char *name)
 	ret = spool_trace_load(s->t.dir_fd, false, &s->t.rec);
 	if (ret < 0)
 		return ret;
-	s->t.subbuf = s->t.rec.subbuf;
-	s->t.nr_cpus = s->t.rec.nr_cpus;
+	s->t.subbuf = s->t.rec.agent.subbuf;
+	s->t.nr_cpus = s->t.rec.agent.nr_cpus;
 	snprintf(s->t.rec.name, sizeof(s->t.rec.name), "%s", name);
 	return inplace_load_data(&s->t, s->t.dir_fd, &s->sd);
 }
@@ -188,8 +188,8 @@ static int64_t host_delta(const struct side *src, const struct side *dst, uint64
 
 	if (!two || !src->opt.tsc_khz || !dst->opt.tsc_khz)
 		return 0;
-	rt = (long double)b->rt_ns + ((long double)x - b->rt_tsc) * 1e6L / dst->opt.tsc_khz;
-	s = (long double)a->rt_tsc + (rt - a->rt_ns) * src->opt.tsc_khz / 1e6L;
+	rt = (long double)b->seen.rt_ns + ((long double)x - b->seen.rt_tsc) * 1e6L / dst->opt.tsc_khz;
+	s = (long double)a->seen.rt_tsc + (rt - a->seen.rt_ns) * src->opt.tsc_khz / 1e6L;
 	return (int64_t)(s - (long double)x);
 }
 
@@ -201,7 +201,7 @@ static int64_t host_delta(const struct side *src, const struct side *dst, uint64
  */
 static void tsc2nsec_differ(const struct side *src, const struct side *dst)
 {
-	uint64_t at = dst->t.rec.mig.taken_tsc ? dst->t.rec.mig.taken_tsc : 1;
+	uint64_t at = dst->t.rec.mig.seen.taken_tsc ? dst->t.rec.mig.seen.taken_tsc : 1;
 	long double a = (long double)at * src->opt.tsc_mult / ((unsigned __int128)1 << src->opt.tsc_shift);
 	long double b = (long double)at * dst->opt.tsc_mult / ((unsigned __int128)1 << dst->opt.tsc_shift);
 
@@ -502,13 +502,13 @@ int join_main(int argc, char **argv)
 			src.t.nr_cpus, src.t.subbuf, src.path, dst.t.nr_cpus, dst.t.subbuf, dst.path);
 		goto out;
 	}
-	if (!dst.t.rec.mig.resumed) {
+	if (!dst.t.rec.mig.seen.resumed) {
 		log_err("%s: guest %s did not take a session over (no RESUME): nothing to join",
 			dst.path, found);
 		goto out;
 	}
-	two = src.t.rec.mig.boot_id[0] && dst.t.rec.mig.boot_id[0] &&
-	      strcmp(src.t.rec.mig.boot_id, dst.t.rec.mig.boot_id);
+	two = src.t.rec.mig.seen.boot_id[0] && dst.t.rec.mig.seen.boot_id[0] &&
+	      strcmp(src.t.rec.mig.seen.boot_id, dst.t.rec.mig.seen.boot_id);
 	if (two && !bound_given) {
 		log_err("the recordings come from two hosts (two boots): give --host-sync-bound NS, how "
 			"far apart their wall clocks may be (what PTP or chrony guarantees)");
@@ -535,35 +535,35 @@ int join_main(int argc, char **argv)
 	j.rec = dst.t.rec;	/* its stats texts stay the destination's (freed with it) */
 	memset(j.rec.sync, 0, sizeof(j.rec.sync));
 	j.rec.trace_id = src.t.rec.trace_id;
-	j.rec.host_end = dst.t.rec.host_end;
+	j.rec.sync_head.host_end = dst.t.rec.sync_head.host_end;
 	j.dir_fd = -1;
 	j.nr_cpus = src.t.nr_cpus;
 	j.subbuf = src.t.subbuf;
 	snprintf(j.dir, sizeof(j.dir), "%s + %s", src.path, dst.path);
 	snprintf(j.file, sizeof(j.file), "guest-%s.dat", found);
-	snprintf(j.rec.sync_method, sizeof(j.rec.sync_method), "joined");
-	snprintf(j.rec.sync_why, sizeof(j.rec.sync_why), "source: %.60s; destination: %.60s",
-		 src.t.rec.sync_method, dst.t.rec.sync_method);
+	snprintf(j.rec.sync_head.method, sizeof(j.rec.sync_head.method), "joined");
+	snprintf(j.rec.sync_head.why, sizeof(j.rec.sync_head.why), "source: %.60s; destination: %.60s",
+		 src.t.rec.sync_head.method, dst.t.rec.sync_head.method);
 	snprintf(j.rec.mig.direction, sizeof(j.rec.mig.direction), "joined");
 	j.rec.mig.have = false;	/* the manifest's "join" says it all */
 
-	stop = src.t.rec.mig.stop_tsc ? src.t.rec.mig.stop_tsc : src.t.rec.mig.completed_tsc;
+	stop = src.t.rec.mig.seen.stop_tsc ? src.t.rec.mig.seen.stop_tsc : src.t.rec.mig.seen.completed_tsc;
 	js.src = src.path;
 	js.dst = dst.path;
 	js.two_hosts = two;
 	js.sync_bound_ns = extra;
 	js.nr = j.nr_cpus;
-	js.qemu_downtime_ms = src.t.rec.mig.downtime_ms;
+	js.qemu_downtime_ms = src.t.rec.mig.seen.downtime_ms;
 	if (two)
-		js.host_delta = host_delta(&src, &dst, dst.t.rec.mig.taken_tsc, true);
+		js.host_delta = host_delta(&src, &dst, dst.t.rec.mig.seen.taken_tsc, true);
 	js.stop_tsc = stop;
-	js.resume_tsc = dst.t.rec.mig.resume_tsc ?
-			(uint64_t)((int64_t)dst.t.rec.mig.resume_tsc + js.host_delta) : 0;
+	js.resume_tsc = dst.t.rec.mig.seen.resume_tsc ?
+			(uint64_t)((int64_t)dst.t.rec.mig.seen.resume_tsc + js.host_delta) : 0;
 	extra = src.opt.tsc_khz ? extra * src.opt.tsc_khz / 1000000 : 0;
 	for (i = 0; i < j.nr_cpus; i++) {
 		uint64_t g = 0, h = 0;
 
-		ret = join_epochs(&j, &src, &dst, i, stop, dst.t.rec.mig.resume_tsc, js.host_delta, extra,
+		ret = join_epochs(&j, &src, &dst, i, stop, dst.t.rec.mig.seen.resume_tsc, js.host_delta, extra,
 				  &g, &h);
 		if (ret < 0) {
 			log_err("cpu%u: cannot join the clock epochs: %s", i, strerror(-ret));
@@ -576,8 +576,8 @@ int join_main(int argc, char **argv)
 	}
 	if (!js.resume_tsc)
 		js.resume_tsc = js.switch_host_tsc;
-	if (j.rec.host_end)
-		j.rec.host_end = (uint64_t)((int64_t)j.rec.host_end + js.host_delta);
+	if (j.rec.sync_head.host_end)
+		j.rec.sync_head.host_end = (uint64_t)((int64_t)j.rec.sync_head.host_end + js.host_delta);
 	place_streams(&j, &src, &dst, &js);
 	ret = write_joined(&r, &j, &src, &dst, &js);
 	if (ret < 0) {

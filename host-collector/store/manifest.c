@@ -61,38 +61,38 @@ static void json_migration(FILE *f, const struct finish *r, const struct spool_m
 			   unsigned int nr_cpus)
 {
 	bool out = !strcmp(m->direction, "out"), in = !strcmp(m->direction, "in");
-	uint64_t at = m->stop_tsc ? m->stop_tsc : m->completed_tsc;
+	uint64_t at = m->seen.stop_tsc ? m->seen.stop_tsc : m->seen.completed_tsc;
 	unsigned int i;
 	bool first = true;
 
 	fprintf(f, "      \"migration\": {\n        \"direction\": ");
 	json_str(f, m->direction);
 	fprintf(f, ",\n        \"status\": ");
-	json_str(f, m->status);
+	json_str(f, m->seen.status);
 	fprintf(f, ",\n        \"reason\": ");
 	if (out)
 		json_str(f, "migrated out: QEMU reported the live migration completed; the recording "
 			 "ends at the switchover, drained of what the ports still delivered");
-	else if (in && m->resumed)
+	else if (in && m->seen.resumed)
 		json_str(f, "migrated in: the agent's running session was taken over (RESUME)");
 	else if (in)
 		json_str(f, "migrated in: the agent had no running session; a new recording was set up");
 	else
 		json_str(f, "a live migration began but did not complete: the guest stayed");
-	fprintf(f, ",\n        \"failures\": %u", m->failures);
+	fprintf(f, ",\n        \"failures\": %u", m->seen.failures);
 	if (out)
 		fprintf(f, ",\n        \"migrated_out_at_ns\": %" PRIu64, tsc_ns(r, at));
 	if (in)
 		fprintf(f, ",\n        \"resumed_at_ns\": %" PRIu64 ",\n        \"taken_over_at_ns\": %"
 			PRIu64 ",\n        \"resume_number\": %" PRIu64 ",\n        \"stale_messages\": %"
-			PRIu64, tsc_ns(r, m->resume_tsc), tsc_ns(r, m->taken_tsc), m->resume_no,
-			m->ignored);
+			PRIu64, tsc_ns(r, m->seen.resume_tsc), tsc_ns(r, m->seen.taken_tsc), m->seen.resume_no,
+			m->seen.ignored);
 	fprintf(f, ",\n        \"host_tsc\": { \"active\": %" PRIu64 ", \"stop\": %" PRIu64
 		", \"completed\": %" PRIu64 ", \"resume\": %" PRIu64 ", \"taken_over\": %" PRIu64
-		", \"drained\": %" PRIu64 " }", m->active_tsc, m->stop_tsc, m->completed_tsc,
-		m->resume_tsc, m->taken_tsc, m->out_tsc);
+		", \"drained\": %" PRIu64 " }", m->seen.active_tsc, m->seen.stop_tsc, m->seen.completed_tsc,
+		m->seen.resume_tsc, m->seen.taken_tsc, m->seen.out_tsc);
 	fprintf(f, ",\n        \"qemu_downtime_ms\": %" PRIu64 ",\n        \"qemu_total_ms\": %" PRIu64,
-		m->downtime_ms, m->total_ms);
+		m->seen.downtime_ms, m->seen.total_ms);
 	fprintf(f, ",\n        \"cpus\": [");
 	for (i = 0; i < nr_cpus && i < COLLECT_MAX_CPUS; i++) {
 		const struct spool_mig_cpu *c = &m->cpus[i];
@@ -211,7 +211,7 @@ static void json_trace(FILE *f, const struct finish *r, const struct trace_sum *
 		}
 	}
 	fprintf(f, ",\n      \"trace_id\": \"0x%016" PRIx64 "\",\n      \"clock\": ", t->rec.trace_id);
-	json_str(f, t->rec.clock);
+	json_str(f, t->rec.agent.clock);
 	fprintf(f, ",\n      \"cpus\": [\n");
 	for (i = 0; i < t->nr_sums; i++) {
 		const struct cpu_sum *c = &t->cpus[i];
@@ -243,17 +243,17 @@ static void json_trace(FILE *f, const struct finish *r, const struct trace_sum *
 		PRIu64 " },\n", lost_pages, overrun);
 	if (!t->rec.host) {
 		fprintf(f, "      \"agent\": ");
-		json_str(f, t->rec.agent);
+		json_str(f, t->rec.agent.software);
 		fprintf(f, ",\n      \"vcpu_threads\": [");
 		for (i = 0; i < t->rec.nr_tids; i++)
 			fprintf(f, "%s%u", i ? ", " : "", t->rec.tids[i]);
 		fprintf(f, "],\n      \"sync\": {\n        \"method\": ");
-		json_str(f, t->rec.sync_method);
+		json_str(f, t->rec.sync_head.method);
 		fprintf(f, ",\n        \"why\": ");
-		json_str(f, t->rec.sync_why);
+		json_str(f, t->rec.sync_head.why);
 		fprintf(f, ",\n        \"final_sync_cut\": ");
-		if (t->rec.sync_final_cut[0])
-			json_str(f, t->rec.sync_final_cut);
+		if (t->rec.sync_head.final_cut[0])
+			json_str(f, t->rec.sync_head.final_cut);
 		else
 			fprintf(f, "null");
 		fprintf(f, ",\n        \"epochs\": [");
@@ -261,7 +261,8 @@ static void json_trace(FILE *f, const struct finish *r, const struct trace_sum *
 			for (j = 0; j < t->rec.sync[i].nr; j++) {
 				const struct vt_tsync_epoch *ep = &t->rec.sync[i].epochs[j];
 
-				if ((ep->host_from <= t->rec.host_end || !j) && ticks_ns(r, ep->error) > bound)
+				if ((ep->host_from <= t->rec.sync_head.host_end || !j) &&
+				    ticks_ns(r, ep->error) > bound)
 					bound = ticks_ns(r, ep->error);
 				fprintf(f, "%s\n          { \"cpu\": %u, \"host_tsc_from\": %" PRIu64
 					", \"offset\": %" PRId64 ", \"ratio\": %" PRIu64
@@ -273,7 +274,7 @@ static void json_trace(FILE *f, const struct finish *r, const struct trace_sum *
 					ep->flags & VT_TSYNC_EPOCH_DRIFT ? "true" : "false",
 					ticks_ns(r, ep->error), ticks_ns(r, ep->min_rtt));
 				json_epoch_kvm(f, ep);
-				if (ep->host_from > t->rec.host_end && j)
+				if (ep->host_from > t->rec.sync_head.host_end && j)
 					fprintf(f, ", \"applied\": false");
 				fprintf(f, " }");
 				first = false;
@@ -291,41 +292,42 @@ static void json_trace(FILE *f, const struct finish *r, const struct trace_sum *
 		json_kvm(f, &t->rec.kvm);
 		json_check(f, &t->rec.check);
 		fprintf(f, "        \"reset_host_tsc\": ");
-		if (t->rec.sync_reset_tsc)
-			fprintf(f, "%" PRIu64 ",\n", t->rec.sync_reset_tsc);
+		if (t->rec.sync_head.reset_tsc)
+			fprintf(f, "%" PRIu64 ",\n", t->rec.sync_head.reset_tsc);
 		else
 			fprintf(f, "null,\n");
 		/* No mapping has no bound; 0 comes only from an exact method. */
-		if (!strcmp(t->rec.sync_method, "none"))
+		if (!strcmp(t->rec.sync_head.method, "none"))
 			fprintf(f, "        \"bound_ns\": null\n      },\n");
 		else
 			fprintf(f, "        \"bound_ns\": %.1f\n      },\n", bound);
 		if (t->rec.mig.have)
-			json_migration(f, r, &t->rec.mig, t->rec.nr_cpus);
+			json_migration(f, r, &t->rec.mig, t->rec.agent.nr_cpus);
 		fprintf(f, "      \"max_size_reached\": %s,\n", t->rec.max_reached ? "true" : "false");
 		fprintf(f, "      \"kallsyms_from_cache\": %s,\n      \"kallsyms_cache_vm\": ",
-			t->rec.kcache_hit ? "true" : "false");
-		if (t->rec.kcache_vm[0])
-			json_str(f, t->rec.kcache_vm);
+			t->rec.kcache.hit ? "true" : "false");
+		if (t->rec.kcache.vm[0])
+			json_str(f, t->rec.kcache.vm);
 		else
 			fprintf(f, "null");
 		fprintf(f, ",\n      \"kallsyms_cache_note\": ");
-		if (t->rec.kcache_why[0])
-			json_str(f, t->rec.kcache_why);
+		if (t->rec.kcache.why[0])
+			json_str(f, t->rec.kcache.why);
 		else
 			fprintf(f, "null");
 		fprintf(f, ",\n");
 		fprintf(f, "      \"agent_warnings\": %" PRIu64 ",\n      \"agent_first_warning\": ",
-			t->rec.msgs[GMSG_AGENT_NOTICE]);
-		if (t->rec.agent_notice[0])
-			json_str(f, t->rec.agent_notice);
+			t->rec.figures.msgs[GMSG_AGENT_NOTICE]);
+		if (t->rec.figures.agent_notice[0])
+			json_str(f, t->rec.figures.agent_notice);
 		else
 			fprintf(f, "null");
 		fprintf(f, ",\n");
 		fprintf(f, "      \"budget\": { \"max\": %" PRIu64 ", \"used\": %" PRIu64
 			", \"pages_bytes\": %" PRIu64 ", \"bad_pages_bytes\": %" PRIu64
-			", \"fragment_bytes\": %" PRIu64 ", \"metadata_bytes\": %" PRIu64 " },\n", t->rec.budget.max, t->rec.budget.used,
-			t->rec.budget.pages, t->rec.budget.bad, t->rec.budget.frag, t->rec.budget.meta);
+			", \"fragment_bytes\": %" PRIu64 ", \"metadata_bytes\": %" PRIu64 " },\n",
+			t->rec.figures.budget.max, t->rec.figures.budget.used, t->rec.figures.budget.pages,
+			t->rec.figures.budget.bad, t->rec.figures.budget.frag, t->rec.figures.budget.meta);
 	}
 	(void)dropped;
 	fprintf(f, "      \"text_replaced\": %" PRIu64 ",\n      \"formats_refused\": %u,\n",

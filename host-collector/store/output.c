@@ -527,8 +527,8 @@ static int add_time_shift(struct finish *r, struct trace_sum *t, struct vt_trace
 		if (!t->rec.sync[cpu].nr)
 			continue;
 		ret = vt_tsync_tshift_build(t->rec.sync[cpu].epochs,
-					    vt_tsync_cpu_until(&t->rec.sync[cpu], t->rec.host_end),
-					    t->rec.host_end, interp, &tables[cpu]);
+					    vt_tsync_cpu_until(&t->rec.sync[cpu], t->rec.sync_head.host_end),
+					    t->rec.sync_head.host_end, interp, &tables[cpu]);
 		if (ret < 0) {
 			output_problem(t, "cpu%u: cannot express the clock mapping as TIME_SHIFT (%s)", cpu,
 				strerror(-ret));

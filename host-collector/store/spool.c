@@ -1167,24 +1167,16 @@ const size_t spool_check_nkeys = SPOOL_NKEYS(spool_check_keys);
 
 static void load_sync(struct spool_trace *t, int dir)
 {
-	struct spool_sync_head h = { .method = "none" };
 	char *text, *line;
 	size_t len;
 
-	snprintf(t->sync_method, sizeof(t->sync_method), "none");
+	snprintf(t->sync_head.method, sizeof(t->sync_head.method), "none");
 	if (spool_read_file(dir, "sync", (void **)&text, &len, SYNC_MAX) < 0) {
-		snprintf(t->sync_why, sizeof(t->sync_why), "no clock mapping was recorded");
+		snprintf(t->sync_head.why, sizeof(t->sync_head.why), "no clock mapping was recorded");
 		return;
 	}
 	t->have_sync = true;
-	spool_keys_read(text, spool_sync_keys, spool_sync_nkeys, &h);
-	snprintf(t->sync_method, sizeof(t->sync_method), "%s", h.method);
-	snprintf(t->sync_why, sizeof(t->sync_why), "%s", h.why);
-	snprintf(t->sync_final_cut, sizeof(t->sync_final_cut), "%s", h.final_cut);
-	t->host_end = h.host_end;
-	t->sync_reset_tsc = h.reset_tsc;
-	t->sync_rejected = h.rejected;
-	t->sync_failed = h.failed;
+	spool_keys_read(text, spool_sync_keys, spool_sync_nkeys, &t->sync_head);
 	spool_keys_read(text, spool_kvm_keys, spool_kvm_nkeys, &t->kvm);
 	spool_keys_read(text, spool_check_keys, spool_check_nkeys, &t->check);
 	for (line = text; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
@@ -1199,7 +1191,7 @@ static void load_sync(struct spool_trace *t, int dir)
 			   &iv.t, &iv.epoch_from, &iv.offset, &iv.lo, &iv.hi) == 9) {
 			struct spool_check_iv *p;
 
-			if (cpu >= t->nr_cpus || t->check.nr_ivs >= SPOOL_CHECK_IVS_MAX)
+			if (cpu >= t->agent.nr_cpus || t->check.nr_ivs >= SPOOL_CHECK_IVS_MAX)
 				continue;
 			p = realloc(t->check.ivs, (t->check.nr_ivs + 1) * sizeof(*p));
 			if (!p)
@@ -1222,8 +1214,8 @@ static void load_sync(struct spool_trace *t, int dir)
 		if (sscanf(line, "epoch cpu=%u from=%" SCNu64 " offset=%" SCNd64 " ratio=%" SCNu64
 			   " frac=%u source=%d flags=%u error=%" SCNu64 " min_rtt=%" SCNu64 " since=%"
 			   SCNu64, &cpu, &ep.host_from, &ep.map.offset, &ep.map.ratio, &ep.map.frac_bits,
-			   &source, &ep.flags, &ep.error, &ep.min_rtt, &ep.since) < 8 || cpu >= t->nr_cpus ||
-		    cpu >= COLLECT_MAX_CPUS || !vt_tsc_map_valid(&ep.map))
+			   &source, &ep.flags, &ep.error, &ep.min_rtt, &ep.since) < 8 ||
+		    cpu >= t->agent.nr_cpus || cpu >= COLLECT_MAX_CPUS || !vt_tsc_map_valid(&ep.map))
 			continue;
 		ep.source = source;
 		if (vt_tsync_cpu_update(&t->sync[cpu], &ep) < 0)
@@ -1350,26 +1342,30 @@ static void load_cpu_files(struct spool_trace *t, int dir, unsigned int nr)
  */
 const struct spool_key spool_migration_keys[] = {
 	SPOOL_KEY("direction", SPOOL_KTEXT, struct spool_migration, direction),
-	SPOOL_KEY("status", SPOOL_KTEXT, struct spool_migration, status),
-	SPOOL_KEY("resumed", SPOOL_KBOOL, struct spool_migration, resumed),
-	SPOOL_KEY("active_tsc", SPOOL_KU64, struct spool_migration, active_tsc),
-	SPOOL_KEY("stop_tsc", SPOOL_KU64, struct spool_migration, stop_tsc),
-	SPOOL_KEY("completed_tsc", SPOOL_KU64, struct spool_migration, completed_tsc),
-	SPOOL_KEY("resume_tsc", SPOOL_KU64, struct spool_migration, resume_tsc),
-	SPOOL_KEY("taken_tsc", SPOOL_KU64, struct spool_migration, taken_tsc),
-	SPOOL_KEY("out_tsc", SPOOL_KU64, struct spool_migration, out_tsc),
-	SPOOL_KEY("downtime_ms", SPOOL_KU64, struct spool_migration, downtime_ms),
-	SPOOL_KEY("total_ms", SPOOL_KU64, struct spool_migration, total_ms),
-	SPOOL_KEY("failures", SPOOL_KU32, struct spool_migration, failures),
-	SPOOL_KEY("resume_no", SPOOL_KU64, struct spool_migration, resume_no),
-	SPOOL_KEY("instance", SPOOL_KTEXT, struct spool_migration, instance),
-	SPOOL_KEY("nr_events", SPOOL_KU32, struct spool_migration, nr_events),
-	SPOOL_KEY("ignored", SPOOL_KU64, struct spool_migration, ignored),
-	SPOOL_KEY("host_boot_id", SPOOL_KTEXT, struct spool_migration, boot_id),
-	SPOOL_KEY("host_rt_ns", SPOOL_KU64, struct spool_migration, rt_ns),
-	SPOOL_KEY("host_rt_tsc", SPOOL_KU64, struct spool_migration, rt_tsc),
 };
 const size_t spool_migration_nkeys = SPOOL_NKEYS(spool_migration_keys);
+
+const struct spool_key spool_mig_seen_keys[] = {
+	SPOOL_KEY("status", SPOOL_KTEXT, struct spool_mig_seen, status),
+	SPOOL_KEY("resumed", SPOOL_KBOOL, struct spool_mig_seen, resumed),
+	SPOOL_KEY("active_tsc", SPOOL_KU64, struct spool_mig_seen, active_tsc),
+	SPOOL_KEY("stop_tsc", SPOOL_KU64, struct spool_mig_seen, stop_tsc),
+	SPOOL_KEY("completed_tsc", SPOOL_KU64, struct spool_mig_seen, completed_tsc),
+	SPOOL_KEY("resume_tsc", SPOOL_KU64, struct spool_mig_seen, resume_tsc),
+	SPOOL_KEY("taken_tsc", SPOOL_KU64, struct spool_mig_seen, taken_tsc),
+	SPOOL_KEY("out_tsc", SPOOL_KU64, struct spool_mig_seen, out_tsc),
+	SPOOL_KEY("downtime_ms", SPOOL_KU64, struct spool_mig_seen, downtime_ms),
+	SPOOL_KEY("total_ms", SPOOL_KU64, struct spool_mig_seen, total_ms),
+	SPOOL_KEY("failures", SPOOL_KU32, struct spool_mig_seen, failures),
+	SPOOL_KEY("resume_no", SPOOL_KU64, struct spool_mig_seen, resume_no),
+	SPOOL_KEY("instance", SPOOL_KTEXT, struct spool_mig_seen, instance),
+	SPOOL_KEY("nr_events", SPOOL_KU32, struct spool_mig_seen, nr_events),
+	SPOOL_KEY("ignored", SPOOL_KU64, struct spool_mig_seen, ignored),
+	SPOOL_KEY("host_boot_id", SPOOL_KTEXT, struct spool_mig_seen, boot_id),
+	SPOOL_KEY("host_rt_ns", SPOOL_KU64, struct spool_mig_seen, rt_ns),
+	SPOOL_KEY("host_rt_tsc", SPOOL_KU64, struct spool_mig_seen, rt_tsc),
+};
+const size_t spool_mig_seen_nkeys = SPOOL_NKEYS(spool_mig_seen_keys);
 
 /* The "migration" file: every number bounded, every string sanitised. */
 static void load_migration(struct spool_trace *t, int dir)
@@ -1383,7 +1379,8 @@ static void load_migration(struct spool_trace *t, int dir)
 		return;
 	m->have = true;
 	spool_keys_read(text, spool_migration_keys, spool_migration_nkeys, m);
-	for (i = 0; i < t->nr_cpus; i++) {
+	spool_keys_read(text, spool_mig_seen_keys, spool_mig_seen_nkeys, &m->seen);
+	for (i = 0; i < t->agent.nr_cpus; i++) {
 		struct spool_mig_cpu *c = &m->cpus[i];
 		unsigned long long v[7];
 		int marked;
@@ -1405,30 +1402,48 @@ static void load_migration(struct spool_trace *t, int dir)
 }
 
 /*
- * state (record/session-save.c): struct spool_state, then vcpu_tids (a list),
- * droppedN and badN per CPU, struct spool_budget, and msgsN per kind of
- * message; the lists and per-CPU keys are hand-written.
+ * state (record/session-save.c): struct spool_state's name and trace_id,
+ * struct spool_agent, the rest of struct spool_state, struct spool_figures,
+ * struct spool_kcache, then vcpu_tids (a list), droppedN and badN per CPU,
+ * struct spool_budget, and msgsN per kind of message; the lists and per-CPU
+ * keys are hand-written.
  */
 const struct spool_key spool_state_keys[] = {
 	SPOOL_KEY("name", SPOOL_KTEXT, struct spool_state, name),
 	SPOOL_KEY("trace_id", SPOOL_KU64, struct spool_state, trace_id),
-	SPOOL_KEY("nr_cpus", SPOOL_KU32, struct spool_state, nr_cpus),
-	SPOOL_KEY("subbuf", SPOOL_KU32, struct spool_state, subbuf),
-	SPOOL_KEY("clock", SPOOL_KTEXT, struct spool_state, clock),
-	SPOOL_KEY("agent", SPOOL_KTEXT, struct spool_state, agent),
-	SPOOL_KEY("caps", SPOOL_KU64, struct spool_state, caps),
+};
+const size_t spool_state_nkeys = SPOOL_NKEYS(spool_state_keys);
+
+const struct spool_key spool_agent_keys[] = {
+	SPOOL_KEY("nr_cpus", SPOOL_KU32, struct spool_agent, nr_cpus),
+	SPOOL_KEY("subbuf", SPOOL_KU32, struct spool_agent, subbuf),
+	SPOOL_KEY("clock", SPOOL_KTEXT, struct spool_agent, clock),
+	SPOOL_KEY("agent", SPOOL_KTEXT, struct spool_agent, software),
+	SPOOL_KEY("caps", SPOOL_KU64, struct spool_agent, caps),
+};
+const size_t spool_agent_nkeys = SPOOL_NKEYS(spool_agent_keys);
+
+const struct spool_key spool_state_tail_keys[] = {
 	SPOOL_KEY("streams", SPOOL_KU32, struct spool_state, streams),
 	SPOOL_KEY("qemu_pid", SPOOL_KINT, struct spool_state, qemu_pid),
 	SPOOL_KEY("max_reached", SPOOL_KBOOL, struct spool_state, max_reached),
-	SPOOL_KEY("protocol_errors", SPOOL_KU64, struct spool_state, protocol_errors),
-	SPOOL_KEY("error", SPOOL_KTEXT, struct spool_state, error),
-	SPOOL_KEY("agent_error", SPOOL_KTEXT, struct spool_state, agent_error),
-	SPOOL_KEY("agent_notice", SPOOL_KTEXT, struct spool_state, agent_notice),
-	SPOOL_KEY("kcache_hit", SPOOL_KBOOL, struct spool_state, kcache_hit),
-	SPOOL_KEY("kcache_vm", SPOOL_KSTR, struct spool_state, kcache_vm),
-	SPOOL_KEY("kcache_why", SPOOL_KSTR, struct spool_state, kcache_why),
 };
-const size_t spool_state_nkeys = SPOOL_NKEYS(spool_state_keys);
+const size_t spool_state_tail_nkeys = SPOOL_NKEYS(spool_state_tail_keys);
+
+const struct spool_key spool_figures_keys[] = {
+	SPOOL_KEY("protocol_errors", SPOOL_KU64, struct spool_figures, protocol_errors),
+	SPOOL_KEY("error", SPOOL_KTEXT, struct spool_figures, error),
+	SPOOL_KEY("agent_error", SPOOL_KTEXT, struct spool_figures, agent_error),
+	SPOOL_KEY("agent_notice", SPOOL_KTEXT, struct spool_figures, agent_notice),
+};
+const size_t spool_figures_nkeys = SPOOL_NKEYS(spool_figures_keys);
+
+const struct spool_key spool_kcache_keys[] = {
+	SPOOL_KEY("kcache_hit", SPOOL_KBOOL, struct spool_kcache, hit),
+	SPOOL_KEY("kcache_vm", SPOOL_KSTR, struct spool_kcache, vm),
+	SPOOL_KEY("kcache_why", SPOOL_KSTR, struct spool_kcache, why),
+};
+const size_t spool_kcache_nkeys = SPOOL_NKEYS(spool_kcache_keys);
 
 const struct spool_key spool_budget_keys[] = {
 	SPOOL_KEY("budget_max", SPOOL_KU64, struct spool_budget, max),
@@ -1440,26 +1455,21 @@ const struct spool_key spool_budget_keys[] = {
 };
 const size_t spool_budget_nkeys = SPOOL_NKEYS(spool_budget_keys);
 
-/* The state file's plain keys, into the trace (whose fields are as large). */
+/* The state file's plain keys, into the trace's parts (as large as the writer's). */
 static void load_state(struct spool_trace *t, const char *text)
 {
 	struct spool_state st = { 0 };
 
 	spool_keys_read(text, spool_state_keys, spool_state_nkeys, &st);
+	spool_keys_read(text, spool_state_tail_keys, spool_state_tail_nkeys, &st);
 	snprintf(t->name, sizeof(t->name), "%s", st.name);
 	t->trace_id = st.trace_id;
-	t->nr_cpus = st.nr_cpus < COLLECT_MAX_CPUS ? st.nr_cpus : COLLECT_MAX_CPUS;
-	t->subbuf = st.subbuf;
-	snprintf(t->clock, sizeof(t->clock), "%s", st.clock);
-	snprintf(t->agent, sizeof(t->agent), "%s", st.agent);
-	snprintf(t->error, sizeof(t->error), "%s", st.error);
-	snprintf(t->agent_error, sizeof(t->agent_error), "%s", st.agent_error);
-	snprintf(t->agent_notice, sizeof(t->agent_notice), "%s", st.agent_notice);
-	t->protocol_errors = st.protocol_errors;
+	spool_keys_read(text, spool_agent_keys, spool_agent_nkeys, &t->agent);
+	if (t->agent.nr_cpus > COLLECT_MAX_CPUS)
+		t->agent.nr_cpus = COLLECT_MAX_CPUS;
+	spool_keys_read(text, spool_figures_keys, spool_figures_nkeys, &t->figures);
 	t->max_reached = st.max_reached;
-	t->kcache_hit = st.kcache_hit;
-	snprintf(t->kcache_vm, sizeof(t->kcache_vm), "%s", st.kcache_vm);
-	snprintf(t->kcache_why, sizeof(t->kcache_why), "%s", st.kcache_why);
+	spool_keys_read(text, spool_kcache_keys, spool_kcache_nkeys, &t->kcache);
 }
 
 /**
@@ -1483,7 +1493,7 @@ int spool_trace_load(int dir, bool host, struct spool_trace *t)
 	t->host = host;
 	if (host) {
 		snprintf(t->name, sizeof(t->name), "host");
-		snprintf(t->clock, sizeof(t->clock), "x86-tsc");
+		snprintf(t->agent.clock, sizeof(t->agent.clock), "x86-tsc");
 		load_cpu_files(t, dir, COLLECT_MAX_CPUS);
 		return 0;
 	}
@@ -1500,23 +1510,23 @@ int spool_trace_load(int dir, bool host, struct spool_trace *t)
 				p++;
 			}
 		}
-		for (i = 0; i < t->nr_cpus; i++) {
+		for (i = 0; i < t->agent.nr_cpus; i++) {
 			snprintf(key, sizeof(key), "dropped%u", i);
 			t->cpus[i].dropped = kv_u64(text, key);
 			snprintf(key, sizeof(key), "bad%u", i);
 			t->cpus[i].bad_pages = kv_u64(text, key);
 		}
-		spool_keys_read(text, spool_budget_keys, spool_budget_nkeys, &t->budget);
-		t->budget.reached = t->max_reached;
+		spool_keys_read(text, spool_budget_keys, spool_budget_nkeys, &t->figures.budget);
+		t->figures.budget.reached = t->max_reached;
 		for (i = 0; i < GMSG_NR; i++) {
 			snprintf(key, sizeof(key), "msgs%u", i);
-			t->msgs[i] = kv_u64(text, key);
+			t->figures.msgs[i] = kv_u64(text, key);
 		}
 		free(text);
 	}
 	if (spool_read_file(dir, "agent", (void **)&text, &len, STATE_MAX) == 0) {
 		t->have_agent = true;
-		for (i = 0; i < t->nr_cpus; i++) {
+		for (i = 0; i < t->agent.nr_cpus; i++) {
 			snprintf(key, sizeof(key), "bytes%u", i);
 			t->cpus[i].agent_bytes = kv_u64(text, key);
 			snprintf(key, sizeof(key), "pages%u", i);
@@ -1524,7 +1534,7 @@ int spool_trace_load(int dir, bool host, struct spool_trace *t)
 		}
 		free(text);
 	}
-	load_cpu_files(t, dir, t->nr_cpus);
+	load_cpu_files(t, dir, t->agent.nr_cpus);
 	load_sync(t, dir);
 	load_migration(t, dir);
 	return 0;

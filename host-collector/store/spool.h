@@ -131,11 +131,9 @@ struct spool_mig_cpu {
 };
 
 /**
- * struct spool_migration - what a live migration did to a guest's recording
- * @have: the file exists
- * @direction: "out" (the guest left: this recording ends at the switchover),
- *	"in" (record --incoming took the session over), "none" (a migration
- *	began but did not complete)
+ * struct spool_mig_seen - what a collector saw of a guest's live migrations,
+ *	out (on the source's collector) or in (`record --incoming` on the
+ *	destination's): the migration file's keys after direction
  * @status: QEMU's last MIGRATION status
  * @resumed: in: the session was taken over
  * @active_tsc, @stop_tsc, @completed_tsc, @resume_tsc, @taken_tsc, @out_tsc:
@@ -147,11 +145,11 @@ struct spool_mig_cpu {
  * @instance: in: the agent's recorded instance ("" top level)
  * @nr_events: in: events enabled there
  * @ignored: in: stale control messages dropped before the takeover
- * @cpus: per CPU
+ * @boot_id: the host's boot: two recordings of one boot share a TSC
+ * @rt_ns: the host's wall clock, read together with @rt_tsc, its TSC (for
+ *	`join` across two hosts)
  */
-struct spool_migration {
-	bool have;
-	char direction[8];
+struct spool_mig_seen {
 	char status[32];
 	bool resumed;
 	uint64_t active_tsc, stop_tsc, completed_tsc, resume_tsc, taken_tsc, out_tsc;
@@ -161,8 +159,23 @@ struct spool_migration {
 	char instance[256];
 	uint32_t nr_events;
 	uint64_t ignored;
-	char boot_id[40];		/* the host's boot: two recordings of one boot share a TSC */
-	uint64_t rt_ns, rt_tsc;		/* the host's wall clock and TSC, read together */
+	char boot_id[40];
+	uint64_t rt_ns, rt_tsc;
+};
+
+/**
+ * struct spool_migration - what a live migration did to a guest's recording
+ * @have: the file exists
+ * @direction: "out" (the guest left: this recording ends at the switchover),
+ *	"in" (record --incoming took the session over), "none" (a migration
+ *	began but did not complete)
+ * @seen: what the collector saw of it
+ * @cpus: per CPU
+ */
+struct spool_migration {
+	bool have;
+	char direction[8];
+	struct spool_mig_seen seen;
 	struct spool_mig_cpu cpus[COLLECT_MAX_CPUS];
 };
 
@@ -238,32 +251,81 @@ struct spool_check {
 	uint32_t nr_ivs;
 };
 
-/*
- * The state file's plain keys, in its order (record/session-save.c fills
- * them from its guest; spool_trace_load() copies them into struct spool_trace).
- * caps, streams and qemu_pid are written for people and not read back.
+/**
+ * struct spool_agent - what a guest's agent said of itself (HELLO and its
+ *	setup's replies): the state file's keys after trace_id
+ * @nr_cpus: its vCPUs
+ * @subbuf: its ring buffer's sub-buffer size, bytes
+ * @clock: its trace clock
+ * @software: its name and version (the key "agent")
+ * @caps: its capabilities (VT_PROTO_CAP_*), written for people (recover uses none)
  */
-struct spool_state {
-	char name[COLLECT_NAME_MAX];
-	uint64_t trace_id;
+struct spool_agent {
 	unsigned int nr_cpus;
 	uint32_t subbuf;
 	char clock[64];
-	char agent[128];
+	char software[128];
 	uint64_t caps;
-	unsigned int streams;
-	int qemu_pid;
-	bool max_reached;
+};
+
+/**
+ * struct spool_figures - what went wrong with a guest's recording and what it
+ *	cost: the state file's problems, its budget and its messages
+ * @protocol_errors: malformed control messages
+ * @error: why its recording failed, "" if it did not
+ * @agent_error: the agent's first unasked ERROR, "" if none
+ * @agent_notice: the agent's first NOTICE (a warning), "" if none
+ * @budget: what it may make the collector keep and what it took (spool_budget_keys)
+ * @msgs: guest_log()'s messages of each kind (msgsN)
+ */
+struct spool_figures {
 	uint64_t protocol_errors;
 	char error[512];
 	char agent_error[512];
 	char agent_notice[512];
-	bool kcache_hit;
-	char kcache_vm[COLLECT_NAME_MAX];
-	char kcache_why[160];
+	struct spool_budget budget;
+	uint64_t msgs[GMSG_NR];
 };
 
-/* The sync file's keys before KVM's (struct spool_kvm) and the check's (struct spool_check). */
+/**
+ * struct spool_kcache - a guest's kallsyms and the kallsyms cache: the state
+ *	file's last keys
+ * @hit: its kallsyms came from the cache
+ * @vm: its VM's cache entry (kcache_vm_id()), "" if none
+ * @why: why its kallsyms are not cached, ""
+ */
+struct spool_kcache {
+	bool hit;
+	char vm[COLLECT_NAME_MAX];
+	char why[160];
+};
+
+/*
+ * The state file's plain keys, in its order: name and trace_id, then struct
+ * spool_agent's, streams, qemu_pid and max_reached (spool_state_tail_keys),
+ * then struct spool_figures' and struct spool_kcache's. streams and qemu_pid
+ * are written for people and not read back.
+ */
+struct spool_state {
+	char name[COLLECT_NAME_MAX];
+	uint64_t trace_id;
+	unsigned int streams;
+	int qemu_pid;
+	bool max_reached;
+};
+
+/**
+ * struct spool_sync_head - how a guest's clock was mapped to the host's: the
+ *	sync file's keys before KVM's (struct spool_kvm) and the check's
+ *	(struct spool_check)
+ * @method: "kvm", "probe", "offset", "none"
+ * @why: why that method
+ * @host_end: host TSC where the mapping ends
+ * @rejected: probe bursts rejected as implausible
+ * @failed: probes were due but a vCPU got no epoch
+ * @final_cut: why the final sync ended early, "" if it did not
+ * @reset_tsc: QEMU reset the guest here: later epochs are not applied; 0 if not
+ */
 struct spool_sync_head {
 	char method[16];
 	char why[160];
@@ -285,30 +347,14 @@ struct spool_trace {
 	bool host;
 	bool have_state, have_agent, have_sync;
 	uint64_t trace_id;
-	unsigned int nr_cpus;
-	uint32_t subbuf;
-	char clock[64];
-	char agent[128];
-	char error[512];
-	char agent_error[512];
-	char agent_notice[512];
-	uint64_t protocol_errors;
+	struct spool_agent agent;	/* nr_cpus at most COLLECT_MAX_CPUS */
+	struct spool_figures figures;
 	bool max_reached;
-	bool kcache_hit;		/* kallsyms came from the kallsyms cache */
-	char kcache_vm[COLLECT_NAME_MAX];	/* its VM's cache entry, "" if none */
-	char kcache_why[160];		/* why it was not cached, "" */
-	struct spool_budget budget;	/* max, used and its parts, as the state file says */
-	uint64_t msgs[GMSG_NR];
-	uint32_t sync_rejected;
-	bool sync_failed;
+	struct spool_kcache kcache;
 	uint32_t tids[COLLECT_MAX_CPUS];
 	unsigned int nr_tids;
 	struct spool_cpu cpus[COLLECT_MAX_CPUS];
-	char sync_method[16];
-	char sync_why[160];
-	char sync_final_cut[200];	/* why the final clock sync ended early, "" if it did not */
-	uint64_t host_end;
-	uint64_t sync_reset_tsc;	/* QEMU reset the guest here: later epochs are not applied */
+	struct spool_sync_head sync_head;
 	struct vt_tsync_cpu sync[COLLECT_MAX_CPUS];
 	uint64_t min_rtt[COLLECT_MAX_CPUS];
 	uint32_t samples[COLLECT_MAX_CPUS];
@@ -386,6 +432,14 @@ extern const struct spool_key spool_options_keys[];	/* options: struct spool_opt
 extern const size_t spool_options_nkeys;
 extern const struct spool_key spool_state_keys[];	/* state: struct spool_state */
 extern const size_t spool_state_nkeys;
+extern const struct spool_key spool_agent_keys[];	/* state, next: struct spool_agent */
+extern const size_t spool_agent_nkeys;
+extern const struct spool_key spool_state_tail_keys[];	/* state, next: struct spool_state */
+extern const size_t spool_state_tail_nkeys;
+extern const struct spool_key spool_figures_keys[];	/* state, next: struct spool_figures */
+extern const size_t spool_figures_nkeys;
+extern const struct spool_key spool_kcache_keys[];	/* state, next: struct spool_kcache */
+extern const size_t spool_kcache_nkeys;
 extern const struct spool_key spool_budget_keys[];	/* state, after droppedN: struct spool_budget */
 extern const size_t spool_budget_nkeys;
 extern const struct spool_key spool_sync_keys[];	/* sync: struct spool_sync_head */
@@ -396,6 +450,8 @@ extern const struct spool_key spool_check_keys[];	/* sync, next: struct spool_ch
 extern const size_t spool_check_nkeys;
 extern const struct spool_key spool_migration_keys[];	/* migration: struct spool_migration */
 extern const size_t spool_migration_nkeys;
+extern const struct spool_key spool_mig_seen_keys[];	/* migration, next: struct spool_mig_seen */
+extern const size_t spool_mig_seen_nkeys;
 extern const struct spool_key spool_inplace_keys[];	/* inplace: struct spool_inplace */
 extern const size_t spool_inplace_nkeys;
 extern const struct spool_key spool_sums_keys[];	/* cpuN.sums, one line: struct spool_sums */

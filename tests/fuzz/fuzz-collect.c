@@ -207,21 +207,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	g.spool_fd = -1;
 	snprintf(g.name, sizeof(g.name), "fuzz");
 	g.rec = &run;
-	g.nr_cpus = 2;
-	g.subbuf = 4096;
+	g.agent.nr_cpus = 2;
+	g.agent.subbuf = 4096;
 	g.state = G_RUNNING;
 	g.req.active = true;
 	g.req.want = VT_PROTO_HELLO_REPLY;
 	g.req.done = hello_answered;
-	g.conn = vt_conn_new(devnull, devnull);
-	if (!g.conn)
+	g.ctl.conn = vt_conn_new(devnull, devnull);
+	if (!g.ctl.conn)
 		return 0;
-	vt_proto_meta_rx_init(&g.meta_rx, 1 << 20);
+	vt_proto_meta_rx_init(&g.meta.rx, 1 << 20);
 	/* In pieces, as the port would deliver them, each piece handled before the next. */
 	while (off < clen && g.state != G_FAILED) {
 		size_t n = clen - off < 4096 ? clen - off : 4096;
 
-		if (vt_conn_feed(g.conn, data + off, n) < 0)
+		if (vt_conn_feed(g.ctl.conn, data + off, n) < 0)
 			break;
 		off += n;
 		session_dispatch(&g);
@@ -233,10 +233,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	s.page = malloc(4096);
 	s.spool_fd = devnull;
 	s.bad_fd = devnull;
-	s.budget = &g.budget;
+	s.budget = &g.figures.budget;
 	g.streams = &s;
 	g.nr_streams = 1;
-	g.budget.max = 64 * 4096;
+	g.figures.budget.max = 64 * 4096;
 	g.state = G_RUNNING;
 	stream_ingest(&s, data + clen, size - clen);
 	free(s.page);

@@ -139,9 +139,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	spool_load_options(sfd, &o);
 	if (spool_trace_load(tfd, false, &t) == 0) {
 		/* What the finish relies on: bounded counts, terminated strings. */
-		if (t.nr_cpus > COLLECT_MAX_CPUS || t.nr_tids > COLLECT_MAX_CPUS ||
+		if (t.agent.nr_cpus > COLLECT_MAX_CPUS || t.nr_tids > COLLECT_MAX_CPUS ||
 		    strnlen(t.name, sizeof(t.name)) == sizeof(t.name) ||
-		    strnlen(t.clock, sizeof(t.clock)) == sizeof(t.clock))
+		    strnlen(t.agent.clock, sizeof(t.agent.clock)) == sizeof(t.agent.clock))
 			abort();
 		spool_trace_free(&t);
 	}

@@ -51,25 +51,25 @@ static int t_fill_guest(struct guest *g)
 	memset(streams, 0, sizeof(streams));
 	snprintf(g->name, sizeof(g->name), "g1");
 	g->trace_id = V(1);
-	g->nr_cpus = NR_CPUS;
-	g->subbuf = 4096;
-	snprintf(g->clock, sizeof(g->clock), "x86-tsc");
-	snprintf(g->agent_software, sizeof(g->agent_software), "trace-agent 9.9");
-	g->caps = V(2);
+	g->agent.nr_cpus = NR_CPUS;
+	g->agent.subbuf = 4096;
+	snprintf(g->agent.clock, sizeof(g->agent.clock), "x86-tsc");
+	snprintf(g->agent.software, sizeof(g->agent.software), "trace-agent 9.9");
+	g->agent.caps = V(2);
 	g->link.qemu_pid = 4321;
-	g->budget = (struct spool_budget){ V(3), V(4), V(5), V(6), V(7), V(8), true };
-	g->protocol_errors = V(9);
-	snprintf(g->error, sizeof(g->error), "an error");
-	snprintf(g->agent_error, sizeof(g->agent_error), "an agent error");
-	snprintf(g->agent_notice, sizeof(g->agent_notice), "a notice");
-	g->kcache_hit = true;
-	snprintf(g->kcache_vm, sizeof(g->kcache_vm), "vm1");
-	snprintf(g->kcache_why, sizeof(g->kcache_why), "not cached: why");
+	g->figures.budget = (struct spool_budget){ V(3), V(4), V(5), V(6), V(7), V(8), true };
+	g->figures.protocol_errors = V(9);
+	snprintf(g->figures.error, sizeof(g->figures.error), "an error");
+	snprintf(g->figures.agent_error, sizeof(g->figures.agent_error), "an agent error");
+	snprintf(g->figures.agent_notice, sizeof(g->figures.agent_notice), "a notice");
+	g->kcache.saved.hit = true;
+	snprintf(g->kcache.saved.vm, sizeof(g->kcache.saved.vm), "vm1");
+	snprintf(g->kcache.saved.why, sizeof(g->kcache.saved.why), "not cached: why");
 	g->link.nr_vcpu_tids = NR_CPUS;
 	g->link.vcpu_tids[0] = 111;
 	g->link.vcpu_tids[1] = 222;
 	for (i = 0; i < GMSG_NR; i++)
-		g->msgs[i] = V(10 + i);
+		g->figures.msgs[i] = V(10 + i);
 	g->streams = streams;
 	g->nr_streams = NR_CPUS;
 	for (i = 0; i < NR_CPUS; i++) {
@@ -85,8 +85,8 @@ static int t_fill_guest(struct guest *g)
 		s->mark_pos = V(30 + i);
 		s->mark_pre = V(32 + i);
 		s->marks = V(34 + i);
-		g->agent_bytes[i] = V(36 + i);
-		g->agent_pages[i] = V(38 + i);
+		g->stats.bytes[i] = V(36 + i);
+		g->stats.pages[i] = V(38 + i);
 		g->sync.min_rtt[i] = V(40 + i);
 		g->sync.samples[i] = 50 + i;
 		ep.host_from = V(42 + i);
@@ -101,13 +101,13 @@ static int t_fill_guest(struct guest *g)
 		if (vt_tsync_cpu_update(&g->sync.cpus[i], &ep) < 0)
 			return -ENOMEM;
 	}
-	snprintf(g->sync.method, sizeof(g->sync.method), "kvm");
-	snprintf(g->sync.why, sizeof(g->sync.why), "exact offsets");
-	g->sync.host_end = V(60);
-	g->sync.rejected = 61;
-	g->sync.failed = true;
-	snprintf(g->sync.final_cut, sizeof(g->sync.final_cut), "cut short");
-	g->sync.reset_tsc = V(62);
+	snprintf(g->sync.head.method, sizeof(g->sync.head.method), "kvm");
+	snprintf(g->sync.head.why, sizeof(g->sync.head.why), "exact offsets");
+	g->sync.head.host_end = V(60);
+	g->sync.head.rejected = 61;
+	g->sync.head.failed = true;
+	snprintf(g->sync.head.final_cut, sizeof(g->sync.head.final_cut), "cut short");
+	g->sync.head.reset_tsc = V(62);
 	g->sync.kvm = (struct spool_kvm){ "events", "kvm why", "inst0", V(63), V(64), V(65), V(66),
 					  V(67), "a note", "constant_tsc", "tsc" };
 	iv = (struct spool_check_iv){ 1, 2, 3, true, V(70), V(71), -(int64_t)V(72),
@@ -115,24 +115,24 @@ static int t_fill_guest(struct guest *g)
 	g->sync.check = (struct spool_check){ true, V(75), V(76), V(77), V(78), V(79), V(80),
 					      &iv, 1 };
 	g->mig.incoming = true;
-	g->mig.resumed = true;
-	snprintf(g->mig.status, sizeof(g->mig.status), "completed");
-	g->mig.active_tsc = V(81);
-	g->mig.stop_tsc = V(82);
-	g->mig.completed_tsc = V(83);
-	g->mig.resume_tsc = V(84);
-	g->mig.taken_tsc = V(85);
-	g->mig.out_tsc = V(86);
-	g->mig.downtime_ms = V(87);
-	g->mig.total_ms = V(88);
-	g->mig.failures = 89;
-	g->mig.resume_no = V(90);
-	snprintf(g->mig.instance, sizeof(g->mig.instance), "inst1");
-	g->mig.nr_events = 91;
-	g->mig.ignored = V(92);
-	snprintf(g->mig.boot_id, sizeof(g->mig.boot_id), "boot-1234");
-	g->mig.rt_ns = V(93);
-	g->mig.rt_tsc = V(94);
+	g->mig.seen.resumed = true;
+	snprintf(g->mig.seen.status, sizeof(g->mig.seen.status), "completed");
+	g->mig.seen.active_tsc = V(81);
+	g->mig.seen.stop_tsc = V(82);
+	g->mig.seen.completed_tsc = V(83);
+	g->mig.seen.resume_tsc = V(84);
+	g->mig.seen.taken_tsc = V(85);
+	g->mig.seen.out_tsc = V(86);
+	g->mig.seen.downtime_ms = V(87);
+	g->mig.seen.total_ms = V(88);
+	g->mig.seen.failures = 89;
+	g->mig.seen.resume_no = V(90);
+	snprintf(g->mig.seen.instance, sizeof(g->mig.seen.instance), "inst1");
+	g->mig.seen.nr_events = 91;
+	g->mig.seen.ignored = V(92);
+	snprintf(g->mig.seen.boot_id, sizeof(g->mig.seen.boot_id), "boot-1234");
+	g->mig.seen.rt_ns = V(93);
+	g->mig.seen.rt_tsc = V(94);
 	return 0;
 }
 
@@ -266,20 +266,14 @@ static void test_golden_load(void **state)
 	assert_true(t->have_state);
 	assert_string_equal(t->name, g->name);
 	assert_int_equal(t->trace_id, g->trace_id);
-	assert_int_equal(t->nr_cpus, g->nr_cpus);
-	assert_int_equal(t->subbuf, g->subbuf);
-	assert_string_equal(t->clock, g->clock);
-	assert_string_equal(t->agent, g->agent_software);
-	assert_string_equal(t->error, g->error);
-	assert_string_equal(t->agent_error, g->agent_error);
-	assert_string_equal(t->agent_notice, g->agent_notice);
-	assert_int_equal(t->protocol_errors, g->protocol_errors);
+	/* The parts record writes are the parts the trace embeds: compared through their tables. */
+	t_equal_keys(spool_agent_keys, spool_agent_nkeys, &t->agent, &g->agent, "state");
+	t_equal_keys(spool_figures_keys, spool_figures_nkeys, &t->figures, &g->figures, "state");
 	assert_true(t->max_reached);
-	assert_true(t->kcache_hit);
-	assert_string_equal(t->kcache_vm, g->kcache_vm);
-	assert_string_equal(t->kcache_why, g->kcache_why);
-	t_equal_keys(spool_budget_keys, spool_budget_nkeys, &t->budget, &g->budget, "state");
-	assert_memory_equal(t->msgs, g->msgs, sizeof(t->msgs));
+	t_equal_keys(spool_kcache_keys, spool_kcache_nkeys, &t->kcache, &g->kcache.saved, "state");
+	t_equal_keys(spool_budget_keys, spool_budget_nkeys, &t->figures.budget, &g->figures.budget,
+		     "state");
+	assert_memory_equal(t->figures.msgs, g->figures.msgs, sizeof(t->figures.msgs));
 	assert_int_equal(t->nr_tids, NR_CPUS);
 	assert_memory_equal(t->tids, g->link.vcpu_tids, NR_CPUS * sizeof(t->tids[0]));
 	for (i = 0; i < NR_CPUS; i++) {
@@ -289,8 +283,8 @@ static void test_golden_load(void **state)
 		assert_int_equal(c->dropped, streams[i].dropped_pages);
 		assert_int_equal(c->bad_pages, streams[i].bad_pages);
 		/* agent */
-		assert_int_equal(c->agent_bytes, g->agent_bytes[i]);
-		assert_int_equal(c->agent_pages, g->agent_pages[i]);
+		assert_int_equal(c->agent_bytes, g->stats.bytes[i]);
+		assert_int_equal(c->agent_pages, g->stats.pages[i]);
 		/* migration's streams */
 		assert_int_equal(mc->bytes, streams[i].bytes_session);
 		assert_int_equal(mc->pages, streams[i].pages);
@@ -315,13 +309,7 @@ static void test_golden_load(void **state)
 	t_equal_keys(spool_zsum_keys, spool_zsum_nkeys, &t->cpus[0].zsum, &zsum, "cpu0.zsum");
 	/* sync */
 	assert_true(t->have_sync);
-	assert_string_equal(t->sync_method, g->sync.method);
-	assert_string_equal(t->sync_why, g->sync.why);
-	assert_string_equal(t->sync_final_cut, g->sync.final_cut);
-	assert_int_equal(t->host_end, g->sync.host_end);
-	assert_int_equal(t->sync_reset_tsc, g->sync.reset_tsc);
-	assert_int_equal(t->sync_rejected, g->sync.rejected);
-	assert_true(t->sync_failed);
+	t_equal_keys(spool_sync_keys, spool_sync_nkeys, &t->sync_head, &g->sync.head, "sync");
 	t_equal_keys(spool_kvm_keys, spool_kvm_nkeys, &t->kvm, &g->sync.kvm, "sync");
 	assert_memory_equal(&t->kvm, &g->sync.kvm, sizeof(t->kvm));
 	t_equal_keys(spool_check_keys, spool_check_nkeys, &t->check, &g->sync.check, "sync");
@@ -345,24 +333,7 @@ static void test_golden_load(void **state)
 	/* migration */
 	assert_true(t->mig.have);
 	assert_string_equal(t->mig.direction, "in");
-	assert_string_equal(t->mig.status, g->mig.status);
-	assert_true(t->mig.resumed);
-	assert_int_equal(t->mig.active_tsc, g->mig.active_tsc);
-	assert_int_equal(t->mig.stop_tsc, g->mig.stop_tsc);
-	assert_int_equal(t->mig.completed_tsc, g->mig.completed_tsc);
-	assert_int_equal(t->mig.resume_tsc, g->mig.resume_tsc);
-	assert_int_equal(t->mig.taken_tsc, g->mig.taken_tsc);
-	assert_int_equal(t->mig.out_tsc, g->mig.out_tsc);
-	assert_int_equal(t->mig.downtime_ms, g->mig.downtime_ms);
-	assert_int_equal(t->mig.total_ms, g->mig.total_ms);
-	assert_int_equal(t->mig.failures, g->mig.failures);
-	assert_int_equal(t->mig.resume_no, g->mig.resume_no);
-	assert_string_equal(t->mig.instance, g->mig.instance);
-	assert_int_equal(t->mig.nr_events, g->mig.nr_events);
-	assert_int_equal(t->mig.ignored, g->mig.ignored);
-	assert_string_equal(t->mig.boot_id, g->mig.boot_id);
-	assert_int_equal(t->mig.rt_ns, g->mig.rt_ns);
-	assert_int_equal(t->mig.rt_tsc, g->mig.rt_tsc);
+	t_equal_keys(spool_mig_seen_keys, spool_mig_seen_nkeys, &t->mig.seen, &g->mig.seen, "migration");
 
 	spool_trace_free(t);
 	close(dir);
@@ -447,11 +418,19 @@ static const struct t_table {
 } tables[] = {
 	{ "options", spool_options_keys, &spool_options_nkeys, sizeof(struct spool_options), false },
 	{ "state", spool_state_keys, &spool_state_nkeys, sizeof(struct spool_state), false },
+	{ "state (agent)", spool_agent_keys, &spool_agent_nkeys, sizeof(struct spool_agent), false },
+	{ "state (tail)", spool_state_tail_keys, &spool_state_tail_nkeys, sizeof(struct spool_state),
+	  false },
+	{ "state (figures)", spool_figures_keys, &spool_figures_nkeys, sizeof(struct spool_figures),
+	  false },
+	{ "state (kcache)", spool_kcache_keys, &spool_kcache_nkeys, sizeof(struct spool_kcache), false },
 	{ "state (budget)", spool_budget_keys, &spool_budget_nkeys, sizeof(struct spool_budget), false },
 	{ "sync", spool_sync_keys, &spool_sync_nkeys, sizeof(struct spool_sync_head), false },
 	{ "sync (kvm)", spool_kvm_keys, &spool_kvm_nkeys, sizeof(struct spool_kvm), false },
 	{ "sync (check)", spool_check_keys, &spool_check_nkeys, sizeof(struct spool_check), false },
 	{ "migration", spool_migration_keys, &spool_migration_nkeys, sizeof(struct spool_migration),
+	  false },
+	{ "migration (seen)", spool_mig_seen_keys, &spool_mig_seen_nkeys, sizeof(struct spool_mig_seen),
 	  false },
 	{ "inplace", spool_inplace_keys, &spool_inplace_nkeys, sizeof(struct spool_inplace), false },
 	{ "cpuN.sums", spool_sums_keys, &spool_sums_nkeys, sizeof(struct spool_sums), true },

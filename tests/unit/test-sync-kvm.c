@@ -168,9 +168,9 @@ static int setup(void **state)
 	f->g = calloc(1, sizeof(*f->g));
 	assert_non_null(f->g);
 	snprintf(f->g->name, sizeof(f->g->name), "sim");
-	snprintf(f->g->clock, sizeof(f->g->clock), "x86-tsc");
-	f->g->caps = VT_PROTO_CAP_SYNC_TSC;
-	f->g->nr_cpus = 2;
+	snprintf(f->g->agent.clock, sizeof(f->g->agent.clock), "x86-tsc");
+	f->g->agent.caps = VT_PROTO_CAP_SYNC_TSC;
+	f->g->agent.nr_cpus = 2;
 	f->streams[0].cpu = 0;
 	f->streams[1].cpu = 1;
 	f->g->streams = f->streams;
@@ -214,7 +214,7 @@ static void begin(struct fx *f)
 {
 	assert_int_equal(sync_kvm_begin(f->g, &f->o), 0);
 	assert_int_equal(sync_prepare(f->g, &f->o, "start"), 0);
-	assert_string_equal(f->g->sync.method, "kvm");
+	assert_string_equal(f->g->sync.head.method, "kvm");
 }
 
 /* ---- exact: kvm_write_tsc_offset ---- */
@@ -479,10 +479,10 @@ static void reset_ends_the_mapping(void **state)
 	write_event(t + 90000, 0, OFF0 + 10, OFF0 - 5000);
 	spin_until(t + 90000);
 	sync_reset(g, t + 50000);
-	assert_int_equal(g->sync.reset_tsc, t + 50000);
-	assert_int_equal(g->sync.host_end, t + 50000);
-	assert_int_equal(vt_tsync_cpu_until(&g->sync.cpus[0], g->sync.host_end), 2);
-	assert_int_equal(vt_tsync_cpu_until(&g->sync.cpus[1], g->sync.host_end), 2);
+	assert_int_equal(g->sync.head.reset_tsc, t + 50000);
+	assert_int_equal(g->sync.head.host_end, t + 50000);
+	assert_int_equal(vt_tsync_cpu_until(&g->sync.cpus[0], g->sync.head.host_end), 2);
+	assert_int_equal(vt_tsync_cpu_until(&g->sync.cpus[1], g->sync.head.host_end), 2);
 	assert_int_equal(g->sync.cpus[0].nr, 3);	/* still listed */
 }
 
@@ -494,10 +494,10 @@ static void failure_without_reset(void **state)
 	uint64_t end;
 
 	begin(f);
-	end = g->sync.host_end;
+	end = g->sync.head.host_end;
 	sync_reset(g, 0);
-	assert_int_equal(g->sync.reset_tsc, 0);
-	assert_int_equal(g->sync.host_end, end);
+	assert_int_equal(g->sync.head.reset_tsc, 0);
+	assert_int_equal(g->sync.head.host_end, end);
 }
 
 /* ---- the TIME_SHIFT table of exact epochs ---- */
@@ -526,9 +526,9 @@ static void timeshift_exact(void **state)
 	spin_until(t + 2000000);
 	sync_kvm_tick(g);
 	assert_int_equal(g->sync.cpus[0].nr, 41);
-	g->sync.host_end = t + 3000000;
+	g->sync.head.host_end = t + 3000000;
 	assert_int_equal(vt_tsync_tshift_build(g->sync.cpus[0].epochs, g->sync.cpus[0].nr,
-					       g->sync.host_end, false, &ts), 0);
+					       g->sync.head.host_end, false, &ts), 0);
 	/* Every host time the guest runs at (from a catch-up to the next put) maps back exactly. */
 	for (i = 0; i < 20; i++) {
 		for (h = t + i * 100000 + 30000; h < t + i * 100000 + 105000; h += 797) {

@@ -39,11 +39,11 @@ static void stop_and_resume(void)
 {
 	uint64_t t0;
 
-	sim.g->stop_tsc = t0 = vt_tsc_read();
+	sim.g->qemu.stop_tsc = t0 = vt_tsc_read();
 	spin_until(t0 + sim.stop_ticks);
-	sim.g->resume_tsc = vt_tsc_read();
-	sim.offset -= (int64_t)(sim.g->resume_tsc - t0);
-	sim.g->resync = true;
+	sim.g->qemu.resume_tsc = vt_tsc_read();
+	sim.offset -= (int64_t)(sim.g->qemu.resume_tsc - t0);
+	sim.g->qemu.resync = true;
 }
 
 void collect_log(int level, const char *fmt, ...)
@@ -105,9 +105,9 @@ static int setup(void **state)
 
 	assert_non_null(g);
 	snprintf(g->name, sizeof(g->name), "sim");
-	snprintf(g->clock, sizeof(g->clock), "x86-tsc");
-	g->caps = VT_PROTO_CAP_SYNC_TSC;
-	g->nr_cpus = 2;
+	snprintf(g->agent.clock, sizeof(g->agent.clock), "x86-tsc");
+	g->agent.caps = VT_PROTO_CAP_SYNC_TSC;
+	g->agent.nr_cpus = 2;
 	g->streams = streams;
 	g->nr_streams = 2;
 	g->state = G_RUNNING;
@@ -163,13 +163,13 @@ static void straddling_burst(void **state)
 	assert_false(sim.straddle);
 	assert_int_equal(g->sync.cpus[0].nr, 2);
 	/* the symptom: opened before the stop by the probe that straddled it */
-	assert_true(g->sync.cpus[0].epochs[1].host_from < g->stop_tsc);
-	assert_true(g->sync.cpus[0].epochs[1].first_reply > g->resume_tsc);
+	assert_true(g->sync.cpus[0].epochs[1].host_from < g->qemu.stop_tsc);
+	assert_true(g->sync.cpus[0].epochs[1].first_reply > g->qemu.resume_tsc);
 	{
-		uint64_t resume = g->resume_tsc;
+		uint64_t resume = g->qemu.resume_tsc;
 
-		assert_true(g->resync);
-		g->resync = false;
+		assert_true(g->qemu.resync);
+		g->qemu.resync = false;
 		assert_int_equal(sim_sync(g, &opts, "resume"), 0);
 		for (cpu = 0; cpu < 2; cpu++) {
 			const struct vt_tsync_cpu *c = &g->sync.cpus[cpu];
@@ -181,8 +181,8 @@ static void straddling_burst(void **state)
 			assert_int_equal(c->epochs[1].host_from, resume);
 		}
 	}
-	assert_int_equal(g->stop_tsc, 0);
-	assert_int_equal(g->resume_tsc, 0);
+	assert_int_equal(g->qemu.stop_tsc, 0);
+	assert_int_equal(g->qemu.resume_tsc, 0);
 }
 
 /*
@@ -201,8 +201,8 @@ static void earlier_epoch_stays(void **state)
 	from1 = g->sync.cpus[0].epochs[1].host_from;
 	spin_until(vt_tsc_read() + sim.stop_ticks);
 	stop_and_resume();
-	resume = g->resume_tsc;
-	g->resync = false;
+	resume = g->qemu.resume_tsc;
+	g->qemu.resync = false;
 	assert_int_equal(sim_sync(g, &opts, "resume"), 0);
 	for (cpu = 0; cpu < 2; cpu++) {
 		const struct vt_tsync_cpu *c = &g->sync.cpus[cpu];
