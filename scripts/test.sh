@@ -8,19 +8,21 @@
 # Exits non-zero when anything failed. Safe to run twice.
 #
 #   scripts/test.sh [--no-deps] [--quick] [--no-kernel] [--no-packages] [--packages-only]
-#                   [--kvm-only]
+#                   [--kvm | --kvm-only]
 #     --no-deps    do not run scripts/install-deps.sh
 #     --quick      skip the sanitizer build, fuzz smoke, e2e, e2e-kvm, package and kernel suites
 #     --no-kernel  skip the kernel-patches suite (kernel-patches/test.sh runs it alone)
 #     --no-packages    skip the Debian package suite
 #     --packages-only  build (make) and run only the Debian package suite
-#     --kvm-only   build (make) and run only the e2e-kvm pass (real KVM inside a TCG guest)
+#     --kvm        run the e2e-kvm pass too (real KVM inside a TCG guest); without it the pass
+#                  is a SKIP: it is not yet as dependable as the rest (tests/README.md, "Known")
+#     --kvm-only   build (make) and run only the e2e-kvm pass
 # VT_KEEP=1 keeps each e2e test's work dir (the recording under out/) and prints "kept DIR".
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
-deps=1 quick=0 kernel=1 packages=1 only_packages=0 only_kvm=0
+deps=1 quick=0 kernel=1 packages=1 only_packages=0 only_kvm=0 kvm=0
 for a in "$@"; do
 	case $a in
 	--no-deps) deps=0 ;;
@@ -29,7 +31,8 @@ for a in "$@"; do
 	--no-packages) packages=0 ;;
 	--packages-only) only_packages=1 ;;
 	--kvm-only) only_kvm=1 ;;
-	-h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+	--kvm) kvm=1 ;;
+	-h|--help) sed -n '2,20p' "$0"; exit 0 ;;
 	*) echo "test.sh: unknown option $a" >&2; exit 2 ;;
 	esac
 done
@@ -332,7 +335,11 @@ if [ "$quick" = 0 ]; then
 	fi
 	rm -f "$e612_out"
 	# ---- end of the 6.12 pass -------------------------------------------------------------
-	run_kvm
+	if [ "$kvm" = 1 ]; then
+		run_kvm
+	else
+		result SKIP e2e-kvm "not yet dependable: L2 under nested SVM stalls in about 1 of 4 runs, and L1's unsynchronized TSCs can reorder KVM's offset events (tests/README.md); run scripts/test.sh --kvm-only"
+	fi
 	# Smoke test of the side-by-side benchmark against trace-cmd's agent (about 1-2 minutes):
 	# every transport delivered and its output verified with trace-cmd report; no figures judged.
 	out=$(mktemp)
