@@ -274,27 +274,19 @@ run_packages() {
 	rm -rf "$proot"
 }
 
-if [ "$only_packages" = 1 ]; then
+# only PASS: configure (once) and make build/, then run just PASS (run_packages, run_kvm).
+only() {
 	mkdir -p build
 	if [ ! -f build/Makefile ]; then
 		(cd build && "$root/configure" -q "${conf[@]}") >/dev/null || { result FAIL configure; summary; exit 1; }
 	fi
 	make -C build -s -j"$(nproc)" >/dev/null 2>&1 || { result FAIL build; summary; exit 1; }
-	run_packages
+	"$1"
 	summary
 	exit
-fi
-
-if [ "$only_kvm" = 1 ]; then
-	mkdir -p build
-	if [ ! -f build/Makefile ]; then
-		(cd build && "$root/configure" -q "${conf[@]}") >/dev/null || { result FAIL configure; summary; exit 1; }
-	fi
-	make -C build -s -j"$(nproc)" >/dev/null 2>&1 || { result FAIL build; summary; exit 1; }
-	run_kvm
-	summary
-	exit
-fi
+}
+[ "$only_packages" = 1 ] && only run_packages
+[ "$only_kvm" = 1 ] && only run_kvm
 
 run_suite build check "${conf[@]}"
 if [ "$quick" = 0 ]; then
