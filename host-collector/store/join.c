@@ -201,15 +201,16 @@ static int64_t host_delta(const struct side *src, const struct side *dst, uint64
  */
 static void tsc2nsec_differ(const struct side *src, const struct side *dst)
 {
+	const struct vt_tsc2nsec a = { .mult = src->opt.tsc_mult, .shift = src->opt.tsc_shift };
+	const struct vt_tsc2nsec b = { .mult = dst->opt.tsc_mult, .shift = dst->opt.tsc_shift };
 	uint64_t at = dst->t.rec.mig.seen.taken_tsc ? dst->t.rec.mig.seen.taken_tsc : 1;
-	long double a = (long double)at * src->opt.tsc_mult / ((unsigned __int128)1 << src->opt.tsc_shift);
-	long double b = (long double)at * dst->opt.tsc_mult / ((unsigned __int128)1 << dst->opt.tsc_shift);
+	double off = ((double)vt_tsc2nsec_apply(&b, at) - (double)vt_tsc2nsec_apply(&a, at)) / 1000;
 
 	log_warn("the two recordings convert this host's TSC to ns at different rates (TSC2NSEC %u>>%u "
 		 "and %u>>%u): with %s/host.dat the joined file's events are %.1f us off; give "
 		 "trace-cmd --ts-offset, or record both on a host whose rate perf offers or "
 		 "/run/virtio-trace keeps", src->opt.tsc_mult, src->opt.tsc_shift, dst->opt.tsc_mult,
-		 dst->opt.tsc_shift, dst->path, (double)((b - a) / 1000));
+		 dst->opt.tsc_shift, dst->path, off);
 }
 
 /* An epoch of the destination's, on the source host's TSC. */

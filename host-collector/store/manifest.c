@@ -51,9 +51,9 @@ static double ticks_ns(const struct finish *r, uint64_t ticks)
 /* Host TSC as trace-cmd prints it (TSC2NSEC), 0 when unknown. */
 static uint64_t tsc_ns(const struct finish *r, uint64_t tsc)
 {
-	if (!tsc || !r->opt.tsc_mult)
-		return 0;
-	return (uint64_t)(((unsigned __int128)tsc * r->opt.tsc_mult) >> r->opt.tsc_shift);
+	const struct vt_tsc2nsec t = { .mult = r->opt.tsc_mult, .shift = r->opt.tsc_shift };
+
+	return tsc && t.mult ? vt_tsc2nsec_apply(&t, tsc) : 0;
 }
 
 /* A live migration's facts ("migration" in a guest): out, in, or one that failed. */
