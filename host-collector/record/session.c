@@ -55,6 +55,14 @@
 #define BURST_MIN_PROBES	16
 #define BURST_PATIENCE		16
 /*
+ * A reply narrows them when it takes more than 1/BURST_NARROW_PART of their
+ * width off: replies all held alike (a guest answering each probe 30 ms
+ * late) shave a few ns off a 30 ms width at every new fastest return, which
+ * moves the bound by nothing, and used to keep such a burst going to
+ * --sync-probes.
+ */
+#define BURST_NARROW_PART	64
+/*
  * The final sync (at the stop) has a few seconds of its own, apart from the
  * delivery of pages: past them the burst ends with the replies it has, so a
  * guest slow to answer probes never holds a stop whose pages are in.
@@ -1341,15 +1349,18 @@ static void narrow(struct guest_burst *b, int64_t lo, int64_t hi)
 		b->since_narrowed = 0;
 		return;
 	}
+	/* Unsigned: a guest's TSC is any value, the width of its offsets any size. */
+	uint64_t was = b->hi > b->lo ? (uint64_t)b->hi - (uint64_t)b->lo : 0;
+
 	b->since_narrowed++;
-	if (lo > b->lo) {
+	if (lo > b->lo)
 		b->lo = lo;
-		b->since_narrowed = 0;
-	}
-	if (hi < b->hi) {
+	if (hi < b->hi)
 		b->hi = hi;
+	/* An empty intersection goes on anyway (got_reply()). */
+	if (was && b->hi >= b->lo &&
+	    was - ((uint64_t)b->hi - (uint64_t)b->lo) > was / BURST_NARROW_PART)
 		b->since_narrowed = 0;
-	}
 }
 
 /*

@@ -6,7 +6,12 @@
 # and stop) ends with 17 to 999 probes. Before, each took all 1000. Run 2: a fake whose every
 # reply comes 2 ms sooner than the last (--probe-shrink), --sync-probes 30: every burst takes
 # exactly 30 (about 1 s each: the recording lasts 4 s, so that the stop does not cut the
-# start's short). Both recordings are exact and carry a probed bound.
+# start's short). Run 3: a fake that holds every reply 30 ms (--probe-delay 30), as a loaded
+# host may: each new fastest return shaves a few ns off a 30 ms width, which narrows nothing
+# (a reply must take 1/64 of the width off): each burst ends with 17 to 33 probes (one real
+# narrowing, a slow first return, allowed). Before, such a burst went on at every new fastest
+# return, to 100 probes (3 s), and a final sync of two vCPUs ran out of its 3 s.
+# All recordings are exact and carry a probed bound.
 echo "collect: a clock probe burst ends when its replies stop narrowing the offset, capped by --sync-probes"
 . "$VT_SRCDIR/tests/integration/collect-lib.sh"
 need_tools
@@ -47,4 +52,20 @@ echo "run 2: probes: $(bursts shrink | tr '\n' ' ')"
 check_exact "$WORK/out2" shrink "$DATA/cap-guest" 2
 [ "$(guest_json "$WORK/out2" shrink .sync.method)" = probe ] ||
 	fail "run 2: sync method $(guest_json "$WORK/out2" shrink .sync.method), want probe"
+ph=$WORK/ph
+mkdir -p "$ph"
+fake held --fifo "$ph" --fixture "$DATA/cap-guest" --repeat 2 --retime --probe-delay 30
+pid=$FAKE_PID
+collect rec3 --chardev-dir "$ph" --name held -o "$WORK/out3" -d 2 --sync probe -v
+fake_end $pid
+[ $RC = 0 ] || { show "$WORK/rec3.log" "$WORK/held.fake"; fail "run 3: collector exited $RC, want 0"; }
+echo "run 3: probes: $(bursts held | tr '\n' ' ')"
+[ "$(bursts held | wc -l)" = 4 ] || { show "$WORK/held.fake"; fail "run 3: $(bursts held | wc -l) bursts, want 4"; }
+for k in $(bursts held); do
+	[ "$k" -ge 17 ] && [ "$k" -le 33 ] ||
+		{ show "$WORK/rec3.log"; fail "run 3: a burst of $k probes held 30 ms each, want 17 to 33"; }
+done
+[ "$(guest_json "$WORK/out3" held .sync.final_sync_cut)" = null ] ||
+	fail "run 3: the final sync was cut: $(guest_json "$WORK/out3" held .sync.final_sync_cut)"
+check_exact "$WORK/out3" held "$DATA/cap-guest" 2
 echo PASS

@@ -198,6 +198,9 @@ struct fake {
 	bool quit;
 	struct delayed_probe delayed[FAKE_MAX_DELAYED];
 	unsigned int nr_delayed;
+	long long late_burst_ms;	/* the burst's replies held this long, < 0: none */
+	unsigned int late_answered;	/* replies of that burst sent */
+	uint32_t late_cpu;		/* its vCPU */
 	struct trickle slow;
 	FILE *timelog;
 };
@@ -1360,6 +1363,7 @@ static int delayed_due(struct fake *f)
 			memmove(d, d + 1, (f->nr_delayed - i - 1) * sizeof(*d));
 			f->nr_delayed--;
 			sync_reply(f, &s);
+			f->late_answered++;
 			if (s.probe == 0 || !(s.probe % 50))
 				say(f, "sync: cpu%u probe %u answered late", s.cpu, s.probe);
 			continue;
@@ -1639,6 +1643,9 @@ static void handle(struct fake *f, const struct vt_proto_msg *msg)
 			/* Probes come back through the main loop, each after the delay. */
 			say(f, "sync burst on cpu%u: each reply %lld ms late (--probe-delay%s)", sync.cpu,
 			    probe_delay(f), f->o.probe_delay_ms < 0 ? "-after-stop" : "");
+			f->late_burst_ms = probe_delay(f);
+			f->late_answered = 0;
+			f->late_cpu = sync.cpu;
 			break;
 		}
 		sync_burst(f, sync.cpu);
@@ -1654,6 +1661,11 @@ static void handle(struct fake *f, const struct vt_proto_msg *msg)
 	case VT_PROTO_SYNC_END:
 		reply_ok(f, msg->seq);
 		timelog(f, "sync_end");
+		/* In the words of sync_burst()'s count, which tests read. */
+		if (f->late_burst_ms >= 0)
+			say(f, "sync burst on cpu%u: %u probes answered, each held %lld ms",
+			    f->late_cpu, f->late_answered, f->late_burst_ms);
+		f->late_burst_ms = -1;
 		break;
 	case VT_PROTO_BYE:
 		say(f, "host said BYE");
@@ -2362,6 +2374,7 @@ int main(int argc, char **argv)
 	f.o.crash_after = -1;
 	f.o.probe_delay_ms = -1;
 	f.o.stop_probe_delay_ms = -1;
+	f.late_burst_ms = -1;
 	f.o.kallsyms_name = "vt_fake_sym_";
 	if (argc == 3 && !strcmp(argv[1], "--knock"))
 		return knock(argv[2]);
