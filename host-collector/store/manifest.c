@@ -144,8 +144,9 @@ static void json_kvm(FILE *f, const struct spool_kvm *k)
 	else
 		fprintf(f, "null");
 	fprintf(f, ", \"changes\": %" PRIu64 ", \"events_lost\": %" PRIu64 ", \"changes_not_seen\": %"
-		PRIu64 ", \"merged\": %" PRIu64 ", \"debugfs_disagreed\": %" PRIu64 ", \"note\": ",
-		k->changes, k->lost, k->breaks, k->merged, k->mismatch);
+		PRIu64 ", \"reordered\": %" PRIu64 ", \"merged\": %" PRIu64 ", \"debugfs_disagreed\": %"
+		PRIu64 ", \"note\": ", k->changes, k->lost, k->breaks, k->reordered, k->merged,
+		k->mismatch);
 	if (k->note[0])
 		json_str(f, k->note);
 	else

@@ -1148,6 +1148,7 @@ const struct spool_key spool_kvm_keys[] = {
 	SPOOL_KEY("kvm_breaks", SPOOL_KU64, struct spool_kvm, breaks),
 	SPOOL_KEY("kvm_merged", SPOOL_KU64, struct spool_kvm, merged),
 	SPOOL_KEY("kvm_mismatch", SPOOL_KU64, struct spool_kvm, mismatch),
+	SPOOL_KEY("kvm_reordered", SPOOL_KU64, struct spool_kvm, reordered),
 	SPOOL_KEY("kvm_note", SPOOL_KTEXT, struct spool_kvm, note),
 	SPOOL_KEY("kvm_host_flags", SPOOL_KTEXT, struct spool_kvm, host_flags),
 	SPOOL_KEY("kvm_clocksource", SPOOL_KTEXT, struct spool_kvm, clocksource),

@@ -189,6 +189,7 @@ struct spool_migration {
  * @lost: events the instance lost
  * @breaks: events whose previous offset was not the one known (a change not seen)
  * @merged: changes past the epoch limit, merged into an epoch's bound
+ * @reordered: pairs of writes stamped out of order, put back by their offsets
  * @mismatch: vCPUs whose debugfs offset at the end disagreed with the events
  * @note: the first of those problems, said plainly, "" if none
  * @host_flags: the host CPU's constant_tsc and nonstop_tsc, "" if unknown
@@ -198,7 +199,7 @@ struct spool_kvm {
 	char changes_from[16];
 	char why[200];
 	char instance[64];
-	uint64_t changes, lost, breaks, merged, mismatch;
+	uint64_t changes, lost, breaks, merged, mismatch, reordered;
 	char note[200];
 	char host_flags[32];
 	char clocksource[32];

@@ -101,7 +101,7 @@ S='.guests[0].sync'
 echo "$ME: check 1: sync method $(m "$S.method") ($(m "$S.why")), bound $(m "$S.bound_ns") ns"
 echo "$ME: check 1: changes from $(m "$S.kvm.changes_from"): $(m "$S.kvm.changes") changes," \
      "$(m "$S.epochs | length") epochs, $(m "$S.kvm.events_lost") events lost," \
-     "$(m "$S.kvm.changes_not_seen") not seen, debugfs disagreed on $(m "$S.kvm.debugfs_disagreed") vCPU(s)"
+     "$(m "$S.kvm.changes_not_seen") not seen, $(m "$S.kvm.reordered") reordered, debugfs disagreed on $(m "$S.kvm.debugfs_disagreed") vCPU(s)"
 [ "$(m "$S.method")" = kvm ] || bad "the clock method is '$(m "$S.method")', want kvm"
 m "$S.why" | grep -q '^KVM debugfs /sys/kernel/debug/kvm/[0-9]*-[0-9]* (exact)' || bad "the method's why does not name KVM's debugfs"
 [ "$(m "$S.kvm.changes_from")" = kvm:kvm_write_tsc_offset ] || bad "offset changes from '$(m "$S.kvm.changes_from")', want kvm:kvm_write_tsc_offset"

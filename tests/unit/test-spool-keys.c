@@ -108,8 +108,11 @@ static int t_fill_guest(struct guest *g)
 	g->sync.head.failed = true;
 	snprintf(g->sync.head.final_cut, sizeof(g->sync.head.final_cut), "cut short");
 	g->sync.head.reset_tsc = V(62);
-	g->sync.kvm = (struct spool_kvm){ "events", "kvm why", "inst0", V(63), V(64), V(65), V(66),
-					  V(67), "a note", "constant_tsc", "tsc" };
+	g->sync.kvm = (struct spool_kvm){ .changes_from = "events", .why = "kvm why",
+					  .instance = "inst0", .changes = V(63), .lost = V(64),
+					  .breaks = V(65), .merged = V(66), .mismatch = V(67),
+					  .reordered = V(136), .note = "a note",
+					  .host_flags = "constant_tsc", .clocksource = "tsc" };
 	iv = (struct spool_check_iv){ 1, 2, 3, true, V(70), V(71), -(int64_t)V(72),
 				      -(int64_t)V(73), V(74) };
 	g->sync.check = (struct spool_check){ true, V(75), V(76), V(77), V(78), V(79), V(80),

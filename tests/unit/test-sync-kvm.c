@@ -10,8 +10,9 @@
  *  - exact: an epoch per write at its moment, with its offset and the
  *    debugfs ratio; a write read a poll late is put in its place; one from
  *    before the first debugfs read replaces it; a read that raced a write;
- *    a lost write found by the next one's previous offset (bounded); debugfs
- *    at the end disagreeing with the writes;
+ *    a lost write found by the next one's previous offset (bounded); two
+ *    writes stamped out of order put back by their offsets; debugfs at the
+ *    end disagreeing with the writes;
  *  - re-reads (no events): a change bounded by its size, the moment between
  *    two reads;
  *  - --sync-check: replies inside and outside, across a change;
@@ -368,6 +369,54 @@ static void event_trails_debugfs(void **state)
 	assert_int_equal(ep(g, 1, g->sync.cpus[1].nr - 1)->map.offset, OFF1 - 6478976);
 }
 
+/*
+ * Two writes for vCPU 0 made on two host CPUs whose TSCs are not in step
+ * come stamped out of order (the nested L1: "a change not seen", 570 ns):
+ * each names the offset it replaced, and the chain puts them back when they
+ * lie within 1 ms. Beyond that they are what they say: a change not seen.
+ */
+static void writes_stamped_out_of_order(void **state)
+{
+	struct fx *f = *state;
+	struct guest *g = f->g;
+	struct recording rec = { 0 };
+	uint64_t t, r0;
+
+	rec.tsc.khz = 2000000;		/* a 1 ms window of 2e6 ticks */
+	g->rec = &rec;
+	begin(f);
+	r0 = ep(g, 0, 0)->host_from;
+	t = vt_tsc_read();
+	/* OFF0 -> +570 was written first, on a CPU whose TSC runs 200 ticks ahead */
+	write_event(t + 100, 0, OFF0 + 570, OFF0 + 1140);
+	write_event(t + 300, 0, OFF0, OFF0 + 570);
+	sync_kvm_tick(g);
+	assert_int_equal(g->sync.kvm.breaks, 0);
+	assert_int_equal(g->sync.kvm.reordered, 1);
+	assert_int_equal(g->sync.cpus[0].nr, 3);
+	assert_int_equal(ep(g, 0, 0)->host_from, r0);
+	assert_int_equal(ep(g, 0, 1)->host_from, t + 100);
+	assert_int_equal(ep(g, 0, 1)->map.offset, OFF0 + 570);
+	assert_int_equal(ep(g, 0, 2)->host_from, t + 300);
+	assert_int_equal(ep(g, 0, 2)->map.offset, OFF0 + 1140);
+	for (uint32_t i = 0; i < 3; i++)
+		assert_int_equal(ep(g, 0, i)->error, 0);
+	/* vCPU 1's writes in between do not matter; 2 ms apart is beyond the window */
+	write_event(t + 1000, 1, OFF1, OFF1 + 10);
+	write_event(t + 2000, 0, OFF0 + 2000, OFF0 + 3000);
+	write_event(t + 4002000, 0, OFF0 + 1140, OFF0 + 2000);
+	sync_kvm_tick(g);
+	assert_int_equal(g->sync.kvm.reordered, 1);
+	assert_int_equal(g->sync.kvm.breaks, 2);
+	assert_int_equal(g->sync.cpus[1].nr, 2);
+	spin_until(t + 4003000);
+	set_offset(f, 0, OFF0 + 2000);
+	set_offset(f, 1, OFF1 + 10);
+	assert_int_equal(sync_prepare(g, &f->o, "stop"), 0);
+	assert_int_equal(g->sync.kvm.mismatch, 0);
+	g->rec = NULL;
+}
+
 /* ---- re-reads ---- */
 
 static void rereads_bound_the_change(void **state)
@@ -572,6 +621,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(read_races_write, setup, teardown),
 		cmocka_unit_test_setup_teardown(lost_write, setup, teardown),
 		cmocka_unit_test_setup_teardown(event_trails_debugfs, setup, teardown),
+		cmocka_unit_test_setup_teardown(writes_stamped_out_of_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(rereads_bound_the_change, setup, teardown),
 		cmocka_unit_test_setup_teardown(no_kvm_events_option, setup, teardown),
 		cmocka_unit_test_setup_teardown(sync_check, setup, teardown),
