@@ -335,6 +335,13 @@ static void kvm_apply(struct guest *g, const struct tscwatch_change *ch)
 	};
 	if (!ep.map.ratio)
 		ep.map.ratio = 1;
+	/*
+	 * Full: the chain of offsets cannot be followed (the epoch in force
+	 * keeps its offset), so every later write would look like a change
+	 * not seen. Each is merged into the bound instead, and counted so.
+	 */
+	if (c->nr >= VT_TSYNC_MAX_EPOCHS)
+		goto full;
 	if (c->nr && c->epochs[0].host_from < ch->tsc)
 		b = &c->epochs[epoch_index(c, ch->tsc - 1)];
 	if (!b) {
