@@ -418,6 +418,41 @@ static void writes_stamped_out_of_order(void **state)
 }
 
 /*
+ * The first debugfs read comes before the writes around it are read, and
+ * its stamp is this CPU's TSC, the writes' theirs: in a nested L1 the read
+ * gave the value a write stamped 1.5 ms after it made. The writes chain
+ * without the read: it goes, and nothing is called a change not seen.
+ */
+static void read_between_chained_writes(void **state)
+{
+	struct fx *f = *state;
+	struct guest *g = f->g;
+	uint64_t from, r0, mid;
+
+	tw.from = 0;
+	assert_int_equal(sync_kvm_begin(g, &f->o), 0);
+	from = tw.from;
+	r0 = ep(g, 1, 0)->host_from;
+	mid = from + (r0 - from) / 2;
+	assert_true(from < mid && mid < r0);
+	write_event(mid, 1, OFF1 - 100, OFF1 + 7000);
+	write_event(r0 + 100, 1, OFF1 + 7000, OFF1 + 9000);
+	write_event(r0 + 200, 1, OFF1 + 9000, OFF1);	/* what the read said */
+	spin_until(r0 + 300);
+	assert_int_equal(sync_prepare(g, &f->o, "start"), 0);
+	assert_int_equal(g->sync.kvm.breaks, 0);
+	assert_int_equal(g->sync.cpus[1].nr, 4);
+	assert_int_equal(ep(g, 1, 0)->map.offset, OFF1 - 100);
+	assert_int_equal(ep(g, 1, 1)->host_from, mid);
+	assert_int_equal(ep(g, 1, 1)->map.offset, OFF1 + 7000);
+	assert_int_equal(ep(g, 1, 2)->host_from, r0 + 100);
+	assert_int_equal(ep(g, 1, 3)->host_from, r0 + 200);
+	assert_int_equal(ep(g, 1, 3)->map.offset, OFF1);
+	for (uint32_t i = 0; i < 4; i++)
+		assert_int_equal(ep(g, 1, i)->error, 0);
+}
+
+/*
  * KVM on a host whose TSC it distrusts writes each vCPU's offset hundreds of
  * times a second (the nested L1: 290 a second per vCPU). Past
  * VT_TSYNC_MAX_EPOCHS the writes are merged into the last epoch's bound and
@@ -655,6 +690,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(event_trails_debugfs, setup, teardown),
 		cmocka_unit_test_setup_teardown(writes_stamped_out_of_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(epochs_full, setup, teardown),
+		cmocka_unit_test_setup_teardown(read_between_chained_writes, setup, teardown),
 		cmocka_unit_test_setup_teardown(rereads_bound_the_change, setup, teardown),
 		cmocka_unit_test_setup_teardown(no_kvm_events_option, setup, teardown),
 		cmocka_unit_test_setup_teardown(sync_check, setup, teardown),
