@@ -18,6 +18,15 @@
 #   mig_yield_src             the source's record at nice 19 (its end: after the switchover)
 #   mig_markers FILE PREFIX N CPUS  check FILE (trace-cmd report text) holds markers PREFIX cpuK
 #                             0..N-1 on [00K], each once, in order (or the losses of MISSING_OK)
+# The checks of a migration traced on both sides and joined (SRC, DST: the two recordings, J:
+# join's output; the guest is "e2e", its markers "mig cpuK I", on vCPUs 0 and 1):
+#   mig_check_markers J N     every marker once, in order, on its vCPU; nothing overrun; the
+#                             joined file's events = the manifest's = the guest's read_events
+#   mig_check_tsc2nsec SRC DST J   the three files convert the host TSC alike
+#   mig_check_causality SRC DST J  0 inversions on the source's side of the blackout, none
+#                             wider than the destination's stated bound on its side
+#   mig_check_story SRC DST J trace-cmd report of both host.dat and the joined file, in time
+#                             order; the lines around the switchover printed
 # Every check failure goes through bad(), which prints "ME: FAIL: ..." and fails the test.
 
 MIG_QEMU_PIDS=() MIG_TIMEOUT_PIDS=() MIG_REC_PIDS=()
@@ -220,4 +229,113 @@ mig_result() {
     KEEP=1
     echo "$ME: FAIL"
     exit 1
+}
+
+# Every marker exactly once, in order, on its own vCPU; nothing overrun.
+
+# mig_jq DIR EXPR: EXPR of DIR/manifest.json
+mig_jq() { jq -r "$2" "$1/manifest.json"; }
+
+
+mig_check_markers() {
+    local J=$1 N=$2 cpu f d o m e ov rd ev cnt
+    trace-cmd report -i "$J/guest-e2e.dat" >"$WORK/guest.txt" 2>"$WORK/guest.err" ||
+        bad "trace-cmd report of the joined file failed: $(head -3 "$WORK/guest.err")"
+    mig_markers "$WORK/guest.txt" mig "$N" "0 1"
+    for cpu in 0 1; do
+        eval "f=\$MK_FOUND_$cpu d=\$MK_DUP_$cpu o=\$MK_ORDER_$cpu m=\$MK_MISSING_$cpu e=\$MK_ELSEWHERE_$cpu"
+        ov=$(mig_jq "$J" ".guests[0].cpus[] | select(.cpu == $cpu) | .stats.overrun + .stats.commit_overrun + .stats.dropped_events")
+        rd=$(mig_jq "$J" ".guests[0].cpus[] | select(.cpu == $cpu) | .stats.read_events")
+        ev=$(mig_jq "$J" ".guests[0].cpus[] | select(.cpu == $cpu) | .events")
+        cnt=$(grep -cE "\[00$cpu\] " "$WORK/guest.txt")
+        echo "$ME: cpu$cpu: joined file $cnt events (manifest $ev), guest read_events $rd, overrun $ov"
+        [ "$f" = "$N" ] && [ "$d" = 0 ] && [ "$o" = 0 ] && [ "$e" = 0 ] ||
+            bad "cpu$cpu: $f markers of $N, $d duplicates, $o out of order, $e elsewhere"
+        [ "$ov" = 0 ] || bad "cpu$cpu: the guest's ring buffer overran ($ov events): that loss must equal the $m missing markers"
+        [ "$m" = "$ov" ] || bad "cpu$cpu: $m markers missing, $ov events overrun"
+        [ "$cnt" = "$ev" ] || bad "cpu$cpu: the report has $cnt events, the manifest $ev"
+        [ "$rd" = "$ev" ] || bad "cpu$cpu: the guest handed out $rd events, the joined file has $ev"
+    done
+}
+
+# One host, one TSC: the three files convert it to ns alike (each recording measured the rate on
+# its own before, and the destination's side drifted 0.3-0.4 ms from the joined file).
+mig_check_tsc2nsec() {
+    local S=$1 D=$2 J=$3 t2n_src t2n_dst t2n_join
+    t2n() { trace-cmd dump --options -i "$1" 2>/dev/null | grep -A1 'Option TSC2NSEC' | sed -n 2p; }
+    t2n_src=$(t2n "$S/host.dat") t2n_dst=$(t2n "$D/host.dat") t2n_join=$(t2n "$J/guest-e2e.dat")
+    echo "$ME: TSC2NSEC: src '$t2n_src', dst '$t2n_dst', joined '$t2n_join'"
+    [ -n "$t2n_src" ] && [ "$t2n_src" = "$t2n_dst" ] && [ "$t2n_src" = "$t2n_join" ] ||
+        bad "the recordings convert the host TSC differently: src '$t2n_src', dst '$t2n_dst', joined '$t2n_join'"
+    ! grep -q "different rates" "$WORK/join.log" || bad "join warned of two TSC rates on one host"
+}
+
+# Causality on each side: the source's host file before the switchover, the destination's after.
+mig_check_causality() {
+    local S=$1 D=$2 J=$3 from to side h dbound beyond
+    from=$(mig_jq "$J" '.join.blackout.from_ns') to=$(mig_jq "$J" '.join.blackout.to_ns')
+    for side in src dst; do
+        h=$S/host.dat
+        [ $side = dst ] && h=$D/host.dat
+        trace-cmd report -i "$h" -i "$J/guest-e2e.dat" >"$WORK/merged-$side.txt" 2>"$WORK/merged-$side.err" ||
+            bad "trace-cmd report -i $side/host.dat -i the joined file failed: $(head -3 "$WORK/merged-$side.err")"
+        awk -v side=$side -v from="$from" -v to="$to" '{
+            for (j = 2; j < NF; j++) if ($j ~ /^[0-9]+\.[0-9]+:$/) break
+            if (j == NF) next
+            t = substr($j, 1, length($j) - 1) * 1e9
+            if ((side == "src" && t < from) || (side == "dst" && t > to)) print }' \
+            "$WORK/merged-$side.txt" >"$WORK/side-$side.txt"
+        vt_causality "$WORK/side-$side.txt" "$WORK/causality-$side.txt" '^SYNC_(PROBE|REPLY)$'
+        sed "s/^/$ME: $side: /" "$WORK/causality-$side.txt" | head -n 12
+        [ "${PAIRS:-0}" -ge 4 ] || bad "$side: only ${PAIRS:-0} control message pairs"
+        if [ $side = src ]; then
+            [ "${INVERSIONS:-1}" = 0 ] || bad "$side: ${INVERSIONS:-?} causality inversions"
+            continue
+        fi
+        # The destination's clock: its probes start on a guest whose TCG translations are all new
+        # and whose control port answers late for a while after the switchover (doc/migration.md),
+        # so its bound is wider; an inversion is a wrong mapping when it is wider than that bound.
+        dbound=$(mig_jq "$D" '.guests[0].sync.bound_ns')
+        beyond=$(sed -n 's/^inversion: .* at \([0-9.]*\), .* rx at \([0-9.]*\)$/\1 \2/p' "$WORK/causality-$side.txt" |
+            awk -v b="$dbound" '{ if (($1 - $2) * 1e9 > b) n++ } END { print n + 0 }')
+        echo "$ME: $side: ${INVERSIONS:-?} inversions, $beyond of them beyond the destination's bound of $dbound ns"
+        [ "$beyond" = 0 ] || bad "$side: $beyond causality inversions beyond the stated bound ($dbound ns)"
+    done
+}
+
+# The whole story: both hosts and the joined guest, in time order. trace-cmd names each event's
+# file by its base name, so the two host.dat files are given under names of their own.
+mig_check_story() {
+    local S=$1 D=$2 J=$3 from to lines inv files
+    from=$(mig_jq "$J" '.join.blackout.from_ns') to=$(mig_jq "$J" '.join.blackout.to_ns')
+    ln -s "$S/host.dat" "$WORK/src-host.dat"
+    ln -s "$D/host.dat" "$WORK/dst-host.dat"
+    trace-cmd report -i "$S/host.dat" -i "$D/host.dat" -i "$J/guest-e2e.dat" >/dev/null 2>"$WORK/story.err" ||
+        bad "trace-cmd report -i SRC/host.dat -i DST/host.dat -i OUT/guest-e2e.dat failed: $(head -3 "$WORK/story.err")"
+    trace-cmd report -i "$WORK/src-host.dat" -i "$WORK/dst-host.dat" -i "$J/guest-e2e.dat" >"$WORK/story.txt" 2>"$WORK/story.err" ||
+        bad "trace-cmd report of the three files failed: $(head -3 "$WORK/story.err")"
+    read -r lines inv files < <(awk '$1 ~ /\.dat:$/ {
+            for (j = 2; j < NF; j++) if ($j ~ /^[0-9]+\.[0-9]+:$/) break
+            if (j == NF) next
+            t = substr($j, 1, length($j) - 1) + 0; n++; f[$1]++
+            if (n > 1 && t < last) inv++
+            last = t }
+        END { printf "%d %d %d\n", n, inv, length(f) }' "$WORK/story.txt")
+    echo "$ME: the three-file report: $lines events from $files files, $inv steps back in time"
+    [ "$files" = 3 ] || bad "the three-file report shows events of $files files, want 3"
+    [ "$inv" = 0 ] || bad "the three-file report is not in time order ($inv steps back)"
+    echo "$ME: around the switchover (every file):"
+    awk -v from="$from" -v to="$to" '$1 ~ /\.dat:$/ {
+            for (j = 2; j < NF; j++) if ($j ~ /^[0-9]+\.[0-9]+:$/) break
+            t = substr($j, 1, length($j) - 1) * 1e9
+            if (t < from) { b[nb++ % 5] = $0 } else if (t > to && na < 5) { a[na++] = $0 } }
+        END { for (i = nb > 5 ? nb - 5 : 0; i < nb; i++) print "    " b[i % 5]; print "    ---- blackout ----"
+              for (i = 0; i < na; i++) print "    " a[i] }' "$WORK/story.txt" | cut -c1-200
+    echo "$ME: around the switchover (guest lines):"
+    awk -v from="$from" -v to="$to" '/guest-e2e.dat:/ {
+            for (j = 2; j < NF; j++) if ($j ~ /^[0-9]+\.[0-9]+:$/) break
+            t = substr($j, 1, length($j) - 1) * 1e9
+            if (t < from) { b[nb++ % 4] = $0 } else if (na < 4) { a[na++] = $0 } }
+        END { for (i = nb > 4 ? nb - 4 : 0; i < nb; i++) print "    " b[i % 4]; print "    ---- blackout ----"
+              for (i = 0; i < na; i++) print "    " a[i] }' "$WORK/story.txt" | cut -c1-200
 }

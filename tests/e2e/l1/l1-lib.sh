@@ -95,14 +95,17 @@ l1_bounded() {
     return "$_rc"
 }
 
-# l1_l2_start NAME: make NAME's ports with `virtio-trace-collect setup --create` and start L2
-# with them under KVM, bounded by L2_TIMEOUT. Returns 1 when QEMU did not start.
+# l1_l2_start NAME [DIR]: make NAME's ports with `virtio-trace-collect setup --create` and start
+# L2 with them under KVM, bounded by L2_TIMEOUT. DIR (default NAME) names its directory
+# /run/vt/DIR and its console l2-DIR-console.log: a second QEMU of the same guest (a migration's
+# destination, the same devices on ports of its own). Returns 1 when QEMU did not start.
 l1_l2_start() {
     L2_NAME=$1
-    L2_DIR=/run/vt/$L2_NAME
+    _dir=${2:-$1}
+    L2_DIR=/run/vt/$_dir
     L2_PORTS=$L2_DIR/ports
-    L2_CONSOLE=$L1_LIVE/l2-$L2_NAME-console.log
-    L2_STDERR=$L1_LIVE/l2-$L2_NAME-qemu.stderr
+    L2_CONSOLE=$L1_LIVE/l2-$_dir-console.log
+    L2_STDERR=$L1_LIVE/l2-$_dir-qemu.stderr
     mkdir -p "$L2_DIR"
     # --accel kvm: no check of /dev/kvm here (scenario-guest.sh's SCN_SETUP_AUTO makes one).
     virtio-trace-collect setup --vcpus "${L2_SMP:-2}" --dir "$L2_PORTS" --name "$L2_NAME" --create --accel kvm \
