@@ -330,7 +330,7 @@ if [ "$quick" = 0 ]; then
 	if [ "$kvm" = 1 ]; then
 		run_kvm
 	else
-		result SKIP e2e-kvm "not yet dependable: L2 under nested SVM stalls in about 1 of 4 runs, and L1's unsynchronized TSCs can reorder KVM's offset events (tests/README.md); run scripts/test.sh --kvm-only"
+		result SKIP e2e-kvm "not yet dependable: L2 under nested SVM stalls in some runs (tests/README.md, Known); run scripts/test.sh --kvm-only"
 	fi
 	# Smoke test of the side-by-side benchmark against trace-cmd's agent (about 1-2 minutes):
 	# every transport delivered and its output verified with trace-cmd report; no figures judged.
