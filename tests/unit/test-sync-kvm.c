@@ -420,8 +420,9 @@ static void writes_stamped_out_of_order(void **state)
 /*
  * The first debugfs read comes before the writes around it are read, and
  * its stamp is this CPU's TSC, the writes' theirs: in a nested L1 the read
- * gave the value a write stamped 1.5 ms after it made. The writes chain
- * without the read: it goes, and nothing is called a change not seen.
+ * gave the value a write stamped 1-1.5 ms after it made. The writes chain
+ * without the read: it goes, and nothing is called a change not seen (the
+ * instance lost nothing; with a loss, lost_write's break stands).
  */
 static void read_between_chained_writes(void **state)
 {
@@ -450,6 +451,24 @@ static void read_between_chained_writes(void **state)
 	assert_int_equal(ep(g, 1, 3)->map.offset, OFF1);
 	for (uint32_t i = 0; i < 4; i++)
 		assert_int_equal(ep(g, 1, i)->error, 0);
+	/*
+	 * vCPU 0: the read is its only epoch and says what a write stamped
+	 * after it made; the write before that replaced OFF0 + 202, held
+	 * since before the watch (the nested L1: "a change not seen", 82.6 ns).
+	 */
+	write_event(r0 + 400, 0, OFF0 + 202, OFF0 - 5000);
+	write_event(r0 + 500, 0, OFF0 - 5000, OFF0);
+	spin_until(r0 + 600);
+	sync_kvm_tick(g);
+	assert_int_equal(g->sync.kvm.breaks, 0);
+	assert_int_equal(g->sync.kvm.changes, 5);
+	assert_int_equal(g->sync.cpus[0].nr, 3);
+	assert_int_equal(ep(g, 0, 0)->host_from, from);
+	assert_int_equal(ep(g, 0, 0)->map.offset, OFF0 + 202);
+	assert_int_equal(ep(g, 0, 1)->host_from, r0 + 400);
+	assert_int_equal(ep(g, 0, 2)->map.offset, OFF0);
+	for (uint32_t i = 0; i < 3; i++)
+		assert_int_equal(ep(g, 0, i)->error, 0);
 }
 
 /*
