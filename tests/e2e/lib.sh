@@ -573,6 +573,54 @@ vt_l1_run() {
     return 1
 }
 
+# vt_kvm_begin [TOOL...]: the frame of an e2e-kvm test that runs its own L1 scenario (ME set):
+# a SKIP (exit 77) when a tool is missing; T0; WORK (/tmp/vt-ME.XXXXXX: removed at the exit,
+# kept and named with VT_KEEP=1 or KEEP=1); fail=0; the L1 image (exit with vt_l1_image's status
+# when it cannot be made; T_IMAGE its seconds); OUT=WORK/out and VT_RUNDIR=WORK/l1 for
+# vt_kvm_scenario.
+vt_kvm_begin() {
+    local t rc
+    for t in qemu-system-x86_64 busybox cpio depmod timeout trace-cmd jq ldd awk "$@"; do
+        command -v "$t" >/dev/null || { echo "$ME: SKIP: $t not found"; exit 77; }
+    done
+    T0=$(vt_now)
+    WORK=$(mktemp -d "/tmp/vt-$ME.XXXXXX")
+    KEEP=${VT_KEEP:-0}
+    trap vt_kvm_cleanup EXIT
+    trap 'exit 1' INT TERM HUP
+    fail=0
+    t=$(vt_now)
+    vt_l1_image >"$WORK/image.out"; rc=$?
+    if [ $rc != 0 ]; then
+        sed "s/^/$ME: /" "$WORK/image.out"
+        exit $rc
+    fi
+    T_IMAGE=$(vt_secs "$t" "$(vt_now)")
+    echo "$ME: L1 image $VT_L1_IMAGE"
+    OUT=$WORK/out VT_RUNDIR=$WORK/l1
+    mkdir -p "$OUT"
+}
+
+vt_kvm_cleanup() {
+    vt_guest_stop 2>/dev/null
+    if [ "${KEEP:-0}" = 1 ]; then echo "$ME: kept $WORK"; else rm -rf "$WORK"; fi
+}
+
+# vt_kvm_scenario SCRIPT: vt_l1_run SCRIPT OUT, and what came of it: the run's line, a SKIP
+# (exit 77) with its reason, then what L1 and L2 said. Returns vt_l1_run's status.
+vt_kvm_scenario() {
+    local rc
+    vt_l1_run "$1" "$OUT"; rc=$?
+    echo "$ME: L1 run: $VT_L1_RESULT in $VT_L1_SECS s (L1 uptime at the scenario's start and end: $VT_L1_UP)"
+    if [ $rc = 77 ]; then
+        echo "$ME: SKIP: $VT_L1_REASON"
+        exit 77
+    fi
+    echo "  L1 and L2 said:"
+    tr -d '\r' <"$VT_RUNDIR/console.log" | grep -aE '^(VT-INIT|VT-L1|L1):' | grep -v 'VT-L1: beat' | sed 's/^/    /'
+    return $rc
+}
+
 # vt_l1_guest_run OUTDIR: an e2e collector scenario with the guest under KVM inside L1
 # (tests/e2e/l1/scenario-guest.sh: L2 with setup's ports, vt-e2e-guest's lines before, during
 # and after `record`), through vt_l1_run. The lines come from the arrays VT_L1_PRE, VT_L1_WORK

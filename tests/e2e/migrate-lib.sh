@@ -20,6 +20,8 @@
 #                             0..N-1 on [00K], each once, in order (or the losses of MISSING_OK)
 # The checks of a migration traced on both sides and joined (SRC, DST: the two recordings, J:
 # join's output; the guest is "e2e", its markers "mig cpuK I", on vCPUs 0 and 1):
+#   mig_check_join J          join's figures (blackout, each side's pages per CPU, epochs); a
+#                             blackout > 0, no byte lost, epochs of both sides on each vCPU
 #   mig_check_markers J N     every marker once, in order, on its vCPU; nothing overrun; the
 #                             joined file's events = the manifest's = the guest's read_events
 #   mig_check_tsc2nsec SRC DST J   the three files convert the host TSC alike
@@ -236,6 +238,20 @@ mig_result() {
 # mig_jq DIR EXPR: EXPR of DIR/manifest.json
 mig_jq() { jq -r "$2" "$1/manifest.json"; }
 
+
+# join's figures and checks (see the top).
+mig_check_join() {
+    local J=$1 cpu ne
+    echo "$ME: join: blackout $(mig_jq "$J" '.join.blackout | "\(.ms) ms (\(.from_ns) -> \(.to_ns) ns), QEMU downtime \(.qemu_downtime_ms) ms"')"
+    echo "$ME: join: $(mig_jq "$J" '[.join.cpus[] | "cpu\(.cpu): source \(.source_pages) pages/\(.source_events) events to byte \(.source_stream_bytes), destination \(.destination_pages)/\(.destination_events) from byte \(.destination_from_byte), \(.duplicate_bytes_dropped) duplicate bytes dropped, \(.lost_bytes) lost"] | join("; ")')"
+    echo "$ME: join: epochs: $(mig_jq "$J" '[.guests[0].sync.epochs | group_by(.cpu)[] | "cpu\(.[0].cpu) \(length) (offset \(.[0].offset) from \(.[0].host_tsc_from) ... \(.[-1].offset) from \(.[-1].host_tsc_from))"] | join("; ")')"
+    awk -v b="$(mig_jq "$J" '.join.blackout.ms')" 'BEGIN { exit !(b > 0) }' || bad "the joined manifest records no blackout"
+    [ "$(mig_jq "$J" '[.join.cpus[].lost_bytes] | add')" = 0 ] || bad "join counts bytes lost at the switchover"
+    for cpu in 0 1; do
+        ne=$(mig_jq "$J" "[.guests[0].sync.epochs[] | select(.cpu == $cpu)] | length")
+        [ "$ne" -ge 2 ] 2>/dev/null || bad "cpu$cpu: the joined file has $ne clock epochs, want one per side at least"
+    done
+}
 
 mig_check_markers() {
     local J=$1 N=$2 cpu f d o m e ov rd ev cnt

@@ -48,45 +48,13 @@ VT_LOG_PREFIX=$ME
 MIN_PAIRS=${VT_KVM_MIN_PAIRS:-60}
 DELTA=200000000
 
-for t in qemu-system-x86_64 busybox cpio depmod timeout trace-cmd jq ldd awk; do
-    command -v "$t" >/dev/null || { echo "$ME: SKIP: $t not found"; exit 77; }
-done
-T0=$(vt_now)
-WORK=$(mktemp -d "/tmp/vt-$ME.XXXXXX")
-KEEP=${VT_KEEP:-0}
-cleanup() {
-    vt_guest_stop 2>/dev/null
-    if [ "$KEEP" = 1 ]; then echo "$ME: kept $WORK"; else rm -rf "$WORK"; fi
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
-fail=0
+vt_kvm_begin
 bad() { echo "$ME: FAIL: $*"; fail=1; }
-
-t=$(vt_now)
-vt_l1_image >"$WORK/image.out"; rc=$?
-if [ $rc != 0 ]; then
-    sed "s/^/$ME: /" "$WORK/image.out"
-    exit $rc
-fi
-T_IMAGE=$(vt_secs "$t" "$(vt_now)")
-echo "$ME: L1 image $VT_L1_IMAGE"
-
-OUT=$WORK/out
 REC=$OUT/rec
-mkdir -p "$OUT"
-VT_RUNDIR=$WORK/l1
 VT_L1_ENV="WRTSC_DELTA=$DELTA
 REC_ARGS=\"${VT_KVM_REC_ARGS:-}\"
 ${VT_L1_ENV:-}"
-vt_l1_run "$HERE/l1/scenario-kvm-offset.sh" "$OUT"; rc=$?
-echo "$ME: L1 run: $VT_L1_RESULT in $VT_L1_SECS s (L1 uptime at the scenario's start and end: $VT_L1_UP)"
-if [ $rc = 77 ]; then
-    echo "$ME: SKIP: $VT_L1_REASON"
-    exit 77
-fi
-echo "  L1 and L2 said:"
-tr -d '\r' <"$VT_RUNDIR/console.log" | grep -aE '^(VT-INIT|VT-L1|L1):' | grep -v 'VT-L1: beat' | sed 's/^/    /'
+vt_kvm_scenario "$HERE/l1/scenario-kvm-offset.sh"; rc=$?
 [ $rc = 0 ] || { bad "the run in L1: $VT_L1_RESULT: $VT_L1_REASON"; KEEP=1; echo "$ME: FAIL"; exit 1; }
 
 rrc=$(cat "$OUT/record.rc" 2>/dev/null || echo none)

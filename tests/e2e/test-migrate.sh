@@ -102,15 +102,7 @@ JRC=$?
 sed 's/^/    join| /' "$WORK/join.log"
 [ $JRC = 0 ] || bad "join exited $JRC, want 0"
 [ -s "$J/guest-e2e.dat" ] || { bad "join wrote no guest-e2e.dat"; mig_result; }
-echo "$ME: join: blackout $(MJ '.join.blackout | "\(.ms) ms (\(.from_ns) -> \(.to_ns) ns), QEMU downtime \(.qemu_downtime_ms) ms"')"
-echo "$ME: join: $(MJ '[.join.cpus[] | "cpu\(.cpu): source \(.source_pages) pages/\(.source_events) events to byte \(.source_stream_bytes), destination \(.destination_pages)/\(.destination_events) from byte \(.destination_from_byte), \(.duplicate_bytes_dropped) duplicate bytes dropped, \(.lost_bytes) lost"] | join("; ")')"
-echo "$ME: join: epochs: $(MJ '[.guests[0].sync.epochs[] | "cpu\(.cpu) offset \(.offset) from \(.host_tsc_from)"] | join("; ")')"
-awk -v b="$(MJ '.join.blackout.ms')" 'BEGIN { exit !(b > 0) }' || bad "the joined manifest records no blackout"
-[ "$(MJ '[.join.cpus[].lost_bytes] | add')" = 0 ] || bad "join counts bytes lost at the switchover"
-for cpu in 0 1; do
-    ne=$(MJ "[.guests[0].sync.epochs[] | select(.cpu == $cpu)] | length")
-    [ "$ne" -ge 2 ] 2>/dev/null || bad "cpu$cpu: the joined file has $ne clock epochs, want one per side at least"
-done
+mig_check_join "$J"
 
 mig_check_markers "$J" "$N"
 mig_check_tsc2nsec "$S" "$D" "$J"
