@@ -1343,6 +1343,8 @@ static void burst_ended(struct guest *g, int err)
 /* Intersect the burst's offsets with [@lo, @hi], one reply's. */
 static void narrow(struct guest_burst *b, int64_t lo, int64_t hi)
 {
+	uint64_t was;
+
 	if (b->got == 1) {
 		b->lo = lo;
 		b->hi = hi;
@@ -1350,8 +1352,7 @@ static void narrow(struct guest_burst *b, int64_t lo, int64_t hi)
 		return;
 	}
 	/* Unsigned: a guest's TSC is any value, the width of its offsets any size. */
-	uint64_t was = b->hi > b->lo ? (uint64_t)b->hi - (uint64_t)b->lo : 0;
-
+	was = b->hi > b->lo ? (uint64_t)b->hi - (uint64_t)b->lo : 0;
 	b->since_narrowed++;
 	if (lo > b->lo)
 		b->lo = lo;

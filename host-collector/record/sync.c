@@ -428,7 +428,9 @@ static void kvm_apply_all(struct guest *g, struct tscwatch_change *ch, size_t n)
 		if (ch[k].vcpu >= g->agent.nr_cpus || ch[k].vcpu >= COLLECT_MAX_CPUS || !ch[k].tsc)
 			continue;
 		c = &g->sync.cpus[ch[k].vcpu];
-		b = c->nr && c->epochs[0].host_from < ch[k].tsc ? vt_tsync_cpu_at(c, ch[k].tsc - 1) : NULL;
+		b = NULL;
+		if (c->nr && c->epochs[0].host_from < ch[k].tsc)
+			b = vt_tsync_cpu_at(c, ch[k].tsc - 1);
 		/* In force already as its result: a debugfs read raced it (kvm_apply()). */
 		if (!b || b->map.offset == ch[k].prev || b->map.offset == ch[k].next)
 			goto apply;
