@@ -16,9 +16,8 @@
 #
 # Usage: tests/bench/bench-peer.sh --kvm [--quick] [REPEATS (default 3)]
 #   --quick  one run per mode (tc-vsock, tc-vsock-nt, ours, ours-kc), short loads, no ceiling
-#            search: a smoke test, run by hand for now (not yet in scripts/test.sh's e2e-kvm
-#            pass: in one of its two runs so far the L2 guest stalled, an RCU stall on its
-#            vCPU 0 after four sessions, and a session waits PEER_BOUND for it). Exit 0 when ours and ours-kc delivered and
+#            search: a smoke test, the last of scripts/test.sh's e2e-kvm pass (a stalled L2,
+#            tests/README.md "Known", holds a session for PEER_BOUND). Exit 0 when ours and ours-kc delivered and
 #            verified, tc-vsock-nt delivered, and tc-vsock delivered or failed with trace-cmd's
 #            own error (a result, printed); 77 with SKIP when L1 has no KVM; 1 otherwise.
 # Env: VT_BUILDDIR, VT_STATIC_AGENT, VT_L1_* (lib.sh), VT_PEER_MODES (default "tc-vsock
