@@ -311,6 +311,22 @@ static void drop_epoch(struct vt_tsync_cpu *c, uint32_t i)
 	c->nr--;
 }
 
+/* The vCPU a kvm_write_tsc_offset is for, NULL when it is not one of the guest's. */
+static struct vt_tsync_cpu *kvm_cpu(struct guest *g, const struct tscwatch_change *ch)
+{
+	if (ch->vcpu >= g->agent.nr_cpus || ch->vcpu >= COLLECT_MAX_CPUS || !ch->tsc)
+		return NULL;
+	return &g->sync.cpus[ch->vcpu];
+}
+
+/* The epoch in force just before @tsc, NULL when none starts before it. */
+static struct vt_tsync_epoch *epoch_before(struct vt_tsync_cpu *c, uint64_t tsc)
+{
+	if (!c->nr || c->epochs[0].host_from >= tsc)
+		return NULL;
+	return &c->epochs[epoch_index(c, tsc - 1)];
+}
+
 /*
  * One kvm_write_tsc_offset: from its moment on, @ch->next. Writes arrive in
  * order per read but may come a read late (another CPU's buffer), so the
@@ -320,13 +336,12 @@ static void drop_epoch(struct vt_tsync_cpu *c, uint32_t i)
 static void kvm_apply(struct guest *g, const struct tscwatch_change *ch)
 {
 	uint64_t lost = g->sync.watch ? tscwatch_lost(g->sync.watch) : 0;
-	struct vt_tsync_cpu *c;
-	struct vt_tsync_epoch ep, *b = NULL;
+	struct vt_tsync_cpu *c = kvm_cpu(g, ch);
+	struct vt_tsync_epoch ep, *b;
 	int idx;
 
-	if (ch->vcpu >= g->agent.nr_cpus || ch->vcpu >= COLLECT_MAX_CPUS || !ch->tsc)
+	if (!c)
 		return;
-	c = &g->sync.cpus[ch->vcpu];
 	g->sync.kvm.changes++;
 	g->sync.kvm_dirty = true;
 	ep = (struct vt_tsync_epoch){
@@ -343,8 +358,8 @@ static void kvm_apply(struct guest *g, const struct tscwatch_change *ch)
 	 */
 	if (c->nr >= VT_TSYNC_MAX_EPOCHS)
 		goto full;
-	if (c->nr && c->epochs[0].host_from < ch->tsc)
-		b = &c->epochs[epoch_index(c, ch->tsc - 1)];
+again:
+	b = epoch_before(c, ch->tsc);
 	if (!b) {
 		/* Nothing known before it: what it replaced held since the watch began. */
 		struct vt_tsync_epoch first = ep;
@@ -374,9 +389,7 @@ static void kvm_apply(struct guest *g, const struct tscwatch_change *ch)
 			log_debug("guest %s vCPU %u: a debugfs read the writes do not chain through "
 				  "is left out", g->name, ch->vcpu);
 			drop_epoch(c, (uint32_t)(b - c->epochs));
-			kvm_apply(g, ch);
-			g->sync.kvm.changes--;
-			return;
+			goto again;
 		} else {
 			g->sync.kvm.breaks++;
 			unseen_change(b, ch->prev);
@@ -422,15 +435,12 @@ static void kvm_apply_all(struct guest *g, struct tscwatch_change *ch, size_t n)
 	size_t k, j;
 
 	for (k = 0; k < n; k++) {
-		const struct vt_tsync_cpu *c;
+		struct vt_tsync_cpu *c = kvm_cpu(g, &ch[k]);
 		const struct vt_tsync_epoch *b;
 
-		if (ch[k].vcpu >= g->agent.nr_cpus || ch[k].vcpu >= COLLECT_MAX_CPUS || !ch[k].tsc)
+		if (!c)
 			continue;
-		c = &g->sync.cpus[ch[k].vcpu];
-		b = NULL;
-		if (c->nr && c->epochs[0].host_from < ch[k].tsc)
-			b = vt_tsync_cpu_at(c, ch[k].tsc - 1);
+		b = epoch_before(c, ch[k].tsc);
 		/* In force already as its result: a debugfs read raced it (kvm_apply()). */
 		if (!b || b->map.offset == ch[k].prev || b->map.offset == ch[k].next)
 			goto apply;
