@@ -20,6 +20,8 @@
 #                             0..N-1 on [00K], each once, in order (or the losses of MISSING_OK)
 # The checks of a migration traced on both sides and joined (SRC, DST: the two recordings, J:
 # join's output; the guest is "e2e", its markers "mig cpuK I", on vCPUs 0 and 1):
+#   mig_check_joined SRC DST J N RC  all of the below, after join's log (WORK/join.log) and its
+#                             exit status RC: 0, and J/guest-e2e.dat written (else the result)
 #   mig_check_join J          join's figures (blackout, each side's pages per CPU, epochs); a
 #                             blackout > 0, no byte lost, epochs of both sides on each vCPU
 #   mig_check_markers J N     every marker once, in order, on its vCPU; nothing overrun; the
@@ -238,6 +240,19 @@ mig_result() {
 # mig_jq DIR EXPR: EXPR of DIR/manifest.json
 mig_jq() { jq -r "$2" "$1/manifest.json"; }
 
+
+# Every check of a joined migration (see the top).
+mig_check_joined() {
+    local S=$1 D=$2 J=$3 N=$4 rc=$5
+    sed 's/^/    join| /' "$WORK/join.log"
+    [ "$rc" = 0 ] || bad "join exited $rc, want 0"
+    [ -s "$J/guest-e2e.dat" ] || { bad "join wrote no guest-e2e.dat"; mig_result; }
+    mig_check_join "$J"
+    mig_check_markers "$J" "$N"
+    mig_check_tsc2nsec "$S" "$D" "$J"
+    mig_check_causality "$S" "$D" "$J"
+    mig_check_story "$S" "$D" "$J"
+}
 
 # join's figures and checks (see the top).
 mig_check_join() {

@@ -110,20 +110,9 @@ for cpu in 0 1; do
 done
 echo "$ME: check 2: KVM's debugfs: source $(tr '\n' ' ' <"$OUT/kvm-offsets-src"), destination $(tr '\n' ' ' <"$OUT/kvm-offsets-dst")"
 
-# 3. The join.
 cp "$OUT/join.log" "$WORK/join.log" 2>/dev/null
-JRC=$(cat "$OUT/join.rc" 2>/dev/null || echo none)
-sed 's/^/    join| /' "$WORK/join.log"
-[ $JRC = 0 ] || bad "join exited $JRC, want 0"
-[ -s "$J/guest-e2e.dat" ] || { bad "join wrote no guest-e2e.dat"; mig_result; }
-mig_check_join "$J"
-
-# 4. Every marker once, in order.
-mig_check_markers "$J" "$N"
-# 5. One timeline.
-mig_check_tsc2nsec "$S" "$D" "$J"
-mig_check_causality "$S" "$D" "$J"
-mig_check_story "$S" "$D" "$J"
+# 3-5. The join (run in L1), every marker once and in order, one timeline.
+mig_check_joined "$S" "$D" "$J" "$N" "$(cat "$OUT/join.rc" 2>/dev/null || echo none)"
 # Markers on both sides of the switchover (in the three-file report: host time).
 from=$(MJ '.join.blackout.from_ns') to=$(MJ '.join.blackout.to_ns')
 for cpu in 0 1; do

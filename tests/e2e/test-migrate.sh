@@ -98,14 +98,5 @@ for m in "$S" "$D"; do
 done
 
 "$COLLECT" join "$S" "$D" -o "$J" >"$WORK/join.log" 2>&1
-JRC=$?
-sed 's/^/    join| /' "$WORK/join.log"
-[ $JRC = 0 ] || bad "join exited $JRC, want 0"
-[ -s "$J/guest-e2e.dat" ] || { bad "join wrote no guest-e2e.dat"; mig_result; }
-mig_check_join "$J"
-
-mig_check_markers "$J" "$N"
-mig_check_tsc2nsec "$S" "$D" "$J"
-mig_check_causality "$S" "$D" "$J"
-mig_check_story "$S" "$D" "$J"
+mig_check_joined "$S" "$D" "$J" "$N" $?
 mig_result
