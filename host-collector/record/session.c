@@ -963,13 +963,53 @@ static void listen_streams(struct guest *g)
 static void fetch_meta(struct guest *g, uint32_t flags, void (*done)(struct guest *g, int err));
 
 /*
- * The final bundle came without kallsyms, asked for with KALLSYMS_IF_CHANGED:
- * no module came or went, and the whole bundle the spool holds has them.
- * Spool the new bundle with those.
+ * The task names of the spooled bundle (@old) that the new one (@m) lacks
+ * are added to it, the new bundle's name winning for a pid both name: the
+ * kernel keeps saved_cmdlines_size names (128 on 6.1) in a ring, and a guest
+ * whose boot filled it lets the names of tasks that ran early in the
+ * recording go while it records, which trace-cmd then shows as "<...>". The
+ * bytes it adds count against --max-size; without room, the new bundle's
+ * names alone are kept. Return: the names added.
  */
-static int keep_kallsyms(struct guest *g, struct vt_meta *m)
+static unsigned int keep_names(struct guest *g, struct vt_meta *m, const struct vt_meta *old)
+{
+	struct vt_meta names = { 0 };
+	unsigned int before = 0, after = 0;
+	size_t i;
+
+	if (!old->saved_cmdlines.len ||
+	    vt_meta_merge_cmdlines(&names, m->saved_cmdlines.data, m->saved_cmdlines.len) < 0)
+		return 0;
+	for (i = 0; i < names.saved_cmdlines.len; i++)
+		before += names.saved_cmdlines.data[i] == '\n';
+	if (vt_meta_merge_cmdlines(&names, old->saved_cmdlines.data, old->saved_cmdlines.len) == 0)
+		for (i = 0; i < names.saved_cmdlines.len; i++)
+			after += names.saved_cmdlines.data[i] == '\n';
+	if (after > before && (names.saved_cmdlines.len <= m->saved_cmdlines.len ||
+	    stream_budget_take(&g->figures.budget, names.saved_cmdlines.len - m->saved_cmdlines.len,
+			       &g->figures.budget.meta))) {
+		struct vt_blob t = m->saved_cmdlines;
+
+		m->saved_cmdlines = names.saved_cmdlines;
+		names.saved_cmdlines = t;
+	} else {
+		after = before;
+	}
+	vt_meta_free(&names);
+	return after - before;
+}
+
+/*
+ * A bundle fetched again (@m: while recording, or the final one) replaces
+ * the spooled one, keeping the task names only the spooled one has
+ * (keep_names()); and, when @keep_ks (the final bundle came without
+ * kallsyms, asked for with KALLSYMS_IF_CHANGED: no module came or went),
+ * the spooled one's kallsyms.
+ */
+static int refresh_meta(struct guest *g, struct vt_meta *m, bool keep_ks)
 {
 	struct vt_meta old;
+	unsigned int kept;
 	void *data;
 	size_t len;
 	int ret;
@@ -982,10 +1022,18 @@ static int keep_kallsyms(struct guest *g, struct vt_meta *m)
 	free(data);
 	if (ret < 0)
 		return spool_save_meta(g->spool_fd, g->meta.rx.data, g->meta.rx.len);
-	free(m->kallsyms.data);	/* an empty record's */
-	m->kallsyms = old.kallsyms;
-	old.kallsyms = (struct vt_blob){ 0 };
+	kept = keep_names(g, m, &old);
+	if (kept)
+		log_info("guest %s: %u task names its kernel no longer holds are kept from the "
+			 "earlier metadata", g->name, kept);
+	if (keep_ks) {
+		free(m->kallsyms.data);	/* an empty record's */
+		m->kallsyms = old.kallsyms;
+		old.kallsyms = (struct vt_blob){ 0 };
+	}
 	vt_meta_free(&old);
+	if (!kept && !keep_ks)
+		return spool_save_meta(g->spool_fd, g->meta.rx.data, g->meta.rx.len);
 	return spool_encode_meta(g->spool_fd, m);
 }
 
@@ -1165,9 +1213,10 @@ static void meta_received(struct guest *g, int err)
 	}
 	if (((g->meta.req_flags & VT_PROTO_META_REQ_KALLSYMS_IF_CHANGED) || g->kcache.final_key_check) &&
 	    !m.kallsyms.len) {
-		ret = keep_kallsyms(g, &m);
+		ret = refresh_meta(g, &m, true);
 	} else {
-		ret = spool_save_meta(g->spool_fd, g->meta.rx.data, g->meta.rx.len);
+		ret = refresh ? refresh_meta(g, &m, false) :
+			spool_save_meta(g->spool_fd, g->meta.rx.data, g->meta.rx.len);
 		if (ret == 0)
 			g->meta.full = !(g->meta.req_flags & VT_PROTO_META_REQ_NO_KALLSYMS);
 		if (ret == 0 && m.kallsyms.len) {

@@ -25,7 +25,9 @@
  * --last-boot-info TEXT answers LASTBOOT_REQ with the fixture as the last
  * boot's trace (its instance name and info text as a hostile guest likes:
  * --last-boot-name); --dump-last-boot FILE writes that bundle and exits
- * (fuzz-lastboot's seeds).
+ * (fuzz-lastboot's seeds). --final-cmdlines TEXT: the bundles asked for
+ * after STOPPED name the tasks TEXT names, not the fixture's (a kernel whose
+ * saved_cmdlines ring let names go while it traced).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -117,6 +119,7 @@ struct fake_opts {
 	unsigned int vary_pages;	/* CPU n sends n % vary_pages more pages, 0: none */
 	const char *timelog;
 	const char *lastboot_info;	/* --last-boot-info: LASTBOOT_REQ is served, with this text */
+	const char *final_cmdlines;	/* --final-cmdlines: saved_cmdlines after STOPPED */
 	const char *lastboot_name;	/* --last-boot-name: the instance it says, NULL: the asked one */
 	const char *dump_lastboot;	/* --dump-last-boot FILE */
 	enum evil evil;
@@ -1628,6 +1631,14 @@ static void handle(struct fake *f, const struct vt_proto_msg *msg)
 				(struct vt_blob){ .data = empty, .len = 0 };
 			send_meta(f, msg->seq, max_total, false);
 			f->meta.kallsyms = ks;
+		} else if (f->o.final_cmdlines && f->stopped_sent) {
+			struct vt_blob cl = f->meta.saved_cmdlines;
+
+			say(f, "META with the --final-cmdlines task names");
+			f->meta.saved_cmdlines = (struct vt_blob){ .data = (char *)f->o.final_cmdlines,
+								   .len = strlen(f->o.final_cmdlines) };
+			send_meta(f, msg->seq, max_total, false);
+			f->meta.saved_cmdlines = cl;
 		} else {
 			send_meta(f, msg->seq, max_total, f->o.open_meta &&
 				  (meta_flags & VT_PROTO_META_REQ_OPEN));
@@ -2013,6 +2024,8 @@ static void usage(FILE *out)
 		"  --last-boot-name NAME  with --last-boot-info: say it is instance NAME, whatever\n"
 		"                         was asked\n"
 		"  --dump-last-boot FILE  write that bundle (instance \"boot\") to FILE and exit\n"
+		"  --final-cmdlines TEXT  the bundles asked for after STOPPED have TEXT (\"PID COMM\"\n"
+		"                         lines) as their saved_cmdlines\n"
 		"  --kallsyms-key KEY     made-up kallsyms (1000 text symbols) with key KEY (hex):\n"
 		"                         left out when the host asks with that key\n"
 		"  --lie-kallsyms-key     with --kallsyms-key: kallsyms left out of every bundle,\n"
@@ -2061,7 +2074,7 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 	       OPT_OVERSIZE, OPT_HUGE, OPT_OPEN_META, OPT_ENDLESS_META, OPT_KSKEY, OPT_LIEKEY, OPT_TRUNC, OPT_SUBBUF, OPT_STALL, OPT_LIE, OPT_CRASH, OPT_EVIL,
 	       OPT_EXTERNAL, OPT_PROBE_DELAY, OPT_STOP_PROBE_DELAY, OPT_META_RATE, OPT_SILENT_HELLO, OPT_VARY, OPT_TIMELOG,
 	       OPT_ALL_BAD, OPT_ABSURD, OPT_ERROR_FLOOD, OPT_SHRINK, OPT_NOTICE_FLOOD,
-	       OPT_LB_INFO, OPT_LB_NAME, OPT_LB_DUMP, OPT_KSNAME };
+	       OPT_LB_INFO, OPT_LB_NAME, OPT_LB_DUMP, OPT_KSNAME, OPT_FINAL_CMDLINES };
 	static const struct option lo[] = {
 		{ "fifo", required_argument, NULL, OPT_FIFO },
 		{ "connect", required_argument, NULL, OPT_CONNECT },
@@ -2090,6 +2103,7 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 		{ "endless-meta", no_argument, NULL, OPT_ENDLESS_META },
 		{ "kallsyms-key", required_argument, NULL, OPT_KSKEY },
 		{ "last-boot-info", required_argument, NULL, OPT_LB_INFO },
+		{ "final-cmdlines", required_argument, NULL, OPT_FINAL_CMDLINES },
 		{ "last-boot-name", required_argument, NULL, OPT_LB_NAME },
 		{ "dump-last-boot", required_argument, NULL, OPT_LB_DUMP },
 		{ "lie-kallsyms-key", no_argument, NULL, OPT_LIEKEY },
@@ -2258,6 +2272,9 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 			break;
 		case OPT_LB_INFO:
 			o->lastboot_info = optarg;
+			break;
+		case OPT_FINAL_CMDLINES:
+			o->final_cmdlines = optarg;
 			break;
 		case OPT_LB_NAME:
 			o->lastboot_name = optarg;
