@@ -2,8 +2,8 @@
 # Proves: a guest's file names the tasks its kernel named at the start of the recording even
 # when the kernel let the names go while it recorded. The kernel keeps saved_cmdlines_size task
 # names (128 on 6.1) in a ring: a guest whose boot filled it loses, while recording, the names
-# of tasks that ran early, and the final bundle lacks them (seen for real: test-collect-live
-# failed in CI with 7 guest lines "<...>" in the file that the live view had named). A fake
+# of tasks that ran early, and the final bundle lacks them (a 6.1 guest of the e2e suite holds
+# 111 names from its boot when the recording starts). A fake
 # agent serves the fixture cap-guest, whose bundle names pid 15 rcu_preempt (44 events) and
 # pid 937 kworker/1:2 (2 events); its final bundle (--final-cmdlines, a fixture: no guest
 # kernel here can be made to evict a given pid) lacks pid 15, names 937 vt-renamed and adds
