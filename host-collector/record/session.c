@@ -2341,8 +2341,11 @@ int session_begin(struct guest *g)
 	vt_proto_meta_rx_init(&g->meta.rx, META_LIMIT);
 	if (g->link.qmp_path[0])
 		qmp_attach(g, e, g->rec->tsc.khz, qmp_event);
-	if (g->mig.incoming)
+	if (g->mig.incoming) {
 		open_early(g);
+		/* KVM's offset writes from the guest's arrival on are epochs (sync.c, kvm_arrive()). */
+		sync_kvm_begin(g, g->rec->o);
+	}
 	if (g->ctl.lfd < 0)
 		return connected(g);
 	/* --listen: QEMU connects when it can (reconnect=N); the engine waits, nobody else does. */

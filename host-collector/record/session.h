@@ -55,6 +55,7 @@ struct guest_sync {
 	uint64_t kvm_last_read;			/* host TSC when the last debugfs read began */
 	uint64_t kvm_saved_ns;			/* CLOCK_MONOTONIC of the last save for a change */
 	bool kvm_dirty;				/* changes not saved yet */
+	bool kvm_arrived;			/* --incoming: the epochs start at the RESUME */
 	struct spool_kvm kvm;
 	/* --sync-check: probes beside the exact method, compared once its epochs are in */
 	bool checking;				/* the burst running is a check */

@@ -675,7 +675,8 @@ static void host_tsc(struct spool_kvm *k)
 }
 
 /**
- * sync_kvm_begin() - before the guest's START: find its VM and follow its
+ * sync_kvm_begin() - before the guest's START (with --incoming, as soon as
+ * the session begins, before the guest arrives): find its VM and follow its
  * offsets from now on
  * @g: the guest
  * @o: options (--sync, --debugfs, --no-kvm-events)
@@ -728,6 +729,38 @@ int sync_kvm_begin(struct guest *g, const struct record_opts *o)
 	return 0;
 }
 
+/*
+ * --incoming, at the takeover's first sync: the watch began before the guest
+ * arrived (session_begin()), so that KVM's writes between QEMU's RESUME and
+ * the takeover are epochs too (a nested host writes an offset at every vCPU
+ * load: read at the takeover, the offset of that moment mapped the events
+ * before it up to 17 ms apart from the host's, test-kvm-migrate). What the
+ * vCPUs held before the guest's state came is no offset of the guest's, so
+ * each vCPU's epochs begin with the one in force at the RESUME (QEMU's stamp;
+ * without QMP, the takeover), which trace-cmd also applies to the events
+ * from before it. A vCPU no write gave an epoch gets a debugfs read.
+ */
+static int kvm_arrive(struct guest *g)
+{
+	uint64_t cut = g->mig.seen.resume_tsc ? g->mig.seen.resume_tsc :
+		       g->mig.seen.taken_tsc ? g->mig.seen.taken_tsc : vt_tsc_read();
+	unsigned int cpu;
+
+	g->sync.kvm_arrived = true;
+	kvm_poll(g);
+	for (cpu = 0; cpu < g->agent.nr_cpus && cpu < COLLECT_MAX_CPUS; cpu++) {
+		struct vt_tsync_cpu *c = &g->sync.cpus[cpu];
+		uint32_t i = c->nr ? epoch_index(c, cut) : 0;
+
+		if (i)
+			log_debug("guest %s vCPU %u: %u offsets from before the guest arrived left out",
+				  g->name, cpu, i);
+		while (i--)
+			drop_epoch(c, 0);
+	}
+	return kvm_reread(g, true);
+}
+
 /* KVM debugfs: exact per-vCPU offsets (and scaling) for a QEMU we know the pid of. */
 static int sync_kvm(struct guest *g, const struct record_opts *o, const char *when)
 {
@@ -738,7 +771,11 @@ static int sync_kvm(struct guest *g, const struct record_opts *o, const char *wh
 		if (!g->sync.kvm_dir[0])
 			return g->link.qemu_pid ? -ENOENT : -ESRCH;
 	}
-	if (!g->sync.watch) {
+	if (g->mig.incoming && !g->sync.kvm_arrived) {
+		ret = kvm_arrive(g);
+		if (ret < 0)
+			return ret;
+	} else if (!g->sync.watch) {
 		ret = kvm_reread(g, false);
 		if (ret < 0)
 			return ret;

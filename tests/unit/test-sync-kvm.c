@@ -16,6 +16,8 @@
  *  - re-reads (no events): a change bounded by its size, the moment between
  *    two reads;
  *  - --sync-check: replies inside and outside, across a change;
+ *  - --incoming: the epochs begin at QEMU's RESUME, from a watch begun
+ *    before the guest arrived;
  *  - a reset: the mapping ends at QEMU's stamp of the RESET;
  *  - the TIME_SHIFT table made of exact epochs maps every guest time the
  *    vCPU can have read to its host time exactly.
@@ -699,6 +701,69 @@ static void scaled_writes(void **state)
 	assert_int_equal(ep(g, 0, 1)->map.offset, -1234567000000ll);
 }
 
+/*
+ * --incoming: the watch begins before the guest arrives (no vCPUs known yet:
+ * the agent has not answered), and the takeover's sync comes after QEMU's
+ * RESUME and after KVM's writes around it. Each vCPU's epochs begin with the
+ * offset in force at the RESUME (the migrated state's write), the writes
+ * after it follow; what the destination's vCPU held before is left out; a
+ * vCPU no write reached gets the debugfs read of the takeover. (Read at the
+ * takeover alone, the offset of that moment mapped everything before it.)
+ */
+static void incoming_epochs_from_resume(void **state)
+{
+	struct fx *f = *state;
+	struct guest *g = f->g;
+	const int64_t mig = -987654321000ll;
+	uint64_t t;
+
+	g->mig.incoming = true;
+	g->agent.nr_cpus = 0;
+	g->state = G_HELLO;
+	assert_int_equal(sync_kvm_begin(g, &f->o), 0);
+	assert_non_null(g->sync.watch);
+	assert_int_equal(g->sync.cpus[0].nr, 0);
+	t = vt_tsc_read();
+	/* vCPU 0: the incoming state's write, the RESUME, two loads after it. */
+	write_event(t + 1000, 0, OFF0, mig);
+	g->mig.seen.resume_tsc = t + 3000;
+	write_event(t + 5000, 0, mig, mig + 4000);
+	write_event(t + 9000, 0, mig + 4000, mig + 7000);
+	spin_until(t + 20000);
+	set_offset(f, 0, mig + 7000);
+	set_offset(f, 1, OFF1 + 55);
+	/* The agent answered, the session is taken over: the resume's sync. */
+	g->agent.nr_cpus = 2;
+	g->state = G_RUNNING;
+	g->mig.seen.taken_tsc = vt_tsc_read();
+	assert_int_equal(sync_prepare(g, &f->o, "resume"), 0);
+	assert_string_equal(g->sync.head.method, "kvm");
+	assert_int_equal(g->sync.cpus[0].nr, 3);
+	assert_int_equal(ep(g, 0, 0)->map.offset, mig);
+	assert_int_equal(ep(g, 0, 0)->host_from, t + 1000);
+	assert_int_equal(ep(g, 0, 1)->host_from, t + 5000);
+	assert_int_equal(ep(g, 0, 1)->map.offset, mig + 4000);
+	assert_int_equal(ep(g, 0, 2)->host_from, t + 9000);
+	assert_int_equal(ep(g, 0, 2)->map.offset, mig + 7000);
+	for (uint32_t i = 0; i < 3; i++) {
+		assert_int_equal(ep(g, 0, i)->source, VT_TSYNC_SRC_KVM_EVENT);
+		assert_int_equal(ep(g, 0, i)->error, 0);
+	}
+	/* vCPU 1: no write since the watch began: the takeover's read. */
+	assert_int_equal(g->sync.cpus[1].nr, 1);
+	assert_int_equal(ep(g, 1, 0)->map.offset, OFF1 + 55);
+	assert_int_equal(ep(g, 1, 0)->source, VT_TSYNC_SRC_KVM);
+	assert_true(ep(g, 1, 0)->host_from >= g->mig.seen.taken_tsc);
+	assert_int_equal(g->sync.kvm.breaks, 0);
+	/* Later writes go on from there. */
+	t = vt_tsc_read();
+	write_event(t + 1000, 1, OFF1 + 55, OFF1 + 99);
+	sync_kvm_tick(g);
+	assert_int_equal(g->sync.cpus[1].nr, 2);
+	assert_int_equal(ep(g, 1, 1)->map.offset, OFF1 + 99);
+	assert_int_equal(g->sync.kvm.breaks, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -717,6 +782,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(failure_without_reset, setup, teardown),
 		cmocka_unit_test_setup_teardown(timeshift_exact, setup, teardown),
 		cmocka_unit_test_setup_teardown(scaled_writes, setup, teardown),
+		cmocka_unit_test_setup_teardown(incoming_epochs_from_resume, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
