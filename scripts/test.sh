@@ -92,6 +92,21 @@ run_scripts() {
 	done
 }
 
+# bench_smoke NAME ARGS...: tests/bench/bench-peer.sh ARGS as one result NAME (its 'whole run'
+# figure when it prints one; its SKIP reason; its last 40 lines when it fails).
+bench_smoke() {
+	local name=$1 out
+	shift
+	out=$(mktemp)
+	VT_BUILDDIR=$root/build tests/bench/bench-peer.sh "$@" >"$out" 2>&1
+	case $? in
+	0) result PASS "$name" "$(grep -m1 'whole run' "$out" | sed 's/.*whole run //')" ;;
+	77) result SKIP "$name" "$(grep -m1 'SKIP' "$out" | sed 's/.*SKIP: *//' | cut -c1-120)" ;;
+	*) sed 's/^/    | /' "$out" | tail -40; result FAIL "$name" ;;
+	esac
+	rm -f "$out"
+}
+
 # ---- The e2e-kvm pass: real KVM one level down (tests/e2e/l1/README.md) ------------------
 # Every test marked "# vt-suite: e2e-kvm" runs its scenario inside an L1 guest that QEMU runs
 # under TCG with nested SVM, where the guest under test runs under KVM; each SKIPs with the
@@ -103,14 +118,7 @@ run_kvm() {
 	run_scripts e2e-kvm
 	# The smoke test of the comparison with trace-cmd's vsock agent under KVM (about 4 minutes):
 	# every mode delivered, ours verified with trace-cmd report; no figures judged.
-	out=$(mktemp)
-	VT_BUILDDIR=$root/build tests/bench/bench-peer.sh --kvm --quick >"$out" 2>&1
-	case $? in
-	0) result PASS e2e-kvm/bench-peer-kvm-quick "$(grep -m1 'whole run' "$out" | sed 's/.*whole run //')" ;;
-	77) result SKIP e2e-kvm/bench-peer-kvm-quick "$(grep -m1 'SKIP' "$out" | sed 's/.*SKIP: *//' | cut -c1-120)" ;;
-	*) sed 's/^/    | /' "$out" | tail -40; result FAIL e2e-kvm/bench-peer-kvm-quick ;;
-	esac
-	rm -f "$out"
+	bench_smoke e2e-kvm/bench-peer-kvm-quick --kvm --quick
 	echo "e2e-kvm: $(( $(date +%s) - t0 )) s"
 }
 
@@ -345,14 +353,7 @@ if [ "$quick" = 0 ]; then
 	fi
 	# Smoke test of the side-by-side benchmark against trace-cmd's agent (about 1-2 minutes):
 	# every transport delivered and its output verified with trace-cmd report; no figures judged.
-	out=$(mktemp)
-	VT_BUILDDIR=$root/build tests/bench/bench-peer.sh --quick >"$out" 2>&1
-	case $? in
-	0) result PASS bench/bench-peer-quick ;;
-	77) result SKIP bench/bench-peer-quick "$(grep -m1 'SKIP' "$out" | sed 's/.*SKIP: *//' | cut -c1-120)" ;;
-	*) sed 's/^/    | /' "$out" | tail -40; result FAIL bench/bench-peer-quick ;;
-	esac
-	rm -f "$out"
+	bench_smoke bench/bench-peer-quick --quick
 	# The kernel patches: their kernels first (a failed build fails the suite once, clearly).
 	if [ "$kernel" = 1 ]; then
 		out=$(mktemp)
