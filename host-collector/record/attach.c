@@ -390,15 +390,17 @@ static bool peer_allowed(int c, const struct record_opts *o)
  * @lfd: from attach_listen(); it stays open (attach_refuse() takes what
  *	comes later), closed by whoever owns it at the end
  * @o: options (--listen-group, --listen-uid)
- * @fd: set to the connection (non-blocking)
+ * @fd: set to the connection (non-blocking); with -EPERM, to the refused
+ *	one, which the caller closes once it logged @who (so that the peer
+ *	sees its end after the log line)
  * @who: set to who connected, in words, when refused
  * @size: size of @who
  *
  * A peer that is not root, this user, --listen-uid or in --listen-group is
- * refused (closed): the port waits on.
+ * refused: the port waits on.
  *
  * Return: 0; -EAGAIN when nothing connected yet; -EPERM when a peer was
- * refused (the caller logs @who); or -errno.
+ * refused (the caller logs @who and closes @fd); or -errno.
  */
 int attach_accept(int lfd, const struct record_opts *o, int *fd, char *who, size_t size)
 {
@@ -406,32 +408,33 @@ int attach_accept(int lfd, const struct record_opts *o, int *fd, char *who, size
 
 	if (c < 0)
 		return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+	*fd = c;
 	if (!peer_allowed(c, o)) {
 		peer_words(c, who, size);
-		close(c);
 		return -EPERM;
 	}
-	*fd = c;
 	return 0;
 }
 
 /**
  * attach_refuse() - refuse a connection to a port whose guest is connected
  * @lfd: the listening fd (attach_accept() took the guest's connection)
+ * @fd: set to the refused connection, which the caller closes once it
+ *	logged @who
  * @who: set to who connected, in words
  * @size: size of @who
  *
- * Return: 0 when one was refused (the caller logs @who), -EAGAIN when none
- * waited, or -errno.
+ * Return: 0 when one was refused (the caller logs @who and closes @fd),
+ * -EAGAIN when none waited, or -errno.
  */
-int attach_refuse(int lfd, char *who, size_t size)
+int attach_refuse(int lfd, int *fd, char *who, size_t size)
 {
 	int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
 	if (c < 0)
 		return errno == EWOULDBLOCK ? -EAGAIN : -errno;
 	peer_words(c, who, size);
-	close(c);
+	*fd = c;
 	return 0;
 }
 

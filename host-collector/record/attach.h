@@ -14,7 +14,7 @@ void detach_guest(struct guest *g);
 int attach_open_data(struct guest *g, unsigned int cpu, int *fd);
 int attach_listen(const char *base, const struct record_opts *o);
 int attach_accept(int lfd, const struct record_opts *o, int *fd, char *who, size_t size);
-int attach_refuse(int lfd, char *who, size_t size);
+int attach_refuse(int lfd, int *fd, char *who, size_t size);
 int attach_data_path(const struct guest *g, unsigned int cpu, char *base, size_t size);
 size_t attach_discard_stale(int fd);
 

@@ -875,17 +875,21 @@ static int open_streams(struct guest *g)
 static int take_connection(struct guest *g, int lfd, const char *path, bool taken, int *fd)
 {
 	char who[160];
-	int turns, ret = -EAGAIN;
+	int turns, ret = -EAGAIN, peer = -1;
 
 	for (turns = 0; turns < 16; turns++) {
-		ret = taken ? attach_refuse(lfd, who, sizeof(who)) :
-			      attach_accept(lfd, g->rec->o, fd, who, sizeof(who));
+		ret = taken ? attach_refuse(lfd, &peer, who, sizeof(who)) :
+			      attach_accept(lfd, g->rec->o, &peer, who, sizeof(who));
+		if (ret == 0 && !taken)
+			*fd = peer;
 		if (ret != -EPERM && !(taken && ret == 0))
 			return ret;
 		guest_log(g, GMSG_REFUSED, L_WARN, "guest %s: refused a %s to %s from %s: %s",
 			  g->name, taken ? "second connection" : "connection", path, who,
 			  taken ? "the port is taken" :
 			  "not root, this user, --listen-uid or a member of --listen-group");
+		/* Closed once logged: the peer sees its end after the line (test-collect-listen). */
+		close(peer);
 		ret = -EAGAIN;
 	}
 	return ret;
