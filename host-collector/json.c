@@ -768,19 +768,38 @@ void json_write_string(FILE *f, const char *s)
 	fputc('"', f);
 }
 
+/* Pretty: a new line at the depth's indent (two spaces a level). */
+static void jw_newline(struct jw *w, unsigned int depth)
+{
+	fputc('\n', w->f);
+	fprintf(w->f, "%*s", (int)(2 * depth), "");
+}
+
+static bool jw_in_line(const struct jw *w)
+{
+	return w->inline_at && w->depth >= w->inline_at;
+}
+
 static void jw_sep(struct jw *w, const char *key)
 {
-	if (w->need_comma[w->depth])
+	bool more = w->need_comma[w->depth];
+
+	if (more)
 		fputc(',', w->f);
 	w->need_comma[w->depth] = true;
+	if (w->pretty && w->depth && jw_in_line(w))
+		fputc(' ', w->f);
+	else if (w->pretty && w->depth)
+		jw_newline(w, w->depth);
 	if (key) {
 		json_write_string(w->f, key);
-		fputc(':', w->f);
+		fputs(w->pretty ? ": " : ":", w->f);
 	}
 }
 
 /**
- * jw_begin() - start a JSON document (the caller opens the top-level value)
+ * jw_begin() - start a compact JSON document (the caller opens the
+ * top-level value)
  * @w: the writer
  * @f: where it goes
  */
@@ -790,6 +809,18 @@ void jw_begin(struct jw *w, FILE *f)
 	w->f = f;
 }
 
+/**
+ * jw_begin_pretty() - start an indented JSON document: each member and
+ * element on a line of its own, but inside jw_inline()'s values
+ * @w: the writer
+ * @f: where it goes
+ */
+void jw_begin_pretty(struct jw *w, FILE *f)
+{
+	jw_begin(w, f);
+	w->pretty = true;
+}
+
 static void jw_open(struct jw *w, const char *key, char c)
 {
 	jw_sep(w, key);
@@ -797,6 +828,20 @@ static void jw_open(struct jw *w, const char *key, char c)
 	if (w->depth + 1 < sizeof(w->need_comma) / sizeof(w->need_comma[0]))
 		w->depth++;
 	w->need_comma[w->depth] = false;
+}
+
+/**
+ * jw_inline() - open an object or array that a pretty document keeps on
+ * one line, with what it holds (a compact one: as jw_obj()/jw_arr())
+ * @w: the writer
+ * @key: its member name, or NULL
+ * @open: '{' or '['
+ */
+void jw_inline(struct jw *w, const char *key, char open)
+{
+	jw_open(w, key, open);
+	if (w->pretty && !w->inline_at)
+		w->inline_at = w->depth;
 }
 
 /**
@@ -826,7 +871,15 @@ void jw_arr(struct jw *w, const char *key)
  */
 void jw_end(struct jw *w, char close)
 {
+	if (w->pretty && jw_in_line(w)) {
+		if (w->need_comma[w->depth])
+			fputc(' ', w->f);
+	} else if (w->pretty && w->need_comma[w->depth] && w->depth) {
+		jw_newline(w, w->depth - 1);
+	}
 	fputc(close, w->f);
+	if (w->inline_at && w->depth == w->inline_at)
+		w->inline_at = 0;
 	if (w->depth)
 		w->depth--;
 	if (!w->depth)
@@ -868,6 +921,23 @@ void jw_dbl(struct jw *w, const char *key, double v)
 	jw_sep(w, key);
 	if (isfinite(v))
 		fprintf(w->f, "%.6g", v);
+	else
+		fputs("null", w->f);
+}
+
+/**
+ * jw_fixed() - a number with @decimals digits after the point; NaN and
+ * infinities become null
+ * @w: the writer
+ * @key: name or NULL
+ * @v: the value
+ * @decimals: 0 to 9
+ */
+void jw_fixed(struct jw *w, const char *key, double v, int decimals)
+{
+	jw_sep(w, key);
+	if (isfinite(v))
+		fprintf(w->f, "%.*f", decimals, v);
 	else
 		fputs("null", w->f);
 }

@@ -96,23 +96,30 @@ int json_bool(const struct json_value *v, bool *out);
 /*
  * A streaming JSON writer (json.c): strings escaped (bytes that are not
  * printable ASCII as \u00XX), always valid UTF-8 out. report --json, list
- * --json and the QMP commands setup sends use it.
+ * --json and the QMP commands setup sends use it compact (jw_begin());
+ * manifest.json indented (jw_begin_pretty()), where jw_inline() keeps a
+ * small object or array on one line.
  */
 struct jw {
 	FILE *f;
 	unsigned int depth;
+	unsigned int inline_at;		/* pretty: the depth of the outermost one-line value, 0: none */
+	bool pretty;
 	bool need_comma[64];
 };
 
 void json_write_string(FILE *f, const char *s);
 void jw_begin(struct jw *w, FILE *f);
+void jw_begin_pretty(struct jw *w, FILE *f);
 void jw_obj(struct jw *w, const char *key);
 void jw_arr(struct jw *w, const char *key);
+void jw_inline(struct jw *w, const char *key, char open);
 void jw_end(struct jw *w, char close);
 void jw_str(struct jw *w, const char *key, const char *s);
 void jw_u64(struct jw *w, const char *key, uint64_t v);
 void jw_i64(struct jw *w, const char *key, int64_t v);
 void jw_dbl(struct jw *w, const char *key, double v);
+void jw_fixed(struct jw *w, const char *key, double v, int decimals);
 void jw_bool(struct jw *w, const char *key, bool v);
 void jw_null(struct jw *w, const char *key);
 

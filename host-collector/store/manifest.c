@@ -24,9 +24,10 @@
  */
 #define MANIFEST_SCHEMA_VERSION	1
 
-static void json_str(FILE *f, const char *s)
+/* A string member, null when @s is empty. */
+static void str_or_null(struct jw *w, const char *key, const char *s)
 {
-	json_write_string(f, s);
+	jw_str(w, key, s && s[0] ? s : NULL);
 }
 
 static uint64_t stat_field(const char *stats, const char *key)
@@ -57,147 +58,249 @@ static uint64_t tsc_ns(const struct finish *r, uint64_t tsc)
 }
 
 /* A live migration's facts ("migration" in a guest): out, in, or one that failed. */
-static void json_migration(FILE *f, const struct finish *r, const struct spool_migration *m,
+static void json_migration(struct jw *w, const struct finish *r, const struct spool_migration *m,
 			   unsigned int nr_cpus)
 {
 	bool out = !strcmp(m->direction, "out"), in = !strcmp(m->direction, "in");
 	uint64_t at = m->seen.stop_tsc ? m->seen.stop_tsc : m->seen.completed_tsc;
 	unsigned int i;
-	bool first = true;
 
-	fprintf(f, "      \"migration\": {\n        \"direction\": ");
-	json_str(f, m->direction);
-	fprintf(f, ",\n        \"status\": ");
-	json_str(f, m->seen.status);
-	fprintf(f, ",\n        \"reason\": ");
+	jw_obj(w, "migration");
+	jw_str(w, "direction", m->direction);
+	jw_str(w, "status", m->seen.status);
 	if (out)
-		json_str(f, "migrated out: QEMU reported the live migration completed; the recording "
-			 "ends at the switchover, drained of what the ports still delivered");
+		jw_str(w, "reason", "migrated out: QEMU reported the live migration completed; the "
+		       "recording ends at the switchover, drained of what the ports still delivered");
 	else if (in && m->seen.resumed)
-		json_str(f, "migrated in: the agent's running session was taken over (RESUME)");
+		jw_str(w, "reason", "migrated in: the agent's running session was taken over (RESUME)");
 	else if (in)
-		json_str(f, "migrated in: the agent had no running session; a new recording was set up");
+		jw_str(w, "reason", "migrated in: the agent had no running session; a new recording "
+		       "was set up");
 	else
-		json_str(f, "a live migration began but did not complete: the guest stayed");
-	fprintf(f, ",\n        \"failures\": %u", m->seen.failures);
+		jw_str(w, "reason", "a live migration began but did not complete: the guest stayed");
+	jw_u64(w, "failures", m->seen.failures);
 	if (out)
-		fprintf(f, ",\n        \"migrated_out_at_ns\": %" PRIu64, tsc_ns(r, at));
-	if (in)
-		fprintf(f, ",\n        \"resumed_at_ns\": %" PRIu64 ",\n        \"taken_over_at_ns\": %"
-			PRIu64 ",\n        \"resume_number\": %" PRIu64 ",\n        \"stale_messages\": %"
-			PRIu64, tsc_ns(r, m->seen.resume_tsc), tsc_ns(r, m->seen.taken_tsc), m->seen.resume_no,
-			m->seen.ignored);
-	fprintf(f, ",\n        \"host_tsc\": { \"active\": %" PRIu64 ", \"stop\": %" PRIu64
-		", \"completed\": %" PRIu64 ", \"resume\": %" PRIu64 ", \"taken_over\": %" PRIu64
-		", \"drained\": %" PRIu64 " }", m->seen.active_tsc, m->seen.stop_tsc, m->seen.completed_tsc,
-		m->seen.resume_tsc, m->seen.taken_tsc, m->seen.out_tsc);
-	fprintf(f, ",\n        \"qemu_downtime_ms\": %" PRIu64 ",\n        \"qemu_total_ms\": %" PRIu64,
-		m->seen.downtime_ms, m->seen.total_ms);
-	fprintf(f, ",\n        \"cpus\": [");
+		jw_u64(w, "migrated_out_at_ns", tsc_ns(r, at));
+	if (in) {
+		jw_u64(w, "resumed_at_ns", tsc_ns(r, m->seen.resume_tsc));
+		jw_u64(w, "taken_over_at_ns", tsc_ns(r, m->seen.taken_tsc));
+		jw_u64(w, "resume_number", m->seen.resume_no);
+		jw_u64(w, "stale_messages", m->seen.ignored);
+	}
+	jw_inline(w, "host_tsc", '{');
+	jw_u64(w, "active", m->seen.active_tsc);
+	jw_u64(w, "stop", m->seen.stop_tsc);
+	jw_u64(w, "completed", m->seen.completed_tsc);
+	jw_u64(w, "resume", m->seen.resume_tsc);
+	jw_u64(w, "taken_over", m->seen.taken_tsc);
+	jw_u64(w, "drained", m->seen.out_tsc);
+	jw_end(w, '}');
+	jw_u64(w, "qemu_downtime_ms", m->seen.downtime_ms);
+	jw_u64(w, "qemu_total_ms", m->seen.total_ms);
+	jw_arr(w, "cpus");
 	for (i = 0; i < nr_cpus && i < COLLECT_MAX_CPUS; i++) {
 		const struct spool_mig_cpu *c = &m->cpus[i];
 
 		if (!c->bytes && !c->pages && !c->marked)
 			continue;
-		fprintf(f, "%s\n          { \"cpu\": %u, \"stream_bytes\": %" PRIu64 ", \"pages\": %" PRIu64
-			", \"last_page_ts\": %" PRIu64, first ? "" : ",", i, c->bytes, c->pages, c->last_ts);
-		if (in)
-			fprintf(f, ", \"resume_mark\": %s, \"mark_position\": %" PRIu64
-				", \"bytes_before_mark\": %" PRIu64, c->marked ? "true" : "false",
-				c->mark_pos, c->mark_pre);
-		fprintf(f, " }");
-		first = false;
+		jw_inline(w, NULL, '{');
+		jw_u64(w, "cpu", i);
+		jw_u64(w, "stream_bytes", c->bytes);
+		jw_u64(w, "pages", c->pages);
+		jw_u64(w, "last_page_ts", c->last_ts);
+		if (in) {
+			jw_bool(w, "resume_mark", c->marked);
+			jw_u64(w, "mark_position", c->mark_pos);
+			jw_u64(w, "bytes_before_mark", c->mark_pre);
+		}
+		jw_end(w, '}');
 	}
-	fprintf(f, "\n        ]\n      },\n");
+	jw_end(w, ']');
+	jw_end(w, '}');
 }
 
 /* A KVM epoch: how its moment is known, and why its bound is what it is. */
-static void json_epoch_kvm(FILE *f, const struct vt_tsync_epoch *ep)
+static void json_epoch_kvm(struct jw *w, const struct vt_tsync_epoch *ep)
 {
-	if (ep->source == VT_TSYNC_SRC_KVM_EVENT)
-		fprintf(f, ", \"moment\": \"exact\"");
-	else if (ep->source == VT_TSYNC_SRC_KVM && ep->since)
-		fprintf(f, ", \"moment\": \"between-reads\", \"changed_after_tsc\": %" PRIu64, ep->since);
-	else if (ep->source == VT_TSYNC_SRC_KVM)
-		fprintf(f, ", \"moment\": \"read\"");
+	if (ep->source == VT_TSYNC_SRC_KVM_EVENT) {
+		jw_str(w, "moment", "exact");
+	} else if (ep->source == VT_TSYNC_SRC_KVM && ep->since) {
+		jw_str(w, "moment", "between-reads");
+		jw_u64(w, "changed_after_tsc", ep->since);
+	} else if (ep->source == VT_TSYNC_SRC_KVM) {
+		jw_str(w, "moment", "read");
+	}
 	if (ep->flags & VT_TSYNC_EPOCH_UNSEEN)
-		fprintf(f, ", \"why\": \"the offset changed to the next epoch's at a moment not "
-			"seen (between two debugfs reads, or an event lost): events in between may be off "
-			"by the bound\"");
+		jw_str(w, "why", "the offset changed to the next epoch's at a moment not seen (between "
+		       "two debugfs reads, or an event lost): events in between may be off by the bound");
 }
 
 /* How KVM's offsets were followed (record/sync.c), null when they were not. */
-static void json_kvm(FILE *f, const struct spool_kvm *k)
+static void json_kvm(struct jw *w, const struct spool_kvm *k)
 {
-	fprintf(f, "        \"kvm\": ");
 	if (!k->changes_from[0]) {
-		fprintf(f, "null,\n");
+		jw_null(w, "kvm");
 		return;
 	}
-	fprintf(f, "{ \"changes_from\": ");
-	json_str(f, !strcmp(k->changes_from, "events") ? "kvm:kvm_write_tsc_offset" : "debugfs re-reads");
-	fprintf(f, ", \"why\": ");
-	json_str(f, k->why);
-	fprintf(f, ", \"instance\": ");
-	if (k->instance[0])
-		json_str(f, k->instance);
-	else
-		fprintf(f, "null");
-	fprintf(f, ", \"changes\": %" PRIu64 ", \"events_lost\": %" PRIu64 ", \"changes_not_seen\": %"
-		PRIu64 ", \"reordered\": %" PRIu64 ", \"merged\": %" PRIu64 ", \"debugfs_disagreed\": %"
-		PRIu64 ", \"note\": ", k->changes, k->lost, k->breaks, k->reordered, k->merged,
-		k->mismatch);
-	if (k->note[0])
-		json_str(f, k->note);
-	else
-		fprintf(f, "null");
-	fprintf(f, ",\n          \"host_tsc\": { \"constant_tsc\": %s, \"nonstop_tsc\": %s, \"clocksource\": ",
-		strstr(k->host_flags, "constant_tsc") ? "true" : "false",
-		strstr(k->host_flags, "nonstop_tsc") ? "true" : "false");
-	json_str(f, k->clocksource);
-	fprintf(f, " } },\n");
+	jw_obj(w, "kvm");
+	jw_str(w, "changes_from", !strcmp(k->changes_from, "events") ? "kvm:kvm_write_tsc_offset" :
+	       "debugfs re-reads");
+	jw_str(w, "why", k->why);
+	str_or_null(w, "instance", k->instance);
+	jw_u64(w, "changes", k->changes);
+	jw_u64(w, "events_lost", k->lost);
+	jw_u64(w, "changes_not_seen", k->breaks);
+	jw_u64(w, "reordered", k->reordered);
+	jw_u64(w, "merged", k->merged);
+	jw_u64(w, "debugfs_disagreed", k->mismatch);
+	str_or_null(w, "note", k->note);
+	jw_inline(w, "host_tsc", '{');
+	jw_bool(w, "constant_tsc", strstr(k->host_flags, "constant_tsc"));
+	jw_bool(w, "nonstop_tsc", strstr(k->host_flags, "nonstop_tsc"));
+	jw_str(w, "clocksource", k->clocksource);
+	jw_end(w, '}');
+	jw_end(w, '}');
 }
 
 /* --sync-check's results, null without it. */
-static void json_check(FILE *f, const struct spool_check *c)
+static void json_check(struct jw *w, const struct spool_check *c)
 {
 	uint32_t i;
 
-	fprintf(f, "        \"check\": ");
 	if (!c->on) {
-		fprintf(f, "null,\n");
+		jw_null(w, "check");
 		return;
 	}
-	fprintf(f, "{ \"bursts\": %" PRIu64 ", \"replies\": %" PRIu64 ", \"outside\": %" PRIu64
-		", \"straddling\": %" PRIu64 ", \"no_epoch\": %" PRIu64 ", \"intervals_not_listed\": %"
-		PRIu64 ",\n          \"intervals\": [", c->bursts, c->replies, c->outside,
-		c->straddling, c->no_epoch, c->unlisted);
+	jw_obj(w, "check");
+	jw_u64(w, "bursts", c->bursts);
+	jw_u64(w, "replies", c->replies);
+	jw_u64(w, "outside", c->outside);
+	jw_u64(w, "straddling", c->straddling);
+	jw_u64(w, "no_epoch", c->no_epoch);
+	jw_u64(w, "intervals_not_listed", c->unlisted);
+	jw_arr(w, "intervals");
 	for (i = 0; i < c->nr_ivs; i++) {
 		const struct spool_check_iv *v = &c->ivs[i];
 
-		fprintf(f, "%s\n            { \"cpu\": %u, \"burst\": %u, \"replies\": %u, \"host_tsc\": %"
-			PRIu64 ", \"epoch_host_tsc_from\": %" PRIu64 ", \"offset\": %" PRId64
-			", \"lo\": %" PRId64 ", \"hi\": %" PRId64 ", \"inside\": %s }", i ? "," : "",
-			v->cpu, v->burst, v->n, v->t, v->epoch_from, v->offset, v->lo, v->hi,
-			v->inside ? "true" : "false");
+		jw_inline(w, NULL, '{');
+		jw_u64(w, "cpu", v->cpu);
+		jw_u64(w, "burst", v->burst);
+		jw_u64(w, "replies", v->n);
+		jw_u64(w, "host_tsc", v->t);
+		jw_u64(w, "epoch_host_tsc_from", v->epoch_from);
+		jw_i64(w, "offset", v->offset);
+		jw_i64(w, "lo", v->lo);
+		jw_i64(w, "hi", v->hi);
+		jw_bool(w, "inside", v->inside);
+		jw_end(w, '}');
 	}
-	fprintf(f, "\n          ] },\n");
+	jw_end(w, ']');
+	jw_end(w, '}');
 }
 
-static void json_trace(FILE *f, const struct finish *r, const struct trace_sum *t)
+/* One CPU's figures ("cpus" of a trace). */
+static void json_cpu(struct jw *w, const struct trace_sum *t, const struct cpu_sum *c,
+		     const struct spool_cpu *sc)
 {
-	uint64_t overrun = 0, lost_pages = 0, dropped = 0;
-	double bound = 0;
-	unsigned int i, j;
-	bool first;
+	const char *stats = sc->stats ? sc->stats : "";
 
-	fprintf(f, "    {\n      \"name\": ");
-	json_str(f, t->rec.name);
-	fprintf(f, ",\n      \"file\": ");
-	if (t->written)
-		json_str(f, t->file);
+	jw_inline(w, NULL, '{');
+	jw_u64(w, "cpu", c->cpu);
+	jw_u64(w, "bytes", c->bytes);
+	jw_u64(w, "pages", c->pages);
+	jw_u64(w, "events", c->events);
+	jw_u64(w, "bad_pages", c->bad_pages);
+	jw_u64(w, "bad_pages_kept", c->bad_pages_kept);
+	jw_u64(w, "pages_after_loss", c->missed_pages);
+	jw_u64(w, "lost_events_in_pages", c->lost_in_pages);
+	jw_u64(w, "fragment_bytes", sc->frag_bytes);
+	jw_u64(w, "dropped_pages_max_size", sc->dropped);
+	if (!t->rec.host) {
+		jw_u64(w, "agent_bytes", sc->agent_bytes);
+		jw_u64(w, "agent_pages", sc->agent_pages);
+	}
+	jw_obj(w, "stats");
+	jw_u64(w, "entries", stat_field(stats, "entries"));
+	jw_u64(w, "overrun", stat_field(stats, "overrun"));
+	jw_u64(w, "commit_overrun", stat_field(stats, "commit overrun"));
+	jw_u64(w, "dropped_events", stat_field(stats, "dropped events"));
+	jw_u64(w, "read_events", stat_field(stats, "read events"));
+	jw_end(w, '}');
+	jw_end(w, '}');
+}
+
+/* A guest's clock mapping ("sync"). */
+static void json_sync(struct jw *w, const struct finish *r, const struct trace_sum *t)
+{
+	double bound = 0;
+	unsigned int i;
+	uint32_t j;
+
+	jw_obj(w, "sync");
+	jw_str(w, "method", t->rec.sync_head.method);
+	jw_str(w, "why", t->rec.sync_head.why);
+	str_or_null(w, "final_sync_cut", t->rec.sync_head.final_cut);
+	jw_arr(w, "epochs");
+	for (i = 0; i < t->nr_cpus; i++) {
+		for (j = 0; j < t->rec.sync[i].nr; j++) {
+			const struct vt_tsync_epoch *ep = &t->rec.sync[i].epochs[j];
+
+			if ((ep->host_from <= t->rec.sync_head.host_end || !j) &&
+			    ticks_ns(r, ep->error) > bound)
+				bound = ticks_ns(r, ep->error);
+			jw_inline(w, NULL, '{');
+			jw_u64(w, "cpu", i);
+			jw_u64(w, "host_tsc_from", ep->host_from);
+			jw_i64(w, "offset", ep->map.offset);
+			jw_u64(w, "ratio", ep->map.ratio);
+			jw_u64(w, "frac_bits", ep->map.frac_bits);
+			jw_str(w, "source", vt_tsync_source_name(ep->source));
+			jw_bool(w, "drift", ep->flags & VT_TSYNC_EPOCH_DRIFT);
+			jw_fixed(w, "bound_ns", ticks_ns(r, ep->error), 1);
+			jw_fixed(w, "min_rtt_ns", ticks_ns(r, ep->min_rtt), 1);
+			json_epoch_kvm(w, ep);
+			if (ep->host_from > t->rec.sync_head.host_end && j)
+				jw_bool(w, "applied", false);
+			jw_end(w, '}');
+		}
+	}
+	jw_end(w, ']');
+	jw_arr(w, "probes");
+	for (i = 0; i < t->nr_cpus; i++) {
+		if (!t->rec.samples[i])
+			continue;
+		jw_inline(w, NULL, '{');
+		jw_u64(w, "cpu", i);
+		jw_u64(w, "samples", t->rec.samples[i]);
+		jw_fixed(w, "min_rtt_ns", ticks_ns(r, t->rec.min_rtt[i]), 1);
+		jw_end(w, '}');
+	}
+	jw_end(w, ']');
+	json_kvm(w, &t->rec.kvm);
+	json_check(w, &t->rec.check);
+	if (t->rec.sync_head.reset_tsc)
+		jw_u64(w, "reset_host_tsc", t->rec.sync_head.reset_tsc);
 	else
-		fprintf(f, "null");
+		jw_null(w, "reset_host_tsc");
+	/* No mapping has no bound; 0 comes only from an exact method. */
+	if (!strcmp(t->rec.sync_head.method, "none"))
+		jw_null(w, "bound_ns");
+	else
+		jw_fixed(w, "bound_ns", bound, 1);
+	jw_end(w, '}');
+}
+
+/* One trace: the host's ("host", @key) or a guest's (an element of "guests", @key NULL). */
+static void json_trace(struct jw *w, const char *key, const struct finish *r,
+		       const struct trace_sum *t)
+{
+	uint64_t overrun = 0, lost_pages = 0;
+	char id[24];
+	unsigned int i;
+
+	jw_obj(w, key);
+	jw_str(w, "name", t->rec.name);
+	jw_str(w, "file", t->written ? t->file : NULL);
 	if (!t->rec.host) {
 		/* record --last-boot's file (record/lastboot-file.c): another boot, another clock. */
 		char lb[4400];
@@ -205,170 +308,97 @@ static void json_trace(FILE *f, const struct finish *r, const struct trace_sum *
 
 		snprintf(lb, sizeof(lb), "%s/guest-%s.lastboot.dat", r->out, t->rec.name);
 		if (lstat(lb, &st) == 0 && S_ISREG(st.st_mode)) {
-			fprintf(f, ",\n      \"last_boot_file\": ");
-			json_str(f, strrchr(lb, '/') + 1);
-			fprintf(f, ",\n      \"last_boot_note\": \"the previous boot's trace: that "
-				"boot's own clock, not synchronised with the host\"");
+			jw_str(w, "last_boot_file", strrchr(lb, '/') + 1);
+			jw_str(w, "last_boot_note", "the previous boot's trace: that boot's own clock, "
+			       "not synchronised with the host");
 		}
 	}
-	fprintf(f, ",\n      \"trace_id\": \"0x%016" PRIx64 "\",\n      \"clock\": ", t->rec.trace_id);
-	json_str(f, t->rec.agent.clock);
-	fprintf(f, ",\n      \"cpus\": [\n");
+	snprintf(id, sizeof(id), "0x%016" PRIx64, t->rec.trace_id);
+	jw_str(w, "trace_id", id);
+	jw_str(w, "clock", t->rec.agent.clock);
+	jw_arr(w, "cpus");
 	for (i = 0; i < t->nr_sums; i++) {
 		const struct cpu_sum *c = &t->cpus[i];
 		const struct spool_cpu *sc = &t->rec.cpus[c->cpu < COLLECT_MAX_CPUS ? c->cpu : 0];
-		const char *stats = sc->stats ? sc->stats : "";
-		uint64_t ov = stat_field(stats, "overrun");
 
-		overrun += ov;
+		overrun += stat_field(sc->stats ? sc->stats : "", "overrun");
 		lost_pages += c->lost_in_pages;
-		dropped += sc->dropped;
-		fprintf(f, "        { \"cpu\": %u, \"bytes\": %" PRIu64 ", \"pages\": %" PRIu64
-			", \"events\": %" PRIu64 ", \"bad_pages\": %" PRIu64
-			", \"bad_pages_kept\": %" PRIu64 ", \"pages_after_loss\": %" PRIu64 ", \"lost_events_in_pages\": %" PRIu64
-			", \"fragment_bytes\": %" PRIu64 ", \"dropped_pages_max_size\": %" PRIu64,
-			c->cpu, c->bytes, c->pages, c->events, c->bad_pages, c->bad_pages_kept,
-			c->missed_pages,
-			c->lost_in_pages, sc->frag_bytes, sc->dropped);
-		if (!t->rec.host)
-			fprintf(f, ", \"agent_bytes\": %" PRIu64 ", \"agent_pages\": %" PRIu64,
-				sc->agent_bytes, sc->agent_pages);
-		fprintf(f, ", \"stats\": { \"entries\": %" PRIu64 ", \"overrun\": %" PRIu64
-			", \"commit_overrun\": %" PRIu64 ", \"dropped_events\": %" PRIu64
-			", \"read_events\": %" PRIu64 " } }%s\n",
-			stat_field(stats, "entries"), ov, stat_field(stats, "commit overrun"),
-			stat_field(stats, "dropped events"), stat_field(stats, "read events"),
-			i + 1 < t->nr_sums ? "," : "");
+		json_cpu(w, t, c, sc);
 	}
-	fprintf(f, "      ],\n      \"lost_events\": { \"in_pages\": %" PRIu64 ", \"overrun\": %"
-		PRIu64 " },\n", lost_pages, overrun);
+	jw_end(w, ']');
+	jw_inline(w, "lost_events", '{');
+	jw_u64(w, "in_pages", lost_pages);
+	jw_u64(w, "overrun", overrun);
+	jw_end(w, '}');
 	if (!t->rec.host) {
-		fprintf(f, "      \"agent\": ");
-		json_str(f, t->rec.agent.software);
-		fprintf(f, ",\n      \"vcpu_threads\": [");
+		jw_str(w, "agent", t->rec.agent.software);
+		jw_inline(w, "vcpu_threads", '[');
 		for (i = 0; i < t->rec.nr_tids; i++)
-			fprintf(f, "%s%u", i ? ", " : "", t->rec.tids[i]);
-		fprintf(f, "],\n      \"sync\": {\n        \"method\": ");
-		json_str(f, t->rec.sync_head.method);
-		fprintf(f, ",\n        \"why\": ");
-		json_str(f, t->rec.sync_head.why);
-		fprintf(f, ",\n        \"final_sync_cut\": ");
-		if (t->rec.sync_head.final_cut[0])
-			json_str(f, t->rec.sync_head.final_cut);
-		else
-			fprintf(f, "null");
-		fprintf(f, ",\n        \"epochs\": [");
-		for (i = 0, first = true; i < t->nr_cpus; i++) {
-			for (j = 0; j < t->rec.sync[i].nr; j++) {
-				const struct vt_tsync_epoch *ep = &t->rec.sync[i].epochs[j];
-
-				if ((ep->host_from <= t->rec.sync_head.host_end || !j) &&
-				    ticks_ns(r, ep->error) > bound)
-					bound = ticks_ns(r, ep->error);
-				fprintf(f, "%s\n          { \"cpu\": %u, \"host_tsc_from\": %" PRIu64
-					", \"offset\": %" PRId64 ", \"ratio\": %" PRIu64
-					", \"frac_bits\": %u, \"source\": \"%s\", \"drift\": %s"
-					", \"bound_ns\": %.1f, \"min_rtt_ns\": %.1f",
-					first ? "" : ",", i, ep->host_from,
-					ep->map.offset, ep->map.ratio, ep->map.frac_bits,
-					vt_tsync_source_name(ep->source),
-					ep->flags & VT_TSYNC_EPOCH_DRIFT ? "true" : "false",
-					ticks_ns(r, ep->error), ticks_ns(r, ep->min_rtt));
-				json_epoch_kvm(f, ep);
-				if (ep->host_from > t->rec.sync_head.host_end && j)
-					fprintf(f, ", \"applied\": false");
-				fprintf(f, " }");
-				first = false;
-			}
-		}
-		fprintf(f, "\n        ],\n        \"probes\": [");
-		for (i = 0, first = true; i < t->nr_cpus; i++) {
-			if (!t->rec.samples[i])
-				continue;
-			fprintf(f, "%s\n          { \"cpu\": %u, \"samples\": %u, \"min_rtt_ns\": %.1f }",
-				first ? "" : ",", i, t->rec.samples[i], ticks_ns(r, t->rec.min_rtt[i]));
-			first = false;
-		}
-		fprintf(f, "\n        ],\n");
-		json_kvm(f, &t->rec.kvm);
-		json_check(f, &t->rec.check);
-		fprintf(f, "        \"reset_host_tsc\": ");
-		if (t->rec.sync_head.reset_tsc)
-			fprintf(f, "%" PRIu64 ",\n", t->rec.sync_head.reset_tsc);
-		else
-			fprintf(f, "null,\n");
-		/* No mapping has no bound; 0 comes only from an exact method. */
-		if (!strcmp(t->rec.sync_head.method, "none"))
-			fprintf(f, "        \"bound_ns\": null\n      },\n");
-		else
-			fprintf(f, "        \"bound_ns\": %.1f\n      },\n", bound);
+			jw_u64(w, NULL, t->rec.tids[i]);
+		jw_end(w, ']');
+		json_sync(w, r, t);
 		if (t->rec.mig.have)
-			json_migration(f, r, &t->rec.mig, t->rec.agent.nr_cpus);
-		fprintf(f, "      \"max_size_reached\": %s,\n", t->rec.max_reached ? "true" : "false");
-		fprintf(f, "      \"kallsyms_from_cache\": %s,\n      \"kallsyms_cache_vm\": ",
-			t->rec.kcache.hit ? "true" : "false");
-		if (t->rec.kcache.vm[0])
-			json_str(f, t->rec.kcache.vm);
-		else
-			fprintf(f, "null");
-		fprintf(f, ",\n      \"kallsyms_cache_note\": ");
-		if (t->rec.kcache.why[0])
-			json_str(f, t->rec.kcache.why);
-		else
-			fprintf(f, "null");
-		fprintf(f, ",\n");
-		fprintf(f, "      \"agent_warnings\": %" PRIu64 ",\n      \"agent_first_warning\": ",
-			t->rec.figures.msgs[GMSG_AGENT_NOTICE]);
-		if (t->rec.figures.agent_notice[0])
-			json_str(f, t->rec.figures.agent_notice);
-		else
-			fprintf(f, "null");
-		fprintf(f, ",\n");
-		fprintf(f, "      \"budget\": { \"max\": %" PRIu64 ", \"used\": %" PRIu64
-			", \"pages_bytes\": %" PRIu64 ", \"bad_pages_bytes\": %" PRIu64
-			", \"fragment_bytes\": %" PRIu64 ", \"metadata_bytes\": %" PRIu64 " },\n",
-			t->rec.figures.budget.max, t->rec.figures.budget.used, t->rec.figures.budget.pages,
-			t->rec.figures.budget.bad, t->rec.figures.budget.frag, t->rec.figures.budget.meta);
+			json_migration(w, r, &t->rec.mig, t->rec.agent.nr_cpus);
+		jw_bool(w, "max_size_reached", t->rec.max_reached);
+		jw_bool(w, "kallsyms_from_cache", t->rec.kcache.hit);
+		str_or_null(w, "kallsyms_cache_vm", t->rec.kcache.vm);
+		str_or_null(w, "kallsyms_cache_note", t->rec.kcache.why);
+		jw_u64(w, "agent_warnings", t->rec.figures.msgs[GMSG_AGENT_NOTICE]);
+		str_or_null(w, "agent_first_warning", t->rec.figures.agent_notice);
+		jw_inline(w, "budget", '{');
+		jw_u64(w, "max", t->rec.figures.budget.max);
+		jw_u64(w, "used", t->rec.figures.budget.used);
+		jw_u64(w, "pages_bytes", t->rec.figures.budget.pages);
+		jw_u64(w, "bad_pages_bytes", t->rec.figures.budget.bad);
+		jw_u64(w, "fragment_bytes", t->rec.figures.budget.frag);
+		jw_u64(w, "metadata_bytes", t->rec.figures.budget.meta);
+		jw_end(w, '}');
 	}
-	(void)dropped;
-	fprintf(f, "      \"text_replaced\": %" PRIu64 ",\n      \"formats_refused\": %u,\n",
-		t->text_replaced, t->formats_refused);
-	fprintf(f, "      \"problems\": ");
-	json_str(f, t->problems);
-	fprintf(f, "\n    }");
+	jw_u64(w, "text_replaced", t->text_replaced);
+	jw_u64(w, "formats_refused", t->formats_refused);
+	jw_str(w, "problems", t->problems);
+	jw_end(w, '}');
 }
 
 /* `join`: the two recordings, the switchover and each CPU's stream across it. */
-static void json_join(FILE *f, const struct finish *r, const struct join_sum *js)
+static void json_join(struct jw *w, const struct finish *r, const struct join_sum *js)
 {
 	uint64_t stop = tsc_ns(r, js->stop_tsc), resume = tsc_ns(r, js->resume_tsc);
 	unsigned int i;
 
-	fprintf(f, ",\n  \"join\": {\n    \"source\": ");
-	json_str(f, js->src);
-	fprintf(f, ",\n    \"destination\": ");
-	json_str(f, js->dst);
-	fprintf(f, ",\n    \"hosts\": \"%s\",\n    \"host_sync_bound_ns\": %" PRIu64
-		",\n    \"host_delta_ticks\": %" PRId64, js->two_hosts ? "two" : "one",
-		js->sync_bound_ns, js->host_delta);
-	fprintf(f, ",\n    \"blackout\": { \"from_ns\": %" PRIu64 ", \"to_ns\": %" PRIu64
-		", \"ms\": %.3f, \"qemu_downtime_ms\": %" PRIu64 " }", stop, resume,
-		resume > stop ? (resume - stop) / 1e6 : 0.0, js->qemu_downtime_ms);
-	fprintf(f, ",\n    \"switch_guest_tsc\": %" PRIu64 ",\n    \"switch_host_ns\": %" PRIu64,
-		js->switch_guest_tsc, tsc_ns(r, js->switch_host_tsc));
-	fprintf(f, ",\n    \"cpus\": [");
+	jw_obj(w, "join");
+	jw_str(w, "source", js->src);
+	jw_str(w, "destination", js->dst);
+	jw_str(w, "hosts", js->two_hosts ? "two" : "one");
+	jw_u64(w, "host_sync_bound_ns", js->sync_bound_ns);
+	jw_i64(w, "host_delta_ticks", js->host_delta);
+	jw_inline(w, "blackout", '{');
+	jw_u64(w, "from_ns", stop);
+	jw_u64(w, "to_ns", resume);
+	jw_fixed(w, "ms", resume > stop ? (resume - stop) / 1e6 : 0.0, 3);
+	jw_u64(w, "qemu_downtime_ms", js->qemu_downtime_ms);
+	jw_end(w, '}');
+	jw_u64(w, "switch_guest_tsc", js->switch_guest_tsc);
+	jw_u64(w, "switch_host_ns", tsc_ns(r, js->switch_host_tsc));
+	jw_arr(w, "cpus");
 	for (i = 0; i < js->nr; i++) {
 		const struct join_cpu *c = &js->cpus[i];
 
-		fprintf(f, "%s\n      { \"cpu\": %u, \"resume_mark\": %s, \"source_stream_bytes\": %"
-			PRIu64 ", \"destination_from_byte\": %" PRIu64 ", \"duplicate_bytes_dropped\": %"
-			PRIu64 ", \"lost_bytes\": %" PRIu64 ", \"source_pages\": %" PRIu64
-			", \"source_events\": %" PRIu64 ", \"destination_pages\": %" PRIu64
-			", \"destination_events\": %" PRIu64 " }", i ? "," : "", c->cpu,
-			c->marked ? "true" : "false", c->src_to, c->dst_from, c->skip, c->gap,
-			c->src_pages, c->src_events, c->dst_pages, c->dst_events);
+		jw_inline(w, NULL, '{');
+		jw_u64(w, "cpu", c->cpu);
+		jw_bool(w, "resume_mark", c->marked);
+		jw_u64(w, "source_stream_bytes", c->src_to);
+		jw_u64(w, "destination_from_byte", c->dst_from);
+		jw_u64(w, "duplicate_bytes_dropped", c->skip);
+		jw_u64(w, "lost_bytes", c->gap);
+		jw_u64(w, "source_pages", c->src_pages);
+		jw_u64(w, "source_events", c->src_events);
+		jw_u64(w, "destination_pages", c->dst_pages);
+		jw_u64(w, "destination_events", c->dst_events);
+		jw_end(w, '}');
 	}
-	fprintf(f, "\n    ]\n  }");
+	jw_end(w, ']');
+	jw_end(w, '}');
 }
 
 int manifest_write(struct finish *r, bool recovered)
@@ -376,7 +406,7 @@ int manifest_write(struct finish *r, bool recovered)
 	char tmp[64], date[64];
 	time_t now = time(NULL);
 	unsigned int i;
-	bool first = true;
+	struct jw w;
 	FILE *f;
 	int fd, ret;
 
@@ -391,40 +421,37 @@ int manifest_write(struct finish *r, bool recovered)
 		return ret;
 	}
 	strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-	fprintf(f, "{\n  \"tool\": \"virtio-trace-collect\",\n  \"version\": \"%s\",\n"
-		"  \"schema_version\": %d,\n  \"created\": \"%s\",\n  \"recovered\": %s,\n"
-		"  \"command_line\": ", PACKAGE_VERSION, MANIFEST_SCHEMA_VERSION, date,
-		recovered ? "true" : "false");
-	json_str(f, r->opt.cmdline);
-	fprintf(f, ",\n  \"file_version\": %u,\n  \"compression\": \"%s\",\n"
-		"  \"host_tsc\": { \"khz\": %" PRIu64 ", \"method\": ", r->opt.version,
-		r->opt.compress && r->opt.version >= 7 ? "zstd" : "none", r->opt.tsc_khz);
-	json_str(f, r->opt.tsc_method);
-	fprintf(f, ", \"tsc2nsec_mult\": %u, \"tsc2nsec_shift\": %u },\n  \"host\": ",
-		r->opt.tsc_mult, r->opt.tsc_shift);
+	jw_begin_pretty(&w, f);
+	jw_obj(&w, NULL);
+	jw_str(&w, "tool", "virtio-trace-collect");
+	jw_str(&w, "version", PACKAGE_VERSION);
+	jw_u64(&w, "schema_version", MANIFEST_SCHEMA_VERSION);
+	jw_str(&w, "created", date);
+	jw_bool(&w, "recovered", recovered);
+	jw_str(&w, "command_line", r->opt.cmdline);
+	jw_u64(&w, "file_version", r->opt.version);
+	jw_str(&w, "compression", r->opt.compress && r->opt.version >= 7 ? "zstd" : "none");
+	jw_inline(&w, "host_tsc", '{');
+	jw_u64(&w, "khz", r->opt.tsc_khz);
+	jw_str(&w, "method", r->opt.tsc_method);
+	jw_u64(&w, "tsc2nsec_mult", r->opt.tsc_mult);
+	jw_u64(&w, "tsc2nsec_shift", r->opt.tsc_shift);
+	jw_end(&w, '}');
 	for (i = 0; i < r->nr_traces; i++)
 		if (r->traces[i].rec.host)
 			break;
-	if (i < r->nr_traces) {
-		fprintf(f, "\n");
-		json_trace(f, r, &r->traces[i]);
-		fprintf(f, ",\n");
-	} else {
-		fprintf(f, "null,\n");
-	}
-	fprintf(f, "  \"guests\": [\n");
-	for (i = 0; i < r->nr_traces; i++) {
-		if (r->traces[i].rec.host)
-			continue;
-		if (!first)
-			fprintf(f, ",\n");
-		json_trace(f, r, &r->traces[i]);
-		first = false;
-	}
-	fprintf(f, "\n  ]");
+	if (i < r->nr_traces)
+		json_trace(&w, "host", r, &r->traces[i]);
+	else
+		jw_null(&w, "host");
+	jw_arr(&w, "guests");
+	for (i = 0; i < r->nr_traces; i++)
+		if (!r->traces[i].rec.host)
+			json_trace(&w, NULL, r, &r->traces[i]);
+	jw_end(&w, ']');
 	if (r->join)
-		json_join(f, r, r->join);
-	fprintf(f, "\n}\n");
+		json_join(&w, r, r->join);
+	jw_end(&w, '}');
 	if (r->fsync && (fflush(f) != 0 || fsync(fileno(f)) < 0)) {
 		ret = -errno;
 		fclose(f);

@@ -7,6 +7,7 @@
  * documented errno and the position of the fault, never a crash.
  */
 #include <errno.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -400,10 +401,92 @@ static void test_write_string(void **state)
 	}
 }
 
+/* One document, compact and pretty: the same values; pretty indents, jw_inline() keeps one line. */
+static void emit(struct jw *w)
+{
+	jw_obj(w, NULL);
+	jw_str(w, "name", "g\x1b");
+	jw_inline(w, "host_tsc", '{');
+	jw_u64(w, "khz", 2445405);
+	jw_str(w, "method", NULL);
+	jw_end(w, '}');
+	jw_arr(w, "rows");
+	jw_inline(w, NULL, '{');
+	jw_u64(w, "cpu", 0);
+	jw_obj(w, "stats");
+	jw_i64(w, "lo", -3);
+	jw_end(w, '}');
+	jw_end(w, '}');
+	jw_inline(w, NULL, '{');
+	jw_end(w, '}');
+	jw_end(w, ']');
+	jw_inline(w, "tids", '[');
+	jw_u64(w, NULL, 7);
+	jw_u64(w, NULL, 8);
+	jw_end(w, ']');
+	jw_arr(w, "none");
+	jw_end(w, ']');
+	jw_obj(w, "sync");
+	jw_fixed(w, "bound_ns", 77931.06, 1);
+	jw_fixed(w, "ms", INFINITY, 3);
+	jw_bool(w, "on", true);
+	jw_end(w, '}');
+	jw_end(w, '}');
+}
+
+static void test_writer_pretty(void **state)
+{
+	static const char compact[] =
+		"{\"name\":\"g\\u001b\",\"host_tsc\":{\"khz\":2445405,\"method\":null},"
+		"\"rows\":[{\"cpu\":0,\"stats\":{\"lo\":-3}},{}],\"tids\":[7,8],\"none\":[],"
+		"\"sync\":{\"bound_ns\":77931.1,\"ms\":null,\"on\":true}}\n";
+	static const char pretty[] =
+		"{\n"
+		"  \"name\": \"g\\u001b\",\n"
+		"  \"host_tsc\": { \"khz\": 2445405, \"method\": null },\n"
+		"  \"rows\": [\n"
+		"    { \"cpu\": 0, \"stats\": { \"lo\": -3 } },\n"
+		"    {}\n"
+		"  ],\n"
+		"  \"tids\": [ 7, 8 ],\n"
+		"  \"none\": [],\n"
+		"  \"sync\": {\n"
+		"    \"bound_ns\": 77931.1,\n"
+		"    \"ms\": null,\n"
+		"    \"on\": true\n"
+		"  }\n"
+		"}\n";
+	const char *want[2] = { compact, pretty };
+	int mode;
+
+	(void)state;
+	for (mode = 0; mode < 2; mode++) {
+		char *buf = NULL;
+		size_t n = 0;
+		FILE *f = open_memstream(&buf, &n);
+		struct json_doc *d;
+		struct jw w;
+
+		assert_non_null(f);
+		if (mode)
+			jw_begin_pretty(&w, f);
+		else
+			jw_begin(&w, f);
+		emit(&w);
+		fclose(f);
+		assert_string_equal(buf, want[mode]);
+		d = json_parse(buf, n, NULL, NULL);
+		assert_non_null(d);
+		json_free(d);
+		free(buf);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_write_string),
+		cmocka_unit_test(test_writer_pretty),
 		cmocka_unit_test(test_manifest),
 		cmocka_unit_test(test_scalars),
 		cmocka_unit_test(test_escapes),
