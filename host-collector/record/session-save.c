@@ -44,13 +44,13 @@ int spool_save_state(const struct guest *g)
 	for (i = 0; i < g->link.nr_vcpu_tids; i++)
 		spool_tprintf(&t, "%s%u", i ? "," : "", g->link.vcpu_tids[i]);
 	spool_tprintf(&t, "\n");
-	for (i = 0; i < g->nr_streams; i++)
-		spool_tprintf(&t, "dropped%u=%llu\nbad%u=%llu\n", g->streams[i].cpu,
-			(unsigned long long)g->streams[i].dropped_pages, g->streams[i].cpu,
-			(unsigned long long)g->streams[i].bad_pages);
+	for (i = 0; i < g->nr_streams; i++) {
+		spool_ikey_write(&t, SPOOL_IKEY_DROPPED, g->streams[i].cpu, g->streams[i].dropped_pages);
+		spool_ikey_write(&t, SPOOL_IKEY_BAD, g->streams[i].cpu, g->streams[i].bad_pages);
+	}
 	spool_keys_write(&t, spool_budget_keys, spool_budget_nkeys, &g->figures.budget);
 	for (i = 0; i < GMSG_NR; i++)
-		spool_tprintf(&t, "msgs%u=%llu\n", i, (unsigned long long)g->figures.msgs[i]);
+		spool_ikey_write(&t, SPOOL_IKEY_MSGS, i, g->figures.msgs[i]);
 	return spool_text_save(&t, g->spool_fd, "state");
 }
 
@@ -66,15 +66,14 @@ int spool_save_agent(const struct guest *g)
 	unsigned int i;
 	int ret = 0;
 
-	/* Only per-CPU keys (bytesN, pagesN): no table of fixed fields describes them. */
+	/* Only per-CPU keys (SPOOL_IKEY_BYTES and _PAGES, spool.h). */
 	for (i = 0; i < g->nr_streams; i++) {
 		unsigned int cpu = g->streams[i].cpu;
 		const char *st = g->stats.text[cpu] ? g->stats.text[cpu] : "";
 
 		ret = spool_save_stats(g->spool_fd, cpu, st) ?: ret;
-		spool_tprintf(&t, "bytes%u=%llu\npages%u=%llu\n", cpu,
-			(unsigned long long)g->stats.bytes[cpu], cpu,
-			(unsigned long long)g->stats.pages[cpu]);
+		spool_ikey_write(&t, SPOOL_IKEY_BYTES, cpu, g->stats.bytes[cpu]);
+		spool_ikey_write(&t, SPOOL_IKEY_PAGES, cpu, g->stats.pages[cpu]);
 	}
 	return spool_text_save(&t, g->spool_fd, "agent") ?: ret;
 }

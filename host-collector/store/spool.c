@@ -584,6 +584,34 @@ static uint64_t kv_u64(const char *text, const char *key)
 	return kv(text, key, buf, sizeof(buf)) ? strtoull(buf, NULL, 0) : 0;
 }
 
+/**
+ * spool_ikey_write() - append an indexed key's line, NAMEi=value
+ * @t: the text
+ * @name: SPOOL_IKEY_*
+ * @i: the index
+ * @v: the value
+ */
+void spool_ikey_write(struct spool_text *t, const char *name, unsigned int i, uint64_t v)
+{
+	spool_tprintf(t, "%s%u=%llu\n", name, i, (unsigned long long)v);
+}
+
+/**
+ * spool_ikey_read() - an indexed key's value
+ * @text: the file's text
+ * @name: SPOOL_IKEY_*
+ * @i: the index
+ *
+ * Return: the value, 0 when the key is missing.
+ */
+uint64_t spool_ikey_read(const char *text, const char *name, unsigned int i)
+{
+	char key[48];
+
+	snprintf(key, sizeof(key), "%s%u", name, i);
+	return kv_u64(text, key);
+}
+
 static void cpu_name(char *buf, size_t size, unsigned int cpu, const char *suffix)
 {
 	snprintf(buf, size, "cpu%u.%s", cpu, suffix);
@@ -1486,7 +1514,7 @@ static void load_state(struct spool_trace *t, const char *text)
  */
 int spool_trace_load(int dir, bool host, struct spool_trace *t)
 {
-	char *text, buf[1024], key[32];
+	char *text, buf[1024];
 	unsigned int i;
 	size_t len;
 
@@ -1512,26 +1540,20 @@ int spool_trace_load(int dir, bool host, struct spool_trace *t)
 			}
 		}
 		for (i = 0; i < t->agent.nr_cpus; i++) {
-			snprintf(key, sizeof(key), "dropped%u", i);
-			t->cpus[i].dropped = kv_u64(text, key);
-			snprintf(key, sizeof(key), "bad%u", i);
-			t->cpus[i].bad_pages = kv_u64(text, key);
+			t->cpus[i].dropped = spool_ikey_read(text, SPOOL_IKEY_DROPPED, i);
+			t->cpus[i].bad_pages = spool_ikey_read(text, SPOOL_IKEY_BAD, i);
 		}
 		spool_keys_read(text, spool_budget_keys, spool_budget_nkeys, &t->figures.budget);
 		t->figures.budget.reached = t->max_reached;
-		for (i = 0; i < GMSG_NR; i++) {
-			snprintf(key, sizeof(key), "msgs%u", i);
-			t->figures.msgs[i] = kv_u64(text, key);
-		}
+		for (i = 0; i < GMSG_NR; i++)
+			t->figures.msgs[i] = spool_ikey_read(text, SPOOL_IKEY_MSGS, i);
 		free(text);
 	}
 	if (spool_read_file(dir, "agent", (void **)&text, &len, STATE_MAX) == 0) {
 		t->have_agent = true;
 		for (i = 0; i < t->agent.nr_cpus; i++) {
-			snprintf(key, sizeof(key), "bytes%u", i);
-			t->cpus[i].agent_bytes = kv_u64(text, key);
-			snprintf(key, sizeof(key), "pages%u", i);
-			t->cpus[i].agent_pages = kv_u64(text, key);
+			t->cpus[i].agent_bytes = spool_ikey_read(text, SPOOL_IKEY_BYTES, i);
+			t->cpus[i].agent_pages = spool_ikey_read(text, SPOOL_IKEY_PAGES, i);
 		}
 		free(text);
 	}

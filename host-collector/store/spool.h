@@ -428,6 +428,17 @@ void spool_keys_write_line(struct spool_text *t, const struct spool_key *keys, s
 			   const void *obj);
 void spool_keys_read(const char *text, const struct spool_key *keys, size_t n, void *obj);
 bool spool_keys_read_line(const char *text, const struct spool_key *keys, size_t n, void *obj);
+/*
+ * Indexed keys, NAMEi=value (a vCPU's or a message kind's figure): each name
+ * spelled here once, for the writer and the loader.
+ */
+#define SPOOL_IKEY_DROPPED	"dropped"	/* state: a vCPU's pages --max-size dropped */
+#define SPOOL_IKEY_BAD		"bad"		/* state: a vCPU's malformed pages */
+#define SPOOL_IKEY_MSGS		"msgs"		/* state: messages of a kind (GMSG_*) */
+#define SPOOL_IKEY_BYTES	"bytes"		/* agent: what the agent says a vCPU sent */
+#define SPOOL_IKEY_PAGES	"pages"		/* agent: pages, likewise */
+void spool_ikey_write(struct spool_text *t, const char *name, unsigned int i, uint64_t v);
+uint64_t spool_ikey_read(const char *text, const char *name, unsigned int i);
 /* Each file's table (spool.c): the file, then the struct it describes. */
 extern const struct spool_key spool_options_keys[];	/* options: struct spool_options */
 extern const size_t spool_options_nkeys;
