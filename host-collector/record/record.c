@@ -775,7 +775,7 @@ static void show_status(struct guest **gs, unsigned int nr, double elapsed, doub
 			missed += g->streams[j].missed_pages;
 		}
 		n += snprintf(line + n, sizeof(line) - n, "%s%s: ", i ? " | " : "", g->name);
-		if (g->state < G_RUNNING || (g->state == G_FAILED && !g->recorded))
+		if (g->state < G_RUNNING || (g->state == G_FAILED && !g->setup.recorded))
 			n += snprintf(line + n, sizeof(line) - n, "%s", session_doing(g));
 		else
 			n += snprintf(line + n, sizeof(line) - n, "%.1f MB/s %" PRIu64 " pages lost %"
@@ -1060,7 +1060,7 @@ static void check_end(struct recording *r)
 		 * the burst); or, --incoming, still waiting for its guest, which the
 		 * command may be what migrates.
 		 */
-		recording += (r->gs[i]->state == G_RUNNING && r->gs[i]->synced) ||
+		recording += (r->gs[i]->state == G_RUNNING && r->gs[i]->setup.synced) ||
 			     (r->gs[i]->mig.incoming && !r->gs[i]->mig.seen.resumed &&
 			      !session_finished(r->gs[i]));
 	}
@@ -1434,9 +1434,9 @@ int record_main(int argc, char **argv)
 	for (i = 0; i < nr; i++) {
 		struct guest *g = gs[i];
 
-		recorded += g->recorded;
-		refused += g->refused;
-		accepted += g->accepted;
+		recorded += g->setup.recorded;
+		refused += g->setup.refused;
+		accepted += g->setup.accepted;
 		migrated += g->mig.out || g->mig.seen.resumed;
 		if (g->state == G_FAILED)
 			status = EXIT_PARTIAL;

@@ -101,7 +101,7 @@
 #define SYNC_RETRY_NS		NSEC_PER_SEC
 #define SYNC_RETRIES		5
 
-/* Setup, one step after the other (g->step). */
+/* Setup, one step after the other (g->setup.step). */
 enum {
 	ST_HELLO, ST_LASTBOOT, ST_INSTANCE, ST_CLOCK, ST_BUFFER, ST_TRACER, ST_EVENTS, ST_FLUSH, ST_META,
 	ST_STREAMS, ST_START, ST_SYNC, ST_RUNNING,
@@ -166,9 +166,9 @@ const char *session_doing(const struct guest *g)
 		return "waiting for trace-agent in the guest to answer";
 	case G_CONFIG:
 	case G_META:
-		return step_what[g->step < ST_RUNNING ? g->step : ST_RUNNING];
+		return step_what[g->setup.step < ST_RUNNING ? g->setup.step : ST_RUNNING];
 	case G_RUNNING:
-		return g->synced ? "recording" : "recording, syncing the clock";
+		return g->setup.synced ? "recording" : "recording, syncing the clock";
 	case G_STOPPING:
 		return "stopping: waiting for the agent to confirm";
 	case G_DRAINING:
@@ -294,8 +294,8 @@ void session_fail(struct guest *g, const char *fmt, ...)
 	va_end(ap);
 	/* A refusal ends the run when no guest takes the command line (record.c). */
 	log_err("guest %s: %s; dropping this guest%s", g->name, g->figures.error,
-		g->refused ? "" : ", the others continue");
-	if (g->hello_timed_out)
+		g->setup.refused ? "" : ", the others continue");
+	if (g->setup.hello_timed_out)
 		hello_hints(g);
 	msgs_summary(g);
 	/* A guest that migrated away is not there to hear a BYE: its agent serves the next host. */
@@ -387,7 +387,7 @@ static void req_timeout(void *arg)
 		return;
 	}
 	if (g->req.type == VT_PROTO_HELLO) {
-		g->hello_timed_out = true;	/* session_fail() adds hello_hints() */
+		g->setup.hello_timed_out = true;	/* session_fail() adds hello_hints() */
 		session_fail(g, "trace-agent did not answer (HELLO) within %.0f s",
 			     g->req.timeout_ns / 1e9);
 		return;
@@ -920,10 +920,10 @@ static bool port_acceptable(void *arg, int revents)
 		session_fail(g, "cannot serve the data port of vCPU %u: %s", p->cpu, strerror(-ret));
 		return false;
 	}
-	if (--g->ctl.nr_waiting == 0 && g->step == ST_STREAMS) {
+	if (--g->ctl.nr_waiting == 0 && g->setup.step == ST_STREAMS) {
 		engine_timer_cancel(eng(g), &g->ctl.accept_timer);
 		spool_save_state(g);
-		g->step++;
+		g->setup.step++;
 		setup_next(g);
 	}
 	return true;
@@ -1824,7 +1824,7 @@ static const char *config_refused(const struct guest *g, int err)
 {
 	if (err != -ENOENT && err != -EINVAL)
 		return NULL;
-	switch (g->step) {
+	switch (g->setup.step) {
 	case ST_EVENTS:
 		return "--event";
 	case ST_TRACER:
@@ -1841,16 +1841,16 @@ static void step_done(struct guest *g, int err)
 	const char *opt = err < 0 ? config_refused(g, err) : NULL;
 
 	if (opt) {
-		g->refused = true;
+		g->setup.refused = true;
 		session_fail(g, "%s: %s", opt, g->reply_text[0] ? g->reply_text : strerror(-err));
 		return;
 	}
 	if (err < 0) {
-		session_fail(g, "%s: %s (%s)", step_what[g->step],
+		session_fail(g, "%s: %s (%s)", step_what[g->setup.step],
 			     g->reply_text[0] ? g->reply_text : "refused", strerror(-err));
 		return;
 	}
-	g->step++;
+	g->setup.step++;
 	setup_next(g);
 }
 
@@ -1908,7 +1908,7 @@ static void retry_synced(struct guest *g, int err)
 static void incoming_synced(struct guest *g, int err)
 {
 	(void)err;
-	g->synced = true;
+	g->setup.synced = true;
 	changed(g);
 	if (g->state != G_RUNNING)
 		return;
@@ -1933,7 +1933,7 @@ static void resume_answered(struct guest *g, int err)
 	}
 	if (!g->mig.streaming) {
 		log_info("guest %s: its agent records nothing: a new recording is set up", g->name);
-		g->step = ST_LASTBOOT;
+		g->setup.step = ST_LASTBOOT;
 		setup_next(g);
 		return;
 	}
@@ -1950,8 +1950,8 @@ static void resume_answered(struct guest *g, int err)
 		return;
 	}
 	g->state = G_RUNNING;
-	g->recorded = true;
-	g->step = ST_RUNNING;
+	g->setup.recorded = true;
+	g->setup.step = ST_RUNNING;
 	log_info("guest %s: recording again, on this host", g->name);
 	spool_save_state(g);
 	spool_save_migration(g);
@@ -2031,10 +2031,10 @@ static void started(struct guest *g, int err)
 		return;
 	}
 	g->state = G_RUNNING;
-	g->recorded = true;
+	g->setup.recorded = true;
 	log_info("guest %s: recording", g->name);
 	spool_save_state(g);
-	g->step = ST_SYNC;
+	g->setup.step = ST_SYNC;
 	setup_next(g);
 }
 
@@ -2052,7 +2052,7 @@ static void full_meta_done(struct guest *g, int err)
 		session_stop(g);
 		return;
 	}
-	g->step = ST_RUNNING;
+	g->setup.step = ST_RUNNING;
 	if (!strcmp(g->sync.head.method, "kvm"))
 		engine_timer_arm(eng(g), &g->sync.kvm_timer, sync_kvm_period_ns(g), sync_kvm_period_ns(g));
 	if (o->sync_interval > 0)
@@ -2070,7 +2070,7 @@ static void full_meta_done(struct guest *g, int err)
 static void synced(struct guest *g, int err)
 {
 	(void)err;
-	g->synced = true;
+	g->setup.synced = true;
 	if (g->meta.partial && g->state == G_RUNNING && !kallsyms_from_cache(g))
 		fetch_meta(g, 0, full_meta_done);
 	else
@@ -2089,7 +2089,7 @@ static void setup_next(struct guest *g)
 	for (;;) {
 		if (g->state == G_FAILED)
 			return;
-		switch (g->step) {
+		switch (g->setup.step) {
 		case ST_HELLO: {
 			struct vt_proto_hello hello = {
 				.rev_min = VT_PROTO_REV_MIN, .rev_max = VT_PROTO_REV_MAX,
@@ -2186,7 +2186,7 @@ static void setup_next(struct guest *g)
 			return;
 		case ST_META:
 			g->state = G_META;
-			g->accepted = true;	/* it took the command line's events, tracer and clock */
+			g->setup.accepted = true;	/* it took the command line's events, tracer and clock */
 			spool_save_state(g);
 			/*
 			 * kallsyms (4 MB on a Debian kernel, slow to read under TCG)
@@ -2224,7 +2224,7 @@ static void setup_next(struct guest *g)
 		default:
 			return;
 		}
-		g->step++;
+		g->setup.step++;
 	}
 }
 
@@ -2254,7 +2254,7 @@ static int connected(struct guest *g)
 		session_fail(g, "out of memory");
 		return -ENOMEM;
 	}
-	g->step = ST_HELLO;
+	g->setup.step = ST_HELLO;
 	setup_next(g);
 	return g->state == G_FAILED ? -ECONNRESET : 0;
 }
@@ -2518,7 +2518,7 @@ void session_stop(struct guest *g)
 	}
 	/* Still setting up: it never recorded. session_fail() says bye to the agent. */
 	session_fail(g, "the recording ended before its setup finished (at: %s)",
-		     step_what[g->step < ST_RUNNING ? g->step : ST_RUNNING]);
+		     step_what[g->setup.step < ST_RUNNING ? g->setup.step : ST_RUNNING]);
 }
 
 /**

@@ -277,6 +277,16 @@ struct guest_kcache {
  * struct guest - one traced guest
  * @name: from --name, or the directory's base name ([A-Za-z0-9_.-], never a path)
  */
+/* How far a guest's setup went (session.c). */
+struct guest_setup {
+	unsigned int step;		/* the step it is at */
+	bool hello_timed_out;		/* its failure gets the hints of an absent agent */
+	bool recorded;			/* it started recording */
+	bool refused;			/* it refused the command line's events, tracer or clock */
+	bool accepted;			/* it took them (its setup went past them) */
+	bool synced;			/* and its clock sync after START is done */
+};
+
 struct guest {
 	char name[COLLECT_NAME_MAX];
 	struct recording *rec;		/* the `record` it belongs to */
@@ -285,7 +295,6 @@ struct guest {
 	struct guest_migration mig;	/* live migration, out or in */
 	struct guest_ctl ctl;		/* its control port */
 	struct guest_wait wait;		/* record --wait */
-	bool hello_timed_out;		/* its failure gets the hints of an absent agent */
 	/* what the agent said */
 	struct vt_proto_hello hello;
 	struct spool_agent agent;	/* and what of it the state file keeps */
@@ -294,11 +303,7 @@ struct guest {
 	unsigned int nr_streams;
 	/* state */
 	enum guest_state state;
-	unsigned int step;		/* where setup is (session.c) */
-	bool recorded;			/* it started recording */
-	bool refused;			/* it refused the command line's events, tracer or clock */
-	bool accepted;			/* it took them (its setup went past them) */
-	bool synced;			/* and its clock sync after START is done */
+	struct guest_setup setup;	/* how far its setup went */
 	struct guest_kcache kcache;	/* its kallsyms and the kallsyms cache */
 	uint64_t trace_id;
 	char spool[4096];		/* its spool directory, for messages ("" until made) */
