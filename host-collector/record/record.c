@@ -207,6 +207,15 @@ static struct guest *new_guest(struct guest **gs, unsigned int *nr)
 	gs[(*nr)++] = g;
 	return g;
 }
+/* A long option's name by its value (argv names the value when it came apart from it). */
+static const char *long_name(const struct option *o, int c)
+{
+	for (; o->name; o++)
+		if (o->val == c)
+			return o->name;
+	return "?";
+}
+
 
 static int parse_record(int argc, char **argv, struct record_opts *o, struct guest **gs,
 			unsigned int *nr)
@@ -324,8 +333,8 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 		case OPT_QEMU_PID:
 		case OPT_QMP:
 			if (!g) {
-				collect_usage("%s must follow --chardev-dir, --ctl or --domain",
-					argv[optind - 1]);
+				collect_usage("--%s must follow --chardev-dir, --ctl or --domain (it is "
+					      "that guest's)", long_name(longopts, c));
 				return -EINVAL;
 			}
 			if (g->link.domain[0] && (c == OPT_LISTEN || c == OPT_CPU)) {

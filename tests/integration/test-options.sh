@@ -129,6 +129,11 @@ bad_value "--buffer-size 'abc': KiB per CPU, a whole number from 1 to 4294967295
 bad_value "--stop-timeout '-1': seconds, more than 0" --stop-timeout -1
 bad_value "--tsc-offset 'zz': an integer (decimal, or hexadecimal with 0x), within 64 bits" --tsc-offset zz
 bad_value "unknown option '--bogus'" --bogus
+# A guest's option before any guest: named as the option, not as its value.
+"$COLLECT" record --qemu-pid 123 >"$WORK/bv.out" 2>"$WORK/bv.err"
+rc=$?
+[ $rc = 2 ] && [ "$(sed -n 1p "$WORK/bv.err")" = "virtio-trace-collect record: --qemu-pid must follow --chardev-dir, --ctl or --domain (it is that guest's)" ] ||
+	fail "record --qemu-pid 123: exit $rc, said '$(head -c 300 "$WORK/bv.err" | tr '\n' '|')'"
 bad_value "option '-o' needs a value" -o
 
 # The overview page: its OPTIONS are the top-level -V and -h, which work, and it names every
