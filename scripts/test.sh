@@ -181,7 +181,7 @@ run_suite() {
 # A step that cannot run says why (SKIP); the .debs stay in build/packages/.
 ###############################################################################
 run_packages() {
-	local pk=$root/build/packages scratch rc out tb deb v proot aroot n why
+	local pk=$root/build/packages scratch rc out tb deb v proot aroot n why ltmp
 	for t in dpkg-buildpackage dh; do
 		if ! command -v $t >/dev/null; then
 			result SKIP package/build "$t not found (apt-get install dpkg-dev debhelper)"
@@ -206,9 +206,13 @@ run_packages() {
 	fi
 	rm -rf "$scratch"
 
+	# lintian leaves its mldbm-elf-* files in TMPDIR: a directory of the run's own takes them.
+	ltmp=$pk/lintian-tmp
+	mkdir -p "$ltmp"
 	if ! command -v lintian >/dev/null; then
 		result SKIP package/lintian "lintian not found (apt-get install lintian)"
-	elif ! lintian --info "$pk"/*.changes >"$pk/lintian.txt" 2>&1 && ! grep -q '^[EW]: ' "$pk/lintian.txt"; then
+	elif ! TMPDIR=$ltmp lintian --info "$pk"/*.changes >"$pk/lintian.txt" 2>&1 &&
+		! grep -q '^[EW]: ' "$pk/lintian.txt"; then
 		tail -5 "$pk/lintian.txt"; result FAIL package/lintian "lintian did not run"
 	else
 		grep -E '^[EWIPX]: ' "$pk/lintian.txt" | sort -u | sed 's/^/    lintian: /'
@@ -219,6 +223,7 @@ run_packages() {
 			result FAIL package/lintian "$n errors"
 		fi
 	fi
+	rm -rf "$ltmp"
 
 	# A scratch root with an empty dpkg database; maintainer scripts run outside it
 	# (DPKG_ROOT set: they leave this machine alone), dependencies are this machine's.
