@@ -752,11 +752,12 @@ static int kvm_arrive(struct guest *g)
 		struct vt_tsync_cpu *c = &g->sync.cpus[cpu];
 		uint32_t i = c->nr ? epoch_index(c, cut) : 0;
 
-		if (i)
-			log_debug("guest %s vCPU %u: %u offsets from before the guest arrived left out",
-				  g->name, cpu, i);
-		while (i--)
-			drop_epoch(c, 0);
+		if (!i)
+			continue;
+		log_debug("guest %s vCPU %u: %u offsets from before the guest arrived left out",
+			  g->name, cpu, i);
+		memmove(c->epochs, &c->epochs[i], (c->nr - i) * sizeof(c->epochs[0]));
+		c->nr -= i;
 	}
 	return kvm_reread(g, true);
 }
