@@ -123,6 +123,9 @@ struct ltrace {
 	struct tep_handle *tep;
 	struct tep_plugin_list *plugins;
 	bool tep_failed;		/* said once */
+	pthread_t loader;		/* the host's: reads its bundle while the guests set up */
+	bool loading;
+	int load_ret;
 	bool kallsyms;			/* its kallsyms are read (LIVE_KALLSYMS_MAX) */
 	struct kbuffer *kbuf;
 	bool clocked;			/* the host always; a guest once its mapping came */
@@ -266,18 +269,64 @@ void live_set_dir(struct live *l, unsigned int trace, int spool_dir)
 }
 
 static void *worker(void *arg);
+static int load_tep(struct live *l, struct ltrace *t);
+
+struct preload {
+	struct live *l;
+	struct ltrace *t;
+};
+
+static void *preload(void *arg)
+{
+	struct preload *p = arg;
+
+	p->t->load_ret = load_tep(p->l, p->t);
+	free(p);
+	return NULL;
+}
+
+/* The host's bundle, read by its own thread since live_start(): wait for it. */
+static void loaded(struct ltrace *t)
+{
+	if (!t->loading)
+		return;
+	pthread_join(t->loader, NULL);
+	t->loading = false;
+	if (t->load_ret < 0)
+		t->tep_failed = true;
+	if (t->load_ret < 0)
+		log_warn("live view: cannot read the event formats of %s (%s): its events are not "
+			 "shown (they are in the file)", t->file, strerror(-t->load_ret));
+}
 
 /**
- * live_start() - start the view's thread
+ * live_start() - start the view's thread, and the reading of the host's
+ * metadata bundle: its kallsyms (all of /proc/kallsyms, 5 MB here) take
+ * libtraceevent a second or more, time the guests' setup hides
  * @l: the view
  *
  * Return: 0 or -errno.
  */
 int live_start(struct live *l)
 {
-	int ret = -pthread_create(&l->thread, NULL, worker, l);
+	unsigned int i;
+	int ret;
 
+	for (i = 0; i < l->nr_traces; i++) {
+		struct ltrace *t = &l->traces[i];
+		struct preload *p;
+
+		if (!t->host || t->dir < 0 || !(p = malloc(sizeof(*p))))
+			continue;
+		*p = (struct preload){ .l = l, .t = t };
+		t->loading = pthread_create(&t->loader, NULL, preload, p) == 0;
+		if (!t->loading)
+			free(p);
+	}
+	ret = -pthread_create(&l->thread, NULL, worker, l);
 	l->running = ret == 0;
+	for (i = 0; !l->running && i < l->nr_traces; i++)
+		loaded(&l->traces[i]);
 	return ret;
 }
 
@@ -853,23 +902,31 @@ static void release(struct live *l, uint64_t upto)
 		l->out_broken = true;
 }
 
-/* Events up to this time can go: none while a guest's pages wait for their clock. */
-static uint64_t frontier(struct live *l)
+/*
+ * Events up to this time can go, for a batch taken from the queue at host TSC
+ * @grabbed: none while a guest's pages wait for their clock. The window is
+ * counted from the moment the batch was taken, not from now: an event that
+ * came after it (still in the queue) is no older than @grabbed less the
+ * window, however long taking the batch took (a guest's or the host's
+ * kallsyms can take a second or more to read).
+ */
+static uint64_t frontier(struct live *l, uint64_t grabbed)
 {
-	uint64_t now = vt_tsc_read(), mono = mono_ns();
+	uint64_t mono = mono_ns();
 	unsigned int i;
 
 	for (i = 0; i < l->nr_traces; i++)
 		if (l->traces[i].pending && mono - l->traces[i].pending_since < LIVE_PENDING_MAX_NS)
 			return 0;
-	now = l->have_conv ? vt_tsc2nsec_apply(&l->conv, now) : now;
-	return now > l->window ? now - l->window : 0;
+	grabbed = l->have_conv ? vt_tsc2nsec_apply(&l->conv, grabbed) : grabbed;
+	return grabbed > l->window ? grabbed - l->window : 0;
 }
 
 static void take(struct live *l, struct lmsg *m)
 {
 	struct ltrace *t = &l->traces[m->trace];
 
+	loaded(t);
 	switch (m->kind) {
 	case LM_PAGE:
 		if (!t->tep && !t->tep_failed) {
@@ -908,7 +965,7 @@ static void *worker(void *arg)
 
 	while (!end) {
 		struct lmsg *batch, *m, *next;
-		uint64_t bytes = 0;
+		uint64_t bytes = 0, grabbed;
 
 		pthread_mutex_lock(&l->lock);
 		if (!l->head && !l->end) {
@@ -918,6 +975,7 @@ static void *worker(void *arg)
 			pthread_cond_timedwait(&l->cond, &l->lock, &dl);
 		}
 		batch = l->head;
+		grabbed = vt_tsc_read();	/* under the lock: what is posted later came later */
 		l->head = NULL;
 		l->tail = &l->head;
 		for (m = batch; m; m = m->next)
@@ -930,12 +988,13 @@ static void *worker(void *arg)
 			take(l, m);
 		}
 		if (!end)
-			release(l, frontier(l));
+			release(l, frontier(l, grabbed));
 	}
 	/* The end: what never got a clock is shown unmapped, as its file would be; then everything. */
 	for (unsigned int i = 0; i < l->nr_traces; i++) {
 		struct ltrace *t = &l->traces[i];
 
+		loaded(t);
 		if (t->clocked && t->meta_ready)
 			continue;
 		if (!t->meta_ready && load_tep(l, t) == 0)

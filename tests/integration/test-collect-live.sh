@@ -4,8 +4,9 @@
 # guest-NAME.dat` prints for the files the same run wrote:
 #  1. a fake guest (fixture pages, its TSC 5e9 ticks ahead, --sync offset so
 #     that the mapping is exact) and the host's events (the collector's
-#     control markers): lines already printed 2.5 s into a 5 s recording,
-#     host and guest; at the end the same lines as trace-cmd report, as a set
+#     control markers, and the execs of a process that execs itself every
+#     50 ms once the guest records): lines printed while it records, host
+#     and guest; at the end the same lines as trace-cmd report, as a set
 #     exactly, and in the same order apart from the window's edges (the
 #     first and last window of the timeline; nothing shown out of order);
 #  2. the real trace-agent on this host's tracefs (stand-in FIFO ports,
@@ -41,25 +42,50 @@ p=$WORK/ports out=$WORK/out
 mkdir -p "$p"
 fake vmx --fifo "$p" --fixture "$DATA/cap-guest" --repeat 6 --retime --tsc-offset 5000000000
 pid=$FAKE_PID
-# The host events are the collector's markers only: sched_process_exec of a process that
-# never execs keeps the rest of this machine out.
-perl -e 'sleep 60' &
-quiet=$!
-track $quiet
+# The host events: the collector's markers, and sched_process_exec of one process that
+# execs itself every 50 ms (its pid stays; the rest of this machine is kept out), so
+# that host pages keep coming while the view reads the host's kallsyms (a second or
+# more: the window counts from when a batch was taken, or those pages' events
+# showed late, out of order, as in CI's run under ASan).
+# It starts once the guest records (the file "go"), so that the host's first page, whose
+# kallsyms the view reads then, comes while the guest's pages do. (No child: a
+# short-lived child's name would differ, /proc's at once, the files' none.)
+cat >"$WORK/reexec.pl" <<'EOF'
+my ($go, $n) = @ARGV;
+select(undef, undef, undef, 0.02) until -e $go;
+exit 0 if $n >= 200;
+select(undef, undef, undef, 0.05);
+exec $^X, $0, $go, $n + 1;
+EOF
+perl "$WORK/reexec.pl" "$WORK/go" 0 &
+execs=$!
+track $execs
 "$COLLECT" record --chardev-dir "$p" --name vmx -o "$out" -d 5 --live=$W_MS \
-	--host-events sched:sched_process_exec --host-pid $quiet --sync offset --tsc-offset 5000000000 \
+	--host-events sched:sched_process_exec --host-pid $execs --sync offset --tsc-offset 5000000000 \
 	>"$WORK/live.txt" 2>"$WORK/rec.log" &
 COLLECT_PID=$!
 track $COLLECT_PID
 T_COLLECTORS="$T_COLLECTORS $COLLECT_PID"
-sleep 2.5
-cp "$WORK/live.txt" "$WORK/early.txt"
+_w=0
+until grep -q 'guest vmx: recording' "$WORK/rec.log"; do
+	[ $_w -lt 300 ] || { show "$WORK/rec.log"; fail "the guest did not record within 30 s"; }
+	sleep 0.1
+	_w=$((_w + 1))
+done
+: >"$WORK/go"
+# Lines shown while it records: before it says "stopping" (polled, so that a loaded
+# machine is given the whole 5 s).
+while kill -0 $COLLECT_PID 2>/dev/null && ! grep -q '^virtio-trace-collect record: stopping' "$WORK/rec.log"; do
+	cp "$WORK/live.txt" "$WORK/early.txt"
+	grep -q '^ *host.dat: ' "$WORK/early.txt" && grep -q '^ *guest-vmx.dat: ' "$WORK/early.txt" && break
+	sleep 0.1
+done
 collect_wait 60
 fake_end $pid
 [ $RC = 0 ] || { show "$WORK/rec.log"; fail "collector exited $RC, want 0"; }
 nh=$(grep -c '^ *host.dat: ' "$WORK/early.txt")
 ng=$(grep -c '^ *guest-vmx.dat: ' "$WORK/early.txt")
-echo "2.5 s into the recording: $nh host and $ng guest lines shown"
+echo "while recording: $nh host and $ng guest lines shown"
 [ "$nh" -gt 0 ] && [ "$ng" -gt 0 ] || fail "nothing of the host or the guest was shown while recording"
 
 report "$WORK/report.txt" -i "$out/host.dat" -i "$out/guest-vmx.dat"
@@ -70,6 +96,9 @@ echo "trace-cmd report: $nw lines; live: $ngot lines"
 [ "$nw" -gt 100 ] || fail "only $nw lines in the report: the test tests little"
 grep -q '^ *guest-vmx.dat: ' "$WORK/want.txt" && grep -q '^ *host.dat: .*virtio-trace: tx ' "$WORK/want.txt" ||
 	fail "the report lacks guest lines or host markers"
+nx=$(grep -c '^ *host.dat: .* sched_process_exec: ' "$WORK/want.txt")
+echo "host: $nx execs of the re-executing process"
+[ "$nx" -ge 20 ] || fail "only $nx host execs in the report: host pages did not keep coming"
 sort "$WORK/want.txt" >"$WORK/want.sorted"
 sort "$WORK/got.txt" >"$WORK/got.sorted"
 cmp -s "$WORK/want.sorted" "$WORK/got.sorted" || {
@@ -98,6 +127,7 @@ grep -q "live view: $nw events shown" "$WORK/rec.log" || { show "$WORK/rec.log";
 grep -q "out of order" "$WORK/rec.log" && { show "$WORK/rec.log"; fail "events were shown out of order"; }
 # The files and the summary are as without --live.
 check_exact "$out" vmx "$DATA/cap-guest" 6
+kill $execs 2>/dev/null
 grep -q "recorded in $out (exit status 0)" "$WORK/rec.log" || fail "no summary"
 
 # 2. The real agent: FLUSH, and text made safe.
@@ -145,6 +175,9 @@ norm "$WORK/areport.txt" >"$WORK/awant.txt"
 norm "$WORK/alive.txt" >"$WORK/agot.txt"
 cmp -s "$WORK/awant.txt" "$WORK/agot.txt" || {
 	diff "$WORK/awant.txt" "$WORK/agot.txt" | head -10
+	# Every hunk's place: lines missing on one side, or the same lines elsewhere?
+	echo "hunks: $(diff "$WORK/awant.txt" "$WORK/agot.txt" | grep -E '^[0-9]' | head -20 | tr '\n' ' ')"
+	echo "as sets: $(sort "$WORK/awant.txt" | comm -3 - "$(sort "$WORK/agot.txt" >"$WORK/agot.sorted"; echo "$WORK/agot.sorted")" | wc -l) lines differ"
 	fail "the real agent's live lines are not the report's"
 }
 echo "real agent: $(wc -l <"$WORK/awant.txt") lines equal to the report's (task names aside); a lone marker shown within 1 s; escapes shown as '?'"
