@@ -142,6 +142,17 @@ collect_wait() {
 	RC=$?
 }
 
+# wait_log LOG PATTERN SECS WHAT: wait until LOG has a line matching PATTERN;
+# after SECS seconds, show LOG and fail with WHAT
+wait_log() {
+	_wl=0
+	until grep -q -- "$2" "$1" 2>/dev/null; do
+		[ $_wl -lt $(($3 * 10)) ] || { show "$1"; fail "$4 (no '$2' within $3 s)"; }
+		sleep 0.1
+		_wl=$((_wl + 1))
+	done
+}
+
 # oracle FIXTURE K: per-CPU event counts of the fixture's pages times K, as
 # trace-cmd reads them from a vt-mkdat file: sets ORACLE_CPU0, ORACLE_CPU1, ...
 oracle() {

@@ -66,12 +66,7 @@ track $execs
 COLLECT_PID=$!
 track $COLLECT_PID
 T_COLLECTORS="$T_COLLECTORS $COLLECT_PID"
-_w=0
-until grep -q 'guest vmx: recording' "$WORK/rec.log"; do
-	[ $_w -lt 300 ] || { show "$WORK/rec.log"; fail "the guest did not record within 30 s"; }
-	sleep 0.1
-	_w=$((_w + 1))
-done
+wait_log "$WORK/rec.log" 'guest vmx: recording' 30 "the guest did not record"
 : >"$WORK/go"
 # Lines shown while it records: before it says "stopping" (polled, so that a loaded
 # machine is given the whole 5 s).

@@ -115,12 +115,7 @@ fake pg-kill --fifo "$WORK/kill/p" --fixture "$DATA/cap-guest" --repeat 0 --reti
 k=$!
 track $k
 T_COLLECTORS="$T_COLLECTORS $k"
-_w=0
-until grep -q "guest pg-kill: recording" "$WORK/kill.log"; do
-	[ $_w -lt 100 ] || { show "$WORK/kill.log"; fail "run kill: never recording"; }
-	sleep 0.1
-	_w=$((_w + 1))
-done
+wait_log "$WORK/kill.log" "guest pg-kill: recording" 10 "run kill: never recording"
 sleep 1
 kill -KILL $k
 wait $k 2>/dev/null
