@@ -292,11 +292,11 @@ static void loaded(struct ltrace *t)
 		return;
 	pthread_join(t->loader, NULL);
 	t->loading = false;
-	if (t->load_ret < 0)
+	if (t->load_ret < 0) {
 		t->tep_failed = true;
-	if (t->load_ret < 0)
 		log_warn("live view: cannot read the event formats of %s (%s): its events are not "
 			 "shown (they are in the file)", t->file, strerror(-t->load_ret));
+	}
 }
 
 /**
