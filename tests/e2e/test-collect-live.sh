@@ -119,11 +119,18 @@ awk -v d="$maxd" 'BEGIN { exit !(d <= 10000000) }' ||
     bad "a live guest timestamp is $maxd ns from the file's: more than the 10 ms a clock estimate may move"
 # Task names, each vCPU's in order: where the file names a task, the live view names it the
 # same way, or "<...>" (it had no name for it yet), or by a name the task had while recording,
-# as the file's own sched events show it ("COMM:PID [PRIO]"): the file names a task by its last
-# name (the kernel's saved_cmdlines at the end), the live view by the one it knew then (a task
-# that exec'd after its first event).
-grep '^ *guest-e2e\.dat: ' "$WORK/want.txt" | grep -oE '[^ ]+:[0-9]+ \[[0-9]+\]' |
-    sed -E 's/^(.*):([0-9]+) .*/\1-\2/' | sort -u >"$WORK/had.names"
+# as the file's own sched events show it ("COMM:PID [PRIO]", and after an exec the file's
+# basename, as the kernel names it: busybox's sh runs its sleep applet as /proc/self/exe, and
+# the task is "exe" until the applet starts, which a bundle the view read may hold): the file
+# names a task by its last name (the kernel's saved_cmdlines at the end), the live view by the
+# one it knew then (a task that exec'd after its first event).
+{
+    grep '^ *guest-e2e\.dat: ' "$WORK/want.txt" | grep -oE '[^ ]+:[0-9]+ \[[0-9]+\]' |
+        sed -E 's/^(.*):([0-9]+) .*/\1-\2/'
+    grep -E '^ *guest-e2e\.dat: .* sched_process_exec: ' "$WORK/want.txt" |
+        sed -nE 's/.* filename=([^ ]*) pid=([0-9]+) .*/\1 \2/p' |
+        awk '{ n = $1; sub(/.*\//, "", n); print substr(n, 1, 15) "-" $2 }'
+} | sort -u >"$WORK/had.names"
 mism=0 had=0
 for cpu in 000 001; do
     r=$(paste <(grep -E "^ *guest-e2e\.dat: .* \[$cpu\] " "$WORK/want.txt" | cut -c15-40) \
