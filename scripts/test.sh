@@ -86,7 +86,12 @@ run_scripts() {
 		case $rc in
 		0) result PASS "$name" "$(( $(date +%s) - t0 )) s" ;;
 		77) result SKIP "$name" "$(grep -m1 'SKIP' "$out" | sed 's/.*SKIP: *//' | cut -c1-120)" ;;
-		*) sed 's/^/    | /' "$out" | tail -40; result FAIL "$name" ;;
+		*)
+			# Its failed checks first: the last 40 lines may start after them.
+			grep -a 'FAIL: ' "$out" | head -10 | sed 's/^/    ! /'
+			sed 's/^/    | /' "$out" | tail -40
+			result FAIL "$name"
+			;;
 		esac
 		rm -f "$out"
 	done
