@@ -172,7 +172,8 @@ cmp -s "$WORK/awant.txt" "$WORK/agot.txt" || {
 	diff "$WORK/awant.txt" "$WORK/agot.txt" | head -10
 	# Every hunk's place: lines missing on one side, or the same lines elsewhere?
 	echo "hunks: $(diff "$WORK/awant.txt" "$WORK/agot.txt" | grep -E '^[0-9]' | head -20 | tr '\n' ' ')"
-	echo "as sets: $(sort "$WORK/awant.txt" | comm -3 - "$(sort "$WORK/agot.txt" >"$WORK/agot.sorted"; echo "$WORK/agot.sorted")" | wc -l) lines differ"
+	sort "$WORK/agot.txt" >"$WORK/agot.sorted"
+	echo "as sets: $(sort "$WORK/awant.txt" | comm -3 - "$WORK/agot.sorted" | wc -l) lines differ"
 	fail "the real agent's live lines are not the report's"
 }
 echo "real agent: $(wc -l <"$WORK/awant.txt") lines equal to the report's (task names aside); a lone marker shown within 1 s; escapes shown as '?'"
