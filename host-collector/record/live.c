@@ -280,6 +280,9 @@ static void *preload(void *arg)
 {
 	struct preload *p = arg;
 
+	/* The view's work: it yields to the recording as the view's thread does. */
+	if (setpriority(PRIO_PROCESS, (id_t)gettid(), LIVE_NICE) < 0)
+		log_debug("live view: cannot lower its loader's priority: %m");
 	p->t->load_ret = load_tep(p->l, p->t);
 	free(p);
 	return NULL;
@@ -302,7 +305,8 @@ static void loaded(struct ltrace *t)
 /**
  * live_start() - start the view's thread, and the reading of the host's
  * metadata bundle: its kallsyms (all of /proc/kallsyms, 5 MB here) take
- * libtraceevent a second or more, time the guests' setup hides
+ * libtraceevent 0.2 s here, seconds at the view's nice level on a busy
+ * machine: time the guests' setup hides
  * @l: the view
  *
  * Return: 0 or -errno.
@@ -908,7 +912,7 @@ static void release(struct live *l, uint64_t upto)
  * counted from the moment the batch was taken, not from now: an event that
  * came after it (still in the queue) is no older than @grabbed less the
  * window, however long taking the batch took (a guest's or the host's
- * kallsyms can take a second or more to read).
+ * kallsyms take seconds to read at the view's nice level on a busy machine).
  */
 static uint64_t frontier(struct live *l, uint64_t grabbed)
 {

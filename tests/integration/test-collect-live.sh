@@ -44,9 +44,9 @@ fake vmx --fifo "$p" --fixture "$DATA/cap-guest" --repeat 6 --retime --tsc-offse
 pid=$FAKE_PID
 # The host events: the collector's markers, and sched_process_exec of one process that
 # execs itself every 50 ms (its pid stays; the rest of this machine is kept out), so
-# that host pages keep coming while the view reads the host's kallsyms (a second or
-# more: the window counts from when a batch was taken, or those pages' events
-# showed late, out of order, as in CI's run under ASan).
+# that host pages keep coming while the view reads the host's kallsyms (0.2 s here,
+# seconds under ASan or on a busy machine: the window counts from when a batch was
+# taken, or those pages' events showed late, out of order, as in CI's run under ASan).
 # It starts once the guest records (the file "go"), so that the host's first page, whose
 # kallsyms the view reads then, comes while the guest's pages do. (No child: a
 # short-lived child's name would differ, /proc's at once, the files' none.)
