@@ -211,14 +211,20 @@ static int add_cpu_path(struct guest *g, const char *path)
 	return 0;
 }
 
-/* Data ports in a chardev directory: trace-path-cpu0, 1, ... until one is missing. */
+/*
+ * Data ports in a chardev directory: trace-path-cpuN, N from those found so
+ * far, until one is missing. Called when the guest is attached, and again
+ * for a vCPU the agent has but that scan did not find: ports that appear
+ * while the guest starts (record --wait) come one by one, and its control
+ * port may come before its last data port.
+ */
 static int scan_dir(struct guest *g)
 {
 	char base[4200], probe[4210];
 	unsigned int cpu;
 	int ret;
 
-	for (cpu = 0; cpu < COLLECT_MAX_CPUS; cpu++) {
+	for (cpu = g->link.nr_cpu_paths; cpu < COLLECT_MAX_CPUS; cpu++) {
 		snprintf(base, sizeof(base), "%s/" DATA_PREFIX "%u", g->link.chardev_dir, cpu);
 		snprintf(probe, sizeof(probe), "%s.out", base);
 		if (!g->link.listen && !exists(probe, S_IFIFO) && !exists(base, S_IFSOCK))
@@ -459,7 +465,8 @@ int attach_data_path(const struct guest *g, unsigned int cpu, char *base, size_t
 }
 
 /**
- * attach_open_data() - open the data port of one vCPU
+ * attach_open_data() - open the data port of one vCPU; a chardev directory is
+ * looked at again for a port its first scan did not find
  * @g: the guest
  * @cpu: the vCPU
  * @fd: set to the fd to read
@@ -469,8 +476,19 @@ int attach_data_path(const struct guest *g, unsigned int cpu, char *base, size_t
 int attach_open_data(struct guest *g, unsigned int cpu, int *fd)
 {
 	char base[4200];
-	int ret = attach_data_path(g, cpu, base, sizeof(base));
+	int ret;
 
+	if (cpu >= g->link.nr_cpu_paths && g->link.chardev_dir[0] && !g->link.listen) {
+		unsigned int had = g->link.nr_cpu_paths;
+
+		ret = scan_dir(g);
+		if (ret < 0)
+			return ret;
+		if (g->link.nr_cpu_paths > had)
+			log_info("guest %s: data ports %u..%u appeared after its first %u", g->name,
+				 had, g->link.nr_cpu_paths - 1, had);
+	}
+	ret = attach_data_path(g, cpu, base, sizeof(base));
 	return ret < 0 ? ret : open_port(base, g->link.listen, fd, NULL);
 }
 

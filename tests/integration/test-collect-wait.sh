@@ -2,8 +2,9 @@
 # Proves: `record --wait[=SEC]` waits for a guest whose ports are not there yet (a guest booting,
 # or ports about to be hot-plugged), and the collector says what it waits for in words. Four
 # runs, three at once:
-#   late   the ports appear 1.5 s after record started (a fake agent started then): record
-#          waits ("waiting for its trace ports to appear"), records it exactly, exit 0, and
+#   late   the ports appear 1.5 s after record started (a fake agent started then), cpu1's
+#          1.2 s after the others: record waits ("waiting for its trace ports to appear"),
+#          finds cpu1's port when the agent says it has 2 CPUs, records both exactly, exit 0, and
 #          --duration 2 counts from its start: the agent saw START and STOP at least 1.9 s apart
 #   never  --wait=1 on a directory that never gets ports: exit 1 within 5 s, the message names
 #          the wait and `virtio-trace-collect list`, and no output directory is left
@@ -36,7 +37,10 @@ fi
 # late: record first, the ports 1.5 s later.
 record_bg late --chardev-dir "$WORK/late" --name late --wait=20 -d 2 -o "$WORK/out-late"
 sleep 1.5
-slow_fake late --fifo "$WORK/late" --fixture "$DATA/cap-guest" --repeat 2 --retime
+# Its ports come one by one, the control port and cpu0's, then cpu1's 1.2 s later (record
+# looks every 0.5 s): record attaches with one data port and the agent says 2 CPUs (CI once
+# saw cpu1 unrecorded, 0 events, when record looked between two of them).
+slow_fake late --fifo "$WORK/late" --fixture "$DATA/cap-guest" --repeat 2 --retime --port-gap 1200
 LATE=$FAKE_PID
 wait_gone 30
 fake_end $LATE
@@ -47,6 +51,8 @@ grep -q 'guest late: waiting for its trace ports to appear' "$WORK/late.log" ||
 	{ show "$WORK/late.log"; fail "record --wait did not say it waits for the ports"; }
 ns_le $((st + 1900000000)) "$sp" || fail "--duration 2 did not count from the start: START to STOP $(secs $((sp - st))) s"
 check_exact "$WORK/out-late" late "$DATA/cap-guest" 2
+grep -q 'guest late: data ports 1\.\.1 appeared after its first 1' "$WORK/late.log" ||
+	{ show "$WORK/late.log"; fail "record did not look for cpu1's port again (or found it at once)"; }
 
 # never: no ports within --wait=1.
 t0=$(now_ns)

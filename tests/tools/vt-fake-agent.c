@@ -118,6 +118,7 @@ struct fake_opts {
 	bool silent_hello;
 	unsigned int vary_pages;	/* CPU n sends n % vary_pages more pages, 0: none */
 	const char *timelog;
+	unsigned int port_gap_ms;	/* --port-gap: between one data port's creation and the next */
 	const char *lastboot_info;	/* --last-boot-info: LASTBOOT_REQ is served, with this text */
 	const char *final_cmdlines;	/* --final-cmdlines: saved_cmdlines after STOPPED */
 	const char *lastboot_name;	/* --last-boot-name: the instance it says, NULL: the asked one */
@@ -695,6 +696,8 @@ static int open_ports(struct fake *f)
 		struct fake_cpu *c = &f->cpus[cpu];
 
 		snprintf(name, sizeof(name), "%s%u", f->o.prefix, cpu);
+		if (cpu && f->o.port_gap_ms)
+			usleep(f->o.port_gap_ms * 1000u);
 		switch (f->o.mode) {
 		case MODE_FIFO:
 			if ((ret = port_path(f, path, sizeof(path), name, ".in")) < 0 ||
@@ -2000,6 +2003,9 @@ static void usage(FILE *out)
 		"  --prefix NAME          data port prefix (trace-path-cpu)\n"
 		"  --vary-pages M         CPU n sends n %% M pages more than the others (per-CPU\n"
 		"                         figures that differ, to check they are not mixed up)\n"
+		"  --port-gap MS          make each data port after the first MS ms after the one\n"
+		"                         before (the control port first): ports appearing one\n"
+		"                         by one, as a guest's do while it starts\n"
 		"  --timelog FILE         append \"EVENT REALTIME_NS MONOTONIC_NS\" lines when HELLO,\n"
 		"                         SYNC_END, START, STOP, BYE arrive and when META,\n"
 		"                         STOPPED are sent (events hello sync_end start stop bye\n"
@@ -2074,7 +2080,7 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 	       OPT_OVERSIZE, OPT_HUGE, OPT_OPEN_META, OPT_ENDLESS_META, OPT_KSKEY, OPT_LIEKEY, OPT_TRUNC, OPT_SUBBUF, OPT_STALL, OPT_LIE, OPT_CRASH, OPT_EVIL,
 	       OPT_EXTERNAL, OPT_PROBE_DELAY, OPT_STOP_PROBE_DELAY, OPT_META_RATE, OPT_SILENT_HELLO, OPT_VARY, OPT_TIMELOG,
 	       OPT_ALL_BAD, OPT_ABSURD, OPT_ERROR_FLOOD, OPT_SHRINK, OPT_NOTICE_FLOOD,
-	       OPT_LB_INFO, OPT_LB_NAME, OPT_LB_DUMP, OPT_KSNAME, OPT_FINAL_CMDLINES };
+	       OPT_LB_INFO, OPT_LB_NAME, OPT_LB_DUMP, OPT_KSNAME, OPT_FINAL_CMDLINES, OPT_PORT_GAP };
 	static const struct option lo[] = {
 		{ "fifo", required_argument, NULL, OPT_FIFO },
 		{ "connect", required_argument, NULL, OPT_CONNECT },
@@ -2121,6 +2127,7 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 		{ "silent-hello", no_argument, NULL, OPT_SILENT_HELLO },
 		{ "vary-pages", required_argument, NULL, OPT_VARY },
 		{ "timelog", required_argument, NULL, OPT_TIMELOG },
+		{ "port-gap", required_argument, NULL, OPT_PORT_GAP },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -2301,6 +2308,11 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 			break;
 		case OPT_TIMELOG:
 			o->timelog = optarg;
+			break;
+		case OPT_PORT_GAP:
+			o->port_gap_ms = strtoul(optarg, &end, 10);
+			if (*end || o->port_gap_ms > 10000)
+				return -1;
 			break;
 		case 'h':
 			usage(stdout);
