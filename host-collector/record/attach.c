@@ -212,8 +212,8 @@ static int add_cpu_path(struct guest *g, const char *path)
 }
 
 /*
- * Data ports in a chardev directory: trace-path-cpuN, N from those found so
- * far, until one is missing. Called when the guest is attached, and again
+ * Data ports in a chardev directory: trace-path-cpuN, from the first not
+ * found so far, until one is missing. Called when the guest is attached, and again
  * for a vCPU the agent has but that scan did not find: ports that appear
  * while the guest starts (record --wait) come one by one, and its control
  * port may come before its last data port.
@@ -224,7 +224,7 @@ static int scan_dir(struct guest *g)
 	unsigned int cpu;
 	int ret;
 
-	for (cpu = g->link.nr_cpu_paths; cpu < COLLECT_MAX_CPUS; cpu++) {
+	for (cpu = g->link.dir_next; cpu < COLLECT_MAX_CPUS; cpu++) {
 		snprintf(base, sizeof(base), "%s/" DATA_PREFIX "%u", g->link.chardev_dir, cpu);
 		snprintf(probe, sizeof(probe), "%s.out", base);
 		if (!g->link.listen && !exists(probe, S_IFIFO) && !exists(base, S_IFSOCK))
@@ -232,6 +232,7 @@ static int scan_dir(struct guest *g)
 		ret = add_cpu_path(g, base);
 		if (ret < 0)
 			return ret;
+		g->link.dir_next = cpu + 1;
 		/* With --listen the guest's vCPU count decides (HELLO); ports are made then. */
 		if (g->link.listen)
 			break;
@@ -533,4 +534,5 @@ void detach_guest(struct guest *g)
 	for (i = 0; i < g->link.nr_cpu_paths; i++)
 		free(g->link.cpu_paths[i]);
 	g->link.nr_cpu_paths = 0;
+	g->link.dir_next = 0;
 }

@@ -34,6 +34,7 @@ struct guest_link {
 	char ctl_path[4096];
 	char *cpu_paths[COLLECT_MAX_CPUS];
 	unsigned int nr_cpu_paths;
+	unsigned int dir_next;		/* the next trace-path-cpuN of chardev_dir to look for */
 	bool listen;
 	char domain[256];
 	char connect_uri[1024];
