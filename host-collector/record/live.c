@@ -288,6 +288,14 @@ static void *preload(void *arg)
 	return NULL;
 }
 
+/* A trace whose bundle cannot be read: its events are not shown, said once. */
+static void load_failed(struct ltrace *t, int err)
+{
+	t->tep_failed = true;
+	log_warn("live view: cannot read the event formats of %s (%s): its events are not "
+		 "shown (they are in the file)", t->file, strerror(-err));
+}
+
 /* The host's bundle, read by its own thread since live_start(): wait for it. */
 static void loaded(struct ltrace *t)
 {
@@ -295,11 +303,8 @@ static void loaded(struct ltrace *t)
 		return;
 	pthread_join(t->loader, NULL);
 	t->loading = false;
-	if (t->load_ret < 0) {
-		t->tep_failed = true;
-		log_warn("live view: cannot read the event formats of %s (%s): its events are not "
-			 "shown (they are in the file)", t->file, strerror(-t->load_ret));
-	}
+	if (t->load_ret < 0)
+		load_failed(t, t->load_ret);
 }
 
 /**
@@ -936,12 +941,8 @@ static void take(struct live *l, struct lmsg *m)
 		if (!t->tep && !t->tep_failed) {
 			int ret = load_tep(l, t);
 
-			if (ret < 0) {
-				t->tep_failed = true;
-				log_warn("live view: cannot read the event formats of %s (%s): its "
-					 "events are not shown (they are in the file)", t->file,
-					 strerror(-ret));
-			}
+			if (ret < 0)
+				load_failed(t, ret);
 		}
 		take_page(l, m);
 		return;
