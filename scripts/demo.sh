@@ -90,6 +90,8 @@ run_kvm() {
 	vt_l1_image >"$RUN/l1-image.out" 2>&1; rc=$?
 	[ $rc = 77 ] && die "no nested KVM here: $(sed -n 's/^SKIP: //p' "$RUN/l1-image.out")"
 	[ $rc = 0 ] || { tail -20 "$RUN/l1-image.out"; die "cannot build the L1 image"; }
+	vt_l1_qemu
+	echo "L1's QEMU: $VT_L1_QEMU_SAYS"
 	step "L1 (TCG, nested SVM) runs the guest under KVM: 2 vCPUs, q35 + intel-iommu, virtio-serial behind the vIOMMU, an e1000; $secs s of recording"
 	VT_L1_WORK=("sh echo 'demo: the e1000 leaves and comes back' >$t/trace_marker; echo 1 >/sys/bus/pci/devices/0000:00:05.0/remove; sleep 0.1; echo 1 >/sys/bus/pci/rescan; echo 'demo: loading e1000' >$t/trace_marker; modprobe e1000 && ip link set eth0 up; i=0; end=\$((\$(cut -d. -f1 /proc/uptime) + $secs)); while [ \$(cut -d. -f1 /proc/uptime) -lt \$end ]; do i=\$((i + 1)); echo \"demo: tick \$i\" >$t/trace_marker; ls /proc >/dev/null; sleep 0.05; done")
 	VT_L1_ENV="SCN_NAME=demo

@@ -44,19 +44,10 @@ say() { [ "$QUIET" = 1 ] || echo "$ME: $*" >&2; }
 die() { echo "$ME: error: $*" >&2; exit 1; }
 nokernel() { echo "$ME: $*" >&2; exit 2; }
 
-mkdir -p "$DIR/lists/partial" "$DIR/cache/archives/partial" "$DIR/debs" "$DIR/etc/preferences.d"
+mkdir -p "$DIR/debs"
 DIR=$(cd "$DIR" && pwd)
-exec 9>"$DIR/.lock"
-flock 9
-
-KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
-[ -f "$KEYRING" ] || die "$KEYRING missing (apt-get install debian-archive-keyring)"
-printf 'deb [signed-by=%s] http://deb.debian.org/debian %s main\n' "$KEYRING" "$SUITE" >"$DIR/sources.list"
-APT_OPTS=(-o "Dir::Etc::sourcelist=$DIR/sources.list" -o Dir::Etc::sourceparts=-
-	-o "Dir::Etc::preferences=$DIR/etc/preferences" -o "Dir::Etc::preferencesparts=$DIR/etc/preferences.d"
-	-o "Dir::State::Lists=$DIR/lists" -o "Dir::Cache=$DIR/cache" -o Dir::State::status=/dev/null
-	-o APT::Architecture=amd64 -o APT::Architectures::=amd64 -o Acquire::Languages=none
-	-o APT::Sandbox::User=root -o Debug::NoLocking=1)
+. "$HERE/apt-lib.sh"
+apt_private "$DIR" "$SUITE" || die "no private apt configuration in $DIR"
 
 newest_cached() { ls -t "$DIR"/debs/*.deb 2>/dev/null | head -n1 || true; }
 fallback() {	# reason: use the newest cached .deb or give up with status 2
@@ -72,16 +63,9 @@ if [ "$OFFLINE" = 1 ]; then
 	fallback "--offline"
 fi
 
-fresh=0
-if [ "$REFRESH" = 0 ] && [ -n "$(find "$DIR/lists" -maxdepth 1 -name '*_Packages*' -mmin -1440 2>/dev/null)" ]; then
-	fresh=1
-fi
-if [ "$fresh" = 0 ]; then
+if [ "$REFRESH" = 1 ] || ! apt_lists_fresh "$DIR"; then
 	say "apt-get update (private lists in $DIR/lists, source: deb.debian.org $SUITE main)"
-	if ! timeout 300 apt-get -qq "${APT_OPTS[@]}" update >"$DIR/update.log" 2>&1 ||
-	   grep -q '^[WE]:' "$DIR/update.log"; then
-		fallback "Debian's archive (deb.debian.org $SUITE) cannot be reached: $(grep -m1 '^[WE]:' "$DIR/update.log" | cut -c1-160)"
-	fi
+	apt_update "$DIR" || fallback "Debian's archive (deb.debian.org $SUITE) cannot be reached: $APT_ERR"
 fi
 
 # apt-cache costs ~0.7 s a call: its answer is kept, keyed by the state of the private lists.

@@ -416,6 +416,9 @@ vt_boot_times() {
 #   VT_L1_CPU=EPYC  L1's CPU model: an AMD one with SVM. EPYC booted L2 in 8-15 s where max
 #                   took 14-30 s (tests/e2e/l1/README.md); max works too
 #   VT_L1_SINGLE=0  (1: -accel tcg,thread=single: L2 then hung in its boot, 2 runs of 2)
+#   VT_L1_QEMU_BIN  the QEMU that runs L1 (default: vt_l1_qemu's, Debian bookworm-backports'
+#                   QEMU 10 from tests/e2e/qemu-deb.sh, else this machine's with a note; under
+#                   Debian 12's QEMU 7.2 L2 stalled in some runs: tests/e2e/l1/README.md)
 #   VT_L1_KEEP      L1's vt.keep (default sched,irq,timer,kvm: the collector's host events in
 #                   L1 then patch no text); empty: none, both CPUs up from the start
 #   VT_L1_APPEND    more L1 kernel command line (e.g. "clocksource=tsc tsc=reliable")
@@ -446,6 +449,30 @@ vt_l1_image() {
     VT_L1_IMAGE=$(echo "$out" | tail -n1)
 }
 
+# vt_l1_qemu: choose the QEMU that runs L1 (once): VT_L1_QEMU_BIN when set, else bookworm-
+# backports' QEMU (tests/e2e/qemu-deb.sh) with its own firmware, else this machine's
+# qemu-system-x86_64. Sets VT_L1_QEMU_BIN, VT_L1_QEMU_FW (its -L options) and VT_L1_QEMU_SAYS
+# (a line: the version, and why it is not the backports' one when it is not).
+vt_l1_qemu() {
+    local out rc root
+    [ -z "${VT_L1_QEMU_SAYS:-}" ] || return 0
+    VT_L1_QEMU_FW=()
+    if [ -n "${VT_L1_QEMU_BIN:-}" ]; then
+        VT_L1_QEMU_SAYS="$("$VT_L1_QEMU_BIN" --version 2>&1 | head -n1) (VT_L1_QEMU_BIN)"
+        return 0
+    fi
+    out=$("$VT_E2E_DIR/qemu-deb.sh" -q 2>&1); rc=$?
+    if [ $rc = 0 ]; then
+        VT_L1_QEMU_BIN=$(echo "$out" | tail -n1)
+        root=${VT_L1_QEMU_BIN%/usr/bin/qemu-system-x86_64}
+        VT_L1_QEMU_FW=(-L "$root/usr/share/seabios" -L "$root/usr/share/qemu")
+        VT_L1_QEMU_SAYS="$("$VT_L1_QEMU_BIN" --version 2>&1 | head -n1) ($VT_L1_QEMU_BIN)"
+    else
+        VT_L1_QEMU_BIN=qemu-system-x86_64
+        VT_L1_QEMU_SAYS="$(qemu-system-x86_64 --version 2>&1 | head -n1), this machine's: no newer one ($(echo "$out" | tail -n1 | cut -c1-160)); L2 may stall (tests/e2e/l1/README.md)"
+    fi
+}
+
 # vt_l1_symbolize KALLSYMS < LINES: each 16-digit hex address in LINES followed by its
 # symbol+offset from KALLSYMS (L1's /proc/kallsyms of the same boot).
 vt_l1_symbolize() {
@@ -467,7 +494,7 @@ for line in sys.stdin:
     sys.stdout.write(re.sub(r"\b[0-9a-f]{16}\b", name, line))' "$1"
 }
 
-# vt_l1_run SCRIPT OUTDIR: boot L1 (-accel tcg -cpu EPYC), run `sh SCRIPT DIR` inside it (DIR on
+# vt_l1_run SCRIPT OUTDIR: boot L1 (vt_l1_qemu's QEMU, -accel tcg -cpu EPYC), run `sh SCRIPT DIR` inside it (DIR on
 # L1's tmpfs) and copy DIR to OUTDIR (which must exist; shared over 9p). Everything is bounded
 # by VT_L1_TIMEOUT, and L1 is stopped early when its console stays silent for VT_L1_STALL s.
 # Sets VT_L1_RESULT: pass, fail (the scenario failed, or L1's console has kernel errors),
@@ -482,7 +509,7 @@ vt_l1_run() {
     local VT_IMAGE VT_SMP=${VT_L1_SMP:-2} VT_MEM=${VT_L1_MEM:-2048} VT_CPU=${VT_L1_CPU:-EPYC}
     local VT_TCG_SINGLE=${VT_L1_SINGLE:-0} VT_PORTS=0 VT_GUEST_RUN=/etc/vt/l1-run
     local VT_TCG_KEEP=${VT_L1_KEEP-sched,irq,timer,kvm} VT_APPEND="nokaslr ${VT_L1_APPEND:-}"
-    local VT_TIMEOUT=${VT_L1_TIMEOUT:-600} VT_LOG_PREFIX=${VT_LOG_PREFIX:-vt-l1}
+    local VT_TIMEOUT=${VT_L1_TIMEOUT:-600} VT_LOG_PREFIX=${VT_LOG_PREFIX:-vt-l1} VT_QEMU_BIN
     local -a VT_QEMU_EXTRA
     local ignore="$VT_L1_LOG_IGNORE${VT_LOG_IGNORE:+|$VT_LOG_IGNORE}"
     VT_L1_RESULT=noboot VT_L1_REASON= VT_L1_RC=- VT_L1_SECS=- VT_L1_UP=-
@@ -497,6 +524,8 @@ vt_l1_run() {
     fi
     rm -f "$VT_RUNDIR.image.out"
     VT_IMAGE=$VT_L1_IMAGE
+    vt_l1_qemu
+    VT_QEMU_BIN=$VT_L1_QEMU_BIN
     mkdir -p "$VT_RUNDIR/l1" || return 1
     VT_RUNDIR=$(cd "$VT_RUNDIR" && pwd)
     share=$VT_RUNDIR/l1
@@ -505,7 +534,7 @@ vt_l1_run() {
     rm -f "$share/status" "$share/scenario.log" "$VT_RUNDIR/where.txt"
     cp "$script" "$share/scenario.sh"
     printf '%s\n' "${VT_L1_ENV:-}" >"$share/env"
-    VT_QEMU_EXTRA=(-virtfs "local,path=$share,mount_tag=vtrun,security_model=none,id=vtrun"
+    VT_QEMU_EXTRA=("${VT_L1_QEMU_FW[@]}" -virtfs "local,path=$share,mount_tag=vtrun,security_model=none,id=vtrun"
                    -virtfs "local,path=$out,mount_tag=vtout,security_model=none,id=vtout")
     t0=$(vt_now)
     vt_guest_start || { VT_L1_REASON="L1's QEMU did not start: $(head -c 300 "$VT_RUNDIR/qemu.stderr")"; echo "$VT_L1_REASON"; return 1; }
@@ -597,6 +626,8 @@ vt_kvm_begin() {
     fi
     T_IMAGE=$(vt_secs "$t" "$(vt_now)")
     echo "$ME: L1 image $VT_L1_IMAGE"
+    vt_l1_qemu
+    echo "$ME: L1's QEMU: $VT_L1_QEMU_SAYS"
     OUT=$WORK/out VT_RUNDIR=$WORK/l1
     mkdir -p "$OUT"
 }
