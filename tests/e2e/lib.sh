@@ -501,12 +501,12 @@ for line in sys.stdin:
     sys.stdout.write(re.sub(r"\b[0-9a-f]{16}\b", name, line))' "$1"
 }
 
-# vt_l1_run SCRIPT OUTDIR: boot L1 (vt_l1_qemu's QEMU, -accel tcg -cpu EPYC), run `sh SCRIPT DIR` inside it (DIR on
-# L1's tmpfs) and copy DIR to OUTDIR (which must exist; shared over 9p). Everything is bounded
-# by VT_L1_TIMEOUT, and L1 is stopped early when its console stays silent for VT_L1_STALL s.
-# Sets VT_L1_RESULT: pass, fail (the scenario failed, or L1's console has kernel errors),
-# skip (no SVM in this QEMU's CPU model, kvm_amd did not load, no /dev/kvm), froze (no console
-# line for VT_L1_STALL s: where.txt has each vCPU's RIPs), timeout, noboot (QEMU or L1's /init
+# vt_l1_run SCRIPT OUTDIR: boot L1 (vt_l1_qemu's QEMU, -accel tcg -cpu EPYC), run `sh SCRIPT DIR`
+# inside it (DIR on L1's tmpfs) and copy DIR to OUTDIR (which must exist; shared over 9p).
+# Everything is bounded by VT_L1_TIMEOUT, and L1 is stopped early when its console stays silent
+# for VT_L1_STALL s. Sets VT_L1_RESULT: pass, fail (the scenario failed, or L1's console has
+# kernel errors), skip (no SVM in this QEMU's CPU model, kvm_amd did not load, no /dev/kvm),
+# froze (no console line for VT_L1_STALL s: where.txt has each vCPU's RIPs and local APIC), timeout, noboot (QEMU or L1's /init
 # failed before the scenario); VT_L1_REASON (one line), VT_L1_RC (the scenario's status, or
 # -), VT_L1_SECS (wall time of the run), VT_L1_UP (L1 uptime at the scenario's start and end).
 # Returns 0 pass, 77 skip (the caller prints "SKIP: $VT_L1_REASON" and exits 77), 1 otherwise,
