@@ -3,6 +3,27 @@
 # with -o Dir::Etc::sourcelist=DIR/sources.list -o Dir::Etc::sourceparts=- and its own lists,
 # cache and preferences under DIR. Lists younger than a day are reused.
 
+# apt_args [--suite-ok] ARGS...: the fetch scripts' options (ME names the script): --dir DIR,
+# --refresh, --offline, -q, -h|--help (the script's header comment, up to its `set -e` line), and
+# --suite NAME when --suite-ok comes first. Sets DIR (empty when not given), REFRESH, OFFLINE,
+# QUIET, and SUITE when given; exits 1 on an option it does not know.
+apt_args() {
+	local suite_ok=0
+	if [ "${1:-}" = --suite-ok ]; then suite_ok=1; shift; fi
+	DIR= REFRESH=0 OFFLINE=0 QUIET=0
+	while [ $# -gt 0 ]; do
+		case "$1:$suite_ok" in
+		--suite:1) SUITE=$2; shift 2 ;;
+		--dir:*) DIR=$2; shift 2 ;;
+		--refresh:*) REFRESH=1; shift ;;
+		--offline:*) OFFLINE=1; shift ;;
+		-q:*) QUIET=1; shift ;;
+		-h:*|--help:*) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+		*) echo "$ME: unknown option '$1' (see --help)" >&2; exit 1 ;;
+		esac
+	done
+}
+
 # apt_private DIR SUITE...: make DIR's tree (DIR/sources.list naming each SUITE's main from
 # deb.debian.org, DIR/lists, DIR/cache) and set APT_OPTS for apt-get and apt-cache. Also takes
 # DIR/.lock (fd 9) so that two scripts never update the same lists at once. Returns 1 with a

@@ -22,21 +22,8 @@ ME=kernel-deb
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 SUITE=trixie
-DIR=
-REFRESH=0
-OFFLINE=0
-QUIET=0
-while [ $# -gt 0 ]; do
-	case "$1" in
-	--suite) SUITE=$2; shift 2 ;;
-	--dir) DIR=$2; shift 2 ;;
-	--refresh) REFRESH=1; shift ;;
-	--offline) OFFLINE=1; shift ;;
-	-q) QUIET=1; shift ;;
-	-h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-	*) echo "$ME: unknown option '$1' (see --help)" >&2; exit 1 ;;
-	esac
-done
+. "$HERE/apt-lib.sh"
+apt_args --suite-ok "$@"
 case "$SUITE" in *[!a-z0-9-]*|'') echo "$ME: bad suite '$SUITE'" >&2; exit 1 ;; esac
 DIR=${DIR:-${VT_APT_DIR:-$REPO/.cache/apt-$SUITE}}
 
@@ -46,7 +33,6 @@ nokernel() { echo "$ME: $*" >&2; exit 2; }
 
 mkdir -p "$DIR/debs"
 DIR=$(cd "$DIR" && pwd)
-. "$HERE/apt-lib.sh"
 apt_private "$DIR" "$SUITE" || die "no private apt configuration in $DIR"
 
 newest_cached() { ls -t "$DIR"/debs/*.deb 2>/dev/null | head -n1 || true; }
@@ -73,8 +59,9 @@ key=$(stat -c '%n %s %Y' "$DIR"/lists/*_Packages* 2>/dev/null | sha256sum | cut 
 if [ -s "$DIR/resolve.$key" ]; then
 	read -r pkg ver sum <"$DIR/resolve.$key"
 else
+	# (|| true: apt-cache failing is the "not found" below, not an exit under pipefail)
 	pkg=$(apt-cache "${APT_OPTS[@]}" depends linux-image-amd64 2>/dev/null |
-		sed -n 's/^ *Depends: \(linux-image-[0-9][^ ]*-amd64\)$/\1/p' | head -n1)
+		sed -n 's/^ *Depends: \(linux-image-[0-9][^ ]*-amd64\)$/\1/p' | head -n1) || true
 	[ -n "$pkg" ] || fallback "linux-image-amd64 not found in the $SUITE lists"
 	info=$(apt-cache "${APT_OPTS[@]}" show --no-all-versions "$pkg" 2>/dev/null) || fallback "apt-cache show $pkg failed"
 	ver=$(sed -n 's/^Version: //p' <<<"$info" | head -n1)

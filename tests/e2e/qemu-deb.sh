@@ -22,20 +22,8 @@ ME=qemu-deb
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 SUITE=bookworm-backports
-DIR=
-REFRESH=0
-OFFLINE=0
-QUIET=0
-while [ $# -gt 0 ]; do
-	case "$1" in
-	--dir) DIR=$2; shift 2 ;;
-	--refresh) REFRESH=1; shift ;;
-	--offline) OFFLINE=1; shift ;;
-	-q) QUIET=1; shift ;;
-	-h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-	*) echo "$ME: unknown option '$1' (see --help)" >&2; exit 1 ;;
-	esac
-done
+. "$HERE/apt-lib.sh"
+apt_args "$@"
 DIR=${DIR:-$REPO/.cache/apt-$SUITE}
 
 say() { [ "$QUIET" = 1 ] || echo "$ME: $*" >&2; }
@@ -43,7 +31,6 @@ die() { echo "$ME: error: $*" >&2; exit 1; }
 
 mkdir -p "$DIR"
 DIR=$(cd "$DIR" && pwd)
-. "$HERE/apt-lib.sh"
 apt_private "$DIR" "$SUITE" || die "no private apt configuration in $DIR"
 
 # A tree counts once its binary ran (the stamp "ok" is written after `--version` worked).
@@ -64,8 +51,9 @@ if [ "$REFRESH" = 1 ] || ! apt_lists_fresh "$DIR"; then
 	apt_update "$DIR" || fallback "Debian's archive (deb.debian.org $SUITE) cannot be reached: $APT_ERR"
 fi
 
-ver=$(apt-cache "${APT_OPTS[@]}" show --no-all-versions qemu-system-x86 2>/dev/null | sed -n 's/^Version: //p' | head -n1)
-bios=$(apt-cache "${APT_OPTS[@]}" show --no-all-versions seabios 2>/dev/null | sed -n 's/^Version: //p' | head -n1)
+# One apt-cache call for both (a failure is "not found" below, not an exit under pipefail).
+read -r ver bios < <(apt-cache "${APT_OPTS[@]}" show --no-all-versions qemu-system-x86 seabios 2>/dev/null |
+	awk '/^Package: / { p = $2 } /^Version: / { v[p] = $2 } END { print v["qemu-system-x86"], v["seabios"] }')
 [ -n "$ver" ] && [ -n "$bios" ] || fallback "qemu-system-x86 or seabios not found in the $SUITE lists"
 # The directory's name: the version with only [A-Za-z0-9.+~-] (the epoch's ':' goes).
 tree=$DIR/qemu-$(echo "${ver#*:}" | tr -c 'A-Za-z0-9.+~\n-' _)
