@@ -41,7 +41,6 @@
 #include "collect.h"
 #include "libvirt.h"
 #include "list.h"
-#include "qmp-reply.h"
 #include "text.h"
 
 #define LV_CTL_NAME		"agent-ctl-path"
@@ -350,24 +349,6 @@ static int lv_load(virDomainPtr dom, unsigned int flags, struct lv_dom *d, const
 
 /* --- record --domain --- */
 
-/* The process a thread belongs to, from /proc/TID/status; 0 if unknown. */
-static pid_t lv_tgid(uint32_t tid)
-{
-	char path[64], line[128];
-	pid_t pid = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%u/status", tid);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "Tgid: %d", &pid) == 1)
-			break;
-	fclose(f);
-	return pid;
-}
-
 static pid_t lv_pidfile(const char *path)
 {
 	char buf[32];
@@ -383,35 +364,23 @@ static pid_t lv_pidfile(const char *path)
 }
 
 /*
- * QEMU's pid and its vCPU threads. The thread ids say which process it is
- * (their Tgid); the pid file of the system (or session) daemon is the fallback.
+ * QEMU's pid, from the daemon's pid file (system, then session). The vCPU
+ * threads are not asked of QEMU: virDomainQemuMonitorCommand() would mark the
+ * domain tainted (custom-monitor), and libvirt starts QEMU with
+ * debug-threads=on, so record reads the map from the threads' names ("CPU
+ * n/KVM", find_vcpu_threads()).
  */
 static void lv_find_qemu(virDomainPtr dom, struct guest_link *g)
 {
-	char *reply = NULL, path[PATH_MAX];
 	const char *name = virDomainGetName(dom), *xdg;
+	char path[PATH_MAX];
 	struct stat st;
-	pid_t pid = 0;
+	pid_t pid;
 
-	if (virDomainQemuMonitorCommand(dom, "{\"execute\":\"query-cpus-fast\"}", &reply, 0) == 0 &&
-	    reply) {
-		if (qmp_parse_cpus_fast(reply, strlen(reply), g->vcpu_tids, COLLECT_MAX_CPUS,
-					    &g->nr_vcpu_tids) < 0) {
-			log_warn("domain %s: unexpected query-cpus-fast reply", name);
-			g->nr_vcpu_tids = 0;
-		}
-	} else {
-		log_debug("domain %s: query-cpus-fast: %s", name, lv_errmsg());
-	}
-	free(reply);
 	if (g->qemu_pid)
 		return;		/* --qemu-pid said which */
-	if (g->nr_vcpu_tids && g->vcpu_tids[0])
-		pid = lv_tgid(g->vcpu_tids[0]);
-	if (!pid) {
-		snprintf(path, sizeof(path), "/run/libvirt/qemu/%s.pid", name);
-		pid = lv_pidfile(path);
-	}
+	snprintf(path, sizeof(path), "/run/libvirt/qemu/%s.pid", name);
+	pid = lv_pidfile(path);
 	xdg = getenv("XDG_RUNTIME_DIR");
 	if (!pid && xdg) {
 		snprintf(path, sizeof(path), "%s/libvirt/qemu/run/%s.pid", xdg, name);
@@ -420,12 +389,10 @@ static void lv_find_qemu(virDomainPtr dom, struct guest_link *g)
 	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
 	if (pid && stat(path, &st) == 0) {
 		g->qemu_pid = pid;
-		log_debug("domain %s: QEMU pid %d, %u vCPU threads from QMP", name, (int)pid,
-			  g->nr_vcpu_tids);
+		log_debug("domain %s: QEMU pid %d (its pid file)", name, (int)pid);
 	} else {
 		log_warn("domain %s: QEMU's process was not found (is this the domain's host?): "
-			 "no KVM clock offsets%s", name,
-			 g->nr_vcpu_tids ? "" : " and no vCPU thread map");
+			 "no KVM clock offsets and no vCPU thread map", name);
 	}
 }
 

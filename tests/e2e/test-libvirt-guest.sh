@@ -10,7 +10,9 @@
 # NAME -e sched -e irq -e timer --host-events sched:sched_switch -- FLOOD` records it. Checks: exit
 # 0; exactly N markers per guest CPU, each on its own CPU; `trace-cmd report -i host.dat -i
 # guest-NAME.dat` merges guest markers and host sched_switch; the host file's GUEST option maps
-# vCPU n to the thread QMP query-cpus-fast names (and /proc says that thread is "CPU n/TCG");
+# vCPU n to the thread QMP query-cpus-fast names (and /proc says that thread is "CPU n/TCG"), and
+# the domain is not tainted after record --domain (virsh dominfo, its log; the test's own QMP
+# query comes after that check);
 # then `setup --apply --backend unix` rewrites them as unix channels with paths libvirt chooses
 # and a second boot is recorded the same way (a user without access gets "permission denied");
 # `setup --remove` restores the definition. Then the running domain with no reboot: it boots
@@ -263,6 +265,7 @@ boot_record() {
     local phase=$1 live=${2:-} t crc i cpu cnt man mk mkother mm hs c tid comm G OUT QPID up th n
     local end_line="E2E: vt-e2e-guest rc=0, trace-agent exit status 0 after BYE"
     t=$(vt_now)
+    LOG_AT=$(cat "/var/log/libvirt/qemu/$DOM.log" 2>/dev/null | wc -l)
     V start "$DOM" >/dev/null || { tail -n5 "/var/log/libvirt/qemu/$DOM.log" 2>/dev/null; echo "$ME: FAIL: the domain did not start"; exit 1; }
     VT_QEMU_PID=$(cat "/run/libvirt/qemu/$DOM.pid" 2>/dev/null)
     VT_RUNDIR=$WORK
@@ -282,16 +285,6 @@ boot_record() {
     fi
     T_BOOT=$(vt_secs "$t" "$(vt_now)")
     echo "$ME: guest says: $ANSWER (boot ${T_BOOT} s)"
-
-    # QEMU's own view of its vCPU threads, for the GUEST option check.
-    V qemu-monitor-command "$DOM" '{"execute":"query-cpus-fast"}' >"$WORK/cpus.json" ||
-        bad "qemu-monitor-command query-cpus-fast failed"
-    jq -r '.return[] | "\(."cpu-index") \(."thread-id")"' "$WORK/cpus.json" | sort -n >"$WORK/qmp-map.txt"
-    QPID=$(cat "/run/libvirt/qemu/$DOM.pid" 2>/dev/null)
-    while read -r c tid; do
-        comm=$(cat "/proc/${QPID:-0}/task/$tid/comm" 2>/dev/null)
-        [[ $comm == "CPU $c/"* ]] || bad "QMP's thread $tid for vCPU $c is '$comm' in /proc/${QPID:-?}/task, want 'CPU $c/...'"
-    done <"$WORK/qmp-map.txt"
 
     cat >"$WORK/flood" <<SH
 #!/bin/bash
@@ -347,6 +340,28 @@ SH
     T_REC=$(vt_secs "$t" "$(vt_now)")
     echo "$ME: record exited $crc after ${T_REC} s; flood: $(cat "$WORK/flood.answer" 2>/dev/null)"
     [ $crc = 0 ] || { sed 's/^/    | /' "$WORK/record-$phase.log"; bad "record exited $crc, want 0"; }
+    # record --domain asks QEMU nothing through libvirt (a custom monitor command would taint the
+    # domain): its taint flags are still empty here, before this test's own query-cpus-fast below.
+    V dominfo "$DOM" >"$WORK/dominfo-$phase.txt" 2>&1 || bad "virsh dominfo failed"
+    if grep -qi 'taint' "$WORK/dominfo-$phase.txt" ||
+        tail -n +"$((LOG_AT + 1))" "/var/log/libvirt/qemu/$DOM.log" 2>/dev/null | grep -aqi 'tainted'; then
+        cat "$WORK/dominfo-$phase.txt" | sed "s/^/$ME:   /"
+        tail -n +"$((LOG_AT + 1))" "/var/log/libvirt/qemu/$DOM.log" 2>/dev/null | grep -ai 'taint' | sed "s/^/$ME:   /"
+        bad "record --domain tainted the domain"
+    else
+        echo "$ME: the domain is not tainted after record --domain (virsh dominfo, its log)"
+    fi
+
+    # QEMU's own view of its vCPU threads, for the GUEST option check.
+    V qemu-monitor-command "$DOM" '{"execute":"query-cpus-fast"}' >"$WORK/cpus.json" ||
+        bad "qemu-monitor-command query-cpus-fast failed"
+    jq -r '.return[] | "\(."cpu-index") \(."thread-id")"' "$WORK/cpus.json" | sort -n >"$WORK/qmp-map.txt"
+    QPID=$(cat "/run/libvirt/qemu/$DOM.pid" 2>/dev/null)
+    while read -r c tid; do
+        comm=$(cat "/proc/${QPID:-0}/task/$tid/comm" 2>/dev/null)
+        [[ $comm == "CPU $c/"* ]] || bad "QMP's thread $tid for vCPU $c is '$comm' in /proc/${QPID:-?}/task, want 'CPU $c/...'"
+    done <"$WORK/qmp-map.txt"
+
 
     # Where record's time went (-v lines, stamped with seconds since it started).
     grep -E 'waiting for|trace-agent .*CPUs|clock sync at (start|stop) done|: recording$|stopping$|wrote ' \
