@@ -26,8 +26,8 @@ PKGS=(
 	qemu-system-x86 busybox-static cpio kmod xz-utils
 	# benchmarks: /usr/bin/time; perf and strace for tests/bench/bench-peer.sh --profile
 	time linux-perf strace
-	# tests/bench/bench-json.sh: json-c, against which the JSON reader is measured
-	libjson-c-dev
+	# tests/bench/bench-json.sh: jansson and json-c, against which the JSON reader is measured
+	libjansson-dev libjson-c-dev
 	# libvirt without systemd
 	libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients
 	# kernel-patches/build.sh: the source and what building it needs
