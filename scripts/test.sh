@@ -41,16 +41,32 @@ for a in "$@"; do
 done
 
 passed=0 failed=0 skipped=0
+timed=()	# "SECONDS NAME" of each test that says its time ("N s"), for the slowest ten
+phases=()	# "SECONDS PHASE" of each part of the run
+run_t0=$(date +%s)
 result() {	# result PASS|FAIL|SKIP name [why]
 	case $1 in
 	PASS) passed=$((passed + 1)) ;;
 	FAIL) failed=$((failed + 1)) ;;
 	SKIP) skipped=$((skipped + 1)) ;;
 	esac
+	[[ ${3:-} =~ ^([0-9]+)\ s$ ]] && timed+=("${BASH_REMATCH[1]} $2")
 	printf '%s: %s%s\n' "$1" "$2" "${3:+ ($3)}"
 }
+# phase NAME T0: the part of the run that began at T0 (date +%s) is over.
+phase() {
+	phases+=("$(( $(date +%s) - $2 )) $1")
+}
 summary() {
-	local s="$passed passed, $failed failed"
+	local s="$passed passed, $failed failed" l
+	if [ ${#phases[@]} -gt 0 ] || [ ${#timed[@]} -gt 0 ]; then
+		echo "where the time went ($(( $(date +%s) - run_t0 )) s in all):"
+		for l in "${phases[@]}"; do printf '  %6s s  %s\n' "${l%% *}" "${l#* }"; done
+		echo "the slowest ten tests:"
+		printf '%s\n' "${timed[@]}" | sort -rn | head -10 | while read -r t n; do
+			[ -n "$t" ] && printf '  %6s s  %s\n' "$t" "$n"
+		done
+	fi
 	[ "$skipped" -gt 0 ] && s="$s, $skipped skipped"
 	echo "$s"
 	[ "$failed" -eq 0 ]
@@ -157,8 +173,11 @@ run_suite() {
 		name=${name%.trs}
 		res=$(sed -n 's/^:test-result: //p' "$trs" | head -1)
 		log=${trs%.trs}.log
+		# Its time: the log is made when the test starts, the .trs when it ends.
+		why=$(( $(stat -c %Y "$trs") - $(stat -c %W "$log" 2>/dev/null || echo 0) ))
+		[ "$why" -ge 0 ] && [ "$why" -lt 100000 ] && why="$why s" || why=
 		case $res in
-		PASS) result PASS "$label: $name" ;;
+		PASS) result PASS "$label: $name" "$why" ;;
 		# XFAIL_TESTS: known failures waiting for their fix (an XPASS fails below).
 		XFAIL) result PASS "$label: $name" "expected failure, in XFAIL_TESTS" ;;
 		SKIP) why=$(grep -m1 -i '^skip' "$log" | cut -c1-120)
@@ -320,20 +339,30 @@ only() {
 [ "$only_packages" = 1 ] && only run_packages
 [ "$only_kvm" = 1 ] && only run_kvm
 
+t0=$(date +%s)
 run_suite build check "${conf[@]}"
+phase "build and make check" "$t0"
 if [ "$quick" = 0 ]; then
+	t0=$(date +%s)
 	run_suite build-asan asan --enable-sanitizers "${conf[@]}"
+	phase "the ASan+UBSan build and its make check" "$t0"
 	# Fuzz smoke: each harness for a bounded run.
+	t0=$(date +%s)
 	while read -r line; do
 		case $line in
 		PASS:*|FAIL:*|SKIP:*) r=${line%%:*}; rest=${line#*: }; result "$r" "$rest" ;;
 		*) echo "$line" ;;
 		esac
 	done < <(scripts/fuzz.sh --smoke 2>&1)
+	phase "fuzz smoke" "$t0"
 	# End-to-end: real guests under QEMU.
+	t0=$(date +%s)
 	run_scripts e2e
+	phase "e2e (Debian 12's kernel)" "$t0"
 	# The Debian packages (the block above run_suite).
+	t0=$(date +%s)
 	[ "$packages" = 1 ] && run_packages
+	phase "packages" "$t0"
 
 	# ---- The e2e suite on Debian 13's kernel (6.12) -------------------------------------
 	# The kernel comes from Debian's trixie archive through a private apt configuration
@@ -342,6 +371,7 @@ if [ "$quick" = 0 ]; then
 	# their own image dirs (image-NAME@6.12...), then every test marked "# vt-suite: e2e-6.12".
 	# No kernel to be had (archive unreachable, nothing cached): one SKIP with the reason.
 	e612_out=$(mktemp)
+	t0=$(date +%s)
 	if e612_deb=$(tests/e2e/kernel-deb.sh -q --suite trixie 2>"$e612_out"); then
 		for t in test-agent-guest test-collect-guest test-collect-mmiotrace test-collect-iommu \
 			 $(grep -l '^# vt-suite: e2e-6.12$' tests/e2e/test-*.sh 2>/dev/null | xargs -rn1 basename | sed 's/\.sh$//'); do
@@ -358,16 +388,22 @@ if [ "$quick" = 0 ]; then
 		result SKIP e2e-6.12 "$(tail -n1 "$e612_out" | cut -c1-160)"
 	fi
 	rm -f "$e612_out"
+	phase "e2e-6.12" "$t0"
 	# ---- end of the 6.12 pass -------------------------------------------------------------
+	t0=$(date +%s)
 	if [ "$kvm" = 1 ]; then
 		run_kvm
 	else
 		result SKIP e2e-kvm "--no-kvm"
 	fi
+	phase "e2e-kvm" "$t0"
 	# Smoke test of the side-by-side benchmark against trace-cmd's agent (about 1-2 minutes):
 	# every transport delivered and its output verified with trace-cmd report; no figures judged.
+	t0=$(date +%s)
 	bench_smoke bench/bench-peer-quick --quick
+	phase "bench-peer --quick" "$t0"
 	# The kernel patches: their kernels first (a failed build fails the suite once, clearly).
+	t0=$(date +%s)
 	if [ "$kernel" = 1 ]; then
 		out=$(mktemp)
 		t0=$(date +%s)
@@ -381,6 +417,7 @@ if [ "$quick" = 0 ]; then
 		rm -f "$out"
 		[ $rc = 1 ] || run_scripts kernel
 	fi
+	phase "kernel patches" "$t0"
 fi
 
 summary
