@@ -45,21 +45,13 @@
 static bool status_line;
 
 /**
- * record_usage() - the help of `record` (and of the program)
+ * record_usage() - the help of `record`
  * @f: where to print it
  */
 void record_usage(FILE *f)
 {
 	fprintf(f,
 "Usage: virtio-trace-collect record GUEST... [OPTION]... [-- COMMAND [ARG]...]\n"
-"       virtio-trace-collect report DIR\n"
-"       virtio-trace-collect recover DIR\n"
-"       virtio-trace-collect join SRC DST -o OUT\n"
-"       virtio-trace-collect setup --vcpus N [--backend pipe|unix|unix-connect]\n"
-"                                  [--dir DIR]\n"
-"                                  [--format qemu|libvirt] [--create]\n"
-"       virtio-trace-collect setup --domain NAME [--connect URI] --apply|--remove\n"
-"                                  [--backend pipe|unix] [--dir DIR]\n"
 "\n"
 "Record the ftrace events of one or more guests, streamed by trace-agent(8)\n"
 "over virtio-serial ports, and optionally host events, into trace.dat files\n"

@@ -146,6 +146,34 @@ diff "$WORK/top.want" "$WORK/top.man" >/dev/null ||
 for o in -V --version -h --help; do
 	"$COLLECT" $o >/dev/null || fail "virtio-trace-collect $o exited $?"
 done
+# The program's help lists every subcommand, one line each; `help SUB` is SUB --help; an
+# unknown subcommand is a usage error naming the closest (before, all three printed record's
+# 131-line help).
+"$COLLECT" --help >"$WORK/top.help"
+"$COLLECT" help >"$WORK/top.help2"
+cmp -s "$WORK/top.help" "$WORK/top.help2" || fail "'help' and '--help' differ"
+n=$(grep -cE '^  [a-z]+ +[a-z]' "$WORK/top.help")
+[ "$n" = "$(echo $SUBS | wc -w)" ] || fail "--help lists $n commands, want $(echo $SUBS | wc -w)"
+for sub in $SUBS; do
+	grep -qE "^  $sub +[a-z]" "$WORK/top.help" || fail "--help does not list $sub"
+	"$COLLECT" help $sub >"$WORK/h1" 2>&1
+	"$COLLECT" $sub --help >"$WORK/h2" 2>&1
+	cmp -s "$WORK/h1" "$WORK/h2" && [ -s "$WORK/h1" ] || fail "'help $sub' is not '$sub --help'"
+done
+"$COLLECT" >/dev/null 2>"$WORK/none.err"
+rc=$?
+[ $rc = 2 ] && cmp -s "$WORK/none.err" "$WORK/top.help" || fail "no command: exit $rc, want 2 and the list on stderr"
+unknown() { # unknown WORD WANT: WORD as a command exits 2 with WANT as its first line
+	"$COLLECT" $1 >"$WORK/u.out" 2>"$WORK/u.err"
+	rc=$?
+	[ $rc = 2 ] && [ "$(head -n1 "$WORK/u.err")" = "$2" ] && [ ! -s "$WORK/u.out" ] ||
+		fail "'$1': exit $rc, said '$(head -n1 "$WORK/u.err")', want '$2'"
+}
+unknown recrod "virtio-trace-collect: unknown command 'recrod'; did you mean record?"
+unknown rec "virtio-trace-collect: unknown command 'rec'; did you mean record or recover?"
+unknown hlp "virtio-trace-collect: unknown command 'hlp'; did you mean help?"
+unknown xyzzy "virtio-trace-collect: unknown command 'xyzzy'"
+unknown "help reprot" "virtio-trace-collect: unknown command 'reprot'; did you mean report?"
 for sub in $SUBS; do
 	grep -q "virtio-trace-collect-$sub (1)" "$OVERVIEW" ||
 		fail "virtio-trace-collect(1) does not name virtio-trace-collect-$sub(1)"
@@ -177,7 +205,8 @@ comp() { # comp WORD... : what the completion offers for the last word
 	(cd "$WORK/d" && bash -c '. "$1"; shift; COMP_WORDS=(virtio-trace-collect "$@"); COMP_CWORD=$#
 	_virtio_trace_collect; printf "%s\n" "${COMPREPLY[@]}"' sh "$COMP" "$@") | sort | tr '\n' ' '
 }
-[ "$(comp '')" = "--help --version -V -h join list record recover report setup " ] || fail "subcommands: '$(comp '')'"
+[ "$(comp '')" = "--help --version -V -h help join list record recover report setup " ] || fail "subcommands: '$(comp '')'"
+[ "$(comp help re)" = "record recover report " ] || fail "help re: '$(comp help re)'"
 [ "$(comp re)" = "record recover report " ] || fail "'re': '$(comp re)'"
 [ "$(comp setup --backend '')" = "pipe unix unix-connect " ] || fail "setup --backend: '$(comp setup --backend '')'"
 [ "$(comp setup --format '')" = "libvirt qemu " ] || fail "setup --format: '$(comp setup --format '')'"
