@@ -768,10 +768,16 @@ static bool hp_fifo_ours(const struct stat *st, uid_t uid, char *why, size_t len
 		}
 		return false;
 	}
-	if ((st->st_mode & 07777) != 0600 || st->st_nlink != 1) {
+	if ((st->st_mode & 07777) != 0600) {
 		if (why)
-			snprintf(why, len, "its mode is %04o with %lu links, not 0600 with one",
-				 (unsigned int)(st->st_mode & 07777), (unsigned long)st->st_nlink);
+			snprintf(why, len, "its mode is %04o, not 0600",
+				 (unsigned int)(st->st_mode & 07777));
+		return false;
+	}
+	if (st->st_nlink != 1) {
+		if (why)
+			snprintf(why, len, "it has %lu names (hard links), not one",
+				 (unsigned long)st->st_nlink);
 		return false;
 	}
 	return true;
