@@ -665,7 +665,7 @@ static void hp_dir_close(struct hp_dir *d)
  */
 static int hp_dir_open(struct hotplug_opts *o, pid_t pid, bool create, struct hp_dir *d)
 {
-	unsigned long long start;
+	unsigned long long start, self;
 	int ret;
 
 	d->fd = d->parent = -1;
@@ -683,10 +683,21 @@ static int hp_dir_open(struct hotplug_opts *o, pid_t pid, bool create, struct hp
 		return hp_open_checked(AT_FDCWD, o->dir, o->dir, &d->fd);
 	}
 	ret = pid > 0 ? hp_start_time(pid, &start) : -ESRCH;
+	if (ret == 0)
+		ret = hp_start_time(getpid(), &self);
 	if (ret < 0) {
 		log_err("--qmp %s: cannot tell which process serves it (pid %d: %s): give --dir DIR",
 			o->qmp, (int)pid, strerror(-ret));
 		return ret;
+	}
+	/*
+	 * SO_PEERCRED names the process that listened: one that started after
+	 * us cannot have been it. It left, and its pid is another's now.
+	 */
+	if (start > self) {
+		log_err("--qmp %s: the process that listened on it (pid %d) is gone, and pid %d is "
+			"another process now: give --dir DIR", o->qmp, (int)pid, (int)pid);
+		return -ESRCH;
 	}
 	snprintf(d->leaf, sizeof(d->leaf), "qemu-%d-%llu", (int)pid, start);
 	snprintf(o->dir, sizeof(o->dir), "%s/%s", HP_DEFAULT_ROOT, d->leaf);
