@@ -810,103 +810,134 @@ static bool hp_sock_bound(const struct stat *st)
 }
 
 /*
- * The FIFOs (or the stale sockets) of the ports, in @d. A file that is there
- * already is taken only when it is what setup makes (hp_fifo_ours()) and no
- * process has it open; one of another user, another kind, or open in another
- * process (another VM's port, a recording) is refused with its owner or
- * holder named, before anything is made. What is made is made here, 0600,
- * and only then given to QEMU's user @uid: nothing that was there is chowned.
- * @made[] gets what this run made, for hp_unmake_files().
+ * With the unix backend QEMU binds the sockets itself (as @peer): one left by
+ * an earlier run makes that fail. Only such a one goes: QEMU's user's, with
+ * nothing bound to it any more.
  */
-static int hp_make_files(const struct hotplug_opts *o, struct hp_dir *d, uid_t peer, bool *made)
+static int hp_clear_sockets(const struct hotplug_opts *o, struct hp_dir *d, uid_t peer)
 {
-	uid_t uid = hp_fifo_uid(peer);
-	unsigned int i, nf = 2 * (o->vcpus + 1), nk = 0;
-	struct procfd_key *keys;
-	char name[64], why[160], who[96];
+	char name[64], who[96];
 	struct stat st;
-	mode_t um;
-	int k, fd, ret = 0;
+	unsigned int i;
+	bool sock;
+	int ret;
 
-	keys = calloc(nf, sizeof(*keys));
-	if (!keys)
-		return -ENOMEM;
 	for (i = 0; i <= o->vcpus; i++) {
-		if (o->unix_backend) {
-			/* QEMU binds it (as @uid): a stale one of an earlier run makes that fail. */
-			hp_file_name(i, o->vcpus, -1, name, sizeof(name));
-			if (fstatat(d->fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-				continue;
-			if (!S_ISSOCK(st.st_mode) || st.st_uid != peer || hp_sock_bound(&st)) {
-				hp_user(st.st_uid, who, sizeof(who));
-				log_err("%s/%s is there already (%s of %s%s): setup --hotplug takes over "
-					"no file it did not make: remove it, or give another --dir", o->dir,
-					name, S_ISSOCK(st.st_mode) ? "a socket" : "not a socket", who,
-					S_ISSOCK(st.st_mode) && st.st_uid == peer ? ", and a process listens on it" :
-					"");
-				ret = -EEXIST;
-				goto out;
-			}
-			if (unlinkat(d->fd, name, 0) < 0) {
-				ret = -errno;
-				log_err("cannot remove the stale socket %s/%s: %s", o->dir, name,
-					strerror(-ret));
-				goto out;
-			}
+		hp_file_name(i, o->vcpus, -1, name, sizeof(name));
+		if (fstatat(d->fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;
+		sock = S_ISSOCK(st.st_mode);
+		if (!sock || st.st_uid != peer || hp_sock_bound(&st)) {
+			hp_user(st.st_uid, who, sizeof(who));
+			log_err("%s/%s is there already (%s of %s%s): setup --hotplug takes over no "
+				"file it did not make: remove it, or give another --dir", o->dir, name,
+				sock ? "a socket" : "not a socket", who,
+				sock && st.st_uid == peer ? ", and a process listens on it" : "");
+			return -EEXIST;
 		}
-		for (k = 0; k < 2; k++) {
-			hp_file_name(i, o->vcpus, k, name, sizeof(name));
-			if (fstatat(d->fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-				if (errno != ENOENT) {
-					ret = -errno;
-					log_err("%s/%s: %s", o->dir, name, strerror(-ret));
-					goto out;
-				}
-				continue;
-			}
-			if (!hp_fifo_ours(&st, uid, why, sizeof(why))) {
-				log_err("%s/%s is there already and %s: setup --hotplug takes over no file "
-					"it did not make: remove it, or give another --dir", o->dir, name, why);
-				ret = -EEXIST;
-				goto out;
-			}
-			keys[nk++] = (struct procfd_key){ .dev = st.st_dev, .ino = st.st_ino };
+		if (unlinkat(d->fd, name, 0) < 0) {
+			ret = -errno;
+			log_err("cannot remove the stale socket %s/%s: %s", o->dir, name,
+				strerror(-ret));
+			return ret;
 		}
 	}
-	/* Ours in all but who has it open: another VM's QEMU or a recording must keep it. */
+	return 0;
+}
+
+/* The command name of process @pid, sanitised, into @buf ("?" when it is gone). */
+static void hp_comm(pid_t pid, char *buf, size_t len)
+{
+	char path[64], raw[64];
+	ssize_t n = -1;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, raw, sizeof(raw) - 1);
+		close(fd);
+	}
+	if (n <= 0) {
+		snprintf(buf, len, "?");
+		return;
+	}
+	raw[n] = 0;
+	raw[strcspn(raw, "\n")] = 0;
+	collect_sanitize(buf, len, raw, false);
+}
+
+/*
+ * The port FIFOs that are in @d already: each must be what setup makes for
+ * @uid (hp_fifo_ours()) and open in no process (another VM's QEMU, a
+ * recording). Return: 0, -EEXIST or -EBUSY after a message naming the file
+ * and its owner or holder, or -errno.
+ */
+static int hp_check_fifos(const struct hotplug_opts *o, struct hp_dir *d, uid_t uid)
+{
+	unsigned int i, nf = 2 * (o->vcpus + 1), nk = 0, *which;
+	char name[64], why[160], comm[64];
+	struct procfd_key *keys;
+	struct stat st;
+	int ret = 0;
+
+	keys = calloc(nf, sizeof(*keys));
+	which = calloc(nf, sizeof(*which));	/* the file each key is */
+	if (!keys || !which) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < nf; i++) {
+		hp_file_name(i / 2, o->vcpus, i % 2, name, sizeof(name));
+		if (fstatat(d->fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			if (errno == ENOENT)
+				continue;
+			ret = -errno;
+			log_err("%s/%s: %s", o->dir, name, strerror(-ret));
+			goto out;
+		}
+		if (!hp_fifo_ours(&st, uid, why, sizeof(why))) {
+			log_err("%s/%s is there already and %s: setup --hotplug takes over no file it "
+				"did not make: remove it, or give another --dir", o->dir, name, why);
+			ret = -EEXIST;
+			goto out;
+		}
+		which[nk] = i;
+		keys[nk++] = (struct procfd_key){ .dev = st.st_dev, .ino = st.st_ino };
+	}
 	procfd_holders(keys, nk, NULL);
 	for (i = 0; i < nk; i++) {
-		char comm[64] = "?", path[64], raw[64];
-		ssize_t n;
-
 		if (!keys[i].holder)
 			continue;
-		snprintf(path, sizeof(path), "/proc/%d/comm", (int)keys[i].holder);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		n = fd >= 0 ? read(fd, raw, sizeof(raw) - 1) : -1;
-		if (fd >= 0)
-			close(fd);
-		if (n > 0) {
-			raw[n] = 0;
-			raw[strcspn(raw, "\n")] = 0;
-			collect_sanitize(comm, sizeof(comm), raw, false);
-		}
-		hp_file_name(i / 2, o->vcpus, i % 2, name, sizeof(name));
+		hp_comm(keys[i].holder, comm, sizeof(comm));
+		hp_file_name(which[i] / 2, o->vcpus, which[i] % 2, name, sizeof(name));
 		log_err("%s/%s is there already and open in process %d (%s): setup --hotplug takes "
 			"over no FIFO another process holds (another VM's port, or a recording): give "
 			"another --dir", o->dir, name, (int)keys[i].holder, comm);
 		ret = -EBUSY;
 		goto out;
 	}
-	if (o->unix_backend)
-		goto out;
+out:
+	free(which);
+	free(keys);
+	return ret;
+}
+
+/* Make the port FIFOs that are not there, 0600, and give them to @uid; @made[] gets them. */
+static int hp_mkfifos(const struct hotplug_opts *o, struct hp_dir *d, uid_t uid, bool *made)
+{
+	unsigned int i, nf = 2 * (o->vcpus + 1);
+	struct stat st;
+	char name[64];
+	mode_t um;
+	int fd, ret = 0;
+
 	um = umask(077);
 	for (i = 0; i < nf && ret == 0; i++) {
 		hp_file_name(i / 2, o->vcpus, i % 2, name, sizeof(name));
 		if (mkfifoat(d->fd, name, 0600) < 0) {
 			if (errno == EEXIST)
-				continue;	/* checked above */
+				continue;	/* hp_check_fifos() took it */
 			ret = -errno;
 			log_err("cannot create the FIFO %s/%s: %s", o->dir, name, strerror(-ret));
 			break;
@@ -916,19 +947,41 @@ static int hp_make_files(const struct hotplug_opts *o, struct hp_dir *d, uid_t p
 		if (uid == geteuid())
 			continue;
 		fd = openat(d->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0 || fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode) ||
-		    fchownat(fd, "", uid, (gid_t)-1, AT_EMPTY_PATH) < 0) {
-			ret = errno ? -errno : -EIO;
+		if (fd < 0 || fstat(fd, &st) < 0)
+			ret = -errno;
+		else if (!S_ISFIFO(st.st_mode))
+			ret = -EEXIST;	/* only root can write here: not to be */
+		else if (fchownat(fd, "", uid, (gid_t)-1, AT_EMPTY_PATH) < 0)
+			ret = -errno;
+		if (ret < 0)
 			log_err("cannot give the FIFO %s/%s to uid %u: %s", o->dir, name,
 				(unsigned int)uid, strerror(-ret));
-		}
 		if (fd >= 0)
 			close(fd);
 	}
 	umask(um);
-out:
-	free(keys);
 	return ret;
+}
+
+/*
+ * The FIFOs (or, with the unix backend, room for the sockets) of the ports,
+ * in @d. A file that is there already is taken only when it is what setup
+ * makes and no process has it open, and is never chowned: what is made is
+ * made here, 0600, and only then given to QEMU's user. All is checked
+ * before anything is made. @made[] gets what this run made, for
+ * hp_unmake_files().
+ */
+static int hp_make_files(const struct hotplug_opts *o, struct hp_dir *d, uid_t peer, bool *made)
+{
+	uid_t uid = hp_fifo_uid(peer);
+	int ret;
+
+	if (o->unix_backend)
+		return hp_clear_sockets(o, d, peer);
+	ret = hp_check_fifos(o, d, uid);
+	if (ret < 0)
+		return ret;
+	return hp_mkfifos(o, d, uid, made);
 }
 
 /* Take out again what hp_make_files() made (@made), and the directory if this run made it. */

@@ -9,9 +9,9 @@
 #       peer (SO_PEERCRED's pid, /proc/PID/stat's start time), owned by nobody, 0600; the
 #       victim's FIFOs are not chowned and no chardev-add names them (it used to chown all six
 #       to nobody and give their paths to the peer); --remove removes the six and the directory;
-#   held: in a --dir holding the six FIFOs exactly as setup makes them for nobody, one open in
-#       another process: exit 1 naming the path and the holder's pid, nothing plugged (it used
-#       to take them);
+#   held: in a --dir holding four of the FIFOs exactly as setup makes them for nobody, one open
+#       in another process: exit 1 naming the path and the holder's pid, nothing plugged or
+#       made (it used to take them);
 #   owner: in a --dir holding another uid's FIFOs (root's): exit 1 naming the path and the
 #       owner, none chowned, nothing plugged (it used to chown them to the peer);
 #   remove: after a --hotplug into a --dir, one FIFO replaced by root's, one by a link to a FIFO
@@ -182,9 +182,10 @@ grep -q "unplugged 3 ports .*removed their FIFOs in $PEER_DIR\$" "$WORK/remove.l
 snap "$ROOT/$VICTIM" $PORTS >"$WORK/victim.after"
 cmp -s "$WORK/victim.before" "$WORK/victim.after" || fail "default: --remove changed the victim's FIFOs"
 
-# --- held: FIFOs as setup makes them for nobody, one open in another process ---
+# --- held: FIFOs as setup makes them for nobody (cpu0's not there), one open in another process ---
 D=$WORK/held
 fifos "$D" nobody
+rm "$D/trace-path-cpu0.in" "$D/trace-path-cpu0.out"
 sh -c 'exec 3<>"$1"; exec sleep 300' _ "$D/trace-path-cpu1.out" &
 HOLD=$!
 _i=0
@@ -199,6 +200,7 @@ snap "$D" $PORTS >"$WORK/held.before"
 rc=$?
 show "$WORK/held.log"
 snap "$D" $PORTS >"$WORK/held.after"
+[ "$(ls "$D" | wc -l)" = 4 ] || fail "held: $D holds $(ls "$D" | tr '\n' ' '), want the 4 FIFOs that were there"
 cmp -s "$WORK/held.before" "$WORK/held.after" || fail "held: the FIFOs changed"
 no_plug held
 [ $rc = 1 ] || fail "held: exit $rc, want 1"
