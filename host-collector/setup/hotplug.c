@@ -1003,20 +1003,24 @@ static void hp_unmake_files(const struct hotplug_opts *o, struct hp_dir *d, cons
 /*
  * Remove the ports' FIFOs that setup made for the QEMU run by @peer
  * (hp_fifo_ours()), and the directory when it is empty then. Anything else
- * under a port's name stays, and is named. Return: the FIFOs removed.
+ * under a port's name stays, and is named. @n gets the FIFOs removed.
+ * Return: 0 (also when the directory is not there), or -errno after a
+ * message when it cannot be trusted or found.
  */
-static unsigned int hp_remove_files(struct hotplug_opts *o, uid_t peer, pid_t pid,
-				    unsigned int vcpus)
+static int hp_remove_files(struct hotplug_opts *o, uid_t peer, pid_t pid, unsigned int vcpus,
+			   unsigned int *n)
 {
 	uid_t uid = hp_fifo_uid(peer);
-	unsigned int i, n = 0;
 	struct hp_dir d;
 	char name[64], why[160];
 	struct stat st;
-	int k;
+	unsigned int i;
+	int k, ret;
 
-	if (hp_dir_open(o, pid, false, &d) < 0)
-		return 0;
+	*n = 0;
+	ret = hp_dir_open(o, pid, false, &d);
+	if (ret < 0)
+		return ret == -ENOENT ? 0 : ret;
 	for (i = 0; i <= vcpus; i++) {
 		for (k = 0; k < 2; k++) {
 			hp_file_name(i, vcpus, k, name, sizeof(name));
@@ -1027,7 +1031,7 @@ static unsigned int hp_remove_files(struct hotplug_opts *o, uid_t peer, pid_t pi
 				continue;
 			}
 			if (unlinkat(d.fd, name, 0) == 0)
-				n++;
+				(*n)++;
 		}
 	}
 	/* Only when empty: a directory the user keeps other files in stays. */
@@ -1036,7 +1040,7 @@ static unsigned int hp_remove_files(struct hotplug_opts *o, uid_t peer, pid_t pi
 	else
 		rmdir(o->dir);
 	hp_dir_close(&d);
-	return n;
+	return 0;
 }
 
 /* --- unplugging --- */
@@ -1133,7 +1137,8 @@ static int hp_remove(struct hp_qmp *q, struct hotplug_opts *o, uid_t uid, pid_t 
 {
 	static char ids[HP_MAX_VCPUS + 8][128];
 	char ctls[HP_MAX_BUSES][128];
-	unsigned int n, nctl, left, files, ctl_left;
+	unsigned int n, nctl, left, files = 0, ctl_left;
+	int ret = 0;
 
 	n = hp_ids(q, HP_PORT_PREFIX, ids, sizeof(ids) / sizeof(ids[0]));
 	nctl = hp_ids(q, HP_SER_PREFIX, ctls, HP_MAX_BUSES);
@@ -1151,7 +1156,8 @@ static int hp_remove(struct hp_qmp *q, struct hotplug_opts *o, uid_t uid, pid_t 
 		log_warn("QEMU %s: the guest has not released the hot-plugged virtio-serial "
 			 "controller yet (a PCI unplug needs the guest's consent): it goes when the "
 			 "guest ejects it", o->name);
-	files = left ? 0 : hp_remove_files(o, uid, pid, n - 1);
+	if (!left)
+		ret = hp_remove_files(o, uid, pid, n - 1, &files);
 	printf("QEMU %s: unplugged %u ports (the control port first: the guest's trace-agent "
 	       "stops with it)%s, no reboot%s%s\n", o->name, n - left,
 	       nctl ? " and the virtio-serial controller setup added" : "",
@@ -1161,7 +1167,7 @@ static int hp_remove(struct hp_qmp *q, struct hotplug_opts *o, uid_t uid, pid_t 
 			HP_DELETE_MS / 1000);
 		return -EIO;
 	}
-	return 0;
+	return ret;
 }
 
 /* --- plugging --- */

@@ -9,6 +9,8 @@
 #       peer (SO_PEERCRED's pid, /proc/PID/stat's start time), owned by nobody, 0600; the
 #       victim's FIFOs are not chowned and no chardev-add names them (it used to chown all six
 #       to nobody and give their paths to the peer); --remove removes the six and the directory;
+#   dir: a --dir others may write (1777) is refused, nothing made; the peer's default directory
+#       made a link to the victim's is refused, the victim's FIFOs unchanged;
 #   held: in a --dir holding four of the FIFOs exactly as setup makes them for nobody, one open
 #       in another process: exit 1 naming the path and the holder's pid, nothing plugged or
 #       made (it used to take them);
@@ -181,6 +183,29 @@ grep -q "unplugged 3 ports .*removed their FIFOs in $PEER_DIR\$" "$WORK/remove.l
 [ ! -e "$PEER_DIR" ] || fail "default: --remove left $PEER_DIR: $(ls "$PEER_DIR")"
 snap "$ROOT/$VICTIM" $PORTS >"$WORK/victim.after"
 cmp -s "$WORK/victim.before" "$WORK/victim.after" || fail "default: --remove changed the victim's FIFOs"
+
+# --- dir: a directory others can write, or a link, is refused before anything is plugged ---
+D=$WORK/open
+mkdir -m 1777 "$D"
+: >"$LOG"
+"$COLLECT" setup --qmp "$QMP" --hotplug --dir "$D" >"$WORK/open.log" 2>&1
+rc=$?
+show "$WORK/open.log"
+no_plug dir
+[ $rc = 1 ] && grep -q "$D is owned by uid 0 with mode 1777: setup --hotplug keeps ports only in a directory that nobody but root can write" "$WORK/open.log" ||
+	fail "dir: a directory all may write: exit $rc, want 1 and the reason"
+[ -z "$(ls -A "$D")" ] || fail "dir: files were made in $D: $(ls -A "$D")"
+# The peer's own default directory, made a link to the victim's.
+ln -s "$ROOT/$VICTIM" "$PEER_DIR"
+"$COLLECT" setup --qmp "$QMP" --hotplug >"$WORK/link.log" 2>&1
+rc=$?
+show "$WORK/link.log"
+no_plug dir
+[ $rc = 1 ] && grep -q "$PEER_DIR: not a directory (a link, or another file): setup --hotplug follows no link" "$WORK/link.log" ||
+	fail "dir: the default directory a link: exit $rc, want 1 and the reason"
+rm "$PEER_DIR"
+snap "$ROOT/$VICTIM" $PORTS >"$WORK/victim.after"
+cmp -s "$WORK/victim.before" "$WORK/victim.after" || fail "dir: the victim's FIFOs changed"
 
 # --- held: FIFOs as setup makes them for nobody (cpu0's not there), one open in another process ---
 D=$WORK/held
