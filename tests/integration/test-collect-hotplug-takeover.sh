@@ -34,7 +34,8 @@ done
 [ -n "$PY" ] || { echo "SKIP: no python3 that the user nobody can run"; exit 77; }
 NOBODY_UID=$(id -u nobody)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/vt-hptake.XXXXXX") || exit 1
-PEERDIR=$(mktemp -d "${TMPDIR:-/tmp}/vt-hppeer.XXXXXX") || exit 1
+# The peer's own directory in /tmp, whatever TMPDIR is: nobody must reach it.
+PEERDIR=$(mktemp -d /tmp/vt-hppeer.XXXXXX) || exit 1
 ROOT=/run/virtio-trace
 VICTIM=vt-victim-$$
 MADE_ROOT=0
@@ -104,10 +105,9 @@ while True:
     c.close()
 EOF
 chmod 0644 "$PEERDIR/fake-qmp.py"
-SOCKDIR=$WORK/peer
+SOCKDIR=$PEERDIR/peer
 mkdir "$SOCKDIR"
 chown nobody:nogroup "$SOCKDIR"
-chmod 0711 "$WORK"
 QMP=$SOCKDIR/qmp.sock
 LOG=$SOCKDIR/qmp.log
 : >"$LOG"
