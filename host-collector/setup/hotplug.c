@@ -774,7 +774,7 @@ static bool hp_fifo_ours(const struct stat *st, uid_t uid, char *why, size_t len
 	if (st->st_uid != uid) {
 		if (why) {
 			hp_user(st->st_uid, who, sizeof(who));
-			snprintf(why, len, "it belongs to %s, not to uid %u that QEMU runs as", who,
+			snprintf(why, len, "it belongs to %s, not to uid %u that setup gives them to", who,
 				 (unsigned int)uid);
 		}
 		return false;

@@ -248,7 +248,7 @@ cmp -s "$WORK/owner.before" "$WORK/owner.after" ||
 	{ diff "$WORK/owner.before" "$WORK/owner.after" | sed 's/^/  /'; fail "owner: the FIFOs changed"; }
 no_plug owner
 [ $rc = 1 ] || fail "owner: exit $rc, want 1"
-grep -q "$D/trace-path-cpu0.in is there already and it belongs to uid 0 (root), not to uid $NOBODY_UID that QEMU runs as" "$WORK/owner.log" ||
+grep -q "$D/trace-path-cpu0.in is there already and it belongs to uid 0 (root), not to uid $NOBODY_UID that setup gives them to" "$WORK/owner.log" ||
 	fail "owner: the message does not name the path and the owner"
 
 # --- remove: only what setup made goes ---
