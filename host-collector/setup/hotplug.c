@@ -703,7 +703,8 @@ static int hp_dir_open(struct hotplug_opts *o, pid_t pid, bool create, struct hp
 	snprintf(o->dir, sizeof(o->dir), "%s/%s", HP_DEFAULT_ROOT, d->leaf);
 	if (create && mkdir(HP_DEFAULT_ROOT, 0755) < 0 && errno != EEXIST) {
 		ret = -errno;
-		log_err("cannot create %s: %s", HP_DEFAULT_ROOT, strerror(-ret));
+		log_err("cannot create %s: %s%s", HP_DEFAULT_ROOT, strerror(-ret),
+			ret == -EACCES ? " (run setup as root, or give --dir DIR)" : "");
 		return ret;
 	}
 	ret = hp_open_checked(AT_FDCWD, HP_DEFAULT_ROOT, HP_DEFAULT_ROOT, &d->parent);
@@ -714,7 +715,8 @@ static int hp_dir_open(struct hotplug_opts *o, pid_t pid, bool create, struct hp
 			d->made = true;
 		else if (errno != EEXIST) {
 			ret = -errno;
-			log_err("cannot create %s: %s", o->dir, strerror(-ret));
+			log_err("cannot create %s: %s%s", o->dir, strerror(-ret),
+				ret == -EACCES ? " (run setup as root, or give --dir DIR)" : "");
 			hp_dir_close(d);
 			return ret;
 		}
