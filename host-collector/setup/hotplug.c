@@ -16,10 +16,21 @@
  * QMP is QEMU's, one JSON message a line; its replies are read with the
  * bounded JSON reader and every call is bounded in time. QMP serves one
  * client at a time: a collector attached with --qmp keeps others waiting.
+ *
+ * Whoever serves the socket is trusted with nothing but its own ports: any
+ * local user can run a process that speaks QMP. The default directory is
+ * named by what the kernel says of the peer (SO_PEERCRED's pid and that
+ * process's start time), never by its query-name answer, which is only shown;
+ * the FIFOs are made relative to a directory only root (or we) can write,
+ * never through a link; a file that is there already is taken only when it
+ * is exactly what setup makes and nobody has it open, and is never chowned;
+ * --remove deletes only such files.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +44,7 @@
 #include "hotplug.h"
 #include "json.h"
 #include "libvirt.h"		/* collect_mkdirs() */
+#include "procfd.h"
 #include "text.h"
 
 #define HP_TIMEOUT_MS		5000
@@ -552,6 +564,487 @@ static unsigned int hp_ids(struct hp_qmp *q, const char *prefix, char (*ids)[128
 	return n;
 }
 
+/* --- the ports' directory and files --- */
+
+/*
+ * Where the ports live, opened once: every file is made, checked and removed
+ * relative to @fd. @parent is the default root's fd (-1 with --dir), @leaf
+ * the directory's name in it; @made: this run created the directory.
+ */
+struct hp_dir {
+	int fd;
+	int parent;
+	char leaf[64];
+	bool made;
+};
+
+/* The start time of process @pid (field 22 of /proc/PID/stat, clock ticks since boot). */
+static int hp_start_time(pid_t pid, unsigned long long *start)
+{
+	char path[64], buf[1024], *p;
+	unsigned int field;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = 0;
+	/* The command name (field 2) may hold anything, ')' too: count from the last ')'. */
+	p = strrchr(buf, ')');
+	for (field = 2; p && field < 22; field++)
+		p = strchr(p + 1, ' ');
+	if (!p || sscanf(p + 1, "%llu", start) != 1)
+		return -EBADMSG;
+	return 0;
+}
+
+/*
+ * A directory the ports may live in: a directory, not a link (the caller
+ * opened it O_NOFOLLOW), owned by root or by us, that nobody else can write:
+ * QEMU opens its FIFOs by path, so whoever could rename them could hand QEMU
+ * other files, or us theirs.
+ */
+static int hp_check_dir(int fd, const char *path)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	if ((st.st_uid != 0 && st.st_uid != geteuid()) || (st.st_mode & 022)) {
+		log_err("%s is owned by uid %u with mode %04o: setup --hotplug keeps ports only in "
+			"a directory that nobody but root%s can write", path, (unsigned int)st.st_uid,
+			(unsigned int)(st.st_mode & 07777), geteuid() ? " and you" : "");
+		return -EPERM;
+	}
+	return 0;
+}
+
+/* open @name in @at (a directory, no link followed) and check it; -ENOENT is silent. */
+static int hp_open_checked(int at, const char *name, const char *path, int *fd)
+{
+	int ret;
+
+	*fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (*fd < 0) {
+		ret = errno == ELOOP || errno == ENOTDIR ? -ENOTDIR : -errno;
+		if (ret != -ENOENT)
+			log_err("%s: %s", path, ret == -ENOTDIR ? "not a directory (a link, or "
+				"another file): setup --hotplug follows no link" : strerror(-ret));
+		return ret;
+	}
+	ret = hp_check_dir(*fd, path);
+	if (ret < 0) {
+		close(*fd);
+		*fd = -1;
+	}
+	return ret;
+}
+
+static void hp_dir_close(struct hp_dir *d)
+{
+	if (d->fd >= 0)
+		close(d->fd);
+	if (d->parent >= 0)
+		close(d->parent);
+	d->fd = d->parent = -1;
+}
+
+/*
+ * Open (and with @create make) the ports' directory: --dir as given, or
+ * HP_DEFAULT_ROOT/qemu-PID-START for the QEMU process @pid that serves the
+ * socket; @o->dir is set to it. Without @create a directory that is not
+ * there is -ENOENT, without a message.
+ */
+static int hp_dir_open(struct hotplug_opts *o, pid_t pid, bool create, struct hp_dir *d)
+{
+	unsigned long long start, self;
+	int ret;
+
+	d->fd = d->parent = -1;
+	d->made = false;
+	d->leaf[0] = 0;
+	if (o->dir[0]) {
+		/* The operator's choice: its parents are theirs, the directory itself is checked. */
+		if (create) {
+			ret = collect_mkdirs(o->dir);
+			if (ret < 0) {
+				log_err("cannot create %s: %s", o->dir, strerror(-ret));
+				return ret;
+			}
+		}
+		return hp_open_checked(AT_FDCWD, o->dir, o->dir, &d->fd);
+	}
+	ret = pid > 0 ? hp_start_time(pid, &start) : -ESRCH;
+	if (ret == 0)
+		ret = hp_start_time(getpid(), &self);
+	if (ret < 0) {
+		log_err("--qmp %s: cannot tell which process serves it (pid %d: %s): give --dir DIR",
+			o->qmp, (int)pid, strerror(-ret));
+		return ret;
+	}
+	/*
+	 * SO_PEERCRED names the process that listened: one that started after
+	 * us cannot have been it. It left, and its pid is another's now.
+	 */
+	if (start > self) {
+		log_err("--qmp %s: the process that listened on it (pid %d) is gone, and pid %d is "
+			"another process now: give --dir DIR", o->qmp, (int)pid, (int)pid);
+		return -ESRCH;
+	}
+	snprintf(d->leaf, sizeof(d->leaf), "qemu-%d-%llu", (int)pid, start);
+	snprintf(o->dir, sizeof(o->dir), "%s/%s", HP_DEFAULT_ROOT, d->leaf);
+	if (create && mkdir(HP_DEFAULT_ROOT, 0755) < 0 && errno != EEXIST) {
+		ret = -errno;
+		log_err("cannot create %s: %s%s", HP_DEFAULT_ROOT, strerror(-ret),
+			ret == -EACCES ? " (run setup as root, or give --dir DIR)" : "");
+		return ret;
+	}
+	ret = hp_open_checked(AT_FDCWD, HP_DEFAULT_ROOT, HP_DEFAULT_ROOT, &d->parent);
+	if (ret < 0)
+		return ret;
+	if (create) {
+		if (mkdirat(d->parent, d->leaf, 0755) == 0)
+			d->made = true;
+		else if (errno != EEXIST) {
+			ret = -errno;
+			log_err("cannot create %s: %s%s", o->dir, strerror(-ret),
+				ret == -EACCES ? " (run setup as root, or give --dir DIR)" : "");
+			hp_dir_close(d);
+			return ret;
+		}
+	}
+	ret = hp_open_checked(d->parent, d->leaf, o->dir, &d->fd);
+	if (ret < 0) {
+		if (d->made)
+			unlinkat(d->parent, d->leaf, AT_REMOVEDIR);
+		hp_dir_close(d);
+	}
+	return ret;
+}
+
+/* The file name of port @i's file @k (0 .in, 1 .out; -1 the socket). */
+static void hp_file_name(unsigned int i, unsigned int vcpus, int k, char *buf, size_t len)
+{
+	const char *sfx = k < 0 ? "" : k ? ".out" : ".in";
+
+	if (i < vcpus)
+		snprintf(buf, len, HP_DATA_PREFIX "%u%s", i, sfx);
+	else
+		snprintf(buf, len, HP_CTL_NAME "%s", sfx);
+}
+
+/* Whom setup gives the FIFOs: QEMU's user @peer, when we may (root) and it is not root. */
+static uid_t hp_fifo_uid(uid_t peer)
+{
+	return geteuid() == 0 && peer ? peer : geteuid();
+}
+
+/* "uid N (NAME)" */
+static void hp_user(uid_t uid, char *buf, size_t len)
+{
+	struct passwd *pw = getpwuid(uid);
+	char name[64];
+
+	collect_sanitize(name, sizeof(name), pw ? pw->pw_name : "?", false);
+	snprintf(buf, len, "uid %u (%s)", (unsigned int)uid, name);
+}
+
+/*
+ * Whether @st is a FIFO exactly as setup makes it for a QEMU run by @uid: a
+ * FIFO (the entry itself, no link followed), @uid's, mode 0600, one name.
+ * @why (may be NULL) says what differs.
+ */
+static bool hp_fifo_ours(const struct stat *st, uid_t uid, char *why, size_t len)
+{
+	char who[96];
+
+	if (!S_ISFIFO(st->st_mode)) {
+		if (why)
+			snprintf(why, len, "it is %s, not a FIFO", S_ISLNK(st->st_mode) ? "a link" :
+				 S_ISDIR(st->st_mode) ? "a directory" : S_ISREG(st->st_mode) ?
+				 "a regular file" : S_ISSOCK(st->st_mode) ? "a socket" : "a device");
+		return false;
+	}
+	if (st->st_uid != uid) {
+		if (why) {
+			hp_user(st->st_uid, who, sizeof(who));
+			snprintf(why, len, "it belongs to %s, not to uid %u that setup gives them to", who,
+				 (unsigned int)uid);
+		}
+		return false;
+	}
+	if ((st->st_mode & 07777) != 0600) {
+		if (why)
+			snprintf(why, len, "its mode is %04o, not 0600",
+				 (unsigned int)(st->st_mode & 07777));
+		return false;
+	}
+	if (st->st_nlink != 1) {
+		if (why)
+			snprintf(why, len, "it has %lu names (hard links), not one",
+				 (unsigned long)st->st_nlink);
+		return false;
+	}
+	return true;
+}
+
+/* Whether a unix socket is bound to the file @st (whatever path names it). */
+static bool hp_sock_bound(const struct stat *st)
+{
+	struct procfd_unix *u;
+	unsigned int n, i;
+	struct stat s;
+	bool bound = false;
+
+	u = procfd_read_unix(&n);
+	for (i = 0; i < n && !bound; i++)
+		bound = stat(u[i].path, &s) == 0 && s.st_dev == st->st_dev && s.st_ino == st->st_ino;
+	free(u);
+	return bound;
+}
+
+/*
+ * With the unix backend QEMU binds the sockets itself (as @peer): one left by
+ * an earlier run makes that fail. Only such a one goes: QEMU's user's, with
+ * nothing bound to it any more.
+ */
+static int hp_clear_sockets(const struct hotplug_opts *o, struct hp_dir *d, uid_t peer)
+{
+	char name[64], who[96];
+	struct stat st;
+	unsigned int i;
+	bool sock;
+	int ret;
+
+	for (i = 0; i <= o->vcpus; i++) {
+		hp_file_name(i, o->vcpus, -1, name, sizeof(name));
+		if (fstatat(d->fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		sock = S_ISSOCK(st.st_mode);
+		if (!sock || st.st_uid != peer || hp_sock_bound(&st)) {
+			hp_user(st.st_uid, who, sizeof(who));
+			log_err("%s/%s is there already (%s of %s%s): setup --hotplug takes over no "
+				"file it did not make: remove it, or give another --dir", o->dir, name,
+				sock ? "a socket" : "not a socket", who,
+				sock && st.st_uid == peer ? ", and a process listens on it" : "");
+			return -EEXIST;
+		}
+		if (unlinkat(d->fd, name, 0) < 0) {
+			ret = -errno;
+			log_err("cannot remove the stale socket %s/%s: %s", o->dir, name,
+				strerror(-ret));
+			return ret;
+		}
+	}
+	return 0;
+}
+
+/* The command name of process @pid, sanitised, into @buf ("?" when it is gone). */
+static void hp_comm(pid_t pid, char *buf, size_t len)
+{
+	char path[64], raw[64];
+	ssize_t n = -1;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, raw, sizeof(raw) - 1);
+		close(fd);
+	}
+	if (n <= 0) {
+		snprintf(buf, len, "?");
+		return;
+	}
+	raw[n] = 0;
+	raw[strcspn(raw, "\n")] = 0;
+	collect_sanitize(buf, len, raw, false);
+}
+
+/*
+ * The port FIFOs that are in @d already: each must be what setup makes for
+ * @uid (hp_fifo_ours()) and open in no process (another VM's QEMU, a
+ * recording). Return: 0, -EEXIST or -EBUSY after a message naming the file
+ * and its owner or holder, or -errno.
+ */
+static int hp_check_fifos(const struct hotplug_opts *o, struct hp_dir *d, uid_t uid)
+{
+	unsigned int i, nf = 2 * (o->vcpus + 1), nk = 0, *which;
+	char name[64], why[160], comm[64];
+	struct procfd_key *keys;
+	struct stat st;
+	int ret = 0;
+
+	keys = calloc(nf, sizeof(*keys));
+	which = calloc(nf, sizeof(*which));	/* the file each key is */
+	if (!keys || !which) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < nf; i++) {
+		hp_file_name(i / 2, o->vcpus, i % 2, name, sizeof(name));
+		if (fstatat(d->fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			if (errno == ENOENT)
+				continue;
+			ret = -errno;
+			log_err("%s/%s: %s", o->dir, name, strerror(-ret));
+			goto out;
+		}
+		if (!hp_fifo_ours(&st, uid, why, sizeof(why))) {
+			log_err("%s/%s is there already and %s: setup --hotplug takes over no file it "
+				"did not make: remove it, or give another --dir", o->dir, name, why);
+			ret = -EEXIST;
+			goto out;
+		}
+		which[nk] = i;
+		keys[nk++] = (struct procfd_key){ .dev = st.st_dev, .ino = st.st_ino };
+	}
+	procfd_holders(keys, nk, NULL);
+	for (i = 0; i < nk; i++) {
+		if (!keys[i].holder)
+			continue;
+		hp_comm(keys[i].holder, comm, sizeof(comm));
+		hp_file_name(which[i] / 2, o->vcpus, which[i] % 2, name, sizeof(name));
+		log_err("%s/%s is there already and open in process %d (%s): setup --hotplug takes "
+			"over no FIFO another process holds (another VM's port, or a recording): give "
+			"another --dir", o->dir, name, (int)keys[i].holder, comm);
+		ret = -EBUSY;
+		goto out;
+	}
+out:
+	free(which);
+	free(keys);
+	return ret;
+}
+
+/* Make the port FIFOs that are not there, 0600, and give them to @uid; @made[] gets them. */
+static int hp_mkfifos(const struct hotplug_opts *o, struct hp_dir *d, uid_t uid, bool *made)
+{
+	unsigned int i, nf = 2 * (o->vcpus + 1);
+	struct stat st;
+	char name[64];
+	mode_t um;
+	int fd, ret = 0;
+
+	um = umask(077);
+	for (i = 0; i < nf && ret == 0; i++) {
+		hp_file_name(i / 2, o->vcpus, i % 2, name, sizeof(name));
+		if (mkfifoat(d->fd, name, 0600) < 0) {
+			if (errno == EEXIST)
+				continue;	/* hp_check_fifos() took it */
+			ret = -errno;
+			log_err("cannot create the FIFO %s/%s: %s", o->dir, name, strerror(-ret));
+			break;
+		}
+		made[i] = true;
+		/* QEMU opens them: they are its user's when it does not run as us. */
+		if (uid == geteuid())
+			continue;
+		fd = openat(d->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 || fstat(fd, &st) < 0)
+			ret = -errno;
+		else if (!S_ISFIFO(st.st_mode))
+			ret = -EEXIST;	/* only root can write here: not to be */
+		else if (fchownat(fd, "", uid, (gid_t)-1, AT_EMPTY_PATH) < 0)
+			ret = -errno;
+		if (ret < 0)
+			log_err("cannot give the FIFO %s/%s to uid %u: %s", o->dir, name,
+				(unsigned int)uid, strerror(-ret));
+		if (fd >= 0)
+			close(fd);
+	}
+	umask(um);
+	return ret;
+}
+
+/*
+ * The FIFOs (or, with the unix backend, room for the sockets) of the ports,
+ * in @d. A file that is there already is taken only when it is what setup
+ * makes and no process has it open, and is never chowned: what is made is
+ * made here, 0600, and only then given to QEMU's user. All is checked
+ * before anything is made. @made[] gets what this run made, for
+ * hp_unmake_files().
+ */
+static int hp_make_files(const struct hotplug_opts *o, struct hp_dir *d, uid_t peer, bool *made)
+{
+	uid_t uid = hp_fifo_uid(peer);
+	int ret;
+
+	if (o->unix_backend)
+		return hp_clear_sockets(o, d, peer);
+	ret = hp_check_fifos(o, d, uid);
+	if (ret < 0)
+		return ret;
+	return hp_mkfifos(o, d, uid, made);
+}
+
+/* Take out again what hp_make_files() made (@made), and the directory if this run made it. */
+static void hp_unmake_files(const struct hotplug_opts *o, struct hp_dir *d, const bool *made)
+{
+	unsigned int i;
+	char name[64];
+
+	for (i = 0; made && i < 2 * (o->vcpus + 1); i++) {
+		if (!made[i])
+			continue;
+		hp_file_name(i / 2, o->vcpus, i % 2, name, sizeof(name));
+		unlinkat(d->fd, name, 0);
+	}
+	if (d->made)
+		unlinkat(d->parent, d->leaf, AT_REMOVEDIR);
+}
+
+/*
+ * Remove the ports' FIFOs that setup made for the QEMU run by @peer
+ * (hp_fifo_ours()), and the directory when it is empty then. Anything else
+ * under a port's name stays, and is named. @n gets the FIFOs removed.
+ * Return: 0 (also when the directory is not there), or -errno after a
+ * message when it cannot be trusted or found.
+ */
+static int hp_remove_files(struct hotplug_opts *o, uid_t peer, pid_t pid, unsigned int vcpus,
+			   unsigned int *n)
+{
+	uid_t uid = hp_fifo_uid(peer);
+	struct hp_dir d;
+	char name[64], why[160];
+	struct stat st;
+	unsigned int i;
+	int k, ret;
+
+	*n = 0;
+	ret = hp_dir_open(o, pid, false, &d);
+	if (ret < 0)
+		return ret == -ENOENT ? 0 : ret;
+	for (i = 0; i <= vcpus; i++) {
+		for (k = 0; k < 2; k++) {
+			hp_file_name(i, vcpus, k, name, sizeof(name));
+			if (fstatat(d.fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+				continue;
+			if (!hp_fifo_ours(&st, uid, why, sizeof(why))) {
+				log_warn("left %s/%s: setup did not make it (%s)", o->dir, name, why);
+				continue;
+			}
+			if (unlinkat(d.fd, name, 0) == 0)
+				(*n)++;
+		}
+	}
+	/* Only when empty: a directory the user keeps other files in stays. */
+	if (d.parent >= 0)
+		unlinkat(d.parent, d.leaf, AT_REMOVEDIR);
+	else
+		rmdir(o->dir);
+	hp_dir_close(&d);
+	return 0;
+}
+
 /* --- unplugging --- */
 
 static bool hp_deleted(const struct hp_qmp *q, const char *id)
@@ -626,31 +1119,6 @@ static void hp_order_ctl_first(char (*ids)[128], unsigned int n)
 }
 
 /*
- * Remove DIR/PORT's FIFOs (only FIFOs, only our port names) and DIR when it
- * is empty then. Return: the FIFOs removed.
- */
-static unsigned int hp_remove_files(const char *dir, unsigned int vcpus)
-{
-	const char *sfx[2] = { ".in", ".out" };
-	char path[PATH_MAX];
-	struct stat st;
-	unsigned int i, k, n = 0;
-
-	for (i = 0; i <= vcpus; i++) {
-		for (k = 0; k < 2; k++) {
-			if (i < vcpus)
-				snprintf(path, sizeof(path), "%s/" HP_DATA_PREFIX "%u%s", dir, i, sfx[k]);
-			else
-				snprintf(path, sizeof(path), "%s/" HP_CTL_NAME "%s", dir, sfx[k]);
-			if (lstat(path, &st) == 0 && S_ISFIFO(st.st_mode) && unlink(path) == 0)
-				n++;
-		}
-	}
-	rmdir(dir);	/* only when empty: a directory the user keeps other files in stays */
-	return n;
-}
-
-/*
  * device_del the controllers --hotplug added. One whose unplug QEMU already
  * asked the guest for (a PCI unplug waits for the guest to eject it) is no
  * error. Return: how many are still there after a short wait.
@@ -667,11 +1135,12 @@ static unsigned int hp_unplug_controllers(struct hp_qmp *q, char (*ctls)[128], u
 	return n ? hp_wait_deleted(q, ctls, n, HP_CTL_DELETE_MS) : 0;
 }
 
-static int hp_remove(struct hp_qmp *q, struct hotplug_opts *o)
+static int hp_remove(struct hp_qmp *q, struct hotplug_opts *o, uid_t uid, pid_t pid)
 {
 	static char ids[HP_MAX_VCPUS + 8][128];
 	char ctls[HP_MAX_BUSES][128];
-	unsigned int n, nctl, left, files, ctl_left;
+	unsigned int n, nctl, left, files = 0, ctl_left;
+	int ret = 0;
 
 	n = hp_ids(q, HP_PORT_PREFIX, ids, sizeof(ids) / sizeof(ids[0]));
 	nctl = hp_ids(q, HP_SER_PREFIX, ctls, HP_MAX_BUSES);
@@ -689,7 +1158,8 @@ static int hp_remove(struct hp_qmp *q, struct hotplug_opts *o)
 		log_warn("QEMU %s: the guest has not released the hot-plugged virtio-serial "
 			 "controller yet (a PCI unplug needs the guest's consent): it goes when the "
 			 "guest ejects it", o->name);
-	files = left ? 0 : hp_remove_files(o->dir, n - 1);
+	if (!left)
+		ret = hp_remove_files(o, uid, pid, n - 1, &files);
 	printf("QEMU %s: unplugged %u ports (the control port first: the guest's trace-agent "
 	       "stops with it)%s, no reboot%s%s\n", o->name, n - left,
 	       nctl ? " and the virtio-serial controller setup added" : "",
@@ -699,66 +1169,10 @@ static int hp_remove(struct hp_qmp *q, struct hotplug_opts *o)
 			HP_DELETE_MS / 1000);
 		return -EIO;
 	}
-	return 0;
+	return ret;
 }
 
 /* --- plugging --- */
-
-static int hp_make_port_file(const char *path, uid_t uid)
-{
-	struct stat st;
-
-	if (mkfifo(path, 0600) < 0 && errno != EEXIST)
-		return -errno;
-	if (lstat(path, &st) < 0)
-		return -errno;
-	if (!S_ISFIFO(st.st_mode))
-		return -EEXIST;
-	/* QEMU opens them: they are its user's when it does not run as root. */
-	if (geteuid() == 0 && uid && st.st_uid != uid && lchown(path, uid, (gid_t)-1) < 0)
-		return -errno;
-	return 0;
-}
-
-static int hp_make_files(const struct hotplug_opts *o, uid_t uid)
-{
-	const char *sfx[2] = { ".in", ".out" };
-	char path[PATH_MAX];
-	unsigned int i, k;
-	struct stat st;
-	int ret;
-
-	ret = collect_mkdirs(o->dir);
-	if (ret < 0) {
-		log_err("cannot create %s: %s", o->dir, strerror(-ret));
-		return ret;
-	}
-	for (i = 0; i <= o->vcpus; i++) {
-		if (o->unix_backend) {
-			/* A stale socket of an earlier run would make QEMU's bind fail. */
-			if (i < o->vcpus)
-				snprintf(path, sizeof(path), "%s/" HP_DATA_PREFIX "%u", o->dir, i);
-			else
-				snprintf(path, sizeof(path), "%s/" HP_CTL_NAME, o->dir);
-			if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
-				unlink(path);
-			continue;
-		}
-		for (k = 0; k < 2; k++) {
-			if (i < o->vcpus)
-				snprintf(path, sizeof(path), "%s/" HP_DATA_PREFIX "%u%s", o->dir, i, sfx[k]);
-			else
-				snprintf(path, sizeof(path), "%s/" HP_CTL_NAME "%s", o->dir, sfx[k]);
-			ret = hp_make_port_file(path, uid);
-			if (ret < 0) {
-				log_err("cannot create the FIFO %s: %s", path, ret == -EEXIST ?
-					"it exists and is not a FIFO" : strerror(-ret));
-				return ret;
-			}
-		}
-	}
-	return 0;
-}
 
 /* Free port numbers, bus after bus: at most 30 per bus, below its max_ports, never 0. */
 static unsigned int hp_free_slots(const struct hp_bus *buses, unsigned int nbus,
@@ -797,7 +1211,9 @@ static int hp_plug(struct hp_qmp *q, struct hotplug_opts *o, uid_t uid, pid_t pi
 	static struct hp_bus buses[HP_MAX_BUSES];
 	static bool have[HP_MAX_VCPUS];
 	static char added[HP_MAX_VCPUS + 1][128];
+	static bool made[2 * (HP_MAX_VCPUS + 1)];
 	char name[128], chardev[128], id[128], path[PATH_MAX], err[256], ctl_id[128], who[96];
+	struct hp_dir d = { .fd = -1, .parent = -1 };
 	struct hp_found f = { .have = have };
 	unsigned int nports = o->vcpus + 1, nbus, nfree, i, nadded = 0, nctl_added = 0;
 	bool have_hp_ser;
@@ -846,7 +1262,11 @@ static int hp_plug(struct hp_qmp *q, struct hotplug_opts *o, uid_t uid, pid_t pi
 		ret = -ENOSPC;
 		goto rollback;
 	}
-	ret = hp_make_files(o, uid);
+	ret = hp_dir_open(o, pid, true, &d);
+	if (ret < 0)
+		goto rollback;
+	memset(made, 0, sizeof(made));
+	ret = hp_make_files(o, &d, uid, made);
 	if (ret < 0)
 		goto rollback;
 	for (i = 0; i < nports; i++) {
@@ -885,6 +1305,7 @@ static int hp_plug(struct hp_qmp *q, struct hotplug_opts *o, uid_t uid, pid_t pi
 	       "rule 90-trace-agent.rules); record with `virtio-trace-collect record --chardev-dir %s "
 	       "--name %s`; `setup --qmp %s --remove` unplugs them\n", o->name, o->dir, o->name,
 	       q->path);
+	hp_dir_close(&d);
 	return 0;
 
 rollback:
@@ -898,6 +1319,9 @@ rollback:
 	}
 	if (nadded || nctl_added)
 		log_err("QEMU %s: what was plugged is taken out again", o->name);
+	if (d.fd >= 0)
+		hp_unmake_files(o, &d, made);
+	hp_dir_close(&d);
 	return ret;
 }
 
@@ -905,7 +1329,9 @@ rollback:
  * hotplug_run() - `setup --qmp SOCKET --hotplug` or `--remove`
  * @o: what to do; @o->name, @o->dir and @o->vcpus are filled in when empty
  *
- * Prints what it did on stdout.
+ * Prints what it did on stdout. The default directory is
+ * /run/virtio-trace/qemu-PID-START, PID and START being the pid (SO_PEERCRED)
+ * and start time of the process that serves the socket.
  *
  * Return: 0, or -errno after a message that says what to do.
  */
@@ -926,15 +1352,17 @@ int hotplug_run(struct hotplug_opts *o)
 
 		if (hp_exec(&q, "query-name", NULL, NULL, &doc, NULL, 0) == 0)
 			n = json_string(json_get(json_get(json_root(doc), "return"), "name"));
-		/* QEMU's -name may hold ",debug-threads=on" no more: only a name that makes a file name. */
+		/*
+		 * Whoever serves the socket answers this: the name is only shown, and
+		 * suggested to record --name, which makes file names of it (so only a
+		 * name that can be one). It never chooses a path here.
+		 */
 		snprintf(o->name, sizeof(o->name), "%s", n && collect_name_ok(n) ? n : "guest");
 		json_free(doc);
 		doc = NULL;
 	}
-	if (!o->dir[0])
-		snprintf(o->dir, sizeof(o->dir), "%s/%s", HP_DEFAULT_ROOT, o->name);
 	if (o->remove) {
-		ret = hp_remove(&q, o);
+		ret = hp_remove(&q, o, uid, pid);
 		hp_close(&q);
 		return ret;
 	}

@@ -10,8 +10,9 @@
  * @qmp: QEMU's QMP socket (-qmp unix:PATH,server=on,wait=off)
  * @remove: unplug what an earlier --hotplug added, instead of plugging
  * @unix_backend: sockets QEMU listens on instead of pipe FIFOs
- * @name: the guest's name ("" : QEMU's -name, else "guest")
- * @dir: where the chardevs live ("" : /run/virtio-trace/NAME)
+ * @name: the guest's name, only shown ("" : QEMU's -name, else "guest")
+ * @dir: where the chardevs live ("" : /run/virtio-trace/qemu-PID-START, of
+ *       the process that serves @qmp; never named by @name)
  * @vcpus: data ports to plug (0: one per vCPU QEMU reports)
  */
 struct hotplug_opts {

@@ -39,6 +39,7 @@
 #include "collect.h"
 #include "json.h"
 #include "list.h"
+#include "procfd.h"
 #include "text.h"
 #include "vt_conn.h"
 #include "vt_proto.h"
@@ -256,49 +257,9 @@ static void scan_cmdline(const char *buf, size_t len, struct list_guest *g, stru
 	}
 }
 
-/* Listening unix sockets by inode, from /proc/net/unix: socket:[INODE] -> path. */
-struct unix_sock {
-	unsigned long inode;
-	char path[200];
-	bool connected;
-};
-
-static struct unix_sock *read_unix(unsigned int *n)
-{
-	char line[512], path[256];
-	struct unix_sock *u = NULL, *t;
-	unsigned int cap = 0;
-	unsigned long inode, st;
-	FILE *f = fopen("/proc/net/unix", "r");
-
-	*n = 0;
-	if (!f)
-		return NULL;
-	while (fgets(line, sizeof(line), f)) {
-		path[0] = 0;
-		/* Num RefCount Protocol Flags Type St Inode Path */
-		if (sscanf(line, "%*s %*s %*s %*s %*s %lx %lu %255s", &st, &inode, path) < 2 ||
-		    path[0] != '/')
-			continue;
-		if (*n == cap) {
-			cap = cap ? 2 * cap : 64;
-			t = realloc(u, cap * sizeof(*u));
-			if (!t)
-				break;
-			u = t;
-		}
-		u[*n].inode = inode;
-		u[*n].connected = st == 3;	/* SS_CONNECTED */
-		snprintf(u[*n].path, sizeof(u[*n].path), "%s", path);
-		(*n)++;
-	}
-	fclose(f);
-	return u;
-}
-
 /* QEMU's open files that are trace ports: FIFOs NAME.in/.out, sockets by /proc/net/unix. */
-static void scan_fds(pid_t pid, struct list_guest *g, struct port_set *ps, const struct unix_sock *u,
-		     unsigned int nu)
+static void scan_fds(pid_t pid, struct list_guest *g, struct port_set *ps,
+		     const struct procfd_unix *u, unsigned int nu)
 {
 	char dir[64], link[PATH_MAX], fdp[128], base[PATH_MAX];
 	struct dirent *de;
@@ -380,7 +341,7 @@ static int read_cmdline(pid_t pid, char *buf, size_t size, size_t *len)
 static int scan_proc(struct list_found *f, const pid_t *skip, unsigned int nskip)
 {
 	struct list_chardev *cd;
-	struct unix_sock *u;
+	struct procfd_unix *u;
 	unsigned int nu, i;
 	struct dirent *de;
 	size_t len = 0;
@@ -395,7 +356,7 @@ static int scan_proc(struct list_found *f, const pid_t *skip, unsigned int nskip
 		ret = d ? -ENOMEM : -errno;
 		goto out;
 	}
-	u = read_unix(&nu);
+	u = procfd_read_unix(&nu);
 	while ((de = readdir(d)) && f->nr < LIST_MAX_GUESTS) {
 		struct list_guest *g, *t;
 		struct port_set ps;
@@ -554,17 +515,10 @@ struct probe {
 };
 
 /*
- * Another process than QEMU and us with a guest's control FIFO open: its pid.
- * Any QEMU process holding it is the guest's own (libvirt's test driver, or a
- * QEMU whose pid is not known); anything else is a collector.
+ * Another process than QEMU and us with a guest's control FIFO open: a
+ * collector. Any QEMU process holding it is the guest's own (libvirt's test
+ * driver, or a QEMU whose pid is not known).
  */
-struct fifo_key {
-	dev_t dev;
-	ino_t ino;
-	pid_t qemu;
-	pid_t holder;
-};
-
 static bool pid_is_qemu(pid_t pid)
 {
 	char buf[4096];
@@ -573,45 +527,8 @@ static bool pid_is_qemu(pid_t pid)
 	return read_cmdline(pid, buf, sizeof(buf), &len) == 0 && is_qemu(buf);
 }
 
-static void find_holders(struct fifo_key *k, unsigned int n)
-{
-	char dir[64], fdp[128];
-	struct dirent *de, *fe;
-	struct stat st;
-	unsigned int i;
-	DIR *d, *fds;
-
-	if (!n)
-		return;
-	d = opendir("/proc");
-	while (d && (de = readdir(d))) {
-		char *end;
-		pid_t pid = strtol(de->d_name, &end, 10);
-
-		if (*end || pid <= 0 || pid == getpid())
-			continue;
-		snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
-		fds = opendir(dir);
-		while (fds && (fe = readdir(fds))) {
-			if (fe->d_name[0] == '.')
-				continue;
-			snprintf(fdp, sizeof(fdp), "%s/%s", dir, fe->d_name);
-			if (stat(fdp, &st) < 0 || !S_ISFIFO(st.st_mode))
-				continue;
-			for (i = 0; i < n; i++)
-				if (st.st_dev == k[i].dev && st.st_ino == k[i].ino && pid != k[i].qemu &&
-				    !k[i].holder && !pid_is_qemu(pid))
-					k[i].holder = pid;
-		}
-		if (fds)
-			closedir(fds);
-	}
-	if (d)
-		closedir(d);
-}
-
 /* A connected unix socket on @path (someone is already QEMU's client there). */
-static bool sock_in_use(const char *path, const struct unix_sock *u, unsigned int nu)
+static bool sock_in_use(const char *path, const struct procfd_unix *u, unsigned int nu)
 {
 	unsigned int i;
 
@@ -723,10 +640,10 @@ void list_probe(struct list_found *f, unsigned int timeout_ms)
 		.rev_min = VT_PROTO_REV_MIN, .rev_max = VT_PROTO_REV_MAX, .clock = "",
 		.software = "virtio-trace-collect " PACKAGE_VERSION " list",
 	};
-	struct fifo_key *keys;
+	struct procfd_key *keys;
 	struct probe *p;
 	struct pollfd *pfd;
-	struct unix_sock *u;
+	struct procfd_unix *u;
 	unsigned int i, n = 0, nk = 0, nu, left;
 	struct timespec t0, now;
 	char out[4200];
@@ -738,7 +655,7 @@ void list_probe(struct list_found *f, unsigned int timeout_ms)
 	keys = calloc(f->nr + 1, sizeof(*keys));
 	if (!p || !pfd || !keys)
 		goto out;
-	u = read_unix(&nu);
+	u = procfd_read_unix(&nu);
 	/* Who else has each pipe port open: a recording collector. */
 	for (i = 0; i < f->nr; i++) {
 		struct list_guest *g = &f->g[i];
@@ -747,10 +664,10 @@ void list_probe(struct list_found *f, unsigned int timeout_ms)
 			continue;
 		snprintf(out, sizeof(out), "%s.out", g->ctl_path);
 		if (stat(out, &st) == 0 && S_ISFIFO(st.st_mode))
-			keys[nk++] = (struct fifo_key){ .dev = st.st_dev, .ino = st.st_ino,
-							.qemu = g->qemu_pid };
+			keys[nk++] = (struct procfd_key){ .dev = st.st_dev, .ino = st.st_ino,
+							.skip = g->qemu_pid };
 	}
-	find_holders(keys, nk);
+	procfd_holders(keys, nk, pid_is_qemu);
 	for (i = 0, nk = 0; i < f->nr; i++) {
 		struct list_guest *g = &f->g[i];
 		bool is_fifo;

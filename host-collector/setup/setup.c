@@ -188,11 +188,15 @@ static void setup_usage(FILE *f)
 "                         `record --qmp` holds it)\n"
 "      --hotplug          plug the ports in (pipe: the FIFOs are made first),\n"
 "                         one per vCPU QEMU has (or --vcpus N), the control\n"
-"                         port last; DIR default %s/NAME, NAME default\n"
-"                         QEMU's -name\n"
+"                         port last; DIR default\n"
+"                         %s/qemu-PID-START: the pid and start\n"
+"                         time of the process that serves SOCKET (NAME,\n"
+"                         default QEMU's -name, is only shown)\n"
 "\n"
-"With --qmp, --remove unplugs what --hotplug added (the control port first)\n"
-"and removes its FIFOs.\n"
+"A FIFO that is in DIR already is taken only when it is what setup makes (the\n"
+"QEMU's user's, 0600, no link) and no process has it open; DIR must be one\n"
+"nobody but root (or you) can write. With --qmp, --remove unplugs what\n"
+"--hotplug added (the control port first) and removes the FIFOs it made.\n"
 "\n"
 "Exit status: 0 done or nothing to do; 1 libvirt, QEMU or the files failed;\n"
 "2 usage.\n",
@@ -627,7 +631,7 @@ static int setup_parse(int argc, char **argv, struct setup_opts *o)
 			return -EINVAL;
 		}
 		if (!dir)
-			return 0;	/* hotplug_run(): /run/virtio-trace/NAME, NAME from QEMU */
+			return 0;	/* hotplug_run(): /run/virtio-trace/qemu-PID-START */
 	} else if (o->domain || o->apply || o->remove || o->uri || o->live) {
 		if (!o->domain || o->apply == o->remove) {
 			fprintf(stderr, "virtio-trace-collect setup: --domain NAME goes with one of "
