@@ -16,7 +16,7 @@
 #include "text.h"
 
 /* A printed line's length bound, before and after it is made safe. */
-#define TEXT_LINE_MAX	4096
+#define TEXT_LINE_MAX	8192
 
 /**
  * collect_sanitize() - make guest text safe to log and store
