@@ -77,4 +77,8 @@ enum guest_msg { GMSG_AGENT_ERROR, GMSG_SYNC, GMSG_AGENT_NOTICE, GMSG_REFUSED, G
 	} while (0)
 const char *collect_msg_name(enum guest_msg kind);
 
+/* dirperm.c */
+struct stat;
+bool collect_dir_private(const struct stat *st);
+
 #endif

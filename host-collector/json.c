@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "json.h"
+#include "text.h"
 
 #define ARENA_BLOCK	(64u << 10)
 
@@ -157,34 +158,6 @@ static size_t put_utf8(char *d, unsigned int cp)
 	return 4;
 }
 
-/* Length of the valid UTF-8 sequence at @s (at most @n bytes), 0 if invalid. */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-	unsigned int cp, need, i;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		need = 1, cp = s[0] & 0x1f;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		need = 2, cp = s[0] & 0x0f;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		need = 3, cp = s[0] & 0x07;
-	else
-		return 0;
-	if (n < need + 1)
-		return 0;
-	for (i = 1; i <= need; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3f);
-	}
-	if ((need == 2 && cp < 0x800) || (need == 3 && (cp < 0x10000 || cp > 0x10ffff)) ||
-	    (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return need + 1;
-}
-
 /* A string at p->pos (the opening quote): decoded into the arena. */
 static int parse_string(struct parser *p, const char **out, size_t *out_len)
 {
@@ -216,7 +189,7 @@ static int parse_string(struct parser *p, const char **out, size_t *out_len)
 		size_t l;
 
 		if (c != '\\') {
-			l = utf8_len((const unsigned char *)s + p->pos, end - p->pos);
+			l = collect_utf8_len((const unsigned char *)s + p->pos, end - p->pos);
 			if (!l)
 				return fail(p, -EINVAL, "invalid UTF-8 in a string");
 			memcpy(d + n, s + p->pos, l);
@@ -740,7 +713,8 @@ int json_bool(const struct json_value *v, bool *out)
  * @s: the text, NUL-terminated
  *
  * Valid UTF-8 is kept as it is; '"' and '\\' are escaped, control characters
- * (below 0x20, and DEL) become \\u00XX, and a byte that starts no valid UTF-8
+ * (below 0x20, DEL, and the C1 controls U+0080..U+009F that some terminals
+ * act on) become \\u00XX, and a byte that starts no valid UTF-8
  * sequence becomes U+FFFD. What this writes, json_parse() reads back as the
  * same text with only the invalid bytes replaced (fuzz-json checks it).
  */
@@ -751,7 +725,7 @@ void json_write_string(FILE *f, const char *s)
 
 	fputc('"', f);
 	while (left) {
-		n = utf8_len(p, left);
+		n = collect_utf8_len(p, left);
 		if (!n) {
 			fputs("\\ufffd", f);
 			n = 1;
@@ -759,6 +733,8 @@ void json_write_string(FILE *f, const char *s)
 			fprintf(f, "\\%c", *p);
 		} else if (*p < 0x20 || *p == 0x7f) {
 			fprintf(f, "\\u%04x", *p);
+		} else if (p[0] == 0xc2 && p[1] <= 0x9f) {
+			fprintf(f, "\\u%04x", p[1]);	/* a C1 control, U+0080..U+009F */
 		} else {
 			fwrite(p, 1, n, f);
 		}

@@ -5,11 +5,17 @@
  * then "error: " or "warning: " where it is one; and the status line that
  * record redraws in place (a message first clears it, so the two never share
  * a line).
+ *
+ * Messages quote what others chose: a path from a process's command line (a
+ * local user's fake QEMU), a guest's name, what an agent or a QMP peer said.
+ * Each is formatted whole, then made safe (collect_vput_safe()): no escape
+ * sequence reaches the terminal and no newline starts a forged message.
  */
 #include <stdarg.h>
 #include <stdio.h>
 
 #include "collect.h"
+#include "text.h"
 
 int collect_quiet;
 int collect_verbose;
@@ -35,7 +41,7 @@ void collect_usage(const char *fmt, ...)
 	collect_status_clear();
 	prefix();
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	collect_vput_safe(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
 }
@@ -58,9 +64,9 @@ void collect_log(int level, const char *fmt, ...)
 		fputs("error: ", stderr);
 	else if (level == L_WARN)
 		fputs("warning: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	collect_vput_safe(stderr, fmt, ap);
 	va_end(ap);
+	fputc('\n', stderr);
 }
 
 /**
@@ -73,7 +79,7 @@ void collect_status(const char *fmt, ...)
 
 	fputs("\r\033[K", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	collect_vput_safe(stderr, fmt, ap);
 	va_end(ap);
 	status_shown = true;
 }

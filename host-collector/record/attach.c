@@ -15,11 +15,15 @@
  * is checked (SO_PEERCRED, SO_PEERGROUPS): root, this user, --listen-uid, or
  * a member of --listen-group. The first allowed connection is the guest's;
  * the socket stays open so that any later one is refused and logged, not
- * left to wait.
+ * left to wait. The directory itself must be one only this user or root can
+ * write (collect_dir_private()): whoever else can write it takes the socket's
+ * name, by renaming ours away or (the sticky bit of a 1777 directory does not
+ * stop that) before we bind it, and QEMU connects to them.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,6 +87,47 @@ static void listen_perm(const struct record_opts *o, mode_t *mode, uid_t *uid, g
 	*gid = o->have_listen_gid ? o->listen_gid : (gid_t)-1;
 }
 
+/*
+ * Whether the directory of --listen socket @path is one that only this user
+ * or root can change. -EPERM, with in @why what is wrong and what to do, when
+ * not; -errno when it cannot be looked at.
+ */
+static int listen_dir_check(const char *path, char *why, size_t size)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[PATH_MAX], owner[32];
+	struct passwd *pw;
+	struct stat st;
+
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if ((size_t)snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path),
+				  path) >= sizeof(dir))
+		return -ENAMETOOLONG;
+	if (stat(dir, &st) < 0)
+		return -errno;
+	if (collect_dir_private(&st))
+		return 0;
+	pw = getpwuid(st.st_uid);
+	if (pw && strlen(pw->pw_name) < sizeof(owner))
+		snprintf(owner, sizeof(owner), "%s", pw->pw_name);
+	else
+		snprintf(owner, sizeof(owner), "%u", (unsigned int)st.st_uid);
+	if (st.st_uid != geteuid() && st.st_uid != 0)
+		snprintf(why, size, "--listen: the directory %s (mode %04o, owner %s) belongs to "
+			 "another user, who could take the socket's name (first, or by renaming ours "
+			 "away) and have QEMU connect to them: use a directory of this user or root "
+			 "that only its owner can write (`mkdir -m 0700 DIR`)", dir,
+			 (unsigned int)(st.st_mode & 07777), owner);
+	else
+		snprintf(why, size, "--listen: the directory %s (mode %04o, owner %s) can be "
+			 "written by others than its owner and root, who could take the socket's name "
+			 "(first, or by renaming ours away) and have QEMU connect to them: use a "
+			 "directory only its owner can write (`chmod go-w DIR`, or `mkdir -m 0700 DIR`)",
+			 dir, (unsigned int)(st.st_mode & 07777), owner);
+	return -EPERM;
+}
+
 static int sock_listen(const char *path, const struct record_opts *o)
 {
 	char dir[PATH_MAX], tmp[PATH_MAX + 8];
@@ -93,6 +138,11 @@ static int sock_listen(const char *path, const struct record_opts *o)
 	gid_t gid;
 	int fd, ret;
 
+	ret = listen_dir_check(path, dir, sizeof(dir));
+	if (ret == -EPERM)
+		log_err("%s", dir);
+	if (ret < 0)
+		return ret;
 	listen_perm(o, &mode, &uid, &gid);
 	if ((size_t)snprintf(dir, sizeof(dir), "%.*s/.vt-XXXXXX", slash ? (int)(slash - path) : 1,
 			     slash ? path : ".") >= sizeof(dir))
@@ -290,6 +340,14 @@ int attach_guest(struct guest *g, const struct record_opts *o)
 		}
 	}
 	if (g->link.listen) {
+		char why[PATH_MAX + 512];
+
+		/* Said once for the guest, before any socket (the data ports' are there too). */
+		ret = listen_dir_check(g->link.ctl_path, why, sizeof(why));
+		if (ret == -EPERM) {
+			log_err("guest %s: %s", g->name, why);
+			return ret;
+		}
 		g->ctl.lfd = attach_listen(g->link.ctl_path, o);
 		if (g->ctl.lfd < 0) {
 			log_err("guest %s: cannot listen on %s: %s", g->name, g->link.ctl_path,
@@ -317,7 +375,8 @@ int attach_guest(struct guest *g, const struct record_opts *o)
  * and nobody can connect before it is.
  *
  * Return: the listening fd (non-blocking) or -errno (-EEXIST: something
- * that is not a socket has the name).
+ * that is not a socket has the name; -EPERM, logged: its directory is not
+ * one only this user or root can write).
  */
 int attach_listen(const char *base, const struct record_opts *o)
 {

@@ -5,8 +5,8 @@
  * (several megabytes, a fifth of a second of an emulated guest's CPU).
  *
  * One file per VM, VM.kallsyms, in a directory that only its owner (the
- * collector's user) can write: a 24-byte header ("VTKSYMS\0", the u64 key
- * the agent gave, the u64 length), then kallsyms.
+ * collector's user) can write (collect_dir_private()): a 24-byte header
+ * ("VTKSYMS\0", the u64 key the agent gave, the u64 length), then kallsyms.
  *
  * VM is what the host knows of the guest's virtual machine, never what the
  * guest says (kcache_vm_id()): its libvirt domain's UUID, else its QEMU
@@ -115,8 +115,8 @@ static void sweep_tmp(int dfd)
  * removed (sweep_tmp()).
  *
  * Return: the directory's fd; -ENOENT when missing (and not made);
- * -EPERM when it is not the caller's or others may write it; -ELOOP for a
- * link; -ENOTDIR; or -errno.
+ * -EPERM when it is not the caller's or others may write it
+ * (collect_dir_private()); -ELOOP for a link; -ENOTDIR; or -errno.
  */
 int kcache_open(const char *dir, bool create)
 {
@@ -134,7 +134,8 @@ int kcache_open(const char *dir, bool create)
 			err = ELOOP;
 		return -err;
 	}
-	if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 022)) {
+	/* Private, and this user's: root's cache is not another user's to read. */
+	if (fstat(fd, &st) < 0 || !collect_dir_private(&st) || st.st_uid != geteuid()) {
 		close(fd);
 		return -EPERM;
 	}

@@ -24,6 +24,7 @@
 #include "report.h"
 #include "store/spool.h"
 #include "store/sysinfo.h"
+#include "text.h"
 
 #define MANIFEST_MAX	(64u << 20)
 /* What --json prints, as doc/report.schema.json describes it (a key renamed is a new version). */
@@ -134,24 +135,10 @@ static void usage(FILE *f)
 "a trace file it names cannot be read; 2 usage error (an unknown --guest too).\n");
 }
 
-/* Text from the manifest goes to a terminal: no control characters. */
-static void fput_safe(FILE *f, const char *s)
-{
-	const unsigned char *p = (const unsigned char *)(s ? s : "");
-
-	for (; *p; p++) {
-		if (*p < 0x20 || *p == 0x7f)
-			fputc('?', f);
-		else if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)	/* C1 controls */
-			fputc('?', f), p++;
-		else
-			fputc(*p, f);
-	}
-}
-
+/* Text from the manifest goes to a terminal: the collector's one rule (text.h). */
 static void put_safe(const char *s)
 {
-	fput_safe(stdout, s);
+	collect_fput_safe(stdout, s);
 }
 
 static uint64_t u64_field(const struct json_value *obj, const char *key, bool *bad)
@@ -541,8 +528,11 @@ static int report_trace(const char *dir, const struct json_value *t, bool host,
 		}
 		if (ret == 0) {
 			printf("  events: %" PRIu64 "\n", cnt.total);
-			for (i = 0; i < cnt.nr; i++)
-				printf("    %12" PRIu64 "  %s\n", cnt.v[i].n, cnt.v[i].name);
+			for (i = 0; i < cnt.nr; i++) {
+				printf("    %12" PRIu64 "  ", cnt.v[i].n);
+				put_safe(cnt.v[i].name);	/* the trace file's: anyone's */
+				printf("\n");
+			}
 			if (cnt.total != man_events)
 				printf("  note: manifest.json counts %" PRIu64 " events\n", man_events);
 		}
@@ -860,7 +850,7 @@ int report_main(int argc, char **argv)
 			fprintf(stderr, "it recorded none\n");
 		for (g = v->child; g; g = g->next) {
 			fprintf(stderr, "%s", g == v->child ? "its guests: " : ", ");
-			fput_safe(stderr, json_string(json_get(g, "name")));
+			collect_fput_safe(stderr, json_string(json_get(g, "name")));
 			fprintf(stderr, "%s", g->next ? "" : "\n");
 		}
 		json_free(doc);

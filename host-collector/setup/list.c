@@ -860,22 +860,24 @@ static void print_hint(const struct list_guest *g)
 	const char *n = g->libvirt ? g->domain : g->name;
 
 	if (g->libvirt && !g->running)
-		printf("  %s: not running: `virsh start %s`; or, once it runs, `virtio-trace-collect "
-		       "setup --domain %s --apply --live` needs no reboot\n", n, n, n);
+		collect_line(stdout, "  %s: not running: `virsh start %s`; or, once it runs, "
+			     "`virtio-trace-collect setup --domain %s --apply --live` needs no reboot",
+			     n, n, n);
 	else if (g->libvirt && !g->data_ports && !g->ctl_port)
-		printf("  %s: the channels are in its definition only (next boot): `virtio-trace-"
-		       "collect setup --domain %s --apply --live` plugs them in now\n", n, n);
+		collect_line(stdout, "  %s: the channels are in its definition only (next boot): "
+			     "`virtio-trace-collect setup --domain %s --apply --live` plugs them in now",
+			     n, n);
 	else if (!list_ports_ready(g))
-		printf("  %s: its ports are incomplete (%u data ports for %u vCPUs%s)\n", n,
-		       g->data_ports, g->vcpus, g->ctl_port ? "" : ", no agent-ctl-path");
+		collect_line(stdout, "  %s: its ports are incomplete (%u data ports for %u vCPUs%s)", n,
+			     g->data_ports, g->vcpus, g->ctl_port ? "" : ", no agent-ctl-path");
 	else if (g->agent == LIST_AGENT_SILENT)
-		printf("  %s: %s: is trace-agent installed and running in the guest? (in the guest: "
-		       "`systemctl status trace-agent`, `ls /dev/virtio-ports/`)\n", n, g->why);
+		collect_line(stdout, "  %s: %s: is trace-agent installed and running in the guest? (in the "
+			     "guest: `systemctl status trace-agent`, `ls /dev/virtio-ports/`)", n, g->why);
 	else if (g->agent == LIST_AGENT_BUSY)
-		printf("  %s: another process has its control port open%s: a recording is running\n",
-		       n, g->busy_pid ? "" : " (a client is connected)");
+		collect_line(stdout, "  %s: another process has its control port open%s: a recording is "
+			     "running", n, g->busy_pid ? "" : " (a client is connected)");
 	else if (g->agent == LIST_AGENT_ERROR || g->why[0])
-		printf("  %s: %s\n", n, g->why);
+		collect_line(stdout, "  %s: %s", n, g->why);
 }
 
 static void print_table(const struct list_found *f, bool probed)
@@ -890,7 +892,8 @@ static void print_table(const struct list_found *f, bool probed)
 			w = l;
 	}
 	if (f->nr)
-		printf("%-*s  %-16s  %-20s  %-24s  %s\n", w, "NAME", "FROM", "PORTS", "AGENT", "KERNEL");
+		collect_line(stdout, "%-*s  %-16s  %-20s  %-24s  %s", w, "NAME", "FROM", "PORTS", "AGENT",
+			     "KERNEL");
 	for (i = 0; i < f->nr; i++) {
 		const struct list_guest *g = &f->g[i];
 
@@ -900,17 +903,18 @@ static void print_table(const struct list_found *f, bool probed)
 			snprintf(from, sizeof(from), "qemu pid %d", (int)g->qemu_pid);
 		ports_text(g, ports, sizeof(ports));
 		agent_text(g, probed, agent, sizeof(agent));
-		printf("%-*s  %-16s  %-20s  %-24s  %s\n", w, g->libvirt ? g->domain : g->name, from,
-		       ports, agent, g->kernel[0] ? g->kernel : "-");
+		collect_line(stdout, "%-*s  %-16s  %-20s  %-24s  %s", w,
+			     g->libvirt ? g->domain : g->name, from, ports, agent,
+			     g->kernel[0] ? g->kernel : "-");
 	}
 	for (i = 0; i < f->nr; i++)
 		print_hint(&f->g[i]);
 	if (!f->nr)
-		printf("no guest with trace ports%s: `virtio-trace-collect setup --domain NAME --apply "
-		       "--live` or `setup --qmp SOCKET --hotplug` gives a running guest its ports\n",
-		       f->libvirt_note[0] ? "" : " (libvirt domains and QEMU processes)");
+		collect_line(stdout, "no guest with trace ports%s: `virtio-trace-collect setup --domain NAME "
+			     "--apply --live` or `setup --qmp SOCKET --hotplug` gives a running guest "
+			     "its ports", f->libvirt_note[0] ? "" : " (libvirt domains and QEMU processes)");
 	if (f->libvirt_note[0])
-		printf("note: %s\n", f->libvirt_note);
+		collect_line(stdout, "note: %s", f->libvirt_note);
 }
 
 static void print_json(const struct list_found *f, bool probed)
@@ -1043,7 +1047,7 @@ int list_main(int argc, char **argv)
 	if (names) {
 		for (i = 0; i < f.nr; i++)
 			if (f.g[i].libvirt)
-				printf("%s\n", f.g[i].domain);
+				collect_line(stdout, "%s", f.g[i].domain);
 	} else {
 		if (probe)
 			list_probe(&f, timeout_ms);

@@ -10,7 +10,7 @@
  *   - arbitrary bytes written by json_write_string() always read back as a
  *     JSON string: invalid UTF-8 only replaced (U+FFFD), nothing else changed;
  *   - qmp_parse_cpus_fast() and qmp_parse_uuid() on the input.
- * vt-fuzz-sources: host-collector/json.c host-collector/setup/qmp-reply.c
+ * vt-fuzz-sources: host-collector/json.c host-collector/text.c host-collector/setup/qmp-reply.c
  * vt-fuzz-libs: -I host-collector -I host-collector/setup
  * vt-fuzz-args: -max_len=16384
  */

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Proves (issue 28): `record --listen` sockets do not depend on the umask, and who connects is
-# checked. The directory and the run's directory are open to all, so that the socket's own mode
-# is the only gate. For each run, DIR/agent-ctl-path as the collector made it:
+# checked. The directory and the run's directory can be entered by all, so that the socket's own
+# mode is the only gate. For each run, DIR/agent-ctl-path as the collector made it:
 #   u000: at umask 000: mode 600 (it was 777), owned by root; the user nobody cannot connect
 #         (it used to be taken as the guest); nobody with CAP_DAC_OVERRIDE connects but is
 #         refused and logged (SO_PEERCRED); the real agent (root) is then the guest, exact;
@@ -12,7 +12,11 @@
 #         nobody:nogroup (a QEMU of another user) is the guest, exit 0, exact;
 #   uid:  --listen-uid nobody at umask 022: mode 600, owned by nobody; an agent run as nobody
 #         is the guest, exit 0, exact.
-echo "collect: --listen sockets are 0600 (0660 with --listen-group) at any umask, peers checked, a taken port refused"
+# (Those directories are root's, mode 0755: only root can change what they hold.) Then (issue
+# 37) --listen refuses a directory that others than its owner and root can write (0777, 1777:
+# the sticky bit does not stop a name taken first, 0775) or that another user owns (nobody's
+# 0755): the exact message names it, its mode and owner, and what to do; exit 1, nothing made.
+echo "collect: --listen sockets are 0600 (0660 with --listen-group) at any umask, peers checked, a taken port refused; a directory others can write is refused"
 . "$VT_SRCDIR/tests/integration/collect-lib.sh"
 need_tools
 command -v setpriv >/dev/null 2>&1 || { echo "SKIP: setpriv is not installed"; exit 77; }
@@ -115,4 +119,32 @@ start uid 022 --listen-uid nobody
 agent $NOBODY
 finish
 [ $RC = 0 ] || { show "$WORK/uid.log" "$WORK/lg-uid.fake"; fail "run uid: exit $RC, want 0 (nobody may connect)"; }
+
+# refuse RUN MODE OWNER: a directory of that mode and owner is refused with its exact message,
+# before any socket is made
+refuse() {
+	r=$1 p=$WORK/p-$1
+	mkdir -p "$p"
+	chown "$3" "$p"
+	chmod "$2" "$p"
+	"$COLLECT" record --chardev-dir "$p" --listen --name lg-$r -o "$WORK/o-$r" -d 1 >"$WORK/$r.log" 2>&1
+	RC=$?
+	[ $RC = 1 ] || { show "$WORK/$r.log"; fail "run $r: exit $RC, want 1 (nothing recorded)"; }
+	if [ "$3" = root ]; then
+		what="can be written by others than its owner and root, who could take the socket's name (first, or by renaming ours away) and have QEMU connect to them: use a directory only its owner can write (\`chmod go-w DIR\`, or \`mkdir -m 0700 DIR\`)"
+	else
+		what="belongs to another user, who could take the socket's name (first, or by renaming ours away) and have QEMU connect to them: use a directory of this user or root that only its owner can write (\`mkdir -m 0700 DIR\`)"
+	fi
+	want="virtio-trace-collect record: error: guest lg-$r: --listen: the directory $p (mode $(printf %04o 0$2), owner $3) $what"
+	[ "$(grep -c -x -F -- "$want" "$WORK/$r.log")" = 1 ] || { show "$WORK/$r.log"; fail "run $r: no line '$want'"; }
+	[ -z "$(ls -A "$p")" ] || fail "run $r: the refused directory holds $(ls -A "$p")"
+	[ ! -e "$WORK/o-$r" ] || fail "run $r: an output directory was made"
+	echo "run $r: a directory of mode $2 owned by $3 is refused"
+}
+# Directories others can write (the sticky bit does not help: a name taken first stays theirs),
+# and one of another user.
+refuse w777 777 root
+refuse w1777 1777 root
+refuse g775 775 root
+refuse own 755 nobody
 echo "PASS"

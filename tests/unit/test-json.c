@@ -368,7 +368,7 @@ static void test_mutations(void **state)
 	free(buf);
 }
 
-/* The one escaper: UTF-8 kept, control characters escaped, invalid bytes as U+FFFD. */
+/* The one escaper: UTF-8 kept, control characters (C0, DEL, C1) escaped, invalid bytes as U+FFFD. */
 static void test_write_string(void **state)
 {
 	static const struct {
@@ -378,6 +378,8 @@ static void test_write_string(void **state)
 		{ "q\"b\\s", "\"q\\\"b\\\\s\"" },
 		{ "\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "\"\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"" },
 		{ "\x1b[2J\n\x7f", "\"\\u001b[2J\\u000a\\u007f\"" },
+		/* C1 controls (a terminal's CSI U+009B among them) escaped; U+00A0 kept. */
+		{ "\xc2\x9b" "2J\xc2\x80\xc2\xa0", "\"\\u009b2J\\u0080\xc2\xa0\"" },
 		{ "a\xff" "b\xc0\x80", "\"a\\ufffdb\\ufffd\\ufffd\"" },
 		{ "\xed\xa0\x80", "\"\\ufffd\\ufffd\\ufffd\"" },
 	};
