@@ -707,6 +707,8 @@ static int add_all(const struct record_opts *o, struct guest **gs, unsigned int 
 			why = buf;
 		} else if (l->listen) {
 			why = "QEMU connects to its ports: record it with --chardev-dir DIR --listen";
+		} else if (l->agent == LIST_AGENT_ERROR) {
+			why = l->why[0] ? l->why : "its control port cannot be opened";
 		} else if (l->agent != LIST_AGENT_ANSWERS && !o->wait) {
 			snprintf(buf, sizeof(buf), "%s (with --wait it is waited for)",
 				 l->why[0] ? l->why : "no trace-agent answered");

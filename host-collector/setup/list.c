@@ -469,7 +469,7 @@ static int scan_proc(struct list_found *f, const pid_t *skip, unsigned int nskip
 		if (!g->data_ports && !g->ctl_port)
 			continue;
 		if (q == 0) {
-			char claim[64], msg[400];
+			char claim[200], msg[400];
 
 			collect_sanitize(claim, sizeof(claim), buf, false);
 			snprintf(msg, sizeof(msg), "it calls itself %s, but %s: not a QEMU", claim, why);
