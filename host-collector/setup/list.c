@@ -3,9 +3,12 @@
  * `list`: what can be traced on this host. Libvirt domains with trace
  * channels (running, or only in their definition) come from the libvirt
  * module; QEMU processes that libvirt does not run are found in /proc: a
- * qemu-system-* process whose command line has virtserialport devices named
+ * QEMU process whose command line has virtserialport devices named
  * trace-path-cpuN / agent-ctl-path, or whose open files are such ports
  * (ports hot-plugged with `setup --qmp --hotplug` are on no command line).
+ * A QEMU is what the kernel says it runs, not what its argv[0] says, and
+ * only root's and the invoking user's are taken without --any-user
+ * (qemuproc.c); a process with trace ports left out is named, with why.
  *
  * Each guest whose control port is there gets one HELLO, all at once, and
  * the answers are waited for together, at most the --timeout (2 s): an agent
@@ -15,7 +18,11 @@
  * so that no agent starting later answers it. A port another process has
  * open (a collector recording the guest) is not touched: two readers on a
  * FIFO would steal each other's bytes, and QEMU serves one client per
- * socket. What an agent sends is checked by the codec and sanitised.
+ * socket. A port is opened once, never through a link, and checked on its
+ * descriptor (a FIFO or socket of the QEMU's user or root, a socket's
+ * listener the QEMU) before the HELLO: a user who names the ports of their
+ * QEMU cannot make root write into another file. What an agent sends is
+ * checked by the codec and sanitised.
  *
  * `list` needs the protocol codec (lib/) and the libvirt module, both of
  * which setup/ may use; `record --all` calls list_find() and list_probe().
