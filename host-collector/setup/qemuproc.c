@@ -22,9 +22,10 @@
  * QEMU's user or root, a socket's listener that QEMU itself. A socket is
  * opened O_PATH and connected through /proc/self/fd/N, so that connect()
  * cannot follow a link either. A link in a directory above the port is not
- * refused: it cannot make a file that is not a FIFO or socket of the QEMU's
- * user or root one.
+ * refused, but cannot lead anywhere else: a FIFO must be one the QEMU holds
+ * open (/proc/PID/fd), a socket's listener the QEMU itself.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -149,6 +150,28 @@ bool qemuproc_user_allowed(uid_t uid)
 	return !errno && !*end && v == (unsigned long)uid;
 }
 
+/* Whether process @pid has the file @st open (its /proc/PID/fd, the kernel's word). */
+static bool holds(pid_t pid, const struct stat *st)
+{
+	char dir[40], fdp[80];
+	struct dirent *de;
+	struct stat fst;
+	bool found = false;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
+	d = opendir(dir);
+	while (d && !found && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(fdp, sizeof(fdp), "%s/%s", dir, de->d_name);
+		found = stat(fdp, &fst) == 0 && fst.st_dev == st->st_dev && fst.st_ino == st->st_ino;
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
 /* The type and owner of an opened port, against what is wanted. */
 static int check_fd(int fd, mode_t type, const char *path, const struct qemuproc_owner *want,
 		    char *why, size_t len)
@@ -172,6 +195,12 @@ static int check_fd(int fd, mode_t type, const char *path, const struct qemuproc
 	if (want && want->known && st.st_uid != 0 && st.st_uid != want->uid) {
 		snprintf(why, len, "%s belongs to uid %u, not to the QEMU's user (uid %u) or root",
 			 clean, (unsigned int)st.st_uid, (unsigned int)want->uid);
+		return -EPERM;
+	}
+	/* A QEMU holds its FIFOs open: one it does not is another's, whatever led to it. */
+	if (want && want->known && want->pid && type == S_IFIFO && !holds(want->pid, &st)) {
+		snprintf(why, len, "%s is not a FIFO the QEMU (pid %d) has open", clean,
+			 (int)want->pid);
 		return -EPERM;
 	}
 	return 0;

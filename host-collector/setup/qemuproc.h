@@ -13,8 +13,9 @@
 
 /**
  * struct qemuproc_owner - whose a port must be
- * @known: the QEMU is known: the port must be its user's or root's, and a
- *	socket's peer must be that process (else any owner: an operator's path)
+ * @known: the QEMU is known: the port must be its user's or root's, a FIFO
+ *	one that @pid holds open and a socket's listener @pid (else any owner:
+ *	an operator's path)
  * @uid: the QEMU's user (qemuproc_identify())
  * @pid: the QEMU process (0: any process of @uid or root)
  */

@@ -17,7 +17,10 @@
 #      type by path passed): refused at once, naming the path, nothing written into that FIFO;
 #   e  root's QEMU whose FIFOs nobody made in nobody's directory: refused, naming the owner;
 #   f  root's QEMU whose control port is a socket another process listens on: refused after
-#      connect, before a byte, naming who listens (SO_PEERCRED).
+#      connect, before a byte, naming who listens (SO_PEERCRED);
+#   g  with --any-user, another user's QEMU whose port directory is swapped for a link to a root
+#      VM's: root-owned FIFOs, but not ones that QEMU holds open: refused, naming the path, and
+#      record --all --wait writes nothing into the root VM's control FIFO.
 echo "collect trust: QEMUs by /proc/PID/exe, other users' only with --any-user, ports opened with O_NOFOLLOW and checked on the descriptor"
 . "$VT_SRCDIR/tests/integration/collect-lib.sh"
 need_tools
@@ -49,7 +52,7 @@ target_same() {
 
 # want CASE: the case is run ($TRUST_CASES, default all: to show each one alone against old code)
 want() {
-	case " ${TRUST_CASES:-a b c d e f} " in
+	case " ${TRUST_CASES:-a b c d e f g} " in
 	*" $1 "*) return 0 ;;
 	esac
 	return 1
@@ -263,4 +266,37 @@ time.sleep(30)
 	grep -q 'got 0 bytes' "$WORK/f.listener" || fail "f: the listener got a HELLO: $(cat "$WORK/f.listener")"
 fi
 
-echo "PASS: ${TRUST_CASES:-a-f}: fakes by name or by owner not taken, links never followed, owners and listeners checked"
+# --- g: another user's QEMU whose port directory becomes a link to a root VM's ---
+if want g; then
+	mkdir "$WORK/rootvm" "$PUB/g"
+	for p in trace-path-cpu0 trace-path-cpu1 agent-ctl-path; do
+		mkfifo -m 0600 "$WORK/rootvm/$p.in" "$WORK/rootvm/$p.out"
+	done
+	: >"$WORK/root-g.fake"
+	"$PUB/bin/qemu-system-x86_64" $(pipe_args root-g "$WORK/rootvm") 2>"$WORK/root-g.fake" &
+	RG=$!
+	track $RG
+	ready root-g $RG
+	chown nobody:nogroup "$PUB/g"
+	nbdir g/vm
+	: >"$WORK/evil-g.fake"
+	$NOBODY "$PUB/bin/qemu-system-x86_64" $(pipe_args evil-g "$PUB/g/vm") 2>"$WORK/evil-g.fake" &
+	G=$!
+	track $G
+	ready evil-g $G
+	$NOBODY sh -c 'mv "$1/vm" "$1/vm.old" && ln -s "$2" "$1/vm"' sh "$PUB/g" "$WORK/rootvm" ||
+		fail "g: nobody cannot swap its directory for a link"
+	"$COLLECT" list --any-user --json evil-g >"$WORK/g.json" 2>&1 || fail "g: list exited $?"
+	why=$(J "$WORK/g.json" evil-g .agent.why)
+	echo "  | g: list --any-user: $why"
+	[ "$(J "$WORK/g.json" evil-g .agent.state)" = error ] &&
+		[ "$why" = "$PUB/g/vm/agent-ctl-path.out is not a FIFO the QEMU (pid $G) has open" ] ||
+		fail "g: root's VM's FIFOs reached through nobody's directory link are not refused: '$why'"
+	COLLECT_LIMIT=10 collect g-all --all=evil-g --any-user --wait=2 -o "$WORK/out-g" -d 1
+	left=$(dd if="$WORK/rootvm/agent-ctl-path.in" iflag=nonblock bs=64k count=1 2>/dev/null | wc -c)
+	[ "$left" = 0 ] || fail "g: record --all wrote $left bytes into the root VM's control FIFO"
+	[ $RC = 1 ] && grep -q -- "--all: evil-g is left out: $why" "$WORK/g-all.log" ||
+		{ show "$WORK/g-all.log"; fail "g: record --all --any-user did not leave evil-g out (exit $RC)"; }
+fi
+
+echo "PASS: ${TRUST_CASES:-a-g}: fakes by name or by owner not taken, links never followed, owners and listeners checked"
