@@ -42,6 +42,8 @@ mkdir "$PUB/bin" "$PUB/tools"
 cp "$TOOLS/vt-fake-qemu" "$PUB/bin/qemu-system-x86_64"	# a root-owned QEMU binary
 cp "$TOOLS/vt-fake-qemu" "$PUB/tools/vt-fake-qemu"		# root's, but not named as QEMU
 chmod 0755 "$PUB/bin" "$PUB/tools" "$PUB/bin/qemu-system-x86_64" "$PUB/tools/vt-fake-qemu"
+# nobody's processes start here: the test's own directory may be one nobody cannot enter.
+cd "$PUB" || fail "cd $PUB"
 TARGET=$WORK/target
 printf 'secret\n' >"$TARGET"
 chmod 0600 "$TARGET"
