@@ -6,7 +6,10 @@
  * P.out (guest to host). They are opened O_RDWR so that opening never blocks
  * and the other side closing never gives EOF. `-chardev socket,path=P,
  * server=on` is a unix socket QEMU listens on: we connect. With --listen the
- * collector listens and QEMU (`server=off`) connects to it.
+ * collector listens and QEMU (`server=off`) connects to it. A port is never
+ * opened through a link, and is checked on its descriptor, not by its name
+ * (setup/qemuproc.c): whoever can write its directory cannot send us to
+ * another file.
  *
  * A --listen socket is made where nobody can reach it first: bound in a
  * directory of our own (mode 0700, next to the path), given its mode (0600,
@@ -38,6 +41,7 @@
 #include "record.h"
 #include "session.h"
 #include "text.h"
+#include "setup/qemuproc.h"
 
 #define CTL_NAME	"agent-ctl-path"
 #define DATA_PREFIX	"trace-path-cpu"
@@ -58,25 +62,6 @@ static int sock_addr(struct sockaddr_un *sa, const char *path)
 		return -ENAMETOOLONG;
 	strcpy(sa->sun_path, path);
 	return 0;
-}
-
-static int sock_connect(const char *path)
-{
-	struct sockaddr_un sa;
-	int fd, ret;
-
-	ret = sock_addr(&sa, path);
-	if (ret < 0)
-		return ret;
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		ret = -errno;
-		close(fd);
-		return ret;
-	}
-	return fd;
 }
 
 /* The socket file's mode, owner and group for --listen (see the top comment). */
@@ -190,64 +175,79 @@ static void set_nonblock(int fd)
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 }
 
-/*
- * Open one port given as a base path P: the pipe pair P.in/P.out, or a socket
- * P. @wfd gets the host->guest side (control ports only, else NULL).
- */
-static int open_port(const char *base, bool listen_mode, int *rfd, int *wfd)
+/* A FIFO holds more pages in flight (the default is 64 KiB). */
+static void grow_fifo(int fd, const char *path)
 {
-	char in[4200], out[4200];
-	int fd;
+	if (fcntl(fd, F_SETPIPE_SZ, PIPE_SIZE) < 0)
+		log_debug("%s: cannot grow the FIFO: %m", path);
+}
 
+/*
+ * Open one port of @g given as a base path P: the pipe pair P.in/P.out, or a
+ * socket P, or a single FIFO P (a data port given by its .out path). @wfd
+ * gets the host->guest side (control ports only, else NULL).
+ *
+ * Each file is opened once, never through a link, and its type (and, for a
+ * guest `--all` found, its owner and a socket's listener) is checked on the
+ * descriptor (setup/qemuproc.c): a link swapped in after any look by path
+ * changes nothing. A refusal is logged here, naming the path.
+ */
+static int open_port(const struct guest *g, const char *base, bool listen_mode, int *rfd,
+		     int *wfd)
+{
+	const struct qemuproc_owner *want = &g->link.owner;
+	char in[4200], out[4200], why[800];
+	int fd = -1, ret;
+
+	if (listen_mode)
+		return -EINVAL;		/* attach_listen(): the engine waits for QEMU */
 	snprintf(in, sizeof(in), "%s.in", base);
 	snprintf(out, sizeof(out), "%s.out", base);
-	if (!listen_mode && exists(out, S_IFIFO)) {
-		fd = open(out, O_RDWR | O_CLOEXEC | O_NONBLOCK);
-		if (fd < 0)
-			return -errno;
-		if (fcntl(fd, F_SETPIPE_SZ, PIPE_SIZE) < 0)
-			log_debug("%s: cannot grow the FIFO: %m", out);
-		set_nonblock(fd);
-		*rfd = fd;
+	ret = qemuproc_open_fifo(out, want, &fd, why, sizeof(why));
+	if (ret == 0) {
+		grow_fifo(fd, out);
 		if (wfd) {
-			if (!exists(in, S_IFIFO)) {
-				log_err("%s exists but %s does not: a pipe chardev needs both", out, in);
+			ret = qemuproc_open_fifo(in, want, wfd, why, sizeof(why));
+			if (ret == -ENOENT)
+				snprintf(why, sizeof(why), "%s exists but %s does not: a pipe chardev "
+					 "needs both", out, in);
+			if (ret < 0) {
+				log_err("guest %s: %s", g->name, why);
 				close(fd);
-				return -ENOENT;
+				return ret;
 			}
-			*wfd = open(in, O_RDWR | O_CLOEXEC);
-			if (*wfd < 0) {
-				close(fd);
-				return -errno;
-			}
+			/* Control frames are written whole: the engine polls only what it reads. */
+			fcntl(*wfd, F_SETFL, fcntl(*wfd, F_GETFL) & ~O_NONBLOCK);
 		}
+		*rfd = fd;
 		return 0;
 	}
-	if (listen_mode) {
-		return -EINVAL;		/* attach_listen(): the engine waits for QEMU */
-	} else if (exists(base, S_IFSOCK)) {
-		fd = sock_connect(base);
-	} else if (exists(base, S_IFIFO)) {
-		/* A single FIFO: a data port given by its .out path. */
-		fd = open(base, O_RDWR | O_CLOEXEC);
-		if (fd >= 0 && fcntl(fd, F_SETPIPE_SZ, PIPE_SIZE) < 0)
-			log_debug("%s: cannot grow the FIFO: %m", base);
-		if (fd >= 0 && wfd) {
-			log_err("%s is a single FIFO: a control port needs %s.in and %s.out or a socket",
-				base, base, base);
+	if (ret != -ENOENT)
+		goto refused;
+	ret = qemuproc_connect(base, want, false, &fd, why, sizeof(why));
+	if (ret == -EINVAL) {
+		/* Not a socket: a single FIFO, a data port given by its .out path. */
+		ret = qemuproc_open_fifo(base, want, &fd, why, sizeof(why));
+		if (ret == 0)
+			grow_fifo(fd, base);
+		if (ret == 0 && wfd) {
+			snprintf(why, sizeof(why), "%s is a single FIFO: a control port needs %s.in "
+				 "and %s.out or a socket", base, base, base);
 			close(fd);
-			return -EINVAL;
+			ret = -EINVAL;
 		}
-	} else {
-		return -ENOENT;
 	}
-	if (fd < 0)
-		return fd < -1 ? fd : -errno;
+	if (ret < 0)
+		goto refused;
 	set_nonblock(fd);
 	*rfd = fd;
 	if (wfd)
 		*wfd = fd;
 	return 0;
+refused:
+	if (ret != -ENOENT)
+		log_err("guest %s: %s", g->name, why);
+	return ret;
 }
 
 static int add_cpu_path(struct guest *g, const char *path)
@@ -356,7 +356,7 @@ int attach_guest(struct guest *g, const struct record_opts *o)
 		}
 		return 0;
 	}
-	ret = open_port(g->link.ctl_path, g->link.listen, &g->ctl.rfd, &g->ctl.wfd);
+	ret = open_port(g, g->link.ctl_path, g->link.listen, &g->ctl.rfd, &g->ctl.wfd);
 	if (ret < 0) {
 		log_err("guest %s: cannot open the control port %s: %s", g->name, g->link.ctl_path,
 			strerror(-ret));
@@ -549,7 +549,7 @@ int attach_open_data(struct guest *g, unsigned int cpu, int *fd)
 				 had, g->link.nr_cpu_paths - 1, had);
 	}
 	ret = attach_data_path(g, cpu, base, sizeof(base));
-	return ret < 0 ? ret : open_port(base, g->link.listen, fd, NULL);
+	return ret < 0 ? ret : open_port(g, base, g->link.listen, fd, NULL);
 }
 
 /**

@@ -243,23 +243,26 @@ int qmp_attach(struct guest *g, struct engine *e, uint64_t tsc_khz,
 				    "{\"capabilities\":[{\"capability\":\"events\",\"state\":true}]},"
 				    "\"id\":\"vt-events\"}\n"
 				    "{\"execute\":\"query-migrate\",\"id\":\"vt-migrate\"}\n";
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char why[800];
 	struct qmp *q;
 	int ret;
 
-	if (strlen(g->link.qmp_path) >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	strcpy(sa.sun_path, g->link.qmp_path);
 	q = calloc(1, sizeof(*q));
 	if (!q)
 		return -ENOMEM;
 	q->g = g;
 	q->tsc_khz = tsc_khz;
 	q->event = event;
-	q->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (q->fd < 0 || connect(q->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		ret = -errno;
-		goto err;
+	/*
+	 * Never through a link; for a QEMU `record --all` found, QEMU itself must
+	 * listen there, whatever its command line named (setup/qemuproc.c).
+	 */
+	ret = qemuproc_connect(g->link.qmp_path, &g->link.owner, true, &q->fd, why, sizeof(why));
+	if (ret < 0) {
+		q->fd = -1;
+		free(q);
+		log_warn("guest %s: cannot follow QMP: %s", g->name, why);
+		return ret;
 	}
 	/* The greeting is answered with capabilities; events follow. */
 	if (write(q->fd, hello, sizeof(hello) - 1) != (ssize_t)sizeof(hello) - 1) {

@@ -76,11 +76,15 @@ void record_usage(FILE *f)
 "                         vCPU threads come from libvirt (URI default: libvirt's\n"
 "                         default, qemu:///system for root); add the channels\n"
 "                         with `setup --domain NAME --apply`\n"
-"  --all[=NAME,...] [--connect URI]\n"
+"  --all[=NAME,...] [--connect URI] [--any-user]\n"
 "                         every guest `virtio-trace-collect list` shows (of\n"
 "                         these names) with its ports in place and a\n"
 "                         trace-agent answering (with --wait: answering or\n"
-"                         not); not those another process records\n"
+"                         not); not those another process records. A QEMU\n"
+"                         is what /proc/PID/exe says, and only root's and\n"
+"                         this user's (SUDO_UID) are taken; --any-user takes\n"
+"                         every user's (their ports must be that user's or\n"
+"                         root's)\n"
 "  --name NAME            the guest's name (default: the directory's or the\n"
 "                         domain's name)\n"
 "  --qemu-pid PID         the guest's QEMU process: vCPU thread ids for the\n"
@@ -217,12 +221,13 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 	       OPT_BUFSZ, OPT_SUBBUF, OPT_LASTBOOT, OPT_CLOCK, OPT_HOST, OPT_MAXSZ, OPT_FV, OPT_NOCOMP, OPT_ZEND, OPT_KCACHE, OPT_NOKCACHE, OPT_KEEP, OPT_FORCE, OPT_FSYNC, OPT_SYNC, OPT_TSCOFF,
 	       OPT_PROBES, OPT_SINTV, OPT_DEBUGFS, OPT_STOPTO, OPT_QMP, OPT_DOMAIN, OPT_CONNECT,
 	       OPT_HOST_PID, OPT_KVM_EXITS, OPT_LISTEN_GROUP, OPT_LISTEN_UID, OPT_MODE, OPT_WAIT, OPT_ALL,
-	       OPT_LIVE, OPT_INCOMING, OPT_NO_KVM_EVENTS, OPT_SYNC_CHECK };
+	       OPT_ANY_USER, OPT_LIVE, OPT_INCOMING, OPT_NO_KVM_EVENTS, OPT_SYNC_CHECK };
 	static const struct option longopts[] = {
 		{ "chardev-dir", required_argument, NULL, OPT_CHARDEV },
 		{ "domain", required_argument, NULL, OPT_DOMAIN },
 		{ "connect", required_argument, NULL, OPT_CONNECT },
 		{ "all", optional_argument, NULL, OPT_ALL },
+		{ "any-user", no_argument, NULL, OPT_ANY_USER },
 		{ "listen", no_argument, NULL, OPT_LISTEN },
 		{ "listen-group", required_argument, NULL, OPT_LISTEN_GROUP },
 		{ "listen-uid", required_argument, NULL, OPT_LISTEN_UID },
@@ -303,6 +308,9 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 			o->all = true;
 			o->all_names = optarg;
 			g = NULL;
+			break;
+		case OPT_ANY_USER:
+			o->any_user = true;
 			break;
 		case OPT_CONNECT:
 			if (o->all && !g) {
@@ -563,6 +571,10 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 			"other guest with it");
 		return -EINVAL;
 	}
+	if (o->any_user && !o->all) {
+		collect_usage("--any-user says whose QEMUs --all takes: give it with --all");
+		return -EINVAL;
+	}
 	if (!*nr && !o->host_events && !o->all) {
 		collect_usage("no guest given (--chardev-dir DIR, --ctl PATH --cpu PATH, "
 			"or --domain NAME)");
@@ -650,7 +662,7 @@ static int add_all(const struct record_opts *o, struct guest **gs, unsigned int 
 	const char *why;
 	char buf[200];
 
-	if (list_find(o->all_uri, false, &f) < 0) {
+	if (list_find(o->all_uri, false, o->any_user, &f) < 0) {
 		log_err("--all: out of memory");
 		return -ENOMEM;
 	}
@@ -664,6 +676,9 @@ static int add_all(const struct record_opts *o, struct guest **gs, unsigned int 
 		list_keep(&f, names, n);
 		free(copy);
 	}
+	for (i = 0; i < f.nr_skipped; i++)
+		log_info("--all: pid %d (%s) is left out: %s", (int)f.skipped[i].pid,
+			 f.skipped[i].name, f.skipped[i].why);
 	list_probe(&f, ALL_PROBE_MS);
 	for (i = 0; i < f.nr; i++) {
 		const struct list_guest *l = &f.g[i];
@@ -685,6 +700,8 @@ static int add_all(const struct record_opts *o, struct guest **gs, unsigned int 
 			why = buf;
 		} else if (l->listen) {
 			why = "QEMU connects to its ports: record it with --chardev-dir DIR --listen";
+		} else if (l->agent == LIST_AGENT_ERROR) {
+			why = l->why[0] ? l->why : "its control port cannot be opened";
 		} else if (l->agent != LIST_AGENT_ANSWERS && !o->wait) {
 			snprintf(buf, sizeof(buf), "%s (with --wait it is waited for)",
 				 l->why[0] ? l->why : "no trace-agent answered");
@@ -714,6 +731,9 @@ static int add_all(const struct record_opts *o, struct guest **gs, unsigned int 
 			snprintf(g->link.chardev_dir, sizeof(g->link.chardev_dir), "%s", l->chardev_dir);
 			snprintf(g->link.qmp_path, sizeof(g->link.qmp_path), "%s", l->qmp_path);
 			g->link.qemu_pid = l->qemu_pid;
+			/* The ports (and QMP) record opens must be that QEMU's, as list checked. */
+			g->link.owner = (struct qemuproc_owner){ .known = l->owner_known,
+								 .uid = l->owner, .pid = l->qemu_pid };
 		}
 		if (l->libvirt)
 			snprintf(buf, sizeof(buf), "libvirt domain");

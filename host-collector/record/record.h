@@ -63,6 +63,7 @@ struct record_opts {
 	bool all;			/* --all: every guest `list` finds */
 	const char *all_uri;		/* --all --connect URI */
 	const char *all_names;		/* --all=NAME,...: only these, or NULL */
+	bool any_user;			/* --any-user: --all takes every user's QEMUs */
 	double wait_s;			/* --wait=SEC, 0: no limit */
 	unsigned int sync_probes;
 	const char *tracefs;

@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include "collect.h"
+#include "qemuproc.h"
 
 /**
  * struct guest_link - where a guest's ports and processes are
@@ -21,6 +22,9 @@
  * @domain: --domain: a libvirt domain
  * @connect_uri: --connect: the libvirt URI of @domain ("" default)
  * @qemu_pid: the guest's QEMU process, 0 if unknown
+ * @owner: whose the ports and QMP socket must be (record --all: the QEMU
+ *	`list` identified); not known: any owner, as the operator named them.
+ *	Either way a port is never opened through a link (qemuproc.h)
  * @uuid: the libvirt domain's UUID, "" if none (it names the VM's kallsyms
  *	cache entry: record/kcache.c)
  * @qmp_path: --qmp: follow STOP/RESUME
@@ -39,6 +43,7 @@ struct guest_link {
 	char domain[256];
 	char connect_uri[1024];
 	pid_t qemu_pid;
+	struct qemuproc_owner owner;
 	char uuid[40];
 	char qmp_path[4096];
 	uint32_t vcpu_tids[COLLECT_MAX_CPUS];

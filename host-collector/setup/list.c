@@ -3,9 +3,12 @@
  * `list`: what can be traced on this host. Libvirt domains with trace
  * channels (running, or only in their definition) come from the libvirt
  * module; QEMU processes that libvirt does not run are found in /proc: a
- * qemu-system-* process whose command line has virtserialport devices named
+ * QEMU process whose command line has virtserialport devices named
  * trace-path-cpuN / agent-ctl-path, or whose open files are such ports
  * (ports hot-plugged with `setup --qmp --hotplug` are on no command line).
+ * A QEMU is what the kernel says it runs, not what its argv[0] says, and
+ * only root's and the invoking user's are taken without --any-user
+ * (qemuproc.c); a process with trace ports left out is named, with why.
  *
  * Each guest whose control port is there gets one HELLO, all at once, and
  * the answers are waited for together, at most the --timeout (2 s): an agent
@@ -15,7 +18,11 @@
  * so that no agent starting later answers it. A port another process has
  * open (a collector recording the guest) is not touched: two readers on a
  * FIFO would steal each other's bytes, and QEMU serves one client per
- * socket. What an agent sends is checked by the codec and sanitised.
+ * socket. A port is opened once, never through a link, and checked on its
+ * descriptor (a FIFO or socket of the QEMU's user or root, a socket's
+ * listener the QEMU) before the HELLO: a user who names the ports of their
+ * QEMU cannot make root write into another file. What an agent sends is
+ * checked by the codec and sanitised.
  *
  * `list` needs the protocol codec (lib/) and the libvirt module, both of
  * which setup/ may use; `record --all` calls list_find() and list_probe().
@@ -27,6 +34,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <poll.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +48,7 @@
 #include "json.h"
 #include "list.h"
 #include "procfd.h"
+#include "qemuproc.h"
 #include "text.h"
 #include "vt_conn.h"
 #include "vt_proto.h"
@@ -311,7 +320,8 @@ static void scan_fds(pid_t pid, struct list_guest *g, struct port_set *ps,
 	closedir(d);
 }
 
-static bool is_qemu(const char *argv0)
+/* What argv[0] claims: only to say why a process that calls itself QEMU is not one. */
+static bool claims_qemu(const char *argv0)
 {
 	const char *b = strrchr(argv0, '/');
 
@@ -337,15 +347,52 @@ static int read_cmdline(pid_t pid, char *buf, size_t size, size_t *len)
 	return *len ? 0 : -ENOENT;
 }
 
-/* QEMU processes with trace ports that are not @skip (libvirt's). */
-static int scan_proc(struct list_found *f, const pid_t *skip, unsigned int nskip)
+/* A process with trace ports that is not probed, and why (said once, by list or record --all). */
+static int note_skipped(struct list_found *f, pid_t pid, const struct list_guest *g, const char *why)
+{
+	struct list_skipped *t = realloc(f->skipped, (f->nr_skipped + 1) * sizeof(*t));
+
+	if (!t)
+		return -ENOMEM;
+	f->skipped = t;
+	t = &f->skipped[f->nr_skipped++];
+	t->pid = pid;
+	if (g->name[0])
+		snprintf(t->name, sizeof(t->name), "%s", g->name);
+	else
+		snprintf(t->name, sizeof(t->name), "qemu-%d", (int)pid);
+	snprintf(t->why, sizeof(t->why), "%s", why);
+	return 0;
+}
+
+/* A user's name for messages ("uid 1000 (alice)"). */
+static void user_words(uid_t uid, char *buf, size_t len)
+{
+	struct passwd *pw = getpwuid(uid);
+	char clean[64];
+
+	if (pw) {
+		collect_sanitize(clean, sizeof(clean), pw->pw_name, false);
+		snprintf(buf, len, "uid %u (%s)", (unsigned int)uid, clean);
+	} else {
+		snprintf(buf, len, "uid %u", (unsigned int)uid);
+	}
+}
+
+/*
+ * QEMU processes with trace ports that are not @skip (libvirt's). A QEMU is
+ * what /proc/PID/exe says (qemuproc.c), never what argv[0] says; one that
+ * only claims to be, and another user's QEMU without @any_user, are noted
+ * in f->skipped instead.
+ */
+static int scan_proc(struct list_found *f, const pid_t *skip, unsigned int nskip, bool any_user)
 {
 	struct list_chardev *cd;
 	struct procfd_unix *u;
 	unsigned int nu, i;
 	struct dirent *de;
 	size_t len = 0;
-	char *buf;
+	char *buf, why[400], who[96];
 	DIR *d;
 	int ret = 0;
 
@@ -363,12 +410,18 @@ static int scan_proc(struct list_found *f, const pid_t *skip, unsigned int nskip
 		char *end;
 		pid_t pid = strtol(de->d_name, &end, 10);
 		bool skipped = false;
+		uid_t uid = 0;
+		int q;
 
 		if (*end || pid <= 0 || pid == getpid())
 			continue;
 		for (i = 0; i < nskip; i++)
 			skipped = skipped || skip[i] == pid;
-		if (skipped || read_cmdline(pid, buf, LIST_CMDLINE_MAX, &len) < 0 || !is_qemu(buf))
+		if (skipped || read_cmdline(pid, buf, LIST_CMDLINE_MAX, &len) < 0)
+			continue;
+		/* Not ours to look at (another user's, we are not root), or gone: none of ours. */
+		q = qemuproc_identify(pid, &uid, why, sizeof(why));
+		if (q < 0 || (q == 0 && !claims_qemu(buf)))
 			continue;
 		t = realloc(f->g, (f->nr + 1) * sizeof(*f->g));
 		if (!t) {
@@ -383,7 +436,28 @@ static int scan_proc(struct list_found *f, const pid_t *skip, unsigned int nskip
 		scan_fds(pid, g, &ps, u, nu);
 		if (!g->data_ports && !g->ctl_port)
 			continue;
+		if (q == 0) {
+			char claim[200], msg[400];
+
+			collect_sanitize(claim, sizeof(claim), buf, false);
+			snprintf(msg, sizeof(msg), "it calls itself %s, but %s: not a QEMU", claim, why);
+			ret = note_skipped(f, pid, g, msg);
+			if (ret < 0)
+				break;
+			continue;
+		}
+		if (!any_user && !qemuproc_user_allowed(uid)) {
+			user_words(uid, who, sizeof(who));
+			snprintf(why, sizeof(why), "a QEMU of another user, %s: --any-user probes it",
+				 who);
+			ret = note_skipped(f, pid, g, why);
+			if (ret < 0)
+				break;
+			continue;
+		}
 		g->qemu_pid = pid;
+		g->owner_known = true;
+		g->owner = uid;
 		g->running = true;
 		if (!g->name[0])
 			snprintf(g->name, sizeof(g->name), "qemu-%d", (int)pid);
@@ -413,11 +487,13 @@ static int by_name(const void *a, const void *b)
  * list_find() - the guests with trace ports: libvirt domains, then QEMU processes
  * @uri: the libvirt URI (NULL: libvirt's default)
  * @no_libvirt: leave libvirt out (not asked, its module not loaded)
+ * @any_user: also the QEMUs of users other than root and the invoking one
+ *	(else they are in f->skipped)
  * @f: filled; list_free() it
  *
  * Return: 0, or -ENOMEM.
  */
-int list_find(const char *uri, bool no_libvirt, struct list_found *f)
+int list_find(const char *uri, bool no_libvirt, bool any_user, struct list_found *f)
 {
 	pid_t *skip = NULL;
 	unsigned int i, j, k, nlv = 0;
@@ -433,9 +509,16 @@ int list_find(const char *uri, bool no_libvirt, struct list_found *f)
 	skip = calloc(nlv ? nlv : 1, sizeof(*skip));
 	if (!skip)
 		return -ENOMEM;
-	for (i = 0; i < nlv; i++)
-		skip[i] = f->g[i].qemu_pid;
-	ret = scan_proc(f, skip, nlv);
+	for (i = 0; i < nlv; i++) {
+		struct list_guest *g = &f->g[i];
+		char why[400];
+
+		skip[i] = g->qemu_pid;
+		/* libvirt's word on the domain; the kernel's on whose its QEMU is. */
+		g->owner_known = g->qemu_pid &&
+				 qemuproc_identify(g->qemu_pid, &g->owner, why, sizeof(why)) == 1;
+	}
+	ret = scan_proc(f, skip, nlv, any_user);
 	free(skip);
 	if (ret == -ENOMEM)
 		return ret;
@@ -491,6 +574,13 @@ void list_keep(struct list_found *f, char **names, int n)
 				break;
 			}
 	f->nr = k;
+	for (i = 0, k = 0; i < f->nr_skipped; i++)
+		for (j = 0; j < n; j++)
+			if (!strcmp(names[j], f->skipped[i].name)) {
+				f->skipped[k++] = f->skipped[i];
+				break;
+			}
+	f->nr_skipped = k;
 }
 
 /**
@@ -500,6 +590,7 @@ void list_keep(struct list_found *f, char **names, int n)
 void list_free(struct list_found *f)
 {
 	free(f->g);
+	free(f->skipped);
 	memset(f, 0, sizeof(*f));
 }
 
@@ -511,6 +602,7 @@ struct probe {
 	bool pipe;
 	struct vt_conn *conn;
 	uint32_t seq;
+	bool sent;
 	bool done;
 };
 
@@ -521,10 +613,10 @@ struct probe {
  */
 static bool pid_is_qemu(pid_t pid)
 {
-	char buf[4096];
-	size_t len;
+	char why[400];
+	uid_t uid;
 
-	return read_cmdline(pid, buf, sizeof(buf), &len) == 0 && is_qemu(buf);
+	return qemuproc_identify(pid, &uid, why, sizeof(why)) == 1;
 }
 
 /* A connected unix socket on @path (someone is already QEMU's client there). */
@@ -538,38 +630,48 @@ static bool sock_in_use(const char *path, const struct procfd_unix *u, unsigned 
 	return false;
 }
 
-static int open_probe(struct probe *p)
+/*
+ * Whose the guest's ports must be: its QEMU's user or root; a domain whose
+ * QEMU is not known, root's or ours. A socket's listener must be the QEMU
+ * itself, but libvirt may have made a domain's socket: its user or root.
+ */
+static void port_owner(const struct list_guest *g, struct qemuproc_owner *w)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	w->known = true;
+	w->uid = g->owner_known ? g->owner : getuid();
+	w->pid = g->owner_known && !g->libvirt ? g->qemu_pid : 0;
+}
+
+/*
+ * Open the guest's control port: the FIFOs P.out and P.in, or the socket P.
+ * Each is opened once, never through a link, and checked on its descriptor
+ * (qemuproc.c) before the HELLO; nothing is written here. Return: 0, -EBUSY
+ * (a socket that has its client), or -errno with @p->g->why set.
+ */
+static int open_probe(struct probe *p, const struct procfd_unix *u, unsigned int nu)
+{
+	struct list_guest *g = p->g;
+	struct qemuproc_owner w;
 	char in[4200], out[4200];
-	struct stat st;
-	int fd;
+	int ret;
 
 	p->rfd = p->wfd = -1;
-	snprintf(in, sizeof(in), "%s.in", p->g->ctl_path);
-	snprintf(out, sizeof(out), "%s.out", p->g->ctl_path);
-	if (stat(out, &st) == 0 && S_ISFIFO(st.st_mode)) {
+	port_owner(g, &w);
+	snprintf(in, sizeof(in), "%s.in", g->ctl_path);
+	snprintf(out, sizeof(out), "%s.out", g->ctl_path);
+	ret = qemuproc_open_fifo(out, &w, &p->rfd, g->why, sizeof(g->why));
+	if (ret == 0) {
 		p->pipe = true;
-		p->rfd = open(out, O_RDWR | O_NONBLOCK | O_CLOEXEC);
-		p->wfd = open(in, O_RDWR | O_NONBLOCK | O_CLOEXEC);
-		return p->rfd < 0 || p->wfd < 0 ? -errno : 0;
+		return qemuproc_open_fifo(in, &w, &p->wfd, g->why, sizeof(g->why));
 	}
-	if (stat(p->g->ctl_path, &st) < 0)
-		return -errno;
-	if (!S_ISSOCK(st.st_mode) || strlen(p->g->ctl_path) >= sizeof(sa.sun_path))
-		return -EINVAL;
-	strcpy(sa.sun_path, p->g->ctl_path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 && errno != EINPROGRESS) {
-		int ret = -errno;
-
-		close(fd);
+	if (ret != -ENOENT)
 		return ret;
-	}
-	p->rfd = p->wfd = fd;
-	return 0;
+	g->why[0] = 0;
+	if (sock_in_use(g->ctl_path, u, nu))
+		return -EBUSY;
+	ret = qemuproc_connect(g->ctl_path, &w, true, &p->rfd, g->why, sizeof(g->why));
+	p->wfd = p->rfd;
+	return ret;
 }
 
 static void drain(int fd)
@@ -583,7 +685,7 @@ static void drain(int fd)
 static void close_probe(struct probe *p)
 {
 	/* A HELLO still in the FIFO was not read: take it back, no agent answers it later. */
-	if (p->pipe && p->wfd >= 0 && !p->done)
+	if (p->pipe && p->wfd >= 0 && p->sent && !p->done)
 		drain(p->wfd);
 	vt_conn_free(p->conn);
 	p->conn = NULL;
@@ -644,9 +746,8 @@ void list_probe(struct list_found *f, unsigned int timeout_ms)
 	struct probe *p;
 	struct pollfd *pfd;
 	struct procfd_unix *u;
-	unsigned int i, n = 0, nk = 0, nu, left;
+	unsigned int i, k, n = 0, nu, left;
 	struct timespec t0, now;
-	char out[4200];
 	struct stat st;
 	int ret, ms;
 
@@ -656,21 +757,9 @@ void list_probe(struct list_found *f, unsigned int timeout_ms)
 	if (!p || !pfd || !keys)
 		goto out;
 	u = procfd_read_unix(&nu);
-	/* Who else has each pipe port open: a recording collector. */
+	/* Open every control port first (nothing written), then see who else holds the FIFOs. */
 	for (i = 0; i < f->nr; i++) {
 		struct list_guest *g = &f->g[i];
-
-		if (!list_ports_ready(g) || g->listen)
-			continue;
-		snprintf(out, sizeof(out), "%s.out", g->ctl_path);
-		if (stat(out, &st) == 0 && S_ISFIFO(st.st_mode))
-			keys[nk++] = (struct procfd_key){ .dev = st.st_dev, .ino = st.st_ino,
-							.skip = g->qemu_pid };
-	}
-	procfd_holders(keys, nk, pid_is_qemu);
-	for (i = 0, nk = 0; i < f->nr; i++) {
-		struct list_guest *g = &f->g[i];
-		bool is_fifo;
 
 		if (!list_ports_ready(g))
 			continue;
@@ -678,47 +767,66 @@ void list_probe(struct list_found *f, unsigned int timeout_ms)
 			snprintf(g->why, sizeof(g->why), "QEMU connects to its ports: record --listen");
 			continue;
 		}
-		snprintf(out, sizeof(out), "%s.out", g->ctl_path);
-		is_fifo = stat(out, &st) == 0 && S_ISFIFO(st.st_mode);
-		if (is_fifo && keys[nk++].holder) {
-			g->agent = LIST_AGENT_BUSY;
-			g->busy_pid = keys[nk - 1].holder;
-			continue;
-		}
-		if (!is_fifo && sock_in_use(g->ctl_path, u, nu)) {
-			g->agent = LIST_AGENT_BUSY;
-			continue;
-		}
+		memset(&p[n], 0, sizeof(p[n]));
 		p[n].g = g;
-		ret = open_probe(&p[n]);
+		ret = open_probe(&p[n], u, nu);
+		if (ret == -EBUSY) {
+			g->agent = LIST_AGENT_BUSY;
+			close_probe(&p[n]);
+			continue;
+		}
 		if (ret < 0) {
 			g->agent = LIST_AGENT_ERROR;
-			snprintf(g->why, sizeof(g->why), "cannot open %s: %s", g->ctl_path, strerror(-ret));
+			if (!g->why[0])
+				snprintf(g->why, sizeof(g->why), "cannot open its control port: %s",
+					 strerror(-ret));
 			close_probe(&p[n]);
 			continue;
 		}
-		p[n].conn = vt_conn_new(p[n].rfd, p[n].wfd);
-		if (!p[n].conn) {
-			close_probe(&p[n]);
-			continue;
-		}
-		if (p[n].pipe)
-			drain(p[n].rfd);	/* stale bytes of an earlier session */
-		p[n].seq = vt_conn_next_seq(p[n].conn);
-		ret = vt_conn_send(p[n].conn, vt_proto_enc_hello(vt_conn_frame(p[n].conn),
-								VT_PROTO_FRAME_MAX, VT_PROTO_HELLO,
-								p[n].seq, &hello));
-		if (ret < 0) {
-			g->agent = LIST_AGENT_ERROR;
-			snprintf(g->why, sizeof(g->why), "cannot write to %s: %s", g->ctl_path,
-				 strerror(-ret));
-			close_probe(&p[n]);
-			continue;
-		}
-		g->agent = LIST_AGENT_SILENT;
+		if (p[n].pipe && fstat(p[n].rfd, &st) == 0)
+			keys[n] = (struct procfd_key){ .dev = st.st_dev, .ino = st.st_ino,
+						      .skip = g->qemu_pid };
 		n++;
 	}
 	free(u);
+	/* Who else has each pipe port open: a recording collector (we are not counted). */
+	procfd_holders(keys, n, pid_is_qemu);
+	for (i = 0, k = 0; i < n; i++) {
+		struct list_guest *g = p[i].g;
+
+		if (p[i].pipe && keys[i].holder) {
+			g->agent = LIST_AGENT_BUSY;
+			g->busy_pid = keys[i].holder;
+			close_probe(&p[i]);
+			continue;
+		}
+		if (k != i) {
+			p[k] = p[i];
+			keys[k] = keys[i];
+		}
+		p[k].conn = vt_conn_new(p[k].rfd, p[k].wfd);
+		if (!p[k].conn) {
+			close_probe(&p[k]);
+			continue;
+		}
+		if (p[k].pipe)
+			drain(p[k].rfd);	/* stale bytes of an earlier session */
+		p[k].seq = vt_conn_next_seq(p[k].conn);
+		ret = vt_conn_send(p[k].conn, vt_proto_enc_hello(vt_conn_frame(p[k].conn),
+								VT_PROTO_FRAME_MAX, VT_PROTO_HELLO,
+								p[k].seq, &hello));
+		p[k].sent = true;
+		if (ret < 0) {
+			g->agent = LIST_AGENT_ERROR;
+			snprintf(g->why, sizeof(g->why), "cannot write to its control port: %s",
+				 strerror(-ret));
+			close_probe(&p[k]);
+			continue;
+		}
+		g->agent = LIST_AGENT_SILENT;
+		k++;
+	}
+	n = k;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
 		struct vt_proto_msg m;
@@ -771,7 +879,8 @@ static void list_usage(FILE *f)
 {
 	fprintf(f,
 "Usage: virtio-trace-collect list [--json] [--connect URI] [--no-libvirt]\n"
-"                                 [--no-probe] [--names] [--timeout SEC] [NAME]...\n"
+"                                 [--no-probe] [--names] [--timeout SEC]\n"
+"                                 [--any-user] [NAME]...\n"
 "\n"
 "List the guests on this host that have trace ports: libvirt domains whose\n"
 "definition or running domain has the channels `setup --domain` adds, and QEMU\n"
@@ -783,7 +892,16 @@ static void list_usage(FILE *f)
 "those names (a domain's, or the name record would give a QEMU: its -name, else\n"
 "qemu-PID) are listed and asked.\n"
 "\n"
+"A QEMU is a process whose executable (/proc/PID/exe) is a QEMU binary\n"
+"(qemu-system-*, qemu-kvm, kvm) that root owns and only root may write: what\n"
+"its command line says it is does not count. Only root's QEMUs and the\n"
+"invoking user's (SUDO_UID under sudo) are asked, unless --any-user; the others\n"
+"are named in a note. A port is opened only if it is a FIFO or socket of the\n"
+"QEMU's user or root, never through a symbolic link.\n"
+"\n"
 "  -C, --connect URI      libvirt URI (default: libvirt's default)\n"
+"      --any-user         also the QEMUs of other users (their ports must still\n"
+"                         be that user's or root's)\n"
 "      --json             one JSON document instead of the table\n"
 "      --no-libvirt       leave libvirt's domains out\n"
 "      --no-probe         do not ask the agents: only the ports (quick)\n"
@@ -915,6 +1033,9 @@ static void print_table(const struct list_found *f, bool probed)
 			     "its ports", f->libvirt_note[0] ? "" : " (libvirt domains and QEMU processes)");
 	if (f->libvirt_note[0])
 		collect_line(stdout, "note: %s", f->libvirt_note);
+	for (i = 0; i < f->nr_skipped; i++)
+		collect_line(stdout, "note: pid %d (%s) has trace ports and is left out: %s",
+			     (int)f->skipped[i].pid, f->skipped[i].name, f->skipped[i].why);
 }
 
 static void print_json(const struct list_found *f, bool probed)
@@ -966,6 +1087,15 @@ static void print_json(const struct list_found *f, bool probed)
 		jw_end(&w, '}');
 	}
 	jw_end(&w, ']');
+	jw_arr(&w, "skipped");
+	for (i = 0; i < f->nr_skipped; i++) {
+		jw_obj(&w, NULL);
+		jw_u64(&w, "pid", f->skipped[i].pid);
+		jw_str(&w, "name", f->skipped[i].name);
+		jw_str(&w, "why", f->skipped[i].why);
+		jw_end(&w, '}');
+	}
+	jw_end(&w, ']');
 	jw_str(&w, "libvirt_note", f->libvirt_note[0] ? f->libvirt_note : NULL);
 	jw_end(&w, '}');
 }
@@ -979,9 +1109,10 @@ static void print_json(const struct list_found *f, bool probed)
  */
 int list_main(int argc, char **argv)
 {
-	enum { OPT_JSON = 256, OPT_NO_LIBVIRT, OPT_NO_PROBE, OPT_NAMES, OPT_TIMEOUT };
+	enum { OPT_JSON = 256, OPT_NO_LIBVIRT, OPT_NO_PROBE, OPT_NAMES, OPT_TIMEOUT, OPT_ANY_USER };
 	static const struct option longopts[] = {
 		{ "connect", required_argument, NULL, 'C' },
+		{ "any-user", no_argument, NULL, OPT_ANY_USER },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "no-libvirt", no_argument, NULL, OPT_NO_LIBVIRT },
 		{ "no-probe", no_argument, NULL, OPT_NO_PROBE },
@@ -990,7 +1121,7 @@ int list_main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	bool json = false, no_libvirt = false, probe = true, names = false;
+	bool json = false, no_libvirt = false, probe = true, names = false, any_user = false;
 	unsigned int timeout_ms = LIST_DEFAULT_TIMEOUT_MS, i;
 	const char *uri = NULL;
 	struct list_found f;
@@ -1003,6 +1134,9 @@ int list_main(int argc, char **argv)
 		switch (c) {
 		case 'C':
 			uri = optarg;
+			break;
+		case OPT_ANY_USER:
+			any_user = true;
 			break;
 		case OPT_JSON:
 			json = true;
@@ -1038,7 +1172,7 @@ int list_main(int argc, char **argv)
 		fprintf(stderr, "virtio-trace-collect list: --names or --json, not both\n");
 		return EXIT_USAGE;
 	}
-	if (list_find(uri, no_libvirt, &f) < 0) {
+	if (list_find(uri, no_libvirt, any_user, &f) < 0) {
 		fprintf(stderr, "virtio-trace-collect list: out of memory\n");
 		return EXIT_FAIL;
 	}

@@ -30,6 +30,8 @@ enum list_agent {
  * @uri: the libvirt URI it was found at ("" the default)
  * @running: the domain or process runs
  * @qemu_pid: its QEMU process, 0 if unknown
+ * @owner_known: @owner is known (the QEMU was identified: qemuproc.h)
+ * @owner: the QEMU's user: its ports must be this user's or root's
  * @vcpus: its vCPUs (0: unknown)
  * @data_ports: trace-path-cpuN ports the running guest has
  * @ctl_port: it has agent-ctl-path
@@ -52,6 +54,8 @@ struct list_guest {
 	char uri[1024];
 	bool running;
 	pid_t qemu_pid;
+	bool owner_known;
+	uid_t owner;
 	unsigned int vcpus;
 	unsigned int data_ports;
 	bool ctl_port;
@@ -65,22 +69,39 @@ struct list_guest {
 	char software[128];
 	char kernel[128];
 	unsigned int agent_cpus;
-	char why[160];
+	char why[600];
+};
+
+/**
+ * struct list_skipped - a process with trace ports that is not probed
+ * @pid: the process
+ * @name: the name record would give it (its -name, else qemu-PID)
+ * @why: why, in words (sanitised)
+ */
+struct list_skipped {
+	pid_t pid;
+	char name[COLLECT_NAME_MAX];
+	char why[400];
 };
 
 /**
  * struct list_found - what list_find() found
  * @g: the guests, libvirt domains first, then QEMU processes, each by name
  * @nr: how many
+ * @skipped: processes with trace ports left out: not a QEMU by /proc/PID/exe,
+ *	or another user's QEMU without --any-user
+ * @nr_skipped: how many
  * @libvirt_note: why libvirt's domains are missing ("" if they are not)
  */
 struct list_found {
 	struct list_guest *g;
 	unsigned int nr;
+	struct list_skipped *skipped;
+	unsigned int nr_skipped;
 	char libvirt_note[512];
 };
 
-int list_find(const char *uri, bool no_libvirt, struct list_found *f);
+int list_find(const char *uri, bool no_libvirt, bool any_user, struct list_found *f);
 void list_probe(struct list_found *f, unsigned int timeout_ms);
 bool list_ports_ready(const struct list_guest *g);
 void list_keep(struct list_found *f, char **names, int n);

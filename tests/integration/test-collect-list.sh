@@ -1,8 +1,9 @@
 #!/bin/sh
 # Proves: `virtio-trace-collect list` finds what can be traced and says whether an agent answers,
 # quickly, and `record --all` records exactly those. The guests (no VM: vt-fake-agent plays the
-# guest, run through a link named qemu-system-x86_64 with a QEMU command line after "--", so
-# that it is the "QEMU" that holds its ports):
+# guest, run as a copy named qemu-system-x86_64 in a root-owned 0755 directory of the test's, with
+# a QEMU command line after "--", so that /proc/PID/exe, which is what the collector believes,
+# names a root-owned QEMU binary and it is the "QEMU" that holds its ports):
 #   lv-pipe   a libvirt domain (libvirt's test driver, no daemon) whose running XML has pipe
 #             channels served by an answering fake agent
 #   q-pipe    a QEMU process with pipe ports on its command line, agent answering
@@ -28,8 +29,10 @@ need_tools
 	{ echo "SKIP: no libvirt module built"; exit 77; }
 
 mkdir -p "$WORK/bin" "$WORK/dead-bin" "$WORK/lv" "$WORK/qp" "$WORK/qs" "$WORK/qd" "$WORK/qb" "$WORK/none"
-ln -s "$FAKE" "$WORK/bin/qemu-system-x86_64"
-ln -s "$TOOLS/vt-fake-qemu" "$WORK/dead-bin/qemu-system-x86_64"
+# Copies, not links: a QEMU is what /proc/PID/exe names, a root-owned file nobody else may write.
+cp "$FAKE" "$WORK/bin/qemu-system-x86_64"
+cp "$TOOLS/vt-fake-qemu" "$WORK/dead-bin/qemu-system-x86_64"
+chmod 0755 "$WORK/bin" "$WORK/dead-bin" "$WORK/bin/qemu-system-x86_64" "$WORK/dead-bin/qemu-system-x86_64"
 QEMU=$WORK/bin/qemu-system-x86_64
 
 # pipe_args NAME DIR: a QEMU command line with pipe ports DIR/PORT for 2 vCPUs

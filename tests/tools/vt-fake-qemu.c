@@ -2,8 +2,9 @@
 /*
  * vt-fake-qemu: a process that looks like a QEMU with trace ports to
  * `virtio-trace-collect list` and holds them as QEMU does, with no guest
- * behind them: a guest whose agent never answers. Run it through a link
- * named qemu-system-x86_64 with QEMU's arguments; of them it only acts on
+ * behind them: a guest whose agent never answers. Run a root-owned 0755 copy
+ * named qemu-system-x86_64 (list believes /proc/PID/exe, not argv[0]) with
+ * QEMU's arguments; of them it only acts on
  * `-chardev pipe,id=ID,path=P`: it opens P.in and P.out O_RDWR (QEMU's way,
  * so that nobody blocks) and reads nothing. It runs until SIGTERM or SIGINT.
  *
