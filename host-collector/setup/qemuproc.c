@@ -176,10 +176,9 @@ static bool holds(pid_t pid, const struct stat *st)
 static int check_fd(int fd, mode_t type, const char *path, const struct qemuproc_owner *want,
 		    char *why, size_t len)
 {
-	char clean[256];
+	const char *clean = path;	/* made safe where it is printed (text.c) */
 	struct stat st;
 
-	collect_sanitize(clean, sizeof(clean), path, false);
 	if (fstat(fd, &st) < 0) {
 		snprintf(why, len, "%s: %s", clean, strerror(errno));
 		return -errno;
@@ -221,14 +220,13 @@ static int check_fd(int fd, mode_t type, const char *path, const struct qemuproc
 int qemuproc_open_fifo(const char *path, const struct qemuproc_owner *want, int *fd, char *why,
 		       size_t len)
 {
-	char clean[256];
+	const char *clean = path;	/* made safe where it is printed (text.c) */
 	int f, ret;
 
 	/* O_NONBLOCK: no open waits (a FIFO's does not; a device's might); O_NOCTTY: no terminal. */
 	f = open(path, O_RDWR | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
 	if (f < 0) {
 		ret = -errno;
-		collect_sanitize(clean, sizeof(clean), path, false);
 		if (ret == -ELOOP)
 			snprintf(why, len, "%s is a symbolic link: a port is never opened through one",
 				 clean);
@@ -266,10 +264,9 @@ int qemuproc_connect(const char *path, const struct qemuproc_owner *want, bool n
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	socklen_t cl = sizeof(struct ucred);
 	struct ucred cr;
-	char clean[256];
+	const char *clean = path;	/* made safe where it is printed (text.c) */
 	int pfd, s, ret;
 
-	collect_sanitize(clean, sizeof(clean), path, false);
 	pfd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (pfd < 0) {
 		ret = -errno;

@@ -4,12 +4,13 @@
 # (vt-fake-agent copied as a root-owned qemu-system-x86_64, so that /proc/PID/exe is one) names
 # its ports in a directory whose name holds OSC "ESC]0;pwned BEL", "ESC[2J", a C1 CSI (U+009B),
 # "cafe" with an accent, an invalid byte, and a newline followed by "virtio-trace-collect list:
-# forged"; its control port's .in FIFO is missing, so the collector says "cannot open PATH".
+# forged"; the fake QEMU does not hold those FIFOs (its control port's .in is missing too), so
+# the collector refuses them: "PATH.out is not a FIFO the QEMU (pid N) has open".
 # (A -name with escapes never shows: list and record call such a QEMU qemu-PID.) Then:
 #   - list's table and hints, list --json, and record --all's messages (stdout and stderr):
 #     not one byte below 0x20 but the newlines that end lines, no DEL, no C1, no invalid UTF-8;
-#   - the exact lines: list's hint "  q-esc: cannot open DIR/agent-ctl-path: No such file or
-#     directory" and record --all's "--all: q-esc is left out: cannot open ..." with each
+#   - the exact lines: list's hint "  q-esc: DIR/agent-ctl-path.out is not a FIFO the QEMU (pid
+#     N) has open" and record --all's "--all: q-esc is left out: DIR/..." with each
 #     control character, the C1 and the invalid byte shown as '?', the newline as a space, the
 #     accent kept; no line starts with the forged text;
 #   - list --json keeps the text exact (escaped as JSON: jq reads back the raw path, the
@@ -80,7 +81,8 @@ sed 's/^/  | /' "$WORK/list.out" | cat -v
 [ $rc = 0 ] || { show "$WORK/list.err"; fail "list exited $rc"; }
 clean "$WORK/list.out" "list (stdout)"
 clean "$WORK/list.err" "list (stderr)"
-want="  q-esc: cannot open $WORK/$SAFE/agent-ctl-path: No such file or directory"
+REFUSED="agent-ctl-path.out is not a FIFO the QEMU (pid $FAKE_PID) has open"
+want="  q-esc: $WORK/$SAFE/$REFUSED"
 [ "$(grep -c -x -F -- "$want" "$WORK/list.out")" = 1 ] ||
 	{ cat -v "$WORK/list.out"; fail "list: no line '$want' (the path made safe)"; }
 
@@ -90,7 +92,7 @@ clean "$WORK/list.jerr" "list --json (stderr)"
 got=$(jq -r '.guests[] | select(.name == "q-esc") | .agent.why' "$WORK/list.json")
 # (The invalid byte becomes U+FFFD: JSON holds only valid UTF-8.)
 J=$WORK/$(printf '%s' "$H" | sed "s/$BAD/$(printf '\357\277\275')/")
-[ "$got" = "cannot open $J/agent-ctl-path: No such file or directory" ] ||
+[ "$got" = "$J/$REFUSED" ] ||
 	{ echo "$got" | cat -v; fail "list --json: the why is not the path as it is (JSON escapes it, keeps it)"; }
 
 "$COLLECT" record --all="q-esc" -o "$WORK/out" -d 1 >"$WORK/all.out" 2>"$WORK/all.err"
@@ -99,7 +101,7 @@ sed 's/^/  | /' "$WORK/all.err" | cat -v
 [ $rc = 1 ] || { show "$WORK/all.err"; fail "record --all exited $rc, want 1 (nothing to record)"; }
 clean "$WORK/all.out" "record --all (stdout)"
 clean "$WORK/all.err" "record --all (stderr)"
-want="virtio-trace-collect record: --all: q-esc is left out: cannot open $WORK/$SAFE/agent-ctl-path: No such file or directory (with --wait it is waited for)"
+want="virtio-trace-collect record: --all: q-esc is left out: $WORK/$SAFE/$REFUSED"
 [ "$(grep -c -x -F -- "$want" "$WORK/all.err")" = 1 ] ||
 	{ cat -v "$WORK/all.err"; fail "record --all: no line '$want'"; }
 echo "PASS"
