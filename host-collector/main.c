@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "check/check.h"
 #include "collect.h"
 #include "record/record.h"
 #include "report/report.h"
@@ -20,6 +21,7 @@ static const struct command {
 	const char *name;
 	int (*run)(int argc, char **argv);
 } commands[] = {
+	{ "check", check_main },
 	{ "join", join_main },
 	{ "list", list_main },
 	{ "record", record_main },
