@@ -55,6 +55,7 @@ void record_usage(FILE *f)
 "       virtio-trace-collect report DIR\n"
 "       virtio-trace-collect recover DIR\n"
 "       virtio-trace-collect join SRC DST -o OUT\n"
+"       virtio-trace-collect check --domain NAME|--qemu-pid PID|--chardev-dir DIR\n"
 "       virtio-trace-collect setup --vcpus N [--backend pipe|unix|unix-connect]\n"
 "                                  [--dir DIR]\n"
 "                                  [--format qemu|libvirt] [--create]\n"
