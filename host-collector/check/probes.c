@@ -465,8 +465,12 @@ void check_agent(struct check *c)
 			  g->agent_cpus, g->agent_cpus == 1 ? "" : "s");
 		break;
 	case LIST_AGENT_BUSY:
-		check_set(c, CK_AGENT, CV_NO, "another process has %s open (a recording?%s%.0d)",
-			  g->ctl_path, g->busy_pid ? " pid " : "", g->busy_pid);
+		if (g->busy_pid)
+			check_set(c, CK_AGENT, CV_NO, "process %d has %s open: a recording? (check "
+				  "cannot ask the agent meanwhile)", (int)g->busy_pid, g->ctl_path);
+		else
+			check_set(c, CK_AGENT, CV_NO, "a client is connected to %s: a recording? "
+				  "(check cannot ask the agent meanwhile)", g->ctl_path);
 		break;
 	case LIST_AGENT_SILENT:
 		check_set(c, CK_AGENT, CV_NO, "%s: %s: is trace-agent running in the guest?", g->ctl_path,

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -59,6 +60,8 @@ static int run_record(char **argv, const char *log, double duration)
 		return -1;
 	}
 	if (!pid) {
+		/* A check that is killed takes its recording with it (record stops cleanly). */
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		fd = open(log, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd >= 0) {
