@@ -125,11 +125,13 @@ static int find_guest(struct check *c)
 		ret = 0;
 		break;
 	}
-	if (ret < 0 && c->domain && f.libvirt_note[0])
-		log_err("no domain %s with trace ports: %s", c->domain, f.libvirt_note);
+	if (ret < 0 && c->domain)
+		snprintf(c->missing, sizeof(c->missing), "libvirt has no domain %s with trace ports "
+			 "(`virtio-trace-collect list` shows the guests)%s%s", c->domain,
+			 f.libvirt_note[0] ? ": " : "", f.libvirt_note);
 	else if (ret < 0)
-		log_err("no %s%s with trace ports: `virtio-trace-collect list` shows the guests",
-			c->domain ? "domain " : "QEMU process", c->domain ? c->domain : "");
+		log_warn("QEMU pid %d has no trace ports `virtio-trace-collect list` finds: the agent "
+			 "is not asked", (int)c->qemu_pid);
 	list_free(&f);
 	return ret;
 }
@@ -145,7 +147,7 @@ static void decide(struct check *c)
 	if (c->tcg)
 		NO("%s%s%s", l[CK_THREADS].detail, kvm_note, c->kvm_usable ? "" : l[CK_KVMDEV].detail);
 	else if (!c->qemu_pid)
-		NO("no QEMU pid is known (--qemu-pid or --domain): KVM's offsets are found by it");
+		NO("%s", l[CK_DEBUGFS].detail);
 	else if (l[CK_DEBUGFS].v != CV_YES && l[CK_DEBUGFS].v != CV_WARN)
 		NO("KVM's offsets cannot be read: %s%s%s", l[CK_DEBUGFS].detail, kvm_note,
 		   c->kvm_usable ? "" : l[CK_KVMDEV].detail);

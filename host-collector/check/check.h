@@ -92,6 +92,7 @@ struct check {
 	char chardev_dir[4096];
 	struct list_guest guest;
 	bool have_ports;
+	char missing[1024];	/* the guest as named is not there: why */
 	/* findings */
 	struct check_line lines[CK_NR];
 	char kvm_module[16];

@@ -237,8 +237,14 @@ void check_debugfs(struct check *c)
 	int ret;
 
 	if (!c->qemu_pid) {
-		check_set(c, CK_DEBUGFS, CV_SKIPPED, "no QEMU pid (--qemu-pid, or --domain): KVM's "
-			  "offsets are found by it");
+		if (c->missing[0])
+			check_set(c, CK_DEBUGFS, CV_SKIPPED, "%s", c->missing);
+		else if (c->domain)
+			check_set(c, CK_DEBUGFS, CV_SKIPPED, "libvirt gave no QEMU pid for domain %s: "
+				  "KVM's offsets are found by it", c->domain);
+		else
+			check_set(c, CK_DEBUGFS, CV_SKIPPED, "no QEMU pid (--qemu-pid, or --domain): "
+				  "KVM's offsets are found by it");
 		return;
 	}
 	snprintf(kvm, sizeof(kvm), "%s/kvm", c->debugfs);
@@ -399,7 +405,13 @@ void check_threads(struct check *c)
 	DIR *d;
 
 	if (!c->qemu_pid) {
-		check_set(c, CK_THREADS, CV_SKIPPED, "no QEMU pid (--qemu-pid, or --domain)");
+		if (c->missing[0])
+			check_set(c, CK_THREADS, CV_SKIPPED, "%s", c->missing);
+		else if (c->domain)
+			check_set(c, CK_THREADS, CV_SKIPPED, "libvirt gave no QEMU pid for domain %s",
+				  c->domain);
+		else
+			check_set(c, CK_THREADS, CV_SKIPPED, "no QEMU pid (--qemu-pid, or --domain)");
 		return;
 	}
 	snprintf(dir, sizeof(dir), "%s/%d/task", c->procfs, (int)c->qemu_pid);
@@ -453,6 +465,10 @@ void check_agent(struct check *c)
 	struct list_found f = { .g = &c->guest, .nr = 1 };
 	struct list_guest *g = &c->guest;
 
+	if (c->missing[0]) {
+		check_set(c, CK_AGENT, CV_SKIPPED, "%s", c->missing);
+		return;
+	}
 	if (!c->have_ports) {
 		check_set(c, CK_AGENT, CV_SKIPPED, "no control port known (agent-ctl-path): give "
 			  "--chardev-dir, or --domain");

@@ -16,7 +16,9 @@
 #   recording     yes when the fake agent's TSC offset is KVM's (debugfs); no, naming the
 #                 offsets, when debugfs says another; skipped when the agent does not answer.
 # --json of a yes and of a no validate against doc/check.schema.json, with the same facts, and
-# a renamed key is rejected. Nothing is left behind: no tracefs instance, no temporary dir.
+# a renamed key is rejected. --domain (libvirt's test driver) asks the domain's agent and says
+# that libvirt gave no QEMU pid; a domain that is not there skips what needs it, naming it.
+# Nothing is left behind: no tracefs instance, no temporary dir.
 #
 # The guests are vt-fake-agent (through a link named qemu-system-x86_64, so that --qemu-pid
 # alone finds its ports as `list` does) and vt-fake-qemu (ports, no agent). KVM's debugfs,
@@ -283,7 +285,51 @@ check nopid --chardev-dir "$WORK/qd" --timeout 0.5
 shape nopid 4
 want nopid "kvm debugfs" "skipped: no QEMU pid (--qemu-pid, or --domain): KVM's offsets are found by it"
 want nopid "vcpu threads" "skipped: no QEMU pid (--qemu-pid, or --domain)"
-want nopid "exact clock" "no, because no QEMU pid is known (--qemu-pid or --domain): KVM's offsets are found by it"
+want nopid "exact clock" "no, because no QEMU pid (--qemu-pid, or --domain): KVM's offsets are found by it"
+
+# ---- --domain: libvirt's test driver (no daemon); it runs no QEMU, so it gives no pid ----
+if [ -f "$VT_BUILDDIR/host-collector/virtio-trace-collect-libvirt.so" ]; then
+	mkdir -p "$WORK/lv"
+	sed "s|@DIR@|$WORK|g" >"$WORK/node.xml" <<'XML'
+<node>
+  <domain type='test'>
+    <name>lv-check</name>
+    <memory>524288</memory>
+    <vcpu>2</vcpu>
+    <os><type>hvm</type></os>
+    <devices>
+      <channel type='pipe'><source path='@DIR@/lv/trace-path-cpu0'/><target type='virtio' name='trace-path-cpu0'/></channel>
+      <channel type='pipe'><source path='@DIR@/lv/trace-path-cpu1'/><target type='virtio' name='trace-path-cpu1'/></channel>
+      <channel type='pipe'><source path='@DIR@/lv/agent-ctl-path'/><target type='virtio' name='agent-ctl-path'/></channel>
+    </devices>
+  </domain>
+</node>
+XML
+	: >"$WORK/lv.fake"
+	"$WORK/bin/qemu-system-x86_64" --name lv --fifo "$WORK/lv" --fixture "$DATA/cap-guest" --retime \
+		-- -name guest=lv-check 2>"$WORK/lv.fake" &
+	LV=$!
+	track $LV
+	_i=0
+	while ! grep -q 'ports ready' "$WORK/lv.fake"; do
+		[ $_i -lt 100 ] || fail "fake agent lv: no ports after 10 s"
+		sleep 0.1
+		_i=$((_i + 1))
+	done
+	check dom --domain lv-check --connect "test://$WORK/node.xml"
+	shape dom 4
+	want_re dom agent "yes: vt-fake-agent .* answers on $(re_esc "$WORK/lv/agent-ctl-path") \\(2 CPUs\\)"
+	want dom "kvm debugfs" "skipped: libvirt gave no QEMU pid for domain lv-check: KVM's offsets are found by it"
+	want dom "exact clock" "no, because libvirt gave no QEMU pid for domain lv-check: KVM's offsets are found by it"
+	check nodom --domain no-such --connect "test://$WORK/node.xml"
+	shape nodom 4
+	for l in "kvm debugfs" "vcpu threads" agent; do
+		want nodom "$l" "skipped: libvirt has no domain no-such with trace ports (\`virtio-trace-collect list\` shows the guests)"
+	done
+	want nodom "exact clock" "no, because libvirt has no domain no-such with trace ports (\`virtio-trace-collect list\` shows the guests)"
+else
+	echo "note: no libvirt module built: --domain not checked"
+fi
 
 # ---- usage, and nothing left behind ----
 "$COLLECT" check >/dev/null 2>"$WORK/u1.err"
