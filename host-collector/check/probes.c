@@ -431,8 +431,9 @@ void check_threads(struct check *c)
 		if (de->d_name[0] == '.')
 			continue;
 		snprintf(path, sizeof(path), "%s/%s/comm", dir, de->d_name);
+		/* A thread names itself: only "CPU n/WORD", WORD letters and digits, is taken. */
 		if (read_line(path, comm, sizeof(comm)) < 0 ||
-		    sscanf(comm, "CPU %u/%15s", &cpu, accel) != 2)
+		    sscanf(comm, "CPU %u/%15[A-Za-z0-9]", &cpu, accel) != 2 || cpu >= CHECK_MAX_VCPUS)
 			continue;
 		t = &c->threads[c->nr_threads++];
 		t->cpu = cpu;
