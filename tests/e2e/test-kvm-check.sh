@@ -30,7 +30,11 @@ ${VT_L1_ENV:-}"
 vt_kvm_scenario "$HERE/l1/scenario-kvm-check.sh"; rc=$?
 [ $rc = 0 ] || { bad "the run in L1: $VT_L1_RESULT: $VT_L1_REASON"; KEEP=1; echo "$ME: FAIL"; exit 1; }
 
-# 1. exit status and the verdict, text and JSON.
+# 1. exit status and the verdict, text and JSON (without the lines l1_bounded adds: "L1: ...").
+for f in check.txt check.json; do
+    grep -av '^L1: ' "$OUT/$f" >"$WORK/$f" 2>/dev/null
+    cp "$WORK/$f" "$OUT/$f"
+done
 crc=$(cat "$OUT/check.rc" 2>/dev/null || echo none)
 jrc=$(cat "$OUT/check-json.rc" 2>/dev/null || echo none)
 echo "$ME: check exited $crc, check --json $jrc"
@@ -54,7 +58,7 @@ l "kvm debugfs" | grep -Eq "^(yes|warn): /sys/kernel/debug/kvm/$pid-[0-9]+: vcpu
 [ "$(l 'kvm events')" = "yes: kvm:kvm_exit, kvm:kvm_entry, kvm:kvm_write_tsc_offset in /sys/kernel/tracing/events" ] ||
     bad "kvm events: $(l 'kvm events')"
 want_threads=$(awk '$2 == "CPU" && $3 ~ /^[0-9]+\/KVM$/ { split($3, a, "/"); print a[1], $1 }' "$OUT/l2-threads" | sort -n |
-    awk '{ printf "%sCPU %s/KVM tid %s", NR > 1 ? ", " : "", $1, $2 }')
+    awk '{ printf "%sCPU %s/KVM tid %s", (NR > 1 ? ", " : ""), $1, $2 }')
 [ "$(l 'vcpu threads')" = "yes: 2 vCPU threads: $want_threads" ] || bad "vcpu threads: '$(l 'vcpu threads')', want the 2 of L1's /proc: $want_threads"
 l agent | grep -q '^yes: trace-agent .* answers on .*agent-ctl-path (2 CPUs)$' || bad "agent: $(l agent)"
 l recording | grep -Eq '^yes: 2 s recorded, sync kvm \(changes from kvm:kvm_write_tsc_offset\): [1-9][0-9]* probe replies on 2 vCPUs, each within' ||
