@@ -22,9 +22,14 @@
  *             setup/ stays below record/ (record --all calls list).
  *   report/   the `report` subcommand and its analyses; it reads the files
  *             store/ wrote and sees no recording internals.
+ *   check/    the `check` subcommand: what a recording needs on this host
+ *             (it reads KVM's offsets through record/kvm.c and asks the agent
+ *             through setup/list.c), and a short `record` run as a child,
+ *             whose manifest it reads back as JSON.
  *
- * Calls go one way: main -> record -> {store, setup}; main -> report -> store;
- * main -> store, setup. store/ and setup/ call no other folder.
+ * Calls go one way: main -> check -> {record, setup}; main -> record ->
+ * {store, setup}; main -> report -> store; main -> store, setup. store/ and
+ * setup/ call no other folder; nothing calls check/.
  */
 #ifndef COLLECT_H
 #define COLLECT_H
@@ -43,6 +48,7 @@
 #define EXIT_FAIL	1	/* nothing usable was written */
 #define EXIT_USAGE	2	/* bad command line */
 #define EXIT_PARTIAL	3	/* files written, but a guest was dropped or reported problems */
+#define EXIT_NOT_EXACT	4	/* check: this guest's clock would not be exact (the lines say why) */
 
 /* log.c */
 extern int collect_quiet;

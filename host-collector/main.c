@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "check/check.h"
 #include "collect.h"
 #include "record/record.h"
 #include "report/report.h"
@@ -22,6 +23,7 @@ static const struct command {
 	int (*run)(int argc, char **argv);
 	const char *what;
 } commands[] = {
+	{ "check", check_main, "say whether this host can record a guest with an exact clock" },
 	{ "join", join_main, "join a migrated guest's two recordings into one" },
 	{ "list", list_main, "list the guests on this host with trace ports, and their agents" },
 	{ "record", record_main, "record guests (and host events) into trace.dat files" },

@@ -267,7 +267,7 @@ run_packages() {
 		usr/share/man/man1/virtio-trace-collect.1.gz usr/share/man/man1/virtio-trace-collect-record.1.gz \
 		usr/share/man/man1/virtio-trace-collect-recover.1.gz usr/share/man/man1/virtio-trace-collect-report.1.gz \
 		usr/share/man/man1/virtio-trace-collect-setup.1.gz usr/share/man/man1/virtio-trace-collect-list.1.gz \
-		usr/share/man/man1/virtio-trace-collect-join.1.gz \
+		usr/share/man/man1/virtio-trace-collect-join.1.gz usr/share/man/man1/virtio-trace-collect-check.1.gz \
 		usr/share/man/man8/trace-agent.8.gz \
 		usr/share/man/man5/virtio-trace-protocol.5.gz; do
 		[ -e "$proot/$f" ] || why="${why:+$why; }no /$f"

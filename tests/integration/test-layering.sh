@@ -1,13 +1,14 @@
 #!/bin/sh
 # Proves: the collector's folders depend on each other one way only, as collect.h draws them:
-#   record -> store, setup; report -> store; store and setup call no other folder; every
-#   folder may use the shared base (libcollect.a) and lib/.
+#   check -> record, setup; record -> store, setup; report -> store; store and setup call no
+#   other folder; no folder calls check; every folder may use the shared base (libcollect.a)
+#   and lib/.
 # Checked twice, so that neither a header nor a call slips through:
 # - includes: no file in a folder includes a header of a folder it may not use;
 # - symbols: no object of a folder's library leaves undefined a symbol that a library it may
 #   not use defines (what the linker would resolve across the line).
 # Also: each folder's library exists, and the executable's main.c is only a command table.
-echo "layering: record -> store, setup; report -> store; store and setup use no other folder"
+echo "layering: check -> record, setup; record -> store, setup; report -> store; store and setup use no other folder"
 : "${VT_SRCDIR:?run through make check}" "${VT_BUILDDIR:?run through make check}"
 export LC_ALL=C
 HC=$VT_SRCDIR/host-collector
@@ -20,14 +21,15 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 # The folders each folder may not use.
 forbidden() {
 	case $1 in
-	record) echo "report" ;;
-	store) echo "record setup report" ;;
-	setup) echo "record store report" ;;
-	report) echo "record setup" ;;
+	check) echo "store report" ;;
+	record) echo "report check" ;;
+	store) echo "record setup report check" ;;
+	setup) echo "record store report check" ;;
+	report) echo "record setup check" ;;
 	esac
 }
 
-for f in record store setup report; do
+for f in check record store setup report; do
 	[ -d "$HC/$f" ] || { fail "no folder host-collector/$f"; continue; }
 	lib=$B/$f/lib$f.a
 	[ -f "$lib" ] || { fail "no library $lib"; continue; }
@@ -46,7 +48,7 @@ for f in record store setup report; do
 done
 
 # The shared base calls no folder at all.
-for x in record store setup report; do
+for x in check record store setup report; do
 	nm --defined-only -g "$B/$x/lib$x.a" 2>/dev/null | awk 'NF == 3 { print $3 }' | sort -u >"$WORK/def-$x"
 	nm -u "$B/libcollect.a" | awk '{ print $NF }' | sort -u >"$WORK/undef-base"
 	comm -12 "$WORK/undef-base" "$WORK/def-$x" >"$WORK/cross"
@@ -66,4 +68,4 @@ nm --defined-only -g "$B/record/librecord.a" | awk 'NF == 3 { print $3 }' | sort
 	fail "the symbol check misses a planted store -> record call"
 
 [ "$fails" = 0 ] || exit 1
-echo "PASS: 4 folders, no call or include against the layering"
+echo "PASS: 5 folders, no call or include against the layering"
