@@ -110,7 +110,7 @@ static int find_guest(struct check *c)
 	unsigned int i;
 	int ret = -ENOENT;
 
-	if (list_find(c->uri, !c->domain, &f) < 0)
+	if (list_find(c->uri, !c->domain, c->qemu_pid != 0, &f) < 0)
 		return -ENOMEM;
 	for (i = 0; i < f.nr; i++) {
 		const struct list_guest *g = &f.g[i];

@@ -21,7 +21,7 @@
 # that libvirt gave no QEMU pid; a domain that is not there skips what needs it, naming it.
 # Nothing is left behind: no tracefs instance, no temporary dir.
 #
-# The guests are vt-fake-agent (through a link named qemu-system-x86_64, so that --qemu-pid
+# The guests are vt-fake-agent (a root-owned copy named qemu-system-x86_64, so that --qemu-pid
 # alone finds its ports as `list` does) and vt-fake-qemu (ports, no agent). KVM's debugfs,
 # /proc's cpuinfo and the QEMU's threads, and sysfs's clocksource are fixture trees made here
 # (--debugfs, --procfs, --sysfs): this machine has no KVM that runs a stock guest.
@@ -45,8 +45,9 @@ python3 -c 'import jsonschema' 2>/dev/null || { have_validator=; echo "note: no 
 N=5000000		# the fake agents' guest TSC is host TSC - N
 OFF=$((0 - N))
 mkdir -p "$WORK/bin" "$WORK/dead-bin" "$WORK/tmp"
-ln -s "$FAKE" "$WORK/bin/qemu-system-x86_64"
-ln -s "$TOOLS/vt-fake-qemu" "$WORK/dead-bin/qemu-system-x86_64"
+cp "$FAKE" "$WORK/bin/qemu-system-x86_64"
+cp "$TOOLS/vt-fake-qemu" "$WORK/dead-bin/qemu-system-x86_64"
+chmod 0755 "$WORK/bin/qemu-system-x86_64" "$WORK/dead-bin/qemu-system-x86_64" "$WORK/bin" "$WORK/dead-bin"
 export TMPDIR=$WORK/tmp		# check's private recording directory goes here
 
 # The fixtures: sysfs (clocksource tsc, no KVM vendor module), procfs (cpuinfo), debugfs.
