@@ -1187,21 +1187,175 @@ static bool format_ok(const struct vt_blob *f)
 	return true;
 }
 
-/* Leave out the formats of @s that are not format_ok(); count them into @c. */
-static void drop_formats(struct vt_meta_system *s, struct vt_meta_clean *c)
+/*
+ * The format's words as libtraceevent's tokenizer cuts them: a run of
+ * letters, digits and '_' is one item; spaces and tabs separate; a newline
+ * and every other character are tokens of their own. Quotes are not
+ * special here (stricter: a quoted "offset:" is checked too).
+ */
+struct ftok {
+	const char *p, *end;
+	const char *s;		/* the token */
+	size_t len;
+};
+
+static bool item_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+static bool next_tok(struct ftok *t)
+{
+	while (t->p < t->end && (*t->p == ' ' || *t->p == '\t'))
+		t->p++;
+	if (t->p >= t->end)
+		return false;
+	t->s = t->p;
+	if (item_char(*t->p))
+		while (t->p < t->end && item_char(*t->p))
+			t->p++;
+	else
+		t->p++;
+	t->len = t->p - t->s;
+	return true;
+}
+
+static bool tok_is(const struct ftok *t, const char *word)
+{
+	return t->len == strlen(word) && !memcmp(t->s, word, t->len);
+}
+
+/*
+ * "offset" or "size" then ':' then a plain decimal number that fits an int
+ * (libtraceevent keeps them in ints, read with strtoul(..., 0): a sign, a
+ * hex or octal spelling, or junk is refused rather than guessed at).
+ */
+static int tok_number(struct ftok *t, uint64_t *v)
+{
+	size_t i;
+
+	if (!next_tok(t) || !tok_is(t, ":") || !next_tok(t) || !t->len || t->len > 10 ||
+	    (t->len > 1 && t->s[0] == '0'))
+		return -EBADMSG;
+	*v = 0;
+	for (i = 0; i < t->len; i++) {
+		if (t->s[i] < '0' || t->s[i] > '9')
+			return -EBADMSG;
+		*v = *v * 10 + (t->s[i] - '0');
+	}
+	return *v > INT_MAX ? -ERANGE : 0;
+}
+
+/**
+ * vt_meta_format_check() - whether every field of an event format lies
+ * inside the largest event a sub-buffer can hold
+ * @format: an events/SYSTEM/EVENT/format text (need not be NUL-terminated)
+ * @len: its length
+ * @max_event: the largest event payload, in bytes (vt_meta_max_event())
+ *
+ * Every "offset:N; size:N;" pair outside the print format's line is read
+ * as libtraceevent reads it; a reader that trusts the offsets (libtraceevent's
+ * plugins, trace-cmd report) then never reaches past @max_event bytes from
+ * an event's start. A __data_loc or __rel_loc field's fixed part is its
+ * 4-byte offset/length word.
+ *
+ * Return: 0; -ERANGE when a field lies past @max_event (or a number does not
+ * fit an int); -EBADMSG when an offset or size is not a plain decimal number,
+ * or a dynamic field's fixed part is not 4 bytes.
+ */
+int vt_meta_format_check(const char *format, size_t len, uint32_t max_event)
+{
+	struct ftok t = { .p = format, .end = format + len };
+	bool line_start = true, dynamic = false, have_off = false, have_size = false;
+	uint64_t off = 0, size = 0;
+	int ret;
+
+	while (next_tok(&t)) {
+		bool first = line_start;
+
+		line_start = tok_is(&t, "\n");
+		if (line_start) {
+			dynamic = have_off = have_size = false;
+			continue;
+		}
+		if (first && tok_is(&t, "print")) {
+			/* The print format is one line of text and arguments, no fields. */
+			const char *eol = memchr(t.p, '\n', t.end - t.p);
+
+			t.p = eol ? eol : t.end;
+			continue;
+		}
+		if (tok_is(&t, "__data_loc") || tok_is(&t, "__rel_loc")) {
+			dynamic = true;
+		} else if (tok_is(&t, "offset") || tok_is(&t, "size")) {
+			bool is_off = t.s[0] == 'o';
+			struct ftok peek = t;
+
+			/* A field named "offset" or "size" is followed by ';', not ':'. */
+			if (!next_tok(&peek) || !tok_is(&peek, ":"))
+				continue;
+			ret = tok_number(&t, is_off ? &off : &size);
+			if (ret < 0)
+				return ret;
+			if (is_off)
+				have_off = true;
+			else
+				have_size = true;
+			if ((have_off ? off : 0) + (have_size ? size : 0) > max_event)
+				return -ERANGE;
+			if (dynamic && have_size && size != 4)
+				return -EBADMSG;
+		}
+	}
+	return 0;
+}
+
+/**
+ * vt_meta_max_event() - the largest event payload a bundle's sub-buffers hold
+ * @m: the bundle
+ *
+ * Return: the sub-buffer's data size less the 8-byte header of an event
+ * with a length word; 0 when its header_page cannot be read.
+ */
+uint32_t vt_meta_max_event(const struct vt_meta *m)
+{
+	struct vt_page_fmt fmt;
+
+	if (!m->header_page.data ||
+	    vt_page_fmt_parse(&fmt, m->header_page.data, m->header_page.len) < 0 ||
+	    fmt.subbuf_size < fmt.data_offset + 8)
+		return 0;
+	return fmt.subbuf_size - fmt.data_offset - 8;
+}
+
+static void note_dropped(char *buf, size_t size, const struct vt_meta_system *s,
+			 const struct vt_meta_event *ev)
+{
+	snprintf(buf, size, "%s:%s", s->name ? s->name : "ftrace", ev->name);
+}
+
+/*
+ * Leave out the formats of @s that are not format_ok() or whose fields lie
+ * past @max_event; count them into @c.
+ */
+static void drop_formats(struct vt_meta_system *s, uint32_t max_event, struct vt_meta_clean *c)
 {
 	uint32_t i, kept = 0;
 
 	for (i = 0; i < s->nr_events; i++) {
 		struct vt_meta_event *ev = &s->events[i];
+		bool text = format_ok(&ev->format);
 
-		if (format_ok(&ev->format)) {
+		if (text && vt_meta_format_check(ev->format.data, ev->format.len, max_event) == 0) {
 			s->events[kept++] = *ev;
 			continue;
 		}
-		if (!c->formats_dropped++)
-			snprintf(c->first_dropped, sizeof(c->first_dropped), "%s:%s",
-				 s->name ? s->name : "ftrace", ev->name);
+		if (!text) {
+			if (!c->formats_dropped++)
+				note_dropped(c->first_dropped, sizeof(c->first_dropped), s, ev);
+		} else if (!c->formats_out_of_bounds++) {
+			note_dropped(c->first_out_of_bounds, sizeof(c->first_out_of_bounds), s, ev);
+		}
 		free(ev->name);
 		blob_free(&ev->format);
 	}
@@ -1219,12 +1373,15 @@ static void drop_formats(struct vt_meta_system *s, struct vt_meta_clean *c)
  * layout's tabs and newlines stay). An event format holding a control
  * character or invalid UTF-8 (in its name line or its print format) is
  * left out whole: its events then print as unknown, never the guest's bytes.
+ * So is one whose fields lie past the largest event its sub-buffers hold
+ * (vt_meta_format_check()), counted apart: libtraceevent's plugins and
+ * trace-cmd report read a field where its format says, unchecked.
  * The pages' contents (markers, strings in events) are not the bundle's and
  * are not changed.
  */
 void vt_meta_sanitize(struct vt_meta *m, struct vt_meta_clean *c)
 {
-	uint32_t i;
+	uint32_t i, max_event;
 
 	memset(c, 0, sizeof(*c));
 	clean_blob(&m->saved_cmdlines, "\n", &c->replaced);
@@ -1235,7 +1392,8 @@ void vt_meta_sanitize(struct vt_meta *m, struct vt_meta_clean *c)
 	clean_blob(&m->trace_clock, "\n", &c->replaced);
 	clean_blob(&m->iommu_groups, "\t\n", &c->replaced);
 	clean_blob(&m->pci_devices, "\t\n", &c->replaced);
-	drop_formats(&m->ftrace, c);
+	max_event = vt_meta_max_event(m);
+	drop_formats(&m->ftrace, max_event, c);
 	for (i = 0; i < m->nr_systems; i++)
-		drop_formats(&m->systems[i], c);
+		drop_formats(&m->systems[i], max_event, c);
 }
