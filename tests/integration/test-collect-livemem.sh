@@ -45,9 +45,9 @@ grep -q "META_REQ withheld" "$WORK/mute.fake" || { show "$WORK/mute.fake"; fail 
 sent=$(( $(fake_total mute 0 bytes) + $(fake_total mute 1 bytes) ))
 echo "measured: the guest sent $((sent >> 20)) MB; the collector's peak RSS (VmHWM) $((hwm >> 10)) MB, want <= $HWM_MAX_MB MB; exit $RC"
 [ $((sent >> 20)) -ge $((RATE_MB * SECS)) ] || fail "the guest sent only $((sent >> 20)) MB: the test tests little"
-[ $RC = 0 ] || { show "$WORK/rec.log"; fail "collector exited $RC, want 0"; }
 [ "$hwm" -gt 0 ] || fail "no VmHWM read"
 [ $((hwm >> 10)) -le "$HWM_MAX_MB" ] || fail "the collector's peak RSS was $((hwm >> 10)) MB, want <= $HWM_MAX_MB MB"
+[ $RC = 0 ] || { show "$WORK/rec.log"; fail "collector exited $RC, want 0"; }
 n=$(grep -c "live view: guest-mute.dat: its pages wait for its clock mapping or metadata bundle; past 16 MB waiting, its oldest are not shown" "$WORK/rec.log")
 [ "$n" = 1 ] || { show "$WORK/rec.log"; fail "the view said $n times that it drops the waiting pages, want 1"; }
 dropped=$(sed -nE "s/.*live view: [0-9]+ events not shown \\([0-9]+ while it could not keep up, ([0-9]+) while a guest's clock mapping or metadata was awaited past 16 MB,.*/\\1/p" "$WORK/rec.log")
