@@ -152,6 +152,7 @@ struct ltrace {
 	struct tep_plugin_list *plugins;
 	bool tep_failed;		/* said once */
 	bool formats_said;		/* its refused formats, said once */
+	bool prints_said;		/* its unbounded print formats, said once */
 	bool pending_said;		/* its pending pages dropped, said once */
 	pthread_t loader;		/* the host's: reads its bundle while the guests set up */
 	bool loading;
@@ -499,6 +500,126 @@ static void drop_tep(struct ltrace *t)
 	t->plugins = NULL;
 }
 
+/* How deep a print format's arguments may nest before the walk gives up (unbounded then). */
+#define LIVE_ARG_DEPTH		32
+/* The largest constant index REC->field[N] may have: N longs stay inside LIVE_PAD_SIZE. */
+#define LIVE_INDEX_MAX		4096
+
+static bool args_bounded(const struct tep_print_arg *a, int depth);
+
+/* A length or count that a 16-bit __data_loc word bounds: __get_dynamic_array_len(x) [/ N]. */
+static bool dyn_len(const struct tep_print_arg *a)
+{
+	if (a && a->type == TEP_PRINT_OP && a->op.op && !strcmp(a->op.op, "/") && a->op.right &&
+	    a->op.right->type == TEP_PRINT_ATOM && a->op.right->atom.atom &&
+	    strtoul(a->op.right->atom.atom, NULL, 0) >= 1)
+		a = a->op.left;
+	return a && a->type == TEP_PRINT_DYNAMIC_ARRAY_LEN;
+}
+
+static bool small_atom(const struct tep_print_arg *a, unsigned long max)
+{
+	char *end;
+	unsigned long v;
+
+	if (!a || a->type != TEP_PRINT_ATOM || !a->atom.atom)
+		return false;
+	v = strtoul(a->atom.atom, &end, 0);
+	return !*end && v <= max;
+}
+
+/*
+ * Whether printing one argument reads only what a checked format's fields,
+ * a 16-bit __data_loc word or a small constant bound: libtraceevent (1.7)
+ * reads __print_hex(), __print_hex_str() and __print_array() for the length
+ * they are given and REC->f[i] at any i, and those may come from the record.
+ */
+static bool arg_bounded(const struct tep_print_arg *a, int depth)
+{
+	if (!a)
+		return true;
+	if (depth > LIVE_ARG_DEPTH)
+		return false;
+	switch (a->type) {
+	case TEP_PRINT_NULL:
+	case TEP_PRINT_ATOM:
+	case TEP_PRINT_FIELD:
+	case TEP_PRINT_STRING:
+	case TEP_PRINT_BSTRING:
+	case TEP_PRINT_BITMASK:
+	case TEP_PRINT_CPUMASK:
+	case TEP_PRINT_DYNAMIC_ARRAY_LEN:
+		return true;
+	case TEP_PRINT_DYNAMIC_ARRAY:
+		return !a->dynarray.index || arg_bounded(a->dynarray.index, depth + 1);
+	case TEP_PRINT_TYPE:
+		return arg_bounded(a->typecast.item, depth + 1);
+	case TEP_PRINT_FLAGS:
+		return arg_bounded(a->flags.field, depth + 1);
+	case TEP_PRINT_SYMBOL:
+		return arg_bounded(a->symbol.field, depth + 1);
+	case TEP_PRINT_HEX:
+	case TEP_PRINT_HEX_STR:
+		return dyn_len(a->hex.size) && arg_bounded(a->hex.field, depth + 1);
+	case TEP_PRINT_INT_ARRAY:
+		return dyn_len(a->int_array.count) && small_atom(a->int_array.el_size, 8) &&
+		       arg_bounded(a->int_array.field, depth + 1);
+	case TEP_PRINT_OP:
+		if (a->op.op && !strcmp(a->op.op, "[") && !small_atom(a->op.right, LIVE_INDEX_MAX))
+			return false;
+		return arg_bounded(a->op.left, depth + 1) && arg_bounded(a->op.right, depth + 1);
+	case TEP_PRINT_FUNC:
+		return args_bounded(a->func.args, depth + 1);
+	}
+	return false;	/* a kind this walk does not know */
+}
+
+static bool args_bounded(const struct tep_print_arg *a, int depth)
+{
+	for (; a; a = a->next)
+		if (!arg_bounded(a, depth))
+			return false;
+	return true;
+}
+
+/* A guest event whose print format is not bounded: its fields, each read within the format. */
+static int print_fields(struct trace_seq *s, struct tep_record *rec, struct tep_event *ev, void *ctx)
+{
+	(void)ctx;
+	tep_record_print_fields(s, rec, ev);
+	return 0;
+}
+
+/*
+ * A guest's events whose print format could read past the record (its
+ * arguments are not bounded) print their fields instead, name=value: said
+ * once, with the first such event.
+ */
+static void bound_prints(struct ltrace *t, struct tep_handle *tep)
+{
+	struct tep_event **evs = tep_list_events(tep, TEP_EVENT_SORT_ID);
+	unsigned int n = 0;
+	const char *first = NULL, *first_sys = NULL;
+
+	for (; evs && *evs; evs++) {
+		struct tep_event *ev = *evs;
+
+		if (args_bounded(ev->print_fmt.args, 0))
+			continue;
+		if (!n++) {
+			first = ev->name;
+			first_sys = ev->system;
+		}
+		tep_register_event_handler(tep, ev->id, ev->system, ev->name, print_fields, NULL);
+	}
+	if (n && !t->prints_said) {
+		t->prints_said = true;
+		log_warn("live view: %s: %u event print formats read lengths or indexes the record "
+			 "gives (the first: %s:%s): those events show their fields instead", t->file,
+			 n, first_sys ? first_sys : "?", first ? first : "?");
+	}
+}
+
 static void parse_system(struct tep_handle *tep, const struct vt_meta_system *sys, const char *name)
 {
 	uint32_t i;
@@ -578,6 +699,9 @@ static int load_tep(struct live *l, struct ltrace *t)
 	drop_tep(t);
 	t->tep = tep;
 	t->plugins = tep_load_plugins(tep);
+	/* After the plugins: an unbounded print format is not used, whoever registered it. */
+	if (!t->host)
+		bound_prints(t, tep);
 	return 0;
 }
 

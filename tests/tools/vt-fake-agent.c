@@ -107,6 +107,7 @@ struct fake_opts {
 	const char *kallsyms_name;	/* --kallsyms-name: the made-up symbols' prefix */
 	bool endless_meta;		/* --endless-meta: open chunks that never end */
 	bool hostile_format;		/* --hostile-format: sched_switch's prev_comm at 100000000 */
+	bool hostile_print;		/* --hostile-print: softirq_raise prints 100000000 bytes of hex */
 	bool withhold_meta;		/* --withhold-meta: META_REQ after START never answered */
 	bool truncate_stream;
 	bool wrong_subbuf;
@@ -364,6 +365,44 @@ static int hostile_format(struct fake *f)
 	return -ENOENT;
 }
 
+/*
+ * --hostile-print: the fixture's irq:softirq_raise (no plugin of
+ * libtraceevent prints it) prints its vec with __print_hex(REC->vec,
+ * 100000000): every field in range, but libtraceevent reads the length it
+ * is given.
+ */
+static int hostile_print(struct fake *f)
+{
+	static const char print[] = "print fmt: \"vec=%s\", __print_hex(REC->vec, 100000000)\n";
+	uint32_t i, j;
+
+	for (i = 0; i < f->meta.nr_systems; i++) {
+		struct vt_meta_system *sys = &f->meta.systems[i];
+
+		for (j = 0; strcmp(sys->name, "irq") == 0 && j < sys->nr_events; j++) {
+			struct vt_blob *b = &sys->events[j].format;
+			char *at, *n;
+			size_t keep;
+
+			if (strcmp(sys->events[j].name, "softirq_raise") || !(at = strstr(b->data, "print fmt:")))
+				continue;
+			keep = at - b->data;
+			n = malloc(keep + sizeof(print));
+			if (!n)
+				return -ENOMEM;
+			memcpy(n, b->data, keep);
+			memcpy(n + keep, print, sizeof(print));
+			free(b->data);
+			b->data = n;
+			b->len = keep + sizeof(print) - 1;
+			say(f, "irq:softirq_raise prints __print_hex(REC->vec, 100000000) (--hostile-print)");
+			return 0;
+		}
+	}
+	say(f, "--hostile-print: the fixture has no irq:softirq_raise");
+	return -ENOENT;
+}
+
 static int load_fixture(struct fake *f)
 {
 	unsigned int cpu, fcpus = 0, i;
@@ -383,6 +422,11 @@ static int load_fixture(struct fake *f)
 	}
 	if (f->o.hostile_format) {
 		ret = hostile_format(f);
+		if (ret < 0)
+			return ret;
+	}
+	if (f->o.hostile_print) {
+		ret = hostile_print(f);
 		if (ret < 0)
 			return ret;
 	}
@@ -2080,6 +2124,8 @@ static void usage(FILE *out)
 		"                         past the host's limit)\n"
 		"  --hostile-format       the fixture's sched:sched_switch format with prev_comm\n"
 		"                         at offset 100000000\n"
+		"  --hostile-print        the fixture's irq:softirq_raise format printing its vec\n"
+		"                         with __print_hex(REC->vec, 100000000)\n"
 		"  --withhold-meta        say META_FLAGS (the host asks for the whole bundle after\n"
 		"                         START, as of trace-agent) and never answer a META_REQ\n"
 		"                         that comes after START and before STOP\n"
@@ -2139,7 +2185,7 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 	       OPT_EXTERNAL, OPT_PROBE_DELAY, OPT_STOP_PROBE_DELAY, OPT_META_RATE, OPT_SILENT_HELLO, OPT_VARY, OPT_TIMELOG,
 	       OPT_ALL_BAD, OPT_ABSURD, OPT_ERROR_FLOOD, OPT_SHRINK, OPT_NOTICE_FLOOD,
 	       OPT_LB_INFO, OPT_LB_NAME, OPT_LB_DUMP, OPT_KSNAME, OPT_FINAL_CMDLINES, OPT_PORT_GAP,
-	       OPT_HOSTILE_FORMAT, OPT_WITHHOLD_META };
+	       OPT_HOSTILE_FORMAT, OPT_HOSTILE_PRINT, OPT_WITHHOLD_META };
 	static const struct option lo[] = {
 		{ "fifo", required_argument, NULL, OPT_FIFO },
 		{ "connect", required_argument, NULL, OPT_CONNECT },
@@ -2170,6 +2216,7 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 		{ "last-boot-info", required_argument, NULL, OPT_LB_INFO },
 		{ "final-cmdlines", required_argument, NULL, OPT_FINAL_CMDLINES },
 		{ "hostile-format", no_argument, NULL, OPT_HOSTILE_FORMAT },
+		{ "hostile-print", no_argument, NULL, OPT_HOSTILE_PRINT },
 		{ "withhold-meta", no_argument, NULL, OPT_WITHHOLD_META },
 		{ "last-boot-name", required_argument, NULL, OPT_LB_NAME },
 		{ "dump-last-boot", required_argument, NULL, OPT_LB_DUMP },
@@ -2288,6 +2335,9 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 			break;
 		case OPT_HOSTILE_FORMAT:
 			o->hostile_format = true;
+			break;
+		case OPT_HOSTILE_PRINT:
+			o->hostile_print = true;
 			break;
 		case OPT_WITHHOLD_META:
 			o->withhold_meta = true;
