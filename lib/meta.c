@@ -1246,6 +1246,189 @@ static int tok_number(struct ftok *t, uint64_t *v)
 	return *v > INT_MAX ? -ERANGE : 0;
 }
 
+/* The largest constant index REC->f[N] may have in a print format. */
+#define PRINT_INDEX_MAX		4096
+
+static const char *skip_space(const char *p, const char *end)
+{
+	while (p < end && (*p == ' ' || *p == '\t' || *p == '\n'))
+		p++;
+	return p;
+}
+
+/* Past a quoted string starting at @p (its quote), as libtraceevent reads one: '\\' escapes. */
+static const char *skip_quote(const char *p, const char *end)
+{
+	char q = *p++;
+
+	while (p < end && *p != q)
+		p += *p == '\\' ? 2 : 1;
+	return p < end ? p + 1 : end;
+}
+
+/* Whether [p, end) is spaces, @word, spaces. */
+static bool just(const char *p, const char *end, const char *word)
+{
+	size_t n = strlen(word);
+
+	p = skip_space(p, end);
+	while (end > p && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\n'))
+		end--;
+	return (size_t)(end - p) == n && !memcmp(p, word, n);
+}
+
+/* sizeof() of a type of 1 to 8 bytes, as libtraceevent evaluates it; end of it in *@next. */
+static bool small_sizeof(const char *p, const char *end, const char **next)
+{
+	static const char *const types[] = { "u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64",
+					     "char", "short", "int", "long", "unsigned char",
+					     "unsigned short", "unsigned int", "unsigned long" };
+	const char *close;
+	size_t i;
+
+	p = skip_space(p, end);
+	if ((size_t)(end - p) < 7 || memcmp(p, "sizeof", 6))
+		return false;
+	p = skip_space(p + 6, end);
+	if (p >= end || *p != '(' || !(close = memchr(p, ')', end - p)))
+		return false;
+	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+		if (just(p + 1, close, types[i])) {
+			*next = close + 1;
+			return true;
+		}
+	return false;
+}
+
+/* A length bounded by a 16-bit __data_loc word: __get_dynamic_array_len(x), maybe "/ N". */
+static bool dyn_len_text(const char *p, const char *end)
+{
+	static const char *const names[] = { "__get_dynamic_array_len", "__get_rel_dynamic_array_len" };
+	const char *close;
+	size_t i, n;
+
+	p = skip_space(p, end);
+	for (i = 0; i < 2; i++) {
+		n = strlen(names[i]);
+		if ((size_t)(end - p) > n && !memcmp(p, names[i], n) && !item_char(p[n]))
+			break;
+	}
+	if (i == 2)
+		return false;
+	p = skip_space(p + n, end);
+	if (p >= end || *p != '(' || !(close = memchr(p, ')', end - p)))
+		return false;
+	for (p++; p < close; p++)
+		if (!item_char(*p) && *p != ' ')
+			return false;
+	p = skip_space(close + 1, end);
+	if (p == end)
+		return true;
+	if (*p++ != '/')
+		return false;
+	if (small_sizeof(p, end, &p))
+		return skip_space(p, end) == end;
+	p = skip_space(p, end);
+	if (p == end || *p < '1' || *p > '9')
+		return false;
+	while (p < end && *p >= '0' && *p <= '9')
+		p++;
+	return skip_space(p, end) == end;
+}
+
+/*
+ * The arguments of the call whose '(' is at @p: their starts and ends (up to
+ * @max), split at the commas outside brackets and quotes. Return: how many,
+ * or -1 when the call does not close.
+ */
+static int call_args(const char *p, const char *end, const char **a, const char **e, int max)
+{
+	int depth = 0, n = 0;
+	const char *start = ++p;
+
+	while (p < end) {
+		if (*p == '"' || *p == '\'') {
+			p = skip_quote(p, end);
+			continue;
+		}
+		if (*p == '(' || *p == '[' || *p == '{')
+			depth++;
+		if ((*p == ')' || *p == ']' || *p == '}') && depth-- == 0) {
+			if (n < max) {
+				a[n] = start;
+				e[n] = p;
+			}
+			return n + 1;
+		}
+		if (*p == ',' && !depth) {
+			if (n < max) {
+				a[n] = start;
+				e[n] = p;
+			}
+			n++;
+			start = p + 1;
+		}
+		p++;
+	}
+	return -1;
+}
+
+/*
+ * Whether a print format's arguments (from "print fmt:" to the end) read only
+ * what the fields, a 16-bit __data_loc word or a small constant bound:
+ * libtraceevent (1.7) reads __print_hex(), __print_hex_str() and
+ * __print_array() for whatever length they are given and REC->f[i] at any
+ * i, and those can come from the record, which the guest writes too.
+ */
+static bool print_bounded(const char *p, const char *end)
+{
+	while (p < end) {
+		const char *a[3], *e[3], *w;
+		bool hex, arr;
+		int n;
+
+		if (*p == '"' || *p == '\'') {
+			p = skip_quote(p, end);
+			continue;
+		}
+		if (*p == '[') {
+			unsigned long v = 0;
+			int digits = 0;
+
+			p = skip_space(p + 1, end);
+			while (p < end && *p >= '0' && *p <= '9' && digits++ < 5)
+				v = v * 10 + (*p++ - '0');
+			p = skip_space(p, end);
+			if (!digits || v > PRINT_INDEX_MAX || p >= end || *p != ']')
+				return false;
+			continue;
+		}
+		if (!item_char(*p)) {
+			p++;
+			continue;
+		}
+		for (w = p; p < end && item_char(*p); p++)
+			;
+		hex = (p - w == 11 && !memcmp(w, "__print_hex", 11)) ||
+		      (p - w == 15 && !memcmp(w, "__print_hex_str", 15));
+		arr = p - w == 13 && !memcmp(w, "__print_array", 13);
+		if (!hex && !arr)
+			continue;
+		w = skip_space(p, end);
+		if (w >= end || *w != '(')
+			return false;
+		n = call_args(w, end, a, e, 3);
+		if (n < (hex ? 2 : 3) || !dyn_len_text(a[1], e[1]))
+			return false;
+		if (arr && !just(a[2], e[2], "1") && !just(a[2], e[2], "2") &&
+		    !just(a[2], e[2], "4") && !just(a[2], e[2], "8") &&
+		    !(small_sizeof(a[2], e[2], &w) && skip_space(w, e[2]) == e[2]))
+			return false;
+		/* Its arguments are looked into as the rest is. */
+	}
+	return true;
+}
+
 /**
  * vt_meta_format_check() - whether every field of an event format lies
  * inside the largest event a sub-buffer can hold
@@ -1257,11 +1440,16 @@ static int tok_number(struct ftok *t, uint64_t *v)
  * as libtraceevent reads it; a reader that trusts the offsets (libtraceevent's
  * plugins, trace-cmd report) then never reaches past @max_event bytes from
  * an event's start. A __data_loc or __rel_loc field's fixed part is its
- * 4-byte offset/length word.
+ * 4-byte offset/length word. The print format's arguments may not read a
+ * length or index the record gives: __print_hex(), __print_hex_str() and
+ * __print_array() take a __data_loc length (__get_dynamic_array_len(), maybe
+ * divided), __print_array() an element of 1, 2, 4 or 8 bytes, and an index
+ * [N] is a constant up to 4096.
  *
  * Return: 0; -ERANGE when a field lies past @max_event (or a number does not
- * fit an int); -EBADMSG when an offset or size is not a plain decimal number,
- * or a dynamic field's fixed part is not 4 bytes.
+ * fit an int), or the print format reads an unbounded length or index;
+ * -EBADMSG when an offset or size is not a plain decimal number, or a
+ * dynamic field's fixed part is not 4 bytes.
  */
 int vt_meta_format_check(const char *format, size_t len, uint32_t max_event)
 {
@@ -1279,9 +1467,11 @@ int vt_meta_format_check(const char *format, size_t len, uint32_t max_event)
 			continue;
 		}
 		if (first && tok_is(&t, "print")) {
-			/* The print format is one line of text and arguments, no fields. */
+			/* The print format: its arguments bounded; it holds no field. */
 			const char *eol = memchr(t.p, '\n', t.end - t.p);
 
+			if (!print_bounded(t.p, t.end))
+				return -ERANGE;
 			t.p = eol ? eol : t.end;
 			continue;
 		}
@@ -1334,6 +1524,22 @@ static void note_dropped(char *buf, size_t size, const struct vt_meta_system *s,
 	snprintf(buf, size, "%s:%s", s->name ? s->name : "ftrace", ev->name);
 }
 
+/* "system:event" added to the list @buf of @n names, or "..." once it is full. */
+static void list_dropped(char *buf, size_t size, uint32_t n, const struct vt_meta_system *s,
+			 const struct vt_meta_event *ev)
+{
+	size_t len = strlen(buf);
+	char name[2 * VT_META_MAX_NAME + 2];
+
+	note_dropped(name, sizeof(name), s, ev);
+	if (len >= 3 && !strcmp(buf + len - 3, "..."))
+		return;
+	if (len + strlen(name) + 2 + 5 < size)
+		snprintf(buf + len, size - len, "%s%s", n ? ", " : "", name);
+	else
+		snprintf(buf + len, size - len, "%s...", n ? ", " : "");
+}
+
 /*
  * Leave out the formats of @s that are not format_ok() or whose fields lie
  * past @max_event; count them into @c.
@@ -1353,8 +1559,9 @@ static void drop_formats(struct vt_meta_system *s, uint32_t max_event, struct vt
 		if (!text) {
 			if (!c->formats_dropped++)
 				note_dropped(c->first_dropped, sizeof(c->first_dropped), s, ev);
-		} else if (!c->formats_out_of_bounds++) {
-			note_dropped(c->first_out_of_bounds, sizeof(c->first_out_of_bounds), s, ev);
+		} else {
+			list_dropped(c->out_of_bounds, sizeof(c->out_of_bounds),
+				     c->formats_out_of_bounds++, s, ev);
 		}
 		free(ev->name);
 		blob_free(&ev->format);

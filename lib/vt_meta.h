@@ -115,14 +115,15 @@ int vt_meta_decode(struct vt_meta *m, const void *buf, size_t len);
  * @first_dropped: "system:event" of the first of them
  * @formats_out_of_bounds: event formats left out because a field lies past
  *	the largest event (or its offset or size is not a plain number)
- * @first_out_of_bounds: "system:event" of the first of them
+ * @out_of_bounds: their "system:event" names, ", "-separated, as many as fit
+ *	(then "...")
  */
 struct vt_meta_clean {
 	uint64_t replaced;
 	uint32_t formats_dropped;
 	char first_dropped[2 * VT_META_MAX_NAME + 2];
 	uint32_t formats_out_of_bounds;
-	char first_out_of_bounds[2 * VT_META_MAX_NAME + 2];
+	char out_of_bounds[4 * VT_META_MAX_NAME];
 };
 
 size_t vt_text_clean(char *s, size_t len, const char *keep, uint64_t *replaced);

@@ -658,7 +658,7 @@ static int load_tep(struct live *l, struct ltrace *t)
 		t->formats_said = true;
 		log_warn("live view: %s: %u event formats refused (the first: %s): their events "
 			 "show as unknown", t->file, clean.formats_out_of_bounds + clean.formats_dropped,
-			 clean.formats_out_of_bounds ? clean.first_out_of_bounds : clean.first_dropped);
+			 clean.formats_out_of_bounds ? clean.out_of_bounds : clean.first_dropped);
 	}
 	tep = tep_alloc();
 	if (!tep) {

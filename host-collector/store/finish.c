@@ -50,12 +50,13 @@ static void clean_meta(struct trace_sum *t, struct vt_meta *m)
 			       "(the first: %s)", c.formats_dropped, c.first_dropped);
 	}
 	if (c.formats_out_of_bounds) {
-		log_err("%s %s: event format %s refused: a field lies outside the largest event its "
-			"sub-buffers hold%s; its events print as unknown (the pages are kept)", what,
-			t->rec.name, c.first_out_of_bounds,
-			c.formats_out_of_bounds > 1 ? " (and others: see the manifest)" : "");
-		output_problem(t, "%u event formats refused: a field outside the event (the first: %s)",
-			       c.formats_out_of_bounds, c.first_out_of_bounds);
+		log_err("%s %s: event format%s %s refused: a field lies outside the largest event its "
+			"sub-buffers hold, or the print format reads a length or index the record "
+			"gives; %s print as unknown (the pages are kept)", what, t->rec.name,
+			c.formats_out_of_bounds > 1 ? "s" : "", c.out_of_bounds,
+			c.formats_out_of_bounds > 1 ? "their events" : "its events");
+		output_problem(t, "%u event formats refused: a field or print argument outside the "
+			       "event (%s)", c.formats_out_of_bounds, c.out_of_bounds);
 	}
 }
 

@@ -63,7 +63,7 @@ static void check_sanitize(struct vt_meta *m)
 
 	vt_meta_sanitize(m, &c);
 	if (nr_formats(m) + c.formats_dropped + c.formats_out_of_bounds != before ||
-	    (c.formats_out_of_bounds && !c.first_out_of_bounds[0]))
+	    (c.formats_out_of_bounds && !c.out_of_bounds[0]))
 		abort();
 	formats_checked(&m->ftrace, max_event);
 	for (i = 0; i < m->nr_systems; i++)

@@ -1,15 +1,17 @@
 #!/bin/sh
 # Proves (issue 37, item 2): a guest whose sched:sched_switch format puts
-# prev_comm at offset 100000000 cannot crash `record --live` nor the user's
-# trace-cmd report of the file written. Beside a good guest, with --live:
+# prev_comm at offset 100000000, and whose irq:softirq_raise prints
+# __print_hex(REC->vec, 100000000), cannot crash `record --live` nor the
+# user's trace-cmd report of the file written. Beside a good guest, with --live:
 #  - the collector ends by itself (no signal; it died of SIGSEGV in
-#    libtraceevent's sched_switch plugin before), exit 3 (a guest's problem);
-#  - the error names the guest, the system and the event, once;
+#    libtraceevent's sched_switch plugin before, and in libtraceevent's
+#    __print_hex() with no plugin), exit 3 (a guest's problem);
+#  - one error names the guest, the systems and the events;
 #  - the good guest's file is exact, and the live view showed its sched_switch
 #    lines as trace-cmd report prints them (its plugin's text), times aside;
 #  - the hostile guest's file keeps every page (its events counted by trace-cmd
 #    report, which exits 0 on it), its sched_switch events print as unknown.
-echo "collect: a guest format with a field at offset 100000000 is refused (named once); record --live and trace-cmd report survive it"
+echo "collect: guest formats with a field at offset 100000000 or a 100 MB __print_hex() are refused (named once); record --live and trace-cmd report survive them"
 . "$VT_SRCDIR/tests/integration/collect-lib.sh"
 need_tools
 T=/sys/kernel/tracing
@@ -20,9 +22,10 @@ fi
 
 pe=$WORK/pe pg=$WORK/pg out=$WORK/out
 mkdir -p "$pe" "$pg"
-fake evil --fifo "$pe" --fixture "$DATA/cap-guest" --repeat 2 --retime --hostile-format
+fake evil --fifo "$pe" --fixture "$DATA/cap-guest" --repeat 2 --retime --hostile-format --hostile-print
 EVIL=$FAKE_PID
-grep -q "prev_comm at offset 100000000" "$WORK/evil.fake" || { show "$WORK/evil.fake"; fail "the fake agent did not make the hostile format"; }
+grep -q "prev_comm at offset 100000000" "$WORK/evil.fake" && grep -q "softirq_raise prints __print_hex" "$WORK/evil.fake" ||
+	{ show "$WORK/evil.fake"; fail "the fake agent did not make the hostile formats"; }
 fake good --fifo "$pg" --fixture "$DATA/cap-guest" --repeat 2 --retime
 GOOD=$FAKE_PID
 "$COLLECT" record --chardev-dir "$pe" --name evil --chardev-dir "$pg" --name good -o "$out" -d 3 \
@@ -38,11 +41,11 @@ echo "collector exit $RC; live view: $(grep -c '^ *guest-good.dat: ' "$WORK/live
 [ $RC -lt 128 ] || { show "$WORK/rec.log"; fail "the collector died of signal $((RC - 128))"; }
 [ $RC = 3 ] || { show "$WORK/rec.log"; fail "collector exited $RC, want 3 (the evil guest's format is a problem)"; }
 
-# One error, naming the guest, the system and the event.
-n=$(grep -c "guest evil: event format sched:sched_switch refused: a field lies outside" "$WORK/rec.log")
-[ "$n" = 1 ] || { show "$WORK/rec.log"; fail "$n errors naming guest evil and sched:sched_switch, want 1"; }
+# One error, naming the guest, the systems and the events.
+n=$(grep -c "guest evil: event formats irq:softirq_raise, sched:sched_switch refused: a field lies outside" "$WORK/rec.log")
+[ "$n" = 1 ] || { show "$WORK/rec.log"; fail "$n errors naming guest evil, irq:softirq_raise and sched:sched_switch, want 1"; }
 grep -q "guest good: event format" "$WORK/rec.log" && fail "the good guest's formats were refused too"
-[ "$(guest_json "$out" evil .formats_refused)" = 1 ] || fail "manifest: evil's formats_refused is $(guest_json "$out" evil .formats_refused), want 1"
+[ "$(guest_json "$out" evil .formats_refused)" = 2 ] || fail "manifest: evil's formats_refused is $(guest_json "$out" evil .formats_refused), want 2"
 
 # The good guest: exact, and its sched_switch lines shown live as trace-cmd shows them.
 check_exact "$out" good "$DATA/cap-guest" 2
@@ -54,12 +57,16 @@ grep ' sched_switch: ' "$out/good.txt" | sed -E 's/^ *//; s/ [0-9]+\.[0-9]+: / T
 cmp -s "$WORK/live-ss.txt" "$WORK/want-ss.txt" ||
 	{ diff "$WORK/want-ss.txt" "$WORK/live-ss.txt" | head -5; fail "the live sched_switch lines of the good guest are not trace-cmd report's"; }
 
-# The evil guest's file: trace-cmd report survives it and counts every event.
+# The evil guest's file: trace-cmd report survives it, with and without plugins, and counts
+# every event.
+trace-cmd report -N -i "$out/guest-evil.dat" >"$WORK/evil-n.txt" 2>"$WORK/evil-n.err"
+trc=$?
+[ $trc = 0 ] || { show "$WORK/evil-n.err"; fail "trace-cmd report -N of guest-evil.dat exited $trc"; }
 trace-cmd report -i "$out/guest-evil.dat" >"$WORK/evil.txt" 2>"$WORK/evil.err"
 trc=$?
 [ $trc = 0 ] || { show "$WORK/evil.err"; fail "trace-cmd report of guest-evil.dat exited $trc"; }
 oracle "$DATA/cap-guest" 2
-# Its sched_switch events print as "[UNKNOWN EVENT]", without a CPU: counted in all.
+# Its sched_switch and softirq_raise events print as "[UNKNOWN EVENT]", without a CPU: counted in all.
 got=$(grep -v -e '^cpus=' -e '^$' "$WORK/evil.txt" | grep -c '')
 unknown=$(grep -c '^\[UNKNOWN EVENT\]' "$WORK/evil.txt")
 [ "$got" = $((ORACLE_CPU0 + ORACLE_CPU1)) ] ||
@@ -71,5 +78,5 @@ for c in 0 1; do
 		fail "guest evil cpu$c: manifest events $(guest_json "$out" evil ".cpus[] | select(.cpu == $c) | .events"), want $want"
 done
 grep -q 'prev_comm=\|==>' "$WORK/evil.txt" && fail "guest evil's sched_switch events were printed with its hostile format"
-echo "guest evil: $got events in trace-cmd report ($unknown unknown: its sched_switch); good guest exact, $(wc -l <"$WORK/want-ss.txt") sched_switch lines shown live as the report's"
+echo "guest evil: $got events in trace-cmd report ($unknown unknown: its sched_switch and softirq_raise); good guest exact, $(wc -l <"$WORK/want-ss.txt") sched_switch lines shown live as the report's"
 echo "PASS"

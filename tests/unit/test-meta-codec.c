@@ -526,6 +526,24 @@ static void test_format_check(void **state)
 		/* Only the line that begins with "print" is the print format's. */
 		{ "\tfield:int print;\toffset:5000;\tsize:4;\n", -ERANGE },
 		{ "print fmt: \"offset:99999999\"\n\tfield:int x;\toffset:5000;\tsize:4;\n", -ERANGE },
+		/* Print arguments: a length or index the record gives is refused, a __data_loc one kept. */
+		{ "print fmt: \"%s\", __print_hex(REC->b, REC->n)\n", -ERANGE },
+		{ "print fmt: \"%s\", __print_hex(REC->vec, 100000000)\n", -ERANGE },
+		{ "print fmt: \"%s\", __print_hex_str (REC->b, REC->n)\n", -ERANGE },
+		{ "print fmt: \"%s\", __print_hex(__get_dynamic_array(b), __get_dynamic_array_len(b))\n", 0 },
+		{ "print fmt: \"%s\", __print_array(__get_dynamic_array(a), "
+		  "__get_dynamic_array_len(a) / sizeof(u64), sizeof(u64))\n", 0 },
+		{ "print fmt: \"%s\", __print_array(__get_dynamic_array(a), __get_dynamic_array_len(a), 16)\n",
+		  -ERANGE },
+		{ "print fmt: \"%s\", __print_array(REC->a, REC->n, 8)\n", -ERANGE },
+		{ "print fmt: \"%d\", REC->b[REC->n]\n", -ERANGE },
+		{ "print fmt: \"%d\", REC->b[5000]\n", -ERANGE },
+		{ "print fmt: \"%lx %lx\", REC->caller[0], REC->caller[ 7 ]\n", 0 },
+		/* Inside the quoted format it is text; a quote escaped does not end it. */
+		{ "print fmt: \"[%d] __print_hex(x, y) [i]\", REC->n\n", 0 },
+		{ "print fmt: \"\\\" [%d]\", __print_hex(REC->b, 9)\n", -ERANGE },
+		/* The arguments go on past a newline, for libtraceevent too. */
+		{ "print fmt: \"%s\",\n __print_hex(REC->b, REC->n)\n", -ERANGE },
 	};
 	size_t i;
 
@@ -563,7 +581,7 @@ static void test_sanitize_bounds(void **state)
 	vt_meta_sanitize(&m, &c);
 	assert_int_equal(c.formats_dropped, 0);
 	assert_int_equal(c.formats_out_of_bounds, 1);
-	assert_string_equal(c.first_out_of_bounds, "sched:sched_switch2");
+	assert_string_equal(c.out_of_bounds, "sched:sched_switch2");
 	for (i = 0; i < m.nr_systems; i++) {
 		if (strcmp(m.systems[i].name, "sched"))
 			continue;
