@@ -1541,10 +1541,11 @@ static void list_dropped(char *buf, size_t size, uint32_t n, const struct vt_met
 }
 
 /*
- * Leave out the formats of @s that are not format_ok() or whose fields lie
- * past @max_event; count them into @c.
+ * Leave out the formats of @s that are not format_ok() or (@bounds) not
+ * vt_meta_format_check() against @max_event; count them into @c.
  */
-static void drop_formats(struct vt_meta_system *s, uint32_t max_event, struct vt_meta_clean *c)
+static void drop_formats(struct vt_meta_system *s, bool bounds, uint32_t max_event,
+			 struct vt_meta_clean *c)
 {
 	uint32_t i, kept = 0;
 
@@ -1552,7 +1553,8 @@ static void drop_formats(struct vt_meta_system *s, uint32_t max_event, struct vt
 		struct vt_meta_event *ev = &s->events[i];
 		bool text = format_ok(&ev->format);
 
-		if (text && vt_meta_format_check(ev->format.data, ev->format.len, max_event) == 0) {
+		if (text && (!bounds ||
+			     vt_meta_format_check(ev->format.data, ev->format.len, max_event) == 0)) {
 			s->events[kept++] = *ev;
 			continue;
 		}
@@ -1569,24 +1571,7 @@ static void drop_formats(struct vt_meta_system *s, uint32_t max_event, struct vt
 	s->nr_events = kept;
 }
 
-/**
- * vt_meta_sanitize() - make a bundle's text safe for whoever prints it
- * @m: the bundle (decoded from a guest, or the host's own)
- * @c: filled with what was done
- *
- * Task names (saved_cmdlines), kallsyms (symbol and module names),
- * printk_formats, uname, trace_clock and the sysinfo texts have their
- * control characters and invalid UTF-8 replaced (vt_text_clean(): the
- * layout's tabs and newlines stay). An event format holding a control
- * character or invalid UTF-8 (in its name line or its print format) is
- * left out whole: its events then print as unknown, never the guest's bytes.
- * So is one whose fields lie past the largest event its sub-buffers hold
- * (vt_meta_format_check()), counted apart: libtraceevent's plugins and
- * trace-cmd report read a field where its format says, unchecked.
- * The pages' contents (markers, strings in events) are not the bundle's and
- * are not changed.
- */
-void vt_meta_sanitize(struct vt_meta *m, struct vt_meta_clean *c)
+static void sanitize(struct vt_meta *m, bool bounds, struct vt_meta_clean *c)
 {
 	uint32_t i, max_event;
 
@@ -1600,7 +1585,44 @@ void vt_meta_sanitize(struct vt_meta *m, struct vt_meta_clean *c)
 	clean_blob(&m->iommu_groups, "\t\n", &c->replaced);
 	clean_blob(&m->pci_devices, "\t\n", &c->replaced);
 	max_event = vt_meta_max_event(m);
-	drop_formats(&m->ftrace, max_event, c);
+	drop_formats(&m->ftrace, bounds, max_event, c);
 	for (i = 0; i < m->nr_systems; i++)
-		drop_formats(&m->systems[i], max_event, c);
+		drop_formats(&m->systems[i], bounds, max_event, c);
+}
+
+/**
+ * vt_meta_sanitize() - make a guest's bundle safe for whoever prints it
+ * @m: the bundle (decoded from a guest)
+ * @c: filled with what was done
+ *
+ * Task names (saved_cmdlines), kallsyms (symbol and module names),
+ * printk_formats, uname, trace_clock and the sysinfo texts have their
+ * control characters and invalid UTF-8 replaced (vt_text_clean(): the
+ * layout's tabs and newlines stay). An event format holding a control
+ * character or invalid UTF-8 (in its name line or its print format) is
+ * left out whole: its events then print as unknown, never the guest's bytes.
+ * So is one that fails vt_meta_format_check() against the largest event its
+ * sub-buffers hold, counted apart: libtraceevent's plugins and trace-cmd
+ * report read a field where its format says, and libtraceevent reads the
+ * length a print format gives, unchecked.
+ * The pages' contents (markers, strings in events) are not the bundle's and
+ * are not changed.
+ */
+void vt_meta_sanitize(struct vt_meta *m, struct vt_meta_clean *c)
+{
+	sanitize(m, true, c);
+}
+
+/**
+ * vt_meta_sanitize_own() - vt_meta_sanitize() for the host's own bundle:
+ * its texts cleaned and formats with control characters left out, its
+ * formats' bounds trusted (its kernel wrote them and the pages they
+ * describe; kvm_emulate_insn's __print_hex() of the record's length is
+ * the kernel's own)
+ * @m: the bundle
+ * @c: filled with what was done
+ */
+void vt_meta_sanitize_own(struct vt_meta *m, struct vt_meta_clean *c)
+{
+	sanitize(m, false, c);
 }

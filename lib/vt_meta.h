@@ -128,6 +128,7 @@ struct vt_meta_clean {
 
 size_t vt_text_clean(char *s, size_t len, const char *keep, uint64_t *replaced);
 void vt_meta_sanitize(struct vt_meta *m, struct vt_meta_clean *c);
+void vt_meta_sanitize_own(struct vt_meta *m, struct vt_meta_clean *c);
 int vt_meta_format_check(const char *format, size_t len, uint32_t max_event);
 uint32_t vt_meta_max_event(const struct vt_meta *m);
 

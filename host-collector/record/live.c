@@ -653,7 +653,10 @@ static int load_tep(struct live *l, struct ltrace *t)
 	 * outside the largest event, or that holds control characters, is left
 	 * out; its events print as unknown. finish.c says the error for the file.
 	 */
-	vt_meta_sanitize(&m, &clean);
+	if (t->host)
+		vt_meta_sanitize_own(&m, &clean);
+	else
+		vt_meta_sanitize(&m, &clean);
 	if ((clean.formats_out_of_bounds || clean.formats_dropped) && !t->formats_said) {
 		t->formats_said = true;
 		log_warn("live view: %s: %u event formats refused (the first: %s): their events "

@@ -35,7 +35,11 @@ static void clean_meta(struct trace_sum *t, struct vt_meta *m)
 	struct vt_meta_clean c;
 	const char *what = t->rec.host ? "host" : "guest";
 
-	vt_meta_sanitize(m, &c);
+	/* The host's formats are its own kernel's: their bounds are trusted. */
+	if (t->rec.host)
+		vt_meta_sanitize_own(m, &c);
+	else
+		vt_meta_sanitize(m, &c);
 	t->text_replaced = c.replaced;
 	t->formats_refused = c.formats_dropped + c.formats_out_of_bounds;
 	if (c.replaced)

@@ -591,6 +591,17 @@ static void test_sanitize_bounds(void **state)
 	}
 	assert_int_equal(m.ftrace.nr_events, 1);
 	vt_meta_free(&m);
+
+	/* The host's own bundle: its kernel's formats are trusted, only its text is cleaned. */
+	make_meta(&m);
+	assert_int_equal(vt_meta_add_event(&m, "sched", "sched_switch2", hostile, strlen(hostile)), 0);
+	vt_meta_sanitize_own(&m, &c);
+	assert_int_equal(c.formats_out_of_bounds, 0);
+	assert_string_equal(c.out_of_bounds, "");
+	for (i = 0; i < m.nr_systems; i++)
+		if (!strcmp(m.systems[i].name, "sched"))
+			assert_int_equal(m.systems[i].nr_events, 3);
+	vt_meta_free(&m);
 }
 
 static void put_file(const char *path, const char *text)
