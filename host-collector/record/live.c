@@ -24,8 +24,10 @@
  * its events wait in its CPU's queue until the last is printed.
  *
  * A guest's formats are hostile: the view reads them as the files get them
- * (vt_meta_sanitize(): a format whose fields lie past the largest event is
- * left out), and prints each event from a zeroed copy large enough for every
+ * (vt_meta_sanitize(): a format whose fields lie past the largest event, or
+ * whose print format reads a length or index the record gives, is left out;
+ * should libtraceevent parse one so all the same, its fields are printed
+ * instead), and prints each event from a zeroed copy large enough for every
  * field offset such a format can name and every 16-bit __data_loc reference
  * (LIVE_PAD_SIZE). libtraceevent's plugins stay loaded, for the guests too:
  * they print sched_switch, sched_wakeup, hrtimer... as trace-cmd report
