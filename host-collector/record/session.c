@@ -70,11 +70,19 @@
 #define FINAL_SYNC_NS		(3 * NSEC_PER_SEC)
 /*
  * A stop that came while the full metadata (asked for after START) was on
- * its way waits for it this long at most, as the final sync does: the guest
- * controls the answer, and one Ctrl-C must not wait for META_TIMEOUT_NS.
- * Past it the bundle is abandoned (the setup's is written) and STOP is sent.
+ * its way waits for it this long at most (or half of --stop-timeout, if
+ * less), as the final sync does: the guest controls the answer, and one
+ * Ctrl-C must not wait for META_TIMEOUT_NS. Past it the bundle is abandoned
+ * (the setup's is written) and STOP is sent.
  */
 #define DEFERRED_STOP_NS	FINAL_SYNC_NS
+
+static uint64_t deferred_stop_ns(const struct guest *g)
+{
+	uint64_t half = (uint64_t)(g->rec->o->stop_timeout * NSEC_PER_SEC) / 2;
+
+	return half < DEFERRED_STOP_NS ? half : DEFERRED_STOP_NS;
+}
 /*
  * A reply that took this many times the vCPU's best round trip so far (and
  * more than SLOW_RTT_FLOOR_NS) cannot narrow the bound that one gave: a
@@ -2453,7 +2461,7 @@ static void stop_timeout(void *arg)
 		log_warn("guest %s: the metadata bundle asked for after the start (kallsyms, task "
 			 "names) did not come within %g s of the stop: abandoned, its trace is written "
 			 "with the setup's bundle (%llu bytes of it had come)", g->name,
-			 (double)DEFERRED_STOP_NS / NSEC_PER_SEC, (unsigned long long)g->meta.rx.len);
+			 (double)deferred_stop_ns(g) / NSEC_PER_SEC, (unsigned long long)g->meta.rx.len);
 		g->stop.deferred = false;
 		g->stop.meta_abandoned = true;
 		g->req.active = false;	/* its late chunks are "metadata nobody asked for" */
@@ -2504,9 +2512,9 @@ void session_stop(struct guest *g)
 	if (g->state == G_RUNNING && g->req.active && g->req.want == VT_PROTO_META) {
 		/* The agent sends every chunk before it reads the STOP: take them, then stop. */
 		log_debug("guest %s: the stop waits for the metadata on its way (%g s at most)", g->name,
-			  (double)DEFERRED_STOP_NS / NSEC_PER_SEC);
+			  (double)deferred_stop_ns(g) / NSEC_PER_SEC);
 		if (!g->stop.deferred)
-			engine_timer_arm(e, &g->stop.timer, DEFERRED_STOP_NS, 0);
+			engine_timer_arm(e, &g->stop.timer, deferred_stop_ns(g), 0);
 		g->stop.deferred = true;
 		return;
 	}

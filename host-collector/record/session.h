@@ -196,7 +196,7 @@ struct guest_qemu {
  * @meta_abandoned: that metadata did not come within DEFERRED_STOP_NS of the
  *	stop: abandoned, and not asked for again at the end
  * @sent_ns: engine_now_ns() when STOP was sent, for -v
- * @timer: --stop-timeout; while the stop is deferred, DEFERRED_STOP_NS
+ * @timer: --stop-timeout; while the stop is deferred, deferred_stop_ns()
  * @drain_timer: checks the drain while stopping
  */
 struct guest_stop {
