@@ -1187,44 +1187,393 @@ static bool format_ok(const struct vt_blob *f)
 	return true;
 }
 
-/* Leave out the formats of @s that are not format_ok(); count them into @c. */
-static void drop_formats(struct vt_meta_system *s, struct vt_meta_clean *c)
+/*
+ * The format's words as libtraceevent's tokenizer cuts them: a run of
+ * letters, digits and '_' is one item; spaces and tabs separate; a newline
+ * and every other character are tokens of their own. Quotes are not
+ * special here (stricter: a quoted "offset:" is checked too).
+ */
+struct ftok {
+	const char *p, *end;
+	const char *s;		/* the token */
+	size_t len;
+};
+
+static bool item_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+static bool next_tok(struct ftok *t)
+{
+	while (t->p < t->end && (*t->p == ' ' || *t->p == '\t'))
+		t->p++;
+	if (t->p >= t->end)
+		return false;
+	t->s = t->p;
+	if (item_char(*t->p))
+		while (t->p < t->end && item_char(*t->p))
+			t->p++;
+	else
+		t->p++;
+	t->len = t->p - t->s;
+	return true;
+}
+
+static bool tok_is(const struct ftok *t, const char *word)
+{
+	return t->len == strlen(word) && !memcmp(t->s, word, t->len);
+}
+
+/*
+ * "offset" or "size" then ':' then a plain decimal number that fits an int
+ * (libtraceevent keeps them in ints, read with strtoul(..., 0): a sign, a
+ * hex or octal spelling, or junk is refused rather than guessed at).
+ */
+static int tok_number(struct ftok *t, uint64_t *v)
+{
+	size_t i;
+
+	if (!next_tok(t) || !tok_is(t, ":") || !next_tok(t) || !t->len || t->len > 10 ||
+	    (t->len > 1 && t->s[0] == '0'))
+		return -EBADMSG;
+	*v = 0;
+	for (i = 0; i < t->len; i++) {
+		if (t->s[i] < '0' || t->s[i] > '9')
+			return -EBADMSG;
+		*v = *v * 10 + (t->s[i] - '0');
+	}
+	return *v > INT_MAX ? -ERANGE : 0;
+}
+
+/* The largest constant index REC->f[N] may have in a print format. */
+#define PRINT_INDEX_MAX		4096
+
+static const char *skip_space(const char *p, const char *end)
+{
+	while (p < end && (*p == ' ' || *p == '\t' || *p == '\n'))
+		p++;
+	return p;
+}
+
+/* Past a quoted string starting at @p (its quote), as libtraceevent reads one: '\\' escapes. */
+static const char *skip_quote(const char *p, const char *end)
+{
+	char q = *p++;
+
+	while (p < end && *p != q)
+		p += *p == '\\' ? 2 : 1;
+	return p < end ? p + 1 : end;
+}
+
+/* Whether [p, end) is spaces, @word, spaces. */
+static bool just(const char *p, const char *end, const char *word)
+{
+	size_t n = strlen(word);
+
+	p = skip_space(p, end);
+	while (end > p && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\n'))
+		end--;
+	return (size_t)(end - p) == n && !memcmp(p, word, n);
+}
+
+/* sizeof() of a type of 1 to 8 bytes, as libtraceevent evaluates it; end of it in *@next. */
+static bool small_sizeof(const char *p, const char *end, const char **next)
+{
+	static const char *const types[] = { "u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64",
+					     "char", "short", "int", "long", "unsigned char",
+					     "unsigned short", "unsigned int", "unsigned long" };
+	const char *close;
+	size_t i;
+
+	p = skip_space(p, end);
+	if ((size_t)(end - p) < 7 || memcmp(p, "sizeof", 6))
+		return false;
+	p = skip_space(p + 6, end);
+	if (p >= end || *p != '(' || !(close = memchr(p, ')', end - p)))
+		return false;
+	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+		if (just(p + 1, close, types[i])) {
+			*next = close + 1;
+			return true;
+		}
+	return false;
+}
+
+/* A length bounded by a 16-bit __data_loc word: __get_dynamic_array_len(x), maybe "/ N". */
+static bool dyn_len_text(const char *p, const char *end)
+{
+	static const char *const names[] = { "__get_dynamic_array_len", "__get_rel_dynamic_array_len" };
+	const char *close;
+	size_t i, n;
+
+	p = skip_space(p, end);
+	for (i = 0; i < 2; i++) {
+		n = strlen(names[i]);
+		if ((size_t)(end - p) > n && !memcmp(p, names[i], n) && !item_char(p[n]))
+			break;
+	}
+	if (i == 2)
+		return false;
+	p = skip_space(p + n, end);
+	if (p >= end || *p != '(' || !(close = memchr(p, ')', end - p)))
+		return false;
+	for (p++; p < close; p++)
+		if (!item_char(*p) && *p != ' ')
+			return false;
+	p = skip_space(close + 1, end);
+	if (p == end)
+		return true;
+	if (*p++ != '/')
+		return false;
+	if (small_sizeof(p, end, &p))
+		return skip_space(p, end) == end;
+	p = skip_space(p, end);
+	if (p == end || *p < '1' || *p > '9')
+		return false;
+	while (p < end && *p >= '0' && *p <= '9')
+		p++;
+	return skip_space(p, end) == end;
+}
+
+/*
+ * The arguments of the call whose '(' is at @p: their starts and ends (up to
+ * @max), split at the commas outside brackets and quotes. Return: how many,
+ * or -1 when the call does not close.
+ */
+static int call_args(const char *p, const char *end, const char **a, const char **e, int max)
+{
+	int depth = 0, n = 0;
+	const char *start = ++p;
+
+	while (p < end) {
+		if (*p == '"' || *p == '\'') {
+			p = skip_quote(p, end);
+			continue;
+		}
+		if (*p == '(' || *p == '[' || *p == '{')
+			depth++;
+		if ((*p == ')' || *p == ']' || *p == '}') && depth-- == 0) {
+			if (n < max) {
+				a[n] = start;
+				e[n] = p;
+			}
+			return n + 1;
+		}
+		if (*p == ',' && !depth) {
+			if (n < max) {
+				a[n] = start;
+				e[n] = p;
+			}
+			n++;
+			start = p + 1;
+		}
+		p++;
+	}
+	return -1;
+}
+
+/*
+ * Whether a print format's arguments (from "print fmt:" to the end) read only
+ * what the fields, a 16-bit __data_loc word or a small constant bound:
+ * libtraceevent (1.7) reads __print_hex(), __print_hex_str() and
+ * __print_array() for whatever length they are given and REC->f[i] at any
+ * i, and those can come from the record, which the guest writes too.
+ */
+static bool print_bounded(const char *p, const char *end)
+{
+	while (p < end) {
+		const char *a[3], *e[3], *w;
+		bool hex, arr;
+		int n;
+
+		if (*p == '"' || *p == '\'') {
+			p = skip_quote(p, end);
+			continue;
+		}
+		if (*p == '[') {
+			unsigned long v = 0;
+			int digits = 0;
+
+			p = skip_space(p + 1, end);
+			while (p < end && *p >= '0' && *p <= '9' && digits++ < 5)
+				v = v * 10 + (*p++ - '0');
+			p = skip_space(p, end);
+			if (!digits || v > PRINT_INDEX_MAX || p >= end || *p != ']')
+				return false;
+			continue;
+		}
+		if (!item_char(*p)) {
+			p++;
+			continue;
+		}
+		for (w = p; p < end && item_char(*p); p++)
+			;
+		hex = (p - w == 11 && !memcmp(w, "__print_hex", 11)) ||
+		      (p - w == 15 && !memcmp(w, "__print_hex_str", 15));
+		arr = p - w == 13 && !memcmp(w, "__print_array", 13);
+		if (!hex && !arr)
+			continue;
+		w = skip_space(p, end);
+		if (w >= end || *w != '(')
+			return false;
+		n = call_args(w, end, a, e, 3);
+		if (n < (hex ? 2 : 3) || !dyn_len_text(a[1], e[1]))
+			return false;
+		if (arr && !just(a[2], e[2], "1") && !just(a[2], e[2], "2") &&
+		    !just(a[2], e[2], "4") && !just(a[2], e[2], "8") &&
+		    !(small_sizeof(a[2], e[2], &w) && skip_space(w, e[2]) == e[2]))
+			return false;
+		/* Its arguments are looked into as the rest is. */
+	}
+	return true;
+}
+
+/**
+ * vt_meta_format_check() - whether every field of an event format lies
+ * inside the largest event a sub-buffer can hold
+ * @format: an events/SYSTEM/EVENT/format text (need not be NUL-terminated)
+ * @len: its length
+ * @max_event: the largest event payload, in bytes (vt_meta_max_event())
+ *
+ * Every "offset:N; size:N;" pair outside the print format's line is read
+ * as libtraceevent reads it; a reader that trusts the offsets (libtraceevent's
+ * plugins, trace-cmd report) then never reaches past @max_event bytes from
+ * an event's start. A __data_loc or __rel_loc field's fixed part is its
+ * 4-byte offset/length word. The print format's arguments may not read a
+ * length or index the record gives: __print_hex(), __print_hex_str() and
+ * __print_array() take a __data_loc length (__get_dynamic_array_len(), maybe
+ * divided), __print_array() an element of 1, 2, 4 or 8 bytes, and an index
+ * [N] is a constant up to 4096.
+ *
+ * Return: 0; -ERANGE when a field lies past @max_event (or a number does not
+ * fit an int), or the print format reads an unbounded length or index;
+ * -EBADMSG when an offset or size is not a plain decimal number, or a
+ * dynamic field's fixed part is not 4 bytes.
+ */
+int vt_meta_format_check(const char *format, size_t len, uint32_t max_event)
+{
+	struct ftok t = { .p = format, .end = format + len };
+	bool line_start = true, dynamic = false, have_off = false, have_size = false;
+	uint64_t off = 0, size = 0;
+	int ret;
+
+	while (next_tok(&t)) {
+		bool first = line_start;
+
+		line_start = tok_is(&t, "\n");
+		if (line_start) {
+			dynamic = have_off = have_size = false;
+			continue;
+		}
+		if (first && tok_is(&t, "print")) {
+			/* The print format: its arguments bounded; it holds no field. */
+			const char *eol = memchr(t.p, '\n', t.end - t.p);
+
+			if (!print_bounded(t.p, t.end))
+				return -ERANGE;
+			t.p = eol ? eol : t.end;
+			continue;
+		}
+		if (tok_is(&t, "__data_loc") || tok_is(&t, "__rel_loc")) {
+			dynamic = true;
+		} else if (tok_is(&t, "offset") || tok_is(&t, "size")) {
+			bool is_off = t.s[0] == 'o';
+			struct ftok peek = t;
+
+			/* A field named "offset" or "size" is followed by ';', not ':'. */
+			if (!next_tok(&peek) || !tok_is(&peek, ":"))
+				continue;
+			ret = tok_number(&t, is_off ? &off : &size);
+			if (ret < 0)
+				return ret;
+			if (is_off)
+				have_off = true;
+			else
+				have_size = true;
+			if ((have_off ? off : 0) + (have_size ? size : 0) > max_event)
+				return -ERANGE;
+			if (dynamic && have_size && size != 4)
+				return -EBADMSG;
+		}
+	}
+	return 0;
+}
+
+/**
+ * vt_meta_max_event() - the largest event payload a bundle's sub-buffers hold
+ * @m: the bundle
+ *
+ * Return: the sub-buffer's data size less the 8-byte header of an event
+ * with a length word; 0 when its header_page cannot be read.
+ */
+uint32_t vt_meta_max_event(const struct vt_meta *m)
+{
+	struct vt_page_fmt fmt;
+
+	if (!m->header_page.data ||
+	    vt_page_fmt_parse(&fmt, m->header_page.data, m->header_page.len) < 0 ||
+	    fmt.subbuf_size < fmt.data_offset + 8)
+		return 0;
+	return fmt.subbuf_size - fmt.data_offset - 8;
+}
+
+static void note_dropped(char *buf, size_t size, const struct vt_meta_system *s,
+			 const struct vt_meta_event *ev)
+{
+	snprintf(buf, size, "%s:%s", s->name ? s->name : "ftrace", ev->name);
+}
+
+/* "system:event" added to the list @buf of @n names, or "..." once it is full. */
+static void list_dropped(char *buf, size_t size, uint32_t n, const struct vt_meta_system *s,
+			 const struct vt_meta_event *ev)
+{
+	size_t len = strlen(buf);
+	char name[2 * VT_META_MAX_NAME + 2];
+
+	note_dropped(name, sizeof(name), s, ev);
+	if (len >= 3 && !strcmp(buf + len - 3, "..."))
+		return;
+	if (len + strlen(name) + 2 + 5 < size)
+		snprintf(buf + len, size - len, "%s%s", n ? ", " : "", name);
+	else
+		snprintf(buf + len, size - len, "%s...", n ? ", " : "");
+}
+
+/*
+ * Leave out the formats of @s that are not format_ok() or (@bounds) not
+ * vt_meta_format_check() against @max_event; count them into @c.
+ */
+static void drop_formats(struct vt_meta_system *s, bool bounds, uint32_t max_event,
+			 struct vt_meta_clean *c)
 {
 	uint32_t i, kept = 0;
 
 	for (i = 0; i < s->nr_events; i++) {
 		struct vt_meta_event *ev = &s->events[i];
+		bool text = format_ok(&ev->format);
 
-		if (format_ok(&ev->format)) {
+		if (text && (!bounds ||
+			     vt_meta_format_check(ev->format.data, ev->format.len, max_event) == 0)) {
 			s->events[kept++] = *ev;
 			continue;
 		}
-		if (!c->formats_dropped++)
-			snprintf(c->first_dropped, sizeof(c->first_dropped), "%s:%s",
-				 s->name ? s->name : "ftrace", ev->name);
+		if (!text) {
+			if (!c->formats_dropped++)
+				note_dropped(c->first_dropped, sizeof(c->first_dropped), s, ev);
+		} else {
+			list_dropped(c->out_of_bounds, sizeof(c->out_of_bounds),
+				     c->formats_out_of_bounds++, s, ev);
+		}
 		free(ev->name);
 		blob_free(&ev->format);
 	}
 	s->nr_events = kept;
 }
 
-/**
- * vt_meta_sanitize() - make a bundle's text safe for whoever prints it
- * @m: the bundle (decoded from a guest, or the host's own)
- * @c: filled with what was done
- *
- * Task names (saved_cmdlines), kallsyms (symbol and module names),
- * printk_formats, uname, trace_clock and the sysinfo texts have their
- * control characters and invalid UTF-8 replaced (vt_text_clean(): the
- * layout's tabs and newlines stay). An event format holding a control
- * character or invalid UTF-8 (in its name line or its print format) is
- * left out whole: its events then print as unknown, never the guest's bytes.
- * The pages' contents (markers, strings in events) are not the bundle's and
- * are not changed.
- */
-void vt_meta_sanitize(struct vt_meta *m, struct vt_meta_clean *c)
+static void sanitize(struct vt_meta *m, bool bounds, struct vt_meta_clean *c)
 {
-	uint32_t i;
+	uint32_t i, max_event;
 
 	memset(c, 0, sizeof(*c));
 	clean_blob(&m->saved_cmdlines, "\n", &c->replaced);
@@ -1235,7 +1584,45 @@ void vt_meta_sanitize(struct vt_meta *m, struct vt_meta_clean *c)
 	clean_blob(&m->trace_clock, "\n", &c->replaced);
 	clean_blob(&m->iommu_groups, "\t\n", &c->replaced);
 	clean_blob(&m->pci_devices, "\t\n", &c->replaced);
-	drop_formats(&m->ftrace, c);
+	max_event = vt_meta_max_event(m);
+	drop_formats(&m->ftrace, bounds, max_event, c);
 	for (i = 0; i < m->nr_systems; i++)
-		drop_formats(&m->systems[i], c);
+		drop_formats(&m->systems[i], bounds, max_event, c);
+}
+
+/**
+ * vt_meta_sanitize() - make a guest's bundle safe for whoever prints it
+ * @m: the bundle (decoded from a guest)
+ * @c: filled with what was done
+ *
+ * Task names (saved_cmdlines), kallsyms (symbol and module names),
+ * printk_formats, uname, trace_clock and the sysinfo texts have their
+ * control characters and invalid UTF-8 replaced (vt_text_clean(): the
+ * layout's tabs and newlines stay). An event format holding a control
+ * character or invalid UTF-8 (in its name line or its print format) is
+ * left out whole: its events then print as unknown, never the guest's bytes.
+ * So is one that fails vt_meta_format_check() against the largest event its
+ * sub-buffers hold, counted apart: libtraceevent's plugins and trace-cmd
+ * report read a field where its format says, and libtraceevent reads the
+ * length a print format gives, unchecked.
+ * The pages' contents (markers, strings in events) are not the bundle's and
+ * are not changed.
+ */
+void vt_meta_sanitize(struct vt_meta *m, struct vt_meta_clean *c)
+{
+	sanitize(m, true, c);
+}
+
+/**
+ * vt_meta_sanitize_own() - vt_meta_sanitize() for the host's own bundle:
+ * its texts cleaned and formats with control characters left out, its
+ * formats' bounds trusted (its kernel wrote them and the pages they
+ * describe; kvm_emulate_insn's __print_hex() of the record's length is
+ * the kernel's own)
+ * @m: the bundle
+ * @c: filled with what was done
+ */
+void vt_meta_sanitize_own(struct vt_meta *m, struct vt_meta_clean *c)
+{
+	sanitize(m, false, c);
 }

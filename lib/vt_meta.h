@@ -113,15 +113,24 @@ int vt_meta_decode(struct vt_meta *m, const void *buf, size_t len);
  * @replaced: characters replaced in the bundle's texts
  * @formats_dropped: event formats left out (control characters or invalid UTF-8)
  * @first_dropped: "system:event" of the first of them
+ * @formats_out_of_bounds: event formats left out because a field lies past
+ *	the largest event (or its offset or size is not a plain number)
+ * @out_of_bounds: their "system:event" names, ", "-separated, as many as fit
+ *	(then "...")
  */
 struct vt_meta_clean {
 	uint64_t replaced;
 	uint32_t formats_dropped;
 	char first_dropped[2 * VT_META_MAX_NAME + 2];
+	uint32_t formats_out_of_bounds;
+	char out_of_bounds[4 * VT_META_MAX_NAME];
 };
 
 size_t vt_text_clean(char *s, size_t len, const char *keep, uint64_t *replaced);
 void vt_meta_sanitize(struct vt_meta *m, struct vt_meta_clean *c);
+void vt_meta_sanitize_own(struct vt_meta *m, struct vt_meta_clean *c);
+int vt_meta_format_check(const char *format, size_t len, uint32_t max_event);
+uint32_t vt_meta_max_event(const struct vt_meta *m);
 
 /* The bundle as a directory of plain files (capture tool, test fixtures). */
 int vt_meta_save_dir(const struct vt_meta *m, const char *dir);

@@ -190,6 +190,10 @@ int lastboot_save(struct guest *g, const struct record_opts *o)
 		log_err("guest %s: the last boot's trace: %u event formats hold control characters "
 			"or invalid UTF-8 and are refused (the first: %s)", g->name,
 			clean.formats_dropped, clean.first_dropped);
+	if (clean.formats_out_of_bounds)
+		log_err("guest %s: the last boot's trace: %u event formats refused, a field or print "
+			"argument outside the event (%s)", g->name, clean.formats_out_of_bounds,
+			clean.out_of_bounds);
 	snprintf(name, sizeof(name), "guest-%s.lastboot.dat", g->name);
 	snprintf(path, sizeof(path), "%s/%s", o->out_dir, name);
 	ret = save_file(g->rec->out_fd, name, &lb, &m, o, &pages, &bad, &replaced);

@@ -23,6 +23,18 @@
  * text made safe for a terminal. A page is cut once: its copy and an index of
  * its events wait in its CPU's queue until the last is printed.
  *
+ * A guest's formats are hostile: the view reads them as the files get them
+ * (vt_meta_sanitize(): a format whose fields lie past the largest event, or
+ * whose print format reads a length or index the record gives, is left out;
+ * should libtraceevent parse one so all the same, its fields are printed
+ * instead), and prints each event from a zeroed copy large enough for every
+ * field offset such a format can name and every 16-bit __data_loc reference
+ * (LIVE_PAD_SIZE). libtraceevent's plugins stay loaded, for the guests too:
+ * they print sched_switch, sched_wakeup, hrtimer... as trace-cmd report
+ * does, and they read fields by the format's offsets, inside that copy.
+ * Pages waiting for a guest's clock or bundle are bounded
+ * (LIVE_PENDING_BYTES_MAX): past it the oldest are not shown (counted).
+ *
  * Where the lines can differ from `trace-cmd report` of the files
  * (virtio-trace-collect-record(1), LIVE VIEW): an event that reaches the host
  * more than the window after it happened is printed when it comes, out of
@@ -52,6 +64,7 @@
 #include "sync.h"
 #include "store/spool.h"
 #include "vt_meta.h"
+#include "vt_pages.h"
 #include "vt_time.h"
 #include "vt_tsync.h"
 
@@ -68,6 +81,23 @@
 #define LIVE_TICK_MS		50
 /* How long a guest setting itself up (clock sync, kallsyms) may hold the view back. */
 #define LIVE_PENDING_MAX_NS	(30ull * 1000000000ull)
+/*
+ * Bytes of pages all guests together may have waiting for their clock
+ * mapping or their metadata bundle: past it a guest's oldest are dropped
+ * from the view (counted; the files have them). A guest that streams and
+ * never answers the META_REQ after START would otherwise grow the
+ * collector by its whole data rate.
+ */
+#define LIVE_PENDING_BYTES_MAX	(16u << 20)
+/*
+ * An event is printed from a zeroed copy this large: libtraceevent and its
+ * plugins read a field where the trace's format says (checked to lie inside
+ * the largest event, vt_meta_format_check()) and a __data_loc or __rel_loc
+ * string or array where its 16-bit offset and length say, neither checked
+ * against the record's size: every such read stays inside the copy, and a
+ * string runs into its zeroes.
+ */
+#define LIVE_PAD_SIZE		(VT_SUBBUF_MAX + 2 * 65536u + 4096u)
 #define LIVE_FILE_MAX		(COLLECT_NAME_MAX + 16)
 /*
  * A kernel's symbols parsed by libtraceevent take 10-20 MB: only this many
@@ -123,6 +153,9 @@ struct ltrace {
 	struct tep_handle *tep;
 	struct tep_plugin_list *plugins;
 	bool tep_failed;		/* said once */
+	bool formats_said;		/* its refused formats, said once */
+	bool prints_said;		/* its unbounded print formats, said once */
+	bool pending_said;		/* its pending pages dropped, said once */
 	pthread_t loader;		/* the host's: reads its bundle while the guests set up */
 	bool loading;
 	int load_ret;
@@ -160,6 +193,9 @@ struct live {
 	struct lcpu **heap;		/* the CPUs with events, earliest head first */
 	size_t nr, cap;
 	uint64_t held;			/* bytes of cut and pending pages */
+	uint64_t pending_bytes;		/* of pending pages, with their messages (LIVE_PENDING_BYTES_MAX) */
+	uint64_t pending_dropped;	/* events of pending pages dropped past it */
+	uint8_t *pad;			/* LIVE_PAD_SIZE zeroes, an event copied in to be printed */
 	uint64_t last_ts;
 	uint64_t shown, late, unreadable;
 	_Atomic uint64_t end_deadline;	/* CLOCK_MONOTONIC ns: past it, the rest is only counted */
@@ -466,6 +502,126 @@ static void drop_tep(struct ltrace *t)
 	t->plugins = NULL;
 }
 
+/* How deep a print format's arguments may nest before the walk gives up (unbounded then). */
+#define LIVE_ARG_DEPTH		32
+/* The largest constant index REC->field[N] may have: N longs stay inside LIVE_PAD_SIZE. */
+#define LIVE_INDEX_MAX		4096
+
+static bool args_bounded(const struct tep_print_arg *a, int depth);
+
+/* A length or count that a 16-bit __data_loc word bounds: __get_dynamic_array_len(x) [/ N]. */
+static bool dyn_len(const struct tep_print_arg *a)
+{
+	if (a && a->type == TEP_PRINT_OP && a->op.op && !strcmp(a->op.op, "/") && a->op.right &&
+	    a->op.right->type == TEP_PRINT_ATOM && a->op.right->atom.atom &&
+	    strtoul(a->op.right->atom.atom, NULL, 0) >= 1)
+		a = a->op.left;
+	return a && a->type == TEP_PRINT_DYNAMIC_ARRAY_LEN;
+}
+
+static bool small_atom(const struct tep_print_arg *a, unsigned long max)
+{
+	char *end;
+	unsigned long v;
+
+	if (!a || a->type != TEP_PRINT_ATOM || !a->atom.atom)
+		return false;
+	v = strtoul(a->atom.atom, &end, 0);
+	return !*end && v <= max;
+}
+
+/*
+ * Whether printing one argument reads only what a checked format's fields,
+ * a 16-bit __data_loc word or a small constant bound: libtraceevent (1.7)
+ * reads __print_hex(), __print_hex_str() and __print_array() for the length
+ * they are given and REC->f[i] at any i, and those may come from the record.
+ */
+static bool arg_bounded(const struct tep_print_arg *a, int depth)
+{
+	if (!a)
+		return true;
+	if (depth > LIVE_ARG_DEPTH)
+		return false;
+	switch (a->type) {
+	case TEP_PRINT_NULL:
+	case TEP_PRINT_ATOM:
+	case TEP_PRINT_FIELD:
+	case TEP_PRINT_STRING:
+	case TEP_PRINT_BSTRING:
+	case TEP_PRINT_BITMASK:
+	case TEP_PRINT_CPUMASK:
+	case TEP_PRINT_DYNAMIC_ARRAY_LEN:
+		return true;
+	case TEP_PRINT_DYNAMIC_ARRAY:
+		return !a->dynarray.index || arg_bounded(a->dynarray.index, depth + 1);
+	case TEP_PRINT_TYPE:
+		return arg_bounded(a->typecast.item, depth + 1);
+	case TEP_PRINT_FLAGS:
+		return arg_bounded(a->flags.field, depth + 1);
+	case TEP_PRINT_SYMBOL:
+		return arg_bounded(a->symbol.field, depth + 1);
+	case TEP_PRINT_HEX:
+	case TEP_PRINT_HEX_STR:
+		return dyn_len(a->hex.size) && arg_bounded(a->hex.field, depth + 1);
+	case TEP_PRINT_INT_ARRAY:
+		return dyn_len(a->int_array.count) && small_atom(a->int_array.el_size, 8) &&
+		       arg_bounded(a->int_array.field, depth + 1);
+	case TEP_PRINT_OP:
+		if (a->op.op && !strcmp(a->op.op, "[") && !small_atom(a->op.right, LIVE_INDEX_MAX))
+			return false;
+		return arg_bounded(a->op.left, depth + 1) && arg_bounded(a->op.right, depth + 1);
+	case TEP_PRINT_FUNC:
+		return args_bounded(a->func.args, depth + 1);
+	}
+	return false;	/* a kind this walk does not know */
+}
+
+static bool args_bounded(const struct tep_print_arg *a, int depth)
+{
+	for (; a; a = a->next)
+		if (!arg_bounded(a, depth))
+			return false;
+	return true;
+}
+
+/* A guest event whose print format is not bounded: its fields, each read within the format. */
+static int print_fields(struct trace_seq *s, struct tep_record *rec, struct tep_event *ev, void *ctx)
+{
+	(void)ctx;
+	tep_record_print_fields(s, rec, ev);
+	return 0;
+}
+
+/*
+ * A guest's events whose print format could read past the record (its
+ * arguments are not bounded) print their fields instead, name=value: said
+ * once, with the first such event.
+ */
+static void bound_prints(struct ltrace *t, struct tep_handle *tep)
+{
+	struct tep_event **evs = tep_list_events(tep, TEP_EVENT_SORT_ID);
+	unsigned int n = 0;
+	const char *first = NULL, *first_sys = NULL;
+
+	for (; evs && *evs; evs++) {
+		struct tep_event *ev = *evs;
+
+		if (args_bounded(ev->print_fmt.args, 0))
+			continue;
+		if (!n++) {
+			first = ev->name;
+			first_sys = ev->system;
+		}
+		tep_register_event_handler(tep, ev->id, ev->system, ev->name, print_fields, NULL);
+	}
+	if (n && !t->prints_said) {
+		t->prints_said = true;
+		log_warn("live view: %s: %u event print formats read lengths or indexes the record "
+			 "gives (the first: %s:%s): those events show their fields instead", t->file,
+			 n, first_sys ? first_sys : "?", first ? first : "?");
+	}
+}
+
 static void parse_system(struct tep_handle *tep, const struct vt_meta_system *sys, const char *name)
 {
 	uint32_t i;
@@ -477,6 +633,7 @@ static void parse_system(struct tep_handle *tep, const struct vt_meta_system *sy
 /* The trace's formats, kallsyms, printk formats and task names, from its spool. */
 static int load_tep(struct live *l, struct ltrace *t)
 {
+	struct vt_meta_clean clean;
 	struct tep_handle *tep;
 	struct vt_meta m;
 	uint32_t i;
@@ -493,6 +650,21 @@ static int load_tep(struct live *l, struct ltrace *t)
 	free(blob);
 	if (ret < 0)
 		return ret;
+	/*
+	 * As the files are written (store/finish.c): a format whose fields lie
+	 * outside the largest event, or that holds control characters, is left
+	 * out; its events print as unknown. finish.c says the error for the file.
+	 */
+	if (t->host)
+		vt_meta_sanitize_own(&m, &clean);
+	else
+		vt_meta_sanitize(&m, &clean);
+	if ((clean.formats_out_of_bounds || clean.formats_dropped) && !t->formats_said) {
+		t->formats_said = true;
+		log_warn("live view: %s: %u event formats refused (the first: %s): their events "
+			 "show as unknown", t->file, clean.formats_out_of_bounds + clean.formats_dropped,
+			 clean.formats_out_of_bounds ? clean.out_of_bounds : clean.first_dropped);
+	}
 	tep = tep_alloc();
 	if (!tep) {
 		vt_meta_free(&m);
@@ -532,6 +704,9 @@ static int load_tep(struct live *l, struct ltrace *t)
 	drop_tep(t);
 	t->tep = tep;
 	t->plugins = tep_load_plugins(tep);
+	/* After the plugins: an unbounded print format is not used, whoever registered it. */
+	if (!t->host)
+		bound_prints(t, tep);
 	return 0;
 }
 
@@ -684,6 +859,26 @@ static void cut_page(struct live *l, struct ltrace *t, struct lmsg *m)
 	}
 }
 
+/* The oldest page of @t that waits for its clock or bundle, out of the view (counted). */
+static void drop_pending(struct live *l, struct ltrace *t)
+{
+	struct lmsg *m = t->pending;
+
+	t->pending = m->next;
+	if (!t->pending)
+		t->pending_tail = &t->pending;
+	l->held -= m->size;
+	l->pending_bytes -= sizeof(*m) + m->size;
+	l->pending_dropped += m->events;
+	if (!t->pending_said) {
+		t->pending_said = true;
+		log_warn("live view: %s: its pages wait for its clock mapping or metadata bundle; past "
+			 "%u MB waiting, its oldest are not shown (the file has them)", t->file,
+			 LIVE_PENDING_BYTES_MAX >> 20);
+	}
+	free(m);
+}
+
 static void take_page(struct live *l, struct lmsg *m)
 {
 	struct ltrace *t = &l->traces[m->trace];
@@ -699,6 +894,9 @@ static void take_page(struct live *l, struct lmsg *m)
 		*t->pending_tail = m;
 		t->pending_tail = &m->next;
 		l->held += m->size;
+		l->pending_bytes += sizeof(*m) + m->size;
+		while (l->pending_bytes > LIVE_PENDING_BYTES_MAX && t->pending != m)
+			drop_pending(l, t);
 		return;
 	}
 	cut_page(l, t, m);
@@ -714,6 +912,7 @@ static void take_pending(struct live *l, struct ltrace *t)
 	for (; m; m = next) {
 		next = m->next;
 		l->held -= m->size;
+		l->pending_bytes -= sizeof(*m) + m->size;
 		cut_page(l, t, m);
 	}
 }
@@ -798,17 +997,18 @@ static void print_ev(struct live *l, struct lcpu *q)
 	const struct lev *e = &c->ev[c->next_ev];
 	int missed = c->next_ev ? 0 : c->missed;
 	struct tep_record rec = {
-		.ts = e->ts, .cpu = q->cpu, .data = c->page->data + e->off, .size = e->size,
+		.ts = e->ts, .cpu = q->cpu, .data = l->pad, .size = e->size,
 		.missed_events = missed,
 	};
 	struct trace_seq *s = &l->s;
 	struct tep_event *ev;
 	int len;
 
-	if (!t->tep) {
+	if (!t->tep || !l->pad || e->size > VT_SUBBUF_MAX) {
 		l->unreadable++;
 		return;
 	}
+	memcpy(l->pad, c->page->data + e->off, e->size);
 	if (e->ts < l->last_ts)
 		l->late++;
 	else
@@ -842,6 +1042,7 @@ static void print_ev(struct live *l, struct lcpu *q)
 		len--;
 	put_safe(l, s->buffer, len);
 	l->shown++;
+	memset(l->pad, 0, e->size);	/* zeroes again for the next */
 }
 
 static void free_cut(struct lcut *c)
@@ -967,6 +1168,8 @@ static void *worker(void *arg)
 
 	if (setpriority(PRIO_PROCESS, (id_t)gettid(), LIVE_NICE) < 0)
 		log_debug("live view: cannot lower its thread's priority: %m");
+	/* Untouched, its pages stay unallocated: about a page per event size is used. */
+	l->pad = calloc(1, LIVE_PAD_SIZE);
 
 	while (!end) {
 		struct lmsg *batch, *m, *next;
@@ -1038,12 +1241,14 @@ void live_end(struct live *l)
 		if (l->late)
 			log_info("live view: %" PRIu64 " events reached the host later than the window "
 				 "and were shown out of order", l->late);
-		if (l->not_shown || l->unreadable || l->skipped)
+		if (l->not_shown || l->unreadable || l->skipped || l->pending_dropped)
 			log_warn("live view: %" PRIu64 " events not shown (%" PRIu64 " while it could "
-				 "not keep up, %" PRIu64 " left at the end after %llu s, %" PRIu64
-				 " unreadable); the files have them",
-				 l->not_shown + l->skipped + l->unreadable, l->not_shown, l->skipped,
-				 LIVE_END_MAX_NS / 1000000000ull, l->unreadable);
+				 "not keep up, %" PRIu64 " while a guest's clock mapping or metadata "
+				 "was awaited past %u MB, %" PRIu64 " left at the end after %llu s, %"
+				 PRIu64 " unreadable); the files have them",
+				 l->not_shown + l->pending_dropped + l->skipped + l->unreadable,
+				 l->not_shown, l->pending_dropped, LIVE_PENDING_BYTES_MAX >> 20,
+				 l->skipped, LIVE_END_MAX_NS / 1000000000ull, l->unreadable);
 	}
 	for (struct lmsg *m = l->head, *next; m; m = next) {
 		next = m->next;
@@ -1076,6 +1281,7 @@ void live_end(struct live *l)
 	free(l->heap);
 	free(l->traces);
 	free(l->line);
+	free(l->pad);
 	trace_seq_destroy(&l->s);
 	pthread_cond_destroy(&l->cond);
 	pthread_mutex_destroy(&l->lock);

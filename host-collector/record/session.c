@@ -69,6 +69,21 @@
  */
 #define FINAL_SYNC_NS		(3 * NSEC_PER_SEC)
 /*
+ * A stop that came while the full metadata (asked for after START) was on
+ * its way waits for it this long at most (or half of --stop-timeout, if
+ * less), as the final sync does: the guest controls the answer, and one
+ * Ctrl-C must not wait for META_TIMEOUT_NS. Past it the bundle is abandoned
+ * (the setup's is written) and STOP is sent.
+ */
+#define DEFERRED_STOP_NS	FINAL_SYNC_NS
+
+static uint64_t deferred_stop_ns(const struct guest *g)
+{
+	uint64_t half = (uint64_t)(g->rec->o->stop_timeout * NSEC_PER_SEC) / 2;
+
+	return half < DEFERRED_STOP_NS ? half : DEFERRED_STOP_NS;
+}
+/*
  * A reply that took this many times the vCPU's best round trip so far (and
  * more than SLOW_RTT_FLOOR_NS) cannot narrow the bound that one gave: a
  * burst after the start's ends at once, the vCPUs left keep their epochs.
@@ -2393,6 +2408,11 @@ static void final_sync_done(struct guest *g, int err)
 	uint32_t flags = 0;
 
 	sync_kvm_end(g);
+	if (g->stop.meta_abandoned) {
+		/* It withheld the last bundle asked for: not asked again, the spooled one is kept. */
+		final_meta_done(g, 0);
+		return;
+	}
 
 	/*
 	 * saved_cmdlines grew while tracing: the bundle is fetched again; its
@@ -2436,6 +2456,20 @@ static void stop_timeout(void *arg)
 	struct guest *g = arg;
 	double t = g->rec->o->stop_timeout;
 
+	if (g->stop.deferred && g->state == G_RUNNING && g->req.active &&
+	    g->req.want == VT_PROTO_META) {
+		log_warn("guest %s: the metadata bundle asked for after the start (kallsyms, task "
+			 "names) did not come within %g s of the stop: abandoned, its trace is written "
+			 "with the setup's bundle (%llu bytes of it had come)", g->name,
+			 (double)deferred_stop_ns(g) / NSEC_PER_SEC, (unsigned long long)g->meta.rx.len);
+		g->stop.deferred = false;
+		g->stop.meta_abandoned = true;
+		g->req.active = false;	/* its late chunks are "metadata nobody asked for" */
+		engine_timer_cancel(eng(g), &g->req.timer);
+		vt_proto_meta_rx_release(&g->meta.rx);
+		session_stop(g);
+		return;
+	}
 	if (g->mig.out && g->state == G_DRAINING) {
 		log_warn("guest %s: its ports still delivered after %g s: ending its recording", g->name, t);
 		migrated_done(g);
@@ -2477,7 +2511,10 @@ void session_stop(struct guest *g)
 	}
 	if (g->state == G_RUNNING && g->req.active && g->req.want == VT_PROTO_META) {
 		/* The agent sends every chunk before it reads the STOP: take them, then stop. */
-		log_debug("guest %s: the stop waits for the metadata on its way", g->name);
+		log_debug("guest %s: the stop waits for the metadata on its way (%g s at most)", g->name,
+			  (double)deferred_stop_ns(g) / NSEC_PER_SEC);
+		if (!g->stop.deferred)
+			engine_timer_arm(e, &g->stop.timer, deferred_stop_ns(g), 0);
 		g->stop.deferred = true;
 		return;
 	}

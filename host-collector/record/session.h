@@ -193,14 +193,17 @@ struct guest_qemu {
  * @seq: the STOP request's sequence number
  * @seen: the agent's STOPPED for it came
  * @deferred: a stop came while the full metadata was on its way
+ * @meta_abandoned: that metadata did not come within DEFERRED_STOP_NS of the
+ *	stop: abandoned, and not asked for again at the end
  * @sent_ns: engine_now_ns() when STOP was sent, for -v
- * @timer: --stop-timeout
+ * @timer: --stop-timeout; while the stop is deferred, deferred_stop_ns()
  * @drain_timer: checks the drain while stopping
  */
 struct guest_stop {
 	uint32_t seq;
 	bool seen;
 	bool deferred;
+	bool meta_abandoned;
 	uint64_t sent_ns;
 	struct engine_timer timer;
 	struct engine_timer drain_timer;

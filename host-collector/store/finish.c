@@ -25,16 +25,23 @@
 /*
  * What trace-cmd, KernelShark and report print from the metadata is made
  * safe for a terminal here, for record and recover alike (lib/meta.c): text
- * cleaned, formats holding control characters refused with one error.
+ * cleaned, formats holding control characters refused with one error, and
+ * formats whose fields lie past the largest event refused with another (so
+ * that trace-cmd report and its plugins, which trust a format's offsets,
+ * never read past a record in the file written).
  */
 static void clean_meta(struct trace_sum *t, struct vt_meta *m)
 {
 	struct vt_meta_clean c;
 	const char *what = t->rec.host ? "host" : "guest";
 
-	vt_meta_sanitize(m, &c);
+	/* The host's formats are its own kernel's: their bounds are trusted. */
+	if (t->rec.host)
+		vt_meta_sanitize_own(m, &c);
+	else
+		vt_meta_sanitize(m, &c);
 	t->text_replaced = c.replaced;
-	t->formats_refused = c.formats_dropped;
+	t->formats_refused = c.formats_dropped + c.formats_out_of_bounds;
 	if (c.replaced)
 		log_warn("%s %s: %" PRIu64 " control characters or invalid UTF-8 bytes in its task "
 			 "names, kallsyms or other metadata text replaced by '?'", what, t->rec.name,
@@ -45,6 +52,15 @@ static void clean_meta(struct trace_sum *t, struct vt_meta *m)
 			c.formats_dropped, c.first_dropped);
 		output_problem(t, "%u event formats refused: control characters or invalid UTF-8 "
 			       "(the first: %s)", c.formats_dropped, c.first_dropped);
+	}
+	if (c.formats_out_of_bounds) {
+		log_err("%s %s: event format%s %s refused: a field lies outside the largest event its "
+			"sub-buffers hold, or the print format reads a length or index the record "
+			"gives; %s print as unknown (the pages are kept)", what, t->rec.name,
+			c.formats_out_of_bounds > 1 ? "s" : "", c.out_of_bounds,
+			c.formats_out_of_bounds > 1 ? "their events" : "its events");
+		output_problem(t, "%u event formats refused: a field or print argument outside the "
+			       "event (%s)", c.formats_out_of_bounds, c.out_of_bounds);
 	}
 }
 

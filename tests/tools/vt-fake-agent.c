@@ -106,6 +106,9 @@ struct fake_opts {
 	bool lie_key;			/* --lie-kallsyms-key: leave kallsyms out of every bundle */
 	const char *kallsyms_name;	/* --kallsyms-name: the made-up symbols' prefix */
 	bool endless_meta;		/* --endless-meta: open chunks that never end */
+	bool hostile_format;		/* --hostile-format: sched_switch's prev_comm at 100000000 */
+	bool hostile_print;		/* --hostile-print: softirq_raise prints 100000000 bytes of hex */
+	bool withhold_meta;		/* --withhold-meta: META_REQ after START never answered */
 	bool truncate_stream;
 	bool wrong_subbuf;
 	bool stall_stop;
@@ -323,6 +326,83 @@ static char *set_overrun(const char *text, uint64_t value)
 	return out;
 }
 
+/*
+ * --hostile-format: the fixture's sched:sched_switch with prev_comm at offset
+ * 100000000 (issue 37: libtraceevent's sched_switch plugin read there).
+ */
+static int hostile_format(struct fake *f)
+{
+	static const char key[] = "char prev_comm[16];\toffset:";
+	uint32_t i, j;
+
+	for (i = 0; i < f->meta.nr_systems; i++) {
+		struct vt_meta_system *sys = &f->meta.systems[i];
+
+		for (j = 0; strcmp(sys->name, "sched") == 0 && j < sys->nr_events; j++) {
+			struct vt_blob *b = &sys->events[j].format;
+			char *at, *end, *n;
+			size_t len;
+
+			if (strcmp(sys->events[j].name, "sched_switch") || !(at = strstr(b->data, key)))
+				continue;
+			at += strlen(key);
+			end = strchr(at, ';');
+			if (!end)
+				break;
+			len = (at - b->data) + strlen("100000000") + strlen(end);
+			n = malloc(len + 1);
+			if (!n)
+				return -ENOMEM;
+			snprintf(n, len + 1, "%.*s100000000%s", (int)(at - b->data), b->data, end);
+			free(b->data);
+			b->data = n;
+			b->len = len;
+			say(f, "sched:sched_switch's prev_comm at offset 100000000 (--hostile-format)");
+			return 0;
+		}
+	}
+	say(f, "--hostile-format: the fixture has no sched:sched_switch with prev_comm");
+	return -ENOENT;
+}
+
+/*
+ * --hostile-print: the fixture's irq:softirq_raise (no plugin of
+ * libtraceevent prints it) prints its vec with __print_hex(REC->vec,
+ * 100000000): every field in range, but libtraceevent reads the length it
+ * is given.
+ */
+static int hostile_print(struct fake *f)
+{
+	static const char print[] = "print fmt: \"vec=%s\", __print_hex(REC->vec, 100000000)\n";
+	uint32_t i, j;
+
+	for (i = 0; i < f->meta.nr_systems; i++) {
+		struct vt_meta_system *sys = &f->meta.systems[i];
+
+		for (j = 0; strcmp(sys->name, "irq") == 0 && j < sys->nr_events; j++) {
+			struct vt_blob *b = &sys->events[j].format;
+			char *at, *n;
+			size_t keep;
+
+			if (strcmp(sys->events[j].name, "softirq_raise") || !(at = strstr(b->data, "print fmt:")))
+				continue;
+			keep = at - b->data;
+			n = malloc(keep + sizeof(print));
+			if (!n)
+				return -ENOMEM;
+			memcpy(n, b->data, keep);
+			memcpy(n + keep, print, sizeof(print));
+			free(b->data);
+			b->data = n;
+			b->len = keep + sizeof(print) - 1;
+			say(f, "irq:softirq_raise prints __print_hex(REC->vec, 100000000) (--hostile-print)");
+			return 0;
+		}
+	}
+	say(f, "--hostile-print: the fixture has no irq:softirq_raise");
+	return -ENOENT;
+}
+
 static int load_fixture(struct fake *f)
 {
 	unsigned int cpu, fcpus = 0, i;
@@ -339,6 +419,16 @@ static int load_fixture(struct fake *f)
 	if (ret < 0) {
 		say(f, "fixture header_page does not parse: %s", strerror(-ret));
 		return ret;
+	}
+	if (f->o.hostile_format) {
+		ret = hostile_format(f);
+		if (ret < 0)
+			return ret;
+	}
+	if (f->o.hostile_print) {
+		ret = hostile_print(f);
+		if (ret < 0)
+			return ret;
 	}
 	vt_meta_clock(&f->meta, f->clock, sizeof(f->clock));
 	if (!f->clock[0])
@@ -860,6 +950,9 @@ static int send_hello_reply(struct fake *f, const struct vt_proto_msg *msg)
 		r.caps |= VT_PROTO_CAP_META_FLAGS | VT_PROTO_CAP_META_OPEN;
 	if (f->o.kallsyms_key)
 		r.caps |= VT_PROTO_CAP_META_FLAGS | VT_PROTO_CAP_KALLSYMS_KEY;
+	/* As trace-agent: the setup's bundle without kallsyms, the whole one asked for after START. */
+	if (f->o.withhold_meta)
+		r.caps |= VT_PROTO_CAP_META_FLAGS;
 	if (f->o.lastboot_info)
 		r.caps |= VT_PROTO_CAP_LASTBOOT;
 	r.clock = f->o.evil == EVIL_CLOCK ? "XXXXXXXXX" : f->clock;
@@ -1618,6 +1711,10 @@ static void handle(struct fake *f, const struct vt_proto_msg *msg)
 		}
 		if (meta_key)
 			say(f, "META_REQ gives the key %" PRIx64 " (the host has it)", meta_key);
+		if (f->o.withhold_meta && f->running && !f->got_stop) {
+			say(f, "META_REQ withheld (--withhold-meta)");
+			break;
+		}
 		if (f->o.endless_meta && (meta_flags & VT_PROTO_META_REQ_OPEN)) {
 			send_endless_meta(f, max_total);
 		} else if (f->o.kallsyms_key && ((meta_flags & VT_PROTO_META_REQ_NO_KALLSYMS) ||
@@ -2025,6 +2122,13 @@ static void usage(FILE *out)
 		"                         announce an open total, the last the real one\n"
 		"  --endless-meta         as --open-meta, but the open chunks never end (one\n"
 		"                         past the host's limit)\n"
+		"  --hostile-format       the fixture's sched:sched_switch format with prev_comm\n"
+		"                         at offset 100000000\n"
+		"  --hostile-print        the fixture's irq:softirq_raise format printing its vec\n"
+		"                         with __print_hex(REC->vec, 100000000)\n"
+		"  --withhold-meta        say META_FLAGS (the host asks for the whole bundle after\n"
+		"                         START, as of trace-agent) and never answer a META_REQ\n"
+		"                         that comes after START and before STOP\n"
 		"  --last-boot-info TEXT  serve LASTBOOT_REQ: the fixture as the last boot's trace,\n"
 		"                         with TEXT as the instance's last_boot_info\n"
 		"  --last-boot-name NAME  with --last-boot-info: say it is instance NAME, whatever\n"
@@ -2080,7 +2184,8 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 	       OPT_OVERSIZE, OPT_HUGE, OPT_OPEN_META, OPT_ENDLESS_META, OPT_KSKEY, OPT_LIEKEY, OPT_TRUNC, OPT_SUBBUF, OPT_STALL, OPT_LIE, OPT_CRASH, OPT_EVIL,
 	       OPT_EXTERNAL, OPT_PROBE_DELAY, OPT_STOP_PROBE_DELAY, OPT_META_RATE, OPT_SILENT_HELLO, OPT_VARY, OPT_TIMELOG,
 	       OPT_ALL_BAD, OPT_ABSURD, OPT_ERROR_FLOOD, OPT_SHRINK, OPT_NOTICE_FLOOD,
-	       OPT_LB_INFO, OPT_LB_NAME, OPT_LB_DUMP, OPT_KSNAME, OPT_FINAL_CMDLINES, OPT_PORT_GAP };
+	       OPT_LB_INFO, OPT_LB_NAME, OPT_LB_DUMP, OPT_KSNAME, OPT_FINAL_CMDLINES, OPT_PORT_GAP,
+	       OPT_HOSTILE_FORMAT, OPT_HOSTILE_PRINT, OPT_WITHHOLD_META };
 	static const struct option lo[] = {
 		{ "fifo", required_argument, NULL, OPT_FIFO },
 		{ "connect", required_argument, NULL, OPT_CONNECT },
@@ -2110,6 +2215,9 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 		{ "kallsyms-key", required_argument, NULL, OPT_KSKEY },
 		{ "last-boot-info", required_argument, NULL, OPT_LB_INFO },
 		{ "final-cmdlines", required_argument, NULL, OPT_FINAL_CMDLINES },
+		{ "hostile-format", no_argument, NULL, OPT_HOSTILE_FORMAT },
+		{ "hostile-print", no_argument, NULL, OPT_HOSTILE_PRINT },
+		{ "withhold-meta", no_argument, NULL, OPT_WITHHOLD_META },
 		{ "last-boot-name", required_argument, NULL, OPT_LB_NAME },
 		{ "dump-last-boot", required_argument, NULL, OPT_LB_DUMP },
 		{ "lie-kallsyms-key", no_argument, NULL, OPT_LIEKEY },
@@ -2224,6 +2332,15 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 			break;
 		case OPT_HUGE:
 			o->huge_meta = true;
+			break;
+		case OPT_HOSTILE_FORMAT:
+			o->hostile_format = true;
+			break;
+		case OPT_HOSTILE_PRINT:
+			o->hostile_print = true;
+			break;
+		case OPT_WITHHOLD_META:
+			o->withhold_meta = true;
 			break;
 		case OPT_OPEN_META:
 			o->open_meta = true;

@@ -487,6 +487,123 @@ static void test_sanitize(void **state)
 	vt_meta_free(&m);
 }
 
+/* vt_meta_format_check(): every field within the largest event, numbers as libtraceevent reads them. */
+static void test_format_check(void **state)
+{
+	static const struct {
+		const char *fmt;
+		int ret;
+	} t[] = {
+		/* A kernel's: fixed fields, a dynamic one, a field named offset, the print line's "size :". */
+		{ "name: x\nID: 1\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+		  "\tfield:__data_loc char[] name;\toffset:8;\tsize:4;\tsigned:0;\n"
+		  "\tfield:unsigned long offset;\toffset:16;\tsize:8;\tsigned:0;\n"
+		  "\nprint fmt: \"%d\", REC->a ? REC->size : 100000\n", 0 },
+		/* The last byte of the largest event, and one past it. */
+		{ "\tfield:char c[72];\toffset:4000;\tsize:72;\n", 0 },
+		{ "\tfield:char c[73];\toffset:4000;\tsize:73;\n", -ERANGE },
+		/* The hostile sched_switch of issue 37. */
+		{ "\tfield:char prev_comm[16];\toffset:100000000;\tsize:16;\tsigned:0;\n", -ERANGE },
+		{ "\tfield:char x[4073];\toffset:0;\tsize:4073;\n", -ERANGE },
+		/* Past an int: refused, not wrapped. */
+		{ "\tfield:int x;\toffset:2147483648;\tsize:4;\n", -ERANGE },
+		{ "\tfield:int x;\toffset:99999999999;\tsize:4;\n", -EBADMSG },
+		{ "\tfield:int x;\toffset:4294967300;\tsize:4;\n", -ERANGE },
+		{ "\tfield:int x;\toffset:8;\tsize:4294967292;\n", -ERANGE },
+		/* Spellings libtraceevent reads otherwise (sign, hex, octal) or not at all. */
+		{ "\tfield:int x;\toffset:-8;\tsize:4;\n", -EBADMSG },
+		{ "\tfield:int x;\toffset:0x10;\tsize:4;\n", -EBADMSG },
+		{ "\tfield:int x;\toffset:010;\tsize:4;\n", -EBADMSG },
+		{ "\tfield:int x;\toffset:;\tsize:4;\n", -EBADMSG },
+		{ "\tfield:int x;\toffset:8;\tsize:4", 0 },
+		{ "\tfield:int x;\toffset:8;\tsize:", -EBADMSG },
+		/* Spaces do not hide a field from libtraceevent, nor from the check. */
+		{ "\tfield : int x ; offset : 5000 ; size : 4 ;\n", -ERANGE },
+		/* A dynamic field's fixed part is its 4-byte word, in range. */
+		{ "\tfield:__data_loc char[] s;\toffset:4070;\tsize:4;\n", -ERANGE },
+		{ "\tfield:__rel_loc char[] s;\toffset:8;\tsize:8;\n", -EBADMSG },
+		{ "\tfield:__data_loc char[] s;\toffset:4068;\tsize:4;\n", 0 },
+		/* Only the line that begins with "print" is the print format's. */
+		{ "\tfield:int print;\toffset:5000;\tsize:4;\n", -ERANGE },
+		{ "print fmt: \"offset:99999999\"\n\tfield:int x;\toffset:5000;\tsize:4;\n", -ERANGE },
+		/* Print arguments: a length or index the record gives is refused, a __data_loc one kept. */
+		{ "print fmt: \"%s\", __print_hex(REC->b, REC->n)\n", -ERANGE },
+		{ "print fmt: \"%s\", __print_hex(REC->vec, 100000000)\n", -ERANGE },
+		{ "print fmt: \"%s\", __print_hex_str (REC->b, REC->n)\n", -ERANGE },
+		{ "print fmt: \"%s\", __print_hex(__get_dynamic_array(b), __get_dynamic_array_len(b))\n", 0 },
+		{ "print fmt: \"%s\", __print_array(__get_dynamic_array(a), "
+		  "__get_dynamic_array_len(a) / sizeof(u64), sizeof(u64))\n", 0 },
+		{ "print fmt: \"%s\", __print_array(__get_dynamic_array(a), __get_dynamic_array_len(a), 16)\n",
+		  -ERANGE },
+		{ "print fmt: \"%s\", __print_array(REC->a, REC->n, 8)\n", -ERANGE },
+		{ "print fmt: \"%d\", REC->b[REC->n]\n", -ERANGE },
+		{ "print fmt: \"%d\", REC->b[5000]\n", -ERANGE },
+		{ "print fmt: \"%lx %lx\", REC->caller[0], REC->caller[ 7 ]\n", 0 },
+		/* Inside the quoted format it is text; a quote escaped does not end it. */
+		{ "print fmt: \"[%d] __print_hex(x, y) [i]\", REC->n\n", 0 },
+		{ "print fmt: \"\\\" [%d]\", __print_hex(REC->b, 9)\n", -ERANGE },
+		/* The arguments go on past a newline, for libtraceevent too. */
+		{ "print fmt: \"%s\",\n __print_hex(REC->b, REC->n)\n", -ERANGE },
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		int ret = vt_meta_format_check(t[i].fmt, strlen(t[i].fmt), 4072);
+
+		if (ret != t[i].ret)
+			fail_msg("case %zu: %d, want %d", i, ret, t[i].ret);
+	}
+}
+
+/*
+ * vt_meta_sanitize(): a format whose field lies past the largest event is
+ * left out, counted and named apart; the rest of the bundle is kept.
+ */
+static void test_sanitize_bounds(void **state)
+{
+	static const char hostile[] = "name: sched_switch\nID: 316\nformat:\n"
+		"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+		"\tfield:char prev_comm[16];\toffset:100000000;\tsize:16;\tsigned:0;\n";
+	static const char good[] = "name: sched_waking\nID: 317\nformat:\n"
+		"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+		"\tfield:char comm[16];\toffset:8;\tsize:16;\tsigned:0;\n";
+	struct vt_meta_clean c;
+	struct vt_meta m;
+	uint32_t i, j;
+
+	(void)state;
+	make_meta(&m);
+	/* 4096-byte sub-buffers, 16 bytes of page header: 4072 for an event. */
+	assert_int_equal(vt_meta_max_event(&m), 4072);
+	assert_int_equal(vt_meta_add_event(&m, "sched", "sched_switch2", hostile, strlen(hostile)), 0);
+	assert_int_equal(vt_meta_add_event(&m, "sched", "sched_waking", good, strlen(good)), 0);
+	vt_meta_sanitize(&m, &c);
+	assert_int_equal(c.formats_dropped, 0);
+	assert_int_equal(c.formats_out_of_bounds, 1);
+	assert_string_equal(c.out_of_bounds, "sched:sched_switch2");
+	for (i = 0; i < m.nr_systems; i++) {
+		if (strcmp(m.systems[i].name, "sched"))
+			continue;
+		assert_int_equal(m.systems[i].nr_events, 3);
+		for (j = 0; j < m.systems[i].nr_events; j++)
+			assert_string_not_equal(m.systems[i].events[j].name, "sched_switch2");
+	}
+	assert_int_equal(m.ftrace.nr_events, 1);
+	vt_meta_free(&m);
+
+	/* The host's own bundle: its kernel's formats are trusted, only its text is cleaned. */
+	make_meta(&m);
+	assert_int_equal(vt_meta_add_event(&m, "sched", "sched_switch2", hostile, strlen(hostile)), 0);
+	vt_meta_sanitize_own(&m, &c);
+	assert_int_equal(c.formats_out_of_bounds, 0);
+	assert_string_equal(c.out_of_bounds, "");
+	for (i = 0; i < m.nr_systems; i++)
+		if (!strcmp(m.systems[i].name, "sched"))
+			assert_int_equal(m.systems[i].nr_events, 3);
+	vt_meta_free(&m);
+}
+
 static void put_file(const char *path, const char *text)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -553,6 +670,8 @@ int main(void)
 		cmocka_unit_test(test_scan_comms),
 		cmocka_unit_test(test_text_clean),
 		cmocka_unit_test(test_sanitize),
+		cmocka_unit_test(test_format_check),
+		cmocka_unit_test(test_sanitize_bounds),
 	};
 
 	return cmocka_run_group_tests_name("meta codec: bundles round-trip, hostile ones are refused",
