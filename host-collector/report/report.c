@@ -21,6 +21,7 @@
 #include "analyze.h"
 #include "collect.h"
 #include "json.h"
+#include "perfetto.h"
 #include "report.h"
 #include "store/spool.h"
 #include "store/sysinfo.h"
@@ -53,6 +54,7 @@ struct ev_counter {
 struct report_opts {
 	bool iommu, exits, json;
 	const char *mmio_log, *html, *guest;
+	const char *perfetto;		/* --perfetto FILE */
 	FILE *mmio_file;		/* --mmiotrace-log, given to the first guest analysed */
 	const struct json_value *guests;	/* the manifest's, for the host's VM exits */
 	uint64_t tsc_khz;
@@ -124,6 +126,13 @@ static void usage(FILE *f)
 "               slices coloured per task, the other events as ticks, trace\n"
 "               markers, lost-event stretches shaded, each guest's clock-sync\n"
 "               epochs and error bound as a band; zoom (wheel, +/-) and pan (drag)\n"
+"  --perfetto FILE\n"
+"               write FILE, the recording as one Perfetto trace (protobuf): the\n"
+"               host and each guest a machine of its own, named; guest events\n"
+"               at host time as trace-cmd report -i host.dat -i guest.dat shows\n"
+"               them; typed sched, irq, softirq, power and print events,\n"
+"               generic ftrace events for the rest; losses marked per CPU; a\n"
+"               track per vCPU naming the host thread that runs it\n"
 "  --guest NAME only this guest (the host's counts are still shown); a NAME\n"
 "               the run does not have is a usage error\n"
 "  --json       everything the report and the options above show, as one JSON\n"
@@ -780,6 +789,7 @@ int report_main(int argc, char **argv)
 		{ "exits", no_argument, NULL, 'E' },
 		{ "html", required_argument, NULL, 'H' },
 		{ "guest", required_argument, NULL, 'g' },
+		{ "perfetto", required_argument, NULL, 'P' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const struct json_limits lim = { .max_depth = 16, .max_string = 1u << 16 };
@@ -817,6 +827,9 @@ int report_main(int argc, char **argv)
 			break;
 		case 'g':
 			ro.guest = optarg;
+			break;
+		case 'P':
+			ro.perfetto = optarg;
 			break;
 		default:
 			fprintf(stderr, "Try 'virtio-trace-collect report --help'.\n");
@@ -867,6 +880,10 @@ int report_main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	if (ro.html && write_html(dir, root, &ro) < 0) {
+		json_free(doc);
+		return EXIT_FAIL;
+	}
+	if (ro.perfetto && pf_write(dir, root, ro.guest, ro.perfetto, ro.mode) < 0) {
 		json_free(doc);
 		return EXIT_FAIL;
 	}

@@ -1,0 +1,13 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* report --perfetto FILE (perfetto.c) and report --perf-kvm DIR (perfkvm.c). */
+#ifndef REPORT_PERFETTO_H
+#define REPORT_PERFETTO_H
+
+#include <sys/types.h>
+
+#include "json.h"
+
+int pf_write(const char *dir, const struct json_value *root, const char *guest, const char *path,
+	     mode_t mode);
+
+#endif
