@@ -6,8 +6,11 @@
 #include <sys/types.h>
 
 #include "json.h"
+#include "vt_meta.h"
 
 int pf_write(const char *dir, const struct json_value *root, const char *guest, const char *path,
 	     mode_t mode);
+int pk_kallsyms(const char *path, struct vt_blob *out);
+int pk_write(const char *dir, const struct json_value *root, const char *guest, const char *out);
 
 #endif

@@ -55,6 +55,7 @@ struct report_opts {
 	bool iommu, exits, json;
 	const char *mmio_log, *html, *guest;
 	const char *perfetto;		/* --perfetto FILE */
+	const char *perf_kvm;		/* --perf-kvm DIR */
 	FILE *mmio_file;		/* --mmiotrace-log, given to the first guest analysed */
 	const struct json_value *guests;	/* the manifest's, for the host's VM exits */
 	uint64_t tsc_khz;
@@ -133,6 +134,11 @@ static void usage(FILE *f)
 "               them; typed sched, irq, softirq, power and print events,\n"
 "               generic ftrace events for the rest; losses marked per CPU; a\n"
 "               track per vCPU naming the host thread that runs it\n"
+"  --perf-kvm DIR\n"
+"               write DIR/NAME.kallsyms and DIR/NAME.modules for each guest, the\n"
+"               files perf kvm --guest --guestkallsyms=FILE --guestmodules=FILE\n"
+"               reads: the guest file's kallsyms, and /proc/modules lines derived\n"
+"               from its [module] symbols (DIR is made when missing; files 0600)\n"
 "  --guest NAME only this guest (the host's counts are still shown); a NAME\n"
 "               the run does not have is a usage error\n"
 "  --json       everything the report and the options above show, as one JSON\n"
@@ -790,6 +796,7 @@ int report_main(int argc, char **argv)
 		{ "html", required_argument, NULL, 'H' },
 		{ "guest", required_argument, NULL, 'g' },
 		{ "perfetto", required_argument, NULL, 'P' },
+		{ "perf-kvm", required_argument, NULL, 'K' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const struct json_limits lim = { .max_depth = 16, .max_string = 1u << 16 };
@@ -830,6 +837,9 @@ int report_main(int argc, char **argv)
 			break;
 		case 'P':
 			ro.perfetto = optarg;
+			break;
+		case 'K':
+			ro.perf_kvm = optarg;
 			break;
 		default:
 			fprintf(stderr, "Try 'virtio-trace-collect report --help'.\n");
@@ -884,6 +894,10 @@ int report_main(int argc, char **argv)
 		return EXIT_FAIL;
 	}
 	if (ro.perfetto && pf_write(dir, root, ro.guest, ro.perfetto, ro.mode) < 0) {
+		json_free(doc);
+		return EXIT_FAIL;
+	}
+	if (ro.perf_kvm && pk_write(dir, root, ro.guest, ro.perf_kvm) < 0) {
 		json_free(doc);
 		return EXIT_FAIL;
 	}
