@@ -134,19 +134,21 @@ static void usage(FILE *f)
 "               them; typed sched, irq, softirq, power and print events,\n"
 "               generic ftrace events for the rest; losses marked per CPU; a\n"
 "               track per vCPU naming the host thread that runs it\n"
-"  --perf-kvm DIR\n"
-"               write DIR/NAME.kallsyms and DIR/NAME.modules for each guest, the\n"
+"  --perf-kvm OUTDIR\n"
+"               write OUTDIR/NAME.kallsyms and OUTDIR/NAME.modules per guest, the\n"
 "               files perf kvm --guest --guestkallsyms=FILE --guestmodules=FILE\n"
 "               reads: the guest file's kallsyms, and /proc/modules lines derived\n"
-"               from its [module] symbols (DIR is made when missing; files 0600)\n"
+"               from its [module] symbols (OUTDIR made if missing; files 0600)\n"
 "  --guest NAME only this guest (the host's counts are still shown); a NAME\n"
 "               the run does not have is a usage error\n"
 "  --json       everything the report and the options above show, as one JSON\n"
 "               document on standard output\n"
 "  -h, --help   print this help and exit\n"
 "\n"
-"Exit status: 0 success; 1 DIR has no readable, well-formed manifest.json or\n"
-"a trace file it names cannot be read; 2 usage error (an unknown --guest too).\n");
+"Exit status: 0 success; 1 DIR has no readable, well-formed manifest.json, a\n"
+"trace file it names cannot be read or a file asked for cannot be written (a\n"
+"guest without kallsyms for --perf-kvm too); 2 usage error (an unknown --guest\n"
+"too).\n");
 }
 
 /* Text from the manifest goes to a terminal: no control characters. */
