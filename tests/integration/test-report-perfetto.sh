@@ -7,12 +7,14 @@
 # `trace-cmd report -t -i host.dat -i guest-A.dat -i guest-B.dat`: per
 # machine, per CPU and per event type the same counts, and every event at
 # the same time to the nanosecond in the same merged order (guest events at
-# host time); the pages that reported lost events start bundles marked
+# host time), every field value equal to `trace-cmd report -R`'s
+# (perfetto-fields.py); the pages that reported lost events start bundles marked
 # lost_events, no others; every guest vCPU has a track naming its host thread;
 # the file is created 0600 and not through a symbolic link.
 echo "collect: report --perfetto decodes with Perfetto's schema and equals trace-cmd's merged report, per machine, CPU and type, to the ns"
 . "$VT_SRCDIR/tests/integration/collect-lib.sh"
 need_tools
+command -v python3 >/dev/null 2>&1 || { echo "SKIP: python3 is not installed"; exit 77; }
 command -v protoc >/dev/null 2>&1 || { echo "SKIP: protoc is not installed (Debian's protobuf-compiler)"; exit 77; }
 SCHEMA=${VT_PERFETTO_SCHEMA:-$VT_SRCDIR/../shared/oracles/perfetto}
 [ -f "$SCHEMA/perfetto_trace.proto" ] ||
@@ -117,6 +119,11 @@ ng=$(awk '$1 != 0' "$WORK/tc.ev" | wc -l)
 nh=$(awk '$1 == 0' "$WORK/tc.ev" | wc -l)
 [ "$ng" -gt 0 ] || fail "no guest events"
 echo "ok: $ng guest and $nh host events: counts per machine, CPU and type, times to the ns and merged order equal trace-cmd's"
+# Field values: every field of every event, typed or generic, against trace-cmd report -R's.
+# shellcheck disable=SC2086
+report "$WORK/tcR.txt" -R -t $files
+python3 "$VT_SRCDIR/tests/integration/perfetto-fields.py" "$WORK/pf.txt" "$WORK/tcR.txt" \
+	host.dat=0 guest-lossy.dat=1 guest-other.dat=2 || fail "field values differ from trace-cmd report -R's"
 
 # Machines: the host's packets carry no machine_id, each guest its own, named once.
 # pf.flat: each line of a packet prefixed with the packet's number and machine.
