@@ -91,7 +91,8 @@ def unq(v):
                   v)
 
 
-LINE = re.compile(r"^ *(?:([^ ]+): +)?.*-(\d+) +\[(\d{3})\] +(\d+)\.(\d+): ([^ :]+):\s*(.*)$")
+# "[CPU] SEC.NSEC:" with -t, or "[CPU]TICKS:" for a clock trace-cmd cannot convert (no space when wide)
+LINE = re.compile(r"^ *(?:([^ ]+): +)?.*-(\d+) +\[(\d{3})\] *(\d+)(?:\.(\d+))?: ([^ :]+):\s*(.*)$")
 
 
 def parse_tc(path, machines):
@@ -106,7 +107,8 @@ def parse_tc(path, machines):
             continue
         f = m.group(1) if m.group(1) in machines else last
         last = f
-        events.append((machines[f], int(m.group(3)), int(m.group(4) + m.group(5)), m.group(6), m.group(7)))
+        events.append((machines[f], int(m.group(3)), int(m.group(4) + (m.group(5) or "")), m.group(6),
+                       m.group(7)))
     return events
 
 

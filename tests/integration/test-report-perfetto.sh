@@ -88,7 +88,7 @@ report "$WORK/tc.txt" -t $files
 awk -v host="${host:+1}" '
 BEGIN { id["host.dat"] = 0; id["guest-lossy.dat"] = 1; id["guest-other.dat"] = 2 }
 /EVENTS DROPPED\]/ { last = $1; sub(/:$/, "", last); next }
-match($0, /-[0-9]+ +\[[0-9][0-9][0-9]\] +[0-9]+\.[0-9]+: [^ :]+:/) {
+match($0, /-[0-9]+ +\[[0-9][0-9][0-9]\] *[0-9]+(\.[0-9]+)?: [^ :]+:/) {
 	f = $1; sub(/:$/, "", f)
 	s = substr($0, RSTART, RLENGTH - 1)
 	split(s, p, /[][]/); cpu = p[2] + 0
@@ -155,7 +155,7 @@ echo "ok: one machine per guest plus the host, named, clocks declared"
 # after a DROPPED line (same machine, CPU and ns), and nowhere else.
 awk 'BEGIN { id["host.dat"] = 0; id["guest-lossy.dat"] = 1; id["guest-other.dat"] = 2 }
 	/EVENTS DROPPED\]/ { f = $1; sub(/:$/, "", f); d = 1; next }
-	d && match($0, /\[[0-9][0-9][0-9]\] +[0-9]+\.[0-9]+:/) {
+	d && match($0, /\[[0-9][0-9][0-9]\] *[0-9]+(\.[0-9]+)?:/) {
 		s = substr($0, RSTART, RLENGTH - 1); split(s, p, /[][]/); t = p[3]; sub(/^ +/, "", t)
 		split(t, r, "."); ns = r[1] r[2]; sub(/^0+/, "", ns); print id[f], p[2] + 0, ns; d = 0 }' \
 	"$WORK/tc.txt" | sort >"$WORK/tc.lost"
