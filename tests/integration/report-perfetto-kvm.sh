@@ -40,8 +40,9 @@ mkdat "$run/guest-fx.dat" -i "$g" --trace-id 0x1234
 printf '{"tool":"fixture","version":"0","host":{"file":"host.dat","cpus":[{},{}]},"guests":[{"name":"fx","file":"guest-fx.dat","trace_id":"0x0000000000001234"}]}\n' \
 	>"$run/manifest.json"
 
-"$COLLECT" report --perfetto "$WORK/k.pftrace" "$run" >/dev/null 2>"$WORK/k.err" ||
-	{ cat "$WORK/k.err"; fail "report --perfetto exited $?"; }
+"$COLLECT" report --perfetto "$WORK/k.pftrace" "$run" >/dev/null 2>"$WORK/k.err"
+rc=$?
+[ $rc = 0 ] || { cat "$WORK/k.err"; fail "report --perfetto exited $rc"; }
 protoc --decode=perfetto.protos.Trace -I "$SCHEMA" perfetto_trace.proto <"$WORK/k.pftrace" >"$WORK/k.txt" 2>"$WORK/protoc.err" ||
 	{ cat "$WORK/protoc.err"; fail "protoc cannot decode it"; }
 report "$WORK/kR.txt" -R -t -i "$run/host.dat" -i "$run/guest-fx.dat"

@@ -77,8 +77,9 @@ for n in 1 2 3; do
 	kd=$WORK/kvm$n
 	mkdir -p "$kd"
 	ln -s "$WORK/victim$n" "$kd/g$n.kallsyms"
-	"$COLLECT" report --perf-kvm "$kd" "$WORK/out$n" >/dev/null 2>"$WORK/pk$n.err" ||
-		{ show "$WORK/pk$n.err"; fail "report --perf-kvm exited $? for recording $n"; }
+	"$COLLECT" report --perf-kvm "$kd" "$WORK/out$n" >/dev/null 2>"$WORK/pk$n.err"
+	rc=$?
+	[ $rc = 0 ] || { show "$WORK/pk$n.err"; fail "report --perf-kvm exited $rc for recording $n"; }
 	[ ! -e "$WORK/victim$n" ] || fail "report --perf-kvm wrote through a symbolic link"
 	for f in kallsyms modules; do
 		[ -f "$kd/g$n.$f" ] && [ ! -L "$kd/g$n.$f" ] || fail "no regular file $kd/g$n.$f"
@@ -117,8 +118,9 @@ if command -v perf >/dev/null 2>&1 && perf version >/dev/null 2>&1; then
 	(cd "$WORK" && perf record -q -o "$WORK/perf.data" -e cpu-clock true) >/dev/null 2>&1
 	if [ -s "$WORK/perf.data" ]; then
 		perf kvm --guest --guestkallsyms="$WORK/kvm1/g1.kallsyms" --guestmodules="$WORK/kvm1/g1.modules" \
-			report -i "$WORK/perf.data" --stdio >"$WORK/perf.out" 2>"$WORK/perf.err" ||
-			{ show "$WORK/perf.err"; fail "perf kvm report exited $? with our files"; }
+			report -i "$WORK/perf.data" --stdio >"$WORK/perf.out" 2>"$WORK/perf.err"
+		rc=$?
+		[ $rc = 0 ] || { show "$WORK/perf.err"; fail "perf kvm report exited $rc with our files"; }
 		grep -qi 'error\|invalid\|cannot' "$WORK/perf.err" && { show "$WORK/perf.err"; fail "perf kvm complained"; }
 		# perf opens the guest files only for guest samples, which a host without a KVM
 		# guest cannot make: this proves the options and files are taken, not the symbols.
