@@ -43,6 +43,9 @@
  *   has one for the kernel's event (table below; fields taken by name from
  *   the event's format), GenericFtraceEvent{event_name, field} otherwise
  *   (kvm_exit and kvm_entry too: Perfetto's typed ones carry arm64 fields).
+ *   A print (trace marker) is typed only when its buf is an atrace line,
+ *   which Perfetto turns into slices and counters; it counts any other buf
+ *   as an import error (systrace_parse_failure), so those go generic.
  *   A bundle holds at most PF_BUNDLE_BYTES of events.
  *
  * - Losses. Where a page reports lost events the CPU's bundle ends and the
@@ -288,11 +291,9 @@ static struct pf_ev *ev_resolve(struct pf_machine *m, int id)
 	}
 	e->pid = an_field(ev, "common_pid");
 	e->map = find_map(ev);
-	if (e->map) {
-		for (i = 0; i < PF_MAP_FIELDS && e->map->fields[i]; i++)
-			e->f[i] = an_field(ev, e->map->fields[i]);
-		return e;
-	}
+	for (i = 0; e->map && i < PF_MAP_FIELDS && e->map->fields[i]; i++)
+		e->f[i] = an_field(ev, e->map->fields[i]);
+	/* The generic form too: a print that is not an atrace line goes out as one. */
 	snprintf(e->name, sizeof(e->name), "%s", ev->name);
 	an_sanitize(e->name);
 	for (f = ev->format.fields; f && n < 4096; f = f->next)
@@ -411,6 +412,17 @@ static void put_generic(struct pf_writer *w, struct pb *p, const struct pf_ev *e
 }
 
 /* @all_cpu counts the CPUs of all files (libtracecmd's multi-file iteration): rec->cpu is the file's. */
+/*
+ * Perfetto reads a print's buf as an atrace line ("B|pid|name", "E", "C|pid|name|value", ...)
+ * and counts every other one as a systrace_parse_failure, an import error in its UI. Other
+ * markers (ours: "virtio-trace: tx HELLO 1") go out as a generic "print" event: the same
+ * fields, kept in its ftrace event table, no error.
+ */
+static bool atrace_line(const char *s)
+{
+	return s[0] && strchr("BESFCNGHIT", s[0]) && (s[1] == '|' || (s[0] == 'E' && !s[1]));
+}
+
 static int on_record(struct tracecmd_input *h, struct tep_record *rec, int all_cpu, void *arg)
 {
 	struct pf_writer *w = arg;
@@ -451,7 +463,9 @@ static int on_record(struct tracecmd_input *h, struct tep_record *rec, int all_c
 	pb_uint(p, FE_TIMESTAMP, rec->ts);
 	if (an_i64(rec, e->pid, &pid))
 		pb_uint(p, FE_PID, (uint32_t)pid);
-	if (e->map) {
+	if (e->map == &pf_maps[0] && (!an_str(rec, e->f[1], w->str, PF_STR) || !atrace_line(w->str))) {
+		put_generic(w, p, e, rec);
+	} else if (e->map) {
 		pb_begin(p, e->map->field);
 		for (i = 0; i < PF_MAP_FIELDS && e->map->fields[i]; i++)
 			put_field(w, p, rec, e->f[i], i + 1, e->map->types[i]);

@@ -119,6 +119,10 @@ ng=$(awk '$1 != 0' "$WORK/tc.ev" | wc -l)
 nh=$(awk '$1 == 0' "$WORK/tc.ev" | wc -l)
 [ "$ng" -gt 0 ] || fail "no guest events"
 echo "ok: $ng guest and $nh host events: counts per machine, CPU and type, times to the ns and merged order equal trace-cmd's"
+# Markers that are not atrace lines (the fixture's, the collector's) go generic, not typed print.
+[ "$(grep -c '^      print {' "$WORK/pf.txt")" = 0 ] || fail "a non-atrace marker went out as a typed print"
+[ "$(grep -c '^        event_name: "print"$' "$WORK/pf.txt")" = "$(awk '$4 == "print"' "$WORK/tc.ev" | wc -l)" ] ||
+	fail "not every marker is a generic print"
 # Field values: every field of every event, typed or generic, against trace-cmd report -R's.
 # shellcheck disable=SC2086
 report "$WORK/tcR.txt" -R -t $files
