@@ -49,12 +49,14 @@ if [ $quick = 1 ]; then
 	run bench-ingest tests/bench/bench-ingest.sh -q
 	run bench-streams tests/bench/bench-streams.sh -q
 	run bench-dense tests/bench/bench-dense.sh -q
+	run bench-perfetto tests/bench/bench-perfetto.sh 2 40 3
 else
 	run bench-pages "$build/tests/bench/bench-pages" tests/data/cap-*/cpu*.raw
 	run bench-tracedat "$build/tests/bench/bench-tracedat" tests/data/cap-host
 	run bench-ingest tests/bench/bench-ingest.sh
 	run bench-streams tests/bench/bench-streams.sh
 	run bench-dense tests/bench/bench-dense.sh
+	run bench-perfetto tests/bench/bench-perfetto.sh
 fi
 if [ $agent = 1 ]; then
 	run bench-agent tests/bench/bench-agent.sh "$([ $quick = 1 ] && echo 2 || echo 4)"

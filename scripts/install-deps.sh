@@ -15,6 +15,8 @@ PKGS=(
 	trace-cmd zstd jq man-db groff-base
 	# manifest.json and report --json against doc/*.schema.json (test-manifest-schema.sh, demo.sh)
 	python3-jsonschema
+	# report --perfetto decoded against Perfetto's schema (test-report-perfetto.sh)
+	protobuf-compiler
 	# tests/e2e/test-kernelshark.sh: KernelShark under a virtual X server, screenshots
 	kernelshark xvfb xdotool imagemagick
 	# the Debian packages (scripts/test.sh builds, lints and installs them); bash-completion

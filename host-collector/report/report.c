@@ -21,6 +21,7 @@
 #include "analyze.h"
 #include "collect.h"
 #include "json.h"
+#include "perfetto.h"
 #include "report.h"
 #include "store/spool.h"
 #include "store/sysinfo.h"
@@ -54,6 +55,8 @@ struct ev_counter {
 struct report_opts {
 	bool iommu, exits, json;
 	const char *mmio_log, *html, *guest;
+	const char *perfetto;		/* --perfetto FILE */
+	const char *perf_kvm;		/* --perf-kvm DIR */
 	FILE *mmio_file;		/* --mmiotrace-log, given to the first guest analysed */
 	const struct json_value *guests;	/* the manifest's, for the host's VM exits */
 	uint64_t tsc_khz;
@@ -125,14 +128,28 @@ static void usage(FILE *f)
 "               slices coloured per task, the other events as ticks, trace\n"
 "               markers, lost-event stretches shaded, each guest's clock-sync\n"
 "               epochs and error bound as a band; zoom (wheel, +/-) and pan (drag)\n"
+"  --perfetto FILE\n"
+"               write FILE, the recording as one Perfetto trace (protobuf): the\n"
+"               host and each guest a machine of its own, named; guest events\n"
+"               at host time as trace-cmd report -i host.dat -i guest.dat shows\n"
+"               them; typed sched, irq, softirq, power and print events,\n"
+"               generic ftrace events for the rest; losses marked per CPU; a\n"
+"               track per vCPU naming the host thread that runs it\n"
+"  --perf-kvm OUTDIR\n"
+"               write OUTDIR/NAME.kallsyms and OUTDIR/NAME.modules per guest, the\n"
+"               files perf kvm --guest --guestkallsyms=FILE --guestmodules=FILE\n"
+"               reads: the guest file's kallsyms, and /proc/modules lines derived\n"
+"               from its [module] symbols (OUTDIR made if missing; files 0600)\n"
 "  --guest NAME only this guest (the host's counts are still shown); a NAME\n"
 "               the run does not have is a usage error\n"
 "  --json       everything the report and the options above show, as one JSON\n"
 "               document on standard output\n"
 "  -h, --help   print this help and exit\n"
 "\n"
-"Exit status: 0 success; 1 DIR has no readable, well-formed manifest.json or\n"
-"a trace file it names cannot be read; 2 usage error (an unknown --guest too).\n");
+"Exit status: 0 success; 1 DIR has no readable, well-formed manifest.json, a\n"
+"trace file it names cannot be read or a file asked for cannot be written (a\n"
+"guest without kallsyms for --perf-kvm too); 2 usage error (an unknown --guest\n"
+"too).\n");
 }
 
 /* Text from the manifest goes to a terminal: the collector's one rule (text.h). */
@@ -770,6 +787,8 @@ int report_main(int argc, char **argv)
 		{ "exits", no_argument, NULL, 'E' },
 		{ "html", required_argument, NULL, 'H' },
 		{ "guest", required_argument, NULL, 'g' },
+		{ "perfetto", required_argument, NULL, 'P' },
+		{ "perf-kvm", required_argument, NULL, 'K' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const struct json_limits lim = { .max_depth = 16, .max_string = 1u << 16 };
@@ -807,6 +826,12 @@ int report_main(int argc, char **argv)
 			break;
 		case 'g':
 			ro.guest = optarg;
+			break;
+		case 'P':
+			ro.perfetto = optarg;
+			break;
+		case 'K':
+			ro.perf_kvm = optarg;
 			break;
 		default:
 			fprintf(stderr, "Try 'virtio-trace-collect report --help'.\n");
@@ -857,6 +882,14 @@ int report_main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	if (ro.html && write_html(dir, root, &ro) < 0) {
+		json_free(doc);
+		return EXIT_FAIL;
+	}
+	if (ro.perfetto && pf_write(dir, root, ro.guest, ro.perfetto, ro.mode) < 0) {
+		json_free(doc);
+		return EXIT_FAIL;
+	}
+	if (ro.perf_kvm && pk_write(dir, root, ro.guest, ro.perf_kvm) < 0) {
 		json_free(doc);
 		return EXIT_FAIL;
 	}
