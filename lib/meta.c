@@ -973,6 +973,13 @@ static int scan_one_comm(const char *path, const char *tid, char **buf, size_t *
 		return 0;
 	if (comm[n - 1] == '\n')
 		n--;
+	/*
+	 * The kernel's own names are TASK_COMM_LEN - 1 bytes at most; /proc
+	 * gives workers more ("kworker/u8:3-ext4-rsv-conversion"), which break
+	 * trace-cmd report's columns.
+	 */
+	if (n > VT_COMM_MAX)
+		n = VT_COMM_MAX;
 	if (n == 0)
 		return 0;
 	/* A name may hold any byte (prctl): keep each entry on one line. */

@@ -14,6 +14,7 @@
 
 /* Hard bounds on what a peer may send us. */
 #define VT_META_MAX_BLOB	(64u << 20)	/* kallsyms can be large */
+#define VT_COMM_MAX		15		/* a task name's bytes, as the kernel keeps it (TASK_COMM_LEN - 1) */
 #define VT_META_MAX_FORMAT	(64u << 10)	/* one format file */
 #define VT_META_MAX_NAME	256u		/* system or event name */
 #define VT_META_MAX_SYSTEMS	4096u

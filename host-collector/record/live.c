@@ -61,6 +61,7 @@
 
 #include "collect.h"
 #include "live.h"
+#include "livequiet.h"
 #include "sync.h"
 #include "store/spool.h"
 #include "vt_meta.h"
@@ -206,6 +207,8 @@ struct live {
 	struct trace_seq s;
 	char *line;
 	size_t line_cap;
+	struct live_quiet *quiet;	/* host tasks left out: ours and the terminal's */
+	uint64_t quiet_left;		/* their events */
 };
 
 static uint64_t mono_ns(void)
@@ -367,6 +370,19 @@ int live_start(struct live *l)
 		t->loading = pthread_create(&t->loader, NULL, preload, p) == 0;
 		if (!t->loading)
 			free(p);
+	}
+	for (i = 0; i < l->nr_traces && !l->quiet; i++) {
+		char who[256];
+
+		if (!l->traces[i].host)
+			continue;
+		l->quiet = live_quiet_new(fileno(l->out));
+		if (!l->quiet)
+			continue;
+		live_quiet_describe(l->quiet, who, sizeof(who));
+		log_info("live view: host events of this collector and of the terminal that shows the "
+			 "view (%s) are left out, as each line it prints causes some (host.dat has "
+			 "them; --host-pid narrows the host's events)", who);
 	}
 	ret = -pthread_create(&l->thread, NULL, worker, l);
 	l->running = ret == 0;
@@ -962,6 +978,7 @@ static void host_comm(struct ltrace *t, struct tep_record *rec)
 	} else {
 		comm[n] = '\0';
 		comm[strcspn(comm, "\n")] = '\0';
+		comm[VT_COMM_MAX] = '\0';	/* as the files' (vt_meta_scan_comms()) */
 	}
 	tep_register_comm(t->tep, comm, pid);
 }
@@ -987,6 +1004,32 @@ static void put_safe(struct live *l, const char *p, size_t len)
 	l->line[i++] = '\n';
 	if (!l->out_broken && fwrite(l->line, 1, i, l->out) != i)
 		l->out_broken = true;
+}
+
+/*
+ * A host event of the collector or of the view's terminal: one of theirs
+ * runs it, or it switches to or wakes one. Our own markers (ftrace:print)
+ * are kept: they say what the collector did, and cause nothing.
+ */
+static bool quiet_event(struct live *l, struct ltrace *t, struct tep_event *ev,
+			struct tep_record *rec)
+{
+	static const char *const fields[] = { "next_pid", "pid" };
+	unsigned long long v;
+	unsigned int i;
+
+	if (!ev || (!strcmp(ev->system, "ftrace") && !strcmp(ev->name, "print")))
+		return false;
+	if (live_quiet_has(l->quiet, tep_data_pid(t->tep, rec)))
+		return true;
+	for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		struct tep_format_field *f = tep_find_field(ev, fields[i]);
+
+		if (f && f->size == 4 && tep_read_number_field(f, rec->data, &v) == 0 &&
+		    live_quiet_has(l->quiet, (int)v))
+			return true;
+	}
+	return false;
 }
 
 /* The head event of queue @q, printed in trace-cmd report's line. */
@@ -1016,6 +1059,11 @@ static void print_ev(struct live *l, struct lcpu *q)
 	if (t->host)
 		host_comm(t, &rec);
 	ev = tep_find_event_by_record(t->tep, &rec);
+	if (t->host && l->quiet && !missed && quiet_event(l, t, ev, &rec)) {
+		l->quiet_left++;
+		memset(l->pad, 0, e->size);
+		return;
+	}
 	trace_seq_reset(s);
 	/* Exactly trace-cmd report's (3.1.6) line: file, task, CPU, time, event, its text. */
 	if (missed) {
@@ -1238,6 +1286,9 @@ void live_end(struct live *l)
 		pthread_join(l->thread, NULL);
 		log_info("live view: %" PRIu64 " events shown%s", l->shown,
 			 l->out_broken ? " (then its output failed)" : "");
+		if (l->quiet_left)
+			log_info("live view: %" PRIu64 " host events of this collector and its terminal "
+				 "left out", l->quiet_left);
 		if (l->late)
 			log_info("live view: %" PRIu64 " events reached the host later than the window "
 				 "and were shown out of order", l->late);
@@ -1278,6 +1329,7 @@ void live_end(struct live *l)
 			kbuffer_free(t->kbuf);
 		drop_tep(t);
 	}
+	live_quiet_free(l->quiet);
 	free(l->heap);
 	free(l->traces);
 	free(l->line);
