@@ -1076,6 +1076,7 @@ int record_fds_claim(struct guest *g, struct record_fds *b)
 
 	b->guest = guest_fds_for(g, g->agent.nr_cpus);
 	b->need = others + b->guest;
+	b->limit = 0;
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || b->need <= rl.rlim_cur)
 		goto fits;
 	b->limit = rl.rlim_cur;
