@@ -966,7 +966,8 @@ static void start_guest(struct guest *g)
 /*
  * Open files: a guest holds its control port (two FIFOs) and its spool
  * directory, and per vCPU its port, its spool data file and its compressed
- * chunks, now and then a file of malformed or overflowing pages; the host
+ * chunks, now and then a file of malformed or overflowing pages (and with
+ * --listen the port's listening socket beside the connection); the host
  * recorder per CPU its trace_pipe_raw, a pipe and the same spool files; the
  * finish a directory per trace at once. Measured: 8 guests of 2 vCPUs held
  * 81. A thousand such guests need about 12,000, past the usual soft limit of
@@ -975,18 +976,44 @@ static void start_guest(struct guest *g)
 #define FDS_BASE	64
 #define FDS_GUEST	4
 #define FDS_VCPU	4
+#define FDS_LISTEN	1
 #define FDS_HOST_CPU	6
 
 /* The limit as the collector found it: what COMMAND gets back. */
 static struct rlimit nofile_found;
 static bool nofile_raised;
 
+/*
+ * The files set aside: FDS_BASE, the host's CPUs and each guest's share
+ * (guest->fds), guessed before its HELLO and set again when its agent says
+ * how many vCPUs it has (record_fds_claim()).
+ */
+static uint64_t fds_reserved;
+
+/* The files guest @g needs with @cpus vCPUs. */
+static uint64_t guest_fds_for(const struct guest *g, unsigned int cpus)
+{
+	return FDS_GUEST + (FDS_VCPU + (g->link.listen ? FDS_LISTEN : 0)) * (uint64_t)cpus;
+}
+
 /* The files guest @g needs, as far as is known before its HELLO (2 vCPUs when unknown). */
 static uint64_t guest_fds(const struct guest *g)
 {
 	unsigned int ports = attach_count_ports(g);
 
-	return FDS_GUEST + FDS_VCPU * (uint64_t)(ports ? ports : 2);
+	return guest_fds_for(g, ports ? ports : 2);
+}
+
+/* Raise the soft limit @rl to the hard one; Return: whether it was (@rl then is the new one). */
+static bool raise_to_hard(struct rlimit *rl)
+{
+	struct rlimit up = { .rlim_cur = rl->rlim_max, .rlim_max = rl->rlim_max };
+
+	if (rl->rlim_cur >= rl->rlim_max || setrlimit(RLIMIT_NOFILE, &up) < 0)
+		return false;
+	nofile_raised = true;
+	*rl = up;
+	return true;
 }
 
 /*
@@ -995,48 +1022,91 @@ static uint64_t guest_fds(const struct guest *g)
  *
  * Return: how many guests, in order, fit in the limit (@nr when all do): the
  * rest are failed before they take a descriptor, so that those that fit
- * record whole rather than every guest failing halfway.
+ * record whole rather than every guest failing halfway. Those that fit have
+ * their guess set aside; record_fds_claim() checks it again at each HELLO.
  */
 static unsigned int raise_fd_limit(struct guest **gs, unsigned int nr, const struct record_opts *o)
 {
 	uint64_t need = FDS_BASE, host_cpus = 0, used;
-	struct rlimit rl;
+	struct rlimit rl, was;
 	unsigned int i, fit;
 
-	for (i = 0; i < nr; i++)
-		need += guest_fds(gs[i]);
+	for (i = 0; i < nr; i++) {
+		gs[i]->fds = guest_fds(gs[i]);
+		need += gs[i]->fds;
+	}
 	if (o->host_events) {
 		long n = sysconf(_SC_NPROCESSORS_CONF);
 
 		host_cpus = n > 0 ? (uint64_t)n : 1;
 		need += FDS_HOST_CPU * host_cpus;
 	}
+	fds_reserved = need;
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
 		return nr;
 	nofile_found = rl;
 	if (need <= rl.rlim_cur)
 		return nr;
-	if (rl.rlim_cur < rl.rlim_max) {
-		struct rlimit up = { .rlim_cur = rl.rlim_max, .rlim_max = rl.rlim_max };
-
-		if (setrlimit(RLIMIT_NOFILE, &up) == 0) {
-			log_info("%u guests%s need about %" PRIu64 " open files: the limit is raised from "
-				 "%llu to the hard limit, %llu", nr, host_cpus ? " and the host events" : "",
-				 need, (unsigned long long)rl.rlim_cur, (unsigned long long)up.rlim_cur);
-			nofile_raised = true;
-			rl = up;
-		}
-	}
+	was = rl;
+	if (raise_to_hard(&rl))
+		log_info("%u guests%s need about %" PRIu64 " open files: the limit is raised from "
+			 "%llu to the hard limit, %llu", nr, host_cpus ? " and the host events" : "",
+			 need, (unsigned long long)was.rlim_cur, (unsigned long long)rl.rlim_cur);
 	if (need <= rl.rlim_cur)
 		return nr;
 	used = FDS_BASE + FDS_HOST_CPU * host_cpus;
-	for (fit = 0; fit < nr && used + guest_fds(gs[fit]) <= rl.rlim_cur; fit++)
-		used += guest_fds(gs[fit]);
+	for (fit = 0; fit < nr && used + gs[fit]->fds <= rl.rlim_cur; fit++)
+		used += gs[fit]->fds;
+	for (i = fit; i < nr; i++)
+		gs[i]->fds = 0;
+	fds_reserved = used;
 	log_warn("%u guests%s need about %" PRIu64 " open files, more than the limit of %llu (the "
 		 "hard limit is %llu): only the first %u are recorded. Raise it (as root `ulimit -Hn %"
 		 PRIu64 "`, or LimitNOFILE= for a service)", nr, host_cpus ? " and the host events" : "",
 		 need, (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max, fit, need);
 	return fit;
+}
+
+/**
+ * record_fds_claim() - set aside the open files a guest needs, now that its
+ * agent said how many vCPUs it has
+ * @g: the guest, its agent.nr_cpus from the HELLO_REPLY
+ * @b: filled in: what it needs, the limit, and the limit all would fit in
+ *
+ * The guess made before the start counted 2 vCPUs for a guest whose ports
+ * were not known yet (--listen, --wait). When the real share does not fit
+ * in what the others leave, the soft RLIMIT_NOFILE is raised to the hard one
+ * first; when even that is short, nothing is set aside beyond the guest's
+ * control port and spool directory, so that the guest fails alone instead of
+ * taking the descriptors the other guests (and the finish) need.
+ *
+ * Return: 0 (set aside), -EMFILE (it does not fit: @b says by how much).
+ */
+int record_fds_claim(struct guest *g, struct record_fds *b)
+{
+	uint64_t others = fds_reserved - g->fds;
+	struct rlimit rl;
+
+	b->guest = guest_fds_for(g, g->agent.nr_cpus);
+	b->need = others + b->guest;
+	b->limit = 0;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || b->need <= rl.rlim_cur)
+		goto fits;
+	b->limit = rl.rlim_cur;
+	if (raise_to_hard(&rl))
+		log_info("guest %s: %u vCPUs: the guests need about %" PRIu64 " open files: the limit "
+			 "is raised from %llu to the hard limit, %llu", g->name, g->agent.nr_cpus,
+			 b->need, (unsigned long long)b->limit, (unsigned long long)rl.rlim_cur);
+	b->limit = rl.rlim_cur;
+	if (b->need <= rl.rlim_cur)
+		goto fits;
+	g->fds = FDS_GUEST;
+	fds_reserved = others + g->fds;
+	return -EMFILE;
+fits:
+	g->fds = b->guest;
+	fds_reserved = b->need;
+	return 0;
 }
 
 /* The command after `--` starts once every guest records (or failed), or this long after the first did. */

@@ -109,6 +109,14 @@ struct recording {
 	sigset_t mask;
 };
 
+/* What record_fds_claim() found for a guest, for its message. */
+struct record_fds {
+	uint64_t guest;		/* the open files it needs */
+	uint64_t need;		/* the limit every guest would fit in (`ulimit -n`) */
+	uint64_t limit;		/* the limit it did not fit in (the soft one, raised if it could be) */
+};
+
+int record_fds_claim(struct guest *g, struct record_fds *b);
 void record_usage(FILE *f);
 int record_main(int argc, char **argv);
 

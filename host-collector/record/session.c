@@ -19,6 +19,7 @@
  * on.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -1996,6 +1997,7 @@ static void take_over(struct guest *g)
 static void hello_done(struct guest *g, int err)
 {
 	const struct record_opts *o = g->rec->o;
+	struct record_fds fds;
 
 	if (err < 0) {
 		session_fail(g, "handshake refused: %s", g->reply_text);
@@ -2016,6 +2018,14 @@ static void hello_done(struct guest *g, int err)
 	}
 	log_info("guest %s: %s, %u CPUs, %u-byte pages, clock %s", g->name, g->agent.software,
 		 g->agent.nr_cpus, g->agent.subbuf, g->agent.clock);
+	/* Before its ports take a descriptor: a guest too big fails alone (test-collect-fdbudget). */
+	if (record_fds_claim(g, &fds) < 0) {
+		session_fail(g, "not recorded: its %u vCPUs need about %" PRIu64 " open files, more than "
+			     "the others leave under the open-file limit of %" PRIu64 " (RLIMIT_NOFILE); "
+			     "recording it too needs `ulimit -n %" PRIu64 "` (LimitNOFILE= for a service)",
+			     g->agent.nr_cpus, fds.guest, fds.limit, fds.need);
+		return;
+	}
 	if (g->mig.incoming) {
 		take_over(g);
 		return;

@@ -319,6 +319,7 @@ struct guest {
 	char reply_text[512];
 	struct guest_sync sync;
 	uint64_t status_bytes;		/* bytes received at the last status line (record.c) */
+	uint64_t fds;			/* its share of the open-file limit (record_fds_claim()) */
 	unsigned int live_idx;		/* --live: its trace in the live view (live.c) */
 	struct spool_figures figures;	/* its problems, budget and messages (guest_log()) */
 	bool msgs_summed;		/* their summary line was printed */

@@ -44,6 +44,26 @@ vt_log() { echo "${VT_LOG_PREFIX:-vt}: $*" >&2; }
 
 vt_now() { date +%s.%N; }
 
+# vt_for_user DIR AS FILE...: copies of FILEs (built programs, and what they load from
+# beside themselves) in DIR/for-user (0755), keeping their names, for the user of AS (a
+# command prefix, e.g. "setpriv --reuid=65534 --regid=65534 --clear-groups") to run: the
+# tree may sit where only root can enter (a clone in /root, mode 0700). DIR must let that
+# user through (the tests' work directories under /tmp). Returns 1, saying why, when the
+# user cannot reach the copies. The integration tests' for_user (collect-lib.sh) does the same.
+vt_for_user() {
+    local dir=$1/for-user as=$2 f
+    shift 2
+    mkdir -p "$dir" && chmod 0755 "$dir" || { echo "cannot make $dir"; return 1; }
+    for f in "$@"; do
+        cp -R "$f" "$dir/" && chmod -R a+rX "$dir/${f##*/}" || { echo "cannot copy $f into $dir"; return 1; }
+    done
+    for f in "$@"; do
+        # shellcheck disable=SC2086
+        $as test -r "$dir/${f##*/}" ||
+            { echo "the user $($as id -un 2>/dev/null) cannot reach $dir/${f##*/}"; return 1; }
+    done
+}
+
 # vt_qmp_py SOCK TIMEOUT CODE: run the Python CODE against QEMU's QMP socket SOCK, after the
 # greeting and qmp_capabilities; CODE calls cmd(NAME[, ARGS]) (the reply, "return" or "error")
 # and hmp(LINE) (a monitor command's text, "" on an error).

@@ -247,7 +247,14 @@ check_unix_live() {
     n=$(grep -c "domain-[0-9]*-$DOM/" "$WORK/live-unix.xml")
     echo "$ME: live XML: $n channel sockets in $(sed -n "s|.*path='\(/[^']*/domain-[0-9]*-$DOM\)/agent-ctl-path'.*|\1|p" "$WORK/live-unix.xml")"
     if command -v setpriv >/dev/null; then
-        setpriv --reuid=65534 --regid=65534 --clear-groups "$COLLECT" record --domain "$DOM" \
+        local nobody="setpriv --reuid=65534 --regid=65534 --clear-groups" why
+        # A copy nobody can run wherever the tree is, with the libvirt module it loads from beside it.
+        if ! why=$(vt_for_user "$WORK" "$nobody" "$COLLECT" \
+                   $(ls "$(dirname "$COLLECT")"/virtio-trace-collect-libvirt.so 2>/dev/null)); then
+            echo "$ME: record as nobody: not tried: $why"
+            return
+        fi
+        $nobody "$WORK/for-user/${COLLECT##*/}" record --domain "$DOM" \
             --connect "$URI" -d 1 -o "$WORK/nobody-out" >"$WORK/nobody.log" 2>&1
         rc=$?
         echo "$ME: record as nobody: exit $rc: $(grep -m1 -i 'permission' "$WORK/nobody.log")"

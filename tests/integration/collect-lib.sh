@@ -57,6 +57,47 @@ need_tools() {
 	[ -x "$COLLECT" ] || fail "$COLLECT is not built"
 }
 
+# for_user AS [FILE...]: give the user of AS (a command prefix such as "setpriv
+# --reuid=nobody --regid=nogroup --clear-groups") what a run as that user needs. The
+# build and source trees may sit where only root can enter (a clone in /root, mode
+# 0700): each FILE (a built program, a fixture file or directory) is copied into
+# $FOR_USER, a directory of this test's own under $WORK that the user can reach, keeping
+# its name ($FOR_USER/vt-fake-agent); $WORK becomes traversable (0711), not listable.
+# The LSan suppressions that LSAN_OPTIONS names are copied there too (a sanitizer build's
+# program stops at exit when it cannot read them). Skips (77), saying why, when the user
+# cannot reach the copies either (a TMPDIR only root can enter).
+for_user() {
+	_fa=$1
+	shift
+	FOR_USER=$WORK/for-user
+	chmod 0711 "$WORK" && mkdir -p "$FOR_USER" && chmod 0755 "$FOR_USER" || fail "cannot make $FOR_USER"
+	for _ff in "$@"; do
+		cp -R "$_ff" "$FOR_USER/" && chmod -R a+rX "$FOR_USER/${_ff##*/}" || fail "cannot copy $_ff into $FOR_USER"
+	done
+	case $LSAN_OPTIONS in *suppressions=*)
+		_fs=${LSAN_OPTIONS#*suppressions=}
+		_fs=${_fs%%:*}
+		if [ -f "$_fs" ] && [ "$_fs" != "$FOR_USER/lsan.supp" ]; then
+			cp "$_fs" "$FOR_USER/lsan.supp" && chmod 0644 "$FOR_USER/lsan.supp" || fail "cannot copy $_fs"
+			LSAN_OPTIONS=$(printf '%s' "$LSAN_OPTIONS" | sed "s|suppressions=$_fs|suppressions=$FOR_USER/lsan.supp|")
+			export LSAN_OPTIONS
+		fi
+	esac
+	# shellcheck disable=SC2086
+	_fw=$($_fa id -un 2>/dev/null) || fail "cannot run id as another user ($_fa)"
+	_fr=$FOR_USER
+	for _ff in "$@"; do
+		_fr="$_fr $FOR_USER/${_ff##*/}"
+	done
+	for _ff in $_fr; do
+		# shellcheck disable=SC2086
+		$_fa test -r "$_ff" || {
+			echo "SKIP: the user $_fw cannot reach $_ff (\$WORK is under ${TMPDIR:-/tmp}: set TMPDIR to a directory others may enter)"
+			exit 77
+		}
+	done
+}
+
 # track PID: kill it at exit
 track() {
 	T_PIDS="$T_PIDS $1"

@@ -23,6 +23,9 @@ command -v setpriv >/dev/null 2>&1 || { echo "SKIP: setpriv is not installed"; e
 [ "$(id -u)" = 0 ] || { echo "SKIP: needs root (sockets of root, peers of another user)"; exit 77; }
 id nobody >/dev/null 2>&1 && getent group nogroup >/dev/null || { echo "SKIP: no user nobody or group nogroup"; exit 77; }
 NOBODY="setpriv --reuid=nobody --regid=nogroup --clear-groups"
+# nobody runs the agent too: copies it can reach, wherever the tree is (collect-lib.sh)
+for_user "$NOBODY" "$FAKE" "$DATA/cap-guest"
+FAKE=$FOR_USER/vt-fake-agent DATA=$FOR_USER
 chmod 0711 "$WORK"
 
 # wait_sock PATH: until PATH is a socket (10 s)

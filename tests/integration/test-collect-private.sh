@@ -21,7 +21,10 @@ id nobody >/dev/null 2>&1 && getent group nogroup >/dev/null && id daemon >/dev/
 [ -d /sys/kernel/tracing/instances ] || { echo "SKIP: no tracefs instances for host events"; exit 77; }
 NOBODY="setpriv --reuid=nobody --regid=nogroup --clear-groups"
 DAEMON="setpriv --reuid=daemon --regid=daemon --clear-groups"
-chmod 0711 "$WORK"
+# nobody and daemon read only what the collector wrote under $WORK: that they can reach it
+# at all (or the refusals below would prove nothing) is checked (collect-lib.sh)
+for_user "$NOBODY"
+for_user "$DAEMON"
 
 # rec RUN UMASK ENV... -- ARGS...: one recording of guest pg (a bad page on cpu0) into
 # $WORK/RUN/out, with host events, at UMASK, with environment ENV
