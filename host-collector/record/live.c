@@ -382,7 +382,7 @@ int live_start(struct live *l)
 		live_quiet_describe(l->quiet, who, sizeof(who));
 		log_info("live view: host events of this collector and of the terminal that shows the "
 			 "view (%s) are left out, as each line it prints causes some (host.dat has "
-			 "them; --host-pid narrows the host's events)", who);
+			 "them; --host-pid or fewer --host-events narrow the host's events)", who);
 	}
 	ret = -pthread_create(&l->thread, NULL, worker, l);
 	l->running = ret == 0;
@@ -1239,6 +1239,8 @@ static void *worker(void *arg)
 		l->queued -= bytes;
 		end = l->end;
 		pthread_mutex_unlock(&l->lock);
+		if (l->quiet)
+			live_quiet_note_threads(l->quiet);
 		for (m = batch; m; m = next) {
 			next = m->next;
 			take(l, m);

@@ -9,7 +9,9 @@
  * The terminal is the process that holds the master side of the view's
  * pseudo-terminal: the kernel says which in /proc/PID/fdinfo/FD of a
  * /dev/ptmx descriptor ("tty-index:"). A task belongs to a process by its
- * Tgid (/proc/TID/status), looked up once per task and cached.
+ * Tgid (/proc/TID/status), looked up once per task and cached. Our own
+ * threads are also noted as the view goes (/proc/self/task): one that ended
+ * before its events were printed has no Tgid left to ask.
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -23,6 +25,7 @@
 
 #define QUIET_MAX_PROCS		8	/* us and the terminal's holders */
 #define QUIET_CACHE		4096u	/* tasks whose process is known, by pid (a power of two) */
+#define QUIET_OWN_MAX		4096u	/* our own threads noted */
 
 struct live_quiet {
 	pid_t procs[QUIET_MAX_PROCS];
@@ -32,6 +35,8 @@ struct live_quiet {
 		int pid;		/* 0: empty */
 		int tgid;		/* -1: unknown (gone) */
 	} cache[QUIET_CACHE];
+	int own[QUIET_OWN_MAX];
+	unsigned int nr_own;
 };
 
 /* The Tgid of task @pid, -1 if it is gone. */
@@ -121,6 +126,38 @@ static void find_ptmx_holders(struct live_quiet *q, unsigned int index)
 		closedir(d);
 }
 
+static bool is_own(const struct live_quiet *q, int pid)
+{
+	unsigned int i;
+
+	for (i = 0; i < q->nr_own; i++)
+		if (q->own[i] == pid)
+			return true;
+	return false;
+}
+
+/**
+ * live_quiet_note_threads() - note the collector's threads that exist now
+ * @q: the set
+ *
+ * Called as the view goes, so that the events of a thread that has ended
+ * since are still known as ours.
+ */
+void live_quiet_note_threads(struct live_quiet *q)
+{
+	struct dirent *de;
+	DIR *d = opendir("/proc/self/task");
+
+	while (d && (de = readdir(d)) && q->nr_own < QUIET_OWN_MAX) {
+		int tid = atoi(de->d_name);
+
+		if (tid > 0 && !is_own(q, tid))
+			q->own[q->nr_own++] = tid;
+	}
+	if (d)
+		closedir(d);
+}
+
 /**
  * live_quiet_new() - the processes whose host events the view leaves out
  * @out_fd: the view's output: when it is a pseudo-terminal, its master's
@@ -137,6 +174,7 @@ struct live_quiet *live_quiet_new(int out_fd)
 	if (!q)
 		return NULL;
 	add_proc(q, getpid());
+	live_quiet_note_threads(q);
 	tty = isatty(out_fd) ? ttyname(out_fd) : NULL;
 	if (tty && sscanf(tty, "/dev/pts/%u", &index) == 1)
 		find_ptmx_holders(q, index);
@@ -168,6 +206,8 @@ bool live_quiet_has(struct live_quiet *q, int pid)
 	if (q->cache[h].pid != pid) {
 		q->cache[h].pid = pid;
 		q->cache[h].tgid = tgid_of(pid);
+		if (q->cache[h].tgid < 0 && is_own(q, pid))
+			q->cache[h].tgid = getpid();	/* one of ours, ended since */
 	}
 	for (i = 0; i < q->nr; i++)
 		if (q->cache[h].tgid == q->procs[i])

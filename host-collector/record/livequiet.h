@@ -14,6 +14,7 @@ struct live_quiet;
 struct live_quiet *live_quiet_new(int out_fd);
 void live_quiet_free(struct live_quiet *q);
 bool live_quiet_has(struct live_quiet *q, int pid);
+void live_quiet_note_threads(struct live_quiet *q);
 void live_quiet_describe(const struct live_quiet *q, char *buf, size_t len);
 
 #endif
