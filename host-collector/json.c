@@ -6,15 +6,19 @@
  *
  * The reader makes one pass over the input with an explicit stack of open
  * containers, so hostile nesting costs a bounded array, never the C stack.
- * It is kept rather than replaced by json-c (libjson-c-dev 0.16, Debian 12)
- * for measured reasons (tests/bench/bench-json.sh, doc/benchmarks.md): on a
- * manifest of 1024 guests (8.2 MB) json-c took 4.2x the time and 1.9x the
- * memory beyond the document; and at its strictest (JSON_TOKENER_STRICT |
- * JSON_TOKENER_VALIDATE_UTF8) it accepts 10 of 16 inputs RFC 8259 forbids,
- * among them raw control characters in strings (an ESC that clears a
- * terminal), lone and encoded surrogates and overlong UTF-8, which this
- * reader refuses. fuzz-json fuzzes the reader, the writer's round trip and
- * the QMP replies read through them.
+ * It is kept rather than replaced by a library for measured reasons
+ * (tests/bench/bench-json.sh, three runs on an idle machine, doc/benchmarks.md):
+ * on a manifest of 1024 guests (8.2 MB) jansson 2.14 (libjansson-dev) took
+ * 4.0-4.5x the time and json-c 0.16 3.9-4.4x, with 1.2x and 1.9x the memory
+ * beyond the document; jansson gives back no integer past INT64_MAX (its
+ * json_int_t is a long long: such a number fails the whole document), and a
+ * manifest holds u64 values a guest chooses (its page timestamps, its TSC);
+ * json-c at its strictest (JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8)
+ * accepts 10 of 16 inputs RFC 8259 forbids, among them raw control
+ * characters in strings (an ESC that clears a terminal), lone and encoded
+ * surrogates and overlong UTF-8, which this reader and jansson refuse.
+ * fuzz-json fuzzes the reader, the writer's round trip and the QMP replies
+ * read through them.
  */
 #include <errno.h>
 #include <inttypes.h>

@@ -20,8 +20,8 @@ for t in gcc python3; do command -v $t >/dev/null || { echo "SKIP: $t not found"
 W=$(mktemp -d /tmp/vt-bench-json.XXXXXX)
 trap 'rm -rf "$W"' EXIT
 
-gcc -O2 -DOURS -I "$REPO/host-collector" -o "$W/ours" "$REPO/tests/bench/json-reader.c" \
-	"$REPO/host-collector/json.c"
+gcc -O2 -DOURS -I "$REPO/host-collector" -I "$REPO/lib" -o "$W/ours" "$REPO/tests/bench/json-reader.c" \
+	"$REPO/host-collector/json.c" "$REPO/host-collector/text.c"
 gcc -O2 -DJANSSON -o "$W/jansson" "$REPO/tests/bench/json-reader.c" -ljansson
 gcc -O2 -o "$W/jsonc" "$REPO/tests/bench/json-reader.c" -ljson-c
 
