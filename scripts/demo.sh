@@ -7,7 +7,9 @@
 # sched events on the host through the transport for a few seconds into demo-out/, print the first lines of
 # the merged timeline, a summary, and the report's IOMMU and mmiotrace analyses; it writes
 # demo-out/mmiotrace.log and demo-out/timeline.html, and checks demo-out/manifest.json and
-# `report --json` against doc/manifest.schema.json and doc/report.schema.json (python3-jsonschema).
+# `report --json` against doc/manifest.schema.json and doc/report.schema.json (python3-jsonschema),
+# and the recording as one Perfetto trace (`report --perfetto`; decoded with protoc when Perfetto's
+# schema is at hand).
 # Safe to run twice; ends every process it started.
 # With --kvm the same guest runs under real KVM: QEMU/TCG here boots an L1 guest with nested SVM
 # (tests/e2e/mkl1.sh), which loads kvm_amd and runs the guest with -accel kvm; the recording is
@@ -228,9 +230,10 @@ done
 grep -m1 -E 'guest-demo\.dat: .* mmiotrace_map: ' "$out/report.txt" | sed 's/^ */  first map: /' | safe
 exits=()
 [ "$kvm" = 1 ] && exits=(--exits)
-step "analyses: virtio-trace-collect report --iommu --mmiotrace-log --html${exits:+ --exits}"
+step "analyses: virtio-trace-collect report --iommu --mmiotrace-log --html --perfetto${exits:+ --exits}"
 "$COLLECT" report --guest demo --iommu --mmiotrace-log "$out/mmiotrace.log" --html "$out/timeline.html" \
-	"${exits[@]}" "$out" >"$out/analyses.txt" 2>"$RUN/analyses.err" || { cat "$RUN/analyses.err"; die "report failed"; }
+	--perfetto "$out/trace.perfetto" "${exits[@]}" "$out" >"$out/analyses.txt" 2>"$RUN/analyses.err" ||
+	{ cat "$RUN/analyses.err"; die "report failed"; }
 sed -n '/^  IOMMU:/,/^  mmiotrace:/p' "$out/analyses.txt" | sed '$d' | safe
 sed -n '/^  mmiotrace:/,/^  problems:/p' "$out/analyses.txt" | sed '$d' | head -n 24 | safe
 if [ "$kvm" = 1 ]; then
@@ -245,6 +248,18 @@ fi
 echo "  (all of it in $out/analyses.txt; the classic mmiotrace log: $out/mmiotrace.log," \
      "$(grep -c '^[RW] ' "$out/mmiotrace.log") R/W lines)"
 echo "timeline: $out/timeline.html (open it in a browser: host CPUs and guest vCPUs, zoom with the wheel, drag to pan)"
+echo "Perfetto: $out/trace.perfetto ($(stat -c %s "$out/trace.perfetto") bytes; open it in Perfetto's UI: the host and the guest as two machines on one timeline)"
+# Perfetto's own schema, where it is at hand (the project's tests have it beside the clone):
+# the file decodes as a perfetto.protos.Trace, and says how many events each machine has.
+pf_schema=${VT_PERFETTO_SCHEMA:-$root/../shared/oracles/perfetto}
+if command -v protoc >/dev/null && [ -f "$pf_schema/perfetto_trace.proto" ]; then
+	protoc --decode=perfetto.protos.Trace -I "$pf_schema" "$pf_schema/perfetto_trace.proto" \
+		<"$out/trace.perfetto" >"$RUN/perfetto.txt" 2>"$RUN/perfetto.err" ||
+		{ head -5 "$RUN/perfetto.err"; die "$out/trace.perfetto does not decode as Perfetto's Trace"; }
+	echo "  protoc decodes it: $(grep -c '^  ftrace_events {' "$RUN/perfetto.txt") event bundles," \
+		"$(grep -c '^      timestamp:' "$RUN/perfetto.txt") events; the host, and the guest" \
+		"$(sed -n 's/.*machine_name: "\([^"]*\)".*/\1/p' "$RUN/perfetto.txt" | sort -u | paste -sd' ')"
+fi
 echo "files: $(cd "$out" && ls | tr '\n' ' ')"
 # The recording's JSON as its schemas say (scripts/validate-json.py: 77 without python3-jsonschema).
 step "schemas: $out/manifest.json and report --json against doc/manifest.schema.json, doc/report.schema.json"
