@@ -51,7 +51,7 @@ struct ev_counter {
 
 /* What the command line asked for. */
 struct report_opts {
-	bool iommu, exits, json;
+	bool iommu, exits, json, vcpus;
 	const char *mmio_log, *html, *guest;
 	FILE *mmio_file;		/* --mmiotrace-log, given to the first guest analysed */
 	const struct json_value *guests;	/* the manifest's, for the host's VM exits */
@@ -119,6 +119,16 @@ static void usage(FILE *f)
 "               guests, per guest and per vCPU (host threads from the GUEST\n"
 "               option), and per guest function (guest_rip resolved with the\n"
 "               guest's kallsyms)\n"
+"  --vcpus      each vCPU's wall time over the recording, in host nanoseconds,\n"
+"               split into states that add up to it exactly: in the guest\n"
+"               (kvm_entry to kvm_exit), in exits handled by the kernel and in\n"
+"               exits to QEMU (kvm_userspace_exit) per reason, halted (asleep\n"
+"               after a hlt exit until woken), preempted (runnable while other\n"
+"               host tasks, named, ran on its CPU) and unknown (before the\n"
+"               thread's first event, after lost events); the same per guest\n"
+"               task (the guest's sched_switch, in host time). Without KVM's\n"
+"               events (TCG) the states are running, halted and preempted.\n"
+"               Needs the host events of `record --kvm-exits`\n"
 "  --html FILE  write FILE, one self-contained HTML page (no network) with the\n"
 "               host's CPUs and each guest's vCPUs as lanes: sched_switch task\n"
 "               slices coloured per task, the other events as ticks, trace\n"
@@ -332,6 +342,99 @@ static void analyses_free(struct ev_counter *c)
 	exits_an_finish_free(c);
 	free(c->v);
 	memset(c, 0, sizeof(*c));
+}
+
+/* report --vcpus: the host file and the guest files, merged in host time, walked once. */
+struct vcpus_walk {
+	struct vcpus_an *an;
+	struct tracecmd_input *h[65];
+	int guest[65];			/* per handle: -1 the host, else the guest's index */
+	int nr;
+};
+
+static int vcpus_record(struct tracecmd_input *handle, struct tep_record *rec, int cpu, void *arg)
+{
+	struct vcpus_walk *w = arg;
+	int i;
+
+	for (i = 0; i < w->nr && w->h[i] != handle; i++)
+		;
+	if (i == w->nr)
+		return 0;
+	/* @cpu counts the CPUs of the handles before this one too: the record's own is its file's. */
+	if (w->guest[i] < 0)
+		vcpus_an_host(w->an, tracecmd_get_tep(handle), rec, rec->cpu);
+	else
+		vcpus_an_guest(w->an, w->guest[i], tracecmd_get_tep(handle), rec, rec->cpu);
+	return 0;
+}
+
+static struct vcpus_an *vcpus_walk(const char *dir, const struct json_value *root)
+{
+	const struct json_value *host = json_get(root, "host"), *g;
+	struct vcpus_walk w = { 0 };
+	char path[4400];
+	int ret = -EBADMSG;
+
+	w.an = vcpus_an_new();
+	if (!w.an)
+		return NULL;
+	if (!file_name_ok(json_string(json_get(host, "file")))) {
+		fprintf(stderr, "virtio-trace-collect report: --vcpus: %s has no host trace\n", dir);
+		goto err_free;
+	}
+	snprintf(path, sizeof(path), "%s/%s", dir, json_string(json_get(host, "file")));
+	w.h[0] = tracecmd_open(path, TRACECMD_FL_LOAD_NO_PLUGINS);
+	if (!w.h[0]) {
+		fprintf(stderr, "virtio-trace-collect report: %s: libtracecmd cannot read it\n", path);
+		goto err_free;
+	}
+	w.guest[0] = -1;
+	w.nr = 1;
+	g = json_get(root, "guests");
+	for (g = json_is(g, JSON_ARRAY) ? g->child : NULL; g && w.nr < 65; g = g->next) {
+		const char *file = json_string(json_get(g, "file"));
+		const char *id = json_string(json_get(g, "trace_id"));
+		const char *name = NULL;
+		const int *tids = NULL;
+		unsigned long long tid;
+		char *end;
+		int nr = 0, gi;
+
+		if (!id)
+			continue;
+		errno = 0;
+		tid = strtoull(id, &end, 16);
+		if (errno || *end || tracecmd_get_guest_cpumap(w.h[0], tid, &name, &nr, &tids) < 0 ||
+		    nr <= 0 || nr > 4096 || !tids)
+			continue;
+		gi = vcpus_an_add_guest(w.an, json_string(json_get(g, "name")) ?: "?", nr, tids);
+		if (gi == -ENOMEM)
+			goto err_close;
+		if (gi < 0 || !file_name_ok(file))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, file);
+		w.h[w.nr] = tracecmd_open(path, TRACECMD_FL_LOAD_NO_PLUGINS);
+		if (!w.h[w.nr])
+			continue;	/* the host's side is still told */
+		w.guest[w.nr++] = gi;
+	}
+	if (tracecmd_iterate_events_multi(w.h, w.nr, vcpus_record, &w) < 0) {
+		fprintf(stderr, "virtio-trace-collect report: --vcpus: reading the traces failed\n");
+		ret = -EIO;
+		goto err_close;
+	}
+	vcpus_an_finish(w.an);
+	while (w.nr)
+		tracecmd_close(w.h[--w.nr]);
+	return w.an;
+err_close:
+	while (w.nr)
+		tracecmd_close(w.h[--w.nr]);
+err_free:
+	vcpus_an_free(w.an);
+	errno = -ret;
+	return NULL;
 }
 
 /* Events per type in one trace.dat file, as libtracecmd reads them. */
@@ -778,6 +881,7 @@ int report_main(int argc, char **argv)
 		{ "json", no_argument, NULL, 'J' },
 		{ "mmiotrace-log", required_argument, NULL, 'M' },
 		{ "exits", no_argument, NULL, 'E' },
+		{ "vcpus", no_argument, NULL, 'U' },
 		{ "html", required_argument, NULL, 'H' },
 		{ "guest", required_argument, NULL, 'g' },
 		{ NULL, 0, NULL, 0 },
@@ -811,6 +915,9 @@ int report_main(int argc, char **argv)
 			break;
 		case 'E':
 			ro.exits = true;
+			break;
+		case 'U':
+			ro.vcpus = true;
 			break;
 		case 'H':
 			ro.html = optarg;
@@ -894,6 +1001,15 @@ int report_main(int argc, char **argv)
 			if (guest_selected(&ro, g) && json_trace(dir, g, false, &ro) < 0)
 				status = EXIT_FAIL;
 		jw_end(&ro.jw, ']');
+		if (ro.vcpus) {
+			struct vcpus_an *va = vcpus_walk(dir, root);
+
+			if (va)
+				vcpus_an_json(va, &ro.jw, ro.guest);
+			else
+				status = EXIT_FAIL;
+			vcpus_an_free(va);
+		}
 		jw_end(&ro.jw, '}');
 		goto out;
 	}
@@ -927,6 +1043,15 @@ int report_main(int argc, char **argv)
 	}
 	if (!v->count)
 		printf("\nno guests were recorded\n");
+	if (ro.vcpus) {
+		struct vcpus_an *va = vcpus_walk(dir, root);
+
+		if (va)
+			vcpus_an_print(va, stdout, ro.guest);
+		else
+			status = EXIT_FAIL;
+		vcpus_an_free(va);
+	}
 out:
 	if (log_file) {
 		if (ro.mmio_file) {

@@ -1,0 +1,1071 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * report --vcpus: where each vCPU's wall time went, in host nanoseconds.
+ *
+ * Each vCPU thread (from the host file's GUEST options) is a small state
+ * machine with two dimensions: the host scheduler's (running on a CPU,
+ * sleeping, runnable but switched out, unknown) from sched_switch and
+ * sched_wakeup, and KVM's (in the guest, in an exit of some reason, unknown)
+ * from kvm_entry, kvm_exit and kvm_userspace_exit. The thread's timeline is
+ * cut at every event that concerns it, and each interval is charged to
+ * exactly one state, so the states add up to the wall time by construction:
+ * the charges of a vCPU go from the first record of the merged files to the
+ * last, each starting where the previous one ended.
+ *
+ * Preempted time is charged to whoever runs on the CPU the vCPU waits for
+ * (the next task of the last sched_switch seen there), one slice per switch.
+ * Guest sched_switch events (the guest files, whose timestamps libtracecmd
+ * maps onto the host's) say which guest task each vCPU runs, and every charge
+ * goes to that (vCPU, task) pair too.
+ *
+ * Everything the files say is bounded: threads, reasons, tasks, pairs and
+ * CPUs have fixed maxima, their accumulators are allocated when they are
+ * first seen (never per event), and time never runs backwards (a record older
+ * than one already seen is taken at the time already reached).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <event-parse.h>
+#include <trace-cmd.h>
+
+#include "analyze.h"
+
+#define VC_MAX_GUESTS	64u
+#define VC_MAX_VCPUS	1024u
+#define VC_MAX_REASONS	256u
+#define VC_MAX_HTASKS	512u		/* host tasks that preempt a vCPU, two reserved */
+#define VC_MAX_GTASKS	4096u		/* guest tasks, all guests */
+#define VC_MAX_PAIRS	2048u		/* (vCPU, guest task) accumulators */
+#define VC_MAX_CPUS	4096u
+#define VC_NAME_LEN	64
+
+/* Reserved host task indices: the CPU's current task is not known; past VC_MAX_HTASKS. */
+#define HT_UNKNOWN	0
+#define HT_OTHER	1
+
+/* Scalar states; the reasons and the preempting tasks have arrays of their own. */
+enum { K_GUEST, K_HALTED, K_UNKNOWN, K_RUN_UNK, K_SLEEP_UNK, K_NR };
+enum { C_SCALAR, C_REASON, C_PRE };
+
+enum { S_UNKNOWN, S_ON, S_SLEEP, S_WAIT };	/* the host scheduler's view */
+enum { V_UNKNOWN, V_GUEST, V_EXIT };		/* KVM's */
+
+struct acc {
+	uint64_t s[K_NR];
+	uint64_t reason[VC_MAX_REASONS];
+	uint64_t pre[VC_MAX_HTASKS];
+};
+
+struct vc_reason {
+	bool user, hlt;
+	uint32_t isa, code;
+	char name[VC_NAME_LEN];
+};
+
+struct vc_vcpu {
+	int tid, guest, vcpu;
+	uint8_t sched, kvm;
+	unsigned int reason;
+	int cpu;			/* last host CPU: running, preempted from, woken onto */
+	uint64_t since;
+	int pair;			/* -1: the guest task is not known */
+	int wait_next, wait_prev;	/* in the list of vCPUs waiting for cpu */
+	bool waiting;
+	struct acc *acc;
+};
+
+struct vc_hcpu {
+	int cur;			/* host task index */
+	uint64_t last_ts;
+	int wait_head;
+};
+
+struct vc_gtask {
+	int guest, pid;
+	char comm[20];
+};
+
+struct vc_pair {
+	int vcpu, gtask;
+	struct acc *acc;
+};
+
+struct vc_guest {
+	char name[64];
+	int first, nr_vcpus;
+	struct tep_handle *tep;
+	int switch_id;
+	struct tep_format_field *f_next_pid, *f_next_comm;
+};
+
+/* Open addressing, linear probing; a value is stored plus one so that 0 is empty. */
+struct vc_ht {
+	uint64_t *key;
+	int *val;
+	unsigned int mask;
+};
+
+struct vcpus_an {
+	struct vc_guest guests[VC_MAX_GUESTS];
+	unsigned int nr_guests;
+	struct vc_vcpu vcpus[VC_MAX_VCPUS];
+	unsigned int nr_vcpus;
+	struct vc_reason reasons[VC_MAX_REASONS];
+	unsigned int nr_reasons;
+	char htasks[VC_MAX_HTASKS][VC_NAME_LEN];
+	unsigned int nr_htasks;
+	struct vc_gtask *gtasks;
+	unsigned int nr_gtasks;
+	struct vc_pair *pairs;
+	unsigned int nr_pairs;
+	struct vc_hcpu *cpus;
+	unsigned int nr_cpus;
+	struct vc_ht ht_vcpu, ht_htask, ht_gtask, ht_pair;
+	bool started, saw_kvm, saw_sched;
+	uint64_t t0, now;
+	uint64_t lost_markers, bad, dropped;
+	/* The host file's events. */
+	struct tep_handle *tep;
+	int switch_id, wakeup_id, entry_id, exit_id, uexit_id, vwake_id;
+	struct tep_format_field *f_prev_pid, *f_prev_state, *f_next_pid, *f_next_comm;
+	struct tep_format_field *f_wpid, *f_wcpu, *f_reason, *f_isa, *f_ureason, *f_errno;
+};
+
+static int ht_init(struct vc_ht *h, unsigned int slots)
+{
+	h->key = calloc(slots, sizeof(*h->key));
+	h->val = calloc(slots, sizeof(*h->val));
+	h->mask = slots - 1;
+	return h->key && h->val ? 0 : -ENOMEM;
+}
+
+static void ht_free(struct vc_ht *h)
+{
+	free(h->key);
+	free(h->val);
+}
+
+static unsigned int ht_slot(const struct vc_ht *h, uint64_t key)
+{
+	unsigned int i = (unsigned int)((key * 0x9e3779b97f4a7c15ull) >> 40) & h->mask;
+
+	while (h->val[i] && h->key[i] != key)
+		i = (i + 1) & h->mask;
+	return i;
+}
+
+static int ht_get(const struct vc_ht *h, uint64_t key)
+{
+	return h->val[ht_slot(h, key)] - 1;
+}
+
+/* The callers bound the number of keys to half the slots. */
+static void ht_put(struct vc_ht *h, uint64_t key, int val)
+{
+	unsigned int i = ht_slot(h, key);
+
+	h->key[i] = key;
+	h->val[i] = val + 1;
+}
+
+/**
+ * vcpus_an_new() - an empty vCPU-time analysis
+ *
+ * Return: the analysis, or NULL.
+ */
+struct vcpus_an *vcpus_an_new(void)
+{
+	struct vcpus_an *a = calloc(1, sizeof(*a));
+
+	if (!a)
+		return NULL;
+	if (ht_init(&a->ht_vcpu, 2 * VC_MAX_VCPUS) < 0 || ht_init(&a->ht_htask, 2 * VC_MAX_HTASKS) < 0 ||
+	    ht_init(&a->ht_gtask, 2 * VC_MAX_GTASKS) < 0 || ht_init(&a->ht_pair, 2 * VC_MAX_PAIRS) < 0 ||
+	    !(a->gtasks = calloc(VC_MAX_GTASKS, sizeof(*a->gtasks))) ||
+	    !(a->pairs = calloc(VC_MAX_PAIRS, sizeof(*a->pairs)))) {
+		vcpus_an_free(a);
+		return NULL;
+	}
+	snprintf(a->htasks[HT_UNKNOWN], VC_NAME_LEN, "(unknown task)");
+	snprintf(a->htasks[HT_OTHER], VC_NAME_LEN, "(more tasks)");
+	a->nr_htasks = 2;
+	return a;
+}
+
+/**
+ * vcpus_an_free() - free an analysis
+ * @a: the analysis, or NULL
+ */
+void vcpus_an_free(struct vcpus_an *a)
+{
+	unsigned int i;
+
+	if (!a)
+		return;
+	for (i = 0; i < a->nr_vcpus; i++)
+		free(a->vcpus[i].acc);
+	for (i = 0; i < a->nr_pairs; i++)
+		free(a->pairs[i].acc);
+	ht_free(&a->ht_vcpu);
+	ht_free(&a->ht_htask);
+	ht_free(&a->ht_gtask);
+	ht_free(&a->ht_pair);
+	free(a->gtasks);
+	free(a->pairs);
+	free(a->cpus);
+	free(a);
+}
+
+/**
+ * vcpus_an_add_guest() - a guest of the host file's GUEST option
+ * @a: the analysis
+ * @name: its name
+ * @nr_vcpus: vCPUs in @tids (bounded by the caller)
+ * @tids: the host thread of each vCPU
+ *
+ * A thread named twice keeps its first vCPU.
+ *
+ * Return: the guest's index, -ENOSPC past a bound, or -ENOMEM.
+ */
+int vcpus_an_add_guest(struct vcpus_an *a, const char *name, int nr_vcpus, const int *tids)
+{
+	struct vc_guest *g;
+	int i;
+
+	if (a->nr_guests >= VC_MAX_GUESTS || nr_vcpus < 0 ||
+	    (unsigned int)nr_vcpus > VC_MAX_VCPUS - a->nr_vcpus)
+		return -ENOSPC;
+	g = &a->guests[a->nr_guests];
+	snprintf(g->name, sizeof(g->name), "%s", name);
+	an_sanitize(g->name);
+	g->first = a->nr_vcpus;
+	g->nr_vcpus = nr_vcpus;
+	g->switch_id = -1;
+	for (i = 0; i < nr_vcpus; i++) {
+		struct vc_vcpu *v = &a->vcpus[a->nr_vcpus];
+
+		memset(v, 0, sizeof(*v));
+		v->tid = tids[i];
+		v->guest = a->nr_guests;
+		v->vcpu = i;
+		v->cpu = -1;
+		v->pair = -1;
+		v->acc = calloc(1, sizeof(*v->acc));
+		if (!v->acc)
+			return -ENOMEM;
+		if (ht_get(&a->ht_vcpu, (uint32_t)v->tid) < 0)
+			ht_put(&a->ht_vcpu, (uint32_t)v->tid, a->nr_vcpus);
+		a->nr_vcpus++;
+	}
+	return a->nr_guests++;
+}
+
+static struct vc_vcpu *vcpu_of(struct vcpus_an *a, int tid)
+{
+	int i;
+
+	if (tid <= 0)
+		return NULL;
+	i = ht_get(&a->ht_vcpu, (uint32_t)tid);
+	return i < 0 ? NULL : &a->vcpus[i];
+}
+
+static struct vc_hcpu *hcpu(struct vcpus_an *a, int cpu)
+{
+	unsigned int n, i;
+
+	if (cpu < 0 || (unsigned int)cpu >= VC_MAX_CPUS)
+		return NULL;
+	if ((unsigned int)cpu >= a->nr_cpus) {
+		/* Grown once per new highest CPU: at most VC_MAX_CPUS times in all. */
+		struct vc_hcpu *c;
+
+		n = (unsigned int)cpu + 1 > 2 * a->nr_cpus ? (unsigned int)cpu + 1 : 2 * a->nr_cpus;
+		if (n > VC_MAX_CPUS)
+			n = VC_MAX_CPUS;
+		c = realloc(a->cpus, n * sizeof(*c));
+		if (!c)
+			return NULL;
+		for (i = a->nr_cpus; i < n; i++) {
+			c[i].cur = HT_UNKNOWN;
+			c[i].last_ts = a->now;
+			c[i].wait_head = -1;
+		}
+		a->cpus = c;
+		a->nr_cpus = n;
+	}
+	return &a->cpus[cpu];
+}
+
+/* The task a preempted vCPU's time goes to: a vCPU thread is named as its guest and vCPU. */
+static int htask(struct vcpus_an *a, int pid, const char *comm, int cpu)
+{
+	/* Each CPU has its own idle task, all of them pid 0. */
+	uint64_t key = pid ? (uint32_t)pid : 1ull << 32 | (uint32_t)cpu;
+	char *name, buf[VC_NAME_LEN];
+	struct vc_vcpu *v;
+	int i;
+
+	i = ht_get(&a->ht_htask, key);
+	if (i >= 0)
+		return i;
+	if (a->nr_htasks >= VC_MAX_HTASKS)
+		return HT_OTHER;
+	name = a->htasks[a->nr_htasks];
+	v = vcpu_of(a, pid);
+	if (v)
+		snprintf(buf, sizeof(buf), "guest %s vCPU %d", a->guests[v->guest].name, v->vcpu);
+	else
+		snprintf(buf, sizeof(buf), "%.16s[%d]", comm, pid);
+	memcpy(name, buf, VC_NAME_LEN);
+	an_sanitize(name);
+	/* Keys of one JSON object: a name met before (a guest named twice) gets its pid. */
+	for (i = 0; i < (int)a->nr_htasks; i++)
+		if (!strcmp(a->htasks[i], name)) {
+			size_t l = strlen(name);
+
+			snprintf(name + (l < VC_NAME_LEN - 14 ? l : VC_NAME_LEN - 14), 14, "#%d", pid);
+			break;
+		}
+	ht_put(&a->ht_htask, key, a->nr_htasks);
+	return a->nr_htasks++;
+}
+
+/* The state @v is in now, as (class, index). */
+static void state_of(const struct vcpus_an *a, const struct vc_vcpu *v, int *cls, unsigned int *idx)
+{
+	*cls = C_SCALAR;
+	switch (v->sched) {
+	case S_ON:
+		if (v->kvm == V_GUEST)
+			*idx = K_GUEST;
+		else if (v->kvm == V_EXIT)
+			*cls = C_REASON, *idx = v->reason;
+		else
+			*idx = K_RUN_UNK;
+		return;
+	case S_SLEEP:
+		if (v->kvm == V_EXIT && a->reasons[v->reason].hlt)
+			*idx = K_HALTED;
+		else if (v->kvm == V_EXIT)
+			*cls = C_REASON, *idx = v->reason;
+		else if (v->kvm == V_UNKNOWN)
+			*idx = K_SLEEP_UNK;
+		else
+			*idx = K_UNKNOWN;	/* asleep in guest mode: something was not recorded */
+		return;
+	case S_WAIT:
+		*cls = C_PRE;
+		*idx = v->cpu >= 0 && (unsigned int)v->cpu < a->nr_cpus ? a->cpus[v->cpu].cur : HT_UNKNOWN;
+		return;
+	default:
+		*idx = K_UNKNOWN;
+	}
+}
+
+static void acc_add(struct acc *c, int cls, unsigned int idx, uint64_t ns)
+{
+	if (cls == C_REASON)
+		c->reason[idx] += ns;
+	else if (cls == C_PRE)
+		c->pre[idx] += ns;
+	else
+		c->s[idx] += ns;
+}
+
+static void charge_as(struct vcpus_an *a, struct vc_vcpu *v, int cls, unsigned int idx, uint64_t to)
+{
+	uint64_t ns = to > v->since ? to - v->since : 0;
+
+	if (!ns)
+		return;
+	acc_add(v->acc, cls, idx, ns);
+	if (v->pair >= 0)
+		acc_add(a->pairs[v->pair].acc, cls, idx, ns);
+	v->since = to;
+}
+
+/* Close @v's current interval at @to, charged to the state it is in. */
+static void charge(struct vcpus_an *a, struct vc_vcpu *v, uint64_t to)
+{
+	unsigned int idx;
+	int cls;
+
+	state_of(a, v, &cls, &idx);
+	charge_as(a, v, cls, idx, to);
+}
+
+static void wait_del(struct vcpus_an *a, struct vc_vcpu *v)
+{
+	if (!v->waiting)
+		return;
+	if (v->wait_prev >= 0)
+		a->vcpus[v->wait_prev].wait_next = v->wait_next;
+	else
+		a->cpus[v->cpu].wait_head = v->wait_next;
+	if (v->wait_next >= 0)
+		a->vcpus[v->wait_next].wait_prev = v->wait_prev;
+	v->waiting = false;
+}
+
+/* @v waits for @cpu: its time goes to whoever runs there. */
+static void wait_add(struct vcpus_an *a, struct vc_vcpu *v, int cpu)
+{
+	struct vc_hcpu *c = hcpu(a, cpu);
+	int i = (int)(v - a->vcpus);
+
+	wait_del(a, v);
+	v->sched = S_WAIT;
+	v->cpu = c ? cpu : -1;
+	if (!c)
+		return;
+	v->wait_prev = -1;
+	v->wait_next = c->wait_head;
+	if (c->wait_head >= 0)
+		a->vcpus[c->wait_head].wait_prev = i;
+	c->wait_head = i;
+	v->waiting = true;
+}
+
+/* A record of @v's own thread: it runs on @cpu. */
+static void run_on(struct vcpus_an *a, struct vc_vcpu *v, int cpu)
+{
+	wait_del(a, v);
+	v->sched = S_ON;
+	v->cpu = cpu;
+}
+
+/* Every record moves the clock; one older than the clock is taken at the clock. */
+static uint64_t advance(struct vcpus_an *a, uint64_t ts)
+{
+	unsigned int i;
+
+	if (!a->started) {
+		a->started = true;
+		a->t0 = a->now = ts;
+		for (i = 0; i < a->nr_vcpus; i++)
+			a->vcpus[i].since = ts;
+	}
+	if (ts > a->now)
+		a->now = ts;
+	return a->now;
+}
+
+/*
+ * Events were lost on host CPU @cpu between its previous record and now. A
+ * vCPU that was last there, or that was switched out (it may have been woken
+ * or switched in there), has an unknown state from that previous record on.
+ */
+static void host_lost(struct vcpus_an *a, int cpu, uint64_t now)
+{
+	struct vc_hcpu *c = hcpu(a, cpu);
+	uint64_t from = c ? c->last_ts : now;
+	unsigned int i;
+
+	a->lost_markers++;
+	for (i = 0; i < a->nr_vcpus; i++) {
+		struct vc_vcpu *v = &a->vcpus[i];
+
+		if (v->cpu != cpu && v->sched != S_SLEEP && v->sched != S_WAIT)
+			continue;
+		if (from < now)
+			charge(a, v, from > v->since ? from : v->since);
+		charge_as(a, v, C_SCALAR, K_UNKNOWN, now);
+		wait_del(a, v);
+		v->sched = S_UNKNOWN;
+		v->kvm = V_UNKNOWN;
+	}
+	if (c)
+		c->cur = HT_UNKNOWN;
+}
+
+static void ids_init(struct vcpus_an *a, struct tep_handle *tep)
+{
+	struct tep_event *ev;
+
+	a->tep = tep;
+	ev = tep_find_event_by_name(tep, "sched", "sched_switch");
+	a->switch_id = ev ? ev->id : -1;
+	a->f_prev_pid = an_field(ev, "prev_pid");
+	a->f_prev_state = an_field(ev, "prev_state");
+	a->f_next_pid = an_field(ev, "next_pid");
+	a->f_next_comm = an_field(ev, "next_comm");
+	ev = tep_find_event_by_name(tep, "sched", "sched_wakeup");
+	a->wakeup_id = ev ? ev->id : -1;
+	a->f_wpid = an_field(ev, "pid");
+	a->f_wcpu = an_field(ev, "target_cpu");
+	ev = tep_find_event_by_name(tep, "kvm", "kvm_exit");
+	a->exit_id = ev ? ev->id : -1;
+	a->f_reason = an_field(ev, "exit_reason");
+	a->f_isa = an_field(ev, "isa");
+	ev = tep_find_event_by_name(tep, "kvm", "kvm_entry");
+	a->entry_id = ev ? ev->id : -1;
+	ev = tep_find_event_by_name(tep, "kvm", "kvm_userspace_exit");
+	a->uexit_id = ev ? ev->id : -1;
+	a->f_ureason = an_field(ev, "reason");
+	a->f_errno = an_field(ev, "errno");
+	ev = tep_find_event_by_name(tep, "kvm", "kvm_vcpu_wakeup");
+	a->vwake_id = ev ? ev->id : -1;
+}
+
+/* The reason's name as the event's own print format gives it: "... reason NAME ...". */
+static void reason_name(struct tep_handle *tep, struct tep_record *rec, char *buf, size_t size)
+{
+	struct trace_seq s;
+	const char *p;
+	size_t n;
+
+	buf[0] = '\0';
+	trace_seq_init(&s);
+	tep_print_event(tep, &s, rec, "%s", TEP_PRINT_INFO);
+	trace_seq_terminate(&s);
+	p = s.buffer ? strstr(s.buffer, "reason ") : NULL;
+	if (p) {
+		p += 7;
+		n = strcspn(p, " ");
+		if (n && n < size) {
+			memcpy(buf, p, n);
+			buf[n] = '\0';
+		}
+	}
+	trace_seq_destroy(&s);
+	an_sanitize(buf);
+}
+
+/* The index of an exit reason (@user: to userspace), named on first sight; -1 past the bound. */
+static int reason_index(struct vcpus_an *a, struct tep_record *rec, bool user, uint32_t isa,
+			uint32_t code)
+{
+	struct vc_reason *r;
+	unsigned int i;
+
+	for (i = 0; i < a->nr_reasons; i++)
+		if (a->reasons[i].user == user && a->reasons[i].isa == isa && a->reasons[i].code == code)
+			return i;
+	if (a->nr_reasons >= VC_MAX_REASONS)
+		return -1;
+	r = &a->reasons[a->nr_reasons];
+	r->user = user;
+	r->isa = isa;
+	r->code = code;
+	/*
+	 * kvm_userspace_exit prints "restart" for -EINTR and "error" for another
+	 * negative errno; libtraceevent evaluates that condition unsigned and
+	 * prints a reason instead, so those two take the format's words here.
+	 */
+	if (user && isa)
+		snprintf(r->name, sizeof(r->name), "%s", isa == 1 ? "restart" : "error");
+	else
+		reason_name(a->tep, rec, r->name, sizeof(r->name));
+	if (!r->name[0])
+		snprintf(r->name, sizeof(r->name), "%u", code);
+	for (i = 0; i < a->nr_reasons; i++)
+		if (a->reasons[i].user == user && !strcmp(a->reasons[i].name, r->name)) {
+			size_t l = strlen(r->name);
+
+			snprintf(r->name + (l < VC_NAME_LEN - 12 ? l : VC_NAME_LEN - 12), 12, "#%u",
+				 a->nr_reasons);
+			break;
+		}
+	r->hlt = !user && !strcasecmp(r->name, "hlt");
+	return a->nr_reasons++;
+}
+
+static void host_switch(struct vcpus_an *a, struct tep_record *rec, int cpu, uint64_t now)
+{
+	uint64_t prev = 0, next = 0, state = 0;
+	struct vc_hcpu *c = hcpu(a, cpu);
+	struct vc_vcpu *v;
+	char comm[20];
+	int i;
+
+	if (!an_u64(rec, a->f_prev_pid, &prev) || !an_u64(rec, a->f_next_pid, &next) ||
+	    !an_u64(rec, a->f_prev_state, &state) || !an_str(rec, a->f_next_comm, comm, 17)) {
+		a->bad++;
+		return;
+	}
+	/* The vCPUs waiting for this CPU: the slice of the task that leaves it ends. */
+	for (i = c ? c->wait_head : -1; i >= 0; i = a->vcpus[i].wait_next)
+		charge(a, &a->vcpus[i], now);
+	v = vcpu_of(a, (int)prev);
+	if (v) {
+		a->saw_sched = true;
+		charge(a, v, now);
+		/* TASK_REPORT's states in the low byte; none set is R (the preempt bit above). */
+		if (state & 0xff) {
+			wait_del(a, v);
+			v->sched = S_SLEEP;
+			v->cpu = cpu;
+		} else {
+			wait_add(a, v, cpu);
+		}
+	}
+	if (c)
+		c->cur = htask(a, (int)next, comm, cpu);
+	v = vcpu_of(a, (int)next);
+	if (v) {
+		a->saw_sched = true;
+		charge(a, v, now);
+		run_on(a, v, cpu);
+	}
+}
+
+/**
+ * vcpus_an_host() - feed one record of the host file (in timestamp order)
+ * @a: the analysis
+ * @tep: the host file's event handle
+ * @rec: the record
+ * @cpu: the host CPU it was recorded on
+ */
+void vcpus_an_host(struct vcpus_an *a, struct tep_handle *tep, struct tep_record *rec, int cpu)
+{
+	uint64_t now = advance(a, rec->ts), x, isa = 0, err;
+	struct vc_hcpu *c;
+	struct vc_vcpu *v;
+	int id, r;
+
+	if (a->tep != tep)
+		ids_init(a, tep);
+	if (rec->missed_events)
+		host_lost(a, cpu, now);
+	id = tep_data_type(tep, rec);
+	if (id >= 0 && id == a->switch_id) {
+		host_switch(a, rec, cpu, now);
+		goto out;
+	}
+	if (id >= 0 && id == a->wakeup_id) {
+		uint64_t pid, target;
+
+		if (!an_u64(rec, a->f_wpid, &pid)) {
+			a->bad++;
+		} else if ((v = vcpu_of(a, (int)pid)) && v->sched != S_ON && v->sched != S_WAIT) {
+			a->saw_sched = true;
+			charge(a, v, now);
+			/* Runnable from now on: preempted by whoever has the CPU it is woken onto. */
+			wait_add(a, v, an_u64(rec, a->f_wcpu, &target) && target < VC_MAX_CPUS ?
+				 (int)target : cpu);
+		}
+	}
+	v = vcpu_of(a, tep_data_pid(tep, rec));
+	if (!v)
+		goto out;
+	if (id >= 0 && id == a->entry_id) {
+		a->saw_kvm = true;
+		charge(a, v, now);
+		run_on(a, v, cpu);
+		v->kvm = V_GUEST;
+	} else if (id >= 0 && (id == a->exit_id || id == a->uexit_id)) {
+		bool user = id == a->uexit_id;
+
+		if (user ? !an_u64(rec, a->f_ureason, &x) || !an_u64(rec, a->f_errno, &err) :
+			   !an_u64(rec, a->f_reason, &x)) {
+			a->bad++;
+			goto out;
+		}
+		if (user) {
+			/* As the format prints it: a negative errno is a restart or an error. */
+			isa = (int32_t)err >= 0 ? 0 : (int32_t)err == -4 ? 1 : 2;
+			if (isa)
+				x = 0;
+		} else {
+			an_u64(rec, a->f_isa, &isa);
+			if (isa == 1)		/* VMX keeps flags in the upper half */
+				x &= 0xffff;
+		}
+		a->saw_kvm = true;
+		charge(a, v, now);
+		run_on(a, v, cpu);
+		r = reason_index(a, rec, user, (uint32_t)isa, (uint32_t)x);
+		if (r < 0) {
+			a->dropped++;
+			v->kvm = V_UNKNOWN;
+		} else {
+			v->kvm = V_EXIT;
+			v->reason = r;
+		}
+	} else if (v->sched != S_ON || v->cpu != cpu) {
+		/* kvm_vcpu_wakeup or any other record of the thread: it runs here. */
+		charge(a, v, now);
+		run_on(a, v, cpu);
+	}
+out:
+	c = hcpu(a, cpu);
+	if (c)
+		c->last_ts = now;
+}
+
+static int gtask(struct vcpus_an *a, int guest, int pid, const char *comm)
+{
+	uint64_t key = (uint64_t)guest << 32 | (uint32_t)pid;
+	struct vc_gtask *t;
+	int i = ht_get(&a->ht_gtask, key);
+
+	if (i >= 0)
+		return i;
+	if (a->nr_gtasks >= VC_MAX_GTASKS)
+		return -1;
+	t = &a->gtasks[a->nr_gtasks];
+	t->guest = guest;
+	t->pid = pid;
+	snprintf(t->comm, sizeof(t->comm), "%.16s", comm);
+	an_sanitize(t->comm);
+	ht_put(&a->ht_gtask, key, a->nr_gtasks);
+	return a->nr_gtasks++;
+}
+
+static int pair(struct vcpus_an *a, int vcpu, int task)
+{
+	uint64_t key = (uint64_t)vcpu << 32 | (uint32_t)task;
+	struct vc_pair *p;
+	int i;
+
+	if (task < 0)
+		return -1;
+	i = ht_get(&a->ht_pair, key);
+	if (i >= 0)
+		return i;
+	if (a->nr_pairs >= VC_MAX_PAIRS)
+		return -1;
+	p = &a->pairs[a->nr_pairs];
+	p->acc = calloc(1, sizeof(*p->acc));
+	if (!p->acc)
+		return -1;
+	p->vcpu = vcpu;
+	p->gtask = task;
+	ht_put(&a->ht_pair, key, a->nr_pairs);
+	return a->nr_pairs++;
+}
+
+/**
+ * vcpus_an_guest() - feed one record of a guest file (merged with the host's, in host time)
+ * @a: the analysis
+ * @guest: the guest's index (vcpus_an_add_guest())
+ * @tep: the guest file's event handle
+ * @rec: the record, its timestamp mapped onto the host's clock by libtracecmd
+ * @cpu: the guest CPU, that is the vCPU
+ */
+void vcpus_an_guest(struct vcpus_an *a, int guest, struct tep_handle *tep, struct tep_record *rec,
+		    int cpu)
+{
+	uint64_t now = advance(a, rec->ts), pid;
+	struct vc_guest *g;
+	struct vc_vcpu *v;
+	char comm[20];
+	int i, t;
+
+	if (guest < 0 || (unsigned int)guest >= a->nr_guests)
+		return;
+	g = &a->guests[guest];
+	if (g->tep != tep) {
+		struct tep_event *ev = tep_find_event_by_name(tep, "sched", "sched_switch");
+
+		g->tep = tep;
+		g->switch_id = ev ? ev->id : -1;
+		g->f_next_pid = an_field(ev, "next_pid");
+		g->f_next_comm = an_field(ev, "next_comm");
+	}
+	if (cpu < 0 || cpu >= g->nr_vcpus)
+		return;
+	i = g->first + cpu;
+	v = &a->vcpus[i];
+	if (rec->missed_events) {
+		charge(a, v, now);
+		v->pair = -1;
+	}
+	if (tep_data_type(tep, rec) != g->switch_id || g->switch_id < 0)
+		return;
+	if (!an_u64(rec, g->f_next_pid, &pid) || !an_str(rec, g->f_next_comm, comm, 17)) {
+		a->bad++;
+		return;
+	}
+	charge(a, v, now);
+	t = gtask(a, guest, (int)pid, comm);
+	v->pair = pair(a, i, t);
+	if (v->pair < 0)
+		a->dropped++;
+}
+
+/**
+ * vcpus_an_finish() - close every vCPU's timeline at the last record
+ * @a: the analysis
+ */
+void vcpus_an_finish(struct vcpus_an *a)
+{
+	unsigned int i;
+
+	for (i = 0; i < a->nr_vcpus; i++)
+		charge(a, &a->vcpus[i], a->now);
+}
+
+/* --- Output --------------------------------------------------------------- */
+
+/* One state of the report: a name, its nanoseconds, and the leaves under it. */
+struct vc_leaf {
+	const char *name;
+	uint64_t ns;
+};
+
+static int by_ns(const void *x, const void *y)
+{
+	const struct vc_leaf *a = x, *b = y;
+
+	if (a->ns != b->ns)
+		return a->ns < b->ns ? 1 : -1;
+	return strcmp(a->name, b->name);
+}
+
+/* The leaves of one class (@user reasons, kernel reasons, or preempting tasks), most first. */
+static unsigned int leaves(const struct vcpus_an *a, const struct acc *c, int cls, bool user,
+			   struct vc_leaf *out, uint64_t *sum)
+{
+	unsigned int i, n = 0;
+
+	*sum = 0;
+	if (cls == C_REASON) {
+		for (i = 0; i < a->nr_reasons; i++)
+			if (a->reasons[i].user == user && c->reason[i]) {
+				out[n].name = a->reasons[i].name;
+				out[n++].ns = c->reason[i];
+				*sum += c->reason[i];
+			}
+	} else {
+		for (i = 0; i < a->nr_htasks; i++)
+			if (c->pre[i]) {
+				out[n].name = a->htasks[i];
+				out[n++].ns = c->pre[i];
+				*sum += c->pre[i];
+			}
+	}
+	qsort(out, n, sizeof(*out), by_ns);
+	return n;
+}
+
+/* Whether the recording had KVM's events: without them on-CPU time is "running" (TCG). */
+static bool kvm_mode(const struct vcpus_an *a)
+{
+	return a->saw_kvm;
+}
+
+static uint64_t acc_total(const struct vcpus_an *a, const struct acc *c)
+{
+	uint64_t t = 0;
+	unsigned int i;
+
+	for (i = 0; i < K_NR; i++)
+		t += c->s[i];
+	for (i = 0; i < a->nr_reasons; i++)
+		t += c->reason[i];
+	for (i = 0; i < a->nr_htasks; i++)
+		t += c->pre[i];
+	return t;
+}
+
+/* The scalar states as reported: what is unresolved while walking is resolved here. */
+static void scalars(const struct vcpus_an *a, const struct acc *c, uint64_t *running, uint64_t *halted,
+		    uint64_t *unknown)
+{
+	*running = kvm_mode(a) ? 0 : c->s[K_RUN_UNK];
+	*halted = c->s[K_HALTED] + (kvm_mode(a) ? 0 : c->s[K_SLEEP_UNK]);
+	*unknown = c->s[K_UNKNOWN] + (kvm_mode(a) ? c->s[K_RUN_UNK] + c->s[K_SLEEP_UNK] : 0);
+}
+
+static void pline(FILE *f, const char *indent, const char *name, uint64_t ns, uint64_t wall)
+{
+	int w = 40 - (int)strlen(indent);
+
+	fprintf(f, "%s%-*s %14" PRIu64 " %7.2f%%\n", indent, w > 0 ? w : 0, name, ns,
+		wall ? 100.0 * ns / wall : 0.0);
+}
+
+static void print_group(const struct vcpus_an *a, FILE *f, const char *indent, const char *sub,
+			const char *name, const struct acc *c, int cls, bool user, uint64_t wall,
+			struct vc_leaf *buf)
+{
+	uint64_t sum;
+	unsigned int n = leaves(a, c, cls, user, buf, &sum), i;
+
+	pline(f, indent, name, sum, wall);
+	for (i = 0; i < n; i++)
+		pline(f, sub, buf[i].name, buf[i].ns, wall);
+}
+
+static void print_acc(const struct vcpus_an *a, FILE *f, const char *indent, const char *sub,
+		      const struct acc *c, uint64_t wall, struct vc_leaf *buf)
+{
+	uint64_t running, halted, unknown;
+
+	scalars(a, c, &running, &halted, &unknown);
+	if (kvm_mode(a)) {
+		pline(f, indent, "in the guest", c->s[K_GUEST], wall);
+		print_group(a, f, indent, sub, "in exits handled by the kernel", c, C_REASON, false, wall,
+			    buf);
+		print_group(a, f, indent, sub, "in exits to QEMU", c, C_REASON, true, wall, buf);
+	} else {
+		pline(f, indent, "running", running, wall);
+	}
+	pline(f, indent, "halted", halted, wall);
+	print_group(a, f, indent, sub, "preempted", c, C_PRE, false, wall, buf);
+	pline(f, indent, "unknown", unknown, wall);
+}
+
+static bool guest_wanted(const struct vcpus_an *a, unsigned int g, const char *only)
+{
+	return !only || !strcmp(a->guests[g].name, only);
+}
+
+/**
+ * vcpus_an_print() - the text report
+ * @a: the analysis
+ * @f: where it goes
+ * @only: one guest's name, or NULL for all
+ */
+void vcpus_an_print(const struct vcpus_an *a, FILE *f, const char *only)
+{
+	struct vc_leaf *buf = malloc((VC_MAX_REASONS + VC_MAX_HTASKS) * sizeof(*buf));
+	uint64_t wall = a->now - a->t0;
+	unsigned int g, i, p;
+	char ts[2][32];
+
+	if (!buf)
+		return;
+	fprintf(f, "\nvCPU time (host nanoseconds, %s to %s: %" PRIu64 " ns; every vCPU's states add "
+		"up to it)\n", an_ts(ts[0], sizeof(ts[0]), a->t0), an_ts(ts[1], sizeof(ts[1]), a->now),
+		wall);
+	if (!kvm_mode(a))
+		fprintf(f, "  no kvm_entry/kvm_exit events (TCG, or recorded without --kvm-exits): "
+			"\"in the guest\" and the exits by reason need `record --kvm-exits` on a KVM host\n");
+	if (!a->saw_sched)
+		fprintf(f, "  no host sched_switch of a vCPU thread: halted and preempted need "
+			"`record --kvm-exits`\n");
+	for (g = 0; g < a->nr_guests; g++) {
+		const struct vc_guest *gu = &a->guests[g];
+
+		if (!guest_wanted(a, g, only))
+			continue;
+		for (i = gu->first; i < (unsigned int)(gu->first + gu->nr_vcpus); i++) {
+			const struct vc_vcpu *v = &a->vcpus[i];
+
+			fprintf(f, "  guest %s vCPU %d (host thread %d): %" PRIu64 " ns\n", gu->name,
+				v->vcpu, v->tid, wall);
+			print_acc(a, f, "    ", "      ", v->acc, wall, buf);
+			for (p = 0; p < a->nr_pairs; p++) {
+				const struct vc_pair *pr = &a->pairs[p];
+				const struct vc_gtask *t = &a->gtasks[pr->gtask];
+				uint64_t tw = acc_total(a, pr->acc);
+
+				if (pr->vcpu != (int)i || !tw)
+					continue;
+				fprintf(f, "    guest task %s[%d] on vCPU %d: %" PRIu64 " ns\n", t->comm,
+					t->pid, v->vcpu, tw);
+				print_acc(a, f, "      ", "        ", pr->acc, tw, buf);
+			}
+		}
+	}
+	if (a->lost_markers || a->bad || a->dropped)
+		fprintf(f, "  note: %" PRIu64 " lost-event markers in the host file, %" PRIu64
+			" undecodable records, %" PRIu64 " past a bound\n", a->lost_markers, a->bad,
+			a->dropped);
+	free(buf);
+}
+
+static void json_group(const struct vcpus_an *a, struct jw *w, const char *key, const struct acc *c,
+		       int cls, bool user, struct vc_leaf *buf)
+{
+	uint64_t sum;
+	unsigned int n = leaves(a, c, cls, user, buf, &sum), i;
+
+	jw_obj(w, key);
+	for (i = 0; i < n; i++)
+		jw_u64(w, buf[i].name, buf[i].ns);
+	jw_end(w, '}');
+}
+
+static void json_states(const struct vcpus_an *a, struct jw *w, const struct acc *c,
+			struct vc_leaf *buf)
+{
+	uint64_t running, halted, unknown;
+
+	scalars(a, c, &running, &halted, &unknown);
+	jw_obj(w, "states");
+	if (kvm_mode(a)) {
+		jw_u64(w, "guest", c->s[K_GUEST]);
+		json_group(a, w, "exit_kernel", c, C_REASON, false, buf);
+		json_group(a, w, "exit_userspace", c, C_REASON, true, buf);
+	} else {
+		jw_u64(w, "running", running);
+	}
+	jw_u64(w, "halted", halted);
+	json_group(a, w, "preempted", c, C_PRE, false, buf);
+	jw_u64(w, "unknown", unknown);
+	jw_end(w, '}');
+}
+
+/**
+ * vcpus_an_json() - the analysis as the member "vcpus"
+ * @a: the analysis
+ * @w: the writer, inside an object
+ * @only: one guest's name, or NULL for all
+ */
+void vcpus_an_json(const struct vcpus_an *a, struct jw *w, const char *only)
+{
+	struct vc_leaf *buf = malloc((VC_MAX_REASONS + VC_MAX_HTASKS) * sizeof(*buf));
+	uint64_t wall = a->now - a->t0;
+	unsigned int g, i, p;
+
+	if (!buf)
+		return;
+	jw_obj(w, "vcpus");
+	jw_u64(w, "start_ns", a->t0);
+	jw_u64(w, "end_ns", a->now);
+	jw_u64(w, "wall_ns", wall);
+	jw_bool(w, "kvm_events", a->saw_kvm);
+	jw_bool(w, "sched_events", a->saw_sched);
+	jw_u64(w, "lost_markers", a->lost_markers);
+	jw_u64(w, "undecodable", a->bad);
+	jw_u64(w, "past_bound", a->dropped);
+	jw_arr(w, "guests");
+	for (g = 0; g < a->nr_guests; g++) {
+		const struct vc_guest *gu = &a->guests[g];
+
+		if (!guest_wanted(a, g, only))
+			continue;
+		jw_obj(w, NULL);
+		jw_str(w, "name", gu->name);
+		jw_arr(w, "vcpus");
+		for (i = gu->first; i < (unsigned int)(gu->first + gu->nr_vcpus); i++) {
+			const struct vc_vcpu *v = &a->vcpus[i];
+
+			jw_obj(w, NULL);
+			jw_u64(w, "vcpu", v->vcpu);
+			jw_i64(w, "tid", v->tid);
+			jw_u64(w, "wall_ns", wall);
+			json_states(a, w, v->acc, buf);
+			jw_arr(w, "tasks");
+			for (p = 0; p < a->nr_pairs; p++) {
+				const struct vc_pair *pr = &a->pairs[p];
+				const struct vc_gtask *t = &a->gtasks[pr->gtask];
+				uint64_t tw = acc_total(a, pr->acc);
+
+				if (pr->vcpu != (int)i || !tw)
+					continue;
+				jw_obj(w, NULL);
+				jw_i64(w, "pid", t->pid);
+				jw_str(w, "comm", t->comm);
+				jw_u64(w, "wall_ns", tw);
+				json_states(a, w, pr->acc, buf);
+				jw_end(w, '}');
+			}
+			jw_end(w, ']');
+			jw_end(w, '}');
+		}
+		jw_end(w, ']');
+		jw_end(w, '}');
+	}
+	jw_end(w, ']');
+	jw_end(w, '}');
+	free(buf);
+}
