@@ -42,6 +42,8 @@
 #define VC_MAX_PAIRS	2048u		/* (vCPU, guest task) accumulators */
 #define VC_MAX_CPUS	4096u
 #define VC_NAME_LEN	64
+/* Guest task switches of one vCPU between two host records that are cut exactly. */
+#define VC_TENT		16u
 
 /* Reserved host task indices: the CPU's current task is not known; past VC_MAX_HTASKS. */
 #define HT_UNKNOWN	0
@@ -76,6 +78,13 @@ struct vc_vcpu {
 	int wait_next, wait_prev;	/* in the list of vCPUs waiting for cpu */
 	bool waiting;
 	struct acc *acc;
+	/*
+	 * Charges a guest record made past the last host record: undone at the
+	 * end if no host record follows (the span is the host file's).
+	 */
+	uint64_t tent_seq;		/* the host record count they were made at */
+	unsigned int nr_tent;
+	struct { int pair; uint64_t ns; } tent[VC_TENT];
 };
 
 struct vc_hcpu {
@@ -126,7 +135,8 @@ struct vcpus_an {
 	unsigned int nr_cpus;
 	struct vc_ht ht_vcpu, ht_htask, ht_gtask, ht_pair;
 	bool started, saw_kvm, saw_sched;
-	uint64_t t0, now;
+	uint64_t t0, now;		/* the first host record; the last record of any file */
+	uint64_t host_ts, host_seq;	/* the last host record's time; how many so far */
 	uint64_t lost_markers, bad, dropped;
 	/* The host file's events. */
 	struct tep_handle *tep;
@@ -439,7 +449,10 @@ static void run_on(struct vcpus_an *a, struct vc_vcpu *v, int cpu)
 	v->cpu = cpu;
 }
 
-/* Every record moves the clock; one older than the clock is taken at the clock. */
+/*
+ * Every host record moves the clock; one older than the clock is taken at the
+ * clock. The span is the host file's: it starts at its first record.
+ */
 static uint64_t advance(struct vcpus_an *a, uint64_t ts)
 {
 	unsigned int i;
@@ -452,6 +465,8 @@ static uint64_t advance(struct vcpus_an *a, uint64_t ts)
 	}
 	if (ts > a->now)
 		a->now = ts;
+	a->host_ts = a->now;
+	a->host_seq++;
 	return a->now;
 }
 
@@ -698,6 +713,40 @@ out:
 		c->last_ts = now;
 }
 
+/*
+ * A guest record changes @v's task at @now. Before the first host record
+ * nothing is charged; past the last host record the charge is noted, to be
+ * undone by vcpus_an_finish() when no host record follows. Past VC_TENT such
+ * cuts between two host records the task changes where the last cut was.
+ */
+static void guest_cut(struct vcpus_an *a, struct vc_vcpu *v, uint64_t now)
+{
+	uint64_t from;
+
+	if (!a->started)
+		return;
+	if (now <= a->host_ts) {
+		charge(a, v, now);
+		return;
+	}
+	if (v->tent_seq != a->host_seq) {
+		v->tent_seq = a->host_seq;
+		v->nr_tent = 0;
+	}
+	if (v->nr_tent >= VC_TENT) {
+		a->dropped++;
+		return;
+	}
+	charge(a, v, a->host_ts);
+	from = v->since;
+	charge(a, v, now);
+	if (v->since > from) {
+		v->tent[v->nr_tent].pair = v->pair;
+		v->tent[v->nr_tent++].ns = v->since - from;
+	}
+	a->now = now;
+}
+
 static int gtask(struct vcpus_an *a, int guest, int pid, const char *comm)
 {
 	uint64_t key = (uint64_t)guest << 32 | (uint32_t)pid;
@@ -751,7 +800,7 @@ static int pair(struct vcpus_an *a, int vcpu, int task)
 void vcpus_an_guest(struct vcpus_an *a, int guest, struct tep_handle *tep, struct tep_record *rec,
 		    int cpu)
 {
-	uint64_t now = advance(a, rec->ts), pid;
+	uint64_t now, pid;
 	struct vc_guest *g;
 	struct vc_vcpu *v;
 	char comm[20];
@@ -772,8 +821,9 @@ void vcpus_an_guest(struct vcpus_an *a, int guest, struct tep_handle *tep, struc
 		return;
 	i = g->first + cpu;
 	v = &a->vcpus[i];
+	now = rec->ts > a->now ? rec->ts : a->now;
 	if (rec->missed_events) {
-		charge(a, v, now);
+		guest_cut(a, v, now);
 		v->pair = -1;
 	}
 	if (tep_data_type(tep, rec) != g->switch_id || g->switch_id < 0)
@@ -782,7 +832,7 @@ void vcpus_an_guest(struct vcpus_an *a, int guest, struct tep_handle *tep, struc
 		a->bad++;
 		return;
 	}
-	charge(a, v, now);
+	guest_cut(a, v, now);
 	t = gtask(a, guest, (int)pid, comm);
 	v->pair = pair(a, i, t);
 	if (v->pair < 0)
@@ -795,8 +845,26 @@ void vcpus_an_guest(struct vcpus_an *a, int guest, struct tep_handle *tep, struc
  */
 void vcpus_an_finish(struct vcpus_an *a)
 {
-	unsigned int i;
+	unsigned int i, k;
 
+	/* The span ends at the last host record: what guest records charged past it is undone. */
+	for (i = 0; i < a->nr_vcpus; i++) {
+		struct vc_vcpu *v = &a->vcpus[i];
+		unsigned int idx;
+		int cls;
+
+		if (v->tent_seq != a->host_seq || !v->nr_tent)
+			continue;
+		/* No host record since: the host state is the one they were charged to. */
+		state_of(a, v, &cls, &idx);
+		for (k = 0; k < v->nr_tent; k++) {
+			acc_add(v->acc, cls, idx, -v->tent[k].ns);
+			if (v->tent[k].pair >= 0)
+				acc_add(a->pairs[v->tent[k].pair].acc, cls, idx, -v->tent[k].ns);
+			v->since -= v->tent[k].ns;
+		}
+	}
+	a->now = a->host_ts;
 	for (i = 0; i < a->nr_vcpus; i++)
 		charge(a, &a->vcpus[i], a->now);
 }

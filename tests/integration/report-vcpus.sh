@@ -70,12 +70,14 @@ EOF
 # CPU 0's second page (index 1) starts after lost events.
 mkdat "$run/host.dat" -i "$h" --trace-id 0x42 --guest fx:0x1234:5001,5002 --guest other:0x5678:7001 \
 	--missed 0:1:?
-# The guest: its clock is 500000 ns behind the host's (TIME_SHIFT). fio runs on vCPU 0 from
-# 1005000 to 1025000 and from 1045000 on, the idle task between; sshd runs on vCPU 1 from 1001000.
+# The guest: its clock is 500000 ns behind the host's (TIME_SHIFT). On vCPU 0 early runs from
+# 999000 (before the host's first record: its time starts at 1000000), fio from 1005000 to 1025000
+# and from 1045000 on, the idle task between; on vCPU 1 sshd runs from 1001000, and late from
+# 1100500, after the host's last record (the span's end): late has no time, sshd keeps its own.
 cp -r "$DATA/cap-guest/." "$g/"
 rm -f "$g"/cpu*.raw "$g"/cpu*.stats
-printf '%s\n' '0 505000 1 switch 300 fio' '0 525000 300 switch 0 swapper/0' '0 545000 0 switch 300 fio' \
-	'1 501000 1 switch 400 sshd' |
+printf '%s\n' '0 499000 1 switch 299 early' '0 505000 299 switch 300 fio' '0 525000 300 switch 0 swapper/0' \
+	'0 545000 0 switch 300 fio' '1 501000 1 switch 400 sshd' '1 600500 400 switch 401 late' |
 	"$TOOLS/vt-mkkvm" -o "$g" --exit-id 1 --entry-id 2 --switch-id "$(id "$g/formats/sched/sched_switch")" \
 		--cpus 2 || fail "vt-mkkvm (guest)"
 mkdat "$run/guest-fx.dat" -i "$g" --trace-id 0x1234 --ts-peer 0x42 --ts-sample 0:500000
@@ -104,6 +106,13 @@ vCPU time (host nanoseconds, 0.001000 to 0.001100: 100000 ns; every vCPU's state
       guest other vCPU 0                           5000    5.00%
       swapper/0[0]                                  400    0.40%
     unknown                                       10000   10.00%
+    guest task early[299] on vCPU 0: 5000 ns
+      in the guest                                 5000  100.00%
+      in exits handled by the kernel                  0    0.00%
+      in exits to QEMU                                0    0.00%
+      halted                                          0    0.00%
+      preempted                                       0    0.00%
+      unknown                                         0    0.00%
     guest task fio[300] on vCPU 0: 75000 ns
       in the guest                                34500   46.00%
       in exits handled by the kernel              12500   16.67%
@@ -178,7 +187,7 @@ bad=$(jq -r ".vcpus.guests[].vcpus[] | (., .tasks[]) | select(($leaves) != .wall
 	\"\\(.tid // .comm): leaves \\($leaves) wall \\(.wall_ns)\"" "$WORK/report.json")
 [ -z "$bad" ] || fail "states do not add up: $bad"
 n=$(jq '[.vcpus.guests[].vcpus[] | (., .tasks[])] | length' "$WORK/report.json")
-[ "$n" = 6 ] || fail "$n vCPUs and tasks in the JSON, want 6 (3 vCPUs, 3 tasks)"
+[ "$n" = 7 ] || fail "$n vCPUs and tasks in the JSON, want 7 (3 vCPUs, 4 tasks)"
 q() { jq -c "$1" "$WORK/report.json"; }
 v0=$(q '.vcpus.guests[0].vcpus[0] | [.tid, .wall_ns, .states]')
 echo "vcpu0: $v0"
