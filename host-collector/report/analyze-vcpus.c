@@ -42,6 +42,10 @@
 #define VC_MAX_PAIRS	2048u		/* (vCPU, guest task) accumulators */
 #define VC_MAX_CPUS	4096u
 #define VC_NAME_LEN	64
+/* report --latency: wakeups waiting at once, causes kept per wakeup, the worst listed. */
+#define VC_MAX_OPEN	1024u
+#define VC_LAT_CAUSES	16u
+#define VC_LAT_WORST	10u
 /* Guest task switches of one vCPU between two host records that are cut exactly. */
 #define VC_TENT		16u
 
@@ -51,7 +55,7 @@
 
 /* Scalar states; the reasons and the preempting tasks have arrays of their own. */
 enum { K_GUEST, K_HALTED, K_UNKNOWN, K_RUN_UNK, K_SLEEP_UNK, K_NR };
-enum { C_SCALAR, C_REASON, C_PRE };
+enum { C_SCALAR, C_REASON, C_PRE, C_GTASK };
 
 enum { S_UNKNOWN, S_ON, S_SLEEP, S_WAIT };	/* the host scheduler's view */
 enum { V_UNKNOWN, V_GUEST, V_EXIT };		/* KVM's */
@@ -68,8 +72,28 @@ struct vc_reason {
 	char name[VC_NAME_LEN];
 };
 
+/* One guest wakeup being timed: its time so far per cause (class, index), as the vCPU is charged. */
+struct vc_open {
+	int guest, pid, gtask, vcpu;	/* vcpu: the index of the vCPU it waits on */
+	uint64_t start, at, ns;		/* ns: the latency, once closed; at: host time of the wakeup */
+	int next, prev;			/* in the vCPU's list, or the free list */
+	unsigned int nr;
+	struct { uint8_t cls; uint32_t idx; uint64_t ns; } c[VC_LAT_CAUSES];
+	uint64_t other_ns;		/* causes past VC_LAT_CAUSES */
+};
+
+/* A guest's wakeups: their count, the time per cause over those past the threshold, the worst. */
+struct vc_lat {
+	uint64_t wakeups, over, total_ns, other_ns;
+	struct acc acc;
+	uint64_t gt[VC_MAX_GTASKS];
+	struct vc_open worst[VC_LAT_WORST];
+	unsigned int nr_worst;
+};
+
 struct vc_vcpu {
 	int tid, guest, vcpu;
+	int open_head;			/* the wakeups waiting on this vCPU */
 	uint8_t sched, kvm;
 	unsigned int reason;
 	int cpu;			/* last host CPU: running, preempted from, woken onto */
@@ -107,8 +131,8 @@ struct vc_guest {
 	char name[64];
 	int first, nr_vcpus;
 	struct tep_handle *tep;
-	int switch_id;
-	struct tep_format_field *f_next_pid, *f_next_comm;
+	int switch_id, waking_id;
+	struct tep_format_field *f_next_pid, *f_next_comm, *f_wk_pid, *f_wk_comm, *f_wk_cpu;
 };
 
 /* Open addressing, linear probing; a value is stored plus one so that 0 is empty. */
@@ -134,6 +158,13 @@ struct vcpus_an {
 	struct vc_hcpu *cpus;
 	unsigned int nr_cpus;
 	struct vc_ht ht_vcpu, ht_htask, ht_gtask, ht_pair;
+	/* --latency */
+	bool latency;
+	uint64_t threshold;
+	struct vc_open *opens;
+	int open_free;
+	int *gt_open;			/* per guest task: its open wakeup, or -1 */
+	struct vc_lat *lat[VC_MAX_GUESTS];
 	bool started, saw_kvm, saw_sched;
 	uint64_t t0, now;		/* the first host record; the last record of any file */
 	uint64_t host_ts, host_seq;	/* the last host record's time; how many so far */
@@ -227,7 +258,36 @@ void vcpus_an_free(struct vcpus_an *a)
 	free(a->gtasks);
 	free(a->pairs);
 	free(a->cpus);
+	free(a->opens);
+	free(a->gt_open);
+	for (i = 0; i < VC_MAX_GUESTS; i++)
+		free(a->lat[i]);
 	free(a);
+}
+
+/**
+ * vcpus_an_latency() - also time each guest wakeup (report --latency)
+ * @a: the analysis, before any record
+ * @threshold_ns: the wakeups counted and split per cause take at least this
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int vcpus_an_latency(struct vcpus_an *a, uint64_t threshold_ns)
+{
+	unsigned int i;
+
+	a->opens = calloc(VC_MAX_OPEN, sizeof(*a->opens));
+	a->gt_open = malloc(VC_MAX_GTASKS * sizeof(*a->gt_open));
+	if (!a->opens || !a->gt_open)
+		return -ENOMEM;
+	for (i = 0; i < VC_MAX_GTASKS; i++)
+		a->gt_open[i] = -1;
+	for (i = 0; i < VC_MAX_OPEN; i++)
+		a->opens[i].next = i + 1 < VC_MAX_OPEN ? (int)i + 1 : -1;
+	a->open_free = 0;
+	a->latency = true;
+	a->threshold = threshold_ns;
+	return 0;
 }
 
 /**
@@ -264,6 +324,7 @@ int vcpus_an_add_guest(struct vcpus_an *a, const char *name, int nr_vcpus, const
 		v->vcpu = i;
 		v->cpu = -1;
 		v->pair = -1;
+		v->open_head = -1;
 		v->acc = calloc(1, sizeof(*v->acc));
 		if (!v->acc)
 			return -ENOMEM;
@@ -387,6 +448,34 @@ static void acc_add(struct acc *c, int cls, unsigned int idx, uint64_t ns)
 		c->s[idx] += ns;
 }
 
+/* Time of a vCPU some guest wakeups wait on: in the guest it is the guest task that ran. */
+static void open_add(struct vcpus_an *a, struct vc_vcpu *v, int cls, unsigned int idx, uint64_t ns)
+{
+	unsigned int k;
+	int i;
+
+	if (cls == C_SCALAR && (idx == K_GUEST || idx == K_RUN_UNK) && v->pair >= 0) {
+		cls = C_GTASK;
+		idx = a->pairs[v->pair].gtask;
+	}
+	for (i = v->open_head; i >= 0; i = a->opens[i].next) {
+		struct vc_open *o = &a->opens[i];
+
+		for (k = 0; k < o->nr && (o->c[k].cls != cls || o->c[k].idx != idx); k++)
+			;
+		if (k == o->nr && o->nr < VC_LAT_CAUSES) {
+			o->c[k].cls = cls;
+			o->c[k].idx = idx;
+			o->c[k].ns = 0;
+			o->nr++;
+		}
+		if (k < o->nr)
+			o->c[k].ns += ns;
+		else
+			o->other_ns += ns;
+	}
+}
+
 static void charge_as(struct vcpus_an *a, struct vc_vcpu *v, int cls, unsigned int idx, uint64_t to)
 {
 	uint64_t ns = to > v->since ? to - v->since : 0;
@@ -397,6 +486,8 @@ static void charge_as(struct vcpus_an *a, struct vc_vcpu *v, int cls, unsigned i
 	if (v->pair >= 0)
 		acc_add(a->pairs[v->pair].acc, cls, idx, ns);
 	v->since = to;
+	if (v->open_head >= 0)
+		open_add(a, v, cls, idx, ns);
 }
 
 /* Close @v's current interval at @to, charged to the state it is in. */
@@ -789,6 +880,103 @@ static int pair(struct vcpus_an *a, int vcpu, int task)
 	return a->nr_pairs++;
 }
 
+static void open_release(struct vcpus_an *a, int i)
+{
+	struct vc_open *o = &a->opens[i];
+	struct vc_vcpu *v = &a->vcpus[o->vcpu];
+
+	if (o->prev >= 0)
+		a->opens[o->prev].next = o->next;
+	else
+		v->open_head = o->next;
+	if (o->next >= 0)
+		a->opens[o->next].prev = o->prev;
+	a->gt_open[o->gtask] = -1;
+	o->next = a->open_free;
+	a->open_free = i;
+}
+
+/* A guest task is woken: its wakeup is timed on the vCPU it is woken onto from now. */
+static void lat_open(struct vcpus_an *a, int guest, struct tep_record *rec, uint64_t now)
+{
+	const struct vc_guest *g = &a->guests[guest];
+	uint64_t pid, cpu;
+	struct vc_vcpu *v;
+	struct vc_open *o;
+	char comm[20];
+	int t, i;
+
+	if (!an_u64(rec, g->f_wk_pid, &pid) || !an_u64(rec, g->f_wk_cpu, &cpu) ||
+	    !an_str(rec, g->f_wk_comm, comm, 17)) {
+		a->bad++;
+		return;
+	}
+	if (!a->started || cpu >= (uint64_t)g->nr_vcpus)
+		return;
+	t = gtask(a, guest, (int)pid, comm);
+	if (t >= 0 && a->gt_open[t] >= 0)
+		open_release(a, a->gt_open[t]);		/* its switch in was not seen */
+	if (t < 0 || a->open_free < 0) {
+		a->dropped++;
+		return;
+	}
+	v = &a->vcpus[g->first + cpu];
+	guest_cut(a, v, now);
+	i = a->open_free;
+	o = &a->opens[i];
+	a->open_free = o->next;
+	o->guest = guest;
+	o->pid = (int)pid;
+	o->gtask = t;
+	o->vcpu = (int)(v - a->vcpus);
+	o->start = v->since;
+	o->at = now;
+	o->nr = 0;
+	o->other_ns = 0;
+	o->prev = -1;
+	o->next = v->open_head;
+	if (v->open_head >= 0)
+		a->opens[v->open_head].prev = i;
+	v->open_head = i;
+	a->gt_open[t] = i;
+}
+
+/* The woken task runs: its latency and what the vCPU did meanwhile go to the guest's totals. */
+static void lat_close(struct vcpus_an *a, int guest, int i, uint64_t now)
+{
+	struct vc_open *o = &a->opens[i];
+	struct vc_vcpu *v = &a->vcpus[o->vcpu];
+	struct vc_lat *l = a->lat[guest];
+	unsigned int k;
+
+	guest_cut(a, v, now);
+	if (!l && !(l = a->lat[guest] = calloc(1, sizeof(*l)))) {
+		a->dropped++;
+		open_release(a, i);
+		return;
+	}
+	o->ns = v->since - o->start;
+	l->wakeups++;
+	if (o->ns >= a->threshold) {
+		l->over++;
+		l->total_ns += o->ns;
+		l->other_ns += o->other_ns;
+		for (k = 0; k < o->nr; k++) {
+			if (o->c[k].cls == C_GTASK)
+				l->gt[o->c[k].idx] += o->c[k].ns;
+			else
+				acc_add(&l->acc, o->c[k].cls, o->c[k].idx, o->c[k].ns);
+		}
+		if (l->nr_worst < VC_LAT_WORST || o->ns > l->worst[VC_LAT_WORST - 1].ns) {
+			k = l->nr_worst < VC_LAT_WORST ? l->nr_worst++ : VC_LAT_WORST - 1;
+			for (; k > 0 && l->worst[k - 1].ns < o->ns; k--)
+				l->worst[k] = l->worst[k - 1];
+			l->worst[k] = *o;
+		}
+	}
+	open_release(a, i);
+}
+
 /**
  * vcpus_an_guest() - feed one record of a guest file (merged with the host's, in host time)
  * @a: the analysis
@@ -804,7 +992,7 @@ void vcpus_an_guest(struct vcpus_an *a, int guest, struct tep_handle *tep, struc
 	struct vc_guest *g;
 	struct vc_vcpu *v;
 	char comm[20];
-	int i, t;
+	int i, t, id;
 
 	if (guest < 0 || (unsigned int)guest >= a->nr_guests)
 		return;
@@ -816,6 +1004,14 @@ void vcpus_an_guest(struct vcpus_an *a, int guest, struct tep_handle *tep, struc
 		g->switch_id = ev ? ev->id : -1;
 		g->f_next_pid = an_field(ev, "next_pid");
 		g->f_next_comm = an_field(ev, "next_comm");
+		/* A wakeup starts at sched_waking; a guest that recorded only sched_wakeup, there. */
+		ev = tep_find_event_by_name(tep, "sched", "sched_waking");
+		if (!ev)
+			ev = tep_find_event_by_name(tep, "sched", "sched_wakeup");
+		g->waking_id = ev ? ev->id : -1;
+		g->f_wk_pid = an_field(ev, "pid");
+		g->f_wk_comm = an_field(ev, "comm");
+		g->f_wk_cpu = an_field(ev, "target_cpu");
 	}
 	if (cpu < 0 || cpu >= g->nr_vcpus)
 		return;
@@ -825,8 +1021,16 @@ void vcpus_an_guest(struct vcpus_an *a, int guest, struct tep_handle *tep, struc
 	if (rec->missed_events) {
 		guest_cut(a, v, now);
 		v->pair = -1;
+		/* Their sched_switch may be among the lost events: they are not timed. */
+		while (v->open_head >= 0)
+			open_release(a, v->open_head);
 	}
-	if (tep_data_type(tep, rec) != g->switch_id || g->switch_id < 0)
+	id = tep_data_type(tep, rec);
+	if (a->latency && id >= 0 && id == g->waking_id) {
+		lat_open(a, guest, rec, now);
+		return;
+	}
+	if (id != g->switch_id || g->switch_id < 0)
 		return;
 	if (!an_u64(rec, g->f_next_pid, &pid) || !an_str(rec, g->f_next_comm, comm, 17)) {
 		a->bad++;
@@ -837,6 +1041,8 @@ void vcpus_an_guest(struct vcpus_an *a, int guest, struct tep_handle *tep, struc
 	v->pair = pair(a, i, t);
 	if (v->pair < 0)
 		a->dropped++;
+	if (a->latency && t >= 0 && a->gt_open[t] >= 0)
+		lat_close(a, guest, a->gt_open[t], now);
 }
 
 /**
@@ -1038,6 +1244,215 @@ void vcpus_an_print(const struct vcpus_an *a, FILE *f, const char *only)
 			" undecodable records, %" PRIu64 " past a bound\n", a->lost_markers, a->bad,
 			a->dropped);
 	free(buf);
+}
+
+/* --- report --latency ------------------------------------------------------ */
+
+struct vc_cause {
+	char name[96];
+	uint64_t ns;
+};
+
+static void cause_name(const struct vcpus_an *a, int cls, unsigned int idx, char *buf, size_t size)
+{
+	static const char *const scalar[K_NR][2] = {
+		[K_GUEST] = { "in the guest (task unknown)", "in the guest (task unknown)" },
+		[K_HALTED] = { "halted", "halted" },
+		[K_UNKNOWN] = { "unknown", "unknown" },
+		[K_RUN_UNK] = { "running (task unknown)", "unknown" },
+		[K_SLEEP_UNK] = { "halted", "unknown" },
+	};
+
+	if (cls == C_GTASK)
+		snprintf(buf, size, "guest task %s[%d]", a->gtasks[idx].comm, a->gtasks[idx].pid);
+	else if (cls == C_REASON)
+		snprintf(buf, size, "%s %s", a->reasons[idx].user ? "exit to QEMU" : "exit",
+			 a->reasons[idx].name);
+	else if (cls == C_PRE)
+		snprintf(buf, size, "preempted by %s", a->htasks[idx]);
+	else
+		snprintf(buf, size, "%s", scalar[idx][kvm_mode(a)]);
+}
+
+static int by_cause_name(const void *x, const void *y)
+{
+	return strcmp(((const struct vc_cause *)x)->name, ((const struct vc_cause *)y)->name);
+}
+
+static int by_cause_ns(const void *x, const void *y)
+{
+	const struct vc_cause *a = x, *b = y;
+
+	if (a->ns != b->ns)
+		return a->ns < b->ns ? 1 : -1;
+	return strcmp(a->name, b->name);
+}
+
+static void cause_push(const struct vcpus_an *a, struct vc_cause *v, unsigned int *n, int cls,
+		       unsigned int idx, uint64_t ns)
+{
+	if (!ns)
+		return;
+	cause_name(a, cls, idx, v[*n].name, sizeof(v[*n].name));
+	v[(*n)++].ns = ns;
+}
+
+/* The causes named, one entry per name (several states can share one), most first. */
+static unsigned int causes_sort(struct vc_cause *v, unsigned int n)
+{
+	unsigned int i, m = 0;
+
+	qsort(v, n, sizeof(*v), by_cause_name);
+	for (i = 0; i < n; i++) {
+		if (m && !strcmp(v[m - 1].name, v[i].name))
+			v[m - 1].ns += v[i].ns;
+		else
+			v[m++] = v[i];
+	}
+	qsort(v, m, sizeof(*v), by_cause_ns);
+	return m;
+}
+
+#define VC_NR_CAUSES	(K_NR + VC_MAX_REASONS + VC_MAX_HTASKS + VC_MAX_GTASKS + 1)
+
+static unsigned int lat_totals(const struct vcpus_an *a, const struct vc_lat *l, struct vc_cause *v)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < K_NR; i++)
+		cause_push(a, v, &n, C_SCALAR, i, l->acc.s[i]);
+	for (i = 0; i < a->nr_reasons; i++)
+		cause_push(a, v, &n, C_REASON, i, l->acc.reason[i]);
+	for (i = 0; i < a->nr_htasks; i++)
+		cause_push(a, v, &n, C_PRE, i, l->acc.pre[i]);
+	for (i = 0; i < a->nr_gtasks; i++)
+		cause_push(a, v, &n, C_GTASK, i, l->gt[i]);
+	if (l->other_ns) {
+		snprintf(v[n].name, sizeof(v[n].name), "(more causes)");
+		v[n++].ns = l->other_ns;
+	}
+	return causes_sort(v, n);
+}
+
+static unsigned int lat_one(const struct vcpus_an *a, const struct vc_open *o, struct vc_cause *v)
+{
+	unsigned int k, n = 0;
+
+	for (k = 0; k < o->nr; k++)
+		cause_push(a, v, &n, o->c[k].cls, o->c[k].idx, o->c[k].ns);
+	if (o->other_ns) {
+		snprintf(v[n].name, sizeof(v[n].name), "(more causes)");
+		v[n++].ns = o->other_ns;
+	}
+	return causes_sort(v, n);
+}
+
+/**
+ * vcpus_an_print_latency() - the text report of --latency
+ * @a: the analysis
+ * @f: where it goes
+ * @only: one guest's name, or NULL for all
+ */
+void vcpus_an_print_latency(const struct vcpus_an *a, FILE *f, const char *only)
+{
+	struct vc_cause *v = malloc(VC_NR_CAUSES * sizeof(*v));
+	unsigned int g, i, k, n;
+	char ts[32];
+
+	if (!v)
+		return;
+	fprintf(f, "\nGuest wakeup latency (sched_waking to the sched_switch that runs the task, host "
+		"nanoseconds; at least %" PRIu64 " ns), and what the vCPU did meanwhile\n", a->threshold);
+	for (g = 0; g < a->nr_guests; g++) {
+		const struct vc_lat *l = a->lat[g];
+
+		if (!guest_wanted(a, g, only))
+			continue;
+		if (!l) {
+			fprintf(f, "  guest %s: no wakeup timed\n", a->guests[g].name);
+			continue;
+		}
+		fprintf(f, "  guest %s: %" PRIu64 " wakeups, %" PRIu64 " of at least %" PRIu64 " ns: %"
+			PRIu64 " ns in all, per cause:\n", a->guests[g].name, l->wakeups, l->over,
+			a->threshold, l->total_ns);
+		n = lat_totals(a, l, v);
+		for (i = 0; i < n; i++)
+			pline(f, "    ", v[i].name, v[i].ns, l->total_ns);
+		if (l->nr_worst)
+			fprintf(f, "  guest %s: the %u longest:\n", a->guests[g].name, l->nr_worst);
+		for (k = 0; k < l->nr_worst; k++) {
+			const struct vc_open *o = &l->worst[k];
+
+			fprintf(f, "    %s[%d] on vCPU %d, woken at %s: %" PRIu64 " ns\n",
+				a->gtasks[o->gtask].comm, o->pid, a->vcpus[o->vcpu].vcpu,
+				an_ts(ts, sizeof(ts), o->at), o->ns);
+			n = lat_one(a, o, v);
+			for (i = 0; i < n; i++)
+				pline(f, "      ", v[i].name, v[i].ns, o->ns);
+		}
+	}
+	free(v);
+}
+
+static void json_causes(struct jw *w, const struct vc_cause *v, unsigned int n)
+{
+	unsigned int i;
+
+	jw_obj(w, "causes");
+	for (i = 0; i < n; i++)
+		jw_u64(w, v[i].name, v[i].ns);
+	jw_end(w, '}');
+}
+
+/**
+ * vcpus_an_json_latency() - --latency as the member "latency"
+ * @a: the analysis
+ * @w: the writer, inside an object
+ * @only: one guest's name, or NULL for all
+ */
+void vcpus_an_json_latency(const struct vcpus_an *a, struct jw *w, const char *only)
+{
+	struct vc_cause *v = malloc(VC_NR_CAUSES * sizeof(*v));
+	unsigned int g, k;
+
+	if (!v)
+		return;
+	jw_obj(w, "latency");
+	jw_u64(w, "threshold_ns", a->threshold);
+	jw_arr(w, "guests");
+	for (g = 0; g < a->nr_guests; g++) {
+		const struct vc_lat *l = a->lat[g];
+
+		if (!guest_wanted(a, g, only))
+			continue;
+		jw_obj(w, NULL);
+		jw_str(w, "name", a->guests[g].name);
+		jw_u64(w, "wakeups", l ? l->wakeups : 0);
+		jw_u64(w, "over", l ? l->over : 0);
+		jw_u64(w, "total_ns", l ? l->total_ns : 0);
+		if (l)
+			json_causes(w, v, lat_totals(a, l, v));
+		else
+			json_causes(w, v, 0);
+		jw_arr(w, "worst");
+		for (k = 0; l && k < l->nr_worst; k++) {
+			const struct vc_open *o = &l->worst[k];
+
+			jw_obj(w, NULL);
+			jw_i64(w, "pid", o->pid);
+			jw_str(w, "comm", a->gtasks[o->gtask].comm);
+			jw_u64(w, "vcpu", a->vcpus[o->vcpu].vcpu);
+			jw_u64(w, "woken_ns", o->at);
+			jw_u64(w, "latency_ns", o->ns);
+			json_causes(w, v, lat_one(a, o, v));
+			jw_end(w, '}');
+		}
+		jw_end(w, ']');
+		jw_end(w, '}');
+	}
+	jw_end(w, ']');
+	jw_end(w, '}');
+	free(v);
 }
 
 static void json_group(const struct vcpus_an *a, struct jw *w, const char *key, const struct acc *c,

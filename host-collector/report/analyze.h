@@ -113,6 +113,9 @@ void vcpus_an_guest(struct vcpus_an *a, int guest, struct tep_handle *tep, struc
 void vcpus_an_finish(struct vcpus_an *a);
 void vcpus_an_print(const struct vcpus_an *a, FILE *f, const char *only);
 void vcpus_an_json(const struct vcpus_an *a, struct jw *w, const char *only);
+int vcpus_an_latency(struct vcpus_an *a, uint64_t threshold_ns);
+void vcpus_an_print_latency(const struct vcpus_an *a, FILE *f, const char *only);
+void vcpus_an_json_latency(const struct vcpus_an *a, struct jw *w, const char *only);
 
 
 /* timeline.c: report --html, one self-contained timeline page. */

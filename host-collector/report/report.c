@@ -51,7 +51,8 @@ struct ev_counter {
 
 /* What the command line asked for. */
 struct report_opts {
-	bool iommu, exits, json, vcpus;
+	bool iommu, exits, json, vcpus, latency;
+	uint64_t threshold_ns;		/* --latency=THRESHOLD */
 	const char *mmio_log, *html, *guest;
 	FILE *mmio_file;		/* --mmiotrace-log, given to the first guest analysed */
 	const struct json_value *guests;	/* the manifest's, for the host's VM exits */
@@ -129,6 +130,12 @@ static void usage(FILE *f)
 "               task (the guest's sched_switch, in host time). Without KVM's\n"
 "               events (TCG) the states are running, halted and preempted.\n"
 "               Needs the host events of `record --kvm-exits`\n"
+"  --latency[=THRESHOLD]\n"
+"               each guest wakeup (guest sched_waking to the sched_switch that\n"
+"               runs the task, in host time) of at least THRESHOLD (ns, or with\n"
+"               us, ms, s; default 0), split by what its vCPU did meanwhile:\n"
+"               the guest tasks it ran, exits by reason, halted, preempted by\n"
+"               whom; totals per cause per guest, then the 10 longest\n"
 "  --html FILE  write FILE, one self-contained HTML page (no network) with the\n"
 "               host's CPUs and each guest's vCPUs as lanes: sched_switch task\n"
 "               slices coloured per task, the other events as ticks, trace\n"
@@ -142,6 +149,32 @@ static void usage(FILE *f)
 "\n"
 "Exit status: 0 success; 1 DIR has no readable, well-formed manifest.json or\n"
 "a trace file it names cannot be read; 2 usage error (an unknown --guest too).\n");
+}
+
+/* --latency=THRESHOLD: "250us", "1ms", "2s", or nanoseconds. */
+static int parse_ns(const char *s, uint64_t *ns)
+{
+	static const struct { const char *unit; uint64_t mult; } units[] = {
+		{ "", 1 }, { "ns", 1 }, { "us", 1000 }, { "ms", 1000000 }, { "s", 1000000000 },
+	};
+	unsigned long long v;
+	unsigned int i;
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -EINVAL;
+	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (!strcmp(end, units[i].unit)) {
+			if (v > UINT64_MAX / units[i].mult)
+				return -EINVAL;
+			*ns = v * units[i].mult;
+			return 0;
+		}
+	return -EINVAL;
 }
 
 /* Text from the manifest goes to a terminal: no control characters. */
@@ -369,7 +402,8 @@ static int vcpus_record(struct tracecmd_input *handle, struct tep_record *rec, i
 	return 0;
 }
 
-static struct vcpus_an *vcpus_walk(const char *dir, const struct json_value *root)
+static struct vcpus_an *vcpus_walk(const char *dir, const struct json_value *root,
+				   const struct report_opts *ro)
 {
 	const struct json_value *host = json_get(root, "host"), *g;
 	struct vcpus_walk w = { 0 };
@@ -379,6 +413,8 @@ static struct vcpus_an *vcpus_walk(const char *dir, const struct json_value *roo
 	w.an = vcpus_an_new();
 	if (!w.an)
 		return NULL;
+	if (ro->latency && vcpus_an_latency(w.an, ro->threshold_ns) < 0)
+		goto err_free;
 	if (!file_name_ok(json_string(json_get(host, "file")))) {
 		fprintf(stderr, "virtio-trace-collect report: --vcpus: %s has no host trace\n", dir);
 		goto err_free;
@@ -882,6 +918,7 @@ int report_main(int argc, char **argv)
 		{ "mmiotrace-log", required_argument, NULL, 'M' },
 		{ "exits", no_argument, NULL, 'E' },
 		{ "vcpus", no_argument, NULL, 'U' },
+		{ "latency", optional_argument, NULL, 'L' },
 		{ "html", required_argument, NULL, 'H' },
 		{ "guest", required_argument, NULL, 'g' },
 		{ NULL, 0, NULL, 0 },
@@ -918,6 +955,14 @@ int report_main(int argc, char **argv)
 			break;
 		case 'U':
 			ro.vcpus = true;
+			break;
+		case 'L':
+			ro.latency = true;
+			if (optarg && parse_ns(optarg, &ro.threshold_ns) < 0) {
+				fprintf(stderr, "virtio-trace-collect report: --latency=%s: not a duration "
+					"(N with ns, us, ms or s; a bare number is nanoseconds)\n", optarg);
+				return EXIT_USAGE;
+			}
 			break;
 		case 'H':
 			ro.html = optarg;
@@ -1001,12 +1046,14 @@ int report_main(int argc, char **argv)
 			if (guest_selected(&ro, g) && json_trace(dir, g, false, &ro) < 0)
 				status = EXIT_FAIL;
 		jw_end(&ro.jw, ']');
-		if (ro.vcpus) {
-			struct vcpus_an *va = vcpus_walk(dir, root);
+		if (ro.vcpus || ro.latency) {
+			struct vcpus_an *va = vcpus_walk(dir, root, &ro);
 
-			if (va)
+			if (va && ro.vcpus)
 				vcpus_an_json(va, &ro.jw, ro.guest);
-			else
+			if (va && ro.latency)
+				vcpus_an_json_latency(va, &ro.jw, ro.guest);
+			if (!va)
 				status = EXIT_FAIL;
 			vcpus_an_free(va);
 		}
@@ -1043,12 +1090,14 @@ int report_main(int argc, char **argv)
 	}
 	if (!v->count)
 		printf("\nno guests were recorded\n");
-	if (ro.vcpus) {
-		struct vcpus_an *va = vcpus_walk(dir, root);
+	if (ro.vcpus || ro.latency) {
+		struct vcpus_an *va = vcpus_walk(dir, root, &ro);
 
-		if (va)
+		if (va && ro.vcpus)
 			vcpus_an_print(va, stdout, ro.guest);
-		else
+		if (va && ro.latency)
+			vcpus_an_print_latency(va, stdout, ro.guest);
+		if (!va)
 			status = EXIT_FAIL;
 		vcpus_an_free(va);
 	}

@@ -5,7 +5,9 @@
 # unknown before a thread's first event and after lost events), and the same per guest task
 # (the guest's sched_switch, moved onto host time by its TIME_SHIFT), to the nanosecond, as a
 # fixture was built; the text output exactly, the JSON leaves summing to wall_ns for every vCPU
-# and task, and the JSON against doc/report.schema.json. FIXTURE: no hardware KVM guest runs
+# and task, and the JSON against doc/report.schema.json. `report --latency[=THRESHOLD]`: each
+# guest wakeup (sched_waking to the switch that runs the task) split by what its vCPU did
+# meanwhile, to the nanosecond, totals per cause, the longest first, the threshold applied. FIXTURE: no hardware KVM guest runs
 # here, so host.dat is packed (tests/tools/vt-mkkvm) with the event formats a real host kernel
 # publishes (tests/data/kvm-exits, tests/data/cap-host).
 echo "report --vcpus: every vCPU nanosecond in exactly one state, on a KVM fixture"
@@ -72,14 +74,18 @@ mkdat "$run/host.dat" -i "$h" --trace-id 0x42 --guest fx:0x1234:5001,5002 --gues
 	--missed 0:1:?
 # The guest: its clock is 500000 ns behind the host's (TIME_SHIFT). On vCPU 0 early runs from
 # 999000 (before the host's first record: its time starts at 1000000), fio from 1005000 to 1025000
-# and from 1045000 on, the idle task between; on vCPU 1 sshd runs from 1001000, and late from
-# 1100500, after the host's last record (the span's end): late has no time, sshd keeps its own.
+# and from 1045000 on (woken at 1040000), the idle task between; on vCPU 1 sshd runs from 1001000,
+# kworker (woken at 1049000) from 1063000 to 1064000, and late from 1100500, after the host's last
+# record (the span's end): late has no time, sshd keeps its own.
 cp -r "$DATA/cap-guest/." "$g/"
 rm -f "$g"/cpu*.raw "$g"/cpu*.stats
+cp "$DATA/cap-host/formats/sched/sched_waking" "$g/formats/sched/"	# the same kernel's
 printf '%s\n' '0 499000 1 switch 299 early' '0 505000 299 switch 300 fio' '0 525000 300 switch 0 swapper/0' \
-	'0 545000 0 switch 300 fio' '1 501000 1 switch 400 sshd' '1 600500 400 switch 401 late' |
+	'0 540000 0 wakeup 300 0 fio' '0 545000 0 switch 300 fio' '1 501000 1 switch 400 sshd' \
+	'1 549000 400 wakeup 402 1 kworker' '1 563000 400 switch 402 kworker' '1 564000 402 switch 400 sshd' \
+	'1 600500 400 switch 401 late' |
 	"$TOOLS/vt-mkkvm" -o "$g" --exit-id 1 --entry-id 2 --switch-id "$(id "$g/formats/sched/sched_switch")" \
-		--cpus 2 || fail "vt-mkkvm (guest)"
+		--wakeup-id "$(id "$g/formats/sched/sched_waking")" --cpus 2 || fail "vt-mkkvm (guest)"
 mkdat "$run/guest-fx.dat" -i "$g" --trace-id 0x1234 --ts-peer 0x42 --ts-sample 0:500000
 printf '{"tool":"fixture","version":"0","host":{"file":"host.dat"},"guests":[%s,%s]}\n' \
 	'{"name":"fx","file":"guest-fx.dat","trace_id":"0x0000000000001234"}' \
@@ -150,19 +156,26 @@ vCPU time (host nanoseconds, 0.001000 to 0.001100: 100000 ns; every vCPU's state
     preempted                                      1000    1.00%
       swapper/1[0]                                 1000    1.00%
     unknown                                         500    0.50%
-    guest task sshd[400] on vCPU 1: 99000 ns
-      in the guest                                80100   80.91%
-      in exits handled by the kernel               3100    3.13%
-        npf                                        1500    1.52%
-        hlt                                        1300    1.31%
+    guest task sshd[400] on vCPU 1: 98000 ns
+      in the guest                                79100   80.71%
+      in exits handled by the kernel               3100    3.16%
+        npf                                        1500    1.53%
+        hlt                                        1300    1.33%
         msr                                         200    0.20%
         io                                          100    0.10%
-      in exits to QEMU                             5100    5.15%
-        KVM_EXIT_IO                                5000    5.05%
+      in exits to QEMU                             5100    5.20%
+        KVM_EXIT_IO                                5000    5.10%
         restart                                     100    0.10%
-      halted                                       9700    9.80%
-      preempted                                    1000    1.01%
-        swapper/1[0]                               1000    1.01%
+      halted                                       9700    9.90%
+      preempted                                    1000    1.02%
+        swapper/1[0]                               1000    1.02%
+      unknown                                         0    0.00%
+    guest task kworker[402] on vCPU 1: 1000 ns
+      in the guest                                 1000  100.00%
+      in exits handled by the kernel                  0    0.00%
+      in exits to QEMU                                0    0.00%
+      halted                                          0    0.00%
+      preempted                                       0    0.00%
       unknown                                         0    0.00%
   guest other vCPU 0 (host thread 7001): 100000 ns
     in the guest                                      0    0.00%
@@ -187,7 +200,7 @@ bad=$(jq -r ".vcpus.guests[].vcpus[] | (., .tasks[]) | select(($leaves) != .wall
 	\"\\(.tid // .comm): leaves \\($leaves) wall \\(.wall_ns)\"" "$WORK/report.json")
 [ -z "$bad" ] || fail "states do not add up: $bad"
 n=$(jq '[.vcpus.guests[].vcpus[] | (., .tasks[])] | length' "$WORK/report.json")
-[ "$n" = 7 ] || fail "$n vCPUs and tasks in the JSON, want 7 (3 vCPUs, 4 tasks)"
+[ "$n" = 8 ] || fail "$n vCPUs and tasks in the JSON, want 8 (3 vCPUs, 5 tasks)"
 q() { jq -c "$1" "$WORK/report.json"; }
 v0=$(q '.vcpus.guests[0].vcpus[0] | [.tid, .wall_ns, .states]')
 echo "vcpu0: $v0"
@@ -197,4 +210,48 @@ fio=$(q '.vcpus.guests[0].vcpus[0].tasks[] | select(.comm == "fio") | [.pid, .wa
 [ "$fio" = '[300,75000,34500,{"stress-ng[900]":10000,"guest other vCPU 0":5000}]' ] || fail "fio in the JSON: $fio"
 w=$(q '[.vcpus.wall_ns, .vcpus.kvm_events, .vcpus.sched_events, .vcpus.lost_markers]')
 [ "$w" = '[100000,true,true,1]' ] || fail "the vcpus object: $w"
+
+# --latency: fio is woken at 1040000 onto vCPU 0 (halted then, the idle task current) and runs at
+# 1045000; kworker is woken at 1049000 onto vCPU 1 (sshd in the guest until its hlt exit at
+# 1050000) and runs at 1063000.
+"$COLLECT" report --latency "$run" >"$WORK/lat.txt" || fail "report --latency exited $?"
+sed -n '/^Guest wakeup latency/,$p' "$WORK/lat.txt" >"$WORK/lat-got.txt"
+cat "$WORK/lat-got.txt"
+cat >"$WORK/lat-want.txt" <<'EOF'
+Guest wakeup latency (sched_waking to the sched_switch that runs the task, host nanoseconds; at least 0 ns), and what the vCPU did meanwhile
+  guest fx: 2 wakeups, 2 of at least 0 ns: 19000 ns in all, per cause:
+    halted                                         9700   51.05%
+    guest task swapper/0[0]                        4000   21.05%
+    guest task sshd[400]                           2000   10.53%
+    exit hlt                                       1300    6.84%
+    preempted by swapper/1[0]                      1000    5.26%
+    exit HLT                                        600    3.16%
+    preempted by swapper/0[0]                       400    2.11%
+  guest fx: the 2 longest:
+    kworker[402] on vCPU 1, woken at 0.001049: 14000 ns
+      halted                                       9700   69.29%
+      guest task sshd[400]                         2000   14.29%
+      exit hlt                                     1300    9.29%
+      preempted by swapper/1[0]                    1000    7.14%
+    fio[300] on vCPU 0, woken at 0.001040: 5000 ns
+      guest task swapper/0[0]                      4000   80.00%
+      exit HLT                                      600   12.00%
+      preempted by swapper/0[0]                     400    8.00%
+  guest other: no wakeup timed
+EOF
+diff -u "$WORK/lat-want.txt" "$WORK/lat-got.txt" || fail "the --latency text is not as built"
+grep -q '^vCPU time' "$WORK/lat.txt" && fail "--latency alone printed the --vcpus section"
+"$COLLECT" report --latency=10us --vcpus --json "$run" >"$WORK/lat.json" || fail "report --latency=10us --json exited $?"
+if python3 -c 'import jsonschema' 2>/dev/null; then
+	python3 "$VT_SRCDIR/scripts/validate-json.py" "$VT_SRCDIR/doc/report.schema.json" "$WORK/lat.json" ||
+		fail "report --latency --json does not match doc/report.schema.json"
+fi
+l=$(jq -c '.latency | [.threshold_ns, (.guests[] | select(.name == "fx") | [.wakeups, .over, .total_ns, .causes,
+	(.worst | map([.comm, .pid, .vcpu, .woken_ns, .latency_ns, .causes]))])]' "$WORK/lat.json")
+echo "--latency=10us: $l"
+[ "$l" = '[10000,[2,1,14000,{"halted":9700,"guest task sshd[400]":2000,"exit hlt":1300,"preempted by swapper/1[0]":1000},[["kworker",402,1,1049000,14000,{"halted":9700,"guest task sshd[400]":2000,"exit hlt":1300,"preempted by swapper/1[0]":1000}]]]]' ] ||
+	fail "--latency=10us in the JSON: $l"
+jq -e '.vcpus.wall_ns == 100000' "$WORK/lat.json" >/dev/null || fail "--vcpus beside --latency is missing"
+"$COLLECT" report --latency=1x "$run" >/dev/null 2>&1
+[ $? = 2 ] || fail "--latency=1x is not a usage error"
 echo "PASS"

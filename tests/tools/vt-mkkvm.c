@@ -12,7 +12,8 @@
  *   CPU TS_NS PID switch NEXT_PID NEXT_COMM	(with --switch-id: sched_switch as laid
  *						 out in tests/data/cap-host, for load tests)
  *   CPU TS_NS PID sw PREV_STATE NEXT_PID NEXT_COMM	(sched_switch of PID, --switch-id)
- *   CPU TS_NS PID wakeup WOKEN_PID TARGET_CPU	(sched_wakeup, --wakeup-id)
+ *   CPU TS_NS PID wakeup WOKEN_PID TARGET_CPU [COMM]	(sched_wakeup or sched_waking,
+ *						 --wakeup-id; COMM "vcpu" if not given)
  *   CPU TS_NS PID svmexit VCPU REASON RIP		(kvm_exit with isa 2: SVM)
  *   CPU TS_NS PID uexit REASON ERRNO		(kvm_userspace_exit, --uexit-id)
  *   CPU TS_NS PID vwake WAITED			(kvm_vcpu_wakeup, --vwake-id)
@@ -157,7 +158,9 @@ int main(int argc, char **argv)
 		} else if (!strcmp(kind, "wakeup") && wakeup_id &&
 			   sscanf(line, "%*u %*u %*d %*s %d %u", &next, &vcpu) == 2) {
 			put16(p, wakeup_id);
-			snprintf((char *)p + 8, 16, "vcpu");
+			if (sscanf(line, "%*u %*u %*d %*s %*d %*u %15s", comm) != 1)
+				snprintf(comm, sizeof(comm), "vcpu");
+			memcpy(p + 8, comm, strnlen(comm, 15));
 			put32(p + 24, next);
 			put32(p + 32, vcpu);
 			ret = add_event(&cpus[cpu], ts, p, WAKEUP_LEN);
