@@ -372,6 +372,32 @@ static struct vc_hcpu *hcpu(struct vcpus_an *a, int cpu)
 	return &a->cpus[cpu];
 }
 
+/*
+ * Names are keys of one JSON object: a name already in @names (@nr of them,
+ * @stride bytes apart) gets "#N" appended, N from @seed up until it is new
+ * (truncated names, idle tasks of one name on several CPUs, or names a file
+ * chose to collide). At most @nr tries, each O(@nr): only when an entry is
+ * made, never per event.
+ */
+static void unique_name(char *name, const char *names, size_t stride, unsigned int nr,
+			unsigned int seed)
+{
+	char base[VC_NAME_LEN];
+	unsigned int i, k = 0;
+	size_t l;
+
+	snprintf(base, sizeof(base), "%s", name);
+	l = strlen(base);
+	if (l > VC_NAME_LEN - 12)
+		l = VC_NAME_LEN - 12;
+	for (i = 0; i < nr; i++) {
+		if (strcmp(names + i * stride, name))
+			continue;
+		snprintf(name, VC_NAME_LEN, "%.*s#%u", (int)l, base, seed + k++);
+		i = (unsigned int)-1;		/* check the new name against all */
+	}
+}
+
 /* The task a preempted vCPU's time goes to: a vCPU thread is named as its guest and vCPU. */
 static int htask(struct vcpus_an *a, int pid, const char *comm, int cpu)
 {
@@ -394,14 +420,7 @@ static int htask(struct vcpus_an *a, int pid, const char *comm, int cpu)
 		snprintf(buf, sizeof(buf), "%.16s[%d]", comm, pid);
 	memcpy(name, buf, VC_NAME_LEN);
 	an_sanitize(name);
-	/* Keys of one JSON object: a name met before (a guest named twice) gets its pid. */
-	for (i = 0; i < (int)a->nr_htasks; i++)
-		if (!strcmp(a->htasks[i], name)) {
-			size_t l = strlen(name);
-
-			snprintf(name + (l < VC_NAME_LEN - 14 ? l : VC_NAME_LEN - 14), 14, "#%d", pid);
-			break;
-		}
+	unique_name(name, a->htasks[0], VC_NAME_LEN, a->nr_htasks, a->nr_htasks);
 	ht_put(&a->ht_htask, key, a->nr_htasks);
 	return a->nr_htasks++;
 }
@@ -669,14 +688,8 @@ static int reason_index(struct vcpus_an *a, struct tep_record *rec, bool user, u
 		reason_name(a->tep, rec, r->name, sizeof(r->name));
 	if (!r->name[0])
 		snprintf(r->name, sizeof(r->name), "%u", code);
-	for (i = 0; i < a->nr_reasons; i++)
-		if (a->reasons[i].user == user && !strcmp(a->reasons[i].name, r->name)) {
-			size_t l = strlen(r->name);
-
-			snprintf(r->name + (l < VC_NAME_LEN - 12 ? l : VC_NAME_LEN - 12), 12, "#%u",
-				 a->nr_reasons);
-			break;
-		}
+	/* Checked against both kinds, though each kind is its own JSON object. */
+	unique_name(r->name, a->reasons[0].name, sizeof(a->reasons[0]), a->nr_reasons, a->nr_reasons);
 	r->hlt = !user && !strcasecmp(r->name, "hlt");
 	return a->nr_reasons++;
 }
