@@ -5,7 +5,8 @@
 # vCPU and host tasks, wakeups onto any CPU, lost-event pages; guest switches and wakeups on both
 # vCPUs, some before the host's first record and after its last), every vCPU's and every guest
 # task's states add up to its wall_ns, every timed wakeup's causes to its latency, the totals per
-# cause to the total, and the report never fails. FIXTURE: packed with tests/tools/vt-mkkvm as
+# cause to the total, and the report never fails; every fourth fixture without KVM's events (the
+# TCG states). FIXTURE: packed with tests/tools/vt-mkkvm as
 # report-vcpus.sh's.
 echo "report --vcpus --latency: the states add up on random event streams"
 . "$VT_SRCDIR/tests/integration/td-lib.sh"
@@ -39,6 +40,7 @@ while [ $seed -le 40 ]; do
 	for (c = 0; c < 3; c++) { t = 1000000 + int(rand() * 3000)
 		for (i = 0; i < 400; i++) {
 			t += 1 + int(rand() * 2000); p = P[1 + int(rand() * 6)]; k = int(rand() * 9)
+			if (s % 4 == 0) k = 5 + int(rand() * 4)	# sched events only: as under TCG
 			if (rand() < 0.01) print c, 0, 0, "newpage"
 			if (k == 0) print c, t, p, "entry", 0, 1000
 			else if (k == 1) print c, t, p, "exit", 0, int(rand() * 60), 1000
@@ -77,6 +79,8 @@ while [ $seed -le 40 ]; do
 		(.latency.guests[].worst[] | select(causes != .latency_ns) | "\(.comm): causes \(causes), latency \(.latency_ns)")
 		' --argjson w "$(jq .vcpus.wall_ns "$WORK/r.json")" "$WORK/r.json")
 	[ -z "$bad" ] || fail "seed $seed: $bad"
+	[ $((seed % 4)) != 0 ] || jq -e '.vcpus.kvm_events == false and .vcpus.guests[0].vcpus[0].states.running > 0' \
+		"$WORK/r.json" >/dev/null || fail "seed $seed: not the TCG states without KVM's events"
 	[ $seed != 1 ] || jq -c '[.vcpus.wall_ns, .vcpus.lost_markers, ([.vcpus.guests[].vcpus[].tasks[]] | length),
 		([.latency.guests[].wakeups] | add)]' "$WORK/r.json" | sed 's/^/seed 1: wall, lost markers, tasks, wakeups: /'
 	seed=$((seed + 1))
