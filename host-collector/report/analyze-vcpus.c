@@ -1228,6 +1228,9 @@ void vcpus_an_print(const struct vcpus_an *a, FILE *f, const char *only)
 	if (!a->saw_sched)
 		fprintf(f, "  no host sched_switch of a vCPU thread: halted and preempted need "
 			"`record --kvm-exits`\n");
+	if (!a->nr_vcpus)
+		fprintf(f, "  no vCPU threads: host.dat has no GUEST option naming them (QMP's "
+			"query-cpus-fast, or record --qemu-pid)\n");
 	for (g = 0; g < a->nr_guests; g++) {
 		const struct vc_guest *gu = &a->guests[g];
 
