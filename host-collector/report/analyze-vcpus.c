@@ -75,6 +75,8 @@ struct vc_reason {
 /* One guest wakeup being timed: its time so far per cause (class, index), as the vCPU is charged. */
 struct vc_open {
 	int guest, pid, gtask, vcpu;	/* vcpu: the index of the vCPU it waits on */
+	bool iv;			/* an --interval's, keyed by key; else a wakeup */
+	uint64_t key;
 	uint64_t start, at, ns;		/* ns: the latency, once closed; at: host time of the wakeup */
 	int next, prev;			/* in the vCPU's list, or the free list */
 	unsigned int nr;
@@ -131,7 +133,8 @@ struct vc_guest {
 	char name[64];
 	int first, nr_vcpus;
 	struct tep_handle *tep;
-	int switch_id, waking_id;
+	int switch_id, waking_id, istart_id, iend_id;
+	struct tep_format_field *f_istart, *f_iend;
 	struct tep_format_field *f_next_pid, *f_next_comm, *f_wk_pid, *f_wk_comm, *f_wk_cpu;
 };
 
@@ -165,6 +168,11 @@ struct vcpus_an {
 	int open_free;
 	int *gt_open;			/* per guest task: its open wakeup, or -1 */
 	struct vc_lat *lat[VC_MAX_GUESTS];
+	/* --interval START,END[,FIELD] */
+	bool intervals;
+	char iv_sys[2][64], iv_ev[2][64], iv_field[64];
+	struct vc_lat *ilat[VC_MAX_GUESTS];
+	struct vc_ht *iv_ht[VC_MAX_GUESTS];	/* per guest: key -> open interval */
 	bool started, saw_kvm, saw_sched;
 	uint64_t t0, now;		/* the first host record; the last record of any file */
 	uint64_t host_ts, host_seq;	/* the last host record's time; how many so far */
@@ -211,6 +219,29 @@ static void ht_put(struct vc_ht *h, uint64_t key, int val)
 
 	h->key[i] = key;
 	h->val[i] = val + 1;
+}
+
+/* Linear probing's deletion: the entries after the hole that may move into it do. */
+static void ht_del(struct vc_ht *h, uint64_t key)
+{
+	unsigned int i = ht_slot(h, key), j = i, home;
+
+	if (!h->val[i])
+		return;
+	h->val[i] = 0;
+	for (;;) {
+		j = (j + 1) & h->mask;
+		if (!h->val[j])
+			return;
+		home = (unsigned int)((h->key[j] * 0x9e3779b97f4a7c15ull) >> 40) & h->mask;
+		/* The entry at j stays when its home lies cyclically in (i, j]. */
+		if (i <= j ? (i < home && home <= j) : (i < home || home <= j))
+			continue;
+		h->key[i] = h->key[j];
+		h->val[i] = h->val[j];
+		h->val[j] = 0;
+		i = j;
+	}
 }
 
 /**
@@ -260,9 +291,32 @@ void vcpus_an_free(struct vcpus_an *a)
 	free(a->cpus);
 	free(a->opens);
 	free(a->gt_open);
-	for (i = 0; i < VC_MAX_GUESTS; i++)
+	for (i = 0; i < VC_MAX_GUESTS; i++) {
 		free(a->lat[i]);
+		free(a->ilat[i]);
+		if (a->iv_ht[i])
+			ht_free(a->iv_ht[i]);
+		free(a->iv_ht[i]);
+	}
 	free(a);
+}
+
+static int opens_init(struct vcpus_an *a)
+{
+	unsigned int i;
+
+	if (a->opens)
+		return 0;
+	a->opens = calloc(VC_MAX_OPEN, sizeof(*a->opens));
+	a->gt_open = malloc(VC_MAX_GTASKS * sizeof(*a->gt_open));
+	if (!a->opens || !a->gt_open)
+		return -ENOMEM;
+	for (i = 0; i < VC_MAX_GTASKS; i++)
+		a->gt_open[i] = -1;
+	for (i = 0; i < VC_MAX_OPEN; i++)
+		a->opens[i].next = i + 1 < VC_MAX_OPEN ? (int)i + 1 : -1;
+	a->open_free = 0;
+	return 0;
 }
 
 /**
@@ -274,18 +328,68 @@ void vcpus_an_free(struct vcpus_an *a)
  */
 int vcpus_an_latency(struct vcpus_an *a, uint64_t threshold_ns)
 {
-	unsigned int i;
-
-	a->opens = calloc(VC_MAX_OPEN, sizeof(*a->opens));
-	a->gt_open = malloc(VC_MAX_GTASKS * sizeof(*a->gt_open));
-	if (!a->opens || !a->gt_open)
+	if (opens_init(a) < 0)
 		return -ENOMEM;
-	for (i = 0; i < VC_MAX_GTASKS; i++)
-		a->gt_open[i] = -1;
-	for (i = 0; i < VC_MAX_OPEN; i++)
-		a->opens[i].next = i + 1 < VC_MAX_OPEN ? (int)i + 1 : -1;
-	a->open_free = 0;
 	a->latency = true;
+	a->threshold = threshold_ns;
+	return 0;
+}
+
+static int split_event(const char *s, size_t len, char *sys, char *ev)
+{
+	const char *c = memchr(s, ':', len);
+
+	if (!c || c == s || c - s >= 64 || len - (c - s) - 1 == 0 || len - (c - s) - 1 >= 64)
+		return -EINVAL;
+	snprintf(sys, 64, "%.*s", (int)(c - s), s);
+	snprintf(ev, 64, "%.*s", (int)(len - (c - s) - 1), c + 1);
+	return 0;
+}
+
+/* "SYS:START,SYS:END[,FIELD]" into its parts (64 bytes each). */
+static int iv_parse(const char *spec, char sys[2][64], char ev[2][64], char *field)
+{
+	const char *c1 = strchr(spec, ','), *c2 = c1 ? strchr(c1 + 1, ',') : NULL;
+
+	if (!c1 || split_event(spec, c1 - spec, sys[0], ev[0]) < 0 ||
+	    split_event(c1 + 1, c2 ? (size_t)(c2 - c1 - 1) : strlen(c1 + 1), sys[1], ev[1]) < 0 ||
+	    (c2 && (!c2[1] || strlen(c2 + 1) >= 64 || strchr(c2 + 1, ','))) ||
+	    (!strcmp(sys[0], sys[1]) && !strcmp(ev[0], ev[1])))
+		return -EINVAL;
+	snprintf(field, 64, "%s", c2 ? c2 + 1 : "");
+	return 0;
+}
+
+/**
+ * vcpus_interval_ok() - whether an --interval argument is well formed
+ * @spec: "SYS:START,SYS:END[,FIELD]", START and END different events
+ *
+ * Return: true when vcpus_an_interval() takes it.
+ */
+bool vcpus_interval_ok(const char *spec)
+{
+	char sys[2][64], ev[2][64], field[64];
+
+	return iv_parse(spec, sys, ev, field) == 0;
+}
+
+/**
+ * vcpus_an_interval() - also time the guest intervals between two events (report --interval)
+ * @a: the analysis, before any record
+ * @spec: "SYS:START,SYS:END[,FIELD]": an interval opens at a START event of a
+ *	  guest and closes at the END event with the same FIELD value (without
+ *	  FIELD: of the same task); it is split by what the vCPU START ran on did
+ * @threshold_ns: the intervals counted and split per cause take at least this
+ *
+ * Return: 0, -EINVAL for a malformed @spec, or -ENOMEM.
+ */
+int vcpus_an_interval(struct vcpus_an *a, const char *spec, uint64_t threshold_ns)
+{
+	if (iv_parse(spec, a->iv_sys, a->iv_ev, a->iv_field) < 0)
+		return -EINVAL;
+	if (opens_init(a) < 0)
+		return -ENOMEM;
+	a->intervals = true;
 	a->threshold = threshold_ns;
 	return 0;
 }
@@ -904,7 +1008,10 @@ static void open_release(struct vcpus_an *a, int i)
 		v->open_head = o->next;
 	if (o->next >= 0)
 		a->opens[o->next].prev = o->prev;
-	a->gt_open[o->gtask] = -1;
+	if (o->iv)
+		ht_del(a->iv_ht[o->guest], o->key);
+	else
+		a->gt_open[o->gtask] = -1;
 	o->next = a->open_free;
 	a->open_free = i;
 }
@@ -939,6 +1046,7 @@ static void lat_open(struct vcpus_an *a, int guest, struct tep_record *rec, uint
 	o = &a->opens[i];
 	a->open_free = o->next;
 	o->guest = guest;
+	o->iv = false;
 	o->pid = (int)pid;
 	o->gtask = t;
 	o->vcpu = (int)(v - a->vcpus);
@@ -954,16 +1062,86 @@ static void lat_open(struct vcpus_an *a, int guest, struct tep_record *rec, uint
 	a->gt_open[t] = i;
 }
 
+static void lat_close(struct vcpus_an *a, int guest, int i, uint64_t now);
+
+/*
+ * --interval: a START event opens an interval of its key (the field's value,
+ * or the task) on the vCPU it ran on; the END event of the same key closes
+ * it. A START whose key is open already starts it again.
+ */
+static void iv_event(struct vcpus_an *a, int guest, struct tep_handle *tep, struct tep_record *rec,
+		     bool start, int vi, uint64_t now)
+{
+	const struct vc_guest *g = &a->guests[guest];
+	struct vc_vcpu *v = &a->vcpus[vi];
+	struct vc_ht *h = a->iv_ht[guest];
+	uint64_t key;
+	struct vc_open *o;
+	int i;
+
+	if (a->iv_field[0] ? !an_u64(rec, start ? g->f_istart : g->f_iend, &key) : false) {
+		a->bad++;
+		return;
+	}
+	if (!a->iv_field[0])
+		key = (uint32_t)tep_data_pid(tep, rec);
+	if (!a->started)
+		return;
+	if (!h) {
+		h = a->iv_ht[guest] = calloc(1, sizeof(*h));
+		if (!h || ht_init(h, 2 * VC_MAX_OPEN) < 0) {
+			if (h)
+				ht_free(h);
+			free(h);
+			a->iv_ht[guest] = NULL;
+			a->dropped++;
+			return;
+		}
+	}
+	i = ht_get(h, key);
+	if (!start) {
+		if (i >= 0)
+			lat_close(a, guest, i, now);
+		return;
+	}
+	if (i >= 0)
+		open_release(a, i);
+	if (a->open_free < 0) {
+		a->dropped++;
+		return;
+	}
+	guest_cut(a, v, now);
+	i = a->open_free;
+	o = &a->opens[i];
+	a->open_free = o->next;
+	o->guest = guest;
+	o->iv = true;
+	o->key = key;
+	o->pid = -1;
+	o->gtask = -1;
+	o->vcpu = vi;
+	o->start = v->since;
+	o->at = now;
+	o->nr = 0;
+	o->other_ns = 0;
+	o->prev = -1;
+	o->next = v->open_head;
+	if (v->open_head >= 0)
+		a->opens[v->open_head].prev = i;
+	v->open_head = i;
+	ht_put(h, key, i);
+}
+
 /* The woken task runs: its latency and what the vCPU did meanwhile go to the guest's totals. */
 static void lat_close(struct vcpus_an *a, int guest, int i, uint64_t now)
 {
 	struct vc_open *o = &a->opens[i];
 	struct vc_vcpu *v = &a->vcpus[o->vcpu];
-	struct vc_lat *l = a->lat[guest];
+	struct vc_lat **lp = o->iv ? &a->ilat[guest] : &a->lat[guest], *l = *lp;
 	unsigned int k;
 
 	guest_cut(a, v, now);
-	if (!l && !(l = a->lat[guest] = calloc(1, sizeof(*l)))) {
+	if (!l && !(l = *lp = calloc(1, sizeof(*l)))) {
 		a->dropped++;
 		open_release(a, i);
 		return;
@@ -1025,6 +1203,12 @@ void vcpus_an_guest(struct vcpus_an *a, int guest, struct tep_handle *tep, struc
 		g->f_wk_pid = an_field(ev, "pid");
 		g->f_wk_comm = an_field(ev, "comm");
 		g->f_wk_cpu = an_field(ev, "target_cpu");
+		ev = a->intervals ? tep_find_event_by_name(tep, a->iv_sys[0], a->iv_ev[0]) : NULL;
+		g->istart_id = ev ? ev->id : -1;
+		g->f_istart = a->iv_field[0] ? an_field(ev, a->iv_field) : NULL;
+		ev = a->intervals ? tep_find_event_by_name(tep, a->iv_sys[1], a->iv_ev[1]) : NULL;
+		g->iend_id = ev ? ev->id : -1;
+		g->f_iend = a->iv_field[0] ? an_field(ev, a->iv_field) : NULL;
 	}
 	if (cpu < 0 || cpu >= g->nr_vcpus)
 		return;
@@ -1039,6 +1223,8 @@ void vcpus_an_guest(struct vcpus_an *a, int guest, struct tep_handle *tep, struc
 			open_release(a, v->open_head);
 	}
 	id = tep_data_type(tep, rec);
+	if (a->intervals && id >= 0 && (id == g->istart_id || id == g->iend_id))
+		iv_event(a, guest, tep, rec, id == g->istart_id, i, now);
 	if (a->latency && id >= 0 && id == g->waking_id) {
 		lat_open(a, guest, rec, now);
 		return;
@@ -1363,33 +1549,36 @@ static unsigned int lat_one(const struct vcpus_an *a, const struct vc_open *o, s
 	return causes_sort(v, n);
 }
 
-/**
- * vcpus_an_print_latency() - the text report of --latency
- * @a: the analysis
- * @f: where it goes
- * @only: one guest's name, or NULL for all
- */
-void vcpus_an_print_latency(const struct vcpus_an *a, FILE *f, const char *only)
+/* --latency's wakeups (@iv false) or --interval's intervals, per guest. */
+static void print_lat(const struct vcpus_an *a, FILE *f, const char *only, bool iv)
 {
 	struct vc_cause *v = malloc(VC_NR_CAUSES * sizeof(*v));
+	const char *what = iv ? "intervals" : "wakeups";
 	unsigned int g, i, k, n;
 	char ts[32];
 
 	if (!v)
 		return;
-	fprintf(f, "\nGuest wakeup latency (sched_waking to the sched_switch that runs the task, host "
-		"nanoseconds; at least %" PRIu64 " ns), and what the vCPU did meanwhile\n", a->threshold);
+	if (iv)
+		fprintf(f, "\nGuest intervals (%s:%s to %s:%s of the same %s%s, host nanoseconds; at least "
+			"%" PRIu64 " ns), and what the vCPU of the first did meanwhile\n", a->iv_sys[0],
+			a->iv_ev[0], a->iv_sys[1], a->iv_ev[1], a->iv_field[0] ? a->iv_field : "task",
+			a->iv_field[0] ? " value" : "", a->threshold);
+	else
+		fprintf(f, "\nGuest wakeup latency (sched_waking to the sched_switch that runs the task, "
+			"host nanoseconds; at least %" PRIu64 " ns), and what the vCPU did meanwhile\n",
+			a->threshold);
 	for (g = 0; g < a->nr_guests; g++) {
-		const struct vc_lat *l = a->lat[g];
+		const struct vc_lat *l = iv ? a->ilat[g] : a->lat[g];
 
 		if (!guest_wanted(a, g, only))
 			continue;
 		if (!l) {
-			fprintf(f, "  guest %s: no wakeup timed\n", a->guests[g].name);
+			fprintf(f, "  guest %s: no %s timed\n", a->guests[g].name, what);
 			continue;
 		}
-		fprintf(f, "  guest %s: %" PRIu64 " wakeups, %" PRIu64 " of at least %" PRIu64 " ns: %"
-			PRIu64 " ns in all, per cause:\n", a->guests[g].name, l->wakeups, l->over,
+		fprintf(f, "  guest %s: %" PRIu64 " %s, %" PRIu64 " of at least %" PRIu64 " ns: %"
+			PRIu64 " ns in all, per cause:\n", a->guests[g].name, l->wakeups, what, l->over,
 			a->threshold, l->total_ns);
 		n = lat_totals(a, l, v);
 		for (i = 0; i < n; i++)
@@ -1399,15 +1588,42 @@ void vcpus_an_print_latency(const struct vcpus_an *a, FILE *f, const char *only)
 		for (k = 0; k < l->nr_worst; k++) {
 			const struct vc_open *o = &l->worst[k];
 
-			fprintf(f, "    %s[%d] on vCPU %d, woken at %s: %" PRIu64 " ns\n",
-				a->gtasks[o->gtask].comm, o->pid, a->vcpus[o->vcpu].vcpu,
-				an_ts(ts, sizeof(ts), o->at), o->ns);
+			if (o->iv)
+				fprintf(f, "    %s %" PRIu64 " on vCPU %d, from %s: %" PRIu64 " ns\n",
+					a->iv_field[0] ? a->iv_field : "task", o->key,
+					a->vcpus[o->vcpu].vcpu, an_ts(ts, sizeof(ts), o->at), o->ns);
+			else
+				fprintf(f, "    %s[%d] on vCPU %d, woken at %s: %" PRIu64 " ns\n",
+					a->gtasks[o->gtask].comm, o->pid, a->vcpus[o->vcpu].vcpu,
+					an_ts(ts, sizeof(ts), o->at), o->ns);
 			n = lat_one(a, o, v);
 			for (i = 0; i < n; i++)
 				pline(f, "      ", v[i].name, v[i].ns, o->ns);
 		}
 	}
 	free(v);
+}
+
+/**
+ * vcpus_an_print_latency() - the text report of --latency
+ * @a: the analysis
+ * @f: where it goes
+ * @only: one guest's name, or NULL for all
+ */
+void vcpus_an_print_latency(const struct vcpus_an *a, FILE *f, const char *only)
+{
+	print_lat(a, f, only, false);
+}
+
+/**
+ * vcpus_an_print_intervals() - the text report of --interval
+ * @a: the analysis
+ * @f: where it goes
+ * @only: one guest's name, or NULL for all
+ */
+void vcpus_an_print_intervals(const struct vcpus_an *a, FILE *f, const char *only)
+{
+	print_lat(a, f, only, true);
 }
 
 static void json_causes(struct jw *w, const struct vc_cause *v, unsigned int n)
@@ -1420,24 +1636,29 @@ static void json_causes(struct jw *w, const struct vc_cause *v, unsigned int n)
 	jw_end(w, '}');
 }
 
-/**
- * vcpus_an_json_latency() - --latency as the member "latency"
- * @a: the analysis
- * @w: the writer, inside an object
- * @only: one guest's name, or NULL for all
- */
-void vcpus_an_json_latency(const struct vcpus_an *a, struct jw *w, const char *only)
+static void json_lat(const struct vcpus_an *a, struct jw *w, const char *only, bool iv)
 {
 	struct vc_cause *v = malloc(VC_NR_CAUSES * sizeof(*v));
+	char name[140];
 	unsigned int g, k;
 
 	if (!v)
 		return;
-	jw_obj(w, "latency");
+	jw_obj(w, iv ? "intervals" : "latency");
+	if (iv) {
+		snprintf(name, sizeof(name), "%s:%s", a->iv_sys[0], a->iv_ev[0]);
+		jw_str(w, "start", name);
+		snprintf(name, sizeof(name), "%s:%s", a->iv_sys[1], a->iv_ev[1]);
+		jw_str(w, "end", name);
+		if (a->iv_field[0])
+			jw_str(w, "field", a->iv_field);
+		else
+			jw_null(w, "field");
+	}
 	jw_u64(w, "threshold_ns", a->threshold);
 	jw_arr(w, "guests");
 	for (g = 0; g < a->nr_guests; g++) {
-		const struct vc_lat *l = a->lat[g];
+		const struct vc_lat *l = iv ? a->ilat[g] : a->lat[g];
 
 		if (!guest_wanted(a, g, only))
 			continue;
@@ -1455,11 +1676,18 @@ void vcpus_an_json_latency(const struct vcpus_an *a, struct jw *w, const char *o
 			const struct vc_open *o = &l->worst[k];
 
 			jw_obj(w, NULL);
-			jw_i64(w, "pid", o->pid);
-			jw_str(w, "comm", a->gtasks[o->gtask].comm);
-			jw_u64(w, "vcpu", a->vcpus[o->vcpu].vcpu);
-			jw_u64(w, "woken_ns", o->at);
-			jw_u64(w, "latency_ns", o->ns);
+			if (o->iv) {
+				jw_u64(w, "key", o->key);
+				jw_u64(w, "vcpu", a->vcpus[o->vcpu].vcpu);
+				jw_u64(w, "start_ns", o->at);
+				jw_u64(w, "duration_ns", o->ns);
+			} else {
+				jw_i64(w, "pid", o->pid);
+				jw_str(w, "comm", a->gtasks[o->gtask].comm);
+				jw_u64(w, "vcpu", a->vcpus[o->vcpu].vcpu);
+				jw_u64(w, "woken_ns", o->at);
+				jw_u64(w, "latency_ns", o->ns);
+			}
 			json_causes(w, v, lat_one(a, o, v));
 			jw_end(w, '}');
 		}
@@ -1469,6 +1697,28 @@ void vcpus_an_json_latency(const struct vcpus_an *a, struct jw *w, const char *o
 	jw_end(w, ']');
 	jw_end(w, '}');
 	free(v);
+}
+
+/**
+ * vcpus_an_json_latency() - --latency as the member "latency"
+ * @a: the analysis
+ * @w: the writer, inside an object
+ * @only: one guest's name, or NULL for all
+ */
+void vcpus_an_json_latency(const struct vcpus_an *a, struct jw *w, const char *only)
+{
+	json_lat(a, w, only, false);
+}
+
+/**
+ * vcpus_an_json_intervals() - --interval as the member "intervals"
+ * @a: the analysis
+ * @w: the writer, inside an object
+ * @only: one guest's name, or NULL for all
+ */
+void vcpus_an_json_intervals(const struct vcpus_an *a, struct jw *w, const char *only)
+{
+	json_lat(a, w, only, true);
 }
 
 static void json_group(const struct vcpus_an *a, struct jw *w, const char *key, const struct acc *c,

@@ -116,6 +116,10 @@ void vcpus_an_json(const struct vcpus_an *a, struct jw *w, const char *only);
 int vcpus_an_latency(struct vcpus_an *a, uint64_t threshold_ns);
 void vcpus_an_print_latency(const struct vcpus_an *a, FILE *f, const char *only);
 void vcpus_an_json_latency(const struct vcpus_an *a, struct jw *w, const char *only);
+bool vcpus_interval_ok(const char *spec);
+int vcpus_an_interval(struct vcpus_an *a, const char *spec, uint64_t threshold_ns);
+void vcpus_an_print_intervals(const struct vcpus_an *a, FILE *f, const char *only);
+void vcpus_an_json_intervals(const struct vcpus_an *a, struct jw *w, const char *only);
 
 
 /* timeline.c: report --html, one self-contained timeline page. */

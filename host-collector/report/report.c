@@ -52,7 +52,8 @@ struct ev_counter {
 /* What the command line asked for. */
 struct report_opts {
 	bool iommu, exits, json, vcpus, latency;
-	uint64_t threshold_ns;		/* --latency=THRESHOLD */
+	uint64_t threshold_ns;		/* --latency=THRESHOLD, for --interval too */
+	const char *interval;		/* --interval SYS:START,SYS:END[,FIELD] */
 	const char *mmio_log, *html, *guest;
 	FILE *mmio_file;		/* --mmiotrace-log, given to the first guest analysed */
 	const struct json_value *guests;	/* the manifest's, for the host's VM exits */
@@ -136,6 +137,11 @@ static void usage(FILE *f)
 "               us, ms, s; default 0), split by what its vCPU did meanwhile:\n"
 "               the guest tasks it ran, exits by reason, halted, preempted by\n"
 "               whom; totals per cause per guest, then the 10 longest\n"
+"  --interval SYS:START,SYS:END[,FIELD]\n"
+"               the same for the guest intervals from a START event to the END\n"
+"               event of the same FIELD value (without FIELD: of the same task),\n"
+"               split by what the vCPU of START did, e.g.\n"
+"               block:block_rq_issue,block:block_rq_complete,sector\n"
 "  --html FILE  write FILE, one self-contained HTML page (no network) with the\n"
 "               host's CPUs and each guest's vCPUs as lanes: sched_switch task\n"
 "               slices coloured per task, the other events as ticks, trace\n"
@@ -413,7 +419,8 @@ static struct vcpus_an *vcpus_walk(const char *dir, const struct json_value *roo
 	w.an = vcpus_an_new();
 	if (!w.an)
 		return NULL;
-	if (ro->latency && vcpus_an_latency(w.an, ro->threshold_ns) < 0)
+	if ((ro->latency && vcpus_an_latency(w.an, ro->threshold_ns) < 0) ||
+	    (ro->interval && vcpus_an_interval(w.an, ro->interval, ro->threshold_ns) < 0))
 		goto err_free;
 	if (!file_name_ok(json_string(json_get(host, "file")))) {
 		fprintf(stderr, "virtio-trace-collect report: --vcpus: %s has no host trace\n", dir);
@@ -919,6 +926,7 @@ int report_main(int argc, char **argv)
 		{ "exits", no_argument, NULL, 'E' },
 		{ "vcpus", no_argument, NULL, 'U' },
 		{ "latency", optional_argument, NULL, 'L' },
+		{ "interval", required_argument, NULL, 'T' },
 		{ "html", required_argument, NULL, 'H' },
 		{ "guest", required_argument, NULL, 'g' },
 		{ NULL, 0, NULL, 0 },
@@ -952,6 +960,15 @@ int report_main(int argc, char **argv)
 			break;
 		case 'E':
 			ro.exits = true;
+			break;
+		case 'T':
+			if (!vcpus_interval_ok(optarg)) {
+				fprintf(stderr, "virtio-trace-collect report: --interval %s: want "
+					"SYS:START,SYS:END[,FIELD] (two different events, e.g. "
+					"block:block_rq_issue,block:block_rq_complete,sector)\n", optarg);
+				return EXIT_USAGE;
+			}
+			ro.interval = optarg;
 			break;
 		case 'U':
 			ro.vcpus = true;
@@ -1046,13 +1063,15 @@ int report_main(int argc, char **argv)
 			if (guest_selected(&ro, g) && json_trace(dir, g, false, &ro) < 0)
 				status = EXIT_FAIL;
 		jw_end(&ro.jw, ']');
-		if (ro.vcpus || ro.latency) {
+		if (ro.vcpus || ro.latency || ro.interval) {
 			struct vcpus_an *va = vcpus_walk(dir, root, &ro);
 
 			if (va && ro.vcpus)
 				vcpus_an_json(va, &ro.jw, ro.guest);
 			if (va && ro.latency)
 				vcpus_an_json_latency(va, &ro.jw, ro.guest);
+			if (va && ro.interval)
+				vcpus_an_json_intervals(va, &ro.jw, ro.guest);
 			if (!va)
 				status = EXIT_FAIL;
 			vcpus_an_free(va);
@@ -1090,13 +1109,15 @@ int report_main(int argc, char **argv)
 	}
 	if (!v->count)
 		printf("\nno guests were recorded\n");
-	if (ro.vcpus || ro.latency) {
+	if (ro.vcpus || ro.latency || ro.interval) {
 		struct vcpus_an *va = vcpus_walk(dir, root, &ro);
 
 		if (va && ro.vcpus)
 			vcpus_an_print(va, stdout, ro.guest);
 		if (va && ro.latency)
 			vcpus_an_print_latency(va, stdout, ro.guest);
+		if (va && ro.interval)
+			vcpus_an_print_intervals(va, stdout, ro.guest);
 		if (!va)
 			status = EXIT_FAIL;
 		vcpus_an_free(va);

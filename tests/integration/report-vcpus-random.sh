@@ -1,14 +1,14 @@
 #!/bin/sh
-# Proves: whatever order of events the files hold, `report --vcpus --latency` accounts every
+# Proves: whatever order of events the files hold, `report --vcpus --latency --interval` accounts every
 # nanosecond once: on 40 random fixtures (fixed seeds; host kvm entries, VMX and SVM exits,
 # userspace exits, vcpu wakeups, switches with any prev_state between vCPU threads, another VM's
 # vCPU and host tasks, wakeups onto any CPU, lost-event pages; guest switches and wakeups on both
 # vCPUs, some before the host's first record and after its last), every vCPU's and every guest
-# task's states add up to its wall_ns, every timed wakeup's causes to its latency, the totals per
-# cause to the total, and the report never fails; every fourth fixture without KVM's events (the
+# task's states add up to its wall_ns, every timed wakeup's and --interval's causes to its length,
+# the totals per cause to the total, and the report never fails; every fourth fixture without KVM's events (the
 # TCG states). FIXTURE: packed with tests/tools/vt-mkkvm as
 # report-vcpus.sh's.
-echo "report --vcpus --latency: the states add up on random event streams"
+echo "report --vcpus --latency --interval: the states add up on random event streams"
 . "$VT_SRCDIR/tests/integration/td-lib.sh"
 COLLECT=$VT_BUILDDIR/host-collector/virtio-trace-collect
 command -v jq >/dev/null 2>&1 || { echo "SKIP: jq is not installed"; exit 77; }
@@ -67,7 +67,7 @@ while [ $seed -le 40 ]; do
 		--guest other:0x5678:7001 --missed 1:1:? --missed 2:1:? >/dev/null || fail "seed $seed: vt-mkdat (host)"
 	"$TOOLS/vt-mkdat" -o "$run/guest-fx.dat" -i "$g" --trace-id 0x1234 --missed 1:1:? >/dev/null ||
 		fail "seed $seed: vt-mkdat (guest)"
-	"$COLLECT" report --vcpus --latency --json "$run" >"$WORK/r.json" 2>"$WORK/r.err" ||
+	"$COLLECT" report --vcpus --latency --interval sched:sched_waking,sched:sched_switch --json "$run" >"$WORK/r.json" 2>"$WORK/r.err" ||
 		{ cat "$WORK/r.err"; fail "seed $seed: report exited $?"; }
 	bad=$(jq -r '
 		def leaves: [.states | .. | numbers] | add;
@@ -76,13 +76,16 @@ while [ $seed -le 40 ]; do
 			"\(.tid // .comm): states \(leaves), wall \(.wall_ns)"),
 		(.vcpus.guests[].vcpus[] | select(.wall_ns != $w) | "vCPU \(.tid): wall \(.wall_ns) != \($w)"),
 		(.latency.guests[] | select(causes != .total_ns) | "\(.name): causes \(causes), total \(.total_ns)"),
-		(.latency.guests[].worst[] | select(causes != .latency_ns) | "\(.comm): causes \(causes), latency \(.latency_ns)")
+		(.latency.guests[].worst[] | select(causes != .latency_ns) | "\(.comm): causes \(causes), latency \(.latency_ns)"),
+		(.intervals.guests[] | select(causes != .total_ns) | "\(.name): interval causes \(causes), total \(.total_ns)"),
+		(.intervals.guests[].worst[] | select(causes != .duration_ns) | "\(.key): causes \(causes), interval \(.duration_ns)")
 		' --argjson w "$(jq .vcpus.wall_ns "$WORK/r.json")" "$WORK/r.json")
 	[ -z "$bad" ] || fail "seed $seed: $bad"
 	[ $((seed % 4)) != 0 ] || jq -e '.vcpus.kvm_events == false and .vcpus.guests[0].vcpus[0].states.running > 0' \
 		"$WORK/r.json" >/dev/null || fail "seed $seed: not the TCG states without KVM's events"
 	[ $seed != 1 ] || jq -c '[.vcpus.wall_ns, .vcpus.lost_markers, ([.vcpus.guests[].vcpus[].tasks[]] | length),
-		([.latency.guests[].wakeups] | add)]' "$WORK/r.json" | sed 's/^/seed 1: wall, lost markers, tasks, wakeups: /'
+		([.latency.guests[].wakeups] | add), ([.intervals.guests[].wakeups] | add)]' "$WORK/r.json" |
+		sed 's/^/seed 1: wall, lost markers, tasks, wakeups, intervals: /'
 	seed=$((seed + 1))
 done
 echo "40 random fixtures: every vCPU, task and wakeup adds up"

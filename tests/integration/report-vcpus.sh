@@ -237,7 +237,7 @@ Guest wakeup latency (sched_waking to the sched_switch that runs the task, host 
       guest task swapper/0[0]                      4000   80.00%
       exit HLT                                      600   12.00%
       preempted by swapper/0[0]                     400    8.00%
-  guest other: no wakeup timed
+  guest other: no wakeups timed
 EOF
 diff -u "$WORK/lat-want.txt" "$WORK/lat-got.txt" || fail "the --latency text is not as built"
 grep -q '^vCPU time' "$WORK/lat.txt" && fail "--latency alone printed the --vcpus section"
@@ -254,4 +254,24 @@ echo "--latency=10us: $l"
 jq -e '.vcpus.wall_ns == 100000' "$WORK/lat.json" >/dev/null || fail "--vcpus beside --latency is missing"
 "$COLLECT" report --latency=1x "$run" >/dev/null 2>&1
 [ $? = 2 ] || fail "--latency=1x is not a usage error"
+# --interval: the guest's sched_waking to its sched_switch of the same task (common_pid): the
+# idle task (pid 0) from 1040000 to 1045000 on vCPU 0, sshd (400) from 1049000 to 1063000 on vCPU 1,
+# the same stretches as the wakeups above.
+"$COLLECT" report --interval sched:sched_waking,sched:sched_switch --json "$run" >"$WORK/iv.json" ||
+	fail "report --interval --json exited $?"
+if python3 -c 'import jsonschema' 2>/dev/null; then
+	python3 "$VT_SRCDIR/scripts/validate-json.py" "$VT_SRCDIR/doc/report.schema.json" "$WORK/iv.json" ||
+		fail "report --interval --json does not match doc/report.schema.json"
+fi
+iv=$(jq -c '.intervals | [.start, .end, .field, (.guests[] | select(.name == "fx") | [.wakeups, .total_ns,
+	(.worst | map([.key, .vcpu, .start_ns, .duration_ns, ([.causes[]] | add)]))])]' "$WORK/iv.json")
+echo "--interval: $iv"
+[ "$iv" = '["sched:sched_waking","sched:sched_switch",null,[2,19000,[[400,1,1049000,14000,14000],[0,0,1040000,5000,5000]]]]' ] ||
+	fail "--interval in the JSON: $iv"
+"$COLLECT" report --interval sched:sched_waking,sched:sched_switch "$run" | grep -q '^Guest intervals (sched:sched_waking to sched:sched_switch of the same task, ' ||
+	fail "the --interval text has no heading"
+for bad in a,b sched:x sched:x,sched:x sched:x,sched:y, sched:x,sched:y,f,g; do
+	"$COLLECT" report --interval "$bad" "$run" >/dev/null 2>&1
+	[ $? = 2 ] || fail "--interval $bad is not a usage error"
+done
 echo "PASS"
