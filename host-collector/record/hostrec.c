@@ -469,6 +469,33 @@ static int write_vcpu_filters(struct hostrec *h)
 }
 
 /**
+ * hostrec_lists_sched() - whether a --host-events list asks for sched_switch
+ * or sched_wakeup itself (by name, a glob, or the whole sched system)
+ * @list: the list, or NULL
+ *
+ * Return: true when it does: --kvm-exits then leaves them unfiltered.
+ */
+bool hostrec_lists_sched(const char *list)
+{
+	char *copy = list ? strdup(list) : NULL, *tok, *save = NULL;
+	bool found = false;
+
+	for (tok = copy ? strtok_r(copy, ",", &save) : NULL; tok && !found;
+	     tok = strtok_r(NULL, ",", &save)) {
+		char *ev = strchr(tok, ':');
+
+		if (!ev)
+			ev = strchr(tok, '/');
+		if (ev)
+			*ev++ = '\0';
+		found = !fnmatch(tok, "sched", 0) &&
+			(!ev || !fnmatch(ev, "sched_switch", 0) || !fnmatch(ev, "sched_wakeup", 0));
+	}
+	free(copy);
+	return found;
+}
+
+/**
  * hostrec_vcpus() - a guest's vCPU threads are known: --kvm-exits' sched
  * events include theirs from now on
  * @h: the recorder, or NULL (no host events)

@@ -565,7 +565,7 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 		 */
 		static char list[4096];
 
-		o->kvm_sched = !o->host_events || !strstr(o->host_events, "sched");
+		o->kvm_sched = !hostrec_lists_sched(o->host_events);
 		if ((size_t)snprintf(list, sizeof(list), "kvm:kvm_exit,kvm:kvm_entry,"
 				     "kvm:kvm_userspace_exit,kvm:kvm_vcpu_wakeup%s%s%s",
 				     o->kvm_sched ? ",sched:sched_switch,sched:sched_wakeup" : "",
