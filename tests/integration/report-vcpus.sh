@@ -270,7 +270,7 @@ echo "--interval: $iv"
 	fail "--interval in the JSON: $iv"
 "$COLLECT" report --interval sched:sched_waking,sched:sched_switch "$run" | grep -q '^Guest intervals (sched:sched_waking to sched:sched_switch of the same task, ' ||
 	fail "the --interval text has no heading"
-for bad in a,b sched:x sched:x,sched:x sched:x,sched:y, sched:x,sched:y,f,g; do
+for bad in a,b sched:x sched:x,sched:x 'sched:x,sched:y,' sched:x,sched:y,f,g; do
 	"$COLLECT" report --interval "$bad" "$run" >/dev/null 2>&1
 	[ $? = 2 ] || fail "--interval $bad is not a usage error"
 done
