@@ -45,6 +45,13 @@
 #include "vt_time.h"
 
 #define HOST_PIPE_SIZE	(1 << 20)
+/*
+ * vCPU threads the sched filters of --kvm-exits name; a filter must fit in a
+ * page (the kernel's limit), about a hundred threads: past that every switch
+ * is recorded.
+ */
+#define HOST_MAX_VCPU_TIDS	256u
+#define HOST_FILTER_MAX		4000u
 
 struct hcpu {
 	unsigned int cpu;
@@ -69,6 +76,9 @@ struct hostrec {
 	int spool;		/* its directory in the run's spool */
 	struct vt_blob comms;	/* the tasks in /proc at the start */
 	bool mounted;		/* tracefs was not mounted: libtracefs mounted it for us */
+	bool vcpu_filter;	/* --kvm-exits' sched events: only those of vCPU threads */
+	uint32_t vcpu_tids[HOST_MAX_VCPU_TIDS];
+	unsigned int nr_vcpu_tids;
 };
 
 #define TRACEFS_DIR	"/sys/kernel/tracing"
@@ -422,6 +432,101 @@ static int filter_pids(struct hostrec *h, const struct record_opts *o)
 }
 
 /*
+ * --kvm-exits records sched_switch and sched_wakeup for `report --vcpus`, but
+ * only where a vCPU thread is involved (switched out or in, woken): the switch
+ * names the task that takes the CPU itself, so the volume stays that of the
+ * vCPUs. Before any vCPU thread is known the filters let nothing through.
+ */
+static int write_vcpu_filters(struct hostrec *h)
+{
+	char sw[HOST_FILTER_MAX + 64], wk[HOST_FILTER_MAX + 64];
+	size_t ns = 0, nw = 0;
+	unsigned int i;
+
+	if (!h->nr_vcpu_tids) {
+		snprintf(sw, sizeof(sw), "prev_pid < 0");
+		snprintf(wk, sizeof(wk), "pid < 0");
+	}
+	for (i = 0; i < h->nr_vcpu_tids && ns < HOST_FILTER_MAX && nw < HOST_FILTER_MAX; i++) {
+		ns += snprintf(sw + ns, sizeof(sw) - ns, "%sprev_pid == %u || next_pid == %u",
+			       i ? " || " : "", h->vcpu_tids[i], h->vcpu_tids[i]);
+		nw += snprintf(wk + nw, sizeof(wk) - nw, "%spid == %u", i ? " || " : "", h->vcpu_tids[i]);
+	}
+	if (ns >= HOST_FILTER_MAX || nw >= HOST_FILTER_MAX) {
+		/* "0" clears a filter. */
+		snprintf(sw, sizeof(sw), "0");
+		snprintf(wk, sizeof(wk), "0");
+		log_info("host: %u vCPU threads are more than a sched filter holds: every switch "
+			 "and wakeup is recorded", h->nr_vcpu_tids);
+	}
+	if (tracefs_instance_file_write(h->inst, "events/sched/sched_switch/filter", sw) < 0 ||
+	    tracefs_instance_file_write(h->inst, "events/sched/sched_wakeup/filter", wk) < 0) {
+		log_warn("host: the kernel refused the vCPU threads' sched filter: every switch "
+			 "and wakeup is recorded");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/**
+ * hostrec_lists_sched() - whether a --host-events list asks for sched_switch
+ * or sched_wakeup itself (by name, a glob, or the whole sched system)
+ * @list: the list, or NULL
+ *
+ * Return: true when it does: --kvm-exits then leaves them unfiltered.
+ */
+bool hostrec_lists_sched(const char *list)
+{
+	char *copy = list ? strdup(list) : NULL, *tok, *save = NULL;
+	bool found = false;
+
+	for (tok = copy ? strtok_r(copy, ",", &save) : NULL; tok && !found;
+	     tok = strtok_r(NULL, ",", &save)) {
+		char *ev = strchr(tok, ':');
+
+		if (!ev)
+			ev = strchr(tok, '/');
+		if (ev)
+			*ev++ = '\0';
+		found = !fnmatch(tok, "sched", 0) &&
+			(!ev || !fnmatch(ev, "sched_switch", 0) || !fnmatch(ev, "sched_wakeup", 0));
+	}
+	free(copy);
+	return found;
+}
+
+/**
+ * hostrec_vcpus() - a guest's vCPU threads are known: --kvm-exits' sched
+ * events include theirs from now on
+ * @h: the recorder, or NULL (no host events)
+ * @tids: the host thread of each vCPU (0: not known)
+ * @nr: entries in @tids
+ *
+ * Return: 0, or -errno when the filter could not be written (the sched
+ * events are then all recorded).
+ */
+int hostrec_vcpus(struct hostrec *h, const uint32_t *tids, unsigned int nr)
+{
+	unsigned int i, j, before;
+
+	if (!h || !h->vcpu_filter)
+		return 0;
+	before = h->nr_vcpu_tids;
+	for (i = 0; i < nr; i++) {
+		if (!tids[i])
+			continue;
+		for (j = 0; j < h->nr_vcpu_tids && h->vcpu_tids[j] != tids[i]; j++)
+			;
+		if (j == h->nr_vcpu_tids && h->nr_vcpu_tids < HOST_MAX_VCPU_TIDS)
+			h->vcpu_tids[h->nr_vcpu_tids++] = tids[i];
+	}
+	if (h->nr_vcpu_tids == before)
+		return 0;
+	log_debug("host: sched events of %u vCPU threads", h->nr_vcpu_tids);
+	return write_vcpu_filters(h);
+}
+
+/*
  * Write the host's meta.bin: @m with the task names merged in this order,
  * the first name of a pid winning: the /proc scan made now (@now), then what
  * the kernel saved, then the start's scan. The kernel's cache is keyed by pid
@@ -496,6 +601,9 @@ struct hostrec *hostrec_start(const struct record_opts *o, struct engine *e, int
 	}
 	if (enable_events(h, o->host_events) < 0 || filter_pids(h, o) < 0)
 		goto err;
+	h->vcpu_filter = o->kvm_sched;
+	if (h->vcpu_filter)
+		write_vcpu_filters(h);
 	/* The markers that pair with the agent's need the ftrace print format. */
 	ret = vt_meta_load(&meta, tracefs_tracing_dir(), h->name, 0);
 	if (ret < 0) {

@@ -15,6 +15,8 @@ struct hostrec *hostrec_start(const struct record_opts *o, struct engine *e, int
 			      struct live *live);
 int hostrec_spool(const struct hostrec *h);
 int hostrec_marker(struct hostrec *h, const char *text);
+int hostrec_vcpus(struct hostrec *h, const uint32_t *tids, unsigned int nr);
+bool hostrec_lists_sched(const char *list);
 int hostrec_stop(struct hostrec *h);
 void hostrec_free(struct hostrec *h);
 void hostrec_save_stats(struct hostrec *h);

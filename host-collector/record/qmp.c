@@ -27,7 +27,9 @@
 #include "collect.h"
 #include "engine.h"
 #include "json.h"
+#include "hostrec.h"
 #include "qmp.h"
+#include "record.h"
 #include "session.h"
 #include "sync.h"
 #include "text.h"
@@ -85,6 +87,8 @@ static void got_cpus(struct qmp *q, const char *line, size_t len)
 	memcpy(g->link.vcpu_tids, tids, sizeof(tids));
 	g->link.nr_vcpu_tids = nr;
 	log_debug("guest %s: %u vCPU threads from QMP", g->name, nr);
+	if (g->rec)
+		hostrec_vcpus(g->rec->host, tids, nr);
 	q->event(g, QMP_EV_CPUS, NULL);
 }
 

@@ -112,8 +112,10 @@ void record_usage(FILE *f)
 "      --clock NAME       guest trace clock (default x86-tsc where it exists)\n"
 "      --host-events LIST host events to record, SYS[:EV],... (private\n"
 "                         tracefs instance, x86-tsc clock)\n"
-"      --kvm-exits        add kvm:kvm_exit and kvm:kvm_entry to the host events\n"
-"                         (what `report --exits` reads)\n"
+"      --kvm-exits        add kvm:kvm_exit, kvm_entry, kvm_userspace_exit and\n"
+"                         kvm_vcpu_wakeup to the host events, and sched_switch\n"
+"                         and sched_wakeup filtered to the vCPU threads (what\n"
+"                         `report --exits` and `report --vcpus` read)\n"
 "      --host-pid PID     host events of this process only, its threads and\n"
 "                         what it forks (repeatable; e.g. the QEMU pid)\n"
 "  -o, --output DIR       output directory (default virtio-trace-out); a DIR\n"
@@ -557,10 +559,17 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 		o->command = argv + optind;
 	}
 	if (kvm_exits) {
-		/* What `report --exits` reads, added to --host-events. */
+		/*
+		 * What `report --exits` and `--vcpus` read, added to --host-events;
+		 * the sched events filtered to the vCPU threads (hostrec.c), unless
+		 * --host-events asks for sched events of its own.
+		 */
 		static char list[4096];
 
-		if ((size_t)snprintf(list, sizeof(list), "kvm:kvm_exit,kvm:kvm_entry%s%s",
+		o->kvm_sched = !hostrec_lists_sched(o->host_events);
+		if ((size_t)snprintf(list, sizeof(list), "kvm:kvm_exit,kvm:kvm_entry,"
+				     "kvm:kvm_userspace_exit,kvm:kvm_vcpu_wakeup%s%s%s",
+				     o->kvm_sched ? ",sched:sched_switch,sched:sched_wakeup" : "",
 				     o->host_events ? "," : "",
 				     o->host_events ? o->host_events : "") >= sizeof(list))
 			return -EINVAL;
@@ -956,6 +965,7 @@ static void start_guest(struct guest *g)
 	}
 	if (g->link.qemu_pid && !g->link.nr_vcpu_tids)
 		find_vcpu_threads(g);
+	hostrec_vcpus(g->rec->host, g->link.vcpu_tids, g->link.nr_vcpu_tids);
 	if (attach_guest(g, o) < 0) {
 		session_fail(g, "cannot attach");
 		return;

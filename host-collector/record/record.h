@@ -27,6 +27,7 @@ struct record_opts {
 	const char *filters[COLLECT_MAX_EVENTS];
 	const char *tracer;
 	const char *host_events;
+	bool kvm_sched;			/* --kvm-exits added sched events: vCPU threads' only */
 	pid_t host_pids[COLLECT_MAX_HOST_PIDS];	/* --host-pid: host events of these only */
 	unsigned int nr_host_pids;
 	const char *clock;

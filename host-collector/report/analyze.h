@@ -101,6 +101,27 @@ void exits_an_print(const struct exits_an *a, FILE *f);
 void exits_an_json(const struct exits_an *a, struct jw *w);
 
 
+/* analyze-vcpus.c: report --vcpus, each vCPU's wall time split into states. */
+struct vcpus_an;
+
+struct vcpus_an *vcpus_an_new(void);
+void vcpus_an_free(struct vcpus_an *a);
+int vcpus_an_add_guest(struct vcpus_an *a, const char *name, int nr_vcpus, const int *tids);
+void vcpus_an_host(struct vcpus_an *a, struct tep_handle *tep, struct tep_record *rec, int cpu);
+void vcpus_an_guest(struct vcpus_an *a, int guest, struct tep_handle *tep, struct tep_record *rec,
+		    int cpu);
+void vcpus_an_finish(struct vcpus_an *a);
+void vcpus_an_print(const struct vcpus_an *a, FILE *f, const char *only);
+void vcpus_an_json(const struct vcpus_an *a, struct jw *w, const char *only);
+int vcpus_an_latency(struct vcpus_an *a, uint64_t threshold_ns);
+void vcpus_an_print_latency(const struct vcpus_an *a, FILE *f, const char *only);
+void vcpus_an_json_latency(const struct vcpus_an *a, struct jw *w, const char *only);
+bool vcpus_interval_ok(const char *spec);
+int vcpus_an_interval(struct vcpus_an *a, const char *spec, uint64_t threshold_ns);
+void vcpus_an_print_intervals(const struct vcpus_an *a, FILE *f, const char *only);
+void vcpus_an_json_intervals(const struct vcpus_an *a, struct jw *w, const char *only);
+
+
 /* timeline.c: report --html, one self-contained timeline page. */
 struct timeline;
 

@@ -53,7 +53,9 @@ struct ev_counter {
 
 /* What the command line asked for. */
 struct report_opts {
-	bool iommu, exits, json;
+	bool iommu, exits, json, vcpus, latency;
+	uint64_t threshold_ns;		/* --latency=THRESHOLD, for --interval too */
+	const char *interval;		/* --interval SYS:START,SYS:END[,FIELD] */
 	const char *mmio_log, *html, *guest;
 	const char *perfetto;		/* --perfetto FILE */
 	const char *perf_kvm;		/* --perf-kvm DIR */
@@ -123,6 +125,27 @@ static void usage(FILE *f)
 "               guests, per guest and per vCPU (host threads from the GUEST\n"
 "               option), and per guest function (guest_rip resolved with the\n"
 "               guest's kallsyms)\n"
+"  --vcpus      each vCPU's wall time over the recording, in host nanoseconds,\n"
+"               split into states that add up to it exactly: in the guest\n"
+"               (kvm_entry to kvm_exit), in exits handled by the kernel and in\n"
+"               exits to QEMU (kvm_userspace_exit) per reason, halted (asleep\n"
+"               after a hlt exit until woken), preempted (runnable while other\n"
+"               host tasks, named, ran on its CPU) and unknown (before the\n"
+"               thread's first event, after lost events); the same per guest\n"
+"               task (the guest's sched_switch, in host time). Without KVM's\n"
+"               events (TCG) the states are running, halted and preempted.\n"
+"               Needs the host events of `record --kvm-exits`\n"
+"  --latency[=THRESHOLD]\n"
+"               each guest wakeup (guest sched_waking to the sched_switch that\n"
+"               runs the task, in host time) of at least THRESHOLD (ns, or with\n"
+"               us, ms, s; default 0), split by what its vCPU did meanwhile:\n"
+"               the guest tasks it ran, exits by reason, halted, preempted by\n"
+"               whom; totals per cause per guest, then the 10 longest\n"
+"  --interval SYS:START,SYS:END[,FIELD]\n"
+"               the same for the guest intervals from a START event to the END\n"
+"               event of the same FIELD value (without FIELD: of the same task),\n"
+"               split by what the vCPU of START did, e.g.\n"
+"               block:block_rq_issue,block:block_rq_complete,sector\n"
 "  --html FILE  write FILE, one self-contained HTML page (no network) with the\n"
 "               host's CPUs and each guest's vCPUs as lanes: sched_switch task\n"
 "               slices coloured per task, the other events as ticks, trace\n"
@@ -150,6 +173,32 @@ static void usage(FILE *f)
 "trace file it names cannot be read or a file asked for cannot be written (a\n"
 "guest without kallsyms for --perf-kvm too); 2 usage error (an unknown --guest\n"
 "too).\n");
+}
+
+/* --latency=THRESHOLD: "250us", "1ms", "2s", or nanoseconds. */
+static int parse_ns(const char *s, uint64_t *ns)
+{
+	static const struct { const char *unit; uint64_t mult; } units[] = {
+		{ "", 1 }, { "ns", 1 }, { "us", 1000 }, { "ms", 1000000 }, { "s", 1000000000 },
+	};
+	unsigned long long v;
+	unsigned int i;
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -EINVAL;
+	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (!strcmp(end, units[i].unit)) {
+			if (v > UINT64_MAX / units[i].mult)
+				return -EINVAL;
+			*ns = v * units[i].mult;
+			return 0;
+		}
+	return -EINVAL;
 }
 
 /* Text from the manifest goes to a terminal: the collector's one rule (text.h). */
@@ -336,6 +385,103 @@ static void analyses_free(struct ev_counter *c)
 	exits_an_finish_free(c);
 	free(c->v);
 	memset(c, 0, sizeof(*c));
+}
+
+/* report --vcpus: the host file and the guest files, merged in host time, walked once. */
+struct vcpus_walk {
+	struct vcpus_an *an;
+	struct tracecmd_input *h[65];
+	int guest[65];			/* per handle: -1 the host, else the guest's index */
+	int nr;
+};
+
+static int vcpus_record(struct tracecmd_input *handle, struct tep_record *rec, int cpu, void *arg)
+{
+	struct vcpus_walk *w = arg;
+	int i;
+
+	for (i = 0; i < w->nr && w->h[i] != handle; i++)
+		;
+	if (i == w->nr)
+		return 0;
+	/* @cpu counts the CPUs of the handles before this one too: the record's own is its file's. */
+	if (w->guest[i] < 0)
+		vcpus_an_host(w->an, tracecmd_get_tep(handle), rec, rec->cpu);
+	else
+		vcpus_an_guest(w->an, w->guest[i], tracecmd_get_tep(handle), rec, rec->cpu);
+	return 0;
+}
+
+static struct vcpus_an *vcpus_walk(const char *dir, const struct json_value *root,
+				   const struct report_opts *ro)
+{
+	const struct json_value *host = json_get(root, "host"), *g;
+	struct vcpus_walk w = { 0 };
+	char path[4400];
+	int ret = -EBADMSG;
+
+	w.an = vcpus_an_new();
+	if (!w.an)
+		return NULL;
+	if ((ro->latency && vcpus_an_latency(w.an, ro->threshold_ns) < 0) ||
+	    (ro->interval && vcpus_an_interval(w.an, ro->interval, ro->threshold_ns) < 0))
+		goto err_free;
+	if (!file_name_ok(json_string(json_get(host, "file")))) {
+		fprintf(stderr, "virtio-trace-collect report: --vcpus: %s has no host trace\n", dir);
+		goto err_free;
+	}
+	snprintf(path, sizeof(path), "%s/%s", dir, json_string(json_get(host, "file")));
+	w.h[0] = tracecmd_open(path, TRACECMD_FL_LOAD_NO_PLUGINS);
+	if (!w.h[0]) {
+		fprintf(stderr, "virtio-trace-collect report: %s: libtracecmd cannot read it\n", path);
+		goto err_free;
+	}
+	w.guest[0] = -1;
+	w.nr = 1;
+	g = json_get(root, "guests");
+	for (g = json_is(g, JSON_ARRAY) ? g->child : NULL; g && w.nr < 65; g = g->next) {
+		const char *file = json_string(json_get(g, "file"));
+		const char *id = json_string(json_get(g, "trace_id"));
+		const char *name = NULL;
+		const int *tids = NULL;
+		unsigned long long tid;
+		char *end;
+		int nr = 0, gi;
+
+		if (!id)
+			continue;
+		errno = 0;
+		tid = strtoull(id, &end, 16);
+		if (errno || *end || tracecmd_get_guest_cpumap(w.h[0], tid, &name, &nr, &tids) < 0 ||
+		    nr <= 0 || nr > 4096 || !tids)
+			continue;
+		gi = vcpus_an_add_guest(w.an, json_string(json_get(g, "name")) ?: "?", nr, tids);
+		if (gi == -ENOMEM)
+			goto err_close;
+		if (gi < 0 || !file_name_ok(file))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, file);
+		w.h[w.nr] = tracecmd_open(path, TRACECMD_FL_LOAD_NO_PLUGINS);
+		if (!w.h[w.nr])
+			continue;	/* the host's side is still told */
+		w.guest[w.nr++] = gi;
+	}
+	if (tracecmd_iterate_events_multi(w.h, w.nr, vcpus_record, &w) < 0) {
+		fprintf(stderr, "virtio-trace-collect report: --vcpus: reading the traces failed\n");
+		ret = -EIO;
+		goto err_close;
+	}
+	vcpus_an_finish(w.an);
+	while (w.nr)
+		tracecmd_close(w.h[--w.nr]);
+	return w.an;
+err_close:
+	while (w.nr)
+		tracecmd_close(w.h[--w.nr]);
+err_free:
+	vcpus_an_free(w.an);
+	errno = -ret;
+	return NULL;
 }
 
 /* Events per type in one trace.dat file, as libtracecmd reads them. */
@@ -785,6 +931,9 @@ int report_main(int argc, char **argv)
 		{ "json", no_argument, NULL, 'J' },
 		{ "mmiotrace-log", required_argument, NULL, 'M' },
 		{ "exits", no_argument, NULL, 'E' },
+		{ "vcpus", no_argument, NULL, 'U' },
+		{ "latency", optional_argument, NULL, 'L' },
+		{ "interval", required_argument, NULL, 'T' },
 		{ "html", required_argument, NULL, 'H' },
 		{ "guest", required_argument, NULL, 'g' },
 		{ "perfetto", required_argument, NULL, 'P' },
@@ -820,6 +969,26 @@ int report_main(int argc, char **argv)
 			break;
 		case 'E':
 			ro.exits = true;
+			break;
+		case 'T':
+			if (!vcpus_interval_ok(optarg)) {
+				fprintf(stderr, "virtio-trace-collect report: --interval %s: want "
+					"SYS:START,SYS:END[,FIELD] (two different events, e.g. "
+					"block:block_rq_issue,block:block_rq_complete,sector)\n", optarg);
+				return EXIT_USAGE;
+			}
+			ro.interval = optarg;
+			break;
+		case 'U':
+			ro.vcpus = true;
+			break;
+		case 'L':
+			ro.latency = true;
+			if (optarg && parse_ns(optarg, &ro.threshold_ns) < 0) {
+				fprintf(stderr, "virtio-trace-collect report: --latency=%s: not a duration "
+					"(N with ns, us, ms or s; a bare number is nanoseconds)\n", optarg);
+				return EXIT_USAGE;
+			}
 			break;
 		case 'H':
 			ro.html = optarg;
@@ -917,6 +1086,19 @@ int report_main(int argc, char **argv)
 			if (guest_selected(&ro, g) && json_trace(dir, g, false, &ro) < 0)
 				status = EXIT_FAIL;
 		jw_end(&ro.jw, ']');
+		if (ro.vcpus || ro.latency || ro.interval) {
+			struct vcpus_an *va = vcpus_walk(dir, root, &ro);
+
+			if (va && ro.vcpus)
+				vcpus_an_json(va, &ro.jw, ro.guest);
+			if (va && ro.latency)
+				vcpus_an_json_latency(va, &ro.jw, ro.guest);
+			if (va && ro.interval)
+				vcpus_an_json_intervals(va, &ro.jw, ro.guest);
+			if (!va)
+				status = EXIT_FAIL;
+			vcpus_an_free(va);
+		}
 		jw_end(&ro.jw, '}');
 		goto out;
 	}
@@ -950,6 +1132,19 @@ int report_main(int argc, char **argv)
 	}
 	if (!v->count)
 		printf("\nno guests were recorded\n");
+	if (ro.vcpus || ro.latency || ro.interval) {
+		struct vcpus_an *va = vcpus_walk(dir, root, &ro);
+
+		if (va && ro.vcpus)
+			vcpus_an_print(va, stdout, ro.guest);
+		if (va && ro.latency)
+			vcpus_an_print_latency(va, stdout, ro.guest);
+		if (va && ro.interval)
+			vcpus_an_print_intervals(va, stdout, ro.guest);
+		if (!va)
+			status = EXIT_FAIL;
+		vcpus_an_free(va);
+	}
 out:
 	if (log_file) {
 		if (ro.mmio_file) {

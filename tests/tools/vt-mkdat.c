@@ -22,6 +22,7 @@
 #define MAX_SAMPLES	16
 #define MAX_MISSED	64
 #define MAX_VCPUS	256
+#define MAX_GUESTS	4
 
 struct missed {
 	uint32_t cpu;
@@ -40,10 +41,13 @@ struct mkdat {
 	uint32_t nr_samples;
 	int64_t ts_time[MAX_SAMPLES], ts_off[MAX_SAMPLES], ts_scale[MAX_SAMPLES],
 		ts_frac[MAX_SAMPLES];
-	char *guest_name;
-	uint64_t guest_id;
-	uint32_t nr_vcpus;
-	uint32_t vcpu_tid[MAX_VCPUS];
+	struct {
+		char *name;
+		uint64_t id;
+		uint32_t nr_vcpus;
+		uint32_t vcpu_tid[MAX_VCPUS];
+	} guests[MAX_GUESTS];
+	uint32_t nr_guests;
 	bool has_tsc;
 	uint32_t tsc_mult, tsc_shift;
 	uint64_t tsc_off;
@@ -61,7 +65,7 @@ static void usage(FILE *f)
 		"  --ts-peer ID               TIME_SHIFT: the peer's (host's) trace id\n"
 		"  --ts-sample T:OFF[:SCALE:FRAC]  TIME_SHIFT sample for every CPU (repeatable)\n"
 		"  --ts-interpolate           TIME_SHIFT interpolate flag\n"
-		"  --guest NAME:ID:TID[,TID]  GUEST option (vCPU i runs in host thread TID i)\n"
+		"  --guest NAME:ID:TID[,TID]  GUEST option (vCPU i runs in host thread TID i; up to 4)\n"
 		"  --tsc2nsec MULT:SHIFT:OFF  TSC2NSEC option\n"
 		"  --date USECS               DATE option\n"
 		"  --missed CPU:PAGE:COUNT|?  flag a page as having lost events (COUNT stored)\n"
@@ -153,17 +157,18 @@ static int parse_args(struct mkdat *k, int argc, char **argv)
 		case O_GUEST:
 			p = strchr(optarg, ':');
 			q = p ? strchr(p + 1, ':') : NULL;
-			if (!q)
+			if (!q || k->nr_guests >= MAX_GUESTS)
 				return -1;
-			k->guest_name = strndup(optarg, p - optarg);
+			k->guests[k->nr_guests].name = strndup(optarg, p - optarg);
 			*q = '\0';
-			if (parse_u64(p + 1, &k->guest_id))
+			if (parse_u64(p + 1, &k->guests[k->nr_guests].id))
 				return -1;
 			for (p = strtok(q + 1, ","); p; p = strtok(NULL, ",")) {
-				if (k->nr_vcpus >= MAX_VCPUS || parse_u64(p, &v))
+				if (k->guests[k->nr_guests].nr_vcpus >= MAX_VCPUS || parse_u64(p, &v))
 					return -1;
-				k->vcpu_tid[k->nr_vcpus++] = v;
+				k->guests[k->nr_guests].vcpu_tid[k->guests[k->nr_guests].nr_vcpus++] = v;
 			}
+			k->nr_guests++;
 			break;
 		case O_TSC: {
 			unsigned long long o;
@@ -302,9 +307,9 @@ static int add_options(struct mkdat *k, struct vt_tracedat *w, const struct vt_m
 		}
 		ret = vt_tracedat_add_time_shift(w, k->ts_peer, k->ts_flags, m->nr_cpus, ts);
 	}
-	if (!ret && k->guest_name)
-		ret = vt_tracedat_add_guest(w, k->guest_name, k->guest_id, k->nr_vcpus,
-					    k->vcpu_tid);
+	for (c = 0; c < k->nr_guests && !ret; c++)
+		ret = vt_tracedat_add_guest(w, k->guests[c].name, k->guests[c].id, k->guests[c].nr_vcpus,
+					    k->guests[c].vcpu_tid);
 	for (c = 0; c < m->nr_cpus && !ret && !k->no_cpustat; c++) {
 		char buf[4096];
 		ssize_t n;
@@ -398,6 +403,7 @@ out_meta:
 int main(int argc, char **argv)
 {
 	struct mkdat k = { .o.version = 7 };
+	uint32_t i;
 	int ret;
 
 	if (parse_args(&k, argc, argv) < 0) {
@@ -405,6 +411,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	ret = build(&k);
-	free(k.guest_name);
+	for (i = 0; i < k.nr_guests; i++)
+		free(k.guests[i].name);
 	return ret < 0 ? 1 : 0;
 }
