@@ -43,6 +43,7 @@
 #include "collect.h"
 #include "kcache.h"
 #include "setup/link.h"
+#include "setup/qemuproc.h"
 #include "text.h"
 #include "store/spool.h"
 #include "vt_le.h"
@@ -282,30 +283,6 @@ int kcache_store(int dfd, const char *name, uint64_t key, const struct vt_blob *
 	return ret;
 }
 
-/* The start time of a process, in clock ticks after boot (/proc/PID/stat field 22). */
-static int proc_start(pid_t pid, unsigned long long *start)
-{
-	char path[64], buf[1024], *p;
-	ssize_t n;
-	int fd, i;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -EIO;
-	buf[n] = '\0';
-	/* The command name may hold anything: the fields start after its last ')'. */
-	p = strrchr(buf, ')');
-	for (i = 2; p && i < 22; i++)
-		p = strchr(p + 1, ' ');
-	if (!p || sscanf(p + 1, "%llu", start) != 1)
-		return -EBADMSG;
-	return 0;
-}
 
 /* The first 8 hex digits of the host's boot id: a pid and start time repeat across boots. */
 static int host_boot(char *buf, size_t size)
@@ -364,7 +341,7 @@ int kcache_vm_id(const struct guest_link *l, const char *qmp_uuid, char *id, siz
 			u[i] += 'a' - 'A';
 	if (uuid_ok(u) && (size_t)snprintf(id, size, "libvirt-%s", u) < size)
 		return 0;
-	if (l->qemu_pid > 0 && proc_start(l->qemu_pid, &start) == 0 &&
+	if (l->qemu_pid > 0 && qemuproc_start_time(l->qemu_pid, &start) == 0 &&
 	    host_boot(boot, sizeof(boot)) == 0 &&
 	    (size_t)snprintf(id, size, "qemu-%d-%llu-%s", (int)l->qemu_pid, start, boot) < size)
 		return 0;

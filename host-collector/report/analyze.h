@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "json.h"
 #include "vt_meta.h"
@@ -28,6 +29,7 @@ bool an_str(const struct tep_record *rec, const struct tep_format_field *f, char
 void an_sanitize(char *s);
 const char *an_ts(char *buf, size_t size, uint64_t ns);
 const char *an_func(struct tep_handle *tep, uint64_t addr, uint64_t *start);
+FILE *an_open_out(const char *path, mode_t mode);
 
 /* analyze-iommu.c: IOMMU groups, attachments and DMA mappings. */
 #define IOMMU_HIST_4K		0

@@ -572,27 +572,6 @@ static void vcpu_tracks(struct pf_writer *w, const struct pf_machine *host, cons
 	}
 }
 
-static FILE *open_out(const char *path, mode_t mode)
-{
-	struct spool_perm p;
-	FILE *f;
-	int fd, ret;
-
-	spool_perm_default(&p);
-	p.file = mode;
-	spool_perm_set(&p);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return NULL;
-	ret = spool_perm_apply(fd, false);
-	f = ret == 0 ? fdopen(fd, "w") : NULL;
-	if (!f) {
-		close(fd);
-		errno = ret < 0 ? -ret : errno;
-	}
-	return f;
-}
-
 static bool plain_name(const char *s)
 {
 	return s && s[0] && s[0] != '.' && !strchr(s, '/') && strlen(s) < 256;
@@ -738,7 +717,7 @@ int pf_write(const char *dir, const struct json_value *root, const char *guest, 
 		ret = -ENOENT;
 		goto out;
 	}
-	w->out = open_out(path, mode);
+	w->out = an_open_out(path, mode);
 	if (!w->out) {
 		ret = -errno;
 		fprintf(stderr, "virtio-trace-collect report: cannot write %s: %s\n", path, strerror(errno));

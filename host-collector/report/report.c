@@ -66,12 +66,18 @@ struct report_opts {
 	struct jw jw;
 };
 
-/*
- * What --html and --mmiotrace-log write holds what the recording does: the
- * file gets the mode of the recording's manifest.json whatever the umask,
- * and under sudo the user who asked (store/spool.c).
+/**
+ * an_open_out() - open a file report writes (--html, --mmiotrace-log, --perfetto)
+ * @path: the file: created or truncated, never through a link
+ * @mode: the recording's files' mode (its manifest.json's)
+ *
+ * What report writes holds what the recording does: the file gets the
+ * recording's mode whatever the umask, and under sudo the user who asked
+ * (store/spool.c).
+ *
+ * Return: the stream, or NULL with errno set.
  */
-static FILE *open_out(const char *path, mode_t mode)
+FILE *an_open_out(const char *path, mode_t mode)
 {
 	struct spool_perm p;
 	FILE *f;
@@ -803,7 +809,7 @@ static int write_html(const char *dir, const struct json_value *root, struct rep
 			ro->html, strerror(-ret));
 		goto out;
 	}
-	f = open_out(ro->html, ro->mode);
+	f = an_open_out(ro->html, ro->mode);
 	if (!f) {
 		ret = -errno;
 		fprintf(stderr, "virtio-trace-collect report: cannot write %s: %s\n", ro->html,
@@ -1063,7 +1069,7 @@ int report_main(int argc, char **argv)
 		return EXIT_FAIL;
 	}
 	if (ro.mmio_log) {
-		ro.mmio_file = open_out(ro.mmio_log, ro.mode);
+		ro.mmio_file = an_open_out(ro.mmio_log, ro.mode);
 		if (!ro.mmio_file) {
 			fprintf(stderr, "virtio-trace-collect report: cannot write %s: %s\n",
 				ro.mmio_log, strerror(errno));

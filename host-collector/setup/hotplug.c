@@ -42,6 +42,7 @@
 
 #include "collect.h"
 #include "hotplug.h"
+#include "qemuproc.h"
 #include "json.h"
 #include "libvirt.h"		/* collect_mkdirs() */
 #include "procfd.h"
@@ -578,31 +579,6 @@ struct hp_dir {
 	bool made;
 };
 
-/* The start time of process @pid (field 22 of /proc/PID/stat, clock ticks since boot). */
-static int hp_start_time(pid_t pid, unsigned long long *start)
-{
-	char path[64], buf[1024], *p;
-	unsigned int field;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -EIO;
-	buf[n] = 0;
-	/* The command name (field 2) may hold anything, ')' too: count from the last ')'. */
-	p = strrchr(buf, ')');
-	for (field = 2; p && field < 22; field++)
-		p = strchr(p + 1, ' ');
-	if (!p || sscanf(p + 1, "%llu", start) != 1)
-		return -EBADMSG;
-	return 0;
-}
 
 /*
  * A directory the ports may live in: a directory, not a link (the caller
@@ -682,9 +658,9 @@ static int hp_dir_open(struct hotplug_opts *o, pid_t pid, bool create, struct hp
 		}
 		return hp_open_checked(AT_FDCWD, o->dir, o->dir, &d->fd);
 	}
-	ret = pid > 0 ? hp_start_time(pid, &start) : -ESRCH;
+	ret = pid > 0 ? qemuproc_start_time(pid, &start) : -ESRCH;
 	if (ret == 0)
-		ret = hp_start_time(getpid(), &self);
+		ret = qemuproc_start_time(getpid(), &self);
 	if (ret < 0) {
 		log_err("--qmp %s: cannot tell which process serves it (pid %d: %s): give --dir DIR",
 			o->qmp, (int)pid, strerror(-ret));

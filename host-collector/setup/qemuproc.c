@@ -312,3 +312,38 @@ out_pfd:
 	close(pfd);
 	return ret;
 }
+
+/**
+ * qemuproc_start_time() - when a process started: field 22 of /proc/PID/stat
+ * @pid: the process
+ * @start: set to its start, in clock ticks after boot
+ *
+ * With the pid it names one process of this boot: a pid is reused, a pid and
+ * start time are not.
+ *
+ * Return: 0, or -errno (-EBADMSG: a line that does not parse).
+ */
+int qemuproc_start_time(pid_t pid, unsigned long long *start)
+{
+	char path[64], buf[1024], *p;
+	unsigned int field;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = '\0';
+	/* The command name (field 2) may hold anything, ')' too: count from the last ')'. */
+	p = strrchr(buf, ')');
+	for (field = 2; p && field < 22; field++)
+		p = strchr(p + 1, ' ');
+	if (!p || sscanf(p + 1, "%llu", start) != 1)
+		return -EBADMSG;
+	return 0;
+}

@@ -32,4 +32,6 @@ int qemuproc_open_fifo(const char *path, const struct qemuproc_owner *want, int 
 int qemuproc_connect(const char *path, const struct qemuproc_owner *want, bool nonblock, int *fd,
 		     char *why, size_t len);
 
+int qemuproc_start_time(pid_t pid, unsigned long long *start);
+
 #endif

@@ -3,7 +3,7 @@
  * libFuzzer harness for what the collector takes from a guest: control-port
  * bytes through the session's parser and message handlers (HELLO_REPLY,
  * STATS, META chunks, errors...), and data-port bytes through page ingest.
- * vt-fuzz-sources: host-collector/record/session.c host-collector/record/session-save.c host-collector/text.c host-collector/record/stream.c host-collector/record/compress.c host-collector/store/spool.c host-collector/record/kcache.c host-collector/record/attach.c host-collector/dirperm.c lib/conn.c lib/proto.c lib/pages.c lib/meta.c lib/meta_codec.c lib/tsync-map.c lib/tsync-est.c lib/tsync-timeshift.c lib/tsync-tsc.c lib/tracedat.c
+ * vt-fuzz-sources: host-collector/record/session.c host-collector/record/session-save.c host-collector/text.c host-collector/record/stream.c host-collector/record/compress.c host-collector/store/spool.c host-collector/record/kcache.c host-collector/record/attach.c host-collector/setup/qemuproc.c host-collector/dirperm.c lib/conn.c lib/proto.c lib/pages.c lib/meta.c lib/meta_codec.c lib/tsync-map.c lib/tsync-est.c lib/tsync-timeshift.c lib/tsync-tsc.c lib/tracedat.c
  * vt-fuzz-libs: -luring -lzstd -lm -I host-collector -I host-collector/record
  *
  * Input: u16 length of the control part, the control bytes, then the data
@@ -154,6 +154,12 @@ int qmp_query_migrate(struct guest *g)
 }
 
 int lastboot_save(struct guest *g, const struct record_opts *o)
+{
+	return 0;
+}
+
+/* One guest, and no limit to share: it always fits. */
+int record_fds_claim(struct guest *g, struct record_fds *b)
 {
 	return 0;
 }
