@@ -7,7 +7,7 @@
 # and a write system call per byte) and, in L1 (F = --guestkallsyms=DIR/l2.kallsyms
 # --guestmodules=DIR/l2.modules),
 #     perf kvm --guest -o a.data record -a sleep 3        a: recorded without our files
-#     perf kvm --guest F -o b.data record -a sleep 3      b: recorded with them
+#     perf kvm --guest F -o b.data record -a sleep 3      b: recorded with them, at the same time
 #     perf kvm --guest [F] -i X.data report --stdio -n --sort dso,sym -v   a with F, b with F, b without
 # L1 has no hardware PMU under TCG, so perf falls back to cpu-clock; KVM attributes a host timer
 # interrupt that ends a guest run to the guest (perf_guest_state: the sample's IP is the guest's

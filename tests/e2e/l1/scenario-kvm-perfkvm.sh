@@ -6,14 +6,14 @@
 #      then virtio-trace-collect report --perf-kvm OUT/pk OUT/rec: OUT/pk/l2.kallsyms, l2.modules;
 #   2. in L2, a kernel-heavy busy loop in the background: dd if=/dev/zero of=/dev/null bs=1
 #      (a read and a write system call per byte);
-#   3. in L1, perf kvm --guest [FILES] -o OUT/perf-X.data record -a sleep PERF_SECS, once without
-#      our files (X = a) and once with FILES = --guestkallsyms=OUT/pk/l2.kallsyms
+#   3. in L1, perf kvm --guest [FILES] -o OUT/perf-X.data record -a sleep PERF_SECS, twice at the
+#      same time: without our files (X = a) and with FILES = --guestkallsyms=OUT/pk/l2.kallsyms
 #      --guestmodules=OUT/pk/l2.modules (X = b); then perf kvm --guest [FILES] -i ... report
-#      --stdio -n --sort dso,sym -v as a-files (a with FILES), b-files and b-nofiles, each under
-#      strace -e trace=openat when L1 has strace (which files perf opens);
+#      --stdio -n --sort dso,sym -v as a-files (a with FILES), b-files and b-nofiles, those with
+#      FILES under strace -e trace=openat when L1 has strace (which files perf opens);
 #   4. the loop killed, quit L2 and wait for it to power off.
 # OUT gets rec/ (the recording), record.log/.rc, pk/, pk.log/.rc, perf-version,
-# perf-record-{a,b}.log/.rc, perf-{a,b}.data, report-{a-files,b-files,b-nofiles}.txt/.err/.rc/.strace,
+# perf-record-{a,b}.log/.rc, perf-{a,b}.data, report-{a-files,b-files,b-nofiles}.txt/.err/.rc, report-{a,b}-files.strace,
 # l2pid, l2-threads ("TID COMM"), l2-l2-console.log. Without perf in the image: perf.absent, and
 # steps 2-3 are left out.
 # Env (VT_L1_ENV): PERF_SECS=3, REC_BOUND=150, L2_* (l1-lib.sh). Exit: 1 only when L2 did not
@@ -68,22 +68,24 @@ else
         l1_bounded 60 "perf-record-$1" perf kvm --guest $2 -o "$OUT/perf-$1.data" record -a sleep "${PERF_SECS:-3}" \
             >"$OUT/perf-record-$1.log" 2>&1
         echo $? >"$OUT/perf-record-$1.rc"
-        [ -z "$L1_STOPPED" ] || { l1_log "FAIL: perf record had to be stopped ($L1_STOPPED)"; rc=1; }
-        sed 's/^/    perf record: /' "$OUT/perf-record-$1.log" | tail -n 5
+        [ -z "$L1_STOPPED" ] || { l1_log "FAIL: perf record $1 had to be stopped ($L1_STOPPED)"; : >"$OUT/perf-record-$1.stopped"; }
     }
     # perf_rep NAME DATA FILES: perf kvm report of perf-DATA.data, with FILES as perf kvm options.
     # shellcheck disable=SC2086
     perf_rep() {
         _st=
-        command -v strace >/dev/null && _st="strace -f -e trace=openat -o $OUT/report-$1.strace"
+        [ -n "$3" ] && command -v strace >/dev/null && _st="strace -f -e trace=openat -o $OUT/report-$1.strace"
         l1_bounded 90 "perf-report-$1" $_st perf kvm --guest $3 -i "$OUT/perf-$2.data" report --stdio -n \
             --sort dso,sym -v >"$OUT/report-$1.txt" 2>"$OUT/report-$1.err"
         echo $? >"$OUT/report-$1.rc"
         l1_log "perf kvm report $1 exited $(cat "$OUT/report-$1.rc"), $(grep -c ' \[g\] ' "$OUT/report-$1.txt") guest" \
             "kernel lines; perf said: $(grep -v '^build id event' "$OUT/report-$1.err" | head -n 3 | tr '\n' ' ')"
     }
-    perf_rec a ""
+    # Side by side, over the same seconds of the same loop (perf startup under TCG takes 5-10 s).
+    perf_rec a "" &
     perf_rec b "$pk"
+    wait $!
+    ! ls "$OUT"/perf-record-*.stopped >/dev/null 2>&1 || rc=1
     l1_say "sh kill \$(cat /tmp/busy.pid)" 30 || rc=1
     perf_rep a-files a "$pk"
     perf_rep b-files b "$pk"
