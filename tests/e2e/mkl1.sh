@@ -6,7 +6,8 @@
 # (same Debian kernel, busybox /init) with an overlay holding
 #   /usr/bin/virtio-trace-collect   the build's collector (agent-lib.sh's vt_collect_build
 #                                   names it: COLLECT, or VT_COLLECT), /sbin/trace-agent (static)
-#   /usr/bin/qemu-system-x86_64, /usr/bin/trace-cmd, /usr/bin/strace, and every shared library
+#   /usr/bin/qemu-system-x86_64, /usr/bin/trace-cmd, /usr/bin/strace, /usr/bin/perf (the
+#                                   linux-perf binary, when installed), and every shared library
 #                                   ldd lists for them and the collector (+ ld.so.cache)
 #   /usr/share/qemu/                bios-256k.bin (from /usr/share/seabios), linuxboot_dma.bin,
 #                                   kvmvapic.bin, pvh.bin (PVH -kernel boots), linuxboot.bin
@@ -94,6 +95,16 @@ add_bin "$(command -v trace-cmd)" /usr/bin/trace-cmd || { echo "FAIL: cannot cop
 gcc_s=$(ldconfig -p | awk '$1 == "libgcc_s.so.1" && /x86-64/ { print $NF; exit }')
 [ -z "$gcc_s" ] || { mkdir -p "$R$(dirname "$gcc_s")" && cp -L "$gcc_s" "$R$gcc_s"; } || exit 1
 if command -v strace >/dev/null; then add_bin "$(command -v strace)" /usr/bin/strace || exit 1; fi
+# perf (linux-perf), for test-kvm-perfkvm's `perf kvm --guest`, when this machine has it. Debian's
+# /usr/bin/perf was a wrapper script that runs /usr/bin/perf_X.Y for the running kernel's X.Y
+# (it is the binary itself since 6.1.x's packages): the binary goes in as /usr/bin/perf.
+perf_bin=
+for f in /usr/bin/perf $(ls /usr/bin/perf_[0-9]* 2>/dev/null | sort -rV); do
+    [ -x "$f" ] && [ "$(head -c 4 "$f" | od -An -c | tr -d ' ')" = '177ELF' ] && { perf_bin=$f; break; }
+done
+if [ -n "$perf_bin" ]; then
+    add_bin "$perf_bin" /usr/bin/perf || { echo "FAIL: cannot copy $perf_bin"; exit 1; }
+fi
 cp "$VT_STATIC_AGENT" "$R/sbin/trace-agent" && strip "$R/sbin/trace-agent" 2>/dev/null
 for d in /usr/lib/x86_64-linux-gnu/traceevent/plugins /usr/lib/x86_64-linux-gnu/trace-cmd/plugins; do
     [ -d "$d" ] || continue
