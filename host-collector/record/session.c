@@ -452,6 +452,23 @@ void sess_drain_tick(void *arg)
 		sess_check_drained(g);
 }
 
+/* HELLO_REPLY: the answer to the handshake, its strings kept sanitised. */
+static void got_hello(struct guest *g, const struct vt_proto_msg *m)
+{
+	if (!g->req.active || g->req.want != VT_PROTO_HELLO_REPLY) {
+		protocol_error(g, "HELLO_REPLY nobody asked for");
+		return;
+	}
+	if (vt_proto_dec_hello(m, &g->hello) < 0) {
+		session_fail(g, "malformed HELLO_REPLY");
+		return;
+	}
+	collect_sanitize(g->agent.software, sizeof(g->agent.software), g->hello.software, false);
+	collect_sanitize(g->agent.clock, sizeof(g->agent.clock), g->hello.clock, false);
+	g->hello.software = g->hello.clock = NULL;
+	req_complete(g, 0);
+}
+
 static void got_stats(struct guest *g, const struct vt_proto_msg *m)
 {
 	struct vt_proto_stats st;
@@ -589,19 +606,7 @@ static void handle(struct guest *g, const struct vt_proto_msg *m)
 		got_session(g, m);
 		break;
 	case VT_PROTO_HELLO_REPLY:
-		if (!g->req.active || g->req.want != VT_PROTO_HELLO_REPLY) {
-			protocol_error(g, "HELLO_REPLY nobody asked for");
-			break;
-		}
-		if (vt_proto_dec_hello(m, &g->hello) < 0) {
-			session_fail(g, "malformed HELLO_REPLY");
-			break;
-		}
-		collect_sanitize(g->agent.software, sizeof(g->agent.software), g->hello.software,
-				 false);
-		collect_sanitize(g->agent.clock, sizeof(g->agent.clock), g->hello.clock, false);
-		g->hello.software = g->hello.clock = NULL;
-		req_complete(g, 0);
+		got_hello(g, m);
 		break;
 	case VT_PROTO_OK:
 		if (vt_proto_dec_ack(m, &ref) < 0)
