@@ -283,11 +283,15 @@ static void hello_done(struct guest *g, int err)
 /* The last boot's bundle arrived, or the agent has none to give: recording goes on either way. */
 static void lastboot_received(struct guest *g, int err)
 {
+	char why[sizeof(g->figures.error)];
+
 	if (err < 0) {
 		log_warn("guest %s: no last boot's trace: %s", g->name,
 			 g->reply_text[0] ? g->reply_text : strerror(-err));
 		vt_proto_meta_rx_release(&g->meta.rx);
-	} else if (lastboot_save(g, g->rec->o) < 0) {
+	} else if (lastboot_save(g->name, g->rec->out_fd, &g->meta.rx, g->rec->o, why,
+				 sizeof(why)) < 0) {
+		session_fail(g, "%s", why);
 		return;
 	}
 	step_done(g, 0);

@@ -153,7 +153,8 @@ int qmp_query_migrate(struct guest *g)
 	return 0;
 }
 
-int lastboot_save(struct guest *g, const struct record_opts *o)
+int lastboot_save(const char *guest, int out_fd, struct vt_proto_meta_rx *rx,
+		  const struct record_opts *o, char *why, size_t size)
 {
 	return 0;
 }
