@@ -351,6 +351,102 @@ static void synced(struct guest *g, int err)
 	sess_changed(g);
 }
 
+/* ST_HELLO: the handshake (--incoming: after a frame's worth of padding). */
+static void setup_hello(struct guest *g)
+{
+	const struct record_opts *o = g->rec->o;
+	struct vt_conn *c = g->ctl.conn;
+	uint8_t *f = vt_conn_frame(c);
+	const size_t F = VT_PROTO_FRAME_MAX;
+	struct vt_proto_hello hello = {
+		.rev_min = VT_PROTO_REV_MIN, .rev_max = VT_PROTO_REV_MAX,
+		.caps = VT_PROTO_CAP_X86_TSC | VT_PROTO_CAP_META | VT_PROTO_CAP_SYNC_TSC |
+			VT_PROTO_CAP_NOTICE,
+		.clock = o->clock ? o->clock : "",
+		.software = "virtio-trace-collect " PACKAGE_VERSION,
+	};
+
+	g->state = G_HELLO;
+	if (g->mig.incoming) {
+		/*
+		 * The agent may hold the start of a frame the host it
+		 * left sent just before the switchover: a frame's worth
+		 * of bytes that can begin no frame ends it (as a
+		 * malformed or oversized one), and the parser then
+		 * resyncs on our HELLO's magic.
+		 */
+		memset(f, 0xff, F);
+		if (sess_send_frame(g, (int)F) < 0)
+			return;
+		hello.caps |= VT_PROTO_CAP_RESUME;
+	}
+	sess_request(g, vt_proto_enc_hello(f, F, VT_PROTO_HELLO, vt_conn_next_seq(c), &hello),
+		VT_PROTO_HELLO_REPLY, hello_done);
+}
+
+/*
+ * ST_LASTBOOT: ask for the last boot's trace. Return: true if the request went
+ * out (the step waits for it), false if the step does not apply.
+ */
+static bool setup_lastboot(struct guest *g)
+{
+	const struct record_opts *o = g->rec->o;
+	struct vt_conn *c = g->ctl.conn;
+	uint8_t *f = vt_conn_frame(c);
+	const size_t F = VT_PROTO_FRAME_MAX;
+
+	/* The previous boot's trace first, before anything in the guest changes. */
+	g->state = G_CONFIG;
+	if (!o->last_boot)
+		return false;
+	if (!(g->agent.caps & VT_PROTO_CAP_LASTBOOT)) {
+		log_warn("guest %s: --last-boot: the agent cannot send the last boot's "
+			 "trace (an older trace-agent)", g->name);
+		return false;
+	}
+	vt_proto_meta_rx_release(&g->meta.rx);
+	vt_proto_meta_rx_init(&g->meta.rx, VT_PROTO_META_MAX_TOTAL);
+	sess_request(g, vt_proto_enc_string(f, F, VT_PROTO_LASTBOOT_REQ, vt_conn_next_seq(c),
+				       o->last_boot), VT_PROTO_META, lastboot_received);
+	return true;
+}
+
+/* ST_FLUSH: --live's partial pages. Return: as setup_lastboot(). */
+static bool setup_flush(struct guest *g)
+{
+	const struct record_opts *o = g->rec->o;
+	struct vt_conn *c = g->ctl.conn;
+	uint8_t *f = vt_conn_frame(c);
+	const size_t F = VT_PROTO_FRAME_MAX;
+
+	/* --live: partial pages too, so that a quiet guest's events show within the window. */
+	if (!o->live_ms)
+		return false;
+	if (!(g->agent.caps & VT_PROTO_CAP_FLUSH)) {
+		log_warn("guest %s: its agent sends whole pages only (an older trace-agent): "
+			 "its events show up live as its pages fill", g->name);
+		return false;
+	}
+	sess_request(g, vt_proto_enc_flush(f, F, vt_conn_next_seq(c), live_flush_ms(o->live_ms)),
+		VT_PROTO_OK, step_done);
+	return true;
+}
+
+/* ST_META: the setup's bundle, without kallsyms where the agent can leave it out. */
+static void setup_meta(struct guest *g)
+{
+	g->state = G_META;
+	g->setup.accepted = true;	/* it took the command line's events, tracer and clock */
+	spool_save_state(g);
+	/*
+	 * kallsyms (4 MB on a Debian kernel, slow to read under TCG)
+	 * is not needed to start: the full bundle follows once the
+	 * guest records, off the start's path.
+	 */
+	g->meta.partial = (g->agent.caps & VT_PROTO_CAP_META_FLAGS) != 0;
+	sess_fetch_meta(g, g->meta.partial ? VT_PROTO_META_REQ_NO_KALLSYMS : 0, step_done);
+}
+
 void sess_setup_next(struct guest *g)
 {
 	const struct record_opts *o = g->rec->o;
@@ -363,47 +459,12 @@ void sess_setup_next(struct guest *g)
 		if (g->state == G_FAILED)
 			return;
 		switch (g->setup.step) {
-		case ST_HELLO: {
-			struct vt_proto_hello hello = {
-				.rev_min = VT_PROTO_REV_MIN, .rev_max = VT_PROTO_REV_MAX,
-				.caps = VT_PROTO_CAP_X86_TSC | VT_PROTO_CAP_META | VT_PROTO_CAP_SYNC_TSC |
-					VT_PROTO_CAP_NOTICE,
-				.clock = o->clock ? o->clock : "",
-				.software = "virtio-trace-collect " PACKAGE_VERSION,
-			};
-
-			g->state = G_HELLO;
-			if (g->mig.incoming) {
-				/*
-				 * The agent may hold the start of a frame the host it
-				 * left sent just before the switchover: a frame's worth
-				 * of bytes that can begin no frame ends it (as a
-				 * malformed or oversized one), and the parser then
-				 * resyncs on our HELLO's magic.
-				 */
-				memset(f, 0xff, F);
-				if (sess_send_frame(g, (int)F) < 0)
-					return;
-				hello.caps |= VT_PROTO_CAP_RESUME;
-			}
-			sess_request(g, vt_proto_enc_hello(f, F, VT_PROTO_HELLO, vt_conn_next_seq(c), &hello),
-				VT_PROTO_HELLO_REPLY, hello_done);
+		case ST_HELLO:
+			setup_hello(g);
 			return;
-		}
 		case ST_LASTBOOT:
-			/* The previous boot's trace first, before anything in the guest changes. */
-			g->state = G_CONFIG;
-			if (!o->last_boot)
+			if (!setup_lastboot(g))
 				break;
-			if (!(g->agent.caps & VT_PROTO_CAP_LASTBOOT)) {
-				log_warn("guest %s: --last-boot: the agent cannot send the last boot's "
-					 "trace (an older trace-agent)", g->name);
-				break;
-			}
-			vt_proto_meta_rx_release(&g->meta.rx);
-			vt_proto_meta_rx_init(&g->meta.rx, VT_PROTO_META_MAX_TOTAL);
-			sess_request(g, vt_proto_enc_string(f, F, VT_PROTO_LASTBOOT_REQ, vt_conn_next_seq(c),
-						       o->last_boot), VT_PROTO_META, lastboot_received);
 			return;
 		case ST_INSTANCE:
 			/* The agent's own default is a private instance; the top level only when asked. */
@@ -446,28 +507,11 @@ void sess_setup_next(struct guest *g)
 			sess_request(g, enc_events(g, o), VT_PROTO_OK, step_done);
 			return;
 		case ST_FLUSH:
-			/* --live: partial pages too, so that a quiet guest's events show within the window. */
-			if (!o->live_ms)
+			if (!setup_flush(g))
 				break;
-			if (!(g->agent.caps & VT_PROTO_CAP_FLUSH)) {
-				log_warn("guest %s: its agent sends whole pages only (an older trace-agent): "
-					 "its events show up live as its pages fill", g->name);
-				break;
-			}
-			sess_request(g, vt_proto_enc_flush(f, F, vt_conn_next_seq(c), live_flush_ms(o->live_ms)),
-				VT_PROTO_OK, step_done);
 			return;
 		case ST_META:
-			g->state = G_META;
-			g->setup.accepted = true;	/* it took the command line's events, tracer and clock */
-			spool_save_state(g);
-			/*
-			 * kallsyms (4 MB on a Debian kernel, slow to read under TCG)
-			 * is not needed to start: the full bundle follows once the
-			 * guest records, off the start's path.
-			 */
-			g->meta.partial = (g->agent.caps & VT_PROTO_CAP_META_FLAGS) != 0;
-			sess_fetch_meta(g, g->meta.partial ? VT_PROTO_META_REQ_NO_KALLSYMS : 0, step_done);
+			setup_meta(g);
 			return;
 		case ST_STREAMS:
 			if (g->link.listen && g->link.chardev_dir[0]) {
