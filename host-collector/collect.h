@@ -5,7 +5,10 @@
  *
  *   record/   the `record` subcommand: one event engine (engine.c) serving
  *             every guest's ports (attach.c) and data streams (stream.c),
- *             each guest's agent driven as a state machine (session.c),
+ *             each guest's agent driven as a state machine (session.c:
+ *             the connection and dispatch; session-streams.c, -meta.c,
+ *             -probe.c, -migrate.c, -setup.c, -stop.c its parts, sharing
+ *             record/'s private session-int.h),
  *             clocks (sync.c, kvm.c, tscrate.c, qmp.c), host events
  *             (hostrec.c), compression while streaming (compress.c), the
  *             kallsyms cache (kcache.c) and the last boot's trace

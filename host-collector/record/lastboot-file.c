@@ -27,7 +27,6 @@
 #include "collect.h"
 #include "lastboot-file.h"
 #include "record.h"
-#include "session.h"
 #include "text.h"
 #include "store/spool.h"
 #include "vt_lastboot.h"
@@ -149,14 +148,23 @@ static int save_file(int out_fd, const char *name, const struct vt_lastboot *lb,
 }
 
 /**
- * lastboot_save() - write the previous boot's trace, received in @g->meta.rx,
- * to guest-NAME.lastboot.dat
- * @g: the guest; session.c asked for the bundle (LASTBOOT_REQ) and has it
+ * lastboot_save() - write the previous boot's trace, received in @rx, to
+ * guest-NAME.lastboot.dat
+ * @guest: the guest's name
+ * @out_fd: the output directory
+ * @rx: the bundle, which the session asked for (LASTBOOT_REQ); released here
  * @o: options (@o->last_boot names the instance, @o->out_dir the directory)
+ * @why: where to say why the guest must fail, on an error
+ * @size: its size
  *
- * Return: 0, or -errno with the guest failed (a malformed bundle, a write error).
+ * Takes the guest's name, its output directory and the bundle, not the guest,
+ * so that this file does not depend on the session (record/'s include graph).
+ *
+ * Return: 0, or -errno with @why set for the guest's failure (a malformed
+ * bundle, a write error).
  */
-int lastboot_save(struct guest *g, const struct record_opts *o)
+int lastboot_save(const char *guest, int out_fd, struct vt_proto_meta_rx *rx,
+		  const struct record_opts *o, char *why, size_t size)
 {
 	static struct vt_lastboot lb;
 	uint64_t pages = 0, bad = 0, replaced = 0;
@@ -165,7 +173,7 @@ int lastboot_save(struct guest *g, const struct record_opts *o)
 	struct vt_meta m;
 	int ret;
 
-	ret = vt_lastboot_decode(&lb, g->meta.rx.data, g->meta.rx.len);
+	ret = vt_lastboot_decode(&lb, rx->data, rx->len);
 	if (ret == 0 && (lb.name_len != strlen(o->last_boot) ||
 			 memcmp(lb.name, o->last_boot, lb.name_len))) {
 		char said[64];
@@ -173,45 +181,45 @@ int lastboot_save(struct guest *g, const struct record_opts *o)
 		snprintf(raw, sizeof(raw), "%.*s", (int)(lb.name_len < sizeof(raw) - 1 ?
 			 lb.name_len : sizeof(raw) - 1), lb.name);
 		collect_sanitize(said, sizeof(said), raw, false);
-		session_fail(g, "the last boot's trace it sent is of instance '%s', not of "
-			     "--last-boot %s: refused", said, o->last_boot);
-		vt_proto_meta_rx_release(&g->meta.rx);
+		snprintf(why, size, "the last boot's trace it sent is of instance '%s', not of "
+			 "--last-boot %s: refused", said, o->last_boot);
+		vt_proto_meta_rx_release(rx);
 		return -EBADMSG;
 	}
 	if (ret == 0)
 		ret = vt_meta_decode(&m, lb.meta, lb.meta_len);
 	if (ret < 0) {
-		session_fail(g, "the last boot's trace bundle is malformed (%s)", strerror(-ret));
-		vt_proto_meta_rx_release(&g->meta.rx);
+		snprintf(why, size, "the last boot's trace bundle is malformed (%s)", strerror(-ret));
+		vt_proto_meta_rx_release(rx);
 		return ret;
 	}
 	vt_meta_sanitize(&m, &clean);
 	if (clean.formats_dropped)
 		log_err("guest %s: the last boot's trace: %u event formats hold control characters "
-			"or invalid UTF-8 and are refused (the first: %s)", g->name,
+			"or invalid UTF-8 and are refused (the first: %s)", guest,
 			clean.formats_dropped, clean.first_dropped);
 	if (clean.formats_out_of_bounds)
 		log_err("guest %s: the last boot's trace: %u event formats refused, a field or print "
-			"argument outside the event (%s)", g->name, clean.formats_out_of_bounds,
+			"argument outside the event (%s)", guest, clean.formats_out_of_bounds,
 			clean.out_of_bounds);
-	snprintf(name, sizeof(name), "guest-%s.lastboot.dat", g->name);
+	snprintf(name, sizeof(name), "guest-%s.lastboot.dat", guest);
 	snprintf(path, sizeof(path), "%s/%s", o->out_dir, name);
-	ret = save_file(g->rec->out_fd, name, &lb, &m, o, &pages, &bad, &replaced);
+	ret = save_file(out_fd, name, &lb, &m, o, &pages, &bad, &replaced);
 	vt_meta_free(&m);
-	vt_proto_meta_rx_release(&g->meta.rx);
+	vt_proto_meta_rx_release(rx);
 	if (ret < 0) {
-		session_fail(g, "cannot write %s: %s", path,
-			     ret == -ELOOP ? "a symbolic link is in the way" : strerror(-ret));
+		snprintf(why, size, "cannot write %s: %s", path,
+			 ret == -ELOOP ? "a symbolic link is in the way" : strerror(-ret));
 		return ret;
 	}
 	if (clean.replaced + replaced)
 		log_warn("guest %s: the last boot's trace: %llu control characters or invalid "
-			 "UTF-8 bytes replaced by '?' in its note and metadata", g->name,
+			 "UTF-8 bytes replaced by '?' in its note and metadata", guest,
 			 (unsigned long long)(clean.replaced + replaced));
 	if (bad)
-		log_warn("guest %s: the last boot's trace had %llu malformed pages, left out", g->name,
+		log_warn("guest %s: the last boot's trace had %llu malformed pages, left out", guest,
 			 (unsigned long long)bad);
 	log_info("guest %s: the last boot's trace of instance %s: %llu pages in %s (its own clock, "
-		 "not merged with the host)", g->name, o->last_boot, (unsigned long long)pages, path);
+		 "not merged with the host)", guest, o->last_boot, (unsigned long long)pages, path);
 	return 0;
 }

@@ -3,9 +3,12 @@
 #ifndef RECORD_LASTBOOT_FILE_H
 #define RECORD_LASTBOOT_FILE_H
 
-struct guest;
-struct record_opts;
+#include <stddef.h>
 
-int lastboot_save(struct guest *g, const struct record_opts *o);
+struct record_opts;
+struct vt_proto_meta_rx;
+
+int lastboot_save(const char *guest, int out_fd, struct vt_proto_meta_rx *rx,
+		  const struct record_opts *o, char *why, size_t size);
 
 #endif

@@ -1,11 +1,21 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * A traced guest and its agent's session (session.c): each guest a state
- * machine of its own over its control connection, driven by engine events.
+ * A traced guest and its agent's session (session.c and its parts,
+ * session-*.c): each guest a state machine of its own over its control
+ * connection, driven by engine events.
  * Its clock (sync.c), ports (attach.c) and QMP (qmp.c) hang off it.
  */
 #ifndef RECORD_SESSION_H
 #define RECORD_SESSION_H
+
+/*
+ * struct guest is record/'s own: only record/ (whose CPPFLAGS define
+ * VT_RECORD_INTERNAL) and its white-box tests, which say so in theirs,
+ * may include this; the other folders take what they need from record.h.
+ */
+#ifndef VT_RECORD_INTERNAL
+#error "record/session.h is record/'s own (struct guest): not for other folders"
+#endif
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -62,7 +72,7 @@ struct guest_sync {
 	struct sync_check_smp *pend;		/* replies waiting for their epochs */
 	size_t nr_pend, cap_pend;
 	struct spool_check check;
-	/* when to sync again (session.c) */
+	/* when to sync again (session-probe.c, session-setup.c) */
 	struct engine_timer timer;		/* --sync-interval */
 	struct engine_timer kvm_timer;		/* re-reads KVM's offsets */
 	struct engine_timer retry_timer;	/* --incoming: the takeover's sync, again */
@@ -189,7 +199,7 @@ struct guest_qemu {
 };
 
 /**
- * struct guest_stop - stopping a guest's recording (session.c)
+ * struct guest_stop - stopping a guest's recording (session-stop.c)
  * @seq: the STOP request's sequence number
  * @seen: the agent's STOPPED for it came
  * @deferred: a stop came while the full metadata was on its way
@@ -225,7 +235,7 @@ struct guest_wait {
 };
 
 /**
- * struct guest_meta - a guest's metadata bundles (session.c)
+ * struct guest_meta - a guest's metadata bundles (session-meta.c)
  * @rx: the bundle being received
  * @len: the size of the bundle spooled last
  * @done: what to do once the bundle in flight is in
@@ -280,7 +290,7 @@ struct guest_kcache {
  * struct guest - one traced guest
  * @name: from --name, or the directory's base name ([A-Za-z0-9_.-], never a path)
  */
-/* How far a guest's setup went (session.c). */
+/* How far a guest's setup went (session-setup.c). */
 struct guest_setup {
 	unsigned int step;		/* the step it is at */
 	bool hello_timed_out;		/* its failure gets the hints of an absent agent */

@@ -3,8 +3,8 @@
  * libFuzzer harness for what the collector takes from a guest: control-port
  * bytes through the session's parser and message handlers (HELLO_REPLY,
  * STATS, META chunks, errors...), and data-port bytes through page ingest.
- * vt-fuzz-sources: host-collector/record/session.c host-collector/record/session-save.c host-collector/text.c host-collector/record/stream.c host-collector/record/compress.c host-collector/store/spool.c host-collector/record/kcache.c host-collector/record/attach.c host-collector/setup/qemuproc.c host-collector/dirperm.c lib/conn.c lib/proto.c lib/pages.c lib/meta.c lib/meta_codec.c lib/tsync-map.c lib/tsync-est.c lib/tsync-timeshift.c lib/tsync-tsc.c lib/tracedat.c
- * vt-fuzz-libs: -luring -lzstd -lm -I host-collector -I host-collector/record
+ * vt-fuzz-sources: host-collector/record/session.c host-collector/record/session-streams.c host-collector/record/session-meta.c host-collector/record/session-probe.c host-collector/record/session-migrate.c host-collector/record/session-setup.c host-collector/record/session-stop.c host-collector/record/session-save.c host-collector/text.c host-collector/record/stream.c host-collector/record/compress.c host-collector/store/spool.c host-collector/record/kcache.c host-collector/record/attach.c host-collector/setup/qemuproc.c host-collector/dirperm.c lib/conn.c lib/proto.c lib/pages.c lib/meta.c lib/meta_codec.c lib/tsync-map.c lib/tsync-est.c lib/tsync-timeshift.c lib/tsync-tsc.c lib/tracedat.c
+ * vt-fuzz-libs: -luring -lzstd -lm -I host-collector -I host-collector/record -DVT_RECORD_INTERNAL
  *
  * Input: u16 length of the control part, the control bytes, then the data
  * bytes. Nothing may crash, leak or read out of bounds; the guest may be
@@ -153,7 +153,8 @@ int qmp_query_migrate(struct guest *g)
 	return 0;
 }
 
-int lastboot_save(struct guest *g, const struct record_opts *o)
+int lastboot_save(const char *guest, int out_fd, struct vt_proto_meta_rx *rx,
+		  const struct record_opts *o, char *why, size_t size)
 {
 	return 0;
 }

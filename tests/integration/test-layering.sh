@@ -8,6 +8,8 @@
 # - symbols: no object of a folder's library leaves undefined a symbol that a library it may
 #   not use defines (what the linker would resolve across the line).
 # Also: each folder's library exists, and the executable's main.c is only a command table.
+# And within record/, module by module: no new include cycle (see "record/'s modules" below),
+# and its private headers refuse other folders.
 echo "layering: check -> record, setup; record -> store, setup; report -> store; store and setup use no other folder"
 : "${VT_SRCDIR:?run through make check}" "${VT_BUILDDIR:?run through make check}"
 export LC_ALL=C
@@ -59,6 +61,110 @@ done
 defs=$(nm --defined-only -g "$B/virtio_trace_collect-main.o" 2>/dev/null | awk 'NF == 3 { print $3 }' | tr '\n' ' ')
 [ "$defs" = "main " ] || fail "main.c defines more than main(): $defs"
 
+# record/'s modules: no new include cycle. A module is a record/ header and the files that
+# implement it: X.h, X.c, X-int.h and X-*.c when X-* has no header of its own (session.c and
+# session-*.c are one module), and a .c without a header of its own belongs to the record/
+# header without a .c that it includes (kvm.c and tscrate.c are hostclock). Module A depends
+# on B when a file of A includes a header of B ("B.h", record/ headers only).
+# This is not yet "no cycle": when the check came (issue 38), 11 of record's modules formed one
+# knot with 10 two-way cycles, and qmp <-> record came with --kvm-exits; lastboot-file <->
+# session is gone (lastboot_save() takes the guest's name and bundle). Those are listed here
+# and only here; the check fails on a two-way cycle not in RECORD_PAIRS and on a module in a
+# cycle (of any length) not in RECORD_KNOT, and says which listed ones are gone so that the
+# lists shrink as cycles are broken. What it does not see: a new longer cycle among modules
+# already in the knot made of one-way dependencies only.
+RECORD_PAIRS="attach:record attach:session compress:stream engine:stream hostrec:record
+	qmp:record qmp:session record:session record:sync session:sync"
+RECORD_KNOT="attach compress engine hostrec lastboot-file live qmp record session stream sync"
+
+# record_module DIR FILE: the module FILE (in DIR) belongs to.
+record_module() {
+	s=${2%.*}
+	case $s in *-int) s=${s%-int} ;; esac
+	if [ -f "$1/$s.h" ]; then echo "$s"; return; fi
+	p=${s%%-*}
+	if [ "$p" != "$s" ] && [ -f "$1/$p.h" ]; then echo "$p"; return; fi
+	h=$(sed -n 's/^#include "\([a-z0-9_-]*\)\.h".*/\1/p' "$1/$2" | while read -r h; do
+		if [ -f "$1/$h.h" ] && [ ! -f "$1/$h.c" ]; then echo "$h"; break; fi
+	done)
+	echo "${h:-$s}"
+}
+
+# record_edges DIR: "A B" for each module A that includes a header of module B.
+record_edges() {
+	for f in "$1"/*.c "$1"/*.h; do
+		f=${f##*/}
+		m=$(record_module "$1" "$f")
+		sed -n 's/^#include "\([a-z0-9_-]*\.h\)".*/\1/p' "$1/$f" | while read -r h; do
+			[ -f "$1/$h" ] || continue
+			t=$(record_module "$1" "$h")
+			[ "$t" = "$m" ] || echo "$m $t"
+		done
+	done | sort -u
+}
+
+# record_cycles DIR: "pair A:B" for each two-way dependency (A < B), "knot M" for each module
+# that reaches itself (the transitive closure of a graph of twenty nodes).
+record_cycles() {
+	record_edges "$1" | awk '
+	{ n[$1] = 1; n[$2] = 1; r[$1, $2] = 1; e[$1, $2] = 1 }
+	END {
+		for (k in n) for (i in n) if ((i, k) in r) for (j in n) if ((k, j) in r) r[i, j] = 1
+		for (i in n) for (j in n) if (i < j && (i, j) in e && (j, i) in e) print "pair " i ":" j
+		for (i in n) if ((i, i) in r) print "knot " i
+	}' | sort
+}
+
+# record_check DIR: the cycles in DIR not listed; prints them, fails if any.
+record_check() {
+	record_cycles "$1" >"$WORK/cycles" || return 1
+	bad=0
+	while read -r kind what; do
+		case $kind in
+		pair) list=$RECORD_PAIRS ;;
+		*) list=$RECORD_KNOT ;;
+		esac
+		if ! echo "$list" | tr -s ' \t' '\n' | grep -qxF "$what"; then
+			echo "record/: a new include cycle: $kind $what" | sed 's/pair \([^:]*\):/\1 <-> /;s/knot /module /'
+			bad=1
+		fi
+	done <"$WORK/cycles"
+	return $bad
+}
+
+out=$(record_check "$HC/record") || fail "$out"
+for p in $RECORD_PAIRS; do
+	grep -qx "pair $p" "$WORK/cycles" ||
+		echo "note: record/'s $p is no longer a two-way cycle: take it off RECORD_PAIRS"
+done
+for m in $RECORD_KNOT; do
+	grep -qx "knot $m" "$WORK/cycles" ||
+		echo "note: record/'s $m is in no cycle any more: take it off RECORD_KNOT"
+done
+nknot=$(grep -c '^knot ' "$WORK/cycles")
+npair=$(grep -c '^pair ' "$WORK/cycles")
+
+# The check itself can fail: a copy of record/ where kcache and livequiet (in no cycle) include
+# each other's header is refused, naming the two.
+mkdir "$WORK/planted" && cp "$HC"/record/*.[ch] "$WORK/planted/" &&
+	sed -i '0,/^#include "/s//#include "livequiet.h"\n&/' "$WORK/planted/kcache.c" &&
+	sed -i '0,/^#include "/s//#include "kcache.h"\n&/' "$WORK/planted/livequiet.c"
+out=$(record_check "$WORK/planted")
+case $out in
+*"kcache <-> livequiet"*) ;;
+*) fail "the module check misses a planted kcache <-> livequiet cycle: $out" ;;
+esac
+
+# record/'s private headers (struct guest, the session's parts) refuse any file built without
+# record/'s VT_RECORD_INTERNAL, as another folder's are: the #error is what stops them.
+for h in session.h session-int.h; do
+	out=$(printf '#include "%s"\n' "$h" | cc -fsyntax-only -I"$HC/record" -I"$HC" -x c - 2>&1)
+	case $out in
+	*"#error"*"record/'s own"*) ;;
+	*) fail "record/$h is not refused outside record/: $(echo "$out" | head -n 2)" ;;
+	esac
+done
+
 # The check itself can fail: a planted call from store into record is seen.
 printf 'void session_stop(void *g);\nvoid vt_layer_probe(void) { session_stop(0); }\n' >"$WORK/probe.c"
 cc -c -o "$WORK/probe.o" "$WORK/probe.c" && ar cr "$WORK/libstore.a" "$WORK/probe.o" &&
@@ -68,4 +174,5 @@ nm --defined-only -g "$B/record/librecord.a" | awk 'NF == 3 { print $3 }' | sort
 	fail "the symbol check misses a planted store -> record call"
 
 [ "$fails" = 0 ] || exit 1
-echo "PASS: 5 folders, no call or include against the layering"
+echo "PASS: 5 folders, no call or include against the layering; record/: no include cycle" \
+	"but the $npair two-way ones and the knot of $nknot modules listed"

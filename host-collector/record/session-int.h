@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * What the parts of a guest's session share (session.c and session-*.c:
+ * connection and dispatch, streams, metadata, probe bursts, migration out,
+ * setup, stop). They were static functions of one file; they are not an
+ * interface, and nothing outside record/ may call them: record/'s CPPFLAGS
+ * define VT_RECORD_INTERNAL, no other folder's do.
+ */
+#ifndef RECORD_SESSION_INT_H
+#define RECORD_SESSION_INT_H
+
+#ifndef VT_RECORD_INTERNAL
+#error "session-int.h is record/'s own: include record/session.h"
+#endif
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "engine.h"
+#include "qmp.h"
+#include "session.h"
+#include "vt_proto.h"
+
+/*
+ * The final sync (at the stop) has a few seconds of its own, apart from the
+ * delivery of pages: past them the burst ends with the replies it has, so a
+ * guest slow to answer probes never holds a stop whose pages are in.
+ */
+#define FINAL_SYNC_NS		(3 * NSEC_PER_SEC)
+#define ACCEPT_TIMEOUT_NS	(120 * NSEC_PER_SEC)
+#define DRAIN_CHECK_NS		(20 * NSEC_PER_MSEC)
+#define META_LIMIT		(128ull << 20)
+
+/* Setup, one step after the other (g->setup.step). */
+enum {
+	ST_HELLO, ST_LASTBOOT, ST_INSTANCE, ST_CLOCK, ST_BUFFER, ST_TRACER, ST_EVENTS, ST_FLUSH, ST_META,
+	ST_STREAMS, ST_START, ST_SYNC, ST_RUNNING,
+};
+
+/* session.c: the connection: requests, replies, dispatch */
+extern const char *const sess_step_what[];
+struct engine *sess_eng(const struct guest *g);
+void sess_changed(struct guest *g);
+void sess_burst_abort(struct guest *g);
+void sess_ctl_close(struct guest *g);
+void sess_msgs_summary(struct guest *g);
+void sess_conn_hook(void *arg, bool tx, uint16_t type, uint32_t seq);
+int sess_send_frame(struct guest *g, int len);
+bool sess_ctl_writable(void *arg, int revents);
+void sess_req_timeout(void *arg);
+int sess_request(struct guest *g, int len, uint16_t want, void (*done)(struct guest *g, int err));
+void sess_check_drained(struct guest *g);
+void sess_drain_tick(void *arg);
+bool sess_ctl_readable(void *arg, int revents);
+
+/* session-streams.c: the data streams */
+int sess_open_streams(struct guest *g);
+int sess_take_connection(struct guest *g, int lfd, const char *path, bool taken, int *fd);
+void sess_listen_streams(struct guest *g);
+
+/* session-meta.c: the metadata bundle and the kallsyms cache */
+void sess_fetch_meta(struct guest *g, uint32_t flags, void (*done)(struct guest *g, int err));
+bool sess_kallsyms_from_cache(struct guest *g);
+
+/* session-probe.c: the clock probe bursts */
+void sess_burst_timeout(void *arg);
+void sess_burst_budget(void *arg);
+void sess_got_reply(struct guest *g, const struct vt_proto_msg *m);
+void sess_burst_run(struct guest *g, const char *when, void (*done)(struct guest *g, int err));
+void sess_running_burst_done(struct guest *g, int err);
+void sess_kvm_tick(void *arg);
+void sess_sync_tick(void *arg);
+void sess_resumed(struct guest *g);
+
+/* session-migrate.c: migration out */
+void sess_mig_clock(struct guest *g);
+void sess_migrated_done(struct guest *g);
+void sess_migrated_check(struct guest *g);
+void sess_qmp_event(struct guest *g, enum qmp_ev ev, const char *detail);
+
+/* session-setup.c: the setup and --incoming's takeover */
+void sess_setup_next(struct guest *g);
+
+/* session-stop.c: the stop */
+void sess_finish(struct guest *g);
+void sess_reset_done(void *arg);
+void sess_stop_timeout(void *arg);
+
+#endif

@@ -1,0 +1,680 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * A guest's setup (session.c's part): one step after the other, each a
+ * request, and --incoming's takeover of a guest that arrived.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "attach.h"
+#include "collect.h"
+#include "engine.h"
+#include "hostrec.h"
+#include "kcache.h"
+#include "lastboot-file.h"
+#include "live.h"
+#include "qmp.h"
+#include "record.h"
+#include "session.h"
+#include "session-int.h"
+#include "stream.h"
+#include "sync.h"
+#include "text.h"
+#include "store/spool.h"
+#include "vt_conn.h"
+
+/*
+ * --incoming: a vCPU the takeover's probes left without a clock epoch (under
+ * TCG the first answers after a migration can come seconds late) is probed
+ * again this soon, a few times, so that the events around the takeover are
+ * not mapped by an epoch measured much later.
+ */
+#define SYNC_RETRY_NS		NSEC_PER_SEC
+#define SYNC_RETRIES		5
+
+static void take_over(struct guest *g);
+static void full_meta_done(struct guest *g, int err);
+
+/* "sched", "sched:sched_switch", "sched/sched_switch", "sched:*". */
+static void split_event(const char *spec, char *sys, char *ev, size_t size)
+{
+	const char *sep = strpbrk(spec, ":/");
+
+	if (!sep) {
+		snprintf(sys, size, "%s", spec);
+		snprintf(ev, size, "*");
+		return;
+	}
+	snprintf(sys, size, "%.*s", (int)(sep - spec), spec);
+	snprintf(ev, size, "%s", sep[1] ? sep + 1 : "*");
+}
+
+static int enc_events(struct guest *g, const struct record_opts *o)
+{
+	static char sys[COLLECT_MAX_EVENTS][VT_PROTO_MAX_NAME], ev[COLLECT_MAX_EVENTS][VT_PROTO_MAX_NAME];
+	struct vt_proto_event list[COLLECT_MAX_EVENTS];
+	unsigned int i;
+
+	for (i = 0; i < o->nr_events; i++) {
+		split_event(o->events[i], sys[i], ev[i], VT_PROTO_MAX_NAME);
+		list[i].system = sys[i];
+		list[i].event = ev[i];
+		list[i].filter = o->filters[i] ? o->filters[i] : "";
+	}
+	return vt_proto_enc_events(vt_conn_frame(g->ctl.conn), VT_PROTO_FRAME_MAX,
+				   vt_conn_next_seq(g->ctl.conn), VT_PROTO_EVENTS_REPLACE, list,
+				   o->nr_events);
+}
+
+/*
+ * An event, tracer or clock the guest's kernel does not have (the agent says
+ * ENOENT, or EINVAL for a filter it refused) is most likely a mistake on the
+ * command line: when no guest takes the command line, the run is a usage
+ * error and keeps nothing (record.c); a guest that refuses what others take
+ * is dropped alone, so that one guest cannot end the others' recording.
+ */
+static const char *config_refused(const struct guest *g, int err)
+{
+	if (err != -ENOENT && err != -EINVAL)
+		return NULL;
+	switch (g->setup.step) {
+	case ST_EVENTS:
+		return "--event";
+	case ST_TRACER:
+		return "--tracer";
+	case ST_CLOCK:
+		return g->rec->o->clock ? "--clock" : NULL;
+	default:
+		return NULL;
+	}
+}
+
+static void step_done(struct guest *g, int err)
+{
+	const char *opt = err < 0 ? config_refused(g, err) : NULL;
+
+	if (opt) {
+		g->setup.refused = true;
+		session_fail(g, "%s: %s", opt, g->reply_text[0] ? g->reply_text : strerror(-err));
+		return;
+	}
+	if (err < 0) {
+		session_fail(g, "%s: %s (%s)", sess_step_what[g->setup.step],
+			     g->reply_text[0] ? g->reply_text : "refused", strerror(-err));
+		return;
+	}
+	g->setup.step++;
+	sess_setup_next(g);
+}
+
+/* --incoming: the metadata is in (kallsyms too): the recording goes on as any does. */
+static void incoming_meta_done(struct guest *g, int err)
+{
+	(void)err;
+	spool_save_migration(g);
+	full_meta_done(g, 0);
+}
+
+/* --incoming: the takeover's burst is done: the workload may go on, the metadata comes. */
+/* Whether a vCPU that streams has no clock epoch yet (probes only: KVM's are read, not measured). */
+static bool epoch_missing(const struct guest *g)
+{
+	unsigned int i;
+
+	if (strcmp(g->sync.head.method, "probe"))
+		return false;
+	for (i = 0; i < g->nr_streams; i++) {
+		unsigned int cpu = g->streams[i].cpu;
+
+		if (cpu < COLLECT_MAX_CPUS && !g->sync.cpus[cpu].nr && !g->sync.away[cpu])
+			return true;
+	}
+	return false;
+}
+
+static void retry_synced(struct guest *g, int err);
+
+static void retry_tick(void *arg)
+{
+	struct guest *g = arg;
+
+	if (g->state != G_RUNNING || !epoch_missing(g))
+		return;
+	if (g->burst.active || g->req.active) {
+		/* The metadata on its way: probes would wait behind it. */
+		engine_timer_arm(sess_eng(g), &g->sync.retry_timer, SYNC_RETRY_NS, 0);
+		return;
+	}
+	log_info("guest %s: a vCPU has no clock epoch since the takeover: probing again", g->name);
+	sess_burst_run(g, "interval", retry_synced);
+}
+
+static void retry_synced(struct guest *g, int err)
+{
+	(void)err;
+	if (g->state == G_RUNNING && epoch_missing(g) && ++g->sync.retries < SYNC_RETRIES)
+		engine_timer_arm(sess_eng(g), &g->sync.retry_timer, SYNC_RETRY_NS, 0);
+	sess_running_burst_done(g, 0);
+}
+
+/* The takeover's burst is done: the workload may go on, the metadata comes. */
+static void incoming_synced(struct guest *g, int err)
+{
+	(void)err;
+	g->setup.synced = true;
+	sess_changed(g);
+	if (g->state != G_RUNNING)
+		return;
+	if (epoch_missing(g))
+		engine_timer_arm(sess_eng(g), &g->sync.retry_timer, SYNC_RETRY_NS, 0);
+	sess_fetch_meta(g, 0, incoming_meta_done);
+}
+
+/*
+ * The agent handed its session over: its ports are read at once (it has
+ * been waiting for a reader since the switchover), its clock is synced at
+ * once (the offset changed with the host), then the metadata is fetched.
+ */
+static void resume_answered(struct guest *g, int err)
+{
+	int ret;
+
+	if (err < 0) {
+		session_fail(g, "--incoming: the agent did not hand its session over: %s (%s)",
+			     g->reply_text[0] ? g->reply_text : "refused", strerror(-err));
+		return;
+	}
+	if (!g->mig.streaming) {
+		log_info("guest %s: its agent records nothing: a new recording is set up", g->name);
+		g->setup.step = ST_LASTBOOT;
+		sess_setup_next(g);
+		return;
+	}
+	g->mig.seen.resumed = true;
+	g->mig.seen.taken_tsc = sync_host_tsc();
+	sess_mig_clock(g);
+	g->qemu.resync = false;	/* the takeover's burst is the resume's */
+	log_info("guest %s: took its agent's session over (resume %llu, %u events in %s%s)",
+		 g->name, (unsigned long long)g->mig.seen.resume_no, g->mig.seen.nr_events,
+		 g->mig.seen.instance[0] ? "instance " : "the top-level buffer", g->mig.seen.instance);
+	ret = sess_open_streams(g);
+	if (ret < 0) {
+		session_fail(g, "no data port could be opened (%s)", strerror(-ret));
+		return;
+	}
+	g->state = G_RUNNING;
+	g->setup.recorded = true;
+	g->setup.step = ST_RUNNING;
+	log_info("guest %s: recording again, on this host", g->name);
+	spool_save_state(g);
+	spool_save_migration(g);
+	sess_changed(g);
+	if (g->stop.deferred) {
+		/* Stopped while it was taken over: what it streams now is drained, no more. */
+		g->stop.deferred = false;
+		session_stop(g);
+		return;
+	}
+	sess_burst_run(g, "resume", incoming_synced);
+}
+
+/* --incoming: ask the agent for its running session. */
+static void take_over(struct guest *g)
+{
+	if (!(g->agent.caps & VT_PROTO_CAP_RESUME)) {
+		session_fail(g, "--incoming: the agent cannot hand its session over (%s has no "
+			     "RESUME)", g->agent.software);
+		return;
+	}
+	g->mig.session_seen = false;
+	sess_request(g, vt_proto_enc_empty(vt_conn_frame(g->ctl.conn), VT_PROTO_FRAME_MAX, VT_PROTO_RESUME,
+				      vt_conn_next_seq(g->ctl.conn)), VT_PROTO_SESSION, resume_answered);
+}
+
+static void hello_done(struct guest *g, int err)
+{
+	const struct record_opts *o = g->rec->o;
+	struct record_fds fds;
+
+	if (err < 0) {
+		session_fail(g, "handshake refused: %s", g->reply_text);
+		return;
+	}
+	g->agent.caps = g->hello.caps;
+	g->agent.nr_cpus = g->hello.nr_cpus;
+	g->agent.subbuf = g->hello.subbuf_size;
+	if (!g->agent.nr_cpus || g->agent.nr_cpus > COLLECT_MAX_CPUS) {
+		session_fail(g, "the agent reports %u CPUs (1 to %d supported)", g->agent.nr_cpus,
+			     COLLECT_MAX_CPUS);
+		return;
+	}
+	if (g->agent.subbuf < VT_SUBBUF_MIN || g->agent.subbuf > VT_SUBBUF_MAX ||
+	    (g->agent.subbuf & (g->agent.subbuf - 1))) {
+		session_fail(g, "the agent reports %u-byte sub-buffers", g->agent.subbuf);
+		return;
+	}
+	log_info("guest %s: %s, %u CPUs, %u-byte pages, clock %s", g->name, g->agent.software,
+		 g->agent.nr_cpus, g->agent.subbuf, g->agent.clock);
+	/* Before its ports take a descriptor: a guest too big fails alone (test-collect-fdbudget). */
+	if (record_fds_claim(g, &fds) < 0) {
+		session_fail(g, "not recorded: its %u vCPUs need about %" PRIu64 " open files, more than "
+			     "the others leave under the open-file limit of %" PRIu64 " (RLIMIT_NOFILE); "
+			     "recording it too needs `ulimit -n %" PRIu64 "` (LimitNOFILE= for a service)",
+			     g->agent.nr_cpus, fds.guest, fds.limit, fds.need);
+		return;
+	}
+	if (g->mig.incoming) {
+		take_over(g);
+		return;
+	}
+	if (!(g->agent.caps & VT_PROTO_CAP_X86_TSC) && !o->clock)
+		log_warn("guest %s has no x86-tsc trace clock: its timestamps cannot be mapped "
+			 "exactly onto the host's", g->name);
+	step_done(g, 0);
+}
+
+/* The last boot's bundle arrived, or the agent has none to give: recording goes on either way. */
+static void lastboot_received(struct guest *g, int err)
+{
+	char why[sizeof(g->figures.error)];
+
+	if (err < 0) {
+		log_warn("guest %s: no last boot's trace: %s", g->name,
+			 g->reply_text[0] ? g->reply_text : strerror(-err));
+		vt_proto_meta_rx_release(&g->meta.rx);
+	} else if (lastboot_save(g->name, g->rec->out_fd, &g->meta.rx, g->rec->o, why,
+				 sizeof(why)) < 0) {
+		session_fail(g, "%s", why);
+		return;
+	}
+	step_done(g, 0);
+}
+
+static void started(struct guest *g, int err)
+{
+	if (err < 0) {
+		step_done(g, err);
+		return;
+	}
+	g->state = G_RUNNING;
+	g->setup.recorded = true;
+	log_info("guest %s: recording", g->name);
+	spool_save_state(g);
+	g->setup.step = ST_SYNC;
+	sess_setup_next(g);
+}
+
+/* The full metadata after START came (or the setup's is kept): setup is over. */
+static void full_meta_done(struct guest *g, int err)
+{
+	const struct record_opts *o = g->rec->o;
+
+	(void)err;
+	g->meta.partial = false;
+	/* The bundle the guest's events are shown with (kallsyms, task names): the live view may start. */
+	live_meta(g->rec->live, g->live_idx);
+	if (g->stop.deferred) {
+		g->stop.deferred = false;
+		session_stop(g);
+		return;
+	}
+	g->setup.step = ST_RUNNING;
+	if (!strcmp(g->sync.head.method, "kvm"))
+		engine_timer_arm(sess_eng(g), &g->sync.kvm_timer, sync_kvm_period_ns(g), sync_kvm_period_ns(g));
+	if (o->sync_interval > 0)
+		engine_timer_arm(sess_eng(g), &g->sync.timer, (uint64_t)(o->sync_interval * NSEC_PER_SEC),
+				 (uint64_t)(o->sync_interval * NSEC_PER_SEC));
+	spool_save_state(g);
+	sess_running_burst_done(g, 0);
+}
+
+/*
+ * The clock sync after START is done: the workload may start (it would
+ * have disturbed the burst), and the full metadata is fetched while it runs
+ * if the setup's left kallsyms out.
+ */
+static void synced(struct guest *g, int err)
+{
+	(void)err;
+	g->setup.synced = true;
+	if (g->meta.partial && g->state == G_RUNNING && !sess_kallsyms_from_cache(g))
+		sess_fetch_meta(g, 0, full_meta_done);
+	else
+		full_meta_done(g, 0);
+	sess_changed(g);
+}
+
+/* ST_HELLO: the handshake (--incoming: after a frame's worth of padding). */
+static void setup_hello(struct guest *g)
+{
+	const struct record_opts *o = g->rec->o;
+	struct vt_conn *c = g->ctl.conn;
+	uint8_t *f = vt_conn_frame(c);
+	const size_t F = VT_PROTO_FRAME_MAX;
+	struct vt_proto_hello hello = {
+		.rev_min = VT_PROTO_REV_MIN, .rev_max = VT_PROTO_REV_MAX,
+		.caps = VT_PROTO_CAP_X86_TSC | VT_PROTO_CAP_META | VT_PROTO_CAP_SYNC_TSC |
+			VT_PROTO_CAP_NOTICE,
+		.clock = o->clock ? o->clock : "",
+		.software = "virtio-trace-collect " PACKAGE_VERSION,
+	};
+
+	g->state = G_HELLO;
+	if (g->mig.incoming) {
+		/*
+		 * The agent may hold the start of a frame the host it
+		 * left sent just before the switchover: a frame's worth
+		 * of bytes that can begin no frame ends it (as a
+		 * malformed or oversized one), and the parser then
+		 * resyncs on our HELLO's magic.
+		 */
+		memset(f, 0xff, F);
+		if (sess_send_frame(g, (int)F) < 0)
+			return;
+		hello.caps |= VT_PROTO_CAP_RESUME;
+	}
+	sess_request(g, vt_proto_enc_hello(f, F, VT_PROTO_HELLO, vt_conn_next_seq(c), &hello),
+		VT_PROTO_HELLO_REPLY, hello_done);
+}
+
+/*
+ * ST_LASTBOOT: ask for the last boot's trace. Return: true if the request went
+ * out (the step waits for it), false if the step does not apply.
+ */
+static bool setup_lastboot(struct guest *g)
+{
+	const struct record_opts *o = g->rec->o;
+	struct vt_conn *c = g->ctl.conn;
+	uint8_t *f = vt_conn_frame(c);
+	const size_t F = VT_PROTO_FRAME_MAX;
+
+	/* The previous boot's trace first, before anything in the guest changes. */
+	g->state = G_CONFIG;
+	if (!o->last_boot)
+		return false;
+	if (!(g->agent.caps & VT_PROTO_CAP_LASTBOOT)) {
+		log_warn("guest %s: --last-boot: the agent cannot send the last boot's "
+			 "trace (an older trace-agent)", g->name);
+		return false;
+	}
+	vt_proto_meta_rx_release(&g->meta.rx);
+	vt_proto_meta_rx_init(&g->meta.rx, VT_PROTO_META_MAX_TOTAL);
+	sess_request(g, vt_proto_enc_string(f, F, VT_PROTO_LASTBOOT_REQ, vt_conn_next_seq(c),
+				       o->last_boot), VT_PROTO_META, lastboot_received);
+	return true;
+}
+
+/* ST_FLUSH: --live's partial pages. Return: as setup_lastboot(). */
+static bool setup_flush(struct guest *g)
+{
+	const struct record_opts *o = g->rec->o;
+	struct vt_conn *c = g->ctl.conn;
+	uint8_t *f = vt_conn_frame(c);
+	const size_t F = VT_PROTO_FRAME_MAX;
+
+	/* --live: partial pages too, so that a quiet guest's events show within the window. */
+	if (!o->live_ms)
+		return false;
+	if (!(g->agent.caps & VT_PROTO_CAP_FLUSH)) {
+		log_warn("guest %s: its agent sends whole pages only (an older trace-agent): "
+			 "its events show up live as its pages fill", g->name);
+		return false;
+	}
+	sess_request(g, vt_proto_enc_flush(f, F, vt_conn_next_seq(c), live_flush_ms(o->live_ms)),
+		VT_PROTO_OK, step_done);
+	return true;
+}
+
+/* ST_META: the setup's bundle, without kallsyms where the agent can leave it out. */
+static void setup_meta(struct guest *g)
+{
+	g->state = G_META;
+	g->setup.accepted = true;	/* it took the command line's events, tracer and clock */
+	spool_save_state(g);
+	/*
+	 * kallsyms (4 MB on a Debian kernel, slow to read under TCG)
+	 * is not needed to start: the full bundle follows once the
+	 * guest records, off the start's path.
+	 */
+	g->meta.partial = (g->agent.caps & VT_PROTO_CAP_META_FLAGS) != 0;
+	sess_fetch_meta(g, g->meta.partial ? VT_PROTO_META_REQ_NO_KALLSYMS : 0, step_done);
+}
+
+void sess_setup_next(struct guest *g)
+{
+	const struct record_opts *o = g->rec->o;
+	struct vt_conn *c = g->ctl.conn;
+	uint8_t *f = vt_conn_frame(c);
+	const size_t F = VT_PROTO_FRAME_MAX;
+	int ret;
+
+	for (;;) {
+		if (g->state == G_FAILED)
+			return;
+		switch (g->setup.step) {
+		case ST_HELLO:
+			setup_hello(g);
+			return;
+		case ST_LASTBOOT:
+			if (!setup_lastboot(g))
+				break;
+			return;
+		case ST_INSTANCE:
+			/* The agent's own default is a private instance; the top level only when asked. */
+			if (!(o->top_level || (o->tracer && !strcmp(o->tracer, "mmiotrace"))))
+				break;
+			sess_request(g, vt_proto_enc_instance(f, F, vt_conn_next_seq(c), NULL), VT_PROTO_OK,
+				step_done);
+			return;
+		case ST_CLOCK:
+			/* x86-tsc where the guest has it: the one clock that maps exactly onto the host's. */
+			if (!o->clock && !(g->agent.caps & VT_PROTO_CAP_X86_TSC))
+				break;
+			snprintf(g->agent.clock, sizeof(g->agent.clock), "%s", o->clock ? o->clock : "x86-tsc");
+			sess_request(g, vt_proto_enc_string(f, F, VT_PROTO_CLOCK, vt_conn_next_seq(c), g->agent.clock),
+				VT_PROTO_OK, step_done);
+			return;
+		case ST_BUFFER: {
+			struct vt_proto_buffer_size bs = { .size_kb = o->buffer_kb, .subbuf_kb = o->subbuf_kb };
+
+			if (o->subbuf_kb && !(g->agent.caps & VT_PROTO_CAP_SUBBUF)) {
+				session_fail(g, "--subbuf-size: the guest kernel cannot change its sub-buffer "
+					     "size (no buffer_subbuf_size_kb: Linux 6.8 or later needed)");
+				return;
+			}
+			if (!o->buffer_kb && !o->subbuf_kb)
+				break;
+			sess_request(g, vt_proto_enc_buffer_size(f, F, vt_conn_next_seq(c), &bs), VT_PROTO_OK,
+				step_done);
+			return;
+		}
+		case ST_TRACER:
+			if (!o->tracer)
+				break;
+			sess_request(g, vt_proto_enc_string(f, F, VT_PROTO_TRACER, vt_conn_next_seq(c), o->tracer),
+				VT_PROTO_OK, step_done);
+			return;
+		case ST_EVENTS:
+			if (!o->nr_events)
+				break;
+			sess_request(g, enc_events(g, o), VT_PROTO_OK, step_done);
+			return;
+		case ST_FLUSH:
+			if (!setup_flush(g))
+				break;
+			return;
+		case ST_META:
+			setup_meta(g);
+			return;
+		case ST_STREAMS:
+			if (g->link.listen && g->link.chardev_dir[0]) {
+				sess_listen_streams(g);	/* the step ends when QEMU connected them all */
+				return;
+			}
+			ret = sess_open_streams(g);
+			if (ret < 0) {
+				session_fail(g, "no data port could be opened (%s)", strerror(-ret));
+				return;
+			}
+			spool_save_state(g);
+			break;
+		case ST_START:
+			/* KVM's offsets are followed from before the guest records anything. */
+			sync_kvm_begin(g, o);
+			sess_request(g, vt_proto_enc_empty(f, F, VT_PROTO_START, vt_conn_next_seq(c)),
+				VT_PROTO_OK, started);
+			return;
+		case ST_SYNC:
+			/*
+			 * While recording: the burst is not on the start's path, and
+			 * its epoch holds for the events before it as after it.
+			 */
+			sess_burst_run(g, "start", synced);
+			return;
+		default:
+			return;
+		}
+		g->setup.step++;
+	}
+}
+
+/**
+ * session_begin() - start driving an attached guest: its setup runs on its
+ * own from here, and it starts recording when it is ready
+ * @g: the guest, attached (control port open)
+ *
+ * Return: 0, or -errno with the guest failed.
+ */
+/* The control port is open: the connection, then setup. */
+static int connected(struct guest *g)
+{
+	struct engine *e = sess_eng(g);
+
+	if (attach_discard_stale(g->ctl.rfd))
+		log_info("guest %s: discarded stale bytes on the control port", g->name);
+	g->ctl.conn = vt_conn_new(g->ctl.rfd, g->ctl.wfd);
+	if (!g->ctl.conn) {
+		session_fail(g, "cannot set up its control connection: %m");
+		return -ENOMEM;
+	}
+	vt_conn_set_hook(g->ctl.conn, sess_conn_hook, g);
+	g->ctl.in = engine_add_fd(e, g->ctl.rfd, POLLIN, sess_ctl_readable, g);
+	g->ctl.out = engine_add_fd(e, g->ctl.wfd, POLLOUT, sess_ctl_writable, g);
+	if (!g->ctl.in || !g->ctl.out) {
+		session_fail(g, "out of memory");
+		return -ENOMEM;
+	}
+	g->setup.step = ST_HELLO;
+	sess_setup_next(g);
+	return g->state == G_FAILED ? -ECONNRESET : 0;
+}
+
+static bool ctl_acceptable(void *arg, int revents)
+{
+	struct guest *g = arg;
+	int fd, ret;
+
+	(void)revents;
+	if (g->state == G_FAILED)
+		return false;
+	ret = sess_take_connection(g, g->ctl.lfd, g->link.ctl_path, g->ctl.taken, &fd);
+	if (ret == -EAGAIN)
+		return true;
+	if (ret < 0 && g->ctl.taken)
+		return false;
+	g->ctl.taken = true;
+	engine_timer_cancel(sess_eng(g), &g->ctl.accept_timer);
+	if (ret < 0) {
+		session_fail(g, "cannot accept QEMU's connection on %s: %s", g->link.ctl_path, strerror(-ret));
+		return false;
+	}
+	g->ctl.rfd = g->ctl.wfd = fd;
+	connected(g);
+	return true;
+}
+
+static void accept_timeout(void *arg)
+{
+	struct guest *g = arg;
+	unsigned int i;
+
+	if (g->ctl.lfd >= 0 && !g->ctl.taken) {
+		session_fail(g, "nothing connected to %s within %llu s: start QEMU with a socket "
+			     "chardev (server=off) on that path", g->link.ctl_path,
+			     (unsigned long long)(ACCEPT_TIMEOUT_NS / NSEC_PER_SEC));
+		return;
+	}
+	for (i = 0; g->ctl.ports && i < g->agent.nr_cpus; i++)
+		if (g->ctl.ports[i].lfd >= 0 && !g->ctl.ports[i].taken)
+			break;
+	session_fail(g, "nothing connected to %s within %llu s: start QEMU with a socket "
+		     "chardev (server=off) on that path", g->ctl.ports ? g->ctl.ports[i].base : "?",
+		     (unsigned long long)(ACCEPT_TIMEOUT_NS / NSEC_PER_SEC));
+}
+
+/*
+ * --incoming: the data ports are opened at once, before the guest arrives.
+ * A socket chardev that has no reader when the destination's QEMU sends the
+ * data that was under way at the switchover drops it; a FIFO keeps it.
+ */
+static void open_early(struct guest *g)
+{
+	unsigned int cpu;
+
+	if (g->link.listen || !g->link.nr_cpu_paths)
+		return;
+	g->mig.early_fds = malloc(g->link.nr_cpu_paths * sizeof(int));
+	if (!g->mig.early_fds)
+		return;
+	for (cpu = 0; cpu < g->link.nr_cpu_paths; cpu++)
+		if (attach_open_data(g, cpu, &g->mig.early_fds[cpu]) < 0)
+			g->mig.early_fds[cpu] = -1;
+}
+
+/**
+ * session_begin() - start driving an attached guest: its setup runs on its
+ * own from here, and it starts recording when it is ready
+ * @g: the guest, attached (control port open, or listening for QEMU)
+ *
+ * Return: 0, or -errno with the guest failed.
+ */
+int session_begin(struct guest *g)
+{
+	struct engine *e = sess_eng(g);
+
+	engine_timer_init(&g->req.timer, sess_req_timeout, g);
+	engine_timer_init(&g->burst.timer, sess_burst_timeout, g);
+	engine_timer_init(&g->burst.budget, sess_burst_budget, g);
+	engine_timer_init(&g->stop.drain_timer, sess_drain_tick, g);
+	engine_timer_init(&g->sync.kvm_timer, sess_kvm_tick, g);
+	engine_timer_init(&g->sync.timer, sess_sync_tick, g);
+	engine_timer_init(&g->stop.timer, sess_stop_timeout, g);
+	engine_timer_init(&g->ctl.accept_timer, accept_timeout, g);
+	engine_timer_init(&g->sync.retry_timer, retry_tick, g);
+	engine_timer_init(&g->qemu.reset_timer, sess_reset_done, g);
+	vt_proto_meta_rx_init(&g->meta.rx, META_LIMIT);
+	if (g->link.qmp_path[0])
+		qmp_attach(g, e, g->rec->tsc.khz, sess_qmp_event);
+	if (g->mig.incoming) {
+		open_early(g);
+		/* KVM's offset writes from the guest's arrival on are epochs (sync.c, kvm_arrive()). */
+		sync_kvm_begin(g, g->rec->o);
+	}
+	if (g->ctl.lfd < 0)
+		return connected(g);
+	/* --listen: QEMU connects when it can (reconnect=N); the engine waits, nobody else does. */
+	if (!engine_add_fd(e, g->ctl.lfd, POLLIN, ctl_acceptable, g)) {
+		session_fail(g, "out of memory");
+		return -ENOMEM;
+	}
+	engine_timer_arm(e, &g->ctl.accept_timer, ACCEPT_TIMEOUT_NS, 0);
+	return 0;
+}
+
