@@ -121,9 +121,11 @@ struct vc_vcpu {
 	struct vc_strip *strip;		/* the state intervals, if kept */
 	unsigned int nr_strip, strip_cap;
 	uint64_t strip_min;		/* intervals shorter than this were merged */
+	uint8_t tail_cls;		/* the state of the last interval (a merged one's too) */
+	uint32_t tail_idx;
 };
 
-/* One interval of a vCPU's states; @merged shorter ones of other states were folded into it. */
+/* One interval of a vCPU's states; @merged shorter ones that followed it were folded into it. */
 struct vc_strip {
 	uint64_t start, end;
 	uint32_t idx, merged;
@@ -642,11 +644,14 @@ static void strip_add(struct vcpus_an *a, struct vc_vcpu *v, int cls, unsigned i
 		      uint64_t to)
 {
 	struct vc_strip *last = v->nr_strip ? &v->strip[v->nr_strip - 1] : NULL;
+	bool same = v->tail_cls == cls && v->tail_idx == idx;
 
-	if (last && last->end == from &&
-	    ((last->cls == cls && last->idx == idx) || to - from < v->strip_min)) {
-		last->merged += !(last->cls == cls && last->idx == idx);
+	/* The same state goes on (a guest task changed), or one too short to keep is folded in. */
+	if (last && last->end == from && (same || to - from < v->strip_min)) {
+		last->merged += !same;
 		last->end = to;
+		v->tail_cls = cls;
+		v->tail_idx = idx;
 		return;
 	}
 	if (v->nr_strip == v->strip_cap) {
@@ -671,6 +676,8 @@ static void strip_add(struct vcpus_an *a, struct vc_vcpu *v, int cls, unsigned i
 		v->strip_cap = cap;
 	}
 	v->strip[v->nr_strip++] = (struct vc_strip){ .start = from, .end = to, .idx = idx, .cls = cls };
+	v->tail_cls = cls;
+	v->tail_idx = idx;
 }
 
 /* The end of @v's intervals moves back to @to (charges undone by vcpus_an_finish()). */
@@ -1608,7 +1615,8 @@ static const char *strip_state(const struct vcpus_an *a, const struct vc_strip *
  * @fn: called per interval, in time order per vCPU: the guest's name, the
  *	vCPU's number, host ns [start, end), the state's kind (guest, running,
  *	exit, qemu, halted, preempted, unknown), its name ("exit npf",
- *	"preempted by stress-ng"), and how many shorter intervals it holds
+ *	"preempted by stress-ng"), and how many shorter intervals (of any
+ *	state) that followed it were folded into it
  * @ctx: passed to @fn
  *
  * Return: 0, or the first non-zero value @fn returned.
@@ -1629,7 +1637,7 @@ int vcpus_an_each_strip(const struct vcpus_an *a, vcpus_strip_fn fn, void *ctx)
 			unsigned int merged = s->merged;
 
 			/* States told apart only while walking (unknown, halted under TCG) are one here. */
-			while (k + 1 < v->nr_strip && v->strip[k + 1].start == end &&
+			while (!merged && k + 1 < v->nr_strip && v->strip[k + 1].start == end &&
 			       strip_state(a, &v->strip[k + 1], next, sizeof(next)) == kind &&
 			       !strcmp(next, name)) {
 				k++;

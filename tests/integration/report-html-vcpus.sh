@@ -5,6 +5,7 @@
 # fixture was built, to the nanosecond; summed per state they equal `report --vcpus --json`'s
 # leaves for every vCPU; and headless Chromium draws them: in a screenshot, each interval's
 # middle pixel has its state's colour (green in the guest, grey halted, red preempted, ...).
+# Bounded: a vCPU with 299999 intervals keeps at most 65536, contiguous, which hold them all.
 # Fixture: report-vcpus.sh's KVM recording (VT_VCPUS_FIXTURE=DIR builds it only).
 # VT_KEEP_SHOT=FILE keeps the screenshot.
 echo "report --html: a state strip per vCPU, the exact intervals of report --vcpus, drawn in their colours"
@@ -178,4 +179,38 @@ sys.exit(1 if bad or checked < 25 else 0)
 PY
 echo "screenshot: $WORK/shot.png"
 [ -z "${VT_KEEP_SHOT:-}" ] || cp "$WORK/shot.png" "$VT_KEEP_SHOT"
+
+# Bounded: 150000 entries and exits of one vCPU (700 ns in the guest, 300 ns in the exit, every
+# 1000th stay 50 us) keep at most 65536 intervals, still contiguous from the first record to the
+# last, and each says how many it holds: together, every one of the 299999.
+h=$WORK/big-fixture big=$WORK/big
+mkdir -p "$h/formats" "$big"
+cp -r "$DATA/kvm-exits/formats/kvm" "$h/formats/"
+for f in header_page header_event uname; do cp "$DATA/cap-host/$f" "$h/"; done
+echo '[local] global' >"$h/trace_clock"
+echo 1 >"$h/nr_cpus"
+awk 'BEGIN { t = 1000000; for (i = 0; i < 150000; i++) {
+	print "0 " t " 5001 entry 0 1000"; t += (i % 1000 == 999) ? 50000 : 700
+	print "0 " t " 5001 exit 0 48 1000"; t += 300 } }' >"$WORK/big.events"
+"$TOOLS/vt-mkkvm" -o "$h" --exit-id "$(sed -n 's/^ID: //p' "$h/formats/kvm/kvm_exit")" \
+	--entry-id "$(sed -n 's/^ID: //p' "$h/formats/kvm/kvm_entry")" --cpus 1 <"$WORK/big.events" || fail "vt-mkkvm (big)"
+mkdat "$big/host.dat" -i "$h" --trace-id 0x42 --guest big:0x99:5001
+printf '{"tool":"fixture","version":"0","host":{"file":"host.dat"},"guests":[%s]}\n' \
+	'{"name":"big","file":null,"trace_id":"0x0000000000000099"}' >"$big/manifest.json"
+"$COLLECT" report --html "$WORK/big.html" "$big" >/dev/null 2>"$WORK/big.err" || { cat "$WORK/big.err"; fail "report --html (big) exited $?"; }
+python3 - "$WORK/big.html" <<'PY' || fail "the big vCPU's strip is not bounded, contiguous and complete"
+import base64, json, re, struct, sys
+d = json.loads(re.search(r'<script id="vt-data" type="application/json">(.*?)</script>', open(sys.argv[1]).read(), re.S).group(1))
+def arr(b, t):
+    raw = base64.b64decode(b)
+    return struct.unpack("<%d%s" % (len(raw) // struct.calcsize(t), t), raw)
+S = d["vstrips"][0]
+s, e, m = arr(S["s"], "d"), arr(S["e"], "d"), arr(S["m"], "i")
+gaps = sum(1 for i in range(1, len(s)) if s[i] != e[i - 1])
+held = len(s) + sum(m)
+span = e[-1] - s[0]
+want = 150000 * 1000 + 150 * 49300 - 300
+print("big: %d intervals kept, holding %d, %d gaps, span %d ns (want <= 65536, 299999, 0, %d)" % (len(s), held, gaps, span, want))
+sys.exit(0 if len(s) <= 65536 and held == 299999 and gaps == 0 and span == want and len(s) >= 150 else 1)
+PY
 echo "PASS"
