@@ -158,7 +158,8 @@ static void usage(FILE *f)
 "               at host time as trace-cmd report -i host.dat -i guest.dat shows\n"
 "               them; typed sched, irq, softirq, power and print events,\n"
 "               generic ftrace events for the rest; losses marked per CPU; a\n"
-"               track per vCPU naming the host thread that runs it\n"
+"               track per vCPU naming the host thread that runs it, with its\n"
+"               --vcpus states as slices\n"
 "  --perf-kvm OUTDIR\n"
 "               write OUTDIR/NAME.kallsyms and OUTDIR/NAME.modules per guest, the\n"
 "               files perf kvm --guest --guestkallsyms=FILE --guestmodules=FILE\n"
@@ -797,6 +798,19 @@ static int html_vstates(struct timeline *tl, const char *dir, const struct json_
 	return ret;
 }
 
+/* --perfetto FILE, with each vCPU's states as slices where the host file maps vCPU threads. */
+static int pf_write_vcpus(const char *dir, const struct json_value *root, const struct report_opts *ro)
+{
+	struct vcpus_an *va = NULL;
+	int ret;
+
+	if (file_name_ok(json_string(json_get(json_get(root, "host"), "file"))))
+		va = vcpus_walk(dir, root, ro, true);
+	ret = pf_write(dir, root, ro->guest, ro->perfetto, ro->mode, va);
+	vcpus_an_free(va);
+	return ret;
+}
+
 /* --html FILE: the host and the selected guests on one timeline page. */
 static int write_html(const char *dir, const struct json_value *root, struct report_opts *ro)
 {
@@ -1092,7 +1106,7 @@ int report_main(int argc, char **argv)
 		json_free(doc);
 		return EXIT_FAIL;
 	}
-	if (ro.perfetto && pf_write(dir, root, ro.guest, ro.perfetto, ro.mode) < 0) {
+	if (ro.perfetto && pf_write_vcpus(dir, root, &ro) < 0) {
 		json_free(doc);
 		return EXIT_FAIL;
 	}
