@@ -34,7 +34,7 @@ for t in kernelshark Xvfb xdotool import convert identify jq; do
 done
 PLUGIN=$(dpkg -L kernelshark 2>/dev/null | grep '/plugin-kvm_combo\.so$' | head -1)
 [ -n "$PLUGIN" ] || skip "Debian's kernelshark has no plugin-kvm_combo.so"
-[ -x "$B/tests/tools/vt-mkkvm" ] && [ -x "$B/tests/tools/vt-mkdat" ] ||
+{ [ -x "$B/tests/tools/vt-mkkvm" ] && [ -x "$B/tests/tools/vt-mkdat" ]; } ||
 	skip "no vt-mkkvm/vt-mkdat in $B/tests/tools (make check builds them)"
 
 WORK=$(mktemp -d /tmp/vt-$ME.XXXXXX) || exit 1
@@ -59,11 +59,12 @@ VT_SRCDIR=$REPO VT_BUILDDIR=$B VT_VCPUS_FIXTURE=$RUN sh "$REPO/tests/integration
 
 exec 5>"$WORK/display"
 Xvfb -displayfd 5 -screen 0 1280x1024x24 -nolisten tcp >"$WORK/xvfb.log" 2>&1 &
-PIDS+=($!)
+PIDS+=("$!")
 exec 5>&-
 for _ in $(seq 100); do [ -s "$WORK/display" ] && break; sleep 0.1; done
 [ -s "$WORK/display" ] || skip "Xvfb did not start: $(tail -1 "$WORK/xvfb.log")"
-export DISPLAY=:$(head -1 "$WORK/display")
+DISPLAY=:$(head -1 "$WORK/display")
+export DISPLAY
 export KS_USER_CACHE_DIR=$WORK/ks HOME=$WORK XDG_RUNTIME_DIR=$WORK/xdg
 mkdir -p "$KS_USER_CACHE_DIR" && mkdir -m 700 "$XDG_RUNTIME_DIR"
 printf '[General]\nnoRootWarn=true\n' >"$KS_USER_CACHE_DIR/setting.ini"
@@ -75,7 +76,7 @@ ks() {
 	shift
 	kernelshark -geometry 1280x1024+0+0 "$@" >"$log" 2>&1 &
 	KS=$!
-	PIDS+=($KS)
+	PIDS+=("$KS")
 	WIN=
 	for _ in $(seq 60); do
 		kill -0 $KS 2>/dev/null || { sed 's/^/    | /' "$log"; skip "kernelshark exited at start"; }
@@ -179,7 +180,7 @@ while read -r y0 y1 colour; do
 	right=$(convert "$SHOT" -crop 200x1+0+$mid txt:- |
 		awk -v c="($colour" 'index($2, c) == 1 { split($1, p, /[,:]/); m = p[1] } END { print m + 0 }')
 	x=$((right + 15))
-	f=$(convert "$SHOT" -crop $((width - 30 - x))x$((y1 - y0))+$x+$y0 +repage -colorspace gray -threshold 97% \
+	f=$(convert "$SHOT" -crop $((width - 30 - x))x$((y1 - y0))+$x+"$y0" +repage -colorspace gray -threshold 97% \
 		-format '%[fx:1-mean]' info:)
 	say "row $i (rgb($colour)): $(awk -v f="$f" 'BEGIN { printf "%.2f", 100 * f }')% of its graph drawn"
 	awk -v f="$f" 'BEGIN { exit !(f >= 0.01) }' || bad "row $i (y $y0-$y1) is blank"
