@@ -138,6 +138,7 @@ for ((r = 0; r < ROUNDS; r++)); do
 		"report --vcpus --latency $(awk -v n=$((t2 - t1)) 'BEGIN { printf "%.2f", n / 1e9 }') s"
 done
 sed -n '/^vCPU time/,/^    unknown/p' "$WORK/vcpus.txt" | head -20
+grep -A2 '^  guest fx: [0-9]* wakeups' "$WORK/vcpus.txt"
 med() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 best() { printf '%s\n' "$@" | sort -n | head -1; }
 mt=$(med "${T_TC[@]}") mv=$(med "${T_VC[@]}")
