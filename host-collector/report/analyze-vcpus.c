@@ -1570,6 +1570,17 @@ static void cause_name(const struct vcpus_an *a, int cls, unsigned int idx, char
 }
 
 /**
+ * vcpus_an_nr_vcpus() - how many vCPU threads the host file maps
+ * @a: the analysis
+ *
+ * Return: the count.
+ */
+unsigned int vcpus_an_nr_vcpus(const struct vcpus_an *a)
+{
+	return a->nr_vcpus;
+}
+
+/**
  * vcpus_an_strips() - also keep each vCPU's state intervals, for vcpus_an_each_strip()
  * @a: the analysis, before any record
  *

@@ -123,6 +123,7 @@ void vcpus_an_json_intervals(const struct vcpus_an *a, struct jw *w, const char 
 typedef int (*vcpus_strip_fn)(void *ctx, const char *guest, int vcpu, uint64_t start, uint64_t end,
 			      const char *kind, const char *name, unsigned int merged);
 void vcpus_an_strips(struct vcpus_an *a);
+unsigned int vcpus_an_nr_vcpus(const struct vcpus_an *a);
 int vcpus_an_each_strip(const struct vcpus_an *a, vcpus_strip_fn fn, void *ctx);
 
 

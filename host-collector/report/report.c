@@ -470,6 +470,11 @@ static struct vcpus_an *vcpus_walk(const char *dir, const struct json_value *roo
 			continue;	/* the host's side is still told */
 		w.guest[w.nr++] = gi;
 	}
+	/* For a drawing only: no vCPU thread is mapped, so no strip; spare the walk. */
+	if (strips && !vcpus_an_nr_vcpus(w.an)) {
+		ret = 0;
+		goto err_close;
+	}
 	if (tracecmd_iterate_events_multi(w.h, w.nr, vcpus_record, &w) < 0) {
 		fprintf(stderr, "virtio-trace-collect report: --vcpus: reading the traces failed\n");
 		ret = -EIO;
