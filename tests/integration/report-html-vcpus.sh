@@ -4,7 +4,9 @@
 # exit per reason, exit to QEMU per reason, halted, preempted per task, unknown) exactly as the
 # fixture was built, to the nanosecond; summed per state they equal `report --vcpus --json`'s
 # leaves for every vCPU; and headless Chromium draws them: in a screenshot, each interval's
-# middle pixel has its state's colour (green in the guest, grey halted, red preempted, ...).
+# middle pixel has its state's colour (green in the guest, grey halted, red preempted, ...);
+# hovering over an interval (Chromium driven over its DevTools pipe) names its exit reason or the
+# preempting task, and its span.
 # Bounded: a vCPU with 299999 intervals keeps at most 65536, contiguous, which hold them all.
 # Fixture: report-vcpus.sh's KVM recording (VT_VCPUS_FIXTURE=DIR builds it only).
 # VT_KEEP_SHOT=FILE keeps the screenshot.
@@ -179,6 +181,87 @@ sys.exit(1 if bad or checked < 25 else 0)
 PY
 echo "screenshot: $WORK/shot.png"
 [ -z "${VT_KEEP_SHOT:-}" ] || cp "$WORK/shot.png" "$VT_KEEP_SHOT"
+
+# Hovering: Chromium driven over its DevTools pipe (Input.dispatchMouseEvent), the tip read back.
+# In the middle of an interval the tip names its state (the exit reason, the preempting task) and
+# its span.
+cat >"$WORK/hover.py" <<'PY'
+import json, os, subprocess, sys, time
+chrome, url, profile, strips, win = sys.argv[1:6]
+want = [l.rstrip("\n").split("|") for l in open(sys.argv[6])]
+r1, w1 = os.pipe()
+r2, w2 = os.pipe()
+def fds():
+    os.dup2(r1, 3)
+    os.dup2(w2, 4)
+p = subprocess.Popen([chrome, "--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                      "--no-first-run", "--user-data-dir=" + profile, "--remote-debugging-pipe",
+                      "--window-size=1400,420", "--proxy-server=127.0.0.1:9",
+                      "--host-resolver-rules=MAP * ~NOTFOUND", "about:blank"],
+                     pass_fds=(3, 4), preexec_fn=fds, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+os.close(r1)
+os.close(w2)
+buf, mid = b"", [0]
+def call(method, params=None, session=None):
+    global buf
+    mid[0] += 1
+    m = {"id": mid[0], "method": method, "params": params or {}}
+    if session:
+        m["sessionId"] = session
+    os.write(w1, json.dumps(m).encode() + b"\0")
+    while True:
+        while b"\0" in buf:
+            msg, buf = buf.split(b"\0", 1)
+            r = json.loads(msg)
+            if r.get("id") == mid[0]:
+                if "error" in r:
+                    raise SystemExit("DevTools: %s: %s" % (method, r["error"]))
+                return r.get("result", {})
+        d = os.read(r2, 1 << 16)
+        if not d:
+            raise SystemExit("chromium closed its DevTools pipe")
+        buf += d
+def js(expr, s):
+    return call("Runtime.evaluate", {"expression": expr, "returnByValue": True}, s)["result"].get("value")
+bad = 0
+try:
+    t = call("Target.createTarget", {"url": "about:blank"})["targetId"]
+    s = call("Target.attachToTarget", {"targetId": t, "flatten": True})["sessionId"]
+    call("Page.navigate", {"url": url}, s)
+    for _ in range(200):
+        if js("document.body && document.body.getAttribute('data-vt-strips')", s):
+            break
+        time.sleep(0.05)
+    top = js("document.getElementById('c').getBoundingClientRect().top", s)
+    w = js("window.innerWidth", s)
+    ys = {r.rsplit(":", 3)[0]: int(r.rsplit(":", 3)[1]) for r in strips.split(";")}
+    v0, v1 = (int(x) for x in win.split(","))
+    for label, rel_mid, name, span in want:
+        x = 170 + (float(rel_mid) - v0) / (v1 - v0) * (w - 170)
+        call("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": x, "y": top + ys[label] + 6}, s)
+        tip = js("var t = document.getElementById('tip'); t.style.display === 'block' ? t.textContent : ''", s)
+        ok = tip.split("\n")[0] == label + ": " + name and tip.split("\n")[1].endswith("(" + span + ")")
+        print("  hover %s at %.0f: %s%s" % (label, x, json.dumps(tip), "" if ok else "  <- want " + name + ", " + span))
+        bad += not ok
+finally:
+    try:
+        call("Browser.close")
+    except BaseException:
+        pass
+    p.wait(timeout=30)
+sys.exit(1 if bad else 0)
+PY
+# label|middle (ns from the page's first item, as #t= counts)|the state's name|its span
+s0=${win%,*}
+s0=$((s0 + 1000 - 1000000))
+printf '%s\n' "guest fx vcpu0|$((s0 + 1055100))|preempted by stress-ng[900]|10.000 us" \
+	"guest fx vcpu0|$((s0 + 1062600))|preempted by guest other vCPU 0|5.000 us" \
+	"guest fx vcpu0|$((s0 + 1022000))|exit to QEMU KVM_EXIT_IO|3.000 us" \
+	"guest fx vcpu0|$((s0 + 1035150))|halted|9.700 us" \
+	"guest fx vcpu1|$((s0 + 1001500))|exit npf|2.000 us" \
+	"guest fx vcpu1|$((s0 + 1072600))|exit to QEMU KVM_EXIT_IO|5.000 us" >"$WORK/hover.want"
+timeout 120 python3 "$WORK/hover.py" "$CHROMIUM" "file://$page#t=$win" "$WORK/profile-hover" "$strips" "$win" "$WORK/hover.want" ||
+	fail "hovering does not name the state under the pointer"
 
 # Bounded: 150000 entries and exits of one vCPU (700 ns in the guest, 300 ns in the exit, every
 # 1000th stay 50 us) keep at most 65536 intervals, still contiguous from the first record to the
