@@ -48,6 +48,13 @@
 #define VC_LAT_WORST	10u
 /* Guest task switches of one vCPU between two host records that are cut exactly. */
 #define VC_TENT		16u
+/*
+ * State intervals kept per vCPU for a drawing (report --html, --perfetto):
+ * past this many, the shortest are merged into the interval before them,
+ * with a threshold that doubles from VC_STRIP_MIN_NS until a quarter is free.
+ */
+#define VC_STRIP_MAX	65536u
+#define VC_STRIP_MIN_NS	1000u
 
 /* Reserved host task indices: the CPU's current task is not known; past VC_MAX_HTASKS. */
 #define HT_UNKNOWN	0
@@ -111,6 +118,18 @@ struct vc_vcpu {
 	uint64_t tent_seq;		/* the host record count they were made at */
 	unsigned int nr_tent;
 	struct { int pair; uint64_t ns; } tent[VC_TENT];
+	struct vc_strip *strip;		/* the state intervals, if kept */
+	unsigned int nr_strip, strip_cap;
+	uint64_t strip_min;		/* intervals shorter than this were merged */
+	uint8_t tail_cls;		/* the state of the last interval (a merged one's too) */
+	uint32_t tail_idx;
+};
+
+/* One interval of a vCPU's states; @merged shorter ones that followed it were folded into it. */
+struct vc_strip {
+	uint64_t start, end;
+	uint32_t idx, merged;
+	uint8_t cls;
 };
 
 struct vc_hcpu {
@@ -174,6 +193,7 @@ struct vcpus_an {
 	struct vc_lat *ilat[VC_MAX_GUESTS];
 	struct vc_ht *iv_ht[VC_MAX_GUESTS];	/* per guest: key -> open interval */
 	bool started, saw_kvm, saw_sched;
+	bool strips;			/* keep each vCPU's state intervals */
 	uint64_t t0, now;		/* the first host record; the last record of any file */
 	uint64_t host_ts, host_seq;	/* the last host record's time; how many so far */
 	uint64_t lost_markers, bad, dropped;
@@ -278,8 +298,10 @@ void vcpus_an_free(struct vcpus_an *a)
 
 	if (!a)
 		return;
-	for (i = 0; i < a->nr_vcpus; i++)
+	for (i = 0; i < a->nr_vcpus; i++) {
 		free(a->vcpus[i].acc);
+		free(a->vcpus[i].strip);
+	}
 	for (i = 0; i < a->nr_pairs; i++)
 		free(a->pairs[i].acc);
 	ht_free(&a->ht_vcpu);
@@ -599,12 +621,82 @@ static void open_add(struct vcpus_an *a, struct vc_vcpu *v, int cls, unsigned in
 	}
 }
 
+/* Fold the intervals shorter than @v's threshold into the one before them. */
+static void strip_compact(struct vc_vcpu *v)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < v->nr_strip; i++) {
+		struct vc_strip *c = &v->strip[i];
+
+		if (n && c->end - c->start < v->strip_min) {
+			v->strip[n - 1].end = c->end;
+			v->strip[n - 1].merged += 1 + c->merged;
+		} else {
+			v->strip[n++] = *c;
+		}
+	}
+	v->nr_strip = n;
+}
+
+/* The interval [@from, @to) of @v in state (@cls, @idx), for the drawings. */
+static void strip_add(struct vcpus_an *a, struct vc_vcpu *v, int cls, unsigned int idx, uint64_t from,
+		      uint64_t to)
+{
+	struct vc_strip *last = v->nr_strip ? &v->strip[v->nr_strip - 1] : NULL;
+	bool same = v->tail_cls == cls && v->tail_idx == idx;
+
+	/* The same state goes on (a guest task changed), or one too short to keep is folded in. */
+	if (last && last->end == from && (same || to - from < v->strip_min)) {
+		last->merged += !same;
+		last->end = to;
+		v->tail_cls = cls;
+		v->tail_idx = idx;
+		return;
+	}
+	if (v->nr_strip == v->strip_cap) {
+		unsigned int cap = v->strip_cap ? v->strip_cap * 2 : 256;
+		struct vc_strip *n;
+
+		if (cap > VC_STRIP_MAX) {
+			/* Full: coarser until a quarter is free (a pixel of a long recording is wider). */
+			while (v->nr_strip > VC_STRIP_MAX / 4 * 3) {
+				v->strip_min = v->strip_min ? v->strip_min * 2 : VC_STRIP_MIN_NS;
+				strip_compact(v);
+			}
+			strip_add(a, v, cls, idx, from, to);
+			return;
+		}
+		n = realloc(v->strip, cap * sizeof(*n));
+		if (!n) {
+			a->dropped++;
+			return;
+		}
+		v->strip = n;
+		v->strip_cap = cap;
+	}
+	v->strip[v->nr_strip++] = (struct vc_strip){ .start = from, .end = to, .idx = idx, .cls = cls };
+	v->tail_cls = cls;
+	v->tail_idx = idx;
+}
+
+/* The end of @v's intervals moves back to @to (charges undone by vcpus_an_finish()). */
+static void strip_cut(struct vc_vcpu *v, uint64_t to)
+{
+	while (v->nr_strip && v->strip[v->nr_strip - 1].start >= to)
+		v->nr_strip--;
+	if (v->nr_strip && v->strip[v->nr_strip - 1].end > to)
+		v->strip[v->nr_strip - 1].end = to;
+}
+
 static void charge_as(struct vcpus_an *a, struct vc_vcpu *v, int cls, unsigned int idx, uint64_t to)
 {
 	uint64_t ns = to > v->since ? to - v->since : 0;
 
 	if (!ns)
 		return;
+	if (a->strips)
+		strip_add(a, v, cls, idx, v->since, to);
 	acc_add(v->acc, cls, idx, ns);
 	if (v->pair >= 0)
 		acc_add(a->pairs[v->pair].acc, cls, idx, ns);
@@ -1268,6 +1360,7 @@ void vcpus_an_finish(struct vcpus_an *a)
 				acc_add(a->pairs[v->tent[k].pair].acc, cls, idx, -v->tent[k].ns);
 			v->since -= v->tent[k].ns;
 		}
+		strip_cut(v, v->since);
 	}
 	a->now = a->host_ts;
 	for (i = 0; i < a->nr_vcpus; i++)
@@ -1474,6 +1567,100 @@ static void cause_name(const struct vcpus_an *a, int cls, unsigned int idx, char
 		snprintf(buf, size, "preempted by %s", a->htasks[idx]);
 	else
 		snprintf(buf, size, "%s", scalar[idx][kvm_mode(a)]);
+}
+
+/**
+ * vcpus_an_nr_vcpus() - how many vCPU threads the host file maps
+ * @a: the analysis
+ *
+ * Return: the count.
+ */
+unsigned int vcpus_an_nr_vcpus(const struct vcpus_an *a)
+{
+	return a->nr_vcpus;
+}
+
+/**
+ * vcpus_an_strips() - also keep each vCPU's state intervals, for vcpus_an_each_strip()
+ * @a: the analysis, before any record
+ *
+ * At most VC_STRIP_MAX intervals are kept per vCPU: past that, intervals
+ * shorter than a threshold (1 us, doubled as needed) are folded into the
+ * one before them, and the interval says how many it holds.
+ */
+void vcpus_an_strips(struct vcpus_an *a)
+{
+	a->strips = true;
+}
+
+/* A strip interval's state: its kind (guest, running, exit, qemu, halted, preempted, unknown) and name. */
+static const char *strip_state(const struct vcpus_an *a, const struct vc_strip *s, char *name, size_t size)
+{
+	const char *kind;
+
+	if (s->cls == C_REASON) {
+		kind = a->reasons[s->idx].user ? "qemu" : "exit";
+	} else if (s->cls == C_PRE) {
+		kind = "preempted";
+	} else if (s->idx == K_GUEST) {
+		kind = "guest";
+	} else if (s->idx == K_HALTED || (s->idx == K_SLEEP_UNK && !kvm_mode(a))) {
+		kind = "halted";
+	} else if (s->idx == K_RUN_UNK && !kvm_mode(a)) {
+		kind = "running";
+	} else {
+		kind = "unknown";
+	}
+	if (s->cls == C_SCALAR && s->idx == K_GUEST)
+		snprintf(name, size, "in the guest");
+	else if (s->cls == C_SCALAR)
+		snprintf(name, size, "%s", kind);
+	else
+		cause_name(a, s->cls, s->idx, name, size);
+	return kind;
+}
+
+/**
+ * vcpus_an_each_strip() - walk the state intervals kept since vcpus_an_strips()
+ * @a: the analysis, finished
+ * @fn: called per interval, in time order per vCPU: the guest's name, the
+ *	vCPU's number, host ns [start, end), the state's kind (guest, running,
+ *	exit, qemu, halted, preempted, unknown), its name ("exit npf",
+ *	"preempted by stress-ng"), and how many shorter intervals (of any
+ *	state) that followed it were folded into it
+ * @ctx: passed to @fn
+ *
+ * Return: 0, or the first non-zero value @fn returned.
+ */
+int vcpus_an_each_strip(const struct vcpus_an *a, vcpus_strip_fn fn, void *ctx)
+{
+	char name[2 * VC_NAME_LEN], next[2 * VC_NAME_LEN];
+	unsigned int i, k;
+	int ret;
+
+	for (i = 0; i < a->nr_vcpus; i++) {
+		const struct vc_vcpu *v = &a->vcpus[i];
+
+		for (k = 0; k < v->nr_strip; k++) {
+			const struct vc_strip *s = &v->strip[k];
+			const char *kind = strip_state(a, s, name, sizeof(name));
+			uint64_t end = s->end;
+			unsigned int merged = s->merged;
+
+			/* States told apart only while walking (unknown, halted under TCG) are one here. */
+			while (!merged && k + 1 < v->nr_strip && v->strip[k + 1].start == end &&
+			       strip_state(a, &v->strip[k + 1], next, sizeof(next)) == kind &&
+			       !strcmp(next, name)) {
+				k++;
+				end = v->strip[k].end;
+				merged += v->strip[k].merged;
+			}
+			ret = fn(ctx, a->guests[v->guest].name, v->vcpu, s->start, end, kind, name, merged);
+			if (ret)
+				return ret;
+		}
+	}
+	return 0;
 }
 
 static int by_cause_name(const void *x, const void *y)

@@ -122,6 +122,11 @@ bool vcpus_interval_ok(const char *spec);
 int vcpus_an_interval(struct vcpus_an *a, const char *spec, uint64_t threshold_ns);
 void vcpus_an_print_intervals(const struct vcpus_an *a, FILE *f, const char *only);
 void vcpus_an_json_intervals(const struct vcpus_an *a, struct jw *w, const char *only);
+typedef int (*vcpus_strip_fn)(void *ctx, const char *guest, int vcpu, uint64_t start, uint64_t end,
+			      const char *kind, const char *name, unsigned int merged);
+void vcpus_an_strips(struct vcpus_an *a);
+unsigned int vcpus_an_nr_vcpus(const struct vcpus_an *a);
+int vcpus_an_each_strip(const struct vcpus_an *a, vcpus_strip_fn fn, void *ctx);
 
 
 /* timeline.c: report --html, one self-contained timeline page. */
@@ -134,5 +139,7 @@ int tl_add_epoch(struct timeline *tl, const char *label, uint64_t ns, double bou
 		 const char *method);
 int tl_write_html(struct timeline *tl, FILE *f, const char *title);
 uint64_t tl_nr_items(const struct timeline *tl);
+int tl_add_vstate(struct timeline *tl, const char *guest, int vcpu, uint64_t start, uint64_t end,
+		  const char *kind, const char *name, unsigned int merged);
 
 #endif

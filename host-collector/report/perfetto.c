@@ -58,6 +58,19 @@
  *   guest CPU it runs and the host thread that runs it (the host file's
  *   GUEST option, else the manifest's vcpu_threads); Perfetto has no message
  *   that ties a thread of one machine to a CPU of another.
+ *   Where report --vcpus can split the vCPUs' time (the host file maps
+ *   their threads), each vCPU's states are slices on its track, one after
+ *   another, named as the strip of report --html names them ("in the guest",
+ *   "exit HLT", "exit to QEMU KVM_EXIT_IO", "halted", "preempted by
+ *   stress-ng[900]", "unknown"), the state's kind as their category: a
+ *   TrackEvent TYPE_SLICE_BEGIN and TYPE_SLICE_END with track_uuid and
+ *   TracePacket.timestamp in the trace's clock, on a sequence of their own
+ *   whose first packet clears its incremental state
+ *   (https://perfetto.dev/docs/instrumentation/track-events, "Tracks";
+ *   https://perfetto.dev/docs/reference/synthetic-track-event, "Synchronous
+ *   (thread) slices" on a custom track). They are report --vcpus' intervals
+ *   with its bound (vcpus_an_each_strip(): at most 65536 per vCPU, shorter
+ *   ones folded in past that).
  *
  * Every value from a guest file is bounded as the other analyses do it
  * (analyze.c's an_u64/an_str): offsets, lengths, names; strings are made
@@ -92,6 +105,10 @@ enum {
 	TRACE_PACKET = 1,
 	TP_FTRACE_EVENTS = 1, TP_CLOCK_SNAPSHOT = 6, TP_SEQ_ID = 10, TP_SYSTEM_INFO = 45,
 	TP_TRACK_DESCRIPTOR = 60, TP_MACHINE_ID = 98, TP_REMOTE_CLOCK_SYNC = 107,
+	TP_TIMESTAMP = 8, TP_TRACK_EVENT = 11, TP_SEQ_FLAGS = 13,
+	TE_TYPE = 9, TE_TRACK_UUID = 11, TE_CATEGORIES = 22, TE_NAME = 23,
+	TE_SLICE_BEGIN = 1, TE_SLICE_END = 2, SEQ_CLEARED = 1, SEQ_NEEDS = 2,
+	PF_SEQ_SLICES = 100,		/* past the machines' sequences (1 + machine id) */
 	FB_CPU = 1, FB_EVENT = 2, FB_LOST = 3,
 	FE_TIMESTAMP = 1, FE_PID = 2, FE_GENERIC = 327,
 	GE_EVENT_NAME = 1, GE_FIELD = 2,
@@ -165,6 +182,7 @@ struct pf_machine {
 	struct pf_cpu *cpu;
 	unsigned int nr_cpu;
 	const struct json_value *vcpu_tids;	/* the manifest's, for a guest */
+	uint8_t *vtrack;			/* per vCPU: its track was written */
 	uint64_t events, past_cpus, lost_marks;
 };
 
@@ -176,6 +194,7 @@ struct pf_writer {
 	char *str;		/* PF_STR bytes: a string field */
 	int err;
 	uint64_t events, bytes;
+	uint64_t slices;	/* vCPU state slices */
 };
 
 /* A packet: Trace.packet (field 1) around the encoded TracePacket in @p. */
@@ -530,8 +549,13 @@ static void guest_clock(struct pf_writer *w, const struct pf_machine *m, uint64_
 	packet_end(w);
 }
 
+static uint64_t vcpu_uuid(const struct pf_machine *g, int vcpu)
+{
+	return 0x76747276000000ull | (uint64_t)g->id << 16 | (unsigned int)vcpu;
+}
+
 /* One track per vCPU of guest @g, on the host, naming the host thread that runs it. */
-static void vcpu_tracks(struct pf_writer *w, const struct pf_machine *host, const struct pf_machine *g)
+static void vcpu_tracks(struct pf_writer *w, const struct pf_machine *host, struct pf_machine *g)
 {
 	const struct json_value *t;
 	const int *tids = NULL;
@@ -564,12 +588,56 @@ static void vcpu_tracks(struct pf_writer *w, const struct pf_machine *host, cons
 		pb_reset(&w->pkt);
 		pb_uint(&w->pkt, TP_SEQ_ID, 1);
 		pb_begin(&w->pkt, TP_TRACK_DESCRIPTOR);
-		pb_uint(&w->pkt, TD_UUID, 0x76747276000000ull | (uint64_t)g->id << 16 | (unsigned int)i);
+		pb_uint(&w->pkt, TD_UUID, vcpu_uuid(g, i));
 		pb_str(&w->pkt, TD_NAME, label);
 		pb_str(&w->pkt, TD_DESCRIPTION, desc);
 		pb_end(&w->pkt);
 		packet_end(w);
+		if (i < (int)VT_META_MAX_CPUS && (g->vtrack || (g->vtrack = calloc(VT_META_MAX_CPUS, 1))))
+			g->vtrack[i] = 1;
 	}
+}
+
+/* One TrackEvent on the slices' sequence. */
+static void track_event(struct pf_writer *w, uint64_t ts, uint32_t type, uint64_t uuid, const char *kind,
+			const char *name)
+{
+	pb_reset(&w->pkt);
+	pb_uint(&w->pkt, TP_TIMESTAMP, ts);
+	pb_uint(&w->pkt, TP_SEQ_ID, PF_SEQ_SLICES);
+	pb_uint(&w->pkt, TP_SEQ_FLAGS, w->slices || type == TE_SLICE_END ? SEQ_NEEDS :
+		SEQ_CLEARED | SEQ_NEEDS);
+	pb_begin(&w->pkt, TP_TRACK_EVENT);
+	pb_uint(&w->pkt, TE_TYPE, type);
+	pb_uint(&w->pkt, TE_TRACK_UUID, uuid);
+	if (kind)
+		pb_str(&w->pkt, TE_CATEGORIES, kind);
+	if (name)
+		pb_str(&w->pkt, TE_NAME, name);
+	pb_end(&w->pkt);
+	packet_end(w);
+}
+
+/* vcpus_an_each_strip(): an interval of a vCPU's states, a slice on its track if it has one. */
+static int vcpu_slice(void *ctx, const char *guest, int vcpu, uint64_t start, uint64_t end,
+		      const char *kind, const char *name, unsigned int merged)
+{
+	struct pf_writer *w = ctx;
+	unsigned int i;
+
+	(void)merged;
+	for (i = 0; i < w->nr; i++) {
+		const struct pf_machine *g = &w->m[i];
+
+		if (!g->id || strcmp(g->name, guest) || vcpu < 0 || vcpu >= (int)VT_META_MAX_CPUS ||
+		    !g->vtrack || !g->vtrack[vcpu])
+			continue;
+		track_event(w, start, TE_SLICE_BEGIN, vcpu_uuid(g, vcpu), kind, name);
+		track_event(w, end, TE_SLICE_END, vcpu_uuid(g, vcpu), NULL, NULL);
+		w->slices++;
+		break;
+	}
+	return w->err;
 }
 
 static bool plain_name(const char *s)
@@ -624,12 +692,13 @@ static void machines_free(struct pf_writer *w)
 			pb_free(&m->cpu[j].ev);
 		free(m->ev);
 		free(m->cpu);
+		free(m->vtrack);
 		if (m->h)
 			tracecmd_close(m->h);
 	}
 }
 
-static int write_trace(struct pf_writer *w, bool have_host)
+static int write_trace(struct pf_writer *w, bool have_host, const struct vcpus_an *va)
 {
 	struct tracecmd_input *hs[PF_MAX_MACHINES];
 	const struct pf_machine host0 = { .id = 0 };
@@ -662,6 +731,8 @@ static int write_trace(struct pf_writer *w, bool have_host)
 	for (i = 0; i < w->nr && !w->err; i++)
 		for (j = 0; j < w->m[i].nr_cpu; j++)
 			flush_cpu(w, &w->m[i], j);
+	if (va && !w->err)
+		vcpus_an_each_strip(va, vcpu_slice, w);
 	return w->err;
 }
 
@@ -673,6 +744,8 @@ static int write_trace(struct pf_writer *w, bool have_host)
  * @path: the file to write (created 0600 or with the recording's mode, not
  *	through a symbolic link)
  * @mode: the recording's files' mode
+ * @va: report --vcpus' analysis with its intervals (vcpus_an_strips()), or
+ *	NULL: each vCPU's states become slices on its track
  *
  * Prints its errors and, on success, one line saying what it wrote.
  *
@@ -680,7 +753,7 @@ static int write_trace(struct pf_writer *w, bool have_host)
  * the output.
  */
 int pf_write(const char *dir, const struct json_value *root, const char *guest, const char *path,
-	     mode_t mode)
+	     mode_t mode, const struct vcpus_an *va)
 {
 	const struct json_value *host = json_get(root, "host"), *g;
 	struct pf_writer *w = calloc(1, sizeof(*w));
@@ -724,7 +797,7 @@ int pf_write(const char *dir, const struct json_value *root, const char *guest, 
 		goto out;
 	}
 	setvbuf(w->out, NULL, _IOFBF, 1u << 20);
-	ret = write_trace(w, have_host);
+	ret = write_trace(w, have_host, va);
 	if (fclose(w->out) != 0 && ret == 0)
 		ret = -errno;
 	if (ret < 0) {
@@ -737,8 +810,8 @@ int pf_write(const char *dir, const struct json_value *root, const char *guest, 
 		lost += w->m[i].lost_marks;
 	}
 	fprintf(stderr, "virtio-trace-collect report: wrote %s (%" PRIu64 " events, %u machines, %"
-		PRIu64 " losses marked, %" PRIu64 " bytes)\n", path, w->events, w->nr + !have_host, lost,
-		w->bytes);
+		PRIu64 " losses marked, %" PRIu64 " vCPU state slices, %" PRIu64 " bytes)\n", path,
+		w->events, w->nr + !have_host, lost, w->slices, w->bytes);
 	if (past)
 		fprintf(stderr, "virtio-trace-collect report: %s: %" PRIu64 " events of CPUs past %u left "
 			"out (Perfetto reads no more)\n", path, past, PF_MAX_CPUS - 1);

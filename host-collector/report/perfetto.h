@@ -8,8 +8,10 @@
 #include "json.h"
 #include "vt_meta.h"
 
+struct vcpus_an;
+
 int pf_write(const char *dir, const struct json_value *root, const char *guest, const char *path,
-	     mode_t mode);
+	     mode_t mode, const struct vcpus_an *va);
 int pk_kallsyms(const char *path, struct vt_blob *out);
 int pk_write(const char *dir, const struct json_value *root, const char *guest, const char *out);
 

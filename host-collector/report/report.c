@@ -156,14 +156,16 @@ static void usage(FILE *f)
 "               host's CPUs and each guest's vCPUs as lanes: sched_switch task\n"
 "               slices coloured per task, the other events as ticks, trace\n"
 "               markers, lost-event stretches shaded, each guest's clock-sync\n"
-"               epochs and error bound as a band; zoom (wheel, +/-) and pan (drag)\n"
+"               epochs and error bound as a band; zoom (wheel, +/-) and pan (drag);\n"
+"               under each vCPU, a strip of its --vcpus states\n"
 "  --perfetto FILE\n"
 "               write FILE, the recording as one Perfetto trace (protobuf): the\n"
 "               host and each guest a machine of its own, named; guest events\n"
 "               at host time as trace-cmd report -i host.dat -i guest.dat shows\n"
 "               them; typed sched, irq, softirq, power and print events,\n"
 "               generic ftrace events for the rest; losses marked per CPU; a\n"
-"               track per vCPU naming the host thread that runs it\n"
+"               track per vCPU naming the host thread that runs it, with its\n"
+"               --vcpus states as slices\n"
 "  --perf-kvm OUTDIR\n"
 "               write OUTDIR/NAME.kallsyms and OUTDIR/NAME.modules per guest, the\n"
 "               files perf kvm --guest --guestkallsyms=FILE --guestmodules=FILE\n"
@@ -419,7 +421,7 @@ static int vcpus_record(struct tracecmd_input *handle, struct tep_record *rec, i
 }
 
 static struct vcpus_an *vcpus_walk(const char *dir, const struct json_value *root,
-				   const struct report_opts *ro)
+				   const struct report_opts *ro, bool strips)
 {
 	const struct json_value *host = json_get(root, "host"), *g;
 	struct vcpus_walk w = { 0 };
@@ -429,6 +431,8 @@ static struct vcpus_an *vcpus_walk(const char *dir, const struct json_value *roo
 	w.an = vcpus_an_new();
 	if (!w.an)
 		return NULL;
+	if (strips)
+		vcpus_an_strips(w.an);
 	if ((ro->latency && vcpus_an_latency(w.an, ro->threshold_ns) < 0) ||
 	    (ro->interval && vcpus_an_interval(w.an, ro->interval, ro->threshold_ns) < 0))
 		goto err_free;
@@ -471,6 +475,11 @@ static struct vcpus_an *vcpus_walk(const char *dir, const struct json_value *roo
 		if (!w.h[w.nr])
 			continue;	/* the host's side is still told */
 		w.guest[w.nr++] = gi;
+	}
+	/* For a drawing only: no vCPU thread is mapped, so no strip; spare the walk. */
+	if (strips && !vcpus_an_nr_vcpus(w.an)) {
+		ret = 0;
+		goto err_close;
 	}
 	if (tracecmd_iterate_events_multi(w.h, w.nr, vcpus_record, &w) < 0) {
 		fprintf(stderr, "virtio-trace-collect report: --vcpus: reading the traces failed\n");
@@ -767,6 +776,52 @@ static unsigned int nr_cpus(const struct json_value *t)
 	return json_is(c, JSON_ARRAY) && c->count < 4096 ? c->count : 0;
 }
 
+struct html_vs {
+	struct timeline *tl;
+	const char *only;		/* --guest */
+};
+
+static int html_vstate(void *ctx, const char *guest, int vcpu, uint64_t start, uint64_t end,
+		       const char *kind, const char *name, unsigned int merged)
+{
+	struct html_vs *h = ctx;
+
+	if (h->only && strcmp(h->only, guest))
+		return 0;
+	return tl_add_vstate(h->tl, guest, vcpu, start, end, kind, name, merged);
+}
+
+/* --html: each vCPU's states as report --vcpus finds them, where the host file maps vCPU threads. */
+static int html_vstates(struct timeline *tl, const char *dir, const struct json_value *root,
+			const struct report_opts *ro)
+{
+	struct html_vs h = { tl, ro->guest };
+	struct vcpus_an *va;
+	int ret;
+
+	if (!file_name_ok(json_string(json_get(json_get(root, "host"), "file"))))
+		return 0;
+	va = vcpus_walk(dir, root, ro, true);
+	if (!va)
+		return errno == ENOMEM ? -ENOMEM : 0;	/* the page still shows the traces */
+	ret = vcpus_an_each_strip(va, html_vstate, &h);
+	vcpus_an_free(va);
+	return ret;
+}
+
+/* --perfetto FILE, with each vCPU's states as slices where the host file maps vCPU threads. */
+static int pf_write_vcpus(const char *dir, const struct json_value *root, const struct report_opts *ro)
+{
+	struct vcpus_an *va = NULL;
+	int ret;
+
+	if (file_name_ok(json_string(json_get(json_get(root, "host"), "file"))))
+		va = vcpus_walk(dir, root, ro, true);
+	ret = pf_write(dir, root, ro->guest, ro->perfetto, ro->mode, va);
+	vcpus_an_free(va);
+	return ret;
+}
+
 /* --html FILE: the host and the selected guests on one timeline page. */
 static int write_html(const char *dir, const struct json_value *root, struct report_opts *ro)
 {
@@ -804,6 +859,8 @@ static int write_html(const char *dir, const struct json_value *root, struct rep
 						   json_string(json_get(sync, "method")));
 		}
 	}
+	if (ret == 0)
+		ret = html_vstates(tl, dir, root, ro);
 	if (ret < 0) {
 		fprintf(stderr, "virtio-trace-collect report: cannot read the traces for %s (%s)\n",
 			ro->html, strerror(-ret));
@@ -1060,7 +1117,7 @@ int report_main(int argc, char **argv)
 		json_free(doc);
 		return EXIT_FAIL;
 	}
-	if (ro.perfetto && pf_write(dir, root, ro.guest, ro.perfetto, ro.mode) < 0) {
+	if (ro.perfetto && pf_write_vcpus(dir, root, &ro) < 0) {
 		json_free(doc);
 		return EXIT_FAIL;
 	}
@@ -1093,7 +1150,7 @@ int report_main(int argc, char **argv)
 				status = EXIT_FAIL;
 		jw_end(&ro.jw, ']');
 		if (ro.vcpus || ro.latency || ro.interval) {
-			struct vcpus_an *va = vcpus_walk(dir, root, &ro);
+			struct vcpus_an *va = vcpus_walk(dir, root, &ro, false);
 
 			if (va && ro.vcpus)
 				vcpus_an_json(va, &ro.jw, ro.guest);
@@ -1139,7 +1196,7 @@ int report_main(int argc, char **argv)
 	if (!v->count)
 		printf("\nno guests were recorded\n");
 	if (ro.vcpus || ro.latency || ro.interval) {
-		struct vcpus_an *va = vcpus_walk(dir, root, &ro);
+		struct vcpus_an *va = vcpus_walk(dir, root, &ro, false);
 
 		if (va && ro.vcpus)
 			vcpus_an_print(va, stdout, ro.guest);

@@ -159,6 +159,18 @@ struct timeline {
 	int switch_id, print_id;
 	struct tep_format_field *f_prev_pid, *f_next_pid, *f_next_comm, *f_buf;
 	char cur_group[80];
+	/* vCPU state strips (report --vcpus' intervals), drawn under their vCPU's lane */
+	struct vstrip *vs;
+	unsigned int nr_vs;
+	struct names vnames;		/* state names; vkinds[i] is the kind of vnames.v[i] */
+	char (*vkinds)[12];
+};
+
+/* One vCPU's state strip: intervals, each a state name and how many shorter ones it holds. */
+struct vstrip {
+	char label[96];			/* the lane's: "guest NAME vcpuN" */
+	struct f64v s, e;
+	struct i32v k, m;
 };
 
 static int f64_push(struct f64v *a, double x)
@@ -217,6 +229,14 @@ void tl_free(struct timeline *tl)
 		free(l->s.v), free(l->e.v), free(l->ts.v), free(l->ls.v), free(l->le.v);
 		free(l->k.v), free(l->tt.v);
 	}
+	for (i = 0; i < tl->nr_vs; i++) {
+		struct vstrip *v = &tl->vs[i];
+
+		free(v->s.v), free(v->e.v), free(v->k.v), free(v->m.v);
+	}
+	free(tl->vs);
+	free(tl->vkinds);
+	names_free(&tl->vnames);
 	names_free(&tl->tasks);
 	names_free(&tl->types);
 	free(tl->lanes);
@@ -407,6 +427,70 @@ int tl_add_trace(struct timeline *tl, const char *label, const char *path, unsig
 }
 
 /**
+ * tl_add_vstate() - an interval of a vCPU's state strip
+ * @tl: the timeline
+ * @guest: the guest's name (its lanes are "guest NAME")
+ * @vcpu: the vCPU
+ * @start: host ns, as the traces' timestamps
+ * @end: host ns
+ * @kind: guest, running, exit, qemu, halted, preempted or unknown (the colour)
+ * @name: what hovering shows ("exit npf", "preempted by stress-ng")
+ * @merged: how many shorter intervals it holds
+ *
+ * Intervals come in time order per vCPU (vcpus_an_each_strip()). They count
+ * against the page's item bound like slices.
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int tl_add_vstate(struct timeline *tl, const char *guest, int vcpu, uint64_t start, uint64_t end,
+		  const char *kind, const char *name, unsigned int merged)
+{
+	char label[96], group[80];
+	struct vstrip *v = NULL;
+	unsigned int i;
+	int k;
+
+	snprintf(group, sizeof(group), "guest %s", guest);
+	an_sanitize(group);
+	snprintf(label, sizeof(label), "%s vcpu%d", group, vcpu);
+	for (i = tl->nr_vs; i-- > 0;)
+		if (!strcmp(tl->vs[i].label, label)) {
+			v = &tl->vs[i];
+			break;
+		}
+	if (!v) {
+		if (tl->nr_vs >= TL_MAX_LANES)
+			return 0;
+		v = realloc(tl->vs, (tl->nr_vs + 1) * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		tl->vs = v;
+		v = &v[tl->nr_vs++];
+		memset(v, 0, sizeof(*v));
+		snprintf(v->label, sizeof(v->label), "%s", label);
+	}
+	if (tl->items >= TL_MAX_ITEMS) {
+		tl->dropped++;
+		return 0;
+	}
+	i = tl->vnames.nr;
+	k = intern(&tl->vnames, TL_MAX_TYPES, name);
+	if (k < 0)
+		return k == -ENOMEM ? k : 0;
+	if ((unsigned int)k >= i) {
+		char (*kinds)[12] = realloc(tl->vkinds, tl->vnames.nr * sizeof(*kinds));
+
+		if (!kinds)
+			return -ENOMEM;
+		tl->vkinds = kinds;
+		snprintf(kinds[k], sizeof(kinds[k]), "%s", kind);
+	}
+	tl->items++;
+	return f64_push(&v->s, (double)start) ?: f64_push(&v->e, (double)end) ?: i32_push(&v->k, k) ?:
+	       i32_push(&v->m, (int32_t)(merged < INT32_MAX ? merged : INT32_MAX));
+}
+
+/**
  * tl_add_epoch() - a clock-sync epoch of a guest
  * @tl: the timeline
  * @label: the guest's lane group ("guest NAME")
@@ -532,6 +616,30 @@ int tl_write_html(struct timeline *tl, FILE *f, const char *title)
 		fputs(",\"le\":", f);
 		b64_times(f, &l->le, t0);
 		fputs("}", f);
+	}
+	fputs("],\n\"vstrips\":[", f);
+	for (i = 0; i < tl->nr_vs; i++) {
+		const struct vstrip *v = &tl->vs[i];
+
+		fputs(i ? ",\n{\"label\":" : "\n{\"label\":", f);
+		js_str(f, v->label);
+		fputs(",\"s\":", f);
+		b64_times(f, &v->s, t0);
+		fputs(",\"e\":", f);
+		b64_times(f, &v->e, t0);
+		fputs(",\"k\":", f);
+		b64(f, v->k.v, v->k.n * sizeof(int32_t));
+		fputs(",\"m\":", f);
+		b64(f, v->m.v, v->m.n * sizeof(int32_t));
+		fputs("}", f);
+	}
+	fputs("],\n\"vstates\":[", f);
+	for (i = 0; i < tl->vnames.nr; i++) {
+		fputs(i ? ",[" : "[", f);
+		js_str(f, tl->vkinds[i]);
+		fputc(',', f);
+		js_str(f, tl->vnames.v[i]);
+		fputc(']', f);
 	}
 	fputs("],\n\"tasks\":[", f);
 	for (i = 0; i < tl->tasks.nr; i++) {

@@ -91,6 +91,8 @@ printf '{"tool":"fixture","version":"0","host":{"file":"host.dat"},"guests":[%s,
 	'{"name":"fx","file":"guest-fx.dat","trace_id":"0x0000000000001234"}' \
 	'{"name":"other","file":null,"trace_id":"0x0000000000005678"}' >"$run/manifest.json"
 
+# VT_VCPUS_FIXTURE=DIR: only build the recording into DIR (report-html-vcpus.sh draws it).
+[ -n "$VT_VCPUS_FIXTURE" ] && { cp -r "$run/." "$VT_VCPUS_FIXTURE/" && exit 0; fail "cp $VT_VCPUS_FIXTURE"; }
 [ -n "$VT_KEEP" ] && { trap - EXIT; echo "kept $WORK"; }
 "$COLLECT" report --vcpus "$run" >"$WORK/out.txt" || fail "report --vcpus exited $?"
 sed -n '/^vCPU time/,$p' "$WORK/out.txt" >"$WORK/vcpus.txt"
