@@ -12,6 +12,7 @@
 
 #include "collect.h"
 #include "opts.h"
+#include "vt_suggest.h"
 
 /**
  * opt_seconds() - a duration in seconds
@@ -177,22 +178,120 @@ int opt_one_of(const char *opt, const char *arg, const char *const *allowed)
 	return -EINVAL;
 }
 
+/* The closest long options to @word ("--bogus=1": "--bogus"), as "; did you mean --x?". */
+static void suggest_long(const char *word, const struct option *longopts, char *hint, size_t size)
+{
+	char name[VT_SUGGEST_NAME_MAX], cand[VT_SUGGEST_NAME_MAX];
+	struct vt_suggest sg;
+	size_t n;
+
+	hint[0] = '\0';
+	if (!longopts || strncmp(word, "--", 2) != 0)
+		return;
+	n = strcspn(word, "=");
+	if (n >= sizeof(name))
+		return;
+	memcpy(name, word, n);
+	name[n] = '\0';
+	vt_suggest_init(&sg, name);
+	for (; longopts->name; longopts++) {
+		snprintf(cand, sizeof(cand), "--%s", longopts->name);
+		vt_suggest_add(&sg, cand);
+	}
+	n = snprintf(hint, size, "; ");
+	if (!vt_suggest_format(&sg, hint + n, size - n))
+		hint[0] = '\0';
+}
+
 /**
  * opt_getopt_error() - what getopt_long() refused, in the collector's voice
  * @c: what it returned: '?' (an unknown option) or ':' (a value missing)
  * @optopt: its optopt (the short option, 0 for a long one)
  * @arg: argv[optind - 1], the word it refused
+ * @longopts: the subcommand's long options, for "did you mean" (or NULL)
+ * @habits: letters another tool's users type, and what they are here (or NULL)
  *
  * For getopt_long() with opterr 0 and an option string starting ":"
- * (after "+" where there is one).
+ * (after "+" where there is one): opt_next() calls it.
  */
-void opt_getopt_error(int c, int optopt, const char *arg)
+void opt_getopt_error(int c, int optopt, const char *arg, const struct option *longopts,
+		      const struct opt_habit *habits)
 {
 	char opt[3] = { '-', (char)optopt, '\0' };
-	const char *name = optopt ? opt : arg;
+	char hint[VT_SUGGEST_MAX * VT_SUGGEST_NAME_MAX + 32];
+	const char *name = opt;
 
-	if (c == ':')
+	/* A long option's optopt is its value (a letter for --vcpus): name the word. */
+	if (!optopt || !strncmp(arg, "--", 2))
+		name = arg;
+
+	for (; name == opt && habits && habits->letter; habits++)
+		if (habits->letter == optopt) {
+			collect_usage("%s: %s", name, habits->say);
+			return;
+		}
+	if (c == ':') {
 		collect_usage("option '%s' needs a value", name);
-	else
-		collect_usage("unknown option '%s'", name);
+		return;
+	}
+	if (name == arg && strchr(arg, '=') && longopts) {
+		size_t n = strcspn(arg, "=");
+		const struct option *lo, *hit = NULL;
+		int nr = 0;
+
+		/* A known option (or its one abbreviation) given a value it does not take. */
+		for (lo = longopts; lo->name; lo++)
+			if (n > 2 && !strncmp(lo->name, arg + 2, n - 2)) {
+				hit = lo;
+				nr++;
+				if (strlen(lo->name) == n - 2) {
+					nr = 1;
+					break;
+				}
+			}
+		if (nr == 1 && hit->has_arg == no_argument) {
+			collect_usage("option '--%s' takes no value, not '%s'", hit->name, arg + n + 1);
+			return;
+		}
+	}
+	suggest_long(name, longopts, hint, sizeof(hint));
+	collect_usage("unknown option '%s'%s", name, hint);
+}
+
+/**
+ * opt_next() - the next option, getopt_long()'s refusals in the collector's voice
+ * @argc: as for getopt_long()
+ * @argv: as for getopt_long()
+ * @shortopts: the short options, as for getopt_long() (without the ":")
+ * @longopts: the long options
+ * @habits: letters another tool's users type, and what they are here (or NULL)
+ *
+ * An unknown option (with the closest long ones) or a value missing is said
+ * here, once, for every subcommand; the caller adds opt_try_help() and exits
+ * with EXIT_USAGE.
+ *
+ * Return: as getopt_long(), or OPT_ERROR after the message.
+ */
+int opt_next(int argc, char **argv, const char *shortopts, const struct option *longopts,
+	     const struct opt_habit *habits)
+{
+	char spec[128];
+	bool plus = shortopts[0] == '+';
+	int c;
+
+	snprintf(spec, sizeof(spec), "%s:%s", plus ? "+" : "", shortopts + plus);
+	opterr = 0;
+	c = getopt_long(argc, argv, spec, longopts, NULL);
+	if (c != '?' && c != ':')
+		return c;
+	opt_getopt_error(c, optopt, argv[optind - 1], longopts, habits);
+	return OPT_ERROR;
+}
+
+/**
+ * opt_try_help() - the line after a usage error: where the options are listed
+ */
+void opt_try_help(void)
+{
+	fprintf(stderr, "Try 'virtio-trace-collect %s --help'.\n", collect_cmd ? collect_cmd : "");
 }

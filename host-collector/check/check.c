@@ -307,7 +307,7 @@ static int parse(struct check *c, int argc, char **argv)
 	int opt, pid;
 
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "D:C:d:h", longopts, NULL)) != -1) {
+	while ((opt = opt_next(argc, argv, "D:C:d:h", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'D': c->domain = optarg; break;
 		case 'C': c->uri = optarg; break;
@@ -335,8 +335,7 @@ static int parse(struct check *c, int argc, char **argv)
 			check_usage(stdout);
 			return 1;
 		default:
-			opt_getopt_error(opt, optopt, argv[optind - 1]);
-			return -EINVAL;
+			return -EINVAL;	/* opt_next() said which */
 		}
 	}
 	if (optind < argc) {
@@ -376,6 +375,8 @@ int check_main(int argc, char **argv)
 	c.sysfs = "/sys";
 	c.procfs = "/proc";
 	ret = parse(&c, argc, argv);
+	if (ret < 0)
+		opt_try_help();
 	if (ret)
 		return ret > 0 ? EXIT_OK : EXIT_USAGE;
 	if (c.chardev_dir_opt) {

@@ -101,7 +101,7 @@ void record_usage(FILE *f)
 "Recording:\n"
 "  -e, --event SYS[:EV]   a guest event, system or glob (repeatable)\n"
 "  -f, --filter EXPR      a filter for the -e before it\n"
-"      --tracer NAME      a guest tracer (mmiotrace: uses the top-level buffer)\n"
+"  -p, --tracer NAME      a guest tracer (mmiotrace: uses the top-level buffer)\n"
 "      --top-level        trace the guest's top-level buffer, not an instance\n"
 "      --buffer-size KB   per-CPU ring buffer size in the guest (and host)\n"
 "      --last-boot NAME   first write the guest's previous boot's trace, kept in the\n"
@@ -114,7 +114,7 @@ void record_usage(FILE *f)
 "                         tracefs instance, x86-tsc clock)\n"
 "      --kvm-exits        add kvm:kvm_exit and kvm:kvm_entry to the host events\n"
 "                         (what `report --exits` reads)\n"
-"      --host-pid PID     host events of this process only, its threads and\n"
+"  -P, --host-pid PID     host events of this process only, its threads and\n"
 "                         what it forks (repeatable; e.g. the QEMU pid)\n"
 "  -o, --output DIR       output directory (default virtio-trace-out); a DIR\n"
 "                         that holds a recording is refused\n"
@@ -172,7 +172,8 @@ void record_usage(FILE *f)
 "                         milliseconds (default 500), in trace-cmd report's format\n"
 "                         (on standard output; the files are written as usual)\n"
 "  -q, --quiet            no progress, status line or closing summary\n"
-"  -v, --verbose          more messages\n"
+"      --verbose          more messages (-v is trace-cmd's \"leave out the next\n"
+"                         -e\", refused here)\n"
 "  -V, --version          print the version and exit\n"
 "  -h, --help             print this help and exit\n"
 "\n"
@@ -217,10 +218,10 @@ static const char *long_name(const struct option *o, int c)
 static int parse_record(int argc, char **argv, struct record_opts *o, struct guest **gs,
 			unsigned int *nr)
 {
-	enum { OPT_CHARDEV = 256, OPT_LISTEN, OPT_CTL, OPT_CPU, OPT_NAME, OPT_QEMU_PID, OPT_TRACER, OPT_TOP,
+	enum { OPT_CHARDEV = 256, OPT_LISTEN, OPT_CTL, OPT_CPU, OPT_NAME, OPT_QEMU_PID, OPT_VERBOSE, OPT_TOP,
 	       OPT_BUFSZ, OPT_SUBBUF, OPT_LASTBOOT, OPT_CLOCK, OPT_HOST, OPT_MAXSZ, OPT_FV, OPT_NOCOMP, OPT_ZEND, OPT_KCACHE, OPT_NOKCACHE, OPT_KEEP, OPT_FORCE, OPT_FSYNC, OPT_SYNC, OPT_TSCOFF,
 	       OPT_PROBES, OPT_SINTV, OPT_DEBUGFS, OPT_STOPTO, OPT_QMP, OPT_DOMAIN, OPT_CONNECT,
-	       OPT_HOST_PID, OPT_KVM_EXITS, OPT_LISTEN_GROUP, OPT_LISTEN_UID, OPT_MODE, OPT_WAIT, OPT_ALL,
+	       OPT_KVM_EXITS, OPT_LISTEN_GROUP, OPT_LISTEN_UID, OPT_MODE, OPT_WAIT, OPT_ALL,
 	       OPT_ANY_USER, OPT_LIVE, OPT_INCOMING, OPT_NO_KVM_EVENTS, OPT_SYNC_CHECK };
 	static const struct option longopts[] = {
 		{ "chardev-dir", required_argument, NULL, OPT_CHARDEV },
@@ -239,14 +240,14 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 		{ "qmp", required_argument, NULL, OPT_QMP },
 		{ "event", required_argument, NULL, 'e' },
 		{ "filter", required_argument, NULL, 'f' },
-		{ "tracer", required_argument, NULL, OPT_TRACER },
+		{ "tracer", required_argument, NULL, 'p' },
 		{ "top-level", no_argument, NULL, OPT_TOP },
 		{ "buffer-size", required_argument, NULL, OPT_BUFSZ },
 		{ "subbuf-size", required_argument, NULL, OPT_SUBBUF },
 		{ "last-boot", required_argument, NULL, OPT_LASTBOOT },
 		{ "clock", required_argument, NULL, OPT_CLOCK },
 		{ "host-events", required_argument, NULL, OPT_HOST },
-		{ "host-pid", required_argument, NULL, OPT_HOST_PID },
+		{ "host-pid", required_argument, NULL, 'P' },
 		{ "kvm-exits", no_argument, NULL, OPT_KVM_EXITS },
 		{ "output", required_argument, NULL, 'o' },
 		{ "duration", required_argument, NULL, 'd' },
@@ -271,9 +272,26 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 		{ "stop-timeout", required_argument, NULL, OPT_STOPTO },
 		{ "live", optional_argument, NULL, OPT_LIVE },
 		{ "quiet", no_argument, NULL, 'q' },
-		{ "verbose", no_argument, NULL, 'v' },
+		{ "verbose", no_argument, NULL, OPT_VERBOSE },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
+	};
+	/*
+	 * trace-cmd record's letters that mean something else here, refused rather
+	 * than taken quietly (its -p and -P are ours: --tracer and --host-pid;
+	 * its -m is KiB per CPU, where ours would be bytes per guest). -v once
+	 * meant --verbose: with trace-cmd's habit it would have recorded the
+	 * event its user meant to leave out.
+	 */
+	static const struct opt_habit habits[] = {
+		{ 'v', "trace-cmd's \"leave out the next -e\" is not supported (record only the "
+		       "events you want); more messages are --verbose" },
+		{ 'b', "trace-cmd's buffer size is --buffer-size KB here (-b is setup's --backend)" },
+		{ 'C', "trace-cmd's clock is --clock NAME here (-C is --connect in check, list and "
+		       "setup)" },
+		{ 'm', "trace-cmd's -m is KiB per CPU; the budget here is --max-size SIZE, bytes "
+		       "per guest with a K, M or G suffix" },
+		{ 0, NULL },
 	};
 	struct guest *g = NULL;
 	bool kvm_exits = false;
@@ -281,8 +299,7 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 	int c;
 
 	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:e:f:o:d:qvh", longopts, NULL)) != -1) {
+	while ((c = opt_next(argc, argv, "+e:f:o:d:p:P:qh", longopts, habits)) != -1) {
 		switch (c) {
 		case OPT_CHARDEV:
 		case OPT_CTL:
@@ -411,7 +428,7 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 			}
 			o->filters[o->nr_events - 1] = optarg;
 			break;
-		case OPT_TRACER: o->tracer = optarg; break;
+		case 'p': o->tracer = optarg; break;
 		case OPT_TOP: o->top_level = true; break;
 		case OPT_BUFSZ: {
 			unsigned long v;
@@ -440,7 +457,7 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 		case OPT_CLOCK: o->clock = optarg; break;
 		case OPT_HOST: o->host_events = optarg; break;
 		case OPT_KVM_EXITS: kvm_exits = true; break;
-		case OPT_HOST_PID: {
+		case 'P': {
 			long v = strtol(optarg, &end, 10);
 
 			if (*end || v <= 0 || v > INT32_MAX || o->nr_host_pids >= COLLECT_MAX_HOST_PIDS) {
@@ -542,11 +559,10 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 			}
 			break;
 		case 'q': collect_quiet = 1; break;
-		case 'v': collect_verbose = 1; break;
+		case OPT_VERBOSE: collect_verbose = 1; break;
 		case 'h': record_usage(stdout); exit(EXIT_OK);
 		default:
-			opt_getopt_error(c, optopt, argv[optind - 1]);
-			return -EINVAL;
+			return -EINVAL;	/* opt_next() said which */
 		}
 	}
 	if (optind < argc) {
@@ -832,8 +848,8 @@ static int open_output(const struct record_opts *o, bool *created)
 
 	fd = output_open_dir(o->out_dir, true, created);
 	if (fd < 0) {
-		log_err("%s: %s", o->out_dir, fd == -ELOOP ? "a symbolic link: refused (give the "
-			"directory it points to)" : strerror(-fd));
+		log_err("-o/--output '%s': the output directory: %s", o->out_dir, fd == -ELOOP ?
+			"a symbolic link, refused (give the directory it points to)" : strerror(-fd));
 		return fd;
 	}
 	if (fstatat(fd, ".spool", &st, AT_SYMLINK_NOFOLLOW) == 0) {
@@ -1373,7 +1389,7 @@ int record_main(int argc, char **argv)
 	for (i = 0; i < (unsigned int)argc && n < sizeof(o.cmdline) - 1; i++)
 		n += snprintf(o.cmdline + n, sizeof(o.cmdline) - n, "%s%s", i ? " " : "", argv[i]);
 	if (parse_record(argc, argv, &o, gs, &nr) < 0) {
-		fprintf(stderr, "Try 'virtio-trace-collect record --help'.\n");
+		opt_try_help();
 		return EXIT_USAGE;
 	}
 	/* The live view's lines and a status line redrawn in place would share the terminal. */

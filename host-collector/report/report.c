@@ -20,6 +20,7 @@
 
 #include "analyze.h"
 #include "collect.h"
+#include "opts.h"
 #include "json.h"
 #include "perfetto.h"
 #include "report.h"
@@ -804,7 +805,7 @@ int report_main(int argc, char **argv)
 	bool bad = false, flag;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+	while ((c = opt_next(argc, argv, "+h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'h':
 			usage(stdout);
@@ -834,12 +835,22 @@ int report_main(int argc, char **argv)
 			ro.perf_kvm = optarg;
 			break;
 		default:
-			fprintf(stderr, "Try 'virtio-trace-collect report --help'.\n");
+			opt_try_help();	/* after opt_next()'s message */
 			return EXIT_USAGE;
 		}
 	}
 	if (argc - optind != 1) {
-		usage(stderr);
+		if (argc - optind > 1)
+			collect_usage("'%s': one recording's directory only (DIR is '%s')",
+				      argv[optind + 1], argv[optind]);
+		else
+			collect_usage("give a recording's directory: report [OPTION]... DIR");
+		opt_try_help();
+		return EXIT_USAGE;
+	}
+	if (ro.guest && !collect_name_ok(ro.guest)) {
+		collect_usage("--guest '%s': a guest's name, of [A-Za-z0-9_.-]", ro.guest);
+		opt_try_help();
 		return EXIT_USAGE;
 	}
 	dir = argv[optind];

@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 #include "collect.h"
+#include "opts.h"
 #include "json.h"
 #include "list.h"
 #include "procfd.h"
@@ -1126,11 +1127,10 @@ int list_main(int argc, char **argv)
 	const char *uri = NULL;
 	struct list_found f;
 	double v;
-	char *end;
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "C:h", longopts, NULL)) != -1) {
+	while ((c = opt_next(argc, argv, "C:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'C':
 			uri = optarg;
@@ -1152,10 +1152,8 @@ int list_main(int argc, char **argv)
 			probe = false;
 			break;
 		case OPT_TIMEOUT:
-			v = strtod(optarg, &end);
-			if (end == optarg || *end || !(v > 0) || v > 60) {
-				fprintf(stderr, "virtio-trace-collect list: --timeout takes seconds, more "
-					"than 0 and at most 60, not '%s'\n", optarg);
+			if (opt_seconds("--timeout", optarg, false, 60, &v) < 0) {
+				opt_try_help();
 				return EXIT_USAGE;
 			}
 			timeout_ms = (unsigned int)(v * 1000 + 0.5);
@@ -1164,16 +1162,17 @@ int list_main(int argc, char **argv)
 			list_usage(stdout);
 			return EXIT_OK;
 		default:
-			list_usage(stderr);
+			opt_try_help();	/* after opt_next()'s message */
 			return EXIT_USAGE;
 		}
 	}
 	if (names && json) {
-		fprintf(stderr, "virtio-trace-collect list: --names or --json, not both\n");
+		collect_usage("--names or --json, not both");
+		opt_try_help();
 		return EXIT_USAGE;
 	}
 	if (list_find(uri, no_libvirt, any_user, &f) < 0) {
-		fprintf(stderr, "virtio-trace-collect list: out of memory\n");
+		log_err("out of memory");
 		return EXIT_FAIL;
 	}
 	if (optind < argc)
@@ -1192,7 +1191,7 @@ int list_main(int argc, char **argv)
 	}
 	list_free(&f);
 	if (fflush(stdout) == EOF || ferror(stdout)) {
-		fprintf(stderr, "virtio-trace-collect list: write error\n");
+		log_err("write error");
 		return EXIT_FAIL;
 	}
 	return EXIT_OK;

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "collect.h"
+#include "opts.h"
 #include "hotplug.h"
 #include "kvmcheck.h"
 #include "libvirt.h"
@@ -443,23 +444,32 @@ static int setup_parse(int argc, char **argv, struct setup_opts *o)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
+	static const struct opt_habit habits[] = {
+		{ 'd', "record's --duration; setup's directory is --dir" },
+		{ 'f', "record's --filter; setup's format is --format" },
+		{ 0, NULL },
+	};
+	static const char *const accels[] = { "auto", "kvm", "tcg", "none", NULL };
+	static const char *const backends[] = { "pipe", "unix", "unix-connect", NULL };
+	static const char *const formats[] = { "qemu", "libvirt", NULL };
 	const char *dir = NULL;
 	char *end;
 	unsigned long v;
-	int c;
+	int c, ret;
 
 	o->name = "guest";
 	o->ctl_index = SETUP_DEFAULT_CTL_INDEX;
 	o->accel = "auto";
 	o->kvm_device = KVMCHECK_DEVICE;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "n:b:cN:D:C:arh", longopts, NULL)) != -1) {
+	while ((c = opt_next(argc, argv, "n:b:cN:D:C:arh", longopts, habits)) != -1) {
 		switch (c) {
 		case 'L':
 			/* reserve_mem's size: digits and one K, M or G. */
 			v = strtoul(optarg, &end, 10);
 			if (!v || (*end && (strchr("KMG", *end) == NULL || end[1]))) {
-				fprintf(stderr, "virtio-trace-collect setup: --last-boot SIZE: e.g. 4M\n");
+				collect_usage("--last-boot '%s': a size in bytes, more than 0, with an "
+					      "optional K, M or G suffix (e.g. 4M)", optarg);
 				return -EINVAL;
 			}
 			o->last_boot = optarg;
@@ -467,14 +477,15 @@ static int setup_parse(int argc, char **argv, struct setup_opts *o)
 		case 'E':
 			if (strspn(optarg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_:,*") !=
 			    strlen(optarg)) {
-				fprintf(stderr, "virtio-trace-collect setup: --last-boot-events SYS:EV,...\n");
+				collect_usage("--last-boot-events '%s': events SYSTEM:EVENT,... of "
+					      "[A-Za-z0-9_*]", optarg);
 				return -EINVAL;
 			}
 			o->last_boot_events = optarg;
 			break;
 		case 'D':
 			if (!*optarg) {
-				fprintf(stderr, "virtio-trace-collect setup: --domain needs a name\n");
+				collect_usage("--domain '': a libvirt domain's name");
 				return -EINVAL;
 			}
 			o->domain = optarg;
@@ -493,7 +504,7 @@ static int setup_parse(int argc, char **argv, struct setup_opts *o)
 			break;
 		case OPT_QMP:
 			if (!*optarg) {
-				fprintf(stderr, "virtio-trace-collect setup: --qmp needs QEMU's QMP socket\n");
+				collect_usage("--qmp '': the path of QEMU's QMP socket");
 				return -EINVAL;
 			}
 			o->qmp = optarg;
@@ -502,80 +513,57 @@ static int setup_parse(int argc, char **argv, struct setup_opts *o)
 			o->hotplug = true;
 			break;
 		case OPT_ACCEL:
-			if (strcmp(optarg, "auto") && strcmp(optarg, "kvm") && strcmp(optarg, "tcg") &&
-			    strcmp(optarg, "none")) {
-				fprintf(stderr, "virtio-trace-collect setup: --accel is auto, kvm, tcg or "
-					"none, not '%s'\n", optarg);
+			if (opt_one_of("--accel", optarg, accels) < 0)
 				return -EINVAL;
-			}
 			o->accel = optarg;
 			o->have_accel = true;
 			break;
 		case OPT_KVM_DEVICE:
 			if (!*optarg) {
-				fprintf(stderr, "virtio-trace-collect setup: --kvm-device needs a path\n");
+				collect_usage("--kvm-device '': the path of the KVM device (e.g. /dev/kvm)");
 				return -EINVAL;
 			}
 			o->kvm_device = optarg;
 			o->have_accel = true;
 			break;
 		case 'n':
-			errno = 0;
-			v = strtoul(optarg, &end, 10);
-			if (errno || end == optarg || *end || optarg[0] == '-' || v < 1 ||
-			    v > SETUP_MAX_VCPUS) {
-				fprintf(stderr, "virtio-trace-collect setup: --vcpus must be 1..%d, not '%s'\n",
-					SETUP_MAX_VCPUS, optarg);
+			if (opt_uint("--vcpus", optarg, 1, SETUP_MAX_VCPUS, "the guest's vCPUs", &v) < 0)
 				return -EINVAL;
-			}
 			o->vcpus = v;
 			break;
 		case 'b':
 			o->have_backend = true;
 			o->unix_backend = strcmp(optarg, "pipe") != 0;
 			o->qemu_connects = !strcmp(optarg, "unix-connect");
-			if (strcmp(optarg, "pipe") && strcmp(optarg, "unix") && strcmp(optarg, "socket") &&
-			    !o->qemu_connects) {
-				fprintf(stderr, "virtio-trace-collect setup: --backend is pipe, unix or unix-connect, not '%s'\n",
-					optarg);
+			/* "socket" is unix's old name, still taken. */
+			if (strcmp(optarg, "socket") && opt_one_of("--backend", optarg, backends) < 0)
 				return -EINVAL;
-			}
 			break;
 		case OPT_DIR:
 			dir = optarg;
 			o->have_dir = true;
 			break;
 		case OPT_CTL_INDEX:
-			errno = 0;
-			v = strtoul(optarg, &end, 10);
-			if (errno || end == optarg || *end || optarg[0] == '-' || v > SETUP_MAX_CTL_INDEX) {
-				fprintf(stderr, "virtio-trace-collect setup: --controller-index must be "
-					"0..%d, not '%s'\n", SETUP_MAX_CTL_INDEX, optarg);
+			if (opt_uint("--controller-index", optarg, 0, SETUP_MAX_CTL_INDEX,
+				     "the first virtio-serial controller's index", &v) < 0)
 				return -EINVAL;
-			}
 			o->ctl_index = v;
 			o->have_ctl_index = true;
 			break;
 		case OPT_FORMAT:
 			o->have_format = true;
-			if (!strcmp(optarg, "qemu")) {
-				o->libvirt = false;
-			} else if (!strcmp(optarg, "libvirt")) {
-				o->libvirt = true;
-			} else {
-				fprintf(stderr, "virtio-trace-collect setup: --format is qemu or libvirt, not '%s'\n",
-					optarg);
+			ret = opt_one_of("--format", optarg, formats);
+			if (ret < 0)
 				return -EINVAL;
-			}
+			o->libvirt = ret == 1;
 			break;
 		case 'c':
 			o->create = true;
 			break;
 		case 'N':
 			if (!collect_name_ok(optarg)) {
-				fprintf(stderr, "virtio-trace-collect setup: bad guest name '%s' (1..%d of "
-					"A-Z a-z 0-9 _ - ., not starting with '.' or '-')\n",
-					optarg, COLLECT_NAME_MAX - 1);
+				collect_usage("--name '%s': a guest's name, 1 to %d of A-Z a-z 0-9 _ - ., "
+					      "not starting with '.' or '-'", optarg, COLLECT_NAME_MAX - 1);
 				return -EINVAL;
 			}
 			o->name = optarg;
@@ -585,79 +573,71 @@ static int setup_parse(int argc, char **argv, struct setup_opts *o)
 			setup_usage(stdout);
 			return 1;
 		default:
-			if (optopt == 'd' || optopt == 'f') {
-				fprintf(stderr, "virtio-trace-collect setup: -%c is record's %s; setup's "
-					"is --%s (see --help)\n", optopt,
-					optopt == 'd' ? "--duration" : "--filter",
-					optopt == 'd' ? "dir" : "format");
-				return -EINVAL;
-			}
-			setup_usage(stderr);
-			return -EINVAL;
+			return -EINVAL;	/* opt_next() said which */
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "virtio-trace-collect setup: unexpected argument '%s'\n", argv[optind]);
+		collect_usage("unexpected argument '%s'", argv[optind]);
 		return -EINVAL;
 	}
 	if (o->last_boot_events && !o->last_boot) {
-		fprintf(stderr, "virtio-trace-collect setup: --last-boot-events goes with --last-boot\n");
+		collect_usage("--last-boot-events goes with --last-boot");
 		return -EINVAL;
 	}
 	if (o->last_boot) {
 		if (o->vcpus || o->domain || o->apply || o->remove || o->create || o->have_format ||
 		    o->qmp || o->hotplug || o->live || o->have_accel) {
-			fprintf(stderr, "virtio-trace-collect setup: --last-boot prints kernel "
-				"arguments only: run it on its own\n");
+			collect_usage("--last-boot prints kernel "
+				"arguments only: run it on its own");
 			return -EINVAL;
 		}
 		return 0;
 	}
 	if (o->qmp || o->hotplug) {
 		if (!o->qmp || o->hotplug == o->remove) {
-			fprintf(stderr, "virtio-trace-collect setup: --qmp SOCKET goes with one of "
-				"--hotplug or --remove (see --help)\n");
+			collect_usage("--qmp SOCKET goes with one of "
+				"--hotplug or --remove (see --help)");
 			return -EINVAL;
 		}
 		if (o->domain || o->apply || o->live || o->uri || o->have_format || o->create ||
 		    o->have_ctl_index || o->have_accel) {
-			fprintf(stderr, "virtio-trace-collect setup: --qmp takes --name, --vcpus, "
+			collect_usage("--qmp takes --name, --vcpus, "
 				"--backend and --dir only (--domain, --apply, --live, --format, --create and "
-				"--accel are for the other uses of setup)\n");
+				"--accel are for the other uses of setup)");
 			return -EINVAL;
 		}
 		if (o->qemu_connects) {
-			fprintf(stderr, "virtio-trace-collect setup: --qmp takes --backend pipe or unix\n");
+			collect_usage("--qmp takes --backend pipe or unix");
 			return -EINVAL;
 		}
 		if (!dir)
 			return 0;	/* hotplug_run(): /run/virtio-trace/qemu-PID-START */
 	} else if (o->domain || o->apply || o->remove || o->uri || o->live) {
 		if (!o->domain || o->apply == o->remove) {
-			fprintf(stderr, "virtio-trace-collect setup: --domain NAME goes with one of "
-				"--apply or --remove (see --help)\n");
+			collect_usage("--domain NAME goes with one of "
+				"--apply or --remove (see --help)");
 			return -EINVAL;
 		}
 		if (o->vcpus || o->have_format || o->create || o->have_ctl_index || o->have_accel) {
-			fprintf(stderr, "virtio-trace-collect setup: with --domain the vCPU count and "
+			collect_usage("with --domain the vCPU count and "
 				"controller indexes come from the definition, --format, --create and "
-				"--accel do not apply\n");
+				"--accel do not apply");
 			return -EINVAL;
 		}
 		if (o->qemu_connects) {
-			fprintf(stderr, "virtio-trace-collect setup: --domain takes --backend pipe or "
-				"unix (record --domain connects to the sockets libvirt makes)\n");
+			collect_usage("--domain takes --backend pipe or "
+				"unix (record --domain connects to the sockets libvirt makes)");
 			return -EINVAL;
 		}
 		if (o->remove && (o->have_dir || o->have_backend)) {
-			fprintf(stderr, "virtio-trace-collect setup: --remove takes no --dir or "
-				"--backend: it removes what --apply added\n");
+			collect_usage("--remove takes no --dir or "
+				"--backend: it removes what --apply added");
 			return -EINVAL;
 		}
 		/* libvirt hot-plugs no pipe chardev ("Hotplug unsupported for char device type 'pipe'"). */
 		if (o->live && o->apply && o->have_backend && !o->unix_backend) {
-			fprintf(stderr, "virtio-trace-collect setup: --live needs --backend unix: libvirt "
-				"cannot hot-plug pipe channels\n");
+			collect_usage("--live needs --backend unix: libvirt "
+				"cannot hot-plug pipe channels");
 			return -EINVAL;
 		}
 		if (o->live && o->apply)
@@ -667,18 +647,18 @@ static int setup_parse(int argc, char **argv, struct setup_opts *o)
 		if (!dir && o->remove)
 			return 0;
 		if (!dir && libvirt_default_dir(o->dir, sizeof(o->dir), o->domain) < 0) {
-			fprintf(stderr, "virtio-trace-collect setup: domain '%s' cannot name a "
-				"directory: give --dir DIR\n", o->domain);
+			collect_usage("domain '%s' cannot name a "
+				"directory: give --dir DIR", o->domain);
 			return -EINVAL;
 		}
 		if (!dir)
 			return 0;
 	} else if (!o->vcpus) {
-		fprintf(stderr, "virtio-trace-collect setup: --vcpus N is required (see --help)\n");
+		collect_usage("--vcpus N is required (see --help)");
 		return -EINVAL;
 	} else if (o->have_ctl_index && !o->libvirt) {
-		fprintf(stderr, "virtio-trace-collect setup: --controller-index goes with --format "
-			"libvirt (QEMU's controllers are named vtserN)\n");
+		collect_usage("--controller-index goes with --format "
+			"libvirt (QEMU's controllers are named vtserN)");
 		return -EINVAL;
 	}
 	if (!dir) {
@@ -686,7 +666,7 @@ static int setup_parse(int argc, char **argv, struct setup_opts *o)
 		return 0;
 	}
 	if (!*dir || strchr(dir, '\n')) {
-		fprintf(stderr, "virtio-trace-collect setup: bad --dir '%s'\n", dir);
+		collect_usage("--dir '%s': a directory's path, not empty, of one line", dir);
 		return -EINVAL;
 	}
 	/* QEMU and libvirt resolve relative paths against their own cwd: make it absolute. */
@@ -697,7 +677,7 @@ static int setup_parse(int argc, char **argv, struct setup_opts *o)
 		char cwd[PATH_MAX];
 
 		if (!getcwd(cwd, sizeof(cwd))) {
-			fprintf(stderr, "virtio-trace-collect setup: getcwd: %s\n", strerror(errno));
+			log_err("getcwd: %s", strerror(errno));
 			return -EINVAL;
 		}
 		if (snprintf(o->dir, sizeof(o->dir), "%s/%s", strcmp(cwd, "/") ? cwd : "", dir) >=
@@ -710,7 +690,7 @@ static int setup_parse(int argc, char **argv, struct setup_opts *o)
 	return 0;
 
 err_long:
-	fprintf(stderr, "virtio-trace-collect setup: --dir is too long\n");
+	collect_usage("--dir '%s': a directory's path of at most %zu bytes", dir, sizeof(o->dir) - 1);
 	return -EINVAL;
 }
 
@@ -730,8 +710,10 @@ int setup_main(int argc, char **argv)
 	ret = setup_parse(argc, argv, &o);
 	if (ret > 0)
 		return EXIT_OK;
-	if (ret < 0)
+	if (ret < 0) {
+		opt_try_help();
 		return EXIT_USAGE;
+	}
 	if (o.last_boot) {
 		printf("reserve_mem=%s:4096:%s trace_instance=%s^traceoff@%s%s%s\n", o.last_boot,
 		       SETUP_LASTBOOT_INSTANCE, SETUP_LASTBOOT_INSTANCE, SETUP_LASTBOOT_INSTANCE,

@@ -34,6 +34,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "opts.h"
 #include "output.h"
 #include "spool.h"
 #include "text.h"
@@ -455,23 +456,25 @@ int join_main(int argc, char **argv)
 	int c, ret, status = EXIT_FAIL;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:qh", longopts, NULL)) != -1) {
+	while ((c = opt_next(argc, argv, "o:qh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o': out = optarg; break;
 		case 'n':
 			if (!collect_name_ok(optarg)) {
-				fprintf(stderr, "virtio-trace-collect join: --name '%s': not a guest name\n",
-					optarg);
+				collect_usage("--name '%s': a guest's name, of [A-Za-z0-9_.-]", optarg);
+				opt_try_help();
 				return EXIT_USAGE;
 			}
 			name = optarg;
 			break;
 		case 'f': force = true; break;
 		case 'b':
+			errno = 0;
 			extra = strtoull(optarg, &end, 10);
-			if (*end || optarg[0] == '-') {
-				fprintf(stderr, "virtio-trace-collect join: --host-sync-bound '%s': a number "
-					"of nanoseconds\n", optarg);
+			if (end == optarg || *end || optarg[0] == '-' || errno) {
+				collect_usage("--host-sync-bound '%s': nanoseconds, a whole number from 0 "
+					      "to %" PRIu64, optarg, UINT64_MAX);
+				opt_try_help();
 				return EXIT_USAGE;
 			}
 			bound_given = true;
@@ -479,14 +482,15 @@ int join_main(int argc, char **argv)
 		case 'q': collect_quiet = true; break;
 		case 'h': join_usage(stdout); return EXIT_OK;
 		default:
-			fprintf(stderr, "Try 'virtio-trace-collect join --help'.\n");
+			opt_try_help();	/* after opt_next()'s message */
 			return EXIT_USAGE;
 		}
 	}
 	if (argc - optind != 2 || !out) {
-		fprintf(stderr, "virtio-trace-collect join: %s\nTry 'virtio-trace-collect join --help'.\n",
-			argc - optind != 2 ? "give the source's and the destination's recordings: SRC DST" :
-			"give the output directory: -o OUT");
+		collect_usage("%s", argc - optind != 2 ?
+			      "give the source's and the destination's recordings: SRC DST" :
+			      "-o/--output: give the output directory, where the joined recording goes");
+		opt_try_help();
 		return EXIT_USAGE;
 	}
 	if (side_open(&src, argv[optind]) < 0 || side_open(&dst, argv[optind + 1]) < 0)

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "collect.h"
+#include "opts.h"
 #include "output.h"
 
 /**
@@ -20,6 +21,10 @@
  */
 int recover_main(int argc, char **argv)
 {
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
 	int fd, ret;
 
 	if (argc != 2 || argv[1][0] == '-') {
@@ -30,7 +35,15 @@ int recover_main(int argc, char **argv)
 			       "No link is followed; only the spool's own files are removed.\n");
 			return EXIT_OK;
 		}
-		fprintf(stderr, "Usage: virtio-trace-collect recover DIR\n");
+		if (argc > 1 && argv[1][0] == '-')
+			opt_getopt_error('?', argv[1][1] != '-' ? argv[1][1] : 0, argv[1], longopts,
+					 NULL);
+		else if (argc > 2)
+			collect_usage("'%s': one recording's directory only (DIR is '%s')", argv[2],
+				      argv[1]);
+		else
+			collect_usage("give a recording's directory: recover DIR");
+		opt_try_help();
 		return EXIT_USAGE;
 	}
 	fd = output_open_dir(argv[1], false, NULL);
