@@ -55,6 +55,7 @@ struct ev_counter {
 /* What the command line asked for. */
 struct report_opts {
 	bool iommu, exits, json;
+	bool seen_iommu, seen_mmio, seen_exits;	/* what the analyses asked for found */
 	const char *mmio_log, *html, *guest;
 	const char *perfetto;		/* --perfetto FILE */
 	const char *perf_kvm;		/* --perf-kvm DIR */
@@ -150,7 +151,8 @@ static void usage(FILE *f)
 "Exit status: 0 success; 1 DIR has no readable, well-formed manifest.json, a\n"
 "trace file it names cannot be read or a file asked for cannot be written (a\n"
 "guest without kallsyms for --perf-kvm too); 2 usage error (an unknown --guest\n"
-"too).\n");
+"too); 5 --exits, --iommu or --mmiotrace-log found none of its events (the\n"
+"message names the record option that adds them).\n");
 }
 
 /* Text from the manifest goes to a terminal: the collector's one rule (text.h). */
@@ -567,6 +569,9 @@ static int report_trace(const char *dir, const struct json_value *t, bool host,
 	print_cpus(cpus, host, &bad);
 	if (!host)
 		print_sync(json_get(t, "sync"), &bad);
+	ro->seen_iommu |= cnt.iommu && iommu_an_any(cnt.iommu);
+	ro->seen_mmio |= cnt.mmio && mmio_an_entries(cnt.mmio);
+	ro->seen_exits |= cnt.exits && exits_an_any(cnt.exits);
 	if (cnt.iommu && iommu_an_any(cnt.iommu)) {
 		fflush(stdout);
 		iommu_an_print(cnt.iommu, stdout, !ro->iommu);
@@ -585,6 +590,34 @@ static int report_trace(const char *dir, const struct json_value *t, bool host,
 		printf("  note: some manifest figures are not valid numbers (shown as 0)\n");
 	analyses_free(&cnt);
 	return ret;
+}
+
+/*
+ * An analysis asked for on a recording without its events would print the
+ * plain report and look like an answer: say so, with the record option that
+ * adds them, and exit EXIT_NO_EVENTS.
+ */
+static int events_missing(const struct report_opts *ro)
+{
+	int status = EXIT_OK;
+
+	if (ro->exits && !ro->seen_exits) {
+		log_err("--exits: the host trace has no kvm:kvm_exit events (record them with "
+			"`record --kvm-exits`)");
+		status = EXIT_NO_EVENTS;
+	}
+	if (ro->iommu && !ro->seen_iommu) {
+		log_err("--iommu: %s iommu events (record them with `record -e iommu`)",
+			ro->guest ? "the guest recorded no" : "no guest recorded");
+		status = EXIT_NO_EVENTS;
+	}
+	if (ro->mmio_log && !ro->seen_mmio) {
+		log_err("--mmiotrace-log: %s mmiotrace entries (record them with `record --tracer "
+			"mmiotrace`); %s holds the header only", ro->guest ? "the guest recorded no" :
+			"no guest recorded", ro->mmio_log);
+		status = EXIT_NO_EVENTS;
+	}
+	return status;
 }
 
 /* Whether the manifest's guests include @name. */
@@ -718,6 +751,9 @@ static int json_trace(const char *dir, const struct json_value *t, bool host, st
 	for (i = 0; i < cnt.nr; i++)
 		jw_u64(w, cnt.v[i].name, cnt.v[i].n);
 	jw_end(w, '}');
+	ro->seen_iommu |= cnt.iommu && iommu_an_any(cnt.iommu);
+	ro->seen_mmio |= cnt.mmio && mmio_an_entries(cnt.mmio);
+	ro->seen_exits |= cnt.exits && exits_an_any(cnt.exits);
 	if (cnt.iommu && iommu_an_any(cnt.iommu))
 		iommu_an_json(cnt.iommu, w);
 	if (cnt.mmio && mmio_an_any(cnt.mmio))
@@ -975,5 +1011,5 @@ out:
 		}
 	}
 	json_free(doc);
-	return status;
+	return status == EXIT_OK ? events_missing(&ro) : status;
 }
