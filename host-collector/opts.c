@@ -12,6 +12,7 @@
 
 #include "collect.h"
 #include "opts.h"
+#include "text.h"
 #include "vt_suggest.h"
 
 /**
@@ -34,8 +35,8 @@ int opt_seconds(const char *opt, const char *arg, bool zero_ok, double max, doub
 	if (end == arg || *end || errno || !isfinite(v) || v < 0 || (!zero_ok && v == 0) ||
 	    (max && v > max)) {
 		if (max)
-			collect_usage("%s '%s': seconds, %s0 to %g", opt, arg, zero_ok ? "" : "more than ",
-				      max);
+			collect_usage("%s '%s': seconds, %s0 and at most %g", opt, arg,
+				      zero_ok ? "from " : "more than ", max);
 		else
 			collect_usage("%s '%s': seconds, %s0", opt, arg, zero_ok ? "0 or more than " :
 				      "more than ");
@@ -90,6 +91,31 @@ int opt_int64(const char *opt, const char *arg, int64_t *out)
 	if (end == arg || *end || errno) {
 		collect_usage("%s '%s': an integer (decimal, or hexadecimal with 0x), within 64 bits",
 			      opt, arg);
+		return -EINVAL;
+	}
+	*out = v;
+	return 0;
+}
+
+/**
+ * opt_u64() - a whole number within 64 bits
+ * @opt: the option
+ * @arg: its value
+ * @what: what it counts ("nanoseconds"), for the message
+ * @out: set to the value
+ *
+ * Return: 0, or -EINVAL after the message.
+ */
+int opt_u64(const char *opt, const char *arg, const char *what, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	errno = 0;
+	v = strtoull(arg, &end, 10);
+	if (end == arg || *end || errno || arg[0] == '-' || arg[0] == '+' || arg[0] == ' ') {
+		collect_usage("%s '%s': %s, a whole number from 0 to %llu", opt, arg, what,
+			      (unsigned long long)UINT64_MAX);
 		return -EINVAL;
 	}
 	*out = v;
@@ -294,4 +320,182 @@ int opt_next(int argc, char **argv, const char *shortopts, const struct option *
 void opt_try_help(void)
 {
 	fprintf(stderr, "Try 'virtio-trace-collect %s --help'.\n", collect_cmd ? collect_cmd : "");
+}
+
+/* Where opt_parse() keeps the getopt form of the table it reads. */
+#define OPT_MAX		64
+
+static const struct opt_def *def_of(const struct opt_cmd *cmd, int key)
+{
+	const struct opt_def *d;
+
+	for (d = cmd->defs; d->name; d++)
+		if (d->key == key)
+			return d;
+	return NULL;
+}
+
+/* One value, read and checked as its kind says; the message names the option. */
+static int opt_value(const struct opt_def *d, const char *arg, struct opt_val *v)
+{
+	char opt[64];
+	int ret;
+
+	/* Named as the user may have typed it: "-o/--output". */
+	if (d->key > 0 && d->key < 256)
+		snprintf(opt, sizeof(opt), "-%c/--%s", d->key, d->name);
+	else
+		snprintf(opt, sizeof(opt), "--%s", d->name);
+	memset(v, 0, sizeof(*v));
+	v->s = arg;
+	if (!arg)
+		return 0;	/* a flag, or an optional value not given */
+	switch (d->kind) {
+	case KIND_FLAG:
+	case KIND_STRING:
+		return 0;
+	case KIND_PATH:
+		if (!*arg) {
+			collect_usage("%s '': %s", opt, d->what ? d->what : "a path, not empty");
+			return -EINVAL;
+		}
+		return 0;
+	case KIND_NAME:
+		if (!collect_name_ok(arg)) {
+			collect_usage("%s '%s': a guest's name, of [A-Za-z0-9_.-]", opt, arg);
+			return -EINVAL;
+		}
+		return 0;
+	case KIND_UINT:
+		return opt_uint(opt, arg, d->min, d->max, d->what, &v->u);
+	case KIND_U64:
+		return opt_u64(opt, arg, d->what, &v->u64);
+	case KIND_SECONDS:
+		return opt_seconds(opt, arg, d->min == 0, (double)d->max, &v->d);
+	case KIND_SIZE:
+		return opt_size(opt, arg, &v->u64);
+	case KIND_PID:
+		return opt_pid(opt, arg, &v->i);
+	case KIND_CHOICE:
+		ret = opt_one_of(opt, arg, d->choices);
+		if (ret < 0)
+			return ret;
+		v->i = ret;
+		return 0;
+	}
+	return 0;
+}
+
+/**
+ * opt_parse() - the next option of a subcommand's table, its value read and checked
+ * @cmd: the subcommand's table
+ * @argc: as for getopt_long()
+ * @argv: as for getopt_long()
+ * @v: set to the value (v->s the word; v->u, v->u64, v->d or v->i as the kind reads it)
+ *
+ * The table is the one place an option is declared: getopt's spelling, the
+ * value's check and --help (opt_help()) come from it. A refused option or
+ * value is said here, in the one voice (the caller adds nothing but its exit).
+ * --help prints opt_help() on stdout.
+ *
+ * Return: the option's key, -1 at the end of the options, OPT_HELP after
+ * --help, or OPT_ERROR after a message and opt_try_help().
+ */
+int opt_parse(const struct opt_cmd *cmd, int argc, char **argv, struct opt_val *v)
+{
+	struct option lo[OPT_MAX + 2];
+	char spec[2 * OPT_MAX + 4];
+	const struct opt_def *d;
+	size_t n = 0, nl = 0;
+	int c;
+
+	if (cmd->in_order)
+		spec[n++] = '+';
+	for (d = cmd->defs; d->name && nl < OPT_MAX; d++) {
+		lo[nl++] = (struct option){ d->name, d->kind == KIND_FLAG ? no_argument :
+					    d->optional ? optional_argument : required_argument,
+					    NULL, d->key };
+		if (d->key > 0 && d->key < 256) {
+			spec[n++] = (char)d->key;
+			if (d->kind != KIND_FLAG)
+				spec[n++] = ':';
+		}
+	}
+	lo[nl++] = (struct option){ "help", no_argument, NULL, 'h' };
+	lo[nl] = (struct option){ NULL, 0, NULL, 0 };
+	spec[n++] = 'h';
+	spec[n] = '\0';
+	c = opt_next(argc, argv, spec, lo, cmd->habits);
+	if (c == 'h') {
+		opt_help(cmd, stdout);
+		return OPT_HELP;
+	}
+	if (c == -1)
+		return -1;
+	d = c == OPT_ERROR ? NULL : def_of(cmd, c);
+	if (!d || opt_value(d, optarg, v) < 0) {
+		opt_try_help();
+		return OPT_ERROR;
+	}
+	return c;
+}
+
+/* Text @s, its lines from column @col (the first one where the cursor is). */
+static void put_indented(FILE *f, const char *s, int col)
+{
+	const char *nl;
+
+	for (;;) {
+		nl = strchr(s, '\n');
+		fprintf(f, "%.*s\n", nl ? (int)(nl - s) : (int)strlen(s), s);
+		if (!nl || !nl[1])
+			return;
+		s = nl + 1;
+		fprintf(f, "%*s", col, "");
+	}
+}
+
+/**
+ * opt_help() - a subcommand's --help, from its table
+ * @cmd: the table
+ * @f: where to print it
+ *
+ * The usage lines and the text before and after the options are the table's;
+ * each option is "  -X, --name ARG" (or "      --name ARG") with its help
+ * from column cmd->col, under its group's heading.
+ */
+void opt_help(const struct opt_cmd *cmd, FILE *f)
+{
+	const struct opt_def *d;
+	int col = cmd->col ? cmd->col : 25, n;
+	char left[128];
+
+	fprintf(f, "Usage: virtio-trace-collect %s %s\n", cmd->name, cmd->usage);
+	if (cmd->about)
+		fprintf(f, "\n%s", cmd->about);
+	fprintf(f, "\n");
+	for (d = cmd->defs; ; d++) {
+		const char *help = d->name ? d->help : "print this help and exit";
+
+		if (d->name && d->group)
+			fprintf(f, "%s:\n", d->group);
+		if (d->name)
+			n = snprintf(left, sizeof(left), "  %c%c%s--%s%s%s%s%s",
+				     d->key > 0 && d->key < 256 ? '-' : ' ',
+				     d->key > 0 && d->key < 256 ? d->key : ' ',
+				     d->key > 0 && d->key < 256 ? ", " : "  ", d->name,
+				     d->arg ? (d->optional ? "[=" : " ") : "", d->arg ? d->arg : "",
+				     d->arg && d->optional ? "]" : "", "");
+		else
+			n = snprintf(left, sizeof(left), "  -h, --help");
+		if (n + 1 > col)
+			fprintf(f, "%s\n%*s", left, col, "");
+		else
+			fprintf(f, "%-*s", col, left);
+		put_indented(f, help, col);
+		if (!d->name)
+			break;
+	}
+	if (cmd->tail)
+		fprintf(f, "\n%s", cmd->tail);
 }

@@ -44,11 +44,11 @@ said setup "option '--vcpus' needs a value" --vcpus
 said list "option '--json' takes no value, not '3'" --json=3
 
 # A bad value: the option, the value and what it takes.
-said check "--timeout '0': seconds, more than 0 to 60" --timeout 0
+said check "--timeout '0': seconds, more than 0 and at most 60" --timeout 0
 said join "--host-sync-bound '1ms': nanoseconds, a whole number from 0 to 18446744073709551615" \
 	--host-sync-bound 1ms a b
 said join "--name '../x': a guest's name, of [A-Za-z0-9_.-]" --name ../x a b
-said list "--timeout '99': seconds, more than 0 to 60" --timeout 99
+said list "--timeout '99': seconds, more than 0 and at most 60" --timeout 99
 said record "--buffer-size '4x': KiB per CPU, a whole number from 1 to 4294967295" \
 	--chardev-dir "$WORK" --buffer-size 4x
 said recover "'b': one recording's directory only (DIR is 'a')" a b
@@ -60,7 +60,9 @@ said setup "--format 'xml': one of qemu or libvirt" --vcpus 1 --format xml
 said setup "--accel 'hvf': one of auto, kvm, tcg or none" --vcpus 1 --accel hvf
 said setup "-d: record's --duration; setup's directory is --dir" -d x
 # -o names its role.
-said join "-o/--output: give the output directory, where the joined recording goes" a b
+said join "-o/--output is missing: the output directory, where the joined recording goes" a b
+said join "-o/--output '': the output directory, where the joined recording goes" -o '' a b
+said check "-d/--duration '61': seconds, from 0 and at most 60" -d 61
 
 # trace-cmd's letters: refused naming ours where they would mean something else.
 said record "-v: trace-cmd's \"leave out the next -e\" is not supported (record only the events you want); more messages are --verbose" \
