@@ -325,6 +325,16 @@ void opt_try_help(void)
 /* Where opt_parse() keeps the getopt form of the table it reads. */
 #define OPT_MAX		64
 
+static const struct opt_def *def_named(const struct opt_cmd *cmd, const char *name)
+{
+	const struct opt_def *d;
+
+	for (d = cmd->defs; d->name; d++)
+		if (!strcmp(d->name, name))
+			return d;
+	return NULL;
+}
+
 static const struct opt_def *def_of(const struct opt_cmd *cmd, int key)
 {
 	const struct opt_def *d;
@@ -412,6 +422,8 @@ int opt_parse(const struct opt_cmd *cmd, int argc, char **argv, struct opt_val *
 	if (cmd->in_order)
 		spec[n++] = '+';
 	for (d = cmd->defs; d->name && nl < OPT_MAX; d++) {
+		if (def_named(cmd, d->name) != d)
+			continue;	/* its help in another group: the first row is it */
 		lo[nl++] = (struct option){ d->name, d->kind == KIND_FLAG ? no_argument :
 					    d->optional ? optional_argument : required_argument,
 					    NULL, d->key };
@@ -421,9 +433,11 @@ int opt_parse(const struct opt_cmd *cmd, int argc, char **argv, struct opt_val *
 				spec[n++] = ':';
 		}
 	}
-	lo[nl++] = (struct option){ "help", no_argument, NULL, 'h' };
+	if (!def_named(cmd, "help")) {
+		lo[nl++] = (struct option){ "help", no_argument, NULL, 'h' };
+		spec[n++] = 'h';
+	}
 	lo[nl] = (struct option){ NULL, 0, NULL, 0 };
-	spec[n++] = 'h';
 	spec[n] = '\0';
 	c = opt_next(argc, argv, spec, lo, cmd->habits);
 	if (c == 'h') {
@@ -466,6 +480,8 @@ static void put_indented(FILE *f, const char *s, int col)
  */
 void opt_help(const struct opt_cmd *cmd, FILE *f)
 {
+	static const struct opt_def help = { "help", 'h', KIND_FLAG, NULL, "print this help and exit" };
+	bool own_help = def_named(cmd, "help") != NULL;
 	const struct opt_def *d;
 	int col = cmd->col ? cmd->col : 25, n;
 	char left[128];
@@ -475,25 +491,24 @@ void opt_help(const struct opt_cmd *cmd, FILE *f)
 		fprintf(f, "\n%s", cmd->about);
 	fprintf(f, "\n");
 	for (d = cmd->defs; ; d++) {
-		const char *help = d->name ? d->help : "print this help and exit";
-
-		if (d->name && d->group)
-			fprintf(f, "%s:\n", d->group);
-		if (d->name)
-			n = snprintf(left, sizeof(left), "  %c%c%s--%s%s%s%s%s",
-				     d->key > 0 && d->key < 256 ? '-' : ' ',
-				     d->key > 0 && d->key < 256 ? d->key : ' ',
-				     d->key > 0 && d->key < 256 ? ", " : "  ", d->name,
-				     d->arg ? (d->optional ? "[=" : " ") : "", d->arg ? d->arg : "",
-				     d->arg && d->optional ? "]" : "", "");
-		else
-			n = snprintf(left, sizeof(left), "  -h, --help");
+		if (!d->name && own_help)
+			break;
+		if (!d->name)
+			d = &help;	/* -h, --help last, unless the table places it */
+		if (d->group)
+			fputs(d->group, f);
+		n = snprintf(left, sizeof(left), "  %c%c%s--%s%s%s%s",
+			     d->key > 0 && d->key < 256 ? '-' : ' ',
+			     d->key > 0 && d->key < 256 ? d->key : ' ',
+			     d->key > 0 && d->key < 256 ? ", " : "  ", d->name,
+			     d->arg ? (d->optional ? "[=" : " ") : "", d->arg ? d->arg : "",
+			     d->arg && d->optional ? "]" : "");
 		if (n + 1 > col)
 			fprintf(f, "%s\n%*s", left, col, "");
 		else
 			fprintf(f, "%-*s", col, left);
-		put_indented(f, help, col);
-		if (!d->name)
+		put_indented(f, d->help, col);
+		if (d == &help)
 			break;
 	}
 	if (cmd->tail)

@@ -65,7 +65,7 @@ enum opt_kind {
  * @kind: what the value is
  * @arg: the value's name in --help ("SEC"), NULL for a flag
  * @help: --help's text for it, lines split by "\n"
- * @group: a heading printed before it in --help, or NULL
+ * @group: text printed before it in --help (a heading, a paragraph), or NULL
  * @min: the smallest value (KIND_UINT), or whether 0 is refused (KIND_SECONDS)
  * @max: the largest value (KIND_UINT, KIND_SECONDS; 0: no limit for seconds)
  * @what: what the number counts, or what the path is, for the message
@@ -91,7 +91,9 @@ struct opt_def {
  * @usage: what follows it on the usage line(s)
  * @about: the text between the usage and the options, or NULL
  * @tail: the text after the options (the exit status), or NULL
- * @defs: its options, ended by a row with a NULL name (-h/--help is added)
+ * @defs: its options, ended by a row with a NULL name. A name given again is
+ *	more help for that option, in another group; -h/--help is added last
+ *	unless a row places it
  * @habits: letters another tool's users type, and what they are here, or NULL
  * @col: the column of the options' help (0: 25)
  * @in_order: options end at the first word that is not one ("+")

@@ -54,11 +54,16 @@ said record "--buffer-size '4x': KiB per CPU, a whole number from 1 to 429496729
 said recover "'b': one recording's directory only (DIR is 'a')" a b
 said report "--guest '../x': a guest's name, of [A-Za-z0-9_.-]" --guest ../x "$WORK/rec"
 said report "'b': one recording's directory only (DIR is 'a')" a b
-said setup "--vcpus '0': the guest's vCPUs, a whole number from 1 to 1024" --vcpus 0
-said setup "--backend 'tcp': one of pipe, unix or unix-connect" --vcpus 1 --backend tcp
+said setup "-n/--vcpus '0': the guest's vCPUs, a whole number from 1 to 1024" --vcpus 0
+said setup "-b/--backend 'tcp': one of pipe, unix or unix-connect" --vcpus 1 --backend tcp
 said setup "--format 'xml': one of qemu or libvirt" --vcpus 1 --format xml
 said setup "--accel 'hvf': one of auto, kvm, tcg or none" --vcpus 1 --accel hvf
 said setup "-d: record's --duration; setup's directory is --dir" -d x
+said setup "--controller-index '1001': the first virtio-serial controller's index, a whole number from 0 to 1000" \
+	--vcpus 1 --format libvirt --controller-index 1001
+said setup "-N/--name '.x': a guest's name, 1 to 63 of A-Z a-z 0-9 _ - ., not starting with '.' or '-'" -N .x
+said setup "--qmp '': the path of QEMU's QMP socket" --qmp ''
+said setup "--last-boot '4X': a size in bytes, more than 0, with an optional K, M or G suffix (e.g. 4M)" --last-boot 4X
 # -o names its role.
 said join "-o/--output is missing: the output directory, where the joined recording goes" a b
 said join "-o/--output '': the output directory, where the joined recording goes" -o '' a b
