@@ -380,6 +380,8 @@ static int opt_value(const struct opt_def *d, const char *arg, struct opt_val *v
 		return opt_uint(opt, arg, d->min, d->max, d->what, &v->u);
 	case KIND_U64:
 		return opt_u64(opt, arg, d->what, &v->u64);
+	case KIND_INT64:
+		return opt_int64(opt, arg, &v->i64);
 	case KIND_SECONDS:
 		return opt_seconds(opt, arg, d->min == 0, (double)d->max, &v->d);
 	case KIND_SIZE:
@@ -422,7 +424,7 @@ int opt_parse(const struct opt_cmd *cmd, int argc, char **argv, struct opt_val *
 	if (cmd->in_order)
 		spec[n++] = '+';
 	for (d = cmd->defs; d->name && nl < OPT_MAX; d++) {
-		if (def_named(cmd, d->name) != d)
+		if (def_named(cmd, d->name) != d || d->help_only)
 			continue;	/* its help in another group: the first row is it */
 		lo[nl++] = (struct option){ d->name, d->kind == KIND_FLAG ? no_argument :
 					    d->optional ? optional_argument : required_argument,
@@ -497,7 +499,12 @@ void opt_help(const struct opt_cmd *cmd, FILE *f)
 			d = &help;	/* -h, --help last, unless the table places it */
 		if (d->group)
 			fputs(d->group, f);
-		n = snprintf(left, sizeof(left), "  %c%c%s--%s%s%s%s",
+		if (d->unlisted)
+			continue;
+		if (d->left)
+			n = snprintf(left, sizeof(left), "%s", d->left);
+		else
+			n = snprintf(left, sizeof(left), "  %c%c%s--%s%s%s%s",
 			     d->key > 0 && d->key < 256 ? '-' : ' ',
 			     d->key > 0 && d->key < 256 ? d->key : ' ',
 			     d->key > 0 && d->key < 256 ? ", " : "  ", d->name,

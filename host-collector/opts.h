@@ -48,14 +48,15 @@ int opt_u64(const char *opt, const char *arg, const char *what, uint64_t *out);
  * @KIND_NAME: a guest's name (collect_name_ok())
  * @KIND_UINT: a whole number from opt_def.min to .max, counting opt_def.what
  * @KIND_U64: a whole number within 64 bits, counting opt_def.what
+ * @KIND_INT64: an integer within 64 bits, signed, decimal or 0x hexadecimal
  * @KIND_SECONDS: seconds: more than 0 (opt_def.min 1) or from 0 (.min 0), at most .max (0: no limit)
  * @KIND_SIZE: bytes, with an optional K, M or G suffix
  * @KIND_PID: a process id
  * @KIND_CHOICE: one of opt_def.choices (the value is its index)
  */
 enum opt_kind {
-	KIND_FLAG, KIND_STRING, KIND_PATH, KIND_NAME, KIND_UINT, KIND_U64, KIND_SECONDS, KIND_SIZE,
-	KIND_PID, KIND_CHOICE,
+	KIND_FLAG, KIND_STRING, KIND_PATH, KIND_NAME, KIND_UINT, KIND_U64, KIND_INT64, KIND_SECONDS,
+	KIND_SIZE, KIND_PID, KIND_CHOICE,
 };
 
 /**
@@ -71,6 +72,10 @@ enum opt_kind {
  * @what: what the number counts, or what the path is, for the message
  * @choices: KIND_CHOICE's words, NULL-terminated
  * @optional: the value may be left out (--live[=MS])
+ * @left: the option column as --help prints it, when not the usual
+ *	"  -X, --name ARG" (a GUEST's "  --ctl PATH --cpu PATH [--cpu PATH]...")
+ * @unlisted: --help names it in another row's column (--cpu in --ctl's)
+ * @help_only: listed in --help, not read here (record's -V, which main() reads)
  */
 struct opt_def {
 	const char *name;
@@ -83,6 +88,9 @@ struct opt_def {
 	const char *what;
 	const char *const *choices;
 	bool optional;
+	const char *left;
+	bool unlisted;
+	bool help_only;
 };
 
 /**
@@ -114,6 +122,7 @@ struct opt_cmd {
  * @s: the word as given (NULL for a flag, or an optional value left out)
  * @u: KIND_UINT's number
  * @u64: KIND_U64's number, KIND_SIZE's bytes
+ * @i64: KIND_INT64's number
  * @d: KIND_SECONDS' seconds
  * @i: KIND_PID's pid, KIND_CHOICE's index
  */
@@ -122,6 +131,7 @@ struct opt_val {
 	union {
 		unsigned long u;
 		uint64_t u64;
+		int64_t i64;
 		double d;
 		int i;
 	};

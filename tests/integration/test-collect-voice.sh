@@ -51,6 +51,15 @@ said join "--name '../x': a guest's name, of [A-Za-z0-9_.-]" --name ../x a b
 said list "--timeout '99': seconds, more than 0 and at most 60" --timeout 99
 said record "--buffer-size '4x': KiB per CPU, a whole number from 1 to 4294967295" \
 	--chardev-dir "$WORK" --buffer-size 4x
+said record "--sync 'bogus': one of auto, kvm, probe, offset or none" --chardev-dir "$WORK" --sync bogus
+said record "--file-version '5': one of 6 or 7" --chardev-dir "$WORK" --file-version 5
+said record "--sync-probes '0': probes per vCPU and burst, a whole number from 1 to 65536" \
+	--chardev-dir "$WORK" --sync-probes 0
+said record "--live '0': the window in milliseconds, a whole number from 1 to 60000 (no value: 500)" \
+	--chardev-dir "$WORK" --live=0
+said record "--wait 'x': seconds, more than 0 and at most 2678400 (no value: no limit)" \
+	--chardev-dir "$WORK" --wait=x
+said record "-o/--output '': the output directory, where the recording goes" --chardev-dir "$WORK" -o ''
 said recover "'b': one recording's directory only (DIR is 'a')" a b
 said report "--guest '../x': a guest's name, of [A-Za-z0-9_.-]" --guest ../x "$WORK/rec"
 said report "'b': one recording's directory only (DIR is 'a')" a b
