@@ -60,30 +60,32 @@ static const char *const sync_methods[] = { "auto", "kvm", "probe", "offset", "n
  * an option belongs to is its place on the line, not a value.
  */
 static const struct opt_def record_opts_def[] = {
-	{ "chardev-dir", OPT_CHARDEV, KIND_PATH, "DIR", 
+	{ "chardev-dir", OPT_CHARDEV, KIND_PATH, "DIR",
 "the guest's ports in DIR: QEMU pipe chardevs\n"
 "(NAME.in/NAME.out) or unix sockets QEMU listens on", .group =
-"A GUEST is one of (each starts a new guest; --name and --cpu apply to it):\n", .left = "  --chardev-dir DIR", .what = "the directory of the guest's ports" },
-	{ "listen", OPT_LISTEN, KIND_FLAG, NULL, 
+"A GUEST is one of (each starts a new guest; --name and --cpu apply to it):\n",
+	  .left = "  --chardev-dir DIR", .what = "the directory of the guest's ports" },
+	{ "listen", OPT_LISTEN, KIND_FLAG, NULL,
 "with --chardev-dir: listen on DIR/NAME instead, for\n"
 "QEMU socket chardevs with server=off; the sockets\n"
 "are mode 0600 whatever the umask, and only root or\n"
 "this user may connect (once: later connections are\n"
 "refused and logged); DIR must be writable by its\n"
 "owner (this user or root) only", .left = "  --listen" },
-	{ "listen-group", OPT_LISTEN_GROUP, KIND_STRING, "GROUP", 
+	{ "listen-group", OPT_LISTEN_GROUP, KIND_STRING, "GROUP",
 "the --listen sockets are mode 0660 in GROUP, and\n"
 "its members may connect (a QEMU run as another user)" },
-	{ "listen-uid", OPT_LISTEN_UID, KIND_STRING, "USER", 
+	{ "listen-uid", OPT_LISTEN_UID, KIND_STRING, "USER",
 "the --listen sockets are USER's, and USER may connect" },
-	{ "ctl", OPT_CTL, KIND_PATH, "PATH", 
-"the control port and each vCPU's data port by path", .left = "  --ctl PATH --cpu PATH [--cpu PATH]...", .what = "the control port's path" },
-	{ "domain", OPT_DOMAIN, KIND_STRING, "NAME", 
+	{ "ctl", OPT_CTL, KIND_PATH, "PATH",
+"the control port and each vCPU's data port by path",
+	  .left = "  --ctl PATH --cpu PATH [--cpu PATH]...", .what = "the control port's path" },
+	{ "domain", OPT_DOMAIN, KIND_STRING, "NAME",
 "a running libvirt domain: its channels, QEMU pid and\n"
 "vCPU threads come from libvirt (URI default: libvirt's\n"
 "default, qemu:///system for root); add the channels\n"
 "with `setup --domain NAME --apply`", .left = "  --domain NAME [--connect URI]" },
-	{ "all", OPT_ALL, KIND_STRING, "NAME,...", 
+	{ "all", OPT_ALL, KIND_STRING, "NAME,...",
 "every guest `virtio-trace-collect list` shows (of\n"
 "these names) with its ports in place and a\n"
 "trace-agent answering (with --wait: answering or\n"
@@ -92,136 +94,139 @@ static const struct opt_def record_opts_def[] = {
 "this user's (SUDO_UID) are taken; --any-user takes\n"
 "every user's (their ports must be that user's or\n"
 "root's)", .left = "  --all[=NAME,...] [--connect URI] [--any-user]", .optional = true },
-	{ "name", OPT_NAME, KIND_STRING, "NAME", 
+	{ "name", OPT_NAME, KIND_STRING, "NAME",
 "the guest's name (default: the directory's or the\n"
 "domain's name)", .left = "  --name NAME" },
-	{ "qemu-pid", OPT_QEMU_PID, KIND_STRING, "PID", 
+	{ "qemu-pid", OPT_QEMU_PID, KIND_STRING, "PID",
 "the guest's QEMU process: vCPU thread ids for the\n"
 "host file's GUEST option, and KVM's TSC offsets", .left = "  --qemu-pid PID" },
-	{ "qmp", OPT_QMP, KIND_PATH, "PATH", 
+	{ "qmp", OPT_QMP, KIND_PATH, "PATH",
 "the guest's QMP socket: after a `cont` (RESUME) the\n"
 "clock is synced again at once (a stop moves a TCG\n"
 "guest's TSC offset); a live migration (MIGRATION\n"
 "completed) ends the guest's recording here, drained\n"
-"to the switchover, with no stop sent to its agent", .left = "  --qmp PATH", .what = "the path of the guest's QMP socket" },
-	{ "incoming", OPT_INCOMING, KIND_FLAG, NULL, 
+"to the switchover, with no stop sent to its agent",
+	  .left = "  --qmp PATH", .what = "the path of the guest's QMP socket" },
+	{ "incoming", OPT_INCOMING, KIND_FLAG, NULL,
 "the guest migrates in: wait for it on these ports (600 s\n"
 "at most) and take its agent's running session over;\n"
 "`join` makes one trace of the two recordings", .left = "  --incoming" },
-	{ "event", 'e', KIND_STRING, "SYS[:EV]", 
+	{ "event", 'e', KIND_STRING, "SYS[:EV]",
 "a guest event, system or glob (repeatable)", .group =
 "\n"
 "Recording:\n" },
-	{ "filter", 'f', KIND_STRING, "EXPR", 
+	{ "filter", 'f', KIND_STRING, "EXPR",
 "a filter for the -e before it" },
-	{ "tracer", 'p', KIND_STRING, "NAME", 
+	{ "tracer", 'p', KIND_STRING, "NAME",
 "a guest tracer (mmiotrace: uses the top-level buffer)" },
-	{ "top-level", OPT_TOP, KIND_FLAG, NULL, 
+	{ "top-level", OPT_TOP, KIND_FLAG, NULL,
 "trace the guest's top-level buffer, not an instance" },
-	{ "buffer-size", OPT_BUFSZ, KIND_UINT, "KB", 
-"per-CPU ring buffer size in the guest (and host)", .min = 1, .max = UINT32_MAX, .what = "KiB per CPU" },
-	{ "last-boot", OPT_LASTBOOT, KIND_STRING, "NAME", 
+	{ "buffer-size", OPT_BUFSZ, KIND_UINT, "KB",
+"per-CPU ring buffer size in the guest (and host)",
+	  .min = 1, .max = UINT32_MAX, .what = "KiB per CPU" },
+	{ "last-boot", OPT_LASTBOOT, KIND_STRING, "NAME",
 "first write the guest's previous boot's trace, kept in the\n"
 "boot-mapped instance NAME (Linux >= 6.12, see setup\n"
 "--last-boot), to guest-GUEST.lastboot.dat" },
 	/* The kernel takes 1 KiB steps up to its largest order; the page checks stop at 1 MiB. */
-	{ "subbuf-size", OPT_SUBBUF, KIND_UINT, "KB", 
+	{ "subbuf-size", OPT_SUBBUF, KIND_UINT, "KB",
 "the guest's sub-buffer size (Linux >= 6.8): fewer page\n"
 "headers, events larger than 4 KiB", .min = 1, .max = VT_SUBBUF_MAX / 1024, .what = "KiB" },
-	{ "clock", OPT_CLOCK, KIND_STRING, "NAME", 
+	{ "clock", OPT_CLOCK, KIND_STRING, "NAME",
 "guest trace clock (default x86-tsc where it exists)" },
-	{ "host-events", OPT_HOST, KIND_STRING, "LIST", 
+	{ "host-events", OPT_HOST, KIND_STRING, "LIST",
 "host events to record, SYS[:EV],... (private\n"
 "tracefs instance, x86-tsc clock)" },
-	{ "kvm-exits", OPT_KVM_EXITS, KIND_FLAG, NULL, 
+	{ "kvm-exits", OPT_KVM_EXITS, KIND_FLAG, NULL,
 "add kvm:kvm_exit and kvm:kvm_entry to the host events\n"
 "(what `report --exits` reads)" },
-	{ "host-pid", 'P', KIND_STRING, "PID", 
+	{ "host-pid", 'P', KIND_STRING, "PID",
 "host events of this process only, its threads and\n"
 "what it forks (repeatable; e.g. the QEMU pid)" },
-	{ "output", 'o', KIND_PATH, "DIR", 
+	{ "output", 'o', KIND_PATH, "DIR",
 "output directory (default virtio-trace-out); a DIR\n"
 "that holds a recording is refused", .what = "the output directory, where the recording goes" },
-	{ "force", OPT_FORCE, KIND_FLAG, NULL, 
+	{ "force", OPT_FORCE, KIND_FLAG, NULL,
 "replace the recording in DIR (its manifest.json,\n"
 "*.dat, *.sysinfo/ and bad-pages/ files)" },
-	{ "mode", OPT_MODE, KIND_STRING, "MODE", 
+	{ "mode", OPT_MODE, KIND_STRING, "MODE",
 "the files' mode, in octal (default 0600: they hold\n"
 "kernel addresses); directories get x where r is\n"
 "(0640 makes them 0750); exactly that, whatever the\n"
 "umask. Under sudo they belong to SUDO_UID/SUDO_GID" },
-	{ "duration", 'd', KIND_SECONDS, "SEC", 
+	{ "duration", 'd', KIND_SECONDS, "SEC",
 "stop after SEC seconds (default: at SIGINT/SIGTERM,\n"
 "or when COMMAND exits)", .min = 1 },
-	{ "wait", OPT_WAIT, KIND_STRING, "SEC", 
+	{ "wait", OPT_WAIT, KIND_STRING, "SEC",
 "wait up to SEC seconds (default: no limit) for each\n"
 "guest's ports to appear and its trace-agent to\n"
 "answer: a guest still booting, or ports about to be\n"
 "hot-plugged; --duration then counts from the first\n"
 "guest's start", .optional = true },
-	{ "max-size", OPT_MAXSZ, KIND_SIZE, "SIZE", 
+	{ "max-size", OPT_MAXSZ, KIND_SIZE, "SIZE",
 "keep at most SIZE bytes per guest (K, M, G suffixes): pages,\n"
 "malformed pages, fragments and metadata all count;\n"
 "the guest is stopped when it is reached" },
-	{ "file-version", OPT_FV, KIND_CHOICE, "6|7", 
+	{ "file-version", OPT_FV, KIND_CHOICE, "6|7",
 "trace.dat version (default 7)", .choices = file_versions },
-	{ "no-compress", OPT_NOCOMP, KIND_FLAG, NULL, 
+	{ "no-compress", OPT_NOCOMP, KIND_FLAG, NULL,
 "version 7 without zstd" },
-	{ "compress-at-end", OPT_ZEND, KIND_FLAG, NULL, 
+	{ "compress-at-end", OPT_ZEND, KIND_FLAG, NULL,
 "zstd: compress only when the recording ends, not also\n"
 "while it runs (on a core nothing else wants)" },
-	{ "keep-spool", OPT_KEEP, KIND_FLAG, NULL, 
+	{ "keep-spool", OPT_KEEP, KIND_FLAG, NULL,
 "keep DIR/.spool after writing the files" },
-	{ "fsync", OPT_FSYNC, KIND_FLAG, NULL, 
+	{ "fsync", OPT_FSYNC, KIND_FLAG, NULL,
 "flush the trace files to the disk before exiting, so\n"
 "that they survive a crash of the machine (slower)" },
-	{ "stop-timeout", OPT_STOPTO, KIND_SECONDS, "SEC", 
+	{ "stop-timeout", OPT_STOPTO, KIND_SECONDS, "SEC",
 "how long a guest may take to confirm a stop and\n"
 "deliver its last pages (default 60)", .min = 1 },
-	{ "kallsyms-cache", OPT_KCACHE, KIND_PATH, "DIR", 
+	{ "kallsyms-cache", OPT_KCACHE, KIND_PATH, "DIR",
 "keep each VM's kallsyms in DIR between\n"
 "recordings of one boot, so that the guest need not\n"
 "read it again (made 0700 if missing; default:\n"
 "" KCACHEDIR " if it exists); a VM is known by\n"
 "--domain, --qemu-pid or --qmp, else not cached", .what = "the kallsyms cache's directory" },
-	{ "no-kallsyms-cache", OPT_NOKCACHE, KIND_FLAG, NULL, 
+	{ "no-kallsyms-cache", OPT_NOKCACHE, KIND_FLAG, NULL,
 "neither read nor write a kallsyms cache" },
-	{ "sync", OPT_SYNC, KIND_CHOICE, "METHOD", 
+	{ "sync", OPT_SYNC, KIND_CHOICE, "METHOD",
 "auto (default: kvm, else probe), kvm, probe, offset\n"
 "or none", .group =
 "\n"
 "Time synchronisation:\n", .choices = sync_methods },
-	{ "debugfs", OPT_DEBUGFS, KIND_PATH, "DIR", 
+	{ "debugfs", OPT_DEBUGFS, KIND_PATH, "DIR",
 "where debugfs is (default /sys/kernel/debug); KVM's\n"
 "per-vCPU TSC offsets are read from DIR/kvm/PID-*/", .what = "where debugfs is" },
-	{ "no-kvm-events", OPT_NO_KVM_EVENTS, KIND_FLAG, NULL, 
+	{ "no-kvm-events", OPT_NO_KVM_EVENTS, KIND_FLAG, NULL,
 "kvm method: find offset changes by re-reading debugfs\n"
 "every second (each change bounded in the manifest),\n"
 "not from kvm:kvm_write_tsc_offset at its exact moment" },
-	{ "sync-check", OPT_SYNC_CHECK, KIND_FLAG, NULL, 
+	{ "sync-check", OPT_SYNC_CHECK, KIND_FLAG, NULL,
 "kvm method: run probe bursts too (at start, stop and\n"
 "every --sync-interval) and check each reply against\n"
 "KVM's offsets (manifest: sync.check)" },
-	{ "tsc-offset", OPT_TSCOFF, KIND_INT64, "N", 
+	{ "tsc-offset", OPT_TSCOFF, KIND_INT64, "N",
 "guest TSC = host TSC + N (with --sync offset)" },
-	{ "sync-probes", OPT_PROBES, KIND_UINT, "N", 
+	{ "sync-probes", OPT_PROBES, KIND_UINT, "N",
 "at most N probes per vCPU and burst (default 100;\n"
-"fewer once 16 in a row narrowed nothing)", .min = 1, .max = 65536, .what = "probes per vCPU and burst" },
-	{ "sync-interval", OPT_SINTV, KIND_SECONDS, "S", 
+"fewer once 16 in a row narrowed nothing)",
+	  .min = 1, .max = 65536, .what = "probes per vCPU and burst" },
+	{ "sync-interval", OPT_SINTV, KIND_SECONDS, "S",
 "probe again every S seconds while recording (0: only\n"
 "at start and stop; default 0)", .min = 0 },
-	{ "live", OPT_LIVE, KIND_STRING, "MS", 
+	{ "live", OPT_LIVE, KIND_STRING, "MS",
 "also print the host's and guests' events as they arrive,\n"
 "merged in time order through a reorder window of MS\n"
 "milliseconds (default 500), in trace-cmd report's format\n"
 "(on standard output; the files are written as usual)", .group =
 "\n", .optional = true },
-	{ "quiet", 'q', KIND_FLAG, NULL, 
+	{ "quiet", 'q', KIND_FLAG, NULL,
 "no progress, status line or closing summary" },
-	{ "verbose", OPT_VERBOSE, KIND_FLAG, NULL, 
+	{ "verbose", OPT_VERBOSE, KIND_FLAG, NULL,
 "more messages (-v is trace-cmd's \"leave out the next\n"
 "-e\", refused here)" },
-	{ "version", 'V', KIND_FLAG, NULL, 
+	{ "version", 'V', KIND_FLAG, NULL,
 "print the version and exit", .help_only = true },
 	{ "cpu", OPT_CPU, KIND_PATH, "PATH", NULL, .unlisted = true, .what = "a vCPU's data port's path" },
 	{ "connect", OPT_CONNECT, KIND_STRING, "URI", NULL, .unlisted = true },
