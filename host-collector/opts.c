@@ -229,7 +229,7 @@ static void suggest_long(const char *word, const struct option *longopts, char *
 		hint[0] = '\0';
 }
 
-/**
+/*
  * opt_getopt_error() - what getopt_long() refused, in the collector's voice
  * @c: what it returned: '?' (an unknown option) or ':' (a value missing)
  * @optopt: its optopt (the short option, 0 for a long one)
@@ -240,8 +240,8 @@ static void suggest_long(const char *word, const struct option *longopts, char *
  * For getopt_long() with opterr 0 and an option string starting ":"
  * (after "+" where there is one): opt_next() calls it.
  */
-void opt_getopt_error(int c, int optopt, const char *arg, const struct option *longopts,
-		      const struct opt_habit *habits)
+static void opt_getopt_error(int c, int optopt, const char *arg,
+			     const struct option *longopts, const struct opt_habit *habits)
 {
 	char opt[3] = { '-', (char)optopt, '\0' };
 	char hint[VT_SUGGEST_MAX * VT_SUGGEST_NAME_MAX + 32];
@@ -320,6 +320,27 @@ int opt_next(int argc, char **argv, const char *shortopts, const struct option *
 void opt_try_help(void)
 {
 	fprintf(stderr, "Try 'virtio-trace-collect %s --help'.\n", collect_cmd ? collect_cmd : "");
+}
+
+/**
+ * opt_one_dir() - the one recording's directory a subcommand takes after its options
+ * @argc: as getopt_long() had it
+ * @argv: as getopt_long() left it (optind at the first word that is no option)
+ * @synopsis: the usage line's end, for the message ("recover DIR")
+ *
+ * Return: 0, or -EINVAL after the message and opt_try_help().
+ */
+int opt_one_dir(int argc, char **argv, const char *synopsis)
+{
+	if (argc - optind == 1)
+		return 0;
+	if (argc - optind > 1)
+		collect_usage("'%s': one recording's directory only (DIR is '%s')", argv[optind + 1],
+			      argv[optind]);
+	else
+		collect_usage("give a recording's directory: %s", synopsis);
+	opt_try_help();
+	return -EINVAL;
 }
 
 /* Where opt_parse() keeps the getopt form of the table it reads. */

@@ -33,8 +33,6 @@ struct opt_habit {
 
 #define OPT_ERROR	(-2)	/* opt_next(): refused, said */
 
-void opt_getopt_error(int c, int optopt, const char *arg, const struct option *longopts,
-		      const struct opt_habit *habits);
 int opt_next(int argc, char **argv, const char *shortopts, const struct option *longopts,
 	     const struct opt_habit *habits);
 void opt_try_help(void);
@@ -141,5 +139,6 @@ struct opt_val {
 
 int opt_parse(const struct opt_cmd *cmd, int argc, char **argv, struct opt_val *v);
 void opt_help(const struct opt_cmd *cmd, FILE *f);
+int opt_one_dir(int argc, char **argv, const char *synopsis);
 
 #endif

@@ -875,15 +875,8 @@ int report_main(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
-	if (argc - optind != 1) {
-		if (argc - optind > 1)
-			collect_usage("'%s': one recording's directory only (DIR is '%s')",
-				      argv[optind + 1], argv[optind]);
-		else
-			collect_usage("give a recording's directory: report [OPTION]... DIR");
-		opt_try_help();
+	if (opt_one_dir(argc, argv, "report [OPTION]... DIR") < 0)
 		return EXIT_USAGE;
-	}
 	if (ro.guest && !collect_name_ok(ro.guest)) {
 		collect_usage("--guest '%s': a guest's name, of [A-Za-z0-9_.-]", ro.guest);
 		opt_try_help();

@@ -45,15 +45,8 @@ int recover_main(int argc, char **argv)
 	optind = 1;
 	while ((c = opt_parse(&recover_cmd, argc, argv, &v)) != -1)
 		return c == OPT_HELP ? EXIT_OK : EXIT_USAGE;	/* opt_parse() said why */
-	if (argc - optind != 1) {
-		if (argc - optind > 1)
-			collect_usage("'%s': one recording's directory only (DIR is '%s')",
-				      argv[optind + 1], argv[optind]);
-		else
-			collect_usage("give a recording's directory: recover DIR");
-		opt_try_help();
+	if (opt_one_dir(argc, argv, "recover DIR") < 0)
 		return EXIT_USAGE;
-	}
 	fd = output_open_dir(argv[optind], false, NULL);
 	if (fd < 0) {
 		log_err("%s: %s", argv[optind], fd == -ELOOP ? "a symbolic link: refused (give the "
