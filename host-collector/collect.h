@@ -52,6 +52,7 @@
 #define EXIT_USAGE	2	/* bad command line */
 #define EXIT_PARTIAL	3	/* files written, but a guest was dropped or reported problems */
 #define EXIT_NOT_EXACT	4	/* check: this guest's clock would not be exact (the lines say why) */
+#define EXIT_NO_EVENTS	5	/* report: an analysis asked for has none of its events to read */
 
 /* log.c */
 extern int collect_quiet;

@@ -12,6 +12,8 @@
 
 #include "collect.h"
 #include "opts.h"
+#include "text.h"
+#include "vt_suggest.h"
 
 /**
  * opt_seconds() - a duration in seconds
@@ -33,8 +35,8 @@ int opt_seconds(const char *opt, const char *arg, bool zero_ok, double max, doub
 	if (end == arg || *end || errno || !isfinite(v) || v < 0 || (!zero_ok && v == 0) ||
 	    (max && v > max)) {
 		if (max)
-			collect_usage("%s '%s': seconds, %s0 to %g", opt, arg, zero_ok ? "" : "more than ",
-				      max);
+			collect_usage("%s '%s': seconds, %s0 and at most %g", opt, arg,
+				      zero_ok ? "from " : "more than ", max);
 		else
 			collect_usage("%s '%s': seconds, %s0", opt, arg, zero_ok ? "0 or more than " :
 				      "more than ");
@@ -89,6 +91,31 @@ int opt_int64(const char *opt, const char *arg, int64_t *out)
 	if (end == arg || *end || errno) {
 		collect_usage("%s '%s': an integer (decimal, or hexadecimal with 0x), within 64 bits",
 			      opt, arg);
+		return -EINVAL;
+	}
+	*out = v;
+	return 0;
+}
+
+/**
+ * opt_u64() - a whole number within 64 bits
+ * @opt: the option
+ * @arg: its value
+ * @what: what it counts ("nanoseconds"), for the message
+ * @out: set to the value
+ *
+ * Return: 0, or -EINVAL after the message.
+ */
+int opt_u64(const char *opt, const char *arg, const char *what, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	errno = 0;
+	v = strtoull(arg, &end, 10);
+	if (end == arg || *end || errno || arg[0] == '-' || arg[0] == '+' || arg[0] == ' ') {
+		collect_usage("%s '%s': %s, a whole number from 0 to %llu", opt, arg, what,
+			      (unsigned long long)UINT64_MAX);
 		return -EINVAL;
 	}
 	*out = v;
@@ -177,22 +204,341 @@ int opt_one_of(const char *opt, const char *arg, const char *const *allowed)
 	return -EINVAL;
 }
 
-/**
+/* The closest long options to @word ("--bogus=1": "--bogus"), as "; did you mean --x?". */
+static void suggest_long(const char *word, const struct option *longopts, char *hint, size_t size)
+{
+	char name[VT_SUGGEST_NAME_MAX], cand[VT_SUGGEST_NAME_MAX];
+	struct vt_suggest sg;
+	size_t n;
+
+	hint[0] = '\0';
+	if (!longopts || strncmp(word, "--", 2) != 0)
+		return;
+	n = strcspn(word, "=");
+	if (n >= sizeof(name))
+		return;
+	memcpy(name, word, n);
+	name[n] = '\0';
+	vt_suggest_init(&sg, name);
+	for (; longopts->name; longopts++) {
+		snprintf(cand, sizeof(cand), "--%s", longopts->name);
+		vt_suggest_add(&sg, cand);
+	}
+	n = snprintf(hint, size, "; ");
+	if (!vt_suggest_format(&sg, hint + n, size - n))
+		hint[0] = '\0';
+}
+
+/*
  * opt_getopt_error() - what getopt_long() refused, in the collector's voice
  * @c: what it returned: '?' (an unknown option) or ':' (a value missing)
  * @optopt: its optopt (the short option, 0 for a long one)
  * @arg: argv[optind - 1], the word it refused
+ * @longopts: the subcommand's long options, for "did you mean" (or NULL)
+ * @habits: letters another tool's users type, and what they are here (or NULL)
  *
  * For getopt_long() with opterr 0 and an option string starting ":"
- * (after "+" where there is one).
+ * (after "+" where there is one): opt_next() calls it.
  */
-void opt_getopt_error(int c, int optopt, const char *arg)
+static void opt_getopt_error(int c, int optopt, const char *arg,
+			     const struct option *longopts, const struct opt_habit *habits)
 {
 	char opt[3] = { '-', (char)optopt, '\0' };
-	const char *name = optopt ? opt : arg;
+	char hint[VT_SUGGEST_MAX * VT_SUGGEST_NAME_MAX + 32];
+	const char *name = opt;
 
-	if (c == ':')
+	/* A long option's optopt is its value (a letter for --vcpus): name the word. */
+	if (!optopt || !strncmp(arg, "--", 2))
+		name = arg;
+
+	for (; name == opt && habits && habits->letter; habits++)
+		if (habits->letter == optopt) {
+			collect_usage("%s: %s", name, habits->say);
+			return;
+		}
+	if (c == ':') {
 		collect_usage("option '%s' needs a value", name);
+		return;
+	}
+	if (name == arg && strchr(arg, '=') && longopts) {
+		size_t n = strcspn(arg, "=");
+		const struct option *lo, *hit = NULL;
+		int nr = 0;
+
+		/* A known option (or its one abbreviation) given a value it does not take. */
+		for (lo = longopts; lo->name; lo++)
+			if (n > 2 && !strncmp(lo->name, arg + 2, n - 2)) {
+				hit = lo;
+				nr++;
+				if (strlen(lo->name) == n - 2) {
+					nr = 1;
+					break;
+				}
+			}
+		if (nr == 1 && hit->has_arg == no_argument) {
+			collect_usage("option '--%s' takes no value, not '%s'", hit->name, arg + n + 1);
+			return;
+		}
+	}
+	suggest_long(name, longopts, hint, sizeof(hint));
+	collect_usage("unknown option '%s'%s", name, hint);
+}
+
+/**
+ * opt_next() - the next option, getopt_long()'s refusals in the collector's voice
+ * @argc: as for getopt_long()
+ * @argv: as for getopt_long()
+ * @shortopts: the short options, as for getopt_long() (without the ":")
+ * @longopts: the long options
+ * @habits: letters another tool's users type, and what they are here (or NULL)
+ *
+ * An unknown option (with the closest long ones) or a value missing is said
+ * here, once, for every subcommand; the caller adds opt_try_help() and exits
+ * with EXIT_USAGE.
+ *
+ * Return: as getopt_long(), or OPT_ERROR after the message.
+ */
+int opt_next(int argc, char **argv, const char *shortopts, const struct option *longopts,
+	     const struct opt_habit *habits)
+{
+	char spec[128];
+	bool plus = shortopts[0] == '+';
+	int c;
+
+	snprintf(spec, sizeof(spec), "%s:%s", plus ? "+" : "", shortopts + plus);
+	opterr = 0;
+	c = getopt_long(argc, argv, spec, longopts, NULL);
+	if (c != '?' && c != ':')
+		return c;
+	opt_getopt_error(c, optopt, argv[optind - 1], longopts, habits);
+	return OPT_ERROR;
+}
+
+/**
+ * opt_try_help() - the line after a usage error: where the options are listed
+ */
+void opt_try_help(void)
+{
+	fprintf(stderr, "Try 'virtio-trace-collect %s --help'.\n", collect_cmd ? collect_cmd : "");
+}
+
+/**
+ * opt_one_dir() - the one recording's directory a subcommand takes after its options
+ * @argc: as getopt_long() had it
+ * @argv: as getopt_long() left it (optind at the first word that is no option)
+ * @synopsis: the usage line's end, for the message ("recover DIR")
+ *
+ * Return: 0, or -EINVAL after the message and opt_try_help().
+ */
+int opt_one_dir(int argc, char **argv, const char *synopsis)
+{
+	if (argc - optind == 1)
+		return 0;
+	if (argc - optind > 1)
+		collect_usage("'%s': one recording's directory only (DIR is '%s')", argv[optind + 1],
+			      argv[optind]);
 	else
-		collect_usage("unknown option '%s'", name);
+		collect_usage("give a recording's directory: %s", synopsis);
+	opt_try_help();
+	return -EINVAL;
+}
+
+/* Where opt_parse() keeps the getopt form of the table it reads. */
+#define OPT_MAX		64
+
+static const struct opt_def *def_named(const struct opt_cmd *cmd, const char *name)
+{
+	const struct opt_def *d;
+
+	for (d = cmd->defs; d->name; d++)
+		if (!strcmp(d->name, name))
+			return d;
+	return NULL;
+}
+
+static const struct opt_def *def_of(const struct opt_cmd *cmd, int key)
+{
+	const struct opt_def *d;
+
+	for (d = cmd->defs; d->name; d++)
+		if (d->key == key)
+			return d;
+	return NULL;
+}
+
+/* One value, read and checked as its kind says; the message names the option. */
+static int opt_value(const struct opt_def *d, const char *arg, struct opt_val *v)
+{
+	char opt[64];
+	int ret;
+
+	/* Named as the user may have typed it: "-o/--output". */
+	if (d->key > 0 && d->key < 256)
+		snprintf(opt, sizeof(opt), "-%c/--%s", d->key, d->name);
+	else
+		snprintf(opt, sizeof(opt), "--%s", d->name);
+	memset(v, 0, sizeof(*v));
+	v->s = arg;
+	if (!arg)
+		return 0;	/* a flag, or an optional value not given */
+	switch (d->kind) {
+	case KIND_FLAG:
+	case KIND_STRING:
+		return 0;
+	case KIND_PATH:
+		if (!*arg) {
+			collect_usage("%s '': %s", opt, d->what ? d->what : "a path, not empty");
+			return -EINVAL;
+		}
+		return 0;
+	case KIND_NAME:
+		if (!collect_name_ok(arg)) {
+			collect_usage("%s '%s': a guest's name, of [A-Za-z0-9_.-]", opt, arg);
+			return -EINVAL;
+		}
+		return 0;
+	case KIND_UINT:
+		return opt_uint(opt, arg, d->min, d->max, d->what, &v->u);
+	case KIND_U64:
+		return opt_u64(opt, arg, d->what, &v->u64);
+	case KIND_INT64:
+		return opt_int64(opt, arg, &v->i64);
+	case KIND_SECONDS:
+		return opt_seconds(opt, arg, d->min == 0, (double)d->max, &v->d);
+	case KIND_SIZE:
+		return opt_size(opt, arg, &v->u64);
+	case KIND_PID:
+		return opt_pid(opt, arg, &v->i);
+	case KIND_CHOICE:
+		ret = opt_one_of(opt, arg, d->choices);
+		if (ret < 0)
+			return ret;
+		v->i = ret;
+		return 0;
+	}
+	return 0;
+}
+
+/**
+ * opt_parse() - the next option of a subcommand's table, its value read and checked
+ * @cmd: the subcommand's table
+ * @argc: as for getopt_long()
+ * @argv: as for getopt_long()
+ * @v: set to the value (v->s the word; v->u, v->u64, v->d or v->i as the kind reads it)
+ *
+ * The table is the one place an option is declared: getopt's spelling, the
+ * value's check and --help (opt_help()) come from it. A refused option or
+ * value is said here, in the one voice (the caller adds nothing but its exit).
+ * --help prints opt_help() on stdout.
+ *
+ * Return: the option's key, -1 at the end of the options, OPT_HELP after
+ * --help, or OPT_ERROR after a message and opt_try_help().
+ */
+int opt_parse(const struct opt_cmd *cmd, int argc, char **argv, struct opt_val *v)
+{
+	struct option lo[OPT_MAX + 2];
+	char spec[2 * OPT_MAX + 4];
+	const struct opt_def *d;
+	size_t n = 0, nl = 0;
+	int c;
+
+	if (cmd->in_order)
+		spec[n++] = '+';
+	for (d = cmd->defs; d->name && nl < OPT_MAX; d++) {
+		if (def_named(cmd, d->name) != d || d->help_only)
+			continue;	/* its help in another group: the first row is it */
+		lo[nl++] = (struct option){ d->name, d->kind == KIND_FLAG ? no_argument :
+					    d->optional ? optional_argument : required_argument,
+					    NULL, d->key };
+		if (d->key > 0 && d->key < 256) {
+			spec[n++] = (char)d->key;
+			if (d->kind != KIND_FLAG)
+				spec[n++] = ':';
+		}
+	}
+	if (!def_named(cmd, "help")) {
+		lo[nl++] = (struct option){ "help", no_argument, NULL, 'h' };
+		spec[n++] = 'h';
+	}
+	lo[nl] = (struct option){ NULL, 0, NULL, 0 };
+	spec[n] = '\0';
+	c = opt_next(argc, argv, spec, lo, cmd->habits);
+	if (c == 'h') {
+		opt_help(cmd, stdout);
+		return OPT_HELP;
+	}
+	if (c == -1)
+		return -1;
+	d = c == OPT_ERROR ? NULL : def_of(cmd, c);
+	if (!d || opt_value(d, optarg, v) < 0) {
+		opt_try_help();
+		return OPT_ERROR;
+	}
+	return c;
+}
+
+/* Text @s, its lines from column @col (the first one where the cursor is). */
+static void put_indented(FILE *f, const char *s, int col)
+{
+	const char *nl;
+
+	for (;;) {
+		nl = strchr(s, '\n');
+		fprintf(f, "%.*s\n", nl ? (int)(nl - s) : (int)strlen(s), s);
+		if (!nl || !nl[1])
+			return;
+		s = nl + 1;
+		fprintf(f, "%*s", col, "");
+	}
+}
+
+/**
+ * opt_help() - a subcommand's --help, from its table
+ * @cmd: the table
+ * @f: where to print it
+ *
+ * The usage lines and the text before and after the options are the table's;
+ * each option is "  -X, --name ARG" (or "      --name ARG") with its help
+ * from column cmd->col, under its group's heading.
+ */
+void opt_help(const struct opt_cmd *cmd, FILE *f)
+{
+	static const struct opt_def help = { "help", 'h', KIND_FLAG, NULL, "print this help and exit" };
+	bool own_help = def_named(cmd, "help") != NULL;
+	const struct opt_def *d;
+	int col = cmd->col ? cmd->col : 25, n;
+	char left[128];
+
+	fprintf(f, "Usage: virtio-trace-collect %s %s\n", cmd->name, cmd->usage);
+	if (cmd->about)
+		fprintf(f, "\n%s", cmd->about);
+	fprintf(f, "\n");
+	for (d = cmd->defs; ; d++) {
+		if (!d->name && own_help)
+			break;
+		if (!d->name)
+			d = &help;	/* -h, --help last, unless the table places it */
+		if (d->group)
+			fputs(d->group, f);
+		if (d->unlisted)
+			continue;
+		if (d->left)
+			n = snprintf(left, sizeof(left), "%s", d->left);
+		else
+			n = snprintf(left, sizeof(left), "  %c%c%s--%s%s%s%s",
+			     d->key > 0 && d->key < 256 ? '-' : ' ',
+			     d->key > 0 && d->key < 256 ? d->key : ' ',
+			     d->key > 0 && d->key < 256 ? ", " : "  ", d->name,
+			     d->arg ? (d->optional ? "[=" : " ") : "", d->arg ? d->arg : "",
+			     d->arg && d->optional ? "]" : "");
+		if (n + 1 > col)
+			fprintf(f, "%s\n%*s", left, col, "");
+		else
+			fprintf(f, "%-*s", col, left);
+		put_indented(f, d->help, col);
+		if (d == &help)
+			break;
+	}
+	if (cmd->tail)
+		fprintf(f, "\n%s", cmd->tail);
 }

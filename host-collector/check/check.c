@@ -44,37 +44,47 @@ static const char *const verdicts[] = {
 	[CV_YES] = "yes", [CV_NO] = "no", [CV_WARN] = "warn", [CV_SKIPPED] = "skipped",
 };
 
-static void check_usage(FILE *f)
-{
-	fprintf(f,
-"Usage: virtio-trace-collect check (--domain NAME [--connect URI] | --qemu-pid PID |\n"
+enum { OPT_QEMU_PID = 256, OPT_CHARDEV, OPT_JSON, OPT_TIMEOUT, OPT_DEBUGFS, OPT_TRACEFS,
+       OPT_SYSFS, OPT_PROCFS };
+
+/* check's command line: the one declaration its parsing and --help read (opts.h). */
+static const struct opt_def check_opts[] = {
+	{ "domain", 'D', KIND_STRING, "NAME", "a libvirt domain (its QEMU and ports, as `list` finds them)" },
+	{ "connect", 'C', KIND_STRING, "URI", "libvirt URI for --domain" },
+	{ "qemu-pid", OPT_QEMU_PID, KIND_PID, "PID", "the guest's QEMU process (alone: its ports as "
+	  "`list` finds them)" },
+	{ "chardev-dir", OPT_CHARDEV, KIND_PATH, "DIR", "the directory of its ports (as record takes it)",
+	  .what = "the directory of the guest's ports, not empty" },
+	{ "json", OPT_JSON, KIND_FLAG, NULL, "one JSON document (doc/check.schema.json), for a bug report" },
+	{ "duration", 'd', KIND_SECONDS, "SEC", "the short recording's length (default 1; 0 leaves it out)",
+	  .min = 0, .max = 60 },
+	{ "timeout", OPT_TIMEOUT, KIND_SECONDS, "SEC", "wait this long for the agent's HELLO answer "
+	  "(default 2)", .min = 1, .max = 60 },
+	{ "debugfs", OPT_DEBUGFS, KIND_PATH, "DIR", "where debugfs is (default /sys/kernel/debug)" },
+	{ "tracefs", OPT_TRACEFS, KIND_PATH, "DIR", "where tracefs is (default /sys/kernel/tracing)" },
+	{ "sysfs", OPT_SYSFS, KIND_PATH, "DIR", "where sysfs is (default /sys): the clocksource, the KVM module" },
+	{ "procfs", OPT_PROCFS, KIND_PATH, "DIR", "where procfs is (default /proc): cpuinfo, QEMU's threads" },
+	{ NULL },
+};
+
+static const struct opt_cmd check_cmd = {
+	.name = "check",
+	.usage = "(--domain NAME [--connect URI] | --qemu-pid PID |\n"
 "                                   --chardev-dir DIR [--qemu-pid PID]) [--json]\n"
 "                                  [--duration SEC] [--timeout SEC] [--debugfs DIR]\n"
-"                                  [--tracefs DIR] [--sysfs DIR] [--procfs DIR]\n"
-"\n"
+"                                  [--tracefs DIR] [--sysfs DIR] [--procfs DIR]",
+	.about =
 "Check, in a few seconds, what recording this guest needs on this host, one\n"
 "verdict (yes, no, warn, skipped) per line: tracefs, the KVM device, KVM's debugfs\n"
 "offsets and scaling, the host TSC, the kvm events, QEMU's vCPU threads, the\n"
 "agent's answer, and a short recording (record --sync kvm --sync-check into a\n"
 "private temporary directory) whose probes are checked against KVM's offsets.\n"
-"The last line says \"exact clock: yes\" or \"no\", and because of what.\n"
-"\n"
-"  -D, --domain NAME      a libvirt domain (its QEMU and ports, as `list` finds them)\n"
-"  -C, --connect URI      libvirt URI for --domain\n"
-"      --qemu-pid PID     the guest's QEMU process (alone: its ports as `list` finds them)\n"
-"      --chardev-dir DIR  the directory of its ports (as record takes it)\n"
-"      --json             one JSON document (doc/check.schema.json), for a bug report\n"
-"  -d, --duration SEC     the short recording's length (default 1; 0 leaves it out)\n"
-"      --timeout SEC      wait this long for the agent's HELLO answer (default 2)\n"
-"      --debugfs DIR      where debugfs is (default /sys/kernel/debug)\n"
-"      --tracefs DIR      where tracefs is (default /sys/kernel/tracing)\n"
-"      --sysfs DIR        where sysfs is (default /sys): the clocksource, the KVM module\n"
-"      --procfs DIR       where procfs is (default /proc): cpuinfo, QEMU's threads\n"
-"  -h, --help             print this help and exit\n"
-"\n"
+"The last line says \"exact clock: yes\" or \"no\", and because of what.\n",
+	.tail =
 "Exit status: 0 the clock would be exact; 4 it would not (the lines say why);\n"
-"1 an error; 2 usage error.\n");
-}
+"1 an error; 2 usage error.\n",
+	.defs = check_opts,
+};
 
 /* The ports of a chardev directory: agent-ctl-path and trace-path-cpuN. */
 static void ports_of_dir(struct check *c, const char *dir)
@@ -286,57 +296,25 @@ static void print_json(const struct check *c)
 
 static int parse(struct check *c, int argc, char **argv)
 {
-	enum { OPT_QEMU_PID = 256, OPT_CHARDEV, OPT_JSON, OPT_TIMEOUT, OPT_DEBUGFS, OPT_TRACEFS,
-	       OPT_SYSFS, OPT_PROCFS };
-	static const struct option longopts[] = {
-		{ "domain", required_argument, NULL, 'D' },
-		{ "connect", required_argument, NULL, 'C' },
-		{ "qemu-pid", required_argument, NULL, OPT_QEMU_PID },
-		{ "chardev-dir", required_argument, NULL, OPT_CHARDEV },
-		{ "json", no_argument, NULL, OPT_JSON },
-		{ "duration", required_argument, NULL, 'd' },
-		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
-		{ "debugfs", required_argument, NULL, OPT_DEBUGFS },
-		{ "tracefs", required_argument, NULL, OPT_TRACEFS },
-		{ "sysfs", required_argument, NULL, OPT_SYSFS },
-		{ "procfs", required_argument, NULL, OPT_PROCFS },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
-	};
-	double t;
-	int opt, pid;
+	struct opt_val v;
+	int opt;
 
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "D:C:d:h", longopts, NULL)) != -1) {
+	while ((opt = opt_parse(&check_cmd, argc, argv, &v)) != -1) {
 		switch (opt) {
-		case 'D': c->domain = optarg; break;
-		case 'C': c->uri = optarg; break;
-		case OPT_CHARDEV: c->chardev_dir_opt = optarg; break;
+		case 'D': c->domain = v.s; break;
+		case 'C': c->uri = v.s; break;
+		case OPT_CHARDEV: c->chardev_dir_opt = v.s; break;
 		case OPT_JSON: c->json = true; break;
-		case OPT_DEBUGFS: c->debugfs = optarg; break;
-		case OPT_TRACEFS: c->tracefs = optarg; break;
-		case OPT_SYSFS: c->sysfs = optarg; break;
-		case OPT_PROCFS: c->procfs = optarg; break;
-		case OPT_QEMU_PID:
-			if (opt_pid("--qemu-pid", optarg, &pid) < 0)
-				return -EINVAL;
-			c->qemu_pid = pid;
-			break;
-		case 'd':
-			if (opt_seconds("--duration", optarg, true, 60, &c->duration) < 0)
-				return -EINVAL;
-			break;
-		case OPT_TIMEOUT:
-			if (opt_seconds("--timeout", optarg, false, 60, &t) < 0)
-				return -EINVAL;
-			c->timeout_ms = (unsigned int)(t * 1000 + 0.5);
-			break;
-		case 'h':
-			check_usage(stdout);
-			return 1;
-		default:
-			opt_getopt_error(opt, optopt, argv[optind - 1]);
-			return -EINVAL;
+		case OPT_DEBUGFS: c->debugfs = v.s; break;
+		case OPT_TRACEFS: c->tracefs = v.s; break;
+		case OPT_SYSFS: c->sysfs = v.s; break;
+		case OPT_PROCFS: c->procfs = v.s; break;
+		case OPT_QEMU_PID: c->qemu_pid = v.i; break;
+		case 'd': c->duration = v.d; break;
+		case OPT_TIMEOUT: c->timeout_ms = (unsigned int)(v.d * 1000 + 0.5); break;
+		case OPT_HELP: return 1;
+		default: return -2;	/* opt_parse() said why */
 		}
 	}
 	if (optind < argc) {
@@ -376,6 +354,8 @@ int check_main(int argc, char **argv)
 	c.sysfs = "/sys";
 	c.procfs = "/proc";
 	ret = parse(&c, argc, argv);
+	if (ret == -EINVAL)
+		opt_try_help();
 	if (ret)
 		return ret > 0 ? EXIT_OK : EXIT_USAGE;
 	if (c.chardev_dir_opt) {

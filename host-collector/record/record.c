@@ -44,143 +44,239 @@
 
 static bool status_line;
 
+enum { OPT_CHARDEV = 256, OPT_LISTEN, OPT_CTL, OPT_CPU, OPT_NAME, OPT_QEMU_PID, OPT_VERBOSE,
+       OPT_TOP, OPT_BUFSZ, OPT_SUBBUF, OPT_LASTBOOT, OPT_CLOCK, OPT_HOST, OPT_MAXSZ, OPT_FV,
+       OPT_NOCOMP, OPT_ZEND, OPT_KCACHE, OPT_NOKCACHE, OPT_KEEP, OPT_FORCE, OPT_FSYNC, OPT_SYNC,
+       OPT_TSCOFF, OPT_PROBES, OPT_SINTV, OPT_DEBUGFS, OPT_STOPTO, OPT_QMP, OPT_DOMAIN,
+       OPT_CONNECT, OPT_KVM_EXITS, OPT_LISTEN_GROUP, OPT_LISTEN_UID, OPT_MODE, OPT_WAIT, OPT_ALL,
+       OPT_ANY_USER, OPT_LIVE, OPT_INCOMING, OPT_NO_KVM_EVENTS, OPT_SYNC_CHECK };
+
+static const char *const file_versions[] = { "6", "7", NULL };
+static const char *const sync_methods[] = { "auto", "kvm", "probe", "offset", "none", NULL };
+
+/*
+ * record's command line: the one declaration its parsing and --help read
+ * (opts.h). A GUEST's options keep their state in parse_record(): which guest
+ * an option belongs to is its place on the line, not a value.
+ */
+static const struct opt_def record_opts_def[] = {
+	{ "chardev-dir", OPT_CHARDEV, KIND_PATH, "DIR",
+"the guest's ports in DIR: QEMU pipe chardevs\n"
+"(NAME.in/NAME.out) or unix sockets QEMU listens on", .group =
+"A GUEST is one of (each starts a new guest; --name and --cpu apply to it):\n",
+	  .left = "  --chardev-dir DIR", .what = "the directory of the guest's ports" },
+	{ "listen", OPT_LISTEN, KIND_FLAG, NULL,
+"with --chardev-dir: listen on DIR/NAME instead, for\n"
+"QEMU socket chardevs with server=off; the sockets\n"
+"are mode 0600 whatever the umask, and only root or\n"
+"this user may connect (once: later connections are\n"
+"refused and logged); DIR must be writable by its\n"
+"owner (this user or root) only", .left = "  --listen" },
+	{ "listen-group", OPT_LISTEN_GROUP, KIND_STRING, "GROUP",
+"the --listen sockets are mode 0660 in GROUP, and\n"
+"its members may connect (a QEMU run as another user)" },
+	{ "listen-uid", OPT_LISTEN_UID, KIND_STRING, "USER",
+"the --listen sockets are USER's, and USER may connect" },
+	{ "ctl", OPT_CTL, KIND_PATH, "PATH",
+"the control port and each vCPU's data port by path",
+	  .left = "  --ctl PATH --cpu PATH [--cpu PATH]...", .what = "the control port's path" },
+	{ "domain", OPT_DOMAIN, KIND_STRING, "NAME",
+"a running libvirt domain: its channels, QEMU pid and\n"
+"vCPU threads come from libvirt (URI default: libvirt's\n"
+"default, qemu:///system for root); add the channels\n"
+"with `setup --domain NAME --apply`", .left = "  --domain NAME [--connect URI]" },
+	{ "all", OPT_ALL, KIND_STRING, "NAME,...",
+"every guest `virtio-trace-collect list` shows (of\n"
+"these names) with its ports in place and a\n"
+"trace-agent answering (with --wait: answering or\n"
+"not); not those another process records. A QEMU\n"
+"is what /proc/PID/exe says, and only root's and\n"
+"this user's (SUDO_UID) are taken; --any-user takes\n"
+"every user's (their ports must be that user's or\n"
+"root's)", .left = "  --all[=NAME,...] [--connect URI] [--any-user]", .optional = true },
+	{ "name", OPT_NAME, KIND_STRING, "NAME",
+"the guest's name (default: the directory's or the\n"
+"domain's name)", .left = "  --name NAME" },
+	{ "qemu-pid", OPT_QEMU_PID, KIND_STRING, "PID",
+"the guest's QEMU process: vCPU thread ids for the\n"
+"host file's GUEST option, and KVM's TSC offsets", .left = "  --qemu-pid PID" },
+	{ "qmp", OPT_QMP, KIND_PATH, "PATH",
+"the guest's QMP socket: after a `cont` (RESUME) the\n"
+"clock is synced again at once (a stop moves a TCG\n"
+"guest's TSC offset); a live migration (MIGRATION\n"
+"completed) ends the guest's recording here, drained\n"
+"to the switchover, with no stop sent to its agent",
+	  .left = "  --qmp PATH", .what = "the path of the guest's QMP socket" },
+	{ "incoming", OPT_INCOMING, KIND_FLAG, NULL,
+"the guest migrates in: wait for it on these ports (600 s\n"
+"at most) and take its agent's running session over;\n"
+"`join` makes one trace of the two recordings", .left = "  --incoming" },
+	{ "event", 'e', KIND_STRING, "SYS[:EV]",
+"a guest event, system or glob (repeatable)", .group =
+"\n"
+"Recording:\n" },
+	{ "filter", 'f', KIND_STRING, "EXPR",
+"a filter for the -e before it" },
+	{ "tracer", 'p', KIND_STRING, "NAME",
+"a guest tracer (mmiotrace: uses the top-level buffer)" },
+	{ "top-level", OPT_TOP, KIND_FLAG, NULL,
+"trace the guest's top-level buffer, not an instance" },
+	{ "buffer-size", OPT_BUFSZ, KIND_UINT, "KB",
+"per-CPU ring buffer size in the guest (and host)",
+	  .min = 1, .max = UINT32_MAX, .what = "KiB per CPU" },
+	{ "last-boot", OPT_LASTBOOT, KIND_STRING, "NAME",
+"first write the guest's previous boot's trace, kept in the\n"
+"boot-mapped instance NAME (Linux >= 6.12, see setup\n"
+"--last-boot), to guest-GUEST.lastboot.dat" },
+	/* The kernel takes 1 KiB steps up to its largest order; the page checks stop at 1 MiB. */
+	{ "subbuf-size", OPT_SUBBUF, KIND_UINT, "KB",
+"the guest's sub-buffer size (Linux >= 6.8): fewer page\n"
+"headers, events larger than 4 KiB", .min = 1, .max = VT_SUBBUF_MAX / 1024, .what = "KiB" },
+	{ "clock", OPT_CLOCK, KIND_STRING, "NAME",
+"guest trace clock (default x86-tsc where it exists)" },
+	{ "host-events", OPT_HOST, KIND_STRING, "LIST",
+"host events to record, SYS[:EV],... (private\n"
+"tracefs instance, x86-tsc clock)" },
+	{ "kvm-exits", OPT_KVM_EXITS, KIND_FLAG, NULL,
+"add kvm:kvm_exit, kvm_entry, kvm_userspace_exit and\n"
+"kvm_vcpu_wakeup to the host events, and sched_switch\n"
+"and sched_wakeup filtered to the vCPU threads (what\n"
+"`report --exits` and `report --vcpus` read)" },
+	{ "host-pid", 'P', KIND_STRING, "PID",
+"host events of this process only, its threads and\n"
+"what it forks (repeatable; e.g. the QEMU pid)" },
+	{ "output", 'o', KIND_PATH, "DIR",
+"output directory (default virtio-trace-out); a DIR\n"
+"that holds a recording is refused", .what = "the output directory, where the recording goes" },
+	{ "force", OPT_FORCE, KIND_FLAG, NULL,
+"replace the recording in DIR (its manifest.json,\n"
+"*.dat, *.sysinfo/ and bad-pages/ files)" },
+	{ "mode", OPT_MODE, KIND_STRING, "MODE",
+"the files' mode, in octal (default 0600: they hold\n"
+"kernel addresses); directories get x where r is\n"
+"(0640 makes them 0750); exactly that, whatever the\n"
+"umask. Under sudo they belong to SUDO_UID/SUDO_GID" },
+	{ "duration", 'd', KIND_SECONDS, "SEC",
+"stop after SEC seconds (default: at SIGINT/SIGTERM,\n"
+"or when COMMAND exits)", .min = 1 },
+	{ "wait", OPT_WAIT, KIND_STRING, "SEC",
+"wait up to SEC seconds (default: no limit) for each\n"
+"guest's ports to appear and its trace-agent to\n"
+"answer: a guest still booting, or ports about to be\n"
+"hot-plugged; --duration then counts from the first\n"
+"guest's start", .optional = true },
+	{ "max-size", OPT_MAXSZ, KIND_SIZE, "SIZE",
+"keep at most SIZE bytes per guest (K, M, G suffixes): pages,\n"
+"malformed pages, fragments and metadata all count;\n"
+"the guest is stopped when it is reached" },
+	{ "file-version", OPT_FV, KIND_CHOICE, "6|7",
+"trace.dat version (default 7)", .choices = file_versions },
+	{ "no-compress", OPT_NOCOMP, KIND_FLAG, NULL,
+"version 7 without zstd" },
+	{ "compress-at-end", OPT_ZEND, KIND_FLAG, NULL,
+"zstd: compress only when the recording ends, not also\n"
+"while it runs (on a core nothing else wants)" },
+	{ "keep-spool", OPT_KEEP, KIND_FLAG, NULL,
+"keep DIR/.spool after writing the files" },
+	{ "fsync", OPT_FSYNC, KIND_FLAG, NULL,
+"flush the trace files to the disk before exiting, so\n"
+"that they survive a crash of the machine (slower)" },
+	{ "stop-timeout", OPT_STOPTO, KIND_SECONDS, "SEC",
+"how long a guest may take to confirm a stop and\n"
+"deliver its last pages (default 60)", .min = 1 },
+	{ "kallsyms-cache", OPT_KCACHE, KIND_PATH, "DIR",
+"keep each VM's kallsyms in DIR between\n"
+"recordings of one boot, so that the guest need not\n"
+"read it again (made 0700 if missing; default:\n"
+"" KCACHEDIR " if it exists); a VM is known by\n"
+"--domain, --qemu-pid or --qmp, else not cached", .what = "the kallsyms cache's directory" },
+	{ "no-kallsyms-cache", OPT_NOKCACHE, KIND_FLAG, NULL,
+"neither read nor write a kallsyms cache" },
+	{ "sync", OPT_SYNC, KIND_CHOICE, "METHOD",
+"auto (default: kvm, else probe), kvm, probe, offset\n"
+"or none", .group =
+"\n"
+"Time synchronisation:\n", .choices = sync_methods },
+	{ "debugfs", OPT_DEBUGFS, KIND_PATH, "DIR",
+"where debugfs is (default /sys/kernel/debug); KVM's\n"
+"per-vCPU TSC offsets are read from DIR/kvm/PID-*/", .what = "where debugfs is" },
+	{ "no-kvm-events", OPT_NO_KVM_EVENTS, KIND_FLAG, NULL,
+"kvm method: find offset changes by re-reading debugfs\n"
+"every second (each change bounded in the manifest),\n"
+"not from kvm:kvm_write_tsc_offset at its exact moment" },
+	{ "sync-check", OPT_SYNC_CHECK, KIND_FLAG, NULL,
+"kvm method: run probe bursts too (at start, stop and\n"
+"every --sync-interval) and check each reply against\n"
+"KVM's offsets (manifest: sync.check)" },
+	{ "tsc-offset", OPT_TSCOFF, KIND_INT64, "N",
+"guest TSC = host TSC + N (with --sync offset)" },
+	{ "sync-probes", OPT_PROBES, KIND_UINT, "N",
+"at most N probes per vCPU and burst (default 100;\n"
+"fewer once 16 in a row narrowed nothing)",
+	  .min = 1, .max = 65536, .what = "probes per vCPU and burst" },
+	{ "sync-interval", OPT_SINTV, KIND_SECONDS, "S",
+"probe again every S seconds while recording (0: only\n"
+"at start and stop; default 0)", .min = 0 },
+	{ "live", OPT_LIVE, KIND_STRING, "MS",
+"also print the host's and guests' events as they arrive,\n"
+"merged in time order through a reorder window of MS\n"
+"milliseconds (default 500), in trace-cmd report's format\n"
+"(on standard output; the files are written as usual)", .group =
+"\n", .optional = true },
+	{ "quiet", 'q', KIND_FLAG, NULL,
+"no progress, status line or closing summary" },
+	{ "verbose", OPT_VERBOSE, KIND_FLAG, NULL,
+"more messages (-v is trace-cmd's \"leave out the next\n"
+"-e\", refused here)" },
+	{ "version", 'V', KIND_FLAG, NULL,
+"print the version and exit", .help_only = true },
+	{ "cpu", OPT_CPU, KIND_PATH, "PATH", NULL, .unlisted = true, .what = "a vCPU's data port's path" },
+	{ "connect", OPT_CONNECT, KIND_STRING, "URI", NULL, .unlisted = true },
+	{ "any-user", OPT_ANY_USER, KIND_FLAG, NULL, NULL, .unlisted = true },
+	{ NULL },
+};
+
+/*
+ * trace-cmd record's letters that mean something else here, refused rather
+ * than taken quietly (its -p and -P are ours: --tracer and --host-pid; its
+ * -m is KiB per CPU, where ours would be bytes per guest). -v once meant
+ * --verbose: with trace-cmd's habit it would have recorded the event its
+ * user meant to leave out.
+ */
+static const struct opt_habit record_habits[] = {
+	{ 'v', "trace-cmd's \"leave out the next -e\" is not supported (record only the "
+	       "events you want); more messages are --verbose" },
+	{ 'b', "trace-cmd's buffer size is --buffer-size KB here (-b is setup's --backend)" },
+	{ 'C', "trace-cmd's clock is --clock NAME here (-C is --connect in check, list and "
+	       "setup)" },
+	{ 'm', "trace-cmd's -m is KiB per CPU; the budget here is --max-size SIZE, bytes "
+	       "per guest with a K, M or G suffix" },
+	{ 0, NULL },
+};
+
+static const struct opt_cmd record_cmd = {
+	.name = "record",
+	.usage = "GUEST... [OPTION]... [-- COMMAND [ARG]...]",
+	.about =
+"Record the ftrace events of one or more guests, streamed by trace-agent(8)\n"
+"over virtio-serial ports, and optionally host events, into trace.dat files\n"
+"that `trace-cmd report -i DIR/host.dat -i DIR/guest-NAME.dat` merges.\n",
+	.tail =
+"Exit status: 0 every guest recorded cleanly; 1 nothing usable was written;\n"
+"2 usage error; 3 files were written but a guest was dropped or had problems\n"
+"(see manifest.json). See virtio-trace-collect(1).\n",
+	.defs = record_opts_def,
+	.habits = record_habits,
+	.in_order = true,
+};
+
 /**
- * record_usage() - the help of `record`
+ * record_usage() - the help of `record`, from its table
  * @f: where to print it
  */
 void record_usage(FILE *f)
 {
-	fprintf(f,
-"Usage: virtio-trace-collect record GUEST... [OPTION]... [-- COMMAND [ARG]...]\n"
-"\n"
-"Record the ftrace events of one or more guests, streamed by trace-agent(8)\n"
-"over virtio-serial ports, and optionally host events, into trace.dat files\n"
-"that `trace-cmd report -i DIR/host.dat -i DIR/guest-NAME.dat` merges.\n"
-"\n"
-"A GUEST is one of (each starts a new guest; --name and --cpu apply to it):\n"
-"  --chardev-dir DIR      the guest's ports in DIR: QEMU pipe chardevs\n"
-"                         (NAME.in/NAME.out) or unix sockets QEMU listens on\n"
-"  --listen               with --chardev-dir: listen on DIR/NAME instead, for\n"
-"                         QEMU socket chardevs with server=off; the sockets\n"
-"                         are mode 0600 whatever the umask, and only root or\n"
-"                         this user may connect (once: later connections are\n"
-"                         refused and logged); DIR must be writable by its\n"
-"                         owner (this user or root) only\n"
-"      --listen-group GROUP  the --listen sockets are mode 0660 in GROUP, and\n"
-"                         its members may connect (a QEMU run as another user)\n"
-"      --listen-uid USER  the --listen sockets are USER's, and USER may connect\n"
-"  --ctl PATH --cpu PATH [--cpu PATH]...\n"
-"                         the control port and each vCPU's data port by path\n"
-"  --domain NAME [--connect URI]\n"
-"                         a running libvirt domain: its channels, QEMU pid and\n"
-"                         vCPU threads come from libvirt (URI default: libvirt's\n"
-"                         default, qemu:///system for root); add the channels\n"
-"                         with `setup --domain NAME --apply`\n"
-"  --all[=NAME,...] [--connect URI] [--any-user]\n"
-"                         every guest `virtio-trace-collect list` shows (of\n"
-"                         these names) with its ports in place and a\n"
-"                         trace-agent answering (with --wait: answering or\n"
-"                         not); not those another process records. A QEMU\n"
-"                         is what /proc/PID/exe says, and only root's and\n"
-"                         this user's (SUDO_UID) are taken; --any-user takes\n"
-"                         every user's (their ports must be that user's or\n"
-"                         root's)\n"
-"  --name NAME            the guest's name (default: the directory's or the\n"
-"                         domain's name)\n"
-"  --qemu-pid PID         the guest's QEMU process: vCPU thread ids for the\n"
-"                         host file's GUEST option, and KVM's TSC offsets\n"
-"  --qmp PATH             the guest's QMP socket: after a `cont` (RESUME) the\n"
-"                         clock is synced again at once (a stop moves a TCG\n"
-"                         guest's TSC offset); a live migration (MIGRATION\n"
-"                         completed) ends the guest's recording here, drained\n"
-"                         to the switchover, with no stop sent to its agent\n"
-"  --incoming             the guest migrates in: wait for it on these ports (600 s\n"
-"                         at most) and take its agent's running session over;\n"
-"                         `join` makes one trace of the two recordings\n"
-"\n"
-"Recording:\n"
-"  -e, --event SYS[:EV]   a guest event, system or glob (repeatable)\n"
-"  -f, --filter EXPR      a filter for the -e before it\n"
-"      --tracer NAME      a guest tracer (mmiotrace: uses the top-level buffer)\n"
-"      --top-level        trace the guest's top-level buffer, not an instance\n"
-"      --buffer-size KB   per-CPU ring buffer size in the guest (and host)\n"
-"      --last-boot NAME   first write the guest's previous boot's trace, kept in the\n"
-"                         boot-mapped instance NAME (Linux >= 6.12, see setup\n"
-"                         --last-boot), to guest-GUEST.lastboot.dat\n"
-"      --subbuf-size KB   the guest's sub-buffer size (Linux >= 6.8): fewer page\n"
-"                         headers, events larger than 4 KiB\n"
-"      --clock NAME       guest trace clock (default x86-tsc where it exists)\n"
-"      --host-events LIST host events to record, SYS[:EV],... (private\n"
-"                         tracefs instance, x86-tsc clock)\n"
-"      --kvm-exits        add kvm:kvm_exit, kvm_entry, kvm_userspace_exit and\n"
-"                         kvm_vcpu_wakeup to the host events, and sched_switch\n"
-"                         and sched_wakeup filtered to the vCPU threads (what\n"
-"                         `report --exits` and `report --vcpus` read)\n"
-"      --host-pid PID     host events of this process only, its threads and\n"
-"                         what it forks (repeatable; e.g. the QEMU pid)\n"
-"  -o, --output DIR       output directory (default virtio-trace-out); a DIR\n"
-"                         that holds a recording is refused\n"
-"      --force            replace the recording in DIR (its manifest.json,\n"
-"                         *.dat, *.sysinfo/ and bad-pages/ files)\n"
-"      --mode MODE        the files' mode, in octal (default 0600: they hold\n"
-"                         kernel addresses); directories get x where r is\n"
-"                         (0640 makes them 0750); exactly that, whatever the\n"
-"                         umask. Under sudo they belong to SUDO_UID/SUDO_GID\n"
-"  -d, --duration SEC     stop after SEC seconds (default: at SIGINT/SIGTERM,\n"
-"                         or when COMMAND exits)\n"
-"      --wait[=SEC]       wait up to SEC seconds (default: no limit) for each\n"
-"                         guest's ports to appear and its trace-agent to\n"
-"                         answer: a guest still booting, or ports about to be\n"
-"                         hot-plugged; --duration then counts from the first\n"
-"                         guest's start\n"
-"      --max-size SIZE    keep at most SIZE bytes per guest (K, M, G suffixes): pages,\n"
-"                         malformed pages, fragments and metadata all count;\n"
-"                         the guest is stopped when it is reached\n"
-"      --file-version 6|7 trace.dat version (default 7)\n"
-"      --no-compress      version 7 without zstd\n"
-"      --compress-at-end  zstd: compress only when the recording ends, not also\n"
-"                         while it runs (on a core nothing else wants)\n"
-"      --keep-spool       keep DIR/.spool after writing the files\n"
-"      --fsync            flush the trace files to the disk before exiting, so\n"
-"                         that they survive a crash of the machine (slower)\n"
-"      --stop-timeout SEC how long a guest may take to confirm a stop and\n"
-"                         deliver its last pages (default 60)\n"
-"      --kallsyms-cache DIR  keep each VM's kallsyms in DIR between\n"
-"                         recordings of one boot, so that the guest need not\n"
-"                         read it again (made 0700 if missing; default:\n"
-"                         " KCACHEDIR " if it exists); a VM is known by\n"
-"                         --domain, --qemu-pid or --qmp, else not cached\n"
-"      --no-kallsyms-cache  neither read nor write a kallsyms cache\n"
-"\n"
-"Time synchronisation:\n"
-"      --sync METHOD      auto (default: kvm, else probe), kvm, probe, offset\n"
-"                         or none\n"
-"      --debugfs DIR      where debugfs is (default /sys/kernel/debug); KVM's\n"
-"                         per-vCPU TSC offsets are read from DIR/kvm/PID-*/\n"
-"      --no-kvm-events    kvm method: find offset changes by re-reading debugfs\n"
-"                         every second (each change bounded in the manifest),\n"
-"                         not from kvm:kvm_write_tsc_offset at its exact moment\n"
-"      --sync-check       kvm method: run probe bursts too (at start, stop and\n"
-"                         every --sync-interval) and check each reply against\n"
-"                         KVM's offsets (manifest: sync.check)\n"
-"      --tsc-offset N     guest TSC = host TSC + N (with --sync offset)\n"
-"      --sync-probes N    at most N probes per vCPU and burst (default 100;\n"
-"                         fewer once 16 in a row narrowed nothing)\n"
-"      --sync-interval S  probe again every S seconds while recording (0: only\n"
-"                         at start and stop; default 0)\n"
-"\n"
-"      --live[=MS]        also print the host's and guests' events as they arrive,\n"
-"                         merged in time order through a reorder window of MS\n"
-"                         milliseconds (default 500), in trace-cmd report's format\n"
-"                         (on standard output; the files are written as usual)\n"
-"  -q, --quiet            no progress, status line or closing summary\n"
-"  -v, --verbose          more messages\n"
-"  -V, --version          print the version and exit\n"
-"  -h, --help             print this help and exit\n"
-"\n"
-"Exit status: 0 every guest recorded cleanly; 1 nothing usable was written;\n"
-"2 usage error; 3 files were written but a guest was dropped or had problems\n"
-"(see manifest.json). See virtio-trace-collect(1).\n");
+	opt_help(&record_cmd, f);
 }
 
 static uint64_t random_id(void)
@@ -206,85 +302,28 @@ static struct guest *new_guest(struct guest **gs, unsigned int *nr)
 	gs[(*nr)++] = g;
 	return g;
 }
-/* A long option's name by its value (argv names the value when it came apart from it). */
-static const char *long_name(const struct option *o, int c)
+/* An option's long name by its key. */
+static const char *long_name(int c)
 {
-	for (; o->name; o++)
-		if (o->val == c)
-			return o->name;
+	const struct opt_def *d;
+
+	for (d = record_opts_def; d->name; d++)
+		if (d->key == c)
+			return d->name;
 	return "?";
 }
-
 
 static int parse_record(int argc, char **argv, struct record_opts *o, struct guest **gs,
 			unsigned int *nr)
 {
-	enum { OPT_CHARDEV = 256, OPT_LISTEN, OPT_CTL, OPT_CPU, OPT_NAME, OPT_QEMU_PID, OPT_TRACER, OPT_TOP,
-	       OPT_BUFSZ, OPT_SUBBUF, OPT_LASTBOOT, OPT_CLOCK, OPT_HOST, OPT_MAXSZ, OPT_FV, OPT_NOCOMP, OPT_ZEND, OPT_KCACHE, OPT_NOKCACHE, OPT_KEEP, OPT_FORCE, OPT_FSYNC, OPT_SYNC, OPT_TSCOFF,
-	       OPT_PROBES, OPT_SINTV, OPT_DEBUGFS, OPT_STOPTO, OPT_QMP, OPT_DOMAIN, OPT_CONNECT,
-	       OPT_HOST_PID, OPT_KVM_EXITS, OPT_LISTEN_GROUP, OPT_LISTEN_UID, OPT_MODE, OPT_WAIT, OPT_ALL,
-	       OPT_ANY_USER, OPT_LIVE, OPT_INCOMING, OPT_NO_KVM_EVENTS, OPT_SYNC_CHECK };
-	static const struct option longopts[] = {
-		{ "chardev-dir", required_argument, NULL, OPT_CHARDEV },
-		{ "domain", required_argument, NULL, OPT_DOMAIN },
-		{ "connect", required_argument, NULL, OPT_CONNECT },
-		{ "all", optional_argument, NULL, OPT_ALL },
-		{ "any-user", no_argument, NULL, OPT_ANY_USER },
-		{ "listen", no_argument, NULL, OPT_LISTEN },
-		{ "listen-group", required_argument, NULL, OPT_LISTEN_GROUP },
-		{ "listen-uid", required_argument, NULL, OPT_LISTEN_UID },
-		{ "incoming", no_argument, NULL, OPT_INCOMING },
-		{ "ctl", required_argument, NULL, OPT_CTL },
-		{ "cpu", required_argument, NULL, OPT_CPU },
-		{ "name", required_argument, NULL, OPT_NAME },
-		{ "qemu-pid", required_argument, NULL, OPT_QEMU_PID },
-		{ "qmp", required_argument, NULL, OPT_QMP },
-		{ "event", required_argument, NULL, 'e' },
-		{ "filter", required_argument, NULL, 'f' },
-		{ "tracer", required_argument, NULL, OPT_TRACER },
-		{ "top-level", no_argument, NULL, OPT_TOP },
-		{ "buffer-size", required_argument, NULL, OPT_BUFSZ },
-		{ "subbuf-size", required_argument, NULL, OPT_SUBBUF },
-		{ "last-boot", required_argument, NULL, OPT_LASTBOOT },
-		{ "clock", required_argument, NULL, OPT_CLOCK },
-		{ "host-events", required_argument, NULL, OPT_HOST },
-		{ "host-pid", required_argument, NULL, OPT_HOST_PID },
-		{ "kvm-exits", no_argument, NULL, OPT_KVM_EXITS },
-		{ "output", required_argument, NULL, 'o' },
-		{ "duration", required_argument, NULL, 'd' },
-		{ "wait", optional_argument, NULL, OPT_WAIT },
-		{ "max-size", required_argument, NULL, OPT_MAXSZ },
-		{ "file-version", required_argument, NULL, OPT_FV },
-		{ "no-compress", no_argument, NULL, OPT_NOCOMP },
-		{ "compress-at-end", no_argument, NULL, OPT_ZEND },
-		{ "kallsyms-cache", required_argument, NULL, OPT_KCACHE },
-		{ "no-kallsyms-cache", no_argument, NULL, OPT_NOKCACHE },
-		{ "keep-spool", no_argument, NULL, OPT_KEEP },
-		{ "force", no_argument, NULL, OPT_FORCE },
-		{ "mode", required_argument, NULL, OPT_MODE },
-		{ "fsync", no_argument, NULL, OPT_FSYNC },
-		{ "sync", required_argument, NULL, OPT_SYNC },
-		{ "tsc-offset", required_argument, NULL, OPT_TSCOFF },
-		{ "sync-probes", required_argument, NULL, OPT_PROBES },
-		{ "sync-interval", required_argument, NULL, OPT_SINTV },
-		{ "debugfs", required_argument, NULL, OPT_DEBUGFS },
-		{ "no-kvm-events", no_argument, NULL, OPT_NO_KVM_EVENTS },
-		{ "sync-check", no_argument, NULL, OPT_SYNC_CHECK },
-		{ "stop-timeout", required_argument, NULL, OPT_STOPTO },
-		{ "live", optional_argument, NULL, OPT_LIVE },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct guest *g = NULL;
 	bool kvm_exits = false;
+	struct opt_val val;
 	char *end;
 	int c;
 
 	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:e:f:o:d:qvh", longopts, NULL)) != -1) {
+	while ((c = opt_parse(&record_cmd, argc, argv, &val)) != -1) {
 		switch (c) {
 		case OPT_CHARDEV:
 		case OPT_CTL:
@@ -337,7 +376,7 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 		case OPT_QMP:
 			if (!g) {
 				collect_usage("--%s must follow --chardev-dir, --ctl or --domain (it is "
-					      "that guest's)", long_name(longopts, c));
+					      "that guest's)", long_name(c));
 				return -EINVAL;
 			}
 			if (g->link.domain[0] && (c == OPT_LISTEN || c == OPT_CPU)) {
@@ -413,16 +452,9 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 			}
 			o->filters[o->nr_events - 1] = optarg;
 			break;
-		case OPT_TRACER: o->tracer = optarg; break;
+		case 'p': o->tracer = optarg; break;
 		case OPT_TOP: o->top_level = true; break;
-		case OPT_BUFSZ: {
-			unsigned long v;
-
-			if (opt_uint("--buffer-size", optarg, 1, UINT32_MAX, "KiB per CPU", &v) < 0)
-				return -EINVAL;
-			o->buffer_kb = (unsigned int)v;
-			break;
-		}
+		case OPT_BUFSZ: o->buffer_kb = (unsigned int)val.u; break;
 		case OPT_LASTBOOT:
 			if (!collect_name_ok(optarg) || strchr(optarg, '.')) {
 				collect_usage("--last-boot '%s': an instance name, of [A-Za-z0-9_-]", optarg);
@@ -430,19 +462,11 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 			}
 			o->last_boot = optarg;
 			break;
-		case OPT_SUBBUF: {
-			/* The kernel takes 1 KiB steps up to its largest order; the page checks stop at 1 MiB. */
-			unsigned long v;
-
-			if (opt_uint("--subbuf-size", optarg, 1, VT_SUBBUF_MAX / 1024, "KiB", &v) < 0)
-				return -EINVAL;
-			o->subbuf_kb = (unsigned int)v;
-			break;
-		}
+		case OPT_SUBBUF: o->subbuf_kb = (unsigned int)val.u; break;
 		case OPT_CLOCK: o->clock = optarg; break;
 		case OPT_HOST: o->host_events = optarg; break;
 		case OPT_KVM_EXITS: kvm_exits = true; break;
-		case OPT_HOST_PID: {
+		case 'P': {
 			long v = strtol(optarg, &end, 10);
 
 			if (*end || v <= 0 || v > INT32_MAX || o->nr_host_pids >= COLLECT_MAX_HOST_PIDS) {
@@ -454,10 +478,7 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 			break;
 		}
 		case 'o': o->out_dir = optarg; break;
-		case 'd':
-			if (opt_seconds("--duration", optarg, false, 0, &o->duration) < 0)
-				return -EINVAL;
-			break;
+		case 'd': o->duration = val.d; break;
 		case OPT_WAIT:
 			o->wait = true;
 			o->wait_s = 0;
@@ -465,24 +486,13 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 				break;
 			o->wait_s = strtod(optarg, &end);
 			if (end == optarg || *end || !(o->wait_s > 0) || o->wait_s > 31 * 86400) {
-				collect_usage("--wait=SEC takes seconds (no value: "
-					"no limit), not '%s'", optarg);
+				collect_usage("--wait '%s': seconds, more than 0 and at most %d (no value: "
+					      "no limit)", optarg, 31 * 86400);
 				return -EINVAL;
 			}
 			break;
-		case OPT_MAXSZ:
-			if (opt_size("--max-size", optarg, &o->max_size) < 0)
-				return -EINVAL;
-			break;
-		case OPT_FV: {
-			static const char *const versions[] = { "6", "7", NULL };
-			int k = opt_one_of("--file-version", optarg, versions);
-
-			if (k < 0)
-				return -EINVAL;
-			o->file_version = 6 + k;
-			break;
-		}
+		case OPT_MAXSZ: o->max_size = val.u64; break;
+		case OPT_FV: o->file_version = 6 + val.i; break;
 		case OPT_NOCOMP: o->compress = false; break;
 		case OPT_ZEND: o->compress_at_end = true; break;
 		case OPT_KCACHE: o->kcache_dir = optarg; o->no_kcache = false; break;
@@ -503,52 +513,31 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 			break;
 		}
 		case OPT_FSYNC: o->fsync = true; break;
-		case OPT_SYNC: {
-			static const char *const methods[] = { "auto", "kvm", "probe", "offset", "none", NULL };
-
-			if (opt_one_of("--sync", optarg, methods) < 0)
-				return -EINVAL;
-			o->sync = optarg;
-			break;
-		}
+		case OPT_SYNC: o->sync = val.s; break;
 		case OPT_TSCOFF:
-			if (opt_int64("--tsc-offset", optarg, &o->tsc_offset) < 0)
-				return -EINVAL;
+			o->tsc_offset = val.i64;
 			o->have_tsc_offset = true;
 			break;
-		case OPT_PROBES: {
-			unsigned long v;
-
-			if (opt_uint("--sync-probes", optarg, 1, 65536, "probes per vCPU and burst", &v) < 0)
-				return -EINVAL;
-			o->sync_probes = (unsigned int)v;
-			break;
-		}
-		case OPT_SINTV:
-			if (opt_seconds("--sync-interval", optarg, true, 0, &o->sync_interval) < 0)
-				return -EINVAL;
-			break;
+		case OPT_PROBES: o->sync_probes = (unsigned int)val.u; break;
+		case OPT_SINTV: o->sync_interval = val.d; break;
 		case OPT_DEBUGFS: o->debugfs = optarg; break;
 		case OPT_NO_KVM_EVENTS: o->no_kvm_events = true; break;
 		case OPT_SYNC_CHECK: o->sync_check = true; break;
-		case OPT_STOPTO:
-			if (opt_seconds("--stop-timeout", optarg, false, 0, &o->stop_timeout) < 0)
-				return -EINVAL;
-			break;
+		case OPT_STOPTO: o->stop_timeout = val.d; break;
 		case OPT_LIVE:
 			o->live_ms = optarg ? strtoul(optarg, &end, 10) : LIVE_WINDOW_MS;
 			if (optarg && (*end || !o->live_ms || o->live_ms > LIVE_WINDOW_MAX_MS)) {
-				collect_usage("--live=MS: a window of 1 to %u ms",
-					LIVE_WINDOW_MAX_MS);
+				collect_usage("--live '%s': the window in milliseconds, a whole number from "
+					      "1 to %u (no value: %u)", optarg, LIVE_WINDOW_MAX_MS,
+					      LIVE_WINDOW_MS);
 				return -EINVAL;
 			}
 			break;
 		case 'q': collect_quiet = 1; break;
-		case 'v': collect_verbose = 1; break;
-		case 'h': record_usage(stdout); exit(EXIT_OK);
+		case OPT_VERBOSE: collect_verbose = 1; break;
+		case OPT_HELP: exit(EXIT_OK);
 		default:
-			opt_getopt_error(c, optopt, argv[optind - 1]);
-			return -EINVAL;
+			return -2;	/* opt_parse() said why, and where to look */
 		}
 	}
 	if (optind < argc) {
@@ -841,8 +830,8 @@ static int open_output(const struct record_opts *o, bool *created)
 
 	fd = output_open_dir(o->out_dir, true, created);
 	if (fd < 0) {
-		log_err("%s: %s", o->out_dir, fd == -ELOOP ? "a symbolic link: refused (give the "
-			"directory it points to)" : strerror(-fd));
+		log_err("-o/--output '%s': the output directory: %s", o->out_dir, fd == -ELOOP ?
+			"a symbolic link, refused (give the directory it points to)" : strerror(-fd));
 		return fd;
 	}
 	if (fstatat(fd, ".spool", &st, AT_SYMLINK_NOFOLLOW) == 0) {
@@ -1382,8 +1371,10 @@ int record_main(int argc, char **argv)
 
 	for (i = 0; i < (unsigned int)argc && n < sizeof(o.cmdline) - 1; i++)
 		n += snprintf(o.cmdline + n, sizeof(o.cmdline) - n, "%s%s", i ? " " : "", argv[i]);
-	if (parse_record(argc, argv, &o, gs, &nr) < 0) {
-		fprintf(stderr, "Try 'virtio-trace-collect record --help'.\n");
+	ret = parse_record(argc, argv, &o, gs, &nr);
+	if (ret < 0) {
+		if (ret == -EINVAL)
+			opt_try_help();	/* opt_parse()'s own refusals have it */
 		return EXIT_USAGE;
 	}
 	/* The live view's lines and a status line redrawn in place would share the terminal. */

@@ -512,6 +512,17 @@ int mmio_an_finish(struct mmio_an *a)
 }
 
 /**
+ * mmio_an_entries() - whether the trace had mmiotrace entries (its log aside)
+ * @a: the analysis
+ *
+ * Return: true when a map, unmap, read, write or unknown entry was seen.
+ */
+bool mmio_an_entries(const struct mmio_an *a)
+{
+	return a->reads || a->writes || a->unknown || a->nr_map || a->nr_unmap;
+}
+
+/**
  * mmio_an_any() - whether the trace had mmiotrace entries, or its log was asked for
  * @a: the analysis
  *

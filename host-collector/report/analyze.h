@@ -84,6 +84,7 @@ void mmio_an_free(struct mmio_an *a);
 int mmio_an_record(struct mmio_an *a, struct tep_handle *tep, struct tep_record *rec);
 int mmio_an_finish(struct mmio_an *a);
 bool mmio_an_any(const struct mmio_an *a);
+bool mmio_an_entries(const struct mmio_an *a);
 void mmio_an_print(const struct mmio_an *a, FILE *f, bool brief);
 void mmio_an_json(const struct mmio_an *a, struct jw *w);
 int mmio_pcidev_line(char *buf, size_t size, const char *line);

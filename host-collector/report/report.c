@@ -20,6 +20,7 @@
 
 #include "analyze.h"
 #include "collect.h"
+#include "opts.h"
 #include "json.h"
 #include "perfetto.h"
 #include "report.h"
@@ -56,6 +57,7 @@ struct report_opts {
 	bool iommu, exits, json, vcpus, latency;
 	uint64_t threshold_ns;		/* --latency=THRESHOLD, for --interval too */
 	const char *interval;		/* --interval SYS:START,SYS:END[,FIELD] */
+	bool seen_iommu, seen_mmio, seen_exits;	/* what the analyses asked for found */
 	const char *mmio_log, *html, *guest;
 	const char *perfetto;		/* --perfetto FILE */
 	const char *perf_kvm;		/* --perf-kvm DIR */
@@ -180,7 +182,8 @@ static void usage(FILE *f)
 "Exit status: 0 success; 1 DIR has no readable, well-formed manifest.json, a\n"
 "trace file it names cannot be read or a file asked for cannot be written (a\n"
 "guest without kallsyms for --perf-kvm too); 2 usage error (an unknown --guest\n"
-"too).\n");
+"too); 5 --exits, --iommu or --mmiotrace-log found none of its events (the\n"
+"message names the record option that adds them).\n");
 }
 
 /* --latency=THRESHOLD: "250us", "1ms", "2s", or nanoseconds. */
@@ -727,6 +730,9 @@ static int report_trace(const char *dir, const struct json_value *t, bool host,
 	print_cpus(cpus, host, &bad);
 	if (!host)
 		print_sync(json_get(t, "sync"), &bad);
+	ro->seen_iommu |= cnt.iommu && iommu_an_any(cnt.iommu);
+	ro->seen_mmio |= cnt.mmio && mmio_an_entries(cnt.mmio);
+	ro->seen_exits |= cnt.exits && exits_an_any(cnt.exits);
 	if (cnt.iommu && iommu_an_any(cnt.iommu)) {
 		fflush(stdout);
 		iommu_an_print(cnt.iommu, stdout, !ro->iommu);
@@ -745,6 +751,34 @@ static int report_trace(const char *dir, const struct json_value *t, bool host,
 		printf("  note: some manifest figures are not valid numbers (shown as 0)\n");
 	analyses_free(&cnt);
 	return ret;
+}
+
+/*
+ * An analysis asked for on a recording without its events would print the
+ * plain report and look like an answer: say so, with the record option that
+ * adds them, and exit EXIT_NO_EVENTS.
+ */
+static int events_missing(const struct report_opts *ro)
+{
+	int status = EXIT_OK;
+
+	if (ro->exits && !ro->seen_exits) {
+		log_err("--exits: the host trace has no kvm:kvm_exit events (record them with "
+			"`record --kvm-exits`)");
+		status = EXIT_NO_EVENTS;
+	}
+	if (ro->iommu && !ro->seen_iommu) {
+		log_err("--iommu: %s iommu events (record them with `record -e iommu`)",
+			ro->guest ? "the guest recorded no" : "no guest recorded");
+		status = EXIT_NO_EVENTS;
+	}
+	if (ro->mmio_log && !ro->seen_mmio) {
+		log_err("--mmiotrace-log: %s mmiotrace entries (record them with `record --tracer "
+			"mmiotrace`); %s holds the header only", ro->guest ? "the guest recorded no" :
+			"no guest recorded", ro->mmio_log);
+		status = EXIT_NO_EVENTS;
+	}
+	return status;
 }
 
 /* Whether the manifest's guests include @name. */
@@ -926,6 +960,9 @@ static int json_trace(const char *dir, const struct json_value *t, bool host, st
 	for (i = 0; i < cnt.nr; i++)
 		jw_u64(w, cnt.v[i].name, cnt.v[i].n);
 	jw_end(w, '}');
+	ro->seen_iommu |= cnt.iommu && iommu_an_any(cnt.iommu);
+	ro->seen_mmio |= cnt.mmio && mmio_an_entries(cnt.mmio);
+	ro->seen_exits |= cnt.exits && exits_an_any(cnt.exits);
 	if (cnt.iommu && iommu_an_any(cnt.iommu))
 		iommu_an_json(cnt.iommu, w);
 	if (cnt.mmio && mmio_an_any(cnt.mmio))
@@ -1016,7 +1053,7 @@ int report_main(int argc, char **argv)
 	bool bad = false, flag;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+	while ((c = opt_next(argc, argv, "+h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'h':
 			usage(stdout);
@@ -1066,12 +1103,15 @@ int report_main(int argc, char **argv)
 			ro.perf_kvm = optarg;
 			break;
 		default:
-			fprintf(stderr, "Try 'virtio-trace-collect report --help'.\n");
+			opt_try_help();	/* after opt_next()'s message */
 			return EXIT_USAGE;
 		}
 	}
-	if (argc - optind != 1) {
-		usage(stderr);
+	if (opt_one_dir(argc, argv, "report [OPTION]... DIR") < 0)
+		return EXIT_USAGE;
+	if (ro.guest && !collect_name_ok(ro.guest)) {
+		collect_usage("--guest '%s': a guest's name, of [A-Za-z0-9_.-]", ro.guest);
+		opt_try_help();
 		return EXIT_USAGE;
 	}
 	dir = argv[optind];
@@ -1222,5 +1262,5 @@ out:
 		}
 	}
 	json_free(doc);
-	return status;
+	return status == EXIT_OK ? events_missing(&ro) : status;
 }

@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 #include "collect.h"
+#include "opts.h"
 #include "json.h"
 #include "list.h"
 #include "procfd.h"
@@ -875,13 +876,29 @@ out:
 
 /* --- the `list` subcommand --- */
 
-static void list_usage(FILE *f)
-{
-	fprintf(f,
-"Usage: virtio-trace-collect list [--json] [--connect URI] [--no-libvirt]\n"
+enum { OPT_JSON = 256, OPT_NO_LIBVIRT, OPT_NO_PROBE, OPT_NAMES, OPT_TIMEOUT, OPT_ANY_USER };
+
+/* list's command line: the one declaration its parsing and --help read (opts.h). */
+static const struct opt_def list_opts[] = {
+	{ "connect", 'C', KIND_STRING, "URI", "libvirt URI (default: libvirt's default)" },
+	{ "any-user", OPT_ANY_USER, KIND_FLAG, NULL, "also the QEMUs of other users (their ports "
+	  "must still\nbe that user's or root's)" },
+	{ "json", OPT_JSON, KIND_FLAG, NULL, "one JSON document instead of the table" },
+	{ "no-libvirt", OPT_NO_LIBVIRT, KIND_FLAG, NULL, "leave libvirt's domains out" },
+	{ "no-probe", OPT_NO_PROBE, KIND_FLAG, NULL, "do not ask the agents: only the ports (quick)" },
+	{ "names", OPT_NAMES, KIND_FLAG, NULL, "only the names of the libvirt domains that have "
+	  "trace\nchannels, one a line (shell completion); implies\n--no-probe" },
+	{ "timeout", OPT_TIMEOUT, KIND_SECONDS, "SEC", "wait this long for the agents' answers "
+	  "(default 2)", .min = 1, .max = 60 },
+	{ NULL },
+};
+
+static const struct opt_cmd list_cmd = {
+	.name = "list",
+	.usage = "[--json] [--connect URI] [--no-libvirt]\n"
 "                                 [--no-probe] [--names] [--timeout SEC]\n"
-"                                 [--any-user] [NAME]...\n"
-"\n"
+"                                 [--any-user] [NAME]...",
+	.about =
 "List the guests on this host that have trace ports: libvirt domains whose\n"
 "definition or running domain has the channels `setup --domain` adds, and QEMU\n"
 "processes with trace-path-cpuN and agent-ctl-path ports (on their command line,\n"
@@ -897,22 +914,10 @@ static void list_usage(FILE *f)
 "its command line says it is does not count. Only root's QEMUs and the\n"
 "invoking user's (SUDO_UID under sudo) are asked, unless --any-user; the others\n"
 "are named in a note. A port is opened only if it is a FIFO or socket of the\n"
-"QEMU's user or root, never through a symbolic link.\n"
-"\n"
-"  -C, --connect URI      libvirt URI (default: libvirt's default)\n"
-"      --any-user         also the QEMUs of other users (their ports must still\n"
-"                         be that user's or root's)\n"
-"      --json             one JSON document instead of the table\n"
-"      --no-libvirt       leave libvirt's domains out\n"
-"      --no-probe         do not ask the agents: only the ports (quick)\n"
-"      --names            only the names of the libvirt domains that have trace\n"
-"                         channels, one a line (shell completion); implies\n"
-"                         --no-probe\n"
-"      --timeout SEC      wait this long for the agents' answers (default 2)\n"
-"  -h, --help             print this help and exit\n"
-"\n"
-"Exit status: 0 listed (also when there is nothing); 1 an error; 2 usage error.\n");
-}
+"QEMU's user or root, never through a symbolic link.\n",
+	.tail = "Exit status: 0 listed (also when there is nothing); 1 an error; 2 usage error.\n",
+	.defs = list_opts,
+};
 
 static const char *agent_state(const struct list_guest *g)
 {
@@ -1109,31 +1114,18 @@ static void print_json(const struct list_found *f, bool probed)
  */
 int list_main(int argc, char **argv)
 {
-	enum { OPT_JSON = 256, OPT_NO_LIBVIRT, OPT_NO_PROBE, OPT_NAMES, OPT_TIMEOUT, OPT_ANY_USER };
-	static const struct option longopts[] = {
-		{ "connect", required_argument, NULL, 'C' },
-		{ "any-user", no_argument, NULL, OPT_ANY_USER },
-		{ "json", no_argument, NULL, OPT_JSON },
-		{ "no-libvirt", no_argument, NULL, OPT_NO_LIBVIRT },
-		{ "no-probe", no_argument, NULL, OPT_NO_PROBE },
-		{ "names", no_argument, NULL, OPT_NAMES },
-		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
-	};
 	bool json = false, no_libvirt = false, probe = true, names = false, any_user = false;
 	unsigned int timeout_ms = LIST_DEFAULT_TIMEOUT_MS, i;
 	const char *uri = NULL;
 	struct list_found f;
-	double v;
-	char *end;
+	struct opt_val v;
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "C:h", longopts, NULL)) != -1) {
+	while ((c = opt_parse(&list_cmd, argc, argv, &v)) != -1) {
 		switch (c) {
 		case 'C':
-			uri = optarg;
+			uri = v.s;
 			break;
 		case OPT_ANY_USER:
 			any_user = true;
@@ -1152,28 +1144,21 @@ int list_main(int argc, char **argv)
 			probe = false;
 			break;
 		case OPT_TIMEOUT:
-			v = strtod(optarg, &end);
-			if (end == optarg || *end || !(v > 0) || v > 60) {
-				fprintf(stderr, "virtio-trace-collect list: --timeout takes seconds, more "
-					"than 0 and at most 60, not '%s'\n", optarg);
-				return EXIT_USAGE;
-			}
-			timeout_ms = (unsigned int)(v * 1000 + 0.5);
+			timeout_ms = (unsigned int)(v.d * 1000 + 0.5);
 			break;
-		case 'h':
-			list_usage(stdout);
+		case OPT_HELP:
 			return EXIT_OK;
 		default:
-			list_usage(stderr);
-			return EXIT_USAGE;
+			return EXIT_USAGE;	/* opt_parse() said why */
 		}
 	}
 	if (names && json) {
-		fprintf(stderr, "virtio-trace-collect list: --names or --json, not both\n");
+		collect_usage("--names or --json, not both");
+		opt_try_help();
 		return EXIT_USAGE;
 	}
 	if (list_find(uri, no_libvirt, any_user, &f) < 0) {
-		fprintf(stderr, "virtio-trace-collect list: out of memory\n");
+		log_err("out of memory");
 		return EXIT_FAIL;
 	}
 	if (optind < argc)
@@ -1192,7 +1177,7 @@ int list_main(int argc, char **argv)
 	}
 	list_free(&f);
 	if (fflush(stdout) == EOF || ferror(stdout)) {
-		fprintf(stderr, "virtio-trace-collect list: write error\n");
+		log_err("write error");
 		return EXIT_FAIL;
 	}
 	return EXIT_OK;

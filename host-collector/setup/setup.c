@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "collect.h"
+#include "opts.h"
 #include "hotplug.h"
 #include "kvmcheck.h"
 #include "libvirt.h"
@@ -72,55 +73,55 @@ struct setup_opts {
 
 #define SETUP_LASTBOOT_INSTANCE	"vtlast"
 
-static void setup_usage(FILE *f)
-{
-	fprintf(f,
-"Usage: virtio-trace-collect setup --vcpus N [--backend pipe|unix|unix-connect]\n"
-"                                  [--dir DIR]\n"
-"                                  [--format qemu|libvirt] [--create] [--name NAME]\n"
-"                                  [--controller-index I]\n"
-"                                  [--accel auto|kvm|tcg|none] [--kvm-device DEV]\n"
-"\n"
-"Print what a guest needs for trace-agent(8): one virtio-serial port per vCPU\n"
-"(trace-path-cpu0 .. trace-path-cpuN-1) and the control port agent-ctl-path,\n"
-"each backed by a host chardev DIR/PORTNAME, at most 30 ports per\n"
-"virtio-serial controller (max_ports=31, port 0 is left to consoles).\n"
-"The QEMU arguments also name the guest with debug-threads=on (so that its\n"
-"vCPU threads are called \"CPU n/...\" and record can find them) and give it\n"
-"a QMP socket DIR/qmp.sock for `record --qmp DIR/qmp.sock`.\n"
-"They start with the accelerator: -accel kvm where this host's /dev/kvm can run\n"
-"a stock guest (then `record --qemu-pid PID` takes KVM's exact per-vCPU TSC\n"
-"offsets as the clock); otherwise -accel tcg, and standard error says why (no\n"
-"/dev/kvm, no access, or a /dev/kvm that runs no stock kernel: kvm_pvm's) and\n"
-"what a TCG guest needs.\n"
-"\n"
-"  -n, --vcpus N          the guest's vCPU count, 1..%d (required)\n"
-"  -b, --backend KIND     pipe (default): FIFOs DIR/PORT.in (host->guest) and\n"
-"                         DIR/PORT.out (guest->host);\n"
-"                         unix: sockets DIR/PORT that QEMU listens on;\n"
-"                         unix-connect: sockets DIR/PORT that QEMU connects\n"
-"                         to (again every second while none listens): use\n"
-"                         `record --listen`\n"
-"      --dir DIR          where the chardevs live (default %s/NAME)\n"
-"      --format FMT       qemu (default): QEMU command-line arguments, one\n"
-"                         option and its value per line, quoted for sh;\n"
-"                         libvirt: <controller> and <channel> elements for\n"
-"                         the domain's <devices>\n"
-"      --controller-index I\n"
-"                         libvirt: number the virtio-serial controllers from\n"
-"                         I (default 1: index 0 is the one libvirt gives\n"
-"                         qemu-guest-agent's channel); pick one that\n"
-"                         `virsh dumpxml DOMAIN | grep virtio-serial` does not\n"
-"                         show, or let `setup --domain DOMAIN --apply` choose\n"
-"  -c, --create           create DIR and, for the pipe backend, the FIFOs\n"
-"                         (mode 0600); existing ones are kept\n"
-"  -N, --name NAME        the guest's name (default guest): names the default\n"
-"                         DIR and QEMU's -name; record it with\n"
-"                         --chardev-dir DIR --name NAME\n"
-"      --accel KIND       auto (default): check %s as above; kvm or tcg:\n"
-"                         print that, unchecked; none: no -accel line\n"
-"      --kvm-device DEV   the KVM device auto checks (default %s)\n"
-"  -h, --help             print this help and exit\n"
+#define SETUP_STR_(x)	#x
+#define SETUP_STR(x)	SETUP_STR_(x)
+
+/* No -d/-f: they are record's --duration and --filter (short options mean one thing). */
+enum { OPT_DIR = 256, OPT_FORMAT, OPT_CTL_INDEX, OPT_LIVE, OPT_QMP, OPT_HOTPLUG, OPT_ACCEL,
+       OPT_KVM_DEVICE, OPT_LASTBOOT, OPT_LASTBOOT_EVENTS };
+
+static const char *const accels[] = { "auto", "kvm", "tcg", "none", NULL };
+static const char *const formats[] = { "qemu", "libvirt", NULL };
+
+/*
+ * setup's command line: the one declaration its parsing and --help read
+ * (opts.h). Its four uses each have a usage paragraph (a row's group); an
+ * option two of them take has a row in each, for its help there.
+ */
+static const struct opt_def setup_opts_def[] = {
+	{ "vcpus", 'n', KIND_UINT, "N", "the guest's vCPU count, 1.." SETUP_STR(SETUP_MAX_VCPUS)
+	  " (required)", .min = 1, .max = SETUP_MAX_VCPUS, .what = "the guest's vCPUs" },
+	{ "backend", 'b', KIND_STRING, "KIND",
+"pipe (default): FIFOs DIR/PORT.in (host->guest) and\n"
+"DIR/PORT.out (guest->host);\n"
+"unix: sockets DIR/PORT that QEMU listens on;\n"
+"unix-connect: sockets DIR/PORT that QEMU connects\n"
+"to (again every second while none listens): use\n"
+"`record --listen`" },
+	{ "dir", OPT_DIR, KIND_STRING, "DIR", "where the chardevs live (default " SETUP_DEFAULT_ROOT "/NAME)" },
+	{ "format", OPT_FORMAT, KIND_CHOICE, "FMT",
+"qemu (default): QEMU command-line arguments, one\n"
+"option and its value per line, quoted for sh;\n"
+"libvirt: <controller> and <channel> elements for\n"
+"the domain's <devices>", .choices = formats },
+	{ "controller-index", OPT_CTL_INDEX, KIND_UINT, "I",
+"libvirt: number the virtio-serial controllers from\n"
+"I (default 1: index 0 is the one libvirt gives\n"
+"qemu-guest-agent's channel); pick one that\n"
+"`virsh dumpxml DOMAIN | grep virtio-serial` does not\n"
+"show, or let `setup --domain DOMAIN --apply` choose", .min = 0, .max = SETUP_MAX_CTL_INDEX,
+	  .what = "the first virtio-serial controller's index" },
+	{ "create", 'c', KIND_FLAG, NULL, "create DIR and, for the pipe backend, the FIFOs\n"
+	  "(mode 0600); existing ones are kept" },
+	{ "name", 'N', KIND_STRING, "NAME", "the guest's name (default guest): names the default\n"
+	  "DIR and QEMU's -name; record it with\n--chardev-dir DIR --name NAME" },
+	{ "accel", OPT_ACCEL, KIND_CHOICE, "KIND", "auto (default): check " KVMCHECK_DEVICE " as above; "
+	  "kvm or tcg:\nprint that, unchecked; none: no -accel line", .choices = accels },
+	{ "kvm-device", OPT_KVM_DEVICE, KIND_PATH, "DEV", "the KVM device auto checks (default "
+	  KVMCHECK_DEVICE ")", .what = "the path of the KVM device (e.g. /dev/kvm)" },
+	{ "help", 'h', KIND_FLAG, NULL, "print this help and exit" },
+	{ "last-boot", OPT_LASTBOOT, KIND_STRING, "SIZE", "reserve SIZE (K, M, G) for the boot-mapped "
+	  "instance", .group =
 "\n"
 "Short options mean the same in every subcommand: --dir and --format have\n"
 "none here (-d and -f are record's --duration and --filter).\n"
@@ -142,10 +143,10 @@ static void setup_usage(FILE *f)
 "boot's trace survives until `record --last-boot " SETUP_LASTBOOT_INSTANCE "` has taken it; the\n"
 "agent then turns it on to record this boot. Add them to the kernel command\n"
 "line; QEMU must run without -no-reboot.\n"
-"\n"
-"      --last-boot SIZE   reserve SIZE (K, M, G) for the boot-mapped instance\n"
-"      --last-boot-events SYS:EV,...\n"
-"                         events the instance records from boot on\n"
+"\n" },
+	{ "last-boot-events", OPT_LASTBOOT_EVENTS, KIND_STRING, "SYS:EV,...",
+	  "events the instance records from boot on" },
+	{ "domain", 'D', KIND_STRING, "NAME", "the libvirt domain", .group =
 "\n"
 "Usage: virtio-trace-collect setup --domain NAME [--connect URI] --apply|--remove\n"
 "                                  [--live] [--backend pipe|unix] [--dir DIR]\n"
@@ -156,22 +157,26 @@ static void setup_usage(FILE *f)
 "Without --live they go into the persistent definition, on virtio-serial\n"
 "controllers of their own (30 ports each), for the domain's next boot. Then\n"
 "`record --domain NAME` finds everything itself.\n"
-"\n"
-"  -D, --domain NAME      the libvirt domain\n"
-"  -C, --connect URI      libvirt URI (default: libvirt's default, qemu:///system\n"
-"                         for root)\n"
-"  -a, --apply            add the channels (pipe: and create the FIFOs, owned by\n"
-"                         the user in /etc/libvirt/qemu.conf); running it again\n"
-"                         changes nothing; a changed vCPU count rewrites them\n"
-"  -r, --remove           remove exactly what --apply added\n"
-"      --live             the running domain too: hot-plug the channels into\n"
-"                         it (on free ports of its virtio-serial controllers:\n"
-"                         libvirt cannot hot-plug a controller) or unplug them,\n"
-"                         without a reboot\n"
-"  -b, --backend KIND     pipe (default; DIR default /var/lib/virtio-trace/NAME)\n"
-"                         or unix (without --dir: paths libvirt chooses; the\n"
-"                         only kind --live takes: libvirt hot-plugs no pipe)\n"
-"      --dir DIR          where the chardevs live\n"
+"\n" },
+	{ "connect", 'C', KIND_STRING, "URI", "libvirt URI (default: libvirt's default, qemu:///system\n"
+	  "for root)" },
+	{ "apply", 'a', KIND_FLAG, NULL,
+"add the channels (pipe: and create the FIFOs, owned by\n"
+"the user in /etc/libvirt/qemu.conf); running it again\n"
+"changes nothing; a changed vCPU count rewrites them" },
+	{ "remove", 'r', KIND_FLAG, NULL, "remove exactly what --apply added" },
+	{ "live", OPT_LIVE, KIND_FLAG, NULL,
+"the running domain too: hot-plug the channels into\n"
+"it (on free ports of its virtio-serial controllers:\n"
+"libvirt cannot hot-plug a controller) or unplug them,\n"
+"without a reboot" },
+	{ "backend", 'b', KIND_STRING, "KIND",
+"pipe (default; DIR default /var/lib/virtio-trace/NAME)\n"
+"or unix (without --dir: paths libvirt chooses; the\n"
+"only kind --live takes: libvirt hot-plugs no pipe)" },
+	{ "dir", OPT_DIR, KIND_STRING, "DIR", "where the chardevs live" },
+	{ "qmp", OPT_QMP, KIND_PATH, "SOCKET", "QEMU's QMP socket (one client at a time: not while a\n"
+	  "`record --qmp` holds it)", .what = "the path of QEMU's QMP socket", .group =
 "\n"
 "Controller indexes: --apply puts its controllers after every virtio-serial\n"
 "controller the domain has.\n"
@@ -183,16 +188,44 @@ static void setup_usage(FILE *f)
 "unix:SOCKET,server=on,wait=off): the ports are hot-plugged into the running\n"
 "guest, no reboot, on free ports of its virtio-serial buses, else on a\n"
 "virtio-serial controller hot-plugged for them.\n"
-"\n"
-"      --qmp SOCKET       QEMU's QMP socket (one client at a time: not while a\n"
-"                         `record --qmp` holds it)\n"
-"      --hotplug          plug the ports in (pipe: the FIFOs are made first),\n"
-"                         one per vCPU QEMU has (or --vcpus N), the control\n"
-"                         port last; DIR default\n"
-"                         %s/qemu-PID-START: the pid and start\n"
-"                         time of the process that serves SOCKET (NAME,\n"
-"                         default QEMU's -name, is only shown)\n"
-"\n"
+"\n" },
+	{ "hotplug", OPT_HOTPLUG, KIND_FLAG, NULL,
+"plug the ports in (pipe: the FIFOs are made first),\n"
+"one per vCPU QEMU has (or --vcpus N), the control\n"
+"port last; DIR default\n"
+SETUP_DEFAULT_ROOT "/qemu-PID-START: the pid and start\n"
+"time of the process that serves SOCKET (NAME,\n"
+"default QEMU's -name, is only shown)" },
+	{ NULL },
+};
+
+static const struct opt_habit setup_habits[] = {
+	{ 'd', "record's --duration; setup's directory is --dir" },
+	{ 'f', "record's --filter; setup's format is --format" },
+	{ 0, NULL },
+};
+
+static const struct opt_cmd setup_cmd = {
+	.name = "setup",
+	.usage = "--vcpus N [--backend pipe|unix|unix-connect]\n"
+"                                  [--dir DIR]\n"
+"                                  [--format qemu|libvirt] [--create] [--name NAME]\n"
+"                                  [--controller-index I]\n"
+"                                  [--accel auto|kvm|tcg|none] [--kvm-device DEV]",
+	.about =
+"Print what a guest needs for trace-agent(8): one virtio-serial port per vCPU\n"
+"(trace-path-cpu0 .. trace-path-cpuN-1) and the control port agent-ctl-path,\n"
+"each backed by a host chardev DIR/PORTNAME, at most 30 ports per\n"
+"virtio-serial controller (max_ports=31, port 0 is left to consoles).\n"
+"The QEMU arguments also name the guest with debug-threads=on (so that its\n"
+"vCPU threads are called \"CPU n/...\" and record can find them) and give it\n"
+"a QMP socket DIR/qmp.sock for `record --qmp DIR/qmp.sock`.\n"
+"They start with the accelerator: -accel kvm where this host's /dev/kvm can run\n"
+"a stock guest (then `record --qemu-pid PID` takes KVM's exact per-vCPU TSC\n"
+"offsets as the clock); otherwise -accel tcg, and standard error says why (no\n"
+"/dev/kvm, no access, or a /dev/kvm that runs no stock kernel: kvm_pvm's) and\n"
+"what a TCG guest needs.\n",
+	.tail =
 "A FIFO that is in DIR already is taken only when it is what setup makes (the\n"
 "QEMU's user's, 0600, no link) and no process has it open; DIR must be one\n"
 "nobody but root (or you) can write. With --qmp, --remove unplugs what\n"
@@ -200,8 +233,9 @@ static void setup_usage(FILE *f)
 "\n"
 "Exit status: 0 done or nothing to do; 1 libvirt, QEMU or the files failed;\n"
 "2 usage.\n",
-		SETUP_MAX_VCPUS, SETUP_DEFAULT_ROOT, KVMCHECK_DEVICE, KVMCHECK_DEVICE, SETUP_DEFAULT_ROOT);
-}
+	.defs = setup_opts_def,
+	.habits = setup_habits,
+};
 
 /* Port @i's name: data ports first, then the control port. */
 static void setup_port_name(const struct setup_opts *o, unsigned int i, char *buf, size_t len)
@@ -418,34 +452,11 @@ static int setup_create(const struct setup_opts *o)
 
 static int setup_parse(int argc, char **argv, struct setup_opts *o)
 {
-	/* No -d/-f: they are record's --duration and --filter (short options mean one thing). */
-	enum { OPT_DIR = 256, OPT_FORMAT, OPT_CTL_INDEX, OPT_LIVE, OPT_QMP, OPT_HOTPLUG, OPT_ACCEL,
-	       OPT_KVM_DEVICE };
-	static const struct option longopts[] = {
-		{ "vcpus", required_argument, NULL, 'n' },
-		{ "backend", required_argument, NULL, 'b' },
-		{ "dir", required_argument, NULL, OPT_DIR },
-		{ "format", required_argument, NULL, OPT_FORMAT },
-		{ "controller-index", required_argument, NULL, OPT_CTL_INDEX },
-		{ "create", no_argument, NULL, 'c' },
-		{ "name", required_argument, NULL, 'N' },
-		{ "domain", required_argument, NULL, 'D' },
-		{ "connect", required_argument, NULL, 'C' },
-		{ "apply", no_argument, NULL, 'a' },
-		{ "remove", no_argument, NULL, 'r' },
-		{ "live", no_argument, NULL, OPT_LIVE },
-		{ "qmp", required_argument, NULL, OPT_QMP },
-		{ "hotplug", no_argument, NULL, OPT_HOTPLUG },
-		{ "accel", required_argument, NULL, OPT_ACCEL },
-		{ "kvm-device", required_argument, NULL, OPT_KVM_DEVICE },
-		{ "last-boot", required_argument, NULL, 'L' },
-		{ "last-boot-events", required_argument, NULL, 'E' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
-	};
+	static const char *const backends[] = { "pipe", "unix", "unix-connect", NULL };
 	const char *dir = NULL;
-	char *end;
+	struct opt_val val;
 	unsigned long v;
+	char *end;
 	int c;
 
 	o->name = "guest";
@@ -453,211 +464,147 @@ static int setup_parse(int argc, char **argv, struct setup_opts *o)
 	o->accel = "auto";
 	o->kvm_device = KVMCHECK_DEVICE;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "n:b:cN:D:C:arh", longopts, NULL)) != -1) {
+	while ((c = opt_parse(&setup_cmd, argc, argv, &val)) != -1) {
 		switch (c) {
-		case 'L':
+		case OPT_LASTBOOT:
 			/* reserve_mem's size: digits and one K, M or G. */
-			v = strtoul(optarg, &end, 10);
+			v = strtoul(val.s, &end, 10);
 			if (!v || (*end && (strchr("KMG", *end) == NULL || end[1]))) {
-				fprintf(stderr, "virtio-trace-collect setup: --last-boot SIZE: e.g. 4M\n");
+				collect_usage("--last-boot '%s': a size in bytes, more than 0, with an "
+					      "optional K, M or G suffix (e.g. 4M)", val.s);
 				return -EINVAL;
 			}
-			o->last_boot = optarg;
+			o->last_boot = val.s;
 			break;
-		case 'E':
-			if (strspn(optarg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_:,*") !=
-			    strlen(optarg)) {
-				fprintf(stderr, "virtio-trace-collect setup: --last-boot-events SYS:EV,...\n");
+		case OPT_LASTBOOT_EVENTS:
+			if (strspn(val.s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_:,*") !=
+			    strlen(val.s)) {
+				collect_usage("--last-boot-events '%s': events SYSTEM:EVENT,... of "
+					      "[A-Za-z0-9_*]", val.s);
 				return -EINVAL;
 			}
-			o->last_boot_events = optarg;
+			o->last_boot_events = val.s;
 			break;
 		case 'D':
-			if (!*optarg) {
-				fprintf(stderr, "virtio-trace-collect setup: --domain needs a name\n");
+			if (!*val.s) {
+				collect_usage("-D/--domain '': a libvirt domain's name");
 				return -EINVAL;
 			}
-			o->domain = optarg;
+			o->domain = val.s;
 			break;
-		case 'C':
-			o->uri = optarg;
-			break;
-		case 'a':
-			o->apply = true;
-			break;
-		case 'r':
-			o->remove = true;
-			break;
-		case OPT_LIVE:
-			o->live = true;
-			break;
-		case OPT_QMP:
-			if (!*optarg) {
-				fprintf(stderr, "virtio-trace-collect setup: --qmp needs QEMU's QMP socket\n");
-				return -EINVAL;
-			}
-			o->qmp = optarg;
-			break;
-		case OPT_HOTPLUG:
-			o->hotplug = true;
-			break;
+		case 'C': o->uri = val.s; break;
+		case 'a': o->apply = true; break;
+		case 'r': o->remove = true; break;
+		case OPT_LIVE: o->live = true; break;
+		case OPT_QMP: o->qmp = val.s; break;
+		case OPT_HOTPLUG: o->hotplug = true; break;
 		case OPT_ACCEL:
-			if (strcmp(optarg, "auto") && strcmp(optarg, "kvm") && strcmp(optarg, "tcg") &&
-			    strcmp(optarg, "none")) {
-				fprintf(stderr, "virtio-trace-collect setup: --accel is auto, kvm, tcg or "
-					"none, not '%s'\n", optarg);
-				return -EINVAL;
-			}
-			o->accel = optarg;
+			o->accel = val.s;
 			o->have_accel = true;
 			break;
 		case OPT_KVM_DEVICE:
-			if (!*optarg) {
-				fprintf(stderr, "virtio-trace-collect setup: --kvm-device needs a path\n");
-				return -EINVAL;
-			}
-			o->kvm_device = optarg;
+			o->kvm_device = val.s;
 			o->have_accel = true;
 			break;
-		case 'n':
-			errno = 0;
-			v = strtoul(optarg, &end, 10);
-			if (errno || end == optarg || *end || optarg[0] == '-' || v < 1 ||
-			    v > SETUP_MAX_VCPUS) {
-				fprintf(stderr, "virtio-trace-collect setup: --vcpus must be 1..%d, not '%s'\n",
-					SETUP_MAX_VCPUS, optarg);
-				return -EINVAL;
-			}
-			o->vcpus = v;
-			break;
+		case 'n': o->vcpus = val.u; break;
 		case 'b':
 			o->have_backend = true;
-			o->unix_backend = strcmp(optarg, "pipe") != 0;
-			o->qemu_connects = !strcmp(optarg, "unix-connect");
-			if (strcmp(optarg, "pipe") && strcmp(optarg, "unix") && strcmp(optarg, "socket") &&
-			    !o->qemu_connects) {
-				fprintf(stderr, "virtio-trace-collect setup: --backend is pipe, unix or unix-connect, not '%s'\n",
-					optarg);
+			o->unix_backend = strcmp(val.s, "pipe") != 0;
+			o->qemu_connects = !strcmp(val.s, "unix-connect");
+			/* "socket" is unix's old name, still taken. */
+			if (strcmp(val.s, "socket") && opt_one_of("-b/--backend", val.s, backends) < 0)
 				return -EINVAL;
-			}
 			break;
 		case OPT_DIR:
-			dir = optarg;
+			dir = val.s;
 			o->have_dir = true;
 			break;
 		case OPT_CTL_INDEX:
-			errno = 0;
-			v = strtoul(optarg, &end, 10);
-			if (errno || end == optarg || *end || optarg[0] == '-' || v > SETUP_MAX_CTL_INDEX) {
-				fprintf(stderr, "virtio-trace-collect setup: --controller-index must be "
-					"0..%d, not '%s'\n", SETUP_MAX_CTL_INDEX, optarg);
-				return -EINVAL;
-			}
-			o->ctl_index = v;
+			o->ctl_index = val.u;
 			o->have_ctl_index = true;
 			break;
 		case OPT_FORMAT:
 			o->have_format = true;
-			if (!strcmp(optarg, "qemu")) {
-				o->libvirt = false;
-			} else if (!strcmp(optarg, "libvirt")) {
-				o->libvirt = true;
-			} else {
-				fprintf(stderr, "virtio-trace-collect setup: --format is qemu or libvirt, not '%s'\n",
-					optarg);
-				return -EINVAL;
-			}
+			o->libvirt = val.i == 1;
 			break;
-		case 'c':
-			o->create = true;
-			break;
+		case 'c': o->create = true; break;
 		case 'N':
-			if (!collect_name_ok(optarg)) {
-				fprintf(stderr, "virtio-trace-collect setup: bad guest name '%s' (1..%d of "
-					"A-Z a-z 0-9 _ - ., not starting with '.' or '-')\n",
-					optarg, COLLECT_NAME_MAX - 1);
+			if (!collect_name_ok(val.s)) {
+				collect_usage("-N/--name '%s': a guest's name, 1 to %d of A-Z a-z 0-9 _ - ., "
+					      "not starting with '.' or '-'", val.s, COLLECT_NAME_MAX - 1);
 				return -EINVAL;
 			}
-			o->name = optarg;
+			o->name = val.s;
 			o->have_name = true;
 			break;
-		case 'h':
-			setup_usage(stdout);
+		case OPT_HELP:
 			return 1;
 		default:
-			if (optopt == 'd' || optopt == 'f') {
-				fprintf(stderr, "virtio-trace-collect setup: -%c is record's %s; setup's "
-					"is --%s (see --help)\n", optopt,
-					optopt == 'd' ? "--duration" : "--filter",
-					optopt == 'd' ? "dir" : "format");
-				return -EINVAL;
-			}
-			setup_usage(stderr);
-			return -EINVAL;
+			return -2;	/* opt_parse() said why, and where to look */
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "virtio-trace-collect setup: unexpected argument '%s'\n", argv[optind]);
+		collect_usage("unexpected argument '%s'", argv[optind]);
 		return -EINVAL;
 	}
 	if (o->last_boot_events && !o->last_boot) {
-		fprintf(stderr, "virtio-trace-collect setup: --last-boot-events goes with --last-boot\n");
+		collect_usage("--last-boot-events goes with --last-boot");
 		return -EINVAL;
 	}
 	if (o->last_boot) {
 		if (o->vcpus || o->domain || o->apply || o->remove || o->create || o->have_format ||
 		    o->qmp || o->hotplug || o->live || o->have_accel) {
-			fprintf(stderr, "virtio-trace-collect setup: --last-boot prints kernel "
-				"arguments only: run it on its own\n");
+			collect_usage("--last-boot prints kernel "
+				"arguments only: run it on its own");
 			return -EINVAL;
 		}
 		return 0;
 	}
 	if (o->qmp || o->hotplug) {
 		if (!o->qmp || o->hotplug == o->remove) {
-			fprintf(stderr, "virtio-trace-collect setup: --qmp SOCKET goes with one of "
-				"--hotplug or --remove (see --help)\n");
+			collect_usage("--qmp SOCKET goes with one of "
+				"--hotplug or --remove (see --help)");
 			return -EINVAL;
 		}
 		if (o->domain || o->apply || o->live || o->uri || o->have_format || o->create ||
 		    o->have_ctl_index || o->have_accel) {
-			fprintf(stderr, "virtio-trace-collect setup: --qmp takes --name, --vcpus, "
+			collect_usage("--qmp takes --name, --vcpus, "
 				"--backend and --dir only (--domain, --apply, --live, --format, --create and "
-				"--accel are for the other uses of setup)\n");
+				"--accel are for the other uses of setup)");
 			return -EINVAL;
 		}
 		if (o->qemu_connects) {
-			fprintf(stderr, "virtio-trace-collect setup: --qmp takes --backend pipe or unix\n");
+			collect_usage("--qmp takes --backend pipe or unix");
 			return -EINVAL;
 		}
 		if (!dir)
 			return 0;	/* hotplug_run(): /run/virtio-trace/qemu-PID-START */
 	} else if (o->domain || o->apply || o->remove || o->uri || o->live) {
 		if (!o->domain || o->apply == o->remove) {
-			fprintf(stderr, "virtio-trace-collect setup: --domain NAME goes with one of "
-				"--apply or --remove (see --help)\n");
+			collect_usage("--domain NAME goes with one of "
+				"--apply or --remove (see --help)");
 			return -EINVAL;
 		}
 		if (o->vcpus || o->have_format || o->create || o->have_ctl_index || o->have_accel) {
-			fprintf(stderr, "virtio-trace-collect setup: with --domain the vCPU count and "
+			collect_usage("with --domain the vCPU count and "
 				"controller indexes come from the definition, --format, --create and "
-				"--accel do not apply\n");
+				"--accel do not apply");
 			return -EINVAL;
 		}
 		if (o->qemu_connects) {
-			fprintf(stderr, "virtio-trace-collect setup: --domain takes --backend pipe or "
-				"unix (record --domain connects to the sockets libvirt makes)\n");
+			collect_usage("--domain takes --backend pipe or "
+				"unix (record --domain connects to the sockets libvirt makes)");
 			return -EINVAL;
 		}
 		if (o->remove && (o->have_dir || o->have_backend)) {
-			fprintf(stderr, "virtio-trace-collect setup: --remove takes no --dir or "
-				"--backend: it removes what --apply added\n");
+			collect_usage("--remove takes no --dir or "
+				"--backend: it removes what --apply added");
 			return -EINVAL;
 		}
 		/* libvirt hot-plugs no pipe chardev ("Hotplug unsupported for char device type 'pipe'"). */
 		if (o->live && o->apply && o->have_backend && !o->unix_backend) {
-			fprintf(stderr, "virtio-trace-collect setup: --live needs --backend unix: libvirt "
-				"cannot hot-plug pipe channels\n");
+			collect_usage("--live needs --backend unix: libvirt "
+				"cannot hot-plug pipe channels");
 			return -EINVAL;
 		}
 		if (o->live && o->apply)
@@ -667,18 +614,18 @@ static int setup_parse(int argc, char **argv, struct setup_opts *o)
 		if (!dir && o->remove)
 			return 0;
 		if (!dir && libvirt_default_dir(o->dir, sizeof(o->dir), o->domain) < 0) {
-			fprintf(stderr, "virtio-trace-collect setup: domain '%s' cannot name a "
-				"directory: give --dir DIR\n", o->domain);
+			collect_usage("domain '%s' cannot name a "
+				"directory: give --dir DIR", o->domain);
 			return -EINVAL;
 		}
 		if (!dir)
 			return 0;
 	} else if (!o->vcpus) {
-		fprintf(stderr, "virtio-trace-collect setup: --vcpus N is required (see --help)\n");
+		collect_usage("--vcpus N is required (see --help)");
 		return -EINVAL;
 	} else if (o->have_ctl_index && !o->libvirt) {
-		fprintf(stderr, "virtio-trace-collect setup: --controller-index goes with --format "
-			"libvirt (QEMU's controllers are named vtserN)\n");
+		collect_usage("--controller-index goes with --format "
+			"libvirt (QEMU's controllers are named vtserN)");
 		return -EINVAL;
 	}
 	if (!dir) {
@@ -686,7 +633,7 @@ static int setup_parse(int argc, char **argv, struct setup_opts *o)
 		return 0;
 	}
 	if (!*dir || strchr(dir, '\n')) {
-		fprintf(stderr, "virtio-trace-collect setup: bad --dir '%s'\n", dir);
+		collect_usage("--dir '%s': a directory's path, not empty, of one line", dir);
 		return -EINVAL;
 	}
 	/* QEMU and libvirt resolve relative paths against their own cwd: make it absolute. */
@@ -697,7 +644,7 @@ static int setup_parse(int argc, char **argv, struct setup_opts *o)
 		char cwd[PATH_MAX];
 
 		if (!getcwd(cwd, sizeof(cwd))) {
-			fprintf(stderr, "virtio-trace-collect setup: getcwd: %s\n", strerror(errno));
+			log_err("getcwd: %s", strerror(errno));
 			return -EINVAL;
 		}
 		if (snprintf(o->dir, sizeof(o->dir), "%s/%s", strcmp(cwd, "/") ? cwd : "", dir) >=
@@ -710,7 +657,7 @@ static int setup_parse(int argc, char **argv, struct setup_opts *o)
 	return 0;
 
 err_long:
-	fprintf(stderr, "virtio-trace-collect setup: --dir is too long\n");
+	collect_usage("--dir '%s': a directory's path of at most %zu bytes", dir, sizeof(o->dir) - 1);
 	return -EINVAL;
 }
 
@@ -730,8 +677,11 @@ int setup_main(int argc, char **argv)
 	ret = setup_parse(argc, argv, &o);
 	if (ret > 0)
 		return EXIT_OK;
-	if (ret < 0)
+	if (ret < 0) {
+		if (ret == -EINVAL)
+			opt_try_help();
 		return EXIT_USAGE;
+	}
 	if (o.last_boot) {
 		printf("reserve_mem=%s:4096:%s trace_instance=%s^traceoff@%s%s%s\n", o.last_boot,
 		       SETUP_LASTBOOT_INSTANCE, SETUP_LASTBOOT_INSTANCE, SETUP_LASTBOOT_INSTANCE,

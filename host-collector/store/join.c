@@ -34,6 +34,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "opts.h"
 #include "output.h"
 #include "spool.h"
 #include "text.h"
@@ -48,32 +49,39 @@ struct side {
 	struct spool_data sd;
 };
 
-static void join_usage(FILE *f)
-{
-	fprintf(f,
-"Usage: virtio-trace-collect join SRC DST -o OUT [--name NAME] [--force]\n"
-"                                 [--host-sync-bound NS]\n"
-"\n"
+enum { OPT_NAME = 256, OPT_FORCE, OPT_BOUND };
+
+/* join's command line: the one declaration its parsing and --help read (opts.h). */
+static const struct opt_def join_opts[] = {
+	{ "output", 'o', KIND_PATH, "OUT", "where to write (made if missing)",
+	  .what = "the output directory, where the joined recording goes" },
+	{ "name", OPT_NAME, KIND_NAME, "NAME", "the guest, when the recordings hold several" },
+	{ "force", OPT_FORCE, KIND_FLAG, NULL, "replace a recording in OUT" },
+	{ "host-sync-bound", OPT_BOUND, KIND_U64, "NS", "the two recordings come from two machines: "
+	  "how far\napart their wall clocks may be (PTP, chrony), in ns;\nadded to the "
+	  "destination's clock bound", .what = "nanoseconds" },
+	{ "quiet", 'q', KIND_FLAG, NULL, "no progress messages" },
+	{ NULL },
+};
+
+static const struct opt_cmd join_cmd = {
+	.name = "join",
+	.usage = "SRC DST -o OUT [--name NAME] [--force]\n"
+"                                 [--host-sync-bound NS]",
+	.about =
 "Make one guest trace of a guest that migrated live: SRC is the recording\n"
 "`record --qmp` made on the source host (it ends at the switchover), DST the\n"
 "one `record --incoming` made on the destination. Writes OUT/guest-NAME.dat\n"
 "(the source's pages, then the destination's, each byte once, with a clock\n"
 "epoch per side) and OUT/manifest.json (the blackout, and per CPU what each\n"
 "side gave). Show the whole story with\n"
-"  trace-cmd report -i SRC/host.dat -i DST/host.dat -i OUT/guest-NAME.dat\n"
-"\n"
-"  -o, --output OUT        where to write (made if missing)\n"
-"      --name NAME         the guest, when the recordings hold several\n"
-"      --force             replace a recording in OUT\n"
-"      --host-sync-bound NS  the two recordings come from two machines: how far\n"
-"                          apart their wall clocks may be (PTP, chrony), in ns;\n"
-"                          added to the destination's clock bound\n"
-"  -q, --quiet             no progress messages\n"
-"  -h, --help              print this help and exit\n"
-"\n"
+"  trace-cmd report -i SRC/host.dat -i DST/host.dat -i OUT/guest-NAME.dat\n",
+	.tail =
 "Exit status: 0 joined; 1 nothing written; 2 usage error; 3 written, with\n"
-"problems (see OUT/manifest.json).\n");
-}
+"problems (see OUT/manifest.json).\n",
+	.defs = join_opts,
+	.col = 26,
+};
 
 static void side_close(struct side *s)
 {
@@ -433,15 +441,6 @@ static void place_streams(struct trace_sum *j, const struct side *src, const str
  */
 int join_main(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "name", required_argument, NULL, 'n' },
-		{ "force", no_argument, NULL, 'f' },
-		{ "host-sync-bound", required_argument, NULL, 'b' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	static struct side src, dst;
 	static struct trace_sum j;
 	static struct join_sum js;
@@ -450,43 +449,30 @@ int join_main(int argc, char **argv)
 	char found[COLLECT_NAME_MAX], other[COLLECT_NAME_MAX];
 	bool force = false, two, bound_given = false;
 	uint64_t stop, extra = 0;
+	struct opt_val v;
 	unsigned int i;
-	char *end;
 	int c, ret, status = EXIT_FAIL;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:qh", longopts, NULL)) != -1) {
+	while ((c = opt_parse(&join_cmd, argc, argv, &v)) != -1) {
 		switch (c) {
-		case 'o': out = optarg; break;
-		case 'n':
-			if (!collect_name_ok(optarg)) {
-				fprintf(stderr, "virtio-trace-collect join: --name '%s': not a guest name\n",
-					optarg);
-				return EXIT_USAGE;
-			}
-			name = optarg;
-			break;
-		case 'f': force = true; break;
-		case 'b':
-			extra = strtoull(optarg, &end, 10);
-			if (*end || optarg[0] == '-') {
-				fprintf(stderr, "virtio-trace-collect join: --host-sync-bound '%s': a number "
-					"of nanoseconds\n", optarg);
-				return EXIT_USAGE;
-			}
+		case 'o': out = v.s; break;
+		case OPT_NAME: name = v.s; break;
+		case OPT_FORCE: force = true; break;
+		case OPT_BOUND:
+			extra = v.u64;
 			bound_given = true;
 			break;
 		case 'q': collect_quiet = true; break;
-		case 'h': join_usage(stdout); return EXIT_OK;
-		default:
-			fprintf(stderr, "Try 'virtio-trace-collect join --help'.\n");
-			return EXIT_USAGE;
+		case OPT_HELP: return EXIT_OK;
+		default: return EXIT_USAGE;	/* opt_parse() said why */
 		}
 	}
 	if (argc - optind != 2 || !out) {
-		fprintf(stderr, "virtio-trace-collect join: %s\nTry 'virtio-trace-collect join --help'.\n",
-			argc - optind != 2 ? "give the source's and the destination's recordings: SRC DST" :
-			"give the output directory: -o OUT");
+		collect_usage("%s", argc - optind != 2 ?
+			      "give the source's and the destination's recordings: SRC DST" :
+			      "-o/--output is missing: the output directory, where the joined recording goes");
+		opt_try_help();
 		return EXIT_USAGE;
 	}
 	if (side_open(&src, argv[optind]) < 0 || side_open(&dst, argv[optind + 1]) < 0)

@@ -227,9 +227,9 @@ int output_previous(int out_fd, const char *out_dir, bool force)
 		if (k == PREV_NONE || fstatat(out_fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;
 		if (S_ISLNK(st.st_mode) || (k == PREV_FILE ? !S_ISREG(st.st_mode) : !S_ISDIR(st.st_mode))) {
-			log_err("%s/%s is %s: refusing to record into %s", out_dir, de->d_name,
-				S_ISLNK(st.st_mode) ? "a symbolic link" : "not what the collector makes",
-				out_dir);
+			log_err("-o/--output '%s': %s/%s is %s: refusing to record into it", out_dir,
+				out_dir, de->d_name,
+				S_ISLNK(st.st_mode) ? "a symbolic link" : "not what the collector makes");
 			ret = -ELOOP;
 		} else if (!first[0]) {
 			snprintf(first, sizeof(first), "%s", de->d_name);
@@ -238,8 +238,8 @@ int output_previous(int out_fd, const char *out_dir, bool force)
 	if (ret < 0 || !first[0])
 		goto out;
 	if (!force) {
-		log_err("%s holds a previous recording (%s): give --force to replace it, or another "
-			"-o DIR", out_dir, first);
+		log_err("-o/--output '%s': the output directory holds a previous recording (%s): "
+			"give --force to replace it, or another -o DIR", out_dir, first);
 		ret = -EEXIST;
 		goto out;
 	}

@@ -42,7 +42,7 @@ scn_script "$WORK/flood" "flood vt-kc $N 0 64" "!sleep 0.3"
 one() {
     local name=$1 cpu got
     OUT=$WORK/out-$name
-    scn_record -v --kallsyms-cache "$KC" --chardev-dir "$PORTS" --name e2e --qemu-pid "$VT_QEMU_PID" \
+    scn_record --verbose --kallsyms-cache "$KC" --chardev-dir "$PORTS" --name e2e --qemu-pid "$VT_QEMU_PID" \
         -e sched:sched_switch -- "$WORK/flood"
     cp "$WORK/record.log" "$WORK/record-$name.log"
     grep -E 'cache|recording$' "$WORK/record.log" | sed "s/^/    $name | /"

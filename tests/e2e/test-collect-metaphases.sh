@@ -33,7 +33,7 @@ scn_boot
 one() {
     local name=$1 script=$2 n ks
     OUT=$WORK/out-$name
-    scn_record -v --chardev-dir "$PORTS" --name e2e -e sched:sched_switch -- "$script"
+    scn_record --verbose --chardev-dir "$PORTS" --name e2e -e sched:sched_switch -- "$script"
     cp "$WORK/record.log" "$WORK/record-$name.log"
     grep -E 'answered in|stop waits|recording$' "$WORK/record.log" | sed "s/^/    $name | /"
     [ $CRC = 0 ] || { sed 's/^/    | /' "$WORK/record.log"; bad "$name: record exited $CRC, want 0"; }

@@ -314,7 +314,7 @@ SH
     OUT=$WORK/out-$phase
     t=$(vt_now)
     timeout -k 5 200 "$COLLECT" record --domain "$DOM" --connect "$URI" ${live:+--wait=120} -e sched -e irq -e timer \
-        --host-events sched:sched_switch --sync-probes 50 -o "$OUT" -v -- "$WORK/flood" 2>&1 |
+        --host-events sched:sched_switch --sync-probes 50 -o "$OUT" --verbose -- "$WORK/flood" 2>&1 |
         while IFS= read -r l; do echo "$(vt_secs "$t" "$(vt_now)") $l"; done >"$WORK/record-$phase.log" &
     COLLECT_PID=$!
     if [ -n "$live" ]; then

@@ -25,7 +25,7 @@ RATE=${VT_MIGRATE_RATE:-600}
 mig_begin
 mig_boot_src
 mig_record src --chardev-dir "$SRC/ports" --name e2e --qmp "$SRC/ports/qmp.sock" -o "$SRC/out" \
-    -v -e sched -e irq --host-events sched:sched_switch --sync-interval 0.5 --stop-timeout 30
+    --verbose -e sched -e irq --host-events sched:sched_switch --sync-interval 0.5 --stop-timeout 30
 vt_test_say "$SRC/ports" "waiton 60" 70 || bad "the source's agent did not start recording"
 echo "$ME: the source records ($ANSWER)"
 sleep 1.5

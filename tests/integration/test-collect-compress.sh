@@ -22,7 +22,7 @@ mkdir -p "$p"
 # 2 MiB/s per CPU: the collector has idle time to compress in.
 fake vz --fifo "$p" --fixture "$DATA/cap-guest" --repeat $K --rate 2M --retime
 pid=$FAKE_PID
-collect rec --chardev-dir "$p" --name vz -o "$out" --duration 3 --keep-spool -v
+collect rec --chardev-dir "$p" --name vz -o "$out" --duration 3 --keep-spool --verbose
 fake_end $pid
 [ $RC = 0 ] || { show "$WORK/rec.log"; fail "collector exited $RC, want 0"; }
 check_exact "$out" vz "$DATA/cap-guest" $K
@@ -108,7 +108,7 @@ for opt in --no-compress --compress-at-end; do
 	mkdir -p "$p2"
 	fake vn --fifo "$p2" --fixture "$DATA/cap-guest" --repeat 3 --retime
 	pid=$FAKE_PID
-	collect "n$opt" --chardev-dir "$p2" --name vn -o "$out2" --duration 1 --keep-spool $opt -v
+	collect "n$opt" --chardev-dir "$p2" --name vn -o "$out2" --duration 1 --keep-spool $opt --verbose
 	fake_end $pid
 	[ $RC = 0 ] || { show "$WORK/n$opt.log"; fail "$opt: collector exited $RC"; }
 	check_exact "$out2" vn "$DATA/cap-guest" 3

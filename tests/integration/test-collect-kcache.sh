@@ -99,7 +99,7 @@ rec r6 --kallsyms-key 5eed1234 -- --kallsyms-cache "$kc" --no-kallsyms-cache --q
 [ "$(md5sum <"$entry")" = "$before" ] || fail "r6: the cache was written with --no-kallsyms-cache"
 
 # 6. no VM the host knows: nothing cached, and said
-rec r7 --kallsyms-key 0bad0bad -- --kallsyms-cache "$kc" -v
+rec r7 --kallsyms-key 0bad0bad -- --kallsyms-cache "$kc" --verbose
 [ "$(fromcache r7)" = false ] || fail "r7: kallsyms_from_cache = $(fromcache r7), want false"
 [ "$(ls -A "$kc")" = "$(basename "$entry")" ] || fail "r7: $kc holds $(ls -A "$kc" | tr '\n' ' ')"
 guest_json "$WORK/o-r7" kg .kallsyms_cache_note | grep -q "^nothing the host knows tells its VM apart" ||

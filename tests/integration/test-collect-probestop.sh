@@ -25,7 +25,7 @@ pq=$WORK/pq pz=$WORK/pz
 mkdir -p "$pq" "$pz"
 fake quick --fifo "$pq" --fixture "$DATA/cap-guest" --repeat 2 --retime
 pid=$FAKE_PID
-collect rec1 --chardev-dir "$pq" --name quick -o "$WORK/out1" -d 1 --sync probe --sync-probes 1000 -v
+collect rec1 --chardev-dir "$pq" --name quick -o "$WORK/out1" -d 1 --sync probe --sync-probes 1000 --verbose
 fake_end $pid
 [ $RC = 0 ] || { show "$WORK/rec1.log" "$WORK/quick.fake"; fail "run 1: collector exited $RC, want 0"; }
 n=$(bursts quick | wc -l)
@@ -42,7 +42,7 @@ check_exact "$WORK/out1" quick "$DATA/cap-guest" 2
 
 fake shrink --fifo "$pz" --fixture "$DATA/cap-guest" --repeat 2 --retime --probe-shrink
 pid=$FAKE_PID
-collect rec2 --chardev-dir "$pz" --name shrink -o "$WORK/out2" -d 4 --sync probe --sync-probes 30 -v
+collect rec2 --chardev-dir "$pz" --name shrink -o "$WORK/out2" -d 4 --sync probe --sync-probes 30 --verbose
 fake_end $pid
 [ $RC = 0 ] || { show "$WORK/rec2.log" "$WORK/shrink.fake"; fail "run 2: collector exited $RC, want 0"; }
 echo "run 2: probes: $(bursts shrink | tr '\n' ' ')"
@@ -56,7 +56,7 @@ ph=$WORK/ph
 mkdir -p "$ph"
 fake held --fifo "$ph" --fixture "$DATA/cap-guest" --repeat 2 --retime --probe-delay 30
 pid=$FAKE_PID
-collect rec3 --chardev-dir "$ph" --name held -o "$WORK/out3" -d 2 --sync probe -v
+collect rec3 --chardev-dir "$ph" --name held -o "$WORK/out3" -d 2 --sync probe --verbose
 fake_end $pid
 [ $RC = 0 ] || { show "$WORK/rec3.log" "$WORK/held.fake"; fail "run 3: collector exited $RC, want 0"; }
 echo "run 3: probes: $(bursts held | tr '\n' ' ')"

@@ -119,9 +119,9 @@ bad_value() { # bad_value WANT ARGS...: record ARGS must exit 2 with the line WA
 		[ "$(wc -l <"$WORK/bv.err")" = 2 ] && [ ! -s "$WORK/bv.out" ] ||
 		fail "record $*: exit $rc, said '$(head -c 300 "$WORK/bv.err" | tr '\n' '|')', want 'virtio-trace-collect record: $want'"
 }
-bad_value "--duration 'abc': seconds, more than 0" -d abc
-bad_value "--duration '0': seconds, more than 0" -d 0
-bad_value "--duration '5s': seconds, more than 0" --duration 5s
+bad_value "-d/--duration 'abc': seconds, more than 0" -d abc
+bad_value "-d/--duration '0': seconds, more than 0" -d 0
+bad_value "-d/--duration '5s': seconds, more than 0" --duration 5s
 bad_value "--max-size '10X': a size in bytes, more than 0, with an optional K, M or G suffix (e.g. 512M)" --max-size 10X
 bad_value "--qemu-pid 'abc': a process id, a whole number above 0" --qemu-pid abc
 bad_value "--qemu-pid '-5': a process id, a whole number above 0" --qemu-pid -5

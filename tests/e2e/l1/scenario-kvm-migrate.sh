@@ -10,7 +10,7 @@
 #       virtio-trace-collect record --chardev-dir DST/ports --name e2e --incoming
 #           --qemu-pid DSTPID --qmp DST/ports/qmp.sock $REC -o OUT/dst
 #     where REC is --sync kvm --sync-check --sync-interval 0.5 --sync-probes 24 -e sched -e irq
-#     --host-events sched:sched_process_exit -v --stop-timeout 30 $REC_ARGS;
+#     --host-events sched:sched_process_exit --verbose --stop-timeout 30 $REC_ARGS;
 #   - vt-e2e-guest floods MIG_MARKERS markers per vCPU at MIG_RATE per second ("flood mig"),
 #     asked on the source's port; 2 s later the source's HMP `migrate -d`, then `info migrate`
 #     until it completes; the flood's answer comes on the destination's port;
@@ -31,7 +31,7 @@ L2_HMP=1
 L2_MEM=${L2_MEM:-384}
 N=${MIG_MARKERS:-4000}
 RATE=${MIG_RATE:-300}
-REC="--sync kvm --sync-check --sync-interval 0.5 --sync-probes 24 -e sched -e irq --host-events sched:sched_process_exit -v --stop-timeout 30 ${REC_ARGS:-}"
+REC="--sync kvm --sync-check --sync-interval 0.5 --sync-probes 24 -e sched -e irq --host-events sched:sched_process_exit --verbose --stop-timeout 30 ${REC_ARGS:-}"
 
 # side src|dst: point L2_* (l1_say, l1_hmp, l1_l2_wait_off) at that QEMU.
 side() {
