@@ -104,6 +104,8 @@ struct vc_vcpu {
 	int wait_next, wait_prev;	/* in the list of vCPUs waiting for cpu */
 	bool waiting;
 	struct acc *acc;
+	bool have_steal;		/* the guest's agent sent its steal time */
+	uint64_t steal_ns, tick_ns;	/* over the recording; its resolution */
 	/*
 	 * Charges a guest record made past the last host record: undone at the
 	 * end if no host record follows (the span is the host file's).
@@ -437,6 +439,31 @@ int vcpus_an_add_guest(struct vcpus_an *a, const char *name, int nr_vcpus, const
 		a->nr_vcpus++;
 	}
 	return a->nr_guests++;
+}
+
+/**
+ * vcpus_an_guest_steal() - a guest vCPU's steal time as its kernel counted it
+ * @a: the analysis
+ * @guest: what vcpus_an_add_guest() returned
+ * @vcpu: the vCPU (the guest's CPU number)
+ * @steal_ns: its steal time over the recording (/proc/stat, STOP minus START)
+ * @tick_ns: the resolution of @steal_ns (one USER_HZ tick)
+ *
+ * Return: 0, or -EINVAL for a guest or vCPU that is not known.
+ */
+int vcpus_an_guest_steal(struct vcpus_an *a, int guest, int vcpu, uint64_t steal_ns,
+			 uint64_t tick_ns)
+{
+	struct vc_vcpu *v;
+
+	if (guest < 0 || (unsigned int)guest >= a->nr_guests || vcpu < 0 ||
+	    vcpu >= a->guests[guest].nr_vcpus)
+		return -EINVAL;
+	v = &a->vcpus[a->guests[guest].first + vcpu];
+	v->have_steal = true;
+	v->steal_ns = steal_ns;
+	v->tick_ns = tick_ns;
+	return 0;
 }
 
 static struct vc_vcpu *vcpu_of(struct vcpus_an *a, int tid)
@@ -1385,6 +1412,49 @@ static void print_acc(const struct vcpus_an *a, FILE *f, const char *indent, con
 	pline(f, indent, "unknown", unknown, wall);
 }
 
+/*
+ * The guest's steal time beside the preempted time we measured. They count
+ * the same thing (KVM's steal is the vCPU thread's run_delay: runnable, not
+ * running), so they should agree up to the bound: 5% of the larger, but no
+ * less than two USER_HZ ticks. /proc/stat truncates a cumulative count to
+ * whole ticks at each of the two reads, and the agent reads at its START and
+ * STOP, not at the host file's first and last records.
+ */
+struct vc_steal {
+	uint64_t steal, pre, bound;
+	int64_t diff;			/* steal - preempted */
+	bool agree;
+};
+
+static void steal_check(const struct vcpus_an *a, const struct vc_vcpu *v, struct vc_steal *st)
+{
+	uint64_t big;
+	unsigned int i;
+
+	st->steal = v->steal_ns;
+	st->pre = 0;
+	for (i = 0; i < a->nr_htasks; i++)
+		st->pre += v->acc->pre[i];
+	big = st->steal > st->pre ? st->steal : st->pre;
+	st->bound = big / 20;
+	if (st->bound < 2 * v->tick_ns)
+		st->bound = 2 * v->tick_ns;
+	st->diff = (int64_t)st->steal - (int64_t)st->pre;
+	st->agree = (uint64_t)(st->diff < 0 ? -st->diff : st->diff) <= st->bound;
+}
+
+static void print_steal(const struct vcpus_an *a, FILE *f, const struct vc_vcpu *v)
+{
+	struct vc_steal st;
+
+	if (!v->have_steal)
+		return;
+	steal_check(a, v, &st);
+	fprintf(f, "    steal (the guest's /proc/stat)  %14" PRIu64 " ns, preempted %" PRIu64
+		" ns: %s (differ by %" PRId64 " ns, bound %" PRIu64 " ns: 5%% or 2 ticks)\n",
+		st.steal, st.pre, st.agree ? "agree" : "DISAGREE", st.diff, st.bound);
+}
+
 static bool guest_wanted(const struct vcpus_an *a, unsigned int g, const char *only)
 {
 	return !only || !strcmp(a->guests[g].name, only);
@@ -1428,6 +1498,7 @@ void vcpus_an_print(const struct vcpus_an *a, FILE *f, const char *only)
 			fprintf(f, "  guest %s vCPU %d (host thread %d): %" PRIu64 " ns\n", gu->name,
 				v->vcpu, v->tid, wall);
 			print_acc(a, f, "    ", "      ", v->acc, wall, buf);
+			print_steal(a, f, v);
 			for (p = 0; p < a->nr_pairs; p++) {
 				const struct vc_pair *pr = &a->pairs[p];
 				const struct vc_gtask *t = &a->gtasks[pr->gtask];
@@ -1793,6 +1864,18 @@ void vcpus_an_json(const struct vcpus_an *a, struct jw *w, const char *only)
 			jw_i64(w, "tid", v->tid);
 			jw_u64(w, "wall_ns", wall);
 			json_states(a, w, v->acc, buf);
+			if (v->have_steal) {
+				struct vc_steal st;
+
+				steal_check(a, v, &st);
+				jw_obj(w, "steal");
+				jw_u64(w, "guest_ns", st.steal);
+				jw_u64(w, "preempted_ns", st.pre);
+				jw_i64(w, "diff_ns", st.diff);
+				jw_u64(w, "bound_ns", st.bound);
+				jw_bool(w, "agree", st.agree);
+				jw_end(w, '}');
+			}
 			jw_arr(w, "tasks");
 			for (p = 0; p < a->nr_pairs; p++) {
 				const struct vc_pair *pr = &a->pairs[p];
