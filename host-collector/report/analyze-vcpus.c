@@ -529,6 +529,18 @@ static void unique_name(char *name, const char *names, size_t stride, unsigned i
 	}
 }
 
+/*
+ * Whether @comm differs from the comm that @name ("COMM[PID]" or a plain
+ * COMM) was made of: cheap, for every switch. A comm that an_sanitize()
+ * changes compares unequal each time and is only renamed to itself.
+ */
+static bool comm_changed(const char *name, const char *comm)
+{
+	size_t l = strnlen(comm, 16);
+
+	return strncmp(name, comm, l) || (name[l] != '[' && name[l] != '\0');
+}
+
 /* The task a preempted vCPU's time goes to: a vCPU thread is named as its guest and vCPU. */
 static int htask(struct vcpus_an *a, int pid, const char *comm, int cpu)
 {
@@ -538,19 +550,30 @@ static int htask(struct vcpus_an *a, int pid, const char *comm, int cpu)
 	struct vc_vcpu *v;
 	int i;
 
-	i = ht_get(&a->ht_htask, key);
-	if (i >= 0)
-		return i;
-	if (a->nr_htasks >= VC_MAX_HTASKS)
-		return HT_OTHER;
-	name = a->htasks[a->nr_htasks];
 	v = vcpu_of(a, pid);
+	i = ht_get(&a->ht_htask, key);
+	/*
+	 * A task is named by its last comm: one that renames itself (exec,
+	 * prctl, /proc/PID/comm) after it first took a vCPU's CPU is known
+	 * by the name it ended with, not by its parent's (sh).
+	 */
+	if (i >= 0 && (v || !pid || !comm_changed(a->htasks[i], comm)))
+		return i;
+	if (i < 0 && a->nr_htasks >= VC_MAX_HTASKS)
+		return HT_OTHER;
+	name = a->htasks[i >= 0 ? i : (int)a->nr_htasks];
 	if (v)
 		snprintf(buf, sizeof(buf), "guest %s vCPU %d", a->guests[v->guest].name, v->vcpu);
 	else
 		snprintf(buf, sizeof(buf), "%.16s[%d]", comm, pid);
+	an_sanitize(buf);
+	if (i >= 0) {
+		name[0] = '\0';	/* not a clash with itself */
+		unique_name(buf, a->htasks[0], VC_NAME_LEN, a->nr_htasks, a->nr_htasks);
+		memcpy(name, buf, VC_NAME_LEN);
+		return i;
+	}
 	memcpy(name, buf, VC_NAME_LEN);
-	an_sanitize(name);
 	unique_name(name, a->htasks[0], VC_NAME_LEN, a->nr_htasks, a->nr_htasks);
 	ht_put(&a->ht_htask, key, a->nr_htasks);
 	return a->nr_htasks++;
@@ -988,8 +1011,15 @@ static int gtask(struct vcpus_an *a, int guest, int pid, const char *comm)
 	struct vc_gtask *t;
 	int i = ht_get(&a->ht_gtask, key);
 
-	if (i >= 0)
+	if (i >= 0) {
+		/* By its last name, as a host task (htask()). */
+		t = &a->gtasks[i];
+		if (pid && comm_changed(t->comm, comm)) {
+			snprintf(t->comm, sizeof(t->comm), "%.16s", comm);
+			an_sanitize(t->comm);
+		}
 		return i;
+	}
 	if (a->nr_gtasks >= VC_MAX_GTASKS)
 		return -1;
 	t = &a->gtasks[a->nr_gtasks];
