@@ -20,14 +20,15 @@
 #       vCPU 0's CPU while vCPU 0 was runnable (switched out in state R, or woken, until switched
 #       in), recounted from the host's sched_switch/sched_wakeup, within 2%;
 #   contend: the wakeups of vt-sleeper among --latency=0's worst: their latency charged to guest
-#       tasks (or in the guest) for at least 95%, under 5% to the host (preempted, exits);
+#       tasks (or in the guest) for at least 80%, under 5% to host tasks (preempted), under 20%
+#       to KVM's exits (the guest's own timer interrupt and msr writes: 4.5-13% under nested TCG);
 #   steal (hog): the guest's steal time (its agent's /proc/stat, the manifest) and the
 #       preempted time agree as report's steal object says (5% or two USER_HZ ticks); printed
 #       with the difference;
 #   every record exited 0; no tracefs instance left in L1; vCPU 0's affinity restored; L2's
 #   console clean.
 # Each scenario's `report --vcpus` text is printed. Env: as test-kvm-collect.sh (VT_KEEP=1 keeps
-# the work dir and prints `kept DIR`), LOAD_MS (2500). Exit: 0 pass, 1 fail, 77 skip.
+# the work dir and prints `kept DIR`), LOAD_MS (2500), HOG_MS (5000). Exit: 0 pass, 1 fail, 77 skip.
 echo "test-kvm-vcpus: report --vcpus/--latency under real KVM (nested SVM in a TCG L1): idle, exit storm, host preemption by vt-hog, guest contention; conservation against trace-cmd, steal against preempted"
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -41,6 +42,7 @@ bad() { echo "$ME: FAIL: $*"; fail=1; }
 vt_collect_build >"$WORK/build.out"; rc=$?
 [ $rc = 0 ] || { cat "$WORK/build.out"; exit $rc; }
 VT_L1_ENV="LOAD_MS=${LOAD_MS:-2500}
+HOG_MS=${HOG_MS:-5000}
 ${VT_L1_ENV:-}"
 vt_kvm_scenario "$HERE/l1/scenario-kvm-vcpus.sh"; rc=$?
 [ $rc = 0 ] || { bad "the run in L1: $VT_L1_RESULT: $VT_L1_REASON"; KEEP=1; echo "$ME: FAIL"; exit 1; }
@@ -114,13 +116,15 @@ if scn == "idle":
     # Not "halted >= 90% of wall": under nested TCG each interrupt the idle guest takes (its
     # tick, RCU, the agent's wakeups) runs its idle task for tens of microseconds in the guest
     # and in msr/hlt exits; with L1's preemptions and the recording's own tasks (agent,
-    # vt-e2e-guest) that left 62-65% halted in the runs (tests/e2e/l1/README.md). So: idle
+    # vt-e2e-guest) that left 78-88% halted in the runs (62-65% with kallsyms read). So: idle
     # (halted, or the guest's idle task running) at least 90% of the time the host's
     # preemptions and the recording's own tasks left, and halted at least half of the wall.
     for n, v in sorted(byv.items()):
         st, w = v["states"], v["wall_ns"]
         h = st["halted"]
-        own = sum(t["wall_ns"] for t in v["tasks"] if t["comm"].startswith(("trace-agent", "vt-e2e-guest")))
+        # The recording's own tasks' running (their halted time is the vCPU's, counted there).
+        own = sum(t["wall_ns"] - t["states"]["halted"] - leaves(t["states"]["preempted"])
+                  for t in v["tasks"] if t["comm"].startswith(("trace-agent", "vt-e2e-guest")))
         idl = sum(t["states"]["guest"] + leaves(t["states"]["exit_kernel"]) + leaves(t["states"]["exit_userspace"])
                   for t in v["tasks"] if t["comm"].startswith("swapper"))
         pre = leaves(st["preempted"])
@@ -202,10 +206,15 @@ elif scn == "contend":
         (len(sl), len(g["worst"]), tot, gt, 100.0 * gt / tot if tot else 0, hst, 100.0 * hst / tot if tot else 0))
     for w in sl[:3]:
         say("contend:   %s[%d] on vCPU %d: %d ns %s" % (w["comm"], w["pid"], w["vcpu"], w["latency_ns"], json.dumps(w["causes"])))
+    # The host's share is its tasks' (preempted): under 5%. KVM's exits while the sleeper
+    # waits are the guest's own: the timer interrupt that wakes it, its EOI and the next
+    # deadline (msr) come at the start of each wait. Under nested TCG each costs tens of
+    # microseconds: 4.5% and 13% of the sleeper's waits in two runs, 6.3-6.5% of vCPU 1's whole
+    # time there: under 20%. The guest's tasks then have at least 80%.
     if not sl:
         fail("contend: no vt-sleeper wakeup among the worst")
-    elif gt < 0.95 * tot or hst >= 0.05 * tot:
-        fail("contend: vt-sleeper's latency %d ns: guest tasks %d, host %d" % (tot, gt, hst))
+    elif gt < 0.80 * tot or pre >= 0.05 * tot or ex >= 0.20 * tot:
+        fail("contend: vt-sleeper's latency %d ns: guest tasks %d, preempted %d, exits %d" % (tot, gt, pre, ex))
 print("\n".join(out))
 PY
     sed "s/^INFO /$ME: $s: /; s/^FAIL /$ME: $s: FAIL: /" "$WORK/$s.oracle"

@@ -92,6 +92,10 @@ echo "tid $tid wall $wall sum $sum running $running halted $halted preempted $pr
 	fail "halted $halted, preempted $pre of $wall"
 [ "$running" -gt 0 ] && [ "$hog" -gt 0 ] || fail "running $running, preempted by vt-hog $hog"
 # Steal: the manifest has the agent's lines; the report sets them beside the preempted time.
+if python3 -c 'import jsonschema' 2>/dev/null; then
+	python3 "$VT_SRCDIR/scripts/validate-json.py" "$VT_SRCDIR/doc/manifest.schema.json" "$out/manifest.json" ||
+		fail "the manifest with steal lines does not match doc/manifest.schema.json"
+fi
 [ "$(jq -r '[.guests[0].cpus[] | .stats.steal_ns] | map(tostring) | join(" ")' "$out/manifest.json")" = \
 	"$steal 70000000" ] || fail "the manifest's steal_ns: $(jq -c '[.guests[0].cpus[].stats]' "$out/manifest.json")"
 [ "$(jq -c "$v.steal" "$WORK/r.json")" = \

@@ -7,16 +7,19 @@
 # bounded by REC_BOUND (150) s, while NAME.sh injects one known cause of vCPU time:
 #   storm  in L2, `vt-e2e-guest load port 1 MS vt-port 0x80` (port I/O in a loop on vCPU 1,
 #          each inb an io exit to QEMU);
-#   hog    in L1, vCPU 0's thread alone on L1's CPU 0 (L2's other threads and the collector on
-#          CPU 1) for the whole recording, and a busy loop named vt-hog pinned there too while
-#          L2 busy-loops on vCPU 0 (`load burn 0 MS vt-burn`);
+#   hog    in L1, vCPU 0's thread alone on L1's CPU 0 (every other task that may move, the
+#          collector too, on CPU 1) for the whole recording, and a busy loop named vt-hog pinned there too while
+#          L2 busy-loops on vCPU 0 (`load burn 0 HOG_MS vt-burn`, 5000: L1's kernel threads
+#          that cannot leave CPU 0, its migration stopper and kworkers, took 100-120 ms of each
+#          recording, and vt-hog's share must be 95%);
 #   contend in L2, two busy loops and a sleeper (10 ms at a time, nice 19) pinned to vCPU 1;
 #          in L1, vCPU 1's thread alone on CPU 1 (the rest on CPU 0);
+# (the tasks that may move get back the mask vCPU 0's thread had at first after each)
 #   idle   nothing: L2 idles for IDLE_SECS (4) s (last: kallsyms is cached by then, so the
 #          agent does not read it in this recording).
 # After each, L2's threads get their affinity back. MS is LOAD_MS (2500). OUT gets NAME/ (the
 # recording), NAME.rc, NAME.log, l2pid, l2-threads ("TID COMM"), vcpu0-affinity.after,
-# tracefs-instances.after, l2-l2-console.log. Env (VT_L1_ENV): LOAD_MS, IDLE_SECS, REC_BOUND,
+# tracefs-instances.after, l2-l2-console.log. Env (VT_L1_ENV): LOAD_MS, HOG_MS, IDLE_SECS, REC_BOUND,
 # VCPU_SCENARIOS, L2_*. Exit: 1 only when L2 did not come up or power off, or a record had to
 # be stopped.
 . /etc/vt/l1-lib.sh
@@ -51,7 +54,7 @@ cat >/tmp/hog.sh <<EOF
 $head
 taskset 1 sh -c 'printf vt-hog >/proc/self/comm; while :; do :; done' &
 hog=\$!
-l1_say 'sh vt-e2e-guest load burn 0 $MS vt-burn' 120
+l1_say 'sh vt-e2e-guest load burn 0 ${HOG_MS:-5000} vt-burn' 120
 kill \$hog
 EOF
 cat >/tmp/contend.sh <<EOF
@@ -59,9 +62,11 @@ $head
 l1_say 'sh vt-e2e-guest load burn 1 $MS vt-burn1 & vt-e2e-guest load burn 1 $MS vt-burn2 & vt-e2e-guest load sleep 1 $MS vt-sleeper 10000; wait' 120
 EOF
 
-# pin MASK [VCPU_TID VCPU_MASK]: all of L2's threads on MASK, then one vCPU thread on VCPU_MASK.
+# pin MASK [VCPU_TID VCPU_MASK]: every task of L1 that may move (L2's threads, the keeper VM's,
+# the heartbeat's shell, kernel threads that are not per CPU) on MASK, then one vCPU thread on
+# VCPU_MASK: that CPU is left to the vCPU, vt-hog and the per-CPU kernel threads.
 pin() {
-    for t in /proc/"$L2_PID"/task/*; do taskset -p "$1" "${t##*/}" >/dev/null; done
+    for t in /proc/[0-9]*/task/[0-9]*; do taskset -p "$1" "${t##*/}" >/dev/null 2>&1; done
     [ -z "${2:-}" ] || taskset -p "$3" "$2" >/dev/null
 }
 
