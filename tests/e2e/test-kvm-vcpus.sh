@@ -16,7 +16,9 @@
 #       (not halted >= 90% of wall: under nested TCG the idle guest's interrupts cost ~20%);
 #   storm: on vCPU 1, the io exits (exit_kernel io + exit_userspace KVM_EXIT_IO) are more than
 #       half its time in exits (kernel and QEMU);
-#   hog: at least 95% of vCPU 0's preempted time is vt-hog's, and it equals vt-hog's time on
+#   hog: at least 95% of vCPU 0's preempted time is vt-hog's, but for L1's kernel threads bound
+#       to that CPU (kworker/0:N, ksoftirqd/0, migration/0: no taskset moves them; they took up
+#       to 10% in a run), and at least 85% of all; it equals vt-hog's time on
 #       vCPU 0's CPU while vCPU 0 was runnable (switched out in state R, or woken, until switched
 #       in), recounted from the host's sched_switch/sched_wakeup, within 2%;
 #   contend: the wakeups of vt-sleeper among --latency=0's worst: their latency charged to guest
@@ -146,9 +148,14 @@ elif scn == "hog":
     pre = v0["states"]["preempted"]
     ptot = leaves(pre)
     hog = sum(n for k, n in pre.items() if k.startswith("vt-hog["))
-    say("hog: vCPU 0 preempted %d ns, by vt-hog %d (%.2f%%)" % (ptot, hog, 100.0 * hog / ptot if ptot else 0))
-    if not ptot or hog < 0.95 * ptot:
-        fail("hog: vt-hog has %d of vCPU 0's %d preempted ns (< 95%%)" % (hog, ptot))
+    # L1's kernel threads bound to CPU 0 (kworker/0:N, ksoftirqd/0, migration/0, the idle task
+    # while the woken vCPU waits) cannot leave it: they took 0.9-10% of the preempted time in
+    # the runs (kworker/0:2 247 ms once). vt-hog has at least 95% of the rest, 85% of all.
+    bound = sum(n for k, n in pre.items() if re.match(r'(kworker/0:|ksoftirqd/0\[|migration/0\[|swapper/0\[|cpuhp/0\[)', k))
+    say("hog: vCPU 0 preempted %d ns, by vt-hog %d (%.2f%%), by L1's threads bound to CPU 0 %d; vt-hog %.2f%% of the rest" %
+        (ptot, hog, 100.0 * hog / ptot if ptot else 0, bound, 100.0 * hog / (ptot - bound) if ptot > bound else 0))
+    if not ptot or hog < 0.95 * (ptot - bound) or hog < 0.85 * ptot:
+        fail("hog: vt-hog has %d of vCPU 0's %d preempted ns (%d by CPU 0's own threads)" % (hog, ptot, bound))
     # vt-hog's time on vCPU 0's CPU while vCPU 0 was runnable, from the switches and wakeups.
     tid, cur, since, runnable, rc = v0["tid"], {}, {}, False, 0
     vcpu_cpu = None
