@@ -208,6 +208,8 @@ struct cpu_stream {
 	atomic_uint flush_ms;	/* FLUSH: a partial page goes out when nothing whole came for this long */
 	atomic_uint_fast64_t mark_req;	/* a RESUME's number: write a resume mark (0: none) */
 	uint64_t marks;			/* marks written (the thread's) */
+	uint64_t steal0, steal1;	/* /proc/stat steal ticks at START and at STOP */
+	bool have_steal;		/* steal0 was read (the main thread's) */
 };
 
 int cpu_start(struct cpu_stream *s, const struct tracing *t, const struct ports *p,

@@ -408,6 +408,66 @@ static uint64_t kallsyms_key(struct agent *a, uint64_t mods)
 	return h ? h : 1;
 }
 
+/*
+ * Each streamed CPU's steal time as the guest kernel counts it: the 8th
+ * value of its `cpuN` line in /proc/stat, in USER_HZ ticks. The host sets
+ * it beside the preempted time it measured (report --vcpus), so a CPU
+ * whose line is missing or short is left out rather than sent as 0.
+ */
+static void read_steal(struct agent *a, bool at_start)
+{
+	char line[512];
+	unsigned int i;
+	FILE *f;
+
+	if (at_start)
+		for (i = 0; i < a->nr_streams; i++)
+			a->cpus[i].have_steal = false;
+	f = fopen("/proc/stat", "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long v[8];
+		unsigned int cpu;
+
+		if (strncmp(line, "cpu", 3) || line[3] < '0' || line[3] > '9' ||
+		    sscanf(line + 3, "%u %llu %llu %llu %llu %llu %llu %llu %llu", &cpu, &v[0], &v[1],
+			   &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]) != 9)
+			continue;
+		for (i = 0; i < a->nr_streams; i++) {
+			struct cpu_stream *s = &a->cpus[i];
+
+			if (s->cpu != cpu)
+				continue;
+			if (at_start) {
+				s->steal0 = s->steal1 = v[7];
+				s->have_steal = true;
+			} else {
+				s->steal1 = v[7];
+			}
+		}
+	}
+	fclose(f);
+}
+
+/*
+ * The steal lines of a CPU's STATS text, after the ring buffer's own
+ * `key: value` lines: the host's manifest takes them as they are.
+ */
+static void steal_text(const struct cpu_stream *s, char *text, size_t size)
+{
+	long hz = sysconf(_SC_CLK_TCK);
+	size_t len = strlen(text);
+	uint64_t ticks;
+
+	if (!s->have_steal || hz <= 0 || len >= size)
+		return;
+	ticks = s->steal1 >= s->steal0 ? s->steal1 - s->steal0 : 0;
+	snprintf(text + len, size - len, "steal_ns: %llu\nsteal_ticks: %llu\nuser_hz: %ld\n",
+		 (unsigned long long)(ticks * (1000000000ull / (uint64_t)hz)),
+		 (unsigned long long)ticks, hz);
+}
+
 static int start(struct agent *a)
 {
 	unsigned int cpu;
@@ -460,6 +520,7 @@ static int start(struct agent *a)
 	ret = tracing_on(&a->t, true);
 	if (ret < 0)
 		goto err;
+	read_steal(a, true);
 	a->running = true;
 	a->resumes = 0;
 	log_info("streaming %u CPUs from %s, %u-byte sub-buffers", a->nr_streams, a->t.dir,
@@ -474,6 +535,7 @@ err:
 static void stop(struct agent *a, uint32_t seq)
 {
 	tracing_on(&a->t, false);
+	read_steal(a, false);
 	a->running = false;
 	a->stopping = true;
 	a->stop_seq = seq;
@@ -500,6 +562,10 @@ static int send_stats(struct agent *a, bool last)
 
 		if (tracing_cpu_stats(&a->t, s->cpu, text, sizeof(text) - 1) < 0)
 			text[0] = '\0';
+		/* While streaming, the steal so far; once stopped, up to the STOP. */
+		if (a->running)
+			read_steal(a, false);
+		steal_text(s, text, sizeof(text) - 1);
 		ret = send_frame(a, vt_proto_enc_stats(frame(a), VT_PROTO_FRAME_MAX, next_seq(a), &c));
 		if (ret < 0)
 			return ret;

@@ -111,6 +111,8 @@ struct vc_vcpu {
 	int wait_next, wait_prev;	/* in the list of vCPUs waiting for cpu */
 	bool waiting;
 	struct acc *acc;
+	bool have_steal;		/* the guest's agent sent its steal time */
+	uint64_t steal_ns, tick_ns;	/* over the recording; its resolution */
 	/*
 	 * Charges a guest record made past the last host record: undone at the
 	 * end if no host record follows (the span is the host file's).
@@ -461,6 +463,31 @@ int vcpus_an_add_guest(struct vcpus_an *a, const char *name, int nr_vcpus, const
 	return a->nr_guests++;
 }
 
+/**
+ * vcpus_an_guest_steal() - a guest vCPU's steal time as its kernel counted it
+ * @a: the analysis
+ * @guest: what vcpus_an_add_guest() returned
+ * @vcpu: the vCPU (the guest's CPU number)
+ * @steal_ns: its steal time over the recording (/proc/stat, STOP minus START)
+ * @tick_ns: the resolution of @steal_ns (one USER_HZ tick)
+ *
+ * Return: 0, or -EINVAL for a guest or vCPU that is not known.
+ */
+int vcpus_an_guest_steal(struct vcpus_an *a, int guest, int vcpu, uint64_t steal_ns,
+			 uint64_t tick_ns)
+{
+	struct vc_vcpu *v;
+
+	if (guest < 0 || (unsigned int)guest >= a->nr_guests || vcpu < 0 ||
+	    vcpu >= a->guests[guest].nr_vcpus)
+		return -EINVAL;
+	v = &a->vcpus[a->guests[guest].first + vcpu];
+	v->have_steal = true;
+	v->steal_ns = steal_ns;
+	v->tick_ns = tick_ns;
+	return 0;
+}
+
 static struct vc_vcpu *vcpu_of(struct vcpus_an *a, int tid)
 {
 	int i;
@@ -524,6 +551,18 @@ static void unique_name(char *name, const char *names, size_t stride, unsigned i
 	}
 }
 
+/*
+ * Whether @comm differs from the comm that @name ("COMM[PID]" or a plain
+ * COMM) was made of: cheap, for every switch. A comm that an_sanitize()
+ * changes compares unequal each time and is only renamed to itself.
+ */
+static bool comm_changed(const char *name, const char *comm)
+{
+	size_t l = strnlen(comm, 16);
+
+	return strncmp(name, comm, l) || (name[l] != '[' && name[l] != '\0');
+}
+
 /* The task a preempted vCPU's time goes to: a vCPU thread is named as its guest and vCPU. */
 static int htask(struct vcpus_an *a, int pid, const char *comm, int cpu)
 {
@@ -533,19 +572,30 @@ static int htask(struct vcpus_an *a, int pid, const char *comm, int cpu)
 	struct vc_vcpu *v;
 	int i;
 
-	i = ht_get(&a->ht_htask, key);
-	if (i >= 0)
-		return i;
-	if (a->nr_htasks >= VC_MAX_HTASKS)
-		return HT_OTHER;
-	name = a->htasks[a->nr_htasks];
 	v = vcpu_of(a, pid);
+	i = ht_get(&a->ht_htask, key);
+	/*
+	 * A task is named by its last comm: one that renames itself (exec,
+	 * prctl, /proc/PID/comm) after it first took a vCPU's CPU is known
+	 * by the name it ended with, not by its parent's (sh).
+	 */
+	if (i >= 0 && (v || !pid || !comm_changed(a->htasks[i], comm)))
+		return i;
+	if (i < 0 && a->nr_htasks >= VC_MAX_HTASKS)
+		return HT_OTHER;
+	name = a->htasks[i >= 0 ? i : (int)a->nr_htasks];
 	if (v)
 		snprintf(buf, sizeof(buf), "guest %s vCPU %d", a->guests[v->guest].name, v->vcpu);
 	else
 		snprintf(buf, sizeof(buf), "%.16s[%d]", comm, pid);
+	an_sanitize(buf);
+	if (i >= 0) {
+		name[0] = '\0';	/* not a clash with itself */
+		unique_name(buf, a->htasks[0], VC_NAME_LEN, a->nr_htasks, a->nr_htasks);
+		memcpy(name, buf, VC_NAME_LEN);
+		return i;
+	}
 	memcpy(name, buf, VC_NAME_LEN);
-	an_sanitize(name);
 	unique_name(name, a->htasks[0], VC_NAME_LEN, a->nr_htasks, a->nr_htasks);
 	ht_put(&a->ht_htask, key, a->nr_htasks);
 	return a->nr_htasks++;
@@ -1053,8 +1103,15 @@ static int gtask(struct vcpus_an *a, int guest, int pid, const char *comm)
 	struct vc_gtask *t;
 	int i = ht_get(&a->ht_gtask, key);
 
-	if (i >= 0)
+	if (i >= 0) {
+		/* By its last name, as a host task (htask()). */
+		t = &a->gtasks[i];
+		if (pid && comm_changed(t->comm, comm)) {
+			snprintf(t->comm, sizeof(t->comm), "%.16s", comm);
+			an_sanitize(t->comm);
+		}
 		return i;
+	}
 	if (a->nr_gtasks >= VC_MAX_GTASKS)
 		return -1;
 	t = &a->gtasks[a->nr_gtasks];
@@ -1478,6 +1535,49 @@ static void print_acc(const struct vcpus_an *a, FILE *f, const char *indent, con
 	pline(f, indent, "unknown", unknown, wall);
 }
 
+/*
+ * The guest's steal time beside the preempted time we measured. They count
+ * the same thing (KVM's steal is the vCPU thread's run_delay: runnable, not
+ * running), so they should agree up to the bound: 5% of the larger, but no
+ * less than two USER_HZ ticks. /proc/stat truncates a cumulative count to
+ * whole ticks at each of the two reads, and the agent reads at its START and
+ * STOP, not at the host file's first and last records.
+ */
+struct vc_steal {
+	uint64_t steal, pre, bound;
+	int64_t diff;			/* steal - preempted */
+	bool agree;
+};
+
+static void steal_check(const struct vcpus_an *a, const struct vc_vcpu *v, struct vc_steal *st)
+{
+	uint64_t big;
+	unsigned int i;
+
+	st->steal = v->steal_ns;
+	st->pre = 0;
+	for (i = 0; i < a->nr_htasks; i++)
+		st->pre += v->acc->pre[i];
+	big = st->steal > st->pre ? st->steal : st->pre;
+	st->bound = big / 20;
+	if (st->bound < 2 * v->tick_ns)
+		st->bound = 2 * v->tick_ns;
+	st->diff = (int64_t)st->steal - (int64_t)st->pre;
+	st->agree = (uint64_t)(st->diff < 0 ? -st->diff : st->diff) <= st->bound;
+}
+
+static void print_steal(const struct vcpus_an *a, FILE *f, const struct vc_vcpu *v)
+{
+	struct vc_steal st;
+
+	if (!v->have_steal)
+		return;
+	steal_check(a, v, &st);
+	fprintf(f, "    steal (the guest's /proc/stat)  %14" PRIu64 " ns, preempted %" PRIu64
+		" ns: %s (differ by %" PRId64 " ns, bound %" PRIu64 " ns: 5%% or 2 ticks)\n",
+		st.steal, st.pre, st.agree ? "agree" : "DISAGREE", st.diff, st.bound);
+}
+
 static bool guest_wanted(const struct vcpus_an *a, unsigned int g, const char *only)
 {
 	return !only || !strcmp(a->guests[g].name, only);
@@ -1521,6 +1621,7 @@ void vcpus_an_print(const struct vcpus_an *a, FILE *f, const char *only)
 			fprintf(f, "  guest %s vCPU %d (host thread %d): %" PRIu64 " ns\n", gu->name,
 				v->vcpu, v->tid, wall);
 			print_acc(a, f, "    ", "      ", v->acc, wall, buf);
+			print_steal(a, f, v);
 			for (p = 0; p < a->nr_pairs; p++) {
 				const struct vc_pair *pr = &a->pairs[p];
 				const struct vc_gtask *t = &a->gtasks[pr->gtask];
@@ -1980,6 +2081,18 @@ void vcpus_an_json(const struct vcpus_an *a, struct jw *w, const char *only)
 			jw_i64(w, "tid", v->tid);
 			jw_u64(w, "wall_ns", wall);
 			json_states(a, w, v->acc, buf);
+			if (v->have_steal) {
+				struct vc_steal st;
+
+				steal_check(a, v, &st);
+				jw_obj(w, "steal");
+				jw_u64(w, "guest_ns", st.steal);
+				jw_u64(w, "preempted_ns", st.pre);
+				jw_i64(w, "diff_ns", st.diff);
+				jw_u64(w, "bound_ns", st.bound);
+				jw_bool(w, "agree", st.agree);
+				jw_end(w, '}');
+			}
 			jw_arr(w, "tasks");
 			for (p = 0; p < a->nr_pairs; p++) {
 				const struct vc_pair *pr = &a->pairs[p];

@@ -110,6 +110,8 @@ struct vcpus_an;
 struct vcpus_an *vcpus_an_new(void);
 void vcpus_an_free(struct vcpus_an *a);
 int vcpus_an_add_guest(struct vcpus_an *a, const char *name, int nr_vcpus, const int *tids);
+int vcpus_an_guest_steal(struct vcpus_an *a, int guest, int vcpu, uint64_t steal_ns,
+			 uint64_t tick_ns);
 void vcpus_an_host(struct vcpus_an *a, struct tep_handle *tep, struct tep_record *rec, int cpu);
 void vcpus_an_guest(struct vcpus_an *a, int guest, struct tep_handle *tep, struct tep_record *rec,
 		    int cpu);

@@ -423,6 +423,22 @@ static int vcpus_record(struct tracecmd_input *handle, struct tep_record *rec, i
 	return 0;
 }
 
+/* The guest's steal time per CPU, from its agent's stats text (manifest "cpus"). */
+static void vcpus_steal(struct vcpus_an *an, int gi, const struct json_value *g)
+{
+	const struct json_value *c = json_get(g, "cpus");
+
+	for (c = json_is(c, JSON_ARRAY) ? c->child : NULL; c; c = c->next) {
+		const struct json_value *st = json_get(c, "stats");
+		bool bad = false;
+		uint64_t cpu = u64_field(c, "cpu", &bad), ns = u64_field(st, "steal_ns", &bad);
+		uint64_t hz = u64_field(st, "user_hz", &bad);
+
+		if (!bad && json_get(st, "steal_ns") && hz && cpu < 4096)
+			vcpus_an_guest_steal(an, gi, (int)cpu, ns, 1000000000ull / hz);
+	}
+}
+
 static struct vcpus_an *vcpus_walk(const char *dir, const struct json_value *root,
 				   const struct report_opts *ro, bool strips)
 {
@@ -471,6 +487,8 @@ static struct vcpus_an *vcpus_walk(const char *dir, const struct json_value *roo
 		gi = vcpus_an_add_guest(w.an, json_string(json_get(g, "name")) ?: "?", nr, tids);
 		if (gi == -ENOMEM)
 			goto err_close;
+		if (gi >= 0)
+			vcpus_steal(w.an, gi, g);
 		if (gi < 0 || !file_name_ok(file))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, file);

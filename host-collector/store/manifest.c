@@ -44,6 +44,21 @@ static uint64_t stat_field(const char *stats, const char *key)
 	return 0;
 }
 
+/* Whether the agent's stats text has @key (the steal lines are newer than some agents). */
+static bool stat_has(const char *stats, const char *key)
+{
+	const char *p = stats;
+	size_t klen = strlen(key);
+
+	while (p && *p) {
+		if (strncmp(p, key, klen) == 0 && p[klen] == ':')
+			return true;
+		p = strchr(p, '\n');
+		p = p ? p + 1 : NULL;
+	}
+	return false;
+}
+
 static double ticks_ns(const struct finish *r, uint64_t ticks)
 {
 	return r->opt.tsc_khz ? ticks * 1e6 / r->opt.tsc_khz : 0;
@@ -225,6 +240,12 @@ static void json_cpu(struct jw *w, const struct trace_sum *t, const struct cpu_s
 	jw_u64(w, "commit_overrun", stat_field(stats, "commit overrun"));
 	jw_u64(w, "dropped_events", stat_field(stats, "dropped events"));
 	jw_u64(w, "read_events", stat_field(stats, "read events"));
+	/* The guest kernel's steal time over the recording (/proc/stat, USER_HZ ticks). */
+	if (!t->rec.host && stat_has(stats, "steal_ns")) {
+		jw_u64(w, "steal_ns", stat_field(stats, "steal_ns"));
+		jw_u64(w, "steal_ticks", stat_field(stats, "steal_ticks"));
+		jw_u64(w, "user_hz", stat_field(stats, "user_hz"));
+	}
 	jw_end(w, '}');
 	jw_end(w, '}');
 }

@@ -45,6 +45,16 @@
  *
  * Usage: vt-e2e-guest [--agent-pid PID] [--instance NAME] [--port NAME]
  * Exit: 0 after quit, 1 when the port never appeared or the host left.
+ *
+ * Or, as a load of its own for test-kvm-vcpus (one known cause of vCPU time,
+ * pinned to one CPU, for MS milliseconds, then exit 0; named NAME in comm):
+ *   vt-e2e-guest load burn CPU MS NAME         a busy loop
+ *   vt-e2e-guest load port CPU MS NAME PORT    read the 16 ports from PORT on in a
+ *                                              loop (/dev/port: the kernel's inb;
+ *                                              each one an io exit on KVM)
+ *   vt-e2e-guest load sleep CPU MS NAME US     sleep US microseconds in a loop, at
+ *                                              nice 19: busy loops beside it on
+ *                                              CPU delay each wakeup
  */
 #include <dirent.h>
 #include <errno.h>
@@ -59,6 +69,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -665,6 +676,55 @@ out:
 	close(fd);
 }
 
+/* vt-e2e-guest load KIND CPU MS NAME [ARG]: see the top. */
+static int load(int argc, char **argv)
+{
+	unsigned long long n = 0;
+	unsigned char buf[16];
+	int cpu, fd = -1;
+	long long end;
+	unsigned int arg;
+	cpu_set_t set;
+
+	if (argc < 6 || (strcmp(argv[2], "burn") && argc < 7)) {
+		fprintf(stderr, "usage: vt-e2e-guest load burn|port|sleep CPU MS NAME [PORT|US]\n");
+		return 2;
+	}
+	cpu = atoi(argv[3]);
+	end = now_ns() + atoll(argv[4]) * 1000000ll;
+	arg = argc > 6 ? (unsigned int)strtoul(argv[6], NULL, 0) : 0;
+	prctl(PR_SET_NAME, argv[5]);
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set) < 0) {
+		perror("sched_setaffinity");
+		return 1;
+	}
+	/* Not ioperm() and inb: under nested SVM in TCG the port check faulted (SIGSEGV). */
+	if (!strcmp(argv[2], "port") && (fd = open("/dev/port", O_RDONLY)) < 0) {
+		perror("/dev/port");
+		return 1;
+	}
+	if (!strcmp(argv[2], "sleep"))
+		setpriority(PRIO_PROCESS, 0, 19);
+	while (now_ns() < end) {
+		if (fd >= 0) {
+			if (pread(fd, buf, sizeof(buf), arg) != (ssize_t)sizeof(buf)) {
+				perror("/dev/port");
+				return 1;
+			}
+			n += sizeof(buf);
+		} else if (!strcmp(argv[2], "sleep")) {
+			usleep(arg);
+			n++;
+		} else {
+			n++;
+		}
+	}
+	fprintf(stderr, "vt-e2e-guest load %s: %llu on cpu%d\n", argv[2], n, cpu);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *port = "vt-test";
@@ -673,6 +733,8 @@ int main(int argc, char **argv)
 	int fd, i;
 	FILE *out;
 
+	if (argc > 1 && !strcmp(argv[1], "load"))
+		return load(argc, argv);
 	for (i = 1; i + 1 < argc; i += 2) {
 		if (strcmp(argv[i], "--agent-pid") == 0)
 			agent_pid = atoi(argv[i + 1]);

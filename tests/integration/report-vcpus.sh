@@ -76,11 +76,12 @@ mkdat "$run/host.dat" -i "$h" --trace-id 0x42 --guest fx:0x1234:5001,5002 --gues
 # 999000 (before the host's first record: its time starts at 1000000), fio from 1005000 to 1025000
 # and from 1045000 on (woken at 1040000), the idle task between; on vCPU 1 sshd runs from 1001000,
 # kworker (woken at 1049000) from 1063000 to 1064000, and late from 1100500, after the host's last
-# record (the span's end): late has no time, sshd keeps its own.
+# record (the span's end): late has no time, sshd keeps its own. fio's first switch names it sh
+# (its parent's comm, before its exec): a task is named by its last comm, so it is fio throughout.
 cp -r "$DATA/cap-guest/." "$g/"
 rm -f "$g"/cpu*.raw "$g"/cpu*.stats
 cp "$DATA/cap-host/formats/sched/sched_waking" "$g/formats/sched/"	# the same kernel's
-printf '%s\n' '0 499000 1 switch 299 early' '0 505000 299 switch 300 fio' '0 525000 300 switch 0 swapper/0' \
+printf '%s\n' '0 499000 1 switch 299 early' '0 505000 299 switch 300 sh' '0 525000 300 switch 0 swapper/0' \
 	'0 540000 0 wakeup 300 0 fio' '0 545000 0 switch 300 fio' '1 501000 1 switch 400 sshd' \
 	'1 549000 400 wakeup 402 1 kworker' '1 563000 400 switch 402 kworker' '1 564000 402 switch 400 sshd' \
 	'1 600500 400 switch 401 late' |

@@ -7,6 +7,9 @@
 # thread named "CPU 0/TCG" sleeping 10 ms at a time, pinned to one CPU with a busy loop named
 # vt-hog; a shell loops beside them and must not appear. With --host-events of other sched events the filter
 # stays; with sched_switch asked for itself (the sched system) every switch is recorded.
+# The fake agent's stats text carries the steal lines a newer agent appends (/proc/stat's steal
+# over the recording): the manifest keeps them, and report --vcpus sets the guest's steal beside
+# the preempted time it measured and flags a disagreement (over 5% or 2 ticks); cpu1 has no vCPU.
 echo "collect: record --kvm-exits filters host sched events to the vCPU threads; report --vcpus splits their time (TCG)"
 . "$VT_SRCDIR/tests/integration/collect-lib.sh"
 need_tools
@@ -20,7 +23,11 @@ command -v taskset >/dev/null 2>&1 || { echo "SKIP: taskset is not installed"; e
 
 p=$WORK/ports out=$WORK/out
 mkdir -p "$p"
-fake vmp --fifo "$p" --fixture "$DATA/cap-guest"
+cp -R "$DATA/cap-guest" "$WORK/fix"
+steal=10000000000
+printf 'steal_ns: %s\nsteal_ticks: %s\nuser_hz: 100\n' $steal $((steal / 10000000)) >>"$WORK/fix/cpu0.stats"
+printf 'steal_ns: 70000000\nsteal_ticks: 7\nuser_hz: 100\n' >>"$WORK/fix/cpu1.stats"
+fake vmp --fifo "$p" --fixture "$WORK/fix"
 pid=$FAKE_PID
 cpu=$(taskset -cp $$ | sed 's/.*: *//; s/[-,].*//')
 # The "vCPU": one thread that sleeps 10 ms at a time and forks nothing (a shell's sleep children
@@ -84,6 +91,27 @@ echo "tid $tid wall $wall sum $sum running $running halted $halted preempted $pr
 [ "$halted" -ge $((wall / 4)) ] && [ $((halted + pre)) -ge $((wall / 10 * 9)) ] ||
 	fail "halted $halted, preempted $pre of $wall"
 [ "$running" -gt 0 ] && [ "$hog" -gt 0 ] || fail "running $running, preempted by vt-hog $hog"
+# Steal: the manifest has the agent's lines; the report sets them beside the preempted time.
+if python3 -c 'import jsonschema' 2>/dev/null; then
+	python3 "$VT_SRCDIR/scripts/validate-json.py" "$VT_SRCDIR/doc/manifest.schema.json" "$out/manifest.json" ||
+		fail "the manifest with steal lines does not match doc/manifest.schema.json"
+fi
+[ "$(jq -r '[.guests[0].cpus[] | .stats.steal_ns] | map(tostring) | join(" ")' "$out/manifest.json")" = \
+	"$steal 70000000" ] || fail "the manifest's steal_ns: $(jq -c '[.guests[0].cpus[].stats]' "$out/manifest.json")"
+[ "$(jq -c "$v.steal" "$WORK/r.json")" = \
+	"{\"guest_ns\":$steal,\"preempted_ns\":$pre,\"diff_ns\":$((steal - pre)),\"bound_ns\":$((steal / 20)),\"agree\":false}" ] ||
+	fail "vCPU 0's steal against preempted $pre: $(jq -c "$v.steal" "$WORK/r.json")"
+grep -q "steal (the guest's /proc/stat) *$steal ns, preempted $pre ns: DISAGREE" "$WORK/vcpus.txt" ||
+	fail "the text report does not flag steal $steal against preempted $pre"
+# The same guest's steal within 5% of the preempted time (or 2 ticks, 20 ms) agrees.
+near=$((pre + pre / 25 + 1))
+bound=$((near / 20))
+[ $bound -ge 20000000 ] || bound=20000000
+jq ".guests[0].cpus[0].stats.steal_ns = $near" "$out/manifest.json" >"$WORK/m.json" &&
+	mv "$WORK/m.json" "$out/manifest.json"
+"$COLLECT" report --vcpus --json "$out" >"$WORK/r2.json" || fail "report --vcpus --json exited $?"
+[ "$(jq -c "$v.steal | [.guest_ns, .bound_ns, .agree]" "$WORK/r2.json")" = "[$near,$bound,true]" ] ||
+	fail "steal $near against preempted $pre: $(jq -c "$v.steal" "$WORK/r2.json")"
 # --host-events of other sched events keeps the filter; asking for sched_switch itself (here the
 # whole sched system) records every switch.
 for ev in sched:sched_process_fork sched; do
