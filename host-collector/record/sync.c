@@ -864,12 +864,14 @@ void sync_kvm_end(struct guest *g)
 	if (g->sync.watch) {
 		struct tscwatch_stats st;
 
+		/* A loss is said with what the reads saw: where the next fix must look. */
 		tscwatch_get_stats(g->sync.watch, &st);
-		log_info("guest %s: the offset watch: %" PRIu64 " reads (%" PRIu64 " found a buffer a "
-			 "quarter full), at most %u pages from one CPU in a read, at most %" PRIu64 " ms "
-			 "between reads, buffers of up to %u KiB per CPU, %" PRIu64 " writes lost",
-			 g->name, st.reads, st.busy, st.max_pages, st.max_gap_ns / 1000000, st.max_kb,
-			 tscwatch_lost(g->sync.watch));
+		collect_log(tscwatch_lost(g->sync.watch) ? L_WARN : L_INFO,
+			    "guest %s: the offset watch: %" PRIu64 " reads (%" PRIu64 " found a buffer a "
+			    "quarter full), at most %u pages from one CPU in a read, at most %" PRIu64
+			    " ms between reads, buffers of up to %u KiB per CPU, %" PRIu64 " writes lost",
+			    g->name, st.reads, st.busy, st.max_pages, st.max_gap_ns / 1000000, st.max_kb,
+			    tscwatch_lost(g->sync.watch));
 	}
 	tscwatch_free(g->sync.watch);
 	g->sync.watch = NULL;
