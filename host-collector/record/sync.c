@@ -711,6 +711,13 @@ int sync_kvm_begin(struct guest *g, const struct record_opts *o)
 		g->sync.watch = tscwatch_start(g->link.qemu_pid, tag, why, sizeof(why));
 	}
 	if (g->sync.watch) {
+		/*
+		 * Read from now on, not only once the setup is over: under
+		 * mmiotrace the guest's bundle came 7 s after START, and the
+		 * instance, unread meanwhile, lost 1017-1808 writes.
+		 */
+		if (g->rec && g->rec->e)
+			engine_timer_arm(g->rec->e, &g->sync.kvm_timer, KVM_POLL_NS, KVM_POLL_NS);
 		snprintf(k->changes_from, sizeof(k->changes_from), "events");
 		snprintf(k->instance, sizeof(k->instance), "%s", tscwatch_name(g->sync.watch));
 		snprintf(k->why, sizeof(k->why), "each change at its moment from "

@@ -382,7 +382,7 @@ void engine_timer_arm(struct engine *e, struct engine_timer *t, uint64_t delay_n
  * A read that found the instance filling (tscwatch_busy()): the next is due
  * in KVM_BUSY_NS, not a whole KVM_POLL_NS later (under mmiotrace a nested
  * host's writes overran 256 KiB in 200 ms), and the period goes on after it.
- * A calm read leaves the timer alone.
+ * A calm read leaves the timer alone. The timer runs from the watch's start.
  */
 static void busy_watch_read_again_soon(void **state)
 {
@@ -392,7 +392,12 @@ static void busy_watch_read_again_soon(void **state)
 
 	rec.e = (struct engine *)&tw.dummy;
 	g->rec = &rec;
+	memset(&timer, 0, sizeof(timer));
 	begin(f);
+	/* armed as the watch starts, not once the setup is over (7-10 s later under mmiotrace) */
+	assert_int_equal(timer.arms, 1);
+	assert_int_equal(timer.delay, KVM_POLL_NS);
+	assert_int_equal(timer.period, KVM_POLL_NS);
 	memset(&timer, 0, sizeof(timer));
 	sync_kvm_tick(g);
 	assert_int_equal(timer.arms, 0);
