@@ -161,6 +161,7 @@ struct ltrace {
 	bool loading;
 	int load_ret;
 	bool kallsyms;			/* its kallsyms are read (LIVE_KALLSYMS_MAX) */
+	struct ksyms *ksyms;		/* @tep's function resolver, when it has one */
 	struct kbuffer *kbuf;
 	bool clocked;			/* the host always; a guest once its mapping came */
 	bool meta_ready;		/* the host always; a guest once its bundle to keep is spooled */
@@ -319,9 +320,11 @@ static void *preload(void *arg)
 {
 	struct preload *p = arg;
 
-	/* The view's work: it yields to the recording as the view's thread does. */
-	if (setpriority(PRIO_PROCESS, (id_t)gettid(), LIVE_NICE) < 0)
-		log_debug("live view: cannot lower its loader's priority: %m");
+	/*
+	 * Not at the view's nice level: the view's first lines wait for it, and
+	 * on a busy machine (two busy loops on two cores) it took seconds there.
+	 * It runs once, for a bounded bundle, while the guests set up.
+	 */
 	p->t->load_ret = load_tep(p->l, p->t);
 	free(p);
 	return NULL;
@@ -507,6 +510,197 @@ void live_clock(struct live *l, unsigned int trace, const struct vt_tsync_cpu *c
 
 /* --- the view's thread --- */
 
+/*
+ * A trace's kallsyms, for libtraceevent to resolve kernel addresses with
+ * (tep_set_function_resolver()). tep_parse_kallsyms() sscanf()s each line and
+ * duplicates each name into a list: 5.4 MB of the host's took 0.2 s idle and
+ * seconds on a busy machine, and the view's first line waited for it. Here
+ * the text is cut in place, one pass, into the very table libtraceevent
+ * makes of that list (func_map_init(): the functions in the reverse of their
+ * order in the text, its struct's layout, qsort() by address with its
+ * comparison) and searched as it searches it (bsearch() with its
+ * comparison, a zero entry past the end): of several names at one address
+ * (aliases) the same one is picked, so the lines stay trace-cmd report's.
+ * A line it does not take as libtraceevent would (anything but
+ * "HEX TYPE NAME[\t[MODULE]]") leaves the text to tep_parse_kallsyms().
+ */
+struct kfunc {			/* libtraceevent's struct func_map, field for field */
+	unsigned long long addr;
+	char *func;
+	char *mod;
+};
+
+struct ksyms {
+	char *text;		/* the kallsyms, cut into the names */
+	struct kfunc *map;	/* @nr functions and a zero entry */
+	size_t nr;
+};
+
+static void ksyms_free(struct ksyms *k)
+{
+	if (!k)
+		return;
+	free(k->map);
+	free(k->text);
+	free(k);
+}
+
+static int kfunc_cmp(const void *a, const void *b)
+{
+	const struct kfunc *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* libtraceevent's func_bcmp(): @b matches from its address up to the next entry's. */
+static int kfunc_bcmp(const void *a, const void *b)
+{
+	const struct kfunc *x = a, *y = b;
+
+	if (x->addr == y->addr || (x->addr > y->addr && x->addr < (y + 1)->addr))
+		return 0;
+	return x->addr < y->addr ? -1 : 1;
+}
+
+static bool hexval(char c, unsigned int *v)
+{
+	if (c >= '0' && c <= '9')
+		*v = c - '0';
+	else if (c >= 'a' && c <= 'f')
+		*v = c - 'a' + 10;
+	else if (c >= 'A' && c <= 'F')
+		*v = c - 'A' + 10;
+	else
+		return false;
+	return true;
+}
+
+static bool kspace(char c)
+{
+	return c == ' ' || c == '\t' || c == '\v' || c == '\f' || c == '\r';
+}
+
+/*
+ * One line, NUL-terminated, cut in place: false for a line that is not
+ * "HEX TYPE NAME[\t[MODULE]]" with at most 16 digits and single spaces.
+ */
+static bool ksyms_line(char *line, struct kfunc *f, bool *keep)
+{
+	unsigned long long addr = 0;
+	unsigned int i, v;
+	char *p = line, type, *name;
+
+	for (i = 0; hexval(*p, &v); i++, p++)
+		addr = addr << 4 | v;
+	if (!i || i > 16 || p[0] != ' ' || !p[1] || kspace(p[1]) || p[2] != ' ')
+		return false;
+	type = p[1];
+	name = p + 3;
+	for (p = name; *p && !kspace(*p); p++)
+		;
+	if (p == name || (*p && *p != '\t'))
+		return false;
+	f->mod = NULL;
+	if (*p == '\t') {
+		*p++ = '\0';
+		if (*p == '[' && p[1] && !kspace(p[1])) {
+			char *m = ++p;
+
+			while (*p && !kspace(*p))
+				p++;
+			if (*p)
+				return false;
+			p[-1] = '\0';	/* the ']' */
+			f->mod = m;
+		} else if (*p) {
+			return false;
+		}
+	}
+	f->addr = addr;
+	f->func = name;
+	*keep = name[0] != '$' && type != 'A' && type != 'a';
+	return true;
+}
+
+/* The table of @text (NUL-terminated); NULL when it is not read here (see above). */
+static struct ksyms *ksyms_read(const char *text, size_t len)
+{
+	struct ksyms *k = calloc(1, sizeof(*k));
+	size_t cap = len / 24 + 16, i;
+	char *line, *next;
+
+	if (!k || !(k->text = malloc(len + 1)))
+		goto err;
+	memcpy(k->text, text, len);
+	k->text[len] = '\0';
+	k->map = malloc(cap * sizeof(*k->map));
+	if (!k->map)
+		goto err;
+	for (line = k->text; *line; line = next) {
+		struct kfunc f;
+		bool keep;
+
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		else
+			next = line + strlen(line);
+		if (!*line)
+			continue;	/* strtok_r() skips empty lines */
+		if (!ksyms_line(line, &f, &keep))
+			goto err;
+		if (!keep)
+			continue;
+		if (k->nr + 1 >= cap) {
+			struct kfunc *map = realloc(k->map, cap * 2 * sizeof(*map));
+
+			if (!map)
+				goto err;
+			k->map = map;
+			cap *= 2;
+		}
+		k->map[k->nr++] = f;
+	}
+	/* libtraceevent's list: each function put in front of those before it. */
+	for (i = 0; i < k->nr / 2; i++) {
+		struct kfunc f = k->map[i];
+
+		k->map[i] = k->map[k->nr - 1 - i];
+		k->map[k->nr - 1 - i] = f;
+	}
+	qsort(k->map, k->nr, sizeof(*k->map), kfunc_cmp);
+	k->map[k->nr] = (struct kfunc){ 0 };
+	return k;
+err:
+	ksyms_free(k);
+	return NULL;
+}
+
+static char *ksyms_resolve(void *priv, unsigned long long *addrp, char **modp)
+{
+	struct ksyms *k = priv;
+	struct kfunc key = { .addr = *addrp }, *f;
+
+	f = bsearch(&key, k->map, k->nr, sizeof(*k->map), kfunc_bcmp);
+	if (!f)
+		return NULL;
+	*addrp = f->addr;
+	*modp = f->mod;
+	return f->func;
+}
+
+/* @tep resolves kernel addresses with @text: through a table of ours, else libtraceevent's. */
+static struct ksyms *load_kallsyms(struct tep_handle *tep, const char *text, size_t len)
+{
+	struct ksyms *k = ksyms_read(text, len);
+
+	if (k && tep_set_function_resolver(tep, ksyms_resolve, k) == 0)
+		return k;
+	ksyms_free(k);
+	tep_parse_kallsyms(tep, text);
+	return NULL;
+}
+
 static void drop_tep(struct ltrace *t)
 {
 	if (!t->tep)
@@ -514,8 +708,10 @@ static void drop_tep(struct ltrace *t)
 	if (t->plugins)
 		tep_unload_plugins(t->plugins, t->tep);
 	tep_free(t->tep);
+	ksyms_free(t->ksyms);
 	t->tep = NULL;
 	t->plugins = NULL;
+	t->ksyms = NULL;
 }
 
 /* How deep a print format's arguments may nest before the walk gives up (unbounded then). */
@@ -650,6 +846,7 @@ static void parse_system(struct tep_handle *tep, const struct vt_meta_system *sy
 static int load_tep(struct live *l, struct ltrace *t)
 {
 	struct vt_meta_clean clean;
+	struct ksyms *ksyms = NULL;
 	struct tep_handle *tep;
 	struct vt_meta m;
 	uint32_t i;
@@ -711,7 +908,7 @@ static int load_tep(struct live *l, struct ltrace *t)
 		}
 	}
 	if (m.kallsyms.len && (t->host || t->kallsyms))
-		tep_parse_kallsyms(tep, m.kallsyms.data);
+		ksyms = load_kallsyms(tep, m.kallsyms.data, m.kallsyms.len);
 	if (m.printk_formats.len)
 		tep_parse_printk_formats(tep, m.printk_formats.data);
 	if (m.saved_cmdlines.len)
@@ -719,6 +916,7 @@ static int load_tep(struct live *l, struct ltrace *t)
 	vt_meta_free(&m);
 	drop_tep(t);
 	t->tep = tep;
+	t->ksyms = ksyms;
 	t->plugins = tep_load_plugins(tep);
 	/* After the plugins: an unbounded print format is not used, whoever registered it. */
 	if (!t->host)

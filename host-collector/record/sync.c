@@ -253,6 +253,8 @@ static void set_method(struct guest *g, const char *method, const char *fmt, ...
 /* How often the offsets are looked at: the events every 200 ms, debugfs every second. */
 #define KVM_POLL_NS		(200 * 1000000ull)
 #define KVM_REREAD_NS		(1000 * 1000000ull)
+/* ... and again this soon when a read found a buffer a quarter full (tscwatch_busy()). */
+#define KVM_BUSY_NS		(20 * 1000000ull)
 /* A change saved to the spool at most this often (the file is rewritten whole). */
 #define KVM_SAVE_NS		(1000 * 1000000ull)
 /* Replies are checked once the instance was read this long after them. */
@@ -709,6 +711,13 @@ int sync_kvm_begin(struct guest *g, const struct record_opts *o)
 		g->sync.watch = tscwatch_start(g->link.qemu_pid, tag, why, sizeof(why));
 	}
 	if (g->sync.watch) {
+		/*
+		 * Read from now on, not only once the setup is over: under
+		 * mmiotrace the guest's bundle came 7 s after START, and the
+		 * instance, unread meanwhile, lost 1017-1808 writes.
+		 */
+		if (g->rec && g->rec->e)
+			engine_timer_arm(g->rec->e, &g->sync.kvm_timer, KVM_POLL_NS, KVM_POLL_NS);
 		snprintf(k->changes_from, sizeof(k->changes_from), "events");
 		snprintf(k->instance, sizeof(k->instance), "%s", tscwatch_name(g->sync.watch));
 		snprintf(k->why, sizeof(k->why), "each change at its moment from "
@@ -813,6 +822,8 @@ uint64_t sync_kvm_period_ns(const struct guest *g)
  *
  * The events read (or debugfs re-read), the replies of --sync-check they
  * now cover checked; the spool's sync file rewritten at most once a second.
+ * While the reads find the watch's buffers filling (tscwatch_busy()), the
+ * next one is due in KVM_BUSY_NS rather than a whole period.
  */
 void sync_kvm_tick(struct guest *g)
 {
@@ -822,6 +833,12 @@ void sync_kvm_tick(struct guest *g)
 		return;
 	if (g->sync.watch) {
 		kvm_poll(g);
+		/*
+		 * Pages came out fast: read again before the timer would (a
+		 * nested host under mmiotrace overran 256 KiB in 200 ms).
+		 */
+		if (g->sync.watch && tscwatch_busy(g->sync.watch) && g->rec && g->rec->e)
+			engine_timer_arm(g->rec->e, &g->sync.kvm_timer, KVM_BUSY_NS, KVM_POLL_NS);
 	} else {
 		uint64_t t = g->sync.kvm_last_read;
 
@@ -851,6 +868,18 @@ void sync_kvm_end(struct guest *g)
 		return;
 	kvm_poll(g);
 	check_eval(g, UINT64_MAX);
+	if (g->sync.watch) {
+		struct tscwatch_stats st;
+
+		/* A loss is said with what the reads saw: where the next fix must look. */
+		tscwatch_get_stats(g->sync.watch, &st);
+		collect_log(tscwatch_lost(g->sync.watch) ? L_WARN : L_INFO,
+			    "guest %s: the offset watch: %" PRIu64 " reads (%" PRIu64 " found a buffer a "
+			    "quarter full), at most %u pages from one CPU in a read, at most %" PRIu64
+			    " ms between reads, buffers of up to %u KiB per CPU, %" PRIu64 " writes lost",
+			    g->name, st.reads, st.busy, st.max_pages, st.max_gap_ns / 1000000, st.max_kb,
+			    tscwatch_lost(g->sync.watch));
+	}
 	tscwatch_free(g->sync.watch);
 	g->sync.watch = NULL;
 	if (g->spool[0])

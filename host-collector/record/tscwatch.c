@@ -19,6 +19,18 @@
  * reads it with non-blocking read()s of whole pages on a timer, without a
  * thread or splice. A tracefs that is not mounted is not mounted here: the
  * caller falls back to re-reading KVM's debugfs and says why.
+ *
+ * A nested host (KVM distrusts its TSC) writes an offset at every vCPU
+ * load, and under mmiotrace a vCPU is loaded thousands of times a second:
+ * 256 KiB per CPU read every 200 ms overran (test-kvm-mmiotrace, 2 of 8
+ * runs, 112-2147 writes lost). So each read measures how many pages each
+ * CPU gave. From a quarter of its buffer in one read, the watch is busy
+ * and the caller reads again at once (sync.c: 20 ms) rather than on its
+ * timer. From half of it, or when the CPU lost writes, that CPU's buffer
+ * (per_cpu/cpuN/buffer_size_kb, the kernel resizes a live buffer without
+ * dropping what it holds) grows fourfold, up to WATCH_BUFFER_MAX_KB: the
+ * budget is 4 MiB per host CPU that needs it, and no more than 256 KiB on
+ * a CPU that never ran a busy vCPU.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -32,6 +44,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "collect.h"
@@ -40,7 +53,9 @@
 #include "vt_pages.h"
 #include "vt_tsync.h"
 
-#define WATCH_BUFFER_KB		"256"
+#define WATCH_BUFFER_KB		256u	/* per CPU, at the start */
+#define WATCH_BUFFER_MAX_KB	4096u	/* per CPU: the most a busy CPU's buffer grows to */
+#define WATCH_GROW		4u	/* the factor it grows by */
 #define WATCH_EVENT		"events/kvm/kvm_write_tsc_offset"
 #define WATCH_FORMAT_MAX	8192
 
@@ -51,6 +66,12 @@ struct tscwatch {
 	int ifd;		/* the instance */
 	unsigned int nr_cpus;
 	int *fds;		/* per_cpu/cpuN/trace_pipe_raw, non-blocking */
+	unsigned int *kb;	/* per_cpu/cpuN/buffer_size_kb, as we set it */
+	unsigned int peak;	/* the most pages one CPU gave in the last read */
+	unsigned int grows;	/* buffers grown */
+	bool busy;		/* the last read found a buffer a quarter full */
+	struct tscwatch_stats st;
+	uint64_t last_ns;	/* CLOCK_MONOTONIC of the last read */
 	struct vt_page_fmt fmt;
 	uint16_t id;
 	uint32_t off_vcpu, off_prev, off_next, need;
@@ -167,7 +188,7 @@ static int read_format(struct tscwatch *w, char *why, size_t why_len)
 	unsigned long off[3], size[3];
 	static const char *const names[3] = { "vcpu_id", "previous_tsc_offset", "next_tsc_offset" };
 	static const unsigned long want[3] = { 4, 8, 8 };
-	char path[sizeof(w->inst) + 64], *buf, *p;
+	char *buf, *p;
 	unsigned long id;
 	unsigned int i;
 	int ret;
@@ -175,16 +196,14 @@ static int read_format(struct tscwatch *w, char *why, size_t why_len)
 	buf = malloc(WATCH_FORMAT_MAX);
 	if (!buf)
 		return -ENOMEM;
-	snprintf(path, sizeof(path), "%s/events/header_page", w->inst);
-	ret = read_at(w->tfd, path, buf, WATCH_FORMAT_MAX);
+	ret = read_at(w->ifd, "events/header_page", buf, WATCH_FORMAT_MAX);
 	if (ret == 0)
 		ret = vt_page_fmt_parse(&w->fmt, buf, strlen(buf));
 	if (ret < 0) {
 		snprintf(why, why_len, "cannot read the instance's page layout (%s)", strerror(-ret));
 		goto out_free;
 	}
-	snprintf(path, sizeof(path), "%s/" WATCH_EVENT "/format", w->inst);
-	ret = read_at(w->tfd, path, buf, WATCH_FORMAT_MAX);
+	ret = read_at(w->ifd, WATCH_EVENT "/format", buf, WATCH_FORMAT_MAX);
 	if (ret < 0) {
 		snprintf(why, why_len, "cannot read kvm_write_tsc_offset's format (%s)", strerror(-ret));
 		goto out_free;
@@ -220,24 +239,76 @@ out_free:
 
 static int open_cpus(struct tscwatch *w)
 {
-	char path[sizeof(w->inst) + 64];
-	unsigned int cpu;
+	char path[64];
+	unsigned int cpu, *kb;
 	int fd, *fds;
 
 	for (cpu = 0; cpu < 8192; cpu++) {
-		snprintf(path, sizeof(path), "%s/per_cpu/cpu%u/trace_pipe_raw", w->inst, cpu);
-		fd = openat(w->tfd, path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+		snprintf(path, sizeof(path), "per_cpu/cpu%u/trace_pipe_raw", cpu);
+		fd = openat(w->ifd, path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
 		if (fd < 0)
 			break;
 		fds = realloc(w->fds, (w->nr_cpus + 1) * sizeof(*fds));
-		if (!fds) {
+		if (fds)
+			w->fds = fds;
+		kb = realloc(w->kb, (w->nr_cpus + 1) * sizeof(*kb));
+		if (kb)
+			w->kb = kb;
+		if (!fds || !kb) {
 			close(fd);
 			return -ENOMEM;
 		}
-		w->fds = fds;
+		w->kb[w->nr_cpus] = WATCH_BUFFER_KB;
 		w->fds[w->nr_cpus++] = fd;
 	}
 	return w->nr_cpus ? 0 : -ENOENT;
+}
+
+/* The layout, the event's fields, a page to read into, the per-CPU buffers. */
+static int open_buffers(struct tscwatch *w, char *why, size_t why_len)
+{
+	int ret = read_format(w, why, why_len);
+
+	if (ret < 0)
+		return ret;
+	w->page = malloc(w->fmt.subbuf_size);
+	ret = w->page ? open_cpus(w) : -ENOMEM;
+	if (ret < 0)
+		snprintf(why, why_len, "cannot open the instance's per-CPU buffers (%s)", strerror(-ret));
+	return ret;
+}
+
+/**
+ * tscwatch_open() - read an instance that records kvm_write_tsc_offset
+ * @ifd: the instance's directory (taken: closed by tscwatch_free())
+ * @name: what to call it in messages
+ * @why: set to the reason when it cannot
+ * @why_len: size of @why
+ *
+ * Its page layout, the event's format and its per-CPU buffers, each taken
+ * to hold WATCH_BUFFER_KB; nothing is written. tscwatch_start() sets the
+ * instance up first; a test hands a directory of its own.
+ *
+ * Return: the watch, or NULL with @why set (@ifd closed).
+ */
+struct tscwatch *tscwatch_open(int ifd, const char *name, char *why, size_t why_len)
+{
+	struct tscwatch *w = calloc(1, sizeof(*w));
+
+	if (!w) {
+		snprintf(why, why_len, "out of memory");
+		close(ifd);
+		return NULL;
+	}
+	w->tfd = -1;
+	w->ifd = ifd;
+	snprintf(w->name, sizeof(w->name), "%s", name);
+	if (open_buffers(w, why, why_len) < 0)
+		goto err_free;
+	return w;
+err_free:
+	tscwatch_free(w);
+	return NULL;
 }
 
 /**
@@ -288,8 +359,10 @@ struct tscwatch *tscwatch_start(pid_t qemu_pid, const char *tag, char *why, size
 		snprintf(why, why_len, "the host has no x86-tsc trace clock (%s)", strerror(-ret));
 		goto err_rmdir;
 	}
-	if (ret == 0)
-		ret = write_at(w->ifd, "buffer_size_kb", WATCH_BUFFER_KB, O_TRUNC);
+	if (ret == 0) {
+		snprintf(path, sizeof(path), "%u", WATCH_BUFFER_KB);
+		ret = write_at(w->ifd, "buffer_size_kb", path, O_TRUNC);
+	}
 	if (ret == 0 && write_at(w->ifd, "options/event-fork", "1", O_TRUNC) < 0)
 		log_warn("tracefs instance %s: no options/event-fork: vCPU threads QEMU starts later "
 			 "are not followed", w->name);
@@ -302,13 +375,8 @@ struct tscwatch *tscwatch_start(pid_t qemu_pid, const char *tag, char *why, size
 		snprintf(why, why_len, "cannot set up the tracefs instance %s (%s)", w->name, strerror(-ret));
 		goto err_rmdir;
 	}
-	if (read_format(w, why, why_len) < 0)
+	if (open_buffers(w, why, why_len) < 0)
 		goto err_rmdir;
-	w->page = malloc(w->fmt.subbuf_size);
-	if (!w->page || open_cpus(w) < 0) {
-		snprintf(why, why_len, "cannot open the instance's per-CPU buffers");
-		goto err_rmdir;
-	}
 	snprintf(path, sizeof(path), WATCH_EVENT "/enable");
 	ret = write_at(w->ifd, path, "1", O_TRUNC);
 	if (ret < 0) {
@@ -392,13 +460,57 @@ static int read_page(struct tscwatch *w, size_t len, struct tscwatch_change **v,
 	return 0;
 }
 
+/*
+ * After a CPU's buffer was read: @pages came out, and writes were @lost or
+ * not. A quarter of the buffer makes the watch busy (read again soon); half
+ * of it, or a loss, grows the buffer (see the top of the file).
+ */
+static void plan(struct tscwatch *w, unsigned int cpu, unsigned int pages, bool lost)
+{
+	unsigned int have = (unsigned int)((uint64_t)w->kb[cpu] * 1024 / w->fmt.subbuf_size);
+	unsigned int kb = w->kb[cpu] * WATCH_GROW;
+	char path[64], text[16];
+	int ret;
+
+	if (pages > w->peak)
+		w->peak = pages;
+	if (pages > w->st.max_pages)
+		w->st.max_pages = pages;
+	if (pages * 4 >= have) {
+		if (!w->busy)
+			w->st.busy++;
+		w->busy = true;
+	}
+	if ((pages * 2 < have && !lost) || w->kb[cpu] >= WATCH_BUFFER_MAX_KB)
+		return;
+	if (kb > WATCH_BUFFER_MAX_KB)
+		kb = WATCH_BUFFER_MAX_KB;
+	snprintf(path, sizeof(path), "per_cpu/cpu%u/buffer_size_kb", cpu);
+	snprintf(text, sizeof(text), "%u", kb);
+	ret = write_at(w->ifd, path, text, O_TRUNC);
+	if (ret < 0) {
+		log_warn("tracefs instance %s: cpu%u's buffer cannot grow to %u KiB (%s): offset writes "
+			 "may be lost", w->name, cpu, kb, strerror(-ret));
+		w->kb[cpu] = WATCH_BUFFER_MAX_KB;	/* not tried again */
+		return;
+	}
+	log_info("tracefs instance %s: cpu%u's buffer grown to %u KiB (%u pages in one read%s)",
+		 w->name, cpu, kb, pages, lost ? ", writes lost" : "");
+	w->kb[cpu] = kb;
+	w->grows++;
+	if (kb > w->st.max_kb)
+		w->st.max_kb = kb;
+}
+
 /**
  * tscwatch_read() - take every offset write recorded so far
  * @w: the watch
  * @changes: set to the writes, by host TSC (free() it), or NULL
  * @nr: set to how many
  *
- * Never blocks: each CPU's buffer is read until it is empty.
+ * Never blocks: each CPU's buffer is read until it is empty. A CPU that
+ * gave half its buffer in this read, or lost writes, gets a bigger buffer;
+ * tscwatch_busy() says whether to read again soon.
  *
  * Return: 0, -ENOMEM, or -errno from a read.
  */
@@ -406,10 +518,23 @@ int tscwatch_read(struct tscwatch *w, struct tscwatch_change **changes, size_t *
 {
 	struct tscwatch_change *v = NULL;
 	size_t n = 0, cap = 0;
+	struct timespec ts;
 	unsigned int cpu;
+	uint64_t now;
 	int ret = 0;
 
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	if (w->last_ns && now - w->last_ns > w->st.max_gap_ns)
+		w->st.max_gap_ns = now - w->last_ns;
+	w->last_ns = now;
+	w->st.reads++;
+	w->peak = 0;
+	w->busy = false;
 	for (cpu = 0; cpu < w->nr_cpus && ret == 0; cpu++) {
+		uint64_t lost = w->lost;
+		unsigned int pages = 0;
+
 		for (;;) {
 			ssize_t got = read(w->fds[cpu], w->page, w->fmt.subbuf_size);
 
@@ -425,10 +550,12 @@ int tscwatch_read(struct tscwatch *w, struct tscwatch_change **changes, size_t *
 				break;
 			if ((size_t)got < w->fmt.subbuf_size)
 				memset(w->page + got, 0, w->fmt.subbuf_size - got);
+			pages++;
 			ret = read_page(w, (size_t)got, &v, &n, &cap);
 			if (ret < 0)
 				break;
 		}
+		plan(w, cpu, pages, w->lost > lost);
 	}
 	if (ret < 0) {
 		free(v);
@@ -465,6 +592,64 @@ uint64_t tscwatch_lost(const struct tscwatch *w)
 }
 
 /**
+ * tscwatch_busy() - whether the next read should come at once
+ * @w: the watch
+ *
+ * Return: true when the last tscwatch_read() found a CPU's buffer at least
+ * a quarter full: on the usual timer it could overrun before the next read.
+ */
+bool tscwatch_busy(const struct tscwatch *w)
+{
+	return w->busy;
+}
+
+/**
+ * tscwatch_peak() - the most pages one CPU gave in the last read
+ * @w: the watch
+ *
+ * Return: pages.
+ */
+unsigned int tscwatch_peak(const struct tscwatch *w)
+{
+	return w->peak;
+}
+
+/**
+ * tscwatch_buffer_kb() - a CPU's buffer size, as the watch set it
+ * @w: the watch
+ * @cpu: the host CPU
+ *
+ * Return: KiB, 0 for a CPU the instance does not have.
+ */
+unsigned int tscwatch_buffer_kb(const struct tscwatch *w, unsigned int cpu)
+{
+	return cpu < w->nr_cpus ? w->kb[cpu] : 0;
+}
+
+/**
+ * tscwatch_grows() - how many times a buffer was grown
+ * @w: the watch
+ *
+ * Return: the count.
+ */
+unsigned int tscwatch_grows(const struct tscwatch *w)
+{
+	return w->grows;
+}
+
+/**
+ * tscwatch_get_stats() - how the reads went
+ * @w: the watch
+ * @st: filled in
+ */
+void tscwatch_get_stats(const struct tscwatch *w, struct tscwatch_stats *st)
+{
+	*st = w->st;
+	if (st->max_kb < WATCH_BUFFER_KB)
+		st->max_kb = WATCH_BUFFER_KB;
+}
+
+/**
  * tscwatch_name() - the tracefs instance's name
  * @w: the watch
  *
@@ -492,6 +677,7 @@ void tscwatch_free(struct tscwatch *w)
 	for (i = 0; i < w->nr_cpus; i++)
 		close(w->fds[i]);
 	free(w->fds);
+	free(w->kb);
 	free(w->page);
 	if (w->ifd >= 0)
 		close(w->ifd);

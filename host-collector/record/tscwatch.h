@@ -6,6 +6,7 @@
 #ifndef RECORD_TSCWATCH_H
 #define RECORD_TSCWATCH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -26,8 +27,30 @@ struct tscwatch_change {
 	int64_t next;
 };
 
+/**
+ * struct tscwatch_stats - how a watch's reads went
+ * @reads: tscwatch_read() calls
+ * @busy: reads that found a buffer a quarter full (after a calm one)
+ * @max_pages: the most pages one CPU gave in one read
+ * @max_gap_ns: the longest time between two reads
+ * @max_kb: the largest per-CPU buffer, KiB
+ */
+struct tscwatch_stats {
+	uint64_t reads;
+	uint64_t busy;
+	unsigned int max_pages;
+	uint64_t max_gap_ns;
+	unsigned int max_kb;
+};
+
 struct tscwatch *tscwatch_start(pid_t qemu_pid, const char *tag, char *why, size_t why_len);
+struct tscwatch *tscwatch_open(int ifd, const char *name, char *why, size_t why_len);
 int tscwatch_read(struct tscwatch *w, struct tscwatch_change **changes, size_t *nr);
+bool tscwatch_busy(const struct tscwatch *w);
+unsigned int tscwatch_peak(const struct tscwatch *w);
+unsigned int tscwatch_buffer_kb(const struct tscwatch *w, unsigned int cpu);
+unsigned int tscwatch_grows(const struct tscwatch *w);
+void tscwatch_get_stats(const struct tscwatch *w, struct tscwatch_stats *st);
 uint64_t tscwatch_from(const struct tscwatch *w);
 uint64_t tscwatch_lost(const struct tscwatch *w);
 const char *tscwatch_name(const struct tscwatch *w);

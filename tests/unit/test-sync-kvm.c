@@ -12,7 +12,8 @@
  *    before the first debugfs read replaces it; a read that raced a write;
  *    a lost write found by the next one's previous offset (bounded); two
  *    writes stamped out of order put back by their offsets; debugfs at the
- *    end disagreeing with the writes;
+ *    end disagreeing with the writes; a read that found the instance filling
+ *    brings the next one forward to 20 ms;
  *  - re-reads (no events): a change bounded by its size, the moment between
  *    two reads;
  *  - --sync-check: replies inside and outside, across a change;
@@ -57,6 +58,7 @@ static struct {
 	unsigned int late_reads;	/* reads before the late ones are seen */
 	uint64_t from;
 	uint64_t lost;
+	bool busy;			/* tscwatch_busy() */
 	int dummy;
 } tw;
 
@@ -99,6 +101,18 @@ uint64_t tscwatch_lost(const struct tscwatch *w)
 {
 	(void)w;
 	return tw.lost;
+}
+
+void tscwatch_get_stats(const struct tscwatch *w, struct tscwatch_stats *st)
+{
+	(void)w;
+	memset(st, 0, sizeof(*st));
+}
+
+bool tscwatch_busy(const struct tscwatch *w)
+{
+	(void)w;
+	return tw.busy;
 }
 
 const char *tscwatch_name(const struct tscwatch *w)
@@ -346,6 +360,56 @@ static void lost_write(void **state)
 	set_offset(f, 1, OFF1 + 1);
 	assert_int_equal(sync_prepare(g, &f->o, "stop"), 0);
 	assert_int_equal(g->sync.kvm.mismatch, 1);
+}
+
+/* The engine's timer, stubbed: what sync.c asked of it. */
+static struct {
+	unsigned int arms;
+	uint64_t delay, period;
+} timer;
+
+void engine_timer_arm(struct engine *e, struct engine_timer *t, uint64_t delay_ns,
+		      uint64_t period_ns)
+{
+	(void)e;
+	(void)t;
+	timer.arms++;
+	timer.delay = delay_ns;
+	timer.period = period_ns;
+}
+
+/*
+ * A read that found the instance filling (tscwatch_busy()): the next is due
+ * in KVM_BUSY_NS, not a whole KVM_POLL_NS later (under mmiotrace a nested
+ * host's writes overran 256 KiB in 200 ms), and the period goes on after it.
+ * A calm read leaves the timer alone. The timer runs from the watch's start.
+ */
+static void busy_watch_read_again_soon(void **state)
+{
+	struct fx *f = *state;
+	struct guest *g = f->g;
+	struct recording rec = { 0 };
+
+	rec.e = (struct engine *)&tw.dummy;
+	g->rec = &rec;
+	memset(&timer, 0, sizeof(timer));
+	begin(f);
+	/* armed as the watch starts, not once the setup is over (7-10 s later under mmiotrace) */
+	assert_int_equal(timer.arms, 1);
+	assert_int_equal(timer.delay, KVM_POLL_NS);
+	assert_int_equal(timer.period, KVM_POLL_NS);
+	memset(&timer, 0, sizeof(timer));
+	sync_kvm_tick(g);
+	assert_int_equal(timer.arms, 0);
+	tw.busy = true;
+	sync_kvm_tick(g);
+	assert_int_equal(timer.arms, 1);
+	assert_true(timer.delay == KVM_BUSY_NS && KVM_BUSY_NS <= 20 * 1000000ull);
+	assert_int_equal(timer.period, KVM_POLL_NS);
+	tw.busy = false;
+	sync_kvm_tick(g);
+	assert_int_equal(timer.arms, 1);
+	g->rec = NULL;
 }
 
 /*
@@ -771,6 +835,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(write_before_first_read, setup, teardown),
 		cmocka_unit_test_setup_teardown(read_races_write, setup, teardown),
 		cmocka_unit_test_setup_teardown(lost_write, setup, teardown),
+		cmocka_unit_test_setup_teardown(busy_watch_read_again_soon, setup, teardown),
 		cmocka_unit_test_setup_teardown(event_trails_debugfs, setup, teardown),
 		cmocka_unit_test_setup_teardown(writes_stamped_out_of_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(epochs_full, setup, teardown),
