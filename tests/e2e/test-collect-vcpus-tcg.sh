@@ -16,10 +16,11 @@
 #   the GUEST option maps each vCPU to the thread QMP's query-cpus-fast names;
 #   conservation: for every vCPU the states' leaves sum to wall_ns exactly, and running + halted +
 #       preempted + unknown are the only states (no kvm events: no "guest" or exits);
-#   idle: vCPU 0 is halted at least 70% of its wall time (the guest's agent runs there), and the
-#       guest's idle task (pid 0) is halted at least 90% of its time on vCPU 0;
-#   hog: at least 75% of vCPU 1's preempted time is vt-hog's (the machine's other work shares
-#       that CPU: 11-15% in the runs), and it equals vt-hog's time on vCPU 1's CPU while vCPU 1 was runnable,
+#   idle: vCPU 0 is halted at least 75% of its wall time less its preempted time (the guest's
+#       agent runs there; the host's preemptions depend on the machine's load), and the
+#       guest's idle task (pid 0) is halted at least 90% of its halted + running time there;
+#   hog: at least 70% of vCPU 1's preempted time is vt-hog's (the machine's other work shares
+#       that CPU: 4-21% in the runs), and it equals vt-hog's time on vCPU 1's CPU while vCPU 1 was runnable,
 #       recounted from vt-hog's own switches and the vCPU's switches and wakeups, within 2%;
 #   the text report says which states need `record --kvm-exits`; vCPU 1's affinity is restored.
 # Env: as test-collect-guest.sh (VT_KEEP=1 keeps the work dir and prints `kept DIR`), LOAD_MS
@@ -157,26 +158,32 @@ for tid, v in sorted(vcpus.items()):
 
 # Idle: vCPU 0 halted. Under MTTCG an idle vCPU's thread sleeps in QEMU (HLT: qemu_wait_io_event)
 # between the guest's interrupts (its tick, the agent and vt-e2e-guest on vCPU 0); each wakeup runs
-# the thread for TCG's time, and the trace-agent splices pages there (200-280 ms of 3.6 s): halted
-# 81.8-90.2% in 7 runs on the 2-core machine shared with builds; 70% leaves room for a busier one.
-IDLE_MIN = 0.70
+# the thread for TCG's time, and the trace-agent splices pages there (200-280 ms of 3.6 s). Counted
+# against the time the host did not preempt it (the machine's other work: 1.4-9.4% of the wall in
+# the runs): halted 83.8-91.6% of that in 12 runs (76.4-90.2% of the wall) on the 2-core machine
+# shared with other builds; 75% leaves room for a busier one.
 v0 = vcpus[tid0]
-h0 = v0["states"]["halted"]
-say("idle: vCPU 0 halted %.2f%% of its wall time (want >= %d%%)" % (100.0 * h0 / v0["wall_ns"], IDLE_MIN * 100))
-if h0 < IDLE_MIN * v0["wall_ns"]:
-    fail("idle: vCPU 0 halted %d of %d ns" % (h0, v0["wall_ns"]))
-# The guest's idle task on vCPU 0 (idle=halt: it halts in HLT) is halted nearly all its time there;
-# what it runs is the interrupts' handling under TCG (96.3% halted in the first run).
+h0, p0 = v0["states"]["halted"], leaves(v0["states"]["preempted"])
+up0 = v0["wall_ns"] - p0
+say("idle: vCPU 0 halted %.2f%% of its wall time, %.2f%% of the %d ns the host did not preempt it (want >= 75%%)" %
+    (100.0 * h0 / v0["wall_ns"], 100.0 * h0 / up0 if up0 else 0, up0))
+if not up0 or h0 < 0.75 * up0:
+    fail("idle: vCPU 0 halted %d of the %d ns it was not preempted" % (h0, up0))
+# The guest's idle task on vCPU 0 (idle=halt: it halts in HLT) is halted nearly all its time there
+# but for the host's preemptions (the machine's load, 1-4% of the wall): of its halted + running
+# time, what runs is the interrupts' handling under TCG (97% halted in a run where it was 93.7%
+# of its wall, preemptions included).
 # By pid 0, not comm: every guest idle task has pid 0, and the report names the pair by the comm
 # last seen for that pid, "swapper/1 on vCPU 0" in 2 of 3 runs.
 sw = [t for t in v0["tasks"] if t["pid"] == 0]
 if not sw:
     fail("idle: no guest idle task (pid 0) on vCPU 0")
 else:
-    hs = sw[0]["states"]["halted"]
-    say("idle: the guest's idle task on vCPU 0 halted %.2f%% of its %d ns (want >= 90%%)" % (100.0 * hs / sw[0]["wall_ns"], sw[0]["wall_ns"]))
-    if hs < 0.90 * sw[0]["wall_ns"]:
-        fail("idle: the idle task halted %d of its %d ns on vCPU 0" % (hs, sw[0]["wall_ns"]))
+    st = sw[0]["states"]
+    hs, up = st["halted"], st["halted"] + st["running"]
+    say("idle: the guest's idle task on vCPU 0 halted %.2f%% of the %d ns it was not preempted by the host (want >= 90%%)" % (100.0 * hs / up if up else 0, up))
+    if not up or hs < 0.90 * up:
+        fail("idle: the idle task halted %d of its %d ns on vCPU 0 (halted + running)" % (hs, up))
 
 # trace-cmd report -N -t: "COMM-TID [CPU] SECS.NANOS: EVENT: FIELDS" (COMM may hold spaces).
 line_re = re.compile(r'^\s*(.*)-(\d+)\s+\[(\d+)\]\s+(?:\S+\s+)?(\d+)\.(\d{9}):\s+(\w+):\s+(.*)$')
@@ -199,8 +206,8 @@ say("hog: vCPU 1 preempted %d ns, by vt-hog %d (%.2f%%); top: %s" %
     (ptot, hog, 100.0 * hog / ptot if ptot else 0, ", ".join("%s %d" % (k, leaves(n)) for k, n in top)))
 # Not 95% as under KVM in L1, where every other task was moved off the CPU: this machine's other
 # work (builds: cc1, ld, make), the idle task while the woken vCPU waits to be switched in, and
-# the host's per-CPU threads took 11-15% in the first runs (vt-hog 85.5% and 88.9%).
-if not ptot or hog < 0.75 * ptot:
+# the host's per-CPU threads took 4-21% in 12 runs (vt-hog 79.3-96.2%).
+if not ptot or hog < 0.70 * ptot:
     fail("hog: vt-hog has %d of vCPU 1's %d preempted ns" % (hog, ptot))
 # Between two events both are constant: add each stretch where vt-hog runs on the CPU where vCPU 1
 # waits runnable (switched out in state R, or woken, until switched in).
