@@ -37,7 +37,7 @@ MS=${LOAD_MS:-3000}
 command -v taskset >/dev/null || { echo "$ME: SKIP: taskset not found"; exit 77; }
 command -v python3 >/dev/null || { echo "$ME: SKIP: python3 not found"; exit 77; }
 
-HOG_PID= VCPU1= AFF1=
+HOG_PID='' VCPU1='' AFF1=''
 tcg_cleanup() {
     [ -z "$HOG_PID" ] || { kill "$HOG_PID" 2>/dev/null; wait "$HOG_PID" 2>/dev/null; }
     [ -z "$VCPU1" ] || [ -z "$AFF1" ] || taskset -p "$AFF1" "$VCPU1" >/dev/null 2>&1
