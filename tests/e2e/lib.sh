@@ -10,6 +10,8 @@
 #   VT_RUNDIR       run dir (required): console.log, qemu.pid, qemu.cmd, qmp.sock, ports/
 #   VT_SMP=2 VT_MEM=512 VT_TIMEOUT=120 (seconds, hard limit for QEMU)
 #   VT_TCG_SINGLE=0 (1: -accel tcg,thread=single, for clock tests)
+#   VT_DEBUG_THREADS=0 (1: -name vt-guest,debug-threads=on: the vCPU threads are named "CPU n/TCG",
+#                   as record --qemu-pid looks for them)
 #   VT_KERNEL=vmlinux (PVH boot of the ELF; or bzImage)
 #   VT_MACHINE=pc   (q35 when VT_IOMMU=1)
 #   VT_IOMMU=0      (1: -machine q35 -device intel-iommu,intremap=off first, guest intel_iommu=on)
@@ -208,7 +210,9 @@ vt_qemu_argv() {
     # size would stop that), as the tests were written for; /init turns those events off.
     keep=${VT_TCG_KEEP-sched,irq,timer,iommu}
     [ -z "$keep" ] || append+=" maxcpus=1 trace_event=${keep//,/:*,}:* vt.keep=$keep"
-    VT_QEMU_ARGV=("$VT_QEMU_BIN" -name vt-guest -machine "$machine" -accel "$accel"
+    local qname=vt-guest
+    [ "${VT_DEBUG_THREADS:-0}" = 1 ] && qname+=,debug-threads=on
+    VT_QEMU_ARGV=("$VT_QEMU_BIN" -name "$qname" -machine "$machine" -accel "$accel"
         -m "${VT_MEM:-512}" -smp "${VT_SMP:-2}" -nodefaults -no-user-config -display none
         -serial "file:$VT_RUNDIR/console.log"
         -qmp "unix:$VT_RUNDIR/qmp.sock,server=on,wait=off"
