@@ -150,14 +150,15 @@ static void row(struct livestat *ls, unsigned int i, uint64_t wall, bool kvm)
 				nr_top++;
 		}
 	}
-	fprintf(ls->out, "# %-16.16s %4d %7d %7.1f%% %7.1f%% %7.1f%% %7.1f%% %7.1f%% ", s.guest, s.vcpu,
+	fprintf(ls->out, "# %-16.16s %4d %7d %7.1f%% %7.1f%% %7.1f%% %7.1f%% %7.1f%%", s.guest, s.vcpu,
 		s.tid, pct(s.guest_ns - p->s.guest_ns, wall), pct(s.halted_ns - p->s.halted_ns, wall),
 		pct(s.preempted_ns - p->s.preempted_ns, wall), pct(s.exits_ns - p->s.exits_ns, wall),
 		pct(s.unknown_ns - p->s.unknown_ns, wall));
 	if (!kvm)
-		fprintf(ls->out, " -");
+		fprintf(ls->out, "  -");
 	for (k = 0; k < nr_top; k++)
-		fprintf(ls->out, " %s %.1f%%", vcpus_an_reason_name(ls->a, top[k]), pct(d[top[k]], wall));
+		fprintf(ls->out, "%s%s %.1f%%", k ? " " : "  ", vcpus_an_reason_name(ls->a, top[k]),
+			pct(d[top[k]], wall));
 	fputc('\n', ls->out);
 	p->s = s;
 	memcpy(p->reasons, ls->cur, sizeof(p->reasons));
