@@ -59,4 +59,26 @@ echo "blocks $blocks (whole seconds $whole), rows $rows, bad $bad, halted in $ha
 [ "$rows" = "$blocks" ] || fail "$rows rows in $blocks blocks, want one each"
 [ "$bad" = 0 ] || fail "$bad rows of the wrong vCPU or not adding up to 100%"
 [ "$halted" = "$rows" ] && [ "$pre" -ge 1 ] || fail "halted in $halted rows, preempted in $pre of $rows"
+# With --live too, the event lines and the table both, the table's lines apart (they begin with #).
+fake vmp2 --fifo "$p" --fixture "$DATA/cap-guest"
+pid=$FAKE_PID
+taskset -c "$cpu" perl -e 'open(my $f, ">", "/proc/self/comm") or die; print $f "CPU 0/TCG";
+	close $f; select(undef, undef, undef, 0.01) while 1' &
+vcpu=$!
+track $vcpu
+sleep 0.2
+collect rec2 --chardev-dir "$p" --name vmp2 --qemu-pid $vcpu -o "$WORK/out2" --duration 3 \
+	--kvm-exits --sync probe --live --live-stat
+kill $vcpu
+fake_end $pid
+[ $RC = 0 ] || { show "$WORK/rec2.log" "$WORK/vmp2.fake"; fail "collector with --live exited $RC, want 0"; }
+ev=$(grep -c "^ *host.dat: .*sched_switch: .*:$vcpu \[" "$WORK/rec2.log")
+rows=$(grep -c "^# vmp2  *0  *$vcpu " "$WORK/rec2.log")
+echo "with --live: $ev sched_switch lines of the vCPU thread, $rows table rows"
+[ "$ev" -ge 20 ] && [ "$rows" -ge 2 ] || fail "with --live: $ev event lines, $rows rows"
+# Without host events there is nothing to count: refused, saying what to give.
+"$COLLECT" record --chardev-dir "$p" --name vmp3 -o "$WORK/out3" --live-stat >"$WORK/rec3.log" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q -- '--live-stat reads the host.*--kvm-exits' "$WORK/rec3.log" ||
+	{ cat "$WORK/rec3.log"; fail "--live-stat without host events exited $rc"; }
 echo PASS
