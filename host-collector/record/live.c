@@ -1372,6 +1372,9 @@ void live_end(struct live *l)
 		pthread_join(l->thread, NULL);
 		log_info("live view: %" PRIu64 " events shown%s", l->shown,
 			 l->out_broken ? " (then its output failed)" : "");
+		if (l->stat && !livestat_vcpus(l->stat))
+			log_warn("live view: --live-stat had no vCPU threads to show: they are known "
+				 "for guests given by --qemu-pid, --domain or --qmp");
 		if (l->quiet_left)
 			log_info("live view: %" PRIu64 " host events of this collector and its terminal "
 				 "left out", l->quiet_left);

@@ -216,3 +216,14 @@ void livestat_host(struct livestat *ls, struct tep_handle *tep, struct tep_recor
 	}
 	vcpus_an_host(ls->a, tep, rec, cpu);
 }
+
+/**
+ * livestat_vcpus() - how many vCPUs the table has rows for
+ * @ls: the table, or NULL
+ *
+ * Return: their count (0: no guest's vCPU threads were known).
+ */
+unsigned int livestat_vcpus(const struct livestat *ls)
+{
+	return ls ? ls->nr_prev : 0;
+}

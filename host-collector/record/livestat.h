@@ -17,6 +17,7 @@ struct tep_record;
 struct livestat *livestat_new(FILE *out, uint64_t per_sec, uint64_t per_us);
 void livestat_free(struct livestat *ls);
 int livestat_add_guest(struct livestat *ls, const char *name, const uint32_t *tids, unsigned int nr);
+unsigned int livestat_vcpus(const struct livestat *ls);
 void livestat_host(struct livestat *ls, struct tep_handle *tep, struct tep_record *rec, int cpu);
 
 #endif
