@@ -162,7 +162,6 @@ struct ltrace {
 	bool loading;
 	int load_ret;
 	bool kallsyms;			/* its kallsyms are read (LIVE_KALLSYMS_MAX) */
-	bool stat_added;		/* its vCPUs are in --live-stat's table */
 	struct kbuffer *kbuf;
 	bool clocked;			/* the host always; a guest once its mapping came */
 	bool meta_ready;		/* the host always; a guest once its bundle to keep is spooled */
@@ -173,6 +172,7 @@ struct ltrace {
 	uint64_t pending_since;		/* engine-independent CLOCK_MONOTONIC ns */
 	struct lcpu **cpus;		/* the queues, by CPU (made on first need) */
 	unsigned int nr_cpus;
+	bool stat_added;		/* its vCPUs are in --live-stat's table */
 };
 
 struct live {
