@@ -213,6 +213,7 @@ struct live {
 	uint64_t quiet_left;		/* their events */
 	uint64_t per_sec, per_us;	/* timestamp units, for --live-stat */
 	struct livestat *stat;		/* --live-stat's table, fed the host's events */
+	const struct livestat_ops *stat_ops;
 	bool stat_only;			/* the table instead of the event lines */
 };
 
@@ -317,15 +318,17 @@ void live_set_dir(struct live *l, unsigned int trace, int spool_dir)
 /**
  * live_set_stat() - print --live-stat's table once a second of host time
  * @l: the view, not started
+ * @ops: the table's functions (&livestat_ops)
  * @lines: the event lines too (the table's lines begin with '#', theirs never)
  *
  * Return: 0, or -EBUSY, -ENOMEM.
  */
-int live_set_stat(struct live *l, bool lines)
+int live_set_stat(struct live *l, const struct livestat_ops *ops, bool lines)
 {
 	if (l->running)
 		return -EBUSY;
-	l->stat = livestat_new(l->out, l->per_sec, l->per_us);
+	l->stat_ops = ops;
+	l->stat = ops->new(l->out, l->per_sec, l->per_us);
 	l->stat_only = !lines;
 	return l->stat ? 0 : -ENOMEM;
 }
@@ -377,7 +380,7 @@ static void stat_guest(struct live *l, struct lmsg *m)
 	if (l->traces[m->trace].stat_added)
 		return;		/* a guest's threads are its QEMU's: the first list holds */
 	l->traces[m->trace].stat_added = true;
-	if (livestat_add_guest(l->stat, name, (const uint32_t *)m->data, m->size / sizeof(uint32_t)) < 0)
+	if (l->stat_ops->add_guest(l->stat, name, (const uint32_t *)m->data, m->size / sizeof(uint32_t)) < 0)
 		log_warn("live view: %s: its vCPUs are not in the --live-stat table (past its bounds)",
 			 l->traces[m->trace].file);
 }
@@ -1135,7 +1138,7 @@ static void print_ev(struct live *l, struct lcpu *q)
 		host_comm(t, &rec);
 	ev = tep_find_event_by_record(t->tep, &rec);
 	if (t->host && l->stat)
-		livestat_host(l->stat, t->tep, &rec, (int)q->cpu);
+		l->stat_ops->host(l->stat, t->tep, &rec, (int)q->cpu);
 	if (l->stat_only) {
 		memset(l->pad, 0, e->size);
 		return;
@@ -1372,7 +1375,7 @@ void live_end(struct live *l)
 		pthread_join(l->thread, NULL);
 		log_info("live view: %" PRIu64 " events shown%s", l->shown,
 			 l->out_broken ? " (then its output failed)" : "");
-		if (l->stat && !livestat_vcpus(l->stat))
+		if (l->stat && !l->stat_ops->vcpus(l->stat))
 			log_warn("live view: --live-stat had no vCPU threads to show: they are known "
 				 "for guests given by --qemu-pid, --domain or --qmp");
 		if (l->quiet_left)
@@ -1419,7 +1422,8 @@ void live_end(struct live *l)
 		drop_tep(t);
 	}
 	live_quiet_free(l->quiet);
-	livestat_free(l->stat);
+	if (l->stat)
+		l->stat_ops->free(l->stat);
 	free(l->heap);
 	free(l->traces);
 	free(l->line);

@@ -227,3 +227,12 @@ unsigned int livestat_vcpus(const struct livestat *ls)
 {
 	return ls ? ls->nr_prev : 0;
 }
+
+/* The table's functions for the live view (live_set_stat()). */
+const struct livestat_ops livestat_ops = {
+	.new = livestat_new,
+	.free = livestat_free,
+	.add_guest = livestat_add_guest,
+	.host = livestat_host,
+	.vcpus = livestat_vcpus,
+};

@@ -30,6 +30,7 @@
 #include "hostrec.h"
 #include "kcache.h"
 #include "live.h"
+#include "livestat.h"
 #include "qmp.h"
 #include "record.h"
 #include "session.h"
@@ -1306,7 +1307,7 @@ static int open_live(struct recording *r, struct guest **gs, unsigned int nr)
 	}
 	if (r->o->host_events && live_add_trace(r->live, "host.dat", true) < 0)
 		goto err;
-	if (r->o->live_stat && live_set_stat(r->live, r->o->live_lines) < 0)
+	if (r->o->live_stat && live_set_stat(r->live, &livestat_ops, r->o->live_lines) < 0)
 		goto err;
 	memcpy(sorted, gs, nr * sizeof(*sorted));
 	qsort(sorted, nr, sizeof(*sorted), by_name);
