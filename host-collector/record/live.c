@@ -62,6 +62,7 @@
 #include "collect.h"
 #include "live.h"
 #include "livequiet.h"
+#include "livestat.h"
 #include "sync.h"
 #include "store/spool.h"
 #include "vt_meta.h"
@@ -106,7 +107,7 @@
  */
 #define LIVE_KALLSYMS_MAX	8
 
-enum lmsg_kind { LM_PAGE, LM_META, LM_CLOCK };
+enum lmsg_kind { LM_PAGE, LM_META, LM_CLOCK, LM_VCPUS };
 
 /* What the engine thread hands over; LM_PAGE carries a copy of the page. */
 struct lmsg {
@@ -119,7 +120,7 @@ struct lmsg {
 	uint64_t host_end;		/* LM_CLOCK */
 	unsigned int nr_cpus;		/* LM_CLOCK */
 	struct vt_tsync_cpu *cpus;	/* LM_CLOCK: copies of the epochs */
-	uint8_t data[];			/* LM_PAGE */
+	uint8_t data[];			/* LM_PAGE; LM_VCPUS: the thread ids */
 };
 
 /* One event of a cut page: where it is, and its time as trace-cmd shows it. */
@@ -172,6 +173,7 @@ struct ltrace {
 	uint64_t pending_since;		/* engine-independent CLOCK_MONOTONIC ns */
 	struct lcpu **cpus;		/* the queues, by CPU (made on first need) */
 	unsigned int nr_cpus;
+	bool stat_added;		/* its vCPUs are in --live-stat's table */
 };
 
 struct live {
@@ -210,6 +212,10 @@ struct live {
 	size_t line_cap;
 	struct live_quiet *quiet;	/* host tasks left out: ours and the terminal's */
 	uint64_t quiet_left;		/* their events */
+	uint64_t per_sec, per_us;	/* timestamp units, for --live-stat */
+	struct livestat *stat;		/* --live-stat's table, fed the host's events */
+	const struct livestat_ops *stat_ops;
+	bool stat_only;			/* the table instead of the event lines */
 };
 
 static uint64_t mono_ns(void)
@@ -256,6 +262,8 @@ struct live *live_new(unsigned int window_ms, const struct sync_tsc *tsc, FILE *
 	l->window = l->have_conv ? window_ms * 1000000ull :
 		    window_ms * (tsc->khz ? tsc->khz : 1000000ull);
 	l->width = 0;
+	l->per_sec = l->have_conv ? 1000000000ull : (tsc->khz ? tsc->khz : 1000000ull) * 1000ull;
+	l->per_us = l->per_sec / 1000000ull;
 	l->tail = &l->head;
 	pthread_mutex_init(&l->lock, NULL);
 	pthread_cond_init(&l->cond, NULL);
@@ -306,6 +314,76 @@ void live_set_dir(struct live *l, unsigned int trace, int spool_dir)
 {
 	if (l && !l->running && trace < l->nr_traces)
 		l->traces[trace].dir = spool_dir;
+}
+
+/**
+ * live_set_stat() - print --live-stat's table once a second of host time
+ * @l: the view, not started
+ * @ops: the table's functions (&livestat_ops)
+ * @lines: the event lines too (the table's lines begin with '#', theirs never)
+ *
+ * Return: 0, or -EBUSY, -ENOMEM.
+ */
+int live_set_stat(struct live *l, const struct livestat_ops *ops, bool lines)
+{
+	if (l->running)
+		return -EBUSY;
+	l->stat_ops = ops;
+	l->stat = ops->new(l->out, l->per_sec, l->per_us);
+	l->stat_only = !lines;
+	return l->stat ? 0 : -ENOMEM;
+}
+
+static void post(struct live *l, struct lmsg *m);
+
+/**
+ * live_set_vcpus() - a guest's vCPU threads, for --live-stat's rows
+ * @l: the view, or NULL
+ * @trace: the guest's, from live_add_trace()
+ * @tids: its vCPU threads' ids, in vCPU order
+ * @nr: how many
+ *
+ * Return: 0 (also without --live-stat), or -errno.
+ */
+int live_set_vcpus(struct live *l, unsigned int trace, const uint32_t *tids, unsigned int nr)
+{
+	struct lmsg *m;
+
+	if (!l || !l->stat || !nr || trace >= l->nr_traces || l->traces[trace].host)
+		return 0;
+	m = malloc(sizeof(*m) + nr * sizeof(*tids));
+	if (!m)
+		return -ENOMEM;
+	m->kind = LM_VCPUS;
+	m->trace = trace;
+	m->size = nr * sizeof(*tids);
+	memcpy(m->data, tids, m->size);
+	/* Through the queue: the view's thread is the only one that touches the table. */
+	pthread_mutex_lock(&l->lock);
+	post(l, m);
+	pthread_mutex_unlock(&l->lock);
+	return 0;
+}
+
+/* A guest's name, from its file's: "guest-NAME.dat". */
+static void stat_guest(struct live *l, struct lmsg *m)
+{
+	const char *f = l->traces[m->trace].file;
+	char name[LIVE_FILE_MAX];
+	size_t n;
+
+	if (!strncmp(f, "guest-", 6))
+		f += 6;
+	n = strlen(f);
+	if (n > 4 && !strcmp(f + n - 4, ".dat"))
+		n -= 4;
+	snprintf(name, sizeof(name), "%.*s", (int)n, f);
+	if (l->traces[m->trace].stat_added)
+		return;		/* a guest's threads are its QEMU's: the first list holds */
+	l->traces[m->trace].stat_added = true;
+	if (l->stat_ops->add_guest(l->stat, name, (const uint32_t *)m->data, m->size / sizeof(uint32_t)) < 0)
+		log_warn("live view: %s: its vCPUs are not in the --live-stat table (past its bounds)",
+			 l->traces[m->trace].file);
 }
 
 static void *worker(void *arg);
@@ -1257,6 +1335,12 @@ static void print_ev(struct live *l, struct lcpu *q)
 	if (t->host)
 		host_comm(t, &rec);
 	ev = tep_find_event_by_record(t->tep, &rec);
+	if (t->host && l->stat)
+		l->stat_ops->host(l->stat, t->tep, &rec, (int)q->cpu);
+	if (l->stat_only) {
+		memset(l->pad, 0, e->size);
+		return;
+	}
 	if (t->host && l->quiet && !missed && quiet_event(l, t, ev, &rec)) {
 		l->quiet_left++;
 		memset(l->pad, 0, e->size);
@@ -1403,6 +1487,9 @@ static void take(struct live *l, struct lmsg *m)
 	case LM_CLOCK:
 		take_clock(l, m);
 		break;
+	case LM_VCPUS:
+		stat_guest(l, m);
+		break;
 	}
 	free(m);
 }
@@ -1486,6 +1573,9 @@ void live_end(struct live *l)
 		pthread_join(l->thread, NULL);
 		log_info("live view: %" PRIu64 " events shown%s", l->shown,
 			 l->out_broken ? " (then its output failed)" : "");
+		if (l->stat && !l->stat_ops->vcpus(l->stat))
+			log_warn("live view: --live-stat had no vCPU threads to show: they are known "
+				 "for guests given by --qemu-pid, --domain or --qmp");
 		if (l->quiet_left)
 			log_info("live view: %" PRIu64 " host events of this collector and its terminal "
 				 "left out", l->quiet_left);
@@ -1530,6 +1620,8 @@ void live_end(struct live *l)
 		drop_tep(t);
 	}
 	live_quiet_free(l->quiet);
+	if (l->stat)
+		l->stat_ops->free(l->stat);
 	free(l->heap);
 	free(l->traces);
 	free(l->line);

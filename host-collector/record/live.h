@@ -15,6 +15,7 @@
 #include "vt_tsync.h"
 
 struct live;
+struct livestat_ops;
 struct sync_tsc;
 
 #define LIVE_WINDOW_MS		500u	/* --live without =MS */
@@ -24,6 +25,8 @@ unsigned int live_flush_ms(unsigned int window_ms);
 struct live *live_new(unsigned int window_ms, const struct sync_tsc *tsc, FILE *out);
 int live_add_trace(struct live *l, const char *file, bool host);
 void live_set_dir(struct live *l, unsigned int trace, int spool_dir);
+int live_set_stat(struct live *l, const struct livestat_ops *ops, bool lines);
+int live_set_vcpus(struct live *l, unsigned int trace, const uint32_t *tids, unsigned int nr);
 int live_start(struct live *l);
 void live_page(struct live *l, unsigned int trace, unsigned int cpu, const uint8_t *page,
 	       uint32_t size, uint32_t events);

@@ -28,6 +28,7 @@
 #include "engine.h"
 #include "json.h"
 #include "hostrec.h"
+#include "live.h"
 #include "qmp.h"
 #include "record.h"
 #include "session.h"
@@ -87,8 +88,10 @@ static void got_cpus(struct qmp *q, const char *line, size_t len)
 	memcpy(g->link.vcpu_tids, tids, sizeof(tids));
 	g->link.nr_vcpu_tids = nr;
 	log_debug("guest %s: %u vCPU threads from QMP", g->name, nr);
-	if (g->rec)
+	if (g->rec) {
 		hostrec_vcpus(g->rec->host, tids, nr);
+		live_set_vcpus(g->rec->live, g->live_idx, tids, nr);
+	}
 	q->event(g, QMP_EV_CPUS, NULL);
 }
 

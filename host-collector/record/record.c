@@ -30,6 +30,7 @@
 #include "hostrec.h"
 #include "kcache.h"
 #include "live.h"
+#include "livestat.h"
 #include "qmp.h"
 #include "record.h"
 #include "session.h"
@@ -49,7 +50,7 @@ enum { OPT_CHARDEV = 256, OPT_LISTEN, OPT_CTL, OPT_CPU, OPT_NAME, OPT_QEMU_PID, 
        OPT_NOCOMP, OPT_ZEND, OPT_KCACHE, OPT_NOKCACHE, OPT_KEEP, OPT_FORCE, OPT_FSYNC, OPT_SYNC,
        OPT_TSCOFF, OPT_PROBES, OPT_SINTV, OPT_DEBUGFS, OPT_STOPTO, OPT_QMP, OPT_DOMAIN,
        OPT_CONNECT, OPT_KVM_EXITS, OPT_LISTEN_GROUP, OPT_LISTEN_UID, OPT_MODE, OPT_WAIT, OPT_ALL,
-       OPT_ANY_USER, OPT_LIVE, OPT_INCOMING, OPT_NO_KVM_EVENTS, OPT_SYNC_CHECK };
+       OPT_ANY_USER, OPT_LIVE, OPT_LIVE_STAT, OPT_INCOMING, OPT_NO_KVM_EVENTS, OPT_SYNC_CHECK };
 
 static const char *const file_versions[] = { "6", "7", NULL };
 static const char *const sync_methods[] = { "auto", "kvm", "probe", "offset", "none", NULL };
@@ -223,6 +224,13 @@ static const struct opt_def record_opts_def[] = {
 "milliseconds (default 500), in trace-cmd report's format\n"
 "(on standard output; the files are written as usual)", .group =
 "\n", .optional = true },
+	{ "live-stat", OPT_LIVE_STAT, KIND_FLAG, NULL,
+"once a second of host time, a table per guest and\n"
+"vCPU: % in the guest, halted, preempted, in exits,\n"
+"and the top 3 exit reasons (lines beginning with #;\n"
+"with --live the event lines too). Needs host sched\n"
+"events of the vCPU threads: --kvm-exits records them\n"
+"(and the exits), for --qemu-pid and --domain guests" },
 	{ "quiet", 'q', KIND_FLAG, NULL,
 "no progress, status line or closing summary" },
 	{ "verbose", OPT_VERBOSE, KIND_FLAG, NULL,
@@ -532,7 +540,9 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 					      LIVE_WINDOW_MS);
 				return -EINVAL;
 			}
+			o->live_lines = true;
 			break;
+		case OPT_LIVE_STAT: o->live_stat = true; break;
 		case 'q': collect_quiet = 1; break;
 		case OPT_VERBOSE: collect_verbose = 1; break;
 		case OPT_HELP: exit(EXIT_OK);
@@ -564,6 +574,13 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 			return -EINVAL;
 		o->host_events = list;
 	}
+	if (o->live_stat && !o->host_events) {
+		collect_usage("--live-stat reads the host's events of the vCPU threads: give "
+			      "--kvm-exits (or --host-events with sched_switch and sched_wakeup)");
+		return -EINVAL;
+	}
+	if (o->live_stat && !o->live_ms)
+		o->live_ms = LIVE_WINDOW_MS;
 	if (o->all && *nr) {
 		collect_usage("--all records every guest `list` finds: give no "
 			"other guest with it");
@@ -955,6 +972,8 @@ static void start_guest(struct guest *g)
 	if (g->link.qemu_pid && !g->link.nr_vcpu_tids)
 		find_vcpu_threads(g);
 	hostrec_vcpus(g->rec->host, g->link.vcpu_tids, g->link.nr_vcpu_tids);
+	if (live_set_vcpus(g->rec->live, g->live_idx, g->link.vcpu_tids, g->link.nr_vcpu_tids) < 0)
+		log_warn("guest %s: its vCPUs are not in the --live-stat table", g->name);
 	if (attach_guest(g, o) < 0) {
 		session_fail(g, "cannot attach");
 		return;
@@ -1287,6 +1306,8 @@ static int open_live(struct recording *r, struct guest **gs, unsigned int nr)
 		return -ENOMEM;
 	}
 	if (r->o->host_events && live_add_trace(r->live, "host.dat", true) < 0)
+		goto err;
+	if (r->o->live_stat && live_set_stat(r->live, &livestat_ops, r->o->live_lines) < 0)
 		goto err;
 	memcpy(sorted, gs, nr * sizeof(*sorted));
 	qsort(sorted, nr, sizeof(*sorted), by_name);

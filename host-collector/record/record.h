@@ -69,6 +69,8 @@ struct record_opts {
 	unsigned int sync_probes;
 	const char *tracefs;
 	unsigned int live_ms;		/* --live: the reorder window, 0 without */
+	bool live_stat;			/* --live-stat: the per-second vCPU table */
+	bool live_lines;		/* --live given: the event lines too */
 	char cmdline[8192];
 	int argc;
 	char **argv;

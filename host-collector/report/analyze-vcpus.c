@@ -36,7 +36,7 @@
 
 #define VC_MAX_GUESTS	64u
 #define VC_MAX_VCPUS	1024u
-#define VC_MAX_REASONS	256u
+#define VC_MAX_REASONS	VCPUS_AN_MAX_REASONS
 #define VC_MAX_HTASKS	512u		/* host tasks that preempt a vCPU, two reserved */
 #define VC_MAX_GTASKS	4096u		/* guest tasks, all guests */
 #define VC_MAX_PAIRS	2048u		/* (vCPU, guest task) accumulators */
@@ -453,6 +453,7 @@ int vcpus_an_add_guest(struct vcpus_an *a, const char *name, int nr_vcpus, const
 		v->cpu = -1;
 		v->pair = -1;
 		v->open_head = -1;
+		v->since = a->now;	/* a guest added while records flow starts now */
 		v->acc = calloc(1, sizeof(*v->acc));
 		if (!v->acc)
 			return -ENOMEM;
@@ -2117,4 +2118,85 @@ void vcpus_an_json(const struct vcpus_an *a, struct jw *w, const char *only)
 	jw_end(w, ']');
 	jw_end(w, '}');
 	free(buf);
+}
+
+/**
+ * vcpus_an_charge_to() - charge every vCPU's current state up to @to, as a
+ * record at @to would (record --live-stat cuts its seconds there)
+ * @a: the analysis
+ * @to: host time; a record older than it is later taken at it
+ */
+void vcpus_an_charge_to(struct vcpus_an *a, uint64_t to)
+{
+	unsigned int i;
+
+	if (!a->started)
+		return;
+	for (i = 0; i < a->nr_vcpus; i++)
+		charge(a, &a->vcpus[i], to);
+	if (to > a->now)
+		a->now = to;
+}
+
+/**
+ * vcpus_an_saw_kvm() - whether any kvm_entry or kvm_exit was seen
+ * @a: the analysis
+ *
+ * Return: true once one was (the states then split running into the guest and exits).
+ */
+bool vcpus_an_saw_kvm(const struct vcpus_an *a)
+{
+	return kvm_mode(a);
+}
+
+/**
+ * vcpus_an_sum() - a vCPU's states so far, as report --vcpus groups them
+ * @a: the analysis
+ * @i: the vCPU, 0 to vcpus_an_nr_vcpus() - 1 in the order the guests were added
+ * @s: its guest's name, vCPU and thread, and its time per state; they add up to
+ *	the time charged so far
+ * @reasons: its time per exit reason (vcpus_an_reason_name()), their sum the
+ *	exits' time (halts where the thread slept are halted, not here)
+ *
+ * Return: 0, or -EINVAL for a vCPU that is not known.
+ */
+int vcpus_an_sum(const struct vcpus_an *a, unsigned int i, struct vcpus_an_sum *s,
+		 uint64_t reasons[VCPUS_AN_MAX_REASONS])
+{
+	const struct vc_vcpu *v;
+	uint64_t running, halted, unknown;
+	const struct acc *c;
+	unsigned int r;
+
+	if (i >= a->nr_vcpus)
+		return -EINVAL;
+	v = &a->vcpus[i];
+	c = v->acc;
+	scalars(a, c, &running, &halted, &unknown);
+	memset(s, 0, sizeof(*s));
+	s->guest = a->guests[v->guest].name;
+	s->vcpu = v->vcpu;
+	s->tid = v->tid;
+	s->guest_ns = kvm_mode(a) ? c->s[K_GUEST] : running;
+	s->halted_ns = halted;
+	s->unknown_ns = unknown;
+	for (r = 0; r < a->nr_htasks; r++)
+		s->preempted_ns += c->pre[r];
+	for (r = 0; r < VCPUS_AN_MAX_REASONS; r++) {
+		reasons[r] = r < a->nr_reasons ? c->reason[r] : 0;
+		s->exits_ns += reasons[r];
+	}
+	return 0;
+}
+
+/**
+ * vcpus_an_reason_name() - an exit reason's name, as report --vcpus prints it
+ * @a: the analysis
+ * @r: its index in vcpus_an_sum()'s @reasons
+ *
+ * Return: the name; "?" for an index not known.
+ */
+const char *vcpus_an_reason_name(const struct vcpus_an *a, unsigned int r)
+{
+	return r < a->nr_reasons ? a->reasons[r].name : "?";
 }

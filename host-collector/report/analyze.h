@@ -130,6 +130,19 @@ typedef int (*vcpus_strip_fn)(void *ctx, const char *guest, int vcpu, uint64_t s
 void vcpus_an_strips(struct vcpus_an *a);
 unsigned int vcpus_an_nr_vcpus(const struct vcpus_an *a);
 int vcpus_an_each_strip(const struct vcpus_an *a, vcpus_strip_fn fn, void *ctx);
+/* A vCPU's states so far (record --live-stat takes the difference each second). */
+#define VCPUS_AN_MAX_REASONS	256u
+struct vcpus_an_sum {
+	const char *guest;
+	int vcpu, tid;
+	uint64_t guest_ns;		/* in the guest (KVM), or running (without KVM's events) */
+	uint64_t halted_ns, preempted_ns, exits_ns, unknown_ns;
+};
+void vcpus_an_charge_to(struct vcpus_an *a, uint64_t to);
+bool vcpus_an_saw_kvm(const struct vcpus_an *a);
+int vcpus_an_sum(const struct vcpus_an *a, unsigned int i, struct vcpus_an_sum *s,
+		 uint64_t reasons[VCPUS_AN_MAX_REASONS]);
+const char *vcpus_an_reason_name(const struct vcpus_an *a, unsigned int r);
 
 
 /* timeline.c: report --html, one self-contained timeline page. */
