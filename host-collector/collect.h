@@ -31,8 +31,11 @@
  *             whose manifest it reads back as JSON.
  *
  * Calls go one way: main -> check -> {record, setup}; main -> record ->
- * {store, setup}; main -> report -> store; main -> store, setup. store/ and
- * setup/ call no other folder; nothing calls check/.
+ * {store, setup, report}; main -> report -> store; main -> store, setup.
+ * record/ calls report/ for one thing, the vCPU state machine that `report
+ * --vcpus` runs (analyze-vcpus.c), which `record --live-stat` runs on live
+ * events (livestat.c); report/ never calls record/. store/ and setup/ call
+ * no other folder; nothing calls check/.
  */
 #ifndef COLLECT_H
 #define COLLECT_H
