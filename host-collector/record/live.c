@@ -290,6 +290,10 @@ int live_add_trace(struct live *l, const char *file, bool host)
 	if (!n)
 		return -ENOMEM;
 	l->traces = n;
+	/* The array moved: an empty queue's tail points at its own head, in the new one. */
+	for (unsigned int i = 0; i < l->nr_traces; i++)
+		if (!n[i].pending)
+			n[i].pending_tail = &n[i].pending;
 	t = &l->traces[l->nr_traces];
 	memset(t, 0, sizeof(*t));
 	snprintf(t->file, sizeof(t->file), "%s", file);
