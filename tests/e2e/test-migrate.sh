@@ -35,7 +35,7 @@ RATE=${VT_MIGRATE_RATE:-800}
 
 mig_begin
 mig_boot_src
-REC=(-v -e sched -e irq --host-events sched:sched_switch --sync-interval 0.5 --stop-timeout 30)
+REC=(--verbose -e sched -e irq --host-events sched:sched_switch --sync-interval 0.5 --stop-timeout 30)
 mig_record src --chardev-dir "$SRC/ports" --name e2e --qmp "$SRC/ports/qmp.sock" -o "$SRC/out" "${REC[@]}"
 vt_test_say "$SRC/ports" "waiton 60" 70 || bad "the source's agent did not start recording"
 echo "$ME: the source records ($ANSWER)"
