@@ -344,30 +344,30 @@ only() {
 [ "$only_packages" = 1 ] && only run_packages
 [ "$only_kvm" = 1 ] && only run_kvm
 
-t0=$(date +%s)
+ph0=$(date +%s)
 run_suite build check "${conf[@]}"
-phase "build and make check" "$t0"
+phase "build and make check" "$ph0"
 if [ "$quick" = 0 ]; then
-	t0=$(date +%s)
+	ph0=$(date +%s)
 	run_suite build-asan asan --enable-sanitizers "${conf[@]}"
-	phase "the ASan+UBSan build and its make check" "$t0"
+	phase "the ASan+UBSan build and its make check" "$ph0"
 	# Fuzz smoke: each harness for a bounded run.
-	t0=$(date +%s)
+	ph0=$(date +%s)
 	while read -r line; do
 		case $line in
 		PASS:*|FAIL:*|SKIP:*) r=${line%%:*}; rest=${line#*: }; result "$r" "$rest" ;;
 		*) echo "$line" ;;
 		esac
 	done < <(scripts/fuzz.sh --smoke 2>&1)
-	phase "fuzz smoke" "$t0"
+	phase "fuzz smoke" "$ph0"
 	# End-to-end: real guests under QEMU.
-	t0=$(date +%s)
+	ph0=$(date +%s)
 	run_scripts e2e
-	phase "e2e (Debian 12's kernel)" "$t0"
+	phase "e2e (Debian 12's kernel)" "$ph0"
 	# The Debian packages (the block above run_suite).
-	t0=$(date +%s)
+	ph0=$(date +%s)
 	[ "$packages" = 1 ] && run_packages
-	phase "packages" "$t0"
+	phase "packages" "$ph0"
 
 	# ---- The e2e suite on Debian 13's kernel (6.12) -------------------------------------
 	# The kernel comes from Debian's trixie archive through a private apt configuration
@@ -376,7 +376,7 @@ if [ "$quick" = 0 ]; then
 	# their own image dirs (image-NAME@6.12...), then every test marked "# vt-suite: e2e-6.12".
 	# No kernel to be had (archive unreachable, nothing cached): one SKIP with the reason.
 	e612_out=$(mktemp)
-	t0=$(date +%s)
+	ph0=$(date +%s)
 	if e612_deb=$(tests/e2e/kernel-deb.sh -q --suite trixie 2>"$e612_out"); then
 		for t in test-agent-guest test-collect-guest test-collect-mmiotrace test-collect-iommu \
 			 $(grep -l '^# vt-suite: e2e-6.12$' tests/e2e/test-*.sh 2>/dev/null | xargs -rn1 basename | sed 's/\.sh$//'); do
@@ -393,22 +393,22 @@ if [ "$quick" = 0 ]; then
 		result SKIP e2e-6.12 "$(tail -n1 "$e612_out" | cut -c1-160)"
 	fi
 	rm -f "$e612_out"
-	phase "e2e-6.12" "$t0"
+	phase "e2e-6.12" "$ph0"
 	# ---- end of the 6.12 pass -------------------------------------------------------------
-	t0=$(date +%s)
+	ph0=$(date +%s)
 	if [ "$kvm" = 1 ]; then
 		run_kvm
 	else
 		result SKIP e2e-kvm "off by default: L1 panicked in 3 of 9 tests of the 2026-12-02 fresh-clone run (tests/e2e/l1/README.md); --kvm-pass runs it"
 	fi
-	phase "e2e-kvm" "$t0"
+	phase "e2e-kvm" "$ph0"
 	# Smoke test of the side-by-side benchmark against trace-cmd's agent (about 1-2 minutes):
 	# every transport delivered and its output verified with trace-cmd report; no figures judged.
-	t0=$(date +%s)
+	ph0=$(date +%s)
 	bench_smoke bench/bench-peer-quick --quick
-	phase "bench-peer --quick" "$t0"
+	phase "bench-peer --quick" "$ph0"
 	# The kernel patches: their kernels first (a failed build fails the suite once, clearly).
-	t0=$(date +%s)
+	ph0=$(date +%s)
 	if [ "$kernel" = 1 ]; then
 		out=$(mktemp)
 		t0=$(date +%s)
@@ -422,7 +422,7 @@ if [ "$quick" = 0 ]; then
 		rm -f "$out"
 		[ $rc = 1 ] || run_scripts kernel
 	fi
-	phase "kernel patches" "$t0"
+	phase "kernel patches" "$ph0"
 fi
 
 summary
