@@ -1166,6 +1166,31 @@ static void open_release(struct vcpus_an *a, int i)
 	a->open_free = i;
 }
 
+/*
+ * An entry off the free list (the caller checked there is one), timed on
+ * vCPU @v from now and first on its list: open_release()'s inverse. The
+ * caller says what it times (a wakeup's task, or an interval's key).
+ */
+static int open_take(struct vcpus_an *a, struct vc_vcpu *v, int guest, uint64_t now)
+{
+	int i = a->open_free;
+	struct vc_open *o = &a->opens[i];
+
+	a->open_free = o->next;
+	o->guest = guest;
+	o->vcpu = (int)(v - a->vcpus);
+	o->start = v->since;
+	o->at = now;
+	o->nr = 0;
+	o->other_ns = 0;
+	o->prev = -1;
+	o->next = v->open_head;
+	if (v->open_head >= 0)
+		a->opens[v->open_head].prev = i;
+	v->open_head = i;
+	return i;
+}
+
 /* A guest task is woken: its wakeup is timed on the vCPU it is woken onto from now. */
 static void lat_open(struct vcpus_an *a, int guest, struct tep_record *rec, uint64_t now)
 {
@@ -1192,23 +1217,11 @@ static void lat_open(struct vcpus_an *a, int guest, struct tep_record *rec, uint
 	}
 	v = &a->vcpus[g->first + cpu];
 	guest_cut(a, v, now);
-	i = a->open_free;
+	i = open_take(a, v, guest, now);
 	o = &a->opens[i];
-	a->open_free = o->next;
-	o->guest = guest;
 	o->iv = false;
 	o->pid = (int)pid;
 	o->gtask = t;
-	o->vcpu = (int)(v - a->vcpus);
-	o->start = v->since;
-	o->at = now;
-	o->nr = 0;
-	o->other_ns = 0;
-	o->prev = -1;
-	o->next = v->open_head;
-	if (v->open_head >= 0)
-		a->opens[v->open_head].prev = i;
-	v->open_head = i;
 	a->gt_open[t] = i;
 }
 
@@ -1261,24 +1274,12 @@ static void iv_event(struct vcpus_an *a, int guest, struct tep_handle *tep, stru
 		return;
 	}
 	guest_cut(a, v, now);
-	i = a->open_free;
+	i = open_take(a, v, guest, now);
 	o = &a->opens[i];
-	a->open_free = o->next;
-	o->guest = guest;
 	o->iv = true;
 	o->key = key;
 	o->pid = -1;
 	o->gtask = -1;
-	o->vcpu = vi;
-	o->start = v->since;
-	o->at = now;
-	o->nr = 0;
-	o->other_ns = 0;
-	o->prev = -1;
-	o->next = v->open_head;
-	if (v->open_head >= 0)
-		a->opens[v->open_head].prev = i;
-	v->open_head = i;
 	ht_put(h, key, i);
 }
 
