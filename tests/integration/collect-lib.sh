@@ -107,10 +107,17 @@ track() {
 # $WORK/NAME.fake; $FAKE_PID is its pid. Waits until its ports exist (except
 # in --connect mode, where it waits for the collector's listeners itself).
 fake() {
-	_fn=$1
-	shift
+	fake_as "$FAKE" "$@"
+}
+
+# fake_as BIN NAME ARGS...: fake(), with BIN for the fake agent (a copy of it, e.g. a root-owned
+# qemu-system-x86_64 that list finds in /proc as a QEMU)
+fake_as() {
+	_fb=$1
+	_fn=$2
+	shift 2
 	: >"$WORK/$_fn.fake"
-	"$FAKE" --name "$_fn" "$@" 2>"$WORK/$_fn.fake" &
+	"$_fb" --name "$_fn" "$@" 2>"$WORK/$_fn.fake" &
 	FAKE_PID=$!
 	track $FAKE_PID
 	case " $* " in

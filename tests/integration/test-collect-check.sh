@@ -82,18 +82,10 @@ vm() {
 # guest NAME: a fake agent that looks like QEMU, ports in $WORK/NAME, TSC offset -N; $GP its pid
 guest() {
 	mkdir -p "$WORK/$1"
-	: >"$WORK/$1.fake"
-	"$WORK/bin/qemu-system-x86_64" --name "$1" --fifo "$WORK/$1" --fixture "$DATA/cap-guest" \
-		--retime --tsc-offset "$OFF" -- $(pipe_args "$1" "$WORK/$1") 2>"$WORK/$1.fake" &
-	GP=$!
-	track $GP
-	_i=0
-	while ! grep -q 'ports ready' "$WORK/$1.fake"; do
-		kill -0 $GP 2>/dev/null || { show "$WORK/$1.fake"; fail "fake agent $1 died"; }
-		[ $_i -lt 100 ] || fail "fake agent $1: no ports after 10 s"
-		sleep 0.1
-		_i=$((_i + 1))
-	done
+	# shellcheck disable=SC2046
+	fake_as "$WORK/bin/qemu-system-x86_64" "$1" --fifo "$WORK/$1" --fixture "$DATA/cap-guest" \
+		--retime --tsc-offset "$OFF" -- $(pipe_args "$1" "$WORK/$1")
+	GP=$FAKE_PID
 }
 
 # check NAME ARGS...: run check with the fixtures; output $WORK/NAME.out, exit status $RC

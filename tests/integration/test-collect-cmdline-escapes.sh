@@ -41,19 +41,7 @@ done
 
 # qemu NAME ARGS... -- QEMU-ARGS...: the fake QEMU (its own ports elsewhere, unused)
 qemu() {
-	_qn=$1
-	shift
-	: >"$WORK/$_qn.fake"
-	"$QEMU" --name "$_qn" "$@" 2>"$WORK/$_qn.fake" &
-	FAKE_PID=$!
-	track $FAKE_PID
-	_qi=0
-	while ! grep -q 'ports ready' "$WORK/$_qn.fake"; do
-		kill -0 $FAKE_PID 2>/dev/null || { show "$WORK/$_qn.fake"; fail "fake QEMU $_qn died"; }
-		[ $_qi -lt 100 ] || fail "fake QEMU $_qn: no ports after 10 s"
-		sleep 0.1
-		_qi=$((_qi + 1))
-	done
+	fake_as "$QEMU" "$@"
 }
 # (The paths hold a newline: the arguments go through "$@", not through word splitting.)
 set -- -name q-esc -device virtio-serial-pci,id=vser0 \

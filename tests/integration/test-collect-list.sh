@@ -44,19 +44,7 @@ pipe_args() {
 }
 # qemu NAME ARGS... -- QEMU-ARGS...: a fake agent named NAME that looks like QEMU in /proc
 qemu() {
-	_qn=$1
-	shift
-	: >"$WORK/$_qn.fake"
-	"$QEMU" --name "$_qn" "$@" 2>"$WORK/$_qn.fake" &
-	FAKE_PID=$!
-	track $FAKE_PID
-	_qi=0
-	while ! grep -q 'ports ready' "$WORK/$_qn.fake"; do
-		kill -0 $FAKE_PID 2>/dev/null || { show "$WORK/$_qn.fake"; fail "fake agent $_qn died"; }
-		[ $_qi -lt 100 ] || fail "fake agent $_qn: no ports after 10 s"
-		sleep 0.1
-		_qi=$((_qi + 1))
-	done
+	fake_as "$QEMU" "$@"
 }
 
 # The libvirt domain: the test driver's node, its channels the fake agent's FIFOs.
