@@ -711,18 +711,15 @@ int json_bool(const struct json_value *v, bool *out)
 
 /* --- the writer --- */
 
-/**
- * json_write_string() - @s as a JSON string, the one escaper of everything we write
- * @f: where it goes
- * @s: the text, NUL-terminated
- *
- * Valid UTF-8 is kept as it is; '"' and '\\' are escaped, control characters
- * (below 0x20, DEL, and the C1 controls U+0080..U+009F that some terminals
- * act on) become \\u00XX, and a byte that starts no valid UTF-8
- * sequence becomes U+FFFD. What this writes, json_parse() reads back as the
- * same text with only the invalid bytes replaced (fuzz-json checks it).
- */
-void json_write_string(FILE *f, const char *s)
+/* One character of @p (@n bytes, valid UTF-8) that HTML mode escapes: '<', '>', '&', U+2028, U+2029. */
+static bool html_unsafe(const unsigned char *p, size_t n)
+{
+	if (n == 1)
+		return *p == '<' || *p == '>' || *p == '&';
+	return n == 3 && p[0] == 0xe2 && p[1] == 0x80 && (p[2] == 0xa8 || p[2] == 0xa9);
+}
+
+static void write_string(FILE *f, const char *s, bool html)
 {
 	const unsigned char *p = (const unsigned char *)s;
 	size_t left = strlen(s), n;
@@ -739,6 +736,8 @@ void json_write_string(FILE *f, const char *s)
 			fprintf(f, "\\u%04x", *p);
 		} else if (p[0] == 0xc2 && p[1] <= 0x9f) {
 			fprintf(f, "\\u%04x", p[1]);	/* a C1 control, U+0080..U+009F */
+		} else if (html && html_unsafe(p, n)) {
+			fprintf(f, "\\u%04x", n == 1 ? *p : 0x2000 + p[2] - 0x80);
 		} else {
 			fwrite(p, 1, n, f);
 		}
@@ -746,6 +745,38 @@ void json_write_string(FILE *f, const char *s)
 		left -= n;
 	}
 	fputc('"', f);
+}
+
+/**
+ * json_write_string() - @s as a JSON string, the one escaper of everything we write
+ * @f: where it goes
+ * @s: the text, NUL-terminated
+ *
+ * Valid UTF-8 is kept as it is; '"' and '\\' are escaped, control characters
+ * (below 0x20, DEL, and the C1 controls U+0080..U+009F that some terminals
+ * act on) become \\u00XX, and a byte that starts no valid UTF-8
+ * sequence becomes U+FFFD. What this writes, json_parse() reads back as the
+ * same text with only the invalid bytes replaced (fuzz-json checks it).
+ */
+void json_write_string(FILE *f, const char *s)
+{
+	write_string(f, s, false);
+}
+
+/**
+ * json_write_string_html() - @s as a JSON string that is safe inside an HTML <script>
+ * @f: where it goes
+ * @s: the text, NUL-terminated
+ *
+ * As json_write_string(), and '<', '>' and '&' become \\u003c, \\u003e and
+ * \\u0026 (so no "</script" or "<!--" ends or changes the element, whatever a
+ * guest named its tasks or wrote in a marker), U+2028 and U+2029 \\u2028 and
+ * \\u2029 (line terminators to older JavaScript). The same JSON value as
+ * json_write_string() gives: report --html's data block is written with it.
+ */
+void json_write_string_html(FILE *f, const char *s)
+{
+	write_string(f, s, true);
 }
 
 /* Pretty: a new line at the depth's indent (two spaces a level). */

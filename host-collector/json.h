@@ -98,7 +98,8 @@ int json_bool(const struct json_value *v, bool *out);
  * printable ASCII as \u00XX), always valid UTF-8 out. report --json, list
  * --json and the QMP commands setup sends use it compact (jw_begin());
  * manifest.json indented (jw_begin_pretty()), where jw_inline() keeps a
- * small object or array on one line.
+ * small object or array on one line. json_write_string_html() is the same
+ * escaper for JSON inside an HTML <script> (report --html).
  */
 struct jw {
 	FILE *f;
@@ -109,6 +110,7 @@ struct jw {
 };
 
 void json_write_string(FILE *f, const char *s);
+void json_write_string_html(FILE *f, const char *s);
 void jw_begin(struct jw *w, FILE *f);
 void jw_begin_pretty(struct jw *w, FILE *f);
 void jw_obj(struct jw *w, const char *key);

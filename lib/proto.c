@@ -10,6 +10,11 @@
  * (r_layout()), so the two directions cannot drift apart; the typed functions
  * only add each message's own rules. Strings follow the fixed part: u16
  * length counting a NUL that must be the last byte and the only one.
+ *
+ * The message types are one table, msg_types[] (name, sender, layout, check),
+ * that the name lookup, the typed functions' choice of type and
+ * vt_proto_msg_validate() all read; test-proto checks it against
+ * virtio-trace-protocol(5)'s list.
  */
 #include <errno.h>
 #include <poll.h>
@@ -83,6 +88,11 @@ struct wire_buffer_size {
 	uint32_t subbuf_kb;
 };
 _Static_assert(sizeof(struct wire_buffer_size) == 8, "BUFFER_SIZE payload");
+
+struct wire_flush {
+	uint32_t interval_ms;
+};
+_Static_assert(sizeof(struct wire_flush) == 4, "FLUSH payload");
 
 struct wire_instance {
 	uint32_t kind;
@@ -181,35 +191,37 @@ static const uint8_t magic_bytes[4] = { 'V', 'T', 'C', 'P' };
 _Static_assert(VT_PROTO_MAGIC == ('V' | 'T' << 8 | 'C' << 16 | (uint32_t)'P' << 24),
 	       "magic spells VTCP in byte order");
 
-static const char *const type_names[] = {
-	[VT_PROTO_HELLO] = "HELLO",
-	[VT_PROTO_HELLO_REPLY] = "HELLO_REPLY",
-	[VT_PROTO_OK] = "OK",
-	[VT_PROTO_ERROR] = "ERROR",
-	[VT_PROTO_BYE] = "BYE",
-	[VT_PROTO_EVENTS] = "EVENTS",
-	[VT_PROTO_TRACER] = "TRACER",
-	[VT_PROTO_BUFFER_SIZE] = "BUFFER_SIZE",
-	[VT_PROTO_CLOCK] = "CLOCK",
-	[VT_PROTO_INSTANCE] = "INSTANCE",
-	[VT_PROTO_START] = "START",
-	[VT_PROTO_STOP] = "STOP",
-	[VT_PROTO_STOPPED] = "STOPPED",
-	[VT_PROTO_MARKER] = "MARKER",
-	[VT_PROTO_STATS_REQ] = "STATS_REQ",
-	[VT_PROTO_STATS] = "STATS",
-	[VT_PROTO_META_REQ] = "META_REQ",
-	[VT_PROTO_META] = "META",
-	[VT_PROTO_SYNC_BEGIN] = "SYNC_BEGIN",
-	[VT_PROTO_SYNC_PROBE] = "SYNC_PROBE",
-	[VT_PROTO_SYNC_REPLY] = "SYNC_REPLY",
-	[VT_PROTO_SYNC_END] = "SYNC_END",
-	[VT_PROTO_LASTBOOT_REQ] = "LASTBOOT_REQ",
-	[VT_PROTO_NOTICE] = "NOTICE",
-	[VT_PROTO_FLUSH] = "FLUSH",
-	[VT_PROTO_RESUME] = "RESUME",
-	[VT_PROTO_SESSION] = "SESSION",
+/* Who sends a message type; the table of them, msg_types[], follows the layouts. */
+enum msg_dir {
+	FROM_HOST = VT_PROTO_FROM_HOST,
+	FROM_AGENT = VT_PROTO_FROM_AGENT,
+	FROM_BOTH = VT_PROTO_FROM_HOST | VT_PROTO_FROM_AGENT,
 };
+
+struct wlayout;
+
+/*
+ * A message type, one row of msg_types[] (as trace-cmd's MSG_MAP): its name, who sends it,
+ * its payload's layout (the fixed part and strings: EVENTS' entries and META's data follow
+ * it; INSTANCE and META_REQ, whose strings or fields depend on a value, have none and are
+ * read by hand) and its check, the typed decoder that vt_proto_msg_validate() runs.
+ */
+struct msg_type {
+	const char *name;
+	uint8_t dir;		/* enum msg_dir */
+	const struct wlayout *layout;
+	int (*check)(const struct vt_proto_msg *msg);
+};
+
+static const struct msg_type *msg_type(uint16_t type);
+
+/* Is @type a message whose payload @l lays out? */
+static bool has_layout(uint16_t type, const struct wlayout *l)
+{
+	const struct msg_type *t = msg_type(type);
+
+	return t && t->layout == l;
+}
 
 /**
  * vt_proto_type_known() - is @type a message type of this protocol revision?
@@ -219,7 +231,7 @@ static const char *const type_names[] = {
  */
 bool vt_proto_type_known(uint16_t type)
 {
-	return type < sizeof(type_names) / sizeof(type_names[0]) && type_names[type];
+	return msg_type(type) != NULL;
 }
 
 /**
@@ -231,7 +243,23 @@ bool vt_proto_type_known(uint16_t type)
  */
 const char *vt_proto_type_name(uint16_t type)
 {
-	return vt_proto_type_known(type) ? type_names[type] : "UNKNOWN";
+	const struct msg_type *t = msg_type(type);
+
+	return t ? t->name : "UNKNOWN";
+}
+
+/**
+ * vt_proto_type_sender() - which end sends a message type
+ * @type: the header's type field
+ *
+ * Return: VT_PROTO_FROM_HOST, VT_PROTO_FROM_AGENT or both ORed, as
+ * virtio-trace-protocol(5) lists them; 0 for a type this codec does not know.
+ */
+unsigned int vt_proto_type_sender(uint16_t type)
+{
+	const struct msg_type *t = msg_type(type);
+
+	return t ? t->dir : 0;
 }
 
 /**
@@ -249,11 +277,12 @@ const char *vt_proto_type_name(uint16_t type)
  */
 int vt_proto_marker(char *buf, size_t size, bool tx, uint16_t type, uint32_t seq)
 {
+	const struct msg_type *t = msg_type(type);
 	const char *dir = tx ? "tx" : "rx";
 	int n;
 
-	if (vt_proto_type_known(type))
-		n = snprintf(buf, size, "virtio-trace: %s %s %u", dir, type_names[type], seq);
+	if (t)
+		n = snprintf(buf, size, "virtio-trace: %s %s %u", dir, t->name, seq);
 	else
 		n = snprintf(buf, size, "virtio-trace: %s UNKNOWN-%u %u", dir, type, seq);
 	if (n < 0 || (size_t)n >= size)
@@ -697,10 +726,12 @@ int vt_proto_encode(void *buf, size_t size, uint16_t type, uint32_t seq,
 
 /* ---------------------------------------------------------------- empty */
 
+/* BYE, START, STOP, STATS_REQ, RESUME: no payload. */
+static const struct wlayout empty_layout = { 0 };
+
 static bool type_is_empty(uint16_t type)
 {
-	return type == VT_PROTO_BYE || type == VT_PROTO_START || type == VT_PROTO_STOP ||
-	       type == VT_PROTO_STATS_REQ || type == VT_PROTO_RESUME;
+	return has_layout(type, &empty_layout);
 }
 
 /**
@@ -774,7 +805,7 @@ static bool hello_ok(uint16_t type, uint16_t rev_min, uint16_t rev_max, uint32_t
 int vt_proto_enc_hello(void *buf, size_t size, uint16_t type, uint32_t seq,
 		       const struct vt_proto_hello *hello)
 {
-	if (!hello || (type != VT_PROTO_HELLO && type != VT_PROTO_HELLO_REPLY))
+	if (!hello || !has_layout(type, &hello_layout))
 		return -EINVAL;
 	if (!hello_ok(type, hello->rev_min, hello->rev_max, hello->nr_cpus, hello->subbuf_size))
 		return -EINVAL;
@@ -794,7 +825,7 @@ int vt_proto_dec_hello(const struct vt_proto_msg *msg, struct vt_proto_hello *he
 	struct vt_proto_hello h;
 	int ret;
 
-	if (!msg || (msg->type != VT_PROTO_HELLO && msg->type != VT_PROTO_HELLO_REPLY))
+	if (!msg || !has_layout(msg->type, &hello_layout))
 		return -EINVAL;
 	ret = r_message(msg, msg->type, &hello_layout, &h);
 	if (ret < 0)
@@ -852,7 +883,7 @@ int vt_proto_enc_ack(void *buf, size_t size, uint16_t type, uint32_t seq, uint32
 {
 	struct ack a = { ref_seq };
 
-	if (type != VT_PROTO_OK && type != VT_PROTO_STOPPED)
+	if (!has_layout(type, &ack_layout))
 		return -EINVAL;
 	return w_message(buf, size, type, seq, &ack_layout, &a);
 }
@@ -869,7 +900,7 @@ int vt_proto_dec_ack(const struct vt_proto_msg *msg, uint32_t *ref_seq)
 	struct ack a;
 	int ret;
 
-	if (!msg || (msg->type != VT_PROTO_OK && msg->type != VT_PROTO_STOPPED))
+	if (!msg || !has_layout(msg->type, &ack_layout))
 		return -EINVAL;
 	ret = r_message(msg, msg->type, &ack_layout, &a);
 	if (ret < 0)
@@ -1037,22 +1068,25 @@ int vt_proto_dec_events(const struct vt_proto_msg *msg, uint32_t *flags,
 
 /* ---------------------------------------------------------------- strings */
 
-static int string_class(uint16_t type, enum str_class *cls, size_t *max)
+/* TRACER, CLOCK, LASTBOOT_REQ (a name) and MARKER, NOTICE (text): one string. */
+struct str_msg {
+	const char *s;
+};
+
+static const struct wlayout name_layout = {
+	0, 0, 1, { { 0 } }, { WS(struct str_msg, s, STR_IDENT, VT_PROTO_MAX_NAME) },
+};
+
+static const struct wlayout text_layout = {
+	0, 0, 1, { { 0 } }, { WS(struct str_msg, s, STR_TEXT, VT_PROTO_MAX_TEXT) },
+};
+
+/* @type's layout when it is a message of one string, else NULL. */
+static const struct wlayout *string_layout(uint16_t type)
 {
-	switch (type) {
-	case VT_PROTO_TRACER:
-	case VT_PROTO_CLOCK:
-	case VT_PROTO_LASTBOOT_REQ:
-		*cls = STR_IDENT;
-		*max = VT_PROTO_MAX_NAME;
-		return 0;
-	case VT_PROTO_MARKER:
-	case VT_PROTO_NOTICE:
-		*cls = STR_TEXT;
-		*max = VT_PROTO_MAX_TEXT;
-		return 0;
-	}
-	return -EINVAL;
+	if (has_layout(type, &name_layout))
+		return &name_layout;
+	return has_layout(type, &text_layout) ? &text_layout : NULL;
 }
 
 /**
@@ -1069,15 +1103,12 @@ static int string_class(uint16_t type, enum str_class *cls, size_t *max)
  */
 int vt_proto_enc_string(void *buf, size_t size, uint16_t type, uint32_t seq, const char *s)
 {
-	enum str_class cls;
-	struct wbuf w;
-	size_t max;
+	const struct wlayout *l = string_layout(type);
+	struct str_msg m = { s };
 
-	if (!s || string_class(type, &cls, &max) < 0)
+	if (!s || !l)
 		return -EINVAL;
-	w_init(&w, buf, size, type, seq);
-	w_str(&w, s, cls, max);
-	return w_finish(&w);
+	return w_message(buf, size, type, seq, l, &m);
 }
 
 /**
@@ -1089,25 +1120,17 @@ int vt_proto_enc_string(void *buf, size_t size, uint16_t type, uint32_t seq, con
  */
 int vt_proto_dec_string(const struct vt_proto_msg *msg, const char **s)
 {
-	enum str_class cls;
-	const char *v;
-	struct rbuf r;
-	size_t max;
+	const struct wlayout *l;
+	struct str_msg m;
 	int ret;
 
-	if (!msg || string_class(msg->type, &cls, &max) < 0)
+	if (!msg || !(l = string_layout(msg->type)))
 		return -EINVAL;
-	ret = r_init(&r, msg, msg->type);
-	if (ret < 0)
-		return ret;
-	ret = r_str(&r, cls, max, &v);
-	if (ret < 0)
-		return ret;
-	ret = r_end(&r);
+	ret = r_message(msg, msg->type, l, &m);
 	if (ret < 0)
 		return ret;
 	if (s)
-		*s = v;
+		*s = m.s;
 	return 0;
 }
 
@@ -1162,10 +1185,13 @@ int vt_proto_dec_buffer_size(const struct vt_proto_msg *msg, struct vt_proto_buf
 
 /* ---------------------------------------------------------------- FLUSH */
 
-struct wire_flush {
+struct flush {
 	uint32_t interval_ms;
 };
-_Static_assert(sizeof(struct wire_flush) == 4, "FLUSH payload");
+
+static const struct wlayout flush_layout = {
+	sizeof(struct wire_flush), 1, 0, { WF(struct wire_flush, interval_ms, struct flush, interval_ms) },
+};
 
 static bool flush_ok(uint32_t ms)
 {
@@ -1184,16 +1210,11 @@ static bool flush_ok(uint32_t ms)
  */
 int vt_proto_enc_flush(void *buf, size_t size, uint32_t seq, uint32_t interval_ms)
 {
-	struct wbuf w;
-	uint8_t *f;
+	struct flush fl = { interval_ms };
 
 	if (!flush_ok(interval_ms))
 		return -EINVAL;
-	w_init(&w, buf, size, VT_PROTO_FLUSH, seq);
-	f = w_reserve(&w, sizeof(struct wire_flush));
-	if (f)
-		W_PUT(f, struct wire_flush, interval_ms, interval_ms);
-	return w_finish(&w);
+	return w_message(buf, size, VT_PROTO_FLUSH, seq, &flush_layout, &fl);
 }
 
 /**
@@ -1206,22 +1227,16 @@ int vt_proto_enc_flush(void *buf, size_t size, uint32_t seq, uint32_t interval_m
  */
 int vt_proto_dec_flush(const struct vt_proto_msg *msg, uint32_t *interval_ms)
 {
-	const uint8_t *f;
-	struct rbuf r;
-	uint32_t ms;
+	struct flush fl;
 	int ret;
 
-	ret = r_init(&r, msg, VT_PROTO_FLUSH);
+	ret = r_message(msg, VT_PROTO_FLUSH, &flush_layout, &fl);
 	if (ret < 0)
 		return ret;
-	f = r_take(&r, sizeof(struct wire_flush));
-	if (!f || r_end(&r))
-		return -EBADMSG;
-	ms = (uint32_t)W_GET(f, struct wire_flush, interval_ms);
-	if (!flush_ok(ms))
+	if (!flush_ok(fl.interval_ms))
 		return -EBADMSG;
 	if (interval_ms)
-		*interval_ms = ms;
+		*interval_ms = fl.interval_ms;
 	return 0;
 }
 
@@ -1855,7 +1870,73 @@ int vt_proto_dec_sync(const struct vt_proto_msg *msg, struct vt_proto_sync *sync
 	return 0;
 }
 
-/* ---------------------------------------------------------------- validate */
+/* ---------------------------------------------------------------- message types */
+
+/* The typed decoders as vt_proto_msg_validate() runs them: the message only. */
+#define CHECK(dec) \
+	static int check_##dec(const struct vt_proto_msg *msg) { return vt_proto_dec_##dec(msg, NULL); }
+CHECK(hello)
+CHECK(ack)
+CHECK(error)
+CHECK(string)
+CHECK(buffer_size)
+CHECK(instance)
+CHECK(flush)
+CHECK(stats)
+CHECK(session)
+CHECK(meta_req)
+CHECK(meta)
+CHECK(sync)
+#undef CHECK
+
+static int check_events(const struct vt_proto_msg *msg)
+{
+	int ret = vt_proto_dec_events(msg, NULL, NULL, 0);
+
+	return ret < 0 ? ret : 0;
+}
+
+#define MSG(type, dir, layout, check)	[VT_PROTO_##type] = { #type, dir, layout, check }
+
+/* Every message type of this revision, by number: virtio-trace-protocol(5)'s list. */
+static const struct msg_type msg_types[] = {
+	MSG(HELLO, FROM_HOST, &hello_layout, check_hello),
+	MSG(HELLO_REPLY, FROM_AGENT, &hello_layout, check_hello),
+	MSG(OK, FROM_BOTH, &ack_layout, check_ack),
+	MSG(ERROR, FROM_BOTH, &error_layout, check_error),
+	MSG(BYE, FROM_BOTH, &empty_layout, vt_proto_dec_empty),
+	MSG(EVENTS, FROM_HOST, &events_layout, check_events),
+	MSG(TRACER, FROM_HOST, &name_layout, check_string),
+	MSG(BUFFER_SIZE, FROM_HOST, &buffer_size_layout, check_buffer_size),
+	MSG(CLOCK, FROM_HOST, &name_layout, check_string),
+	MSG(INSTANCE, FROM_HOST, NULL, check_instance),
+	MSG(START, FROM_HOST, &empty_layout, vt_proto_dec_empty),
+	MSG(STOP, FROM_HOST, &empty_layout, vt_proto_dec_empty),
+	MSG(STOPPED, FROM_AGENT, &ack_layout, check_ack),
+	MSG(MARKER, FROM_HOST, &text_layout, check_string),
+	MSG(STATS_REQ, FROM_HOST, &empty_layout, vt_proto_dec_empty),
+	MSG(STATS, FROM_AGENT, &stats_layout, check_stats),
+	MSG(META_REQ, FROM_HOST, NULL, check_meta_req),
+	MSG(META, FROM_AGENT, &meta_layout, check_meta),
+	MSG(SYNC_BEGIN, FROM_HOST, &sync_layouts[0], check_sync),
+	MSG(SYNC_PROBE, FROM_HOST, &sync_layouts[1], check_sync),
+	MSG(SYNC_REPLY, FROM_AGENT, &sync_layouts[2], check_sync),
+	MSG(SYNC_END, FROM_HOST, &sync_layouts[3], check_sync),
+	MSG(LASTBOOT_REQ, FROM_HOST, &name_layout, check_string),
+	MSG(NOTICE, FROM_AGENT, &text_layout, check_string),
+	MSG(FLUSH, FROM_HOST, &flush_layout, check_flush),
+	MSG(RESUME, FROM_HOST, &empty_layout, vt_proto_dec_empty),
+	MSG(SESSION, FROM_AGENT, &session_layout, check_session),
+};
+#undef MSG
+
+/* @type's row, or NULL for a type this revision does not have. */
+static const struct msg_type *msg_type(uint16_t type)
+{
+	if (type >= sizeof(msg_types) / sizeof(msg_types[0]) || !msg_types[type].name)
+		return NULL;
+	return &msg_types[type];
+}
 
 /**
  * vt_proto_msg_validate() - check a message's payload with its typed decoder
@@ -1868,55 +1949,12 @@ int vt_proto_dec_sync(const struct vt_proto_msg *msg, struct vt_proto_sync *sync
  */
 int vt_proto_msg_validate(const struct vt_proto_msg *msg)
 {
-	int ret;
+	const struct msg_type *t;
 
 	if (!msg)
 		return -EINVAL;
-	switch (msg->type) {
-	case VT_PROTO_HELLO:
-	case VT_PROTO_HELLO_REPLY:
-		return vt_proto_dec_hello(msg, NULL);
-	case VT_PROTO_OK:
-	case VT_PROTO_STOPPED:
-		return vt_proto_dec_ack(msg, NULL);
-	case VT_PROTO_ERROR:
-		return vt_proto_dec_error(msg, NULL);
-	case VT_PROTO_BYE:
-	case VT_PROTO_START:
-	case VT_PROTO_STOP:
-	case VT_PROTO_STATS_REQ:
-	case VT_PROTO_RESUME:
-		return vt_proto_dec_empty(msg);
-	case VT_PROTO_SESSION:
-		return vt_proto_dec_session(msg, NULL);
-	case VT_PROTO_EVENTS:
-		ret = vt_proto_dec_events(msg, NULL, NULL, 0);
-		return ret < 0 ? ret : 0;
-	case VT_PROTO_TRACER:
-	case VT_PROTO_CLOCK:
-	case VT_PROTO_LASTBOOT_REQ:
-	case VT_PROTO_MARKER:
-	case VT_PROTO_NOTICE:
-		return vt_proto_dec_string(msg, NULL);
-	case VT_PROTO_BUFFER_SIZE:
-		return vt_proto_dec_buffer_size(msg, NULL);
-	case VT_PROTO_INSTANCE:
-		return vt_proto_dec_instance(msg, NULL);
-	case VT_PROTO_FLUSH:
-		return vt_proto_dec_flush(msg, NULL);
-	case VT_PROTO_STATS:
-		return vt_proto_dec_stats(msg, NULL);
-	case VT_PROTO_META_REQ:
-		return vt_proto_dec_meta_req(msg, NULL);
-	case VT_PROTO_META:
-		return vt_proto_dec_meta(msg, NULL);
-	case VT_PROTO_SYNC_BEGIN:
-	case VT_PROTO_SYNC_PROBE:
-	case VT_PROTO_SYNC_REPLY:
-	case VT_PROTO_SYNC_END:
-		return vt_proto_dec_sync(msg, NULL);
-	}
-	return -EPROTO;
+	t = msg_type(msg->type);
+	return t ? t->check(msg) : -EPROTO;
 }
 
 /* ---------------------------------------------------------------- parser */

@@ -111,6 +111,10 @@ enum vt_proto_type {
 	VT_PROTO_SESSION = 37,		/* A->H  struct vt_proto_session: RESUME's answer */
 };
 
+/* Who sends a message type (vt_proto_type_sender()): the host, the agent, or both ORed. */
+#define VT_PROTO_FROM_HOST	(1u << 0)
+#define VT_PROTO_FROM_AGENT	(1u << 1)
+
 /* FLUSH intervals an agent takes: 0 (never: whole pages only, the default) or this range. */
 #define VT_PROTO_FLUSH_MIN_MS	10u
 #define VT_PROTO_FLUSH_MAX_MS	60000u
@@ -365,6 +369,7 @@ struct vt_proto_parser;
 
 const char *vt_proto_type_name(uint16_t type);
 bool vt_proto_type_known(uint16_t type);
+unsigned int vt_proto_type_sender(uint16_t type);
 int vt_proto_marker(char *buf, size_t size, bool tx, uint16_t type, uint32_t seq);
 
 int vt_proto_hdr_decode(const void *buf, size_t len, struct vt_proto_msg *msg);

@@ -274,7 +274,7 @@ run_packages() {
 		usr/share/man/man1/virtio-trace-collect-setup.1.gz usr/share/man/man1/virtio-trace-collect-list.1.gz \
 		usr/share/man/man1/virtio-trace-collect-join.1.gz usr/share/man/man1/virtio-trace-collect-check.1.gz \
 		usr/share/man/man8/trace-agent.8.gz \
-		usr/share/man/man5/virtio-trace-protocol.5.gz; do
+		usr/share/man/man5/virtio-trace-collect-files.5.gz usr/share/man/man5/virtio-trace-protocol.5.gz; do
 		[ -e "$proot/$f" ] || why="${why:+$why; }no /$f"
 	done
 	ls "$proot"/usr/lib/*/virtio-trace/virtio-trace-collect-libvirt.so >/dev/null 2>&1 || why="${why:+$why; }no libvirt module"

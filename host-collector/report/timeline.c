@@ -25,6 +25,7 @@
 #include <trace-cmd.h>
 
 #include "analyze.h"
+#include "json.h"
 
 #define TL_MAX_LANES	1024u
 #define TL_MAX_TASKS	65536u
@@ -521,22 +522,6 @@ int tl_add_epoch(struct timeline *tl, const char *label, uint64_t ns, double bou
 	return 0;
 }
 
-/* A JSON string safe inside <script>: only [A-Za-z0-9 .,:_-] pass, the rest is \uXXXX. */
-static void js_str(FILE *f, const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s;
-
-	fputc('"', f);
-	for (; *p; p++) {
-		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-		    strchr(" .,:_-+()[]#=", *p))
-			fputc(*p, f);
-		else
-			fprintf(f, "\\u%04x", *p);
-	}
-	fputc('"', f);
-}
-
 static void b64(FILE *f, const void *data, size_t len)
 {
 	static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -591,16 +576,16 @@ int tl_write_html(struct timeline *tl, FILE *f, const char *title)
 
 	fputs(tl_page_head, f);
 	fputs("<script id=\"vt-data\" type=\"application/json\">{\"title\":", f);
-	js_str(f, title);
+	json_write_string_html(f, title);
 	fprintf(f, ",\"span\":%.0f,\"dropped\":%" PRIu64 ",\"lanes\":[", (double)(tl->t1 - tl->t0),
 		tl->dropped);
 	for (i = 0; i < tl->nr_lanes; i++) {
 		const struct lane *l = &tl->lanes[i];
 
 		fputs(i ? ",\n{\"label\":" : "\n{\"label\":", f);
-		js_str(f, l->label);
+		json_write_string_html(f, l->label);
 		fputs(",\"group\":", f);
-		js_str(f, l->group);
+		json_write_string_html(f, l->group);
 		fputs(",\"s\":", f);
 		b64_times(f, &l->s, t0);
 		fputs(",\"e\":", f);
@@ -622,7 +607,7 @@ int tl_write_html(struct timeline *tl, FILE *f, const char *title)
 		const struct vstrip *v = &tl->vs[i];
 
 		fputs(i ? ",\n{\"label\":" : "\n{\"label\":", f);
-		js_str(f, v->label);
+		json_write_string_html(f, v->label);
 		fputs(",\"s\":", f);
 		b64_times(f, &v->s, t0);
 		fputs(",\"e\":", f);
@@ -636,35 +621,35 @@ int tl_write_html(struct timeline *tl, FILE *f, const char *title)
 	fputs("],\n\"vstates\":[", f);
 	for (i = 0; i < tl->vnames.nr; i++) {
 		fputs(i ? ",[" : "[", f);
-		js_str(f, tl->vkinds[i]);
+		json_write_string_html(f, tl->vkinds[i]);
 		fputc(',', f);
-		js_str(f, tl->vnames.v[i]);
+		json_write_string_html(f, tl->vnames.v[i]);
 		fputc(']', f);
 	}
 	fputs("],\n\"tasks\":[", f);
 	for (i = 0; i < tl->tasks.nr; i++) {
 		if (i)
 			fputc(',', f);
-		js_str(f, tl->tasks.v[i]);
+		json_write_string_html(f, tl->tasks.v[i]);
 	}
 	fputs("],\n\"types\":[", f);
 	for (i = 0; i < tl->types.nr; i++) {
 		if (i)
 			fputc(',', f);
-		js_str(f, tl->types.v[i]);
+		json_write_string_html(f, tl->types.v[i]);
 	}
 	fputs("],\n\"markers\":[", f);
 	for (i = 0; i < tl->nr_markers; i++) {
 		fprintf(f, "%s[%u,%.0f,", i ? ",\n" : "", tl->markers[i].lane, tl->markers[i].t - t0);
-		js_str(f, tl->markers[i].text);
+		json_write_string_html(f, tl->markers[i].text);
 		fputc(']', f);
 	}
 	fputs("],\n\"epochs\":[", f);
 	for (i = 0; i < tl->nr_epochs; i++) {
 		fprintf(f, "%s[", i ? "," : "");
-		js_str(f, tl->epochs[i].group);
+		json_write_string_html(f, tl->epochs[i].group);
 		fprintf(f, ",%.0f,%.1f,", (double)tl->epochs[i].ns - t0, tl->epochs[i].bound);
-		js_str(f, tl->epochs[i].method);
+		json_write_string_html(f, tl->epochs[i].method);
 		fputc(']', f);
 	}
 	fputs("]}</script>\n", f);

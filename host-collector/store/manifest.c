@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * manifest.json: what a run recorded, per trace and per CPU, its losses,
- * clock mapping and problems (see virtio-trace-collect(1), OUTPUT).
+ * clock mapping and problems (see virtio-trace-collect-files(5)).
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -9,6 +9,8 @@
  *     bytes, since what the reader accepts is valid UTF-8;
  *   - arbitrary bytes written by json_write_string() always read back as a
  *     JSON string: invalid UTF-8 only replaced (U+FFFD), nothing else changed;
+ *   - and by json_write_string_html() (report --html's data block): no '<',
+ *     '>', '&', U+2028 or U+2029 in what it writes, the same string read back;
  *   - qmp_parse_cpus_fast() and qmp_parse_uuid() on the input.
  * vt-fuzz-sources: host-collector/json.c host-collector/text.c host-collector/setup/qmp-reply.c
  * vt-fuzz-libs: -I host-collector -I host-collector/setup
@@ -55,6 +57,28 @@ static char *round_trip(const char *s, size_t *len)
 	json_free(d);
 	free(out);
 	return r;
+}
+
+/* HTML mode: nothing in what it writes opens or ends markup in a <script>, and it reads back as @back. */
+static void html_check(const char *s, const char *back, size_t len)
+{
+	struct json_doc *d;
+	char *out = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&out, &n);
+
+	if (!f)
+		return;
+	json_write_string_html(f, s);
+	fclose(f);
+	if (strpbrk(out, "<>&") || strstr(out, "\xe2\x80\xa8") || strstr(out, "\xe2\x80\xa9"))
+		abort();
+	d = json_parse(out, n, NULL, NULL);
+	if (!d || !json_is(json_root(d), JSON_STRING) || json_root(d)->len != len ||
+	    memcmp(json_string(json_root(d)), back, len))
+		abort();
+	json_free(d);
+	free(out);
 }
 
 /*
@@ -181,6 +205,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (j != len)
 			abort();
 	}
+	html_check(s, back, len);
 	free(back);
 	free(s);
 	return 0;

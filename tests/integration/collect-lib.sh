@@ -57,6 +57,21 @@ need_tools() {
 	[ -x "$COLLECT" ] || fail "$COLLECT is not built"
 }
 
+# need_host_tracefs SYS:EVENT...: skip (77) unless this host's tracefs can record host events:
+# its instances/ writable (a private instance can be made: root) and each event's format there.
+need_host_tracefs() {
+	_nt=/sys/kernel/tracing _nok=true _nwhat= _nwhy="not root?"
+	[ -w $_nt/instances ] || _nok=false
+	for _ne in "$@"; do
+		[ -r "$_nt/events/${_ne%%:*}/${_ne#*:}/format" ] || _nok=false
+		_nwhat="${_nwhat:+$_nwhat and }$_ne"
+		case $_ne in kvm:*) _nwhy="not root? no kvm module?" ;; esac
+	done
+	$_nok && return 0
+	echo "SKIP: no writable $_nt/instances with $_nwhat ($_nwhy)"
+	exit 77
+}
+
 # for_user AS [FILE...]: give the user of AS (a command prefix such as "setpriv
 # --reuid=nobody --regid=nogroup --clear-groups") what a run as that user needs. The
 # build and source trees may sit where only root can enter (a clone in /root, mode

@@ -7,11 +7,7 @@
 echo "collect: every guest failing in its setup ends the run promptly and leaves nothing"
 . "$VT_SRCDIR/tests/integration/collect-lib.sh"
 need_tools
-tracefs=/sys/kernel/tracing
-if [ ! -w $tracefs/instances ] || [ ! -r $tracefs/events/sched/sched_switch/format ]; then
-	echo "SKIP: no writable $tracefs/instances with sched:sched_switch (not root?)"
-	exit 77
-fi
+need_host_tracefs sched:sched_switch
 
 p=$WORK/ports out=$WORK/out
 mkdir -p "$p"

@@ -9,11 +9,8 @@
 echo "collect: host.dat carries the names of the host tasks (saved command lines)"
 . "$VT_SRCDIR/tests/integration/collect-lib.sh"
 need_tools
+need_host_tracefs sched:sched_switch
 tracefs=/sys/kernel/tracing
-if [ ! -w $tracefs/instances ] || [ ! -r $tracefs/events/sched/sched_switch/format ]; then
-	echo "SKIP: no writable $tracefs/instances with sched:sched_switch (not root?)"
-	exit 77
-fi
 
 p=$WORK/ports out=$WORK/out
 mkdir -p "$p"

@@ -8,11 +8,7 @@
 echo "collect: --host-pid limits host events to one process and what it forks"
 . "$VT_SRCDIR/tests/integration/collect-lib.sh"
 need_tools
-tracefs=/sys/kernel/tracing
-if [ ! -w $tracefs/instances ] || [ ! -r $tracefs/events/sched/sched_switch/format ]; then
-	echo "SKIP: no writable $tracefs/instances with sched:sched_switch (not root?)"
-	exit 77
-fi
+need_host_tracefs sched:sched_switch
 
 p=$WORK/ports out=$WORK/out
 mkdir -p "$p"

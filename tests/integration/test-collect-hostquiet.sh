@@ -11,11 +11,8 @@
 echo "collect: a quiet host after a burst of host events does not stall the engine"
 . "$VT_SRCDIR/tests/integration/collect-lib.sh"
 need_tools
+need_host_tracefs sched:sched_process_exec
 tracefs=/sys/kernel/tracing
-if [ ! -w $tracefs/instances ] || [ ! -r $tracefs/events/sched/sched_process_exec/format ]; then
-	echo "SKIP: no writable $tracefs/instances with sched:sched_process_exec (not root?)"
-	exit 77
-fi
 command -v taskset >/dev/null || { echo "SKIP: taskset not found"; exit 77; }
 
 BURSTS=5 PER=150

@@ -10,11 +10,7 @@
 echo "collect: record --live shows the guest's first line within 0.6 s of 'recording' on a busy machine, the host's kallsyms read meanwhile"
 . "$VT_SRCDIR/tests/integration/collect-lib.sh"
 need_tools
-T=/sys/kernel/tracing
-if [ ! -w $T/instances ] || [ ! -r $T/events/ftrace/print/format ]; then
-	echo "SKIP: no writable $T/instances (not root?)"
-	exit 77
-fi
+need_host_tracefs ftrace:print
 command -v perl >/dev/null || { echo "SKIP: no perl"; exit 77; }
 LIMIT_S=0.6
 W_MS=300

@@ -14,11 +14,7 @@
 echo "collect: record --live leaves out the host events of the collector and of its terminal, and nothing else"
 . "$VT_SRCDIR/tests/integration/collect-lib.sh"
 need_tools
-T=/sys/kernel/tracing
-if [ ! -w $T/instances ] || [ ! -r $T/events/sched/sched_switch/format ]; then
-	echo "SKIP: no writable $T/instances with sched:sched_switch (not root?)"
-	exit 77
-fi
+need_host_tracefs sched:sched_switch
 command -v script >/dev/null || { echo "SKIP: script(1) is not installed (bsdutils)"; exit 77; }
 
 p=$WORK/ports out=$WORK/out

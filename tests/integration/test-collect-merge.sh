@@ -10,11 +10,8 @@
 echo "collect: --host-events host.dat and guest file merge time-ordered, guest shifted into the host window"
 . "$VT_SRCDIR/tests/integration/collect-lib.sh"
 need_tools
+need_host_tracefs sched:sched_switch
 tracefs=/sys/kernel/tracing
-if [ ! -w $tracefs/instances ] || [ ! -r $tracefs/events/sched/sched_switch/format ]; then
-	echo "SKIP: no writable $tracefs/instances with sched:sched_switch (not root?)"
-	exit 77
-fi
 ls $tracefs/instances >"$WORK/instances.before"
 
 p=$WORK/ports out=$WORK/out

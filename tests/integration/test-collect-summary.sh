@@ -11,11 +11,7 @@
 echo "collect: the end of a recording: a line per trace with the manifest's figures, and what to run next"
 . "$VT_SRCDIR/tests/integration/collect-lib.sh"
 need_tools
-tracefs=/sys/kernel/tracing
-if [ ! -w $tracefs/instances ] || [ ! -r $tracefs/events/sched/sched_switch/format ]; then
-	echo "SKIP: no writable $tracefs/instances with sched:sched_switch (not root?)"
-	exit 77
-fi
+need_host_tracefs sched:sched_switch
 
 mkdir -p "$WORK/pa" "$WORK/pb"
 fake alpha --fifo "$WORK/pa" --fixture "$DATA/cap-guest" --repeat 3 --retime --missed 0:2:17 --overrun 1:40

@@ -7,11 +7,7 @@
 echo "collect: host.dat's TRACEID equals the guest's TIME_SHIFT peer id and the manifest's host trace_id"
 . "$VT_SRCDIR/tests/integration/collect-lib.sh"
 need_tools
-tracefs=/sys/kernel/tracing
-if [ ! -w $tracefs/instances ] || [ ! -r $tracefs/events/sched/sched_switch/format ]; then
-	echo "SKIP: no writable $tracefs/instances with sched:sched_switch (not root?)"
-	exit 77
-fi
+need_host_tracefs sched:sched_switch
 
 # hexnorm: a hex id as trace-cmd or the manifest writes it -> lower case, no leading zeros
 hexnorm() {

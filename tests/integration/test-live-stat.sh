@@ -7,12 +7,7 @@
 echo "collect: record --live-stat prints a per-second vCPU table whose states add up to 100%"
 . "$VT_SRCDIR/tests/integration/collect-lib.sh"
 need_tools
-tracefs=/sys/kernel/tracing
-if [ ! -w $tracefs/instances ] || [ ! -r $tracefs/events/sched/sched_switch/format ] ||
-	[ ! -r $tracefs/events/kvm/kvm_userspace_exit/format ]; then
-	echo "SKIP: no writable $tracefs/instances with sched and kvm events (not root? no kvm module?)"
-	exit 77
-fi
+need_host_tracefs sched:sched_switch kvm:kvm_userspace_exit
 command -v taskset >/dev/null 2>&1 || { echo "SKIP: taskset is not installed"; exit 77; }
 
 p=$WORK/ports out=$WORK/out

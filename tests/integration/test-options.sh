@@ -6,7 +6,8 @@
 # lists (the tags of OPTIONS, and of GUESTS for record) and those the completion offers; a short
 # option means the same long option in every subcommand; an unknown option is a usage error.
 # The overview page virtio-trace-collect(1) lists the top-level -V and -h, which work, and names
-# every subcommand's page. Then the completion itself: subcommands, options, values. And
+# every subcommand's page and virtio-trace-collect-files(5) (so do the subcommands' pages); every
+# page renders without a warning. Then the completion itself: subcommands, options, values. And
 # trace-agent's --help lists the options trace-agent(8) does.
 echo "collect options: each subcommand's --help, its man page and the bash completion list the same options; short options mean one thing"
 : "${VT_SRCDIR:?run through make check}" "${VT_BUILDDIR:?run through make check}"
@@ -177,6 +178,19 @@ unknown "help reprot" "virtio-trace-collect: unknown command 'reprot'; did you m
 for sub in $SUBS; do
 	grep -q "virtio-trace-collect-$sub (1)" "$OVERVIEW" ||
 		fail "virtio-trace-collect(1) does not name virtio-trace-collect-$sub(1)"
+done
+# The recording directory's files have their page, virtio-trace-collect-files(5): the overview
+# and every subcommand's page name it. Every page (that one too) renders without a warning and
+# has a NAME line whatis can read.
+for page in "$OVERVIEW" $(for sub in $SUBS; do echo "$MANDIR/virtio-trace-collect-$sub.1"; done); do
+	grep -q 'virtio-trace-collect-files (5)' "$page" ||
+		fail "${page##*/} does not name virtio-trace-collect-files(5)"
+done
+[ -f "$MANDIR/virtio-trace-collect-files.5" ] || fail "no $MANDIR/virtio-trace-collect-files.5"
+for page in "$MANDIR"/*.[158]; do
+	w=$(MANWIDTH=80 man --warnings -l "$page" 2>&1 >/dev/null) && [ -z "$w" ] ||
+		fail "man --warnings -l ${page##*/}: '$(printf '%s' "$w" | head -c 300 | tr '\n' '|')'"
+	lexgrog "$page" >/dev/null 2>&1 || fail "lexgrog ${page##*/}: no NAME line whatis can read"
 done
 
 # trace-agent: its --help and trace-agent(8) list the same options.

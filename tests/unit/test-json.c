@@ -403,6 +403,63 @@ static void test_write_string(void **state)
 	}
 }
 
+/* @s through @write, in a string of its own (the caller frees it). */
+static char *t_written(void (*write)(FILE *, const char *), const char *s, size_t *len)
+{
+	char *buf = NULL;
+	FILE *f = open_memstream(&buf, len);
+
+	assert_non_null(f);
+	write(f, s);
+	assert_int_equal(fclose(f), 0);
+	return buf;
+}
+
+/*
+ * HTML mode: what a guest names its tasks or writes in a marker cannot end report --html's
+ * <script> or start markup in it ('<', '>', '&' escaped), nor break a line for JavaScript
+ * (U+2028, U+2029), and reads back as the same JSON string as the plain escaper's.
+ */
+static void test_write_string_html(void **state)
+{
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+		{ "</script><script>alert(1)</script>",
+		  "\"\\u003c/script\\u003e\\u003cscript\\u003ealert(1)\\u003c/script\\u003e\"" },
+		{ "</SCRIPT ><!--x-->", "\"\\u003c/SCRIPT \\u003e\\u003c!--x--\\u003e\"" },
+		{ "a&amp;b", "\"a\\u0026amp;b\"" },
+		{ "x\xe2\x80\xa8y\xe2\x80\xa9z", "\"x\\u2028y\\u2029z\"" },
+		/* The rest as the plain escaper: quotes, controls, UTF-8 kept, invalid bytes. */
+		{ "q\"b\\s\x1b[2J\xc2\x9b", "\"q\\\"b\\\\s\\u001b[2J\\u009b\"" },
+		{ "\xc3\xa9 \xe2\x82\xac \xe2\x80\xa7\xe2\x80\xaa", "\"\xc3\xa9 \xe2\x82\xac \xe2\x80\xa7\xe2\x80\xaa\"" },
+		{ "<\xff>\xe2\x80", "\"\\u003c\\ufffd\\u003e\\ufffd\\ufffd\"" },
+		{ "/script plain", "\"/script plain\"" },
+	};
+	size_t i, n, pn;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *buf = t_written(json_write_string_html, cases[i].in, &n);
+		char *plain = t_written(json_write_string, cases[i].in, &pn);
+		struct json_doc *d = json_parse(buf, n, NULL, NULL), *pd = json_parse(plain, pn, NULL, NULL);
+
+		assert_string_equal(buf, cases[i].out);
+		assert_null(strpbrk(buf, "<>&"));
+		assert_null(strstr(buf, "\xe2\x80\xa8"));
+		assert_null(strstr(buf, "\xe2\x80\xa9"));
+		assert_non_null(d);
+		assert_non_null(pd);
+		assert_string_equal(json_string(json_root(d)), json_string(json_root(pd)));
+		if (i < 4)	/* valid UTF-8 without controls: the very text */
+			assert_string_equal(json_string(json_root(d)), cases[i].in);
+		json_free(d);
+		json_free(pd);
+		free(buf);
+		free(plain);
+	}
+}
+
 /* One document, compact and pretty: the same values; pretty indents, jw_inline() keeps one line. */
 static void emit(struct jw *w)
 {
@@ -488,6 +545,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_write_string),
+		cmocka_unit_test(test_write_string_html),
 		cmocka_unit_test(test_writer_pretty),
 		cmocka_unit_test(test_manifest),
 		cmocka_unit_test(test_scalars),

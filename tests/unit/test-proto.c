@@ -1193,6 +1193,54 @@ static void test_meta_rx_open(void **state)
 	vt_proto_meta_rx_release(&rx);
 }
 
+/* ------------------------------------------------------------ the message table */
+
+/*
+ * The codec's message types are virtio-trace-protocol(5)'s: each ".BR "NAME " "(N, H|A|both)""
+ * tag of the page is a type the codec knows by that name and sender, and the codec knows no
+ * other. And FLUSH, a layout row now, is the very bytes the page gives.
+ */
+static void test_types_doc(void **state)
+{
+	static const uint8_t flush100[] = { 'V', 'T', 'C', 'P', 1, 0, 35, 0, 9, 0, 0, 0, 4, 0, 0, 0,
+					    100, 0, 0, 0 };
+	const char *src = getenv("VT_SRCDIR");
+	unsigned int nr_doc = 0, nr_known = 0, t, n, want;
+	char path[4096], line[512], name[64], dir[8];
+	FILE *f;
+	int len;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/doc/virtio-trace-protocol.5", src ? src : "..");
+	f = fopen(path, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, ".BR \"%63[A-Z_] \" \"(%u, %7[a-zA-Z])\"", name, &n, dir) != 3)
+			continue;
+		want = !strcmp(dir, "H") ? VT_PROTO_FROM_HOST : !strcmp(dir, "A") ? VT_PROTO_FROM_AGENT :
+		       !strcmp(dir, "both") ? VT_PROTO_FROM_HOST | VT_PROTO_FROM_AGENT : 0;
+		assert_true(n < 65536 && want);
+		assert_true(vt_proto_type_known((uint16_t)n));
+		assert_string_equal(vt_proto_type_name((uint16_t)n), name);
+		assert_int_equal(vt_proto_type_sender((uint16_t)n), want);
+		nr_doc++;
+	}
+	fclose(f);
+	for (t = 0; t < 65536; t++)
+		if (vt_proto_type_known((uint16_t)t)) {
+			nr_known++;
+			assert_true(vt_proto_type_sender((uint16_t)t) != 0);
+		} else {
+			assert_int_equal(vt_proto_type_sender((uint16_t)t), 0);
+		}
+	assert_int_equal(nr_doc, 27);
+	assert_int_equal(nr_known, nr_doc);
+
+	len = vt_proto_enc_flush(t_buf, sizeof(t_buf), 9, 100);
+	assert_int_equal(len, sizeof(flush100));
+	assert_memory_equal(t_buf, flush100, sizeof(flush100));
+}
+
 /* ------------------------------------------------------------ names, markers, I/O */
 
 static void test_names_markers(void **state)
@@ -1384,6 +1432,7 @@ int main(void)
 		cmocka_unit_test(test_meta_rx),
 		cmocka_unit_test(test_meta_rx_open),
 		cmocka_unit_test(test_names_markers),
+		cmocka_unit_test(test_types_doc),
 		cmocka_unit_test(test_write_all),
 	};
 
