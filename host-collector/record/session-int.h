@@ -14,6 +14,7 @@
 #endif
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "engine.h"
@@ -37,8 +38,31 @@ enum {
 	ST_STREAMS, ST_START, ST_SYNC, ST_RUNNING,
 };
 
+/**
+ * struct guest_transition - a move a guest may make (session-life.c)
+ * @from: the state it is in
+ * @to: the state it may go to
+ * @waits: NULL, or while this holds the move waits (a stop deferred until an
+ *	exchange under way ends: g->stop.deferred, guest_take_deferred_stop())
+ * @defer_only: the move is only ever deferred: when the stop is taken the
+ *	guest is in another state
+ * @what: what the move means, for --verbose and session.h's diagram
+ */
+struct guest_transition {
+	enum guest_state from, to;
+	bool (*waits)(const struct guest *g);
+	bool defer_only;
+	const char *what;
+};
+
+/* session-life.c: the allowed moves and the one function that makes them */
+extern const struct guest_transition guest_transitions[];
+extern const size_t guest_nr_transitions;
+const struct guest_transition *guest_transition_find(enum guest_state from, enum guest_state to);
+int guest_set_state(struct guest *g, enum guest_state to, const char *why);
+bool guest_take_deferred_stop(struct guest *g);
+
 /* session.c: the connection: requests, replies, dispatch */
-extern const char *const sess_step_what[];
 struct engine *sess_eng(const struct guest *g);
 void sess_changed(struct guest *g);
 void sess_burst_abort(struct guest *g);
@@ -80,6 +104,7 @@ void sess_qmp_event(struct guest *g, enum qmp_ev ev, const char *detail);
 
 /* session-setup.c: the setup and --incoming's takeover */
 void sess_setup_next(struct guest *g);
+const char *sess_step_what(unsigned int step);
 
 /* session-stop.c: the stop */
 void sess_finish(struct guest *g);

@@ -81,7 +81,8 @@ void sess_migrated_done(struct guest *g)
 	engine_timer_cancel(sess_eng(g), &g->stop.drain_timer);
 	engine_timer_cancel(sess_eng(g), &g->stop.timer);
 	g->mig.seen.out_tsc = sync_host_tsc();
-	g->state = G_DONE;
+	if (guest_set_state(g, G_DONE, "migrated out: drained") < 0)
+		return;
 	sess_msgs_summary(g);
 	spool_save_state(g);
 	spool_save_migration(g);
@@ -137,11 +138,11 @@ static void migrated_out(struct guest *g)
 	engine_timer_cancel(e, &g->stop.timer);
 	sess_burst_abort(g);
 	g->req.active = false;
-	g->stop.deferred = false;
 	sess_ctl_close(g);
 	for (i = 0; i < g->nr_streams; i++)
 		g->streams[i].eager = true;
-	g->state = G_DRAINING;
+	if (guest_set_state(g, G_DRAINING, "migrated out") < 0)	/* a stop that waited has no reason left */
+		return;
 	g->mig.quiet_bytes = streams_bytes(g);
 	g->mig.quiet_since = engine_now_ns();
 	engine_timer_arm(e, &g->stop.drain_timer, DRAIN_CHECK_NS, DRAIN_CHECK_NS);

@@ -56,8 +56,9 @@ static void split_event(const char *spec, char *sys, char *ev, size_t size)
 	snprintf(ev, size, "%s", sep[1] ? sep + 1 : "*");
 }
 
-static int enc_events(struct guest *g, const struct record_opts *o)
+static int enc_events(struct guest *g)
 {
+	const struct record_opts *o = g->rec->o;
 	static char sys[COLLECT_MAX_EVENTS][VT_PROTO_MAX_NAME], ev[COLLECT_MAX_EVENTS][VT_PROTO_MAX_NAME];
 	struct vt_proto_event list[COLLECT_MAX_EVENTS];
 	unsigned int i;
@@ -73,28 +74,7 @@ static int enc_events(struct guest *g, const struct record_opts *o)
 				   o->nr_events);
 }
 
-/*
- * An event, tracer or clock the guest's kernel does not have (the agent says
- * ENOENT, or EINVAL for a filter it refused) is most likely a mistake on the
- * command line: when no guest takes the command line, the run is a usage
- * error and keeps nothing (record.c); a guest that refuses what others take
- * is dropped alone, so that one guest cannot end the others' recording.
- */
-static const char *config_refused(const struct guest *g, int err)
-{
-	if (err != -ENOENT && err != -EINVAL)
-		return NULL;
-	switch (g->setup.step) {
-	case ST_EVENTS:
-		return "--event";
-	case ST_TRACER:
-		return "--tracer";
-	case ST_CLOCK:
-		return g->rec->o->clock ? "--clock" : NULL;
-	default:
-		return NULL;
-	}
-}
+static const char *config_refused(const struct guest *g, int err);
 
 static void step_done(struct guest *g, int err)
 {
@@ -106,7 +86,7 @@ static void step_done(struct guest *g, int err)
 		return;
 	}
 	if (err < 0) {
-		session_fail(g, "%s: %s (%s)", sess_step_what[g->setup.step],
+		session_fail(g, "%s: %s (%s)", sess_step_what(g->setup.step),
 			     g->reply_text[0] ? g->reply_text : "refused", strerror(-err));
 		return;
 	}
@@ -209,19 +189,17 @@ static void resume_answered(struct guest *g, int err)
 		session_fail(g, "no data port could be opened (%s)", strerror(-ret));
 		return;
 	}
-	g->state = G_RUNNING;
+	if (guest_set_state(g, G_RUNNING, "took its agent's session over") < 0)
+		return;
 	g->setup.recorded = true;
 	g->setup.step = ST_RUNNING;
 	log_info("guest %s: recording again, on this host", g->name);
 	spool_save_state(g);
 	spool_save_migration(g);
 	sess_changed(g);
-	if (g->stop.deferred) {
-		/* Stopped while it was taken over: what it streams now is drained, no more. */
-		g->stop.deferred = false;
-		session_stop(g);
+	/* Stopped while it was taken over: what it streams now is drained, no more. */
+	if (guest_take_deferred_stop(g))
 		return;
-	}
 	sess_burst_run(g, "resume", incoming_synced);
 }
 
@@ -303,12 +281,12 @@ static void started(struct guest *g, int err)
 		step_done(g, err);
 		return;
 	}
-	g->state = G_RUNNING;
+	if (guest_set_state(g, G_RUNNING, "START answered") < 0)
+		return;
 	g->setup.recorded = true;
 	log_info("guest %s: recording", g->name);
 	spool_save_state(g);
-	g->setup.step = ST_SYNC;
-	sess_setup_next(g);
+	step_done(g, 0);	/* ST_SYNC */
 }
 
 /* The full metadata after START came (or the setup's is kept): setup is over. */
@@ -320,11 +298,9 @@ static void full_meta_done(struct guest *g, int err)
 	g->meta.partial = false;
 	/* The bundle the guest's events are shown with (kallsyms, task names): the live view may start. */
 	live_meta(g->rec->live, g->live_idx);
-	if (g->stop.deferred) {
-		g->stop.deferred = false;
-		session_stop(g);
+	/* A stop that waited for this bundle. */
+	if (guest_take_deferred_stop(g))
 		return;
-	}
 	g->setup.step = ST_RUNNING;
 	if (!strcmp(g->sync.head.method, "kvm"))
 		engine_timer_arm(sess_eng(g), &g->sync.kvm_timer, sync_kvm_period_ns(g), sync_kvm_period_ns(g));
@@ -352,12 +328,10 @@ static void synced(struct guest *g, int err)
 }
 
 /* ST_HELLO: the handshake (--incoming: after a frame's worth of padding). */
-static void setup_hello(struct guest *g)
+static int enc_hello(struct guest *g)
 {
 	const struct record_opts *o = g->rec->o;
-	struct vt_conn *c = g->ctl.conn;
-	uint8_t *f = vt_conn_frame(c);
-	const size_t F = VT_PROTO_FRAME_MAX;
+	uint8_t *f = vt_conn_frame(g->ctl.conn);
 	struct vt_proto_hello hello = {
 		.rev_min = VT_PROTO_REV_MIN, .rev_max = VT_PROTO_REV_MAX,
 		.caps = VT_PROTO_CAP_X86_TSC | VT_PROTO_CAP_META | VT_PROTO_CAP_SYNC_TSC |
@@ -365,8 +339,8 @@ static void setup_hello(struct guest *g)
 		.clock = o->clock ? o->clock : "",
 		.software = "virtio-trace-collect " PACKAGE_VERSION,
 	};
+	int ret;
 
-	g->state = G_HELLO;
 	if (g->mig.incoming) {
 		/*
 		 * The agent may hold the start of a frame the host it
@@ -375,67 +349,126 @@ static void setup_hello(struct guest *g)
 		 * malformed or oversized one), and the parser then
 		 * resyncs on our HELLO's magic.
 		 */
-		memset(f, 0xff, F);
-		if (sess_send_frame(g, (int)F) < 0)
-			return;
+		memset(f, 0xff, VT_PROTO_FRAME_MAX);
+		ret = sess_send_frame(g, (int)VT_PROTO_FRAME_MAX);
+		if (ret < 0)
+			return ret;
 		hello.caps |= VT_PROTO_CAP_RESUME;
 	}
-	sess_request(g, vt_proto_enc_hello(f, F, VT_PROTO_HELLO, vt_conn_next_seq(c), &hello),
-		VT_PROTO_HELLO_REPLY, hello_done);
+	return vt_proto_enc_hello(f, VT_PROTO_FRAME_MAX, VT_PROTO_HELLO, vt_conn_next_seq(g->ctl.conn),
+				  &hello);
 }
 
-/*
- * ST_LASTBOOT: ask for the last boot's trace. Return: true if the request went
- * out (the step waits for it), false if the step does not apply.
- */
-static bool setup_lastboot(struct guest *g)
+/* ST_LASTBOOT: the previous boot's trace first, before anything in the guest changes. */
+static bool lastboot_applies(struct guest *g)
 {
-	const struct record_opts *o = g->rec->o;
-	struct vt_conn *c = g->ctl.conn;
-	uint8_t *f = vt_conn_frame(c);
-	const size_t F = VT_PROTO_FRAME_MAX;
-
-	/* The previous boot's trace first, before anything in the guest changes. */
-	g->state = G_CONFIG;
-	if (!o->last_boot)
+	if (!g->rec->o->last_boot)
 		return false;
 	if (!(g->agent.caps & VT_PROTO_CAP_LASTBOOT)) {
 		log_warn("guest %s: --last-boot: the agent cannot send the last boot's "
 			 "trace (an older trace-agent)", g->name);
 		return false;
 	}
-	vt_proto_meta_rx_release(&g->meta.rx);
-	vt_proto_meta_rx_init(&g->meta.rx, VT_PROTO_META_MAX_TOTAL);
-	sess_request(g, vt_proto_enc_string(f, F, VT_PROTO_LASTBOOT_REQ, vt_conn_next_seq(c),
-				       o->last_boot), VT_PROTO_META, lastboot_received);
 	return true;
 }
 
-/* ST_FLUSH: --live's partial pages. Return: as setup_lastboot(). */
-static bool setup_flush(struct guest *g)
+static int enc_lastboot(struct guest *g)
+{
+	vt_proto_meta_rx_release(&g->meta.rx);
+	vt_proto_meta_rx_init(&g->meta.rx, VT_PROTO_META_MAX_TOTAL);
+	return vt_proto_enc_string(vt_conn_frame(g->ctl.conn), VT_PROTO_FRAME_MAX, VT_PROTO_LASTBOOT_REQ,
+				   vt_conn_next_seq(g->ctl.conn), g->rec->o->last_boot);
+}
+
+/* ST_INSTANCE: the agent's own default is a private instance; the top level only when asked. */
+static bool instance_applies(struct guest *g)
 {
 	const struct record_opts *o = g->rec->o;
-	struct vt_conn *c = g->ctl.conn;
-	uint8_t *f = vt_conn_frame(c);
-	const size_t F = VT_PROTO_FRAME_MAX;
 
-	/* --live: partial pages too, so that a quiet guest's events show within the window. */
-	if (!o->live_ms)
+	return o->top_level || (o->tracer && !strcmp(o->tracer, "mmiotrace"));
+}
+
+static int enc_instance(struct guest *g)
+{
+	return vt_proto_enc_instance(vt_conn_frame(g->ctl.conn), VT_PROTO_FRAME_MAX,
+				     vt_conn_next_seq(g->ctl.conn), NULL);
+}
+
+/* ST_CLOCK: x86-tsc where the guest has it: the one clock that maps exactly onto the host's. */
+static bool clock_applies(struct guest *g)
+{
+	return g->rec->o->clock || (g->agent.caps & VT_PROTO_CAP_X86_TSC);
+}
+
+static int enc_clock(struct guest *g)
+{
+	const struct record_opts *o = g->rec->o;
+
+	snprintf(g->agent.clock, sizeof(g->agent.clock), "%s", o->clock ? o->clock : "x86-tsc");
+	return vt_proto_enc_string(vt_conn_frame(g->ctl.conn), VT_PROTO_FRAME_MAX, VT_PROTO_CLOCK,
+				   vt_conn_next_seq(g->ctl.conn), g->agent.clock);
+}
+
+/* ST_BUFFER: --buffer-size, --subbuf-size. */
+static bool buffer_applies(struct guest *g)
+{
+	return g->rec->o->buffer_kb || g->rec->o->subbuf_kb;
+}
+
+static int enc_buffer(struct guest *g)
+{
+	const struct record_opts *o = g->rec->o;
+	struct vt_proto_buffer_size bs = { .size_kb = o->buffer_kb, .subbuf_kb = o->subbuf_kb };
+
+	if (o->subbuf_kb && !(g->agent.caps & VT_PROTO_CAP_SUBBUF)) {
+		session_fail(g, "--subbuf-size: the guest kernel cannot change its sub-buffer "
+			     "size (no buffer_subbuf_size_kb: Linux 6.8 or later needed)");
+		return -EOPNOTSUPP;
+	}
+	return vt_proto_enc_buffer_size(vt_conn_frame(g->ctl.conn), VT_PROTO_FRAME_MAX,
+					vt_conn_next_seq(g->ctl.conn), &bs);
+}
+
+/* ST_TRACER: --tracer. */
+static bool tracer_applies(struct guest *g)
+{
+	return g->rec->o->tracer;
+}
+
+static int enc_tracer(struct guest *g)
+{
+	return vt_proto_enc_string(vt_conn_frame(g->ctl.conn), VT_PROTO_FRAME_MAX, VT_PROTO_TRACER,
+				   vt_conn_next_seq(g->ctl.conn), g->rec->o->tracer);
+}
+
+/* ST_EVENTS: --event (enc_events()). */
+static bool events_applies(struct guest *g)
+{
+	return g->rec->o->nr_events;
+}
+
+/* ST_FLUSH: --live: partial pages too, so that a quiet guest's events show within the window. */
+static bool flush_applies(struct guest *g)
+{
+	if (!g->rec->o->live_ms)
 		return false;
 	if (!(g->agent.caps & VT_PROTO_CAP_FLUSH)) {
 		log_warn("guest %s: its agent sends whole pages only (an older trace-agent): "
 			 "its events show up live as its pages fill", g->name);
 		return false;
 	}
-	sess_request(g, vt_proto_enc_flush(f, F, vt_conn_next_seq(c), live_flush_ms(o->live_ms)),
-		VT_PROTO_OK, step_done);
 	return true;
 }
 
-/* ST_META: the setup's bundle, without kallsyms where the agent can leave it out. */
-static void setup_meta(struct guest *g)
+static int enc_flush(struct guest *g)
 {
-	g->state = G_META;
+	return vt_proto_enc_flush(vt_conn_frame(g->ctl.conn), VT_PROTO_FRAME_MAX,
+				  vt_conn_next_seq(g->ctl.conn), live_flush_ms(g->rec->o->live_ms));
+}
+
+/* ST_META: the setup's bundle, without kallsyms where the agent can leave it out. */
+static int act_meta(struct guest *g)
+{
 	g->setup.accepted = true;	/* it took the command line's events, tracer and clock */
 	spool_save_state(g);
 	/*
@@ -445,103 +478,152 @@ static void setup_meta(struct guest *g)
 	 */
 	g->meta.partial = (g->agent.caps & VT_PROTO_CAP_META_FLAGS) != 0;
 	sess_fetch_meta(g, g->meta.partial ? VT_PROTO_META_REQ_NO_KALLSYMS : 0, step_done);
+	return 1;
 }
 
-void sess_setup_next(struct guest *g)
+/* ST_STREAMS: the data ports; --listen: the step ends when QEMU connected them all. */
+static int act_streams(struct guest *g)
 {
-	const struct record_opts *o = g->rec->o;
-	struct vt_conn *c = g->ctl.conn;
-	uint8_t *f = vt_conn_frame(c);
-	const size_t F = VT_PROTO_FRAME_MAX;
 	int ret;
 
-	for (;;) {
-		if (g->state == G_FAILED)
-			return;
-		switch (g->setup.step) {
-		case ST_HELLO:
-			setup_hello(g);
-			return;
-		case ST_LASTBOOT:
-			if (!setup_lastboot(g))
-				break;
-			return;
-		case ST_INSTANCE:
-			/* The agent's own default is a private instance; the top level only when asked. */
-			if (!(o->top_level || (o->tracer && !strcmp(o->tracer, "mmiotrace"))))
-				break;
-			sess_request(g, vt_proto_enc_instance(f, F, vt_conn_next_seq(c), NULL), VT_PROTO_OK,
-				step_done);
-			return;
-		case ST_CLOCK:
-			/* x86-tsc where the guest has it: the one clock that maps exactly onto the host's. */
-			if (!o->clock && !(g->agent.caps & VT_PROTO_CAP_X86_TSC))
-				break;
-			snprintf(g->agent.clock, sizeof(g->agent.clock), "%s", o->clock ? o->clock : "x86-tsc");
-			sess_request(g, vt_proto_enc_string(f, F, VT_PROTO_CLOCK, vt_conn_next_seq(c), g->agent.clock),
-				VT_PROTO_OK, step_done);
-			return;
-		case ST_BUFFER: {
-			struct vt_proto_buffer_size bs = { .size_kb = o->buffer_kb, .subbuf_kb = o->subbuf_kb };
+	if (g->link.listen && g->link.chardev_dir[0]) {
+		sess_listen_streams(g);
+		return 1;
+	}
+	ret = sess_open_streams(g);
+	if (ret < 0) {
+		session_fail(g, "no data port could be opened (%s)", strerror(-ret));
+		return ret;
+	}
+	spool_save_state(g);
+	return 0;
+}
 
-			if (o->subbuf_kb && !(g->agent.caps & VT_PROTO_CAP_SUBBUF)) {
-				session_fail(g, "--subbuf-size: the guest kernel cannot change its sub-buffer "
-					     "size (no buffer_subbuf_size_kb: Linux 6.8 or later needed)");
-				return;
-			}
-			if (!o->buffer_kb && !o->subbuf_kb)
-				break;
-			sess_request(g, vt_proto_enc_buffer_size(f, F, vt_conn_next_seq(c), &bs), VT_PROTO_OK,
-				step_done);
+/* ST_START: KVM's offsets are followed from before the guest records anything. */
+static int enc_start(struct guest *g)
+{
+	sync_kvm_begin(g, g->rec->o);
+	return vt_proto_enc_empty(vt_conn_frame(g->ctl.conn), VT_PROTO_FRAME_MAX, VT_PROTO_START,
+				  vt_conn_next_seq(g->ctl.conn));
+}
+
+/*
+ * ST_SYNC: while recording: the burst is not on the start's path, and its
+ * epoch holds for the events before it as after it.
+ */
+static int act_sync(struct guest *g)
+{
+	sess_burst_run(g, "start", synced);
+	return 1;
+}
+
+/**
+ * struct setup_step - one step of a guest's setup
+ * @what: what it does, for messages
+ * @state: the state the guest is in while it runs (guest_set_state())
+ * @applies: whether it applies to this guest and command line (NULL: always)
+ * @encode: its request, into the connection's frame: the length or -errno
+ * @want: the answer the request waits for
+ * @done: what to do with the answer
+ * @act: a step that is not one request: 1 when it waits (its own
+ *	continuation goes on), 0 when done, -errno with the guest failed
+ * @option: the option the agent refused when it answers ENOENT or EINVAL
+ */
+struct setup_step {
+	const char *what;
+	enum guest_state state;
+	bool (*applies)(struct guest *g);
+	int (*encode)(struct guest *g);
+	uint16_t want;
+	void (*done)(struct guest *g, int err);
+	int (*act)(struct guest *g);
+	const char *option;
+};
+
+static const struct setup_step setup_steps[] = {
+	[ST_HELLO] = { "handshake", G_HELLO, NULL, enc_hello, VT_PROTO_HELLO_REPLY, hello_done },
+	[ST_LASTBOOT] = { "fetching the last boot's trace", G_CONFIG, lastboot_applies, enc_lastboot,
+			  VT_PROTO_META, lastboot_received },
+	[ST_INSTANCE] = { "choosing the top-level buffer", G_CONFIG, instance_applies, enc_instance,
+			  VT_PROTO_OK, step_done },
+	[ST_CLOCK] = { "choosing the clock", G_CONFIG, clock_applies, enc_clock, VT_PROTO_OK, step_done,
+		       .option = "--clock" },
+	[ST_BUFFER] = { "setting the buffer size", G_CONFIG, buffer_applies, enc_buffer, VT_PROTO_OK,
+			step_done },
+	[ST_TRACER] = { "choosing the tracer", G_CONFIG, tracer_applies, enc_tracer, VT_PROTO_OK, step_done,
+			.option = "--tracer" },
+	[ST_EVENTS] = { "enabling events", G_CONFIG, events_applies, enc_events, VT_PROTO_OK, step_done,
+			.option = "--event" },
+	[ST_FLUSH] = { "asking for partial pages (--live)", G_CONFIG, flush_applies, enc_flush, VT_PROTO_OK,
+		       step_done },
+	[ST_META] = { "fetching the metadata", G_META, .act = act_meta },
+	[ST_STREAMS] = { "opening the data ports", G_META, .act = act_streams },
+	[ST_START] = { "starting", G_META, NULL, enc_start, VT_PROTO_OK, started },
+	[ST_SYNC] = { "syncing the clock", G_RUNNING, .act = act_sync },
+	[ST_RUNNING] = { "recording", G_RUNNING },
+};
+_Static_assert(sizeof(setup_steps) / sizeof(setup_steps[0]) == ST_RUNNING + 1, "a row per setup step");
+
+/*
+ * An event, tracer or clock the guest's kernel does not have (the agent says
+ * ENOENT, or EINVAL for a filter it refused) is most likely a mistake on the
+ * command line: when no guest takes the command line, the run is a usage
+ * error and keeps nothing (record.c); a guest that refuses what others take
+ * is dropped alone, so that one guest cannot end the others' recording.
+ */
+static const char *config_refused(const struct guest *g, int err)
+{
+	const char *opt;
+
+	if ((err != -ENOENT && err != -EINVAL) || g->setup.step >= ST_RUNNING)
+		return NULL;
+	opt = setup_steps[g->setup.step].option;
+	/* The clock the guest was not asked for is x86-tsc, which it said it has. */
+	if (g->setup.step == ST_CLOCK && !g->rec->o->clock)
+		return NULL;
+	return opt;
+}
+
+/**
+ * sess_step_what() - what a setup step does, for messages
+ * @step: the step (past the last: recording)
+ *
+ * Return: a static string.
+ */
+const char *sess_step_what(unsigned int step)
+{
+	return setup_steps[step < ST_RUNNING ? step : ST_RUNNING].what;
+}
+
+/* A step that is one request: sent, and its answer awaited. Return: as struct setup_step's @act. */
+static int step_request(struct guest *g, const struct setup_step *s)
+{
+	int len = s->encode(g);
+
+	if (len < 0 && g->state == G_FAILED)
+		return len;
+	return sess_request(g, len, s->want, s->done) < 0 ? -ECONNRESET : 1;
+}
+
+/**
+ * sess_setup_next() - run the setup from g->setup.step on, until a step waits
+ * @g: the guest
+ *
+ * Each step moves the guest to its state, is skipped when it does not
+ * apply, and sends its request or acts; its continuation calls this again.
+ */
+void sess_setup_next(struct guest *g)
+{
+	const struct setup_step *s;
+
+	for (; g->state != G_FAILED && g->setup.step < ST_RUNNING; g->setup.step++) {
+		s = &setup_steps[g->setup.step];
+		if (g->state != s->state && guest_set_state(g, s->state, s->what) < 0)
 			return;
-		}
-		case ST_TRACER:
-			if (!o->tracer)
-				break;
-			sess_request(g, vt_proto_enc_string(f, F, VT_PROTO_TRACER, vt_conn_next_seq(c), o->tracer),
-				VT_PROTO_OK, step_done);
+		if (s->applies && !s->applies(g))
+			continue;
+		if ((s->act ? s->act(g) : step_request(g, s)) != 0)
 			return;
-		case ST_EVENTS:
-			if (!o->nr_events)
-				break;
-			sess_request(g, enc_events(g, o), VT_PROTO_OK, step_done);
-			return;
-		case ST_FLUSH:
-			if (!setup_flush(g))
-				break;
-			return;
-		case ST_META:
-			setup_meta(g);
-			return;
-		case ST_STREAMS:
-			if (g->link.listen && g->link.chardev_dir[0]) {
-				sess_listen_streams(g);	/* the step ends when QEMU connected them all */
-				return;
-			}
-			ret = sess_open_streams(g);
-			if (ret < 0) {
-				session_fail(g, "no data port could be opened (%s)", strerror(-ret));
-				return;
-			}
-			spool_save_state(g);
-			break;
-		case ST_START:
-			/* KVM's offsets are followed from before the guest records anything. */
-			sync_kvm_begin(g, o);
-			sess_request(g, vt_proto_enc_empty(f, F, VT_PROTO_START, vt_conn_next_seq(c)),
-				VT_PROTO_OK, started);
-			return;
-		case ST_SYNC:
-			/*
-			 * While recording: the burst is not on the start's path, and
-			 * its epoch holds for the events before it as after it.
-			 */
-			sess_burst_run(g, "start", synced);
-			return;
-		default:
-			return;
-		}
-		g->setup.step++;
 	}
 }
 

@@ -51,7 +51,8 @@ static void bye_done(struct guest *g, int err)
 	if (err < 0)
 		log_warn("guest %s: BYE refused (%s)", g->name, strerror(-err));
 	engine_timer_cancel(sess_eng(g), &g->stop.timer);
-	g->state = G_DONE;
+	if (guest_set_state(g, G_DONE, "BYE answered") < 0)
+		return;
 	sess_ctl_close(g);
 	sess_msgs_summary(g);
 	spool_save_state(g);
@@ -103,7 +104,8 @@ static void final_sync_done(struct guest *g, int err)
 /* Everything arrived: the figures go to the spool first, then the final exchanges. */
 void sess_finish(struct guest *g)
 {
-	g->state = G_FINISHING;
+	if (guest_set_state(g, G_FINISHING, "every byte in") < 0)
+		return;
 	spool_save_agent(g);
 	sess_burst_run(g, "stop", final_sync_done);
 }
@@ -130,12 +132,11 @@ void sess_stop_timeout(void *arg)
 			 "names) did not come within %g s of the stop: abandoned, its trace is written "
 			 "with the setup's bundle (%llu bytes of it had come)", g->name,
 			 (double)deferred_stop_ns(g) / NSEC_PER_SEC, (unsigned long long)g->meta.rx.len);
-		g->stop.deferred = false;
 		g->stop.meta_abandoned = true;
 		g->req.active = false;	/* its late chunks are "metadata nobody asked for" */
 		engine_timer_cancel(sess_eng(g), &g->req.timer);
 		vt_proto_meta_rx_release(&g->meta.rx);
-		session_stop(g);
+		guest_take_deferred_stop(g);
 		return;
 	}
 	if (g->mig.out && g->state == G_DRAINING) {
@@ -162,6 +163,49 @@ void sess_stop_timeout(void *arg)
 		session_fail(g, "the final clock sync, metadata and bye took longer than %g s", t);
 }
 
+/* Stopping (from running): STOP, then the drain (sess_check_drained()) within --stop-timeout. */
+static void send_stop(struct guest *g)
+{
+	struct engine *e = sess_eng(g);
+
+	sess_burst_abort(g);
+	if (g->req.active) {
+		g->req.active = false;
+		engine_timer_cancel(e, &g->req.timer);
+	}
+	engine_timer_cancel(e, &g->sync.kvm_timer);
+	engine_timer_cancel(e, &g->sync.timer);
+	engine_timer_cancel(e, &g->sync.retry_timer);
+	g->stop.seen = g->stats.last = false;
+	if (sess_send_frame(g, vt_proto_enc_empty(vt_conn_frame(g->ctl.conn), VT_PROTO_FRAME_MAX,
+					     VT_PROTO_STOP, vt_conn_next_seq(g->ctl.conn))) < 0)
+		return;
+	g->stop.seq = vt_conn_seq(g->ctl.conn);
+	g->stop.sent_ns = engine_now_ns();
+	for (unsigned int i = 0; i < g->nr_streams; i++)
+		g->streams[i].eager = true;	/* the last bytes without a rest */
+	engine_timer_arm(e, &g->stop.timer, (uint64_t)(g->rec->o->stop_timeout * NSEC_PER_SEC), 0);
+	engine_timer_arm(e, &g->stop.drain_timer, DRAIN_CHECK_NS, DRAIN_CHECK_NS);
+	sess_changed(g);
+}
+
+/*
+ * A stop the table lets wait (guest_transitions[]): the full metadata on its
+ * way (the agent sends every chunk before it reads the STOP: they are taken,
+ * then it stops), or --incoming's takeover (RESUME is answered at once).
+ */
+static void stop_deferred(struct guest *g, bool was)
+{
+	if (g->state == G_RUNNING) {
+		log_debug("guest %s: the stop waits for the metadata on its way (%g s at most)", g->name,
+			  (double)deferred_stop_ns(g) / NSEC_PER_SEC);
+		if (!was)
+			engine_timer_arm(sess_eng(g), &g->stop.timer, deferred_stop_ns(g), 0);
+	} else {
+		log_info("guest %s: the stop waits for the takeover under way", g->name);
+	}
+}
+
 /**
  * session_stop() - stop a guest: a recording one is asked to stop and drain;
  * one still in its setup is abandoned
@@ -169,61 +213,34 @@ void sess_stop_timeout(void *arg)
  */
 void session_stop(struct guest *g)
 {
-	struct engine *e = sess_eng(g);
+	const struct guest_transition *t;
+	bool was = g->stop.deferred;
+	int ret;
 
 	if (g->qemu.reset_why[0]) {
 		/* Reset: no agent to stop; its end comes now rather than after the grace. */
-		engine_timer_cancel(e, &g->qemu.reset_timer);
+		engine_timer_cancel(sess_eng(g), &g->qemu.reset_timer);
 		sess_reset_done(g);
-		return;
-	}
-	if (g->state == G_RUNNING && g->req.active && g->req.want == VT_PROTO_META) {
-		/* The agent sends every chunk before it reads the STOP: take them, then stop. */
-		log_debug("guest %s: the stop waits for the metadata on its way (%g s at most)", g->name,
-			  (double)deferred_stop_ns(g) / NSEC_PER_SEC);
-		if (!g->stop.deferred)
-			engine_timer_arm(e, &g->stop.timer, deferred_stop_ns(g), 0);
-		g->stop.deferred = true;
-		return;
-	}
-	if (g->state == G_RUNNING) {
-		sess_burst_abort(g);
-		if (g->req.active) {
-			g->req.active = false;
-			engine_timer_cancel(e, &g->req.timer);
-		}
-		engine_timer_cancel(e, &g->sync.kvm_timer);
-		engine_timer_cancel(e, &g->sync.timer);
-		engine_timer_cancel(e, &g->sync.retry_timer);
-		g->stop.seen = g->stats.last = false;
-		if (sess_send_frame(g, vt_proto_enc_empty(vt_conn_frame(g->ctl.conn), VT_PROTO_FRAME_MAX,
-						     VT_PROTO_STOP, vt_conn_next_seq(g->ctl.conn))) < 0)
-			return;
-		g->stop.seq = vt_conn_seq(g->ctl.conn);
-		g->stop.sent_ns = engine_now_ns();
-		g->state = G_STOPPING;
-		for (unsigned int i = 0; i < g->nr_streams; i++)
-			g->streams[i].eager = true;	/* the last bytes without a rest */
-		engine_timer_arm(e, &g->stop.timer, (uint64_t)(g->rec->o->stop_timeout * NSEC_PER_SEC), 0);
-		engine_timer_arm(e, &g->stop.drain_timer, DRAIN_CHECK_NS, DRAIN_CHECK_NS);
-		sess_changed(g);
 		return;
 	}
 	if (g->state >= G_STOPPING)
 		return;
+	t = guest_transition_find(g->state, G_STOPPING);
+	if (t && (!t->defer_only || t->waits(g))) {
+		ret = guest_set_state(g, G_STOPPING, "stop");
+		if (ret == -EINPROGRESS)
+			stop_deferred(g, was);
+		else if (ret == 0)
+			send_stop(g);
+		return;
+	}
 	if (g->state == G_NEW && g->wait.until && !g->ctl.conn) {
 		session_fail(g, "the recording ended while it waited for its trace ports");
 		return;
 	}
-	if (g->mig.incoming && g->req.active && g->req.want == VT_PROTO_SESSION) {
-		/* The agent answers RESUME at once: take the session over, then stop it. */
-		log_info("guest %s: the stop waits for the takeover under way", g->name);
-		g->stop.deferred = true;
-		return;
-	}
 	/* Still setting up: it never recorded. session_fail() says bye to the agent. */
 	session_fail(g, "the recording ended before its setup finished (at: %s)",
-		     sess_step_what[g->setup.step < ST_RUNNING ? g->setup.step : ST_RUNNING]);
+		     sess_step_what(g->setup.step));
 }
 
 /**

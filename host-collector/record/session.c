@@ -5,8 +5,10 @@
  * Nothing here waits. A request is sent with a continuation and a timer
  * (struct guest_req); the engine calls back when the control port has a
  * message, when the port can take queued bytes, or when a timer fires.
- * Setup is a list of steps (hello, configure, meta, streams, clock sync,
- * start), each one request; a clock probe burst is a chain of probes, each
+ * Setup is a table of steps (hello, configure, meta, streams, start, clock
+ * sync: session-setup.c), most of them one request each; the states a guest
+ * goes through are a table too (session-life.c), and every move between them
+ * goes through guest_set_state(); a clock probe burst is a chain of probes, each
  * sent when the last reply came. So every guest moves at its own pace: a
  * slow, silent or hostile guest delays only itself, and its timeouts are
  * its own. The stop is the same: STOP, then STOPPED, the last STATS and
@@ -51,35 +53,7 @@
 /* --incoming: how long the guest may take to arrive and its agent to answer. */
 #define INCOMING_TIMEOUT_NS	(600 * NSEC_PER_SEC)
 
-const char *const sess_step_what[] = {
-	[ST_HELLO] = "handshake", [ST_LASTBOOT] = "fetching the last boot's trace",
-	[ST_INSTANCE] = "choosing the top-level buffer",
-	[ST_CLOCK] = "choosing the clock", [ST_BUFFER] = "setting the buffer size",
-	[ST_TRACER] = "choosing the tracer", [ST_EVENTS] = "enabling events",
-	[ST_FLUSH] = "asking for partial pages (--live)",
-	[ST_META] = "fetching the metadata", [ST_STREAMS] = "opening the data ports",
-	[ST_SYNC] = "syncing the clock", [ST_START] = "starting", [ST_RUNNING] = "recording",
-};
-
-static const char *const state_names[] = {
-	[G_NEW] = "new", [G_HELLO] = "hello", [G_CONFIG] = "configure", [G_META] = "meta",
-	[G_RUNNING] = "running", [G_STOPPING] = "stopping",
-	[G_DRAINING] = "draining", [G_FINISHING] = "finishing", [G_DONE] = "done",
-	[G_FAILED] = "failed",
-};
-
 static void resume_stats_done(struct guest *g);
-/**
- * session_state_name() - a guest state, for messages
- * @s: the state
- *
- * Return: its name.
- */
-const char *session_state_name(enum guest_state s)
-{
-	return s <= G_FAILED ? state_names[s] : "?";
-}
-
 /**
  * session_doing() - what a guest is doing or waiting for, in words (the
  * status line says this, not the state's name)
@@ -98,7 +72,7 @@ const char *session_doing(const struct guest *g)
 		return "waiting for trace-agent in the guest to answer";
 	case G_CONFIG:
 	case G_META:
-		return sess_step_what[g->setup.step < ST_RUNNING ? g->setup.step : ST_RUNNING];
+		return sess_step_what(g->setup.step);
 	case G_RUNNING:
 		return g->setup.synced ? "recording" : "recording, syncing the clock";
 	case G_STOPPING:
@@ -235,7 +209,7 @@ void session_fail(struct guest *g, const char *fmt, ...)
 	/* --incoming before the takeover: the session is another host's, a BYE would end it. */
 	if (g->mig.incoming && !g->mig.seen.resumed)
 		talked = false;
-	g->state = G_FAILED;
+	guest_set_state(g, G_FAILED, g->figures.error);
 	for (i = 0; i < g->nr_streams; i++)
 		g->streams[i].closed = true;
 	if (g->rec) {
@@ -424,8 +398,8 @@ void sess_check_drained(struct guest *g)
 
 	if (g->state != G_STOPPING && g->state != G_DRAINING)
 		return;
-	if (g->stop.seen && g->state == G_STOPPING)
-		g->state = G_DRAINING;
+	if (g->stop.seen && g->state == G_STOPPING && guest_set_state(g, G_DRAINING, "STOPPED") < 0)
+		return;
 	if (!(g->stop.seen && g->stats.last && drained(g)))
 		return;
 	engine_timer_cancel(sess_eng(g), &g->stop.drain_timer);

@@ -31,10 +31,40 @@
 /*
  * Every guest goes through these on its own, driven by engine events:
  * attach, hello, configure (the last boot's trace, instance, clock, buffer,
- * tracer, events), meta, then running (START; its first clock sync runs while
- * it records), stopping (STOP sent), draining (STOPPED seen, pages still
- * arriving), finishing (final sync, metadata, bye), done; or failed at any
- * point.
+ * tracer, events), meta, then running (START; its first clock sync and the
+ * full metadata come while it records), stopping (STOP sent), draining
+ * (STOPPED seen, pages still arriving), finishing (final sync, metadata,
+ * bye), done; or failed at any point. The setup's steps are a table
+ * (session-setup.c), and so are the moves between states (session-life.c):
+ * every move is made by guest_set_state(), which refuses any other as an
+ * internal error. A move marked [may wait] is a stop that waits for an
+ * exchange under way (g->stop.deferred); from hello it is taken once the
+ * takeover made the guest running.
+ *
+ * State diagram (guest_transitions[], tests/unit/test-guest-life checks it):
+ *   new       -> hello     the control port is open: HELLO
+ *   hello     -> configure the agent answered: configure
+ *   hello     -> running   --incoming: the agent's session taken over
+ *   hello     -> stopping  a stop waits for the takeover, then runs [may wait]
+ *   configure -> meta      configured: the setup's metadata
+ *   meta      -> running   the agent records (START)
+ *   running   -> stopping  STOP sent (after the metadata under way) [may wait]
+ *   running   -> draining  migrated out: draining its ports
+ *   stopping  -> draining  STOPPED: its last pages
+ *   draining  -> draining  migrated out while draining
+ *   draining  -> finishing every byte in: final sync, metadata, BYE
+ *   draining  -> done      migrated out: drained
+ *   finishing -> draining  migrated out while finishing
+ *   finishing -> done      BYE answered
+ *   new       -> failed    dropped
+ *   hello     -> failed    dropped
+ *   configure -> failed    dropped
+ *   meta      -> failed    dropped
+ *   running   -> failed    dropped
+ *   stopping  -> failed    dropped
+ *   draining  -> failed    dropped
+ *   finishing -> failed    dropped
+ * (end of the diagram)
  */
 enum guest_state {
 	G_NEW, G_HELLO, G_CONFIG, G_META, G_RUNNING, G_STOPPING, G_DRAINING,
@@ -202,7 +232,9 @@ struct guest_qemu {
  * struct guest_stop - stopping a guest's recording (session-stop.c)
  * @seq: the STOP request's sequence number
  * @seen: the agent's STOPPED for it came
- * @deferred: a stop came while the full metadata was on its way
+ * @deferred: a stop waits for an exchange under way (the full metadata,
+ *	--incoming's takeover): set by guest_set_state(), carried out by
+ *	guest_take_deferred_stop() (session-life.c)
  * @meta_abandoned: that metadata did not come within DEFERRED_STOP_NS of the
  *	stop: abandoned, and not asked for again at the end
  * @sent_ns: engine_now_ns() when STOP was sent, for -v
