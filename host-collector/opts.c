@@ -383,7 +383,12 @@ static int opt_value(const struct opt_def *d, const char *arg, struct opt_val *v
 		return 0;	/* a flag, or an optional value not given */
 	switch (d->kind) {
 	case KIND_FLAG:
+		return 0;
 	case KIND_STRING:
+		if (d->ok && !d->ok(arg)) {
+			collect_usage("%s '%s': %s", opt, arg, d->what);
+			return -EINVAL;
+		}
 		return 0;
 	case KIND_PATH:
 		if (!*arg) {
@@ -524,6 +529,10 @@ void opt_help(const struct opt_cmd *cmd, FILE *f)
 			continue;
 		if (d->left)
 			n = snprintf(left, sizeof(left), "%s", d->left);
+		else if (cmd->narrow && !(d->key > 0 && d->key < 256))
+			n = snprintf(left, sizeof(left), "  --%s%s%s%s", d->name,
+			     d->arg ? (d->optional ? "[=" : " ") : "", d->arg ? d->arg : "",
+			     d->arg && d->optional ? "]" : "");
 		else
 			n = snprintf(left, sizeof(left), "  %c%c%s--%s%s%s%s",
 			     d->key > 0 && d->key < 256 ? '-' : ' ',
@@ -542,3 +551,4 @@ void opt_help(const struct opt_cmd *cmd, FILE *f)
 	if (cmd->tail)
 		fprintf(f, "\n%s", cmd->tail);
 }
+
