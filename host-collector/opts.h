@@ -141,10 +141,11 @@ struct opt_val {
 	};
 };
 
-#define OPT_HELP	(-3)	/* opt_parse(): --help printed */
+#define OPT_HELP	(-3)	/* opt_parse(): --help (or --list-options) printed */
 
 int opt_parse(const struct opt_cmd *cmd, int argc, char **argv, struct opt_val *v);
 void opt_help(const struct opt_cmd *cmd, FILE *f);
+void opt_list(const struct opt_cmd *cmd, FILE *f);
 int opt_one_dir(int argc, char **argv, const char *synopsis);
 
 #endif
