@@ -968,7 +968,128 @@ out:
 }
 
 
-/* One trace as a JSON object: event counts and the analyses. */
+/* --json: a guest's clock-mapping epochs, as the manifest has them (print_epoch()'s figures). */
+static void json_epochs(struct jw *w, const struct json_value *v, bool *bad)
+{
+	const struct json_value *ep;
+	bool drift;
+	int64_t off;
+
+	jw_arr(w, "epochs");
+	for (ep = json_is(v, JSON_ARRAY) ? v->child : NULL; ep; ep = ep->next) {
+		drift = false;
+		off = 0;
+		if (json_i64(json_get(ep, "offset"), &off) < 0 ||
+		    json_bool(json_get(ep, "drift"), &drift) < 0)
+			*bad = true;
+		jw_obj(w, NULL);
+		jw_u64(w, "cpu", u64_field(ep, "cpu", bad));
+		jw_u64(w, "host_tsc_from", u64_field(ep, "host_tsc_from", bad));
+		jw_i64(w, "offset", off);
+		jw_u64(w, "ratio", u64_field(ep, "ratio", bad));
+		jw_u64(w, "frac_bits", u64_field(ep, "frac_bits", bad));
+		jw_str(w, "source", json_string(json_get(ep, "source")));
+		jw_bool(w, "drift", drift);
+		jw_fixed(w, "bound_ns", num_field(ep, "bound_ns", bad), 1);
+		jw_end(w, '}');
+	}
+	jw_end(w, ']');
+}
+
+/* --json: a guest's time synchronisation, the figures print_sync() shows (null: not recorded). */
+static void json_sync(struct jw *w, const struct json_value *sync, bool *bad)
+{
+	const struct json_value *v, *p;
+
+	if (!json_is(sync, JSON_OBJECT)) {
+		jw_null(w, "sync");
+		return;
+	}
+	jw_obj(w, "sync");
+	jw_str(w, "method", json_string(json_get(sync, "method")));
+	if (json_string(json_get(sync, "why")))
+		jw_str(w, "why", json_string(json_get(sync, "why")));
+	if (!json_is(json_get(sync, "bound_ns"), JSON_NUMBER) ||
+	    !strcmp(json_string(json_get(sync, "method")) ?: "", "none"))
+		jw_null(w, "bound_ns");
+	else
+		jw_fixed(w, "bound_ns", num_field(sync, "bound_ns", bad), 1);
+	v = json_get(sync, "probes");
+	jw_arr(w, "probes");
+	for (p = json_is(v, JSON_ARRAY) ? v->child : NULL; p; p = p->next) {
+		jw_obj(w, NULL);
+		jw_u64(w, "cpu", u64_field(p, "cpu", bad));
+		jw_u64(w, "samples", u64_field(p, "samples", bad));
+		jw_fixed(w, "min_rtt_ns", num_field(p, "min_rtt_ns", bad), 1);
+		jw_end(w, '}');
+	}
+	jw_end(w, ']');
+	v = json_get(sync, "kvm");
+	if (json_is(v, JSON_OBJECT)) {
+		jw_obj(w, "kvm");
+		jw_str(w, "changes_from", json_string(json_get(v, "changes_from")));
+		jw_u64(w, "changes", u64_field(v, "changes", bad));
+		jw_u64(w, "events_lost", u64_field(v, "events_lost", bad));
+		jw_u64(w, "changes_not_seen", u64_field(v, "changes_not_seen", bad));
+		jw_u64(w, "merged", u64_field(v, "merged", bad));
+		jw_u64(w, "debugfs_disagreed", u64_field(v, "debugfs_disagreed", bad));
+		jw_end(w, '}');
+	}
+	v = json_get(sync, "check");
+	if (json_is(v, JSON_OBJECT)) {
+		jw_obj(w, "check");
+		jw_u64(w, "bursts", u64_field(v, "bursts", bad));
+		jw_u64(w, "replies", u64_field(v, "replies", bad));
+		jw_u64(w, "outside", u64_field(v, "outside", bad));
+		jw_end(w, '}');
+	}
+	json_epochs(w, json_get(sync, "epochs"), bad);
+	jw_end(w, '}');
+}
+
+/*
+ * --json: a trace's manifest figures, as the text report shows them: its
+ * clock, the sums over its CPUs, each CPU's, a guest's sync, its problems.
+ */
+static void json_figures(struct jw *w, const struct json_value *t, bool host)
+{
+	const struct json_value *cpus = json_get(t, "cpus"), *c;
+	uint64_t after_loss = 0, bad_pages = 0, frag = 0, dropped = 0;
+	const char *problems = json_string(json_get(t, "problems"));
+	bool bad = false;
+
+	jw_str(w, "clock", json_string(json_get(t, "clock")));
+	if (!host)
+		jw_str(w, "agent", json_string(json_get(t, "agent")));
+	jw_arr(w, "cpus");
+	for (c = json_is(cpus, JSON_ARRAY) ? cpus->child : NULL; c; c = c->next) {
+		after_loss += u64_field(c, "pages_after_loss", &bad);
+		bad_pages += u64_field(c, "bad_pages", &bad);
+		frag += u64_field(c, "fragment_bytes", &bad);
+		dropped += u64_field(c, "dropped_pages_max_size", &bad);
+		jw_obj(w, NULL);
+		jw_u64(w, "cpu", u64_field(c, "cpu", &bad));
+		jw_u64(w, "events", u64_field(c, "events", &bad));
+		jw_u64(w, "pages", u64_field(c, "pages", &bad));
+		jw_u64(w, "bytes", u64_field(c, "bytes", &bad));
+		if (!host) {
+			jw_u64(w, "agent_pages", u64_field(c, "agent_pages", &bad));
+			jw_u64(w, "agent_bytes", u64_field(c, "agent_bytes", &bad));
+		}
+		jw_end(w, '}');
+	}
+	jw_end(w, ']');
+	jw_u64(w, "pages_after_loss", after_loss);
+	jw_u64(w, "bad_pages", bad_pages);
+	jw_u64(w, "fragment_bytes", frag);
+	jw_u64(w, "dropped_pages_max_size", dropped);
+	if (!host)
+		json_sync(w, json_get(t, "sync"), &bad);
+	jw_str(w, "problems", problems && problems[0] ? problems : NULL);
+	jw_bool(w, "figures_valid", !bad);
+}
+
+/* One trace as a JSON object: the manifest's figures, event counts and the analyses. */
 static int json_trace(const char *dir, const struct json_value *t, bool host, struct report_opts *ro)
 {
 	const struct json_value *file = json_get(t, "file"), *lost = json_get(t, "lost_events");
@@ -990,6 +1111,7 @@ static int json_trace(const char *dir, const struct json_value *t, bool host, st
 	jw_str(w, "file", json_string(file));
 	jw_u64(w, "lost_events_in_pages", u64_field(lost, "in_pages", &bad));
 	jw_u64(w, "overrun", u64_field(lost, "overrun", &bad));
+	json_figures(w, t, host);
 	snprintf(path, sizeof(path), "%s/%s", dir, json_string(file));
 	ret = host ? exits_new(dir, ro->guests, &cnt) : analyses_new(dir, json_string(file), &cnt, ro);
 	if (ret == 0)
