@@ -1185,6 +1185,86 @@ static int handle_resume(struct agent *a, const struct vt_proto_msg *msg)
 		 (unsigned long long)a->resumes, a->nr_streams);
 	return ret;
 }
+/* FLUSH: partial pages go out after that many ms (0: never). */
+static void handle_flush(struct agent *a, const struct vt_proto_msg *msg)
+{
+	unsigned int i;
+	uint32_t ms;
+
+	if (vt_proto_dec_flush(msg, &ms) < 0) {
+		reply_err(a, msg->seq, EBADMSG, "malformed FLUSH");
+		return;
+	}
+	/* Taken at once by CPUs already streaming, too. */
+	a->flush_ms = ms;
+	for (i = 0; i < a->nr_streams; i++)
+		cpu_set_flush(&a->cpus[i], ms);
+	log_info("partial pages go out after %u ms%s", ms, ms ? "" : " (never)");
+	reply_ok(a, msg->seq);
+}
+
+/* START, or the kernel tool's "1" line: streaming begins. */
+static void handle_start(struct agent *a, const struct vt_proto_msg *msg)
+{
+	int ret;
+
+	if (!msg->legacy && vt_proto_dec_empty(msg) < 0) {
+		reply_err(a, msg->seq, EBADMSG, "malformed START");
+		return;
+	}
+	if (a->running || a->stopping) {
+		if (!msg->legacy)
+			reply_err(a, msg->seq, EBUSY, "already streaming");
+		return;
+	}
+	/* The kernel tool's "1\n" streams the top level as the user set it up. */
+	if (msg->legacy && !a->have_buffer && !a->instance_set) {
+		a->instance_set = true;
+		a->instance = NULL;
+	}
+	ret = start(a);
+	if (msg->legacy) {
+		if (ret < 0)
+			log_err("legacy start failed: %s", strerror(-ret));
+	} else if (ret < 0) {
+		reply_err(a, msg->seq, ret, "cannot start streaming");
+	} else {
+		reply_ok(a, msg->seq);
+	}
+}
+
+/* STOP, or the kernel tool's "0" line: the drain begins (STOPPED says when it is done). */
+static void handle_stop(struct agent *a, const struct vt_proto_msg *msg)
+{
+	if (!msg->legacy && vt_proto_dec_empty(msg) < 0) {
+		reply_err(a, msg->seq, EBADMSG, "malformed STOP");
+		return;
+	}
+	if (!a->running) {
+		if (!msg->legacy)
+			reply_err(a, msg->seq, EALREADY, "not streaming");
+		return;
+	}
+	stop(a, msg->seq);
+}
+
+/* MARKER: a line into the trace. */
+static void handle_marker(struct agent *a, const struct vt_proto_msg *msg)
+{
+	const char *text;
+	int ret;
+
+	if (vt_proto_dec_string(msg, &text) < 0) {
+		reply_err(a, msg->seq, EBADMSG, "malformed MARKER");
+		return;
+	}
+	if (!a->have_buffer || (ret = tracing_marker(&a->t, text)) < 0)
+		reply_err(a, msg->seq, a->have_buffer ? ret : ENODEV,
+			  "cannot write the marker (is tracing on?)");
+	else
+		reply_ok(a, msg->seq);
+}
+
 
 static void handle(struct agent *a, const struct vt_proto_msg *msg)
 {
@@ -1192,8 +1272,6 @@ static void handle(struct agent *a, const struct vt_proto_msg *msg)
 	uint64_t max_total;
 	uint32_t meta_flags;
 	uint64_t meta_key;
-	const char *text;
-	int ret;
 
 	log_debug("rx %s seq %u len %u%s", vt_proto_type_name(msg->type), msg->seq, msg->len,
 		  msg->legacy ? " (legacy line)" : "");
@@ -1227,69 +1305,17 @@ static void handle(struct agent *a, const struct vt_proto_msg *msg)
 	case VT_PROTO_BUFFER_SIZE:
 		handle_config(a, msg);
 		break;
-	case VT_PROTO_FLUSH: {
-		uint32_t ms;
-		unsigned int i;
-
-		if (vt_proto_dec_flush(msg, &ms) < 0) {
-			reply_err(a, msg->seq, EBADMSG, "malformed FLUSH");
-			break;
-		}
-		/* Taken at once by CPUs already streaming, too. */
-		a->flush_ms = ms;
-		for (i = 0; i < a->nr_streams; i++)
-			cpu_set_flush(&a->cpus[i], ms);
-		log_info("partial pages go out after %u ms%s", ms, ms ? "" : " (never)");
-		reply_ok(a, msg->seq);
+	case VT_PROTO_FLUSH:
+		handle_flush(a, msg);
 		break;
-	}
 	case VT_PROTO_START:
-		if (!msg->legacy && vt_proto_dec_empty(msg) < 0) {
-			reply_err(a, msg->seq, EBADMSG, "malformed START");
-			break;
-		}
-		if (a->running || a->stopping) {
-			if (!msg->legacy)
-				reply_err(a, msg->seq, EBUSY, "already streaming");
-			break;
-		}
-		/* The kernel tool's "1\n" streams the top level as the user set it up. */
-		if (msg->legacy && !a->have_buffer && !a->instance_set) {
-			a->instance_set = true;
-			a->instance = NULL;
-		}
-		ret = start(a);
-		if (msg->legacy) {
-			if (ret < 0)
-				log_err("legacy start failed: %s", strerror(-ret));
-		} else if (ret < 0) {
-			reply_err(a, msg->seq, ret, "cannot start streaming");
-		} else {
-			reply_ok(a, msg->seq);
-		}
+		handle_start(a, msg);
 		break;
 	case VT_PROTO_STOP:
-		if (!msg->legacy && vt_proto_dec_empty(msg) < 0) {
-			reply_err(a, msg->seq, EBADMSG, "malformed STOP");
-			break;
-		}
-		if (!a->running) {
-			if (!msg->legacy)
-				reply_err(a, msg->seq, EALREADY, "not streaming");
-			break;
-		}
-		stop(a, msg->seq);
+		handle_stop(a, msg);
 		break;
 	case VT_PROTO_MARKER:
-		if (vt_proto_dec_string(msg, &text) < 0) {
-			reply_err(a, msg->seq, EBADMSG, "malformed MARKER");
-			break;
-		}
-		if (!a->have_buffer || (ret = tracing_marker(&a->t, text)) < 0)
-			reply_err(a, msg->seq, a->have_buffer ? ret : ENODEV,
-				  "cannot write the marker (is tracing on?)");
-		else
-			reply_ok(a, msg->seq);
+		handle_marker(a, msg);
 		break;
 	case VT_PROTO_STATS_REQ:
 		if (vt_proto_dec_empty(msg) < 0)

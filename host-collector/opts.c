@@ -383,7 +383,12 @@ static int opt_value(const struct opt_def *d, const char *arg, struct opt_val *v
 		return 0;	/* a flag, or an optional value not given */
 	switch (d->kind) {
 	case KIND_FLAG:
+		return 0;
 	case KIND_STRING:
+		if (d->ok && !d->ok(arg)) {
+			collect_usage("%s '%s': %s", opt, arg, d->what);
+			return -EINVAL;
+		}
 		return 0;
 	case KIND_PATH:
 		if (!*arg) {
@@ -442,6 +447,10 @@ int opt_parse(const struct opt_cmd *cmd, int argc, char **argv, struct opt_val *
 	size_t n = 0, nl = 0;
 	int c;
 
+	if (optind == 1 && argc == 2 && !strcmp(argv[1], "--list-options")) {
+		opt_list(cmd, stdout);
+		return OPT_HELP;
+	}
 	if (cmd->in_order)
 		spec[n++] = '+';
 	for (d = cmd->defs; d->name && nl < OPT_MAX; d++) {
@@ -524,6 +533,10 @@ void opt_help(const struct opt_cmd *cmd, FILE *f)
 			continue;
 		if (d->left)
 			n = snprintf(left, sizeof(left), "%s", d->left);
+		else if (cmd->narrow && !(d->key > 0 && d->key < 256))
+			n = snprintf(left, sizeof(left), "  --%s%s%s%s", d->name,
+			     d->arg ? (d->optional ? "[=" : " ") : "", d->arg ? d->arg : "",
+			     d->arg && d->optional ? "]" : "");
 		else
 			n = snprintf(left, sizeof(left), "  %c%c%s--%s%s%s%s",
 			     d->key > 0 && d->key < 256 ? '-' : ' ',
@@ -541,4 +554,43 @@ void opt_help(const struct opt_cmd *cmd, FILE *f)
 	}
 	if (cmd->tail)
 		fprintf(f, "\n%s", cmd->tail);
+}
+
+/**
+ * opt_list() - a subcommand's table, one option a line, for the tests
+ * @cmd: the table
+ * @f: where to print it
+ *
+ * What `SUB --list-options` prints (not in --help: the tests read it to check
+ * the bash completion against the table): per option read, tab-separated,
+ * "--name", "-X" or "-", its kind, "none", "required" or "optional" for its
+ * value, and a choice's words split by "," (else "-").
+ */
+void opt_list(const struct opt_cmd *cmd, FILE *f)
+{
+	static const char *const kinds[] = {
+		[KIND_FLAG] = "flag", [KIND_STRING] = "string", [KIND_PATH] = "path",
+		[KIND_NAME] = "name", [KIND_UINT] = "uint", [KIND_U64] = "u64",
+		[KIND_INT64] = "int64", [KIND_SECONDS] = "seconds", [KIND_SIZE] = "size",
+		[KIND_PID] = "pid", [KIND_CHOICE] = "choice",
+	};
+	const struct opt_def *d;
+	int i;
+
+	for (d = cmd->defs; d->name; d++) {
+		if (def_named(cmd, d->name) != d || d->help_only)
+			continue;
+		fprintf(f, "--%s\t", d->name);
+		if (d->key > 0 && d->key < 256)
+			fprintf(f, "-%c\t", d->key);
+		else
+			fprintf(f, "-\t");
+		fprintf(f, "%s\t%s\t", kinds[d->kind], d->kind == KIND_FLAG ? "none" :
+			d->optional ? "optional" : "required");
+		for (i = 0; d->choices && d->choices[i]; i++)
+			fprintf(f, "%s%s", i ? "," : "", d->choices[i]);
+		fprintf(f, "%s\n", d->choices ? "" : "-");
+	}
+	if (!def_named(cmd, "help"))
+		fprintf(f, "--help\t-h\tflag\tnone\t-\n");
 }

@@ -74,6 +74,8 @@ enum opt_kind {
  *	"  -X, --name ARG" (a GUEST's "  --ctl PATH --cpu PATH [--cpu PATH]...")
  * @unlisted: --help names it in another row's column (--cpu in --ctl's)
  * @help_only: listed in --help, not read here (record's -V, which main() reads)
+ * @ok: KIND_STRING's check, or NULL: a value it returns false for is
+ *	refused, the message saying it takes @what
  */
 struct opt_def {
 	const char *name;
@@ -89,6 +91,7 @@ struct opt_def {
 	const char *left;
 	bool unlisted;
 	bool help_only;
+	bool (*ok)(const char *arg);
 };
 
 /**
@@ -103,6 +106,8 @@ struct opt_def {
  * @habits: letters another tool's users type, and what they are here, or NULL
  * @col: the column of the options' help (0: 25)
  * @in_order: options end at the first word that is not one ("+")
+ * @narrow: an option without a letter is "  --name ARG" in --help, not
+ *	"      --name ARG" (no column of letters: report's)
  */
 struct opt_cmd {
 	const char *name;
@@ -113,6 +118,7 @@ struct opt_cmd {
 	const struct opt_habit *habits;
 	int col;
 	bool in_order;
+	bool narrow;
 };
 
 /**
@@ -135,10 +141,11 @@ struct opt_val {
 	};
 };
 
-#define OPT_HELP	(-3)	/* opt_parse(): --help printed */
+#define OPT_HELP	(-3)	/* opt_parse(): --help (or --list-options) printed */
 
 int opt_parse(const struct opt_cmd *cmd, int argc, char **argv, struct opt_val *v);
 void opt_help(const struct opt_cmd *cmd, FILE *f);
+void opt_list(const struct opt_cmd *cmd, FILE *f);
 int opt_one_dir(int argc, char **argv, const char *synopsis);
 
 #endif

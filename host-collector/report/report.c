@@ -100,92 +100,6 @@ FILE *an_open_out(const char *path, mode_t mode)
 	return f;
 }
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-"Usage: virtio-trace-collect report [OPTION]... DIR\n"
-"\n"
-"Summarise a run recorded by `virtio-trace-collect record -o DIR`: for the\n"
-"host and each guest, the events per type (counted in the trace.dat files\n"
-"with libtracecmd), lost events, bad pages and problems (from manifest.json),\n"
-"and for each guest the time synchronisation method, its bound, the smallest\n"
-"probe round trip and the clock-mapping epochs of every vCPU. When a guest\n"
-"recorded iommu events or mmiotrace entries, a short IOMMU or mmiotrace\n"
-"section follows its counts.\n"
-"\n"
-"  --iommu      each guest's IOMMU group topology (its sysfs at the end of the\n"
-"               recording, and the group events), DMA map/unmap counts, bytes,\n"
-"               sizes (4K/2M/1G/other), unmap:map ratio and still-mapped bytes\n"
-"               per domain and device (\"unattributed\" when more than one\n"
-"               domain could have mapped), flags, every io_page_fault\n"
-"  --mmiotrace-log FILE\n"
-"               write the first (or --guest's) guest's mmiotrace entries to FILE\n"
-"               as the classic mmiotrace text log (VERSION 20070824; PCIDEV lines\n"
-"               from the guest's /proc/bus/pci/devices; MAP, UNMAP, R, W, UNKNOWN\n"
-"               and MARK lines with host-aligned sec.usec timestamps; a line\n"
-"               \"MARK sec.usec Lost N events.\" where pages report lost events),\n"
-"               and print the accesses per guest function (the pc resolved with\n"
-"               the guest's kallsyms; the guest records a pc only when booted with\n"
-"               mmiotrace.trace_pc=1) and per register offset of each map\n"
-"  --exits      VM exits from the host's kvm:kvm_exit and kvm:kvm_entry (record\n"
-"               --kvm-exits): per exit reason the count, share and time to the\n"
-"               next entry (kvm_stat's shape) with its p50 and p99, for all\n"
-"               guests, per guest and per vCPU (host threads from the GUEST\n"
-"               option), and per guest function (guest_rip resolved with the\n"
-"               guest's kallsyms)\n"
-"  --vcpus      each vCPU's wall time over the recording, in host nanoseconds,\n"
-"               split into states that add up to it exactly: in the guest\n"
-"               (kvm_entry to kvm_exit), in exits handled by the kernel and in\n"
-"               exits to QEMU (kvm_userspace_exit) per reason, halted (asleep\n"
-"               after a hlt exit until woken), preempted (runnable while other\n"
-"               host tasks, named, ran on its CPU) and unknown (before the\n"
-"               thread's first event, after lost events); the same per guest\n"
-"               task (the guest's sched_switch, in host time). Without KVM's\n"
-"               events (TCG) the states are running, halted and preempted.\n"
-"               Needs the host events of `record --kvm-exits`\n"
-"  --latency[=THRESHOLD]\n"
-"               each guest wakeup (guest sched_waking to the sched_switch that\n"
-"               runs the task, in host time) of at least THRESHOLD (ns, or with\n"
-"               us, ms, s; default 0), split by what its vCPU did meanwhile:\n"
-"               the guest tasks it ran, exits by reason, halted, preempted by\n"
-"               whom; totals per cause per guest, then the 10 longest\n"
-"  --interval SYS:START,SYS:END[,FIELD]\n"
-"               the same for the guest intervals from a START event to the END\n"
-"               event of the same FIELD value (without FIELD: of the same task),\n"
-"               split by what the vCPU of START did, e.g.\n"
-"               block:block_rq_issue,block:block_rq_complete,sector\n"
-"  --html FILE  write FILE, one self-contained HTML page (no network) with the\n"
-"               host's CPUs and each guest's vCPUs as lanes: sched_switch task\n"
-"               slices coloured per task, the other events as ticks, trace\n"
-"               markers, lost-event stretches shaded, each guest's clock-sync\n"
-"               epochs and error bound as a band; zoom (wheel, +/-) and pan (drag);\n"
-"               under each vCPU, a strip of its --vcpus states\n"
-"  --perfetto FILE\n"
-"               write FILE, the recording as one Perfetto trace (protobuf): the\n"
-"               host and each guest a machine of its own, named; guest events\n"
-"               at host time as trace-cmd report -i host.dat -i guest.dat shows\n"
-"               them; typed sched, irq, softirq, power and print events,\n"
-"               generic ftrace events for the rest; losses marked per CPU; a\n"
-"               track per vCPU naming the host thread that runs it, with its\n"
-"               --vcpus states as slices\n"
-"  --perf-kvm OUTDIR\n"
-"               write OUTDIR/NAME.kallsyms and OUTDIR/NAME.modules per guest, the\n"
-"               files perf kvm --guest --guestkallsyms=FILE --guestmodules=FILE\n"
-"               reads: the guest file's kallsyms, and /proc/modules lines derived\n"
-"               from its [module] symbols (OUTDIR made if missing; files 0600)\n"
-"  --guest NAME only this guest (the host's counts are still shown); a NAME\n"
-"               the run does not have is a usage error\n"
-"  --json       everything the report and the options above show, as one JSON\n"
-"               document on standard output\n"
-"  -h, --help   print this help and exit\n"
-"\n"
-"Exit status: 0 success; 1 DIR has no readable, well-formed manifest.json, a\n"
-"trace file it names cannot be read or a file asked for cannot be written (a\n"
-"guest without kallsyms for --perf-kvm too); 2 usage error (an unknown --guest\n"
-"too); 5 --exits, --iommu or --mmiotrace-log found none of its events (the\n"
-"message names the record option that adds them).\n");
-}
-
 /* --latency=THRESHOLD: "250us", "1ms", "2s", or nanoseconds. */
 static int parse_ns(const char *s, uint64_t *ns)
 {
@@ -211,6 +125,120 @@ static int parse_ns(const char *s, uint64_t *ns)
 		}
 	return -EINVAL;
 }
+
+static bool latency_ok(const char *arg)
+{
+	uint64_t ns;
+
+	return parse_ns(arg, &ns) == 0;
+}
+
+enum { OPT_IOMMU = 256, OPT_MMIO_LOG, OPT_EXITS, OPT_VCPUS, OPT_LATENCY, OPT_INTERVAL, OPT_HTML,
+       OPT_PERFETTO, OPT_PERF_KVM, OPT_GUEST, OPT_JSON };
+
+/* report's command line: the one declaration its parsing and --help read (opts.h). */
+static const struct opt_def report_opts_def[] = {
+	{ "iommu", OPT_IOMMU, KIND_FLAG, NULL,
+"each guest's IOMMU group topology (its sysfs at the end of the\n"
+"recording, and the group events), DMA map/unmap counts, bytes,\n"
+"sizes (4K/2M/1G/other), unmap:map ratio and still-mapped bytes\n"
+"per domain and device (\"unattributed\" when more than one\n"
+"domain could have mapped), flags, every io_page_fault" },
+	{ "mmiotrace-log", OPT_MMIO_LOG, KIND_PATH, "FILE",
+"write the first (or --guest's) guest's mmiotrace entries to FILE\n"
+"as the classic mmiotrace text log (VERSION 20070824; PCIDEV lines\n"
+"from the guest's /proc/bus/pci/devices; MAP, UNMAP, R, W, UNKNOWN\n"
+"and MARK lines with host-aligned sec.usec timestamps; a line\n"
+"\"MARK sec.usec Lost N events.\" where pages report lost events),\n"
+"and print the accesses per guest function (the pc resolved with\n"
+"the guest's kallsyms; the guest records a pc only when booted with\n"
+"mmiotrace.trace_pc=1) and per register offset of each map",
+	  .what = "the mmiotrace log to write, a path, not empty" },
+	{ "exits", OPT_EXITS, KIND_FLAG, NULL,
+"VM exits from the host's kvm:kvm_exit and kvm:kvm_entry (record\n"
+"--kvm-exits): per exit reason the count, share and time to the\n"
+"next entry (kvm_stat's shape) with its p50 and p99, for all\n"
+"guests, per guest and per vCPU (host threads from the GUEST\n"
+"option), and per guest function (guest_rip resolved with the\n"
+"guest's kallsyms)" },
+	{ "vcpus", OPT_VCPUS, KIND_FLAG, NULL,
+"each vCPU's wall time over the recording, in host nanoseconds,\n"
+"split into states that add up to it exactly: in the guest\n"
+"(kvm_entry to kvm_exit), in exits handled by the kernel and in\n"
+"exits to QEMU (kvm_userspace_exit) per reason, halted (asleep\n"
+"after a hlt exit until woken), preempted (runnable while other\n"
+"host tasks, named, ran on its CPU) and unknown (before the\n"
+"thread's first event, after lost events); the same per guest\n"
+"task (the guest's sched_switch, in host time). Without KVM's\n"
+"events (TCG) the states are running, halted and preempted.\n"
+"Needs the host events of `record --kvm-exits`" },
+	{ "latency", OPT_LATENCY, KIND_STRING, "THRESHOLD",
+"each guest wakeup (guest sched_waking to the sched_switch that\n"
+"runs the task, in host time) of at least THRESHOLD (ns, or with\n"
+"us, ms, s; default 0), split by what its vCPU did meanwhile:\n"
+"the guest tasks it ran, exits by reason, halted, preempted by\n"
+"whom; totals per cause per guest, then the 10 longest", .optional = true, .ok = latency_ok,
+	  .what = "a duration, N with ns, us, ms or s (a bare number is nanoseconds)" },
+	{ "interval", OPT_INTERVAL, KIND_STRING, "SYS:START,SYS:END[,FIELD]",
+"the same for the guest intervals from a START event to the END\n"
+"event of the same FIELD value (without FIELD: of the same task),\n"
+"split by what the vCPU of START did, e.g.\n"
+"block:block_rq_issue,block:block_rq_complete,sector", .ok = vcpus_interval_ok,
+	  .what = "SYS:START,SYS:END[,FIELD], two different events (e.g. "
+		  "block:block_rq_issue,block:block_rq_complete,sector)" },
+	{ "html", OPT_HTML, KIND_PATH, "FILE",
+"write FILE, one self-contained HTML page (no network) with the\n"
+"host's CPUs and each guest's vCPUs as lanes: sched_switch task\n"
+"slices coloured per task, the other events as ticks, trace\n"
+"markers, lost-event stretches shaded, each guest's clock-sync\n"
+"epochs and error bound as a band; zoom (wheel, +/-) and pan (drag);\n"
+"under each vCPU, a strip of its --vcpus states",
+	  .what = "the HTML page to write, a path, not empty" },
+	{ "perfetto", OPT_PERFETTO, KIND_PATH, "FILE",
+"write FILE, the recording as one Perfetto trace (protobuf): the\n"
+"host and each guest a machine of its own, named; guest events\n"
+"at host time as trace-cmd report -i host.dat -i guest.dat shows\n"
+"them; typed sched, irq, softirq, power and print events,\n"
+"generic ftrace events for the rest; losses marked per CPU; a\n"
+"track per vCPU naming the host thread that runs it, with its\n"
+"--vcpus states as slices", .what = "the Perfetto trace to write, a path, not empty" },
+	{ "perf-kvm", OPT_PERF_KVM, KIND_PATH, "OUTDIR",
+"write OUTDIR/NAME.kallsyms and OUTDIR/NAME.modules per guest, the\n"
+"files perf kvm --guest --guestkallsyms=FILE --guestmodules=FILE\n"
+"reads: the guest file's kallsyms, and /proc/modules lines derived\n"
+"from its [module] symbols (OUTDIR made if missing; files 0600)",
+	  .what = "the directory to write to, a path, not empty" },
+	{ "guest", OPT_GUEST, KIND_NAME, "NAME",
+"only this guest (the host's counts are still shown); a NAME\n"
+"the run does not have is a usage error" },
+	{ "json", OPT_JSON, KIND_FLAG, NULL,
+"everything the report and the options above show, as one JSON\n"
+"document on standard output" },
+	{ NULL },
+};
+
+static const struct opt_cmd report_cmd = {
+	.name = "report",
+	.usage = "[OPTION]... DIR",
+	.about =
+"Summarise a run recorded by `virtio-trace-collect record -o DIR`: for the\n"
+"host and each guest, the events per type (counted in the trace.dat files\n"
+"with libtracecmd), lost events, bad pages and problems (from manifest.json),\n"
+"and for each guest the time synchronisation method, its bound, the smallest\n"
+"probe round trip and the clock-mapping epochs of every vCPU. When a guest\n"
+"recorded iommu events or mmiotrace entries, a short IOMMU or mmiotrace\n"
+"section follows its counts.\n",
+	.tail =
+"Exit status: 0 success; 1 DIR has no readable, well-formed manifest.json, a\n"
+"trace file it names cannot be read or a file asked for cannot be written (a\n"
+"guest without kallsyms for --perf-kvm too); 2 usage error (an unknown --guest\n"
+"too); 5 --exits, --iommu or --mmiotrace-log found none of its events (the\n"
+"message names the record option that adds them).\n",
+	.defs = report_opts_def,
+	.col = 15,
+	.in_order = true,
+	.narrow = true,
+};
 
 /* Text from the manifest goes to a terminal: the collector's one rule (text.h). */
 static void put_safe(const char *s)
@@ -940,7 +968,128 @@ out:
 }
 
 
-/* One trace as a JSON object: event counts and the analyses. */
+/* --json: a guest's clock-mapping epochs, as the manifest has them (print_epoch()'s figures). */
+static void json_epochs(struct jw *w, const struct json_value *v, bool *bad)
+{
+	const struct json_value *ep;
+	bool drift;
+	int64_t off;
+
+	jw_arr(w, "epochs");
+	for (ep = json_is(v, JSON_ARRAY) ? v->child : NULL; ep; ep = ep->next) {
+		drift = false;
+		off = 0;
+		if (json_i64(json_get(ep, "offset"), &off) < 0 ||
+		    json_bool(json_get(ep, "drift"), &drift) < 0)
+			*bad = true;
+		jw_obj(w, NULL);
+		jw_u64(w, "cpu", u64_field(ep, "cpu", bad));
+		jw_u64(w, "host_tsc_from", u64_field(ep, "host_tsc_from", bad));
+		jw_i64(w, "offset", off);
+		jw_u64(w, "ratio", u64_field(ep, "ratio", bad));
+		jw_u64(w, "frac_bits", u64_field(ep, "frac_bits", bad));
+		jw_str(w, "source", json_string(json_get(ep, "source")));
+		jw_bool(w, "drift", drift);
+		jw_fixed(w, "bound_ns", num_field(ep, "bound_ns", bad), 1);
+		jw_end(w, '}');
+	}
+	jw_end(w, ']');
+}
+
+/* --json: a guest's time synchronisation, the figures print_sync() shows (null: not recorded). */
+static void json_sync(struct jw *w, const struct json_value *sync, bool *bad)
+{
+	const struct json_value *v, *p;
+
+	if (!json_is(sync, JSON_OBJECT)) {
+		jw_null(w, "sync");
+		return;
+	}
+	jw_obj(w, "sync");
+	jw_str(w, "method", json_string(json_get(sync, "method")));
+	if (json_string(json_get(sync, "why")))
+		jw_str(w, "why", json_string(json_get(sync, "why")));
+	if (!json_is(json_get(sync, "bound_ns"), JSON_NUMBER) ||
+	    !strcmp(json_string(json_get(sync, "method")) ?: "", "none"))
+		jw_null(w, "bound_ns");
+	else
+		jw_fixed(w, "bound_ns", num_field(sync, "bound_ns", bad), 1);
+	v = json_get(sync, "probes");
+	jw_arr(w, "probes");
+	for (p = json_is(v, JSON_ARRAY) ? v->child : NULL; p; p = p->next) {
+		jw_obj(w, NULL);
+		jw_u64(w, "cpu", u64_field(p, "cpu", bad));
+		jw_u64(w, "samples", u64_field(p, "samples", bad));
+		jw_fixed(w, "min_rtt_ns", num_field(p, "min_rtt_ns", bad), 1);
+		jw_end(w, '}');
+	}
+	jw_end(w, ']');
+	v = json_get(sync, "kvm");
+	if (json_is(v, JSON_OBJECT)) {
+		jw_obj(w, "kvm");
+		jw_str(w, "changes_from", json_string(json_get(v, "changes_from")));
+		jw_u64(w, "changes", u64_field(v, "changes", bad));
+		jw_u64(w, "events_lost", u64_field(v, "events_lost", bad));
+		jw_u64(w, "changes_not_seen", u64_field(v, "changes_not_seen", bad));
+		jw_u64(w, "merged", u64_field(v, "merged", bad));
+		jw_u64(w, "debugfs_disagreed", u64_field(v, "debugfs_disagreed", bad));
+		jw_end(w, '}');
+	}
+	v = json_get(sync, "check");
+	if (json_is(v, JSON_OBJECT)) {
+		jw_obj(w, "check");
+		jw_u64(w, "bursts", u64_field(v, "bursts", bad));
+		jw_u64(w, "replies", u64_field(v, "replies", bad));
+		jw_u64(w, "outside", u64_field(v, "outside", bad));
+		jw_end(w, '}');
+	}
+	json_epochs(w, json_get(sync, "epochs"), bad);
+	jw_end(w, '}');
+}
+
+/*
+ * --json: a trace's manifest figures, as the text report shows them: its
+ * clock, the sums over its CPUs, each CPU's, a guest's sync, its problems.
+ */
+static void json_figures(struct jw *w, const struct json_value *t, bool host)
+{
+	const struct json_value *cpus = json_get(t, "cpus"), *c;
+	uint64_t after_loss = 0, bad_pages = 0, frag = 0, dropped = 0;
+	const char *problems = json_string(json_get(t, "problems"));
+	bool bad = false;
+
+	jw_str(w, "clock", json_string(json_get(t, "clock")));
+	if (!host)
+		jw_str(w, "agent", json_string(json_get(t, "agent")));
+	jw_arr(w, "cpus");
+	for (c = json_is(cpus, JSON_ARRAY) ? cpus->child : NULL; c; c = c->next) {
+		after_loss += u64_field(c, "pages_after_loss", &bad);
+		bad_pages += u64_field(c, "bad_pages", &bad);
+		frag += u64_field(c, "fragment_bytes", &bad);
+		dropped += u64_field(c, "dropped_pages_max_size", &bad);
+		jw_obj(w, NULL);
+		jw_u64(w, "cpu", u64_field(c, "cpu", &bad));
+		jw_u64(w, "events", u64_field(c, "events", &bad));
+		jw_u64(w, "pages", u64_field(c, "pages", &bad));
+		jw_u64(w, "bytes", u64_field(c, "bytes", &bad));
+		if (!host) {
+			jw_u64(w, "agent_pages", u64_field(c, "agent_pages", &bad));
+			jw_u64(w, "agent_bytes", u64_field(c, "agent_bytes", &bad));
+		}
+		jw_end(w, '}');
+	}
+	jw_end(w, ']');
+	jw_u64(w, "pages_after_loss", after_loss);
+	jw_u64(w, "bad_pages", bad_pages);
+	jw_u64(w, "fragment_bytes", frag);
+	jw_u64(w, "dropped_pages_max_size", dropped);
+	if (!host)
+		json_sync(w, json_get(t, "sync"), &bad);
+	jw_str(w, "problems", problems && problems[0] ? problems : NULL);
+	jw_bool(w, "figures_valid", !bad);
+}
+
+/* One trace as a JSON object: the manifest's figures, event counts and the analyses. */
 static int json_trace(const char *dir, const struct json_value *t, bool host, struct report_opts *ro)
 {
 	const struct json_value *file = json_get(t, "file"), *lost = json_get(t, "lost_events");
@@ -962,6 +1111,7 @@ static int json_trace(const char *dir, const struct json_value *t, bool host, st
 	jw_str(w, "file", json_string(file));
 	jw_u64(w, "lost_events_in_pages", u64_field(lost, "in_pages", &bad));
 	jw_u64(w, "overrun", u64_field(lost, "overrun", &bad));
+	json_figures(w, t, host);
 	snprintf(path, sizeof(path), "%s/%s", dir, json_string(file));
 	ret = host ? exits_new(dir, ro->guests, &cnt) : analyses_new(dir, json_string(file), &cnt, ro);
 	if (ret == 0)
@@ -1033,196 +1183,183 @@ err_close_fd:
 	return ret;
 }
 
-/**
- * report_main() - the report subcommand
- * @argc: argument count
- * @argv: arguments, argv[0] is "report"
- *
- * Return: EXIT_OK, EXIT_FAIL (no manifest, or a file cannot be read) or
- * EXIT_USAGE.
- */
-int report_main(int argc, char **argv)
+/* The options, into @ro. Return: -1 to go on, else the exit status (the message said). */
+static int report_parse(int argc, char **argv, struct report_opts *ro)
 {
-	static const struct option longopts[] = {
-		{ "help", no_argument, NULL, 'h' },
-		{ "iommu", no_argument, NULL, 'I' },
-		{ "json", no_argument, NULL, 'J' },
-		{ "mmiotrace-log", required_argument, NULL, 'M' },
-		{ "exits", no_argument, NULL, 'E' },
-		{ "vcpus", no_argument, NULL, 'U' },
-		{ "latency", optional_argument, NULL, 'L' },
-		{ "interval", required_argument, NULL, 'T' },
-		{ "html", required_argument, NULL, 'H' },
-		{ "guest", required_argument, NULL, 'g' },
-		{ "perfetto", required_argument, NULL, 'P' },
-		{ "perf-kvm", required_argument, NULL, 'K' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const struct json_limits lim = { .max_depth = 16, .max_string = 1u << 16 };
-	const struct json_value *root, *v, *g;
-	struct json_error jerr;
-	struct json_doc *doc;
-	struct report_opts ro = { 0 };
-	FILE *log_file = NULL;
-	const char *dir;
-	char *text = NULL;
-	size_t len = 0;
-	int c, ret, status = EXIT_OK;
-	bool bad = false, flag;
+	struct opt_val v;
+	int c;
 
 	optind = 1;
-	while ((c = opt_next(argc, argv, "+h", longopts, NULL)) != -1) {
+	while ((c = opt_parse(&report_cmd, argc, argv, &v)) != -1) {
 		switch (c) {
-		case 'h':
-			usage(stdout);
-			return EXIT_OK;
-		case 'I':
-			ro.iommu = true;
+		case OPT_HELP: return EXIT_OK;
+		case OPT_ERROR: return EXIT_USAGE;
+		case OPT_IOMMU: ro->iommu = true; break;
+		case OPT_JSON: ro->json = true; break;
+		case OPT_MMIO_LOG: ro->mmio_log = v.s; break;
+		case OPT_EXITS: ro->exits = true; break;
+		case OPT_INTERVAL: ro->interval = v.s; break;
+		case OPT_VCPUS: ro->vcpus = true; break;
+		case OPT_LATENCY:
+			ro->latency = true;
+			if (v.s)
+				parse_ns(v.s, &ro->threshold_ns);	/* checked: latency_ok() */
 			break;
-		case 'J':
-			ro.json = true;
-			break;
-		case 'M':
-			ro.mmio_log = optarg;
-			break;
-		case 'E':
-			ro.exits = true;
-			break;
-		case 'T':
-			if (!vcpus_interval_ok(optarg)) {
-				fprintf(stderr, "virtio-trace-collect report: --interval %s: want "
-					"SYS:START,SYS:END[,FIELD] (two different events, e.g. "
-					"block:block_rq_issue,block:block_rq_complete,sector)\n", optarg);
-				return EXIT_USAGE;
-			}
-			ro.interval = optarg;
-			break;
-		case 'U':
-			ro.vcpus = true;
-			break;
-		case 'L':
-			ro.latency = true;
-			if (optarg && parse_ns(optarg, &ro.threshold_ns) < 0) {
-				fprintf(stderr, "virtio-trace-collect report: --latency=%s: not a duration "
-					"(N with ns, us, ms or s; a bare number is nanoseconds)\n", optarg);
-				return EXIT_USAGE;
-			}
-			break;
-		case 'H':
-			ro.html = optarg;
-			break;
-		case 'g':
-			ro.guest = optarg;
-			break;
-		case 'P':
-			ro.perfetto = optarg;
-			break;
-		case 'K':
-			ro.perf_kvm = optarg;
-			break;
-		default:
-			opt_try_help();	/* after opt_next()'s message */
-			return EXIT_USAGE;
+		case OPT_HTML: ro->html = v.s; break;
+		case OPT_GUEST: ro->guest = v.s; break;
+		case OPT_PERFETTO: ro->perfetto = v.s; break;
+		case OPT_PERF_KVM: ro->perf_kvm = v.s; break;
 		}
 	}
 	if (opt_one_dir(argc, argv, "report [OPTION]... DIR") < 0)
 		return EXIT_USAGE;
-	if (ro.guest && !collect_name_ok(ro.guest)) {
-		collect_usage("--guest '%s': a guest's name, of [A-Za-z0-9_.-]", ro.guest);
-		opt_try_help();
-		return EXIT_USAGE;
+	return -1;
+}
+
+/* --guest NAME the run does not have: a usage error naming the ones it has. */
+static bool report_guest_missing(const char *dir, const struct json_value *guests, const char *name)
+{
+	const struct json_value *g;
+
+	if (!name || guest_known(guests, name))
+		return false;
+	fprintf(stderr, "virtio-trace-collect report: --guest %s: %s has no such guest; ", name, dir);
+	if (!guests->count)
+		fprintf(stderr, "it recorded none\n");
+	for (g = guests->child; g; g = g->next) {
+		fprintf(stderr, "%s", g == guests->child ? "its guests: " : ", ");
+		collect_fput_safe(stderr, json_string(json_get(g, "name")));
+		fprintf(stderr, "%s", g->next ? "" : "\n");
 	}
-	dir = argv[optind];
-	ret = read_manifest(dir, &text, &len, &ro.mode);
+	return true;
+}
+
+/*
+ * DIR/manifest.json, read as untrusted input: *@doc its document, ro->guests
+ * its "guests" array. Return: EXIT_OK, or the exit status after the message.
+ */
+static int report_load(const char *dir, struct report_opts *ro, struct json_doc **doc)
+{
+	const struct json_limits lim = { .max_depth = 16, .max_string = 1u << 16 };
+	const struct json_value *root, *v;
+	struct json_error jerr;
+	char *text = NULL;
+	size_t len = 0;
+	bool bad = false;
+	int ret;
+
+	ret = read_manifest(dir, &text, &len, &ro->mode);
 	if (ret < 0) {
 		fprintf(stderr, "virtio-trace-collect report: cannot read %s/manifest.json: %s%s\n",
 			dir, strerror(-ret), ret == -ENOENT ? " (is DIR the -o of a finished record? "
 			"a killed run needs `virtio-trace-collect recover DIR` first)" : "");
 		return EXIT_FAIL;
 	}
-	doc = json_parse(text, len, &lim, &jerr);
+	*doc = json_parse(text, len, &lim, &jerr);
 	free(text);
-	if (!doc) {
+	if (!*doc) {
 		fprintf(stderr, "virtio-trace-collect report: %s/manifest.json:%u: %s (byte %zu)\n",
 			dir, jerr.line, jerr.msg, jerr.offset);
 		return EXIT_FAIL;
 	}
-	root = json_root(doc);
+	root = json_root(*doc);
 	v = json_get(root, "guests");
 	if (!json_is(root, JSON_OBJECT) || !json_is(v, JSON_ARRAY)) {
 		fprintf(stderr, "virtio-trace-collect report: %s/manifest.json is not a "
 			"virtio-trace-collect manifest (no \"guests\" array)\n", dir);
-		json_free(doc);
-		return EXIT_FAIL;
+		ret = EXIT_FAIL;
+		goto err_free_doc;
 	}
+	ro->tsc_khz = u64_field(json_get(root, "host_tsc"), "khz", &bad);
+	ro->guests = v;
+	if (report_guest_missing(dir, v, ro->guest)) {
+		ret = EXIT_USAGE;
+		goto err_free_doc;
+	}
+	return EXIT_OK;
+err_free_doc:
+	json_free(*doc);
+	*doc = NULL;
+	return ret;
+}
 
-	ro.tsc_khz = u64_field(json_get(root, "host_tsc"), "khz", &bad);
-	ro.guests = v;
-	if (ro.guest && !guest_known(v, ro.guest)) {
-		fprintf(stderr, "virtio-trace-collect report: --guest %s: %s has no such guest; ",
-			ro.guest, dir);
-		if (!v->count)
-			fprintf(stderr, "it recorded none\n");
-		for (g = v->child; g; g = g->next) {
-			fprintf(stderr, "%s", g == v->child ? "its guests: " : ", ");
-			collect_fput_safe(stderr, json_string(json_get(g, "name")));
-			fprintf(stderr, "%s", g->next ? "" : "\n");
-		}
-		json_free(doc);
-		return EXIT_USAGE;
-	}
-	if (ro.html && write_html(dir, root, &ro) < 0) {
-		json_free(doc);
+/* The files asked for beside the report: --html, --perfetto, --perf-kvm, --mmiotrace-log. */
+static int report_files(const char *dir, const struct json_value *root, struct report_opts *ro)
+{
+	if (ro->html && write_html(dir, root, ro) < 0)
 		return EXIT_FAIL;
-	}
-	if (ro.perfetto && pf_write_vcpus(dir, root, &ro) < 0) {
-		json_free(doc);
+	if (ro->perfetto && pf_write_vcpus(dir, root, ro) < 0)
 		return EXIT_FAIL;
-	}
-	if (ro.perf_kvm && pk_write(dir, root, ro.guest, ro.perf_kvm) < 0) {
-		json_free(doc);
+	if (ro->perf_kvm && pk_write(dir, root, ro->guest, ro->perf_kvm) < 0)
 		return EXIT_FAIL;
-	}
-	if (ro.mmio_log) {
-		ro.mmio_file = an_open_out(ro.mmio_log, ro.mode);
-		if (!ro.mmio_file) {
+	if (ro->mmio_log) {
+		ro->mmio_file = an_open_out(ro->mmio_log, ro->mode);
+		if (!ro->mmio_file) {
 			fprintf(stderr, "virtio-trace-collect report: cannot write %s: %s\n",
-				ro.mmio_log, strerror(errno));
-			json_free(doc);
+				ro->mmio_log, strerror(errno));
 			return EXIT_FAIL;
 		}
-		log_file = ro.mmio_file;
 	}
-	if (ro.json) {
-		jw_begin(&ro.jw, stdout);
-		jw_obj(&ro.jw, NULL);
-		jw_u64(&ro.jw, "schema_version", REPORT_SCHEMA_VERSION);
-		jw_str(&ro.jw, "run", dir);
-		jw_u64(&ro.jw, "host_tsc_khz", ro.tsc_khz);
-		jw_arr(&ro.jw, "traces");
-		if (json_is(json_get(root, "host"), JSON_OBJECT) &&
-		    json_trace(dir, json_get(root, "host"), true, &ro) < 0)
-			status = EXIT_FAIL;
-		for (g = v->child; g; g = g->next)
-			if (guest_selected(&ro, g) && json_trace(dir, g, false, &ro) < 0)
-				status = EXIT_FAIL;
-		jw_end(&ro.jw, ']');
-		if (ro.vcpus || ro.latency || ro.interval) {
-			struct vcpus_an *va = vcpus_walk(dir, root, &ro, false);
+	return EXIT_OK;
+}
 
-			if (va && ro.vcpus)
-				vcpus_an_json(va, &ro.jw, ro.guest);
-			if (va && ro.latency)
-				vcpus_an_json_latency(va, &ro.jw, ro.guest);
-			if (va && ro.interval)
-				vcpus_an_json_intervals(va, &ro.jw, ro.guest);
-			if (!va)
-				status = EXIT_FAIL;
-			vcpus_an_free(va);
-		}
-		jw_end(&ro.jw, '}');
-		goto out;
-	}
+/* --vcpus, --latency and --interval, as text or (@json) into ro->jw. Return: the status. */
+static int report_vcpus(const char *dir, const struct json_value *root, struct report_opts *ro,
+			bool json)
+{
+	struct vcpus_an *va;
+
+	if (!ro->vcpus && !ro->latency && !ro->interval)
+		return EXIT_OK;
+	va = vcpus_walk(dir, root, ro, false);
+	if (!va)
+		return EXIT_FAIL;
+	if (ro->vcpus && json)
+		vcpus_an_json(va, &ro->jw, ro->guest);
+	else if (ro->vcpus)
+		vcpus_an_print(va, stdout, ro->guest);
+	if (ro->latency && json)
+		vcpus_an_json_latency(va, &ro->jw, ro->guest);
+	else if (ro->latency)
+		vcpus_an_print_latency(va, stdout, ro->guest);
+	if (ro->interval && json)
+		vcpus_an_json_intervals(va, &ro->jw, ro->guest);
+	else if (ro->interval)
+		vcpus_an_print_intervals(va, stdout, ro->guest);
+	vcpus_an_free(va);
+	return EXIT_OK;
+}
+
+/* --json: the report as one document on stdout. Return: the status. */
+static int report_json(const char *dir, const struct json_value *root, struct report_opts *ro)
+{
+	const struct json_value *g;
+	int status = EXIT_OK;
+
+	jw_begin(&ro->jw, stdout);
+	jw_obj(&ro->jw, NULL);
+	jw_u64(&ro->jw, "schema_version", REPORT_SCHEMA_VERSION);
+	jw_str(&ro->jw, "run", dir);
+	jw_u64(&ro->jw, "host_tsc_khz", ro->tsc_khz);
+	jw_arr(&ro->jw, "traces");
+	if (json_is(json_get(root, "host"), JSON_OBJECT) &&
+	    json_trace(dir, json_get(root, "host"), true, ro) < 0)
+		status = EXIT_FAIL;
+	for (g = ro->guests->child; g; g = g->next)
+		if (guest_selected(ro, g) && json_trace(dir, g, false, ro) < 0)
+			status = EXIT_FAIL;
+	jw_end(&ro->jw, ']');
+	if (report_vcpus(dir, root, ro, true) != EXIT_OK)
+		status = EXIT_FAIL;
+	jw_end(&ro->jw, '}');
+	return status;
+}
+
+/* The report's first lines: the run, the tool, the file format, the host's TSC. */
+static void report_header(const char *dir, const struct json_value *root)
+{
+	bool bad = false, flag;
+
 	printf("run: ");
 	put_safe(dir);
 	printf("\nrecorded by ");
@@ -1238,47 +1375,88 @@ int report_main(int argc, char **argv)
 	printf("\nhost TSC: %" PRIu64 " kHz (", u64_field(json_get(root, "host_tsc"), "khz", &bad));
 	put_safe(json_string(json_get(json_get(root, "host_tsc"), "method")));
 	printf(")\n");
+}
 
+/* The report as text on stdout. Return: the status. */
+static int report_text(const char *dir, const struct json_value *root, struct report_opts *ro)
+{
+	const struct json_value *g;
+	int status = EXIT_OK;
+
+	report_header(dir, root);
 	if (json_is(json_get(root, "host"), JSON_OBJECT)) {
 		printf("\n");
-		if (report_trace(dir, json_get(root, "host"), true, &ro) < 0)
+		if (report_trace(dir, json_get(root, "host"), true, ro) < 0)
 			status = EXIT_FAIL;
 	}
-	for (g = v->child; g; g = g->next) {
-		if (!guest_selected(&ro, g))
+	for (g = ro->guests->child; g; g = g->next) {
+		if (!guest_selected(ro, g))
 			continue;
 		printf("\n");
-		if (report_trace(dir, g, false, &ro) < 0)
+		if (report_trace(dir, g, false, ro) < 0)
 			status = EXIT_FAIL;
 	}
-	if (!v->count)
+	if (!ro->guests->count)
 		printf("\nno guests were recorded\n");
-	if (ro.vcpus || ro.latency || ro.interval) {
-		struct vcpus_an *va = vcpus_walk(dir, root, &ro, false);
+	if (report_vcpus(dir, root, ro, false) != EXIT_OK)
+		status = EXIT_FAIL;
+	return status;
+}
 
-		if (va && ro.vcpus)
-			vcpus_an_print(va, stdout, ro.guest);
-		if (va && ro.latency)
-			vcpus_an_print_latency(va, stdout, ro.guest);
-		if (va && ro.interval)
-			vcpus_an_print_intervals(va, stdout, ro.guest);
-		if (!va)
-			status = EXIT_FAIL;
-		vcpus_an_free(va);
+/* --mmiotrace-log's file closed: still open means no guest took it. Return: the status. */
+static int report_close_log(FILE *log_file, struct report_opts *ro, int status)
+{
+	if (!log_file)
+		return status;
+	if (ro->mmio_file) {
+		fprintf(stderr, "virtio-trace-collect report: no guest trace to write %s from\n",
+			ro->mmio_log);
+		status = EXIT_FAIL;
 	}
-out:
-	if (log_file) {
-		if (ro.mmio_file) {
-			fprintf(stderr, "virtio-trace-collect report: no guest trace to write %s from\n",
-				ro.mmio_log);
-			status = EXIT_FAIL;
-		}
-		if (fclose(log_file) != 0 && status == EXIT_OK) {
-			fprintf(stderr, "virtio-trace-collect report: writing %s: %s\n", ro.mmio_log,
-				strerror(errno));
-			status = EXIT_FAIL;
-		}
+	if (fclose(log_file) != 0 && status == EXIT_OK) {
+		fprintf(stderr, "virtio-trace-collect report: writing %s: %s\n", ro->mmio_log,
+			strerror(errno));
+		status = EXIT_FAIL;
 	}
+	return status;
+}
+
+/**
+ * report_main() - the report subcommand
+ * @argc: argument count
+ * @argv: arguments, argv[0] is "report"
+ *
+ * Return: EXIT_OK, EXIT_FAIL (no manifest, or a file cannot be read),
+ * EXIT_USAGE or EXIT_NO_EVENTS.
+ */
+int report_main(int argc, char **argv)
+{
+	struct report_opts ro = { 0 };
+	const struct json_value *root;
+	struct json_doc *doc = NULL;
+	const char *dir;
+	FILE *log_file;
+	int status;
+
+	status = report_parse(argc, argv, &ro);
+	if (status >= 0)
+		return status;
+	dir = argv[optind];
+	status = report_load(dir, &ro, &doc);
+	if (status != EXIT_OK)
+		return status;
+	root = json_root(doc);
+	status = report_files(dir, root, &ro);
+	if (status != EXIT_OK) {
+		json_free(doc);
+		return status;
+	}
+	log_file = ro.mmio_file;
+	if (ro.json)
+		status = report_json(dir, root, &ro);
+	else
+		status = report_text(dir, root, &ro);
+	status = report_close_log(log_file, &ro, status);
 	json_free(doc);
 	return status == EXIT_OK ? events_missing(&ro) : status;
 }

@@ -450,103 +450,97 @@ static int setup_create(const struct setup_opts *o)
 	return 0;
 }
 
-static int setup_parse(int argc, char **argv, struct setup_opts *o)
+/* One of setup's options, into @o (--dir's into *@dir). Return: 0, or -EINVAL after the message. */
+static int setup_option(struct setup_opts *o, int c, const struct opt_val *val, const char **dir)
 {
 	static const char *const backends[] = { "pipe", "unix", "unix-connect", NULL };
-	const char *dir = NULL;
-	struct opt_val val;
 	unsigned long v;
 	char *end;
-	int c;
 
-	o->name = "guest";
-	o->ctl_index = SETUP_DEFAULT_CTL_INDEX;
-	o->accel = "auto";
-	o->kvm_device = KVMCHECK_DEVICE;
-	optind = 1;
-	while ((c = opt_parse(&setup_cmd, argc, argv, &val)) != -1) {
-		switch (c) {
-		case OPT_LASTBOOT:
-			/* reserve_mem's size: digits and one K, M or G. */
-			v = strtoul(val.s, &end, 10);
-			if (!v || (*end && (strchr("KMG", *end) == NULL || end[1]))) {
-				collect_usage("--last-boot '%s': a size in bytes, more than 0, with an "
-					      "optional K, M or G suffix (e.g. 4M)", val.s);
-				return -EINVAL;
-			}
-			o->last_boot = val.s;
-			break;
-		case OPT_LASTBOOT_EVENTS:
-			if (strspn(val.s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_:,*") !=
-			    strlen(val.s)) {
-				collect_usage("--last-boot-events '%s': events SYSTEM:EVENT,... of "
-					      "[A-Za-z0-9_*]", val.s);
-				return -EINVAL;
-			}
-			o->last_boot_events = val.s;
-			break;
-		case 'D':
-			if (!*val.s) {
-				collect_usage("-D/--domain '': a libvirt domain's name");
-				return -EINVAL;
-			}
-			o->domain = val.s;
-			break;
-		case 'C': o->uri = val.s; break;
-		case 'a': o->apply = true; break;
-		case 'r': o->remove = true; break;
-		case OPT_LIVE: o->live = true; break;
-		case OPT_QMP: o->qmp = val.s; break;
-		case OPT_HOTPLUG: o->hotplug = true; break;
-		case OPT_ACCEL:
-			o->accel = val.s;
-			o->have_accel = true;
-			break;
-		case OPT_KVM_DEVICE:
-			o->kvm_device = val.s;
-			o->have_accel = true;
-			break;
-		case 'n': o->vcpus = val.u; break;
-		case 'b':
-			o->have_backend = true;
-			o->unix_backend = strcmp(val.s, "pipe") != 0;
-			o->qemu_connects = !strcmp(val.s, "unix-connect");
-			/* "socket" is unix's old name, still taken. */
-			if (strcmp(val.s, "socket") && opt_one_of("-b/--backend", val.s, backends) < 0)
-				return -EINVAL;
-			break;
-		case OPT_DIR:
-			dir = val.s;
-			o->have_dir = true;
-			break;
-		case OPT_CTL_INDEX:
-			o->ctl_index = val.u;
-			o->have_ctl_index = true;
-			break;
-		case OPT_FORMAT:
-			o->have_format = true;
-			o->libvirt = val.i == 1;
-			break;
-		case 'c': o->create = true; break;
-		case 'N':
-			if (!collect_name_ok(val.s)) {
-				collect_usage("-N/--name '%s': a guest's name, 1 to %d of A-Z a-z 0-9 _ - ., "
-					      "not starting with '.' or '-'", val.s, COLLECT_NAME_MAX - 1);
-				return -EINVAL;
-			}
-			o->name = val.s;
-			o->have_name = true;
-			break;
-		case OPT_HELP:
-			return 1;
-		default:
-			return -2;	/* opt_parse() said why, and where to look */
+	switch (c) {
+	case OPT_LASTBOOT:
+		/* reserve_mem's size: digits and one K, M or G. */
+		v = strtoul(val->s, &end, 10);
+		if (!v || (*end && (strchr("KMG", *end) == NULL || end[1]))) {
+			collect_usage("--last-boot '%s': a size in bytes, more than 0, with an "
+				      "optional K, M or G suffix (e.g. 4M)", val->s);
+			return -EINVAL;
 		}
+		o->last_boot = val->s;
+		break;
+	case OPT_LASTBOOT_EVENTS:
+		if (strspn(val->s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_:,*") !=
+		    strlen(val->s)) {
+			collect_usage("--last-boot-events '%s': events SYSTEM:EVENT,... of "
+				      "[A-Za-z0-9_*]", val->s);
+			return -EINVAL;
+		}
+		o->last_boot_events = val->s;
+		break;
+	case 'D':
+		if (!*val->s) {
+			collect_usage("-D/--domain '': a libvirt domain's name");
+			return -EINVAL;
+		}
+		o->domain = val->s;
+		break;
+	case 'C': o->uri = val->s; break;
+	case 'a': o->apply = true; break;
+	case 'r': o->remove = true; break;
+	case OPT_LIVE: o->live = true; break;
+	case OPT_QMP: o->qmp = val->s; break;
+	case OPT_HOTPLUG: o->hotplug = true; break;
+	case OPT_ACCEL:
+		o->accel = val->s;
+		o->have_accel = true;
+		break;
+	case OPT_KVM_DEVICE:
+		o->kvm_device = val->s;
+		o->have_accel = true;
+		break;
+	case 'n': o->vcpus = val->u; break;
+	case 'b':
+		o->have_backend = true;
+		o->unix_backend = strcmp(val->s, "pipe") != 0;
+		o->qemu_connects = !strcmp(val->s, "unix-connect");
+		/* "socket" is unix's old name, still taken. */
+		if (strcmp(val->s, "socket") && opt_one_of("-b/--backend", val->s, backends) < 0)
+			return -EINVAL;
+		break;
+	case OPT_DIR:
+		*dir = val->s;
+		o->have_dir = true;
+		break;
+	case OPT_CTL_INDEX:
+		o->ctl_index = val->u;
+		o->have_ctl_index = true;
+		break;
+	case OPT_FORMAT:
+		o->have_format = true;
+		o->libvirt = val->i == 1;
+		break;
+	case 'c': o->create = true; break;
+	case 'N':
+		if (!collect_name_ok(val->s)) {
+			collect_usage("-N/--name '%s': a guest's name, 1 to %d of A-Z a-z 0-9 _ - ., "
+				      "not starting with '.' or '-'", val->s, COLLECT_NAME_MAX - 1);
+			return -EINVAL;
+		}
+		o->name = val->s;
+		o->have_name = true;
+		break;
 	}
-	if (optind < argc) {
-		collect_usage("unexpected argument '%s'", argv[optind]);
-		return -EINVAL;
-	}
+	return 0;
+}
+
+/*
+ * What the options ask for, checked as one use of setup (--last-boot, --qmp,
+ * --domain, or the QEMU arguments). Return: 1 when DIR is --dir's to make
+ * absolute, 0 when o->dir is settled (or not needed), or -EINVAL after the
+ * message.
+ */
+static int setup_check(struct setup_opts *o, const char *dir)
+{
 	if (o->last_boot_events && !o->last_boot) {
 		collect_usage("--last-boot-events goes with --last-boot");
 		return -EINVAL;
@@ -632,6 +626,12 @@ static int setup_parse(int argc, char **argv, struct setup_opts *o)
 		snprintf(o->dir, sizeof(o->dir), "%s/%s", SETUP_DEFAULT_ROOT, o->name);
 		return 0;
 	}
+	return 1;
+}
+
+/* --dir DIR as o->dir: absolute (QEMU and libvirt resolve against their own cwd), canonical. */
+static int setup_dir(struct setup_opts *o, const char *dir)
+{
 	if (!*dir || strchr(dir, '\n')) {
 		collect_usage("--dir '%s': a directory's path, not empty, of one line", dir);
 		return -EINVAL;
@@ -659,6 +659,36 @@ static int setup_parse(int argc, char **argv, struct setup_opts *o)
 err_long:
 	collect_usage("--dir '%s': a directory's path of at most %zu bytes", dir, sizeof(o->dir) - 1);
 	return -EINVAL;
+}
+
+static int setup_parse(int argc, char **argv, struct setup_opts *o)
+{
+	const char *dir = NULL;
+	struct opt_val val;
+	int c, ret;
+
+	o->name = "guest";
+	o->ctl_index = SETUP_DEFAULT_CTL_INDEX;
+	o->accel = "auto";
+	o->kvm_device = KVMCHECK_DEVICE;
+	optind = 1;
+	while ((c = opt_parse(&setup_cmd, argc, argv, &val)) != -1) {
+		if (c == OPT_HELP)
+			return 1;
+		if (c == OPT_ERROR)
+			return -2;	/* opt_parse() said why, and where to look */
+		ret = setup_option(o, c, &val, &dir);
+		if (ret < 0)
+			return ret;
+	}
+	if (optind < argc) {
+		collect_usage("unexpected argument '%s'", argv[optind]);
+		return -EINVAL;
+	}
+	ret = setup_check(o, dir);
+	if (ret <= 0)
+		return ret;
+	return setup_dir(o, dir);
 }
 
 /**

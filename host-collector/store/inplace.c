@@ -267,6 +267,71 @@ static int walk_all(struct finish *r, struct trace_sum *t, int dir, struct spool
 }
 
 /*
+ * Whether the pages can be moved in place: a spool whose regions held every
+ * page, no compression, a filesystem that moves extents in blocks the pages
+ * fill. Return: 0 with *@sfs and *@st the data file's, or 1 to copy.
+ */
+static int inplace_possible(const struct finish *r, const struct trace_sum *t, int dir,
+			    const struct vt_tracedat_opts *opts, const struct spool_data *sd,
+			    struct statfs *sfs, struct stat *st)
+{
+	unsigned int i;
+	int fd, ret;
+
+	if (sd->fd < 0 || sd->interrupted || r->keep_spool || opts->compression == VT_TD_COMPRESS_ZSTD)
+		return 1;
+	for (i = 0; i < t->nr_cpus; i++) {
+		fd = spool_open_cpu(dir, i, SPOOL_CPU_PAGES, O_RDONLY);
+		if (fd < 0)
+			continue;
+		ret = fstat(fd, st) == 0 && st->st_size > 0;
+		close(fd);
+		if (ret) {
+			log_info("%s: cpu%u overflowed its spool region: copying", t->file, i);
+			return 1;
+		}
+	}
+	if (fstatfs(sd->fd, sfs) < 0 || fstat(sd->fd, st) < 0 || !sfs->f_bsize ||
+	    t->subbuf % sfs->f_bsize || sd->region % sfs->f_bsize)
+		return 1;
+	if (!can_move_extents(dir, sfs->f_bsize)) {
+		log_info("%s: this filesystem cannot move extents (fallocate collapse/insert "
+			 "range): copying the pages", t->file);
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * The pages made one run at the file's head: each CPU's region cut to its
+ * whole pages (the last CPU with pages is @k), the data file cut to @total
+ * bytes, @head bytes of room opened before them. Return: 0, or -errno.
+ */
+static int inplace_move(struct spool_data *sd, unsigned int n, unsigned int k, const uint64_t *len,
+			uint64_t head, uint64_t total)
+{
+	unsigned int i;
+
+	for (i = k; i-- > 0;) {
+		uint64_t amt = sd->region - len[i];
+		unsigned int j;
+
+		if (!amt)
+			continue;
+		if (fallocate(sd->fd, FALLOC_FL_COLLAPSE_RANGE, (off_t)sd->off[i] + len[i], amt) < 0)
+			return -errno;
+		for (j = i + 1; j < n; j++)
+			sd->off[j] -= amt;
+	}
+	if (ftruncate(sd->fd, total) < 0 ||
+	    fallocate(sd->fd, FALLOC_FL_INSERT_RANGE, 0, head) < 0)
+		return -errno;
+	for (i = 0; i < n; i++)
+		sd->off[i] += head;
+	return 0;
+}
+
+/*
  * Make the trace file out of the spool's data file in place (see the top of
  * this file). Return: 0 when the file is in place as t->file; 1 when the copy
  * path must do it (@sd then says where the pages are); -ENOMEM.
@@ -286,29 +351,10 @@ int inplace_write(struct finish *r, struct trace_sum *t, int dir,
 	struct stat st;
 	pthread_t sync_th;
 	bool synced;
-	int mfd = -1, ret, fd;
+	int mfd = -1, ret;
 
-	if (sd->fd < 0 || sd->interrupted || r->keep_spool || opts->compression == VT_TD_COMPRESS_ZSTD)
+	if (inplace_possible(r, t, dir, opts, sd, &sfs, &st))
 		return 1;
-	for (i = 0; i < n; i++) {
-		fd = spool_open_cpu(dir, i, SPOOL_CPU_PAGES, O_RDONLY);
-		if (fd < 0)
-			continue;
-		ret = fstat(fd, &st) == 0 && st.st_size > 0;
-		close(fd);
-		if (ret) {
-			log_info("%s: cpu%u overflowed its spool region: copying", t->file, i);
-			return 1;
-		}
-	}
-	if (fstatfs(sd->fd, &sfs) < 0 || fstat(sd->fd, &st) < 0 || !sfs.f_bsize ||
-	    t->subbuf % sfs.f_bsize || sd->region % sfs.f_bsize)
-		return 1;
-	if (!can_move_extents(dir, sfs.f_bsize)) {
-		log_info("%s: this filesystem cannot move extents (fallocate collapse/insert "
-			 "range): copying the pages", t->file);
-		return 1;
-	}
 	size0 = st.st_size;
 	saved = malloc(sizeof(t->cpus));
 	if (!saved)
@@ -370,26 +416,9 @@ int inplace_write(struct finish *r, struct trace_sum *t, int dir,
 	sd->interrupted = true;		/* lengths are now the whole pages */
 	for (i = 0; i < n; i++)
 		sd->len[i] = len[i];
-	for (i = k; i-- > 0;) {
-		uint64_t amt = sd->region - len[i];
-		unsigned int j;
-
-		if (!amt)
-			continue;
-		if (fallocate(sd->fd, FALLOC_FL_COLLAPSE_RANGE, (off_t)sd->off[i] + len[i], amt) < 0) {
-			ret = -errno;
-			goto moved;
-		}
-		for (j = i + 1; j < n; j++)
-			sd->off[j] -= amt;
-	}
-	if (ftruncate(sd->fd, total) < 0 ||
-	    fallocate(sd->fd, FALLOC_FL_INSERT_RANGE, 0, head) < 0) {
-		ret = -errno;
+	ret = inplace_move(sd, n, k, len, head, total);
+	if (ret < 0)
 		goto moved;
-	}
-	for (i = 0; i < n; i++)
-		sd->off[i] += head;
 	if (fstat(mfd, &st) < 0) {
 		ret = -errno;
 		goto moved;

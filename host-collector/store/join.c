@@ -432,6 +432,75 @@ static void place_streams(struct trace_sum *j, const struct side *src, const str
 	}
 }
 
+/* The joined trace: the destination's final figures, the source's identity. */
+static void join_trace_init(struct trace_sum *j, const struct side *src, const struct side *dst,
+			    const char *found)
+{
+	j->rec = dst->t.rec;	/* its stats texts stay the destination's (freed with it) */
+	memset(j->rec.sync, 0, sizeof(j->rec.sync));
+	j->rec.trace_id = src->t.rec.trace_id;
+	j->rec.sync_head.host_end = dst->t.rec.sync_head.host_end;
+	j->dir_fd = -1;
+	j->nr_cpus = src->t.nr_cpus;
+	j->subbuf = src->t.subbuf;
+	snprintf(j->dir, sizeof(j->dir), "%s + %s", src->path, dst->path);
+	snprintf(j->file, sizeof(j->file), "guest-%s.dat", found);
+	snprintf(j->rec.sync_head.method, sizeof(j->rec.sync_head.method), "joined");
+	snprintf(j->rec.sync_head.why, sizeof(j->rec.sync_head.why),
+		 "source: %.60s; destination: %.60s", src->t.rec.sync_head.method,
+		 dst->t.rec.sync_head.method);
+	snprintf(j->rec.mig.direction, sizeof(j->rec.mig.direction), "joined");
+	j->rec.mig.have = false;	/* the manifest's "join" says it all */
+}
+
+/*
+ * The joined clock: the switchover and resume in the source host's TSC, each
+ * CPU's epochs joined there (@extra: --host-sync-bound's ns). Return: 0, or
+ * -errno (logged).
+ */
+static int join_clocks(struct trace_sum *j, const struct side *src, const struct side *dst,
+		       struct join_sum *js, bool two, uint64_t extra)
+{
+	uint64_t stop;
+	unsigned int i;
+	int ret;
+
+	stop = src->t.rec.mig.seen.stop_tsc ? src->t.rec.mig.seen.stop_tsc :
+	       src->t.rec.mig.seen.completed_tsc;
+	js->src = src->path;
+	js->dst = dst->path;
+	js->two_hosts = two;
+	js->sync_bound_ns = extra;
+	js->nr = j->nr_cpus;
+	js->qemu_downtime_ms = src->t.rec.mig.seen.downtime_ms;
+	if (two)
+		js->host_delta = host_delta(src, dst, dst->t.rec.mig.seen.taken_tsc, true);
+	js->stop_tsc = stop;
+	js->resume_tsc = dst->t.rec.mig.seen.resume_tsc ?
+			(uint64_t)((int64_t)dst->t.rec.mig.seen.resume_tsc + js->host_delta) : 0;
+	extra = src->opt.tsc_khz ? extra * src->opt.tsc_khz / 1000000 : 0;
+	for (i = 0; i < j->nr_cpus; i++) {
+		uint64_t g = 0, h = 0;
+
+		ret = join_epochs(j, src, dst, i, stop, dst->t.rec.mig.seen.resume_tsc, js->host_delta,
+				  extra, &g, &h);
+		if (ret < 0) {
+			log_err("cpu%u: cannot join the clock epochs: %s", i, strerror(-ret));
+			return ret;
+		}
+		if (g && (!js->switch_guest_tsc || g < js->switch_guest_tsc)) {
+			js->switch_guest_tsc = g;
+			js->switch_host_tsc = h;
+		}
+	}
+	if (!js->resume_tsc)
+		js->resume_tsc = js->switch_host_tsc;
+	if (j->rec.sync_head.host_end)
+		j->rec.sync_head.host_end = (uint64_t)((int64_t)j->rec.sync_head.host_end +
+						       js->host_delta);
+	return 0;
+}
+
 /**
  * join_main() - the `join` subcommand
  * @argc: arguments from "join" on
@@ -448,7 +517,7 @@ int join_main(int argc, char **argv)
 	struct finish r = { .bad_fd = -1 };
 	char found[COLLECT_NAME_MAX], other[COLLECT_NAME_MAX];
 	bool force = false, two, bound_given = false;
-	uint64_t stop, extra = 0;
+	uint64_t extra = 0;
 	struct opt_val v;
 	unsigned int i;
 	int c, ret, status = EXIT_FAIL;
@@ -518,53 +587,9 @@ int join_main(int argc, char **argv)
 	if (output_previous(r.out_fd, out, force) < 0)
 		goto out_close;
 
-	/* The joined trace: the destination's final figures, the source's identity. */
-	j.rec = dst.t.rec;	/* its stats texts stay the destination's (freed with it) */
-	memset(j.rec.sync, 0, sizeof(j.rec.sync));
-	j.rec.trace_id = src.t.rec.trace_id;
-	j.rec.sync_head.host_end = dst.t.rec.sync_head.host_end;
-	j.dir_fd = -1;
-	j.nr_cpus = src.t.nr_cpus;
-	j.subbuf = src.t.subbuf;
-	snprintf(j.dir, sizeof(j.dir), "%s + %s", src.path, dst.path);
-	snprintf(j.file, sizeof(j.file), "guest-%s.dat", found);
-	snprintf(j.rec.sync_head.method, sizeof(j.rec.sync_head.method), "joined");
-	snprintf(j.rec.sync_head.why, sizeof(j.rec.sync_head.why), "source: %.60s; destination: %.60s",
-		 src.t.rec.sync_head.method, dst.t.rec.sync_head.method);
-	snprintf(j.rec.mig.direction, sizeof(j.rec.mig.direction), "joined");
-	j.rec.mig.have = false;	/* the manifest's "join" says it all */
-
-	stop = src.t.rec.mig.seen.stop_tsc ? src.t.rec.mig.seen.stop_tsc : src.t.rec.mig.seen.completed_tsc;
-	js.src = src.path;
-	js.dst = dst.path;
-	js.two_hosts = two;
-	js.sync_bound_ns = extra;
-	js.nr = j.nr_cpus;
-	js.qemu_downtime_ms = src.t.rec.mig.seen.downtime_ms;
-	if (two)
-		js.host_delta = host_delta(&src, &dst, dst.t.rec.mig.seen.taken_tsc, true);
-	js.stop_tsc = stop;
-	js.resume_tsc = dst.t.rec.mig.seen.resume_tsc ?
-			(uint64_t)((int64_t)dst.t.rec.mig.seen.resume_tsc + js.host_delta) : 0;
-	extra = src.opt.tsc_khz ? extra * src.opt.tsc_khz / 1000000 : 0;
-	for (i = 0; i < j.nr_cpus; i++) {
-		uint64_t g = 0, h = 0;
-
-		ret = join_epochs(&j, &src, &dst, i, stop, dst.t.rec.mig.seen.resume_tsc, js.host_delta, extra,
-				  &g, &h);
-		if (ret < 0) {
-			log_err("cpu%u: cannot join the clock epochs: %s", i, strerror(-ret));
-			goto out_close;
-		}
-		if (g && (!js.switch_guest_tsc || g < js.switch_guest_tsc)) {
-			js.switch_guest_tsc = g;
-			js.switch_host_tsc = h;
-		}
-	}
-	if (!js.resume_tsc)
-		js.resume_tsc = js.switch_host_tsc;
-	if (j.rec.sync_head.host_end)
-		j.rec.sync_head.host_end = (uint64_t)((int64_t)j.rec.sync_head.host_end + js.host_delta);
+	join_trace_init(&j, &src, &dst, found);
+	if (join_clocks(&j, &src, &dst, &js, two, extra) < 0)
+		goto out_close;
 	place_streams(&j, &src, &dst, &js);
 	ret = write_joined(&r, &j, &src, &dst, &js);
 	if (ret < 0) {

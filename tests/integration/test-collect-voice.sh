@@ -4,6 +4,8 @@
 # the value (an unknown long option with the closest ones, from lib/suggest.c) and
 # "Try 'virtio-trace-collect SUB --help'."; trace-cmd's letters that mean something else here
 # (-v, -b, -C, -m) are refused naming our option, -p and -P are trace-cmd's; -o names its role.
+# Every subcommand, report included, refuses an unknown option, and every option its table checks
+# (`SUB --list-options`) a bad value, so: an option added to a table is tried without a new line.
 echo "collect voice: every subcommand's usage errors name the option, the value and what it takes, in one voice (exit 2)"
 : "${VT_BUILDDIR:?run through make check}"
 export LC_ALL=C
@@ -25,6 +27,21 @@ said() {
 		[ "$(sed -n 2p "$WORK/err")" = "Try 'virtio-trace-collect $sub --help'." ] &&
 		[ "$(wc -l <"$WORK/err")" = 2 ] && [ ! -s "$WORK/out" ] ||
 		fail "$sub $*: exit $rc, said '$(head -c 400 "$WORK/err" | tr '\n' '|')', want 'virtio-trace-collect $sub: $want'"
+}
+
+# said1 SUB ARGS...: as said, the first line beginning "virtio-trace-collect SUB: $wanted".
+said1() {
+	sub=$1
+	shift
+	"$COLLECT" "$sub" "$@" >"$WORK/out" 2>"$WORK/err" </dev/null
+	rc=$?
+	case $(sed -n 1p "$WORK/err") in
+	"virtio-trace-collect $sub: $wanted"?*) ok=1 ;;
+	*) ok= ;;
+	esac
+	[ $rc = 2 ] && [ -n "$ok" ] && [ "$(sed -n 2p "$WORK/err")" = "Try 'virtio-trace-collect $sub --help'." ] &&
+		[ "$(wc -l <"$WORK/err")" = 2 ] && [ ! -s "$WORK/out" ] ||
+		fail "$sub $*: exit $rc, said '$(head -c 400 "$WORK/err" | tr '\n' '|')', want 'virtio-trace-collect $sub: $wanted...'"
 }
 
 mkdir "$WORK/rec"
@@ -77,6 +94,42 @@ said setup "--last-boot '4X': a size in bytes, more than 0, with an optional K, 
 said join "-o/--output is missing: the output directory, where the joined recording goes" a b
 said join "-o/--output '': the output directory, where the joined recording goes" -o '' a b
 said check "-d/--duration '61': seconds, from 0 and at most 60" -d 61
+
+said report "--latency '1x': a duration, N with ns, us, ms or s (a bare number is nanoseconds)" \
+	--latency=1x "$WORK/rec"
+said report "--interval 'a:b': SYS:START,SYS:END[,FIELD], two different events (e.g. block:block_rq_issue,block:block_rq_complete,sector)" \
+	--interval a:b "$WORK/rec"
+said report "--html '': the HTML page to write, a path, not empty" --html '' "$WORK/rec"
+
+# Every option of every subcommand whose value its table checks (as `SUB --list-options` prints
+# it: a number, seconds, a size, a pid, a choice, a guest's name, a path) refuses a bad one in the
+# one voice, naming the option as its table spells it and the value; every subcommand refuses an
+# unknown option. record's are given after a guest.
+for sub in check join list record recover report setup; do
+	said $sub "unknown option '--no-such-option'" --no-such-option
+	"$COLLECT" $sub --list-options >"$WORK/table" || fail "$sub --list-options exited $?"
+	n=0
+	while IFS='	' read -r long short kind value choices; do
+		case $kind in
+		uint|u64|int64|seconds|size|pid|choice|name) bad='x%z' ;;
+		path) bad= ;;	# any path but the empty one
+		*) continue ;;
+		esac
+		name=$long
+		[ "$short" = - ] || name="$short/$long"
+		pre=
+		[ $sub = record ] && pre="--chardev-dir $WORK"
+		if [ "$value" = optional ]; then
+			wanted="$name '$bad': " said1 $sub $pre "$long=$bad"
+		else
+			wanted="$name '$bad': " said1 $sub $pre "$long" "$bad"
+		fi
+		n=$((n + 1))
+	done <"$WORK/table"
+	echo "$sub: $n options with a checked value refuse a bad one ('x%z', a path '') in the one voice"
+	case $sub in recover) min=0 ;; list) min=1 ;; *) min=2 ;; esac
+	[ $n -ge $min ] || fail "$sub: only $n options with a checked value in its table"
+done
 
 # trace-cmd's letters: refused naming ours where they would mean something else.
 said record "-v: trace-cmd's \"leave out the next -e\" is not supported (record only the events you want); more messages are --verbose" \

@@ -4,6 +4,8 @@
 # guests: a plain guest with its last boot's trace (exit 0), a run with problems (loss, a bad
 # page, probes; the host's events when tracefs is writable: exit 3), and --sync kvm on the KVM
 # debugfs fixture (kvm-debugfs epochs) when tracefs is writable. Both carry "schema_version": 1.
+# report --json carries each trace's per-CPU figures, their sums, a guest's sync and problems,
+# equal to the manifest's (what report --help promises: everything the report shows).
 # And the schemas can fail: a manifest with a key renamed, one without schema_version, one with
 # a count as a string, and a report with a key renamed are each rejected, the key named.
 echo "collect: manifest.json and report --json validate against doc/*.schema.json; a renamed key fails"
@@ -27,6 +29,25 @@ valid() {
 	[ "$(man "$1" .schema_version)" = 1 ] || fail "$_n: manifest schema_version '$(man "$1" .schema_version)'"
 	[ "$(jq -r .schema_version "$WORK/$_n.json")" = 1 ] || fail "$_n: report schema_version is not 1"
 	echo "ok: $_n: manifest.json and report --json ($(jq '.traces | length' "$WORK/$_n.json") traces) match"
+	carries "$1" "$WORK/$_n.json"
+}
+
+# carries OUTDIR REPORT: report --json carries what its --help promises the text report shows:
+# each trace's per-CPU figures, their sums, a guest's sync (method, probes, epochs) and problems,
+# equal to the manifest's.
+carries() {
+	_q='def figs: {name: (.name // "host"), cpus: [.cpus[]? | {cpu, events, pages, bytes}
+		+ (if .agent_pages then {agent_pages, agent_bytes} else {} end)],
+		bad: ([.cpus[]?.bad_pages] | add // 0),
+		method: .sync.method, probes: ([.sync.probes[]?.samples] | add // 0),
+		epochs: (.sync.epochs // [] | length)};'
+	jq -S "$_q"' [(.host // empty), .guests[]] | map(figs + {problems: (if (.problems // "") == ""
+		then null else .problems end)})' "$1/manifest.json" >"$WORK/carries.man" &&
+	jq -S "$_q"' .traces | map(figs + {bad: .bad_pages, problems})' "$2" >"$WORK/carries.rep" ||
+		{ fail "$(basename "$1"): jq failed on the figures"; return; }
+	cmp -s "$WORK/carries.man" "$WORK/carries.rep" ||
+		{ diff "$WORK/carries.man" "$WORK/carries.rep" | head -20; fail "$(basename "$1"): report --json's figures are not the manifest's"; return; }
+	echo "ok: $(basename "$1"): report --json carries $(jq '[.[].cpus | length] | add' "$WORK/carries.rep") CPUs' figures, $(jq '[.[].epochs] | add' "$WORK/carries.rep") epochs, $(jq '[.[].probes] | add' "$WORK/carries.rep") probes, $(jq '[.[] | select(.problems)] | length' "$WORK/carries.rep") traces' problems as the manifest has them"
 }
 
 # rejected NAME FILE SCHEMA WORD: the validator refuses FILE and names WORD

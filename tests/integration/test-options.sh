@@ -3,11 +3,13 @@
 # subcommand's --help, its own man page virtio-trace-collect-SUB(1) and the bash completion.
 # For each of check, join, list, record, recover, report and setup the long options (and each short option's long
 # form) that --help lists, with -h/--help where the subcommand takes them, equal those its page
-# lists (the tags of OPTIONS, and of GUESTS for record) and those the completion offers; a short
+# lists (the tags of OPTIONS, and of GUESTS for record) and those its table declares; a short
 # option means the same long option in every subcommand; an unknown option is a usage error.
 # The overview page virtio-trace-collect(1) lists the top-level -V and -h, which work, and names
 # every subcommand's page and virtio-trace-collect-files(5) (so do the subcommands' pages); every
-# page renders without a warning. Then the completion itself: subcommands, options, values. And
+# page renders without a warning. The completion offers each subcommand's options as its table
+# declares them (`SUB --list-options`, undocumented: for this test) and no other, and a choice's
+# words after it. Then the completion itself: subcommands, options, values. And
 # trace-agent's --help lists the options trace-agent(8) does.
 echo "collect options: each subcommand's --help, its man page and the bash completion list the same options; short options mean one thing"
 : "${VT_SRCDIR:?run through make check}" "${VT_BUILDDIR:?run through make check}"
@@ -75,6 +77,15 @@ comp_opts() {
 	printf "%s\n" "${COMPREPLY[@]}"' sh "$COMP" "$1" | grep -v '^--$' | sort -u
 }
 
+# comp_values SUB OPT: the words the completion offers after "virtio-trace-collect SUB OPT ".
+comp_values() {
+	bash -c '
+	. "$1"
+	COMP_WORDS=(virtio-trace-collect "$2" "$3" ""); COMP_CWORD=3
+	_virtio_trace_collect
+	printf "%s\n" "${COMPREPLY[@]}"' sh "$COMP" "$1" "$2" | sort | tr '\n' ' '
+}
+
 for sub in $SUBS; do
 	page=$MANDIR/virtio-trace-collect-$sub.1
 	[ -f "$page" ] || { fail "$sub: no man page $page"; continue; }
@@ -88,12 +99,27 @@ for sub in $SUBS; do
 	[ "$n" -ge $min ] || fail "$sub: only $n options found in --help (is the parser broken?)"
 	diff "$WORK/$sub.help" "$WORK/$sub.man" >"$WORK/$sub.diff" ||
 		{ sed 's/^/    /' "$WORK/$sub.diff"; fail "$sub: --help (<) and virtio-trace-collect-$sub(1) (>) differ"; }
-	# The completion offers every long and short option --help has (and --version/-V only
-	# at the top level, where they work).
-	tr ' ' '\n' <"$WORK/$sub.help" | grep -v -e '^--version$' -e '^-V$' | sort -u >"$WORK/$sub.words"
+	# The completion offers every long and short option of the subcommand's table (what
+	# `SUB --list-options` prints, the rows opt_parse() reads), and none it does not have.
+	"$COLLECT" $sub --list-options >"$WORK/$sub.table" ||
+		fail "$sub --list-options exited $?"
+	awk -F '\t' '{ print $1; if ($2 != "-") print $2 }' "$WORK/$sub.table" | sort -u >"$WORK/$sub.words"
+	[ "$(wc -l <"$WORK/$sub.words")" -ge $min ] || fail "$sub --list-options: only $(wc -l <"$WORK/$sub.words") words"
 	comp_opts $sub >"$WORK/$sub.comp"
 	diff "$WORK/$sub.words" "$WORK/$sub.comp" >"$WORK/$sub.cdiff" ||
-		{ sed 's/^/    /' "$WORK/$sub.cdiff"; fail "$sub: --help (<) and the bash completion (>) differ"; }
+		{ sed 's/^/    /' "$WORK/$sub.cdiff"; fail "$sub: its table (<) and the bash completion (>) differ"; }
+	# --help lists the table's options (the top-level -V too, in record's).
+	tr ' ' '\n' <"$WORK/$sub.help" | grep -v -e '^--version$' -e '^-V$' | sort -u |
+		diff - "$WORK/$sub.words" >/dev/null || fail "$sub: --help and its table differ"
+	# A choice's words are what the completion offers after the option (each spelling).
+	awk -F '\t' '$3 == "choice" { print $1, $5; if ($2 != "-") print $2, $5 }' "$WORK/$sub.table" \
+		>"$WORK/$sub.choices"
+	while read -r opt words; do
+		want=$(echo "$words" | tr ',' '\n' | sort | tr '\n' ' ')
+		got=$(comp_values $sub "$opt")
+		[ "$got" = "$want" ] || fail "$sub $opt: the completion offers '$got', the table '$want'"
+		echo "$sub $opt: $want"
+	done <"$WORK/$sub.choices"
 done
 
 # A short option is one long option everywhere.
