@@ -36,6 +36,7 @@
 
 #include "collect.h"
 #include "engine.h"
+#include "hold.h"
 #include "hostrec.h"
 #include "live.h"
 #include "record.h"
@@ -62,6 +63,7 @@ struct hcpu {
 	atomic_bool stopping;
 	uint32_t subbuf;
 	unsigned int flush_ms;	/* --live: the partial page goes out this long after the last */
+	bool hold;		/* --hold: nothing read until the stop (hold.c) */
 	struct stream stream;
 };
 
@@ -157,6 +159,8 @@ static void *hcpu_thread(void *arg)
 
 	if (c->flush_ms)
 		fcntl(c->raw_fd, F_SETFL, fcntl(c->raw_fd, F_GETFL) | O_NONBLOCK);
+	if (c->hold)
+		hold_wait(&c->stopping);
 	while (page && !atomic_load(&c->stopping)) {
 		ssize_t n = splice(c->raw_fd, NULL, c->pipe[1], NULL, chunk,
 				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
@@ -593,7 +597,8 @@ struct hostrec *hostrec_start(const struct record_opts *o, struct engine *e, int
 		goto err;
 	if (tracefs_instance_file_write(h->inst, "trace_clock", "x86-tsc") < 0)
 		log_warn("host: no x86-tsc trace clock: host and guest timelines will not line up");
-	if (tracefs_instance_file_write(h->inst, "tracing_on", "0") < 0)
+	if (tracefs_instance_file_write(h->inst, "tracing_on", "0") < 0 ||
+	    (o->hold && tracefs_instance_file_write(h->inst, "options/overwrite", "1") < 0))
 		goto err;
 	if (o->buffer_kb) {
 		snprintf(path, sizeof(path), "%u", o->buffer_kb);
@@ -638,6 +643,7 @@ struct hostrec *hostrec_start(const struct record_opts *o, struct engine *e, int
 		c->cpu = i;
 		c->subbuf = h->subbuf;
 		c->flush_ms = o->live_ms ? live_flush_ms(o->live_ms) : 0;
+		c->hold = o->hold;
 		c->pipe[0] = c->pipe[1] = -1;
 		snprintf(path, sizeof(path), "%s/per_cpu/cpu%u/trace_pipe_raw", h->dir, i);
 		c->raw_fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -651,6 +657,7 @@ struct hostrec *hostrec_start(const struct record_opts *o, struct engine *e, int
 			goto err;
 		c->stream.live = live;
 		c->stream.live_trace = 0;
+		c->stream.hold.span = o->hold;
 		if (engine_add(e, &c->stream) < 0)
 			goto err;
 		if (pthread_create(&c->thread, NULL, hcpu_thread, c) != 0)
@@ -661,7 +668,8 @@ struct hostrec *hostrec_start(const struct record_opts *o, struct engine *e, int
 	h->marker_fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (tracefs_instance_file_write(h->inst, "tracing_on", "1") < 0)
 		goto err;
-	log_info("host: recording %s in tracefs instance %s", o->host_events, h->name);
+	log_info("host: %s %s in tracefs instance %s", o->hold ? "holding" : "recording",
+		 o->host_events, h->name);
 	return h;
 err:
 	hostrec_free(h);

@@ -16,6 +16,7 @@
 #include "attach.h"
 #include "collect.h"
 #include "engine.h"
+#include "hold.h"
 #include "hostrec.h"
 #include "kcache.h"
 #include "lastboot-file.h"
@@ -274,6 +275,8 @@ static void hello_done(struct guest *g, int err)
 		take_over(g);
 		return;
 	}
+	if (hold_refused(g))
+		return;
 	if (!(g->agent.caps & VT_PROTO_CAP_X86_TSC) && !o->clock)
 		log_warn("guest %s has no x86-tsc trace clock: its timestamps cannot be mapped "
 			 "exactly onto the host's", g->name);
@@ -528,7 +531,7 @@ void sess_setup_next(struct guest *g)
 		case ST_START:
 			/* KVM's offsets are followed from before the guest records anything. */
 			sync_kvm_begin(g, o);
-			sess_request(g, vt_proto_enc_empty(f, F, VT_PROTO_START, vt_conn_next_seq(c)),
+			sess_request(g, vt_proto_enc_start(f, F, vt_conn_next_seq(c), hold_start_flags(g)),
 				VT_PROTO_OK, started);
 			return;
 		case ST_SYNC:
