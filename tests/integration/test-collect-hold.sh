@@ -8,7 +8,7 @@
 # the window the kept events cover; the summary says "overwritten", not "lost". An agent
 # without the HOLD capability (an older trace-agent) is refused with a message naming the
 # guest, exit status 2 (nothing kept), as for an event no guest has; --hold with --live is a
-# usage error.
+# usage error. The host's ring (--host-events) holds its last markers the same way.
 echo "collect: --hold keeps only the ring's last pages, sent at the stop; an agent without HOLD is refused"
 . "$VT_SRCDIR/tests/integration/collect-lib.sh"
 need_tools
@@ -87,6 +87,48 @@ if command -v python3 >/dev/null 2>&1 && python3 -c 'import jsonschema' 2>/dev/n
 		"$out/manifest.json" >"$WORK/schema.v" 2>&1 ||
 		{ cat "$WORK/schema.v"; fail "the held recording's manifest.json does not match the schema"; }
 	echo "ok: the held manifest matches doc/manifest.schema.json"
+fi
+
+# The host's instance holds too: 20000 numbered markers written into it on CPU 0 while the
+# recording holds (64 KiB per CPU); none reaches the spool before the stop, and host.dat has
+# the last of them, in order, up to the last one; the overrun counts the others.
+tracefs=/sys/kernel/tracing
+if [ -w $tracefs/instances ] && command -v taskset >/dev/null 2>&1; then
+	p=$WORK/ports-host out=$WORK/out-host N=20000
+	mkdir -p "$p"
+	fake vm-host --fifo "$p" --fixture "$DATA/cap-guest" --ring-pages 1
+	pid=$FAKE_PID
+	"$COLLECT" record --hold --host-events sched:sched_process_exec --buffer-size 64 \
+		--chardev-dir "$p" --name vm-host -o "$out" >"$WORK/host.log" 2>&1 &
+	COLLECT_PID=$!
+	track $COLLECT_PID
+	T_COLLECTORS="$T_COLLECTORS $COLLECT_PID"
+	wait_log "$WORK/vm-host.fake" "START: holding" 20 "the agent was not asked to hold"
+	taskset -c 0 perl -e 'open(my $f, ">", $ARGV[0]) or die "$ARGV[0]: $!";
+		syswrite($f, "vt-hold-host $_") for 0 .. $ARGV[1] - 1' \
+		$tracefs/instances/virtio-trace-collect-$COLLECT_PID/trace_marker $N ||
+		fail "cannot write the host markers"
+	for c in 0 1; do
+		n=$(spool_pages "$out/.spool/host" $c | wc -c)
+		[ "$n" = 0 ] || fail "host cpu$c: $n bytes reached the spool while holding"
+	done
+	kill -INT $COLLECT_PID
+	collect_wait 60
+	fake_end $pid
+	[ $RC = 0 ] || { show "$WORK/host.log"; fail "held host recording: exit $RC, want 0"; }
+	report "$WORK/host.txt" -i "$out/host.dat"
+	grep -o 'vt-hold-host [0-9]*' "$WORK/host.txt" | awk '{print $2}' >"$WORK/host.seq"
+	k=$(wc -l <"$WORK/host.seq")
+	[ "$k" -gt 100 ] && [ "$k" -lt $((N / 2)) ] || fail "host: $k of $N markers kept"
+	seq $((N - k)) $((N - 1)) | cmp -s - "$WORK/host.seq" ||
+		fail "host: the $k markers kept are not $((N - k))..$((N - 1)) in order"
+	ho=$(man "$out" '.host.held.overwritten') o0=$(man "$out" '.host.cpus[0].stats.overrun')
+	[ "$o0" -ge $((N - k)) ] && [ "$ho" -ge "$o0" ] ||
+		fail "host: overrun $o0 (held.overwritten $ho), $((N - k)) markers overwritten"
+	report "$WORK/both.txt" -i "$out/host.dat" -i "$out/guest-vm-host.dat"
+	echo "ok: host: the last $k of $N markers, in order; overrun $o0; report -i host.dat -i guest.dat reads"
+else
+	echo "note: no writable $tracefs/instances (or no taskset): the host part is not run"
 fi
 
 # An agent without HOLD: refused, naming the guest; exit 2, nothing kept.
