@@ -13,6 +13,7 @@
  * recording (tscwatch.c reads its own instance all along), and the probe
  * bursts run at the start and after the stop, around the held events.
  */
+#include <errno.h>
 #include <poll.h>
 
 #include "collect.h"
@@ -63,4 +64,19 @@ void hold_wait(atomic_bool *stopping)
 {
 	while (!atomic_load(stopping))
 		poll(NULL, 0, HOLD_NAP_MS);
+}
+
+/**
+ * hold_usage() - refuse what --hold cannot go with (record's command line)
+ * @o: the options read
+ *
+ * Return: 0, or -EINVAL after the message.
+ */
+int hold_usage(const struct record_opts *o)
+{
+	if (!o->hold || !o->live_ms)
+		return 0;
+	collect_usage("--hold sends nothing until the recording stops: it does not go with --live "
+		      "or --live-stat");
+	return -EINVAL;
 }

@@ -12,9 +12,11 @@
 #include <stdint.h>
 
 struct guest;
+struct record_opts;
 
 uint32_t hold_start_flags(const struct guest *g);
 bool hold_refused(struct guest *g);
 void hold_wait(atomic_bool *stopping);
+int hold_usage(const struct record_opts *o);
 
 #endif

@@ -63,7 +63,6 @@ struct hcpu {
 	atomic_bool stopping;
 	uint32_t subbuf;
 	unsigned int flush_ms;	/* --live: the partial page goes out this long after the last */
-	bool hold;		/* --hold: nothing read until the stop (hold.c) */
 	struct stream stream;
 };
 
@@ -159,7 +158,7 @@ static void *hcpu_thread(void *arg)
 
 	if (c->flush_ms)
 		fcntl(c->raw_fd, F_SETFL, fcntl(c->raw_fd, F_GETFL) | O_NONBLOCK);
-	if (c->hold)
+	if (c->stream.hold.span)	/* --hold: nothing read until the stop (hold.c) */
 		hold_wait(&c->stopping);
 	while (page && !atomic_load(&c->stopping)) {
 		ssize_t n = splice(c->raw_fd, NULL, c->pipe[1], NULL, chunk,
@@ -643,7 +642,6 @@ struct hostrec *hostrec_start(const struct record_opts *o, struct engine *e, int
 		c->cpu = i;
 		c->subbuf = h->subbuf;
 		c->flush_ms = o->live_ms ? live_flush_ms(o->live_ms) : 0;
-		c->hold = o->hold;
 		c->pipe[0] = c->pipe[1] = -1;
 		snprintf(path, sizeof(path), "%s/per_cpu/cpu%u/trace_pipe_raw", h->dir, i);
 		c->raw_fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -656,8 +654,7 @@ struct hostrec *hostrec_start(const struct record_opts *o, struct engine *e, int
 		if (stream_init(&c->stream, c->pipe[0], label, i, h->subbuf, h->spool) < 0)
 			goto err;
 		c->stream.live = live;
-		c->stream.live_trace = 0;
-		c->stream.hold.span = o->hold;
+		c->stream.hold.span = o->hold;	/* (live_trace 0: stream_init()) */
 		if (engine_add(e, &c->stream) < 0)
 			goto err;
 		if (pthread_create(&c->thread, NULL, hcpu_thread, c) != 0)
@@ -668,8 +665,7 @@ struct hostrec *hostrec_start(const struct record_opts *o, struct engine *e, int
 	h->marker_fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (tracefs_instance_file_write(h->inst, "tracing_on", "1") < 0)
 		goto err;
-	log_info("host: %s %s in tracefs instance %s", o->hold ? "holding" : "recording",
-		 o->host_events, h->name);
+	log_info("host: recording %s in tracefs instance %s", o->host_events, h->name);
 	return h;
 err:
 	hostrec_free(h);

@@ -27,6 +27,7 @@
 #include "attach.h"
 #include "compress.h"
 #include "engine.h"
+#include "hold.h"
 #include "hostrec.h"
 #include "kcache.h"
 #include "live.h"
@@ -587,11 +588,8 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 	}
 	if (o->live_stat && !o->live_ms)
 		o->live_ms = LIVE_WINDOW_MS;
-	if (o->hold && o->live_ms) {
-		collect_usage("--hold sends nothing until the recording stops: it does not go with "
-			      "--live or --live-stat");
+	if (hold_usage(o) < 0)
 		return -EINVAL;
-	}
 	if (o->all && *nr) {
 		collect_usage("--all records every guest `list` finds: give no "
 			"other guest with it");
