@@ -82,6 +82,9 @@ w=$(guest_json "$out" vm-hold .held.window_ns)
 grep -q "vm-hold .*held, $total_over older overwritten" "$WORK/hold.log" ||
 	{ show "$WORK/hold.log"; fail "the summary does not say the held events were overwritten"; }
 echo "ok: manifest held: $total_over overwritten, window $first..$last ($w ns)"
+"$COLLECT" report "$out" >"$WORK/report.txt" 2>&1 || { show "$WORK/report.txt"; fail "report exited $?"; }
+grep -q "^  held (record --hold): $total_over older events overwritten, the kept events span " \
+	"$WORK/report.txt" || { show "$WORK/report.txt"; fail "report does not say the trace was held"; }
 if command -v python3 >/dev/null 2>&1 && python3 -c 'import jsonschema' 2>/dev/null; then
 	python3 "$VT_SRCDIR/scripts/validate-json.py" "$VT_SRCDIR/doc/manifest.schema.json" \
 		"$out/manifest.json" >"$WORK/schema.v" 2>&1 ||
