@@ -9,7 +9,8 @@
 #   - per CPU: the markers kept are consecutive ("vt-hold cpuK I", I+1, ...) and end at N-1, the
 #     last written before the stop: the ring's worth, far fewer than N;
 #   - per CPU: events in the report = the manifest's = the guest's read_events, and the guest's
-#     overrun covers the markers not kept: N - kept <= overrun <= N - kept + 50;
+#     overrun covers the markers not kept: N - kept <= overrun <= N - kept + 1000 (the agent's
+#     own control-message markers are in the ring too);
 #   - manifest.json: held true, the guest's held.overwritten = the overrun, a window_ns > 0;
 #     the host's trace held too; `virtio-trace-collect report` reads it.
 # Env: VT_BUILDDIR, VT_STATIC_AGENT, VT_KEEP=1. Exit: 0 pass, 1 fail, 77 skip.
@@ -39,7 +40,13 @@ region_bytes() {
 
 # The workload, then SIGINT to the collector itself (timeout's child), as a user would.
 hold_run() {
-    local pid cpu n
+    local pid cpu n b=/sys/kernel/tracing/instances/virtio-trace
+    # A new instance starts with tracing on, which the agent turns off while it configures it:
+    # the flood waits for the configuration (buffer_size_kb: 128 reads 131, whole sub-buffers),
+    # then for START's tracing_on.
+    local wait="i=0; until grep -q '^1[0-9][0-9]$' $b/buffer_size_kb 2>/dev/null || [ \$i -ge 60 ]; do"
+    vt_test_say "$PORTS" "sh $wait sleep 1; i=\$((i + 1)); done; [ \$i -lt 60 ]" 90 &&
+        [ "$ANSWER" = "ok rc=0" ] || { bad "the agent did not size its buffer: $ANSWER"; return; }
     vt_test_say "$PORTS" "waiton 60" 70 || { bad "the agent did not start recording"; return; }
     vt_test_say "$PORTS" "flood vt-hold $N $RATE 64" 120 || bad "no answer to flood"
     echo "$ANSWER" >"$WORK/flood.answer"
@@ -75,12 +82,15 @@ for cpu in 0 1; do
     [ "$kept" -gt 0 ] && [ "$kept" -lt $((N / 4)) ] || bad "cpu$cpu: $kept of $N markers kept"
     [ "$gaps" = 0 ] || bad "cpu$cpu: the kept markers are not consecutive"
     [ "${last:-}" = $((N - 1)) ] || bad "cpu$cpu: the last marker kept is ${last:-none}, want $((N - 1))"
-    [ "$((N - kept))" -le "$ov" ] && [ "$ov" -le "$((N - kept + 50))" ] ||
+    # Beside the markers, the ring took the agent's own (a tx marker per META chunk of the
+    # bundle it sends once the guest records): a few hundred at most.
+    [ "$((N - kept))" -le "$ov" ] && [ "$ov" -le "$((N - kept + 1000))" ] ||
         bad "cpu$cpu: $((N - kept)) markers not kept but overrun is $ov"
 done
 trace-cmd report -i "$OUT/host.dat" -i "$OUT/guest-e2e.dat" >"$WORK/merged.txt" 2>"$WORK/merged.err" ||
     bad "merged trace-cmd report failed: $(head -3 "$WORK/merged.err")"
-merged=$(grep -cE "^ *guest-e2e\.dat: .*vt-hold cpu" "$WORK/merged.txt")
+# (trace-cmd 3.1.6 leaves the file's name off the first lines it prints of a file.)
+merged=$(grep -cE "vt-hold cpu[01] [0-9]+" "$WORK/merged.txt")
 echo "$ME: the merged report: $merged guest markers, $(grep -c '^ *host\.dat: ' "$WORK/merged.txt") host events"
 [ "$merged" = "$(cat "$WORK/seq0" "$WORK/seq1" | wc -l)" ] || bad "the merged report has $merged markers"
 [ "$(scn_m .held)" = true ] || bad "manifest: held is $(scn_m .held)"
