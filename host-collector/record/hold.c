@@ -12,48 +12,48 @@
  * The clock needs nothing else: the KVM offsets are followed for the whole
  * recording (tscwatch.c reads its own instance all along), and the probe
  * bursts run at the start and after the stop, around the held events.
+ *
+ * This module knows no guest and no recording (they include it): its callers
+ * hand it the option and the agent's capabilities.
  */
 #include <errno.h>
 #include <poll.h>
 
 #include "collect.h"
 #include "hold.h"
-#include "record.h"
-#include "session.h"
 #include "vt_proto.h"
 
 #define HOLD_NAP_MS	100	/* the host's readers look for the stop this often */
 
 /**
- * hold_start_flags() - START's flags for a guest
- * @g: the guest, past its HELLO
+ * hold_start_flags() - START's flags
+ * @hold: --hold
  *
  * Return: VT_PROTO_START_HOLD with --hold, else 0 (an empty START).
  */
-uint32_t hold_start_flags(const struct guest *g)
+uint32_t hold_start_flags(bool hold)
 {
-	return g->rec->o->hold ? VT_PROTO_START_HOLD : 0;
+	return hold ? VT_PROTO_START_HOLD : 0;
 }
 
 /**
- * hold_refused() - refuse a guest whose agent cannot hold, with --hold
- * @g: the guest, its agent's capabilities known (HELLO_REPLY)
+ * hold_missing() - why a guest's agent cannot do --hold
+ * @hold: --hold
+ * @caps: the agent's capabilities (HELLO_REPLY)
  *
- * An older agent would refuse START's flags, or stream as usual: the guest
- * is dropped as one that refuses the command line's events is (a usage
+ * An older agent would refuse START's flags, or stream as usual: the caller
+ * drops the guest as one that refuses the command line's events (a usage
  * error when no guest takes the command line).
  *
- * Return: true when it was refused and failed.
+ * Return: NULL when it can (or --hold was not asked), else the reason.
  */
-bool hold_refused(struct guest *g)
+const char *hold_missing(bool hold, uint64_t caps)
 {
-	if (!g->rec->o->hold || (g->agent.caps & VT_PROTO_CAP_HOLD))
-		return false;
-	g->setup.refused = true;
-	session_fail(g, "--hold: its agent (%s) cannot hold a recording in its ring buffer (no HOLD "
-		     "capability: a trace-agent older than --hold); update the guest's trace-agent or "
-		     "record without --hold", g->agent.software[0] ? g->agent.software : "unknown");
-	return true;
+	if (!hold || (caps & VT_PROTO_CAP_HOLD))
+		return NULL;
+	return "--hold: its agent cannot hold a recording in its ring buffer (no HOLD capability: "
+	       "a trace-agent older than --hold); update the guest's trace-agent or record without "
+	       "--hold";
 }
 
 /**
@@ -68,13 +68,14 @@ void hold_wait(atomic_bool *stopping)
 
 /**
  * hold_usage() - refuse what --hold cannot go with (record's command line)
- * @o: the options read
+ * @hold: --hold
+ * @live_ms: --live's window (--live-stat's too), 0 without
  *
  * Return: 0, or -EINVAL after the message.
  */
-int hold_usage(const struct record_opts *o)
+int hold_usage(bool hold, unsigned int live_ms)
 {
-	if (!o->hold || !o->live_ms)
+	if (!hold || !live_ms)
 		return 0;
 	collect_usage("--hold sends nothing until the recording stops: it does not go with --live "
 		      "or --live-stat");

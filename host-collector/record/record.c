@@ -588,7 +588,7 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 	}
 	if (o->live_stat && !o->live_ms)
 		o->live_ms = LIVE_WINDOW_MS;
-	if (hold_usage(o) < 0)
+	if (hold_usage(o->hold, o->live_ms) < 0)
 		return -EINVAL;
 	if (o->all && *nr) {
 		collect_usage("--all records every guest `list` finds: give no "

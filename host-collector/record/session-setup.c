@@ -275,8 +275,11 @@ static void hello_done(struct guest *g, int err)
 		take_over(g);
 		return;
 	}
-	if (hold_refused(g))
+	if (hold_missing(o->hold, g->agent.caps)) {
+		g->setup.refused = true;	/* as an event no guest has (record.c) */
+		session_fail(g, "%s (%s)", hold_missing(o->hold, g->agent.caps), g->agent.software);
 		return;
+	}
 	if (!(g->agent.caps & VT_PROTO_CAP_X86_TSC) && !o->clock)
 		log_warn("guest %s has no x86-tsc trace clock: its timestamps cannot be mapped "
 			 "exactly onto the host's", g->name);
@@ -531,7 +534,7 @@ void sess_setup_next(struct guest *g)
 		case ST_START:
 			/* KVM's offsets are followed from before the guest records anything. */
 			sync_kvm_begin(g, o);
-			sess_request(g, vt_proto_enc_start(f, F, vt_conn_next_seq(c), hold_start_flags(g)),
+			sess_request(g, vt_proto_enc_start(f, F, vt_conn_next_seq(c), hold_start_flags(o->hold)),
 				VT_PROTO_OK, started);
 			return;
 		case ST_SYNC:
