@@ -198,6 +198,7 @@ struct cpu_stream {
 	atomic_bool stopping;	/* drain what is left, then exit */
 	atomic_bool aborting;	/* exit now */
 	bool use_read;		/* splice into the port failed: read() + write() */
+	bool hold;		/* START's HOLD: nothing read until the stop's drain */
 	char *buf;		/* one sub-buffer, for read() paths */
 	int error;		/* the thread's, valid once done */
 	bool error_told;	/* the host was sent it (main thread only) */
@@ -213,7 +214,7 @@ struct cpu_stream {
 };
 
 int cpu_start(struct cpu_stream *s, const struct tracing *t, const struct ports *p,
-	      unsigned int cpu, int done_fd);
+	      unsigned int cpu, int done_fd, bool hold);
 void cpu_set_flush(struct cpu_stream *s, unsigned int ms);
 void cpu_stop(struct cpu_stream *s);
 void cpu_rewake(struct cpu_stream *s);

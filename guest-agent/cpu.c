@@ -16,6 +16,10 @@
  *   never wait, and the partial page is read() once no whole page came for
  *   the interval: the host sees events within about that long, for a wake-up
  *   per interval and a padded page per flush.
+ * - with hold (START's HOLD flag: a flight recorder), nothing is read while
+ *   recording: the ring buffer, in overwrite mode, keeps the newest events,
+ *   and the stop drains what it holds, as lastboot-read.c reads a buffer's
+ *   contents at one point in time; the port carries nothing until then.
  * - after a RESUME (the guest moved to another host, whose collector takes
  *   the session over), a resume mark goes into the port between two pushes,
  *   so at a page boundary of the stream: it says how many bytes the stream
@@ -285,6 +289,10 @@ static void *cpu_thread(void *arg)
 			ret = drain(s);
 			break;
 		}
+		if (s->hold) {
+			nap(s, -1);	/* until a stop, an abort or a mark */
+			continue;
+		}
 		/* mmiotrace takes CPUs offline; pin again once this one is back. */
 		if (!pinned)
 			pinned = pin(s->cpu);
@@ -344,11 +352,12 @@ static void *cpu_thread(void *arg)
  * @p: where the ports are
  * @cpu: the CPU
  * @done_fd: an eventfd the thread writes to when it exits, or -1
+ * @hold: read nothing until cpu_stop(), then drain what the ring holds
  *
  * Return: 0 or -errno (nothing is left open on failure).
  */
 int cpu_start(struct cpu_stream *s, const struct tracing *t, const struct ports *p,
-	      unsigned int cpu, int done_fd)
+	      unsigned int cpu, int done_fd, bool hold)
 {
 	char path[PATH_MAX], name[PATH_MAX];
 	int ret;
@@ -356,6 +365,7 @@ int cpu_start(struct cpu_stream *s, const struct tracing *t, const struct ports 
 	memset(s, 0, sizeof(*s));
 	s->cpu = cpu;
 	s->done_fd = done_fd;
+	s->hold = hold;
 	s->subbuf_size = t->subbuf_size;
 	s->raw_fd = s->port_fd = s->wake_fd = s->pipe[0] = s->pipe[1] = -1;
 	s->buf = malloc(s->subbuf_size);

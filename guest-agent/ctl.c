@@ -468,7 +468,7 @@ static void steal_text(const struct cpu_stream *s, char *text, size_t size)
 		 (unsigned long long)ticks, hz);
 }
 
-static int start(struct agent *a)
+static int start(struct agent *a, bool hold)
 {
 	unsigned int cpu;
 	char val[32];
@@ -490,6 +490,12 @@ static int start(struct agent *a)
 		if (ret < 0)
 			return ret;
 	}
+	/* Hold: the ring keeps the newest events, overwriting the oldest (put back at the end). */
+	if (hold) {
+		ret = tracing_write(&a->t, "options/overwrite", "1");
+		if (ret < 0)
+			return ret;
+	}
 	a->cpus = calloc(a->t.nr_cpus, sizeof(*a->cpus));
 	if (!a->cpus)
 		return -ENOMEM;
@@ -502,7 +508,7 @@ static int start(struct agent *a)
 			log_warn("cpu%u has no data port %s: its events are not streamed", cpu, name);
 			continue;
 		}
-		ret = cpu_start(&a->cpus[a->nr_streams], &a->t, &p, cpu, a->done_fd);
+		ret = cpu_start(&a->cpus[a->nr_streams], &a->t, &p, cpu, a->done_fd, hold);
 		if (ret < 0) {
 			log_err("cpu%u: cannot start: %s", cpu, strerror(-ret));
 			goto err;
@@ -523,8 +529,8 @@ static int start(struct agent *a)
 	read_steal(a, true);
 	a->running = true;
 	a->resumes = 0;
-	log_info("streaming %u CPUs from %s, %u-byte sub-buffers", a->nr_streams, a->t.dir,
-		 a->t.subbuf_size);
+	log_info("%s %u CPUs from %s, %u-byte sub-buffers", hold ? "holding" : "streaming",
+		 a->nr_streams, a->t.dir, a->t.subbuf_size);
 	return 0;
 err:
 	stop_threads(a, true);
@@ -1067,7 +1073,8 @@ static uint64_t capabilities(struct agent *a)
 {
 	uint64_t caps = VT_PROTO_CAP_META | VT_PROTO_CAP_INSTANCES | VT_PROTO_CAP_LASTBOOT |
 			VT_PROTO_CAP_META_FLAGS | VT_PROTO_CAP_META_OPEN |
-			VT_PROTO_CAP_KALLSYMS_KEY | VT_PROTO_CAP_FLUSH | VT_PROTO_CAP_RESUME;
+			VT_PROTO_CAP_KALLSYMS_KEY | VT_PROTO_CAP_FLUSH | VT_PROTO_CAP_RESUME |
+			VT_PROTO_CAP_HOLD;
 	struct tracing probe = a->t;
 	char path[PATH_MAX];
 
@@ -1203,36 +1210,6 @@ static void handle_flush(struct agent *a, const struct vt_proto_msg *msg)
 	reply_ok(a, msg->seq);
 }
 
-/* START, or the kernel tool's "1" line: streaming begins. */
-static void handle_start(struct agent *a, const struct vt_proto_msg *msg)
-{
-	int ret;
-
-	if (!msg->legacy && vt_proto_dec_empty(msg) < 0) {
-		reply_err(a, msg->seq, EBADMSG, "malformed START");
-		return;
-	}
-	if (a->running || a->stopping) {
-		if (!msg->legacy)
-			reply_err(a, msg->seq, EBUSY, "already streaming");
-		return;
-	}
-	/* The kernel tool's "1\n" streams the top level as the user set it up. */
-	if (msg->legacy && !a->have_buffer && !a->instance_set) {
-		a->instance_set = true;
-		a->instance = NULL;
-	}
-	ret = start(a);
-	if (msg->legacy) {
-		if (ret < 0)
-			log_err("legacy start failed: %s", strerror(-ret));
-	} else if (ret < 0) {
-		reply_err(a, msg->seq, ret, "cannot start streaming");
-	} else {
-		reply_ok(a, msg->seq);
-	}
-}
-
 /* STOP, or the kernel tool's "0" line: the drain begins (STOPPED says when it is done). */
 static void handle_stop(struct agent *a, const struct vt_proto_msg *msg)
 {
@@ -1265,6 +1242,36 @@ static void handle_marker(struct agent *a, const struct vt_proto_msg *msg)
 		reply_ok(a, msg->seq);
 }
 
+/* START (or the kernel tool's "1" line): streaming, or with HOLD a flight recorder that sends at STOP. */
+static void handle_start(struct agent *a, const struct vt_proto_msg *msg)
+{
+	uint32_t flags = 0;
+	int ret;
+
+	if (!msg->legacy && vt_proto_dec_start(msg, &flags) < 0) {
+		reply_err(a, msg->seq, EBADMSG, "malformed START");
+		return;
+	}
+	if (a->running || a->stopping) {
+		if (!msg->legacy)
+			reply_err(a, msg->seq, EBUSY, "already streaming");
+		return;
+	}
+	/* The kernel tool's "1\n" streams the top level as the user set it up. */
+	if (msg->legacy && !a->have_buffer && !a->instance_set) {
+		a->instance_set = true;
+		a->instance = NULL;
+	}
+	ret = start(a, flags & VT_PROTO_START_HOLD);
+	if (msg->legacy) {
+		if (ret < 0)
+			log_err("legacy start failed: %s", strerror(-ret));
+	} else if (ret < 0) {
+		reply_err(a, msg->seq, ret, "cannot start streaming");
+	} else {
+		reply_ok(a, msg->seq);
+	}
+}
 
 static void handle(struct agent *a, const struct vt_proto_msg *msg)
 {

@@ -1183,6 +1183,69 @@ int vt_proto_dec_buffer_size(const struct vt_proto_msg *msg, struct vt_proto_buf
 	return 0;
 }
 
+/* ---------------------------------------------------------------- START */
+
+struct wire_start {
+	uint32_t flags;
+};
+_Static_assert(sizeof(struct wire_start) == 4, "START payload");
+
+/**
+ * vt_proto_enc_start() - write START, empty or with flags
+ * @buf: destination
+ * @size: size of @buf
+ * @seq: sequence number
+ * @flags: VT_PROTO_START_*; 0 writes the empty START every agent takes
+ *
+ * Return: the frame length, -EINVAL for an unknown flag, -ENOBUFS.
+ */
+int vt_proto_enc_start(void *buf, size_t size, uint32_t seq, uint32_t flags)
+{
+	struct wbuf w;
+	uint8_t *f;
+
+	if (flags & ~VT_PROTO_START_FLAGS)
+		return -EINVAL;
+	if (!flags)
+		return vt_proto_enc_empty(buf, size, VT_PROTO_START, seq);
+	w_init(&w, buf, size, VT_PROTO_START, seq);
+	f = w_reserve(&w, sizeof(struct wire_start));
+	if (f)
+		W_PUT(f, struct wire_start, flags, flags);
+	return w_finish(&w);
+}
+
+/**
+ * vt_proto_dec_start() - read START: empty (no flags) or u32 flags
+ * @msg: the message
+ * @flags: filled, or NULL
+ *
+ * Return: 0, -EINVAL for another type, -EBADMSG for another length, or flags
+ * this codec does not know (they change what the agent records: not ignored).
+ */
+int vt_proto_dec_start(const struct vt_proto_msg *msg, uint32_t *flags)
+{
+	const uint8_t *f;
+	struct rbuf r;
+	uint32_t v = 0;
+	int ret;
+
+	ret = r_init(&r, msg, VT_PROTO_START);
+	if (ret < 0)
+		return ret;
+	if (msg->len) {
+		f = r_take(&r, sizeof(struct wire_start));
+		if (!f || r_end(&r))
+			return -EBADMSG;
+		v = (uint32_t)W_GET(f, struct wire_start, flags);
+		if (!v || v & ~VT_PROTO_START_FLAGS)
+			return -EBADMSG;
+	}
+	if (flags)
+		*flags = v;
+	return 0;
+}
+
 /* ---------------------------------------------------------------- FLUSH */
 
 struct flush {
@@ -1896,6 +1959,12 @@ static int check_events(const struct vt_proto_msg *msg)
 	return ret < 0 ? ret : 0;
 }
 
+/* START: empty, or its flags (record --hold). */
+static int check_start(const struct vt_proto_msg *msg)
+{
+	return vt_proto_dec_start(msg, NULL);
+}
+
 #define MSG(type, dir, layout, check)	[VT_PROTO_##type] = { #type, dir, layout, check }
 
 /* Every message type of this revision, by number: virtio-trace-protocol(5)'s list. */
@@ -1910,7 +1979,7 @@ static const struct msg_type msg_types[] = {
 	MSG(BUFFER_SIZE, FROM_HOST, &buffer_size_layout, check_buffer_size),
 	MSG(CLOCK, FROM_HOST, &name_layout, check_string),
 	MSG(INSTANCE, FROM_HOST, NULL, check_instance),
-	MSG(START, FROM_HOST, &empty_layout, vt_proto_dec_empty),
+	MSG(START, FROM_HOST, &empty_layout, check_start),
 	MSG(STOP, FROM_HOST, &empty_layout, vt_proto_dec_empty),
 	MSG(STOPPED, FROM_AGENT, &ack_layout, check_ack),
 	MSG(MARKER, FROM_HOST, &text_layout, check_string),

@@ -88,7 +88,7 @@ enum vt_proto_type {
 	VT_PROTO_BUFFER_SIZE = 18,	/* H->A  struct vt_proto_buffer_size */
 	VT_PROTO_CLOCK = 19,		/* H->A  string name */
 	VT_PROTO_INSTANCE = 20,		/* H->A  u32 kind, string name */
-	VT_PROTO_START = 21,		/* H->A  empty */
+	VT_PROTO_START = 21,		/* H->A  empty, or u32 flags (VT_PROTO_START_*) */
 	VT_PROTO_STOP = 22,		/* H->A  empty */
 	VT_PROTO_STOPPED = 23,		/* A->H  u32 ref_seq: drain done */
 	VT_PROTO_MARKER = 24,		/* H->A  string text */
@@ -135,6 +135,15 @@ enum vt_proto_type {
 #define VT_PROTO_CAP_FLUSH	(1ull << 11)	/* FLUSH is served: partial pages while recording */
 #define VT_PROTO_CAP_RESUME	(1ull << 12)	/* agent: RESUME is served, and marks
 						 * where each data stream stands */
+#define VT_PROTO_CAP_HOLD	(1ull << 13)	/* START may carry VT_PROTO_START_HOLD */
+
+/* START flags (only to an agent with VT_PROTO_CAP_HOLD) */
+/*
+ * Flight recorder: the ring buffer overwrites, nothing goes out on the data
+ * ports while recording, and STOP drains what the ring holds then.
+ */
+#define VT_PROTO_START_HOLD	(1u << 0)
+#define VT_PROTO_START_FLAGS	VT_PROTO_START_HOLD
 
 /* META_REQ flags (only to an agent with VT_PROTO_CAP_META_FLAGS) */
 #define VT_PROTO_META_REQ_NO_KALLSYMS	(1u << 0)	/* leave /proc/kallsyms out */
@@ -390,6 +399,7 @@ int vt_proto_enc_buffer_size(void *buf, size_t size, uint32_t seq,
 			     const struct vt_proto_buffer_size *bs);
 int vt_proto_enc_instance(void *buf, size_t size, uint32_t seq, const char *name);
 int vt_proto_enc_flush(void *buf, size_t size, uint32_t seq, uint32_t interval_ms);
+int vt_proto_enc_start(void *buf, size_t size, uint32_t seq, uint32_t flags);
 int vt_proto_enc_stats(void *buf, size_t size, uint32_t seq, const struct vt_proto_stats *st);
 int vt_proto_enc_meta_req_key(void *buf, size_t size, uint32_t seq, uint64_t max_total,
 			      uint32_t flags, uint64_t key);
@@ -413,6 +423,7 @@ int vt_proto_dec_string(const struct vt_proto_msg *msg, const char **s);
 int vt_proto_dec_buffer_size(const struct vt_proto_msg *msg, struct vt_proto_buffer_size *bs);
 int vt_proto_dec_instance(const struct vt_proto_msg *msg, const char **name);
 int vt_proto_dec_flush(const struct vt_proto_msg *msg, uint32_t *interval_ms);
+int vt_proto_dec_start(const struct vt_proto_msg *msg, uint32_t *flags);
 int vt_proto_dec_stats(const struct vt_proto_msg *msg, struct vt_proto_stats *st);
 int vt_proto_dec_meta_req(const struct vt_proto_msg *msg, uint64_t *max_total);
 int vt_proto_dec_meta_req_flags(const struct vt_proto_msg *msg, uint64_t *max_total, uint32_t *flags);

@@ -36,6 +36,7 @@
 
 #include "collect.h"
 #include "engine.h"
+#include "hold.h"
 #include "hostrec.h"
 #include "live.h"
 #include "record.h"
@@ -157,6 +158,8 @@ static void *hcpu_thread(void *arg)
 
 	if (c->flush_ms)
 		fcntl(c->raw_fd, F_SETFL, fcntl(c->raw_fd, F_GETFL) | O_NONBLOCK);
+	if (c->stream.hold.span)	/* --hold: nothing read until the stop (hold.c) */
+		hold_wait(&c->stopping);
 	while (page && !atomic_load(&c->stopping)) {
 		ssize_t n = splice(c->raw_fd, NULL, c->pipe[1], NULL, chunk,
 				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
@@ -593,7 +596,8 @@ struct hostrec *hostrec_start(const struct record_opts *o, struct engine *e, int
 		goto err;
 	if (tracefs_instance_file_write(h->inst, "trace_clock", "x86-tsc") < 0)
 		log_warn("host: no x86-tsc trace clock: host and guest timelines will not line up");
-	if (tracefs_instance_file_write(h->inst, "tracing_on", "0") < 0)
+	if (tracefs_instance_file_write(h->inst, "tracing_on", "0") < 0 ||
+	    (o->hold && tracefs_instance_file_write(h->inst, "options/overwrite", "1") < 0))
 		goto err;
 	if (o->buffer_kb) {
 		snprintf(path, sizeof(path), "%u", o->buffer_kb);
@@ -650,7 +654,7 @@ struct hostrec *hostrec_start(const struct record_opts *o, struct engine *e, int
 		if (stream_init(&c->stream, c->pipe[0], label, i, h->subbuf, h->spool) < 0)
 			goto err;
 		c->stream.live = live;
-		c->stream.live_trace = 0;
+		c->stream.hold.span = o->hold;	/* (live_trace 0: stream_init()) */
 		if (engine_add(e, &c->stream) < 0)
 			goto err;
 		if (pthread_create(&c->thread, NULL, hcpu_thread, c) != 0)

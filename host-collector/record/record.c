@@ -27,6 +27,7 @@
 #include "attach.h"
 #include "compress.h"
 #include "engine.h"
+#include "hold.h"
 #include "hostrec.h"
 #include "kcache.h"
 #include "live.h"
@@ -50,7 +51,8 @@ enum { OPT_CHARDEV = 256, OPT_LISTEN, OPT_CTL, OPT_CPU, OPT_NAME, OPT_QEMU_PID, 
        OPT_NOCOMP, OPT_ZEND, OPT_KCACHE, OPT_NOKCACHE, OPT_KEEP, OPT_FORCE, OPT_FSYNC, OPT_SYNC,
        OPT_TSCOFF, OPT_PROBES, OPT_SINTV, OPT_DEBUGFS, OPT_STOPTO, OPT_QMP, OPT_DOMAIN,
        OPT_CONNECT, OPT_KVM_EXITS, OPT_LISTEN_GROUP, OPT_LISTEN_UID, OPT_MODE, OPT_WAIT, OPT_ALL,
-       OPT_ANY_USER, OPT_LIVE, OPT_LIVE_STAT, OPT_INCOMING, OPT_NO_KVM_EVENTS, OPT_SYNC_CHECK };
+       OPT_ANY_USER, OPT_LIVE, OPT_LIVE_STAT, OPT_INCOMING, OPT_NO_KVM_EVENTS, OPT_SYNC_CHECK,
+       OPT_HOLD };
 
 static const char *const file_versions[] = { "6", "7", NULL };
 static const char *const sync_methods[] = { "auto", "kvm", "probe", "offset", "none", NULL };
@@ -135,6 +137,10 @@ static const struct opt_def record_opts_def[] = {
 "headers, events larger than 4 KiB", .min = 1, .max = VT_SUBBUF_MAX / 1024, .what = "KiB" },
 	{ "clock", OPT_CLOCK, KIND_STRING, "NAME",
 "guest trace clock (default x86-tsc where it exists)" },
+	{ "hold", OPT_HOLD, KIND_FLAG, NULL,
+"flight recorder: each ring buffer (guest and host)\n"
+"overwrites, nothing is sent until the stop, which\n"
+"keeps the last buffer's worth of events per CPU" },
 	{ "host-events", OPT_HOST, KIND_STRING, "LIST",
 "host events to record, SYS[:EV],... (private\n"
 "tracefs instance, x86-tsc clock)" },
@@ -543,6 +549,7 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 			o->live_lines = true;
 			break;
 		case OPT_LIVE_STAT: o->live_stat = true; break;
+		case OPT_HOLD: o->hold = true; break;
 		case 'q': collect_quiet = 1; break;
 		case OPT_VERBOSE: collect_verbose = 1; break;
 		case OPT_HELP: exit(EXIT_OK);
@@ -581,6 +588,8 @@ static int parse_record(int argc, char **argv, struct record_opts *o, struct gue
 	}
 	if (o->live_stat && !o->live_ms)
 		o->live_ms = LIVE_WINDOW_MS;
+	if (hold_usage(o->hold, o->live_ms) < 0)
+		return -EINVAL;
 	if (o->all && *nr) {
 		collect_usage("--all records every guest `list` finds: give no "
 			"other guest with it");
@@ -830,7 +839,7 @@ static int write_options(int spool, const struct record_opts *o, uint64_t host_i
 	struct spool_options so = {
 		.version = o->file_version, .compress = o->compress && o->file_version >= 7,
 		.host_trace_id = host_id, .tsc_khz = tsc->khz, .tsc_mult = tsc->mult,
-		.tsc_shift = tsc->shift, .have_perm = true,
+		.tsc_shift = tsc->shift, .have_perm = true, .hold = o->hold,
 	};
 
 	spool_perm_get(&so.perm);	/* for recover */

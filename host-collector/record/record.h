@@ -71,6 +71,7 @@ struct record_opts {
 	unsigned int live_ms;		/* --live: the reorder window, 0 without */
 	bool live_stat;			/* --live-stat: the per-second vCPU table */
 	bool live_lines;		/* --live given: the event lines too */
+	bool hold;			/* --hold: overwriting rings, read at the stop (hold.c) */
 	char cmdline[8192];
 	int argc;
 	char **argv;

@@ -16,6 +16,7 @@
 #include "attach.h"
 #include "collect.h"
 #include "engine.h"
+#include "hold.h"
 #include "hostrec.h"
 #include "kcache.h"
 #include "lastboot-file.h"
@@ -250,6 +251,11 @@ static void hello_done(struct guest *g, int err)
 	}
 	if (g->mig.incoming) {
 		take_over(g);
+		return;
+	}
+	if (hold_missing(o->hold, g->agent.caps)) {
+		g->setup.refused = true;	/* as an event no guest has (record.c) */
+		session_fail(g, "%s (%s)", hold_missing(o->hold, g->agent.caps), g->agent.software);
 		return;
 	}
 	if (!(g->agent.caps & VT_PROTO_CAP_X86_TSC) && !o->clock)
@@ -503,8 +509,8 @@ static int act_streams(struct guest *g)
 static int enc_start(struct guest *g)
 {
 	sync_kvm_begin(g, g->rec->o);
-	return vt_proto_enc_empty(vt_conn_frame(g->ctl.conn), VT_PROTO_FRAME_MAX, VT_PROTO_START,
-				  vt_conn_next_seq(g->ctl.conn));
+	return vt_proto_enc_start(vt_conn_frame(g->ctl.conn), VT_PROTO_FRAME_MAX,
+				  vt_conn_next_seq(g->ctl.conn), hold_start_flags(g->rec->o->hold));
 }
 
 /*

@@ -80,6 +80,7 @@ static int add_stream(struct guest *g, unsigned int cpu, int fd)
 	s->budget = &g->figures.budget;
 	s->live = g->rec->live;
 	s->live_trace = g->live_idx;
+	s->hold.span = g->rec->o->hold;
 	g->nr_streams++;
 	return engine_add(sess_eng(g), s);
 }

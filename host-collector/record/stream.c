@@ -199,6 +199,31 @@ static int spool_out(struct stream *s, const uint8_t *p, size_t len)
 	return len ? stream_write_all(s->spool_fd, p, len) : 0;
 }
 
+/* --hold: a good page: where the kept events start and end. */
+static void hold_page(struct stream *s, const uint8_t *page, const struct vt_page_info *info)
+{
+	struct vt_page_iter it;
+	struct vt_event ev;
+
+	if (!s->hold.span || !info->len)
+		return;
+	if (!s->hold.window.first_ts || info->timestamp < s->hold.window.first_ts)
+		s->hold.window.first_ts = info->timestamp;
+	if (vt_page_iter_init(&it, &s->fmt, page, s->subbuf) < 0)
+		return;
+	while (vt_page_iter_next(&it, &ev) == 1)
+		if (ev.ts > s->hold.window.end_ts)
+			s->hold.window.end_ts = ev.ts;
+}
+
+/* --hold: spool a stream's span (cpuN.window), for the manifest. */
+static void hold_save(struct stream *s)
+{
+	if (s->hold.span && s->hold.window.first_ts && s->dir >= 0 &&
+	    spool_save_window(s->dir, s->cpu, &s->hold.window) < 0)
+		log_warn("%s: cannot spool the span of its held events", s->label);
+}
+
 /**
  * stream_close() - close a stream's files (not its fd, which its owner closes)
  * @s: the stream
@@ -217,6 +242,7 @@ void stream_close(struct stream *s)
 
 		spool_save_sums(s->dir, s->cpu, &sums);
 	}
+	hold_save(s);
 	compress_detach(s);
 	if (s->spool_fd >= 0)
 		close(s->spool_fd);
@@ -392,6 +418,7 @@ static int take_pages(struct stream *s, const uint8_t *p, size_t n)
 		s->events += events;
 		if (info.len)
 			s->last_ts = info.timestamp;
+		hold_page(s, p, &info);
 		if (s->live)
 			live_page(s->live, s->live_trace, s->cpu, p, s->subbuf, events);
 		s->missed_pages += info.missed;

@@ -96,6 +96,10 @@ struct stream {
 	uint64_t mark_pos;	/* the agent's count of bytes before it */
 	uint64_t mark_pre;	/* bytes this stream carried before it */
 	uint64_t resume_base;	/* where this stream's first byte stands in the agent's count */
+	struct {
+		bool span;			/* --hold: the kept events' span is wanted */
+		struct spool_window window;	/* and what it is so far */
+	} hold;
 };
 
 int stream_init(struct stream *s, int fd, const char *label, unsigned int cpu,

@@ -689,6 +689,21 @@ static void print_cpus(const struct json_value *cpus, bool host, bool *bad)
 	}
 }
 
+/* record --hold: the rings' last window, and the events they overwrote (not losses). */
+static void print_held(const struct json_value *held)
+{
+	double w;
+	bool bad = false;
+
+	if (!json_is(held, JSON_OBJECT))
+		return;
+	printf("  held (record --hold): %" PRIu64 " older events overwritten",
+	       u64_field(held, "overwritten", &bad));
+	if (json_double(json_get(held, "window_ns"), &w) == 0)
+		printf(", the kept events span %.6f s", w / 1e9);
+	printf("\n");
+}
+
 /* One trace (the host or a guest): Return: 0, or -errno if its file cannot be read. */
 static int report_trace(const char *dir, const struct json_value *t, bool host,
 			struct report_opts *ro)
@@ -769,6 +784,7 @@ static int report_trace(const char *dir, const struct json_value *t, bool host,
 	printf("  overrun (%s ring buffer): %" PRIu64 "\n", host ? "host" : "guest",
 	       u64_field(lost, "overrun", &bad));
 	printf("  bad pages: %" PRIu64 "\n", bad_pages);
+	print_held(json_get(t, "held"));
 	if (frag)
 		printf("  fragment bytes: %" PRIu64 "\n", frag);
 	if (dropped)

@@ -311,6 +311,56 @@ static void json_sync(struct jw *w, const struct finish *r, const struct trace_s
 	jw_end(w, '}');
 }
 
+/*
+ * record --hold: what the rings kept ("held"), null otherwise. The window is
+ * the span of the kept events in the trace's own clock (first page to last
+ * event, every CPU), in ns where that clock can say (x86-tsc by the host's
+ * TSC rate, which the guest's shares; the ns clocks as they are).
+ */
+static void json_held(struct jw *w, const struct finish *r, const struct trace_sum *t,
+		      uint64_t overwritten)
+{
+	static const char *const ns_clocks[] = { "local", "global", "mono", "mono_raw", "boot",
+						 "tai", "perf", NULL };
+	const char *clock = t->rec.agent.clock;
+	uint64_t first = UINT64_MAX, end = 0;
+	unsigned int i;
+
+	if (!r->opt.hold) {
+		jw_null(w, "held");
+		return;
+	}
+	for (i = 0; i < t->nr_cpus && i < COLLECT_MAX_CPUS; i++) {
+		const struct spool_cpu *c = &t->rec.cpus[i];
+
+		if (!c->have_window || c->window.end_ts < c->window.first_ts)
+			continue;
+		if (c->window.first_ts < first)
+			first = c->window.first_ts;
+		if (c->window.end_ts > end)
+			end = c->window.end_ts;
+	}
+	jw_obj(w, "held");
+	jw_u64(w, "overwritten", overwritten);
+	if (first > end) {
+		jw_null(w, "first_ts");
+		jw_null(w, "last_ts");
+		jw_null(w, "window_ns");
+	} else {
+		jw_u64(w, "first_ts", first);
+		jw_u64(w, "last_ts", end);
+		for (i = 0; ns_clocks[i] && strcmp(ns_clocks[i], clock); i++)
+			;
+		if (!strcmp(clock, "x86-tsc") && r->opt.tsc_khz)
+			jw_fixed(w, "window_ns", ticks_ns(r, end - first), 0);
+		else if (ns_clocks[i])
+			jw_fixed(w, "window_ns", (double)(end - first), 0);
+		else
+			jw_null(w, "window_ns");
+	}
+	jw_end(w, '}');
+}
+
 /* One trace: the host's ("host", @key) or a guest's (an element of "guests", @key NULL). */
 static void json_trace(struct jw *w, const char *key, const struct finish *r,
 		       const struct trace_sum *t)
@@ -351,6 +401,7 @@ static void json_trace(struct jw *w, const char *key, const struct finish *r,
 	jw_u64(w, "in_pages", lost_pages);
 	jw_u64(w, "overrun", overrun);
 	jw_end(w, '}');
+	json_held(w, r, t, overrun);
 	if (!t->rec.host) {
 		jw_str(w, "agent", t->rec.agent.software);
 		jw_inline(w, "vcpu_threads", '[');
@@ -450,6 +501,7 @@ int manifest_write(struct finish *r, bool recovered)
 	jw_str(&w, "created", date);
 	jw_bool(&w, "recovered", recovered);
 	jw_str(&w, "command_line", r->opt.cmdline);
+	jw_bool(&w, "held", r->opt.hold);
 	jw_u64(&w, "file_version", r->opt.version);
 	jw_str(&w, "compression", r->opt.compress && r->opt.version >= 7 ? "zstd" : "none");
 	jw_inline(&w, "host_tsc", '{');
@@ -549,9 +601,14 @@ static void summary_line(FILE *f, const struct json_value *t, bool host, int nam
 	put_text(f, host ? "host" : json_string(json_get(t, "name")), name_w);
 	fprintf(f, "  ");
 	put_text(f, file ? file : "(no file)", file_w);
-	fprintf(f, " %3u %-5s %8.2f MB %9" PRIu64 " events  lost %" PRIu64, nr, host ? "CPUs" : "vCPUs",
-		bytes / 1e6, events, in_pages);
-	if (overrun)
+	fprintf(f, " %3u %-5s %8.2f MB %9" PRIu64 " events", nr, host ? "CPUs" : "vCPUs",
+		bytes / 1e6, events);
+	/* A held ring overwrote its older events: no transport lost them. */
+	if (json_is(json_get(t, "held"), JSON_OBJECT))
+		fprintf(f, "  held, %" PRIu64 " older overwritten", overrun);
+	else
+		fprintf(f, "  lost %" PRIu64, in_pages);
+	if (overrun && !json_is(json_get(t, "held"), JSON_OBJECT))
 		fprintf(f, " (overrun %" PRIu64 ")", overrun);
 	if (bad)
 		fprintf(f, ", %" PRIu64 " bad pages", bad);

@@ -792,6 +792,7 @@ const struct spool_key spool_options_keys[] = {
 	SPOOL_KEY("tsc_shift", SPOOL_KU32, struct spool_options, tsc_shift),
 	SPOOL_KEY("tsc_method", SPOOL_KSTR, struct spool_options, tsc_method),
 	SPOOL_KEY("cmdline", SPOOL_KSTR, struct spool_options, cmdline),
+	SPOOL_KEY("hold", SPOOL_KBOOL, struct spool_options, hold),
 };
 const size_t spool_options_nkeys = SPOOL_NKEYS(spool_options_keys);
 
@@ -867,6 +868,18 @@ int spool_save_stats(int dir, unsigned int cpu, const char *text)
 	return spool_write_file(dir, name, text, strlen(text));
 }
 
+/* One struct on one line, in cpuN.SUFFIX. */
+static int save_line(int dir, unsigned int cpu, const char *suffix, const struct spool_key *keys,
+		     size_t nkeys, const void *obj)
+{
+	struct spool_text t = { 0 };
+	char name[32];
+
+	cpu_name(name, sizeof(name), cpu, suffix);
+	spool_keys_write_line(&t, keys, nkeys, obj);
+	return spool_text_save(&t, dir, name);
+}
+
 /* cpuN.sums: struct spool_sums on one line, every key needed (load_sums()). */
 const struct spool_key spool_sums_keys[] = {
 	SPOOL_KEY("len", SPOOL_KU64, struct spool_sums, len),
@@ -887,12 +900,26 @@ const size_t spool_sums_nkeys = SPOOL_NKEYS(spool_sums_keys);
  */
 int spool_save_sums(int dir, unsigned int cpu, const struct spool_sums *sums)
 {
-	struct spool_text t = { 0 };
-	char name[32];
+	return save_line(dir, cpu, "sums", spool_sums_keys, spool_sums_nkeys, sums);
+}
 
-	cpu_name(name, sizeof(name), cpu, "sums");
-	spool_keys_write_line(&t, spool_sums_keys, spool_sums_nkeys, sums);
-	return spool_text_save(&t, dir, name);
+/* cpuN.window: struct spool_window on one line (record --hold). */
+static const struct spool_key spool_window_keys[] = {
+	SPOOL_KEY("first_ts", SPOOL_KU64, struct spool_window, first_ts),
+	SPOOL_KEY("end_ts", SPOOL_KU64, struct spool_window, end_ts),
+};
+
+/**
+ * spool_save_window() - the span of a CPU's kept events (record --hold)
+ * @dir: the trace's spool directory
+ * @cpu: the CPU
+ * @w: the span
+ *
+ * Return: 0 or -errno.
+ */
+int spool_save_window(int dir, unsigned int cpu, const struct spool_window *w)
+{
+	return save_line(dir, cpu, "window", spool_window_keys, SPOOL_NKEYS(spool_window_keys), w);
 }
 
 /* cpuN.zsum: struct spool_zsum on one line, every key needed (load_zsum()). */
@@ -917,12 +944,7 @@ const size_t spool_zsum_nkeys = SPOOL_NKEYS(spool_zsum_keys);
  */
 int spool_save_zsum(int dir, unsigned int cpu, const struct spool_zsum *z)
 {
-	struct spool_text t = { 0 };
-	char name[32];
-
-	cpu_name(name, sizeof(name), cpu, "zsum");
-	spool_keys_write_line(&t, spool_zsum_keys, spool_zsum_nkeys, z);
-	return spool_text_save(&t, dir, name);
+	return save_line(dir, cpu, "zsum", spool_zsum_keys, spool_zsum_nkeys, z);
 }
 
 /**
@@ -1331,6 +1353,9 @@ static void load_cpu_file(struct spool_trace *t, int dir, unsigned int cpu, cons
 		c->have_sums = load_sums(dir, cpu, &c->sums);
 	} else if (!strcmp(suffix, "zsum")) {
 		c->have_zsum = load_zsum(dir, cpu, &c->zsum);
+	} else if (!strcmp(suffix, "window")) {
+		c->have_window = load_line(dir, cpu, "window", spool_window_keys,
+					   SPOOL_NKEYS(spool_window_keys), &c->window);
 	} else if (!strcmp(suffix, "frag")) {
 		if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
 			c->frag_bytes = st.st_size;

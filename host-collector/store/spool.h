@@ -82,6 +82,12 @@ struct spool_sums {
 	uint64_t len, pages, events, missed_pages, lost;
 };
 
+/* record --hold: the span of a CPU's kept events (cpuN.window), in its trace clock */
+struct spool_window {
+	uint64_t first_ts;	/* the first good page's timestamp */
+	uint64_t end_ts;	/* the last event's */
+};
+
 /*
  * What cpuN.zst holds (record/compress.c): the region's first @raw bytes
  * (@pages pages of @subbuf bytes, with @events, @missed_pages, @lost) as
@@ -112,6 +118,8 @@ struct spool_cpu {
 	struct spool_sums sums;
 	bool have_zsum;
 	struct spool_zsum zsum;
+	bool have_window;
+	struct spool_window window;
 };
 
 /**
@@ -386,6 +394,7 @@ struct spool_options {
 	uint32_t tsc_mult, tsc_shift;
 	char tsc_method[64];
 	char cmdline[8192];
+	bool hold;			/* record --hold: each trace is its rings' last contents */
 	bool have_perm;			/* the modes and owner below were recorded */
 	struct spool_perm perm;
 };
@@ -475,6 +484,7 @@ int spool_save_options(int spool, const struct spool_options *o);
 int spool_load_options(int spool, struct spool_options *o);
 int spool_save_stats(int dir, unsigned int cpu, const char *text);
 int spool_save_sums(int dir, unsigned int cpu, const struct spool_sums *sums);
+int spool_save_window(int dir, unsigned int cpu, const struct spool_window *w);
 int spool_save_frag(int dir, unsigned int cpu, const void *data, size_t len);
 int spool_save_meta(int dir, const void *data, size_t len);
 int spool_encode_meta(int dir, const struct vt_meta *m);

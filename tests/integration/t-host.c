@@ -515,11 +515,17 @@ int t_events(struct t_host *h, const char *system, const char *event)
 
 int t_start(struct t_host *h)
 {
+	return t_start_flags(h, 0);
+}
+
+/* START with flags (VT_PROTO_START_HOLD), answered OK; the streams start counting here. */
+int t_start_flags(struct t_host *h, uint32_t flags)
+{
 	unsigned int i;
 
 	for (i = 0; i < h->nr_cpus; i++)
 		h->base[i] = h->cpu[i].len;
-	return t_cmd_ok(h, vt_proto_enc_empty(h->frame, sizeof(h->frame), VT_PROTO_START, ++h->seq));
+	return t_cmd_ok(h, vt_proto_enc_start(h->frame, sizeof(h->frame), ++h->seq, flags));
 }
 
 int t_stop(struct t_host *h, int timeout_ms)

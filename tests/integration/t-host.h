@@ -72,6 +72,7 @@ int t_hello(struct t_host *h);
 int t_cmd_ok(struct t_host *h, int len);
 int t_events(struct t_host *h, const char *system, const char *event);
 int t_start(struct t_host *h);
+int t_start_flags(struct t_host *h, uint32_t flags);
 int t_stop(struct t_host *h, int timeout_ms);
 int t_drain(struct t_host *h, int timeout_ms);
 int t_count_markers(const struct t_host *h, unsigned int cpu, const char *prefix,

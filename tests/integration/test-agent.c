@@ -28,6 +28,7 @@
 #include "t-host.h"
 #include "vt_le.h"
 #include "vt_meta.h"
+#include "vt_pages.h"
 #include "vt_proto.h"
 
 static char agent_path[512];
@@ -145,6 +146,79 @@ static void test_exact_marker_counts(void **state)
 		marks += t_count_markers(&h, cpu, "virtio-trace: rx STOP", NULL, NULL) +
 			 t_count_markers(&h, cpu, "virtio-trace: tx OK", NULL, NULL);
 	assert_int_equal(marks, 2);
+	end_session(&h);
+}
+
+/*
+ * The numbers of a CPU's "PREFIX N" markers, in stream order: at most @max
+ * into @seq. Return: how many, or -1 for a page that does not parse.
+ */
+static int marker_numbers(const struct t_host *h, unsigned int cpu, const char *prefix,
+			  unsigned int *seq, int max)
+{
+	const struct t_buf *b = &h->cpu[cpu];
+	size_t plen = strlen(prefix), off;
+	int id = t_print_id(h), n = 0;
+	struct vt_page_fmt fmt;
+
+	vt_page_fmt_default(&fmt);
+	for (off = 0; off + fmt.subbuf_size <= b->len; off += fmt.subbuf_size) {
+		struct vt_page_iter it;
+		struct vt_event ev;
+		int r;
+
+		if (vt_page_iter_init(&it, &fmt, b->data + off, fmt.subbuf_size) < 0)
+			return -1;
+		while ((r = vt_page_iter_next(&it, &ev)) == 1) {
+			char text[64];
+			size_t len = ev.len - 16 < sizeof(text) - 1 ? ev.len - 16 : sizeof(text) - 1;
+
+			if (ev.id != id || ev.len <= 16 + plen || memcmp(ev.data + 16, prefix, plen))
+				continue;
+			memcpy(text, ev.data + 16 + plen, len - plen);
+			text[len - plen] = '\0';
+			if (n < max)
+				seq[n] = (unsigned int)strtoul(text, NULL, 10);
+			n++;
+		}
+		if (r < 0)
+			return -1;
+	}
+	return n;
+}
+
+/*
+ * START with HOLD: nothing on the data ports while recording; at STOP the
+ * ring's last events, in order, up to the last one written, and the kernel's
+ * overrun counts the overwritten ones, as the first page's lost count says.
+ */
+static void test_hold(void **state)
+{
+	static unsigned int seq[20000];
+	unsigned int i, n = 20000;
+	uint64_t lost = 0, pages = 0;
+	struct t_host h;
+	int k;
+
+	start_session(&h, NULL);
+	set_buffer_kb(&h, 64);
+	assert_int_equal(t_start_flags(&h, VT_PROTO_START_HOLD), 0);
+	assert_int_equal(t_write_markers(&h, 0, "vt-hold", 0, n), n);
+	for (i = 0; i < 5; i++)
+		t_pump(&h, 100);
+	for (i = 0; i < h.nr_cpus; i++)
+		assert_int_equal(h.cpu[i].len - h.base[i], 0);
+	assert_int_equal(t_stop(&h, 20000), 0);
+	k = marker_numbers(&h, 0, "vt-hold", seq, n);
+	assert_int_equal(t_count_markers(&h, 0, "vt-hold", &lost, &pages), k);
+	fprintf(stderr, "hold: %d of %u markers kept in %llu pages, overrun %llu, lost in pages %llu\n",
+		k, n, (unsigned long long)pages, (unsigned long long)t_stat(&h, 0, "overrun"),
+		(unsigned long long)lost);
+	assert_true(k > 100 && k < (int)n / 2);
+	for (i = 0; i < (unsigned int)k; i++)
+		assert_int_equal(seq[i], n - k + i);
+	assert_true(t_stat(&h, 0, "overrun") >= n - k);
+	assert_int_equal(lost, t_stat(&h, 0, "overrun"));
 	end_session(&h);
 }
 
@@ -1148,6 +1222,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_exact_marker_counts, reap),
 		cmocka_unit_test_teardown(test_partial_page, reap),
+		cmocka_unit_test_teardown(test_hold, reap),
 		cmocka_unit_test_teardown(test_stop_start_twice, reap),
 		cmocka_unit_test_teardown(test_restores_existing_instance, reap),
 		cmocka_unit_test_teardown(test_small_buffer_raised, reap),

@@ -28,6 +28,12 @@
  * (fuzz-lastboot's seeds). --final-cmdlines TEXT: the bundles asked for
  * after STOPPED name the tasks TEXT names, not the fixture's (a kernel whose
  * saved_cmdlines ring let names go while it traced).
+ * START with HOLD (record --hold): the pages are made at once but nothing is
+ * sent; at STOP the last --ring-pages of them per CPU go out, the first
+ * flagged with the lost count of the ones before (as the kernel's first read
+ * after overwrites), and the stats text's overrun says how many events were
+ * overwritten. --no-hold: an agent older than HOLD (no capability, and a
+ * START with flags is malformed).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -126,6 +132,8 @@ struct fake_opts {
 	const char *final_cmdlines;	/* --final-cmdlines: saved_cmdlines after STOPPED */
 	const char *lastboot_name;	/* --last-boot-name: the instance it says, NULL: the asked one */
 	const char *dump_lastboot;	/* --dump-last-boot FILE */
+	bool no_hold;			/* --no-hold: no HOLD capability */
+	uint64_t ring_pages;		/* --ring-pages: what a held ring keeps per CPU */
 	enum evil evil;
 	struct missed_mark missed[FAKE_MAX_MISSED];
 	unsigned int nr_missed;
@@ -159,6 +167,8 @@ struct fake_cpu {
 	uint64_t pages_sent;
 	uint64_t bytes_sent;
 	uint64_t events_sent;
+	uint64_t held_from;		/* a held STOP: the first page sent */
+	uint64_t overwritten;		/* and the events of the pages before it */
 };
 
 /* A SYNC_REPLY held back by --probe-delay until @due (CLOCK_MONOTONIC ns). */
@@ -194,6 +204,7 @@ struct fake {
 	bool running;
 	bool stopping;
 	bool stop_legacy;
+	bool hold;			/* START's HOLD: pages go out at STOP */
 	bool got_stop;			/* a STOP came: --probe-delay-after-stop applies */
 	uint32_t stop_seq;
 	bool stopped_sent;
@@ -653,6 +664,9 @@ static void prepare_page(struct fake *f, struct fake_cpu *c)
 		else
 			say(f, "cpu%u page %" PRIu64 ": flagged missed, no count", c->cpu, c->next);
 	}
+	if (f->hold && c->overwritten && c->next == c->held_from &&
+	    mark_missed(&f->fmt, c->cur, (long long)c->overwritten) < 0)
+		say(f, "cpu%u page %" PRIu64 ": no room to store the overwritten count", c->cpu, c->next);
 	if (f->o.all_bad || (c->cpu == 0 && f->o.bad_page >= 0 && c->next == (uint64_t)f->o.bad_page)) {
 		uint32_t events = page_events(&f->fmt, c->cur);
 		uint32_t commit = (vt_get_le32(c->cur + 8) & ~VT_COMMIT_LEN_MASK) | size;
@@ -955,6 +969,8 @@ static int send_hello_reply(struct fake *f, const struct vt_proto_msg *msg)
 		r.caps |= VT_PROTO_CAP_META_FLAGS;
 	if (f->o.lastboot_info)
 		r.caps |= VT_PROTO_CAP_LASTBOOT;
+	if (!f->o.no_hold)
+		r.caps |= VT_PROTO_CAP_HOLD;
 	r.clock = f->o.evil == EVIL_CLOCK ? "XXXXXXXXX" : f->clock;
 	if (f->o.evil == EVIL_TEXT) {
 		evil_text(software, sizeof(software));
@@ -1348,7 +1364,7 @@ static void start(struct fake *f, const struct vt_proto_msg *msg)
 		say(f, "pages retimed: fixture ts %" PRIu64 " is guest TSC %" PRIu64
 		    " (repetitions %" PRIu64 " ticks apart)", first, first + f->retime_delta,
 		    f->retime_span);
-	say(f, "START: streaming %u CPUs, %s", f->o.cpus,
+	say(f, "START: %s %u CPUs, %s", f->hold ? "holding" : "streaming", f->o.cpus,
 	    f->o.repeat ? "a fixed number of pages" : "until STOP");
 	timelog(f, "start");
 	if (!msg->legacy)
@@ -1363,6 +1379,37 @@ static void start(struct fake *f, const struct vt_proto_msg *msg)
 		send_notice_flood(f);
 }
 
+/*
+ * A held STOP: each CPU made all its pages (--repeat's, one pass with
+ * --repeat 0) into a ring of --ring-pages; the last of them go out.
+ */
+static void hold_drain(struct fake *f)
+{
+	unsigned int cpu;
+	uint64_t i;
+
+	for (cpu = 0; cpu < f->o.cpus; cpu++) {
+		struct fake_cpu *c = &f->cpus[cpu];
+		uint64_t made = c->total ? c->total : c->nr_raw;
+		char *stats;
+
+		c->total = made;
+		c->held_from = made > f->o.ring_pages ? made - f->o.ring_pages : 0;
+		c->next = c->held_from;
+		c->overwritten = 0;
+		for (i = 0; i < c->held_from; i++)
+			c->overwritten += page_events(&f->fmt, c->raw + (i % c->nr_raw) *
+						      f->fmt.subbuf_size);
+		stats = set_overrun(c->stats, c->overwritten);
+		if (stats) {
+			free(c->stats);
+			c->stats = stats;
+		}
+		say(f, "cpu%u: held %" PRIu64 " of %" PRIu64 " pages, %" PRIu64 " events overwritten",
+		    cpu, made - c->held_from, made, c->overwritten);
+	}
+}
+
 static void stop(struct fake *f, const struct vt_proto_msg *msg)
 {
 	if (!f->running) {
@@ -1372,6 +1419,8 @@ static void stop(struct fake *f, const struct vt_proto_msg *msg)
 	}
 	f->running = false;
 	f->stopping = true;
+	if (f->hold)
+		hold_drain(f);
 	f->stop_seq = msg->seq;
 	f->stop_legacy = msg->legacy;
 	f->got_stop = true;
@@ -1648,7 +1697,7 @@ static void handle(struct fake *f, const struct vt_proto_msg *msg)
 	struct vt_proto_sync sync;
 	struct vt_proto_error e;
 	uint64_t max_total;
-	uint32_t meta_flags;
+	uint32_t meta_flags, start_flags;
 	uint64_t meta_key;
 	const char *text;
 
@@ -1676,10 +1725,15 @@ static void handle(struct fake *f, const struct vt_proto_msg *msg)
 		handle_config(f, msg);
 		break;
 	case VT_PROTO_START:
-		if (!msg->legacy && vt_proto_dec_empty(msg) < 0)
+		start_flags = 0;
+		if (!msg->legacy && (f->o.no_hold ? vt_proto_dec_empty(msg) :
+				     vt_proto_dec_start(msg, &start_flags)) < 0) {
 			reply_err(f, msg->seq, EBADMSG, "malformed START");
-		else
+		} else {
+			if (!f->running && !f->stopping)
+				f->hold = start_flags & VT_PROTO_START_HOLD;
 			start(f, msg);
+		}
 		break;
 	case VT_PROTO_STOP:
 		if (!msg->legacy && vt_proto_dec_empty(msg) < 0)
@@ -1890,6 +1944,8 @@ static void pump(struct fake *f, struct fake_cpu *c)
 {
 	unsigned int budget = PUMP_PAGES;
 
+	if (f->hold && f->running)
+		return;		/* the ring keeps them until the stop */
 	if (f->o.external_pages && !c->done) {
 		c->pages_sent = c->total;
 		c->bytes_sent = c->total * f->fmt.subbuf_size;
@@ -2093,6 +2149,9 @@ static void usage(FILE *out)
 		"  --external-pages       write no pages: another process writes the fixture pages K\n"
 		"                         times into each data port (benchmarks); STATS count them\n"
 		"  --retime               move page timestamps to the guest's \"now\" at START\n"
+		"  --ring-pages N         START with HOLD: the last N pages per CPU go out at STOP\n"
+		"                         (default 4), the rest count as overwritten\n"
+		"  --no-hold              an agent older than HOLD: no capability, START's flags refused\n"
 		"  --tsc-offset N         guest TSC = host TSC + N (SYNC_REPLY and --retime)\n"
 		"  --missed CPU:PAGE[:COUNT]  flag page PAGE of CPU as having lost events\n"
 		"  --overrun CPU:N        the stats text of CPU says overrun N\n"
@@ -2185,7 +2244,7 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 	       OPT_EXTERNAL, OPT_PROBE_DELAY, OPT_STOP_PROBE_DELAY, OPT_META_RATE, OPT_SILENT_HELLO, OPT_VARY, OPT_TIMELOG,
 	       OPT_ALL_BAD, OPT_ABSURD, OPT_ERROR_FLOOD, OPT_SHRINK, OPT_NOTICE_FLOOD,
 	       OPT_LB_INFO, OPT_LB_NAME, OPT_LB_DUMP, OPT_KSNAME, OPT_FINAL_CMDLINES, OPT_PORT_GAP,
-	       OPT_HOSTILE_FORMAT, OPT_HOSTILE_PRINT, OPT_WITHHOLD_META };
+	       OPT_HOSTILE_FORMAT, OPT_HOSTILE_PRINT, OPT_WITHHOLD_META, OPT_RING_PAGES, OPT_NO_HOLD };
 	static const struct option lo[] = {
 		{ "fifo", required_argument, NULL, OPT_FIFO },
 		{ "connect", required_argument, NULL, OPT_CONNECT },
@@ -2196,6 +2255,8 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 		{ "repeat", required_argument, NULL, OPT_REPEAT },
 		{ "rate", required_argument, NULL, OPT_RATE },
 		{ "retime", no_argument, NULL, OPT_RETIME },
+		{ "ring-pages", required_argument, NULL, OPT_RING_PAGES },
+		{ "no-hold", no_argument, NULL, OPT_NO_HOLD },
 		{ "tsc-offset", required_argument, NULL, OPT_TSC },
 		{ "missed", required_argument, NULL, OPT_MISSED },
 		{ "overrun", required_argument, NULL, OPT_OVERRUN },
@@ -2276,6 +2337,14 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 			break;
 		case OPT_RETIME:
 			o->retime = true;
+			break;
+		case OPT_RING_PAGES:
+			o->ring_pages = strtoull(optarg, &end, 10);
+			if (*end || !o->ring_pages)
+				return -1;
+			break;
+		case OPT_NO_HOLD:
+			o->no_hold = true;
 			break;
 		case OPT_TSC:
 			o->tsc_offset = strtoll(optarg, &end, 0);
@@ -2516,6 +2585,7 @@ int main(int argc, char **argv)
 	f.o.ctl_name = "agent-ctl-path";
 	f.o.prefix = "trace-path-cpu";
 	f.o.repeat = 1;
+	f.o.ring_pages = 4;
 	f.o.bad_page = -1;
 	f.o.crash_after = -1;
 	f.o.probe_delay_ms = -1;

@@ -86,6 +86,38 @@ static void test_roundtrip_empty(void **state)
 	assert_int_equal(vt_proto_enc_empty(t_buf, sizeof(t_buf), VT_PROTO_OK, 1), -EINVAL);
 }
 
+/* START: empty (every agent) or u32 flags (HOLD); 0 and unknown flags are refused. */
+static void test_roundtrip_start(void **state)
+{
+	static const uint8_t p0[4] = { 0 }, p2[4] = { 2, 0, 0, 0 }, p1[5] = { 1 };
+	struct vt_proto_msg msg;
+	uint32_t flags = 7;
+	int n;
+
+	n = vt_proto_enc_start(t_buf, sizeof(t_buf), 1, 0);
+	assert_int_equal(n, 16);
+	t_decode(t_buf, n, VT_PROTO_START, 1, &msg);
+	assert_int_equal(vt_proto_dec_empty(&msg), 0);
+	assert_int_equal(vt_proto_dec_start(&msg, &flags), 0);
+	assert_int_equal(flags, 0);
+	n = vt_proto_enc_start(t_buf, sizeof(t_buf), 2, VT_PROTO_START_HOLD);
+	assert_int_equal(n, 20);
+	t_decode(t_buf, n, VT_PROTO_START, 2, &msg);
+	assert_int_equal(vt_proto_msg_validate(&msg), 0);
+	assert_int_equal(vt_proto_dec_empty(&msg), -EBADMSG);	/* an older agent refuses it */
+	assert_int_equal(vt_proto_dec_start(&msg, &flags), 0);
+	assert_int_equal(flags, VT_PROTO_START_HOLD);
+	assert_int_equal(vt_proto_enc_start(t_buf, sizeof(t_buf), 3, 2), -EINVAL);
+	t_raw(VT_PROTO_START, p0, 4, &msg);
+	assert_int_equal(vt_proto_dec_start(&msg, &flags), -EBADMSG);
+	t_raw(VT_PROTO_START, p2, 4, &msg);
+	assert_int_equal(vt_proto_dec_start(&msg, &flags), -EBADMSG);
+	t_raw(VT_PROTO_START, p1, 5, &msg);
+	assert_int_equal(vt_proto_msg_validate(&msg), -EBADMSG);
+	t_raw(VT_PROTO_START, p1, 3, &msg);
+	assert_int_equal(vt_proto_dec_start(&msg, &flags), -EBADMSG);
+}
+
 static void test_roundtrip_hello(void **state)
 {
 	struct vt_proto_hello h = {
@@ -1410,6 +1442,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_header_layout),
 		cmocka_unit_test(test_roundtrip_empty),
+		cmocka_unit_test(test_roundtrip_start),
 		cmocka_unit_test(test_roundtrip_hello),
 		cmocka_unit_test(test_roundtrip_ack_error),
 		cmocka_unit_test(test_roundtrip_events),

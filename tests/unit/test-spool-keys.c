@@ -158,6 +158,7 @@ static void t_fill_options(struct spool_options *o)
 	o->tsc_shift = 103;
 	snprintf(o->tsc_method, sizeof(o->tsc_method), "cpuid");
 	snprintf(o->cmdline, sizeof(o->cmdline), "virtio-trace-collect record -o out");
+	o->hold = true;
 	o->have_perm = true;
 	o->perm.file = 0640;
 	o->perm.dir = spool_perm_dir_mode(0640);
