@@ -64,6 +64,7 @@
 #include "spool.h"
 #include "spool-int.h"
 #include "text.h"
+#include "vt_grow.h"
 
 /*
  * Every file and directory here is made relative to a directory fd, with
@@ -446,19 +447,9 @@ void spool_tprintf(struct spool_text *t, const char *fmt, ...)
 			t->len += n;
 			return;
 		}
-		{
-			size_t cap = (t->cap ? t->cap : 4096);
-			char *nb;
-
-			while (cap <= t->len + n)
-				cap *= 2;
-			nb = realloc(t->buf, cap);
-			if (!nb) {
-				t->oom = true;
-				return;
-			}
-			t->buf = nb;
-			t->cap = cap;
+		if (vt_grow((void **)&t->buf, &t->cap, t->len + n + 1, 1) < 0) {
+			t->oom = true;
+			return;
 		}
 	}
 }
