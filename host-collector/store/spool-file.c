@@ -133,16 +133,18 @@ static bool epoch_get(const struct spool_trace *t, unsigned int cpu, size_t i, v
 	return true;
 }
 
-/* A mapping that makes no sense, or a vCPU the agent has not, is dropped; an epoch out of order ends the list. */
+/*
+ * A mapping that makes no sense, or a vCPU the agent has not, is dropped; an
+ * epoch out of order ends the list.
+ */
 static int epoch_put(struct spool_trace *t, const void *rec)
 {
 	const struct epoch_rec *e = rec;
-	struct vt_tsync_epoch ep = { 0 };
 
-	if (e->cpu >= t->agent.nr_cpus || e->cpu >= COLLECT_MAX_CPUS || !vt_tsc_map_valid(&e->ep.map))
+	if (e->cpu >= t->agent.nr_cpus || e->cpu >= COLLECT_MAX_CPUS ||
+	    !vt_tsc_map_valid(&e->ep.map))
 		return 0;
-	ep = e->ep;
-	return vt_tsync_cpu_update(&t->sync[e->cpu], &ep) < 0 ? 1 : 0;
+	return vt_tsync_cpu_update(&t->sync[e->cpu], &e->ep) < 0 ? 1 : 0;
 }
 
 /* A record as save_records() and load_records() hold it: any of the above. */
@@ -180,12 +182,14 @@ static const struct spool_section state_secs[] = {
 	XKEYS("kcache", kcache, spool_kcache_keys),
 	{ .name = "vcpu_tids", .kind = SPOOL_SEC_LIST, .off = TRACE(tids), .max = COLLECT_MAX_CPUS,
 	  .count = TRACE(nr_tids) },
-	{ .name = "dropped", .kind = SPOOL_SEC_INDEXED, .off = TRACE(cpus), .elem = sizeof(struct spool_cpu),
-	  .keys = state_cpu_keys, .nkeys = SPOOL_NKEYS(state_cpu_keys), .max = COLLECT_MAX_CPUS,
+	{ .name = "dropped", .kind = SPOOL_SEC_INDEXED, .off = TRACE(cpus),
+	  .elem = sizeof(struct spool_cpu), .keys = state_cpu_keys,
+	  .nkeys = SPOOL_NKEYS(state_cpu_keys), .max = COLLECT_MAX_CPUS,
 	  .idx = TRACE(streams), .count = TRACE(agent.nr_cpus) },
 	XKEYS("budget", figures.budget, spool_budget_keys),
-	{ .name = "msgs", .kind = SPOOL_SEC_INDEXED, .off = TRACE(figures.msgs), .elem = sizeof(uint64_t),
-	  .keys = msgs_keys, .nkeys = 1, .max = GMSG_NR, .idx = SPOOL_NONE, .count = SPOOL_NONE },
+	{ .name = "msgs", .kind = SPOOL_SEC_INDEXED, .off = TRACE(figures.msgs),
+	  .elem = sizeof(uint64_t), .keys = msgs_keys, .nkeys = 1, .max = GMSG_NR,
+	  .idx = SPOOL_NONE, .count = SPOOL_NONE },
 };
 
 static const struct spool_key agent_cpu_keys[] = {
@@ -195,8 +199,9 @@ static const struct spool_key agent_cpu_keys[] = {
 
 /* agent: bytesN and pagesN by stream (the stats texts are files of their own). */
 static const struct spool_section agent_secs[] = {
-	{ .name = "bytes", .kind = SPOOL_SEC_INDEXED, .off = TRACE(cpus), .elem = sizeof(struct spool_cpu),
-	  .keys = agent_cpu_keys, .nkeys = SPOOL_NKEYS(agent_cpu_keys), .max = COLLECT_MAX_CPUS,
+	{ .name = "bytes", .kind = SPOOL_SEC_INDEXED, .off = TRACE(cpus),
+	  .elem = sizeof(struct spool_cpu), .keys = agent_cpu_keys,
+	  .nkeys = SPOOL_NKEYS(agent_cpu_keys), .max = COLLECT_MAX_CPUS,
 	  .idx = TRACE(streams), .count = TRACE(agent.nr_cpus) },
 };
 
@@ -209,7 +214,10 @@ static const struct spool_section sync_cpu_secs[] = {
 	RECORDS("epoch", struct epoch_rec, epoch_keys, 8, epoch_get, epoch_put),
 };
 
-/* sync: the head, KVM's, the check's, a line per check interval, then each vCPU's probes and epochs. */
+/*
+ * sync: the head, KVM's, the check's, a line per check interval, then each
+ * vCPU's probes and epochs.
+ */
 static const struct spool_section sync_secs[] = {
 	XKEYS("sync", sync_head, spool_sync_keys),
 	XKEYS("kvm", kvm, spool_kvm_keys),
@@ -233,8 +241,9 @@ static const struct spool_key mig_cpu_keys[] = {
 static const struct spool_section migration_secs[] = {
 	XKEYS("migration", mig, spool_migration_keys),
 	XKEYS("seen", mig.seen, spool_mig_seen_keys),
-	{ .name = "stream", .kind = SPOOL_SEC_CSV, .off = TRACE(mig.cpus), .elem = sizeof(struct spool_mig_cpu),
-	  .keys = mig_cpu_keys, .nkeys = SPOOL_NKEYS(mig_cpu_keys), .max = COLLECT_MAX_CPUS,
+	{ .name = "stream", .kind = SPOOL_SEC_CSV, .off = TRACE(mig.cpus),
+	  .elem = sizeof(struct spool_mig_cpu), .keys = mig_cpu_keys,
+	  .nkeys = SPOOL_NKEYS(mig_cpu_keys), .max = COLLECT_MAX_CPUS,
 	  .idx = TRACE(streams), .count = TRACE(agent.nr_cpus) },
 };
 
@@ -615,7 +624,7 @@ static int load_records(struct parse *ps, const struct spool_section *s)
 			continue;
 		memset(rec, 0, sizeof(rec));
 		if (record_keys(line + plen + 1, s, rec) < s->min)
-			return refuse(ps, s, line, "a %s line without its %zu values", s->name, s->min);
+			return refuse(ps, s, line, "%s line without its %zu values", s->name, s->min);
 		if (!ps->store)
 			continue;
 		ret = s->put(ps->t, rec);
@@ -655,7 +664,7 @@ static int load_section(struct parse *ps, const struct spool_section *s)
 static const struct spool_section *line_section(const struct spool_section *secs, size_t n,
 						const char *line)
 {
-	size_t i, k, len;
+	size_t i, k, nk, len;
 
 	for (i = 0; i < n; i++) {
 		const struct spool_section *s = &secs[i];
@@ -670,8 +679,8 @@ static const struct spool_section *line_section(const struct spool_section *secs
 		if (s->kind != SPOOL_SEC_KEYS && !strncmp(line, s->name, len) && line[len] &&
 		    strchr(" =0123456789", line[len]))
 			return s;
-		for (k = 0; s->kind != SPOOL_SEC_LIST && k < (s->kind == SPOOL_SEC_KEYS ? sec_nkeys(s) : s->nkeys);
-		     k++) {
+		nk = s->kind == SPOOL_SEC_LIST ? 0 : s->kind == SPOOL_SEC_KEYS ? sec_nkeys(s) : s->nkeys;
+		for (k = 0; k < nk; k++) {
 			len = strlen(s->keys[k].name);
 			if (!strncmp(line, s->keys[k].name, len) && line[len] &&
 			    strchr("=0123456789", line[len]))
