@@ -9,27 +9,8 @@ need_tools
 
 p=$WORK/ports out=$WORK/out
 mkdir -p "$p"
-fake vmr --fifo "$p" --fixture "$DATA/cap-guest" --repeat 0 --rate 400K --retime
-pid=$FAKE_PID
-"$COLLECT" record --chardev-dir "$p" --name vmr -o "$out" --duration 60 --quiet >"$WORK/rec.log" 2>&1 &
-cpid=$!
-track $cpid
-T_COLLECTORS=$cpid
+kill_midstream vmr "$p" "$out" sync
 spool=$out/.spool/guest-vmr
-i=0
-while [ $i -lt 150 ]; do
-	s=$(spool_pages "$spool" 1 | wc -c)
-	[ "$s" -ge 65536 ] && [ -f "$spool/sync" ] && break
-	kill -0 $cpid 2>/dev/null || { show "$WORK/rec.log"; fail "collector exited early"; }
-	sleep 0.1
-	i=$((i + 1))
-done
-[ "$s" -ge 65536 ] || { show "$WORK/rec.log"; fail "no pages spooled in 15 s ($spool)"; }
-[ -f "$spool/sync" ] || fail "no sync file in the spool"
-kill -KILL $cpid
-wait $cpid 2>/dev/null
-kill -TERM $pid
-wait $pid 2>/dev/null
 for c in 0 1; do
 	eval "spool_pages$c=$(($(spool_pages "$spool" $c | wc -c) / 4096))"
 done
