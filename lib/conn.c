@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "vt_conn.h"
+#include "vt_grow.h"
 
 /* Staging buffer for read() and for bytes the parser did not take yet. */
 /* vt_conn_send_wait() polls in slices this long (see there). */
@@ -235,25 +236,17 @@ static ssize_t write_some(int fd, const uint8_t *buf, size_t len)
 static int txq_append(struct vt_conn *c, const uint8_t *buf, size_t len)
 {
 	size_t need = c->tx_len + len;
+	int ret;
 
 	if (c->tx_off + need > c->tx_cap && c->tx_off) {
 		memmove(c->txq, c->txq + c->tx_off, c->tx_len);
 		c->tx_off = 0;
 	}
-	if (need > c->tx_cap) {
-		size_t cap = c->tx_cap ? c->tx_cap : VT_PROTO_FRAME_MAX;
-		uint8_t *q;
-
-		while (cap < need)
-			cap *= 2;
-		if (cap > VT_CONN_TXQ_MAX)
-			cap = VT_CONN_TXQ_MAX;
-		q = realloc(c->txq, cap);
-		if (!q)
-			return -ENOMEM;
-		c->txq = q;
-		c->tx_cap = cap;
-	}
+	/* A frame's size at least: a queue seldom holds less. */
+	ret = vt_grow_max((void **)&c->txq, &c->tx_cap, need > VT_PROTO_FRAME_MAX ? need :
+			  VT_PROTO_FRAME_MAX, 1, VT_CONN_TXQ_MAX);
+	if (ret < 0)
+		return ret;
 	memcpy(c->txq + c->tx_off + c->tx_len, buf, len);
 	c->tx_len += len;
 	return 0;

@@ -24,6 +24,7 @@
 
 #include "vt_meta.h"
 #include "vt_pages.h"
+#include "vt_grow.h"
 
 /* Read a whole file, whatever size stat() claims; NUL-terminate it. */
 static int read_fd_all(int fd, struct vt_blob *b, size_t max)
@@ -884,15 +885,8 @@ static int parse_cmdlines(const char *text, size_t len, struct cmdline **v, size
 			pid = pid * 10 + (*s - '0');
 		if (s == line || s >= eol || *s != ' ' || pid <= 0 || pid > INT_MAX || s + 1 == eol)
 			continue;
-		if (*n == *cap) {
-			size_t ncap = *cap ? *cap * 2 : 256;
-			struct cmdline *t = realloc(*v, ncap * sizeof(*t));
-
-			if (!t)
-				return -ENOMEM;
-			*v = t;
-			*cap = ncap;
-		}
+		if (vt_grow((void **)v, cap, *n + 1, sizeof(**v)) < 0)
+			return -ENOMEM;
 		(*v)[*n] = (struct cmdline){ pid, s + 1, eol - s - 1, *n };
 		(*n)++;
 	}

@@ -18,6 +18,7 @@
 #include "vt_le.h"
 #include "vt_meta.h"
 #include "vt_pages.h"
+#include "vt_grow.h"
 
 #define META_MAGIC	"VTMETA\0\0"
 #define META_VERSION	1
@@ -57,22 +58,11 @@ struct wbuf {
 
 static int wbuf_reserve(struct wbuf *w, size_t more)
 {
-	size_t cap;
-	uint8_t *p;
-
 	if (more > VT_META_MAX_TOTAL || w->len + more > VT_META_MAX_TOTAL)
 		return -E2BIG;
-	if (w->emit || w->len + more <= w->cap)
+	if (w->emit)
 		return 0;
-	cap = w->cap ? w->cap : 4096;
-	while (cap < w->len + more)
-		cap *= 2;
-	p = realloc(w->p, cap);
-	if (!p)
-		return -ENOMEM;
-	w->p = p;
-	w->cap = cap;
-	return 0;
+	return vt_grow((void **)&w->p, &w->cap, w->len + more, 1);
 }
 
 /* Append @len bytes; wbuf_reserve() made room. */
@@ -375,26 +365,17 @@ static int take_blob(struct vt_blob *b, const uint8_t *p, uint32_t len, uint32_t
 /* A TAG_KALLSYMS_PART: appended to what the earlier pieces gave. */
 static int take_piece(struct vt_blob *b, size_t *cap, const uint8_t *p, uint32_t len)
 {
-	size_t ncap;
-	char *data;
+	int ret;
 
 	/* Never empty, and never after a whole TAG_KALLSYMS. */
 	if (!len || (b->data && !*cap))
 		return -EBADMSG;
 	if (len > VT_META_MAX_BLOB - b->len)
 		return -EMSGSIZE;
-	if (b->len + len + 1 > *cap) {
-		ncap = *cap ? *cap : KALLSYMS_PIECE * 2;
-		while (ncap < b->len + len + 1)
-			ncap *= 2;
-		if (ncap > (size_t)VT_META_MAX_BLOB + 1)
-			ncap = (size_t)VT_META_MAX_BLOB + 1;
-		data = realloc(b->data, ncap);
-		if (!data)
-			return -ENOMEM;
-		b->data = data;
-		*cap = ncap;
-	}
+	/* b->len + len is at most VT_META_MAX_BLOB (above), and one more for the NUL. */
+	ret = vt_grow_max((void **)&b->data, cap, b->len + len + 1, 1, (size_t)VT_META_MAX_BLOB + 1);
+	if (ret < 0)
+		return ret;
 	memcpy(b->data + b->len, p, len);
 	b->len += len;
 	b->data[b->len] = '\0';

@@ -30,6 +30,7 @@
 #include "vt_le.h"
 #include "vt_pages.h"
 #include "vt_tracedat.h"
+#include "vt_grow.h"
 
 #define SEC_FL_COMPRESS		1u
 #define OPT_MAX_SIZE		(64u << 20)
@@ -140,19 +141,9 @@ static void db_put(struct dbuf *b, const void *data, size_t len)
 {
 	if (b->err)
 		return;
-	if (b->len + len > b->cap) {
-		size_t cap = b->cap ? b->cap : 256;
-		uint8_t *p;
-
-		while (cap < b->len + len)
-			cap *= 2;
-		p = realloc(b->p, cap);
-		if (!p) {
-			b->err = -ENOMEM;
-			return;
-		}
-		b->p = p;
-		b->cap = cap;
+	if (vt_grow((void **)&b->p, &b->cap, b->len + len, 1) < 0) {
+		b->err = -ENOMEM;
+		return;
 	}
 	if (len)
 		memcpy(b->p + b->len, data, len);

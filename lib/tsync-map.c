@@ -10,6 +10,7 @@
 
 #include "vt_tsync.h"
 #include "tsync-int.h"
+#include "vt_grow.h"
 
 /* ---- the KVM formula ---- */
 
@@ -167,20 +168,15 @@ const char *vt_tsync_source_name(enum vt_tsync_source s)
 /* Room for one more epoch. */
 static int cpu_grow(struct vt_tsync_cpu *c)
 {
-	struct vt_tsync_epoch *p;
-	uint32_t cap;
+	size_t cap = c->cap;
+	int ret;
 
 	if (c->nr >= VT_TSYNC_MAX_EPOCHS)
 		return -ENOSPC;
-	if (c->nr < c->cap)
-		return 0;
-	cap = c->cap ? c->cap * 2 : 4;
-	p = realloc(c->epochs, cap * sizeof(*p));
-	if (!p)
-		return -ENOMEM;
-	c->epochs = p;
+	ret = vt_grow_max((void **)&c->epochs, &cap, c->nr + 1, sizeof(*c->epochs),
+			  VT_TSYNC_MAX_EPOCHS);
 	c->cap = cap;
-	return 0;
+	return ret;
 }
 
 /**

@@ -34,6 +34,7 @@
 #include "collect.h"
 #include "engine.h"
 #include "stream.h"
+#include "vt_grow.h"
 
 enum ent_kind { ENT_STREAM, ENT_FD };
 
@@ -145,17 +146,12 @@ void engine_free(struct engine *e)
 
 static struct engine_fd *add_ent(struct engine *e, enum ent_kind kind, int fd)
 {
+	size_t cap = e->cap;
 	struct engine_fd *x;
 
-	if (e->nr == e->cap) {
-		unsigned int cap = e->cap ? e->cap * 2 : 16;
-		struct engine_fd **n = realloc(e->ents, cap * sizeof(*n));
-
-		if (!n)
-			return NULL;
-		e->ents = n;
-		e->cap = cap;
-	}
+	if (vt_grow((void **)&e->ents, &cap, e->nr + 1, sizeof(*e->ents)) < 0)
+		return NULL;
+	e->cap = cap;
 	x = calloc(1, sizeof(*x));
 	if (!x)
 		return NULL;

@@ -1,19 +1,35 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * What a guest's session leaves in its spool directory for the finish and
- * for `recover`: its state, the agent's final figures and the clock mapping.
- * The files and their keys are the spool's (store/spool.c reads them back).
+ * for `recover`: its state, the agent's final figures, the clock mapping and
+ * a live migration. The files are store's (store/spool-file.c writes and
+ * reads each from one table of sections): here a guest is only put into the
+ * struct spool_trace they are made of.
  */
 #include <errno.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "live.h"
 #include "record.h"
 #include "session.h"
 #include "stream.h"
 #include "store/spool.h"
+
+/* A trace to save @g's files from, with its streams in their order. */
+static struct spool_trace *trace_of(const struct guest *g)
+{
+	struct spool_trace *t = calloc(1, sizeof(*t));
+	unsigned int i;
+
+	if (!t)
+		return NULL;
+	t->agent = g->agent;
+	for (i = 0; i < g->nr_streams && i < COLLECT_MAX_CPUS; i++)
+		t->streams.v[t->streams.nr++] = g->streams[i].cpu;
+	return t;
+}
 
 /**
  * spool_save_state() - write a guest's state file
@@ -23,35 +39,30 @@
  */
 int spool_save_state(const struct guest *g)
 {
-	struct spool_text t = { 0 };
+	struct spool_trace *t = trace_of(g);
 	unsigned int i;
+	int ret;
 
-	struct spool_state st = {
-		.trace_id = g->trace_id,
-		.streams = g->nr_streams,
-		.qemu_pid = (int)g->link.qemu_pid,
-		.max_reached = g->figures.budget.reached,
-	};
-
-	snprintf(st.name, sizeof(st.name), "%s", g->name);
-	spool_keys_write(&t, spool_state_keys, spool_state_nkeys, &st);
-	spool_keys_write(&t, spool_agent_keys, spool_agent_nkeys, &g->agent);
-	spool_keys_write(&t, spool_state_tail_keys, spool_state_tail_nkeys, &st);
-	spool_keys_write(&t, spool_figures_keys, spool_figures_nkeys, &g->figures);
-	spool_keys_write(&t, spool_kcache_keys, spool_kcache_nkeys, &g->kcache.saved);
-	/* A list, per-CPU keys and an array: more than a table's fixed fields. */
-	spool_tprintf(&t, "vcpu_tids=");
-	for (i = 0; i < g->link.nr_vcpu_tids; i++)
-		spool_tprintf(&t, "%s%u", i ? "," : "", g->link.vcpu_tids[i]);
-	spool_tprintf(&t, "\n");
+	if (!t)
+		return -ENOMEM;
+	snprintf(t->state.name, sizeof(t->state.name), "%s", g->name);
+	t->state.trace_id = g->trace_id;
+	t->state.streams = g->nr_streams;
+	t->state.qemu_pid = (int)g->link.qemu_pid;
+	t->state.max_reached = g->figures.budget.reached;
+	t->figures = g->figures;
+	t->kcache = g->kcache.saved;
+	t->nr_tids = g->link.nr_vcpu_tids;
+	memcpy(t->tids, g->link.vcpu_tids, sizeof(t->tids));
 	for (i = 0; i < g->nr_streams; i++) {
-		spool_ikey_write(&t, SPOOL_IKEY_DROPPED, g->streams[i].cpu, g->streams[i].dropped_pages);
-		spool_ikey_write(&t, SPOOL_IKEY_BAD, g->streams[i].cpu, g->streams[i].bad_pages);
+		struct spool_cpu *c = &t->cpus[g->streams[i].cpu];
+
+		c->dropped = g->streams[i].dropped_pages;
+		c->bad_pages = g->streams[i].bad_pages;
 	}
-	spool_keys_write(&t, spool_budget_keys, spool_budget_nkeys, &g->figures.budget);
-	for (i = 0; i < GMSG_NR; i++)
-		spool_ikey_write(&t, SPOOL_IKEY_MSGS, i, g->figures.msgs[i]);
-	return spool_text_save(&t, g->spool_fd, "state");
+	ret = spool_file_save(g->spool_fd, &spool_state_file, t);
+	free(t);
+	return ret;
 }
 
 /**
@@ -62,20 +73,22 @@ int spool_save_state(const struct guest *g)
  */
 int spool_save_agent(const struct guest *g)
 {
-	struct spool_text t = { 0 };
+	struct spool_trace *t = trace_of(g);
 	unsigned int i;
-	int ret = 0;
+	int ret;
 
-	/* Only per-CPU keys (SPOOL_IKEY_BYTES and _PAGES, spool.h). */
+	if (!t)
+		return -ENOMEM;
 	for (i = 0; i < g->nr_streams; i++) {
 		unsigned int cpu = g->streams[i].cpu;
-		const char *st = g->stats.text[cpu] ? g->stats.text[cpu] : "";
 
-		ret = spool_save_stats(g->spool_fd, cpu, st) ?: ret;
-		spool_ikey_write(&t, SPOOL_IKEY_BYTES, cpu, g->stats.bytes[cpu]);
-		spool_ikey_write(&t, SPOOL_IKEY_PAGES, cpu, g->stats.pages[cpu]);
+		t->cpus[cpu].stats = g->stats.text[cpu];
+		t->cpus[cpu].agent_bytes = g->stats.bytes[cpu];
+		t->cpus[cpu].agent_pages = g->stats.pages[cpu];
 	}
-	return spool_text_save(&t, g->spool_fd, "agent") ?: ret;
+	ret = spool_agent_save(g->spool_fd, t);
+	free(t);
+	return ret;
 }
 
 /**
@@ -89,41 +102,26 @@ int spool_save_agent(const struct guest *g)
  */
 int spool_save_sync(const struct guest *g)
 {
-	const struct spool_check *ck = &g->sync.check;
-	struct spool_text t = { 0 };
-	unsigned int cpu, i;
+	struct spool_trace *t = trace_of(g);
+	int ret;
 
-	spool_keys_write(&t, spool_sync_keys, spool_sync_nkeys, &g->sync.head);
-	spool_keys_write(&t, spool_kvm_keys, spool_kvm_nkeys, &g->sync.kvm);
-	spool_keys_write(&t, spool_check_keys, spool_check_nkeys, &g->sync.check);
-	/* Lists of records, several values a line: hand-written (spool.c's load_sync() reads them). */
-	for (i = 0; i < ck->nr_ivs; i++) {
-		const struct spool_check_iv *iv = &ck->ivs[i];
-
-		spool_tprintf(&t, "check cpu=%u burst=%u n=%u inside=%d t=%" PRIu64 " from=%" PRIu64
-			" offset=%" PRId64 " lo=%" PRId64 " hi=%" PRId64 "\n", iv->cpu, iv->burst, iv->n,
-			iv->inside, iv->t, iv->epoch_from, iv->offset, iv->lo, iv->hi);
-	}
-	for (cpu = 0; cpu < g->agent.nr_cpus && cpu < COLLECT_MAX_CPUS; cpu++) {
-		if (g->sync.min_rtt[cpu])
-			spool_tprintf(&t, "probes cpu=%u min_rtt=%" PRIu64 " samples=%u\n", cpu,
-				g->sync.min_rtt[cpu], g->sync.samples[cpu]);
-		for (i = 0; i < g->sync.cpus[cpu].nr; i++) {
-			const struct vt_tsync_epoch *ep = &g->sync.cpus[cpu].epochs[i];
-
-			spool_tprintf(&t, "epoch cpu=%u from=%" PRIu64 " offset=%" PRId64 " ratio=%" PRIu64
-				" frac=%u source=%d flags=%u error=%" PRIu64 " min_rtt=%" PRIu64
-				" since=%" PRIu64 "\n", cpu, ep->host_from, ep->map.offset, ep->map.ratio,
-				ep->map.frac_bits, (int)ep->source, ep->flags, ep->error, ep->min_rtt,
-				ep->since);
-		}
-	}
+	if (!t)
+		return -ENOMEM;
+	t->sync_head = g->sync.head;
+	t->kvm = g->sync.kvm;
+	/* Borrowed, not copied: t is freed, never spool_trace_free()d. */
+	t->check = g->sync.check;
+	memcpy(t->sync, g->sync.cpus, sizeof(t->sync));
+	memcpy(t->min_rtt, g->sync.min_rtt, sizeof(t->min_rtt));
+	memcpy(t->samples, g->sync.samples, sizeof(t->samples));
+	ret = spool_file_save(g->spool_fd, &spool_sync_file, t);
+	free(t);
 	/* The live view maps the guest's timestamps with what the files will be made of. */
 	if (g->rec)
 		live_clock(g->rec->live, g->live_idx, g->sync.cpus,
 			   g->agent.nr_cpus < COLLECT_MAX_CPUS ? g->agent.nr_cpus : COLLECT_MAX_CPUS,
 			   g->sync.head.host_end);
-	return spool_text_save(&t, g->spool_fd, "sync");
+	return ret;
 }
 
 /**
@@ -140,28 +138,26 @@ int spool_save_sync(const struct guest *g)
 int spool_save_migration(const struct guest *g)
 {
 	const struct guest_migration *m = &g->mig;
-	struct spool_text t = { 0 };
-	struct spool_migration *mf;
+	struct spool_trace *t;
 	unsigned int i;
+	int ret;
 
 	if (!m->incoming && !m->out && !m->migrating && !m->seen.failures)
 		return 0;
-	/* Only direction: cpus[] stays zero, the streams are written below. */
-	mf = calloc(1, sizeof(*mf));
-	if (!mf)
+	t = trace_of(g);
+	if (!t)
 		return -ENOMEM;
-	snprintf(mf->direction, sizeof(mf->direction), "%s",
+	snprintf(t->mig.direction, sizeof(t->mig.direction), "%s",
 		 m->incoming ? "in" : m->out ? "out" : "none");
-	spool_keys_write(&t, spool_migration_keys, spool_migration_nkeys, mf);
-	spool_keys_write(&t, spool_mig_seen_keys, spool_mig_seen_nkeys, &m->seen);
-	free(mf);
-	/* Seven values a stream on one line: hand-written (spool.c's load_migration() reads them). */
+	t->mig.seen = m->seen;
 	for (i = 0; i < g->nr_streams; i++) {
 		const struct stream *s = &g->streams[i];
 
-		spool_tprintf(&t, "stream%u=%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%d,%" PRIu64 ",%" PRIu64
-			",%" PRIu64 "\n", s->cpu, s->bytes_session, s->pages, s->last_ts, s->marked,
-			s->mark_pos, s->mark_pre, s->marks);
+		t->mig.cpus[s->cpu] = (struct spool_mig_cpu){ s->bytes_session, s->pages, s->last_ts,
+							      s->marked, s->mark_pos, s->mark_pre,
+							      s->marks };
 	}
-	return spool_text_save(&t, g->spool_fd, "migration");
+	ret = spool_file_save(g->spool_fd, &spool_migration_file, t);
+	free(t);
+	return ret;
 }

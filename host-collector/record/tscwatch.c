@@ -52,6 +52,7 @@
 #include "vt_le.h"
 #include "vt_pages.h"
 #include "vt_tsync.h"
+#include "vt_grow.h"
 
 #define WATCH_BUFFER_KB		256u	/* per CPU, at the start */
 #define WATCH_BUFFER_MAX_KB	4096u	/* per CPU: the most a busy CPU's buffer grows to */
@@ -411,15 +412,8 @@ static int cmp_change(const void *a, const void *b)
 
 static int push(struct tscwatch_change **v, size_t *nr, size_t *cap, const struct tscwatch_change *c)
 {
-	if (*nr == *cap) {
-		size_t ncap = *cap ? *cap * 2 : 64;
-		struct tscwatch_change *p = realloc(*v, ncap * sizeof(*p));
-
-		if (!p)
-			return -ENOMEM;
-		*v = p;
-		*cap = ncap;
-	}
+	if (vt_grow((void **)v, cap, *nr + 1, sizeof(**v)) < 0)
+		return -ENOMEM;
 	(*v)[(*nr)++] = *c;
 	return 0;
 }

@@ -178,8 +178,11 @@ static int load_trace(struct trace_sum *t, const char *dirname, bool host)
 	int ret;
 
 	ret = spool_trace_load(t->dir_fd, host, &t->rec);
-	if (ret < 0)
+	if (ret < 0 && ret != -EBADMSG)
 		return ret;
+	/* A file refused as corrupt is left out; what the others hold is still written. */
+	if (ret == -EBADMSG)
+		output_problem(t, "%s/%s: the file was refused", t->dir, t->rec.bad);
 	if (host) {
 		snprintf(t->file, sizeof(t->file), "host.dat");
 		return 0;

@@ -176,6 +176,8 @@ static int side_load(struct side *s, const char *name)
 	if (s->t.dir_fd < 0)
 		return s->t.dir_fd;
 	ret = spool_trace_load(s->t.dir_fd, false, &s->t.rec);
+	if (ret == -EBADMSG)
+		log_err("%s/%s: the file was refused", s->t.dir, s->t.rec.bad);
 	if (ret < 0)
 		return ret;
 	s->t.subbuf = s->t.rec.agent.subbuf;

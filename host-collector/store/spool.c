@@ -22,16 +22,20 @@
  *                           streaming, and what they cover (record/compress.c; no .zsum: ignored)
  *       agent               key=value: the agent's final counters
  *       sync                the clock mapping (see record/sync.c)
- *       migration           key=value: a live migration, out or in (record/session-save.c)
+ *       migration           key=value: a live migration, out or in
+ *   (state, agent, sync and migration: their sections are in spool-file.c)
  *   .spool/host/            the host's pages and metadata, same layout
  *
  * Small files are written to a temporary name and renamed, so a kill leaves
  * either the old or the new version, never half of one.
  *
  * The keys of each key=value file are one table here (struct spool_key, next
- * to the file's save and load), which record/session-save.c writes from and
- * the loaders read with: a key exists in one place. tests/unit/test-spool-keys
- * holds what earlier versions wrote, which must still load.
+ * to the file's save and load), which the writers write from and the loaders
+ * read with: a key exists in one place. A trace's files (state, agent, sync,
+ * migration) are each one table of sections in spool-file.c, which uses these
+ * tables for its plain keys; record/session-save.c only fills the struct
+ * spool_trace they are saved from. tests/unit/test-spool-keys and
+ * test-spool-sections hold what earlier versions wrote, which must still load.
  *
  * Every name is opened relative to its directory's fd (the output directory's,
  * the spool's, a trace's), never through a symbolic link: a link planted as
@@ -58,7 +62,9 @@
 
 #include "collect.h"
 #include "spool.h"
+#include "spool-int.h"
 #include "text.h"
+#include "vt_grow.h"
 
 /*
  * Every file and directory here is made relative to a directory fd, with
@@ -441,19 +447,9 @@ void spool_tprintf(struct spool_text *t, const char *fmt, ...)
 			t->len += n;
 			return;
 		}
-		{
-			size_t cap = (t->cap ? t->cap : 4096);
-			char *nb;
-
-			while (cap <= t->len + n)
-				cap *= 2;
-			nb = realloc(t->buf, cap);
-			if (!nb) {
-				t->oom = true;
-				return;
-			}
-			t->buf = nb;
-			t->cap = cap;
+		if (vt_grow((void **)&t->buf, &t->cap, t->len + n + 1, 1) < 0) {
+			t->oom = true;
+			return;
 		}
 	}
 }
@@ -553,12 +549,16 @@ int spool_data_len(int fd, uint64_t region, unsigned int cpu, uint64_t *len)
 
 /* --- everything else the spool holds, written and read back here only --- */
 
-#define STATE_MAX	(64u << 10)
-#define STATS_MAX	8192u
-#define SYNC_MAX	(64u << 20)
-
-/* key=value text: the value of @key, copied into @buf. */
-static bool kv(const char *text, const char *key, char *buf, size_t size)
+/**
+ * spool_kv() - the value of @key in key=value text
+ * @text: the text, NUL-terminated
+ * @key: the key
+ * @buf: the value, cut to @size
+ * @size: its size
+ *
+ * Return: the line's start when found, else NULL.
+ */
+const char *spool_kv(const char *text, const char *key, char *buf, size_t size)
 {
 	size_t klen = strlen(key);
 	const char *p = text;
@@ -569,13 +569,15 @@ static bool kv(const char *text, const char *key, char *buf, size_t size)
 			size_t len = strcspn(v, "\n");
 
 			snprintf(buf, size, "%.*s", (int)(len < size ? len : size - 1), v);
-			return true;
+			return p;
 		}
 		p = strchr(p, '\n');
 		p = p ? p + 1 : NULL;
 	}
-	return false;
+	return NULL;
 }
+
+#define kv(text, key, buf, size)	(spool_kv((text), (key), (buf), (size)) != NULL)
 
 static uint64_t kv_u64(const char *text, const char *key)
 {
@@ -617,8 +619,13 @@ static void cpu_name(char *buf, size_t size, unsigned int cpu, const char *suffi
 	snprintf(buf, size, "cpu%u.%s", cpu, suffix);
 }
 
-/* A key's value as the file spells it, after the key and its '=' (no separator). */
-static void key_write(struct spool_text *t, const struct spool_key *k, const void *obj)
+/**
+ * spool_key_value() - append a key's value as the file spells it (no name, no separator)
+ * @t: the text
+ * @k: the key
+ * @obj: the struct it is a field of
+ */
+void spool_key_value(struct spool_text *t, const struct spool_key *k, const void *obj)
 {
 	const char *p = (const char *)obj + k->off;
 	uint32_t u32;
@@ -629,30 +636,45 @@ static void key_write(struct spool_text *t, const struct spool_key *k, const voi
 	switch (k->type) {
 	case SPOOL_KU64:
 		memcpy(&u64, p, sizeof(u64));
-		spool_tprintf(t, "%s=%" PRIu64, k->name, u64);
+		spool_tprintf(t, "%" PRIu64, u64);
 		break;
 	case SPOOL_KU32:
 	case SPOOL_KU32_SAT:
 		memcpy(&u32, p, sizeof(u32));
-		spool_tprintf(t, "%s=%u", k->name, u32);
+		spool_tprintf(t, "%u", u32);
 		break;
 	case SPOOL_KBOOL:
 		memcpy(&b, p, sizeof(b));
-		spool_tprintf(t, "%s=%d", k->name, b);
+		spool_tprintf(t, "%d", b);
 		break;
 	case SPOOL_KINT:
 		memcpy(&i, p, sizeof(i));
-		spool_tprintf(t, "%s=%d", k->name, i);
+		spool_tprintf(t, "%d", i);
+		break;
+	case SPOOL_KS64:
+		memcpy(&u64, p, sizeof(u64));
+		spool_tprintf(t, "%" PRId64, (int64_t)u64);
 		break;
 	case SPOOL_KSTR:
 	case SPOOL_KTEXT:
-		spool_tprintf(t, "%s=%.*s", k->name, (int)strnlen(p, k->size), p);
+		spool_tprintf(t, "%.*s", (int)strnlen(p, k->size), p);
 		break;
 	}
 }
 
-/* A number read for @k (kv_u64()'s or sscanf()'s), stored as its type says. */
-static void key_store_num(const struct spool_key *k, void *obj, uint64_t v)
+static void key_write(struct spool_text *t, const struct spool_key *k, const void *obj)
+{
+	spool_tprintf(t, "%s=", k->name);
+	spool_key_value(t, k, obj);
+}
+
+/**
+ * spool_key_store() - store a number read for @k as its type says
+ * @k: the key
+ * @obj: the struct it is a field of
+ * @v: the number (a negative one as strtoull() wraps it)
+ */
+void spool_key_store(const struct spool_key *k, void *obj, uint64_t v)
 {
 	char *p = (char *)obj + k->off;
 	uint32_t u32 = (uint32_t)v;
@@ -661,6 +683,7 @@ static void key_store_num(const struct spool_key *k, void *obj, uint64_t v)
 
 	switch (k->type) {
 	case SPOOL_KU64:
+	case SPOOL_KS64:
 		memcpy(p, &v, sizeof(v));
 		break;
 	case SPOOL_KU32_SAT:
@@ -740,11 +763,11 @@ void spool_keys_read(const char *text, const struct spool_key *keys, size_t n, v
 		char *p = (char *)obj + k->off;
 
 		if (k->type == SPOOL_KSTR)
-			kv(text, k->name, p, k->size);
+			spool_kv(text, k->name, p, k->size);
 		else if (k->type == SPOOL_KTEXT && kv(text, k->name, buf, sizeof(buf)))
 			collect_sanitize(p, k->size, buf, false);
 		else if (k->type != SPOOL_KTEXT)
-			key_store_num(k, obj, kv_u64(text, k->name));
+			spool_key_store(k, obj, kv_u64(text, k->name));
 	}
 }
 
@@ -776,7 +799,7 @@ bool spool_keys_read_line(const char *text, const struct spool_key *keys, size_t
 		v = strtoull(p, &end, 10);
 		if (end == p)
 			return false;
-		key_store_num(&keys[i], obj, v);
+		spool_key_store(&keys[i], obj, v);
 		p = end;
 	}
 	return true;
@@ -1174,10 +1197,7 @@ int spool_scratch_open(int dir)
 	return fd;
 }
 
-/*
- * sync (record/session-save.c): three tables, then one line per check
- * interval, per vCPU's probes and per epoch (hand-written: lists of records).
- */
+/* sync's plain keys: three tables (its sections: spool-file.c's sync_secs). */
 const struct spool_key spool_sync_keys[] = {
 	SPOOL_KEY("method", SPOOL_KSTR, struct spool_sync_head, method),
 	SPOOL_KEY("why", SPOOL_KSTR, struct spool_sync_head, why),
@@ -1215,65 +1235,6 @@ const struct spool_key spool_check_keys[] = {
 	SPOOL_KEY("check_unlisted", SPOOL_KU64, struct spool_check, unlisted),
 };
 const size_t spool_check_nkeys = SPOOL_NKEYS(spool_check_keys);
-
-static void load_sync(struct spool_trace *t, int dir)
-{
-	char *text, *line;
-	size_t len;
-
-	snprintf(t->sync_head.method, sizeof(t->sync_head.method), "none");
-	if (spool_read_file(dir, "sync", (void **)&text, &len, SYNC_MAX) < 0) {
-		snprintf(t->sync_head.why, sizeof(t->sync_head.why), "no clock mapping was recorded");
-		return;
-	}
-	t->have_sync = true;
-	spool_keys_read(text, spool_sync_keys, spool_sync_nkeys, &t->sync_head);
-	spool_keys_read(text, spool_kvm_keys, spool_kvm_nkeys, &t->kvm);
-	spool_keys_read(text, spool_check_keys, spool_check_nkeys, &t->check);
-	for (line = text; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
-		struct vt_tsync_epoch ep = { 0 };
-		struct spool_check_iv iv = { 0 };
-		unsigned int cpu, samples, burst, n;
-		uint64_t rtt;
-		int source, inside;
-
-		if (sscanf(line, "check cpu=%u burst=%u n=%u inside=%d t=%" SCNu64 " from=%" SCNu64
-			   " offset=%" SCNd64 " lo=%" SCNd64 " hi=%" SCNd64, &cpu, &burst, &n, &inside,
-			   &iv.t, &iv.epoch_from, &iv.offset, &iv.lo, &iv.hi) == 9) {
-			struct spool_check_iv *p;
-
-			if (cpu >= t->agent.nr_cpus || t->check.nr_ivs >= SPOOL_CHECK_IVS_MAX)
-				continue;
-			p = realloc(t->check.ivs, (t->check.nr_ivs + 1) * sizeof(*p));
-			if (!p)
-				break;
-			t->check.ivs = p;
-			iv.cpu = cpu;
-			iv.burst = burst;
-			iv.n = n;
-			iv.inside = inside != 0;
-			t->check.ivs[t->check.nr_ivs++] = iv;
-			continue;
-		}
-
-		if (sscanf(line, "probes cpu=%u min_rtt=%" SCNu64 " samples=%u", &cpu, &rtt,
-			   &samples) == 3 && cpu < COLLECT_MAX_CPUS) {
-			t->min_rtt[cpu] = rtt;
-			t->samples[cpu] = samples;
-			continue;
-		}
-		if (sscanf(line, "epoch cpu=%u from=%" SCNu64 " offset=%" SCNd64 " ratio=%" SCNu64
-			   " frac=%u source=%d flags=%u error=%" SCNu64 " min_rtt=%" SCNu64 " since=%"
-			   SCNu64, &cpu, &ep.host_from, &ep.map.offset, &ep.map.ratio, &ep.map.frac_bits,
-			   &source, &ep.flags, &ep.error, &ep.min_rtt, &ep.since) < 8 ||
-		    cpu >= t->agent.nr_cpus || cpu >= COLLECT_MAX_CPUS || !vt_tsc_map_valid(&ep.map))
-			continue;
-		ep.source = source;
-		if (vt_tsync_cpu_update(&t->sync[cpu], &ep) < 0)
-			break;
-	}
-	free(text);
-}
 
 /* A one-line figures file (cpuN.zsum, cpuN.sums): all its keys, or none of it. */
 static bool load_line(int dir, unsigned int cpu, const char *suffix, const struct spool_key *keys,
@@ -1390,10 +1351,7 @@ static void load_cpu_files(struct spool_trace *t, int dir, unsigned int nr)
 	closedir(d);
 }
 
-/*
- * migration (record/session-save.c): struct spool_migration's plain keys,
- * then streamN per CPU (hand-written: seven values on a line).
- */
+/* migration's plain keys (its sections: spool-file.c's migration_secs). */
 const struct spool_key spool_migration_keys[] = {
 	SPOOL_KEY("direction", SPOOL_KTEXT, struct spool_migration, direction),
 };
@@ -1421,47 +1379,7 @@ const struct spool_key spool_mig_seen_keys[] = {
 };
 const size_t spool_mig_seen_nkeys = SPOOL_NKEYS(spool_mig_seen_keys);
 
-/* The "migration" file: every number bounded, every string sanitised. */
-static void load_migration(struct spool_trace *t, int dir)
-{
-	struct spool_migration *m = &t->mig;
-	char *text, buf[1024], key[32];
-	unsigned int i;
-	size_t len;
-
-	if (spool_read_file(dir, "migration", (void **)&text, &len, STATE_MAX) < 0)
-		return;
-	m->have = true;
-	spool_keys_read(text, spool_migration_keys, spool_migration_nkeys, m);
-	spool_keys_read(text, spool_mig_seen_keys, spool_mig_seen_nkeys, &m->seen);
-	for (i = 0; i < t->agent.nr_cpus; i++) {
-		struct spool_mig_cpu *c = &m->cpus[i];
-		unsigned long long v[7];
-		int marked;
-
-		snprintf(key, sizeof(key), "stream%u", i);
-		if (!kv(text, key, buf, sizeof(buf)) ||
-		    sscanf(buf, "%llu,%llu,%llu,%d,%llu,%llu,%llu", &v[0], &v[1], &v[2], &marked, &v[4],
-			   &v[5], &v[6]) != 7)
-			continue;
-		c->bytes = v[0];
-		c->pages = v[1];
-		c->last_ts = v[2];
-		c->marked = marked != 0;
-		c->mark_pos = v[4];
-		c->mark_pre = v[5];
-		c->marks = v[6];
-	}
-	free(text);
-}
-
-/*
- * state (record/session-save.c): struct spool_state's name and trace_id,
- * struct spool_agent, the rest of struct spool_state, struct spool_figures,
- * struct spool_kcache, then vcpu_tids (a list), droppedN and badN per CPU,
- * struct spool_budget, and msgsN per kind of message; the lists and per-CPU
- * keys are hand-written.
- */
+/* state's plain keys, five tables (its sections: spool-file.c's state_secs). */
 const struct spool_key spool_state_keys[] = {
 	SPOOL_KEY("name", SPOOL_KTEXT, struct spool_state, name),
 	SPOOL_KEY("trace_id", SPOOL_KU64, struct spool_state, trace_id),
@@ -1509,21 +1427,16 @@ const struct spool_key spool_budget_keys[] = {
 };
 const size_t spool_budget_nkeys = SPOOL_NKEYS(spool_budget_keys);
 
-/* The state file's plain keys, into the trace's parts (as large as the writer's). */
-static void load_state(struct spool_trace *t, const char *text)
+/*
+ * One of a trace's files (spool-file.c): @have says it was read; one
+ * refused (-EBADMSG, t->bad says why) counts as missing, the rest goes on.
+ */
+static int load_file(struct spool_trace *t, int dir, const struct spool_file *f, bool *have)
 {
-	struct spool_state st = { 0 };
+	int ret = spool_file_load(dir, f, t);
 
-	spool_keys_read(text, spool_state_keys, spool_state_nkeys, &st);
-	spool_keys_read(text, spool_state_tail_keys, spool_state_tail_nkeys, &st);
-	snprintf(t->name, sizeof(t->name), "%s", st.name);
-	t->trace_id = st.trace_id;
-	spool_keys_read(text, spool_agent_keys, spool_agent_nkeys, &t->agent);
-	if (t->agent.nr_cpus > COLLECT_MAX_CPUS)
-		t->agent.nr_cpus = COLLECT_MAX_CPUS;
-	spool_keys_read(text, spool_figures_keys, spool_figures_nkeys, &t->figures);
-	t->max_reached = st.max_reached;
-	spool_keys_read(text, spool_kcache_keys, spool_kcache_nkeys, &t->kcache);
+	*have = ret == 0;
+	return ret == -ENOENT ? 0 : ret;
 }
 
 /**
@@ -1533,15 +1446,15 @@ static void load_state(struct spool_trace *t, const char *text)
  * @t: filled; spool_trace_free() releases it
  *
  * The spool was made from guest data: every number is bounded here, every
- * string sanitised. Missing files leave their have_ flag false.
+ * string sanitised. Missing files leave their have_ flag false, and so do
+ * files refused as corrupt, whose first is named in @t->bad; the others
+ * are read all the same.
  *
- * Return: 0 or -errno (-ENOMEM).
+ * Return: 0, -EBADMSG (a file refused; @t is usable), or -errno (-ENOMEM).
  */
 int spool_trace_load(int dir, bool host, struct spool_trace *t)
 {
-	char *text, buf[1024];
-	unsigned int i;
-	size_t len;
+	int ret;
 
 	memset(t, 0, sizeof(*t));
 	t->host = host;
@@ -1551,41 +1464,23 @@ int spool_trace_load(int dir, bool host, struct spool_trace *t)
 		load_cpu_files(t, dir, COLLECT_MAX_CPUS);
 		return 0;
 	}
-	if (spool_read_file(dir, "state", (void **)&text, &len, STATE_MAX) == 0) {
-		t->have_state = true;
-		load_state(t, text);
-		if (kv(text, "vcpu_tids", buf, sizeof(buf))) {
-			char *p = buf;
-
-			while (*p && t->nr_tids < COLLECT_MAX_CPUS) {
-				t->tids[t->nr_tids++] = strtoul(p, &p, 10);
-				if (*p != ',')
-					break;
-				p++;
-			}
-		}
-		for (i = 0; i < t->agent.nr_cpus; i++) {
-			t->cpus[i].dropped = spool_ikey_read(text, SPOOL_IKEY_DROPPED, i);
-			t->cpus[i].bad_pages = spool_ikey_read(text, SPOOL_IKEY_BAD, i);
-		}
-		spool_keys_read(text, spool_budget_keys, spool_budget_nkeys, &t->figures.budget);
+	ret = load_file(t, dir, &spool_state_file, &t->have_state);
+	if (t->have_state) {
+		snprintf(t->name, sizeof(t->name), "%s", t->state.name);
+		t->trace_id = t->state.trace_id;
+		t->max_reached = t->state.max_reached;
 		t->figures.budget.reached = t->max_reached;
-		for (i = 0; i < GMSG_NR; i++)
-			t->figures.msgs[i] = spool_ikey_read(text, SPOOL_IKEY_MSGS, i);
-		free(text);
 	}
-	if (spool_read_file(dir, "agent", (void **)&text, &len, STATE_MAX) == 0) {
-		t->have_agent = true;
-		for (i = 0; i < t->agent.nr_cpus; i++) {
-			t->cpus[i].agent_bytes = spool_ikey_read(text, SPOOL_IKEY_BYTES, i);
-			t->cpus[i].agent_pages = spool_ikey_read(text, SPOOL_IKEY_PAGES, i);
-		}
-		free(text);
-	}
+	if (t->agent.nr_cpus > COLLECT_MAX_CPUS)
+		t->agent.nr_cpus = COLLECT_MAX_CPUS;
+	ret = load_file(t, dir, &spool_agent_file, &t->have_agent) ?: ret;
 	load_cpu_files(t, dir, t->agent.nr_cpus);
-	load_sync(t, dir);
-	load_migration(t, dir);
-	return 0;
+	snprintf(t->sync_head.method, sizeof(t->sync_head.method), "none");
+	ret = load_file(t, dir, &spool_sync_file, &t->have_sync) ?: ret;
+	if (!t->have_sync)
+		snprintf(t->sync_head.why, sizeof(t->sync_head.why), "%s",
+			 ret == -EBADMSG ? "the clock mapping was refused" : "no clock mapping was recorded");
+	return load_file(t, dir, &spool_migration_file, &t->mig.have) ?: ret;
 }
 
 /**

@@ -33,6 +33,7 @@ enum spool_ktype {
 	SPOOL_KU32_SAT,		/* the same; read: a larger value stops at UINT32_MAX */
 	SPOOL_KBOOL,		/* bool, 0 or 1; read: anything but 0 is true */
 	SPOOL_KINT,		/* int, signed decimal */
+	SPOOL_KS64,		/* int64_t, signed decimal */
 	SPOOL_KSTR,		/* char[size], our own text, read as it is */
 	SPOOL_KTEXT,		/* char[size], text a guest sent: sanitised on load */
 };
@@ -345,13 +346,23 @@ struct spool_sync_head {
 	uint64_t reset_tsc;
 };
 
+/* CPUs in the order a writer lists them (its streams'). */
+struct spool_idx {
+	unsigned int nr;
+	uint32_t v[COLLECT_MAX_CPUS];
+};
+
 /**
  * struct spool_trace - everything the spool says about one trace (guest or host)
  *
- * Filled by spool_trace_load(); record writes the same files
- * (record/session-save.c, spool_save_stats(), ...).
+ * Filled by spool_trace_load(); record fills the same struct to write the
+ * trace's files (spool_file_save(), spool_agent_save()), which walk the same
+ * tables of sections (spool-file.c).
  */
 struct spool_trace {
+	struct spool_state state;	/* the state file's own keys (name... copied below on load) */
+	struct spool_idx streams;	/* written only: the CPUs with a stream, in the writer's order */
+	char bad[256];			/* why a file was refused, "" if none was */
 	char name[COLLECT_NAME_MAX];
 	bool host;
 	bool have_state, have_agent, have_sync;
@@ -497,6 +508,77 @@ int spool_save_zsum(int dir, unsigned int cpu, const struct spool_zsum *z);
 void spool_remove_zst(int dir, unsigned int cpu);
 int spool_scratch_open(int dir);
 int spool_trace_load(int dir, bool host, struct spool_trace *t);
+
+/*
+ * A trace's key=value files (state, agent, sync, migration), each described
+ * once as a list of sections (spool-file.c) that spool_file_save() and
+ * spool_file_load() both walk, over struct spool_trace.
+ */
+enum spool_sec_kind {
+	SPOOL_SEC_KEYS,		/* key=value lines: @keys over the struct at @off */
+	SPOOL_SEC_LIST,		/* NAME=a,b,c: uint32_t at @off, how many (unsigned int) at @count */
+	SPOOL_SEC_INDEXED,	/* NAMEi=value for each key of @keys, index by index */
+	SPOOL_SEC_CSV,		/* NAMEi=v,v,...: the values of @keys in order, a line an index */
+	SPOOL_SEC_RECORDS,	/* "NAME k=v k=v" lines: @keys over a record (@get, @put) */
+	SPOOL_SEC_PER_CPU,	/* @sub's sections for each CPU below @count, in turn */
+};
+
+/* @idx/@count: no list of indices, no count: all @max of them. */
+#define SPOOL_NONE	((size_t)-1)
+
+/**
+ * struct spool_section - one part of a spool file
+ * @name: as errors name it; the key of LIST, INDEXED (the first key's
+ *	name is used for each key) and CSV lines, the first word of RECORDS
+ * @kind: how it is encoded
+ * @off: where its data is in struct spool_trace (element 0 of an array)
+ * @elem: an array element's size (INDEXED, CSV), a record's (RECORDS)
+ * @keys: its keys, over the element or record (KEYS: over the struct at @off)
+ * @nkeys: how many
+ * @min: RECORDS: keys a line needs (older writers wrote fewer)
+ * @max: elements or indices at most
+ * @idx: the struct spool_idx of the indices written, SPOOL_NONE for 0..@max-1
+ * @count: the unsigned int bounding what is read (LIST: what is written),
+ *	SPOOL_NONE for @max
+ * @get: RECORDS: the record @i (of @cpu's, within PER_CPU); false past the last
+ * @put: RECORDS: keep a record read: 0, 1 to stop quietly, or -errno
+ * @sub: PER_CPU: its sections
+ * @nsub: how many
+ */
+struct spool_section {
+	const char *name;
+	enum spool_sec_kind kind;
+	size_t off, elem;
+	const struct spool_key *keys;
+	size_t nkeys, min, max, idx, count;
+	bool (*get)(const struct spool_trace *t, unsigned int cpu, size_t i, void *rec);
+	int (*put)(struct spool_trace *t, const void *rec);
+	const struct spool_section *sub;
+	size_t nsub;
+};
+
+/**
+ * struct spool_file - a spool file: its name, its sections in order
+ * @name: the file's name
+ * @secs: its sections
+ * @nsecs: how many
+ * @max: the largest file read
+ */
+struct spool_file {
+	const char *name;
+	const struct spool_section *secs;
+	size_t nsecs, max;
+};
+
+extern const struct spool_file spool_state_file, spool_agent_file, spool_sync_file,
+	spool_migration_file;
+int spool_file_save(int dir, const struct spool_file *f, const struct spool_trace *t);
+int spool_file_text(const struct spool_file *f, const struct spool_trace *t,
+		    struct spool_text *text);
+int spool_file_load(int dir, const struct spool_file *f, struct spool_trace *t);
+int spool_file_parse(const struct spool_file *f, const char *text, size_t len,
+		     struct spool_trace *t);
+int spool_agent_save(int dir, const struct spool_trace *t);
 void spool_trace_free(struct spool_trace *t);
 bool spool_trace_dir_name(const char *name);
 int spool_remove(int out_fd, const char *out_dir);

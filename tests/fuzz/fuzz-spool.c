@@ -111,7 +111,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint64_t region;
 	size_t len;
 	bool host = size && data[0] == 0xff;
-	int sfd, tfd;
+	int sfd, tfd, ret;
 	void *meta;
 
 	if (!ready) {
@@ -137,14 +137,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (sfd < 0 || tfd < 0)
 		abort();
 	spool_load_options(sfd, &o);
-	if (spool_trace_load(tfd, false, &t) == 0) {
-		/* What the finish relies on: bounded counts, terminated strings. */
+	ret = spool_trace_load(tfd, false, &t);
+	if (ret == 0 || ret == -EBADMSG) {
+		/* What the finish relies on (a file refused or not): bounded counts, terminated strings. */
 		if (t.agent.nr_cpus > COLLECT_MAX_CPUS || t.nr_tids > COLLECT_MAX_CPUS ||
+		    t.check.nr_ivs > SPOOL_CHECK_IVS_MAX ||
 		    strnlen(t.name, sizeof(t.name)) == sizeof(t.name) ||
+		    strnlen(t.bad, sizeof(t.bad)) == sizeof(t.bad) || (ret == 0) != !t.bad[0] ||
 		    strnlen(t.agent.clock, sizeof(t.agent.clock)) == sizeof(t.agent.clock))
 			abort();
-		spool_trace_free(&t);
 	}
+	spool_trace_free(&t);
 	/* The host's load walks all 256 CPUs' files: too slow for every input. */
 	if (host && spool_trace_load(tfd, true, &t) == 0)
 		spool_trace_free(&t);

@@ -285,6 +285,33 @@ check_exact() {
 	done
 }
 
+# kill_midstream NAME PORTS OUT [FILE]: a fake guest NAME streaming into `record -o OUT`,
+# SIGKILLed once 64 KiB of cpu1's pages (and FILE of its spool, if given) are in the spool.
+kill_midstream() {
+	fake "$1" --fifo "$2" --fixture "$DATA/cap-guest" --repeat 0 --rate 400K --retime
+	_kp=$FAKE_PID
+	"$COLLECT" record --chardev-dir "$2" --name "$1" -o "$3" --duration 60 --quiet \
+		>"$WORK/rec.log" 2>&1 &
+	_kc=$!
+	track $_kc
+	T_COLLECTORS=$_kc
+	_ks=$3/.spool/guest-$1
+	_ki=0
+	while [ $_ki -lt 150 ]; do
+		_kn=$(spool_pages "$_ks" 1 | wc -c)
+		[ "$_kn" -ge 65536 ] && { [ -z "$4" ] || [ -f "$_ks/$4" ]; } && break
+		kill -0 $_kc 2>/dev/null || { show "$WORK/rec.log"; fail "collector exited early"; }
+		sleep 0.1
+		_ki=$((_ki + 1))
+	done
+	[ "$_kn" -ge 65536 ] || { show "$WORK/rec.log"; fail "no pages spooled in 15 s ($_ks)"; }
+	[ -z "$4" ] || [ -f "$_ks/$4" ] || fail "no $4 in the spool"
+	kill -KILL $_kc
+	wait $_kc 2>/dev/null
+	kill -TERM $_kp
+	wait $_kp 2>/dev/null
+}
+
 # spool_pages DIR CPU: the pages a trace's spool DIR holds for CPU, to stdout: its
 # region of DIR/data (CPU N's at N * region, up to the first hole), then DIR/cpuN.pages
 spool_pages() {

@@ -10,26 +10,8 @@ need_tools
 
 p=$WORK/ports out=$WORK/out
 mkdir -p "$p"
-fake vmk --fifo "$p" --fixture "$DATA/cap-guest" --repeat 0 --rate 400K --retime
-pid=$FAKE_PID
-"$COLLECT" record --chardev-dir "$p" --name vmk -o "$out" --duration 60 --quiet >"$WORK/rec.log" 2>&1 &
-cpid=$!
-track $cpid
-T_COLLECTORS=$cpid
+kill_midstream vmk "$p" "$out"
 spool=$out/.spool/guest-vmk
-i=0
-while [ $i -lt 150 ]; do
-	s=$(spool_pages "$spool" 1 | wc -c)
-	[ "$s" -ge 65536 ] && break
-	kill -0 $cpid 2>/dev/null || { show "$WORK/rec.log"; fail "collector exited early"; }
-	sleep 0.1
-	i=$((i + 1))
-done
-[ "$s" -ge 65536 ] || { show "$WORK/rec.log"; fail "no pages spooled in 15 s ($spool)"; }
-kill -KILL $cpid
-wait $cpid 2>/dev/null
-kill -TERM $pid
-wait $pid 2>/dev/null
 [ -f "$out/guest-vmk.dat" ] && fail "guest-vmk.dat exists before recover"
 
 # The oracle: the spool's whole pages with the fixture's metadata.

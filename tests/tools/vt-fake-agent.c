@@ -56,6 +56,7 @@
 #include <x86intrin.h>
 
 #include "vt_lastboot.h"
+#include "vt_grow.h"
 #include "vt_le.h"
 #include "vt_meta.h"
 #include "vt_pages.h"
@@ -272,7 +273,7 @@ static uint64_t guest_tsc(const struct fake *f)
 static int read_whole(const char *path, uint8_t **data, size_t *len)
 {
 	size_t cap = 0, have = 0;
-	uint8_t *buf = NULL, *nb;
+	uint8_t *buf = NULL;
 	ssize_t n;
 	int fd, ret = 0;
 
@@ -280,15 +281,9 @@ static int read_whole(const char *path, uint8_t **data, size_t *len)
 	if (fd < 0)
 		return -errno;
 	for (;;) {
-		if (have + 4096 + 1 > cap) {
-			cap = cap ? cap * 2 : 65536;
-			nb = realloc(buf, cap);
-			if (!nb) {
-				ret = -ENOMEM;
-				goto err_free;
-			}
-			buf = nb;
-		}
+		ret = vt_grow((void **)&buf, &cap, have + 4096 + 1, 1);
+		if (ret < 0)
+			goto err_free;
 		n = read(fd, buf + have, cap - have - 1);
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -850,23 +845,13 @@ static uint32_t next_seq(struct fake *f)
 static int trickle_add(struct fake *f, const void *buf, size_t len)
 {
 	struct trickle *t = &f->slow;
-	uint8_t *nb;
 
 	if (t->off == t->len) {
 		t->off = t->len = t->meta_end = 0;
 		t->t0 = now_ns();
 	}
-	if (t->len + len > t->cap) {
-		size_t cap = t->cap ? t->cap : 65536;
-
-		while (cap < t->len + len)
-			cap *= 2;
-		nb = realloc(t->buf, cap);
-		if (!nb)
-			return -ENOMEM;
-		t->buf = nb;
-		t->cap = cap;
-	}
+	if (vt_grow((void **)&t->buf, &t->cap, t->len + len, 1) < 0)
+		return -ENOMEM;
 	memcpy(t->buf + t->len, buf, len);
 	t->len += len;
 	return 0;

@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "live.c"
+#include "vt_grow.h"
 
 static const char made_up[] =
 	"ffffffff81000000 T _stext\n"
@@ -107,11 +108,7 @@ static void host_kallsyms(void **state)
 	for (;;) {
 		size_t n;
 
-		if (len + 65536 + 1 > cap) {
-			cap = cap ? cap * 2 : 1 << 20;
-			text = realloc(text, cap);
-			assert_non_null(text);
-		}
+		assert_int_equal(vt_grow((void **)&text, &cap, len + 65536 + 1, 1), 0);
 		n = fread(text + len, 1, 65536, f);
 		if (!n)
 			break;

@@ -446,6 +446,7 @@ static size_t t_type_size(enum spool_ktype type)
 {
 	switch (type) {
 	case SPOOL_KU64:
+	case SPOOL_KS64:
 		return sizeof(uint64_t);
 	case SPOOL_KU32:
 	case SPOOL_KU32_SAT:
