@@ -38,7 +38,7 @@
 
 #include "attach.h"
 #include "collect.h"
-#include "record.h"
+#include "recopts.h"
 #include "session.h"
 #include "text.h"
 #include "setup/qemuproc.h"

@@ -81,7 +81,7 @@ static int add_stream(struct guest *g, unsigned int cpu, int fd)
 	s->live = g->rec->live;
 	s->live_trace = g->live_idx;
 	g->nr_streams++;
-	return engine_add(sess_eng(g), s);
+	return stream_serve(s, sess_eng(g));
 }
 
 int sess_open_streams(struct guest *g)
