@@ -236,7 +236,7 @@ void record_start_guest(struct guest *g)
 	hostrec_vcpus(g->rec->host, g->link.vcpu_tids, g->link.nr_vcpu_tids);
 	if (live_set_vcpus(g->rec->live, g->live_idx, g->link.vcpu_tids, g->link.nr_vcpu_tids) < 0)
 		log_warn("guest %s: its vCPUs are not in the --live-stat table", g->name);
-	if (attach_guest(g, o) < 0) {
+	if (attach_guest(g->name, &g->link, o, &g->ctl.rfd, &g->ctl.wfd, &g->ctl.lfd) < 0) {
 		session_fail(g, "cannot attach");
 		return;
 	}
@@ -285,7 +285,7 @@ static uint64_t guest_fds_for(const struct guest *g, unsigned int cpus)
 /* The files guest @g needs, as far as is known before its HELLO (2 vCPUs when unknown). */
 static uint64_t guest_fds(const struct guest *g)
 {
-	unsigned int ports = attach_count_ports(g);
+	unsigned int ports = attach_count_ports(&g->link);
 
 	return guest_fds_for(g, ports ? ports : 2);
 }

@@ -100,7 +100,7 @@ int sess_open_streams(struct guest *g)
 			g->mig.early_fds[cpu] = -1;
 			ret = 0;
 		} else {
-			ret = attach_open_data(g, cpu, &fd);
+			ret = attach_open_data(g->name, &g->link, cpu, &fd);
 		}
 		if (ret == -ENOENT) {
 			log_warn("guest %s: vCPU %u has no data port: its events are not recorded",
@@ -196,7 +196,7 @@ void sess_listen_streams(struct guest *g)
 		p->g = g;
 		p->cpu = cpu;
 		p->lfd = -1;
-		if (attach_data_path(g, cpu, p->base, sizeof(p->base)) < 0)
+		if (attach_data_path(&g->link, cpu, p->base, sizeof(p->base)) < 0)
 			continue;
 		p->lfd = attach_listen(p->base, g->rec->o);
 		if (p->lfd < 0) {
