@@ -3,16 +3,20 @@
  * What every part of virtio-trace-collect shares: its limits, exit codes and
  * logging. Each module has a header of its own; the folders are the jobs:
  *
- *   record/   the `record` subcommand: one event engine (engine.c) serving
- *             every guest's ports (attach.c) and data streams (stream.c),
- *             each guest's agent driven as a state machine (session.c:
+ *   record/   the `record` subcommand (record.c; its command line
+ *             record-opts.c, its guests' start record-guests.c): one event
+ *             engine (engine.c) serving every guest's ports (attach.c) and
+ *             data streams (stream.c, which register as readers of their
+ *             own), each guest's agent driven as a state machine (session.c:
  *             the connection and dispatch; session-streams.c, -meta.c,
  *             -probe.c, -migrate.c, -setup.c, -stop.c its parts, sharing
  *             record/'s private session-int.h),
- *             clocks (sync.c, kvm.c, tscrate.c, qmp.c), host events
- *             (hostrec.c), compression while streaming (compress.c), the
- *             kallsyms cache (kcache.c) and the last boot's trace
- *             (lastboot-file.c).
+ *             clocks (sync.c, sync-kvm.c, sync-check.c, kvm.c, tscrate.c,
+ *             qmp.c), host events (hostrec.c), the live view (live.c,
+ *             live-view.c, live-tep.c), compression while streaming
+ *             (stream-compress.c), the kallsyms cache (kcache.c) and the last
+ *             boot's trace (lastboot-file.c). A part's private header
+ *             (X-int.h) refuses other folders.
  *   store/    the spool (spool.c, its one owner) and what is made of it:
  *             trace.dat files (finish.c, output.c, inplace.c), manifest.json
  *             (manifest.c), the guest's sysinfo (sysinfo.c); the `recover`

@@ -38,9 +38,9 @@
 
 #include "attach.h"
 #include "collect.h"
-#include "record.h"
-#include "session.h"
+#include "recopts.h"
 #include "text.h"
+#include "setup/link.h"
 #include "setup/qemuproc.h"
 
 #define CTL_NAME	"agent-ctl-path"
@@ -183,7 +183,7 @@ static void grow_fifo(int fd, const char *path)
 }
 
 /*
- * Open one port of @g given as a base path P: the pipe pair P.in/P.out, or a
+ * Open one port of guest @name (its @link) given as a base path P: the pipe pair P.in/P.out, or a
  * socket P, or a single FIFO P (a data port given by its .out path). @wfd
  * gets the host->guest side (control ports only, else NULL).
  *
@@ -192,10 +192,10 @@ static void grow_fifo(int fd, const char *path)
  * descriptor (setup/qemuproc.c): a link swapped in after any look by path
  * changes nothing. A refusal is logged here, naming the path.
  */
-static int open_port(const struct guest *g, const char *base, bool listen_mode, int *rfd,
-		     int *wfd)
+static int open_port(const char *name, const struct guest_link *link, const char *base,
+		     bool listen_mode, int *rfd, int *wfd)
 {
-	const struct qemuproc_owner *want = &g->link.owner;
+	const struct qemuproc_owner *want = &link->owner;
 	char in[4200], out[4200], why[800];
 	int fd = -1, ret;
 
@@ -212,7 +212,7 @@ static int open_port(const struct guest *g, const char *base, bool listen_mode, 
 				snprintf(why, sizeof(why), "%s exists but %s does not: a pipe chardev "
 					 "needs both", out, in);
 			if (ret < 0) {
-				log_err("guest %s: %s", g->name, why);
+				log_err("guest %s: %s", name, why);
 				close(fd);
 				return ret;
 			}
@@ -246,18 +246,18 @@ static int open_port(const struct guest *g, const char *base, bool listen_mode, 
 	return 0;
 refused:
 	if (ret != -ENOENT)
-		log_err("guest %s: %s", g->name, why);
+		log_err("guest %s: %s", name, why);
 	return ret;
 }
 
-static int add_cpu_path(struct guest *g, const char *path)
+static int add_cpu_path(struct guest_link *link, const char *path)
 {
-	if (g->link.nr_cpu_paths >= COLLECT_MAX_CPUS)
+	if (link->nr_cpu_paths >= COLLECT_MAX_CPUS)
 		return -E2BIG;
-	g->link.cpu_paths[g->link.nr_cpu_paths] = strdup(path);
-	if (!g->link.cpu_paths[g->link.nr_cpu_paths])
+	link->cpu_paths[link->nr_cpu_paths] = strdup(path);
+	if (!link->cpu_paths[link->nr_cpu_paths])
 		return -ENOMEM;
-	g->link.nr_cpu_paths++;
+	link->nr_cpu_paths++;
 	return 0;
 }
 
@@ -268,46 +268,46 @@ static int add_cpu_path(struct guest *g, const char *path)
  * while the guest starts (record --wait) come one by one, and its control
  * port may come before its last data port.
  */
-static int scan_dir(struct guest *g)
+static int scan_dir(struct guest_link *link)
 {
 	char base[4200], probe[4210];
 	unsigned int cpu;
 	int ret;
 
-	for (cpu = g->link.dir_next; cpu < COLLECT_MAX_CPUS; cpu++) {
-		snprintf(base, sizeof(base), "%s/" DATA_PREFIX "%u", g->link.chardev_dir, cpu);
+	for (cpu = link->dir_next; cpu < COLLECT_MAX_CPUS; cpu++) {
+		snprintf(base, sizeof(base), "%s/" DATA_PREFIX "%u", link->chardev_dir, cpu);
 		snprintf(probe, sizeof(probe), "%s.out", base);
-		if (!g->link.listen && !exists(probe, S_IFIFO) && !exists(base, S_IFSOCK))
+		if (!link->listen && !exists(probe, S_IFIFO) && !exists(base, S_IFSOCK))
 			break;
-		ret = add_cpu_path(g, base);
+		ret = add_cpu_path(link, base);
 		if (ret < 0)
 			return ret;
-		g->link.dir_next = cpu + 1;
+		link->dir_next = cpu + 1;
 		/* With --listen the guest's vCPU count decides (HELLO); ports are made then. */
-		if (g->link.listen)
+		if (link->listen)
 			break;
 	}
-	snprintf(g->link.ctl_path, sizeof(g->link.ctl_path), "%s/" CTL_NAME, g->link.chardev_dir);
+	snprintf(link->ctl_path, sizeof(link->ctl_path), "%s/" CTL_NAME, link->chardev_dir);
 	return 0;
 }
 
 /**
  * attach_count_ports() - how many data ports a guest has, as far as is known
  * before it is attached and greeted
- * @g: the guest
+ * @link: the guest's ports
  *
  * Return: its --cpu paths (or its domain's channels), the data ports in its
  * chardev directory, or 0 when only its HELLO will tell (--listen).
  */
-unsigned int attach_count_ports(const struct guest *g)
+unsigned int attach_count_ports(const struct guest_link *link)
 {
 	char base[4200], probe[4210];
 	unsigned int cpu;
 
-	if (g->link.nr_cpu_paths || !g->link.chardev_dir[0] || g->link.listen)
-		return g->link.nr_cpu_paths;
+	if (link->nr_cpu_paths || !link->chardev_dir[0] || link->listen)
+		return link->nr_cpu_paths;
 	for (cpu = 0; cpu < COLLECT_MAX_CPUS; cpu++) {
-		snprintf(base, sizeof(base), "%s/" DATA_PREFIX "%u", g->link.chardev_dir, cpu);
+		snprintf(base, sizeof(base), "%s/" DATA_PREFIX "%u", link->chardev_dir, cpu);
 		snprintf(probe, sizeof(probe), "%s.out", base);
 		if (!exists(probe, S_IFIFO) && !exists(base, S_IFSOCK))
 			break;
@@ -318,47 +318,52 @@ unsigned int attach_count_ports(const struct guest *g)
 /**
  * attach_guest() - open a guest's control port; data ports are opened by
  * session_setup() once the agent said how many CPUs it has
- * @g: the guest, with chardev_dir or ctl_path + cpu_paths filled in
+ * @name: the guest's name, for messages
+ * @link: its ports, with chardev_dir or ctl_path + cpu_paths filled in
  * @o: options
+ * @rfd: set to the control port's read side (-1 with --listen)
+ * @wfd: and its write side (@rfd again on a socket)
+ * @lfd: --listen: set to the listening socket, else -1
  *
  * Return: 0 or -errno, with a message naming the guest and the path.
  */
-int attach_guest(struct guest *g, const struct record_opts *o)
+int attach_guest(const char *name, struct guest_link *link, const struct record_opts *o,
+		 int *rfd, int *wfd, int *lfd)
 {
 	int ret;
 
-	g->ctl.rfd = g->ctl.wfd = g->ctl.lfd = -1;
-	if (g->link.chardev_dir[0]) {
-		ret = scan_dir(g);
+	*rfd = *wfd = *lfd = -1;
+	if (link->chardev_dir[0]) {
+		ret = scan_dir(link);
 		if (ret < 0)
 			return ret;
-		if (!g->link.listen && !g->link.nr_cpu_paths) {
+		if (!link->listen && !link->nr_cpu_paths) {
 			log_err("guest %s: no data ports in %s (expected %s0.in/.out FIFOs or a %s0 "
 				"socket); `virtio-trace-collect setup` prints the QEMU arguments",
-				g->name, g->link.chardev_dir, DATA_PREFIX, DATA_PREFIX);
+				name, link->chardev_dir, DATA_PREFIX, DATA_PREFIX);
 			return -ENOENT;
 		}
 	}
-	if (g->link.listen) {
+	if (link->listen) {
 		char why[PATH_MAX + 512];
 
 		/* Said once for the guest, before any socket (the data ports' are there too). */
-		ret = listen_dir_check(g->link.ctl_path, why, sizeof(why));
+		ret = listen_dir_check(link->ctl_path, why, sizeof(why));
 		if (ret == -EPERM) {
-			log_err("guest %s: %s", g->name, why);
+			log_err("guest %s: %s", name, why);
 			return ret;
 		}
-		g->ctl.lfd = attach_listen(g->link.ctl_path, o);
-		if (g->ctl.lfd < 0) {
-			log_err("guest %s: cannot listen on %s: %s", g->name, g->link.ctl_path,
-				strerror(-g->ctl.lfd));
-			return g->ctl.lfd;
+		*lfd = attach_listen(link->ctl_path, o);
+		if (*lfd < 0) {
+			log_err("guest %s: cannot listen on %s: %s", name, link->ctl_path,
+				strerror(-*lfd));
+			return *lfd;
 		}
 		return 0;
 	}
-	ret = open_port(g, g->link.ctl_path, g->link.listen, &g->ctl.rfd, &g->ctl.wfd);
+	ret = open_port(name, link, link->ctl_path, link->listen, rfd, wfd);
 	if (ret < 0) {
-		log_err("guest %s: cannot open the control port %s: %s", g->name, g->link.ctl_path,
+		log_err("guest %s: cannot open the control port %s: %s", name, link->ctl_path,
 			strerror(-ret));
 		return ret;
 	}
@@ -506,19 +511,19 @@ int attach_refuse(int lfd, int *fd, char *who, size_t size)
 
 /**
  * attach_data_path() - the base path of a vCPU's data port
- * @g: the guest
+ * @link: the guest's ports
  * @cpu: the vCPU
  * @base: filled
  * @size: its size
  *
  * Return: 0, or -ENOENT when the guest has no port for @cpu.
  */
-int attach_data_path(const struct guest *g, unsigned int cpu, char *base, size_t size)
+int attach_data_path(const struct guest_link *link, unsigned int cpu, char *base, size_t size)
 {
-	if (g->link.listen && g->link.chardev_dir[0])
-		snprintf(base, size, "%s/" DATA_PREFIX "%u", g->link.chardev_dir, cpu);
-	else if (cpu < g->link.nr_cpu_paths)
-		snprintf(base, size, "%s", g->link.cpu_paths[cpu]);
+	if (link->listen && link->chardev_dir[0])
+		snprintf(base, size, "%s/" DATA_PREFIX "%u", link->chardev_dir, cpu);
+	else if (cpu < link->nr_cpu_paths)
+		snprintf(base, size, "%s", link->cpu_paths[cpu]);
 	else
 		return -ENOENT;
 	return 0;
@@ -527,29 +532,30 @@ int attach_data_path(const struct guest *g, unsigned int cpu, char *base, size_t
 /**
  * attach_open_data() - open the data port of one vCPU; a chardev directory is
  * looked at again for a port its first scan did not find
- * @g: the guest
+ * @name: the guest's name, for messages
+ * @link: its ports
  * @cpu: the vCPU
  * @fd: set to the fd to read
  *
  * Return: 0, -ENOENT when the guest has no port for @cpu, or -errno.
  */
-int attach_open_data(struct guest *g, unsigned int cpu, int *fd)
+int attach_open_data(const char *name, struct guest_link *link, unsigned int cpu, int *fd)
 {
 	char base[4200];
 	int ret;
 
-	if (cpu >= g->link.nr_cpu_paths && g->link.chardev_dir[0] && !g->link.listen) {
-		unsigned int had = g->link.nr_cpu_paths;
+	if (cpu >= link->nr_cpu_paths && link->chardev_dir[0] && !link->listen) {
+		unsigned int had = link->nr_cpu_paths;
 
-		ret = scan_dir(g);
+		ret = scan_dir(link);
 		if (ret < 0)
 			return ret;
-		if (g->link.nr_cpu_paths > had)
-			log_info("guest %s: data ports %u..%u appeared after its first %u", g->name,
-				 had, g->link.nr_cpu_paths - 1, had);
+		if (link->nr_cpu_paths > had)
+			log_info("guest %s: data ports %u..%u appeared after its first %u", name,
+				 had, link->nr_cpu_paths - 1, had);
 	}
-	ret = attach_data_path(g, cpu, base, sizeof(base));
-	return ret < 0 ? ret : open_port(g, base, g->link.listen, fd, NULL);
+	ret = attach_data_path(link, cpu, base, sizeof(base));
+	return ret < 0 ? ret : open_port(name, link, base, link->listen, fd, NULL);
 }
 
 /**
@@ -574,24 +580,27 @@ size_t attach_discard_stale(int fd)
 
 /**
  * detach_guest() - close the control port and free the port list
- * @g: the guest
+ * @link: the guest's ports
+ * @rfd: the control port's read side, set to -1 when closed
+ * @wfd: its write side, likewise
+ * @lfd: the listening socket, likewise
  */
-void detach_guest(struct guest *g)
+void detach_guest(struct guest_link *link, int *rfd, int *wfd, int *lfd)
 {
 	unsigned int i;
 
-	if (g->ctl.lfd >= 0) {
-		close(g->ctl.lfd);
-		unlink(g->link.ctl_path);
+	if (*lfd >= 0) {
+		close(*lfd);
+		unlink(link->ctl_path);
 	}
-	g->ctl.lfd = -1;
-	if (g->ctl.wfd >= 0 && g->ctl.wfd != g->ctl.rfd)
-		close(g->ctl.wfd);
-	if (g->ctl.rfd >= 0)
-		close(g->ctl.rfd);
-	g->ctl.rfd = g->ctl.wfd = -1;
-	for (i = 0; i < g->link.nr_cpu_paths; i++)
-		free(g->link.cpu_paths[i]);
-	g->link.nr_cpu_paths = 0;
-	g->link.dir_next = 0;
+	*lfd = -1;
+	if (*wfd >= 0 && *wfd != *rfd)
+		close(*wfd);
+	if (*rfd >= 0)
+		close(*rfd);
+	*rfd = *wfd = -1;
+	for (i = 0; i < link->nr_cpu_paths; i++)
+		free(link->cpu_paths[i]);
+	link->nr_cpu_paths = 0;
+	link->dir_next = 0;
 }

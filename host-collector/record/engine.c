@@ -2,15 +2,14 @@
 /*
  * The event engine: one thread, one io_uring, and everything that waits.
  *
- * It holds three kinds of things, in the spirit of chrony's sched.c:
- *  - streams (stream.c): a poll request is armed on every live one (after
- *    its rest, see rest()); when it is readable the engine drains it with
- *    non-blocking read()s into the engine's one read buffer (the streams are
- *    drained one after the other, and each keeps only its partial page), a
- *    few per turn so that one busy stream cannot starve the rest;
+ * It holds two kinds of things, in the spirit of chrony's sched.c, and
+ * knows nothing of their owners:
  *  - fd watches: a callback when an fd is readable (or, for a write watch,
  *    writable while the owner asks for it): control ports, QMP, the
- *    signalfd;
+ *    signalfd; a watch may have a gate its owner answers before each poll
+ *    (poll now, not before a time, not now, never again): the streams
+ *    (stream.c) rest that way between drains, and read into the engine's
+ *    one read buffer (engine_read_buffer());
  *  - timers, one-shot or periodic, kept in a list sorted by deadline and
  *    embedded in their owners (no allocation, cancel is O(n) over a few).
  *
@@ -33,29 +32,20 @@
 
 #include "collect.h"
 #include "engine.h"
-#include "stream.h"
 #include "vt_grow.h"
 
-enum ent_kind { ENT_STREAM, ENT_FD };
-
 struct engine_fd {
-	enum ent_kind kind;
-	struct stream *s;
 	int fd;
 	short events;
 	bool enabled;
 	bool (*cb)(void *arg, int revents);
+	uint64_t (*gate)(void *arg);	/* engine_add_reader(): when to poll */
 	void *arg;
 	bool inflight;
 	bool done;
-	/* a stream's pacing (rest()): no poll before @rest_until */
-	uint64_t rest_until;
-	uint64_t win_ns;	/* the rate window's start (0: never drained) */
-	uint64_t win_bytes;	/* the stream's bytes then */
-	double win_rate;	/* bytes/s over the last whole window */
 };
 
-/* The one buffer every stream is read into: 64 streams once held 256 KiB each. */
+/* The one buffer every reader reads into: 64 streams once held 256 KiB each. */
 #define RBUF_SIZE	(256u << 10)
 
 struct engine {
@@ -144,7 +134,7 @@ void engine_free(struct engine *e)
 	free(e);
 }
 
-static struct engine_fd *add_ent(struct engine *e, enum ent_kind kind, int fd)
+static struct engine_fd *add_ent(struct engine *e, int fd)
 {
 	size_t cap = e->cap;
 	struct engine_fd *x;
@@ -155,7 +145,6 @@ static struct engine_fd *add_ent(struct engine *e, enum ent_kind kind, int fd)
 	x = calloc(1, sizeof(*x));
 	if (!x)
 		return NULL;
-	x->kind = kind;
 	x->fd = fd;
 	x->events = POLLIN;
 	x->enabled = true;
@@ -190,34 +179,6 @@ void engine_writeback(struct engine *e, int fd, uint64_t off, uint64_t len)
 }
 
 /**
- * engine_add() - serve a stream
- * @e: the engine
- * @s: the stream; it must outlive the engine or be closed first
- *
- * Return: 0 or -ENOMEM.
- */
-int engine_add(struct engine *e, struct stream *s)
-{
-	struct engine_fd *x = add_ent(e, ENT_STREAM, s->fd);
-	int fl;
-
-	if (!x)
-		return -ENOMEM;
-	x->s = s;
-	/*
-	 * O_NOATIME: every read of a FIFO would otherwise stamp its inode, and
-	 * on a disk filesystem that dirties the inode on each read (7% of the
-	 * collector's CPU with 64 slow streams). Only the owner or root may set
-	 * it; without it the stream works the same.
-	 */
-	fl = fcntl(x->fd, F_GETFL);
-	if (fcntl(x->fd, F_SETFL, fl | O_NONBLOCK | O_NOATIME) < 0)
-		fcntl(x->fd, F_SETFL, fl | O_NONBLOCK);
-	s->engine = e;
-	return 0;
-}
-
-/**
  * engine_add_fd() - watch an fd
  * @e: the engine
  * @fd: the fd, non-blocking
@@ -232,7 +193,7 @@ int engine_add(struct engine *e, struct stream *s)
 struct engine_fd *engine_add_fd(struct engine *e, int fd, short events,
 				bool (*cb)(void *arg, int revents), void *arg)
 {
-	struct engine_fd *x = add_ent(e, ENT_FD, fd);
+	struct engine_fd *x = add_ent(e, fd);
 
 	if (!x) {
 		errno = ENOMEM;
@@ -243,6 +204,43 @@ struct engine_fd *engine_add_fd(struct engine *e, int fd, short events,
 	x->cb = cb;
 	x->arg = arg;
 	return x;
+}
+
+/**
+ * engine_add_reader() - watch an fd that its owner paces
+ * @e: the engine
+ * @fd: the fd, non-blocking
+ * @cb: called with the poll revents when it is readable; it reads itself
+ *	(into engine_read_buffer(), say) and returns false to stop watching
+ * @gate: asked before each poll: ENGINE_POLL_NOW, a time (engine_now_ns())
+ *	before which no poll (the engine wakes for it), ENGINE_POLL_NOT (not
+ *	this turn), or ENGINE_POLL_DONE (the watch is dropped)
+ * @arg: passed to @cb and @gate; it must outlive the engine or answer
+ *	ENGINE_POLL_DONE first
+ *
+ * Return: the watch, or NULL (-ENOMEM) with errno set.
+ */
+struct engine_fd *engine_add_reader(struct engine *e, int fd, bool (*cb)(void *arg, int revents),
+				    uint64_t (*gate)(void *arg), void *arg)
+{
+	struct engine_fd *x = engine_add_fd(e, fd, POLLIN, cb, arg);
+
+	if (x)
+		x->gate = gate;
+	return x;
+}
+
+/**
+ * engine_read_buffer() - the one buffer readers read into, between two turns
+ * @e: the engine
+ * @size: set to its size
+ *
+ * Return: the buffer; what it holds is gone once the callback returns.
+ */
+uint8_t *engine_read_buffer(struct engine *e, size_t *size)
+{
+	*size = RBUF_SIZE;
+	return e->rbuf;
 }
 
 /**
@@ -403,99 +401,39 @@ int engine_add_signals(struct engine *e, const sigset_t *mask, void (*cb)(void *
 
 /* --- the loop --- */
 
-/* A stream resting after its last drain (rest()): no poll for it until then. */
-static bool resting(const struct engine_fd *x, uint64_t now)
+/* Shorten a wait of *@timeout_ms to end by @when (rounded up to the next ms). */
+static void wait_until(int *timeout_ms, uint64_t when, uint64_t now)
 {
-	return x->kind == ENT_STREAM && !x->s->eager && x->rest_until > now;
-}
+	uint64_t due = when > now ? (when - now + NSEC_PER_MSEC - 1) / NSEC_PER_MSEC : 0;
 
-static bool ent_wants_poll(const struct engine_fd *x, uint64_t now)
-{
-	if (x->inflight || x->done || !x->enabled || resting(x, now))
-		return false;
-	if (x->kind == ENT_STREAM)
-		return !x->s->eof && !x->s->closed && !x->s->paused;
-	return true;
+	if (due < (uint64_t)*timeout_ms)
+		*timeout_ms = (int)due;
 }
 
 /*
- * After a stream is drained, let it rest until about STREAM_BATCH bytes
- * would come at its rate, at most STREAM_REST_MAX_NS: a slow stream is then
- * read in batches instead of at every write its source makes (each read is
- * a read() and a pwrite() of its own). The rate is the higher of the last
- * whole STREAM_RATE_WINDOW_NS window's and the current window's so far, so
- * a source that sends in bursts (an agent woken at buffer_percent) counts
- * at its real rate, not by the gap before one small read. A fast stream
- * does not rest, and a rest is short enough that the port's buffer (a FIFO
- * of 1 MiB, a socket of 208 KiB) takes STREAM_BATCH many times over. A
- * stream that is being stopped (stream->eager) never rests.
+ * Whether @x is polled this turn; a gate that says "not before" shortens
+ * the wait to then, one that says "never again" drops the watch.
  */
-#define STREAM_BATCH		(64 * 1024)
-#define STREAM_REST_MAX_NS	(20 * NSEC_PER_MSEC)
-#define STREAM_REST_MIN_NS	(1 * NSEC_PER_MSEC)
-#define STREAM_RATE_WINDOW_NS	(250 * NSEC_PER_MSEC)
-
-static void rest(struct engine_fd *x)
+static bool ent_wants_poll(struct engine_fd *x, uint64_t now, int *timeout_ms)
 {
-	struct stream *s = x->s;
-	uint64_t now = engine_now_ns(), dt, db;
-	double rate, r;
+	uint64_t when;
 
-	x->rest_until = 0;
-	if (!x->win_ns) {
-		x->win_ns = now;
-		x->win_bytes = s->bytes;
-		return;
+	if (x->inflight || x->done || !x->enabled)
+		return false;
+	if (!x->gate)
+		return true;
+	when = x->gate(x->arg);
+	if (when == ENGINE_POLL_DONE) {
+		x->done = true;
+		return false;
 	}
-	dt = now - x->win_ns;
-	db = s->bytes - x->win_bytes;
-	rate = dt ? (double)db * NSEC_PER_SEC / dt : 0;
-	if (dt >= STREAM_RATE_WINDOW_NS) {
-		x->win_rate = rate;
-		x->win_ns = now;
-		x->win_bytes = s->bytes;
+	if (when == ENGINE_POLL_NOT)
+		return false;
+	if (when > now) {
+		wait_until(timeout_ms, when, now);
+		return false;
 	}
-	if (rate < x->win_rate)
-		rate = x->win_rate;
-	if (s->eager || s->eof || s->closed || rate <= 0)
-		return;
-	r = STREAM_BATCH * (double)NSEC_PER_SEC / rate;
-	if (r > STREAM_REST_MAX_NS)
-		r = STREAM_REST_MAX_NS;
-	if (r >= STREAM_REST_MIN_NS)
-		x->rest_until = now + (uint64_t)r;
-}
-
-/* Drain a readable stream: a few reads per turn, so one busy stream cannot starve the rest. */
-static void drain_stream(struct engine *e, struct engine_fd *x)
-{
-	struct stream *s = x->s;
-	int turns;
-
-	for (turns = 0; turns < 8 && !s->closed; turns++) {
-		ssize_t n = read(x->fd, e->rbuf, RBUF_SIZE);
-		int ret;
-
-		if (n > 0) {
-			ret = stream_ingest(s, e->rbuf, n);
-			if (ret < 0) {
-				log_err("%s: cannot spool: %s", s->label, strerror(-ret));
-				s->closed = true;
-				stream_notify(s, STREAM_EV_ERROR, ret);
-			}
-			if ((size_t)n < RBUF_SIZE)
-				return;
-			continue;
-		}
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			return;
-		if (n < 0)
-			log_warn("%s: read failed: %s", s->label, strerror(errno));
-		s->eof = true;
-		stream_finish(s);
-		stream_notify(s, STREAM_EV_EOF, 0);
-		return;
-	}
+	return true;
 }
 
 static void complete(struct engine *e, struct engine_fd *x, int res)
@@ -505,19 +443,10 @@ static void complete(struct engine *e, struct engine_fd *x, int res)
 		return;
 	if (res == -EINTR || res == -EAGAIN || res == -ECANCELED)
 		return;
-	if (x->kind == ENT_FD) {
-		if (!x->enabled)
-			return;
-		if (!x->cb(x->arg, res < 0 ? POLLERR : res))
-			x->done = true;
+	if (!x->enabled)
 		return;
-	}
-	if (x->s->closed) {
+	if (!x->cb(x->arg, res < 0 ? POLLERR : res))
 		x->done = true;
-		return;
-	}
-	drain_stream(e, x);
-	rest(x);
 }
 
 /* Drop the entries that are done and have no poll in flight. */
@@ -532,22 +461,9 @@ static void reap(struct engine *e)
 			free(x);
 			continue;
 		}
-		if (x->kind == ENT_STREAM && x->s->closed && !x->inflight) {
-			free(x);
-			continue;
-		}
 		e->ents[j++] = x;
 	}
 	e->nr = j;
-}
-
-/* Shorten a wait of *@timeout_ms to end by @when (rounded up to the next ms). */
-static void wait_until(int *timeout_ms, uint64_t when, uint64_t now)
-{
-	uint64_t due = when > now ? (when - now + NSEC_PER_MSEC - 1) / NSEC_PER_MSEC : 0;
-
-	if (due < (uint64_t)*timeout_ms)
-		*timeout_ms = (int)due;
 }
 
 /**
@@ -571,9 +487,7 @@ int engine_run(struct engine *e, int timeout_ms)
 		struct engine_fd *x = e->ents[i];
 		struct io_uring_sqe *sqe;
 
-		if (!x->inflight && resting(x, now))
-			wait_until(&timeout_ms, x->rest_until, now);
-		if (!ent_wants_poll(x, now))
+		if (!ent_wants_poll(x, now, &timeout_ms))
 			continue;
 		sqe = io_uring_get_sqe(&e->ring);
 		if (!sqe) {
@@ -590,7 +504,7 @@ int engine_run(struct engine *e, int timeout_ms)
 	 * Our own timeout request bounds the wait: it completes on its own, so
 	 * the wait ends in time whatever the kernel's or liburing's support for
 	 * wait timeouts. One that ends later than this turn needs (armed in an
-	 * earlier turn, before a shorter timer or a stream's rest) gets a
+	 * earlier turn, before a shorter timer or a gate's time) gets a
 	 * shorter one beside it; a request that ends when no longer needed
 	 * only ends a wait early: the loop goes round again.
 	 */

@@ -1,17 +1,17 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The one event engine of `record` (engine.c): one thread and one io_uring
- * serve every stream, port, timer and signal; nothing else waits.
+ * serve every port, stream, timer and signal; nothing else waits.
  */
 #ifndef RECORD_ENGINE_H
 #define RECORD_ENGINE_H
 
 #include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct engine;
-struct stream;
 
 /**
  * struct engine_timer - a timer, embedded in its owner
@@ -34,12 +34,19 @@ struct engine_fd;
 #define NSEC_PER_MSEC	1000000ull
 #define NSEC_PER_SEC	1000000000ull
 
+/* A reader's gate (engine_add_reader()): poll now; not this turn; never again. Else a time. */
+#define ENGINE_POLL_NOW		0
+#define ENGINE_POLL_NOT		UINT64_MAX
+#define ENGINE_POLL_DONE	(UINT64_MAX - 1)
+
 uint64_t engine_now_ns(void);
 struct engine *engine_new(unsigned int entries);
 void engine_free(struct engine *e);
-int engine_add(struct engine *e, struct stream *s);
 struct engine_fd *engine_add_fd(struct engine *e, int fd, short events,
 				bool (*cb)(void *arg, int revents), void *arg);
+struct engine_fd *engine_add_reader(struct engine *e, int fd, bool (*cb)(void *arg, int revents),
+				    uint64_t (*gate)(void *arg), void *arg);
+uint8_t *engine_read_buffer(struct engine *e, size_t *size);
 void engine_fd_enable(struct engine_fd *x, bool on);
 void engine_fd_remove(struct engine_fd *x);
 void engine_timer_init(struct engine_timer *t, void (*cb)(void *arg), void *arg);

@@ -33,6 +33,21 @@ int vt_kvm_find_vm(const char *debugfs, pid_t pid, char *dir, size_t len);
 int vt_kvm_read_vcpu(const char *vmdir, uint32_t id, struct vt_kvm_vcpu *v);
 int vt_kvm_read_vm(const char *vmdir, struct vt_kvm_vcpu *v, uint32_t max, uint32_t *nr);
 
+/**
+ * struct host_tsc - the host TSC rate and the TSC2NSEC triple that goes with it
+ * @khz: TSC ticks per millisecond
+ * @mult: ns = (ticks * mult) >> shift
+ * @shift: see @mult
+ * @method: how @khz was obtained
+ */
+struct host_tsc {
+	uint64_t khz;
+	uint32_t mult;
+	uint32_t shift;
+	char method[64];
+};
+
+void host_tsc_rate(struct host_tsc *t);
 const char *vt_tsc_rate_method_name(enum vt_tsc_rate_method m);
 int vt_tsc2nsec_from_perf(struct vt_tsc2nsec *t);
 int vt_tsc2nsec_calibrate(struct vt_tsc2nsec *t, unsigned int ms);

@@ -39,7 +39,7 @@
 #include "hold.h"
 #include "hostrec.h"
 #include "live.h"
-#include "record.h"
+#include "recopts.h"
 #include "stream.h"
 #include "store/spool.h"
 #include "vt_suggest.h"
@@ -560,6 +560,46 @@ static int spool_meta(struct hostrec *h, struct vt_meta *m, const struct vt_blob
 	return spool_encode_meta(h->spool, m);
 }
 
+/* Each CPU's trace_pipe_raw, spliced by a thread of its own into a pipe the engine reads. */
+static int start_cpus(struct hostrec *h, const struct record_opts *o, struct engine *e,
+		      struct live *live)
+{
+	char path[4200];
+	unsigned int i;
+
+	h->cpus = calloc(h->nr_cpus, sizeof(*h->cpus));
+	if (!h->cpus)
+		return -1;
+	for (i = 0; i < h->nr_cpus; i++) {
+		struct hcpu *c = &h->cpus[i];
+		char label[32];
+
+		c->cpu = i;
+		c->subbuf = h->subbuf;
+		c->flush_ms = o->live_ms ? live_flush_ms(o->live_ms) : 0;
+		c->pipe[0] = c->pipe[1] = -1;
+		snprintf(path, sizeof(path), "%s/per_cpu/cpu%u/trace_pipe_raw", h->dir, i);
+		c->raw_fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (c->raw_fd < 0 || pipe2(c->pipe, O_CLOEXEC) < 0) {
+			log_err("host cpu%u: cannot open %s: %m", i, path);
+			return -1;
+		}
+		fcntl(c->pipe[1], F_SETPIPE_SZ, HOST_PIPE_SIZE);
+		snprintf(label, sizeof(label), "host cpu%u", i);
+		if (stream_init(&c->stream, c->pipe[0], label, i, h->subbuf, h->spool) < 0)
+			return -1;
+		c->stream.live = live;
+		c->stream.hold.span = o->hold;	/* (live_trace 0: stream_init()) */
+		c->stream.live_trace = 0;
+		if (stream_serve(&c->stream, e) < 0)
+			return -1;
+		if (pthread_create(&c->thread, NULL, hcpu_thread, c) != 0)
+			return -1;
+		c->running = true;
+	}
+	return 0;
+}
+
 /**
  * hostrec_start() - create the private instance and start reading it
  * @o: options (--host-events, --buffer-size)
@@ -575,7 +615,6 @@ struct hostrec *hostrec_start(const struct record_opts *o, struct engine *e, int
 	struct hostrec *h = calloc(1, sizeof(*h));
 	char path[4200];
 	struct vt_meta meta;
-	unsigned int i;
 	int ret;
 
 	if (!h)
@@ -632,35 +671,8 @@ struct hostrec *hostrec_start(const struct record_opts *o, struct engine *e, int
 		goto err;
 	}
 
-	h->cpus = calloc(h->nr_cpus, sizeof(*h->cpus));
-	if (!h->cpus)
+	if (start_cpus(h, o, e, live) < 0)
 		goto err;
-	for (i = 0; i < h->nr_cpus; i++) {
-		struct hcpu *c = &h->cpus[i];
-		char label[32];
-
-		c->cpu = i;
-		c->subbuf = h->subbuf;
-		c->flush_ms = o->live_ms ? live_flush_ms(o->live_ms) : 0;
-		c->pipe[0] = c->pipe[1] = -1;
-		snprintf(path, sizeof(path), "%s/per_cpu/cpu%u/trace_pipe_raw", h->dir, i);
-		c->raw_fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (c->raw_fd < 0 || pipe2(c->pipe, O_CLOEXEC) < 0) {
-			log_err("host cpu%u: cannot open %s: %m", i, path);
-			goto err;
-		}
-		fcntl(c->pipe[1], F_SETPIPE_SZ, HOST_PIPE_SIZE);
-		snprintf(label, sizeof(label), "host cpu%u", i);
-		if (stream_init(&c->stream, c->pipe[0], label, i, h->subbuf, h->spool) < 0)
-			goto err;
-		c->stream.live = live;
-		c->stream.hold.span = o->hold;	/* (live_trace 0: stream_init()) */
-		if (engine_add(e, &c->stream) < 0)
-			goto err;
-		if (pthread_create(&c->thread, NULL, hcpu_thread, c) != 0)
-			goto err;
-		c->running = true;
-	}
 	snprintf(path, sizeof(path), "%s/trace_marker", h->dir);
 	h->marker_fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (tracefs_instance_file_write(h->inst, "tracing_on", "1") < 0)

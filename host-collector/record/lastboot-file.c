@@ -26,7 +26,7 @@
 
 #include "collect.h"
 #include "lastboot-file.h"
-#include "record.h"
+#include "recopts.h"
 #include "text.h"
 #include "store/spool.h"
 #include "vt_lastboot.h"

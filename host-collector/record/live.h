@@ -16,13 +16,13 @@
 
 struct live;
 struct livestat_ops;
-struct sync_tsc;
+struct host_tsc;
 
 #define LIVE_WINDOW_MS		500u	/* --live without =MS */
 #define LIVE_WINDOW_MAX_MS	60000u
 
 unsigned int live_flush_ms(unsigned int window_ms);
-struct live *live_new(unsigned int window_ms, const struct sync_tsc *tsc, FILE *out);
+struct live *live_new(unsigned int window_ms, const struct host_tsc *tsc, FILE *out);
 int live_add_trace(struct live *l, const char *file, bool host);
 void live_set_dir(struct live *l, unsigned int trace, int spool_dir);
 int live_set_stat(struct live *l, const struct livestat_ops *ops, bool lines);

@@ -27,14 +27,11 @@
 #include "collect.h"
 #include "engine.h"
 #include "json.h"
-#include "hostrec.h"
-#include "live.h"
 #include "qmp.h"
-#include "record.h"
 #include "session.h"
-#include "sync.h"
 #include "text.h"
 #include "setup/qmp-reply.h"
+#include "vt_tsync.h"
 
 #define QMP_LINE_MAX	(64u << 10)
 
@@ -56,7 +53,7 @@ struct qmp {
 static uint64_t event_tsc(const struct json_value *root, uint64_t tsc_khz)
 {
 	const struct json_value *ts = json_get(root, "timestamp");
-	uint64_t now_tsc = sync_host_tsc(), sec, usec;
+	uint64_t now_tsc = vt_tsc_read(), sec, usec;
 	struct timespec now;
 	int64_t ago_us;
 
@@ -88,11 +85,7 @@ static void got_cpus(struct qmp *q, const char *line, size_t len)
 	memcpy(g->link.vcpu_tids, tids, sizeof(tids));
 	g->link.nr_vcpu_tids = nr;
 	log_debug("guest %s: %u vCPU threads from QMP", g->name, nr);
-	if (g->rec) {
-		hostrec_vcpus(g->rec->host, tids, nr);
-		live_set_vcpus(g->rec->live, g->live_idx, tids, nr);
-	}
-	q->event(g, QMP_EV_CPUS, NULL);
+	q->event(g, QMP_EV_CPUS, NULL);	/* the owner hands them on (host recorder, live view) */
 }
 
 /* A migration's status, as QEMU words it: a short word of [a-z-]. */

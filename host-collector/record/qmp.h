@@ -10,7 +10,8 @@ struct guest;
 struct qmp;
 
 /*
- * What QMP tells the guest's owner: vCPU threads known (in g), a resume, a
+ * What QMP tells the guest's owner: vCPU threads known (in g->link, for the
+ * owner to hand on to the host recorder and the live view), a resume, a
  * reset (@detail: why), a migration's status (@detail: QEMU's word, e.g.
  * "active", "completed", "failed"; QMP_EV_MIGRATION_INFO when query-migrate
  * answered, its figures in g->mig).

@@ -200,6 +200,10 @@ void sess_qmp_event(struct guest *g, enum qmp_ev ev, const char *detail)
 			spool_save_migration(g);
 		break;
 	case QMP_EV_CPUS:
+		if (g->rec) {
+			hostrec_vcpus(g->rec->host, g->link.vcpu_tids, g->link.nr_vcpu_tids);
+			live_set_vcpus(g->rec->live, g->live_idx, g->link.vcpu_tids, g->link.nr_vcpu_tids);
+		}
 		if (g->spool[0])
 			spool_save_state(g);
 		break;

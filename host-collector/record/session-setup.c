@@ -722,7 +722,7 @@ static void open_early(struct guest *g)
 	if (!g->mig.early_fds)
 		return;
 	for (cpu = 0; cpu < g->link.nr_cpu_paths; cpu++)
-		if (attach_open_data(g, cpu, &g->mig.early_fds[cpu]) < 0)
+		if (attach_open_data(g->name, &g->link, cpu, &g->mig.early_fds[cpu]) < 0)
 			g->mig.early_fds[cpu] = -1;
 }
 

@@ -82,7 +82,7 @@ static int add_stream(struct guest *g, unsigned int cpu, int fd)
 	s->live_trace = g->live_idx;
 	s->hold.span = g->rec->o->hold;
 	g->nr_streams++;
-	return engine_add(sess_eng(g), s);
+	return stream_serve(s, sess_eng(g));
 }
 
 int sess_open_streams(struct guest *g)
@@ -101,7 +101,7 @@ int sess_open_streams(struct guest *g)
 			g->mig.early_fds[cpu] = -1;
 			ret = 0;
 		} else {
-			ret = attach_open_data(g, cpu, &fd);
+			ret = attach_open_data(g->name, &g->link, cpu, &fd);
 		}
 		if (ret == -ENOENT) {
 			log_warn("guest %s: vCPU %u has no data port: its events are not recorded",
@@ -197,7 +197,7 @@ void sess_listen_streams(struct guest *g)
 		p->g = g;
 		p->cpu = cpu;
 		p->lfd = -1;
-		if (attach_data_path(g, cpu, p->base, sizeof(p->base)) < 0)
+		if (attach_data_path(&g->link, cpu, p->base, sizeof(p->base)) < 0)
 			continue;
 		p->lfd = attach_listen(p->base, g->rec->o);
 		if (p->lfd < 0) {

@@ -37,7 +37,6 @@
 #include <unistd.h>
 
 #include "collect.h"
-#include "compress.h"
 #include "engine.h"
 #include "live.h"
 #include "stream.h"
@@ -514,4 +513,138 @@ void stream_notify(struct stream *s, enum stream_ev ev, int err)
 {
 	if (s->notify)
 		s->notify(s->owner, s, ev, err);
+}
+
+/*
+ * After a stream is drained, let it rest until about STREAM_BATCH bytes
+ * would come at its rate, at most STREAM_REST_MAX_NS: a slow stream is then
+ * read in batches instead of at every write its source makes (each read is
+ * a read() and a pwrite() of its own). The rate is the higher of the last
+ * whole STREAM_RATE_WINDOW_NS window's and the current window's so far, so
+ * a source that sends in bursts (an agent woken at buffer_percent) counts
+ * at its real rate, not by the gap before one small read. A fast stream
+ * does not rest, and a rest is short enough that the port's buffer (a FIFO
+ * of 1 MiB, a socket of 208 KiB) takes STREAM_BATCH many times over. A
+ * stream that is being stopped (stream->eager) never rests.
+ */
+#define STREAM_BATCH		(64 * 1024)
+#define STREAM_REST_MAX_NS	(20 * NSEC_PER_MSEC)
+#define STREAM_REST_MIN_NS	(1 * NSEC_PER_MSEC)
+#define STREAM_RATE_WINDOW_NS	(250 * NSEC_PER_MSEC)
+
+static void rest(struct stream *s)
+{
+	struct stream_pace *p = &s->pace;
+	uint64_t now = engine_now_ns(), dt, db;
+	double rate, r;
+
+	p->rest_until = 0;
+	if (!p->win_ns) {
+		p->win_ns = now;
+		p->win_bytes = s->bytes;
+		return;
+	}
+	dt = now - p->win_ns;
+	db = s->bytes - p->win_bytes;
+	rate = dt ? (double)db * NSEC_PER_SEC / dt : 0;
+	if (dt >= STREAM_RATE_WINDOW_NS) {
+		p->win_rate = rate;
+		p->win_ns = now;
+		p->win_bytes = s->bytes;
+	}
+	if (rate < p->win_rate)
+		rate = p->win_rate;
+	if (s->eager || s->eof || s->closed || rate <= 0)
+		return;
+	r = STREAM_BATCH * (double)NSEC_PER_SEC / rate;
+	if (r > STREAM_REST_MAX_NS)
+		r = STREAM_REST_MAX_NS;
+	if (r >= STREAM_REST_MIN_NS)
+		p->rest_until = now + (uint64_t)r;
+}
+
+/* Drain a readable stream: a few reads per turn, so one busy stream cannot starve the rest. */
+static void drain(struct stream *s)
+{
+	size_t size;
+	uint8_t *buf = engine_read_buffer(s->engine, &size);
+	int turns;
+
+	for (turns = 0; turns < 8 && !s->closed; turns++) {
+		ssize_t n = read(s->fd, buf, size);
+		int ret;
+
+		if (n > 0) {
+			ret = stream_ingest(s, buf, n);
+			if (ret < 0) {
+				log_err("%s: cannot spool: %s", s->label, strerror(-ret));
+				s->closed = true;
+				stream_notify(s, STREAM_EV_ERROR, ret);
+			}
+			if ((size_t)n < size)
+				return;
+			continue;
+		}
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (n < 0)
+			log_warn("%s: read failed: %s", s->label, strerror(errno));
+		s->eof = true;
+		stream_finish(s);
+		stream_notify(s, STREAM_EV_EOF, 0);
+		return;
+	}
+}
+
+/* The engine's callback: the stream is readable. */
+static bool readable(void *arg, int revents)
+{
+	struct stream *s = arg;
+
+	(void)revents;
+	if (s->closed)
+		return false;
+	drain(s);
+	rest(s);
+	return true;
+}
+
+/* The engine's gate: a closed stream is dropped; one at its end or paused waits; one resting rests. */
+static uint64_t stream_gate(void *arg)
+{
+	const struct stream *s = arg;
+
+	if (s->closed)
+		return ENGINE_POLL_DONE;
+	if (s->eof || s->paused)
+		return ENGINE_POLL_NOT;
+	if (!s->eager && s->pace.rest_until > engine_now_ns())
+		return s->pace.rest_until;
+	return ENGINE_POLL_NOW;
+}
+
+/**
+ * stream_serve() - have the engine read a stream, as any other fd it watches
+ * @s: the stream; it must outlive the engine or be closed first
+ * @e: the engine
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int stream_serve(struct stream *s, struct engine *e)
+{
+	int fl;
+
+	/*
+	 * O_NOATIME: every read of a FIFO would otherwise stamp its inode, and
+	 * on a disk filesystem that dirties the inode on each read (7% of the
+	 * collector's CPU with 64 slow streams). Only the owner or root may set
+	 * it; without it the stream works the same.
+	 */
+	fl = fcntl(s->fd, F_GETFL);
+	if (fcntl(s->fd, F_SETFL, fl | O_NONBLOCK | O_NOATIME) < 0)
+		fcntl(s->fd, F_SETFL, fl | O_NONBLOCK);
+	s->engine = e;
+	if (!engine_add_reader(e, s->fd, readable, stream_gate, s))
+		return -ENOMEM;
+	return 0;
 }

@@ -19,7 +19,7 @@ struct engine;
 enum stream_ev { STREAM_EV_ERROR, STREAM_EV_EOF, STREAM_EV_LIMIT };
 
 /**
- * struct compress_stream - a stream's compression ahead (compress.c)
+ * struct compress_stream - a stream's compression ahead (stream-compress.c)
  * @fd: cpuN.zst, -1 when not compressed ahead
  * @avail: region bytes written (the engine stores, the thread loads)
  * @woke: @avail when the thread was last woken for this stream
@@ -36,6 +36,20 @@ struct compress_stream {
 	uint64_t woke;
 	struct spool_zsum sum;
 	bool on, busy, closing, failed;
+};
+
+/**
+ * struct stream_pace - a stream's rest between drains (stream.c's rest())
+ * @rest_until: no poll before then (engine_now_ns())
+ * @win_ns: the rate window's start (0: never drained)
+ * @win_bytes: the stream's bytes then
+ * @win_rate: bytes/s over the last whole window
+ */
+struct stream_pace {
+	uint64_t rest_until;
+	uint64_t win_ns;
+	uint64_t win_bytes;
+	double win_rate;
 };
 
 /**
@@ -72,8 +86,9 @@ struct stream {
 	bool eof;
 	bool closed;
 	bool paused;
-	bool eager;		/* read as soon as it is readable (being stopped): see engine.c's rest() */
-	struct compress_stream compress;	/* compression ahead of the finish (compress.c) */
+	bool eager;		/* read as soon as it is readable (being stopped): see stream.c's rest() */
+	struct stream_pace pace;
+	struct compress_stream compress;	/* compression ahead of the finish (stream-compress.c) */
 	struct live *live;	/* --live: its good pages are shown too (live.c) */
 	unsigned int live_trace;	/* and as which trace */
 	/* figures */
@@ -102,6 +117,13 @@ struct stream {
 	} hold;
 };
 
+int stream_serve(struct stream *s, struct engine *e);
+/* stream-compress.c: zstd chunks compressed on an idle core while the pages stream in */
+int compress_start(int level);
+void compress_stop(void);
+void compress_attach(struct stream *s);
+void compress_publish(struct stream *s);
+void compress_detach(struct stream *s);
 int stream_init(struct stream *s, int fd, const char *label, unsigned int cpu,
 		uint32_t subbuf, int spool_dir);
 void stream_close(struct stream *s);

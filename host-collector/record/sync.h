@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * A guest's clock (sync.c): KVM's TSC offsets, probe bursts or a given offset
- * turned into epochs, and the host TSC's rate.
+ * turned into epochs.
  */
 #ifndef RECORD_SYNC_H
 #define RECORD_SYNC_H
@@ -13,20 +13,6 @@
 struct guest;
 struct record_opts;
 
-/**
- * struct sync_tsc - the host TSC rate and the TSC2NSEC triple that goes with it
- * @khz: TSC ticks per millisecond
- * @mult: ns = (ticks * mult) >> shift
- * @shift: see @mult
- * @method: how @khz was obtained
- */
-struct sync_tsc {
-	uint64_t khz;
-	uint32_t mult;
-	uint32_t shift;
-	char method[64];
-};
-void sync_tsc_rate(struct sync_tsc *t);
 int sync_prepare(struct guest *g, const struct record_opts *o, const char *when);
 int sync_probe_result(struct guest *g, unsigned int cpu, const struct vt_tsync_sample *smp,
 		      unsigned int n);

@@ -337,3 +337,24 @@ int vt_tsc2nsec_get(struct vt_tsc2nsec *t, unsigned int calibrate_ms)
 		return 0;
 	return vt_tsc2nsec_boot(t, calibrate_ms, VT_TSC_RATE_DIR);
 }
+
+/**
+ * host_tsc_rate() - the host TSC rate, for TSC2NSEC and the manifest's figures
+ * @t: filled
+ *
+ * From the perf mmap page when the kernel offers it, else calibrated.
+ */
+void host_tsc_rate(struct host_tsc *t)
+{
+	struct vt_tsc2nsec c;
+
+	memset(t, 0, sizeof(*t));
+	if (vt_tsc2nsec_get(&c, 100) < 0) {
+		snprintf(t->method, sizeof(t->method), "unavailable");
+		return;
+	}
+	t->khz = c.hz / 1000;
+	t->mult = c.mult;
+	t->shift = c.shift;
+	snprintf(t->method, sizeof(t->method), "%s", vt_tsc_rate_method_name(c.method));
+}

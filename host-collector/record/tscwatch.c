@@ -25,7 +25,7 @@
  * 256 KiB per CPU read every 200 ms overran (test-kvm-mmiotrace, 2 of 8
  * runs, 112-2147 writes lost). So each read measures how many pages each
  * CPU gave. From a quarter of its buffer in one read, the watch is busy
- * and the caller reads again at once (sync.c: 20 ms) rather than on its
+ * and the caller reads again at once (sync-kvm.c: 20 ms) rather than on its
  * timer. From half of it, or when the CPU lost writes, that CPU's buffer
  * (per_cpu/cpuN/buffer_size_kb, the kernel resizes a live buffer without
  * dropping what it holds) grows fourfold, up to WATCH_BUFFER_MAX_KB: the

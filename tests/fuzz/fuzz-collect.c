@@ -3,7 +3,7 @@
  * libFuzzer harness for what the collector takes from a guest: control-port
  * bytes through the session's parser and message handlers (HELLO_REPLY,
  * STATS, META chunks, errors...), and data-port bytes through page ingest.
- * vt-fuzz-sources: host-collector/record/session.c host-collector/record/session-streams.c host-collector/record/session-meta.c host-collector/record/session-probe.c host-collector/record/session-migrate.c host-collector/record/session-setup.c host-collector/record/session-stop.c host-collector/record/session-save.c host-collector/text.c host-collector/record/stream.c host-collector/record/compress.c host-collector/store/spool.c host-collector/record/kcache.c host-collector/record/attach.c host-collector/setup/qemuproc.c host-collector/dirperm.c lib/conn.c lib/proto.c lib/pages.c lib/meta.c lib/meta_codec.c lib/tsync-map.c lib/tsync-est.c lib/tsync-timeshift.c lib/tsync-tsc.c lib/tracedat.c
+ * vt-fuzz-sources: host-collector/record/session.c host-collector/record/session-streams.c host-collector/record/session-meta.c host-collector/record/session-probe.c host-collector/record/session-migrate.c host-collector/record/session-setup.c host-collector/record/session-stop.c host-collector/record/session-save.c host-collector/text.c host-collector/record/stream.c host-collector/record/stream-compress.c host-collector/store/spool.c host-collector/record/kcache.c host-collector/record/attach.c host-collector/setup/qemuproc.c host-collector/dirperm.c lib/conn.c lib/proto.c lib/pages.c lib/meta.c lib/meta_codec.c lib/tsync-map.c lib/tsync-est.c lib/tsync-timeshift.c lib/tsync-tsc.c lib/tracedat.c
  * vt-fuzz-libs: -luring -lzstd -lm -I host-collector -I host-collector/record -DVT_RECORD_INTERNAL
  *
  * Input: u16 length of the control part, the control bytes, then the data
@@ -76,9 +76,18 @@ struct engine_fd *engine_add_fd(struct engine *e, int fd, short events,
 	return NULL;
 }
 
-int engine_add(struct engine *e, struct stream *s)
+struct engine_fd *engine_add_reader(struct engine *e, int fd, bool (*cb)(void *arg, int revents),
+				    uint64_t (*gate)(void *arg), void *arg)
 {
-	return -ENOSYS;
+	return NULL;
+}
+
+uint8_t *engine_read_buffer(struct engine *e, size_t *size)
+{
+	static uint8_t buf[4096];
+
+	*size = sizeof(buf);
+	return buf;
 }
 
 uint64_t engine_now_ns(void)
@@ -166,6 +175,16 @@ int record_fds_claim(struct guest *g, struct record_fds *b)
 }
 
 /* No --live here: the view is never made. */
+int hostrec_vcpus(struct hostrec *h, const uint32_t *tids, unsigned int nr)
+{
+	return 0;
+}
+
+int live_set_vcpus(struct live *l, unsigned int trace, const uint32_t *tids, unsigned int nr)
+{
+	return 0;
+}
+
 unsigned int live_flush_ms(unsigned int window_ms)
 {
 	return window_ms;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * The live view's kallsyms table (host-collector/record/live.c, compiled
+ * The live view's kallsyms table (host-collector/record/live-tep.c, compiled
  * into this test) resolves every address as libtraceevent's own
  * tep_parse_kallsyms() does: the same name and start for each symbol's
  * address, the byte after it, the byte before it, and the ends, aliases
@@ -18,7 +18,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "live.c"
+#include "live-tep.c"
 #include "vt_grow.h"
 
 static const char made_up[] =

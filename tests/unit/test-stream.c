@@ -175,7 +175,7 @@ static void feed(int rfd, int wfd)
 	assert_int_equal(stream_init(&s, rfd, "guest t cpu0", 0, PG, dfd), 0);
 	e = engine_new(8);
 	assert_non_null(e);
-	assert_int_equal(engine_add(e, &s), 0);
+	assert_int_equal(stream_serve(&s, e), 0);
 	/* one batch: good, bad, good, good, half a page */
 	write_all(wfd, pages[0], 4 * PG);
 	write_all(wfd, pages[4], PG / 2);
@@ -267,7 +267,7 @@ static void bad_event_inside(void **state)
 	assert_int_equal(stream_init(&s, p[0], "guest t cpu0", 0, PG, dfd), 0);
 	e = engine_new(8);
 	assert_non_null(e);
-	assert_int_equal(engine_add(e, &s), 0);
+	assert_int_equal(stream_serve(&s, e), 0);
 	write_all(p[1], pages[0], sizeof(pages));
 	run_until(e, &s, sizeof(pages));
 	assert_int_equal(s.pages, 2);
@@ -321,7 +321,7 @@ static void resume_mark_stripped(void **state)
 	assert_int_equal(stream_init(&s, p[0], "guest t cpu0", 0, PG, dfd), 0);
 	e = engine_new(8);
 	assert_non_null(e);
-	assert_int_equal(engine_add(e, &s), 0);
+	assert_int_equal(stream_serve(&s, e), 0);
 	write_all(p[1], pages[0], sizeof(pages));
 	run_until(e, &s, sizeof(pages));
 	assert_int_equal(s.pages, 4);
@@ -381,7 +381,7 @@ static void rig_open(struct rig *r, int rfd)
 	assert_int_equal(stream_init(&r->s, rfd, "guest t cpu0", 0, PG, r->dfd), 0);
 	r->e = engine_new(8);
 	assert_non_null(r->e);
-	assert_int_equal(engine_add(r->e, &r->s), 0);
+	assert_int_equal(stream_serve(&r->s, r->e), 0);
 }
 
 static void rig_close(struct rig *r)
@@ -431,7 +431,7 @@ static unsigned int trickle(bool eager)
 }
 
 /*
- * A slow stream is read in batches (engine.c's rest()): 200 writes 2 ms
+ * A slow stream is read in batches (stream.c's rest()): 200 writes 2 ms
  * apart took 200 reads before; they take about one per 20 ms now. A stream
  * being stopped (eager) is still read at every write.
  */

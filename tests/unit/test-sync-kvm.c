@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * The kvm clock method's epochs, without KVM: host-collector/record/sync.c is
- * compiled into this test, KVM's debugfs is a fixture tree (a copy in a
+ * The kvm clock method's epochs, without KVM: host-collector/record/sync.c,
+ * sync-kvm.c and sync-check.c are linked into this test (the spool, the log,
+ * the engine's timer and the event instance are stubs the link takes before
+ * the library's), KVM's debugfs is a fixture tree (a copy in a
  * temporary directory where values change), and kvm:kvm_write_tsc_offset
  * comes from a stub of tscwatch.c that hands out the writes the test made
  * up. Times are the real TSC's, so that debugfs reads (which read it) fall
@@ -30,7 +32,21 @@
 #include <cmocka.h>
 #include <ftw.h>
 
-#include "sync.c"
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "collect.h"
+#include "record.h"
+#include "session.h"
+#include "stream.h"
+#include "sync.h"
+#include "sync-int.h"
+#include "tscwatch.h"
+#include "vt_tsync.h"
 
 /* ---- stubs: the spool, the log, the event instance ---- */
 
@@ -559,7 +575,7 @@ static void epochs_full(void **state)
 			.prev = i % 2 ? OFF0 + 4000 : OFF0, .next = i % 2 ? OFF0 : OFF0 + 4000,
 		};
 
-		kvm_apply(g, &ch);
+		sync_kvm_apply(g, &ch);
 	}
 	assert_int_equal(g->sync.cpus[0].nr, VT_TSYNC_MAX_EPOCHS);
 	assert_int_equal(g->sync.kvm.breaks, 0);

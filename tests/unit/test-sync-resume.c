@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * The collector's in-band clock sync across a QMP stop/cont, without a guest:
- * host-collector/sync.c is compiled into this test and fed the probes that
+ * host-collector/record/sync.c is linked into this test and fed the probes that
  * session.c's burst would take from a simulated guest answering "host TSC +
  * offset", whose clock stands still while it is stopped.
  * A probe can be made to straddle the stop: it is sent, the guest stops, the
@@ -17,7 +17,22 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "sync.c"
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "collect.h"
+#include "hostclock.h"
+#include "record.h"
+#include "session.h"
+#include "stream.h"
+#include "sync.h"
+#include "sync-int.h"
+#include "tscwatch.h"
+#include "vt_tsync.h"
 
 /* ---- the simulated guest ---- */
 
@@ -126,9 +141,9 @@ static int setup(void **state)
 	sim.straddle = false;
 	/* 2 ms at the TSC's rate */
 	{
-		struct sync_tsc t;
+		struct host_tsc t;
 
-		sync_tsc_rate(&t);
+		host_tsc_rate(&t);
 		assert_true(t.khz > 0);
 		sim.stop_ticks = t.khz * 2;
 	}

@@ -28,7 +28,6 @@
 #include <unistd.h>
 
 #include "collect.h"
-#include "compress.h"
 #include "stream.h"
 #include "store/spool.h"
 #include "vt_time.h"
