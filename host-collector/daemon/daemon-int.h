@@ -6,6 +6,7 @@
 #ifndef DAEMON_DAEMON_INT_H
 #define DAEMON_DAEMON_INT_H
 
+#include <dirent.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -121,6 +122,7 @@ int guests_snapshot(struct daemon *d, struct dguest *g, double before, double af
 		    const char *reason, int client);
 
 /* state.c */
+DIR *state_opendir(int fd);
 int state_open(struct daemon *d);
 void state_close(struct daemon *d);
 int state_guest_dir(struct daemon *d, const char *name);

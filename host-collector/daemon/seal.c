@@ -186,16 +186,10 @@ static bool oldest_segment(struct daemon *d, struct victim *v)
 	struct dirent *e;
 	struct stat st;
 	bool found = false;
-	DIR *dir;
-	int fd = dup(d->guests_fd);
+	DIR *dir = state_opendir(d->guests_fd);
 
-	dir = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!dir) {
-		if (fd >= 0)
-			close(fd);
+	if (!dir)
 		return false;
-	}
-	rewinddir(dir);
 	while ((e = readdir(dir))) {
 		int gfd;
 
@@ -227,16 +221,10 @@ static bool oldest_snapshot(struct daemon *d, struct victim *v)
 	struct dirent *e;
 	struct stat st;
 	bool found = false;
-	DIR *dir;
-	int fd = dup(d->snaps_fd);
+	DIR *dir = state_opendir(d->snaps_fd);
 
-	dir = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!dir) {
-		if (fd >= 0)
-			close(fd);
+	if (!dir)
 		return false;
-	}
-	rewinddir(dir);
 	while ((e = readdir(dir))) {
 		if (e->d_name[0] == '.' || fstatat(d->snaps_fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;

@@ -71,20 +71,34 @@ static int open_state(const char *path)
 	return fd;
 }
 
+/**
+ * state_opendir() - read a directory we hold open, from its start
+ * @fd: its descriptor (kept: the stream has a copy)
+ *
+ * Return: the stream, or NULL.
+ */
+DIR *state_opendir(int fd)
+{
+	int copy = dup(fd);
+	DIR *dir = copy >= 0 ? fdopendir(copy) : NULL;
+
+	if (!dir) {
+		if (copy >= 0)
+			close(copy);
+		return NULL;
+	}
+	rewinddir(dir);
+	return dir;
+}
+
 /* A segment a killed daemon left running: kept as the guest's previous one. */
 static void adopt_leftovers(struct daemon *d)
 {
 	struct dirent *e;
-	DIR *dir;
-	int fd;
+	DIR *dir = state_opendir(d->guests_fd);
 
-	fd = dup(d->guests_fd);
-	dir = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!dir) {
-		if (fd >= 0)
-			close(fd);
+	if (!dir)
 		return;
-	}
 	while ((e = readdir(dir))) {
 		int gfd;
 
