@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -119,6 +120,28 @@ static void drop_client(struct daemon *d, int fd)
 	close(fd);
 }
 
+/*
+ * The whole answer, however long (a status of a thousand guests outgrows the socket's buffer):
+ * blocking, but for 2 s at most, so that a client that reads nothing cannot hold the daemon.
+ */
+static void write_all(int fd, const char *buf, size_t len)
+{
+	struct timeval tv = { .tv_sec = 2 };
+	ssize_t n;
+
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	while (len) {
+		n = send(fd, buf, len, MSG_NOSIGNAL);
+		if (n <= 0) {
+			log_debug("control connection: %s", n < 0 ? strerror(errno) : "closed");
+			return;
+		}
+		buf += n;
+		len -= n;
+	}
+}
+
 /**
  * ctl_answer() - answer a connection and close it
  * @d: the daemon
@@ -136,8 +159,8 @@ void ctl_answer(struct daemon *d, int fd, const char *fmt, ...)
 	va_end(ap);
 	if (n > (int)sizeof(buf) - 1)
 		n = sizeof(buf) - 1;
-	if (n > 0 && write(fd, buf, n) < 0)
-		log_debug("control connection: %s", strerror(errno));
+	if (n > 0)
+		write_all(fd, buf, n);
 	drop_client(d, fd);
 }
 
@@ -214,8 +237,7 @@ static void status(struct daemon *d, int fd)
 			      g->last_reason, g->last_snap[0] ? ")" : "", g->last_error[0] ? "; last problem: " : "",
 			      g->last_error);
 	}
-	if (write(fd, buf, n < cap ? n : cap - 1) < 0)
-		log_debug("control connection: %s", strerror(errno));
+	write_all(fd, buf, n < cap ? n : cap - 1);
 	free(buf);
 	drop_client(d, fd);
 }

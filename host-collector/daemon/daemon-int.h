@@ -19,6 +19,12 @@
 #define DAEMON_BACKOFF_MIN	1.0
 #define DAEMON_BACKOFF_MAX	300.0
 #define DAEMON_CUT_OFF_AFTER	8	/* failures in a row: the guest is cut off */
+/*
+ * A child younger than this is not stopped for a rotation or a snapshot yet: record lost a
+ * SIGINT that came while its session was still starting (seen with a fake agent, issue 40).
+ */
+#define DAEMON_MIN_AGE		3.0
+#define DAEMON_SECOND_INT	10.0	/* a stop not done by then gets a second SIGINT */
 
 /* Why a child is being stopped: what its exit leads to. */
 enum stop_why { STOP_NONE, STOP_ROTATE, STOP_SNAPSHOT, STOP_GONE, STOP_SHUTDOWN };
@@ -52,6 +58,7 @@ struct snap_req {
  * @started: when the child started
  * @stopping: why the child is being stopped (STOP_NONE: it is not)
  * @stop_sent: when SIGINT went
+ * @second_int: the second SIGINT went (record then keeps what it has and ends)
  * @next_start: the earliest time a new child may start (backoff)
  * @backoff: the current backoff, seconds
  * @failures: children in a row that ended on their own
@@ -72,6 +79,7 @@ struct dguest {
 	double started;
 	enum stop_why stopping;
 	double stop_sent;
+	bool second_int;
 	double next_start;
 	double backoff;
 	unsigned int failures;

@@ -124,6 +124,16 @@ static void discover_listed(struct daemon *d)
 	list_free(&f);
 }
 
+static void stop(struct dguest *g, enum stop_why why)
+{
+	if (!g->pid || g->stopping != STOP_NONE)
+		return;
+	kill(g->pid, SIGINT);
+	g->stopping = why;
+	g->stop_sent = daemon_now();
+	g->second_int = false;
+}
+
 /**
  * guests_discover() - look for the guests: new ones get a child (by
  * guests_tick()), gone ones have theirs stopped
@@ -151,20 +161,9 @@ void guests_discover(struct daemon *d)
 		g = &d->g[i];
 		if (!g->present && g->pid && g->stopping == STOP_NONE) {
 			log_info("%s: gone: stopping its recording", g->name);
-			kill(g->pid, SIGINT);
-			g->stopping = STOP_GONE;
-			g->stop_sent = daemon_now();
+			stop(g, STOP_GONE);
 		}
 	}
-}
-
-static void stop(struct dguest *g, enum stop_why why)
-{
-	if (!g->pid || g->stopping != STOP_NONE)
-		return;
-	kill(g->pid, SIGINT);
-	g->stopping = why;
-	g->stop_sent = daemon_now();
 }
 
 /* Splits a comma-separated list into "-e" words. */
@@ -383,6 +382,13 @@ static void remove_guest(struct daemon *d, unsigned int i)
 static void tick_one(struct daemon *d, struct dguest *g, double now)
 {
 	if (g->pid && g->stopping != STOP_NONE) {
+		if (!g->second_int && now - g->stop_sent > DAEMON_SECOND_INT &&
+		    DAEMON_SECOND_INT < d->conf.stop_timeout) {
+			log_warn("%s: record (pid %d) has not stopped in %.0f s: a second SIGINT (it keeps "
+				 "what it has)", g->name, (int)g->pid, DAEMON_SECOND_INT);
+			kill(g->pid, SIGINT);
+			g->second_int = true;
+		}
 		if (now - g->stop_sent > d->conf.stop_timeout) {
 			log_err("%s: record (pid %d) did not stop within %.0f s: SIGKILL", g->name,
 				(int)g->pid, d->conf.stop_timeout);
@@ -392,6 +398,8 @@ static void tick_one(struct daemon *d, struct dguest *g, double now)
 		return;
 	}
 	if (g->pid) {
+		if (now - g->started < DAEMON_MIN_AGE)
+			return;
 		if (g->snap.active && now >= g->snap.trigger + g->snap.after)
 			stop(g, STOP_SNAPSHOT);
 		else if (d->conf.mode == MODE_STREAM && now - g->started >= d->conf.window)

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Proves: `daemon` (issue 40) follows two guests named with their ports (mode stream) and
 # attaches both within 5 s; `snapshot alpha` answers with a sealed snapshot within --after plus
-# 4 s (record's own stop and file writing took 2.1-2.4 s of it here), whose guest-alpha.dat holds the fixture's events and host.dat
+# 10 s (record's own stop and file writing: 1.7 s of it on a quiet machine, 6.2 s at load 29), whose guest-alpha.dat holds the fixture's events and host.dat
 # the host's sched_switch, per trace-cmd report, with snapshot.json saying why; its files
 # are 0600 and its directories 0700; the control socket is 0600 and refuses another uid by its
 # peer credentials even when the file lets it connect; a guest whose ports go is detached;
@@ -42,14 +42,14 @@ echo "both attached after $(echo "$(date +%s.%N) - $t0" | bc) s"
 [ "$(stat -c %a "$S")" = 700 ] || fail "the state directory is mode $(stat -c %a "$S")"
 sleep 2	# some of the window before the trigger
 
-# A snapshot: --after 1, answered within 4 s more (the child's stop, its files, the rename).
+# A snapshot: --after 1, answered within 10 s more (the child's stop, its files, the rename).
 t0=$(date +%s.%N)
 snap=$("$COLLECT" snapshot alpha --state-dir "$S" --reason bug-42 2>"$WORK/snap.err")
 rc=$?
 took=$(echo "$(date +%s.%N) - $t0" | bc)
 [ $rc = 0 ] || { show "$WORK/snap.err" "$WORK/daemon.log"; fail "snapshot exited $rc"; }
 echo "snapshot $snap in $took s (--after 1)"
-[ "$(echo "$took < 5.0" | bc)" = 1 ] || fail "the snapshot took $took s, want under 5 (1 after + 4)"
+[ "$(echo "$took < 11.0" | bc)" = 1 ] || fail "the snapshot took $took s, want under 11 (1 after + 10)"
 case $snap in "$S/snapshots/alpha-"*-bug-42) ;; *) fail "snapshot path '$snap'" ;; esac
 [ -f "$snap/snapshot.json" ] || fail "no snapshot.json in $snap"
 [ "$(jq -r .reason "$snap/snapshot.json")" = bug-42 ] || fail "snapshot.json reason $(jq -r .reason "$snap/snapshot.json")"
