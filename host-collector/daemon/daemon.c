@@ -28,7 +28,7 @@ enum { OPT_CONFIG = 256, OPT_STATUS, OPT_KEY0 = 300 };
 
 static const struct opt_def daemon_opts[] = {
 	{ "config", OPT_CONFIG, KIND_PATH, "FILE", "the configuration (default\n"
-	  DAEMON_CONF_DEFAULT "; a missing default is no error)", .what = "a file" },
+	  DAEMON_CONF_DEFAULT ";\na missing default is no error)", .what = "a file" },
 	{ "status", OPT_STATUS, KIND_FLAG, NULL, "ask the running daemon how its guests are, and exit" },
 	{ "domains", OPT_KEY0 + 0, KIND_STRING, "all|none|NAME,...", "the guests to follow, as `list`\n"
 	  "names them (default all)", .group = "\nConfiguration keys (each overrides the file's):\n" },
@@ -229,9 +229,9 @@ static int run(struct daemon *d)
 	ret = ctl_listen(d);
 	if (ret < 0)
 		goto err_state;
-	log_info("following %s%s%s in %s mode; state in %s", d->conf.all ? "every guest" :
-		 d->conf.names[0] ? d->conf.names : "no discovered guest",
-		 d->conf.nr_guests ? " and the guests named with ports" : "", "",
+	log_info("following %s%s in %s mode; state in %s", d->conf.all ? "every guest found" :
+		 d->conf.names[0] ? d->conf.names : "no guest found",
+		 d->conf.nr_guests ? " and the guests named with their ports" : "",
 		 d->conf.mode == MODE_HOLD ? "hold" : "stream", d->conf.state_dir);
 	state_budget(d);
 	while (!d->stopping || guests_running(d))
