@@ -33,13 +33,18 @@
  *             (it reads KVM's offsets through record/kvm.c and asks the agent
  *             through setup/list.c), and a short `record` run as a child,
  *             whose manifest it reads back as JSON.
+ *   daemon/   the `daemon` service and its `snapshot` client: it finds the
+ *             guests (setup/list.c) and runs one `record` child per guest
+ *             (this executable again), rotating, sealing and budgeting their
+ *             recording directories; the control socket (daemon/daemon.h).
  *
  * Calls go one way: main -> check -> {record, setup}; main -> record ->
  * {store, setup, report}; main -> report -> store; main -> store, setup.
  * record/ calls report/ for one thing, the vCPU state machine that `report
  * --vcpus` runs (analyze-vcpus.c), which `record --live-stat` runs on live
- * events (livestat.c); report/ never calls record/. store/ and setup/ call
- * no other folder; nothing calls check/.
+ * events (livestat.c); report/ never calls record/. main -> daemon ->
+ * setup: the daemon runs record as a child, it never calls it. store/ and
+ * setup/ call no other folder; nothing calls check/ or daemon/.
  */
 #ifndef COLLECT_H
 #define COLLECT_H

@@ -11,6 +11,7 @@
 
 #include "check/check.h"
 #include "collect.h"
+#include "daemon/daemon.h"
 #include "record/record.h"
 #include "report/report.h"
 #include "setup/list.h"
@@ -24,12 +25,14 @@ static const struct command {
 	const char *what;
 } commands[] = {
 	{ "check", check_main, "say whether this host can record a guest with an exact clock" },
+	{ "daemon", daemon_main, "follow every guest, keep the last minutes, seal snapshots" },
 	{ "join", join_main, "join a migrated guest's two recordings into one" },
 	{ "list", list_main, "list the guests on this host with trace ports, and their agents" },
 	{ "record", record_main, "record guests (and host events) into trace.dat files" },
 	{ "recover", recover_main, "write the files of a recording that was killed" },
 	{ "report", report_main, "summarise a recording: events, losses, clock, analyses" },
 	{ "setup", setup_main, "make a guest's trace ports: QEMU arguments, libvirt, hot-plug" },
+	{ "snapshot", snapshot_main, "ask the daemon to seal a guest's last minutes" },
 };
 
 #define NR_COMMANDS	(sizeof(commands) / sizeof(commands[0]))

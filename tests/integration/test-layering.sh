@@ -1,9 +1,10 @@
 #!/bin/sh
 # Proves: the collector's folders depend on each other one way only, as collect.h draws them:
 #   check -> record, setup; record -> store, setup, report (livestat.c runs report's vCPU state
-#   machine on live events); report -> store; store and setup call no
-#   other folder; no folder calls check; every folder may use the shared base (libcollect.a)
-#   and lib/.
+#   machine on live events); report -> store; daemon -> setup (it finds guests with list.c and
+#   runs `record` as a child, never calls it); store and setup call no
+#   other folder; no folder calls check or daemon; every folder may use the shared base
+#   (libcollect.a) and lib/.
 # Checked twice, so that neither a header nor a call slips through:
 # - includes: no file in a folder includes a header of a folder it may not use;
 # - symbols: no object of a folder's library leaves undefined a symbol that a library it may
@@ -11,7 +12,7 @@
 # Also: each folder's library exists, and the executable's main.c is only a command table.
 # And within record/, module by module: no new include cycle (see "record/'s modules" below),
 # and its private headers refuse other folders.
-echo "layering: check -> record, setup; record -> store, setup, report; report -> store; store and setup use no other folder"
+echo "layering: check -> record, setup; record -> store, setup, report; report -> store; daemon -> setup; store and setup use no other folder"
 : "${VT_SRCDIR:?run through make check}" "${VT_BUILDDIR:?run through make check}"
 export LC_ALL=C
 HC=$VT_SRCDIR/host-collector
@@ -24,15 +25,16 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 # The folders each folder may not use.
 forbidden() {
 	case $1 in
-	check) echo "store report" ;;
-	record) echo "check" ;;
-	store) echo "record setup report check" ;;
-	setup) echo "record store report check" ;;
-	report) echo "record setup check" ;;
+	check) echo "store report daemon" ;;
+	record) echo "check daemon" ;;
+	store) echo "record setup report check daemon" ;;
+	setup) echo "record store report check daemon" ;;
+	report) echo "record setup check daemon" ;;
+	daemon) echo "record store report check" ;;
 	esac
 }
 
-for f in check record store setup report; do
+for f in check record store setup report daemon; do
 	[ -d "$HC/$f" ] || { fail "no folder host-collector/$f"; continue; }
 	lib=$B/$f/lib$f.a
 	[ -f "$lib" ] || { fail "no library $lib"; continue; }
@@ -51,7 +53,7 @@ for f in check record store setup report; do
 done
 
 # The shared base calls no folder at all.
-for x in check record store setup report; do
+for x in check record store setup report daemon; do
 	nm --defined-only -g "$B/$x/lib$x.a" 2>/dev/null | awk 'NF == 3 { print $3 }' | sort -u >"$WORK/def-$x"
 	nm -u "$B/libcollect.a" | awk '{ print $NF }' | sort -u >"$WORK/undef-base"
 	comm -12 "$WORK/undef-base" "$WORK/def-$x" >"$WORK/cross"
@@ -179,5 +181,5 @@ nm --defined-only -g "$B/record/librecord.a" | awk 'NF == 3 { print $3 }' | sort
 	fail "the symbol check misses a planted store -> record call"
 
 [ "$fails" = 0 ] || exit 1
-echo "PASS: 5 folders, no call or include against the layering; record/: no include cycle" \
+echo "PASS: 6 folders, no call or include against the layering; record/: no include cycle" \
 	"but the $npair two-way ones and the knot of $nknot modules listed"

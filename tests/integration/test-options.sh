@@ -1,7 +1,7 @@
 #!/bin/sh
 # Proves: the options of every subcommand agree in the three places a user meets them: the
 # subcommand's --help, its own man page virtio-trace-collect-SUB(1) and the bash completion.
-# For each of check, join, list, record, recover, report and setup the long options (and each short option's long
+# For each of check, daemon, join, list, record, recover, report, setup and snapshot the long options (and each short option's long
 # form) that --help lists, with -h/--help where the subcommand takes them, equal those its page
 # lists (the tags of OPTIONS, and of GUESTS for record) and those its table declares; a short
 # option means the same long option in every subcommand; an unknown option is a usage error.
@@ -16,7 +16,7 @@ echo "collect options: each subcommand's --help, its man page and the bash compl
 export LC_ALL=C
 COLLECT=$VT_BUILDDIR/host-collector/virtio-trace-collect
 MANDIR=$VT_SRCDIR/doc
-SUBS="check join list record recover report setup"
+SUBS="check daemon join list record recover report setup snapshot"
 COMP=$VT_SRCDIR/shell-completion/bash/virtio-trace-collect
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/vt-options.XXXXXX") || exit 1
 trap 'rm -rf "$WORK"' EXIT
@@ -94,7 +94,7 @@ for sub in $SUBS; do
 	n=$(wc -l <"$WORK/$sub.help")
 	echo "$sub: $n options in --help, $(wc -l <"$WORK/$sub.man") in virtio-trace-collect-$sub(1)"
 	case $sub in	# the least each --help has, so that a broken parser cannot pass
-	record|setup|check) min=10 ;; report|list) min=7 ;; join) min=5 ;; recover) min=1 ;;
+	record|setup|check|daemon) min=10 ;; report|list) min=7 ;; join|snapshot) min=5 ;; recover) min=1 ;;
 	esac
 	[ "$n" -ge $min ] || fail "$sub: only $n options found in --help (is the parser broken?)"
 	diff "$WORK/$sub.help" "$WORK/$sub.man" >"$WORK/$sub.diff" ||
@@ -245,7 +245,7 @@ comp() { # comp WORD... : what the completion offers for the last word
 	(cd "$WORK/d" && bash -c '. "$1"; shift; COMP_WORDS=(virtio-trace-collect "$@"); COMP_CWORD=$#
 	_virtio_trace_collect; printf "%s\n" "${COMPREPLY[@]}"' sh "$COMP" "$@") | sort | tr '\n' ' '
 }
-[ "$(comp '')" = "--help --version -V -h check help join list record recover report setup " ] || fail "subcommands: '$(comp '')'"
+[ "$(comp '')" = "--help --version -V -h check daemon help join list record recover report setup snapshot " ] || fail "subcommands: '$(comp '')'"
 [ "$(comp help re)" = "record recover report " ] || fail "help re: '$(comp help re)'"
 [ "$(comp re)" = "record recover report " ] || fail "'re': '$(comp re)'"
 [ "$(comp setup --backend '')" = "pipe unix unix-connect " ] || fail "setup --backend: '$(comp setup --backend '')'"

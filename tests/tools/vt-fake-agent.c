@@ -129,6 +129,7 @@ struct fake_opts {
 	unsigned int vary_pages;	/* CPU n sends n % vary_pages more pages, 0: none */
 	const char *timelog;
 	unsigned int port_gap_ms;	/* --port-gap: between one data port's creation and the next */
+	bool again;			/* --again: --listen serves one host after another */
 	const char *lastboot_info;	/* --last-boot-info: LASTBOOT_REQ is served, with this text */
 	const char *final_cmdlines;	/* --final-cmdlines: saved_cmdlines after STOPPED */
 	const char *lastboot_name;	/* --last-boot-name: the instance it says, NULL: the asked one */
@@ -1860,6 +1861,30 @@ static void drain_parser(struct fake *f)
 	}
 }
 
+/* --again: the host's session is over; the next host connects to every port anew. */
+static void next_host(struct fake *f)
+{
+	unsigned int cpu;
+
+	say(f, "host closed the control port after its session: listening again (--again)");
+	close(f->ctl_rfd);
+	f->ctl_rfd = f->ctl_wfd = -1;
+	f->hello_done = false;
+	f->start_ns = 0;
+	for (cpu = 0; cpu < f->o.cpus; cpu++) {
+		struct fake_cpu *c = &f->cpus[cpu];
+
+		if (c->fd >= 0)
+			close(c->fd);
+		c->fd = -1;
+		c->closed = c->have_cur = false;
+	}
+	vt_proto_parser_free(f->parser);
+	f->parser = vt_proto_parser_new();
+	if (!f->parser)
+		f->quit = true;
+}
+
 static void read_ctl(struct fake *f)
 {
 	uint8_t buf[16384];
@@ -1878,6 +1903,11 @@ static void read_ctl(struct fake *f)
 		f->parser = vt_proto_parser_new();
 		if (!f->parser)
 			f->quit = true;
+		return;
+	}
+	if ((n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) && f->o.again &&
+	    f->o.mode == MODE_LISTEN && !f->running && !f->stopping && f->ctl_listen_fd >= 0) {
+		next_host(f);
 		return;
 	}
 	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
@@ -2147,6 +2177,9 @@ static void usage(FILE *out)
 		"  --port-gap MS          make each data port after the first MS ms after the one\n"
 		"                         before (the control port first): ports appearing one\n"
 		"                         by one, as a guest's do while it starts\n"
+		"  --again                with --listen: a host that closes the control port after its\n"
+		"                         session is followed by the next (a guest whose agent serves\n"
+		"                         one recording after another, as the daemon's rotation needs)\n"
 		"  --timelog FILE         append \"EVENT REALTIME_NS MONOTONIC_NS\" lines when HELLO,\n"
 		"                         SYNC_END, START, STOP, BYE arrive and when META,\n"
 		"                         STOPPED are sent (events hello sync_end start stop bye\n"
@@ -2229,7 +2262,8 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 	       OPT_EXTERNAL, OPT_PROBE_DELAY, OPT_STOP_PROBE_DELAY, OPT_META_RATE, OPT_SILENT_HELLO, OPT_VARY, OPT_TIMELOG,
 	       OPT_ALL_BAD, OPT_ABSURD, OPT_ERROR_FLOOD, OPT_SHRINK, OPT_NOTICE_FLOOD,
 	       OPT_LB_INFO, OPT_LB_NAME, OPT_LB_DUMP, OPT_KSNAME, OPT_FINAL_CMDLINES, OPT_PORT_GAP,
-	       OPT_HOSTILE_FORMAT, OPT_HOSTILE_PRINT, OPT_WITHHOLD_META, OPT_RING_PAGES, OPT_NO_HOLD };
+	       OPT_HOSTILE_FORMAT, OPT_HOSTILE_PRINT, OPT_WITHHOLD_META, OPT_RING_PAGES, OPT_NO_HOLD,
+	       OPT_AGAIN };
 	static const struct option lo[] = {
 		{ "fifo", required_argument, NULL, OPT_FIFO },
 		{ "connect", required_argument, NULL, OPT_CONNECT },
@@ -2282,6 +2316,7 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 		{ "vary-pages", required_argument, NULL, OPT_VARY },
 		{ "timelog", required_argument, NULL, OPT_TIMELOG },
 		{ "port-gap", required_argument, NULL, OPT_PORT_GAP },
+		{ "again", no_argument, NULL, OPT_AGAIN },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -2484,6 +2519,9 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 			o->port_gap_ms = strtoul(optarg, &end, 10);
 			if (*end || o->port_gap_ms > 10000)
 				return -1;
+			break;
+		case OPT_AGAIN:
+			o->again = true;
 			break;
 		case 'h':
 			usage(stdout);

@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * daemon/'s own: the supervisor's state, shared by daemon.c, guests.c,
+ * state.c and ctl.c.
+ */
+#ifndef DAEMON_DAEMON_INT_H
+#define DAEMON_DAEMON_INT_H
+
+#include <dirent.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "daemon/daemon.h"
+#include "text.h"
+
+#define DAEMON_MAX_WAITERS	8
+#define DAEMON_MAX_CLIENTS	64
+#define DAEMON_BACKOFF_MIN	1.0
+#define DAEMON_BACKOFF_MAX	300.0
+#define DAEMON_CUT_OFF_AFTER	8	/* failures in a row: the guest is cut off */
+/*
+ * A child younger than this is not stopped for a rotation or a snapshot yet: record lost a
+ * SIGINT that came while its session was still starting (seen with a fake agent, issue 40).
+ */
+#define DAEMON_MIN_AGE		3.0
+#define DAEMON_SECOND_INT	10.0	/* a stop not done by then gets a second SIGINT */
+
+/* Why a child is being stopped: what its exit leads to. */
+enum stop_why { STOP_NONE, STOP_ROTATE, STOP_SNAPSHOT, STOP_GONE, STOP_SHUTDOWN };
+
+/**
+ * struct snap_req - a snapshot asked for and not yet sealed
+ * @active: one is pending
+ * @trigger: when it was asked for (daemon_now())
+ * @wall: the same, as wall-clock seconds (the directory's name)
+ * @before: seconds before the trigger
+ * @after: seconds after
+ * @reason: why (sanitised: letters, digits, '-', '_')
+ * @waiters: control connections waiting for the answer (-1: none)
+ */
+struct snap_req {
+	bool active;
+	double trigger;
+	time_t wall;
+	double before, after;
+	char reason[DAEMON_REASON_MAX + 1];
+	int waiters[DAEMON_MAX_WAITERS];
+};
+
+/**
+ * struct dguest - one guest the daemon follows
+ * @name: its name (a file name: collect_name_ok())
+ * @spec: how record finds it: "dir", "domain" or "qemu"
+ * @where: the port directory, or the name for record --domain / --all
+ * @present: seen by the last discovery
+ * @pid: its record child, 0 if none
+ * @started: when the child started
+ * @stopping: why the child is being stopped (STOP_NONE: it is not)
+ * @stop_sent: when SIGINT went
+ * @second_int: the second SIGINT went (record then keeps what it has and ends)
+ * @next_start: the earliest time a new child may start (backoff)
+ * @backoff: the current backoff, seconds
+ * @failures: children in a row that ended on their own
+ * @cut_off: failed too often: no child until it disappears and returns
+ * @prev_start: when the previous segment started (0: none)
+ * @prev_end: when it ended
+ * @snap: a pending snapshot
+ * @last_snap: the last snapshot's directory name ("" none)
+ * @last_reason: and why it was taken
+ * @last_error: the last problem, in words ("" none)
+ */
+struct dguest {
+	char name[COLLECT_NAME_MAX];
+	char spec[8];
+	char where[4096];
+	bool present;
+	pid_t pid;
+	double started;
+	enum stop_why stopping;
+	double stop_sent;
+	bool second_int;
+	double next_start;
+	double backoff;
+	unsigned int failures;
+	bool cut_off;
+	double prev_start, prev_end;
+	struct snap_req snap;
+	char last_snap[256];
+	char last_reason[DAEMON_REASON_MAX + 1];
+	char last_error[256];
+};
+
+/**
+ * struct daemon - the supervisor
+ * @conf: its configuration
+ * @exe: the executable to run as `record` children
+ * @state_fd: the state directory, opened once (every path is relative to it)
+ * @guests_fd: STATE/guests
+ * @snaps_fd: STATE/snapshots
+ * @lock_fd: STATE/daemon.lock, flock()ed while the daemon runs
+ * @listen_fd: the control socket
+ * @clients: control connections (-1: free slot)
+ * @g: the guests followed
+ * @nr: how many
+ * @stopping: SIGTERM or SIGINT came: stop the children and leave
+ * @last_discovery: when guests were last looked for
+ * @last_budget: when the budget was last checked
+ */
+struct daemon {
+	struct daemon_conf conf;
+	char exe[4096];
+	int state_fd, guests_fd, snaps_fd, lock_fd;
+	int listen_fd;
+	int clients[DAEMON_MAX_CLIENTS];
+	struct dguest *g;
+	unsigned int nr;
+	bool stopping;
+	double last_discovery, last_budget;
+};
+
+/* guests.c */
+void guests_discover(struct daemon *d);
+void guests_tick(struct daemon *d);
+void guests_reaped(struct daemon *d, pid_t pid, int status);
+void guests_stop_all(struct daemon *d);
+bool guests_running(const struct daemon *d);
+struct dguest *guests_find(struct daemon *d, const char *name);
+int guests_snapshot(struct daemon *d, struct dguest *g, double before, double after,
+		    const char *reason, int client);
+
+/* state.c */
+DIR *state_opendir(int fd);
+int state_open(struct daemon *d);
+void state_close(struct daemon *d);
+int state_guest_dir(struct daemon *d, const char *name);
+int state_rotate(struct daemon *d, struct dguest *g);
+int state_seal(struct daemon *d, struct dguest *g, char *path, size_t len);
+void state_budget(struct daemon *d);
+uint64_t state_guest_bytes(struct daemon *d, const char *name, unsigned int *segments);
+uint64_t state_tree_bytes(int at, const char *name);
+int state_remove_tree(int at, const char *name);
+
+/* ctl.c: the server side */
+int ctl_listen(struct daemon *d);
+void ctl_close(struct daemon *d);
+void ctl_accept(struct daemon *d);
+void ctl_read(struct daemon *d, int slot);
+void ctl_answer(struct daemon *d, int fd, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+#endif
