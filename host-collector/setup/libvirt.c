@@ -1264,6 +1264,47 @@ out_live:
 	return ret;
 }
 
+/* --remove --live: the running domain's channels unplugged, ours only. Return: 0 or -errno. */
+static int lv_live_remove(virDomainPtr dom, struct libvirt_setup *s)
+{
+	unsigned int nchan, left = 0;
+	struct lv_dom d;
+	int ret;
+
+	ret = lv_load(dom, VIR_DOMAIN_XML_SECURE, &d, s->domain);
+	if (ret < 0)
+		return ret;
+	nchan = d.nr_chans;
+	if (nchan && !d.meta) {
+		log_err("domain %s: the running domain's %u virtio-trace channels were not added "
+			"by setup: left alone (`virsh detach-device --live` takes them out)",
+			s->domain, nchan);
+		ret = -EEXIST;
+	}
+	lv_dom_free(&d);
+	if (ret < 0)
+		return ret;
+	if (!nchan) {
+		printf("domain %s: no virtio-trace channels in the running domain: nothing to "
+		       "unplug\n", s->domain);
+	} else {
+		ret = lv_live_unplug(dom, s->domain, &left);
+		if (ret < 0)
+			return ret;
+		lv_live_meta_clear(dom);
+		s->changed = true;
+		printf("domain %s: unplugged %d channels from the running domain (control port "
+		       "first: the guest's trace-agent stops with it), no reboot\n", s->domain,
+		       ret);
+		if (left) {
+			log_err("domain %s: %u channels are still plugged in: `virsh dumpxml %s` "
+				"shows them", s->domain, left, s->domain);
+			return -EIO;
+		}
+	}
+	return 0;
+}
+
 /**
  * libvirt_setup_conn() - add the trace channels to a domain's persistent
  * definition, or remove what an earlier apply added
@@ -1307,40 +1348,9 @@ int libvirt_setup_conn(struct _virConnect *conn, struct libvirt_setup *s)
 		goto out_dom;
 	}
 	if (s->live) {
-		unsigned int left = 0;
-
-		ret = lv_load(dom, VIR_DOMAIN_XML_SECURE, &d, s->domain);
+		ret = lv_live_remove(dom, s);
 		if (ret < 0)
 			goto out_dom;
-		nchan = d.nr_chans;
-		if (nchan && !d.meta) {
-			log_err("domain %s: the running domain's %u virtio-trace channels were not added "
-				"by setup: left alone (`virsh detach-device --live` takes them out)",
-				s->domain, nchan);
-			ret = -EEXIST;
-		}
-		lv_dom_free(&d);
-		if (ret < 0)
-			goto out_dom;
-		if (!nchan) {
-			printf("domain %s: no virtio-trace channels in the running domain: nothing to "
-			       "unplug\n", s->domain);
-		} else {
-			ret = lv_live_unplug(dom, s->domain, &left);
-			if (ret < 0)
-				goto out_dom;
-			lv_live_meta_clear(dom);
-			s->changed = true;
-			printf("domain %s: unplugged %d channels from the running domain (control port "
-			       "first: the guest's trace-agent stops with it), no reboot\n", s->domain,
-			       ret);
-			if (left) {
-				log_err("domain %s: %u channels are still plugged in: `virsh dumpxml %s` "
-					"shows them", s->domain, left, s->domain);
-				ret = -EIO;
-				goto out_dom;
-			}
-		}
 	}
 	ret = lv_load(dom, VIR_DOMAIN_XML_INACTIVE | VIR_DOMAIN_XML_SECURE, &d, s->domain);
 	if (ret < 0)

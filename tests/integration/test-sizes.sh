@@ -13,12 +13,7 @@ cd "$VT_SRCDIR" || exit 1
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
-SHRINKING="host-collector/report/report.c:report_main:241
-host-collector/setup/setup.c:setup_parse:210
-guest-agent/ctl.c:handle:167
-host-collector/store/inplace.c:inplace_write:165
-host-collector/store/join.c:join_main:159
-host-collector/setup/libvirt.c:libvirt_setup_conn:153"
+SHRINKING=""
 
 # fn_lines FILE...: "LINES FILE NAME" for each function.
 fn_lines() {
@@ -77,5 +72,5 @@ rm -f "$planted"
 [ "$n" = 101 ] || fail "the measure takes a 101-line function for '$n' lines"
 
 [ "$fails" = 0 ] || exit 1
-echo "PASS: $nfn functions, none over its limit but the $(echo "$SHRINKING" | wc -l) shrinking ones;" \
+echo "PASS: $nfn functions, none over its limit but the $(echo "$SHRINKING" | grep -c .) shrinking ones;" \
 	"record/ files at most $(wc -l host-collector/record/*.[ch] | grep -v ' total$' | sort -n | tail -n 1 | awk '{ print $1 }') lines"
