@@ -108,7 +108,7 @@ static int parse(struct daemon_conf *c, int argc, char **argv, bool *status)
 		} else if (o == OPT_STATUS) {
 			*status = true;
 		} else if (o < OPT_KEY0) {
-			return -EINVAL;	/* opt_parse() said why */
+			return -ECANCELED;	/* opt_parse() said why, and its Try line */
 		}
 	}
 	if (optind < argc) {

@@ -100,12 +100,14 @@ said report "--latency '1x': a duration, N with ns, us, ms or s (a bare number i
 said report "--interval 'a:b': SYS:START,SYS:END[,FIELD], two different events (e.g. block:block_rq_issue,block:block_rq_complete,sector)" \
 	--interval a:b "$WORK/rec"
 said report "--html '': the HTML page to write, a path, not empty" --html '' "$WORK/rec"
+# daemon's keys are its configuration file's, checked as the file's are (conf.c), in the one voice.
+said daemon "--window 'abc': seconds, more than 0 and at most 86400" --window abc
 
 # Every option of every subcommand whose value its table checks (as `SUB --list-options` prints
 # it: a number, seconds, a size, a pid, a choice, a guest's name, a path) refuses a bad one in the
 # one voice, naming the option as its table spells it and the value; every subcommand refuses an
 # unknown option. record's are given after a guest.
-for sub in check join list record recover report setup; do
+for sub in check daemon join list record recover report setup snapshot; do
 	said $sub "unknown option '--no-such-option'" --no-such-option
 	"$COLLECT" $sub --list-options >"$WORK/table" || fail "$sub --list-options exited $?"
 	n=0
@@ -127,7 +129,7 @@ for sub in check join list record recover report setup; do
 		n=$((n + 1))
 	done <"$WORK/table"
 	echo "$sub: $n options with a checked value refuse a bad one ('x%z', a path '') in the one voice"
-	case $sub in recover) min=0 ;; list) min=1 ;; *) min=2 ;; esac
+	case $sub in recover) min=0 ;; list|daemon) min=1 ;; *) min=2 ;; esac
 	[ $n -ge $min ] || fail "$sub: only $n options with a checked value in its table"
 done
 
