@@ -26,6 +26,7 @@
 #include "live-int.h"
 #include "hostclock.h"
 #include "store/spool.h"
+#include "vt_grow.h"
 #include "vt_meta.h"
 #include "vt_pages.h"
 #include "vt_time.h"
@@ -172,14 +173,9 @@ static struct ksyms *ksyms_read(const char *text, size_t len)
 			goto err;
 		if (!keep)
 			continue;
-		if (k->nr + 1 >= cap) {
-			struct kfunc *map = realloc(k->map, cap * 2 * sizeof(*map));
-
-			if (!map)
-				goto err;
-			k->map = map;
-			cap *= 2;
-		}
+		/* One more than this one: the NUL function that ends the table. */
+		if (vt_grow((void **)&k->map, &cap, k->nr + 2, sizeof(*k->map)) < 0)
+			goto err;
 		k->map[k->nr++] = f;
 	}
 	/* libtraceevent's list: each function put in front of those before it. */

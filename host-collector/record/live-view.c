@@ -26,6 +26,7 @@
 #include "live-int.h"
 #include "hostclock.h"
 #include "store/spool.h"
+#include "vt_grow.h"
 #include "vt_meta.h"
 #include "vt_pages.h"
 #include "vt_time.h"
@@ -71,15 +72,8 @@ static int heap_add(struct live *l, struct lcpu *q)
 {
 	size_t i;
 
-	if (l->nr == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 64;
-		struct lcpu **h = realloc(l->heap, cap * sizeof(*h));
-
-		if (!h)
-			return -ENOMEM;
-		l->heap = h;
-		l->cap = cap;
-	}
+	if (vt_grow((void **)&l->heap, &l->cap, l->nr + 1, sizeof(*l->heap)) < 0)
+		return -ENOMEM;
 	for (i = l->nr++; i; ) {
 		size_t p = (i - 1) / 2;
 

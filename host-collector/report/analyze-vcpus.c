@@ -33,6 +33,7 @@
 #include <trace-cmd.h>
 
 #include "analyze.h"
+#include "vt_grow.h"
 
 #define VC_MAX_GUESTS	64u
 #define VC_MAX_VCPUS	1024u
@@ -121,7 +122,8 @@ struct vc_vcpu {
 	unsigned int nr_tent;
 	struct { int pair; uint64_t ns; } tent[VC_TENT];
 	struct vc_strip *strip;		/* the state intervals, if kept */
-	unsigned int nr_strip, strip_cap;
+	unsigned int nr_strip;
+	size_t strip_cap;
 	uint64_t strip_min;		/* intervals shorter than this were merged */
 	uint8_t tail_cls;		/* the state of the last interval (a merged one's too) */
 	uint32_t tail_idx;
@@ -696,6 +698,7 @@ static void strip_add(struct vcpus_an *a, struct vc_vcpu *v, int cls, unsigned i
 {
 	struct vc_strip *last = v->nr_strip ? &v->strip[v->nr_strip - 1] : NULL;
 	bool same = v->tail_cls == cls && v->tail_idx == idx;
+	int ret;
 
 	/* The same state goes on (a guest task changed), or one too short to keep is folded in. */
 	if (last && last->end == from && (same || to - from < v->strip_min)) {
@@ -705,26 +708,20 @@ static void strip_add(struct vcpus_an *a, struct vc_vcpu *v, int cls, unsigned i
 		v->tail_idx = idx;
 		return;
 	}
-	if (v->nr_strip == v->strip_cap) {
-		unsigned int cap = v->strip_cap ? v->strip_cap * 2 : 256;
-		struct vc_strip *n;
-
-		if (cap > VC_STRIP_MAX) {
-			/* Full: coarser until a quarter is free (a pixel of a long recording is wider). */
-			while (v->nr_strip > VC_STRIP_MAX / 4 * 3) {
-				v->strip_min = v->strip_min ? v->strip_min * 2 : VC_STRIP_MIN_NS;
-				strip_compact(v);
-			}
-			strip_add(a, v, cls, idx, from, to);
-			return;
+	ret = vt_grow_max((void **)&v->strip, &v->strip_cap, (size_t)v->nr_strip + 1,
+			  sizeof(*v->strip), VC_STRIP_MAX);
+	if (ret == -E2BIG) {
+		/* Full: coarser until a quarter is free (a pixel of a long recording is wider). */
+		while (v->nr_strip > VC_STRIP_MAX / 4 * 3) {
+			v->strip_min = v->strip_min ? v->strip_min * 2 : VC_STRIP_MIN_NS;
+			strip_compact(v);
 		}
-		n = realloc(v->strip, cap * sizeof(*n));
-		if (!n) {
-			a->dropped++;
-			return;
-		}
-		v->strip = n;
-		v->strip_cap = cap;
+		strip_add(a, v, cls, idx, from, to);
+		return;
+	}
+	if (ret < 0) {
+		a->dropped++;
+		return;
 	}
 	v->strip[v->nr_strip++] = (struct vc_strip){ .start = from, .end = to, .idx = idx, .cls = cls };
 	v->tail_cls = cls;

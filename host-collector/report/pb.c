@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "pb.h"
+#include "vt_grow.h"
 
 #define WT_VARINT	0u
 #define WT_LEN		2u
@@ -51,23 +52,12 @@ void pb_reset(struct pb *p)
 
 static int reserve(struct pb *p, size_t n)
 {
-	size_t cap;
-	uint8_t *b;
-
 	if (p->err)
 		return p->err;
 	if (n > PB_MAX_LEN || p->len > PB_MAX_LEN - n)
 		return p->err = -E2BIG;
-	if (p->len + n <= p->cap)
-		return 0;
-	cap = p->cap ? p->cap : 256;
-	while (cap < p->len + n)
-		cap *= 2;
-	b = realloc(p->buf, cap);
-	if (!b)
+	if (vt_grow((void **)&p->buf, &p->cap, p->len + n, 1) < 0)
 		return p->err = -ENOMEM;
-	p->buf = b;
-	p->cap = cap;
 	return 0;
 }
 

@@ -47,6 +47,7 @@
 #include "json.h"
 #include "perfetto.h"
 #include "store/spool.h"
+#include "vt_grow.h"
 #include "vt_le.h"
 #include "vt_meta.h"
 #include "vt_tracedat.h"
@@ -371,15 +372,8 @@ static int mod_add(struct pk_mod **v, size_t *nr, size_t *cap, const char *name,
 		}
 	if (*nr >= PK_MAX_MODULES)
 		return 0;
-	if (*nr == *cap) {
-		size_t c = *cap ? *cap * 2 : 64;
-		struct pk_mod *n = realloc(*v, c * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		*v = n;
-		*cap = c;
-	}
+	if (vt_grow((void **)v, cap, *nr + 1, sizeof(**v)) < 0)
+		return -ENOMEM;
 	snprintf((*v)[*nr].name, sizeof((*v)[*nr].name), "%s", name);
 	(*v)[*nr].lo = (*v)[*nr].hi = a;
 	(*nr)++;

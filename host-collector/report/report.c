@@ -27,6 +27,7 @@
 #include "store/spool.h"
 #include "store/sysinfo.h"
 #include "text.h"
+#include "vt_grow.h"
 
 #define MANIFEST_MAX	(64u << 20)
 /* What --json prints, as doc/report.schema.json describes it (a key renamed is a new version). */
@@ -290,16 +291,9 @@ static int count_record(struct tracecmd_input *handle, struct tep_record *rec, i
 	if (i == c->nr) {
 		struct tep_event *ev = tep_find_event(tep, id);
 
-		if (c->nr == c->cap) {
-			size_t cap = c->cap ? c->cap * 2 : 64;
-			struct ev_count *v = realloc(c->v, cap * sizeof(*v));
-
-			if (!v) {
-				c->err = -ENOMEM;
-				return -1;
-			}
-			c->v = v;
-			c->cap = cap;
+		if (vt_grow((void **)&c->v, &c->cap, c->nr + 1, sizeof(*c->v)) < 0) {
+			c->err = -ENOMEM;
+			return -1;
 		}
 		c->v[i].id = id;
 		c->v[i].n = 0;

@@ -26,6 +26,7 @@
 
 #include "analyze.h"
 #include "json.h"
+#include "vt_grow.h"
 
 #define TL_MAX_LANES	1024u
 #define TL_MAX_TASKS	65536u
@@ -176,30 +177,16 @@ struct vstrip {
 
 static int f64_push(struct f64v *a, double x)
 {
-	if (a->n == a->cap) {
-		size_t cap = a->cap ? a->cap * 2 : 256;
-		double *v = realloc(a->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		a->v = v;
-		a->cap = cap;
-	}
+	if (vt_grow((void **)&a->v, &a->cap, a->n + 1, sizeof(*a->v)) < 0)
+		return -ENOMEM;
 	a->v[a->n++] = x;
 	return 0;
 }
 
 static int i32_push(struct i32v *a, int32_t x)
 {
-	if (a->n == a->cap) {
-		size_t cap = a->cap ? a->cap * 2 : 256;
-		int32_t *v = realloc(a->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		a->v = v;
-		a->cap = cap;
-	}
+	if (vt_grow((void **)&a->v, &a->cap, a->n + 1, sizeof(*a->v)) < 0)
+		return -ENOMEM;
 	a->v[a->n++] = x;
 	return 0;
 }
