@@ -23,6 +23,7 @@
 
 #include "collect.h"
 #include "engine.h"
+#include "qmp.h"
 #include "setup/link.h"
 #include "store/spool.h"
 #include "vt_proto.h"
@@ -204,28 +205,6 @@ struct guest_ctl {
 	struct vt_conn *conn;
 	struct engine_fd *in, *out;
 	uint64_t rx_tsc;
-};
-
-/**
- * struct guest_qemu - what a guest's QEMU said of it over QMP (qmp.c)
- * @qmp: the QMP connection, NULL if none
- * @uuid: the VM's UUID, "" if none
- * @stop_tsc: host TSC when QEMU stopped it (QMP STOP)
- * @resume_tsc: host TSC when QEMU resumed it (QMP RESUME)
- * @reset_tsc: host TSC when QEMU reset it (QMP RESET)
- * @resync: RESUME seen: sync again as soon as it can
- * @reset_timer: QMP RESET: QEMU's TSC writes, then the end
- * @reset_why: the RESET's reason
- */
-struct guest_qemu {
-	struct qmp *qmp;
-	char uuid[40];
-	uint64_t stop_tsc;
-	uint64_t resume_tsc;
-	uint64_t reset_tsc;
-	bool resync;
-	struct engine_timer reset_timer;
-	char reset_why[64];
 };
 
 /**
