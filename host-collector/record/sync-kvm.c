@@ -15,7 +15,7 @@
 
 #include "collect.h"
 #include "hostclock.h"
-#include "record.h"
+#include "recording.h"
 #include "session.h"
 #include "stream.h"
 #include "sync.h"
