@@ -749,6 +749,7 @@ int session_begin(struct guest *g)
 {
 	struct engine *e = sess_eng(g);
 
+	g->sync.save = spool_save_sync;
 	engine_timer_init(&g->req.timer, sess_req_timeout, g);
 	engine_timer_init(&g->burst.timer, sess_burst_timeout, g);
 	engine_timer_init(&g->burst.budget, sess_burst_budget, g);

@@ -14,9 +14,9 @@
 #include <unistd.h>
 
 #include "collect.h"
+#include "guest.h"
 #include "hostclock.h"
 #include "recording.h"
-#include "session.h"
 #include "stream.h"
 #include "sync.h"
 #include "sync-int.h"
