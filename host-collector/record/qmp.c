@@ -28,19 +28,19 @@
 #include "engine.h"
 #include "json.h"
 #include "qmp.h"
-#include "session.h"
 #include "text.h"
+#include "setup/link.h"
 #include "setup/qmp-reply.h"
+#include "store/spool.h"
 #include "vt_tsync.h"
 
 #define QMP_LINE_MAX	(64u << 10)
 
 struct qmp {
-	struct guest *g;
+	struct qmp_guest v;		/* the part of the guest it follows */
 	uint64_t tsc_khz;
 	int fd;
 	struct engine_fd *watch;
-	void (*event)(struct guest *g, enum qmp_ev ev, const char *detail);
 	char buf[QMP_LINE_MAX];
 	size_t have;
 };
@@ -75,33 +75,31 @@ static uint64_t event_tsc(const struct json_value *root, uint64_t tsc_khz)
 static void got_cpus(struct qmp *q, const char *line, size_t len)
 {
 	uint32_t tids[COLLECT_MAX_CPUS] = { 0 };
-	struct guest *g = q->g;
 	unsigned int nr = 0;
 
 	if (qmp_parse_cpus_fast(line, len, tids, COLLECT_MAX_CPUS, &nr) < 0 || !nr) {
-		log_warn("guest %s: QMP's query-cpus-fast gave no vCPU threads", g->name);
+		log_warn("guest %s: QMP's query-cpus-fast gave no vCPU threads", q->v.name);
 		return;
 	}
-	memcpy(g->link.vcpu_tids, tids, sizeof(tids));
-	g->link.nr_vcpu_tids = nr;
-	log_debug("guest %s: %u vCPU threads from QMP", g->name, nr);
-	q->event(g, QMP_EV_CPUS, NULL);	/* the owner hands them on (host recorder, live view) */
+	memcpy(q->v.link->vcpu_tids, tids, sizeof(tids));
+	q->v.link->nr_vcpu_tids = nr;
+	log_debug("guest %s: %u vCPU threads from QMP", q->v.name, nr);
+	q->v.event(q->v.owner, QMP_EV_CPUS, NULL);	/* the owner hands them on (host recorder, live view) */
 }
 
 /* A migration's status, as QEMU words it: a short word of [a-z-]. */
 static void got_status(struct qmp *q, const struct json_value *st, const char *how)
 {
-	struct guest *g = q->g;
 	const char *s = json_string(st);
-	char status[sizeof(g->mig.seen.status)];
+	char status[sizeof(q->v.seen->status)];
 
 	if (!s)
 		return;
 	collect_sanitize(status, sizeof(status), s, false);
-	if (!status[0] || !strcmp(status, g->mig.seen.status))
+	if (!status[0] || !strcmp(status, q->v.seen->status))
 		return;
-	log_debug("guest %s: migration %s (%s)", g->name, status, how);
-	q->event(g, QMP_EV_MIGRATION, status);
+	log_debug("guest %s: migration %s (%s)", q->v.name, status, how);
+	q->v.event(q->v.owner, QMP_EV_MIGRATION, status);
 }
 
 /*
@@ -119,13 +117,13 @@ static void got_migrate(struct qmp *q, const char *line, size_t len)
 		return;
 	ret = json_get(json_root(doc), "return");
 	if (ret && json_u64(json_get(ret, "downtime"), &v) == 0)
-		q->g->mig.seen.downtime_ms = v;
+		q->v.seen->downtime_ms = v;
 	if (ret && json_u64(json_get(ret, "total-time"), &v) == 0)
-		q->g->mig.seen.total_ms = v;
+		q->v.seen->total_ms = v;
 	if (ret && json_get(ret, "status"))
 		got_status(q, json_get(ret, "status"), "query-migrate");
-	if (ret && q->g->mig.seen.downtime_ms)
-		q->event(q->g, QMP_EV_MIGRATION_INFO, NULL);
+	if (ret && q->v.seen->downtime_ms)
+		q->v.event(q->v.owner, QMP_EV_MIGRATION_INFO, NULL);
 	json_free(doc);
 }
 
@@ -141,10 +139,10 @@ static void qmp_line(struct qmp *q, const char *line, size_t len)
 	}
 	if (memmem(line, len, "\"vt-uuid\"", 9)) {
 		/* QEMU's -uuid: an identity of the VM its guest cannot choose (kcache.c). */
-		if (qmp_parse_uuid(line, len, q->g->qemu.uuid, sizeof(q->g->qemu.uuid)) < 0)
-			q->g->qemu.uuid[0] = '\0';
+		if (qmp_parse_uuid(line, len, q->v.qemu->uuid, sizeof(q->v.qemu->uuid)) < 0)
+			q->v.qemu->uuid[0] = '\0';
 		else
-			log_debug("guest %s: QMP says its UUID is %s", q->g->name, q->g->qemu.uuid);
+			log_debug("guest %s: QMP says its UUID is %s", q->v.name, q->v.qemu->uuid);
 		return;
 	}
 	if (memmem(line, len, "\"vt-migrate\"", 12)) {
@@ -161,37 +159,37 @@ static void qmp_line(struct qmp *q, const char *line, size_t len)
 		const char *s = json_string(st);
 		uint64_t tsc = event_tsc(json_root(doc), q->tsc_khz);
 
-		if (s && !strcmp(s, "active") && !q->g->mig.seen.active_tsc)
-			q->g->mig.seen.active_tsc = tsc;
+		if (s && !strcmp(s, "active") && !q->v.seen->active_tsc)
+			q->v.seen->active_tsc = tsc;
 		else if (s && !strcmp(s, "completed"))
-			q->g->mig.seen.completed_tsc = tsc;
+			q->v.seen->completed_tsc = tsc;
 		got_status(q, st, "QMP event");
 	} else if (name && !strcmp(name, "RESUME")) {
-		q->g->qemu.resume_tsc = event_tsc(json_root(doc), q->tsc_khz);
-		if (q->g->mig.incoming && !q->g->mig.seen.resume_tsc)
-			q->g->mig.seen.resume_tsc = q->g->qemu.resume_tsc;
-		if (q->g->mig.incoming && !q->g->mig.seen.resumed)
-			log_info("guest %s: QEMU started it here (an incoming migration)", q->g->name);
+		q->v.qemu->resume_tsc = event_tsc(json_root(doc), q->tsc_khz);
+		if (*q->v.incoming && !q->v.seen->resume_tsc)
+			q->v.seen->resume_tsc = q->v.qemu->resume_tsc;
+		if (*q->v.incoming && !q->v.seen->resumed)
+			log_info("guest %s: QEMU started it here (an incoming migration)", q->v.name);
 		else
-			log_info("guest %s: QEMU resumed it: syncing its clock again", q->g->name);
-		q->event(q->g, QMP_EV_RESUME, NULL);
+			log_info("guest %s: QEMU resumed it: syncing its clock again", q->v.name);
+		q->v.event(q->v.owner, QMP_EV_RESUME, NULL);
 	} else if (name && !strcmp(name, "STOP")) {
-		q->g->qemu.stop_tsc = event_tsc(json_root(doc), q->tsc_khz);
+		q->v.qemu->stop_tsc = event_tsc(json_root(doc), q->tsc_khz);
 		/* During a migration, the stop before the switchover: the blackout starts here. */
-		if (q->g->mig.migrating)
-			q->g->mig.seen.stop_tsc = q->g->qemu.stop_tsc;
-		log_info("guest %s: QEMU stopped it%s", q->g->name,
-			 q->g->mig.migrating ? " (migration switchover)" : "");
+		if (*q->v.migrating)
+			q->v.seen->stop_tsc = q->v.qemu->stop_tsc;
+		log_info("guest %s: QEMU stopped it%s", q->v.name,
+			 *q->v.migrating ? " (migration switchover)" : "");
 		/* A stop may be a migration's switchover even when QEMU sends no MIGRATION events. */
-		qmp_query_migrate(q->g);
+		qmp_query_migrate(q);
 	} else if (name && !strcmp(name, "RESET")) {
 		/* The guest reboots: its ring buffers and its agent's session are gone. */
 		const char *why = json_string(json_get(json_get(json_root(doc), "data"), "reason"));
 		char reason[64];
 
 		collect_sanitize(reason, sizeof(reason), why ? why : "", false);
-		q->g->qemu.reset_tsc = event_tsc(json_root(doc), q->tsc_khz);
-		q->event(q->g, QMP_EV_RESET, reason[0] ? reason : "unknown");
+		q->v.qemu->reset_tsc = event_tsc(json_root(doc), q->tsc_khz);
+		q->v.event(q->v.owner, QMP_EV_RESET, reason[0] ? reason : "unknown");
 	}
 	json_free(doc);
 }
@@ -207,7 +205,7 @@ static bool qmp_readable(void *arg, int revents)
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return true;
 		if (n <= 0) {
-			log_warn("guest %s: the QMP socket closed", q->g->name);
+			log_warn("guest %s: the QMP socket closed", q->v.name);
 			return false;
 		}
 		q->have += n;
@@ -226,15 +224,17 @@ static bool qmp_readable(void *arg, int revents)
 /**
  * qmp_attach() - follow a guest's QMP socket for STOP and RESUME, and ask it
  * for the vCPU threads and the VM's UUID
- * @g: the guest, with @g->link.qmp_path set
+ * @v: the part of the guest QMP reads and writes, with @v->link->qmp_path
+ *	set; copied (what it points to must outlive the connection)
  * @e: the engine that will watch the socket
  * @tsc_khz: the host TSC rate, to place QMP's event stamps on the TSC
- * @event: told of what QMP said (the guest's owner acts on it)
+ *
+ * The connection is @v->qemu->qmp; @v->event is told of what QMP said (the
+ * guest's owner acts on it).
  *
  * Return: 0 or -errno (the recording goes on without it).
  */
-int qmp_attach(struct guest *g, struct engine *e, uint64_t tsc_khz,
-	       void (*event)(struct guest *g, enum qmp_ev ev, const char *detail))
+int qmp_attach(const struct qmp_guest *v, struct engine *e, uint64_t tsc_khz)
 {
 	static const char hello[] = "{\"execute\":\"qmp_capabilities\"}\n"
 				    "{\"execute\":\"query-cpus-fast\",\"id\":\"vt-cpus\"}\n"
@@ -243,6 +243,7 @@ int qmp_attach(struct guest *g, struct engine *e, uint64_t tsc_khz,
 				    "{\"capabilities\":[{\"capability\":\"events\",\"state\":true}]},"
 				    "\"id\":\"vt-events\"}\n"
 				    "{\"execute\":\"query-migrate\",\"id\":\"vt-migrate\"}\n";
+	struct guest_link *l = v->link;
 	char why[800];
 	struct qmp *q;
 	int ret;
@@ -250,18 +251,17 @@ int qmp_attach(struct guest *g, struct engine *e, uint64_t tsc_khz,
 	q = calloc(1, sizeof(*q));
 	if (!q)
 		return -ENOMEM;
-	q->g = g;
+	q->v = *v;
 	q->tsc_khz = tsc_khz;
-	q->event = event;
 	/*
 	 * Never through a link; for a QEMU `record --all` found, QEMU itself must
 	 * listen there, whatever its command line named (setup/qemuproc.c).
 	 */
-	ret = qemuproc_connect(g->link.qmp_path, &g->link.owner, true, &q->fd, why, sizeof(why));
+	ret = qemuproc_connect(l->qmp_path, &l->owner, true, &q->fd, why, sizeof(why));
 	if (ret < 0) {
 		q->fd = -1;
 		free(q);
-		log_warn("guest %s: cannot follow QMP: %s", g->name, why);
+		log_warn("guest %s: cannot follow QMP: %s", v->name, why);
 		return ret;
 	}
 	/* The greeting is answered with capabilities; events follow. */
@@ -274,46 +274,46 @@ int qmp_attach(struct guest *g, struct engine *e, uint64_t tsc_khz,
 		ret = -ENOMEM;
 		goto err;
 	}
-	g->qemu.qmp = q;
+	v->qemu->qmp = q;
 	return 0;
 err:
 	if (q->fd >= 0)
 		close(q->fd);
 	free(q);
-	log_warn("guest %s: cannot follow QMP at %s: %s", g->name, g->link.qmp_path, strerror(-ret));
+	log_warn("guest %s: cannot follow QMP at %s: %s", v->name, l->qmp_path, strerror(-ret));
 	return ret;
 }
 
 /**
  * qmp_query_migrate() - ask QEMU how the migration stands (answered as
  * QMP_EV_MIGRATION and QMP_EV_MIGRATION_INFO)
- * @g: the guest, following QMP
+ * @q: the guest's QMP connection (its qemu.qmp), NULL if it follows none
  *
  * Return: 0 or -errno (the answer then does not come).
  */
-int qmp_query_migrate(struct guest *g)
+int qmp_query_migrate(struct qmp *q)
 {
 	static const char req[] = "{\"execute\":\"query-migrate\",\"id\":\"vt-migrate\"}\n";
 
-	if (!g->qemu.qmp)
+	if (!q)
 		return -ENOTCONN;
-	if (write(g->qemu.qmp->fd, req, sizeof(req) - 1) != (ssize_t)sizeof(req) - 1)
+	if (write(q->fd, req, sizeof(req) - 1) != (ssize_t)sizeof(req) - 1)
 		return -EIO;
 	return 0;
 }
 
 /**
  * qmp_detach() - close a guest's QMP connection
- * @g: the guest
+ * @qemu: what the guest's QEMU said, its connection in @qemu->qmp
  */
-void qmp_detach(struct guest *g)
+void qmp_detach(struct guest_qemu *qemu)
 {
-	struct qmp *q = g->qemu.qmp;
+	struct qmp *q = qemu->qmp;
 
 	if (!q)
 		return;
 	engine_fd_remove(q->watch);
 	close(q->fd);
 	free(q);
-	g->qemu.qmp = NULL;
+	qemu->qmp = NULL;
 }

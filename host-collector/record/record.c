@@ -611,7 +611,7 @@ static void release_all(struct recording *r, struct tally *t, int *status)
 		}
 		free(g->streams);
 		session_release(g);
-		qmp_detach(g);
+		qmp_detach(&g->qemu);
 		detach_guest(&g->link, &g->ctl.rfd, &g->ctl.wfd, &g->ctl.lfd);
 		if (g->spool_fd >= 0)
 			close(g->spool_fd);

@@ -100,7 +100,7 @@ void sess_resumed(struct guest *g);
 void sess_mig_clock(struct guest *g);
 void sess_migrated_done(struct guest *g);
 void sess_migrated_check(struct guest *g);
-void sess_qmp_event(struct guest *g, enum qmp_ev ev, const char *detail);
+void sess_qmp_event(void *guest, enum qmp_ev ev, const char *detail);
 
 /* session-setup.c: the setup and --incoming's takeover */
 void sess_setup_next(struct guest *g);

@@ -21,7 +21,7 @@
 #include "lastboot-file.h"
 #include "live.h"
 #include "qmp.h"
-#include "record.h"
+#include "recording.h"
 #include "session.h"
 #include "session-int.h"
 #include "stream.h"

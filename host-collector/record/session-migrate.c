@@ -21,7 +21,7 @@
 #include "lastboot-file.h"
 #include "live.h"
 #include "qmp.h"
-#include "record.h"
+#include "recording.h"
 #include "session.h"
 #include "session-int.h"
 #include "stream.h"
@@ -147,7 +147,7 @@ static void migrated_out(struct guest *g)
 	g->mig.quiet_since = engine_now_ns();
 	engine_timer_arm(e, &g->stop.drain_timer, DRAIN_CHECK_NS, DRAIN_CHECK_NS);
 	engine_timer_arm(e, &g->stop.timer, (uint64_t)(g->rec->o->stop_timeout * NSEC_PER_SEC), 0);
-	qmp_query_migrate(g);	/* QEMU's downtime, for the manifest */
+	qmp_query_migrate(g->qemu.qmp);	/* QEMU's downtime, for the manifest */
 	spool_save_migration(g);
 	sess_changed(g);
 }
@@ -189,8 +189,10 @@ static void migration_status(struct guest *g, const char *status)
 }
 
 /* What the guest's QMP socket said (qmp.c). */
-void sess_qmp_event(struct guest *g, enum qmp_ev ev, const char *detail)
+void sess_qmp_event(void *guest, enum qmp_ev ev, const char *detail)
 {
+	struct guest *g = guest;
+
 	switch (ev) {
 	case QMP_EV_MIGRATION:
 		migration_status(g, detail);

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "live.h"
-#include "record.h"
+#include "recording.h"
 #include "session.h"
 #include "stream.h"
 #include "store/spool.h"

@@ -22,7 +22,7 @@
 #include "lastboot-file.h"
 #include "live.h"
 #include "qmp.h"
-#include "record.h"
+#include "recording.h"
 #include "session.h"
 #include "session-int.h"
 #include "stream.h"
@@ -726,6 +726,18 @@ static void open_early(struct guest *g)
 			g->mig.early_fds[cpu] = -1;
 }
 
+/* --qmp: QMP follows the guest's parts it writes, and tells sess_qmp_event(). */
+static void follow_qmp(struct guest *g, struct engine *e)
+{
+	const struct qmp_guest v = {
+		.name = g->name, .link = &g->link, .qemu = &g->qemu, .seen = &g->mig.seen,
+		.incoming = &g->mig.incoming, .migrating = &g->mig.migrating,
+		.event = sess_qmp_event, .owner = g,
+	};
+
+	qmp_attach(&v, e, g->rec->tsc.khz);
+}
+
 /**
  * session_begin() - start driving an attached guest: its setup runs on its
  * own from here, and it starts recording when it is ready
@@ -737,6 +749,7 @@ int session_begin(struct guest *g)
 {
 	struct engine *e = sess_eng(g);
 
+	g->sync.save = spool_save_sync;
 	engine_timer_init(&g->req.timer, sess_req_timeout, g);
 	engine_timer_init(&g->burst.timer, sess_burst_timeout, g);
 	engine_timer_init(&g->burst.budget, sess_burst_budget, g);
@@ -749,7 +762,7 @@ int session_begin(struct guest *g)
 	engine_timer_init(&g->qemu.reset_timer, sess_reset_done, g);
 	vt_proto_meta_rx_init(&g->meta.rx, META_LIMIT);
 	if (g->link.qmp_path[0])
-		qmp_attach(g, e, g->rec->tsc.khz, sess_qmp_event);
+		follow_qmp(g, e);
 	if (g->mig.incoming) {
 		open_early(g);
 		/* KVM's offset writes from the guest's arrival on are epochs (sync.c, kvm_arrive()). */

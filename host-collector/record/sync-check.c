@@ -14,9 +14,9 @@
 #include <unistd.h>
 
 #include "collect.h"
+#include "guest.h"
 #include "hostclock.h"
-#include "record.h"
-#include "session.h"
+#include "recording.h"
 #include "stream.h"
 #include "sync.h"
 #include "sync-int.h"

@@ -36,6 +36,7 @@ static inline uint32_t sync_epoch_index(const struct vt_tsync_cpu *c, uint64_t h
 }
 
 /* sync.c */
+int sync_save(const struct guest *g);
 void sync_set_method(struct guest *g, const char *method, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 

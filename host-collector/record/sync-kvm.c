@@ -14,9 +14,9 @@
 #include <unistd.h>
 
 #include "collect.h"
+#include "guest.h"
 #include "hostclock.h"
-#include "record.h"
-#include "session.h"
+#include "recording.h"
 #include "stream.h"
 #include "sync.h"
 #include "sync-int.h"
@@ -610,7 +610,7 @@ void sync_kvm_tick(struct guest *g)
 	if (g->sync.kvm_dirty && now - g->sync.kvm_saved_ns >= KVM_SAVE_NS) {
 		g->sync.kvm_dirty = false;
 		g->sync.kvm_saved_ns = now;
-		spool_save_sync(g);
+		sync_save(g);
 	}
 }
 
@@ -643,7 +643,7 @@ void sync_kvm_end(struct guest *g)
 	tscwatch_free(g->sync.watch);
 	g->sync.watch = NULL;
 	if (g->spool[0])
-		spool_save_sync(g);
+		sync_save(g);
 }
 
 /**

@@ -58,9 +58,9 @@
 #include <unistd.h>
 
 #include "collect.h"
+#include "guest.h"
 #include "hostclock.h"
-#include "record.h"
-#include "session.h"
+#include "recording.h"
 #include "stream.h"
 #include "sync.h"
 #include "sync-int.h"
@@ -156,6 +156,12 @@ static bool plausible(struct guest *g, unsigned int cpu, const struct vt_tsync_s
 	if (have)
 		g->sync.last_g[cpu] = pg;
 	return true;
+}
+
+/* The sync file, saved by the guest's owner (g->sync.save: the session's spool_save_sync()). */
+int sync_save(const struct guest *g)
+{
+	return g->sync.save ? g->sync.save(g) : 0;
 }
 
 /**
@@ -318,7 +324,7 @@ int sync_prepare(struct guest *g, const struct record_opts *o, const char *when)
 	g->sync.head.host_end = vt_tsc_read() + 36000000000000ull;
 	if (!strcmp(method, "none")) {
 		sync_set_method(g, "none", "--sync none");
-		return spool_save_sync(g);
+		return sync_save(g);
 	}
 	if (!strcmp(method, "offset")) {
 		struct vt_tsync_epoch ep = {
@@ -330,7 +336,7 @@ int sync_prepare(struct guest *g, const struct record_opts *o, const char *when)
 		for (i = 0; i < g->nr_streams; i++)
 			if (!g->sync.cpus[g->streams[i].cpu].nr)
 				ret = vt_tsync_cpu_update(&g->sync.cpus[g->streams[i].cpu], &ep);
-		return ret < 0 ? ret : spool_save_sync(g);
+		return ret < 0 ? ret : sync_save(g);
 	}
 	if (!strcmp(method, "kvm") || !strcmp(method, "auto")) {
 		ret = sync_kvm(g, o, when);
@@ -340,7 +346,7 @@ int sync_prepare(struct guest *g, const struct record_opts *o, const char *when)
 				g->sync.checking = true;
 				g->sync.check.on = true;
 				g->sync.check.bursts++;
-				spool_save_sync(g);
+				sync_save(g);
 				return 1;
 			}
 			if (!g->sync.check.on)
@@ -349,19 +355,19 @@ int sync_prepare(struct guest *g, const struct record_opts *o, const char *when)
 			g->sync.check.on = true;
 		}
 		if (ret == 0)
-			return spool_save_sync(g);
+			return sync_save(g);
 		if (!strcmp(method, "kvm")) {
 			log_err("guest %s: --sync kvm: no KVM debugfs entry for QEMU pid %d under %s (%s)",
 				g->name, (int)g->link.qemu_pid, o->debugfs ? o->debugfs : "/sys/kernel/debug",
 				strerror(-ret));
 			sync_set_method(g, "none", "--sync kvm, but KVM debugfs was not readable");
-			return spool_save_sync(g);
+			return sync_save(g);
 		}
 	}
 	if (!(g->agent.caps & VT_PROTO_CAP_SYNC_TSC) || strcmp(g->agent.clock, "x86-tsc") != 0) {
 		sync_set_method(g, "none", "the guest traces with clock %s and cannot answer TSC probes",
 			   g->agent.clock);
-		return spool_save_sync(g);
+		return sync_save(g);
 	}
 	sync_set_method(g, "probe", "%s: in-band probes over the control port",
 		   g->link.qemu_pid ? "no KVM debugfs for this QEMU" : "no --qemu-pid (no KVM debugfs)");
@@ -389,7 +395,7 @@ void sync_burst_done(struct guest *g, const char *when)
 		if (!strcmp(when, "resume"))
 			g->qemu.resume_tsc = g->qemu.stop_tsc = 0;
 		sync_kvm_poll(g);
-		spool_save_sync(g);
+		sync_save(g);
 		return;
 	}
 	if (!strcmp(when, "resume")) {
@@ -415,5 +421,5 @@ void sync_burst_done(struct guest *g, const char *when)
 			sync_set_method(g, "probe", "in-band probes; %u vCPU(s) from %u on have no plausible "
 				   "clock estimate (%.80s)", missing, first, g->sync.reject_why);
 	}
-	spool_save_sync(g);
+	sync_save(g);
 }

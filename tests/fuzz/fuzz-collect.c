@@ -150,14 +150,13 @@ void sync_release(struct guest *g)
 {
 }
 
-int qmp_attach(struct guest *g, struct engine *e, uint64_t tsc_khz,
-	       void (*event)(struct guest *g, enum qmp_ev ev, const char *detail))
+int qmp_attach(const struct qmp_guest *v, struct engine *e, uint64_t tsc_khz)
 {
 	return 0;
 }
 
 /* No QEMU here: nobody to ask about a migration. */
-int qmp_query_migrate(struct guest *g)
+int qmp_query_migrate(struct qmp *q)
 {
 	return 0;
 }

@@ -69,20 +69,27 @@ defs=$(nm --defined-only -g "$B/virtio_trace_collect-main.o" 2>/dev/null | awk '
 # session-*.c are one module), and a .c without a header of its own belongs to the record/
 # header without a .c that it includes (kvm.c and tscrate.c are hostclock). Module A depends
 # on B when a file of A includes a header of B ("B.h", record/ headers only).
-# This is not yet "no cycle": when the check came (issue 38), 11 of record's modules formed one
+# When the check came (issue 38), 11 of record's modules formed one
 # knot with 10 two-way cycles, and qmp <-> record came with --kvm-exits; lastboot-file <->
 # session is gone (lastboot_save() takes the guest's name and bundle). Then the options went
 # to recopts.h and the host TSC rate to hostclock.h (hostrec, lastboot-file, attach and live
 # need no record.h or sync.h), the streams registered with the engine as readers of their
 # own (engine.c knows no stream), the compressor became the stream's (stream-compress.c),
 # QMP hands the vCPU threads to its owner, and attach takes the guest's ports (struct
-# guest_link) and control descriptors, not the guest: 4 modules and 3 pairs are left. Those are
-# listed here and only here; the check fails on a two-way cycle not in RECORD_PAIRS and on a
+# guest_link) and control descriptors, not the guest: 4 modules and 3 pairs were left. QMP
+# then took the part of the guest it follows (struct qmp_guest: its name, link, QEMU's
+# state, the migration's times and a handler), not the guest: 3 modules and 2 pairs were
+# left. What a guest sees of its `record` (struct recording, record_fds_claim()) then went
+# to recording.h: the sessions and the clock include no record.h, 2 modules and 1 pair were
+# left. Last, struct guest went to guest.h (data the session drives and the clock keeps) and
+# the clock saves the sync file through g->sync.save, not spool_save_sync(): sync*.c include
+# no session.h and call no session, and no cycle is left: both lists are empty. Cycles
+# are listed here and only here; the check fails on a two-way cycle not in RECORD_PAIRS and on a
 # module in a cycle (of any length) not in RECORD_KNOT, and says which listed ones are gone
 # so that the lists shrink as cycles are broken. What it does not see: a new longer cycle
 # among modules already in the knot made of one-way dependencies only.
-RECORD_PAIRS="qmp:session record:session session:sync"
-RECORD_KNOT="qmp record session sync"
+RECORD_PAIRS=""
+RECORD_KNOT=""
 
 # record_module DIR FILE: the module FILE (in DIR) belongs to.
 record_module() {
@@ -164,7 +171,7 @@ esac
 
 # record/'s private headers (struct guest, the session's parts) refuse any file built without
 # record/'s VT_RECORD_INTERNAL, as another folder's are: the #error is what stops them.
-for h in session.h session-int.h record-int.h sync-int.h live-int.h; do
+for h in guest.h session.h session-int.h record-int.h sync-int.h live-int.h; do
 	out=$(printf '#include "%s"\n' "$h" | cc -fsyntax-only -I"$HC/record" -I"$HC" -x c - 2>&1)
 	case $out in
 	*"#error"*"record/'s own"*) ;;
@@ -181,5 +188,9 @@ nm --defined-only -g "$B/record/librecord.a" | awk 'NF == 3 { print $3 }' | sort
 	fail "the symbol check misses a planted store -> record call"
 
 [ "$fails" = 0 ] || exit 1
-echo "PASS: 6 folders, no call or include against the layering; record/: no include cycle" \
-	"but the $npair two-way ones and the knot of $nknot modules listed"
+if [ "$npair$nknot" = 00 ]; then
+	echo "PASS: 6 folders, no call or include against the layering; record/: no include cycle"
+else
+	echo "PASS: 6 folders, no call or include against the layering; record/: no include cycle" \
+		"but the $npair two-way ones and the knot of $nknot modules listed"
+fi

@@ -210,6 +210,7 @@ static int setup(void **state)
 	f->g->nr_streams = 2;
 	f->g->state = G_RUNNING;
 	f->g->link.qemu_pid = PID;
+	f->g->sync.save = spool_save_sync;	/* as session_begin() sets it */
 	f->o = (struct record_opts){ .sync = "kvm", .debugfs = f->root, .sync_probes = 16 };
 	memset(&tw, 0, sizeof(tw));
 	saves = 0;
