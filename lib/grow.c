@@ -4,6 +4,7 @@
  * capacity, never overflowing a size.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -21,7 +22,7 @@
  * Nothing changes when the array holds @need already, or on an error.
  *
  * Return: 0, -E2BIG when @need is above @max, -ENOMEM when the memory
- * cannot be had or its size in bytes would overflow.
+ * cannot be had or its size in bytes would pass PTRDIFF_MAX.
  */
 int vt_grow_max(void **p, size_t *cap, size_t need, size_t elem, size_t max)
 {
@@ -38,7 +39,8 @@ int vt_grow_max(void **p, size_t *cap, size_t need, size_t elem, size_t max)
 		ncap = ncap > SIZE_MAX / 2 ? SIZE_MAX : ncap * 2;
 	if (ncap > max)
 		ncap = max;
-	if (ncap > SIZE_MAX / elem)
+	/* No object is larger than PTRDIFF_MAX: such a size is refused, never asked of realloc(). */
+	if (ncap > PTRDIFF_MAX / elem)
 		return -ENOMEM;
 	np = realloc(*p, ncap * elem);
 	if (!np)
