@@ -3,7 +3,7 @@
  * libFuzzer harness for what the collector takes from a guest: control-port
  * bytes through the session's parser and message handlers (HELLO_REPLY,
  * STATS, META chunks, errors...), and data-port bytes through page ingest.
- * vt-fuzz-sources: host-collector/record/session.c host-collector/record/session-streams.c host-collector/record/session-meta.c host-collector/record/session-probe.c host-collector/record/session-migrate.c host-collector/record/session-setup.c host-collector/record/session-stop.c host-collector/record/session-save.c host-collector/text.c host-collector/record/stream.c host-collector/record/stream-compress.c host-collector/store/spool.c host-collector/record/kcache.c host-collector/record/attach.c host-collector/setup/qemuproc.c host-collector/dirperm.c lib/conn.c lib/proto.c lib/pages.c lib/meta.c lib/meta_codec.c lib/tsync-map.c lib/tsync-est.c lib/tsync-timeshift.c lib/tsync-tsc.c lib/tracedat.c
+ * vt-fuzz-sources: host-collector/record/session.c host-collector/record/session-life.c host-collector/record/session-streams.c host-collector/record/session-meta.c host-collector/record/session-probe.c host-collector/record/session-migrate.c host-collector/record/session-setup.c host-collector/record/session-stop.c host-collector/record/hold.c host-collector/record/session-save.c host-collector/text.c host-collector/record/stream.c host-collector/record/stream-compress.c host-collector/store/spool.c host-collector/store/spool-file.c host-collector/record/kcache.c host-collector/record/attach.c host-collector/setup/qemuproc.c host-collector/dirperm.c lib/conn.c lib/proto.c lib/pages.c lib/meta.c lib/meta_codec.c lib/tsync-map.c lib/tsync-est.c lib/tsync-timeshift.c lib/tsync-tsc.c lib/tracedat.c lib/grow.c
  * vt-fuzz-libs: -luring -lzstd -lm -I host-collector -I host-collector/record -DVT_RECORD_INTERNAL
  *
  * Input: u16 length of the control part, the control bytes, then the data
@@ -34,6 +34,10 @@ int collect_verbose;
 const char *collect_cmd;
 
 void collect_log(int level, const char *fmt, ...)
+{
+}
+
+void collect_usage(const char *fmt, ...)
 {
 }
 

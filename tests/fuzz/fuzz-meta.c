@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * libFuzzer harness for the metadata bundle decoder (bundles come from guests).
- * vt-fuzz-sources: lib/meta_codec.c lib/meta.c lib/pages.c
+ * vt-fuzz-sources: lib/meta_codec.c lib/meta.c lib/pages.c lib/grow.c
  *
  * Whatever decodes must encode again and decode to the same bytes, and
  * vt_meta_encode_to() (the agent's piece-by-piece encoding) must give exactly

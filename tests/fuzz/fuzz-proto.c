@@ -63,8 +63,10 @@ static int reencode(const struct vt_proto_msg *m)
 	case VT_PROTO_ERROR:
 		ret = vt_proto_dec_error(m, &e);
 		return ret ? ret : vt_proto_enc_error(frame, sizeof(frame), m->seq, &e);
-	case VT_PROTO_BYE:
 	case VT_PROTO_START:
+		ret = vt_proto_dec_start(m, &u32);
+		return ret ? ret : vt_proto_enc_start(frame, sizeof(frame), m->seq, u32);
+	case VT_PROTO_BYE:
 	case VT_PROTO_STOP:
 	case VT_PROTO_STATS_REQ:
 	case VT_PROTO_RESUME:
