@@ -596,6 +596,8 @@ static void release_all(struct recording *r, struct tally *t, int *status)
 			spool_save_state(g);
 			spool_save_migration(g);
 		}
+		/* Its QMP watch is the engine's: removed before the engine is freed. */
+		qmp_detach(&g->qemu);
 	}
 	engine_free(r->e);
 	if (r->host) {
@@ -611,7 +613,6 @@ static void release_all(struct recording *r, struct tally *t, int *status)
 		}
 		free(g->streams);
 		session_release(g);
-		qmp_detach(&g->qemu);
 		detach_guest(&g->link, &g->ctl.rfd, &g->ctl.wfd, &g->ctl.lfd);
 		if (g->spool_fd >= 0)
 			close(g->spool_fd);
