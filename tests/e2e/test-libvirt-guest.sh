@@ -308,7 +308,7 @@ SH
         end_line="E2E: vt-e2e-guest rc=0, trace-agent exit status 0 after its port was unplugged"
         vt_test_say "$WORK/ports" "sh test -e /dev/virtio-ports/agent-ctl-path && echo E2E: before: control port || echo E2E: before: no control port" 30 ||
             bad "vt-e2e-guest did not run the check"
-        n=$(V dumpxml "$DOM" | grep -c "<target type='virtio' name='\(trace-path-cpu[01]\|agent-ctl-path\)'/>")
+        n=$(V dumpxml "$DOM" | grep -c "<target type='virtio' name='\(trace-path-cpu[01]\|agent-ctl-path\)'[^>]*/>")
         [ "$n" = 0 ] || bad "the running domain has $n trace channels before the hot-plug, want 0"
     fi
     OUT=$WORK/out-$phase
@@ -333,9 +333,9 @@ SH
         sed "s/^/$ME: setup: /" "$WORK/setup-live.log"
         grep -q "hot-plugged 3 channels (trace-path-cpu0..1, agent-ctl-path) into the running domain on virtio-serial controller 0, ports 2..4, and kept them in its persistent definition (unix sockets, paths chosen by libvirt)" "$WORK/setup-live.log" ||
             bad "setup --apply --live did not hot-plug 3 channels on controller 0 ports 2..4"
-        n=$(V dumpxml "$DOM" | grep -c "<target type='virtio' name='\(trace-path-cpu[01]\|agent-ctl-path\)'/>")
+        n=$(V dumpxml "$DOM" | grep -c "<target type='virtio' name='\(trace-path-cpu[01]\|agent-ctl-path\)'[^>]*/>")
         [ "$n" = 3 ] || bad "the running domain has $n trace channels after the hot-plug, want 3"
-        n=$(V dumpxml --inactive "$DOM" | grep -c "<target type='virtio' name='\(trace-path-cpu[01]\|agent-ctl-path\)'/>")
+        n=$(V dumpxml --inactive "$DOM" | grep -c "<target type='virtio' name='\(trace-path-cpu[01]\|agent-ctl-path\)'[^>]*/>")
         [ "$n" = 3 ] || bad "the definition has $n trace channels after the hot-plug, want 3"
         "$COLLECT" setup --domain "$DOM" --connect "$URI" --apply --live \
             >"$WORK/setup-live2.log" 2>&1 || bad "the second --apply --live exited $?"
@@ -389,7 +389,7 @@ SH
         sed "s/^/$ME: setup: /" "$WORK/remove-live.log"
         grep -q 'unplugged 3 channels from the running domain' "$WORK/remove-live.log" ||
             bad "setup --remove --live did not unplug 3 channels"
-        n=$(V dumpxml "$DOM" | grep -c "<target type='virtio' name='\(trace-path-cpu[01]\|agent-ctl-path\)'/>")
+        n=$(V dumpxml "$DOM" | grep -c "<target type='virtio' name='\(trace-path-cpu[01]\|agent-ctl-path\)'[^>]*/>")
         [ "$n" = 0 ] || bad "the running domain has $n trace channels after --remove --live, want 0"
         V dumpxml --inactive "$DOM" >"$WORK/def-live1.xml"
         cmp -s "$WORK/def-live0.xml" "$WORK/def-live1.xml" ||
