@@ -30,6 +30,7 @@
 #include "daemon/daemon-int.h"
 #include "opts.h"
 #include "text.h"
+#include "vt_grow.h"
 
 #define ANSWER_MAX	(1 << 20)
 
@@ -334,23 +335,19 @@ void ctl_read(struct daemon *d, int slot)
 
 static int read_answer(int fd, char **out)
 {
-	size_t len = 0, cap = 4096;
-	char *buf = malloc(cap + 1);
+	size_t len = 0, cap = 0;
+	char *buf = NULL;
 	ssize_t n;
 
+	/* Room for one more byte and the NUL, ANSWER_MAX bytes at most. */
+	while (vt_grow_max((void **)&buf, &cap, len + 2, 1, ANSWER_MAX + 1) == 0) {
+		n = read(fd, buf + len, cap - 1 - len);
+		if (n <= 0)
+			break;
+		len += n;
+	}
 	if (!buf)
 		return -ENOMEM;
-	while ((n = read(fd, buf + len, cap - len)) > 0) {
-		len += n;
-		if (len == cap) {
-			char *nb = cap < ANSWER_MAX ? realloc(buf, cap * 2 + 1) : NULL;
-
-			if (!nb)
-				break;
-			buf = nb;
-			cap *= 2;
-		}
-	}
 	buf[len] = '\0';
 	*out = buf;
 	return 0;
