@@ -42,7 +42,7 @@ for a in "$@"; do
 	--kvm) kvm=1 kvm_bench=1 ;;
 	--kvm-pass) kvm=1 ;;
 	--no-kvm) kvm=0 ;;
-	-h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,/^set -u$/p' "$0" | sed '$d'; exit 0 ;;
 	*) echo "test.sh: unknown option $a" >&2; exit 2 ;;
 	esac
 done
