@@ -70,14 +70,27 @@ void hold_wait(atomic_bool *stopping)
  * hold_usage() - refuse what --hold cannot go with (record's command line)
  * @hold: --hold
  * @live_ms: --live's window (--live-stat's too), 0 without
+ * @incoming: a guest is given with --incoming (a migration's destination)
+ *
+ * A migration's destination takes over a session the source started: a
+ * held one would have to be drained by a recorder that never asked for it,
+ * so --hold does not follow a migration yet.
  *
  * Return: 0, or -EINVAL after the message.
  */
-int hold_usage(bool hold, unsigned int live_ms)
+int hold_usage(bool hold, unsigned int live_ms, bool incoming)
 {
-	if (!hold || !live_ms)
+	if (!hold)
 		return 0;
-	collect_usage("--hold sends nothing until the recording stops: it does not go with --live "
-		      "or --live-stat");
-	return -EINVAL;
+	if (live_ms) {
+		collect_usage("--hold sends nothing until the recording stops: it does not go with "
+			      "--live or --live-stat");
+		return -EINVAL;
+	}
+	if (incoming) {
+		collect_usage("--hold does not follow a migration: it does not go with --incoming "
+			      "(record the destination without --hold)");
+		return -EINVAL;
+	}
+	return 0;
 }

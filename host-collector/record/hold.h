@@ -14,6 +14,6 @@
 uint32_t hold_start_flags(bool hold);
 const char *hold_missing(bool hold, uint64_t caps);
 void hold_wait(atomic_bool *stopping);
-int hold_usage(bool hold, unsigned int live_ms);
+int hold_usage(bool hold, unsigned int live_ms, bool incoming);
 
 #endif

@@ -617,7 +617,9 @@ static int check_together(struct record_opts *o, struct guest **gs, unsigned int
 	}
 	if (o->live_stat && !o->live_ms)
 		o->live_ms = LIVE_WINDOW_MS;
-	if (hold_usage(o->hold, o->live_ms) < 0)
+	for (i = 0; i < nr && !gs[i]->mig.incoming; i++)
+		;
+	if (hold_usage(o->hold, o->live_ms, i < nr) < 0)
 		return -EINVAL;
 	if (o->all && nr) {
 		collect_usage("--all records every guest `list` finds: give no "

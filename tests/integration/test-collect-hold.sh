@@ -7,7 +7,8 @@
 # held, with the overwritten events (the stats' overrun and the first page's lost count) and
 # the window the kept events cover; the summary says "overwritten", not "lost". An agent
 # without the HOLD capability (an older trace-agent) is refused with a message naming the
-# guest, exit status 2 (nothing kept), as for an event no guest has; --hold with --live is a
+# guest, exit status 2 (nothing kept), as for an event no guest has; --hold with --live, and with
+# --incoming (a migration's destination), is a
 # usage error. The host's ring (--host-events) holds its last markers the same way.
 echo "collect: --hold keeps only the ring's last pages, sent at the stop; an agent without HOLD is refused"
 . "$VT_SRCDIR/tests/integration/collect-lib.sh"
@@ -153,4 +154,11 @@ rc=$?
 [ $rc = 2 ] && grep -q -- "--hold sends nothing until the recording stops" "$WORK/live.log" ||
 	{ show "$WORK/live.log"; fail "--hold --live: exit $rc"; }
 echo "ok: --hold --live refused"
+
+"$COLLECT" record --hold --chardev-dir "$p" --incoming -o "$WORK/out-incoming" >"$WORK/incoming.log" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q -- "--hold does not follow a migration: it does not go with --incoming" "$WORK/incoming.log" ||
+	{ show "$WORK/incoming.log"; fail "--hold --incoming: exit $rc"; }
+[ ! -e "$WORK/out-incoming" ] || fail "--hold --incoming refused: the output directory was made"
+echo "ok: --hold --incoming refused"
 echo "PASS"
