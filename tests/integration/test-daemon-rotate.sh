@@ -22,8 +22,15 @@ until [ "$(grep -c 'alpha: recording (pid' "$WORK/daemon.log")" -ge 3 ]; do
 	sleep 0.1
 	i=$((i + 1))
 done
-[ "$(ls "$S/guests/alpha" | tr '\n' ' ')" = "current previous " ] ||
-	fail "guests/alpha holds '$(ls "$S/guests/alpha" | tr '\n' ' ')', want current and previous"
+# Read once per try: a rotation renames current to previous and makes a new current, and on a
+# busy machine the next one may be under way as the log line comes (a second ls then named the
+# same two the first had not seen).
+i=0
+until held=$(ls "$S/guests/alpha" | tr '\n' ' '); [ "$held" = "current previous " ]; do
+	[ $i -lt 30 ] || fail "guests/alpha holds '$held', want current and previous"
+	sleep 0.1
+	i=$((i + 1))
+done
 report "$WORK/prev.txt" -i "$S/guests/alpha/previous/guest-alpha.dat"
 [ "$(all_events "$WORK/prev.txt")" -gt 0 ] || fail "the previous segment has no events"
 grep -q 'alpha: record exited' "$WORK/daemon.log" && fail "a child ended unasked: $(grep 'record exited' "$WORK/daemon.log")"
