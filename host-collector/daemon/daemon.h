@@ -34,6 +34,8 @@
 
 enum daemon_mode { MODE_HOLD, MODE_STREAM };
 
+struct daemon_conf_filter;
+
 /**
  * struct daemon_conf_guest - a guest named with its ports (`guest = NAME DIR`)
  * @name: its name
@@ -63,6 +65,9 @@ struct daemon_conf_guest {
  * @before: default seconds before the trigger
  * @after: default seconds after the trigger
  * @panic: snapshot on a guest panic
+ * @host_filters: host-event filters that trigger a snapshot (hostfilter.c)
+ * @nr_host_filters: how many
+ * @host_cooldown: seconds between two of one guest's host-event snapshots
  * @stop_timeout: seconds a child may take to stop (then SIGKILL)
  */
 struct daemon_conf {
@@ -82,6 +87,9 @@ struct daemon_conf {
 	char state_dir[4096];
 	double before, after;
 	bool panic;
+	struct daemon_conf_filter *host_filters;
+	unsigned int nr_host_filters;
+	double host_cooldown;
 	double stop_timeout;
 };
 
