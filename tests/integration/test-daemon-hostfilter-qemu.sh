@@ -25,35 +25,16 @@ QA=$FAKE_PID
 quiet_guest beta
 
 S=$WORK/state
-cat >"$WORK/daemon.conf" <<CONF
-domains = qa
-libvirt = no
-guest = beta $WORK/beta
-mode = stream
-state-dir = $S
-min-free = 0
-trigger-host-filter = sched:sched_switch if prev_pid == $QA
-trigger-host-cooldown = 600
-CONF
-daemon_start daemon.log --config "$WORK/daemon.conf" --after 1
-for n in qa beta; do
-	i=0
-	until [ "$(status_of "$S" $n)" = attached ]; do
-		[ $i -lt 150 ] || { show "$WORK/daemon.log"; fail "$n not attached within 15 s"; }
-		sleep 0.1
-		i=$((i + 1))
-	done
-done
+# The options rather than a file, this time.
+daemon_start daemon.log --domains qa --libvirt no --guest "beta $WORK/beta" --mode stream \
+	--state-dir "$S" --min-free 0 --trigger-host-filter "sched:sched_switch if prev_pid == $QA" \
+	--trigger-host-cooldown 600 --after 1
+wait_attached "$S" qa 15
+wait_attached "$S" beta 15
 # The first switches of qa's QEMU may come before qa's child is 3 s old: its snapshot then
 # waits for that age. One is sealed, of qa.
-i=0
-until ls "$S"/snapshots/*/snapshot.json >/dev/null 2>&1; do
-	[ $i -lt 300 ] || { show "$WORK/daemon.log"; fail "no snapshot sealed within 30 s"; }
-	sleep 0.1
-	i=$((i + 1))
-done
+wait_sealed "$S" 30
 sleep 3	# a second one, or one of beta, would be asked for by now
-ls "$S/snapshots"
 n=$(ls "$S/snapshots" | wc -l)
 [ "$n" = 1 ] || fail "$n snapshots, want 1 (qa's): $(ls "$S/snapshots")"
 snap=$(ls -d "$S"/snapshots/*)

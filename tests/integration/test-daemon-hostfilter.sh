@@ -68,12 +68,7 @@ trigger-host-filter = $PROBE_FILTER
 trigger-host-cooldown = 600
 CONF
 daemon_start daemon.log --config "$WORK/daemon.conf" --after 1
-i=0
-until [ "$(status_of "$S" alpha)" = attached ]; do
-	[ $i -lt 100 ] || { show "$WORK/daemon.log"; fail "alpha not attached within 10 s"; }
-	sleep 0.1
-	i=$((i + 1))
-done
+wait_attached "$S" alpha 10
 I=$T/instances/virtio-trace-collect-daemon-$DAEMON_PID
 [ -d "$I" ] || { show "$WORK/daemon.log"; fail "no instance $I"; }
 [ "$(cat "$I/events/sched/sched_process_exec/enable")" = 1 ] || fail "sched_process_exec is not enabled in $I"
@@ -93,12 +88,7 @@ case $(status_filter) in *": 0 matched, 0 snapshots,"*) ;; *) fail "after 5 othe
 
 # A storm: 20 matching execs, one snapshot.
 for n in $(seq 20); do "$WORK/vt-trig-probe-x"; done
-i=0
-until ls "$S"/snapshots/*/snapshot.json >/dev/null 2>&1; do
-	[ $i -lt 300 ] || { show "$WORK/daemon.log"; fail "no snapshot sealed within 30 s"; }
-	sleep 0.1
-	i=$((i + 1))
-done
+wait_sealed "$S" 30
 sleep 3	# another snapshot would be asked for by now
 n=$(ls "$S/snapshots" | wc -l)
 [ "$n" = 1 ] || fail "$n snapshots after one storm, want 1: $(ls "$S/snapshots")"
