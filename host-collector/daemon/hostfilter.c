@@ -65,6 +65,9 @@ struct hostfilter {
 	struct hf_guest *g;
 	unsigned int nr_g;
 	uint64_t lost;
+	pid_t last_tid;			/* owner()'s last answer, for a storm from one thread */
+	char last_owner[COLLECT_NAME_MAX];
+	double last_at;
 };
 
 static bool name_ok(const char *s, size_t n, size_t max)
@@ -266,7 +269,8 @@ static int open_cpus(struct hostfilter *hf)
 		int fd;
 
 		snprintf(path, sizeof(path), "per_cpu/cpu%u/trace_pipe_raw", cpu);
-		fd = tracefs_instance_file_open(hf->inst, path, O_RDONLY | O_NONBLOCK);
+		/* Not the record children's: O_CLOEXEC. */
+		fd = tracefs_instance_file_open(hf->inst, path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 		if (fd >= 0)
 			hf->fds[hf->nr_cpus++] = fd;
 	}
@@ -358,23 +362,31 @@ static struct hf_guest *cooldown_of(struct hostfilter *hf, const char *name)
 	return n;
 }
 
-/* The followed guest whose QEMU runs thread @tid, or NULL. */
-static struct dguest *owner(struct daemon *d, pid_t tid)
+/* The followed guest whose QEMU runs thread @tid, or NULL; one answer holds for a second. */
+static struct dguest *owner(struct daemon *d, struct hostfilter *hf, pid_t tid)
 {
 	char path[64], why[200];
+	double now = daemon_now();
 	unsigned int i;
 	uid_t uid;
 
 	if (tid <= 0)
 		return NULL;
+	if (tid == hf->last_tid && now - hf->last_at < 1.0)
+		return hf->last_owner[0] ? guests_find(d, hf->last_owner) : NULL;
+	hf->last_tid = tid;
+	hf->last_at = now;
+	hf->last_owner[0] = '\0';
 	for (i = 0; i < d->nr; i++) {
 		struct dguest *g = &d->g[i];
 
 		if (g->qemu_pid <= 0)
 			continue;
 		snprintf(path, sizeof(path), "/proc/%d/task/%d", (int)g->qemu_pid, (int)tid);
-		if (access(path, F_OK) == 0 && qemuproc_identify(g->qemu_pid, &uid, why, sizeof(why)) == 1)
+		if (access(path, F_OK) == 0 && qemuproc_identify(g->qemu_pid, &uid, why, sizeof(why)) == 1) {
+			snprintf(hf->last_owner, sizeof(hf->last_owner), "%s", g->name);
 			return g;
+		}
 	}
 	return NULL;
 }
@@ -411,7 +423,7 @@ static bool fire(struct daemon *d, struct hf_filter *f, struct dguest *g, pid_t 
 
 static void matched(struct daemon *d, struct hf_filter *f, pid_t tid, double when)
 {
-	struct dguest *g = owner(d, tid);
+	struct dguest *g = owner(d, d->hf, tid);
 	bool any = false;
 	unsigned int i;
 

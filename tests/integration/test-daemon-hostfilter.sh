@@ -9,7 +9,8 @@
 # matched, 1 snapshot, 19 held back; 5 more after it was sealed, within the cooldown, are
 # held back too (25 matched, still 1 snapshot); a filter the kernel refuses is exit 2 with the option and
 # the kernel's own words (error_log); an unknown event is exit 2; an instance a killed daemon
-# left is removed by the next daemon; after SIGTERM no instance of the daemon is left (the
+# left is removed by the next daemon; the record child holds none of the instance's files;
+# after SIGTERM no instance of the daemon is left (the
 # instances listed before and after are the same).
 echo "daemon: trigger-host-filter: a kernel-matched host event seals one snapshot per storm, a refused filter is exit 2, no instance left"
 . "$VT_SRCDIR/tests/integration/collect-lib.sh"
@@ -73,6 +74,11 @@ I=$T/instances/virtio-trace-collect-daemon-$DAEMON_PID
 [ -d "$I" ] || { show "$WORK/daemon.log"; fail "no instance $I"; }
 [ "$(cat "$I/events/sched/sched_process_exec/enable")" = 1 ] || fail "sched_process_exec is not enabled in $I"
 grep -q 'vt-trig-probe' "$I/events/sched/sched_process_exec/filter" || fail "the filter is not in $I"
+# The instance's buffers are the daemon's alone: not open in its record child (O_CLOEXEC).
+child=$("$COLLECT" daemon --status --state-dir "$S" | awk '$1 == "alpha" { print $3 }')
+[ -d "/proc/$child/fd" ] || fail "no record child for alpha ($child)"
+leaked=$(ls -l "/proc/$child/fd" 2>/dev/null | grep -c "virtio-trace-collect-daemon-$DAEMON_PID")
+[ "$leaked" = 0 ] || fail "alpha's record child $child holds $leaked of the daemon's instance's files"
 sleep 3	# past the child's 3 s minimum age
 
 # status_filter: the filter's --status line
