@@ -126,6 +126,7 @@ int hostfilter_conf_add(struct daemon_conf *c, const char *what, const char *val
 	struct daemon_conf_filter *n;
 	char sys[64], ev[96];
 	const char *filter;
+	unsigned int i;
 
 	if (!val[0]) {
 		free(c->host_filters);
@@ -138,6 +139,18 @@ int hostfilter_conf_add(struct daemon_conf *c, const char *what, const char *val
 		collect_usage("%s '%s': SYSTEM:EVENT or SYSTEM:EVENT if FILTER (the kernel's event "
 			      "filter syntax)", what, val);
 		return -EINVAL;
+	}
+	for (i = 0; i < c->nr_host_filters; i++) {
+		char s2[64], e2[96];
+		const char *f2;
+
+		split(c->host_filters[i].spec, s2, sizeof(s2), e2, sizeof(e2), &f2);
+		if (!strcmp(s2, sys) && !strcmp(e2, ev)) {
+			/* The kernel keeps one filter per event and instance: a second would replace it. */
+			collect_usage("%s '%s': %s:%s has a filter already (%s): join the two with || in "
+				      "one line", what, val, sys, ev, c->host_filters[i].where);
+			return -EINVAL;
+		}
 	}
 	if (c->nr_host_filters >= HOSTFILTER_MAX) {
 		collect_usage("%s: more than %d host-event filters", what, HOSTFILTER_MAX);

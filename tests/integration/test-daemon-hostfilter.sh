@@ -7,7 +7,9 @@
 # no snapshot); a storm of 20 matching execs seals exactly one snapshot, reason
 # host-filter-sched_process_exec in snapshot.json and --status, and --status counts 20
 # matched, 1 snapshot, 19 held back; 5 more after it was sealed, within the cooldown, are
-# held back too (25 matched, still 1 snapshot); a filter the kernel refuses is exit 2 with the option and
+# held back too (25 matched, still 1 snapshot); a second filter (sched_process_exit of a comm
+# nobody has) stands beside it with 0 matched; one event filtered twice is refused (exit 2:
+# the kernel keeps one filter per event); a filter the kernel refuses is exit 2 with the option and
 # the kernel's own words (error_log); an unknown event is exit 2; an instance a killed daemon
 # left is removed by the next daemon; the record child holds none of the instance's files;
 # after SIGTERM no instance of the daemon is left (the
@@ -16,7 +18,7 @@ echo "daemon: trigger-host-filter: a kernel-matched host event seals one snapsho
 . "$VT_SRCDIR/tests/integration/collect-lib.sh"
 . "$VT_SRCDIR/tests/integration/daemon-lib.sh"
 need_tools
-need_host_tracefs sched:sched_process_exec
+need_host_tracefs sched:sched_process_exec sched:sched_process_exit
 T=/sys/kernel/tracing
 PROBE_FILTER='sched:sched_process_exec if filename ~ "*vt-trig-probe*"'
 
@@ -31,6 +33,13 @@ dead=$!
 wait $dead
 stale=virtio-trace-collect-daemon-$dead
 kill -0 $dead 2>/dev/null || mkdir "$T/instances/$stale" || fail "cannot make $stale"
+
+# One event filtered twice: the kernel keeps one filter per event, so the second is refused.
+"$COLLECT" daemon --domains none --libvirt no --state-dir "$WORK/bad" --trigger-host-filter "$PROBE_FILTER" \
+	--trigger-host-filter 'sched:sched_process_exec if pid == 1' 2>"$WORK/twice.err"
+rc=$?
+[ $rc = 2 ] && grep -q 'sched:sched_process_exec has a filter already (--trigger-host-filter): join the two with ||' "$WORK/twice.err" ||
+	{ show "$WORK/twice.err"; fail "one event filtered twice: exit $rc"; }
 
 # A filter the kernel refuses: exit 2, the option and the kernel's words.
 "$COLLECT" daemon --domains none --libvirt no --state-dir "$WORK/bad" \
@@ -66,6 +75,7 @@ mode = stream
 state-dir = $S
 min-free = 0
 trigger-host-filter = $PROBE_FILTER
+trigger-host-filter = sched:sched_process_exit if comm == "vt-no-such-comm"
 trigger-host-cooldown = 600
 CONF
 daemon_start daemon.log --config "$WORK/daemon.conf" --after 1
@@ -107,6 +117,8 @@ report "$WORK/guest.txt" -i "$snap/guest-alpha.dat"
 [ "$(all_events "$WORK/guest.txt")" -gt 0 ] || fail "the snapshot's guest-alpha.dat has no events"
 st=$(status_filter)
 case $st in *": 20 matched, 1 snapshots, 19 held back, 0 with no guest recording") ;; *) fail "--status: $st" ;; esac
+"$COLLECT" daemon --status --state-dir "$S" | grep -q '^host-filter sched:sched_process_exit if comm == "vt-no-such-comm": 0 matched, 0 snapshots' ||
+	fail "--status: the second filter is not there with 0 matched: $("$COLLECT" daemon --status --state-dir "$S")"
 "$COLLECT" daemon --status --state-dir "$S" | grep -q "^alpha .*(host-filter-sched_process_exec)" ||
 	fail "--status does not give alpha's last snapshot's reason: $("$COLLECT" daemon --status --state-dir "$S")"
 "$COLLECT" daemon --status --state-dir "$S" | grep -q "^host-filter guest alpha: 1 snapshots, 19 held back" ||
