@@ -12,6 +12,7 @@
  *   guests.c  discovery, the children, rotation, snapshots' timing
  *   state.c   the state directory: segments, snapshots, the disk budget
  *   ctl.c     the control socket (server) and the snapshot/status client
+ *   hostfilter.c  the host-event filter trigger: a private tracefs instance
  */
 #ifndef DAEMON_DAEMON_H
 #define DAEMON_DAEMON_H
