@@ -9,7 +9,8 @@
 # matched, 1 snapshot, 19 held back; 5 more after it was sealed, within the cooldown, are
 # held back too (25 matched, still 1 snapshot); a second filter (sched_process_exit of a comm
 # nobody has) stands beside it with 0 matched; one event filtered twice is refused (exit 2:
-# the kernel keeps one filter per event); a filter the kernel refuses is exit 2 with the option and
+# the kernel keeps one filter per event); a daemon run as nobody cannot make its instance (exit
+# 1, said); a filter the kernel refuses is exit 2 with the option and
 # the kernel's own words (error_log); an unknown event is exit 2; an instance a killed daemon
 # left is removed by the next daemon; the record child holds none of the instance's files;
 # after SIGTERM no instance of the daemon is left (the
@@ -62,6 +63,21 @@ echo "refused: $(grep -o 'the kernel refused.*' "$WORK/bad.err")"
 rc=$?
 [ $rc = 2 ] && grep -q 'the host kernel has no event sched:no_such_event_at_all' "$WORK/bad2.err" ||
 	{ show "$WORK/bad2.err"; fail "an unknown event: exit $rc"; }
+
+# Without the right to make an instance (another user than root): exit 1, said.
+AS="setpriv --reuid=nobody --regid=nogroup --clear-groups"
+if command -v setpriv >/dev/null 2>&1; then
+	for_user "$AS" "$COLLECT"
+	mkdir "$WORK/nobody-state" && chown nobody "$WORK/nobody-state" && chmod 0700 "$WORK/nobody-state"
+	# shellcheck disable=SC2086
+	$AS "$FOR_USER/virtio-trace-collect" daemon --domains none --libvirt no --state-dir "$WORK/nobody-state" \
+		--trigger-host-filter "$PROBE_FILTER" 2>"$WORK/nobody.err"
+	rc=$?
+	[ $rc = 1 ] && grep -q 'trigger-host-filter: cannot create the tracefs instance virtio-trace-collect-daemon-[0-9]*: .*(root and a mounted tracefs are needed)' "$WORK/nobody.err" ||
+		{ show "$WORK/nobody.err"; fail "as nobody: exit $rc, want 1 and the reason"; }
+else
+	echo "note: setpriv missing: a daemon without the right to make an instance not tried"
+fi
 
 before=$(daemon_instances)	# what other daemons have, now that no dead one's is left
 S=$WORK/state
