@@ -70,9 +70,10 @@ static const struct opt_cmd daemon_cmd = {
 "guests named with their ports) and keep a `record` child on each: in hold mode\n"
 "one that keeps the guest's ring until a snapshot, in stream mode one per\n"
 "segment of --window seconds, the last two kept. `virtio-trace-collect\n"
-"snapshot NAME` seals them into STATE/snapshots/. The whole state directory\n"
-"stays under --total-budget. Runs in the foreground (systemd's\n"
-"virtio-trace-collect.service); SIGTERM stops the children and ends it.\n",
+"snapshot NAME` seals them into STATE/snapshots/, as does a host event that\n"
+"matches a --trigger-host-filter. The whole state directory stays under\n"
+"--total-budget. Runs in the foreground (systemd's virtio-trace-collect.service);\n"
+"SIGTERM stops the children and ends it.\n",
 	.tail = "Exit status: 0 stopped by SIGTERM or SIGINT (--status: answered); 1 an error;\n"
 "2 usage error or a bad configuration; 6 --status: no daemon answers.\n"
 "See virtio-trace-collect-daemon(1).\n",
