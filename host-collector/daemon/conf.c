@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "daemon/daemon.h"
+#include "daemon/hostfilter.h"
 #include "opts.h"
 #include "text.h"
 
@@ -23,7 +24,7 @@
 static const char *const keys[] = {
 	"domains", "guest", "connect", "libvirt", "mode", "events", "host-events", "window",
 	"budget", "total-budget", "min-free", "state-dir", "before", "after", "trigger-panic",
-	"trigger-host-filter", "stop-timeout", NULL,
+	"trigger-host-filter", "stop-timeout", "trigger-host-cooldown", NULL,
 };
 
 /**
@@ -68,6 +69,7 @@ void conf_defaults(struct daemon_conf *c)
 	c->before = 30;
 	c->after = 5;
 	c->panic = true;
+	c->host_cooldown = HOSTFILTER_COOLDOWN;
 	c->stop_timeout = 60;
 }
 
@@ -80,6 +82,9 @@ void conf_free(struct daemon_conf *c)
 	free(c->guests);
 	c->guests = NULL;
 	c->nr_guests = 0;
+	free(c->host_filters);
+	c->host_filters = NULL;
+	c->nr_host_filters = 0;
 }
 
 /* A size: a bare number is MiB; else a size with K, M or G. */
@@ -262,12 +267,10 @@ int conf_set(struct daemon_conf *c, const char *key, const char *val, const char
 		return opt_seconds(what, val, true, 3600, &c->after);
 	if (!strcmp(key, "trigger-panic"))
 		return set_bool(what, val, &c->panic);
-	if (!strcmp(key, "trigger-host-filter")) {
-		if (!val[0])
-			return 0;
-		collect_usage("%s: host-event filter triggers are not implemented yet (issue 40)", what);
-		return -EINVAL;
-	}
+	if (!strcmp(key, "trigger-host-filter"))
+		return hostfilter_conf_add(c, what, val);
+	if (!strcmp(key, "trigger-host-cooldown"))
+		return opt_seconds(what, val, true, 86400, &c->host_cooldown);
 	if (!strcmp(key, "stop-timeout"))
 		return opt_seconds(what, val, false, 3600, &c->stop_timeout);
 	collect_usage("%s: unknown key '%s'", where, key);

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "daemon/daemon-int.h"
+#include "daemon/hostfilter.h"
 #include "opts.h"
 #include "text.h"
 #include "vt_grow.h"
@@ -214,7 +215,7 @@ static const char *guest_state(const struct dguest *g, char *buf, size_t len)
 
 static void status(struct daemon *d, int fd)
 {
-	size_t cap = 512 + (size_t)d->nr * 512, n;
+	size_t cap = 512 + (size_t)d->nr * 512 + hostfilter_status_size(d), n;
 	char *buf = malloc(cap), st[32];
 	unsigned int i, segs;
 	uint64_t bytes;
@@ -238,6 +239,8 @@ static void status(struct daemon *d, int fd)
 			      g->last_reason, g->last_snap[0] ? ")" : "", g->last_error[0] ? "; last problem: " : "",
 			      g->last_error);
 	}
+	if (n < cap)
+		n += hostfilter_status(d, buf + n, cap - n);
 	write_all(fd, buf, n < cap ? n : cap - 1);
 	free(buf);
 	drop_client(d, fd);

@@ -54,6 +54,7 @@ struct snap_req {
  * @spec: how record finds it: "dir", "domain" or "qemu"
  * @where: the port directory, or the name for record --domain / --all
  * @present: seen by the last discovery
+ * @qemu_pid: its QEMU process, as discovery found it (0: not known, a guest named with its ports)
  * @pid: its record child, 0 if none
  * @started: when the child started
  * @stopping: why the child is being stopped (STOP_NONE: it is not)
@@ -75,6 +76,7 @@ struct dguest {
 	char spec[8];
 	char where[4096];
 	bool present;
+	pid_t qemu_pid;
 	pid_t pid;
 	double started;
 	enum stop_why stopping;
@@ -106,6 +108,7 @@ struct dguest {
  * @stopping: SIGTERM or SIGINT came: stop the children and leave
  * @last_discovery: when guests were last looked for
  * @last_budget: when the budget was last checked
+ * @hf: the host-event filter trigger, NULL if none (hostfilter.c)
  */
 struct daemon {
 	struct daemon_conf conf;
@@ -117,6 +120,7 @@ struct daemon {
 	unsigned int nr;
 	bool stopping;
 	double last_discovery, last_budget;
+	struct hostfilter *hf;
 };
 
 /* guests.c */

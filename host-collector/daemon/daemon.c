@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "daemon/daemon-int.h"
+#include "daemon/hostfilter.h"
 #include "opts.h"
 
 #define LOOP_MS		200
@@ -51,8 +52,11 @@ static const struct opt_def daemon_opts[] = {
 	{ "after", OPT_KEY0 + 13, KIND_STRING, "SEC", "and after its trigger (5)" },
 	{ "trigger-panic", OPT_KEY0 + 14, KIND_STRING, "yes|no", "snapshot a guest that panics (libvirt;\n"
 	  "not implemented yet: see the man page)" },
-	{ "trigger-host-filter", OPT_KEY0 + 15, KIND_STRING, "EXPR", "not implemented yet: only empty" },
+	{ "trigger-host-filter", OPT_KEY0 + 15, KIND_STRING, "'SYS:EV[ if FILTER]'", "a host event that\n"
+	  "the kernel matches seals a snapshot of its\nQEMU's guest, else of every guest\n(repeatable)" },
 	{ "stop-timeout", OPT_KEY0 + 16, KIND_STRING, "SEC", "a child's time to stop (default 60)" },
+	{ "trigger-host-cooldown", OPT_KEY0 + 17, KIND_STRING, "SEC", "one host-event snapshot per guest\n"
+	  "in this time (default 60)" },
 	{ NULL },
 };
 
@@ -66,9 +70,10 @@ static const struct opt_cmd daemon_cmd = {
 "guests named with their ports) and keep a `record` child on each: in hold mode\n"
 "one that keeps the guest's ring until a snapshot, in stream mode one per\n"
 "segment of --window seconds, the last two kept. `virtio-trace-collect\n"
-"snapshot NAME` seals them into STATE/snapshots/. The whole state directory\n"
-"stays under --total-budget. Runs in the foreground (systemd's\n"
-"virtio-trace-collect.service); SIGTERM stops the children and ends it.\n",
+"snapshot NAME` seals them into STATE/snapshots/, as does a host event that\n"
+"matches a --trigger-host-filter. The whole state directory stays under\n"
+"--total-budget. Runs in the foreground (systemd's virtio-trace-collect.service);\n"
+"SIGTERM stops the children and ends it.\n",
 	.tail = "Exit status: 0 stopped by SIGTERM or SIGINT (--status: answered); 1 an error;\n"
 "2 usage error or a bad configuration; 6 --status: no daemon answers.\n"
 "See virtio-trace-collect-daemon(1).\n",
@@ -210,11 +215,13 @@ static void loop_once(struct daemon *d, int sfd)
 		d->last_budget = now;
 		state_budget(d);
 	}
+	hostfilter_tick(d);
 	guests_tick(d);
 }
 
 static int run(struct daemon *d)
 {
+	bool refused = false;
 	sigset_t old;
 	int sfd, ret;
 
@@ -226,9 +233,14 @@ static int run(struct daemon *d)
 	ret = state_open(d);
 	if (ret < 0)
 		goto err_close_sfd;
+	ret = hostfilter_open(d);
+	if (ret < 0) {
+		refused = ret == -EINVAL;	/* the kernel refused a filter: a bad configuration */
+		goto err_state;
+	}
 	ret = ctl_listen(d);
 	if (ret < 0)
-		goto err_state;
+		goto err_hostfilter;
 	log_info("following %s%s in %s mode; state in %s", d->conf.all ? "every guest found" :
 		 d->conf.names[0] ? d->conf.names : "no guest found",
 		 d->conf.nr_guests ? " and the guests named with their ports" : "",
@@ -238,12 +250,14 @@ static int run(struct daemon *d)
 		loop_once(d, sfd);
 	log_info("stopped");
 	ctl_close(d);
+err_hostfilter:
+	hostfilter_close(d);
 err_state:
 	state_close(d);
 err_close_sfd:
 	close(sfd);
 	sigprocmask(SIG_SETMASK, &old, NULL);
-	return ret < 0 ? EXIT_FAIL : EXIT_OK;
+	return refused ? EXIT_USAGE : ret < 0 ? EXIT_FAIL : EXIT_OK;
 }
 
 /**

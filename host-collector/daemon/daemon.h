@@ -12,6 +12,7 @@
  *   guests.c  discovery, the children, rotation, snapshots' timing
  *   state.c   the state directory: segments, snapshots, the disk budget
  *   ctl.c     the control socket (server) and the snapshot/status client
+ *   hostfilter.c  the host-event filter trigger: a private tracefs instance
  */
 #ifndef DAEMON_DAEMON_H
 #define DAEMON_DAEMON_H
@@ -33,6 +34,8 @@
 #define EXIT_NO_DAEMON	6	/* no daemon answers on the control socket */
 
 enum daemon_mode { MODE_HOLD, MODE_STREAM };
+
+struct daemon_conf_filter;
 
 /**
  * struct daemon_conf_guest - a guest named with its ports (`guest = NAME DIR`)
@@ -63,6 +66,9 @@ struct daemon_conf_guest {
  * @before: default seconds before the trigger
  * @after: default seconds after the trigger
  * @panic: snapshot on a guest panic
+ * @host_filters: host-event filters that trigger a snapshot (hostfilter.c)
+ * @nr_host_filters: how many
+ * @host_cooldown: seconds between two of one guest's host-event snapshots
  * @stop_timeout: seconds a child may take to stop (then SIGKILL)
  */
 struct daemon_conf {
@@ -82,6 +88,9 @@ struct daemon_conf {
 	char state_dir[4096];
 	double before, after;
 	bool panic;
+	struct daemon_conf_filter *host_filters;
+	unsigned int nr_host_filters;
+	double host_cooldown;
 	double stop_timeout;
 };
 

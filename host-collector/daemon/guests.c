@@ -118,8 +118,10 @@ static void discover_listed(struct daemon *d)
 		if (g && strcmp(g->spec, l->libvirt ? "domain" : "qemu"))
 			continue;	/* a guest named with its ports comes first */
 		g = add(d, l->name, l->libvirt ? "domain" : "qemu", l->libvirt ? l->domain : l->name);
-		if (g)
+		if (g) {
 			g->present = true;
+			g->qemu_pid = l->owner_known ? l->qemu_pid : 0;
+		}
 	}
 	list_free(&f);
 }

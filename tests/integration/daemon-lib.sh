@@ -34,3 +34,24 @@ quiet_guest() {
 status_of() {
 	"$COLLECT" daemon --status --state-dir "$1" 2>/dev/null | awk -v n="$2" '$1 == n { print $2 }'
 }
+
+# wait_attached STATE NAME SECS: wait until --status says NAME is attached (else fail, with
+# $WORK/daemon.log)
+wait_attached() {
+	_wa=0
+	until [ "$(status_of "$1" "$2")" = attached ]; do
+		[ $_wa -lt $(($3 * 10)) ] || { show "$WORK/daemon.log"; fail "$2 not attached within $3 s"; }
+		sleep 0.1
+		_wa=$((_wa + 1))
+	done
+}
+
+# wait_sealed STATE SECS: wait until a snapshot in STATE/snapshots is sealed (its snapshot.json)
+wait_sealed() {
+	_ws=0
+	until ls "$1"/snapshots/*/snapshot.json >/dev/null 2>&1; do
+		[ $_ws -lt $(($2 * 10)) ] || { show "$WORK/daemon.log"; fail "no snapshot sealed within $2 s"; }
+		sleep 0.1
+		_ws=$((_ws + 1))
+	done
+}
