@@ -65,6 +65,10 @@ struct record_opts {
 	bool live_stat;			/* --live-stat: the per-second vCPU table */
 	bool live_lines;		/* --live given: the event lines too */
 	bool hold;			/* --hold: overwriting rings, read at the stop (hold.c) */
+	const char *trig_guest;		/* --trigger-guest-filter SYS:EV[ if FILTER], or NULL */
+	char trig_system[256], trig_event[256];	/* its event, parsed */
+	const char *trig_filter;	/* its filter ("" none), in trig_guest */
+	int trig_fd;			/* --trigger-fd: a line per trigger taken, -1 none */
 	char cmdline[8192];
 	int argc;
 	char **argv;
