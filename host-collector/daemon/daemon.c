@@ -53,6 +53,9 @@ static const struct opt_def daemon_opts[] = {
 	  "not implemented yet: see the man page)" },
 	{ "trigger-host-filter", OPT_KEY0 + 15, KIND_STRING, "EXPR", "not implemented yet: only empty" },
 	{ "stop-timeout", OPT_KEY0 + 16, KIND_STRING, "SEC", "a child's time to stop (default 60)" },
+	{ "trigger-guest-filter", OPT_KEY0 + 17, KIND_STRING, "'SYS:EV[ if FILTER]'", "snapshot a guest\n"
+	  "whose agent sees this event match (its kernel's\n"
+	  "filter; one a minute per guest at most)" },
 	{ NULL },
 };
 
@@ -210,6 +213,7 @@ static void loop_once(struct daemon *d, int sfd)
 		d->last_budget = now;
 		state_budget(d);
 	}
+	trig_guest_poll(d);
 	guests_tick(d);
 }
 

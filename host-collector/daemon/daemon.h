@@ -64,6 +64,7 @@ struct daemon_conf_guest {
  * @after: default seconds after the trigger
  * @panic: snapshot on a guest panic
  * @stop_timeout: seconds a child may take to stop (then SIGKILL)
+ * @trigger_guest: trigger-guest-filter, SYS:EV[ if FILTER] ("" none)
  */
 struct daemon_conf {
 	bool all;
@@ -83,6 +84,7 @@ struct daemon_conf {
 	double before, after;
 	bool panic;
 	double stop_timeout;
+	char trigger_guest[4200];
 };
 
 /* conf.c */

@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include "collect.h"
+#include "trigspec.h"
 
 struct record_opts {
 	const char *out_dir;
@@ -66,8 +67,7 @@ struct record_opts {
 	bool live_lines;		/* --live given: the event lines too */
 	bool hold;			/* --hold: overwriting rings, read at the stop (hold.c) */
 	const char *trig_guest;		/* --trigger-guest-filter SYS:EV[ if FILTER], or NULL */
-	char trig_system[256], trig_event[256];	/* its event, parsed */
-	const char *trig_filter;	/* its filter ("" none), in trig_guest */
+	struct trigspec trig;		/* its event and filter, parsed */
 	int trig_fd;			/* --trigger-fd: a line per trigger taken, -1 none */
 	char cmdline[8192];
 	int argc;

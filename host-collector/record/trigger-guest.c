@@ -27,21 +27,9 @@
 #include "guest.h"
 #include "recording.h"
 #include "text.h"
+#include "trigspec.h"
 #include "trigger-guest.h"
 #include "vt_conn.h"
-
-static bool name_ok(const char *s, size_t len)
-{
-	size_t i;
-
-	if (!len || len >= 256 || s[0] == '.')
-		return false;
-	for (i = 0; i < len; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
-		      (s[i] >= '0' && s[i] <= '9') || s[i] == '_' || s[i] == '-' || s[i] == '.'))
-			return false;
-	return true;
-}
 
 /**
  * trig_guest_parse() - --trigger-guest-filter's value
@@ -52,31 +40,11 @@ static bool name_ok(const char *s, size_t len)
  */
 int trig_guest_parse(struct record_opts *o, const char *spec)
 {
-	const char *colon = strchr(spec, ':'), *end = spec + strcspn(spec, " \t"), *f = end, *c;
+	int ret = trigspec_parse(spec, &o->trig, "--trigger-guest-filter");
 
-	if (!colon || colon > end || !name_ok(spec, (size_t)(colon - spec)) ||
-	    !name_ok(colon + 1, (size_t)(end - colon - 1)))
-		goto usage;
-	f += strspn(f, " \t");
-	if (*f) {
-		if (strncmp(f, "if", 2) || (f[2] != ' ' && f[2] != '\t'))
-			goto usage;
-		f += 2 + strspn(f + 2, " \t");
-		if (!*f || strlen(f) >= VT_PROTO_MAX_FILTER)
-			goto usage;
-		for (c = f; *c; c++)
-			if (*c < 0x20 || *c > 0x7e)
-				goto usage;
-	}
-	snprintf(o->trig_system, sizeof(o->trig_system), "%.*s", (int)(colon - spec), spec);
-	snprintf(o->trig_event, sizeof(o->trig_event), "%.*s", (int)(end - colon - 1), colon + 1);
-	o->trig_filter = f;
-	o->trig_guest = spec;
-	return 0;
-usage:
-	collect_usage("--trigger-guest-filter '%s': SYSTEM:EVENT, or SYSTEM:EVENT if FILTER "
-		      "(one event, no glob; the filter in the kernel's syntax, printable ASCII)", spec);
-	return -EINVAL;
+	if (ret == 0)
+		o->trig_guest = spec;
+	return ret;
 }
 
 /**
@@ -131,8 +99,8 @@ bool trig_guest_applies(struct guest *g)
 int trig_guest_encode(struct guest *g)
 {
 	const struct record_opts *o = g->rec->o;
-	struct vt_proto_watch w = { TRIG_GUEST_INTERVAL_MS, o->trig_system, o->trig_event,
-				    o->trig_filter };
+	struct vt_proto_watch w = { TRIG_GUEST_INTERVAL_MS, o->trig.system, o->trig.event,
+				    o->trig.filter };
 
 	g->trig.watching = true;
 	return vt_proto_enc_watch(vt_conn_frame(g->ctl.conn), VT_PROTO_FRAME_MAX,
@@ -143,12 +111,12 @@ int trig_guest_encode(struct guest *g)
 static const char *refuse(const struct guest *g, const struct vt_proto_trigger *t, uint64_t now)
 {
 	const struct record_opts *o = g->rec->o;
-	size_t ls = strlen(o->trig_system);
+	size_t ls = strlen(o->trig.system);
 
 	if (!g->trig.watching)
 		return "no WATCH asked for it";
-	if (strncmp(t->event, o->trig_system, ls) || t->event[ls] != ':' ||
-	    strcmp(t->event + ls + 1, o->trig_event))
+	if (strncmp(t->event, o->trig.system, ls) || t->event[ls] != ':' ||
+	    strcmp(t->event + ls + 1, o->trig.event))
 		return "another event than the one watched";
 	if (t->timestamp < g->trig.last_ts)
 		return "its time is before the last one's";

@@ -135,7 +135,8 @@ struct fake_opts {
 	const char *lastboot_name;	/* --last-boot-name: the instance it says, NULL: the asked one */
 	const char *dump_lastboot;	/* --dump-last-boot FILE */
 	bool no_hold;			/* --no-hold: no HOLD capability */
-	uint64_t triggers;		/* --triggers: WATCH served, this many TRIGGERs at START */
+	bool watch;			/* --triggers: WATCH served */
+	uint64_t triggers;		/* and this many TRIGGERs at START */
 	uint64_t ring_pages;		/* --ring-pages: what a held ring keeps per CPU */
 	enum evil evil;
 	struct missed_mark missed[FAKE_MAX_MISSED];
@@ -959,7 +960,7 @@ static int send_hello_reply(struct fake *f, const struct vt_proto_msg *msg)
 		r.caps |= VT_PROTO_CAP_LASTBOOT;
 	if (!f->o.no_hold)
 		r.caps |= VT_PROTO_CAP_HOLD;
-	if (f->o.triggers)
+	if (f->o.watch)
 		r.caps |= VT_PROTO_CAP_WATCH;
 	r.clock = f->o.evil == EVIL_CLOCK ? "XXXXXXXXX" : f->clock;
 	if (f->o.evil == EVIL_TEXT) {
@@ -1294,7 +1295,7 @@ static void handle_watch(struct fake *f, const struct vt_proto_msg *msg)
 {
 	struct vt_proto_watch w;
 
-	if (!f->o.triggers) {
+	if (!f->o.watch) {
 		reply_err(f, msg->seq, EPROTO, "message type not for the agent");
 		return;
 	}
@@ -2212,8 +2213,8 @@ static void usage(FILE *out)
 		"  --ring-pages N         START with HOLD: the last N pages per CPU go out at STOP\n"
 		"                         (default 4), the rest count as overwritten\n"
 		"  --no-hold              an agent older than HOLD: no capability, START's flags refused\n"
-		"  --triggers N           serve WATCH (capability WATCH) and send N TRIGGERs back to\n"
-		"                         back at START (without it: an agent older than WATCH)\n"
+		"  --triggers N           serve WATCH (capability WATCH) and send N (may be 0) TRIGGERs\n"
+		"                         back to back at START (without it: an agent older than WATCH)\n"
 		"  --tsc-offset N         guest TSC = host TSC + N (SYNC_REPLY and --retime)\n"
 		"  --missed CPU:PAGE[:COUNT]  flag page PAGE of CPU as having lost events\n"
 		"  --overrun CPU:N        the stats text of CPU says overrun N\n"
@@ -2416,8 +2417,9 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 			break;
 		case OPT_TRIGGERS:
 			o->triggers = strtoull(optarg, &end, 10);
-			if (*end || !o->triggers)
+			if (*end || end == optarg)
 				return -1;
+			o->watch = true;
 			break;
 		case OPT_TSC:
 			o->tsc_offset = strtoll(optarg, &end, 0);
