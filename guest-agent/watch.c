@@ -28,21 +28,9 @@
 static int put(const struct watch *w, const char *file, const char *value)
 {
 	char path[4400];
-	size_t len = strlen(value);
-	ssize_t n;
-	int fd, ret = 0;
 
 	snprintf(path, sizeof(path), "%s/%s", w->dir, file);
-	fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = write(fd, value, len);
-	if (n < 0)
-		ret = -errno;
-	else if ((size_t)n != len)
-		ret = -EIO;
-	close(fd);
-	return ret;
+	return tracing_write_file(path, value);
 }
 
 static int make_instance(struct watch *w, const char *root, const char *name)

@@ -9,22 +9,21 @@
 #include <string.h>
 
 #include "collect.h"
+#include "text.h"
 #include "trigspec.h"
 
 #define TRIGSPEC_FILTER_MAX	4096	/* the protocol's, with the NUL */
 
-/* One event or system name: what tracefs names it with, no glob. */
+/* One event or system name, no glob: what a guest's name may be (collect_name_ok()). */
 static bool name_ok(const char *s, size_t len)
 {
-	size_t i;
+	char name[COLLECT_NAME_MAX];
 
-	if (!len || len >= sizeof(((struct trigspec *)0)->system) || s[0] == '.')
+	if (len >= sizeof(name))
 		return false;
-	for (i = 0; i < len; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
-		      (s[i] >= '0' && s[i] <= '9') || s[i] == '_' || s[i] == '-' || s[i] == '.'))
-			return false;
-	return true;
+	memcpy(name, s, len);
+	name[len] = '\0';
+	return collect_name_ok(name);
 }
 
 /* The filter after "if": not empty, printable ASCII, within the protocol's bound. */
