@@ -1311,7 +1311,8 @@ static void send_trigger(struct agent *a)
 	struct vt_proto_trigger t;
 
 	/* In a probe burst the fd stays readable: read once it ends. */
-	if (a->burst || watch_read(&a->watch, agent_now_ns(), &t) <= 0 || !a->conn)
+	if (a->burst || watch_read(&a->watch, agent_now_ns(), &t) <= 0 || !a->conn ||
+	    !a->hello_done)
 		return;
 	send_frame(a, vt_proto_enc_trigger(frame(a), VT_PROTO_FRAME_MAX, next_seq(a), &t));
 }
@@ -1497,6 +1498,8 @@ static int open_ctl(struct agent *a)
 static void host_gone(struct agent *a)
 {
 	burst_end(a);
+	/* Its triggers would wait on a port nobody reads: the watch ends with the host. */
+	watch_stop(&a->watch);
 	if (a->o->ports.dir) {
 		log_info("host closed the control port");
 		end_session(a);
