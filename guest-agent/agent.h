@@ -132,6 +132,7 @@ bool tracing_only_own(const struct tracing *t);
 void tracing_drop_kept(struct tracing *t);
 void tracing_unmount(struct tracing *t);
 int tracing_write(struct tracing *t, const char *file, const char *value);
+int tracing_write_file(const char *path, const char *value);
 int tracing_read(const struct tracing *t, const char *file, char *buf, size_t size);
 int tracing_set_clock(struct tracing *t, const char *clock, char *used, size_t size);
 bool tracing_has_clock(const struct tracing *t, const char *clock);

@@ -32,6 +32,7 @@
 
 #include "agent.h"
 #include "ctl.h"
+#include "watch.h"
 #include "vt_conn.h"
 #include "vt_meta.h"
 #include "vt_proto.h"
@@ -94,6 +95,7 @@ struct agent {
 	unsigned int nr_cpus;
 	unsigned int subbuf_size;
 	char default_clock[64];
+	struct watch watch;	/* WATCH: a guest event that sends TRIGGER */
 };
 
 /*
@@ -335,6 +337,7 @@ static void end_session(struct agent *a)
 	a->instance = NULL;
 	a->instance_set = false;
 	a->kallsyms_sent = false;
+	watch_stop(&a->watch);
 }
 
 #define FNV_OFFSET	14695981039346656037ull
@@ -1074,7 +1077,7 @@ static uint64_t capabilities(struct agent *a)
 	uint64_t caps = VT_PROTO_CAP_META | VT_PROTO_CAP_INSTANCES | VT_PROTO_CAP_LASTBOOT |
 			VT_PROTO_CAP_META_FLAGS | VT_PROTO_CAP_META_OPEN |
 			VT_PROTO_CAP_KALLSYMS_KEY | VT_PROTO_CAP_FLUSH | VT_PROTO_CAP_RESUME |
-			VT_PROTO_CAP_HOLD;
+			VT_PROTO_CAP_HOLD | VT_PROTO_CAP_WATCH;
 	struct tracing probe = a->t;
 	char path[PATH_MAX];
 
@@ -1273,6 +1276,47 @@ static void handle_start(struct agent *a, const struct vt_proto_msg *msg)
 	}
 }
 
+/* WATCH: the event goes into the watch's own instance, with the recorded buffer's clock. */
+static void handle_watch(struct agent *a, const struct vt_proto_msg *msg)
+{
+	struct vt_proto_watch req;
+	char clock[64], why[512];
+	const char *inst;
+	int ret;
+
+	if (vt_proto_dec_watch(msg, &req) < 0) {
+		reply_err(a, msg->seq, EBADMSG, "malformed WATCH");
+		return;
+	}
+	if (a->have_buffer)
+		current_clock(a, clock, sizeof(clock));
+	else
+		snprintf(clock, sizeof(clock), "%s", a->default_clock);
+	/* Named after the recorded buffer: agents on one tracefs (tests) each have their own. */
+	inst = a->instance_set ? a->instance : a->o->instance;
+	ret = watch_start(&a->watch, a->t.root, inst ? inst : AGENT_DEFAULT_INSTANCE, &req, clock,
+			  why, sizeof(why));
+	if (ret < 0) {
+		reply_err(a, msg->seq, ret, "watch %s:%s: %s", req.system, req.event, why);
+		return;
+	}
+	log_info("watching %s%s%s: a TRIGGER at most every %u ms", a->watch.name,
+		 req.filter[0] ? " if " : "", req.filter, req.interval_ms);
+	reply_ok(a, msg->seq);
+}
+
+/* The watch's matches: a TRIGGER when one is due (watch.c rate-limits). */
+static void send_trigger(struct agent *a)
+{
+	struct vt_proto_trigger t;
+
+	/* In a probe burst the fd stays readable: read once it ends. */
+	if (a->burst || watch_read(&a->watch, agent_now_ns(), &t) <= 0 || !a->conn ||
+	    !a->hello_done)
+		return;
+	send_frame(a, vt_proto_enc_trigger(frame(a), VT_PROTO_FRAME_MAX, next_seq(a), &t));
+}
+
 static void handle(struct agent *a, const struct vt_proto_msg *msg)
 {
 	struct vt_proto_sync sync;
@@ -1337,6 +1381,9 @@ static void handle(struct agent *a, const struct vt_proto_msg *msg)
 			reply_err(a, msg->seq, EBADMSG, "malformed META_REQ");
 		else
 			send_meta(a, msg->seq, max_total, meta_flags, meta_key);
+		break;
+	case VT_PROTO_WATCH:
+		handle_watch(a, msg);
 		break;
 	case VT_PROTO_RESUME:
 		handle_resume(a, msg);
@@ -1451,6 +1498,8 @@ static int open_ctl(struct agent *a)
 static void host_gone(struct agent *a)
 {
 	burst_end(a);
+	/* Its triggers would wait on a port nobody reads: the watch ends with the host. */
+	watch_stop(&a->watch);
 	if (a->o->ports.dir) {
 		log_info("host closed the control port");
 		end_session(a);
@@ -1538,11 +1587,12 @@ int agent_run(const struct agent_opts *o)
 {
 	static struct agent a;
 	struct signalfd_siginfo si;
-	struct pollfd pfd[3];
+	struct pollfd pfd[4];
 	sigset_t mask;
 	int ret;
 
 	a.o = o;
+	a.watch.fd = -1;
 	ret = tracing_mount(&a.t, o->tracefs);
 	if (ret < 0)
 		return ret;
@@ -1599,15 +1649,18 @@ int agent_run(const struct agent_opts *o)
 		}
 		pfd[0] = (struct pollfd){ .fd = a.sig_fd, .events = POLLIN };
 		pfd[1] = (struct pollfd){ .fd = a.done_fd, .events = POLLIN };
-		if (a.conn)
-			pfd[2] = (struct pollfd){ .fd = vt_conn_rfd(a.conn), .events = POLLIN };
-		n = poll(pfd, a.conn ? 3 : 2, timeout);
+		/* Unused slots have fd -1, which poll() skips. */
+		pfd[2] = (struct pollfd){ .fd = a.conn ? vt_conn_rfd(a.conn) : -1, .events = POLLIN };
+		pfd[3] = (struct pollfd){ .fd = a.watch.fd, .events = POLLIN };
+		n = poll(pfd, 4, timeout);
 		if (n < 0 && errno != EINTR) {
 			ret = -errno;
 			break;
 		}
 		if (n <= 0)
 			continue;
+		if (pfd[3].revents)
+			send_trigger(&a);
 		if (pfd[0].revents & POLLIN) {
 			if (read(a.sig_fd, &si, sizeof(si)) == sizeof(si))
 				log_info("signal %u: restoring tracefs and exiting", si.ssi_signo);

@@ -57,7 +57,14 @@ static int read_file(const char *path, char *buf, size_t size)
 	return ret < 0 ? ret : (int)have;
 }
 
-static int write_file(const char *path, const char *value)
+/**
+ * tracing_write_file() - write @value into the tracefs file @path, remembering nothing
+ * @path: the file
+ * @value: what to write
+ *
+ * Return: 0, or -errno (-EIO for a short write).
+ */
+int tracing_write_file(const char *path, const char *value)
 {
 	size_t len = strlen(value);
 	ssize_t n;
@@ -363,7 +370,7 @@ int tracing_write(struct tracing *t, const char *file, const char *value)
 		if (ret < 0)
 			return ret;
 	}
-	return write_file(path, value);
+	return tracing_write_file(path, value);
 }
 
 /**
@@ -790,7 +797,7 @@ int tracing_disable_all(struct tracing *t)
 		size_t len = strlen(s->path);
 
 		if (len > 7 && strcmp(s->path + len - 7, "/enable") == 0 && strstr(s->path, "/events/")) {
-			r = write_file(s->path, s->value);
+			r = tracing_write_file(s->path, s->value);
 			if (r < 0 && !ret)
 				ret = r;
 		}
@@ -842,7 +849,7 @@ int tracing_marker(const struct tracing *t, const char *text)
 	char path[PATH_MAX];
 
 	snprintf(path, sizeof(path), "%s/trace_marker", t->dir);
-	return write_file(path, text);
+	return tracing_write_file(path, text);
 }
 
 /**
@@ -903,7 +910,7 @@ int tracing_restore(struct tracing *t)
 	int ret = 0, r;
 
 	for (i = t->nr_saved; i-- > 0;) {
-		r = write_file(t->saved[i].path, t->saved[i].value);
+		r = tracing_write_file(t->saved[i].path, t->saved[i].value);
 		if (r < 0) {
 			log_warn("cannot restore %s to \"%s\": %s", t->saved[i].path,
 				 t->saved[i].value, strerror(-r));

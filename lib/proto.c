@@ -94,6 +94,21 @@ struct wire_flush {
 };
 _Static_assert(sizeof(struct wire_flush) == 4, "FLUSH payload");
 
+struct wire_watch {
+	uint32_t interval_ms;
+	uint32_t reserved;
+	/* string system, string event, string filter */
+};
+_Static_assert(sizeof(struct wire_watch) == 8, "WATCH fixed part");
+
+struct wire_trigger {
+	uint64_t timestamp;
+	uint32_t suppressed;
+	uint32_t reserved;
+	/* string event */
+};
+_Static_assert(sizeof(struct wire_trigger) == 16, "TRIGGER fixed part");
+
 struct wire_instance {
 	uint32_t kind;
 	/* string name */
@@ -1429,6 +1444,112 @@ int vt_proto_dec_stats(const struct vt_proto_msg *msg, struct vt_proto_stats *st
 	return 0;
 }
 
+/* ---------------------------------------------------------------- WATCH, TRIGGER */
+
+static const struct wlayout watch_layout = {
+	sizeof(struct wire_watch), 2, 3, {
+		WF(struct wire_watch, interval_ms, struct vt_proto_watch, interval_ms),
+		WF_RESERVED(struct wire_watch, reserved),
+	}, {
+		WS(struct vt_proto_watch, system, STR_INSTANCE, VT_PROTO_MAX_NAME),
+		WS(struct vt_proto_watch, event, STR_INSTANCE, VT_PROTO_MAX_NAME),
+		WS(struct vt_proto_watch, filter, STR_PRINT, VT_PROTO_MAX_FILTER),
+	},
+};
+
+static bool watch_ok(uint32_t ms)
+{
+	return ms >= VT_PROTO_WATCH_MIN_MS && ms <= VT_PROTO_WATCH_MAX_MS;
+}
+
+/**
+ * vt_proto_enc_watch() - write WATCH
+ * @buf: destination
+ * @size: size of @buf
+ * @seq: sequence number
+ * @w: contents; a NULL filter is sent as ""
+ *
+ * Return: the frame length, -EINVAL for an interval out of range or a name or
+ * filter the peer would reject, -ENOBUFS.
+ */
+int vt_proto_enc_watch(void *buf, size_t size, uint32_t seq, const struct vt_proto_watch *w)
+{
+	if (!w || !w->system || !w->event || !watch_ok(w->interval_ms))
+		return -EINVAL;
+	return w_message(buf, size, VT_PROTO_WATCH, seq, &watch_layout, w);
+}
+
+/**
+ * vt_proto_dec_watch() - read WATCH
+ * @msg: the message
+ * @w: filled (the strings point into @msg), or NULL
+ *
+ * Return: 0, -EINVAL for another type, -EBADMSG for a malformed payload or an
+ * interval out of range.
+ */
+int vt_proto_dec_watch(const struct vt_proto_msg *msg, struct vt_proto_watch *w)
+{
+	struct vt_proto_watch d;
+	int ret;
+
+	ret = r_message(msg, VT_PROTO_WATCH, &watch_layout, &d);
+	if (ret < 0)
+		return ret;
+	if (!watch_ok(d.interval_ms))
+		return -EBADMSG;
+	if (w)
+		*w = d;
+	return 0;
+}
+
+static const struct wlayout trigger_layout = {
+	sizeof(struct wire_trigger), 3, 1, {
+		WF(struct wire_trigger, timestamp, struct vt_proto_trigger, timestamp),
+		WF(struct wire_trigger, suppressed, struct vt_proto_trigger, suppressed),
+		WF_RESERVED(struct wire_trigger, reserved),
+	}, { WS(struct vt_proto_trigger, event, STR_PRINT, VT_PROTO_MAX_NAME) },
+};
+
+/**
+ * vt_proto_enc_trigger() - write TRIGGER
+ * @buf: destination
+ * @size: size of @buf
+ * @seq: sequence number
+ * @t: contents
+ *
+ * Return: the frame length, -EINVAL for a missing or unprintable event name,
+ * -ENOBUFS.
+ */
+int vt_proto_enc_trigger(void *buf, size_t size, uint32_t seq, const struct vt_proto_trigger *t)
+{
+	if (!t || !t->event || !t->event[0])
+		return -EINVAL;
+	return w_message(buf, size, VT_PROTO_TRIGGER, seq, &trigger_layout, t);
+}
+
+/**
+ * vt_proto_dec_trigger() - read TRIGGER
+ * @msg: the message
+ * @t: filled (@t->event points into @msg), or NULL
+ *
+ * Return: 0, -EINVAL for another type, -EBADMSG for a malformed payload or an
+ * empty event name.
+ */
+int vt_proto_dec_trigger(const struct vt_proto_msg *msg, struct vt_proto_trigger *t)
+{
+	struct vt_proto_trigger d;
+	int ret;
+
+	ret = r_message(msg, VT_PROTO_TRIGGER, &trigger_layout, &d);
+	if (ret < 0)
+		return ret;
+	if (!d.event[0])
+		return -EBADMSG;
+	if (t)
+		*t = d;
+	return 0;
+}
+
 /* ---------------------------------------------------------------- SESSION */
 
 static const struct wlayout session_layout = {
@@ -1950,6 +2071,8 @@ CHECK(session)
 CHECK(meta_req)
 CHECK(meta)
 CHECK(sync)
+CHECK(watch)
+CHECK(trigger)
 #undef CHECK
 
 static int check_events(const struct vt_proto_msg *msg)
@@ -1996,6 +2119,8 @@ static const struct msg_type msg_types[] = {
 	MSG(FLUSH, FROM_HOST, &flush_layout, check_flush),
 	MSG(RESUME, FROM_HOST, &empty_layout, vt_proto_dec_empty),
 	MSG(SESSION, FROM_AGENT, &session_layout, check_session),
+	MSG(WATCH, FROM_HOST, &watch_layout, check_watch),
+	MSG(TRIGGER, FROM_AGENT, &trigger_layout, check_trigger),
 };
 #undef MSG
 

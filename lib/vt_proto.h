@@ -109,6 +109,9 @@ enum vt_proto_type {
 	VT_PROTO_RESUME = 36,		/* H->A  empty: take over the running session (only to an
 					 * agent with VT_PROTO_CAP_RESUME) */
 	VT_PROTO_SESSION = 37,		/* A->H  struct vt_proto_session: RESUME's answer */
+	VT_PROTO_WATCH = 38,		/* H->A  struct vt_proto_watch: send TRIGGER when an event
+					 * matches (only to an agent with VT_PROTO_CAP_WATCH) */
+	VT_PROTO_TRIGGER = 39,		/* A->H  struct vt_proto_trigger: a watched event matched */
 };
 
 /* Who sends a message type (vt_proto_type_sender()): the host, the agent, or both ORed. */
@@ -136,6 +139,11 @@ enum vt_proto_type {
 #define VT_PROTO_CAP_RESUME	(1ull << 12)	/* agent: RESUME is served, and marks
 						 * where each data stream stands */
 #define VT_PROTO_CAP_HOLD	(1ull << 13)	/* START may carry VT_PROTO_START_HOLD */
+#define VT_PROTO_CAP_WATCH	(1ull << 14)	/* WATCH is served: TRIGGER when an event matches */
+
+/* WATCH: the agent's least gap between two TRIGGERs, in this range. */
+#define VT_PROTO_WATCH_MIN_MS	100u
+#define VT_PROTO_WATCH_MAX_MS	3600000u
 
 /* START flags (only to an agent with VT_PROTO_CAP_HOLD) */
 /*
@@ -356,6 +364,33 @@ struct vt_proto_session {
 };
 
 /**
+ * struct vt_proto_watch - WATCH: the guest event whose matches trigger
+ * @interval_ms: the least gap between two TRIGGERs (VT_PROTO_WATCH_MIN_MS to
+ *	VT_PROTO_WATCH_MAX_MS); matches in between are counted, not sent
+ * @system: the event's system, one name (no glob)
+ * @event: the event, one name (no glob)
+ * @filter: the kernel's filter expression, "" for every event; printable ASCII
+ */
+struct vt_proto_watch {
+	uint32_t interval_ms;
+	const char *system;
+	const char *event;
+	const char *filter;
+};
+
+/**
+ * struct vt_proto_trigger - TRIGGER: a watched event matched
+ * @timestamp: the event's time in the agent's trace clock (ns, or the clock's counts)
+ * @suppressed: matches not sent since the last TRIGGER (the agent's rate limit)
+ * @event: "system:event", printable ASCII
+ */
+struct vt_proto_trigger {
+	uint64_t timestamp;
+	uint32_t suppressed;
+	const char *event;
+};
+
+/**
  * struct vt_proto_meta_rx - reassembles META chunks on the receiving side
  * @data: the blob so far (malloc'd, owned until vt_proto_meta_rx_release())
  * @len: bytes received
@@ -432,6 +467,10 @@ int vt_proto_dec_sync(const struct vt_proto_msg *msg, struct vt_proto_sync *sync
 
 int vt_proto_enc_session(void *buf, size_t size, uint32_t seq, const struct vt_proto_session *ss);
 int vt_proto_dec_session(const struct vt_proto_msg *msg, struct vt_proto_session *ss);
+int vt_proto_enc_watch(void *buf, size_t size, uint32_t seq, const struct vt_proto_watch *w);
+int vt_proto_dec_watch(const struct vt_proto_msg *msg, struct vt_proto_watch *w);
+int vt_proto_enc_trigger(void *buf, size_t size, uint32_t seq, const struct vt_proto_trigger *t);
+int vt_proto_dec_trigger(const struct vt_proto_msg *msg, struct vt_proto_trigger *t);
 int vt_proto_mark_encode(void *page, size_t subbuf, const struct vt_proto_mark *mk);
 int vt_proto_mark_decode(const void *page, size_t subbuf, struct vt_proto_mark *mk);
 

@@ -18,13 +18,15 @@
 #include "daemon/hostfilter.h"
 #include "opts.h"
 #include "text.h"
+#include "trigspec.h"
 
 #define MIB	(1024ull * 1024)
 
 static const char *const keys[] = {
 	"domains", "guest", "connect", "libvirt", "mode", "events", "host-events", "window",
 	"budget", "total-budget", "min-free", "state-dir", "before", "after", "trigger-panic",
-	"trigger-host-filter", "stop-timeout", "trigger-host-cooldown", NULL,
+	"trigger-host-filter", "stop-timeout", "trigger-host-cooldown", "trigger-guest-filter",
+	NULL,
 };
 
 /**
@@ -218,6 +220,16 @@ static int set_state_dir(struct daemon_conf *c, const char *what, const char *va
 	return set_text(what, val, c->state_dir, sizeof(c->state_dir));
 }
 
+/* trigger-guest-filter: checked here, so that no child is started to refuse it. */
+static int set_trigger_guest(struct daemon_conf *c, const char *what, const char *val)
+{
+	struct trigspec t;
+
+	if (val[0] && trigspec_parse(val, &t, what) < 0)
+		return -EINVAL;
+	return set_text(what, val, c->trigger_guest, sizeof(c->trigger_guest));
+}
+
 /**
  * conf_set() - set one key
  * @c: the configuration
@@ -273,6 +285,8 @@ int conf_set(struct daemon_conf *c, const char *key, const char *val, const char
 		return opt_seconds(what, val, true, 86400, &c->host_cooldown);
 	if (!strcmp(key, "stop-timeout"))
 		return opt_seconds(what, val, false, 3600, &c->stop_timeout);
+	if (!strcmp(key, "trigger-guest-filter"))
+		return set_trigger_guest(c, what, val);
 	collect_usage("%s: unknown key '%s'", where, key);
 	return -EINVAL;
 }

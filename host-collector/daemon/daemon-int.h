@@ -25,6 +25,7 @@
  */
 #define DAEMON_MIN_AGE		3.0
 #define DAEMON_SECOND_INT	10.0	/* a stop not done by then gets a second SIGINT */
+#define DAEMON_TRIG_GUEST_GAP	60.0	/* one guest-filter snapshot per guest in this */
 
 /* Why a child is being stopped: what its exit leads to. */
 enum stop_why { STOP_NONE, STOP_ROTATE, STOP_SNAPSHOT, STOP_GONE, STOP_SHUTDOWN };
@@ -49,6 +50,27 @@ struct snap_req {
 };
 
 /**
+ * struct dtrig - a guest's guest-filter triggers (trig-guest.c)
+ * @rfd: the daemon's end of its child's trigger pipe, valid with @rfd_open
+ * @wfd: the child's end, until the child is forked, valid with @wfd_open
+ * @fd_arg: record --trigger-fd's value
+ * @buf: a partial line
+ * @len: its length
+ * @last: when the last guest-filter snapshot was asked for (0: never)
+ * @taken: triggers that asked for a snapshot
+ * @ignored: triggers within DAEMON_TRIG_GUEST_GAP of the last, or not understood
+ */
+struct dtrig {
+	int rfd, wfd;
+	bool rfd_open, wfd_open;
+	char fd_arg[16];
+	char buf[1024];
+	size_t len;
+	double last;
+	uint64_t taken, ignored;
+};
+
+/**
  * struct dguest - one guest the daemon follows
  * @name: its name (a file name: collect_name_ok())
  * @spec: how record finds it: "dir", "domain" or "qemu"
@@ -70,6 +92,7 @@ struct snap_req {
  * @last_snap: the last snapshot's directory name ("" none)
  * @last_reason: and why it was taken
  * @last_error: the last problem, in words ("" none)
+ * @trig: its guest-filter triggers
  */
 struct dguest {
 	char name[COLLECT_NAME_MAX];
@@ -91,6 +114,7 @@ struct dguest {
 	char last_snap[256];
 	char last_reason[DAEMON_REASON_MAX + 1];
 	char last_error[256];
+	struct dtrig trig;
 };
 
 /**
@@ -132,6 +156,11 @@ bool guests_running(const struct daemon *d);
 struct dguest *guests_find(struct daemon *d, const char *name);
 int guests_snapshot(struct daemon *d, struct dguest *g, double before, double after,
 		    const char *reason, int client);
+
+/* trig-guest.c */
+unsigned int trig_guest_args(struct daemon *d, struct dguest *g, char **argv, unsigned int n);
+void trig_guest_forked(struct dguest *g);
+void trig_guest_poll(struct daemon *d);
 
 /* state.c */
 DIR *state_opendir(int fd);

@@ -57,6 +57,9 @@ static const struct opt_def daemon_opts[] = {
 	{ "stop-timeout", OPT_KEY0 + 16, KIND_STRING, "SEC", "a child's time to stop (default 60)" },
 	{ "trigger-host-cooldown", OPT_KEY0 + 17, KIND_STRING, "SEC", "one host-event snapshot per guest\n"
 	  "in this time (default 60)" },
+	{ "trigger-guest-filter", OPT_KEY0 + 18, KIND_STRING, "'SYS:EV[ if FILTER]'", "snapshot a guest\n"
+	  "whose agent sees this event match (its kernel's\n"
+	  "filter; one a minute per guest at most)" },
 	{ NULL },
 };
 
@@ -216,6 +219,7 @@ static void loop_once(struct daemon *d, int sfd)
 		state_budget(d);
 	}
 	hostfilter_tick(d);
+	trig_guest_poll(d);
 	guests_tick(d);
 }
 

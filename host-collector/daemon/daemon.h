@@ -70,6 +70,7 @@ struct daemon_conf_guest {
  * @nr_host_filters: how many
  * @host_cooldown: seconds between two of one guest's host-event snapshots
  * @stop_timeout: seconds a child may take to stop (then SIGKILL)
+ * @trigger_guest: trigger-guest-filter, SYS:EV[ if FILTER] ("" none)
  */
 struct daemon_conf {
 	bool all;
@@ -92,6 +93,7 @@ struct daemon_conf {
 	unsigned int nr_host_filters;
 	double host_cooldown;
 	double stop_timeout;
+	char trigger_guest[4200];
 };
 
 /* conf.c */

@@ -220,6 +220,7 @@ static void child_args(struct daemon *d, struct dguest *g, char **argv, char *ou
 		argv[n++] = "--max-size";
 		argv[n++] = size;
 	}
+	n = trig_guest_args(d, g, argv, n);
 	argv[n] = NULL;
 }
 
@@ -267,6 +268,7 @@ static int spawn(struct daemon *d, struct dguest *g)
 		return -errno;
 	if (!pid)
 		child(d->exe, argv, parent);
+	trig_guest_forked(g);
 	g->pid = pid;
 	g->started = daemon_now();
 	g->stopping = STOP_NONE;

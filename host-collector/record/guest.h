@@ -276,6 +276,22 @@ struct guest_setup {
 	bool synced;			/* and its clock sync after START is done */
 };
 
+/**
+ * struct guest_trig - record --trigger-guest-filter: the agent's TRIGGERs (trigger-guest.c)
+ * @watching: the agent took the WATCH
+ * @last_ns: when the last TRIGGER was taken (engine_now_ns()), 0 none
+ * @last_ts: its guest timestamp: a later one is not before it
+ * @taken: TRIGGERs passed on
+ * @ignored: TRIGGERs dropped: over the rate, unasked, another event, time going back
+ * @suppressed: matches the agent said it held back (its own rate limit)
+ */
+struct guest_trig {
+	bool watching;
+	uint64_t last_ns;
+	uint64_t last_ts;
+	uint64_t taken, ignored, suppressed;
+};
+
 struct guest {
 	char name[COLLECT_NAME_MAX];
 	struct recording *rec;		/* the `record` it belongs to */
@@ -309,6 +325,7 @@ struct guest {
 	unsigned int live_idx;		/* --live: its trace in the live view (live.c) */
 	struct spool_figures figures;	/* its problems, budget and messages (guest_log()) */
 	bool msgs_summed;		/* their summary line was printed */
+	struct guest_trig trig;		/* --trigger-guest-filter (trigger-guest.c) */
 };
 
 #endif

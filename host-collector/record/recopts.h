@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include "collect.h"
+#include "trigspec.h"
 
 struct record_opts {
 	const char *out_dir;
@@ -65,6 +66,9 @@ struct record_opts {
 	bool live_stat;			/* --live-stat: the per-second vCPU table */
 	bool live_lines;		/* --live given: the event lines too */
 	bool hold;			/* --hold: overwriting rings, read at the stop (hold.c) */
+	const char *trig_guest;		/* --trigger-guest-filter SYS:EV[ if FILTER], or NULL */
+	struct trigspec trig;		/* its event and filter, parsed */
+	int trig_fd;			/* --trigger-fd: a line per trigger taken, -1 none */
 	char cmdline[8192];
 	int argc;
 	char **argv;

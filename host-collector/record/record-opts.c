@@ -21,6 +21,7 @@
 #include "session.h"
 #include "opts.h"
 #include "text.h"
+#include "trigger-guest.h"
 #include "vt_pages.h"
 
 enum { OPT_CHARDEV = 256, OPT_LISTEN, OPT_CTL, OPT_CPU, OPT_NAME, OPT_QEMU_PID, OPT_VERBOSE,
@@ -29,7 +30,7 @@ enum { OPT_CHARDEV = 256, OPT_LISTEN, OPT_CTL, OPT_CPU, OPT_NAME, OPT_QEMU_PID, 
        OPT_TSCOFF, OPT_PROBES, OPT_SINTV, OPT_DEBUGFS, OPT_STOPTO, OPT_QMP, OPT_DOMAIN,
        OPT_CONNECT, OPT_KVM_EXITS, OPT_LISTEN_GROUP, OPT_LISTEN_UID, OPT_MODE, OPT_WAIT, OPT_ALL,
        OPT_ANY_USER, OPT_LIVE, OPT_LIVE_STAT, OPT_INCOMING, OPT_NO_KVM_EVENTS, OPT_SYNC_CHECK,
-       OPT_HOLD };
+       OPT_HOLD, OPT_TRIG_GUEST, OPT_TRIG_FD };
 
 static const char *const file_versions[] = { "6", "7", NULL };
 static const char *const sync_methods[] = { "auto", "kvm", "probe", "offset", "none", NULL };
@@ -118,6 +119,13 @@ static const struct opt_def record_opts_def[] = {
 "flight recorder: each ring buffer (guest and host)\n"
 "overwrites, nothing is sent until the stop, which\n"
 "keeps the last buffer's worth of events per CPU" },
+	{ "trigger-guest-filter", OPT_TRIG_GUEST, KIND_STRING, "'SYS:EV[ if FILTER]'",
+"have each guest's agent watch this event with this\n"
+"kernel filter and report a match (at most one a\n"
+"second; an agent without WATCH: none, with a warning)" },
+	{ "trigger-fd", OPT_TRIG_FD, KIND_STRING, "FD",
+"write a line per guest trigger taken to FD (the\n"
+"daemon's pipe): trigger-guest NAME SYS:EV TIMESTAMP" },
 	{ "host-events", OPT_HOST, KIND_STRING, "LIST",
 "host events to record, SYS[:EV],... (private\n"
 "tracefs instance, x86-tsc clock)" },
@@ -538,6 +546,8 @@ static int parse_output(struct parse *p, int c, const struct opt_val *val)
 		o->file_mode = (mode_t)v;
 		return 0;
 	case OPT_FSYNC: o->fsync = true; return 0;
+	case OPT_TRIG_GUEST: return trig_guest_parse(o, optarg);
+	case OPT_TRIG_FD: return trig_guest_fd(o, optarg);
 	}
 	return NOT_MINE;
 }

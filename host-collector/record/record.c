@@ -669,7 +669,7 @@ int record_main(int argc, char **argv)
 	static struct recording r;
 	struct record_opts o = {
 		.out_dir = "virtio-trace-out", .file_version = 7, .compress = true,
-		.sync_probes = 100, .tracefs = "/sys/kernel/tracing", .stop_timeout = 60,
+		.sync_probes = 100, .tracefs = "/sys/kernel/tracing", .stop_timeout = 60, .trig_fd = -1,
 		.file_mode = 0600,
 	};
 	struct tally t = { 0 };

@@ -28,6 +28,7 @@
 #include "stream.h"
 #include "sync.h"
 #include "text.h"
+#include "trigger-guest.h"
 #include "store/spool.h"
 #include "vt_conn.h"
 
@@ -562,6 +563,8 @@ static const struct setup_step setup_steps[] = {
 			.option = "--event" },
 	[ST_FLUSH] = { "asking for partial pages (--live)", G_CONFIG, flush_applies, enc_flush, VT_PROTO_OK,
 		       step_done },
+	[ST_WATCH] = { "asking the agent to watch for the trigger", G_CONFIG, trig_guest_applies,
+		       trig_guest_encode, VT_PROTO_OK, step_done, .option = "--trigger-guest-filter" },
 	[ST_META] = { "fetching the metadata", G_META, .act = act_meta },
 	[ST_STREAMS] = { "opening the data ports", G_META, .act = act_streams },
 	[ST_START] = { "starting", G_META, NULL, enc_start, VT_PROTO_OK, started },

@@ -44,6 +44,7 @@
 #include "stream.h"
 #include "sync.h"
 #include "text.h"
+#include "trigger-guest.h"
 #include "store/spool.h"
 #include "vt_conn.h"
 
@@ -633,6 +634,10 @@ static void handle(struct guest *g, const struct vt_proto_msg *m)
 		break;
 	case VT_PROTO_SYNC_REPLY:
 		sess_got_reply(g, m);
+		break;
+	case VT_PROTO_TRIGGER:
+		if (trig_guest_got(g, m) < 0)
+			protocol_error(g, "malformed TRIGGER");
 		break;
 	default:
 		snprintf(text, sizeof(text), "unexpected %s from the agent", vt_proto_type_name(m->type));

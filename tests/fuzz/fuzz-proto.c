@@ -31,7 +31,7 @@ static const uint16_t all_types[] = {
 	VT_PROTO_INSTANCE, VT_PROTO_START, VT_PROTO_STOP, VT_PROTO_STOPPED, VT_PROTO_MARKER,
 	VT_PROTO_STATS_REQ, VT_PROTO_STATS, VT_PROTO_META_REQ, VT_PROTO_META,
 	VT_PROTO_SYNC_BEGIN, VT_PROTO_SYNC_PROBE, VT_PROTO_SYNC_REPLY, VT_PROTO_SYNC_END,
-	VT_PROTO_LASTBOOT_REQ, VT_PROTO_NOTICE, VT_PROTO_FLUSH,
+	VT_PROTO_LASTBOOT_REQ, VT_PROTO_NOTICE, VT_PROTO_FLUSH, VT_PROTO_WATCH, VT_PROTO_TRIGGER,
 };
 #define NR_TYPES	(sizeof(all_types) / sizeof(all_types[0]))
 
@@ -45,6 +45,8 @@ static int reencode(const struct vt_proto_msg *m)
 	struct vt_proto_error e;
 	struct vt_proto_sync s;
 	struct vt_proto_session ss;
+	struct vt_proto_watch w;
+	struct vt_proto_trigger t;
 	const char *str;
 	uint32_t u32;
 	uint64_t u64, key;
@@ -105,6 +107,12 @@ static int reencode(const struct vt_proto_msg *m)
 	case VT_PROTO_SESSION:
 		ret = vt_proto_dec_session(m, &ss);
 		return ret ? ret : vt_proto_enc_session(frame, sizeof(frame), m->seq, &ss);
+	case VT_PROTO_WATCH:
+		ret = vt_proto_dec_watch(m, &w);
+		return ret ? ret : vt_proto_enc_watch(frame, sizeof(frame), m->seq, &w);
+	case VT_PROTO_TRIGGER:
+		ret = vt_proto_dec_trigger(m, &t);
+		return ret ? ret : vt_proto_enc_trigger(frame, sizeof(frame), m->seq, &t);
 	default:
 		ret = vt_proto_dec_sync(m, &s);
 		return ret ? ret : vt_proto_enc_sync(frame, sizeof(frame), m->type, m->seq, &s);
@@ -274,6 +282,9 @@ static int make_frame(uint16_t type, uint32_t seq, uint8_t *buf, size_t size)
 	const struct vt_proto_meta_chunk chunk = { .total = 200, .offset = 100, .data = blob,
 						   .len = sizeof(blob) };
 	const struct vt_proto_sync sync = { .cpu = 1, .probe = 300, .tsc = 123456789, .ran_on = 1 };
+	const struct vt_proto_watch watch = { 1000, "sched", "sched_process_exec",
+					      "filename ~ \"*/crashme\"" };
+	const struct vt_proto_trigger trig = { 987654321, 4, "sched:sched_process_exec" };
 
 	switch (type) {
 	case VT_PROTO_HELLO:
@@ -311,6 +322,12 @@ static int make_frame(uint16_t type, uint32_t seq, uint8_t *buf, size_t size)
 		return vt_proto_enc_meta_req(buf, size, seq, 1u << 28);
 	case VT_PROTO_META:
 		return vt_proto_enc_meta(buf, size, seq, &chunk);
+	case VT_PROTO_FLUSH:
+		return vt_proto_enc_flush(buf, size, seq, 100);
+	case VT_PROTO_WATCH:
+		return vt_proto_enc_watch(buf, size, seq, &watch);
+	case VT_PROTO_TRIGGER:
+		return vt_proto_enc_trigger(buf, size, seq, &trig);
 	default:
 		return vt_proto_enc_sync(buf, size, type, seq, &sync);
 	}

@@ -135,6 +135,8 @@ struct fake_opts {
 	const char *lastboot_name;	/* --last-boot-name: the instance it says, NULL: the asked one */
 	const char *dump_lastboot;	/* --dump-last-boot FILE */
 	bool no_hold;			/* --no-hold: no HOLD capability */
+	bool watch;			/* --triggers: WATCH served */
+	uint64_t triggers;		/* and this many TRIGGERs at START */
 	uint64_t ring_pages;		/* --ring-pages: what a held ring keeps per CPU */
 	enum evil evil;
 	struct missed_mark missed[FAKE_MAX_MISSED];
@@ -193,6 +195,7 @@ struct trickle {
 
 struct fake {
 	struct fake_opts o;
+	char watched[2 * VT_PROTO_MAX_NAME + 2];	/* WATCH's "system:event" ("" none) */
 	struct vt_meta meta;
 	struct vt_page_fmt fmt;
 	char clock[64];
@@ -957,6 +960,8 @@ static int send_hello_reply(struct fake *f, const struct vt_proto_msg *msg)
 		r.caps |= VT_PROTO_CAP_LASTBOOT;
 	if (!f->o.no_hold)
 		r.caps |= VT_PROTO_CAP_HOLD;
+	if (f->o.watch)
+		r.caps |= VT_PROTO_CAP_WATCH;
 	r.clock = f->o.evil == EVIL_CLOCK ? "XXXXXXXXX" : f->clock;
 	if (f->o.evil == EVIL_TEXT) {
 		evil_text(software, sizeof(software));
@@ -1267,6 +1272,42 @@ static void send_notice_flood(struct fake *f)
 	say(f, "sent %" PRIu64 " NOTICE frames", i);
 }
 
+/*
+ * --triggers N: N TRIGGERs back to back, well-formed, for the event WATCH
+ * named ("fake:unwatched" without one), each later in guest time: a guest
+ * whose filter matches far more often than the host takes.
+ */
+static void send_triggers(struct fake *f)
+{
+	struct vt_proto_trigger t = { 0, 0, f->watched[0] ? f->watched : "fake:unwatched" };
+	uint64_t i;
+
+	for (i = 0; i < f->o.triggers; i++) {
+		t.timestamp = guest_tsc(f);
+		if (send_frame(f, vt_proto_enc_trigger(f->frame, sizeof(f->frame), next_seq(f), &t)) < 0)
+			break;
+	}
+	say(f, "sent %" PRIu64 " TRIGGER frames for %s", i, t.event);
+}
+
+/* WATCH: taken (--triggers), its event remembered for the TRIGGERs. */
+static void handle_watch(struct fake *f, const struct vt_proto_msg *msg)
+{
+	struct vt_proto_watch w;
+
+	if (!f->o.watch) {
+		reply_err(f, msg->seq, EPROTO, "message type not for the agent");
+		return;
+	}
+	if (vt_proto_dec_watch(msg, &w) < 0) {
+		reply_err(f, msg->seq, EBADMSG, "malformed WATCH");
+		return;
+	}
+	snprintf(f->watched, sizeof(f->watched), "%s:%s", w.system, w.event);
+	say(f, "WATCH %s if '%s' every %u ms", f->watched, w.filter, w.interval_ms);
+	reply_ok(f, msg->seq);
+}
+
 static void send_oversize(struct fake *f)
 {
 	uint8_t frame[VT_PROTO_HDR_SIZE + 64];
@@ -1363,6 +1404,8 @@ static void start(struct fake *f, const struct vt_proto_msg *msg)
 		send_error_flood(f);
 	if (f->o.notice_flood)
 		send_notice_flood(f);
+	if (f->o.triggers)
+		send_triggers(f);
 }
 
 /*
@@ -1840,6 +1883,9 @@ static void handle(struct fake *f, const struct vt_proto_msg *msg)
 		break;
 	case VT_PROTO_OK:
 		break;
+	case VT_PROTO_WATCH:
+		handle_watch(f, msg);
+		break;
 	default:
 		reply_err(f, msg->seq, EPROTO, "message type not for the agent");
 		break;
@@ -2167,6 +2213,8 @@ static void usage(FILE *out)
 		"  --ring-pages N         START with HOLD: the last N pages per CPU go out at STOP\n"
 		"                         (default 4), the rest count as overwritten\n"
 		"  --no-hold              an agent older than HOLD: no capability, START's flags refused\n"
+		"  --triggers N           serve WATCH (capability WATCH) and send N (may be 0) TRIGGERs\n"
+		"                         back to back at START (without it: an agent older than WATCH)\n"
 		"  --tsc-offset N         guest TSC = host TSC + N (SYNC_REPLY and --retime)\n"
 		"  --missed CPU:PAGE[:COUNT]  flag page PAGE of CPU as having lost events\n"
 		"  --overrun CPU:N        the stats text of CPU says overrun N\n"
@@ -2263,7 +2311,7 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 	       OPT_ALL_BAD, OPT_ABSURD, OPT_ERROR_FLOOD, OPT_SHRINK, OPT_NOTICE_FLOOD,
 	       OPT_LB_INFO, OPT_LB_NAME, OPT_LB_DUMP, OPT_KSNAME, OPT_FINAL_CMDLINES, OPT_PORT_GAP,
 	       OPT_HOSTILE_FORMAT, OPT_HOSTILE_PRINT, OPT_WITHHOLD_META, OPT_RING_PAGES, OPT_NO_HOLD,
-	       OPT_AGAIN };
+	       OPT_AGAIN, OPT_TRIGGERS };
 	static const struct option lo[] = {
 		{ "fifo", required_argument, NULL, OPT_FIFO },
 		{ "connect", required_argument, NULL, OPT_CONNECT },
@@ -2276,6 +2324,7 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 		{ "retime", no_argument, NULL, OPT_RETIME },
 		{ "ring-pages", required_argument, NULL, OPT_RING_PAGES },
 		{ "no-hold", no_argument, NULL, OPT_NO_HOLD },
+		{ "triggers", required_argument, NULL, OPT_TRIGGERS },
 		{ "tsc-offset", required_argument, NULL, OPT_TSC },
 		{ "missed", required_argument, NULL, OPT_MISSED },
 		{ "overrun", required_argument, NULL, OPT_OVERRUN },
@@ -2365,6 +2414,12 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 			break;
 		case OPT_NO_HOLD:
 			o->no_hold = true;
+			break;
+		case OPT_TRIGGERS:
+			o->triggers = strtoull(optarg, &end, 10);
+			if (*end || end == optarg)
+				return -1;
+			o->watch = true;
 			break;
 		case OPT_TSC:
 			o->tsc_offset = strtoll(optarg, &end, 0);

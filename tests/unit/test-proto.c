@@ -1232,6 +1232,63 @@ static void test_meta_rx_open(void **state)
  * tag of the page is a type the codec knows by that name and sender, and the codec knows no
  * other. And FLUSH, a layout row now, is the very bytes the page gives.
  */
+/* WATCH and TRIGGER: round trips, and what a hostile peer's frames cannot pass. */
+static void test_watch_trigger(void **state)
+{
+	struct vt_proto_watch w = { 500, "sched", "sched_process_exec", "filename ~ \"*vt-trig*\"" }, gw;
+	struct vt_proto_trigger t = { 123456789012345ull, 7, "sched:sched_process_exec" }, gt;
+	struct vt_proto_msg msg;
+	uint8_t raw[64];
+	size_t n;
+	int len;
+
+	(void)state;
+	len = vt_proto_enc_watch(t_buf, sizeof(t_buf), 3, &w);
+	t_decode(t_buf, len, VT_PROTO_WATCH, 3, &msg);
+	assert_int_equal(vt_proto_dec_watch(&msg, &gw), 0);
+	assert_int_equal(gw.interval_ms, 500);
+	assert_string_equal(gw.system, "sched");
+	assert_string_equal(gw.event, "sched_process_exec");
+	assert_string_equal(gw.filter, w.filter);
+	assert_int_equal(vt_proto_type_sender(VT_PROTO_WATCH), VT_PROTO_FROM_HOST);
+
+	len = vt_proto_enc_trigger(t_buf, sizeof(t_buf), 4, &t);
+	t_decode(t_buf, len, VT_PROTO_TRIGGER, 4, &msg);
+	assert_int_equal(vt_proto_dec_trigger(&msg, &gt), 0);
+	assert_true(gt.timestamp == 123456789012345ull);
+	assert_int_equal(gt.suppressed, 7);
+	assert_string_equal(gt.event, "sched:sched_process_exec");
+	assert_int_equal(vt_proto_type_sender(VT_PROTO_TRIGGER), VT_PROTO_FROM_AGENT);
+
+	/* The encoder refuses what the decoder would. */
+	w.interval_ms = VT_PROTO_WATCH_MIN_MS - 1;
+	assert_int_equal(vt_proto_enc_watch(t_buf, sizeof(t_buf), 3, &w), -EINVAL);
+	w.interval_ms = 500, w.event = "sched_*";
+	assert_int_equal(vt_proto_enc_watch(t_buf, sizeof(t_buf), 3, &w), -EINVAL);
+	t.event = "";
+	assert_int_equal(vt_proto_enc_trigger(t_buf, sizeof(t_buf), 4, &t), -EINVAL);
+
+	/* Hand-made TRIGGERs: reserved not 0, an empty name, a control byte, trailing bytes. */
+	memset(raw, 0, sizeof(raw));
+	raw[12] = 1;
+	n = 16 + t_put_str(raw + 16, "a:b", 4);
+	t_raw(VT_PROTO_TRIGGER, raw, n, &msg);
+	assert_int_equal(vt_proto_dec_trigger(&msg, NULL), -EBADMSG);
+	raw[12] = 0;
+	t_raw(VT_PROTO_TRIGGER, raw, n, &msg);
+	assert_int_equal(vt_proto_msg_validate(&msg), 0);
+	t_raw(VT_PROTO_TRIGGER, raw, n + 1, &msg);
+	assert_int_equal(vt_proto_msg_validate(&msg), -EBADMSG);
+	n = 16 + t_put_str(raw + 16, "", 1);
+	t_raw(VT_PROTO_TRIGGER, raw, n, &msg);
+	assert_int_equal(vt_proto_msg_validate(&msg), -EBADMSG);
+	n = 16 + t_put_str(raw + 16, "a\nb", 4);
+	t_raw(VT_PROTO_TRIGGER, raw, n, &msg);
+	assert_int_equal(vt_proto_msg_validate(&msg), -EBADMSG);
+	t_raw(VT_PROTO_TRIGGER, raw, 8, &msg);
+	assert_int_equal(vt_proto_msg_validate(&msg), -EBADMSG);
+}
+
 static void test_types_doc(void **state)
 {
 	static const uint8_t flush100[] = { 'V', 'T', 'C', 'P', 1, 0, 35, 0, 9, 0, 0, 0, 4, 0, 0, 0,
@@ -1265,7 +1322,7 @@ static void test_types_doc(void **state)
 		} else {
 			assert_int_equal(vt_proto_type_sender((uint16_t)t), 0);
 		}
-	assert_int_equal(nr_doc, 27);
+	assert_int_equal(nr_doc, 29);
 	assert_int_equal(nr_known, nr_doc);
 
 	len = vt_proto_enc_flush(t_buf, sizeof(t_buf), 9, 100);
@@ -1302,7 +1359,8 @@ static void test_names_markers(void **state)
 	assert_true(vt_proto_type_known(VT_PROTO_FLUSH));
 	assert_string_equal(vt_proto_type_name(VT_PROTO_FLUSH), "FLUSH");
 	assert_true(vt_proto_type_known(VT_PROTO_SESSION));
-	assert_false(vt_proto_type_known(38));
+	assert_true(vt_proto_type_known(VT_PROTO_TRIGGER));
+	assert_false(vt_proto_type_known(40));
 
 	assert_int_equal(vt_proto_marker(m, sizeof(m), false, VT_PROTO_HELLO, 1),
 			 (int)strlen("virtio-trace: rx HELLO 1"));
@@ -1465,6 +1523,7 @@ int main(void)
 		cmocka_unit_test(test_meta_rx),
 		cmocka_unit_test(test_meta_rx_open),
 		cmocka_unit_test(test_names_markers),
+		cmocka_unit_test(test_watch_trigger),
 		cmocka_unit_test(test_types_doc),
 		cmocka_unit_test(test_write_all),
 	};
