@@ -238,6 +238,8 @@ static void status(struct daemon *d, int fd)
 			      g->last_reason, g->last_snap[0] ? ")" : "", g->last_error[0] ? "; last problem: " : "",
 			      g->last_error);
 	}
+	if (d->events_note[0] && n < cap)
+		n += snprintf(buf + n, cap - n, "panic-trigger: %s\n", d->events_note);
 	write_all(fd, buf, n < cap ? n : cap - 1);
 	free(buf);
 	drop_client(d, fd);

@@ -106,6 +106,8 @@ struct dguest {
  * @stopping: SIGTERM or SIGINT came: stop the children and leave
  * @last_discovery: when guests were last looked for
  * @last_budget: when the budget was last checked
+ * @events_fd: the panic trigger's events (panic.c), -1 none
+ * @events_note: how they flow, for --status ("" not followed)
  */
 struct daemon {
 	struct daemon_conf conf;
@@ -117,6 +119,8 @@ struct daemon {
 	unsigned int nr;
 	bool stopping;
 	double last_discovery, last_budget;
+	int events_fd;
+	char events_note[200];
 };
 
 /* guests.c */
@@ -140,6 +144,11 @@ void state_budget(struct daemon *d);
 uint64_t state_guest_bytes(struct daemon *d, const char *name, unsigned int *segments);
 uint64_t state_tree_bytes(int at, const char *name);
 int state_remove_tree(int at, const char *name);
+
+/* panic.c: the panic trigger */
+void panic_open(struct daemon *d);
+void panic_read(struct daemon *d);
+void panic_close(struct daemon *d);
 
 /* ctl.c: the server side */
 int ctl_listen(struct daemon *d);

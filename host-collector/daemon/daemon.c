@@ -49,8 +49,8 @@ static const struct opt_def daemon_opts[] = {
 	  DAEMON_STATE_DEFAULT ")" },
 	{ "before", OPT_KEY0 + 12, KIND_STRING, "SEC", "a snapshot's default seconds before (30)" },
 	{ "after", OPT_KEY0 + 13, KIND_STRING, "SEC", "and after its trigger (5)" },
-	{ "trigger-panic", OPT_KEY0 + 14, KIND_STRING, "yes|no", "snapshot a guest that panics (libvirt;\n"
-	  "not implemented yet: see the man page)" },
+	{ "trigger-panic", OPT_KEY0 + 14, KIND_STRING, "yes|no", "snapshot a libvirt domain that panics\n"
+	  "(default yes)" },
 	{ "trigger-host-filter", OPT_KEY0 + 15, KIND_STRING, "EXPR", "not implemented yet: only empty" },
 	{ "stop-timeout", OPT_KEY0 + 16, KIND_STRING, "SEC", "a child's time to stop (default 60)" },
 	{ NULL },
@@ -178,14 +178,16 @@ static void on_signal(struct daemon *d, int sfd)
 
 static void loop_once(struct daemon *d, int sfd)
 {
-	struct pollfd p[2 + DAEMON_MAX_CLIENTS];
-	int slot[2 + DAEMON_MAX_CLIENTS];
+	struct pollfd p[3 + DAEMON_MAX_CLIENTS];
+	int slot[3 + DAEMON_MAX_CLIENTS];
 	unsigned int n = 0, i;
 	double now;
 
 	p[n].fd = sfd, p[n].events = POLLIN, slot[n++] = -2;
 	if (d->listen_fd >= 0)
 		p[n].fd = d->listen_fd, p[n].events = POLLIN, slot[n++] = -1;
+	if (d->events_fd >= 0)
+		p[n].fd = d->events_fd, p[n].events = POLLIN, slot[n++] = -3;
 	for (i = 0; i < DAEMON_MAX_CLIENTS; i++)
 		if (d->clients[i] >= 0)
 			p[n].fd = d->clients[i], p[n].events = POLLIN, slot[n++] = i;
@@ -197,6 +199,8 @@ static void loop_once(struct daemon *d, int sfd)
 				on_signal(d, sfd);
 			else if (slot[i] == -1)
 				ctl_accept(d);
+			else if (slot[i] == -3)
+				panic_read(d);
 			else if (d->clients[slot[i]] == p[i].fd)
 				ctl_read(d, slot[i]);
 		}
@@ -229,6 +233,7 @@ static int run(struct daemon *d)
 	ret = ctl_listen(d);
 	if (ret < 0)
 		goto err_state;
+	panic_open(d);
 	log_info("following %s%s in %s mode; state in %s", d->conf.all ? "every guest found" :
 		 d->conf.names[0] ? d->conf.names : "no guest found",
 		 d->conf.nr_guests ? " and the guests named with their ports" : "",
@@ -237,6 +242,7 @@ static int run(struct daemon *d)
 	while (!d->stopping || guests_running(d))
 		loop_once(d, sfd);
 	log_info("stopped");
+	panic_close(d);
 	ctl_close(d);
 err_state:
 	state_close(d);
@@ -282,7 +288,7 @@ int daemon_main(int argc, char **argv)
 	 */
 	n = readlink("/proc/self/exe", d.exe, sizeof(d.exe) - 1);
 	d.exe[n > 0 ? n : 0] = '\0';
-	d.state_fd = d.guests_fd = d.snaps_fd = d.lock_fd = d.listen_fd = -1;
+	d.state_fd = d.guests_fd = d.snaps_fd = d.lock_fd = d.listen_fd = d.events_fd = -1;
 	for (i = 0; i < DAEMON_MAX_CLIENTS; i++)
 		d.clients[i] = -1;
 	ret = run(&d);
