@@ -107,3 +107,85 @@ vt_libvirt_down() {
     [ "$MADE_USER" = 1 ] && userdel libvirt-qemu 2>/dev/null
     [ "$MADE_GROUP" = 1 ] && getent group libvirt-qemu >/dev/null && groupdel libvirt-qemu 2>/dev/null
 }
+
+# vt_libvirt_need: 0, or 77 after saying what is missing (the tools, root)
+vt_libvirt_need() {
+    local t
+    for t in libvirtd virtlogd virsh qemu-system-x86_64 busybox cpio depmod timeout strip trace-cmd jq; do
+        command -v "$t" >/dev/null || { echo "$ME: SKIP: $t not found"; return 77; }
+    done
+    [ "$(id -u)" = 0 ] || { echo "$ME: SKIP: needs root (a system libvirtd and its qemu user)"; return 77; }
+}
+
+# vt_libvirt_work: WORK, a new work dir QEMU (libvirt's qemu user) can reach; KEEP, DEFINED=0
+vt_libvirt_work() {
+    WORK=$(mktemp -d "/tmp/vt-$ME.XXXXXX")
+    chmod 755 "$WORK"	# QEMU runs as libvirt's qemu user: it must reach the kernel and the FIFOs
+    KEEP=${VT_KEEP:-0}
+    DEFINED=0
+}
+
+# vt_libvirt_cleanup: the domain DOM (if DEFINED=1) destroyed and undefined, libvirt's daemons
+# stopped (vt_libvirt_down), the work dir removed unless VT_KEEP=1
+vt_libvirt_cleanup() {
+    if [ "$DEFINED" = 1 ]; then
+        V destroy "$DOM" >/dev/null 2>&1
+        V undefine "$DOM" >/dev/null 2>&1
+        rm -f "/var/log/libvirt/qemu/$DOM.log"
+    fi
+    vt_libvirt_down
+    if [ "$KEEP" = 1 ]; then echo "$ME: kept $WORK"; else rm -rf "$WORK"; fi
+}
+
+# vt_libvirt_boot_files: VT_IMAGE's kernel and initramfs copied to WORK/boot (libvirt gives the
+# files to its qemu user while the domain runs), and WORK/ports made; 0 or 1
+vt_libvirt_boot_files() {
+    mkdir -p "$WORK/boot" "$WORK/ports"
+    cp "$VT_IMAGE/vmlinux" "$WORK/boot/vmlinux" && cp "$(ls "$VT_IMAGE"/initramfs.cpio* | head -n1)" "$WORK/boot/initramfs" ||
+        { echo "$ME: FAIL: no kernel or initramfs in $VT_IMAGE"; return 1; }
+    chmod -R a+rX "$WORK/boot"
+}
+
+# vt_libvirt_define CMDLINE DEVICES: define DOM (its description DESC): 2 vCPUs under TCG, the e2e
+# image booted directly as lib.sh boots it, with CMDLINE added to its kernel command line, the
+# vt-test port (pipe FIFOs in WORK/ports) and DEVICES (XML) among its devices. A leftover of a
+# killed run (the same DESC) is removed first; any other domain of that name is not: 77. 0, or 1.
+vt_libvirt_define() {
+    if V dominfo "$DOM" >/dev/null 2>&1; then
+        [ "$(V desc "$DOM" 2>/dev/null)" = "$DESC" ] ||
+            { echo "$ME: SKIP: a domain $DOM exists that this test did not make"; return 77; }
+        V destroy "$DOM" >/dev/null 2>&1
+        V undefine "$DOM" >/dev/null || { echo "$ME: FAIL: cannot undefine the stale $DOM"; return 1; }
+    fi
+    mkfifo "$WORK/ports/vt-test.in" "$WORK/ports/vt-test.out"
+    cat >"$WORK/domain.xml" <<XML
+<domain type='qemu'>
+  <name>$DOM</name>
+  <description>$DESC</description>
+  <memory unit='MiB'>512</memory>
+  <vcpu>2</vcpu>
+  <os>
+    <type arch='x86_64' machine='pc'>hvm</type>
+    <kernel>$WORK/boot/vmlinux</kernel>
+    <initrd>$WORK/boot/initramfs</initrd>
+    <cmdline>console=ttyS0 loglevel=5 trace_clock=x86-tsc panic=-1 idle=halt maxcpus=1 trace_event=sched:*,irq:*,timer:* vt.keep=sched,irq,timer vt.run=/etc/vt/agent-run vt.ports=4$1</cmdline>
+  </os>
+  <features><acpi/></features>
+  <on_poweroff>destroy</on_poweroff>
+  <on_reboot>destroy</on_reboot>
+  <on_crash>destroy</on_crash>
+  <devices>
+    <emulator>$(command -v qemu-system-x86_64)</emulator>
+    <serial type='file'><source path='$WORK/console.log'/><target port='0'/></serial>
+    <channel type='pipe'>
+      <source path='$WORK/ports/vt-test'/>
+      <target type='virtio' name='vt-test'/>
+    </channel>
+    <controller type='usb' model='none'/>
+    <memballoon model='none'/>$2
+  </devices>
+</domain>
+XML
+    V define "$WORK/domain.xml" >/dev/null || { echo "$ME: FAIL: libvirt refused the domain"; return 1; }
+    DEFINED=1
+}

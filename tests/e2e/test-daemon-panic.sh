@@ -27,25 +27,14 @@ FILL=3000	# per CPU, 64 bytes each: past the agent's buffer_percent (10% of 1408
 DOM=vt-e2e-panic
 DESC="virtio-trace e2e test domain (tests/e2e/test-daemon-panic.sh)"
 
-for t in libvirtd virtlogd virsh qemu-system-x86_64 busybox cpio depmod timeout strip trace-cmd jq; do
-    command -v "$t" >/dev/null || { echo "$ME: SKIP: $t not found"; exit 77; }
-done
-[ "$(id -u)" = 0 ] || { echo "$ME: SKIP: needs root (a system libvirtd, host events)"; exit 77; }
+vt_libvirt_need || exit $?
 
 T0=$(vt_now)
-WORK=$(mktemp -d /tmp/vt-test-daemon-panic.XXXXXX)
-chmod 755 "$WORK"	# QEMU runs as libvirt's qemu user: it must reach the kernel and the FIFOs
-KEEP=${VT_KEEP:-0}
-DAEMON_PID= DEFINED=0
+vt_libvirt_work
+DAEMON_PID=
 cleanup() {
     [ -n "$DAEMON_PID" ] && kill -TERM "$DAEMON_PID" 2>/dev/null && wait "$DAEMON_PID" 2>/dev/null
-    if [ "$DEFINED" = 1 ]; then
-        V destroy "$DOM" >/dev/null 2>&1
-        V undefine "$DOM" >/dev/null 2>&1
-        rm -f "/var/log/libvirt/qemu/$DOM.log"
-    fi
-    vt_libvirt_down
-    if [ "$KEEP" = 1 ]; then echo "$ME: kept $WORK"; else rm -rf "$WORK"; fi
+    vt_libvirt_cleanup
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM HUP
@@ -60,54 +49,15 @@ VT_GUEST_EXTRA_MODULES="pvpanic_mmio"
 VT_AGENT_PRE='modprobe pvpanic-mmio || echo "E2E: FAIL cannot load pvpanic-mmio"'
 vt_collect_image "$WORK" daemon-panic; rc=$?
 [ $rc = 0 ] || exit $rc
-mkdir -p "$WORK/boot" "$WORK/ports"
-cp "$VT_IMAGE/vmlinux" "$WORK/boot/vmlinux" && cp "$(ls "$VT_IMAGE"/initramfs.cpio* | head -n1)" "$WORK/boot/initramfs" ||
-    { echo "$ME: FAIL: no kernel or initramfs in $VT_IMAGE"; exit 1; }
-chmod -R a+rX "$WORK/boot"
+vt_libvirt_boot_files || exit 1
 
 vt_libvirt_up; rc=$?
 [ $rc = 0 ] || exit $rc
-if V dominfo "$DOM" >/dev/null 2>&1; then
-    [ "$(V desc "$DOM" 2>/dev/null)" = "$DESC" ] ||
-        { echo "$ME: SKIP: a domain $DOM exists that this test did not make"; exit 77; }
-    V destroy "$DOM" >/dev/null 2>&1
-    V undefine "$DOM" >/dev/null || { echo "$ME: FAIL: cannot undefine the stale $DOM"; exit 1; }
-fi
-
 # As test-libvirt-guest's domain, plus the pvpanic device; the agent serves one daemon child
 # after another (vt.agent_keep=1).
-mkfifo "$WORK/ports/vt-test.in" "$WORK/ports/vt-test.out"
-cat >"$WORK/domain.xml" <<XML
-<domain type='qemu'>
-  <name>$DOM</name>
-  <description>$DESC</description>
-  <memory unit='MiB'>512</memory>
-  <vcpu>2</vcpu>
-  <os>
-    <type arch='x86_64' machine='pc'>hvm</type>
-    <kernel>$WORK/boot/vmlinux</kernel>
-    <initrd>$WORK/boot/initramfs</initrd>
-    <cmdline>console=ttyS0 loglevel=5 trace_clock=x86-tsc panic=-1 idle=halt maxcpus=1 trace_event=sched:*,irq:*,timer:* vt.keep=sched,irq,timer vt.run=/etc/vt/agent-run vt.ports=4 vt.agent_keep=1</cmdline>
-  </os>
-  <features><acpi/></features>
-  <on_poweroff>destroy</on_poweroff>
-  <on_reboot>destroy</on_reboot>
-  <on_crash>destroy</on_crash>
-  <devices>
-    <emulator>$(command -v qemu-system-x86_64)</emulator>
-    <serial type='file'><source path='$WORK/console.log'/><target port='0'/></serial>
-    <channel type='pipe'>
-      <source path='$WORK/ports/vt-test'/>
-      <target type='virtio' name='vt-test'/>
-    </channel>
-    <controller type='usb' model='none'/>
-    <memballoon model='none'/>
-    <panic model='isa'/>
-  </devices>
-</domain>
-XML
-V define "$WORK/domain.xml" >/dev/null || { echo "$ME: FAIL: libvirt refused the domain"; exit 1; }
-DEFINED=1
+vt_libvirt_define " vt.agent_keep=1" "
+    <panic model='isa'/>"; rc=$?
+[ $rc = 0 ] || exit $rc
 "$COLLECT" setup --domain "$DOM" --connect "$URI" --apply --backend unix >"$WORK/setup.log" 2>&1 ||
     { show "$WORK/setup.log"; echo "$ME: FAIL: setup --apply exited $?"; exit 1; }
 

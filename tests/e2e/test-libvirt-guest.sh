@@ -39,25 +39,14 @@ N=${VT_E2E_MARKERS:-500}
 DOM=vt-e2e-libvirt
 DESC="virtio-trace e2e test domain (tests/e2e/test-libvirt-guest.sh)"
 
-for t in libvirtd virtlogd virsh qemu-system-x86_64 busybox cpio depmod timeout strip trace-cmd jq; do
-    command -v "$t" >/dev/null || { echo "$ME: SKIP: $t not found"; exit 77; }
-done
-[ "$(id -u)" = 0 ] || { echo "$ME: SKIP: needs root (a system libvirtd and its qemu user)"; exit 77; }
+vt_libvirt_need || exit $?
 
 T0=$(vt_now)
-WORK=$(mktemp -d /tmp/vt-test-libvirt-guest.XXXXXX)
-chmod 755 "$WORK"	# QEMU runs as libvirt's qemu user: it must reach the kernel and the FIFOs
-KEEP=${VT_KEEP:-0}
-COLLECT_PID= DEFINED=0
+vt_libvirt_work
+COLLECT_PID=
 cleanup() {
     [ -n "$COLLECT_PID" ] && kill -TERM "$COLLECT_PID" 2>/dev/null && wait "$COLLECT_PID" 2>/dev/null
-    if [ "$DEFINED" = 1 ]; then
-        V destroy "$DOM" >/dev/null 2>&1
-        V undefine "$DOM" >/dev/null 2>&1
-        rm -f "/var/log/libvirt/qemu/$DOM.log"
-    fi
-    vt_libvirt_down
-    if [ "$KEEP" = 1 ]; then echo "$ME: kept $WORK"; else rm -rf "$WORK"; fi
+    vt_libvirt_cleanup
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM HUP
@@ -70,11 +59,7 @@ t=$(vt_now)
 vt_collect_image "$WORK" libvirt-guest; rc=$?
 [ $rc = 0 ] || exit $rc
 T_IMAGE=$(vt_secs "$t" "$(vt_now)")
-# Copies: libvirt gives the files to its qemu user while the domain runs.
-mkdir -p "$WORK/boot" "$WORK/ports"
-cp "$VT_IMAGE/vmlinux" "$WORK/boot/vmlinux" && cp "$(ls "$VT_IMAGE"/initramfs.cpio* | head -n1)" "$WORK/boot/initramfs" ||
-    { echo "$ME: FAIL: no kernel or initramfs in $VT_IMAGE"; exit 1; }
-chmod -R a+rX "$WORK/boot"
+vt_libvirt_boot_files || exit 1
 
 # --- libvirt: the running one, else our own (FACTS.md §6) ---
 t=$(vt_now)
@@ -82,46 +67,9 @@ vt_libvirt_up; rc=$?
 [ $rc = 0 ] || exit $rc
 T_DAEMON=$(vt_secs "$t" "$(vt_now)")
 
-# A leftover of a killed run is ours to remove; any other domain of that name is not.
-if V dominfo "$DOM" >/dev/null 2>&1; then
-    [ "$(V desc "$DOM" 2>/dev/null)" = "$DESC" ] ||
-        { echo "$ME: SKIP: a domain $DOM exists that this test did not make"; exit 77; }
-    V destroy "$DOM" >/dev/null 2>&1
-    V undefine "$DOM" >/dev/null || { echo "$ME: FAIL: cannot undefine the stale $DOM"; exit 1; }
-fi
-
 # The domain: the e2e image booted directly, as lib.sh boots it, plus the vt-test port.
-mkfifo "$WORK/ports/vt-test.in" "$WORK/ports/vt-test.out"
-cat >"$WORK/domain.xml" <<XML
-<domain type='qemu'>
-  <name>$DOM</name>
-  <description>$DESC</description>
-  <memory unit='MiB'>512</memory>
-  <vcpu>2</vcpu>
-  <os>
-    <type arch='x86_64' machine='pc'>hvm</type>
-    <kernel>$WORK/boot/vmlinux</kernel>
-    <initrd>$WORK/boot/initramfs</initrd>
-    <cmdline>console=ttyS0 loglevel=5 trace_clock=x86-tsc panic=-1 idle=halt maxcpus=1 trace_event=sched:*,irq:*,timer:* vt.keep=sched,irq,timer vt.run=/etc/vt/agent-run vt.ports=4</cmdline>
-  </os>
-  <features><acpi/></features>
-  <on_poweroff>destroy</on_poweroff>
-  <on_reboot>destroy</on_reboot>
-  <on_crash>destroy</on_crash>
-  <devices>
-    <emulator>$(command -v qemu-system-x86_64)</emulator>
-    <serial type='file'><source path='$WORK/console.log'/><target port='0'/></serial>
-    <channel type='pipe'>
-      <source path='$WORK/ports/vt-test'/>
-      <target type='virtio' name='vt-test'/>
-    </channel>
-    <controller type='usb' model='none'/>
-    <memballoon model='none'/>
-  </devices>
-</domain>
-XML
-V define "$WORK/domain.xml" >/dev/null || { echo "$ME: FAIL: libvirt refused the domain"; exit 1; }
-DEFINED=1
+vt_libvirt_define "" ""; rc=$?
+[ $rc = 0 ] || exit $rc
 
 # Before setup: the domain is not running, and record says what to do.
 "$COLLECT" record --domain "$DOM" --connect "$URI" -d 1 -o "$WORK/out0" >"$WORK/rec0.log" 2>&1

@@ -34,3 +34,32 @@ quiet_guest() {
 status_of() {
 	"$COLLECT" daemon --status --state-dir "$1" 2>/dev/null | awk -v n="$2" '$1 == n { print $2 }'
 }
+
+# named_conf FILE STATE NAME...: a daemon.conf that follows only the guests NAME, each named with
+# its port directory $WORK/NAME (quiet_guest), state in STATE; add lines with >>FILE
+named_conf() {
+	_nf=$1
+	{
+		echo "# the test's guests, named with their ports; nothing else on this host"
+		echo "domains = none"
+		for _nn in $(echo "$@" | cut -d' ' -f3-); do
+			echo "guest = $_nn $WORK/$_nn"
+		done
+		echo "state-dir = $2"
+		echo "min-free = 0"
+	} >"$_nf"
+}
+
+# wait_attached STATE NAME...: each guest attached (--status) within 10 s, or fail
+wait_attached() {
+	_st=$1
+	shift
+	for _n in "$@"; do
+		_i=0
+		until [ "$(status_of "$_st" "$_n")" = attached ]; do
+			[ $_i -lt 100 ] || { show "$WORK/daemon.log"; fail "$_n not attached within 10 s"; }
+			sleep 0.1
+			_i=$((_i + 1))
+		done
+	done
+}

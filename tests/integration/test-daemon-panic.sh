@@ -18,31 +18,11 @@ S=$WORK/state EV=$WORK/events
 mkfifo "$EV"
 quiet_guest alpha
 quiet_guest beta
-cat >"$WORK/daemon.conf" <<CONF
-domains = none
-guest = alpha $WORK/alpha
-guest = beta $WORK/beta
-mode = stream
-host-events = sched:sched_switch
-state-dir = $S
-min-free = 0
-CONF
+named_conf "$WORK/daemon.conf" "$S" alpha beta
+printf 'mode = stream\nhost-events = sched:sched_switch\n' >>"$WORK/daemon.conf"
 # events LINE...: into the FIFO, opened read-write so that no reader is waited for
 events() {
 	printf '%s\n' "$@" 1<>"$EV"
-}
-# wait_attached STATE NAME...: each attached within 10 s
-wait_attached() {
-	_st=$1
-	shift
-	for _n in "$@"; do
-		_i=0
-		until [ "$(status_of "$_st" "$_n")" = attached ]; do
-			[ $_i -lt 100 ] || { show "$WORK/daemon.log"; fail "$_n not attached within 10 s"; }
-			sleep 0.1
-			_i=$((_i + 1))
-		done
-	done
 }
 VT_DAEMON_EVENTS=$EV daemon_start daemon.log --config "$WORK/daemon.conf" --after 1
 wait_attached "$S" alpha beta
