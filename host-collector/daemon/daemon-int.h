@@ -69,6 +69,7 @@ struct snap_req {
  * @last_snap: the last snapshot's directory name ("" none)
  * @last_reason: and why it was taken
  * @last_error: the last problem, in words ("" none)
+ * @kept: gone and detached, kept for its last snapshot (until it comes back)
  */
 struct dguest {
 	char name[COLLECT_NAME_MAX];
@@ -89,6 +90,7 @@ struct dguest {
 	char last_snap[256];
 	char last_reason[DAEMON_REASON_MAX + 1];
 	char last_error[256];
+	bool kept;
 };
 
 /**

@@ -430,9 +430,15 @@ void guests_tick(struct daemon *d)
 		struct dguest *g = &d->g[i];
 
 		if (!g->present && !g->pid && (!d->stopping || !g->snap.active)) {
-			remove_guest(d, i);
-			continue;
+			/* One with a snapshot stays in --status ("gone"): a crashed domain's, say. */
+			if (!g->last_snap[0] || d->stopping) {
+				remove_guest(d, i);
+				continue;
+			}
+			if (!g->kept)
+				log_info("%s: detached (kept in --status for its last snapshot)", g->name);
 		}
+		g->kept = !g->present && !g->pid;
 		if (!g->present)
 			g->cut_off = false;
 		tick_one(d, g, now);

@@ -126,7 +126,7 @@ n=$(ls "$S/snapshots" | grep -c -- '-panic$')
 SNAP=$S/snapshots/$(ls "$S/snapshots" | grep -- '-panic$' | head -n1)
 [ "$(jq -r .reason "$SNAP/snapshot.json")" = panic ] || bad "snapshot.json reason $(jq -r .reason "$SNAP/snapshot.json")"
 [ "$(jq -r .guest "$SNAP/snapshot.json")" = "$DOM" ] || bad "snapshot.json guest $(jq -r .guest "$SNAP/snapshot.json")"
-"$COLLECT" daemon --status --state-dir "$S" | grep -q "^$DOM .*$DOM-.*-panic (panic)" ||
+"$COLLECT" daemon --status --state-dir "$S" | grep -q "^$DOM  *gone .*$DOM-.*-panic (panic)" ||
     bad "--status does not name the panic snapshot: $("$COLLECT" daemon --status --state-dir "$S")"
 
 G=$SNAP/guest-$DOM.dat
@@ -149,8 +149,8 @@ grep -q "backwards 0$" "$WORK/order.txt" || bad "the merged report has timestamp
 first=$(grep -n 'panic-before cpu' "$WORK/merged.txt" | head -n1 | cut -d: -f1)
 last=$(grep -n 'panic-before cpu' "$WORK/merged.txt" | tail -n1 | cut -d: -f1)
 mm=$(grep -c 'panic-before cpu' "$WORK/merged.txt")
-hb=$(head -n "${first:-0}" "$WORK/merged.txt" | grep -c '^host.dat:.*sched_switch:')
-ha=$(tail -n +"${last:-1}" "$WORK/merged.txt" | grep -c '^host.dat:.*sched_switch:')
+hb=$(head -n "${first:-0}" "$WORK/merged.txt" | grep -c '^ *host.dat:.*sched_switch:')
+ha=$(tail -n +"${last:-1}" "$WORK/merged.txt" | grep -c '^ *host.dat:.*sched_switch:')
 echo "$ME: merged: $mm markers, host sched_switch $hb before the first and $ha after the last"
 [ "$mm" = $((N * CPUS)) ] || bad "$mm markers in the merged report, want $((N * CPUS))"
 [ "$hb" -gt 0 ] && [ "$ha" -gt 0 ] || bad "the host's events do not surround the guest's markers ($hb before, $ha after)"

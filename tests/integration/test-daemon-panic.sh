@@ -3,7 +3,7 @@
 # reason "panic", from a crash event alone: a fake event source ($VT_DAEMON_EVENTS, a FIFO
 # that carries the lines the libvirt module's event thread writes) says "crashed panicked
 # alpha"; one snapshot of alpha is sealed (alpha-*-panic, snapshot.json reason panic, its
-# guest-alpha.dat holding the fixture's events), none of beta; --status names it "(panic)" and
+# guest-alpha.dat holding the fixture's events), none of beta; --status names it "(panic)", also once alpha is gone (kept, state gone), and
 # says how the events flow (connected, then lost, one warning for two losses); a crash of a
 # domain not followed and a line not understood are logged and seal nothing; with
 # --trigger-panic no the same crash seals nothing and --status has no panic-trigger line.
@@ -17,6 +17,7 @@ need_tools
 S=$WORK/state EV=$WORK/events
 mkfifo "$EV"
 quiet_guest alpha
+alpha_pid=$FAKE_PID
 quiet_guest beta
 named_conf "$WORK/daemon.conf" "$S" alpha beta
 printf 'mode = stream\nhost-events = sched:sched_switch\n' >>"$WORK/daemon.conf"
@@ -59,6 +60,13 @@ echo "panic snapshot: $(all_events "$WORK/guest.txt") guest events, $(grep -c 's
 "$COLLECT" daemon --status --state-dir "$S" | grep -q "^beta .* -$" ||
 	fail "beta has a snapshot: $("$COLLECT" daemon --status --state-dir "$S")"
 
+# alpha goes (as a domain destroyed on its crash): it stays in --status, gone, with its snapshot.
+kill -TERM $alpha_pid
+rm -rf "$WORK/alpha"
+wait_log "$WORK/daemon.log" "alpha: detached (kept in --status for its last snapshot)" 10 "alpha not detached"
+"$COLLECT" daemon --status --state-dir "$S" | grep -q "^alpha  *gone .*alpha-.*-panic (panic)" ||
+	fail "alpha gone is not in --status with its snapshot: $("$COLLECT" daemon --status --state-dir "$S")"
+
 # libvirtd goes away twice: one warning, --status says lost.
 events "lost the connection closed" "lost cannot connect to x: refused"
 sleep 0.5
@@ -73,10 +81,10 @@ daemon_stop
 S2=$WORK/state2
 sed "s|^state-dir = .*|state-dir = $S2|" "$WORK/daemon.conf" >"$WORK/daemon2.conf"
 VT_DAEMON_EVENTS=$EV daemon_start daemon2.log --config "$WORK/daemon2.conf" --after 1 --trigger-panic no
-wait_attached "$S2" alpha
+wait_attached "$S2" beta
 "$COLLECT" daemon --status --state-dir "$S2" | grep -q "^panic-trigger" &&
 	fail "--trigger-panic no: --status has a panic-trigger line"
-events "crashed panicked alpha"
+events "crashed panicked beta"
 sleep 4	# past --after 1 and a child's stop
 [ -z "$(ls "$S2/snapshots" 2>/dev/null)" ] || fail "--trigger-panic no sealed $(ls "$S2/snapshots")"
 ! grep -q "crashed" "$WORK/daemon2.log" || fail "--trigger-panic no: the crash was read: $(grep crashed "$WORK/daemon2.log")"
