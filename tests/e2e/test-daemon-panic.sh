@@ -11,7 +11,9 @@
 # CRASHED/panicked); one snapshot is sealed with reason panic (snapshot.json, --status);
 # guest-DOMAIN.dat holds exactly N markers on each CPU; `trace-cmd report -i host.dat -i
 # guest-DOMAIN.dat` merges them with the host's sched_switch before the first marker and
-# after the last one, and no timestamp goes backwards; libvirt says the domain crashed.
+# after the last one, and no timestamp goes backwards; libvirt says the domain crashed; --status
+# keeps the domain, gone, with its panic snapshot. Then our libvirtd (if the test started it) is
+# restarted: the daemon logs the loss and follows libvirt's events again (--status: connected).
 # Env: VT_BUILDDIR (default <repo>/build), VT_E2E_MARKERS (default 200), VT_KEEP=1 keeps the work
 # dir. Exit: 0 pass, 1 fail, 77 skip.
 echo "test-daemon-panic: a libvirt TCG domain with pvpanic panics; the daemon seals its snapshot, reason panic, with the guest's last markers and the host's events, merged in order"
@@ -154,6 +156,27 @@ ha=$(tail -n +"${last:-1}" "$WORK/merged.txt" | grep -c '^ *host.dat:.*sched_swi
 echo "$ME: merged: $mm markers, host sched_switch $hb before the first and $ha after the last"
 [ "$mm" = $((N * CPUS)) ] || bad "$mm markers in the merged report, want $((N * CPUS))"
 [ "$hb" -gt 0 ] && [ "$ha" -gt 0 ] || bad "the host's events do not surround the guest's markers ($hb before, $ha after)"
+
+# libvirtd restarted (when it is ours): the daemon's events come back by themselves.
+if [ -n "$LIBVIRTD_PID" ]; then
+    t=$(vt_now)
+    stop_pid "$LIBVIRTD_PID"
+    rm -f "$WORK/lv/libvirtd.pid"
+    "${LVD[@]}" || bad "libvirtd did not start again"
+    for ((i = 0; i < 200; i++)); do [ -s "$WORK/lv/libvirtd.pid" ] && break; sleep 0.1; done
+    read -r LIBVIRTD_PID <"$WORK/lv/libvirtd.pid"
+    for ((i = 0; i < 600; i++)); do
+        [ "$(grep -c "panic trigger: following libvirt's lifecycle events" "$WORK/daemon.log")" = 2 ] && break
+        sleep 0.1
+    done
+    grep -q "panic trigger: libvirt's events: the connection closed .*(retrying)" "$WORK/daemon.log" ||
+        bad "the daemon did not log libvirtd's going"
+    n=$(grep -c "panic trigger: following libvirt's lifecycle events" "$WORK/daemon.log")
+    [ "$n" = 2 ] || bad "the daemon connected to libvirt's events $n times, want 2 (before and after the restart)"
+    "$COLLECT" daemon --status --state-dir "$S" | grep -qx "panic-trigger: libvirt events: connected" ||
+        bad "--status after libvirtd's restart: $("$COLLECT" daemon --status --state-dir "$S" | tail -n1)"
+    echo "$ME: libvirtd restarted (pid $LIBVIRTD_PID): events followed again after $(vt_secs "$t" "$(vt_now)") s"
+fi
 
 kill -TERM "$DAEMON_PID"; wait "$DAEMON_PID"; rc=$?; DAEMON_PID=
 [ $rc = 0 ] || { show "$WORK/daemon.log"; bad "the daemon exited $rc after SIGTERM"; }

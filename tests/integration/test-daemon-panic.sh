@@ -3,9 +3,11 @@
 # reason "panic", from a crash event alone: a fake event source ($VT_DAEMON_EVENTS, a FIFO
 # that carries the lines the libvirt module's event thread writes) says "crashed panicked
 # alpha"; one snapshot of alpha is sealed (alpha-*-panic, snapshot.json reason panic, its
-# guest-alpha.dat holding the fixture's events), none of beta; --status names it "(panic)", also once alpha is gone (kept, state gone), and
-# says how the events flow (connected, then lost, one warning for two losses); a crash of a
-# domain not followed and a line not understood are logged and seal nothing; with
+# guest-alpha.dat holding the fixture's events), none of beta; --status names it "(panic)",
+# also once alpha is gone (kept, state gone); a crash that comes once its guest (gamma, whose
+# agent never answers STOP) was seen gone and its child is still stopping is sealed too;
+# --status says how the events flow (connected, then lost, one warning for two losses); a
+# crash of a domain not followed and a line not understood are logged and seal nothing; with
 # --trigger-panic no the same crash seals nothing and --status has no panic-trigger line.
 echo "daemon: a guest's crash event seals its snapshot, reason panic; --trigger-panic no does not"
 . "$VT_SRCDIR/tests/integration/collect-lib.sh"
@@ -19,14 +21,17 @@ mkfifo "$EV"
 quiet_guest alpha
 alpha_pid=$FAKE_PID
 quiet_guest beta
-named_conf "$WORK/daemon.conf" "$S" alpha beta
+# gamma's agent never answers STOP: its child takes 10 s to stop (the daemon's second SIGINT).
+mkdir -p "$WORK/gamma"
+fake gamma --listen "$WORK/gamma" --fixture "$DATA/cap-guest" --repeat 0 --rate 20K --retime --stall-stop
+named_conf "$WORK/daemon.conf" "$S" alpha beta gamma
 printf 'mode = stream\nhost-events = sched:sched_switch\n' >>"$WORK/daemon.conf"
 # events LINE...: into the FIFO, opened read-write so that no reader is waited for
 events() {
 	printf '%s\n' "$@" 1<>"$EV"
 }
 VT_DAEMON_EVENTS=$EV daemon_start daemon.log --config "$WORK/daemon.conf" --after 1
-wait_attached "$S" alpha beta
+wait_attached "$S" alpha beta gamma
 "$COLLECT" daemon --status --state-dir "$S" | grep -qx "panic-trigger: events from $EV" ||
 	fail "--status does not say where the events come from: $("$COLLECT" daemon --status --state-dir "$S")"
 events "connected test:///fake"
@@ -66,6 +71,15 @@ rm -rf "$WORK/alpha"
 wait_log "$WORK/daemon.log" "alpha: detached (kept in --status for its last snapshot)" 10 "alpha not detached"
 "$COLLECT" daemon --status --state-dir "$S" | grep -q "^alpha  *gone .*alpha-.*-panic (panic)" ||
 	fail "alpha gone is not in --status with its snapshot: $("$COLLECT" daemon --status --state-dir "$S")"
+
+# A crash that comes after the guest was seen gone (libvirt destroys a crashed domain at once):
+# the child that is still stopping is sealed all the same.
+rm -rf "$WORK/gamma"
+wait_log "$WORK/daemon.log" "gamma: gone: stopping its recording" 5 "gamma not seen gone"
+events "crashed panicked gamma"
+wait_log "$WORK/daemon.log" "gamma: the guest crashed (panicked): snapshot asked for" 3 "gamma's crash, once gone, asked for nothing"
+wait_log "$WORK/daemon.log" "gamma: snapshot .*-panic (panic)" 30 "gamma's crash, once gone, sealed nothing"
+[ "$(ls "$S/snapshots" | grep -c -- '^gamma-.*-panic$')" = 1 ] || fail "gamma: not one panic snapshot: $(ls "$S/snapshots")"
 
 # libvirtd goes away twice: one warning, --status says lost.
 events "lost the connection closed" "lost cannot connect to x: refused"
