@@ -2,11 +2,16 @@
 # else one of their own, started without systemd with its sockets and logs in the work dir
 # (FACTS.md section 6), and stopped again with what it created.
 #
+#   vt_libvirt_need    the tools and root, else 77
+#   vt_libvirt_work    the work dir, the traps that clean up, bad()
 #   vt_libvirt_up      start it (or find it): sets URI, LIBVIRTD_PID and VIRTLOGD_PID (empty
-#                      when not ours); 0, or 77 after saying why not (the caller skips)
+#                      when not ours; LVD is the command that started it); 0, or 77 after saying
+#                      why not (the caller skips)
+#   vt_libvirt_boot_files, vt_libvirt_define   the TCG domain DOM that boots the e2e image
 #   vt_libvirt_down    stop what vt_libvirt_up started, by pid, and remove what it made
+#   vt_libvirt_cleanup the test's collector, the domain, vt_libvirt_down, the work dir
 #   V ARGS...          virsh on $URI
-# Needs WORK (the work dir) and ME (the test's name for its messages).
+# Needs ME (the test's name for its messages), DOM and DESC (the domain's name and description).
 
 LIBVIRTD_PID= VIRTLOGD_PID= URI= MADE_LOGDIR=0 MADE_USER=0 MADE_GROUP=0
 # What our own libvirtd creates where none was: removed again at the end.
@@ -117,17 +122,24 @@ vt_libvirt_need() {
     [ "$(id -u)" = 0 ] || { echo "$ME: SKIP: needs root (a system libvirtd and its qemu user)"; return 77; }
 }
 
-# vt_libvirt_work: WORK, a new work dir QEMU (libvirt's qemu user) can reach; KEEP, DEFINED=0
+# vt_libvirt_work: WORK, a new work dir QEMU (libvirt's qemu user) can reach; KEEP, DEFINED=0,
+# COLLECT_PID= (the test's collector, stopped first at the end), fail=0 and bad(); the traps
+# that call vt_libvirt_cleanup at the end
 vt_libvirt_work() {
     WORK=$(mktemp -d "/tmp/vt-$ME.XXXXXX")
     chmod 755 "$WORK"	# QEMU runs as libvirt's qemu user: it must reach the kernel and the FIFOs
     KEEP=${VT_KEEP:-0}
-    DEFINED=0
+    DEFINED=0 COLLECT_PID= fail=0
+    trap vt_libvirt_cleanup EXIT
+    trap 'exit 1' INT TERM HUP
 }
+bad() { echo "$ME: FAIL: $*"; fail=1; }
 
-# vt_libvirt_cleanup: the domain DOM (if DEFINED=1) destroyed and undefined, libvirt's daemons
-# stopped (vt_libvirt_down), the work dir removed unless VT_KEEP=1
+# vt_libvirt_cleanup: the test's collector (COLLECT_PID) stopped, the domain DOM (if DEFINED=1)
+# destroyed and undefined, libvirt's daemons stopped (vt_libvirt_down), the work dir removed
+# unless VT_KEEP=1
 vt_libvirt_cleanup() {
+    [ -n "$COLLECT_PID" ] && kill -TERM "$COLLECT_PID" 2>/dev/null && wait "$COLLECT_PID" 2>/dev/null
     if [ "$DEFINED" = 1 ]; then
         V destroy "$DOM" >/dev/null 2>&1
         V undefine "$DOM" >/dev/null 2>&1

@@ -33,15 +33,6 @@ vt_libvirt_need || exit $?
 
 T0=$(vt_now)
 vt_libvirt_work
-DAEMON_PID=
-cleanup() {
-    [ -n "$DAEMON_PID" ] && kill -TERM "$DAEMON_PID" 2>/dev/null && wait "$DAEMON_PID" 2>/dev/null
-    vt_libvirt_cleanup
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
-fail=0
-bad() { echo "$ME: FAIL: $*"; fail=1; }
 show() { sed 's/^/    | /' "$@"; }
 
 vt_collect_build; rc=$?
@@ -89,7 +80,7 @@ after = 3
 CONF
 t=$(vt_now)
 "$COLLECT" daemon --config "$WORK/daemon.conf" >"$WORK/daemon.log" 2>&1 &
-DAEMON_PID=$!
+COLLECT_PID=$!
 # The child records once the agent's instance traces (tracing_on 1).
 vt_test_say "$WORK/ports" "waiton 90" 100 && [[ $ANSWER == ok* ]] ||
     { show "$WORK/daemon.log"; echo "$ME: FAIL: the daemon's child did not start the guest's tracing ($ANSWER)"; exit 1; }
@@ -178,7 +169,7 @@ if [ -n "$LIBVIRTD_PID" ]; then
     echo "$ME: libvirtd restarted (pid $LIBVIRTD_PID): events followed again after $(vt_secs "$t" "$(vt_now)") s"
 fi
 
-kill -TERM "$DAEMON_PID"; wait "$DAEMON_PID"; rc=$?; DAEMON_PID=
+kill -TERM "$COLLECT_PID"; wait "$COLLECT_PID"; rc=$?; COLLECT_PID=
 [ $rc = 0 ] || { show "$WORK/daemon.log"; bad "the daemon exited $rc after SIGTERM"; }
 echo "$ME: took $(vt_secs "$T0" "$(vt_now)") s"
 [ $fail = 0 ] || { show "$WORK/daemon.log"; echo "$ME: FAIL"; exit 1; }

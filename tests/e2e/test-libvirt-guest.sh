@@ -43,15 +43,6 @@ vt_libvirt_need || exit $?
 
 T0=$(vt_now)
 vt_libvirt_work
-COLLECT_PID=
-cleanup() {
-    [ -n "$COLLECT_PID" ] && kill -TERM "$COLLECT_PID" 2>/dev/null && wait "$COLLECT_PID" 2>/dev/null
-    vt_libvirt_cleanup
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
-fail=0
-bad() { echo "$ME: FAIL: $*"; fail=1; }
 
 vt_collect_build; rc=$?
 [ $rc = 0 ] || exit $rc
