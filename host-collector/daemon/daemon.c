@@ -2,7 +2,8 @@
 /*
  * `virtio-trace-collect daemon`: the always-on service. One thread, one
  * poll() loop over a signalfd (children ending, SIGTERM), the control socket
- * and its connections; discovery once a second; every timer (rotation, a
+ * and its connections, and the panic trigger's events (a pipe the libvirt
+ * module's own thread writes: panic.c); discovery once a second; every timer (rotation, a
  * snapshot's "after", a stop that takes too long, a restart's backoff) is
  * checked on each turn of the loop (guests_tick()).
  */
