@@ -241,6 +241,8 @@ static void status(struct daemon *d, int fd)
 	}
 	if (n < cap)
 		n += hostfilter_status(d, buf + n, cap - n);
+	if (d->events_note[0] && n < cap)
+		n += snprintf(buf + n, cap - n, "panic-trigger: %s\n", d->events_note);
 	write_all(fd, buf, n < cap ? n : cap - 1);
 	free(buf);
 	drop_client(d, fd);

@@ -93,6 +93,7 @@ struct dtrig {
  * @last_reason: and why it was taken
  * @last_error: the last problem, in words ("" none)
  * @trig: its guest-filter triggers
+ * @kept: gone and detached, kept for its last snapshot (until it comes back)
  */
 struct dguest {
 	char name[COLLECT_NAME_MAX];
@@ -115,6 +116,7 @@ struct dguest {
 	char last_reason[DAEMON_REASON_MAX + 1];
 	char last_error[256];
 	struct dtrig trig;
+	bool kept;
 };
 
 /**
@@ -133,6 +135,8 @@ struct dguest {
  * @last_discovery: when guests were last looked for
  * @last_budget: when the budget was last checked
  * @hf: the host-event filter trigger, NULL if none (hostfilter.c)
+ * @events_fd: the panic trigger's events (panic.c), -1 none
+ * @events_note: how they flow, for --status ("" not followed)
  */
 struct daemon {
 	struct daemon_conf conf;
@@ -145,6 +149,8 @@ struct daemon {
 	bool stopping;
 	double last_discovery, last_budget;
 	struct hostfilter *hf;
+	int events_fd;
+	char events_note[200];
 };
 
 /* guests.c */
@@ -173,6 +179,11 @@ void state_budget(struct daemon *d);
 uint64_t state_guest_bytes(struct daemon *d, const char *name, unsigned int *segments);
 uint64_t state_tree_bytes(int at, const char *name);
 int state_remove_tree(int at, const char *name);
+
+/* panic.c: the panic trigger */
+void panic_open(struct daemon *d);
+void panic_read(struct daemon *d);
+void panic_close(struct daemon *d);
 
 /* ctl.c: the server side */
 int ctl_listen(struct daemon *d);

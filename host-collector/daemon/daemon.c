@@ -2,7 +2,8 @@
 /*
  * `virtio-trace-collect daemon`: the always-on service. One thread, one
  * poll() loop over a signalfd (children ending, SIGTERM), the control socket
- * and its connections; discovery once a second; every timer (rotation, a
+ * and its connections, and the panic trigger's events (a pipe the libvirt
+ * module's own thread writes: panic.c); discovery once a second; every timer (rotation, a
  * snapshot's "after", a stop that takes too long, a restart's backoff) is
  * checked on each turn of the loop (guests_tick()).
  */
@@ -50,8 +51,8 @@ static const struct opt_def daemon_opts[] = {
 	  DAEMON_STATE_DEFAULT ")" },
 	{ "before", OPT_KEY0 + 12, KIND_STRING, "SEC", "a snapshot's default seconds before (30)" },
 	{ "after", OPT_KEY0 + 13, KIND_STRING, "SEC", "and after its trigger (5)" },
-	{ "trigger-panic", OPT_KEY0 + 14, KIND_STRING, "yes|no", "snapshot a guest that panics (libvirt;\n"
-	  "not implemented yet: see the man page)" },
+	{ "trigger-panic", OPT_KEY0 + 14, KIND_STRING, "yes|no", "snapshot a libvirt domain that panics\n"
+	  "(default yes)" },
 	{ "trigger-host-filter", OPT_KEY0 + 15, KIND_STRING, "'SYS:EV[ if FILTER]'", "a host event that\n"
 	  "the kernel matches seals a snapshot of its\nQEMU's guest, else of every guest\n(repeatable)" },
 	{ "stop-timeout", OPT_KEY0 + 16, KIND_STRING, "SEC", "a child's time to stop (default 60)" },
@@ -186,14 +187,16 @@ static void on_signal(struct daemon *d, int sfd)
 
 static void loop_once(struct daemon *d, int sfd)
 {
-	struct pollfd p[2 + DAEMON_MAX_CLIENTS];
-	int slot[2 + DAEMON_MAX_CLIENTS];
+	struct pollfd p[3 + DAEMON_MAX_CLIENTS];
+	int slot[3 + DAEMON_MAX_CLIENTS];
 	unsigned int n = 0, i;
 	double now;
 
 	p[n].fd = sfd, p[n].events = POLLIN, slot[n++] = -2;
 	if (d->listen_fd >= 0)
 		p[n].fd = d->listen_fd, p[n].events = POLLIN, slot[n++] = -1;
+	if (d->events_fd >= 0)
+		p[n].fd = d->events_fd, p[n].events = POLLIN, slot[n++] = -3;
 	for (i = 0; i < DAEMON_MAX_CLIENTS; i++)
 		if (d->clients[i] >= 0)
 			p[n].fd = d->clients[i], p[n].events = POLLIN, slot[n++] = i;
@@ -205,6 +208,8 @@ static void loop_once(struct daemon *d, int sfd)
 				on_signal(d, sfd);
 			else if (slot[i] == -1)
 				ctl_accept(d);
+			else if (slot[i] == -3)
+				panic_read(d);
 			else if (d->clients[slot[i]] == p[i].fd)
 				ctl_read(d, slot[i]);
 		}
@@ -245,6 +250,7 @@ static int run(struct daemon *d)
 	ret = ctl_listen(d);
 	if (ret < 0)
 		goto err_hostfilter;
+	panic_open(d);
 	log_info("following %s%s in %s mode; state in %s", d->conf.all ? "every guest found" :
 		 d->conf.names[0] ? d->conf.names : "no guest found",
 		 d->conf.nr_guests ? " and the guests named with their ports" : "",
@@ -253,6 +259,7 @@ static int run(struct daemon *d)
 	while (!d->stopping || guests_running(d))
 		loop_once(d, sfd);
 	log_info("stopped");
+	panic_close(d);
 	ctl_close(d);
 err_hostfilter:
 	hostfilter_close(d);
@@ -300,7 +307,7 @@ int daemon_main(int argc, char **argv)
 	 */
 	n = readlink("/proc/self/exe", d.exe, sizeof(d.exe) - 1);
 	d.exe[n > 0 ? n : 0] = '\0';
-	d.state_fd = d.guests_fd = d.snaps_fd = d.lock_fd = d.listen_fd = -1;
+	d.state_fd = d.guests_fd = d.snaps_fd = d.lock_fd = d.listen_fd = d.events_fd = -1;
 	for (i = 0; i < DAEMON_MAX_CLIENTS; i++)
 		d.clients[i] = -1;
 	ret = run(&d);

@@ -4,7 +4,8 @@
  * supervisor that follows the guests with trace ports and keeps a `record`
  * child per guest (the same executable), rotating its segments (stream mode)
  * or holding the guest's ring (hold mode), and seals them into snapshots on
- * request. daemon/ calls setup/ (list.c, to find guests) and the shared base
+ * request. daemon/ calls setup/ (list.c, to find guests; the libvirt module,
+ * for the panic trigger's events) and the shared base
  * only: the recordings are made by children, not by calls into record/.
  *
  *   conf.c    the configuration: daemon.conf and the command line
@@ -13,6 +14,8 @@
  *   state.c   the state directory: segments, snapshots, the disk budget
  *   ctl.c     the control socket (server) and the snapshot/status client
  *   hostfilter.c  the host-event filter trigger: a private tracefs instance
+ *   panic.c   the panic trigger: libvirt's crash events, from a thread of the
+ *             libvirt module (setup/libvirt-events.c), through a pipe
  */
 #ifndef DAEMON_DAEMON_H
 #define DAEMON_DAEMON_H

@@ -434,9 +434,15 @@ void guests_tick(struct daemon *d)
 		struct dguest *g = &d->g[i];
 
 		if (!g->present && !g->pid && (!d->stopping || !g->snap.active)) {
-			remove_guest(d, i);
-			continue;
+			/* One with a snapshot stays in --status ("gone"): a crashed domain's, say. */
+			if (!g->last_snap[0] || d->stopping) {
+				remove_guest(d, i);
+				continue;
+			}
+			if (!g->kept)
+				log_info("%s: detached (kept in --status for its last snapshot)", g->name);
 		}
+		g->kept = !g->present && !g->pid;
 		if (!g->present)
 			g->cut_off = false;
 		tick_one(d, g, now);
@@ -492,7 +498,12 @@ bool guests_running(const struct daemon *d)
  * @reason: why (already sanitised)
  * @client: the control connection to answer
  *
- * Return: 0, -ENOTCONN when no child records the guest, -EBUSY when too many wait.
+ * A guest whose child is already stopping because the guest went (a domain
+ * destroyed on its crash, whose crash event came after discovery saw it gone)
+ * gets its snapshot too: that child's recording is sealed when it ends.
+ *
+ * Return: 0, -ENOTCONN when no child records the guest (or it is stopping for
+ * the daemon's end), -EBUSY when too many wait.
  */
 int guests_snapshot(struct daemon *d, struct dguest *g, double before, double after,
 		    const char *reason, int client)
@@ -501,7 +512,8 @@ int guests_snapshot(struct daemon *d, struct dguest *g, double before, double af
 	unsigned int i;
 
 	(void)d;
-	if (!g->pid || (g->stopping != STOP_NONE && g->stopping != STOP_ROTATE))
+	/* A child stopping because its guest went still ends with its files: a crash races that. */
+	if (!g->pid || (g->stopping != STOP_NONE && g->stopping != STOP_ROTATE && g->stopping != STOP_GONE))
 		return -ENOTCONN;
 	if (!s->active) {
 		memset(s, 0, sizeof(*s));

@@ -80,6 +80,13 @@ int libvirt_setup_run(struct libvirt_setup *s)
 	return fn ? fn(s) : -ENOSYS;
 }
 
+int libvirt_events_start(const char *uri, int fd)
+{
+	int (*fn)(const char *, int) = (int (*)(const char *, int))lv_sym("libvirt_events_start");
+
+	return fn ? fn(uri, fd) : -ENOSYS;
+}
+
 int libvirt_list(const char *uri, struct list_guest **g, unsigned int *nr, char *note, size_t len)
 {
 	int (*fn)(const char *, struct list_guest **, unsigned int *, char *, size_t) =

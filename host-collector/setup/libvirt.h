@@ -39,6 +39,8 @@ int libvirt_guest_from_conn(struct _virConnect *conn, struct guest_link *l, cons
 int libvirt_setup_run(struct libvirt_setup *s);
 int libvirt_setup_conn(struct _virConnect *conn, struct libvirt_setup *s);
 int libvirt_default_dir(char *buf, size_t len, const char *domain);
+/* libvirt-events.c, through the module: the daemon's lifecycle events (daemon/panic.c). */
+int libvirt_events_start(const char *uri, int fd);
 int collect_mkdirs(const char *dir);
 
 #endif

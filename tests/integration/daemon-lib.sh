@@ -35,14 +35,39 @@ status_of() {
 	"$COLLECT" daemon --status --state-dir "$1" 2>/dev/null | awk -v n="$2" '$1 == n { print $2 }'
 }
 
-# wait_attached STATE NAME SECS: wait until --status says NAME is attached (else fail, with
-# $WORK/daemon.log)
+# named_conf FILE STATE NAME...: a daemon.conf that follows only the guests NAME, each named with
+# its port directory $WORK/NAME (quiet_guest), state in STATE; add lines with >>FILE
+named_conf() {
+	_nf=$1
+	{
+		echo "# the test's guests, named with their ports; nothing else on this host"
+		echo "domains = none"
+		for _nn in $(echo "$@" | cut -d' ' -f3-); do
+			echo "guest = $_nn $WORK/$_nn"
+		done
+		echo "state-dir = $2"
+		echo "min-free = 0"
+	} >"$_nf"
+}
+
+# wait_attached STATE NAME... [SECS]: each guest attached (--status) within SECS (default 10),
+# or fail
 wait_attached() {
-	_wa=0
-	until [ "$(status_of "$1" "$2")" = attached ]; do
-		[ $_wa -lt $(($3 * 10)) ] || { show "$WORK/daemon.log"; fail "$2 not attached within $3 s"; }
-		sleep 0.1
-		_wa=$((_wa + 1))
+	_st=$1
+	shift
+	_secs=10
+	case $(eval echo "\${$#}") in
+	*[!0-9]*) ;;
+	*) _secs=$(eval echo "\${$#}") ;;
+	esac
+	for _n in "$@"; do
+		[ "$_n" = "$_secs" ] && continue
+		_i=0
+		until [ "$(status_of "$_st" "$_n")" = attached ]; do
+			[ $_i -lt $((_secs * 10)) ] || { show "$WORK/daemon.log"; fail "$_n not attached within $_secs s"; }
+			sleep 0.1
+			_i=$((_i + 1))
+		done
 	done
 }
 

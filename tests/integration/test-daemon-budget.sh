@@ -34,15 +34,8 @@ touch -d '1 hour ago' "$S/snapshots/old-2"
 chmod -R go-rwx "$S"
 quiet_guest alpha
 quiet_guest beta
-cat >"$WORK/daemon.conf" <<CONF
-domains = none
-guest = alpha $WORK/alpha
-guest = beta $WORK/beta
-mode = stream
-state-dir = $S
-total-budget = 5
-min-free = 0
-CONF
+named_conf "$WORK/daemon.conf" "$S" alpha beta
+printf 'mode = stream\ntotal-budget = 5\n' >>"$WORK/daemon.conf"
 daemon_start d1.log --config "$WORK/daemon.conf"
 wait_log "$WORK/d1.log" "dropped snapshot old-1" 5 "the budget did not drop old-1"
 grep -q "dropped snapshot old-1 ([0-9]* bytes): the state directory holds [0-9]* bytes, over total-budget 5242880" \

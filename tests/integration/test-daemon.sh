@@ -17,16 +17,8 @@ S=$WORK/state
 quiet_guest alpha
 quiet_guest beta
 beta_pid=$FAKE_PID
-cat >"$WORK/daemon.conf" <<CONF
-# the test's guests, named with their ports; nothing else on this host
-domains = none
-guest = alpha $WORK/alpha
-guest = beta $WORK/beta
-mode = stream
-host-events = sched:sched_switch
-state-dir = $S
-min-free = 0
-CONF
+named_conf "$WORK/daemon.conf" "$S" alpha beta
+printf 'mode = stream\nhost-events = sched:sched_switch\n' >>"$WORK/daemon.conf"
 t0=$(date +%s.%N)
 daemon_start daemon.log --config "$WORK/daemon.conf" --after 1
 for n in alpha beta; do
