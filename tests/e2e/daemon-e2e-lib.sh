@@ -22,11 +22,7 @@ bad() { echo "$ME: FAIL: $*"; fail=1; }
 
 de_cleanup() {
     [ -n "$DAEMON_PID" ] && stop_pid "$DAEMON_PID"
-    if [ "$DEFINED" = 1 ]; then
-        V destroy "$DOM" >/dev/null 2>&1
-        V undefine "$DOM" >/dev/null 2>&1
-        rm -f "/var/log/libvirt/qemu/$DOM.log"
-    fi
+    [ "$DEFINED" = 1 ] && libvirt_forget "$DOM"
     libvirt_down
     if [ "$KEEP" = 1 ]; then echo "$ME: kept $WORK"; else rm -rf "$WORK"; fi
 }

@@ -5,7 +5,8 @@
 # running already). Exits 77 (skip) when libvirt cannot be had. libvirt_down stops what
 # libvirt_up started (by pid) and removes what it made. V runs virsh on URI. libvirt_stale DOM
 # DESC: a leftover domain DOM of a killed run (its description DESC) is destroyed and undefined;
-# any other domain of that name is a skip.
+# any other domain of that name is a skip. libvirt_forget DOM: the test's domain destroyed and
+# undefined at its end.
 LIBVIRTD_PID= VIRTLOGD_PID= URI= MADE_LOGDIR=0 MADE_USER=0 MADE_GROUP=0
 # What our own libvirtd creates where none was: removed again at the end.
 STATE_DIRS=(/run/libvirt /var/lib/libvirt /var/cache/libvirt /etc/libvirt/qemu /etc/libvirt/secrets
@@ -105,6 +106,12 @@ libvirt_down() {
     [ "$MADE_USER" = 1 ] && userdel libvirt-qemu 2>/dev/null
     [ "$MADE_GROUP" = 1 ] && getent group libvirt-qemu >/dev/null && groupdel libvirt-qemu 2>/dev/null
     LIBVIRTD_PID= VIRTLOGD_PID=
+}
+
+libvirt_forget() {	# DOM: destroyed, undefined, its log removed
+    V destroy "$1" >/dev/null 2>&1
+    V undefine "$1" >/dev/null 2>&1
+    rm -f "/var/log/libvirt/qemu/$1.log"
 }
 
 libvirt_stale() {

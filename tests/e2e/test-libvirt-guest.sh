@@ -51,11 +51,7 @@ KEEP=${VT_KEEP:-0}
 COLLECT_PID= DEFINED=0
 cleanup() {
     [ -n "$COLLECT_PID" ] && kill -TERM "$COLLECT_PID" 2>/dev/null && wait "$COLLECT_PID" 2>/dev/null
-    if [ "$DEFINED" = 1 ]; then
-        V destroy "$DOM" >/dev/null 2>&1
-        V undefine "$DOM" >/dev/null 2>&1
-        rm -f "/var/log/libvirt/qemu/$DOM.log"
-    fi
+    [ "$DEFINED" = 1 ] && libvirt_forget "$DOM"
     libvirt_down
     if [ "$KEEP" = 1 ]; then echo "$ME: kept $WORK"; else rm -rf "$WORK"; fi
 }
