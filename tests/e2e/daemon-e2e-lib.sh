@@ -112,17 +112,17 @@ de_boot() {
 }
 
 de_settled() {
-    local i pid last= since=
-    for ((i = 0; i < 300; i++)); do
-        de_status_pid
-        pid=$PID
-        if [ "$(de_state)" = attached ] && [ -n "$pid" ] && [ "$pid" = "$last" ]; then
-            [ -n "$since" ] || since=$i
-            [ $((i - since)) -ge 20 ] && return 0
+    local i line since= last= end
+    end=$(awk -v t="$(vt_now)" 'BEGIN { printf "%.0f", t + 60 }')
+    while [ "$(date +%s)" -lt "$end" ]; do
+        line=$(de_status | awk -v n="$DOM" '$1 == n { print $2, $3 }')
+        if [ "${line% *}" = attached ] && [ "$line" = "$last" ]; then
+            [ -n "$since" ] || since=$(vt_now)
+            awk -v a="$since" -v b="$(vt_now)" 'BEGIN { exit !(b - a >= 4) }' && return 0
         else
             since=
         fi
-        last=$pid
+        last=$line
         sleep 0.2
     done
     return 1
