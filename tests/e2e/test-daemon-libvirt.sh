@@ -24,10 +24,11 @@
 #   - SIGTERM: the daemon exits 0.
 # Known failure (2026-12-02, a loaded 2-core machine): the snapshot comes 1.3 to 2.3 s past its
 # --after time (1.40, 2.07, 2.14 s in three runs with --after 2; 1.31, 1.56, 1.80 s with
-# --after 1), the 2 s bound missed in two runs of three. The time is the held child's stop:
-# record asks the agent for its final metadata (kallsyms, about 3 MB over virtio-serial under
-# TCG), drains the rings and writes host.dat and guest-DOM.dat before the daemon can seal. Not
-# tried: the children sharing a kallsyms cache (record --kallsyms-cache STATE/...).
+# --after 1), the 2 s bound missed in two runs of three. The time is the held child's stop
+# (the daemon's loop turns every 0.2 s): STOP and the rings' drain, the final metadata bundle
+# (its kallsyms only if changed), the final clock-sync burst (up to 100 probes per vCPU under
+# TCG) and writing host.dat and guest-DOM.dat, before the daemon can seal; not broken down
+# further yet.
 # Env: VT_BUILDDIR (default <repo>/build), VT_E2E_MARKERS (default 300), VT_KEEP=1 keeps the
 # work dir. Exit: 0 pass, 1 fail, 77 skip.
 echo "test-daemon-libvirt: the daemon follows a real libvirt TCG domain: attached within 5 s, a snapshot of the window within 2 s (exact markers, merged in order), SIGKILL and restart lose nothing, destroyed is detached, the disk budget holds under a flood"
