@@ -26,6 +26,18 @@
 #define DAEMON_MIN_AGE		3.0
 #define DAEMON_SECOND_INT	10.0	/* a stop not done by then gets a second SIGINT */
 #define DAEMON_TRIG_GUEST_GAP	60.0	/* one guest-filter snapshot per guest in this */
+/*
+ * A gone guest's child gets its second SIGINT sooner: its QEMU has left, no answer to the stop
+ * can come, and record waited its whole 10 s for one (a destroyed libvirt domain was detached
+ * 14 s later in the daemon's e2e test).
+ */
+#define DAEMON_GONE_INT		1.0
+/*
+ * record --hold's --sync-interval: a held session sends nothing, so a guest that rebooted or an
+ * agent restarted in it was seen only at the next stop (the snapshot then held nothing of it).
+ * A probe burst answered "send HELLO first" ends the child, and a new one starts.
+ */
+#define DAEMON_HOLD_PROBE	"5"
 
 /* Why a child is being stopped: what its exit leads to. */
 enum stop_why { STOP_NONE, STOP_ROTATE, STOP_SNAPSHOT, STOP_GONE, STOP_SHUTDOWN };

@@ -100,6 +100,17 @@ static bool wanted(const struct daemon_conf *c, const char *name)
 	return false;
 }
 
+/* Once per outage: libvirt could not be asked (@note says why). */
+static void log_libvirt_down(const char *note)
+{
+	static double said;
+
+	if (daemon_now() - said > 60) {
+		log_warn("%s; its domains are kept as they were until it answers", note);
+		said = daemon_now();
+	}
+}
+
 static void discover_listed(struct daemon *d)
 {
 	struct list_found f;
@@ -108,6 +119,16 @@ static void discover_listed(struct daemon *d)
 
 	if (list_find(d->conf.uri[0] ? d->conf.uri : NULL, d->conf.no_libvirt, false, &f) < 0)
 		return;
+	/*
+	 * libvirt not answering (libvirtd restarting) says nothing of its domains: they stay,
+	 * their QEMUs are not taken for new guests of their own.
+	 */
+	if (f.libvirt_note[0] && !d->conf.no_libvirt) {
+		log_libvirt_down(f.libvirt_note);
+		for (i = 0; i < d->nr; i++)
+			if (!strcmp(d->g[i].spec, "domain"))
+				d->g[i].present = true;
+	}
 	for (i = 0; i < f.nr; i++) {
 		const struct list_guest *l = &f.g[i];
 
@@ -208,8 +229,12 @@ static void child_args(struct daemon *d, struct dguest *g, char **argv, char *ou
 	argv[n++] = "-o";
 	argv[n++] = out;
 	argv[n++] = "--quiet";
-	if (c->mode == MODE_HOLD)
+	if (c->mode == MODE_HOLD) {
 		argv[n++] = "--hold";
+		/* A held session is silent: a probe burst now and then finds an agent that restarted. */
+		argv[n++] = "--sync-interval";
+		argv[n++] = DAEMON_HOLD_PROBE;
+	}
 	n = add_events(argv, n, events);
 	if (c->host_events[0]) {
 		argv[n++] = "--host-events";
@@ -386,10 +411,11 @@ static void remove_guest(struct daemon *d, unsigned int i)
 static void tick_one(struct daemon *d, struct dguest *g, double now)
 {
 	if (g->pid && g->stopping != STOP_NONE) {
-		if (!g->second_int && now - g->stop_sent > DAEMON_SECOND_INT &&
-		    DAEMON_SECOND_INT < d->conf.stop_timeout) {
+		double second = g->stopping == STOP_GONE ? DAEMON_GONE_INT : DAEMON_SECOND_INT;
+
+		if (!g->second_int && now - g->stop_sent > second && second < d->conf.stop_timeout) {
 			log_warn("%s: record (pid %d) has not stopped in %.0f s: a second SIGINT (it keeps "
-				 "what it has)", g->name, (int)g->pid, DAEMON_SECOND_INT);
+				 "what it has)", g->name, (int)g->pid, second);
 			kill(g->pid, SIGINT);
 			g->second_int = true;
 		}

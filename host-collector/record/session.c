@@ -595,7 +595,11 @@ static void handle(struct guest *g, const struct vt_proto_msg *m)
 			break;
 		}
 		collect_sanitize(text, sizeof(text), e.text, false);
-		if (g->req.active && e.ref_seq && e.ref_seq == g->req.seq) {
+		if (e.err == EPROTO && !strcmp(e.text, "send HELLO first") && g->state > G_HELLO &&
+		    g->state < G_STOPPING) {
+			/* Its guest rebooted or it was restarted: what it held is gone. */
+			session_fail(g, "the agent restarted (it asks for HELLO again): its recording ends there");
+		} else if (g->req.active && e.ref_seq && e.ref_seq == g->req.seq) {
 			snprintf(g->reply_text, sizeof(g->reply_text), "%s", text);
 			req_complete(g, e.err > 0 && e.err < 4096 ? -e.err : -EPROTO);
 		} else if (g->state == G_STOPPING && e.ref_seq && e.ref_seq == g->stop.seq) {

@@ -1508,7 +1508,8 @@ void spool_trace_free(struct spool_trace *t)
 static const char *const trace_files[] = {
 	"state", "agent", "sync", "meta.bin", "data", "layout", "inplace", "probe", "migration",
 };
-static const char *const cpu_suffixes[] = { "pages", "bad", "frag", "stats", "sums", "zst", "zsum" };
+static const char *const cpu_suffixes[] = { "pages", "bad", "frag", "stats", "sums", "zst", "zsum",
+					     "window" };
 
 static bool strip_tmp(const char *name, char *base, size_t size)
 {

@@ -1,18 +1,12 @@
-# Shared by the e2e tests that need a libvirtd (sourced after lib.sh; bash): the running one,
-# else one of their own, started without systemd with its sockets and logs in the work dir
-# (FACTS.md section 6), and stopped again with what it created.
-#
-#   vt_libvirt_need    the tools and root, else 77
-#   vt_libvirt_work    the work dir, the traps that clean up, bad()
-#   vt_libvirt_up      start it (or find it): sets URI, LIBVIRTD_PID and VIRTLOGD_PID (empty
-#                      when not ours; LVD is the command that started it); 0, or 77 after saying
-#                      why not (the caller skips)
-#   vt_libvirt_boot_files, vt_libvirt_define   the TCG domain DOM that boots the e2e image
-#   vt_libvirt_down    stop what vt_libvirt_up started, by pid, and remove what it made
-#   vt_libvirt_cleanup the test's collector, the domain, vt_libvirt_down, the work dir
-#   V ARGS...          virsh on $URI
-# Needs ME (the test's name for its messages), DOM and DESC (the domain's name and description).
-
+# Shared by the e2e tests that drive a real libvirt (sourced after lib.sh; the caller sets ME
+# and WORK, mode 0755). libvirt_up: the running libvirtd (qemu:///system), else our own
+# virtlogd and libvirtd (no systemd; sockets and logs in WORK/lv), started so that its qemu user
+# and TCG agree about /dev/kvm (below). Sets URI, LIBVIRTD_PID and VIRTLOGD_PID (empty when
+# running already). Exits 77 (skip) when libvirt cannot be had. libvirt_down stops what
+# libvirt_up started (by pid) and removes what it made. V runs virsh on URI. libvirt_stale DOM
+# DESC: a leftover domain DOM of a killed run (its description DESC) is destroyed and undefined;
+# any other domain of that name is a skip. libvirt_forget DOM: the test's domain destroyed and
+# undefined at its end.
 LIBVIRTD_PID= VIRTLOGD_PID= URI= MADE_LOGDIR=0 MADE_USER=0 MADE_GROUP=0
 # What our own libvirtd creates where none was: removed again at the end.
 STATE_DIRS=(/run/libvirt /var/lib/libvirt /var/cache/libvirt /etc/libvirt/qemu /etc/libvirt/secrets
@@ -32,23 +26,22 @@ stop_pid() {	# PID: TERM, then KILL after 5 s; only the daemons this test starte
     for ((i = 0; i < 50; i++)); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
     kill -KILL "$1" 2>/dev/null
 }
-
-vt_libvirt_up() {
-    local i d
+libvirt_up() {
+    local i d LVD
     if alive libvirtd || alive virtqemud; then
         URI=qemu:///system
         virsh -q -c "$URI" uri >/dev/null 2>&1 ||
-            { echo "$ME: SKIP: a libvirtd runs but $URI does not answer"; return 77; }
+            { echo "$ME: SKIP: a libvirtd runs but $URI does not answer"; exit 77; }
         echo "$ME: using the running libvirt ($URI)"
     else
         # libvirtd's qemu driver refuses to start without its user.
         if ! getent group libvirt-qemu >/dev/null; then
-            groupadd --system libvirt-qemu || { echo "$ME: SKIP: cannot create the libvirt-qemu group"; return 77; }
+            groupadd --system libvirt-qemu || { echo "$ME: SKIP: cannot create the libvirt-qemu group"; exit 77; }
             MADE_GROUP=1
         fi
         if ! getent passwd libvirt-qemu >/dev/null; then
             useradd --system -g libvirt-qemu -d /var/lib/libvirt -s /usr/sbin/nologin -M libvirt-qemu ||
-                { echo "$ME: SKIP: cannot create the libvirt-qemu user"; return 77; }
+                { echo "$ME: SKIP: cannot create the libvirt-qemu user"; exit 77; }
             MADE_USER=1
         fi
         [ -d /var/log/libvirt ] || { mkdir -p /var/log/libvirt && MADE_LOGDIR=1; }
@@ -60,7 +53,7 @@ vt_libvirt_up() {
         # QEMU's console and stdio go through virtlogd's fixed socket: start one unless it runs.
         if ! alive virtlogd; then
             virtlogd -d -f "$WORK/lv/virtlogd.conf" -p "$WORK/lv/virtlogd.pid" ||
-                { echo "$ME: SKIP: virtlogd does not start"; return 77; }
+                { echo "$ME: SKIP: virtlogd does not start"; exit 77; }
             for ((i = 0; i < 100; i++)); do [ -s "$WORK/lv/virtlogd.pid" ] && break; sleep 0.05; done
             read -r VIRTLOGD_PID <"$WORK/lv/virtlogd.pid"
         fi
@@ -88,7 +81,7 @@ vt_libvirt_up() {
             [ "${LVD[0]}" = unshare ] &&
                 echo "$ME: no private mount namespace here: libvirtd as it is (each call waits for a new probe)" &&
                 libvirtd -d -f "$WORK/lv/libvirtd.conf" -p "$WORK/lv/libvirtd.pid" ||
-                { echo "$ME: SKIP: libvirtd does not start: $(tail -n2 "$WORK/lv/libvirtd.log")"; return 77; }
+                { echo "$ME: SKIP: libvirtd does not start: $(tail -n2 "$WORK/lv/libvirtd.log")"; exit 77; }
         fi
         URI="qemu:///system?socket=$WORK/lv/libvirt-sock"
         for ((i = 0; i < 200; i++)); do
@@ -98,20 +91,83 @@ vt_libvirt_up() {
         [ -s "$WORK/lv/libvirtd.pid" ] && read -r LIBVIRTD_PID <"$WORK/lv/libvirtd.pid"
         if [ -z "$LIBVIRTD_PID" ] || ! V uri >/dev/null 2>&1; then
             echo "$ME: SKIP: libvirtd did not come up: $(grep -v dnsmasq "$WORK/lv/libvirtd.log" | tail -n3)"
-            return 77
+            exit 77
         fi
         echo "$ME: started virtlogd ${VIRTLOGD_PID:-(already running)} and libvirtd $LIBVIRTD_PID, socket $WORK/lv"
     fi
 }
 
-vt_libvirt_down() {
+libvirt_down() {
+    local d
     [ -n "$LIBVIRTD_PID" ] && stop_pid "$LIBVIRTD_PID"
     [ -n "$VIRTLOGD_PID" ] && stop_pid "$VIRTLOGD_PID"
     [ "$MADE_LOGDIR" = 1 ] && rm -rf /var/log/libvirt
     for d in "${MADE_DIRS[@]+"${MADE_DIRS[@]}"}"; do rm -rf "$d"; done
     [ "$MADE_USER" = 1 ] && userdel libvirt-qemu 2>/dev/null
     [ "$MADE_GROUP" = 1 ] && getent group libvirt-qemu >/dev/null && groupdel libvirt-qemu 2>/dev/null
+    LIBVIRTD_PID= VIRTLOGD_PID=
 }
+
+libvirt_forget() {	# DOM: destroyed, undefined, its log removed
+    V destroy "$1" >/dev/null 2>&1
+    V undefine "$1" >/dev/null 2>&1
+    rm -f "/var/log/libvirt/qemu/$1.log"
+}
+
+libvirt_stale() {
+    V dominfo "$1" >/dev/null 2>&1 || return 0
+    [ "$(V desc "$1" 2>/dev/null)" = "$2" ] ||
+        { echo "$ME: SKIP: a domain $1 exists that this test did not make"; exit 77; }
+    V destroy "$1" >/dev/null 2>&1
+    V undefine "$1" >/dev/null || { echo "$ME: FAIL: cannot undefine the stale $1"; exit 1; }
+}
+
+# libvirt_domain_xml FILE NAME DESC CMDLINE ON_REBOOT: a 2-vCPU TCG domain (<domain type='qemu'>)
+# that boots the image copied to WORK/boot (vmlinux, initramfs) directly, the e2e command line
+# with CMDLINE (vt.run=..., vt.ports=...) after it, its console in WORK/console.log and an extra
+# pipe channel vt-test (WORK/ports/vt-test.in/.out, made by the caller) for vt-e2e-guest;
+# ON_REBOOT: destroy or restart; DEVICES (optional): more XML among its devices.
+libvirt_domain_xml() {
+    cat >"$1" <<XML
+<domain type='qemu'>
+  <name>$2</name>
+  <description>$3</description>
+  <memory unit='MiB'>512</memory>
+  <vcpu>2</vcpu>
+  <os>
+    <type arch='x86_64' machine='pc'>hvm</type>
+    <kernel>$WORK/boot/vmlinux</kernel>
+    <initrd>$WORK/boot/initramfs</initrd>
+    <cmdline>console=ttyS0 loglevel=5 trace_clock=x86-tsc panic=-1 idle=halt maxcpus=1 trace_event=sched:*,irq:*,timer:* vt.keep=sched,irq,timer $4</cmdline>
+  </os>
+  <features><acpi/></features>
+  <on_poweroff>destroy</on_poweroff>
+  <on_reboot>$5</on_reboot>
+  <on_crash>destroy</on_crash>
+  <devices>
+    <emulator>$(command -v qemu-system-x86_64)</emulator>
+    <serial type='file'><source path='$WORK/console.log'/><target port='0'/></serial>
+    <channel type='pipe'>
+      <source path='$WORK/ports/vt-test'/>
+      <target type='virtio' name='vt-test'/>
+    </channel>
+    <controller type='usb' model='none'/>
+    <memballoon model='none'/>${6:-}
+  </devices>
+</domain>
+XML
+}
+
+# libvirt_boot_files: VT_IMAGE's kernel and initramfs copied to WORK/boot (libvirt gives the
+# files to its qemu user while the domain runs), and WORK/ports made.
+libvirt_boot_files() {
+    mkdir -p "$WORK/boot" "$WORK/ports"
+    cp "$VT_IMAGE/vmlinux" "$WORK/boot/vmlinux" && cp "$(ls "$VT_IMAGE"/initramfs.cpio* | head -n1)" "$WORK/boot/initramfs" ||
+        { echo "$ME: FAIL: no kernel or initramfs in $VT_IMAGE"; exit 1; }
+    chmod -R a+rX "$WORK/boot"
+}
+
+# ---- For a test that runs alone on one domain DOM (DESC) with a collector or a daemon ---------
 
 # vt_libvirt_need: 0, or 77 after saying what is missing (the tools, root)
 vt_libvirt_need() {
@@ -136,68 +192,22 @@ vt_libvirt_work() {
 bad() { echo "$ME: FAIL: $*"; fail=1; }
 
 # vt_libvirt_cleanup: the test's collector (COLLECT_PID) stopped, the domain DOM (if DEFINED=1)
-# destroyed and undefined, libvirt's daemons stopped (vt_libvirt_down), the work dir removed
+# destroyed and undefined, libvirt's daemons stopped (libvirt_down), the work dir removed
 # unless VT_KEEP=1
 vt_libvirt_cleanup() {
     [ -n "$COLLECT_PID" ] && kill -TERM "$COLLECT_PID" 2>/dev/null && wait "$COLLECT_PID" 2>/dev/null
-    if [ "$DEFINED" = 1 ]; then
-        V destroy "$DOM" >/dev/null 2>&1
-        V undefine "$DOM" >/dev/null 2>&1
-        rm -f "/var/log/libvirt/qemu/$DOM.log"
-    fi
-    vt_libvirt_down
+    [ "$DEFINED" = 1 ] && libvirt_forget "$DOM"
+    libvirt_down
     if [ "$KEEP" = 1 ]; then echo "$ME: kept $WORK"; else rm -rf "$WORK"; fi
 }
 
-# vt_libvirt_boot_files: VT_IMAGE's kernel and initramfs copied to WORK/boot (libvirt gives the
-# files to its qemu user while the domain runs), and WORK/ports made; 0 or 1
-vt_libvirt_boot_files() {
-    mkdir -p "$WORK/boot" "$WORK/ports"
-    cp "$VT_IMAGE/vmlinux" "$WORK/boot/vmlinux" && cp "$(ls "$VT_IMAGE"/initramfs.cpio* | head -n1)" "$WORK/boot/initramfs" ||
-        { echo "$ME: FAIL: no kernel or initramfs in $VT_IMAGE"; return 1; }
-    chmod -R a+rX "$WORK/boot"
-}
-
-# vt_libvirt_define CMDLINE DEVICES: define DOM (its description DESC): 2 vCPUs under TCG, the e2e
-# image booted directly as lib.sh boots it, with CMDLINE added to its kernel command line, the
-# vt-test port (pipe FIFOs in WORK/ports) and DEVICES (XML) among its devices. A leftover of a
-# killed run (the same DESC) is removed first; any other domain of that name is not: 77. 0, or 1.
+# vt_libvirt_define CMDLINE DEVICES: define DOM (its description DESC) as libvirt_domain_xml makes
+# it, running the agent (vt.run, 4 ports) with CMDLINE after it and DEVICES among its devices;
+# a leftover of a killed run is removed first (libvirt_stale). 0, or 1.
 vt_libvirt_define() {
-    if V dominfo "$DOM" >/dev/null 2>&1; then
-        [ "$(V desc "$DOM" 2>/dev/null)" = "$DESC" ] ||
-            { echo "$ME: SKIP: a domain $DOM exists that this test did not make"; return 77; }
-        V destroy "$DOM" >/dev/null 2>&1
-        V undefine "$DOM" >/dev/null || { echo "$ME: FAIL: cannot undefine the stale $DOM"; return 1; }
-    fi
+    libvirt_stale "$DOM" "$DESC"
     mkfifo "$WORK/ports/vt-test.in" "$WORK/ports/vt-test.out"
-    cat >"$WORK/domain.xml" <<XML
-<domain type='qemu'>
-  <name>$DOM</name>
-  <description>$DESC</description>
-  <memory unit='MiB'>512</memory>
-  <vcpu>2</vcpu>
-  <os>
-    <type arch='x86_64' machine='pc'>hvm</type>
-    <kernel>$WORK/boot/vmlinux</kernel>
-    <initrd>$WORK/boot/initramfs</initrd>
-    <cmdline>console=ttyS0 loglevel=5 trace_clock=x86-tsc panic=-1 idle=halt maxcpus=1 trace_event=sched:*,irq:*,timer:* vt.keep=sched,irq,timer vt.run=/etc/vt/agent-run vt.ports=4$1</cmdline>
-  </os>
-  <features><acpi/></features>
-  <on_poweroff>destroy</on_poweroff>
-  <on_reboot>destroy</on_reboot>
-  <on_crash>destroy</on_crash>
-  <devices>
-    <emulator>$(command -v qemu-system-x86_64)</emulator>
-    <serial type='file'><source path='$WORK/console.log'/><target port='0'/></serial>
-    <channel type='pipe'>
-      <source path='$WORK/ports/vt-test'/>
-      <target type='virtio' name='vt-test'/>
-    </channel>
-    <controller type='usb' model='none'/>
-    <memballoon model='none'/>$2
-  </devices>
-</domain>
-XML
+    libvirt_domain_xml "$WORK/domain.xml" "$DOM" "$DESC" "vt.run=/etc/vt/agent-run vt.ports=4$1" destroy "$2"
     V define "$WORK/domain.xml" >/dev/null || { echo "$ME: FAIL: libvirt refused the domain"; return 1; }
     DEFINED=1
 }

@@ -42,10 +42,9 @@ VT_GUEST_EXTRA_MODULES="pvpanic_mmio"
 VT_AGENT_PRE='modprobe pvpanic-mmio || echo "E2E: FAIL cannot load pvpanic-mmio"'
 vt_collect_image "$WORK" daemon-panic; rc=$?
 [ $rc = 0 ] || exit $rc
-vt_libvirt_boot_files || exit 1
+libvirt_boot_files
 
-vt_libvirt_up; rc=$?
-[ $rc = 0 ] || exit $rc
+libvirt_up
 # As test-libvirt-guest's domain, plus the pvpanic device; the agent serves one daemon child
 # after another (vt.agent_keep=1).
 vt_libvirt_define " vt.agent_keep=1" "
@@ -152,10 +151,8 @@ echo "$ME: merged: $mm markers, host sched_switch $hb before the first and $ha a
 if [ -n "$LIBVIRTD_PID" ]; then
     t=$(vt_now)
     stop_pid "$LIBVIRTD_PID"
-    rm -f "$WORK/lv/libvirtd.pid"
-    "${LVD[@]}" || bad "libvirtd did not start again"
-    for ((i = 0; i < 200; i++)); do [ -s "$WORK/lv/libvirtd.pid" ] && break; sleep 0.1; done
-    read -r LIBVIRTD_PID <"$WORK/lv/libvirtd.pid"
+    LIBVIRTD_PID=
+    libvirt_up
     for ((i = 0; i < 600; i++)); do
         [ "$(grep -c "panic trigger: following libvirt's lifecycle events" "$WORK/daemon.log")" = 2 ] && break
         sleep 0.1

@@ -39,10 +39,26 @@ N=${VT_E2E_MARKERS:-500}
 DOM=vt-e2e-libvirt
 DESC="virtio-trace e2e test domain (tests/e2e/test-libvirt-guest.sh)"
 
-vt_libvirt_need || exit $?
+for t in libvirtd virtlogd virsh qemu-system-x86_64 busybox cpio depmod timeout strip trace-cmd jq; do
+    command -v "$t" >/dev/null || { echo "$ME: SKIP: $t not found"; exit 77; }
+done
+[ "$(id -u)" = 0 ] || { echo "$ME: SKIP: needs root (a system libvirtd and its qemu user)"; exit 77; }
 
 T0=$(vt_now)
-vt_libvirt_work
+WORK=$(mktemp -d /tmp/vt-test-libvirt-guest.XXXXXX)
+chmod 755 "$WORK"	# QEMU runs as libvirt's qemu user: it must reach the kernel and the FIFOs
+KEEP=${VT_KEEP:-0}
+COLLECT_PID= DEFINED=0
+cleanup() {
+    [ -n "$COLLECT_PID" ] && kill -TERM "$COLLECT_PID" 2>/dev/null && wait "$COLLECT_PID" 2>/dev/null
+    [ "$DEFINED" = 1 ] && libvirt_forget "$DOM"
+    libvirt_down
+    if [ "$KEEP" = 1 ]; then echo "$ME: kept $WORK"; else rm -rf "$WORK"; fi
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
+fail=0
+bad() { echo "$ME: FAIL: $*"; fail=1; }
 
 vt_collect_build; rc=$?
 [ $rc = 0 ] || exit $rc
@@ -50,17 +66,20 @@ t=$(vt_now)
 vt_collect_image "$WORK" libvirt-guest; rc=$?
 [ $rc = 0 ] || exit $rc
 T_IMAGE=$(vt_secs "$t" "$(vt_now)")
-vt_libvirt_boot_files || exit 1
+libvirt_boot_files
 
 # --- libvirt: the running one, else our own (FACTS.md §6) ---
 t=$(vt_now)
-vt_libvirt_up; rc=$?
-[ $rc = 0 ] || exit $rc
+libvirt_up
 T_DAEMON=$(vt_secs "$t" "$(vt_now)")
 
+libvirt_stale "$DOM" "$DESC"
+
 # The domain: the e2e image booted directly, as lib.sh boots it, plus the vt-test port.
-vt_libvirt_define "" ""; rc=$?
-[ $rc = 0 ] || exit $rc
+mkfifo "$WORK/ports/vt-test.in" "$WORK/ports/vt-test.out"
+libvirt_domain_xml "$WORK/domain.xml" "$DOM" "$DESC" "vt.run=/etc/vt/agent-run vt.ports=4" destroy
+V define "$WORK/domain.xml" >/dev/null || { echo "$ME: FAIL: libvirt refused the domain"; exit 1; }
+DEFINED=1
 
 # Before setup: the domain is not running, and record says what to do.
 "$COLLECT" record --domain "$DOM" --connect "$URI" -d 1 -o "$WORK/out0" >"$WORK/rec0.log" 2>&1

@@ -44,6 +44,10 @@ kill -INT $COLLECT_PID
 collect_wait 60
 fake_end $pid
 [ $RC = 0 ] || { show "$WORK/hold.log" "$WORK/vm-hold.fake"; fail "held recording: exit $RC, want 0"; }
+# Its spool is gone whole, the span files (cpuN.window) too.
+! grep -q 'not made by the collector\|not removed' "$WORK/hold.log" && [ ! -e "$out/.spool" ] ||
+	{ show "$WORK/hold.log"; fail "the held recording's spool is left: $(ls -R "$out/.spool" 2>&1 | tr '\n' ' ')"; }
+echo "ok: the held recording's spool is removed whole (cpuN.window too)"
 report "$WORK/hold.txt" --raw-ts -i "$out/guest-vm-hold.dat"
 total_over=0
 for c in 0 1; do
