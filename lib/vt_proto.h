@@ -109,6 +109,8 @@ enum vt_proto_type {
 	VT_PROTO_RESUME = 36,		/* H->A  empty: take over the running session (only to an
 					 * agent with VT_PROTO_CAP_RESUME) */
 	VT_PROTO_SESSION = 37,		/* A->H  struct vt_proto_session: RESUME's answer */
+	VT_PROTO_BUFFER_BUDGET = 38,	/* H->A  u32 budget_kb: what the ring buffers may grow to
+					 * (only to an agent with VT_PROTO_CAP_BUFFER_BUDGET) */
 };
 
 /* Who sends a message type (vt_proto_type_sender()): the host, the agent, or both ORed. */
@@ -136,6 +138,8 @@ enum vt_proto_type {
 #define VT_PROTO_CAP_RESUME	(1ull << 12)	/* agent: RESUME is served, and marks
 						 * where each data stream stands */
 #define VT_PROTO_CAP_HOLD	(1ull << 13)	/* START may carry VT_PROTO_START_HOLD */
+#define VT_PROTO_CAP_BUFFER_BUDGET (1ull << 14)	/* BUFFER_BUDGET is served: the agent grows
+						 * its ring buffers with the drain it measures */
 
 /* START flags (only to an agent with VT_PROTO_CAP_HOLD) */
 /*
@@ -399,6 +403,7 @@ int vt_proto_enc_buffer_size(void *buf, size_t size, uint32_t seq,
 			     const struct vt_proto_buffer_size *bs);
 int vt_proto_enc_instance(void *buf, size_t size, uint32_t seq, const char *name);
 int vt_proto_enc_flush(void *buf, size_t size, uint32_t seq, uint32_t interval_ms);
+int vt_proto_enc_budget(void *buf, size_t size, uint32_t seq, uint32_t budget_kb);
 int vt_proto_enc_start(void *buf, size_t size, uint32_t seq, uint32_t flags);
 int vt_proto_enc_stats(void *buf, size_t size, uint32_t seq, const struct vt_proto_stats *st);
 int vt_proto_enc_meta_req_key(void *buf, size_t size, uint32_t seq, uint64_t max_total,
@@ -423,6 +428,7 @@ int vt_proto_dec_string(const struct vt_proto_msg *msg, const char **s);
 int vt_proto_dec_buffer_size(const struct vt_proto_msg *msg, struct vt_proto_buffer_size *bs);
 int vt_proto_dec_instance(const struct vt_proto_msg *msg, const char **name);
 int vt_proto_dec_flush(const struct vt_proto_msg *msg, uint32_t *interval_ms);
+int vt_proto_dec_budget(const struct vt_proto_msg *msg, uint32_t *budget_kb);
 int vt_proto_dec_start(const struct vt_proto_msg *msg, uint32_t *flags);
 int vt_proto_dec_stats(const struct vt_proto_msg *msg, struct vt_proto_stats *st);
 int vt_proto_dec_meta_req(const struct vt_proto_msg *msg, uint64_t *max_total);

@@ -213,6 +213,43 @@ static void json_check(struct jw *w, const struct spool_check *c)
 	jw_end(w, '}');
 }
 
+/* A `key: text` line of the stats, copied into @buf ("" when absent). */
+static void stat_text(const char *stats, const char *key, char *buf, size_t size)
+{
+	const char *p = stats;
+	size_t klen = strlen(key);
+
+	buf[0] = '\0';
+	while (p && *p) {
+		if (strncmp(p, key, klen) == 0 && p[klen] == ':') {
+			p += klen + 1;
+			p += strspn(p, " ");
+			snprintf(buf, size, "%.*s", (int)strcspn(p, "\n"), p);
+			return;
+		}
+		p = strchr(p, '\n');
+		p = p ? p + 1 : NULL;
+	}
+}
+
+/* The agent's buffer lines of a CPU's stats. */
+static void json_cpu_buffer(struct jw *w, const char *stats)
+{
+	char why[256];
+
+	jw_u64(w, "buffer_kb", stat_field(stats, "buffer_kb"));
+	jw_u64(w, "buffer_start_kb", stat_field(stats, "buffer_start_kb"));
+	jw_u64(w, "buffer_budget_kb", stat_field(stats, "buffer_budget_kb"));
+	jw_u64(w, "buffer_grows", stat_field(stats, "buffer_grows"));
+	jw_bool(w, "buffer_capped", stat_field(stats, "buffer_capped") != 0);
+	jw_u64(w, "buffer_paused_us", stat_field(stats, "buffer_paused_us"));
+	stat_text(stats, "buffer_why", why, sizeof(why));
+	if (*why)
+		jw_str(w, "buffer_why", why);
+	else
+		jw_null(w, "buffer_why");
+}
+
 /* One CPU's figures ("cpus" of a trace). */
 static void json_cpu(struct jw *w, const struct trace_sum *t, const struct cpu_sum *c,
 		     const struct spool_cpu *sc)
@@ -246,6 +283,9 @@ static void json_cpu(struct jw *w, const struct trace_sum *t, const struct cpu_s
 		jw_u64(w, "steal_ticks", stat_field(stats, "steal_ticks"));
 		jw_u64(w, "user_hz", stat_field(stats, "user_hz"));
 	}
+	/* Its ring buffer's size, and how the agent grew it (an agent with BUFFER_BUDGET). */
+	if (!t->rec.host && stat_has(stats, "buffer_kb"))
+		json_cpu_buffer(w, stats);
 	jw_end(w, '}');
 	jw_end(w, '}');
 }

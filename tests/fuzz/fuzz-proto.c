@@ -31,7 +31,7 @@ static const uint16_t all_types[] = {
 	VT_PROTO_INSTANCE, VT_PROTO_START, VT_PROTO_STOP, VT_PROTO_STOPPED, VT_PROTO_MARKER,
 	VT_PROTO_STATS_REQ, VT_PROTO_STATS, VT_PROTO_META_REQ, VT_PROTO_META,
 	VT_PROTO_SYNC_BEGIN, VT_PROTO_SYNC_PROBE, VT_PROTO_SYNC_REPLY, VT_PROTO_SYNC_END,
-	VT_PROTO_LASTBOOT_REQ, VT_PROTO_NOTICE, VT_PROTO_FLUSH,
+	VT_PROTO_LASTBOOT_REQ, VT_PROTO_NOTICE, VT_PROTO_FLUSH, VT_PROTO_BUFFER_BUDGET,
 };
 #define NR_TYPES	(sizeof(all_types) / sizeof(all_types[0]))
 
@@ -102,6 +102,9 @@ static int reencode(const struct vt_proto_msg *m)
 	case VT_PROTO_FLUSH:
 		ret = vt_proto_dec_flush(m, &u32);
 		return ret ? ret : vt_proto_enc_flush(frame, sizeof(frame), m->seq, u32);
+	case VT_PROTO_BUFFER_BUDGET:
+		ret = vt_proto_dec_budget(m, &u32);
+		return ret ? ret : vt_proto_enc_budget(frame, sizeof(frame), m->seq, u32);
 	case VT_PROTO_SESSION:
 		ret = vt_proto_dec_session(m, &ss);
 		return ret ? ret : vt_proto_enc_session(frame, sizeof(frame), m->seq, &ss);
