@@ -162,6 +162,8 @@ int tracing_marker(const struct tracing *t, const char *text);
 #define RING_IDLE_PORT_MS	1000
 /* Fill and drain rates are averaged over about this long (a look may come 10 ms after the last). */
 #define RING_AVG_MS		100
+/* A growth at least multiplies the size by this: each one stops the buffer a while. */
+#define RING_MIN_GROWTH		2
 /* Every CPU's buffer together, unless --buffer-budget or the host says (at most MemTotal/32). */
 #define RING_DEFAULT_BUDGET_KB	65536u
 

@@ -44,10 +44,10 @@ unsigned int ring_size_kb(const struct ring_in *in, enum ring_why *why)
 		return in->cur_kb;
 	}
 	*why = in->lost && need <= cur * 1024 * 3 / 4 ? RING_OVERRUN : RING_BURST;
-	if (need * 3 / 2 > cur * 2 * 1024)
+	if (need * 3 / 2 > cur * RING_MIN_GROWTH * 1024)
 		pages = (need * 3 / 2 + page - 1) / page;
 	else
-		pages = (cur * 2 * 1024 + page - 1) / page;
+		pages = (cur * RING_MIN_GROWTH * 1024 + page - 1) / page;
 	room = (uint64_t)in->room_kb * 1024 / page;
 	if (pages > room) {
 		pages = room;

@@ -27,6 +27,7 @@
 #include <time.h>
 
 #include "agent.h"
+#include "vt_stats.h"
 
 static long long now_ns(void)
 {
@@ -48,29 +49,14 @@ static unsigned int read_kb(const struct tracing *t, unsigned int cpu)
 	return (unsigned int)strtoul(e ? e + 10 : val, NULL, 10);
 }
 
-/* A `key: value` line of per_cpu/cpuN/stats, 0 if absent. */
-static uint64_t stat_u64(const char *text, const char *key)
-{
-	size_t klen = strlen(key);
-	const char *p = text;
-
-	while (p && *p) {
-		if (strncmp(p, key, klen) == 0 && p[klen] == ':')
-			return strtoull(p + klen + 1, NULL, 10);
-		p = strchr(p, '\n');
-		p = p ? p + 1 : NULL;
-	}
-	return 0;
-}
-
 static void read_stats(const struct tracing *t, unsigned int cpu, uint64_t *unread, uint64_t *overrun)
 {
 	char text[1024];
 
 	if (tracing_cpu_stats(t, cpu, text, sizeof(text)) <= 0)
 		text[0] = '\0';
-	*unread = stat_u64(text, "bytes");
-	*overrun = stat_u64(text, "overrun");
+	*unread = vt_stats_u64(text, "bytes");
+	*overrun = vt_stats_u64(text, "overrun");
 }
 
 /**

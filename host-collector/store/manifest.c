@@ -16,6 +16,7 @@
 #include "json.h"
 #include "output.h"
 #include "write.h"
+#include "vt_stats.h"
 
 /*
  * doc/manifest.schema.json describes this version of the keys; a key renamed or removed, or
@@ -32,31 +33,13 @@ static void str_or_null(struct jw *w, const char *key, const char *s)
 
 static uint64_t stat_field(const char *stats, const char *key)
 {
-	const char *p = stats;
-	size_t klen = strlen(key);
-
-	while (p && *p) {
-		if (strncmp(p, key, klen) == 0 && p[klen] == ':')
-			return strtoull(p + klen + 1, NULL, 10);
-		p = strchr(p, '\n');
-		p = p ? p + 1 : NULL;
-	}
-	return 0;
+	return vt_stats_u64(stats, key);
 }
 
 /* Whether the agent's stats text has @key (the steal lines are newer than some agents). */
 static bool stat_has(const char *stats, const char *key)
 {
-	const char *p = stats;
-	size_t klen = strlen(key);
-
-	while (p && *p) {
-		if (strncmp(p, key, klen) == 0 && p[klen] == ':')
-			return true;
-		p = strchr(p, '\n');
-		p = p ? p + 1 : NULL;
-	}
-	return false;
+	return vt_stats_line(stats, key) != NULL;
 }
 
 static double ticks_ns(const struct finish *r, uint64_t ticks)
@@ -216,19 +199,12 @@ static void json_check(struct jw *w, const struct spool_check *c)
 /* A `key: text` line of the stats, copied into @buf ("" when absent). */
 static void stat_text(const char *stats, const char *key, char *buf, size_t size)
 {
-	const char *p = stats;
-	size_t klen = strlen(key);
+	const char *p = vt_stats_line(stats, key);
 
 	buf[0] = '\0';
-	while (p && *p) {
-		if (strncmp(p, key, klen) == 0 && p[klen] == ':') {
-			p += klen + 1;
-			p += strspn(p, " ");
-			snprintf(buf, size, "%.*s", (int)strcspn(p, "\n"), p);
-			return;
-		}
-		p = strchr(p, '\n');
-		p = p ? p + 1 : NULL;
+	if (p) {
+		p += strspn(p, " ");
+		snprintf(buf, size, "%.*s", (int)strcspn(p, "\n"), p);
 	}
 }
 

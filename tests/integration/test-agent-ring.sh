@@ -4,14 +4,14 @@
 # markers goes into the agent's instance on CPU 0 at about $RATE a second, while a throttled
 # reader between the agent's data port and the collector takes $SLOW KiB a second, until the
 # burst is over (then it reads at full speed, so the port could carry the burst on average).
-# Each CPU's buffer starts at 64 KiB (--buffer-size 64). Three recordings of the same burst:
+# Each CPU's buffer starts at 256 KiB (--buffer-size 256). Three recordings of the same burst:
 # - fixed (the agent's --buffer-budget 0): the ring overruns; the markers received and the
 #   kernel's overrun (manifest stats.overrun) add up to $N exactly, and the buffer never grew;
 # - adaptive (the default budget): every one of the $N markers arrives, in order, none
 #   overrun; cpu0's buffer grew (buffer_grows, buffer_why "burst"), within the budget, and the
 #   agent's log says each growth;
-# - capped (record --buffer-budget 512): cpu0 grows no further than the budget leaves it
-#   (512 - cpu1's 64 KiB), buffer_capped is true, the agent warns (a NOTICE the collector
+# - capped (record --buffer-budget 1024): cpu0 grows no further than the budget leaves it
+#   (1024 less cpu1's 256 KiB), buffer_capped is true, the agent warns (a NOTICE the collector
 #   prints), and the markers received and the overrun add up to $N exactly.
 # The instance's sizes are put back afterwards. Figures go to the test's log (doc/benchmarks.md).
 echo "agent: the ring buffer grows with a burst the port drains slowly, within the budget; loss counted"
@@ -64,7 +64,7 @@ run_case() {
 	apid=$!
 	track $apid
 	# shellcheck disable=SC2086
-	"$COLLECT" record --chardev-dir "$pc" --name ringvm --sync none --buffer-size 64 \
+	"$COLLECT" record --chardev-dir "$pc" --name ringvm --sync none --buffer-size 256 \
 		-e sched:sched_process_exec -f 'common_pid < 0' $3 -o "$out" >"$WORK/$name.log" 2>&1 &
 	COLLECT_PID=$!
 	track $COLLECT_PID
@@ -104,8 +104,8 @@ run_case() {
 	echo "$name: $got of $N markers in $secs s, overrun $over, refused $refused; cpu0 buffer" \
 		"$start -> $kb KiB ($grows grows, paused $paused us, capped $capped), every CPU" \
 		"$total KiB, budget $budget KiB"
-	# 64 KiB in whole pages of 4080 data bytes: the kernel says 67.
-	[ "$start" -ge 64 ] && [ "$start" -lt 128 ] || fail "$name: cpu0 buffer_start_kb $start, want 64"
+	# 256 KiB in whole pages of 4080 data bytes: the kernel says 258.
+	[ "$start" -ge 256 ] && [ "$start" -lt 512 ] || fail "$name: cpu0 buffer_start_kb $start, want 256"
 	# The instance holds nothing else (the agent's own control thread is on CPU 1).
 	n=$(grep -c '\[000\]' "$WORK/$name.txt")
 	[ "$n" = "$got" ] || fail "$name: $n events on cpu0, $got markers"
@@ -122,7 +122,7 @@ run_case() {
 }
 
 run_case fixed "--buffer-budget 0" ""
-[ "$over" -gt 0 ] || fail "fixed: no overrun: the burst did not overrun 64 KiB (make it larger)"
+[ "$over" -gt 0 ] || fail "fixed: no overrun: the burst did not overrun 256 KiB (make it larger)"
 [ "$refused" = 0 ] || fail "fixed: $refused markers refused with no resize"
 [ "$kb" = "$start" ] && [ "$grows" = 0 ] && [ "$budget" = 0 ] ||
 	fail "fixed: cpu0 buffer $kb KiB after $grows grows, budget $budget"
@@ -141,14 +141,14 @@ n=$(grep -c "cpu0: ring buffer [0-9]* -> [0-9]* KiB (burst" "$WORK/adaptive.agen
 [ "$n" = "$grows" ] || { show "$WORK/adaptive.agent"; fail "adaptive: the agent logged $n growths of $grows"; }
 adaptive_kb=$kb adaptive_refused=$refused
 
-run_case capped "" "--buffer-budget 512"
-[ "$budget" = 512 ] || fail "capped: budget $budget, want 512"
+run_case capped "" "--buffer-budget 1024"
+[ "$budget" = 1024 ] || fail "capped: budget $budget, want 1024"
 c1=$(guest_json "$out" ringvm '.cpus[] | select(.cpu == 1) | .stats.buffer_kb')
-[ "$kb" -gt "$start" ] && [ "$kb" -le $((512 - c1)) ] ||
-	fail "capped: cpu0 buffer $kb KiB, want $start..$((512 - c1)) (cpu1 holds $c1)"
-[ "$total" -le 512 ] || fail "capped: every CPU $total KiB, over 512"
+[ "$kb" -gt "$start" ] && [ "$kb" -le $((1024 - c1)) ] ||
+	fail "capped: cpu0 buffer $kb KiB, want $start..$((1024 - c1)) (cpu1 holds $c1)"
+[ "$total" -le 1024 ] || fail "capped: every CPU $total KiB, over 1024"
 [ "$capped" = true ] || fail "capped: buffer_capped $capped"
-[ "$over" -gt 0 ] || fail "capped: no overrun at 448 KiB"
+[ "$over" -gt 0 ] || fail "capped: no overrun at $kb KiB"
 grep -q "guest ringvm: agent: cpu0: the ring buffer stops at $kb KiB" "$WORK/capped.log" ||
 	{ show "$WORK/capped.log"; fail "capped: the collector did not print the agent's warning"; }
 echo "lost: fixed $start KiB $fixed_lost overrun; adaptive $adaptive_kb KiB 0 overrun," \
