@@ -17,10 +17,7 @@
 echo "agent: the ring buffer grows with a burst the port drains slowly, within the budget; loss counted"
 . "$VT_SRCDIR/tests/integration/collect-lib.sh"
 need_tools
-AGENT=$VT_BUILDDIR/guest-agent/trace-agent
-T=/sys/kernel/tracing
-[ -w $T/instances ] || { echo "SKIP: no writable tracefs at $T (needs root)"; exit 77; }
-[ -x "$AGENT" ] || fail "$AGENT is not built"
+need_agent
 command -v taskset >/dev/null 2>&1 && command -v perl >/dev/null 2>&1 ||
 	{ echo "SKIP: no taskset or perl"; exit 77; }
 ncpu=$(ls -d $T/per_cpu/cpu* | wc -l)
