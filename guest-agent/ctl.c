@@ -1626,6 +1626,7 @@ int agent_run(const struct agent_opts *o)
 		 o->ports.ctl_name);
 
 	a.t.keep = o->keep_s > 0;
+	a.budget_kb = o->buffer_budget_kb;	/* the kernel tool's "1" line has no HELLO */
 	while (!a.quit) {
 		int timeout = min_timeout(burst_timeout(&a), keep_timeout(&a)), n;
 		unsigned int k;
