@@ -165,8 +165,6 @@ int tracing_marker(const struct tracing *t, const char *text);
 #define RING_AVG_MS		100
 /* A growth at least multiplies the size by this: each one stops the buffer a while. */
 #define RING_MIN_GROWTH		2
-/* Every CPU's buffer together, unless --buffer-budget or the host says (at most MemTotal/32). */
-#define RING_DEFAULT_BUDGET_KB	65536u
 
 /**
  * struct ring_in - what one look at a CPU measured
@@ -199,7 +197,6 @@ enum ring_why {
 };
 
 unsigned int ring_size_kb(const struct ring_in *in, enum ring_why *why);
-unsigned int ring_default_budget_kb(uint64_t mem_total_kb);
 
 /**
  * struct ring_cpu - one CPU's buffer as ring.c grows it (the main thread's)

@@ -46,8 +46,8 @@ static void usage(FILE *f)
 "                           full, 1 to 100 (default 10; put back afterwards)\n"
 "      --buffer-budget KB   grow each CPU's ring buffer while the kernel fills it\n"
 "                           faster than its port drains, up to KB for every CPU\n"
-"                           together (default 65536, at most 1/32 of the memory;\n"
-"                           0 keeps the sizes fixed)\n"
+"                           together (default 0: fixed sizes; each resize stops\n"
+"                           recording on every CPU a moment, uncounted)\n"
 "  -v, --verbose            log every control message\n"
 "  -q, --quiet              log only warnings and errors\n"
 "  -V, --version            print the version and exit\n"
@@ -56,22 +56,6 @@ static void usage(FILE *f)
 "Exit status: 0 after a signal or a bye with --once; 1 when the ports never\n"
 "appeared or tracefs is unusable; 2 for a usage error.\n"
 "See trace-agent(8) and virtio-trace-protocol(5).\n");
-}
-
-/* MemTotal from /proc/meminfo, in KiB; 0 if it cannot be read. */
-static uint64_t mem_total_kb(void)
-{
-	unsigned long long kb = 0;
-	char line[128];
-	FILE *f = fopen("/proc/meminfo", "re");
-
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "MemTotal: %llu kB", &kb) == 1)
-			break;
-	fclose(f);
-	return kb;
 }
 
 int main(int argc, char **argv)
@@ -104,7 +88,6 @@ int main(int argc, char **argv)
 		.buffer_percent = AGENT_BUFFER_PERCENT,
 		.keep_s = AGENT_KEEP_INSTANCE_S,
 	};
-	bool budget_set = false;
 	char *end;
 	long v;
 	int c;
@@ -171,7 +154,6 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			o.buffer_budget_kb = (unsigned int)v;
-			budget_set = true;
 			break;
 		case 'v':
 			agent_verbose++;
@@ -196,7 +178,5 @@ int main(int argc, char **argv)
 		fputs(short_usage, stderr);
 		return 2;
 	}
-	if (!budget_set)
-		o.buffer_budget_kb = ring_default_budget_kb(mem_total_kb());
 	return agent_run(&o) < 0 ? 1 : 0;
 }

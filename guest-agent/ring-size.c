@@ -58,16 +58,3 @@ unsigned int ring_size_kb(const struct ring_in *in, enum ring_why *why)
 		return in->cur_kb;
 	return (unsigned int)(pages * page / 1024);
 }
-
-/**
- * ring_default_budget_kb() - the budget when neither the host nor --buffer-budget set one
- * @mem_total_kb: the guest's MemTotal (/proc/meminfo), 0 if unknown
- *
- * Return: RING_DEFAULT_BUDGET_KB, or 1/32 of the guest's memory when that is less.
- */
-unsigned int ring_default_budget_kb(uint64_t mem_total_kb)
-{
-	if (mem_total_kb && mem_total_kb / 32 < RING_DEFAULT_BUDGET_KB)
-		return (unsigned int)(mem_total_kb / 32);
-	return RING_DEFAULT_BUDGET_KB;
-}

@@ -15,7 +15,7 @@
  * growths are few and large (twice the backlog, at least twice the size),
  * and their time is reported (buffer_paused_us). Every
  * CPU's buffer together stays within the budget (--buffer-budget, or the
- * host's BUFFER_BUDGET; 0: each stays at its START size), and none shrinks
+ * host's BUFFER_BUDGET; 0, the default: each stays at its START size), and none shrinks
  * while recording; the sizes are put back with the rest of tracefs.
  *
  * Every growth is logged, and the CPU's STATS text says its size, how often

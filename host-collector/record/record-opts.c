@@ -108,7 +108,8 @@ static const struct opt_def record_opts_def[] = {
 	{ "buffer-budget", OPT_BUDGET, KIND_UINT, "KB",
 "the guest's ring buffers, every CPU together, may grow to\n"
 "KB while its port drains slower than it fills (default:\n"
-"the agent's, 64 MiB; 0 keeps them fixed)",
+"the agent's, 0: fixed; each resize pauses the guest's\n"
+"recording a moment, events then lost uncounted)",
 	  .min = 0, .max = UINT32_MAX, .what = "KiB" },
 	{ "last-boot", OPT_LASTBOOT, KIND_STRING, "NAME",
 "first write the guest's previous boot's trace, kept in the\n"

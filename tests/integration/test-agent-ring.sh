@@ -5,12 +5,13 @@
 # reader between the agent's data port and the collector takes $SLOW KiB a second, until the
 # burst is over (then it reads at full speed, so the port could carry the burst on average).
 # Each CPU's buffer starts at 256 KiB (--buffer-size 256). Three recordings of the same burst:
-# - fixed (the agent's --buffer-budget 0): the ring overruns; the markers received and the
-#   kernel's overrun (manifest stats.overrun) add up to $N exactly, and the buffer never grew;
-# - adaptive (the default budget): every one of the $N markers arrives, in order, none
+# - fixed (no --buffer-budget anywhere: the growth is off by default): the ring overruns; the
+#   markers received and the kernel's overrun (manifest stats.overrun) add up to $N exactly, and
+#   no buffer changed size (tracefs after the burst, the stats, the agent's log);
+# - adaptive (trace-agent --buffer-budget 65536): every one of the $N markers arrives, in order, none
 #   overrun; cpu0's buffer grew (buffer_grows, buffer_why "burst"), within the budget, and the
 #   agent's log says each growth;
-# - capped (record --buffer-budget 1024): cpu0 grows no further than the budget leaves it
+# - capped (record --buffer-budget 1024, the agent without the option): cpu0 grows no further than the budget leaves it
 #   (1024 less cpu1's 256 KiB), buffer_capped is true, the agent warns (a NOTICE the collector
 #   prints), and the markers received and the overrun add up to $N exactly.
 # The instance's sizes are put back afterwards. Figures go to the test's log (doc/benchmarks.md).
@@ -80,6 +81,9 @@ run_case() {
 		}
 		printf "%.3f %d\n", time - $t0, $refused;' "$T/instances/$inst/trace_marker" "$N" "$RATE" \
 		>"$WORK/$name.burst" || fail "$name: cannot write the markers"
+	# Each CPU's size as the kernel has it once the burst is written.
+	cat "$T/instances/$inst/per_cpu"/cpu*/buffer_size_kb >"$WORK/$name.sizes" ||
+		fail "$name: cannot read the instance's buffer sizes"
 	touch "$fast"
 	sleep 1
 	kill -INT $COLLECT_PID
@@ -118,15 +122,21 @@ run_case() {
 	fi
 }
 
-run_case fixed "--buffer-budget 0" ""
+run_case fixed "" ""
 [ "$over" -gt 0 ] || fail "fixed: no overrun: the burst did not overrun 256 KiB (make it larger)"
 [ "$refused" = 0 ] || fail "fixed: $refused markers refused with no resize"
 [ "$kb" = "$start" ] && [ "$grows" = 0 ] && [ "$budget" = 0 ] ||
 	fail "fixed: cpu0 buffer $kb KiB after $grows grows, budget $budget"
 grep -q "ring buffer .* -> " "$WORK/fixed.agent" && fail "fixed: the agent grew a buffer"
+# Without the option no buffer changes size: the kernel's, and every CPU's stats.
+sizes=$(sort -u "$WORK/fixed.sizes" | tr '\n' ' ')
+[ "$sizes" = "$start " ] || fail "fixed: the kernel's sizes after the burst are '$sizes', want $start"
+n=$(guest_json "$out" ringvm "[.cpus[] | select(.stats.buffer_kb != $start or .stats.buffer_grows != 0)] | length")
+[ "$n" = 0 ] || fail "fixed: $n CPUs' buffers changed size"
 fixed_lost=$over
 
-run_case adaptive "" ""
+run_case adaptive "--buffer-budget 65536" ""
+[ "$budget" = 65536 ] || fail "adaptive: budget $budget, want 65536"
 # Nothing overrun: every marker the kernel took arrived.
 [ "$over" = 0 ] && [ $((got + refused)) = "$N" ] ||
 	fail "adaptive: $got of $N markers, $over overrun, $refused refused"

@@ -120,9 +120,10 @@ static void set_buffer_kb(struct t_host *h, unsigned int kb)
 }
 
 /*
- * A fixed size (BUFFER_BUDGET 0): the agent would otherwise grow a ring that a
- * host not reading fills, and the kernel refuses trace_marker writes (EBADF)
- * while it resizes (test-agent-ring).
+ * A fixed size (BUFFER_BUDGET 0, the agent's default too, said here so that
+ * these tests hold whatever the default): a growing ring that a host not
+ * reading fills would make the kernel refuse trace_marker writes (EBADF) while
+ * it resizes (test-agent-ring).
  */
 static void set_fixed(struct t_host *h)
 {

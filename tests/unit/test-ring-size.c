@@ -4,8 +4,7 @@
  * the backlog a burst would leave in RING_HORIZON_MS fits in 3/4 of it; past
  * that, or after an overrun, it grows to 3/2 of that backlog (at least twice
  * its size) in whole kernel pages, never past what the budget leaves it once
- * the kernel rounds it up, and not at all for a port that takes nothing. The default budget is 64 MiB, or 1/32 of
- * the guest's memory when that is less.
+ * the kernel rounds it up, and not at all for a port that takes nothing.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -104,23 +103,12 @@ static void test_budget(void **state)
 	}
 }
 
-static void test_default_budget(void **state)
-{
-	(void)state;
-	printf("ring_default_budget_kb: 64 MiB, or 1/32 of the memory\n");
-	assert_int_equal(ring_default_budget_kb(24 << 20), 65536);
-	assert_int_equal(ring_default_budget_kb(512 << 10), 16384);
-	assert_int_equal(ring_default_budget_kb(2 << 20), 65536);
-	assert_int_equal(ring_default_budget_kb(0), 65536);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_keep),
 		cmocka_unit_test(test_burst),
 		cmocka_unit_test(test_budget),
-		cmocka_unit_test(test_default_budget),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
