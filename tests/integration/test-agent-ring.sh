@@ -11,9 +11,9 @@
 # - adaptive (trace-agent --buffer-budget 65536): every one of the $N markers arrives, in order, none
 #   overrun; cpu0's buffer grew (buffer_grows, buffer_why "burst"), within the budget, and the
 #   agent's log says each growth;
-# - capped (record --buffer-budget 1024, the agent without the option): cpu0 grows no further than the budget leaves it
-#   (1024 less cpu1's 256 KiB), buffer_capped is true, the agent warns (a NOTICE the collector
-#   prints), and the markers received and the overrun add up to $N exactly.
+# - capped (record --buffer-budget 1024, the agent without the option): cpu0 grows no further
+#   than the budget leaves it (1024 less cpu1's 256 KiB), buffer_capped is true, the agent warns
+#   (a NOTICE the collector prints), and the markers received and the overrun add up to $N exactly.
 # The instance's sizes are put back afterwards. Figures go to the test's log (doc/benchmarks.md).
 echo "agent: the ring buffer grows with a burst the port drains slowly, within the budget; loss counted"
 . "$VT_SRCDIR/tests/integration/collect-lib.sh"
@@ -131,7 +131,8 @@ grep -q "ring buffer .* -> " "$WORK/fixed.agent" && fail "fixed: the agent grew 
 # Without the option no buffer changes size: the kernel's, and every CPU's stats.
 sizes=$(sort -u "$WORK/fixed.sizes" | tr '\n' ' ')
 [ "$sizes" = "$start " ] || fail "fixed: the kernel's sizes after the burst are '$sizes', want $start"
-n=$(guest_json "$out" ringvm "[.cpus[] | select(.stats.buffer_kb != $start or .stats.buffer_grows != 0)] | length")
+n=$(guest_json "$out" ringvm \
+	"[.cpus[] | select(.stats.buffer_kb != $start or .stats.buffer_grows != 0)] | length")
 [ "$n" = 0 ] || fail "fixed: $n CPUs' buffers changed size"
 fixed_lost=$over
 
