@@ -152,6 +152,78 @@ int tracing_on(struct tracing *t, bool on);
 int tracing_cpu_stats(const struct tracing *t, unsigned int cpu, char *buf, size_t size);
 int tracing_marker(const struct tracing *t, const char *text);
 
+/* --- ring-size.c and ring.c: each CPU's ring buffer grows with the burst it must hold --- */
+
+/* A recording's CPUs are looked at this often, and this often while one is a quarter full. */
+#define RING_TICK_MS		50
+#define RING_BUSY_TICK_MS	10
+/* The ring is sized to hold a burst this much longer than the one seen so far. */
+#define RING_HORIZON_MS		1000
+/* A port that took nothing for this long is not read: its CPU does not grow. */
+#define RING_IDLE_PORT_MS	1000
+/* Fill and drain rates are averaged over about this long (a look may come 10 ms after the last). */
+#define RING_AVG_MS		100
+/* A growth at least multiplies the size by this: each one stops the buffer a while. */
+#define RING_MIN_GROWTH		2
+
+/**
+ * struct ring_in - what one look at a CPU measured
+ * @cur_kb: its buffer_size_kb now
+ * @room_kb: the most it may grow to: the budget less the other CPUs' buffers
+ * @unread: bytes the ring holds that the port has not taken (its stats' bytes)
+ * @fill_bps: bytes a second the kernel wrote into it since the last look
+ * @drain_bps: bytes a second its port took
+ * @lost: its stats' overrun grew since the last look
+ * @port_idle: the port took nothing for RING_IDLE_PORT_MS
+ * @page_bytes: data bytes in a kernel page (the sub-buffer less its header), 0: 4096
+ */
+struct ring_in {
+	unsigned int cur_kb;
+	unsigned int room_kb;
+	uint64_t unread;
+	uint64_t fill_bps;
+	uint64_t drain_bps;
+	bool lost;
+	bool port_idle;
+	unsigned int page_bytes;
+};
+
+enum ring_why {
+	RING_KEEP,		/* it holds what is coming */
+	RING_BURST,		/* the backlog would pass 3/4 of it within RING_HORIZON_MS */
+	RING_OVERRUN,		/* the kernel overwrote events */
+	RING_CAPPED,		/* it grew (or would) but the budget stops it */
+	RING_PORT_IDLE,		/* it would, but the port takes nothing */
+};
+
+unsigned int ring_size_kb(const struct ring_in *in, enum ring_why *why);
+
+/**
+ * struct ring_cpu - one CPU's buffer as ring.c grows it (the main thread's)
+ * @start_kb: its size at START: never less than that
+ * @kb: its size now
+ * @grows: times it grew
+ * @capped: the budget stopped a growth
+ * @why: the last growth's reason and figures
+ *
+ * The kernel stops the whole buffer while it resizes one CPU (trace.c,
+ * __tracing_resize_ring_buffer(): tracing_stop_tr()): an event of any CPU
+ * that comes then is refused, and no counter says so. @paused_us adds up
+ * how long those writes took, the bound of that window.
+ */
+struct ring_cpu {
+	unsigned int start_kb;
+	unsigned int kb;
+	unsigned int grows;
+	bool capped;
+	bool idle_said;
+	uint64_t paused_us;	/* the resizes' time: the kernel records nothing then */
+	long long last_ns, drained_ns;
+	uint64_t last_sent, last_unread, last_overrun;
+	uint64_t fill_bps, drain_bps;	/* averaged over about RING_AVG_MS */
+	char why[160];
+};
+
 /* --- lastboot.c: the previous boot's trace of a boot-mapped instance --- */
 
 int lastboot_bundle(const struct tracing *t, const char *name, unsigned int meta_flags,
@@ -212,6 +284,7 @@ struct cpu_stream {
 	uint64_t marks;			/* marks written (the thread's) */
 	uint64_t steal0, steal1;	/* /proc/stat steal ticks at START and at STOP */
 	bool have_steal;		/* steal0 was read (the main thread's) */
+	struct ring_cpu ring;		/* its buffer's size and growth (the main thread's) */
 };
 
 int cpu_start(struct cpu_stream *s, const struct tracing *t, const struct ports *p,
@@ -222,5 +295,10 @@ void cpu_rewake(struct cpu_stream *s);
 void cpu_abort(struct cpu_stream *s);
 void cpu_mark(struct cpu_stream *s, uint64_t resume);
 int cpu_join(struct cpu_stream *s);
+
+/* ring.c, on the streams of a recording */
+void ring_begin(struct tracing *t, struct cpu_stream *cpus, unsigned int nr, unsigned int budget_kb);
+int ring_tick(struct tracing *t, struct cpu_stream *cpus, unsigned int nr, unsigned int budget_kb);
+void ring_text(const struct cpu_stream *s, unsigned int budget_kb, char *text, size_t size);
 
 #endif

@@ -82,6 +82,9 @@ struct agent {
 	bool hello_done;
 	uint64_t host_caps;		/* the host's HELLO: VT_PROTO_CAP_NOTICE */
 	uint32_t flush_ms;		/* FLUSH: partial pages this old go out, 0: never */
+	uint32_t budget_kb;		/* BUFFER_BUDGET, or --buffer-budget: ring.c's budget */
+	uint32_t ring_kb;		/* the running recording's budget (0: fixed, and held) */
+	long long ring_next;		/* when ring_tick() looks next */
 	unsigned int notices_sent;	/* to this host */
 	bool kallsyms_sent;		/* this session sent kallsyms, with /proc/modules at: */
 	uint64_t kallsyms_modules;
@@ -530,6 +533,10 @@ static int start(struct agent *a, bool hold)
 	if (ret < 0)
 		goto err;
 	read_steal(a, true);
+	/* A held ring overwrites and is not drained: nothing to grow it for. */
+	a->ring_kb = hold ? 0 : a->budget_kb;
+	ring_begin(&a->t, a->cpus, a->nr_streams, a->ring_kb);
+	a->ring_next = agent_now_ns();
 	a->running = true;
 	a->resumes = 0;
 	log_info("%s %u CPUs from %s, %u-byte sub-buffers", hold ? "holding" : "streaming",
@@ -575,6 +582,7 @@ static int send_stats(struct agent *a, bool last)
 		if (a->running)
 			read_steal(a, false);
 		steal_text(s, text, sizeof(text) - 1);
+		ring_text(s, a->ring_kb, text, sizeof(text) - 1);
 		ret = send_frame(a, vt_proto_enc_stats(frame(a), VT_PROTO_FRAME_MAX, next_seq(a), &c));
 		if (ret < 0)
 			return ret;
@@ -1077,7 +1085,7 @@ static uint64_t capabilities(struct agent *a)
 	uint64_t caps = VT_PROTO_CAP_META | VT_PROTO_CAP_INSTANCES | VT_PROTO_CAP_LASTBOOT |
 			VT_PROTO_CAP_META_FLAGS | VT_PROTO_CAP_META_OPEN |
 			VT_PROTO_CAP_KALLSYMS_KEY | VT_PROTO_CAP_FLUSH | VT_PROTO_CAP_RESUME |
-			VT_PROTO_CAP_HOLD | VT_PROTO_CAP_WATCH;
+			VT_PROTO_CAP_HOLD | VT_PROTO_CAP_WATCH | VT_PROTO_CAP_BUFFER_BUDGET;
 	struct tracing probe = a->t;
 	char path[PATH_MAX];
 
@@ -1129,6 +1137,7 @@ static int handle_hello(struct agent *a, const struct vt_proto_msg *msg)
 	r.rev_min = r.rev_max = rev;
 	a->host_caps = h.caps;
 	a->flush_ms = 0;	/* each host asks for its own */
+	a->budget_kb = a->o->buffer_budget_kb;
 	a->notices_sent = 0;
 	notices_wanted(h.caps & VT_PROTO_CAP_NOTICE);
 	r.caps = capabilities(a);
@@ -1195,6 +1204,23 @@ static int handle_resume(struct agent *a, const struct vt_proto_msg *msg)
 		 (unsigned long long)a->resumes, a->nr_streams);
 	return ret;
 }
+/* BUFFER_BUDGET: what the next recording's ring buffers may grow to (0: they stay). */
+static void handle_budget(struct agent *a, const struct vt_proto_msg *msg)
+{
+	uint32_t kb;
+
+	if (vt_proto_dec_budget(msg, &kb) < 0) {
+		reply_err(a, msg->seq, EBADMSG, "malformed BUFFER_BUDGET");
+		return;
+	}
+	if (a->running || a->stopping) {
+		reply_err(a, msg->seq, EBUSY, "stop before changing BUFFER_BUDGET");
+		return;
+	}
+	a->budget_kb = kb;
+	reply_ok(a, msg->seq);
+}
+
 /* FLUSH: partial pages go out after that many ms (0: never). */
 static void handle_flush(struct agent *a, const struct vt_proto_msg *msg)
 {
@@ -1358,6 +1384,9 @@ static void handle(struct agent *a, const struct vt_proto_msg *msg)
 		break;
 	case VT_PROTO_FLUSH:
 		handle_flush(a, msg);
+		break;
+	case VT_PROTO_BUFFER_BUDGET:
+		handle_budget(a, msg);
 		break;
 	case VT_PROTO_START:
 		handle_start(a, msg);
@@ -1571,6 +1600,24 @@ static bool marks_pending(struct agent *a)
 	return false;
 }
 
+/* Until ring_tick() looks again: while a recording streams and may grow, -1 otherwise. */
+static int ring_timeout(struct agent *a)
+{
+	long long left;
+
+	if (!a->running || !a->ring_kb)
+		return -1;
+	left = a->ring_next - agent_now_ns();
+	return left > 0 ? (int)((left + 999999) / 1000000) : 0;
+}
+
+static void ring_due(struct agent *a)
+{
+	if (ring_timeout(a) == 0)
+		a->ring_next = agent_now_ns() +
+			       ring_tick(&a->t, a->cpus, a->nr_streams, a->ring_kb) * 1000000LL;
+}
+
 /* The shorter of two poll() timeouts, where -1 is none. */
 static int min_timeout(int a, int b)
 {
@@ -1629,6 +1676,7 @@ int agent_run(const struct agent_opts *o)
 		 o->ports.ctl_name);
 
 	a.t.keep = o->keep_s > 0;
+	a.budget_kb = o->buffer_budget_kb;	/* the kernel tool's "1" line has no HELLO */
 	while (!a.quit) {
 		int timeout = min_timeout(burst_timeout(&a), keep_timeout(&a)), n;
 		unsigned int k;
@@ -1652,11 +1700,12 @@ int agent_run(const struct agent_opts *o)
 		/* Unused slots have fd -1, which poll() skips. */
 		pfd[2] = (struct pollfd){ .fd = a.conn ? vt_conn_rfd(a.conn) : -1, .events = POLLIN };
 		pfd[3] = (struct pollfd){ .fd = a.watch.fd, .events = POLLIN };
-		n = poll(pfd, 4, timeout);
+		n = poll(pfd, 4, min_timeout(timeout, ring_timeout(&a)));
 		if (n < 0 && errno != EINTR) {
 			ret = -errno;
 			break;
 		}
+		ring_due(&a);
 		if (n <= 0)
 			continue;
 		if (pfd[3].revents)

@@ -19,6 +19,8 @@
  * @buffer_percent: the recorded buffer's buffer_percent while streaming (1-100)
  * @keep_s: keep an instance the agent made this long after a recording, for
  *	the next one (0: remove it with each recording's end)
+ * @buffer_budget_kb: what every CPU's ring buffer together may grow to while
+ *	recording, unless the host says (0: each stays at its START size)
  */
 struct agent_opts {
 	struct ports ports;
@@ -30,6 +32,7 @@ struct agent_opts {
 	unsigned int meta_flags;
 	unsigned int buffer_percent;
 	unsigned int keep_s;
+	unsigned int buffer_budget_kb;
 };
 
 int agent_run(const struct agent_opts *o);

@@ -44,6 +44,10 @@ static void usage(FILE *f)
 "      --no-kallsyms        leave /proc/kallsyms out of the metadata\n"
 "      --buffer-percent N   wake the data threads when the ring buffer is N%%\n"
 "                           full, 1 to 100 (default 10; put back afterwards)\n"
+"      --buffer-budget KB   grow each CPU's ring buffer while the kernel fills it\n"
+"                           faster than its port drains, up to KB for every CPU\n"
+"                           together (default 0: fixed sizes; each resize stops\n"
+"                           recording on every CPU a moment, uncounted)\n"
 "  -v, --verbose            log every control message\n"
 "  -q, --quiet              log only warnings and errors\n"
 "  -V, --version            print the version and exit\n"
@@ -69,6 +73,7 @@ int main(int argc, char **argv)
 		{ "no-kallsyms", no_argument, NULL, 'K' },
 		{ "buffer-percent", required_argument, NULL, 'B' },
 		{ "keep-instance", required_argument, NULL, 'k' },
+		{ "buffer-budget", required_argument, NULL, 'b' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "version", no_argument, NULL, 'V' },
@@ -140,6 +145,15 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			o.keep_s = v;
+			break;
+		case 'b':
+			v = strtol(optarg, &end, 10);
+			if (!*optarg || *end || v < 0 || v > (long)UINT32_MAX) {
+				fprintf(stderr, "trace-agent: --buffer-budget takes KiB, 0 to %u\n",
+					UINT32_MAX);
+				return 2;
+			}
+			o.buffer_budget_kb = (unsigned int)v;
 			break;
 		case 'v':
 			agent_verbose++;

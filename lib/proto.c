@@ -1318,6 +1318,54 @@ int vt_proto_dec_flush(const struct vt_proto_msg *msg, uint32_t *interval_ms)
 	return 0;
 }
 
+/* ---------------------------------------------------------------- BUFFER_BUDGET */
+
+struct budget {
+	uint32_t budget_kb;
+};
+
+/* The same wire as FLUSH: one u32. */
+static const struct wlayout budget_layout = {
+	sizeof(struct wire_flush), 1, 0, { WF(struct wire_flush, interval_ms, struct budget, budget_kb) },
+};
+
+/**
+ * vt_proto_enc_budget() - write BUFFER_BUDGET
+ * @buf: destination
+ * @size: size of @buf
+ * @seq: sequence number
+ * @budget_kb: KiB the recorded buffer may hold, every CPU together; 0 keeps
+ *	each CPU's buffer at the size it starts with
+ *
+ * Return: the frame length, -ENOBUFS.
+ */
+int vt_proto_enc_budget(void *buf, size_t size, uint32_t seq, uint32_t budget_kb)
+{
+	struct budget b = { budget_kb };
+
+	return w_message(buf, size, VT_PROTO_BUFFER_BUDGET, seq, &budget_layout, &b);
+}
+
+/**
+ * vt_proto_dec_budget() - read BUFFER_BUDGET
+ * @msg: the message
+ * @budget_kb: filled, or NULL
+ *
+ * Return: 0, -EINVAL for another type, -EBADMSG for a malformed payload.
+ */
+int vt_proto_dec_budget(const struct vt_proto_msg *msg, uint32_t *budget_kb)
+{
+	struct budget b;
+	int ret;
+
+	ret = r_message(msg, VT_PROTO_BUFFER_BUDGET, &budget_layout, &b);
+	if (ret < 0)
+		return ret;
+	if (budget_kb)
+		*budget_kb = b.budget_kb;
+	return 0;
+}
+
 /* ---------------------------------------------------------------- INSTANCE */
 
 /**
@@ -2066,6 +2114,7 @@ CHECK(string)
 CHECK(buffer_size)
 CHECK(instance)
 CHECK(flush)
+CHECK(budget)
 CHECK(stats)
 CHECK(session)
 CHECK(meta_req)
@@ -2121,6 +2170,7 @@ static const struct msg_type msg_types[] = {
 	MSG(SESSION, FROM_AGENT, &session_layout, check_session),
 	MSG(WATCH, FROM_HOST, &watch_layout, check_watch),
 	MSG(TRIGGER, FROM_AGENT, &trigger_layout, check_trigger),
+	MSG(BUFFER_BUDGET, FROM_HOST, &budget_layout, check_budget),
 };
 #undef MSG
 

@@ -112,6 +112,8 @@ enum vt_proto_type {
 	VT_PROTO_WATCH = 38,		/* H->A  struct vt_proto_watch: send TRIGGER when an event
 					 * matches (only to an agent with VT_PROTO_CAP_WATCH) */
 	VT_PROTO_TRIGGER = 39,		/* A->H  struct vt_proto_trigger: a watched event matched */
+	VT_PROTO_BUFFER_BUDGET = 40,	/* H->A  u32 budget_kb: what the ring buffers may grow to
+					 * (only to an agent with VT_PROTO_CAP_BUFFER_BUDGET) */
 };
 
 /* Who sends a message type (vt_proto_type_sender()): the host, the agent, or both ORed. */
@@ -140,6 +142,8 @@ enum vt_proto_type {
 						 * where each data stream stands */
 #define VT_PROTO_CAP_HOLD	(1ull << 13)	/* START may carry VT_PROTO_START_HOLD */
 #define VT_PROTO_CAP_WATCH	(1ull << 14)	/* WATCH is served: TRIGGER when an event matches */
+#define VT_PROTO_CAP_BUFFER_BUDGET (1ull << 15)	/* BUFFER_BUDGET is served: the agent grows
+						 * its ring buffers with the drain it measures */
 
 /* WATCH: the agent's least gap between two TRIGGERs, in this range. */
 #define VT_PROTO_WATCH_MIN_MS	100u
@@ -434,6 +438,7 @@ int vt_proto_enc_buffer_size(void *buf, size_t size, uint32_t seq,
 			     const struct vt_proto_buffer_size *bs);
 int vt_proto_enc_instance(void *buf, size_t size, uint32_t seq, const char *name);
 int vt_proto_enc_flush(void *buf, size_t size, uint32_t seq, uint32_t interval_ms);
+int vt_proto_enc_budget(void *buf, size_t size, uint32_t seq, uint32_t budget_kb);
 int vt_proto_enc_start(void *buf, size_t size, uint32_t seq, uint32_t flags);
 int vt_proto_enc_stats(void *buf, size_t size, uint32_t seq, const struct vt_proto_stats *st);
 int vt_proto_enc_meta_req_key(void *buf, size_t size, uint32_t seq, uint64_t max_total,
@@ -458,6 +463,7 @@ int vt_proto_dec_string(const struct vt_proto_msg *msg, const char **s);
 int vt_proto_dec_buffer_size(const struct vt_proto_msg *msg, struct vt_proto_buffer_size *bs);
 int vt_proto_dec_instance(const struct vt_proto_msg *msg, const char **name);
 int vt_proto_dec_flush(const struct vt_proto_msg *msg, uint32_t *interval_ms);
+int vt_proto_dec_budget(const struct vt_proto_msg *msg, uint32_t *budget_kb);
 int vt_proto_dec_start(const struct vt_proto_msg *msg, uint32_t *flags);
 int vt_proto_dec_stats(const struct vt_proto_msg *msg, struct vt_proto_stats *st);
 int vt_proto_dec_meta_req(const struct vt_proto_msg *msg, uint64_t *max_total);

@@ -26,6 +26,8 @@ struct record_opts {
 	unsigned int nr_host_pids;
 	const char *clock;
 	unsigned int buffer_kb;
+	unsigned int budget_kb;		/* --buffer-budget: the guest's ring buffers may grow to */
+	bool have_budget;		/* it was given (0 is a budget: fixed sizes) */
 	unsigned int subbuf_kb;		/* --subbuf-size: the guest's sub-buffers, 0 to leave them */
 	const char *last_boot;		/* --last-boot: the boot-mapped instance, or NULL */
 	unsigned int file_version;

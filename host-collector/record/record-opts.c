@@ -25,7 +25,7 @@
 #include "vt_pages.h"
 
 enum { OPT_CHARDEV = 256, OPT_LISTEN, OPT_CTL, OPT_CPU, OPT_NAME, OPT_QEMU_PID, OPT_VERBOSE,
-       OPT_TOP, OPT_BUFSZ, OPT_SUBBUF, OPT_LASTBOOT, OPT_CLOCK, OPT_HOST, OPT_MAXSZ, OPT_FV,
+       OPT_TOP, OPT_BUFSZ, OPT_BUDGET, OPT_SUBBUF, OPT_LASTBOOT, OPT_CLOCK, OPT_HOST, OPT_MAXSZ, OPT_FV,
        OPT_NOCOMP, OPT_ZEND, OPT_KCACHE, OPT_NOKCACHE, OPT_KEEP, OPT_FORCE, OPT_FSYNC, OPT_SYNC,
        OPT_TSCOFF, OPT_PROBES, OPT_SINTV, OPT_DEBUGFS, OPT_STOPTO, OPT_QMP, OPT_DOMAIN,
        OPT_CONNECT, OPT_KVM_EXITS, OPT_LISTEN_GROUP, OPT_LISTEN_UID, OPT_MODE, OPT_WAIT, OPT_ALL,
@@ -105,6 +105,12 @@ static const struct opt_def record_opts_def[] = {
 	{ "buffer-size", OPT_BUFSZ, KIND_UINT, "KB",
 "per-CPU ring buffer size in the guest (and host)",
 	  .min = 1, .max = UINT32_MAX, .what = "KiB per CPU" },
+	{ "buffer-budget", OPT_BUDGET, KIND_UINT, "KB",
+"the guest's ring buffers, every CPU together, may grow to\n"
+"KB while its port drains slower than it fills (default:\n"
+"the agent's, 0: fixed; each resize pauses the guest's\n"
+"recording a moment, events then lost uncounted)",
+	  .min = 0, .max = UINT32_MAX, .what = "KiB" },
 	{ "last-boot", OPT_LASTBOOT, KIND_STRING, "NAME",
 "first write the guest's previous boot's trace, kept in the\n"
 "boot-mapped instance NAME (Linux >= 6.12, see setup\n"
@@ -480,6 +486,10 @@ static int parse_events(struct parse *p, int c, const struct opt_val *val)
 	case 'p': o->tracer = optarg; return 0;
 	case OPT_TOP: o->top_level = true; return 0;
 	case OPT_BUFSZ: o->buffer_kb = (unsigned int)val->u; return 0;
+	case OPT_BUDGET:
+		o->budget_kb = (unsigned int)val->u;
+		o->have_budget = true;
+		return 0;
 	case OPT_LASTBOOT:
 		if (!collect_name_ok(optarg) || strchr(optarg, '.')) {
 			collect_usage("--last-boot '%s': an instance name, of [A-Za-z0-9_-]", optarg);

@@ -436,6 +436,29 @@ static int enc_buffer(struct guest *g)
 					vt_conn_next_seq(g->ctl.conn), &bs);
 }
 
+/* ST_BUDGET: --buffer-budget, to an agent that grows its ring buffers. */
+static bool budget_applies(struct guest *g)
+{
+	const struct record_opts *o = g->rec->o;
+
+	if (!o->have_budget)
+		return false;
+	if (!(g->agent.caps & VT_PROTO_CAP_BUFFER_BUDGET)) {
+		/* An older agent's buffers stay as they are: what 0 asks for. */
+		if (o->budget_kb)
+			log_warn("guest %s: its agent keeps its ring buffers at a fixed size "
+				 "(an older trace-agent): --buffer-budget does not apply", g->name);
+		return false;
+	}
+	return true;
+}
+
+static int enc_budget(struct guest *g)
+{
+	return vt_proto_enc_budget(vt_conn_frame(g->ctl.conn), VT_PROTO_FRAME_MAX,
+				   vt_conn_next_seq(g->ctl.conn), g->rec->o->budget_kb);
+}
+
 /* ST_TRACER: --tracer. */
 static bool tracer_applies(struct guest *g)
 {
@@ -557,6 +580,8 @@ static const struct setup_step setup_steps[] = {
 		       .option = "--clock" },
 	[ST_BUFFER] = { "setting the buffer size", G_CONFIG, buffer_applies, enc_buffer, VT_PROTO_OK,
 			step_done },
+	[ST_BUDGET] = { "setting the buffer budget", G_CONFIG, budget_applies, enc_budget, VT_PROTO_OK,
+			step_done, .option = "--buffer-budget" },
 	[ST_TRACER] = { "choosing the tracer", G_CONFIG, tracer_applies, enc_tracer, VT_PROTO_OK, step_done,
 			.option = "--tracer" },
 	[ST_EVENTS] = { "enabling events", G_CONFIG, events_applies, enc_events, VT_PROTO_OK, step_done,

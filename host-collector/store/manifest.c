@@ -16,6 +16,7 @@
 #include "json.h"
 #include "output.h"
 #include "write.h"
+#include "vt_stats.h"
 
 /*
  * doc/manifest.schema.json describes this version of the keys; a key renamed or removed, or
@@ -32,31 +33,13 @@ static void str_or_null(struct jw *w, const char *key, const char *s)
 
 static uint64_t stat_field(const char *stats, const char *key)
 {
-	const char *p = stats;
-	size_t klen = strlen(key);
-
-	while (p && *p) {
-		if (strncmp(p, key, klen) == 0 && p[klen] == ':')
-			return strtoull(p + klen + 1, NULL, 10);
-		p = strchr(p, '\n');
-		p = p ? p + 1 : NULL;
-	}
-	return 0;
+	return vt_stats_u64(stats, key);
 }
 
 /* Whether the agent's stats text has @key (the steal lines are newer than some agents). */
 static bool stat_has(const char *stats, const char *key)
 {
-	const char *p = stats;
-	size_t klen = strlen(key);
-
-	while (p && *p) {
-		if (strncmp(p, key, klen) == 0 && p[klen] == ':')
-			return true;
-		p = strchr(p, '\n');
-		p = p ? p + 1 : NULL;
-	}
-	return false;
+	return vt_stats_line(stats, key) != NULL;
 }
 
 static double ticks_ns(const struct finish *r, uint64_t ticks)
@@ -213,6 +196,36 @@ static void json_check(struct jw *w, const struct spool_check *c)
 	jw_end(w, '}');
 }
 
+/* A `key: text` line of the stats, copied into @buf ("" when absent). */
+static void stat_text(const char *stats, const char *key, char *buf, size_t size)
+{
+	const char *p = vt_stats_line(stats, key);
+
+	buf[0] = '\0';
+	if (p) {
+		p += strspn(p, " ");
+		snprintf(buf, size, "%.*s", (int)strcspn(p, "\n"), p);
+	}
+}
+
+/* The agent's buffer lines of a CPU's stats. */
+static void json_cpu_buffer(struct jw *w, const char *stats)
+{
+	char why[256];
+
+	jw_u64(w, "buffer_kb", stat_field(stats, "buffer_kb"));
+	jw_u64(w, "buffer_start_kb", stat_field(stats, "buffer_start_kb"));
+	jw_u64(w, "buffer_budget_kb", stat_field(stats, "buffer_budget_kb"));
+	jw_u64(w, "buffer_grows", stat_field(stats, "buffer_grows"));
+	jw_bool(w, "buffer_capped", stat_field(stats, "buffer_capped") != 0);
+	jw_u64(w, "buffer_paused_us", stat_field(stats, "buffer_paused_us"));
+	stat_text(stats, "buffer_why", why, sizeof(why));
+	if (*why)
+		jw_str(w, "buffer_why", why);
+	else
+		jw_null(w, "buffer_why");
+}
+
 /* One CPU's figures ("cpus" of a trace). */
 static void json_cpu(struct jw *w, const struct trace_sum *t, const struct cpu_sum *c,
 		     const struct spool_cpu *sc)
@@ -246,6 +259,9 @@ static void json_cpu(struct jw *w, const struct trace_sum *t, const struct cpu_s
 		jw_u64(w, "steal_ticks", stat_field(stats, "steal_ticks"));
 		jw_u64(w, "user_hz", stat_field(stats, "user_hz"));
 	}
+	/* Its ring buffer's size, and how the agent grew it (an agent with BUFFER_BUDGET). */
+	if (!t->rec.host && stat_has(stats, "buffer_kb"))
+		json_cpu_buffer(w, stats);
 	jw_end(w, '}');
 	jw_end(w, '}');
 }

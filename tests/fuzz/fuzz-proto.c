@@ -32,6 +32,7 @@ static const uint16_t all_types[] = {
 	VT_PROTO_STATS_REQ, VT_PROTO_STATS, VT_PROTO_META_REQ, VT_PROTO_META,
 	VT_PROTO_SYNC_BEGIN, VT_PROTO_SYNC_PROBE, VT_PROTO_SYNC_REPLY, VT_PROTO_SYNC_END,
 	VT_PROTO_LASTBOOT_REQ, VT_PROTO_NOTICE, VT_PROTO_FLUSH, VT_PROTO_WATCH, VT_PROTO_TRIGGER,
+	VT_PROTO_BUFFER_BUDGET,
 };
 #define NR_TYPES	(sizeof(all_types) / sizeof(all_types[0]))
 
@@ -104,6 +105,9 @@ static int reencode(const struct vt_proto_msg *m)
 	case VT_PROTO_FLUSH:
 		ret = vt_proto_dec_flush(m, &u32);
 		return ret ? ret : vt_proto_enc_flush(frame, sizeof(frame), m->seq, u32);
+	case VT_PROTO_BUFFER_BUDGET:
+		ret = vt_proto_dec_budget(m, &u32);
+		return ret ? ret : vt_proto_enc_budget(frame, sizeof(frame), m->seq, u32);
 	case VT_PROTO_SESSION:
 		ret = vt_proto_dec_session(m, &ss);
 		return ret ? ret : vt_proto_enc_session(frame, sizeof(frame), m->seq, &ss);
@@ -328,6 +332,8 @@ static int make_frame(uint16_t type, uint32_t seq, uint8_t *buf, size_t size)
 		return vt_proto_enc_watch(buf, size, seq, &watch);
 	case VT_PROTO_TRIGGER:
 		return vt_proto_enc_trigger(buf, size, seq, &trig);
+	case VT_PROTO_BUFFER_BUDGET:
+		return vt_proto_enc_budget(buf, size, seq, 65536);
 	default:
 		return vt_proto_enc_sync(buf, size, type, seq, &sync);
 	}

@@ -57,6 +57,15 @@ need_tools() {
 	[ -x "$COLLECT" ] || fail "$COLLECT is not built"
 }
 
+# need_agent: the real trace-agent, built, and this host's tracefs with instances/ writable
+# (root), else skip (77); sets AGENT and T (the tracefs)
+need_agent() {
+	AGENT=$VT_BUILDDIR/guest-agent/trace-agent
+	T=/sys/kernel/tracing
+	[ -w $T/instances ] || { echo "SKIP: no writable tracefs at $T (needs root)"; exit 77; }
+	[ -x "$AGENT" ] || fail "$AGENT is not built"
+}
+
 # need_host_tracefs SYS:EVENT...: skip (77) unless this host's tracefs can record host events:
 # its instances/ writable (a private instance can be made: root) and each event's format there.
 need_host_tracefs() {

@@ -10,10 +10,7 @@
 echo "collect: the real agent's warning reaches the host and the manifest; the recording reads"
 . "$VT_SRCDIR/tests/integration/collect-lib.sh"
 need_tools
-AGENT=$VT_BUILDDIR/guest-agent/trace-agent
-T=/sys/kernel/tracing
-[ -w $T/instances ] || { echo "SKIP: no writable tracefs at $T (needs root)"; exit 77; }
-[ -x "$AGENT" ] || fail "$AGENT is not built"
+need_agent
 
 inst=vt-agentwarn-$$ p=$WORK/ports out=$WORK/out
 mkdir -p "$p"

@@ -469,6 +469,7 @@ static struct fx *fx_new(void)
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, f->sv), 0);
 	/* Everything a setup can ask: every step applies. */
 	f->o = (struct record_opts){ .last_boot = "boot", .top_level = true, .buffer_kb = 1024,
+				     .have_budget = true, .budget_kb = 8192,
 				     .tracer = "function", .nr_events = 1, .live_ms = 100,
 				     .stop_timeout = 10 };
 	f->o.events[0] = events[0];
@@ -484,7 +485,8 @@ static struct fx *fx_new(void)
 	f->agent = vt_conn_new(f->sv[1], f->sv[1]);
 	assert_non_null(f->agent);
 	f->caps = VT_PROTO_CAP_X86_TSC | VT_PROTO_CAP_META | VT_PROTO_CAP_META_FLAGS |
-		  VT_PROTO_CAP_LASTBOOT | VT_PROTO_CAP_FLUSH | VT_PROTO_CAP_SYNC_TSC;
+		  VT_PROTO_CAP_LASTBOOT | VT_PROTO_CAP_FLUSH | VT_PROTO_CAP_SYNC_TSC |
+		  VT_PROTO_CAP_BUFFER_BUDGET;
 	moves[0] = '\0';
 	running_bursts = 0;
 	return f;
@@ -732,8 +734,8 @@ static void test_whole_life(void **state)
 
 /* Each setup step that waits, and what a timeout there does. */
 static const unsigned int waiting_steps[] = {
-	ST_HELLO, ST_LASTBOOT, ST_INSTANCE, ST_CLOCK, ST_BUFFER, ST_TRACER, ST_EVENTS, ST_FLUSH,
-	ST_META, ST_STREAMS, ST_START, ST_SYNC,
+	ST_HELLO, ST_LASTBOOT, ST_INSTANCE, ST_CLOCK, ST_BUFFER, ST_BUDGET, ST_TRACER, ST_EVENTS,
+	ST_FLUSH, ST_META, ST_STREAMS, ST_START, ST_SYNC,
 };
 
 static void test_timeout_each_step(void **state)

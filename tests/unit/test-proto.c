@@ -318,6 +318,29 @@ static void test_roundtrip_config(void **state)
 		assert_int_equal(vt_proto_msg_validate(&msg), -EBADMSG);
 	}
 
+	/* BUFFER_BUDGET: any u32 KiB, 0 (fixed) included; exactly 4 bytes. */
+	{
+		static const uint8_t p5[5] = { 0, 0, 1, 0, 0 };
+		uint32_t kb = 1;
+
+		n = vt_proto_enc_budget(t_buf, sizeof(t_buf), 6, 65536);
+		t_decode(t_buf, n, VT_PROTO_BUFFER_BUDGET, 6, &msg);
+		assert_int_equal(vt_proto_msg_validate(&msg), 0);
+		assert_int_equal(vt_proto_dec_budget(&msg, &kb), 0);
+		assert_int_equal(kb, 65536);
+		assert_string_equal(vt_proto_type_name(VT_PROTO_BUFFER_BUDGET), "BUFFER_BUDGET");
+		assert_int_equal(vt_proto_type_sender(VT_PROTO_BUFFER_BUDGET), VT_PROTO_FROM_HOST);
+		n = vt_proto_enc_budget(t_buf, sizeof(t_buf), 7, 0);
+		t_decode(t_buf, n, VT_PROTO_BUFFER_BUDGET, 7, &msg);
+		assert_int_equal(vt_proto_dec_budget(&msg, &kb), 0);
+		assert_int_equal(kb, 0);
+		t_raw(VT_PROTO_BUFFER_BUDGET, p5, 5, &msg);
+		assert_int_equal(vt_proto_dec_budget(&msg, &kb), -EBADMSG);
+		assert_int_equal(vt_proto_msg_validate(&msg), -EBADMSG);
+		t_raw(VT_PROTO_BUFFER_BUDGET, p5, 2, &msg);
+		assert_int_equal(vt_proto_msg_validate(&msg), -EBADMSG);
+	}
+
 	n = vt_proto_enc_instance(t_buf, sizeof(t_buf), 2, NULL);
 	t_decode(t_buf, n, VT_PROTO_INSTANCE, 2, &msg);
 	name = "x";
@@ -1322,7 +1345,7 @@ static void test_types_doc(void **state)
 		} else {
 			assert_int_equal(vt_proto_type_sender((uint16_t)t), 0);
 		}
-	assert_int_equal(nr_doc, 29);
+	assert_int_equal(nr_doc, 30);
 	assert_int_equal(nr_known, nr_doc);
 
 	len = vt_proto_enc_flush(t_buf, sizeof(t_buf), 9, 100);
@@ -1360,7 +1383,8 @@ static void test_names_markers(void **state)
 	assert_string_equal(vt_proto_type_name(VT_PROTO_FLUSH), "FLUSH");
 	assert_true(vt_proto_type_known(VT_PROTO_SESSION));
 	assert_true(vt_proto_type_known(VT_PROTO_TRIGGER));
-	assert_false(vt_proto_type_known(40));
+	assert_true(vt_proto_type_known(VT_PROTO_BUFFER_BUDGET));
+	assert_false(vt_proto_type_known(41));
 
 	assert_int_equal(vt_proto_marker(m, sizeof(m), false, VT_PROTO_HELLO, 1),
 			 (int)strlen("virtio-trace: rx HELLO 1"));
