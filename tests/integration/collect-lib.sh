@@ -184,13 +184,20 @@ fake_stats() {
 # SIGTERM after $COLLECT_LIMIT (60) s, SIGKILL 10 s later; output in $WORK/OUTNAME.log, exit
 # status in $RC (128 + signal when it had to be stopped).
 collect() {
+	collect_start "$@"
+	collect_wait "${COLLECT_LIMIT:-60}"
+}
+
+# collect_start OUTNAME ARGS...: collect() without the wait: record runs in the background as
+# $COLLECT_PID (tracked, its instance removed at the end if it had to be killed); collect_wait
+# waits for it
+collect_start() {
 	_cl=$WORK/$1.log
 	shift
 	"$COLLECT" record "$@" >"$_cl" 2>&1 &
 	COLLECT_PID=$!
 	track $COLLECT_PID
 	T_COLLECTORS="$T_COLLECTORS $COLLECT_PID"
-	collect_wait "${COLLECT_LIMIT:-60}"
 }
 
 # collect_wait SECS: wait for $COLLECT_PID as collect() does; sets $RC

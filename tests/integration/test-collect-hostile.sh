@@ -35,12 +35,8 @@ for bad in garbage oversize evil-text evil-clock evil-meta evil-error huge-meta 
 	if [ $bad = endless-meta ]; then
 		# 128 MiB of bundle take seconds on a busy machine (ASan: more than the 2 s run and
 		# its 8 s stop): the recording is stopped once the collector has said it refused it.
-		_cl=$WORK/$bad.log
-		"$COLLECT" record --chardev-dir "$pg" --name good-$bad --chardev-dir "$pe" \
-			--name evil-$bad -e sched -o "$out" --duration 60 --stop-timeout 8 >"$_cl" 2>&1 &
-		COLLECT_PID=$!
-		track $COLLECT_PID
-		T_COLLECTORS="$T_COLLECTORS $COLLECT_PID"
+		collect_start $bad --chardev-dir "$pg" --name good-$bad --chardev-dir "$pe" \
+			--name evil-$bad -e sched -o "$out" --duration 60 --stop-timeout 8
 		wait_log "$_cl" "passed the 134217728-byte limit" 60 "$bad: the bundle was not refused"
 		sleep 2	# the good guest recorded at least as long as the others
 		kill -INT $COLLECT_PID
