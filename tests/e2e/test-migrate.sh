@@ -4,11 +4,12 @@
 # processes on this machine (migrate-lib.sh): the source boots the collector e2e image, the
 # destination waits with the same devices on ports of its own and -incoming unix:WORK/mig.sock.
 # `record --qmp` records the source; `record --incoming --qmp` waits on the destination's ports.
-# While vt-e2e-guest writes VT_MIGRATE_MARKERS (4000) numbered markers per vCPU at
-# VT_MIGRATE_RATE (800) per second on both vCPUs, the test migrates the guest over the unix
+# While vt-e2e-guest writes VT_MIGRATE_MARKERS (8000) numbered markers per vCPU at
+# VT_MIGRATE_RATE (800) per second on both vCPUs (10 s), the test migrates the guest over the unix
 # socket with QMP `migrate`. The source's record ends by itself (QMP MIGRATION completed, its
 # ports drained); the destination's is stopped once the flood answered (on the destination's
-# port). `join SRC DST -o OUT` makes one guest file. Checks:
+# port; an answer on the source's port means the flood ended before the switchover, which
+# fails as that: with 4000 markers (5 s) the migration, asked 2 s in, took 3.1 s and more). `join SRC DST -o OUT` makes one guest file. Checks:
 #  - both records exit 0; the source's manifest marks the guest "migrated out" at a time, with
 #    its last page per CPU; the destination's took the session over (resume marks on every CPU);
 #  - the joined file holds every marker exactly once, in order, on its own vCPU, none lost; the
@@ -30,7 +31,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$HERE/migrate-lib.sh"
 VT_LOG_PREFIX=test-migrate
 ME=test-migrate
-N=${VT_MIGRATE_MARKERS:-4000}
+N=${VT_MIGRATE_MARKERS:-8000}
 RATE=${VT_MIGRATE_RATE:-800}
 
 mig_begin
@@ -52,6 +53,12 @@ mig_migrate
 mig_wait completed 90 || bad "the migration did not complete"
 mig_yield_src
 echo "$ME: migration took $(vt_secs "$MIG_T1" "$MIG_T2") s (asked to seen completed)"
+# The flood must outlast the switchover: had it ended on the source, its answer is there.
+exec 8<>"$SRC/ports/vt-test.out"
+if read -r -t 1 FLOOD <&8; then
+    bad "the flood ended before the switchover (its answer came on the source's port: $FLOOD); the migration took $(vt_secs "$MIG_T1" "$MIG_T2") s"
+fi
+exec 8<&-
 exec 8<>"$DST/ports/vt-test.out"
 read -r -t 150 FLOOD <&8 || FLOOD="no answer"
 exec 8<&-
