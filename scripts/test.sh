@@ -3,7 +3,7 @@
 # under ASan+UBSan, the fuzz smoke runs, the end-to-end guests (on Debian 12's
 # kernel, then a 6.12 pass on Debian 13's, fetched privately), real KVM one
 # level down (the e2e-kvm pass, about 8 minutes), and the kernel patches (both
-# test kernels built by kernel-patches/build.sh, about 13 minutes of both CPUs
+# test kernels built by kernel-patches/build.sh, 1500 CPU seconds
 # the first time and cached by content, then their guests). The kernels' build
 # and Debian 13's kernel download start at the beginning, in the background at
 # the lowest priority (the build under SCHED_IDLE), and are waited for where they are needed.
@@ -349,7 +349,7 @@ only() {
 [ "$only_packages" = 1 ] && only run_packages
 [ "$only_kvm" = 1 ] && only run_kvm
 
-# The kernel patches' two kernels (about 13 minutes of both CPUs cold, kernel-patches/build.sh)
+# The kernel patches' two kernels (1500 CPU seconds cold, kernel-patches/build.sh)
 # and Debian 13's kernel package build and download from the start, in the background at the
 # lowest priority: they take the CPU the suites leave idle (tests waiting on timers and guests)
 # instead of a part of their own at the end. Each is waited for where it is needed; the
