@@ -231,6 +231,7 @@ static bool qmp_readable(void *arg, int revents)
 			return true;
 		if (n <= 0) {
 			log_warn("guest %s: the QMP socket closed", q->v.name);
+			q->watch = NULL;	/* the engine frees it: qmp_detach() must not touch it */
 			return false;
 		}
 		q->have += n;

@@ -5,7 +5,10 @@
 # read from a FIFO) writes the panic bit to the port as a guest kernel's panic does
 # (`o /b 0x505 1`), and QEMU sends its own event:
 #   default action (poweroff): record logs "guest vm: QEMU says it panicked (QMP GUEST_PANICKED,
-#       action poweroff)" once and the descriptor holds exactly "panic vm poweroff"; QEMU quits;
+#       action poweroff)" once and the descriptor holds exactly "panic vm poweroff"; QEMU quits,
+#       and record, its QMP socket closed, ends by itself with exit 1 ("no guest could be set
+#       up": no guest ran) and no sanitizer report (it once wrote into the QMP watch the engine
+#       had freed when the socket closed);
 #   -action panic=none (action run: the guest goes on): two panics are two log lines, one line
 #       "panic vm run" on the descriptor, and "GUEST_PANICKED again: not passed on (one per
 #       recording; 2 so far)" once.
@@ -73,6 +76,10 @@ record() {
 panic() {
 	printf 'o /b 0x505 1\n' 1<>"$WORK/$1.hmp.in"
 }
+# clean LOG: no sanitizer report in LOG
+clean() {
+	! grep -q "Sanitizer\|runtime error" "$1" || { show "$1"; fail "a sanitizer report in $1"; }
+}
 # wait_for FILE PATTERN N WHAT: N lines of FILE match PATTERN within 10 s
 wait_for() {
 	_i=0
@@ -92,6 +99,14 @@ wait_for "$WORK/vm.rec" "guest vm: QEMU says it panicked (QMP GUEST_PANICKED, ac
 _i=0
 while kill -0 $QPID 2>/dev/null && [ $_i -lt 100 ]; do sleep 0.1; _i=$((_i + 1)); done
 kill -0 $QPID 2>/dev/null && fail "QEMU did not power off on the panic"
+_i=0
+while kill -0 $RPID 2>/dev/null && [ $_i -lt 100 ]; do sleep 0.1; _i=$((_i + 1)); done
+kill -0 $RPID 2>/dev/null && { show "$WORK/vm.rec"; fail "record did not end within 10 s of QEMU's"; }
+wait $RPID
+rc=$?
+RPID=
+clean "$WORK/vm.rec"
+[ $rc = 1 ] && grep -q "no guest could be set up" "$WORK/vm.rec" || { show "$WORK/vm.rec"; fail "record exited $rc, want 1 (no guest set up)"; }
 stop_all
 [ "$(cat "$WORK/vm.trig")" = "panic vm poweroff" ] || fail "--trigger-fd holds '$(cat "$WORK/vm.trig")', want 'panic vm poweroff'"
 echo "ok: action poweroff: one log line, --trigger-fd: $(cat "$WORK/vm.trig")"
@@ -107,6 +122,7 @@ wait_for "$WORK/vm2.rec" "guest vm2: GUEST_PANICKED again: not passed on (one pe
 	"record did not say it held back the second panic"
 kill -0 $QPID 2>/dev/null || fail "QEMU quit on a panic with -action panic=none"
 stop_all
+clean "$WORK/vm2.rec"
 [ "$(cat "$WORK/vm2.trig")" = "panic vm2 run" ] || fail "--trigger-fd holds '$(cat "$WORK/vm2.trig")', want one line 'panic vm2 run'"
 echo "ok: action run, two panics: two log lines, --trigger-fd: $(cat "$WORK/vm2.trig")"
 echo "PASS"
