@@ -26,6 +26,7 @@
 #define DAEMON_MIN_AGE		3.0
 #define DAEMON_SECOND_INT	10.0	/* a stop not done by then gets a second SIGINT */
 #define DAEMON_TRIG_GUEST_GAP	60.0	/* one guest-filter snapshot per guest in this */
+#define DAEMON_PANIC_GAP	60.0	/* one panic snapshot per guest in this, whoever said it */
 /*
  * A gone guest's child gets its second SIGINT sooner: its QEMU has left, no answer to the stop
  * can come, and record waited its whole 10 s for one (a destroyed libvirt domain was detached
@@ -62,7 +63,8 @@ struct snap_req {
 };
 
 /**
- * struct dtrig - a guest's guest-filter triggers (trig-guest.c)
+ * struct dtrig - a guest's guest-filter triggers and its child's panics, the
+ *	pipe they come through (trig-guest.c)
  * @rfd: the daemon's end of its child's trigger pipe, valid with @rfd_open
  * @wfd: the child's end, until the child is forked, valid with @wfd_open
  * @fd_arg: record --trigger-fd's value
@@ -78,6 +80,19 @@ struct dtrig {
 	char fd_arg[16];
 	char buf[1024];
 	size_t len;
+	double last;
+	uint64_t taken, ignored;
+};
+
+/**
+ * struct dpanic - a guest's panics (panic.c), from libvirt's crash events and
+ *	its child's QMP GUEST_PANICKED alike
+ * @last: when its last panic snapshot was asked for (0: never)
+ * @taken: panics that asked for a snapshot
+ * @ignored: panics within DAEMON_PANIC_GAP of the last one taken (the same
+ *	panic said twice, or a guest that keeps panicking)
+ */
+struct dpanic {
 	double last;
 	uint64_t taken, ignored;
 };
@@ -104,7 +119,8 @@ struct dtrig {
  * @last_snap: the last snapshot's directory name ("" none)
  * @last_reason: and why it was taken
  * @last_error: the last problem, in words ("" none)
- * @trig: its guest-filter triggers
+ * @trig: its guest-filter triggers, and its child's panics (trig-guest.c)
+ * @panic: its panics
  * @kept: gone and detached, kept for its last snapshot (until it comes back)
  */
 struct dguest {
@@ -128,6 +144,7 @@ struct dguest {
 	char last_reason[DAEMON_REASON_MAX + 1];
 	char last_error[256];
 	struct dtrig trig;
+	struct dpanic panic;
 	bool kept;
 };
 
@@ -179,6 +196,7 @@ int guests_snapshot(struct daemon *d, struct dguest *g, double before, double af
 unsigned int trig_guest_args(struct daemon *d, struct dguest *g, char **argv, unsigned int n);
 void trig_guest_forked(struct dguest *g);
 void trig_guest_poll(struct daemon *d);
+void trig_guest_reaped(struct daemon *d, struct dguest *g);
 
 /* state.c */
 DIR *state_opendir(int fd);
@@ -194,6 +212,7 @@ int state_remove_tree(int at, const char *name);
 
 /* panic.c: the panic trigger */
 void panic_open(struct daemon *d);
+void panic_child_line(struct daemon *d, struct dguest *g, const char *line);
 void panic_read(struct daemon *d);
 void panic_close(struct daemon *d);
 

@@ -51,8 +51,8 @@ static const struct opt_def daemon_opts[] = {
 	  DAEMON_STATE_DEFAULT ")" },
 	{ "before", OPT_KEY0 + 12, KIND_STRING, "SEC", "a snapshot's default seconds before (30)" },
 	{ "after", OPT_KEY0 + 13, KIND_STRING, "SEC", "and after its trigger (5)" },
-	{ "trigger-panic", OPT_KEY0 + 14, KIND_STRING, "yes|no", "snapshot a libvirt domain that panics\n"
-	  "(default yes)" },
+	{ "trigger-panic", OPT_KEY0 + 14, KIND_STRING, "yes|no", "snapshot a guest that panics (libvirt's\n"
+	  "crash event, QMP's GUEST_PANICKED; default yes)" },
 	{ "trigger-host-filter", OPT_KEY0 + 15, KIND_STRING, "'SYS:EV[ if FILTER]'", "a host event that\n"
 	  "the kernel matches seals a snapshot of its\nQEMU's guest, else of every guest\n(repeatable)" },
 	{ "stop-timeout", OPT_KEY0 + 16, KIND_STRING, "SEC", "a child's time to stop (default 60)" },

@@ -374,6 +374,7 @@ void guests_reaped(struct daemon *d, pid_t pid, int status)
 			g = &d->g[i];
 	if (!g)
 		return;
+	trig_guest_reaped(d, g);	/* its last lines: a panic may ask for this very child's files */
 	g->pid = 0;
 	why = g->stopping;
 	g->stopping = STOP_NONE;

@@ -8,6 +8,18 @@
  * lines into a pipe read here, in the daemon's one loop. $VT_DAEMON_EVENTS
  * names a file (a FIFO) to read the same lines from instead of libvirt: the
  * tests' fake event source.
+ *
+ * A QEMU found without libvirt says its guest's panic only on its QMP
+ * socket (GUEST_PANICKED), whose one client is the guest's `record` child:
+ * the child passes it on through its trigger pipe (trig-guest.c), and the
+ * snapshot's reason is "panic-qmp". The pipe is the guest: the line must
+ * name the child's own guest, and nothing on it can name another.
+ *
+ * Whoever says it, a guest gets one panic snapshot per DAEMON_PANIC_GAP:
+ * libvirt and QMP saying the same panic make one snapshot, and a guest that
+ * panics again and again (a pvpanic a guest's root can write at will, with
+ * QEMU's panic action "run") does not fill the disk. record passes on one
+ * GUEST_PANICKED per recording.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,14 +32,16 @@
 #include "setup/libvirt.h"
 
 #define PANIC_REASON	"panic"
+#define PANIC_REASON_QMP	"panic-qmp"
 #define LINE_MAX_LEN	600
 
 static char line_buf[LINE_MAX_LEN];
 static size_t line_len;
 
 /**
- * panic_open() - start following panics, if the configuration wants them and
- * libvirt's domains are followed (or $VT_DAEMON_EVENTS names a source)
+ * panic_open() - start following libvirt's crash events, if the configuration
+ * wants panics and libvirt's domains are followed (or $VT_DAEMON_EVENTS names
+ * a source); QMP's come through the children's pipes whatever this finds
  * @d: the daemon, its signals already blocked (the libvirt thread inherits that)
  *
  * A failure is logged and leaves the trigger off; the daemon runs on.
@@ -50,8 +64,13 @@ void panic_open(struct daemon *d)
 			snprintf(d->events_note, sizeof(d->events_note), "events from %s", fake);
 		return;
 	}
-	if (d->conf.no_libvirt || (!d->conf.all && !d->conf.names[0]))
-		return;	/* no libvirt domain is followed: nothing can raise a panic */
+	if (!d->conf.all && !d->conf.names[0])
+		return;	/* no QEMU is followed: nothing can raise a panic */
+	if (d->conf.no_libvirt) {
+		/* QEMUs found without libvirt: their children pass on QMP's word (trig-guest.c). */
+		snprintf(d->events_note, sizeof(d->events_note), "QMP only (libvirt = no)");
+		return;
+	}
 	if (pipe2(p, O_CLOEXEC) < 0) {
 		log_err("panic trigger: pipe: %s", strerror(errno));
 		return;
@@ -79,22 +98,71 @@ static struct dguest *by_domain(struct daemon *d, const char *dom)
 	return collect_name_ok(dom) ? guests_find(d, dom) : NULL;
 }
 
+/* @g panicked (@detail: who says so, how): its snapshot, one per DAEMON_PANIC_GAP. */
+static void panicked(struct daemon *d, struct dguest *g, const char *reason, const char *detail)
+{
+	double now = daemon_now();
+	int ret;
+
+	if (g->panic.last && now - g->panic.last < DAEMON_PANIC_GAP) {
+		g->panic.ignored++;
+		log_info("%s: the guest crashed (%s): its panic snapshot was asked for %.1f s ago: not "
+			 "another (one per %.0f s; %llu ignored so far)", g->name, detail,
+			 now - g->panic.last, DAEMON_PANIC_GAP, (unsigned long long)g->panic.ignored);
+		return;
+	}
+	ret = guests_snapshot(d, g, d->conf.before, d->conf.after, reason, -1);
+	if (ret == -ENOTCONN) {
+		log_warn("%s: the guest crashed (%s) but no recording runs: no snapshot", g->name, detail);
+		return;
+	}
+	g->panic.last = now;
+	g->panic.taken++;
+	log_warn("%s: the guest crashed (%s): snapshot asked for (%s; before %.1f s, after %.1f s)",
+		 g->name, detail, reason, g->snap.before, g->snap.after);
+}
+
 static void crashed(struct daemon *d, const char *detail, const char *dom)
 {
 	struct dguest *g = by_domain(d, dom);
-	int ret;
 
 	if (!g) {
 		log_info("domain %s crashed (%s): not a guest followed here", dom, detail);
 		return;
 	}
-	ret = guests_snapshot(d, g, d->conf.before, d->conf.after, PANIC_REASON, -1);
-	if (ret == -ENOTCONN) {
-		log_warn("%s: the guest crashed (%s) but no recording runs: no snapshot", g->name, detail);
+	panicked(d, g, PANIC_REASON, detail);
+}
+
+/**
+ * panic_child_line() - a line of @g's child on its trigger pipe: "panic NAME
+ * ACTION", QMP's GUEST_PANICKED (record/trigger-guest.c)
+ * @d: the daemon
+ * @g: the guest whose child's pipe it came through: the only one it can be of
+ * @line: the line, without its newline
+ */
+void panic_child_line(struct daemon *d, struct dguest *g, const char *line)
+{
+	static const char *const actions[] = { "pause", "poweroff", "run", "unknown" };
+	char name[COLLECT_NAME_MAX], action[16], text[200], detail[64];
+	bool known = false;
+	unsigned int i;
+	char extra;
+
+	if (sscanf(line, "panic %63s %15s %c", name, action, &extra) == 2 && !strcmp(name, g->name))
+		for (i = 0; i < sizeof(actions) / sizeof(actions[0]); i++)
+			known |= !strcmp(action, actions[i]);
+	if (!known) {
+		collect_sanitize(text, sizeof(text), line, false);
+		g->trig.ignored++;
+		log_warn("%s: a panic line not understood, ignored: %s", g->name, text);
 		return;
 	}
-	log_warn("%s: the guest crashed (%s): snapshot asked for (%s; before %.1f s, after %.1f s)",
-		 g->name, detail, PANIC_REASON, g->snap.before, g->snap.after);
+	if (!d->conf.panic) {
+		log_info("%s: QMP says the guest panicked (action %s): trigger-panic is off", g->name, action);
+		return;
+	}
+	snprintf(detail, sizeof(detail), "QMP GUEST_PANICKED, action %s", action);
+	panicked(d, g, PANIC_REASON_QMP, detail);
 }
 
 static void one_line(struct daemon *d, char *line)

@@ -11,6 +11,12 @@
  * second at most; record takes one per half second at most and ignores the
  * rest; the daemon seals one guest-filter snapshot per guest per
  * DAEMON_TRIG_GUEST_GAP seconds and counts the triggers in between.
+ *
+ * The same pipe carries the child's word that QMP said GUEST_PANICKED
+ * ("panic NAME ACTION", the panic trigger: panic.c takes it): a child that
+ * follows its QEMU's QMP socket holds QEMU's one QMP client, so the daemon
+ * learns a QEMU's panic, where no libvirt says it, only from its child.
+ * Every child gets the pipe when either trigger is on.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -50,7 +56,7 @@ unsigned int trig_guest_args(struct daemon *d, struct dguest *g, char **argv, un
 	int p[2];
 
 	close_ends(g);
-	if (!d->conf.trigger_guest[0])
+	if (!d->conf.trigger_guest[0] && !d->conf.panic)
 		return n;
 	if (pipe2(p, O_NONBLOCK) < 0) {
 		log_err("%s: no pipe for its guest triggers: %s (none taken from this child)", g->name,
@@ -62,8 +68,10 @@ unsigned int trig_guest_args(struct daemon *d, struct dguest *g, char **argv, un
 	g->trig.wfd = p[1];
 	g->trig.rfd_open = g->trig.wfd_open = true;
 	snprintf(g->trig.fd_arg, sizeof(g->trig.fd_arg), "%d", p[1]);
-	argv[n++] = "--trigger-guest-filter";
-	argv[n++] = d->conf.trigger_guest;
+	if (d->conf.trigger_guest[0]) {
+		argv[n++] = "--trigger-guest-filter";
+		argv[n++] = d->conf.trigger_guest;
+	}
 	argv[n++] = "--trigger-fd";
 	argv[n++] = g->trig.fd_arg;
 	return n;
@@ -80,13 +88,17 @@ void trig_guest_forked(struct dguest *g)
 	g->trig.wfd_open = false;
 }
 
-/* One line from @g's child: "trigger-guest NAME SYS:EV TIMESTAMP". */
+/* One line from @g's child: "trigger-guest NAME SYS:EV TIMESTAMP", or a panic. */
 static void one_line(struct daemon *d, struct dguest *g, char *line, double now)
 {
 	char name[COLLECT_NAME_MAX], event[520], text[600];
 	unsigned long long ts;
 	int ret;
 
+	if (!strncmp(line, "panic ", 6)) {
+		panic_child_line(d, g, line);
+		return;
+	}
 	collect_sanitize(text, sizeof(text), line, false);
 	if (sscanf(line, "trigger-guest %63s %519s %llu", name, event, &ts) != 3 ||
 	    strcmp(name, g->name)) {
@@ -137,6 +149,20 @@ static void read_one(struct daemon *d, struct dguest *g, double now)
 	}
 	if (r == 0 || (r < 0 && errno != EAGAIN) || !g->pid)
 		close_ends(g);
+}
+
+/**
+ * trig_guest_reaped() - what @g's child wrote before it ended, read while the
+ * daemon still takes it for running: a QEMU that powers off on its panic
+ * (QEMU's default action) ends the child a moment after its panic line, and
+ * the recording it wrote is that panic's snapshot
+ * @d: the daemon
+ * @g: the guest whose child has just been reaped
+ */
+void trig_guest_reaped(struct daemon *d, struct dguest *g)
+{
+	if (g->trig.rfd_open)
+		read_one(d, g, daemon_now());
 }
 
 /**

@@ -284,12 +284,14 @@ struct guest_setup {
  * @taken: TRIGGERs passed on
  * @ignored: TRIGGERs dropped: over the rate, unasked, another event, time going back
  * @suppressed: matches the agent said it held back (its own rate limit)
+ * @panics: QMP's GUEST_PANICKED events (the first passed on)
  */
 struct guest_trig {
 	bool watching;
 	uint64_t last_ns;
 	uint64_t last_ts;
 	uint64_t taken, ignored, suppressed;
+	uint64_t panics;
 };
 
 struct guest {

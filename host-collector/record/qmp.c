@@ -10,7 +10,10 @@
  * the migration capability "events", which is turned on when following
  * starts; query-migrate is asked then (a migration may be under way), at
  * every STOP (a switchover, were the events off) and when one completed
- * (QEMU's downtime and total time). QMP is JSON, one message per
+ * (QEMU's downtime and total time). GUEST_PANICKED (a pvpanic device, or
+ * Hyper-V's crash MSRs: the guest's kernel says it panicked) is logged and
+ * handed to the owner, which passes it on (--trigger-fd: the daemon seals
+ * a snapshot). QMP is JSON, one message per
  * line; what it says is parsed with the bounded reader, though QEMU is the
  * host's own process.
  */
@@ -127,6 +130,26 @@ static void got_migrate(struct qmp *q, const char *line, size_t len)
 	json_free(doc);
 }
 
+/*
+ * GUEST_PANICKED: QEMU's word that the guest's kernel panicked, with the
+ * action QEMU took (-action panic=...: pause, the default, poweroff, or
+ * run). The action goes on only as one of those words: the owner writes it
+ * into a line of its own.
+ */
+static void got_panic(struct qmp *q, const struct json_value *root)
+{
+	static const char *const actions[] = { "pause", "poweroff", "run" };
+	const char *said = json_string(json_get(json_get(root, "data"), "action"));
+	const char *action = "unknown";
+	unsigned int i;
+
+	for (i = 0; said && i < sizeof(actions) / sizeof(actions[0]); i++)
+		if (!strcmp(said, actions[i]))
+			action = actions[i];
+	log_warn("guest %s: QEMU says it panicked (QMP GUEST_PANICKED, action %s)", q->v.name, action);
+	q->v.event(q->v.owner, QMP_EV_PANIC, action);
+}
+
 static void qmp_line(struct qmp *q, const char *line, size_t len)
 {
 	const struct json_value *ev;
@@ -190,6 +213,8 @@ static void qmp_line(struct qmp *q, const char *line, size_t len)
 		collect_sanitize(reason, sizeof(reason), why ? why : "", false);
 		q->v.qemu->reset_tsc = event_tsc(json_root(doc), q->tsc_khz);
 		q->v.event(q->v.owner, QMP_EV_RESET, reason[0] ? reason : "unknown");
+	} else if (name && !strcmp(name, "GUEST_PANICKED")) {
+		got_panic(q, json_root(doc));
 	}
 	json_free(doc);
 }
@@ -206,6 +231,7 @@ static bool qmp_readable(void *arg, int revents)
 			return true;
 		if (n <= 0) {
 			log_warn("guest %s: the QMP socket closed", q->v.name);
+			q->watch = NULL;	/* the engine frees it: qmp_detach() must not touch it */
 			return false;
 		}
 		q->have += n;

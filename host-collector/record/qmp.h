@@ -39,9 +39,12 @@ struct guest_qemu {
  * owner to hand on to the host recorder and the live view), a resume, a
  * reset (@detail: why), a migration's status (@detail: QEMU's word, e.g.
  * "active", "completed", "failed"; QMP_EV_MIGRATION_INFO when query-migrate
- * answered, its figures in the migration's seen).
+ * answered, its figures in the migration's seen), a guest panic
+ * (GUEST_PANICKED; @detail: QEMU's action, "pause", "poweroff", "run" or
+ * "unknown", never another word).
  */
-enum qmp_ev { QMP_EV_CPUS, QMP_EV_RESUME, QMP_EV_RESET, QMP_EV_MIGRATION, QMP_EV_MIGRATION_INFO };
+enum qmp_ev { QMP_EV_CPUS, QMP_EV_RESUME, QMP_EV_RESET, QMP_EV_MIGRATION, QMP_EV_MIGRATION_INFO,
+	      QMP_EV_PANIC };
 
 /**
  * struct qmp_guest - the part of a guest QMP follows for its owner (the

@@ -131,7 +131,8 @@ static const struct opt_def record_opts_def[] = {
 "second; an agent without WATCH: none, with a warning)" },
 	{ "trigger-fd", OPT_TRIG_FD, KIND_STRING, "FD",
 "write a line per guest trigger taken to FD (the\n"
-"daemon's pipe): trigger-guest NAME SYS:EV TIMESTAMP" },
+"daemon's pipe): trigger-guest NAME SYS:EV TIMESTAMP,\n"
+"and panic NAME ACTION for QMP's first GUEST_PANICKED" },
 	{ "host-events", OPT_HOST, KIND_STRING, "LIST",
 "host events to record, SYS[:EV],... (private\n"
 "tracefs instance, x86-tsc clock)" },

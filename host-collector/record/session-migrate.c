@@ -27,6 +27,7 @@
 #include "stream.h"
 #include "sync.h"
 #include "text.h"
+#include "trigger-guest.h"
 #include "store/spool.h"
 #include "vt_conn.h"
 
@@ -211,6 +212,9 @@ void sess_qmp_event(void *guest, enum qmp_ev ev, const char *detail)
 		break;
 	case QMP_EV_RESUME:
 		sess_resumed(g);
+		break;
+	case QMP_EV_PANIC:
+		trig_guest_panic(g, detail);
 		break;
 	case QMP_EV_RESET:
 		/*

@@ -13,10 +13,17 @@
  * counted and ignored, and the guest goes on being recorded. Each one taken
  * is a line on --trigger-fd (the daemon's pipe: it seals a snapshot of this
  * guest) and in the log.
+ *
+ * The same descriptor carries QMP's GUEST_PANICKED (qmp.c): "panic NAME
+ * ACTION", the first one of a recording only (a recording is one boot of
+ * its guest: QMP's RESET ends it), the rest counted in the log. Nothing on
+ * the line is the guest's: its name is the host's, the action one of QEMU's
+ * words.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,16 +132,20 @@ static const char *refuse(const struct guest *g, const struct vt_proto_trigger *
 	return NULL;
 }
 
-/* One line on --trigger-fd: "trigger-guest NAME SYSTEM:EVENT TIMESTAMP". */
-static void pass_on(struct guest *g, const struct vt_proto_trigger *t)
+/* One line on --trigger-fd (under PIPE_BUF: written whole, never mixed with another). */
+static void pass_on(struct guest *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void pass_on(struct guest *g, const char *fmt, ...)
 {
 	char line[COLLECT_NAME_MAX + VT_PROTO_MAX_NAME + 64];
+	va_list ap;
 	int n;
 
 	if (g->rec->o->trig_fd < 0)
 		return;
-	n = snprintf(line, sizeof(line), "trigger-guest %s %s %" PRIu64 "\n", g->name, t->event,
-		     t->timestamp);
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
 	if (n > 0 && (size_t)n < sizeof(line) && write(g->rec->o->trig_fd, line, (size_t)n) != n)
 		log_warn("guest %s: the trigger could not be passed on (--trigger-fd: %s)", g->name,
 			 strerror(errno));
@@ -172,7 +183,25 @@ int trig_guest_got(struct guest *g, const struct vt_proto_msg *m)
 	g->trig.suppressed += t.suppressed;
 	log_info("guest %s: trigger: %s at guest time %" PRIu64 " (%" PRIu32 " more matches held "
 		 "back by the agent)", g->name, name, t.timestamp, t.suppressed);
-	t.event = name;
-	pass_on(g, &t);
+	pass_on(g, "trigger-guest %s %s %" PRIu64 "\n", g->name, name, t.timestamp);
 	return 0;
+}
+
+/**
+ * trig_guest_panic() - QMP's GUEST_PANICKED for @g: "panic NAME ACTION" on
+ * --trigger-fd, for the first of this recording
+ * @g: the guest
+ * @action: QEMU's action, one of its words (qmp.c)
+ */
+void trig_guest_panic(struct guest *g, const char *action)
+{
+	g->trig.panics++;
+	if (g->trig.panics > 1) {
+		/* The 2nd, 4th, 8th...: a guest that keeps saying so costs a few lines. */
+		if (!(g->trig.panics & (g->trig.panics - 1)))
+			log_warn("guest %s: GUEST_PANICKED again: not passed on (one per recording; "
+				 "%" PRIu64 " so far)", g->name, g->trig.panics);
+		return;
+	}
+	pass_on(g, "panic %s %s\n", g->name, action);
 }

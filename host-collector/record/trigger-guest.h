@@ -2,7 +2,8 @@
 /*
  * record --trigger-guest-filter: the guest's agent watches an event with a
  * kernel filter (WATCH) and says when one matches (TRIGGER); record bounds
- * what it takes and hands each trigger on (--trigger-fd: the daemon).
+ * what it takes and hands each trigger on (--trigger-fd: the daemon), and
+ * QMP's GUEST_PANICKED with them.
  */
 #ifndef RECORD_TRIGGER_GUEST_H
 #define RECORD_TRIGGER_GUEST_H
@@ -22,5 +23,6 @@ int trig_guest_fd(struct record_opts *o, const char *arg);
 bool trig_guest_applies(struct guest *g);
 int trig_guest_encode(struct guest *g);
 int trig_guest_got(struct guest *g, const struct vt_proto_msg *m);
+void trig_guest_panic(struct guest *g, const char *action);
 
 #endif

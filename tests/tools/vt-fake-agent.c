@@ -33,7 +33,8 @@
  * flagged with the lost count of the ones before (as the kernel's first read
  * after overwrites), and the stats text's overrun says how many events were
  * overwritten. --no-hold: an agent older than HOLD (no capability, and a
- * START with flags is malformed).
+ * START with flags is malformed). --qmp PATH: it serves QEMU's QMP socket
+ * too, relaying the events a test writes into --qmp-events FIFO (fake-qmp.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -55,6 +56,7 @@
 #include <unistd.h>
 #include <x86intrin.h>
 
+#include "fake-qmp.h"
 #include "vt_lastboot.h"
 #include "vt_grow.h"
 #include "vt_le.h"
@@ -138,6 +140,8 @@ struct fake_opts {
 	bool watch;			/* --triggers: WATCH served */
 	uint64_t triggers;		/* and this many TRIGGERs at START */
 	uint64_t ring_pages;		/* --ring-pages: what a held ring keeps per CPU */
+	const char *qmp;		/* --qmp: QEMU's QMP socket, served (fake-qmp.c) */
+	const char *qmp_events;		/* --qmp-events: a FIFO of events to send on it */
 	enum evil evil;
 	struct missed_mark missed[FAKE_MAX_MISSED];
 	unsigned int nr_missed;
@@ -226,6 +230,7 @@ struct fake {
 	uint32_t late_cpu;		/* its vCPU */
 	struct trickle slow;
 	FILE *timelog;
+	struct fake_qmp *qmp;
 };
 
 static volatile sig_atomic_t got_signal;
@@ -2104,8 +2109,8 @@ static void on_signal(int sig)
 
 static int run(struct fake *f)
 {
-	struct pollfd pfd[2 + 2 * FAKE_MAX_CPUS];
-	int who[2 + 2 * FAKE_MAX_CPUS];
+	struct pollfd pfd[2 + FAKE_QMP_FDS + 2 * FAKE_MAX_CPUS];
+	int who[2 + FAKE_QMP_FDS + 2 * FAKE_MAX_CPUS];
 	long long crash_at = -1;
 	unsigned int cpu, n, i;
 
@@ -2136,6 +2141,8 @@ static int run(struct fake *f)
 			pfd[n] = (struct pollfd){ .fd = f->ctl_rfd, .events = POLLIN };
 			who[n++] = -2;
 		}
+		for (i = f->qmp ? fake_qmp_fds(f->qmp, pfd + n) : 0; i > 0; i--)
+			who[n++] = -3;
 		for (cpu = 0; cpu < f->o.cpus; cpu++) {
 			struct fake_cpu *c = &f->cpus[cpu];
 
@@ -2178,6 +2185,9 @@ static int run(struct fake *f)
 				f->ctl_wfd = f->ctl_rfd;
 			} else if (who[i] == -2) {
 				read_ctl(f);
+			} else if (who[i] == -3) {
+				fake_qmp_ready(f->qmp, &pfd[i]);
+				f->quit |= fake_qmp_quit(f->qmp);
 			} else if (who[i] >= 1000) {
 				accept_on(f, pfd[i].fd, &f->cpus[who[i] - 1000].fd, "a data port");
 				if (f->cpus[who[i] - 1000].fd >= 0)
@@ -2215,6 +2225,11 @@ static void usage(FILE *out)
 		"  --no-hold              an agent older than HOLD: no capability, START's flags refused\n"
 		"  --triggers N           serve WATCH (capability WATCH) and send N (may be 0) TRIGGERs\n"
 		"                         back to back at START (without it: an agent older than WATCH)\n"
+		"  --qmp PATH             listen on PATH as QEMU's QMP socket (-qmp unix:PATH,server=on\n"
+		"                         after \"--\" for list): one client at a time, commands answered\n"
+		"  --qmp-events FIFO      send each line written into FIFO to the QMP client as an event\n"
+		"                         (held until a client said qmp_capabilities); a line \"quit\":\n"
+		"                         exit there, as QEMU after a panic that powers it off\n"
 		"  --tsc-offset N         guest TSC = host TSC + N (SYNC_REPLY and --retime)\n"
 		"  --missed CPU:PAGE[:COUNT]  flag page PAGE of CPU as having lost events\n"
 		"  --overrun CPU:N        the stats text of CPU says overrun N\n"
@@ -2311,7 +2326,7 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 	       OPT_ALL_BAD, OPT_ABSURD, OPT_ERROR_FLOOD, OPT_SHRINK, OPT_NOTICE_FLOOD,
 	       OPT_LB_INFO, OPT_LB_NAME, OPT_LB_DUMP, OPT_KSNAME, OPT_FINAL_CMDLINES, OPT_PORT_GAP,
 	       OPT_HOSTILE_FORMAT, OPT_HOSTILE_PRINT, OPT_WITHHOLD_META, OPT_RING_PAGES, OPT_NO_HOLD,
-	       OPT_AGAIN, OPT_TRIGGERS };
+	       OPT_AGAIN, OPT_TRIGGERS, OPT_QMP, OPT_QMP_EVENTS };
 	static const struct option lo[] = {
 		{ "fifo", required_argument, NULL, OPT_FIFO },
 		{ "connect", required_argument, NULL, OPT_CONNECT },
@@ -2366,6 +2381,8 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 		{ "timelog", required_argument, NULL, OPT_TIMELOG },
 		{ "port-gap", required_argument, NULL, OPT_PORT_GAP },
 		{ "again", no_argument, NULL, OPT_AGAIN },
+		{ "qmp", required_argument, NULL, OPT_QMP },
+		{ "qmp-events", required_argument, NULL, OPT_QMP_EVENTS },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -2578,6 +2595,12 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 		case OPT_AGAIN:
 			o->again = true;
 			break;
+		case OPT_QMP:
+			o->qmp = optarg;
+			break;
+		case OPT_QMP_EVENTS:
+			o->qmp_events = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -2590,6 +2613,8 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 	    (optind != argc && strcmp(argv[optind - 1], "--")))
 		return -1;
 	if ((o->truncate_stream || o->vary_pages) && !o->repeat)
+		return -1;
+	if (o->qmp_events && !o->qmp)
 		return -1;
 	return 0;
 }
@@ -2699,6 +2724,11 @@ int main(int argc, char **argv)
 		return 1;
 	if (f.o.dump_lastboot)
 		return dump_lastboot(&f);
+	if (f.o.qmp) {
+		f.qmp = fake_qmp_open(f.o.name, f.o.qmp, f.o.qmp_events, f.o.cpus);
+		if (!f.qmp)
+			return 1;
+	}
 	ret = open_ports(&f);
 	if (ret < 0)
 		return 1;
@@ -2713,6 +2743,7 @@ int main(int argc, char **argv)
 	if (f.timelog)
 		fclose(f.timelog);
 	free(f.slow.buf);
+	fake_qmp_close(f.qmp);
 	vt_proto_parser_free(f.parser);
 	vt_meta_free(&f.meta);
 	return ret < 0 ? 1 : 0;

@@ -203,6 +203,12 @@ int trig_guest_got(struct guest *g, const struct vt_proto_msg *m)
 	return 0;
 }
 
+void trig_guest_panic(struct guest *g, const char *action)
+{
+	(void)g;
+	(void)action;
+}
+
 int hostrec_vcpus(struct hostrec *h, const uint32_t *tids, unsigned int nr)
 {
 	(void)h;

@@ -1,0 +1,211 @@
+#!/bin/sh
+# Proves (issue 40): QMP's GUEST_PANICKED of a QEMU found without libvirt seals a panic snapshot of
+# that guest. Two fake QEMUs (vt-fake-agent copies run as a root-owned qemu-system-x86_64, each
+# serving its -qmp socket itself, the events a test writes into a FIFO relayed to its one client:
+# the daemon's `record --all=NAME` child). A: --status says "QMP only (libvirt = no)"; qb's
+# GUEST_PANICKED whose action smuggles a line naming qa is logged as action unknown and seals one
+# snapshot, qb's, reason panic-qmp, none of qa; qa's two GUEST_PANICKED on one child are passed on
+# once (the second logged) and seal one snapshot, qa's: its snapshot.json (reason, guest), its
+# manifest (one guest, qa, the vCPU threads QMP gave) and guest-qa.dat (the fixture's events);
+# qa's next child's GUEST_PANICKED within the minute is ignored, no second snapshot. B: libvirt's
+# crash event (the fake event source) of the panic QMP already said makes no second snapshot.
+# C: with --trigger-panic no (and a guest-filter trigger, so that the children have the pipe)
+# the panic is logged by record and the daemon, and seals nothing. D: a fake QEMU that quits
+# right after its GUEST_PANICKED (QEMU's default action, poweroff) ends its child at once; the
+# child's panic line is still taken and its recording sealed as qb's panic snapshot (the
+# fixture's events in it).
+echo "daemon: QMP GUEST_PANICKED seals one snapshot of that guest only, reason panic-qmp"
+. "$VT_SRCDIR/tests/integration/collect-lib.sh"
+. "$VT_SRCDIR/tests/integration/daemon-lib.sh"
+need_tools
+[ "$(id -u)" = 0 ] || { echo "SKIP: a QEMU that list finds is root's"; exit 77; }
+
+mkdir -p "$WORK/bin"
+# A copy, not a link: a QEMU is what /proc/PID/exe names, a root-owned file nobody else may write.
+cp "$FAKE" "$WORK/bin/qemu-system-x86_64"
+chmod 0755 "$WORK/bin" "$WORK/bin/qemu-system-x86_64"
+
+# qemu NAME: a fake QEMU with -name NAME, its ports and QMP socket in $WORK/NAME, its QMP events
+# from the FIFO $WORK/NAME.qmp-in; sets Q_NAME to its pid
+qemu() {
+	mkdir -p "$WORK/$1"
+	mkfifo "$WORK/$1.qmp-in"
+	fake_as "$WORK/bin/qemu-system-x86_64" "$1" --listen "$WORK/$1" --fixture "$DATA/cap-guest" \
+		--repeat 0 --rate 20K --retime --again --qmp "$WORK/$1/qmp.sock" \
+		--qmp-events "$WORK/$1.qmp-in" -- -name "$1" \
+		-chardev "socket,id=s0,path=$WORK/$1/trace-path-cpu0,server=on,wait=off" -device virtserialport,chardev=s0,name=trace-path-cpu0 \
+		-chardev "socket,id=s1,path=$WORK/$1/trace-path-cpu1,server=on,wait=off" -device virtserialport,chardev=s1,name=trace-path-cpu1 \
+		-chardev "socket,id=s2,path=$WORK/$1/agent-ctl-path,server=on,wait=off" -device virtserialport,chardev=s2,name=agent-ctl-path \
+		-qmp "unix:$WORK/$1/qmp.sock,server=on,wait=off"
+	eval "Q_$1=\$FAKE_PID"
+}
+# qmp_event NAME JSON: QEMU NAME sends JSON on its QMP socket (to the client it has, or the next)
+qmp_event() {
+	printf '%s\n' "$2" 1<>"$WORK/$1.qmp-in"
+}
+# qmp_clients NAME: how many QMP clients (record children) QEMU NAME has had so far
+qmp_clients() {
+	grep -c "qmp: client [0-9]*: connected" "$WORK/$1.fake"
+}
+# qmp_last NAME: QEMU NAME's last word of its QMP clients ("client N: ready", "client N: left"...)
+qmp_last() {
+	grep -o "qmp: client [0-9]*: [a-z]*" "$WORK/$1.fake" | grep -v ": sent$" | tail -n 1
+}
+# qmp_steady NAME MIN: QEMU NAME's QMP client number MIN or later (a record child) has said
+# qmp_capabilities and is still there 1 s later (a child that ends at once, its own `list` having
+# found the agent busy with the daemon's discovery, gets no event; 30 s at most)
+qmp_steady() {
+	_q=0
+	while :; do
+		_l=$(qmp_last "$1")
+		_c=${_l#qmp: client }
+		_c=${_c%%:*}
+		if [ "${_l##*: }" = ready ] && [ "$_c" -ge "$2" ]; then
+			sleep 1
+			[ "$(qmp_last "$1")" = "$_l" ] && return 0
+		fi
+		[ $_q -lt 300 ] || { show "$WORK/$1.fake"; fail "$1: no record child number $2 or later follows its QMP"; }
+		sleep 0.1
+		_q=$((_q + 1))
+	done
+}
+# count LOG PATTERN: lines of LOG that match
+count() {
+	grep -c -- "$2" "$1"
+}
+# snaps STATE: the snapshots' names, sorted
+snaps() {
+	ls "$1/snapshots" 2>/dev/null | grep -v '^\.' | sort
+}
+PANIC='{"event": "GUEST_PANICKED", "data": {"action": "pause", "info": {"type": "hyper-v", "arg1": 0}}}'
+
+qemu qa
+qemu qb
+A=$WORK/state-a
+L=$WORK/daemon.log
+daemon_start daemon.log --domains qa,qb --libvirt no --mode stream --state-dir "$A" --min-free 0 --after 1
+wait_attached "$A" qa qb 15
+qmp_steady qa 1
+qmp_steady qb 1
+"$COLLECT" daemon --status --state-dir "$A" | grep -qx "panic-trigger: QMP only (libvirt = no)" ||
+	fail "--status does not say panics come from QMP only: $("$COLLECT" daemon --status --state-dir "$A")"
+echo "ok: qa and qb attached, their children follow QMP; --status: panic-trigger: QMP only (libvirt = no)"
+
+# qb's action smuggles a newline and a line naming qa: QEMU's words only go on.
+qmp_event qb '{"event": "GUEST_PANICKED", "data": {"action": "pause\npanic qa pause\n"}}'
+wait_log "$L" "qb: snapshot .*-panic-qmp (panic-qmp)" 30 "qb's GUEST_PANICKED sealed nothing"
+[ "$(count "$L" "guest qb: QEMU says it panicked (QMP GUEST_PANICKED, action unknown)")" = 1 ] ||
+	{ show "$L"; fail "record did not log qb's panic once, action unknown"; }
+[ "$(count "$L" "qb: the guest crashed (QMP GUEST_PANICKED, action unknown): snapshot asked for (panic-qmp; before 30.0 s, after 1.0 s)")" = 1 ] ||
+	{ show "$L"; fail "the daemon did not ask for qb's snapshot once"; }
+s=$(snaps "$A")
+[ "$(echo "$s" | wc -l)" = 1 ] && echo "$s" | grep -q '^qb-.*-panic-qmp$' ||
+	fail "after qb's panic: snapshots '$s', want one, qb's"
+grep -q "qa: the guest crashed\|panic line not understood" "$L" && { show "$L"; fail "qb's smuggled line reached qa or was read as a line"; }
+echo "ok: qb's GUEST_PANICKED (a hostile action) sealed $s only"
+
+# qa's panic, said twice to one child: one line on its pipe, one snapshot.
+qmp_steady qa 1
+n=$(($(qmp_clients qa) + 1))
+qmp_event qa "$PANIC"
+qmp_event qa "$PANIC"
+wait_log "$L" "qa: snapshot .*-panic-qmp (panic-qmp)" 30 "qa's GUEST_PANICKED sealed nothing"
+[ "$(count "$L" "guest qa: QEMU says it panicked (QMP GUEST_PANICKED, action pause)")" = 2 ] ||
+	{ show "$L"; fail "record did not log qa's two panics"; }
+[ "$(count "$L" "guest qa: GUEST_PANICKED again: not passed on (one per recording; 2 so far)")" = 1 ] ||
+	{ show "$L"; fail "record did not hold back qa's second panic"; }
+[ "$(count "$L" "qa: the guest crashed (QMP GUEST_PANICKED, action pause): snapshot asked for (panic-qmp; before 30.0 s, after 1.0 s)")" = 1 ] ||
+	{ show "$L"; fail "the daemon did not ask for qa's snapshot once"; }
+s=$(snaps "$A")
+[ "$(echo "$s" | grep -c '^qa-.*-panic-qmp$')" = 1 ] && [ "$(echo "$s" | wc -l)" = 2 ] ||
+	fail "after qa's panic: snapshots '$s', want qb's and one of qa"
+snap=$A/snapshots/$(echo "$s" | grep '^qa-')
+[ "$(jq -r .reason "$snap/snapshot.json")" = panic-qmp ] || fail "snapshot.json reason $(jq -r .reason "$snap/snapshot.json")"
+[ "$(jq -r .guest "$snap/snapshot.json")" = qa ] || fail "snapshot.json guest $(jq -r .guest "$snap/snapshot.json")"
+[ "$(man "$snap" '[.guests[].name] | join(",")')" = qa ] || fail "manifest.json guests: $(man "$snap" '[.guests[].name] | join(",")')"
+[ "$(guest_json "$snap" qa '.vcpu_threads | map(tostring) | join(",")')" = "$Q_qa,$Q_qa" ] ||
+	fail "manifest.json: qa's vCPU threads $(guest_json "$snap" qa .vcpu_threads), want QMP's ($Q_qa twice)"
+[ ! -e "$snap/guest-qb.dat" ] || fail "qa's snapshot holds qb's trace"
+report "$WORK/guest.txt" -i "$snap/guest-qa.dat"
+grep -q 'softirq_entry' "$WORK/guest.txt" || fail "guest-qa.dat has no softirq_entry (the fixture's)"
+"$COLLECT" daemon --status --state-dir "$A" | grep -q "^qa .*qa-.*-panic-qmp (panic-qmp)" ||
+	fail "--status does not name qa's snapshot: $("$COLLECT" daemon --status --state-dir "$A")"
+echo "ok: qa's two GUEST_PANICKED: $(basename "$snap"), $(all_events "$WORK/guest.txt") guest events"
+
+# qa's next child: a panic within the minute is the same guest's again, ignored.
+qmp_steady qa $n
+qmp_event qa "$PANIC"
+wait_log "$L" "qa: the guest crashed (QMP GUEST_PANICKED, action pause): its panic snapshot was asked for .* s ago: not another (one per 60 s; 1 ignored so far)" 10 \
+	"qa's next child's panic was not ignored"
+sleep 3	# past --after 1 and a child's 3 s: a second snapshot would be sealed by now
+s=$(snaps "$A")
+[ "$(echo "$s" | wc -l)" = 2 ] || fail "a panic within the minute sealed another: '$s'"
+daemon_stop
+[ $RC = 0 ] || { show "$L"; fail "daemon A exited $RC after SIGTERM, want 0"; }
+echo "ok: qa's next panic within the minute ignored; 2 snapshots in all"
+
+# B: libvirt says the panic QMP said: one snapshot.
+B=$WORK/state-b EV=$WORK/events
+mkfifo "$EV"
+n=$(($(qmp_clients qa) + 1))
+VT_DAEMON_EVENTS=$EV daemon_start daemon-b.log --domains qa --libvirt no --mode stream --state-dir "$B" \
+	--min-free 0 --after 1
+L=$WORK/daemon-b.log
+wait_attached "$B" qa 15
+qmp_steady qa $n
+qmp_event qa "$PANIC"
+wait_log "$L" "qa: the guest crashed (QMP GUEST_PANICKED, action pause): snapshot asked for (panic-qmp" 10 \
+	"B: qa's GUEST_PANICKED asked for nothing"
+printf 'crashed panicked qa\n' 1<>"$EV"
+wait_log "$L" "qa: the guest crashed (panicked): its panic snapshot was asked for .* s ago: not another" 10 \
+	"B: libvirt's word of the same panic was not folded in"
+wait_log "$L" "qa: snapshot .*-panic-qmp (panic-qmp)" 30 "B: nothing sealed"
+sleep 2
+s=$(snaps "$B")
+[ "$(echo "$s" | wc -l)" = 1 ] && echo "$s" | grep -q '^qa-.*-panic-qmp$' || fail "B: snapshots '$s', want one of qa"
+daemon_stop
+[ $RC = 0 ] || { show "$L"; fail "daemon B exited $RC after SIGTERM, want 0"; }
+echo "ok: QMP's and libvirt's word of one panic: one snapshot, $s"
+
+# C: --trigger-panic no; the guest-filter trigger gives the child its pipe all the same.
+C=$WORK/state-c
+n=$(($(qmp_clients qa) + 1))
+daemon_start daemon-c.log --domains qa --libvirt no --mode stream --state-dir "$C" --min-free 0 --after 1 \
+	--trigger-panic no --trigger-guest-filter sched:sched_switch
+L=$WORK/daemon-c.log
+wait_attached "$C" qa 15
+qmp_steady qa $n
+qmp_event qa "$PANIC"
+wait_log "$L" "qa: QMP says the guest panicked (action pause): trigger-panic is off" 10 "C: the panic line was not read"
+sleep 3
+[ -z "$(snaps "$C")" ] || fail "--trigger-panic no sealed $(snaps "$C")"
+! grep -q "snapshot asked for" "$L" || fail "--trigger-panic no asked for a snapshot"
+"$COLLECT" daemon --status --state-dir "$C" | grep -q "^panic-trigger" && fail "--trigger-panic no: --status has a panic-trigger line"
+daemon_stop
+[ $RC = 0 ] || { show "$L"; fail "daemon C exited $RC after SIGTERM, want 0"; }
+echo "ok: --trigger-panic no: the panic logged, nothing sealed"
+
+# D: QEMU's default action powers it off at once: the child ends right after its panic line,
+# which is read before the daemon takes the child's end, and its recording is the snapshot.
+D=$WORK/state-d
+n=$(($(qmp_clients qb) + 1))
+daemon_start daemon-d.log --domains qb --libvirt no --mode stream --state-dir "$D" --min-free 0 --after 1
+L=$WORK/daemon-d.log
+wait_attached "$D" qb 15
+qmp_steady qb $n
+sleep 1	# some of the window before the panic
+qmp_event qb '{"event": "GUEST_PANICKED", "data": {"action": "poweroff"}}'
+qmp_event qb quit
+wait_log "$WORK/qb.fake" "qmp: client [0-9]*: quitting, as QEMU powers off" 10 "qb's fake QEMU did not quit"
+wait_log "$L" "qb: snapshot .*-panic-qmp (panic-qmp)\|could not be sealed\|no recording runs" 20 "D: qb's end sealed nothing and said nothing"
+grep -q "qb: the guest crashed (QMP GUEST_PANICKED, action poweroff): snapshot asked for (panic-qmp" "$L" ||
+	{ show "$L"; fail "D: the panic line of a child that ended at once was not taken"; }
+grep -q "qb: snapshot .*-panic-qmp (panic-qmp)" "$L" || { show "$L"; fail "D: qb's last recording was not sealed"; }
+s=$(snaps "$D")
+[ "$(echo "$s" | wc -l)" = 1 ] && echo "$s" | grep -q '^qb-.*-panic-qmp$' || fail "D: snapshots '$s', want one of qb"
+report "$WORK/guest-d.txt" -i "$D/snapshots/$s/guest-qb.dat"
+grep -q 'softirq_entry' "$WORK/guest-d.txt" || fail "D: guest-qb.dat has no softirq_entry (the fixture's)"
+daemon_stop
+[ $RC = 0 ] || { show "$L"; fail "daemon D exited $RC after SIGTERM, want 0"; }
+echo "ok: a QEMU that powers off on its panic: $s, $(all_events "$WORK/guest-d.txt") guest events"
+echo "PASS"
