@@ -2,18 +2,20 @@
 # Proves (issue 40): QMP's GUEST_PANICKED of a QEMU found without libvirt seals a panic snapshot of
 # that guest. Two fake QEMUs (vt-fake-agent copies run as a root-owned qemu-system-x86_64, each
 # serving its -qmp socket itself, the events a test writes into a FIFO relayed to its one client:
-# the daemon's `record --all=NAME` child). A: --status says "QMP only (libvirt = no)"; qb's
-# GUEST_PANICKED whose action smuggles a line naming qa is logged as action unknown and seals one
-# snapshot, qb's, reason panic-qmp, none of qa; qa's two GUEST_PANICKED on one child are passed on
-# once (the second logged) and seal one snapshot, qa's: its snapshot.json (reason, guest), its
-# manifest (one guest, qa, the vCPU threads QMP gave) and guest-qa.dat (the fixture's events);
-# qa's next child's GUEST_PANICKED within the minute is ignored, no second snapshot. B: libvirt's
+# the daemon's `record --all=NAME` child). A: --status says "QMP only (libvirt = no)"; pqb's
+# GUEST_PANICKED whose action smuggles a line naming pqa is logged as action unknown and seals one
+# snapshot, pqb's, reason panic-qmp, none of pqa; pqa's two GUEST_PANICKED on one child are passed on
+# once (the second logged) and seal one snapshot, pqa's: its snapshot.json (reason, guest), its
+# manifest (one guest, pqa, the vCPU threads QMP gave) and guest-pqa.dat (the fixture's events);
+# pqa's next child's GUEST_PANICKED within the minute is ignored, no second snapshot. B: libvirt's
 # crash event (the fake event source) of the panic QMP already said makes no second snapshot.
 # C: with --trigger-panic no (and a guest-filter trigger, so that the children have the pipe)
 # the panic is logged by record and the daemon, and seals nothing. D: a fake QEMU that quits
 # right after its GUEST_PANICKED (QEMU's default action, poweroff) ends its child at once; the
-# child's panic line is still taken and its recording sealed as qb's panic snapshot (the
+# child's panic line is still taken and its recording sealed as pqb's panic snapshot (the
 # fixture's events in it).
+# The names are this test's own (pqa, pqb): the daemon finds QEMUs machine-wide, and make check
+# runs tests side by side (test-daemon-hostfilter-qemu's fake QEMU is qa).
 echo "daemon: QMP GUEST_PANICKED seals one snapshot of that guest only, reason panic-qmp"
 . "$VT_SRCDIR/tests/integration/collect-lib.sh"
 . "$VT_SRCDIR/tests/integration/daemon-lib.sh"
@@ -79,104 +81,104 @@ snaps() {
 }
 PANIC='{"event": "GUEST_PANICKED", "data": {"action": "pause", "info": {"type": "hyper-v", "arg1": 0}}}'
 
-qemu qa
-qemu qb
+qemu pqa
+qemu pqb
 A=$WORK/state-a
 L=$WORK/daemon.log
-daemon_start daemon.log --domains qa,qb --libvirt no --mode stream --state-dir "$A" --min-free 0 --after 1
-wait_attached "$A" qa qb 15
-qmp_steady qa 1
-qmp_steady qb 1
+daemon_start daemon.log --domains pqa,pqb --libvirt no --mode stream --state-dir "$A" --min-free 0 --after 1
+wait_attached "$A" pqa pqb 15
+qmp_steady pqa 1
+qmp_steady pqb 1
 "$COLLECT" daemon --status --state-dir "$A" | grep -qx "panic-trigger: QMP only (libvirt = no)" ||
 	fail "--status does not say panics come from QMP only: $("$COLLECT" daemon --status --state-dir "$A")"
-echo "ok: qa and qb attached, their children follow QMP; --status: panic-trigger: QMP only (libvirt = no)"
+echo "ok: pqa and pqb attached, their children follow QMP; --status: panic-trigger: QMP only (libvirt = no)"
 
-# qb's action smuggles a newline and a line naming qa: QEMU's words only go on.
-qmp_event qb '{"event": "GUEST_PANICKED", "data": {"action": "pause\npanic qa pause\n"}}'
-wait_log "$L" "qb: snapshot .*-panic-qmp (panic-qmp)" 30 "qb's GUEST_PANICKED sealed nothing"
-[ "$(count "$L" "guest qb: QEMU says it panicked (QMP GUEST_PANICKED, action unknown)")" = 1 ] ||
-	{ show "$L"; fail "record did not log qb's panic once, action unknown"; }
-[ "$(count "$L" "qb: the guest crashed (QMP GUEST_PANICKED, action unknown): snapshot asked for (panic-qmp; before 30.0 s, after 1.0 s)")" = 1 ] ||
-	{ show "$L"; fail "the daemon did not ask for qb's snapshot once"; }
+# pqb's action smuggles a newline and a line naming pqa: QEMU's words only go on.
+qmp_event pqb '{"event": "GUEST_PANICKED", "data": {"action": "pause\npanic pqa pause\n"}}'
+wait_log "$L" "pqb: snapshot .*-panic-qmp (panic-qmp)" 30 "pqb's GUEST_PANICKED sealed nothing"
+[ "$(count "$L" "guest pqb: QEMU says it panicked (QMP GUEST_PANICKED, action unknown)")" = 1 ] ||
+	{ show "$L"; fail "record did not log pqb's panic once, action unknown"; }
+[ "$(count "$L" "pqb: the guest crashed (QMP GUEST_PANICKED, action unknown): snapshot asked for (panic-qmp; before 30.0 s, after 1.0 s)")" = 1 ] ||
+	{ show "$L"; fail "the daemon did not ask for pqb's snapshot once"; }
 s=$(snaps "$A")
-[ "$(echo "$s" | wc -l)" = 1 ] && echo "$s" | grep -q '^qb-.*-panic-qmp$' ||
-	fail "after qb's panic: snapshots '$s', want one, qb's"
-grep -q "qa: the guest crashed\|panic line not understood" "$L" && { show "$L"; fail "qb's smuggled line reached qa or was read as a line"; }
-echo "ok: qb's GUEST_PANICKED (a hostile action) sealed $s only"
+[ "$(echo "$s" | wc -l)" = 1 ] && echo "$s" | grep -q '^pqb-.*-panic-qmp$' ||
+	fail "after pqb's panic: snapshots '$s', want one, pqb's"
+grep -q "pqa: the guest crashed\|panic line not understood" "$L" && { show "$L"; fail "pqb's smuggled line reached pqa or was read as a line"; }
+echo "ok: pqb's GUEST_PANICKED (a hostile action) sealed $s only"
 
-# qa's panic, said twice to one child: one line on its pipe, one snapshot.
-qmp_steady qa 1
-n=$(($(qmp_clients qa) + 1))
-qmp_event qa "$PANIC"
-qmp_event qa "$PANIC"
-wait_log "$L" "qa: snapshot .*-panic-qmp (panic-qmp)" 30 "qa's GUEST_PANICKED sealed nothing"
-[ "$(count "$L" "guest qa: QEMU says it panicked (QMP GUEST_PANICKED, action pause)")" = 2 ] ||
-	{ show "$L"; fail "record did not log qa's two panics"; }
-[ "$(count "$L" "guest qa: GUEST_PANICKED again: not passed on (one per recording; 2 so far)")" = 1 ] ||
-	{ show "$L"; fail "record did not hold back qa's second panic"; }
-[ "$(count "$L" "qa: the guest crashed (QMP GUEST_PANICKED, action pause): snapshot asked for (panic-qmp; before 30.0 s, after 1.0 s)")" = 1 ] ||
-	{ show "$L"; fail "the daemon did not ask for qa's snapshot once"; }
+# pqa's panic, said twice to one child: one line on its pipe, one snapshot.
+qmp_steady pqa 1
+n=$(($(qmp_clients pqa) + 1))
+qmp_event pqa "$PANIC"
+qmp_event pqa "$PANIC"
+wait_log "$L" "pqa: snapshot .*-panic-qmp (panic-qmp)" 30 "pqa's GUEST_PANICKED sealed nothing"
+[ "$(count "$L" "guest pqa: QEMU says it panicked (QMP GUEST_PANICKED, action pause)")" = 2 ] ||
+	{ show "$L"; fail "record did not log pqa's two panics"; }
+[ "$(count "$L" "guest pqa: GUEST_PANICKED again: not passed on (one per recording; 2 so far)")" = 1 ] ||
+	{ show "$L"; fail "record did not hold back pqa's second panic"; }
+[ "$(count "$L" "pqa: the guest crashed (QMP GUEST_PANICKED, action pause): snapshot asked for (panic-qmp; before 30.0 s, after 1.0 s)")" = 1 ] ||
+	{ show "$L"; fail "the daemon did not ask for pqa's snapshot once"; }
 s=$(snaps "$A")
-[ "$(echo "$s" | grep -c '^qa-.*-panic-qmp$')" = 1 ] && [ "$(echo "$s" | wc -l)" = 2 ] ||
-	fail "after qa's panic: snapshots '$s', want qb's and one of qa"
-snap=$A/snapshots/$(echo "$s" | grep '^qa-')
+[ "$(echo "$s" | grep -c '^pqa-.*-panic-qmp$')" = 1 ] && [ "$(echo "$s" | wc -l)" = 2 ] ||
+	fail "after pqa's panic: snapshots '$s', want pqb's and one of pqa"
+snap=$A/snapshots/$(echo "$s" | grep '^pqa-')
 [ "$(jq -r .reason "$snap/snapshot.json")" = panic-qmp ] || fail "snapshot.json reason $(jq -r .reason "$snap/snapshot.json")"
-[ "$(jq -r .guest "$snap/snapshot.json")" = qa ] || fail "snapshot.json guest $(jq -r .guest "$snap/snapshot.json")"
-[ "$(man "$snap" '[.guests[].name] | join(",")')" = qa ] || fail "manifest.json guests: $(man "$snap" '[.guests[].name] | join(",")')"
-[ "$(guest_json "$snap" qa '.vcpu_threads | map(tostring) | join(",")')" = "$Q_qa,$Q_qa" ] ||
-	fail "manifest.json: qa's vCPU threads $(guest_json "$snap" qa .vcpu_threads), want QMP's ($Q_qa twice)"
-[ ! -e "$snap/guest-qb.dat" ] || fail "qa's snapshot holds qb's trace"
-report "$WORK/guest.txt" -i "$snap/guest-qa.dat"
-grep -q 'softirq_entry' "$WORK/guest.txt" || fail "guest-qa.dat has no softirq_entry (the fixture's)"
-"$COLLECT" daemon --status --state-dir "$A" | grep -q "^qa .*qa-.*-panic-qmp (panic-qmp)" ||
-	fail "--status does not name qa's snapshot: $("$COLLECT" daemon --status --state-dir "$A")"
-echo "ok: qa's two GUEST_PANICKED: $(basename "$snap"), $(all_events "$WORK/guest.txt") guest events"
+[ "$(jq -r .guest "$snap/snapshot.json")" = pqa ] || fail "snapshot.json guest $(jq -r .guest "$snap/snapshot.json")"
+[ "$(man "$snap" '[.guests[].name] | join(",")')" = pqa ] || fail "manifest.json guests: $(man "$snap" '[.guests[].name] | join(",")')"
+[ "$(guest_json "$snap" pqa '.vcpu_threads | map(tostring) | join(",")')" = "$Q_pqa,$Q_pqa" ] ||
+	fail "manifest.json: pqa's vCPU threads $(guest_json "$snap" pqa .vcpu_threads), want QMP's ($Q_pqa twice)"
+[ ! -e "$snap/guest-pqb.dat" ] || fail "pqa's snapshot holds pqb's trace"
+report "$WORK/guest.txt" -i "$snap/guest-pqa.dat"
+grep -q 'softirq_entry' "$WORK/guest.txt" || fail "guest-pqa.dat has no softirq_entry (the fixture's)"
+"$COLLECT" daemon --status --state-dir "$A" | grep -q "^pqa .*pqa-.*-panic-qmp (panic-qmp)" ||
+	fail "--status does not name pqa's snapshot: $("$COLLECT" daemon --status --state-dir "$A")"
+echo "ok: pqa's two GUEST_PANICKED: $(basename "$snap"), $(all_events "$WORK/guest.txt") guest events"
 
-# qa's next child: a panic within the minute is the same guest's again, ignored.
-qmp_steady qa $n
-qmp_event qa "$PANIC"
-wait_log "$L" "qa: the guest crashed (QMP GUEST_PANICKED, action pause): its panic snapshot was asked for .* s ago: not another (one per 60 s; 1 ignored so far)" 10 \
-	"qa's next child's panic was not ignored"
+# pqa's next child: a panic within the minute is the same guest's again, ignored.
+qmp_steady pqa $n
+qmp_event pqa "$PANIC"
+wait_log "$L" "pqa: the guest crashed (QMP GUEST_PANICKED, action pause): its panic snapshot was asked for .* s ago: not another (one per 60 s; 1 ignored so far)" 10 \
+	"pqa's next child's panic was not ignored"
 sleep 3	# past --after 1 and a child's 3 s: a second snapshot would be sealed by now
 s=$(snaps "$A")
 [ "$(echo "$s" | wc -l)" = 2 ] || fail "a panic within the minute sealed another: '$s'"
 daemon_stop
 [ $RC = 0 ] || { show "$L"; fail "daemon A exited $RC after SIGTERM, want 0"; }
-echo "ok: qa's next panic within the minute ignored; 2 snapshots in all"
+echo "ok: pqa's next panic within the minute ignored; 2 snapshots in all"
 
 # B: libvirt says the panic QMP said: one snapshot.
 B=$WORK/state-b EV=$WORK/events
 mkfifo "$EV"
-n=$(($(qmp_clients qa) + 1))
-VT_DAEMON_EVENTS=$EV daemon_start daemon-b.log --domains qa --libvirt no --mode stream --state-dir "$B" \
+n=$(($(qmp_clients pqa) + 1))
+VT_DAEMON_EVENTS=$EV daemon_start daemon-b.log --domains pqa --libvirt no --mode stream --state-dir "$B" \
 	--min-free 0 --after 1
 L=$WORK/daemon-b.log
-wait_attached "$B" qa 15
-qmp_steady qa $n
-qmp_event qa "$PANIC"
-wait_log "$L" "qa: the guest crashed (QMP GUEST_PANICKED, action pause): snapshot asked for (panic-qmp" 10 \
-	"B: qa's GUEST_PANICKED asked for nothing"
-printf 'crashed panicked qa\n' 1<>"$EV"
-wait_log "$L" "qa: the guest crashed (panicked): its panic snapshot was asked for .* s ago: not another" 10 \
+wait_attached "$B" pqa 15
+qmp_steady pqa $n
+qmp_event pqa "$PANIC"
+wait_log "$L" "pqa: the guest crashed (QMP GUEST_PANICKED, action pause): snapshot asked for (panic-qmp" 10 \
+	"B: pqa's GUEST_PANICKED asked for nothing"
+printf 'crashed panicked pqa\n' 1<>"$EV"
+wait_log "$L" "pqa: the guest crashed (panicked): its panic snapshot was asked for .* s ago: not another" 10 \
 	"B: libvirt's word of the same panic was not folded in"
-wait_log "$L" "qa: snapshot .*-panic-qmp (panic-qmp)" 30 "B: nothing sealed"
+wait_log "$L" "pqa: snapshot .*-panic-qmp (panic-qmp)" 30 "B: nothing sealed"
 sleep 2
 s=$(snaps "$B")
-[ "$(echo "$s" | wc -l)" = 1 ] && echo "$s" | grep -q '^qa-.*-panic-qmp$' || fail "B: snapshots '$s', want one of qa"
+[ "$(echo "$s" | wc -l)" = 1 ] && echo "$s" | grep -q '^pqa-.*-panic-qmp$' || fail "B: snapshots '$s', want one of pqa"
 daemon_stop
 [ $RC = 0 ] || { show "$L"; fail "daemon B exited $RC after SIGTERM, want 0"; }
 echo "ok: QMP's and libvirt's word of one panic: one snapshot, $s"
 
 # C: --trigger-panic no; the guest-filter trigger gives the child its pipe all the same.
 C=$WORK/state-c
-n=$(($(qmp_clients qa) + 1))
-daemon_start daemon-c.log --domains qa --libvirt no --mode stream --state-dir "$C" --min-free 0 --after 1 \
+n=$(($(qmp_clients pqa) + 1))
+daemon_start daemon-c.log --domains pqa --libvirt no --mode stream --state-dir "$C" --min-free 0 --after 1 \
 	--trigger-panic no --trigger-guest-filter sched:sched_switch
 L=$WORK/daemon-c.log
-wait_attached "$C" qa 15
-qmp_steady qa $n
-qmp_event qa "$PANIC"
-wait_log "$L" "qa: QMP says the guest panicked (action pause): trigger-panic is off" 10 "C: the panic line was not read"
+wait_attached "$C" pqa 15
+qmp_steady pqa $n
+qmp_event pqa "$PANIC"
+wait_log "$L" "pqa: QMP says the guest panicked (action pause): trigger-panic is off" 10 "C: the panic line was not read"
 sleep 3
 [ -z "$(snaps "$C")" ] || fail "--trigger-panic no sealed $(snaps "$C")"
 ! grep -q "snapshot asked for" "$L" || fail "--trigger-panic no asked for a snapshot"
@@ -188,23 +190,23 @@ echo "ok: --trigger-panic no: the panic logged, nothing sealed"
 # D: QEMU's default action powers it off at once: the child ends right after its panic line,
 # which is read before the daemon takes the child's end, and its recording is the snapshot.
 D=$WORK/state-d
-n=$(($(qmp_clients qb) + 1))
-daemon_start daemon-d.log --domains qb --libvirt no --mode stream --state-dir "$D" --min-free 0 --after 1
+n=$(($(qmp_clients pqb) + 1))
+daemon_start daemon-d.log --domains pqb --libvirt no --mode stream --state-dir "$D" --min-free 0 --after 1
 L=$WORK/daemon-d.log
-wait_attached "$D" qb 15
-qmp_steady qb $n
+wait_attached "$D" pqb 15
+qmp_steady pqb $n
 sleep 1	# some of the window before the panic
-qmp_event qb '{"event": "GUEST_PANICKED", "data": {"action": "poweroff"}}'
-qmp_event qb quit
-wait_log "$WORK/qb.fake" "qmp: client [0-9]*: quitting, as QEMU powers off" 10 "qb's fake QEMU did not quit"
-wait_log "$L" "qb: snapshot .*-panic-qmp (panic-qmp)\|could not be sealed\|no recording runs" 20 "D: qb's end sealed nothing and said nothing"
-grep -q "qb: the guest crashed (QMP GUEST_PANICKED, action poweroff): snapshot asked for (panic-qmp" "$L" ||
+qmp_event pqb '{"event": "GUEST_PANICKED", "data": {"action": "poweroff"}}'
+qmp_event pqb quit
+wait_log "$WORK/pqb.fake" "qmp: client [0-9]*: quitting, as QEMU powers off" 10 "pqb's fake QEMU did not quit"
+wait_log "$L" "pqb: snapshot .*-panic-qmp (panic-qmp)\|could not be sealed\|no recording runs" 20 "D: pqb's end sealed nothing and said nothing"
+grep -q "pqb: the guest crashed (QMP GUEST_PANICKED, action poweroff): snapshot asked for (panic-qmp" "$L" ||
 	{ show "$L"; fail "D: the panic line of a child that ended at once was not taken"; }
-grep -q "qb: snapshot .*-panic-qmp (panic-qmp)" "$L" || { show "$L"; fail "D: qb's last recording was not sealed"; }
+grep -q "pqb: snapshot .*-panic-qmp (panic-qmp)" "$L" || { show "$L"; fail "D: pqb's last recording was not sealed"; }
 s=$(snaps "$D")
-[ "$(echo "$s" | wc -l)" = 1 ] && echo "$s" | grep -q '^qb-.*-panic-qmp$' || fail "D: snapshots '$s', want one of qb"
-report "$WORK/guest-d.txt" -i "$D/snapshots/$s/guest-qb.dat"
-grep -q 'softirq_entry' "$WORK/guest-d.txt" || fail "D: guest-qb.dat has no softirq_entry (the fixture's)"
+[ "$(echo "$s" | wc -l)" = 1 ] && echo "$s" | grep -q '^pqb-.*-panic-qmp$' || fail "D: snapshots '$s', want one of pqb"
+report "$WORK/guest-d.txt" -i "$D/snapshots/$s/guest-pqb.dat"
+grep -q 'softirq_entry' "$WORK/guest-d.txt" || fail "D: guest-pqb.dat has no softirq_entry (the fixture's)"
 daemon_stop
 [ $RC = 0 ] || { show "$L"; fail "daemon D exited $RC after SIGTERM, want 0"; }
 echo "ok: a QEMU that powers off on its panic: $s, $(all_events "$WORK/guest-d.txt") guest events"
