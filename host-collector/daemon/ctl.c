@@ -207,6 +207,8 @@ static const char *guest_state(const struct dguest *g, char *buf, size_t len)
 		return "stopping";
 	if (g->cut_off)
 		return "cut-off";
+	if (g->migrated_out)
+		return "migrated-out";
 	if (!g->present)
 		return "gone";
 	snprintf(buf, len, "retry-in-%.0fs", g->next_start - daemon_now() + 0.5);

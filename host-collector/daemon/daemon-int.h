@@ -106,6 +106,13 @@ struct dtrig {
  * @last_error: the last problem, in words ("" none)
  * @trig: its guest-filter triggers
  * @kept: gone and detached, kept for its last snapshot (until it comes back)
+ * @incoming: its QEMU waits for it to migrate in (list_guest's @incoming when it was
+ *	found): the first child takes the session over, record --incoming
+ * @ports: with @incoming, the port directory (record --chardev-dir)
+ * @qmp: with @incoming, QEMU's QMP socket ("" none)
+ * @migrated_out: its last child ended with the guest migrated out (the recording's
+ *	manifest says so): no child while the same QEMU (@out_qemu) stays
+ * @out_qemu: the QEMU it left
  */
 struct dguest {
 	char name[COLLECT_NAME_MAX];
@@ -129,6 +136,11 @@ struct dguest {
 	char last_error[256];
 	struct dtrig trig;
 	bool kept;
+	bool incoming;
+	char ports[4096];
+	char qmp[4096];
+	bool migrated_out;
+	pid_t out_qemu;
 };
 
 /**
@@ -187,6 +199,7 @@ void state_close(struct daemon *d);
 int state_guest_dir(struct daemon *d, const char *name);
 int state_rotate(struct daemon *d, struct dguest *g);
 int state_seal(struct daemon *d, struct dguest *g, char *path, size_t len);
+bool state_migrated_out(struct daemon *d, const char *name);
 void state_budget(struct daemon *d);
 uint64_t state_guest_bytes(struct daemon *d, const char *name, unsigned int *segments);
 uint64_t state_tree_bytes(int at, const char *name);
