@@ -38,6 +38,12 @@
  * A probe burst answered "send HELLO first" ends the child, and a new one starts.
  */
 #define DAEMON_HOLD_PROBE	"5"
+/*
+ * A QEMU with -incoming unix:PATH binds PATH after it opened the ports that discovery sees:
+ * seen before that (1 run of 5 of test-daemon-migrate), its first child waits this long for
+ * the listener, which says the guest is still to come (else it arrived: a plain child).
+ */
+#define DAEMON_INCOMING_WAIT	5.0
 
 /* Why a child is being stopped: what its exit leads to. */
 enum stop_why { STOP_NONE, STOP_ROTATE, STOP_SNAPSHOT, STOP_GONE, STOP_SHUTDOWN };
@@ -113,6 +119,8 @@ struct dtrig {
  * @migrated_out: its last child ended with the guest migrated out (the recording's
  *	manifest says so): no child while the same QEMU (@out_qemu) stays
  * @out_qemu: the QEMU it left
+ * @incoming_until: its QEMU has -incoming but no listener yet: the first child waits
+ *	until then for one (DAEMON_INCOMING_WAIT)
  */
 struct dguest {
 	char name[COLLECT_NAME_MAX];
@@ -141,6 +149,7 @@ struct dguest {
 	char qmp[4096];
 	bool migrated_out;
 	pid_t out_qemu;
+	double incoming_until;
 };
 
 /**

@@ -115,20 +115,27 @@ static void log_libvirt_down(const char *note)
  * @g seen in what list found (@l). A QEMU other than the one it migrated out of
  * ends "migrated out"; a new QEMU waiting for its guest to migrate in (that
  * QEMU's by /proc, list.c) gets record --incoming for its first child, as
- * record --all would give it its ports and QMP socket.
+ * record --all would give it its ports and QMP socket. One with -incoming whose
+ * listener is not there yet holds its first child DAEMON_INCOMING_WAIT for it.
  */
 static void found(struct dguest *g, const struct list_guest *l)
 {
 	pid_t qemu = l->owner_known ? l->qemu_pid : 0;
+	double now = daemon_now();
 
 	g->present = true;
 	if (g->migrated_out && qemu != g->out_qemu) {
 		log_info("%s: back in another QEMU (pid %d)", g->name, (int)qemu);
 		g->migrated_out = false;
 	}
-	if (!g->pid && qemu != g->qemu_pid && l->incoming && !l->libvirt && l->chardev_dir[0] &&
-	    qemu) {
+	if (!g->pid && qemu && qemu != g->qemu_pid && l->incoming_opt && !l->incoming) {
+		g->incoming_until = now + DAEMON_INCOMING_WAIT;
+		g->next_start = g->next_start > g->incoming_until ? g->next_start : g->incoming_until;
+	}
+	if (!g->pid && qemu && !g->incoming && l->incoming && !l->libvirt && l->chardev_dir[0] &&
+	    (qemu != g->qemu_pid || now < g->incoming_until)) {
 		g->incoming = true;
+		g->next_start = now;
 		snprintf(g->ports, sizeof(g->ports), "%s", l->chardev_dir);
 		snprintf(g->qmp, sizeof(g->qmp), "%s", l->qmp_path);
 		log_info("%s: QEMU %d waits for it to migrate in", g->name, (int)qemu);
@@ -334,7 +341,8 @@ static int spawn(struct daemon *d, struct dguest *g)
 	g->started = daemon_now();
 	g->stopping = STOP_NONE;
 	log_info("%s: recording (pid %d) into %s%s", g->name, (int)pid, out,
-		 g->incoming && d->conf.mode != MODE_HOLD ? " (record --incoming: it takes the session over when the guest arrives)" : "");
+		 g->incoming && d->conf.mode != MODE_HOLD ?
+		 " (record --incoming: it takes the session over when the guest arrives)" : "");
 	return 0;
 }
 

@@ -485,6 +485,7 @@ static int scan_proc(struct list_found *f, const pid_t *skip, unsigned int nskip
 		 * listener still open means the guest has not begun to arrive. Other URIs (tcp,
 		 * defer) leave no such sign: -incoming alone says it.
 		 */
+		g->incoming_opt = ps.incoming;
 		g->incoming = ps.incoming && (strncmp(ps.incoming, "unix:", 5) || ps.listening);
 		f->nr++;
 	}

@@ -1,20 +1,21 @@
 #!/bin/sh
 # Proves: the daemon starts a migration destination's child as `record --incoming` by what the
 # kernel shows (issue 40). Two vt-fake-qemu processes, run as a root-owned qemu-system-x86_64
-# (a QEMU by /proc/PID/exe) with pipe ports made by `setup --create` and QEMU's command line:
-# q-in with `-incoming unix:WORK/in.sock -qmp unix:WORK/qi/qmp.sock,...` and a socket it holds
-# listening at in.sock (as QEMU does until the migration's connection comes), q-late with
-# `-incoming unix:WORK/late.sock` and no listener (its guest arrived already). The daemon
+# (a QEMU by /proc/PID/exe) with pipe ports made by `setup --create` and QEMU's command line,
+# started after the daemon: q-in with `-incoming unix:WORK/in.sock -qmp unix:WORK/qi/qmp.sock,...`
+# that listens at in.sock 2 s after opening its ports (QEMU binds it after them and keeps it
+# until the migration's connection comes; the daemon once saw the ports alone and started a
+# plain child), q-late with `-incoming unix:WORK/late.sock` and no listener (its guest arrived
+# already). The daemon
 # (--libvirt no --domains q-in,q-late) logs q-in waiting to migrate in and starts its child as
 # exactly `record --chardev-dir WORK/qi --name q-in --incoming --qemu-pid PID --qmp
 # WORK/qi/qmp.sock -o STATE/guests/q-in/current --quiet` (its /proc/PID/cmdline), and q-late's
 # as the plain `record --all=q-late ...`, never with --incoming.
-echo "daemon: a QEMU started with -incoming that still listens gets record --incoming; one whose guest arrived a plain record"
+echo "daemon: a QEMU started with -incoming that listens (2 s after its ports) gets record --incoming; one whose guest arrived a plain record"
 . "$VT_SRCDIR/tests/integration/collect-lib.sh"
 . "$VT_SRCDIR/tests/integration/daemon-lib.sh"
 need_tools
 [ -x "$TOOLS/vt-fake-qemu" ] || fail "$TOOLS/vt-fake-qemu is not built"
-command -v python3 >/dev/null 2>&1 || { echo "SKIP: python3 is not installed"; exit 77; }
 
 mkdir -p "$WORK/bin"
 # A copy, not a link: a QEMU is what /proc/PID/exe names, a root-owned file nobody else may write.
@@ -30,18 +31,16 @@ ports() {
 		"-chardev pipe,id=c1,path=$2/trace-path-cpu1 -device virtserialport,bus=vser0.0,nr=2,chardev=c1,name=trace-path-cpu1" \
 		"-chardev pipe,id=c2,path=$2/agent-ctl-path -device virtserialport,bus=vser0.0,nr=3,chardev=c2,name=agent-ctl-path"
 }
-# q-in: the fake QEMU inherits a socket listening at in.sock (python binds it, then execs).
-python3 -c '
-import os, socket, sys
-s = socket.socket(socket.AF_UNIX)
-s.bind(sys.argv[1])
-s.listen(1)
-os.set_inheritable(s.fileno(), True)
-os.execv(sys.argv[2], sys.argv[2:])' "$WORK/in.sock" "$WORK/bin/qemu-system-x86_64" $(ports q-in "$WORK/qi") \
+S=$WORK/state
+daemon_start daemon.log --libvirt no --domains q-in,q-late --mode stream --state-dir "$S" --min-free 0
+# q-in listens at in.sock 2 s after its ports are open (as QEMU binds it after them: the daemon
+# sees the ports first); q-late never does.
+VT_FAKE_INCOMING_DELAY_MS=2000 "$WORK/bin/qemu-system-x86_64" $(ports q-in "$WORK/qi") \
 	-incoming "unix:$WORK/in.sock" -qmp "unix:$WORK/qi/qmp.sock,server=on,wait=off" 2>"$WORK/q-in.fake" &
 QI=$!
 track $QI
-"$WORK/bin/qemu-system-x86_64" $(ports q-late "$WORK/ql") -incoming "unix:$WORK/late.sock" 2>"$WORK/q-late.fake" &
+VT_FAKE_INCOMING_DELAY_MS=-1 "$WORK/bin/qemu-system-x86_64" $(ports q-late "$WORK/ql") \
+	-incoming "unix:$WORK/late.sock" 2>"$WORK/q-late.fake" &
 QL=$!
 track $QL
 _i=0
@@ -50,9 +49,6 @@ until grep -q 'ready' "$WORK/q-in.fake" && grep -q 'ready' "$WORK/q-late.fake"; 
 	sleep 0.1
 	_i=$((_i + 1))
 done
-
-S=$WORK/state
-daemon_start daemon.log --libvirt no --domains q-in,q-late --mode stream --state-dir "$S" --min-free 0
 wait_attached "$S" q-in 15
 PID=$("$COLLECT" daemon --status --state-dir "$S" | awk '$1 == "q-in" { print $3 }')
 got=$(tr '\0' ' ' <"/proc/$PID/cmdline")
