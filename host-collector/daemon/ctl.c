@@ -292,7 +292,10 @@ static void snapshot_req(struct daemon *d, int fd, char *args)
 		return;
 	}
 	ret = guests_snapshot(d, g, before, after, reason, fd);
-	if (ret == -ENOTCONN)
+	if (ret == -ENOTCONN && g->migrated_out)
+		ctl_answer(d, fd, "error %s: migrated out: its recording ended at the switchover "
+			   "(guests/%s/previous)\n", name, name);
+	else if (ret == -ENOTCONN)
 		ctl_answer(d, fd, "error %s: not attached (%s)\n", name,
 			   g->last_error[0] ? g->last_error : "no recording runs");
 	else if (ret < 0)

@@ -17,7 +17,8 @@
 #    /proc/PID/cmdline), one child only;
 #  - the source's daemon takes its child's end at the switchover as "migrated out": status
 #    "migrated-out" with no child, no "restarting", exactly one child started in its log (after
-#    5 s more), the segment's manifest says direction "out";
+#    5 s more), the segment's manifest says direction "out", and `snapshot NAME` to it fails
+#    saying the guest migrated out;
 #  - `snapshot NAME` to the destination's daemon: the sealed recording's manifest says the
 #    session was taken over (direction "in", a resume mark on both CPUs), and it holds the markers
 #    written after the switchover: per vCPU a run that starts after 0 (the source had those) and
@@ -118,6 +119,11 @@ n=$(grep -c "$NAME_SRC: recording (pid" "$WORK/daemon-src.log")
 ! grep -qE "$NAME_SRC: (record exited .*restarting|record ended .* times)" "$WORK/daemon-src.log" ||
     bad "the source's daemon took the migration for a failure: $(grep -E 'restarting|times in a row' "$WORK/daemon-src.log" | head -1)"
 grep -q "$NAME_SRC: migrated out" "$WORK/daemon-src.log" || bad "the source's daemon did not log the migration"
+out=$("$COLLECT" snapshot "$NAME_SRC" --state-dir "$ST_SRC" 2>&1)
+rc=$?
+echo "$ME: snapshot $NAME_SRC on the source: exit $rc: $out"
+[ $rc != 0 ] && [[ $out == *"$NAME_SRC: migrated out: its recording ended at the switchover"* ]] ||
+    bad "a snapshot of the source's guest does not say it migrated out"
 M=$ST_SRC/guests/$NAME_SRC/previous
 [ "$(mig_jq "$M" '.guests[0].migration.direction')" = out ] ||
     bad "the source's segment does not say migrated out: $(mig_jq "$M" '.guests[0].migration' 2>&1 | head -3)"
