@@ -207,6 +207,8 @@ static const char *guest_state(const struct dguest *g, char *buf, size_t len)
 		return "stopping";
 	if (g->cut_off)
 		return "cut-off";
+	if (g->migrated_out)
+		return "migrated-out";
 	if (!g->present)
 		return "gone";
 	snprintf(buf, len, "retry-in-%.0fs", g->next_start - daemon_now() + 0.5);
@@ -290,7 +292,10 @@ static void snapshot_req(struct daemon *d, int fd, char *args)
 		return;
 	}
 	ret = guests_snapshot(d, g, before, after, reason, fd);
-	if (ret == -ENOTCONN)
+	if (ret == -ENOTCONN && g->migrated_out)
+		ctl_answer(d, fd, "error %s: migrated out: its recording ended at the switchover "
+			   "(guests/%s/previous)\n", name, name);
+	else if (ret == -ENOTCONN)
 		ctl_answer(d, fd, "error %s: not attached (%s)\n", name,
 			   g->last_error[0] ? g->last_error : "no recording runs");
 	else if (ret < 0)

@@ -39,6 +39,12 @@
  * A probe burst answered "send HELLO first" ends the child, and a new one starts.
  */
 #define DAEMON_HOLD_PROBE	"5"
+/*
+ * A QEMU with -incoming unix:PATH binds PATH after it opened the ports that discovery sees:
+ * seen before that (1 run of 5 of test-daemon-migrate), its first child waits this long for
+ * the listener, which says the guest is still to come (else it arrived: a plain child).
+ */
+#define DAEMON_INCOMING_WAIT	5.0
 
 /* Why a child is being stopped: what its exit leads to. */
 enum stop_why { STOP_NONE, STOP_ROTATE, STOP_SNAPSHOT, STOP_GONE, STOP_SHUTDOWN };
@@ -122,6 +128,15 @@ struct dpanic {
  * @trig: its guest-filter triggers, and its child's panics (trig-guest.c)
  * @panic: its panics
  * @kept: gone and detached, kept for its last snapshot (until it comes back)
+ * @incoming: its QEMU waits for it to migrate in (list_guest's @incoming when it was
+ *	found): the first child takes the session over, record --incoming
+ * @ports: with @incoming, the port directory (record --chardev-dir)
+ * @qmp: with @incoming, QEMU's QMP socket ("" none)
+ * @migrated_out: its last child ended with the guest migrated out (the recording's
+ *	manifest says so): no child while the same QEMU (@out_qemu) stays
+ * @out_qemu: the QEMU it left
+ * @incoming_until: its QEMU has -incoming but no listener yet: the first child waits
+ *	until then for one (DAEMON_INCOMING_WAIT)
  */
 struct dguest {
 	char name[COLLECT_NAME_MAX];
@@ -146,6 +161,12 @@ struct dguest {
 	struct dtrig trig;
 	struct dpanic panic;
 	bool kept;
+	bool incoming;
+	char ports[4096];
+	char qmp[4096];
+	bool migrated_out;
+	pid_t out_qemu;
+	double incoming_until;
 };
 
 /**
@@ -205,6 +226,7 @@ void state_close(struct daemon *d);
 int state_guest_dir(struct daemon *d, const char *name);
 int state_rotate(struct daemon *d, struct dguest *g);
 int state_seal(struct daemon *d, struct dguest *g, char *path, size_t len);
+bool state_migrated_out(struct daemon *d, const char *name);
 void state_budget(struct daemon *d);
 uint64_t state_guest_bytes(struct daemon *d, const char *name, unsigned int *segments);
 uint64_t state_tree_bytes(int at, const char *name);

@@ -111,6 +111,38 @@ static void log_libvirt_down(const char *note)
 	}
 }
 
+/*
+ * @g seen in what list found (@l). A QEMU other than the one it migrated out of
+ * ends "migrated out"; a new QEMU waiting for its guest to migrate in (that
+ * QEMU's by /proc, list.c) gets record --incoming for its first child, as
+ * record --all would give it its ports and QMP socket. One with -incoming whose
+ * listener is not there yet holds its first child DAEMON_INCOMING_WAIT for it.
+ */
+static void found(struct dguest *g, const struct list_guest *l)
+{
+	pid_t qemu = l->owner_known ? l->qemu_pid : 0;
+	double now = daemon_now();
+
+	g->present = true;
+	if (g->migrated_out && qemu != g->out_qemu) {
+		log_info("%s: back in another QEMU (pid %d)", g->name, (int)qemu);
+		g->migrated_out = false;
+	}
+	if (!g->pid && qemu && qemu != g->qemu_pid && l->incoming_opt && !l->incoming) {
+		g->incoming_until = now + DAEMON_INCOMING_WAIT;
+		g->next_start = g->next_start > g->incoming_until ? g->next_start : g->incoming_until;
+	}
+	if (!g->pid && qemu && !g->incoming && l->incoming && !l->libvirt && l->chardev_dir[0] &&
+	    (qemu != g->qemu_pid || now < g->incoming_until)) {
+		g->incoming = true;
+		g->next_start = now;
+		snprintf(g->ports, sizeof(g->ports), "%s", l->chardev_dir);
+		snprintf(g->qmp, sizeof(g->qmp), "%s", l->qmp_path);
+		log_info("%s: QEMU %d waits for it to migrate in", g->name, (int)qemu);
+	}
+	g->qemu_pid = qemu;
+}
+
 static void discover_listed(struct daemon *d)
 {
 	struct list_found f;
@@ -139,10 +171,8 @@ static void discover_listed(struct daemon *d)
 		if (g && strcmp(g->spec, l->libvirt ? "domain" : "qemu"))
 			continue;	/* a guest named with its ports comes first */
 		g = add(d, l->name, l->libvirt ? "domain" : "qemu", l->libvirt ? l->domain : l->name);
-		if (g) {
-			g->present = true;
-			g->qemu_pid = l->owner_known ? l->qemu_pid : 0;
-		}
+		if (g)
+			found(g, l);
 	}
 	list_free(&f);
 }
@@ -222,6 +252,19 @@ static void child_args(struct daemon *d, struct dguest *g, char **argv, char *ou
 			argv[n++] = "--connect";
 			argv[n++] = (char *)c->uri;
 		}
+	} else if (g->incoming && c->mode != MODE_HOLD) {	/* --hold does not follow one */
+		argv[n++] = "--chardev-dir";
+		argv[n++] = g->ports;
+		argv[n++] = "--name";
+		argv[n++] = g->name;
+		argv[n++] = "--incoming";
+		snprintf(all, COLLECT_NAME_MAX + 8, "%d", (int)g->qemu_pid);
+		argv[n++] = "--qemu-pid";
+		argv[n++] = all;
+		if (g->qmp[0]) {
+			argv[n++] = "--qmp";
+			argv[n++] = g->qmp;
+		}
 	} else {
 		snprintf(all, COLLECT_NAME_MAX + 8, "--all=%s", g->where);
 		argv[n++] = all;
@@ -297,7 +340,9 @@ static int spawn(struct daemon *d, struct dguest *g)
 	g->pid = pid;
 	g->started = daemon_now();
 	g->stopping = STOP_NONE;
-	log_info("%s: recording (pid %d) into %s", g->name, (int)pid, out);
+	log_info("%s: recording (pid %d) into %s%s", g->name, (int)pid, out,
+		 g->incoming && d->conf.mode != MODE_HOLD ?
+		 " (record --incoming: it takes the session over when the guest arrives)" : "");
 	return 0;
 }
 
@@ -355,6 +400,18 @@ static void failed(struct dguest *g, int code, double now)
 	g->backoff = g->backoff * 2 > DAEMON_BACKOFF_MAX ? DAEMON_BACKOFF_MAX : g->backoff * 2;
 }
 
+/* A child that ended by itself because its guest left this host: a normal end. */
+static void migrated_out(struct dguest *g, int code)
+{
+	g->migrated_out = true;
+	g->out_qemu = g->qemu_pid;
+	g->failures = 0;
+	g->backoff = DAEMON_BACKOFF_MIN;
+	g->last_error[0] = '\0';
+	log_info("%s: migrated out (record exited %d: QEMU reported the migration completed); no new "
+		 "recording while its QEMU (pid %d) stays", g->name, code, (int)g->qemu_pid);
+}
+
 /**
  * guests_reaped() - a child has ended
  * @d: the daemon
@@ -376,17 +433,21 @@ void guests_reaped(struct daemon *d, pid_t pid, int status)
 		return;
 	trig_guest_reaped(d, g);	/* its last lines: a panic may ask for this very child's files */
 	g->pid = 0;
+	g->incoming = false;	/* its takeover is done, or failed: the next child is a plain one */
 	why = g->stopping;
 	g->stopping = STOP_NONE;
+	if (why == STOP_NONE && (code == EXIT_OK || code == EXIT_PARTIAL) &&
+	    state_migrated_out(d, g->name))
+		migrated_out(g, code);
 	if (g->snap.active) {
 		seal(d, g, code);
 		g->next_start = now;
-		if (why == STOP_NONE)
+		if (why == STOP_NONE && !g->migrated_out)
 			failed(g, code, now);
 		return;
 	}
 	state_rotate(d, g);
-	if (why == STOP_NONE)
+	if (why == STOP_NONE && !g->migrated_out)
 		failed(g, code, now);
 	else if (why == STOP_ROTATE)
 		g->next_start = now;
@@ -437,7 +498,7 @@ static void tick_one(struct daemon *d, struct dguest *g, double now)
 			stop(g, STOP_ROTATE);
 		return;
 	}
-	if (g->present && !d->stopping && !g->cut_off && now >= g->next_start) {
+	if (g->present && !d->stopping && !g->cut_off && !g->migrated_out && now >= g->next_start) {
 		int ret = spawn(d, g);
 
 		if (ret < 0) {
@@ -462,12 +523,13 @@ void guests_tick(struct daemon *d)
 
 		if (!g->present && !g->pid && (!d->stopping || !g->snap.active)) {
 			/* One with a snapshot stays in --status ("gone"): a crashed domain's, say. */
-			if (!g->last_snap[0] || d->stopping) {
+			if ((!g->last_snap[0] && !g->migrated_out) || d->stopping) {
 				remove_guest(d, i);
 				continue;
 			}
 			if (!g->kept)
-				log_info("%s: detached (kept in --status for its last snapshot)", g->name);
+				log_info("%s: detached (kept in --status for its %s)", g->name,
+					 g->migrated_out ? "migration" : "last snapshot");
 		}
 		g->kept = !g->present && !g->pid;
 		if (!g->present)

@@ -312,3 +312,78 @@ uint64_t state_guest_bytes(struct daemon *d, const char *name, unsigned int *seg
 	close(gfd);
 	return sum;
 }
+
+/* A file of @dfd's, whole: NULL if missing, unreadable or over @max bytes. */
+static char *read_small(int dfd, const char *name, size_t max, size_t *len)
+{
+	char *buf = NULL, *t;
+	size_t cap = 0;
+	ssize_t n;
+	int fd;
+
+	*len = 0;
+	fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	for (;;) {
+		if (*len == cap) {
+			cap = cap ? cap * 2 : 65536;
+			t = cap <= max ? realloc(buf, cap) : NULL;
+			if (!t)
+				goto err_free;
+			buf = t;
+		}
+		n = read(fd, buf + *len, cap - *len);
+		if (n < 0)
+			goto err_free;
+		if (!n)
+			break;
+		*len += n;
+	}
+	close(fd);
+	return buf;
+err_free:
+	free(buf);
+	close(fd);
+	return NULL;
+}
+
+/**
+ * state_migrated_out() - whether the guest's current segment ended with the
+ * guest migrated out: its manifest says so (record --qmp saw QEMU's MIGRATION
+ * completed), read as record wrote it
+ * @d: the daemon
+ * @name: the guest, its child ended
+ *
+ * Return: true if it did.
+ */
+bool state_migrated_out(struct daemon *d, const char *name)
+{
+	const struct json_value *g;
+	struct json_doc *doc = NULL;
+	const char *dir;
+	bool out = false;
+	char *buf = NULL;
+	int gfd, cfd;
+	size_t len;
+
+	gfd = open_subdir(d->guests_fd, name, false);
+	if (gfd < 0)
+		return false;
+	cfd = openat(gfd, "current", OPEN_DIR);
+	if (cfd >= 0)
+		buf = read_small(cfd, "manifest.json", 64 << 20, &len);
+	if (buf)
+		doc = json_parse(buf, len, NULL, NULL);
+	if (doc) {
+		g = json_at(json_get(json_root(doc), "guests"), 0);
+		dir = json_string(json_get(json_get(g, "migration"), "direction"));
+		out = dir && !strcmp(dir, "out");
+		json_free(doc);
+	}
+	free(buf);
+	if (cfd >= 0)
+		close(cfd);
+	close(gfd);
+	return out;
+}

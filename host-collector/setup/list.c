@@ -136,6 +136,8 @@ struct port_set {
 	bool seen[COLLECT_MAX_CPUS + 1];	/* [COLLECT_MAX_CPUS]: the control port */
 	char dir[4096];
 	bool mixed;
+	const char *incoming;	/* -incoming's URI, in the command line's buffer (NULL: none) */
+	bool listening;		/* QEMU holds a listening socket bound to -incoming unix:PATH */
 };
 
 static void note_port(struct list_guest *g, struct port_set *ps, const char *name, const char *base,
@@ -264,7 +266,20 @@ static void scan_cmdline(const char *buf, size_t len, struct list_guest *g, stru
 			scan_qmp(next, g);
 		else if (!strcmp(a, "-name"))
 			scan_name(next, g);
+		else if (!strcmp(a, "-incoming"))
+			ps->incoming = next;
 	}
+}
+
+/* @u, one of QEMU's sockets, is the listener of its -incoming unix:PATH. */
+static void scan_incoming(struct port_set *ps, const struct procfd_unix *u)
+{
+	char path[4096];
+
+	if (u->connected || !ps->incoming || strncmp(ps->incoming, "unix:", 5))
+		return;
+	opt_first(ps->incoming + 5, path, sizeof(path));
+	ps->listening = ps->listening || !strcmp(path, u->path);
 }
 
 /* QEMU's open files that are trace ports: FIFOs NAME.in/.out, sockets by /proc/net/unix. */
@@ -295,6 +310,7 @@ static void scan_fds(pid_t pid, struct list_guest *g, struct port_set *ps,
 				if (u[i].inode == inode) {
 					const char *b = strrchr(u[i].path, '/');
 
+					scan_incoming(ps, &u[i]);
 					if (b)
 						note_port(g, ps, b + 1, u[i].path, false);
 					break;
@@ -464,6 +480,13 @@ static int scan_proc(struct list_found *f, const pid_t *skip, unsigned int nskip
 			snprintf(g->name, sizeof(g->name), "qemu-%d", (int)pid);
 		if (!ps.mixed && ps.dir[0])
 			snprintf(g->chardev_dir, sizeof(g->chardev_dir), "%s", ps.dir);
+		/*
+		 * QEMU closes -incoming's listener once the migration's connection came: a unix
+		 * listener still open means the guest has not begun to arrive. Other URIs (tcp,
+		 * defer) leave no such sign: -incoming alone says it.
+		 */
+		g->incoming_opt = ps.incoming;
+		g->incoming = ps.incoming && (strncmp(ps.incoming, "unix:", 5) || ps.listening);
 		f->nr++;
 	}
 	free(u);
@@ -479,9 +502,13 @@ static int by_name(const void *a, const void *b)
 {
 	const struct list_guest *x = a, *y = b;
 
+	int c;
+
 	if (x->libvirt != y->libvirt)
 		return x->libvirt ? -1 : 1;
-	return strcmp(x->libvirt ? x->domain : x->name, y->libvirt ? y->domain : y->name);
+	c = strcmp(x->libvirt ? x->domain : x->name, y->libvirt ? y->domain : y->name);
+	/* Two QEMUs of one -name: the earlier keeps it (list_find()), whatever qsort's order. */
+	return c ? c : (x->qemu_pid > y->qemu_pid) - (x->qemu_pid < y->qemu_pid);
 }
 
 /**

@@ -40,6 +40,10 @@ enum list_agent {
  * @ctl_path: the control port's base path (PATH.in/.out FIFOs, or a socket)
  * @chardev_dir: the directory every port is in by its own name ("" if not)
  * @qmp_path: QEMU's QMP socket from its command line ("" if none)
+ * @incoming_opt: -incoming on its command line (a migration's destination)
+ * @incoming: and its guest has not arrived: for -incoming unix:PATH, QEMU listens
+ *	on PATH (it starts to after opening its ports; it stops once the migration's
+ *	connection came)
  * @agent: what the HELLO found
  * @busy_pid: with LIST_AGENT_BUSY, the process holding the port (0 unknown)
  * @software: the agent's name and version (HELLO_REPLY)
@@ -64,6 +68,8 @@ struct list_guest {
 	char ctl_path[4096];
 	char chardev_dir[4096];
 	char qmp_path[4096];
+	bool incoming_opt;
+	bool incoming;
 	enum list_agent agent;
 	pid_t busy_pid;
 	char software[128];

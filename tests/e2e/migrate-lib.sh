@@ -15,6 +15,10 @@
 #   mig_stop_record SIDE      SIGINT it (if running) and wait; sets REC_RC_SIDE
 #   mig_wait_record SIDE SECS wait for a record that ends by itself; sets REC_RC_SIDE
 #   mig_wait_log SIDE RE SECS until SIDE's record log (-v) says RE
+#   mig_flood N RATE          ask vt-e2e-guest (on the source's port) for N markers "mig cpuK I"
+#                             per vCPU at RATE per second
+#   mig_flood_answer          after the switchover: its answer (FLOOD), on the destination's port
+#                             (one on the source's means it ended before the switchover: a failure)
 #   mig_yield_src             the source's record at nice 19 (its end: after the switchover)
 #   mig_markers FILE PREFIX N CPUS  check FILE (trace-cmd report text) holds markers PREFIX cpuK
 #                             0..N-1 on [00K], each once, in order (or the losses of MISSING_OK)
@@ -190,6 +194,26 @@ mig_wait_record() {
     rc=$?
     eval "REC_RC_$side=$rc"
     echo "$ME: record on the $side exited $rc"
+}
+
+mig_flood() {
+    exec 7<>"$SRC/ports/vt-test.in"
+    echo "flood mig $1 $2 64" >&7
+    exec 7>&-
+}
+
+# The flood must outlast the switchover: had it ended on the source, its answer is there.
+mig_flood_answer() {
+    exec 8<>"$SRC/ports/vt-test.out"
+    if read -r -t 1 FLOOD <&8; then
+        bad "the flood ended before the switchover (its answer came on the source's port: $FLOOD); the migration took $(vt_secs "$MIG_T1" "$MIG_T2") s"
+    fi
+    exec 8<&-
+    exec 8<>"$DST/ports/vt-test.out"
+    read -r -t 150 FLOOD <&8 || FLOOD="no answer"
+    exec 8<&-
+    echo "$ME: flood: $FLOOD"
+    [[ $FLOOD == ok* ]] || bad "the flood did not answer ok on the destination: $FLOOD"
 }
 
 # mig_markers FILE PREFIX N CPUS: the markers "PREFIX cpuK I" in FILE (trace-cmd report text):

@@ -45,25 +45,13 @@ mig_boot_dst
 mig_record dst --chardev-dir "$DST/ports" --name e2e --incoming --qmp "$DST/ports/qmp.sock" -o "$DST/out" "${REC[@]}"
 
 # The flood: asked on the source's port, answered on the destination's.
-exec 7<>"$SRC/ports/vt-test.in"
-echo "flood mig $N $RATE 64" >&7
-exec 7>&-
+mig_flood "$N" "$RATE"
 sleep 2
 mig_migrate
 mig_wait completed 90 || bad "the migration did not complete"
 mig_yield_src
 echo "$ME: migration took $(vt_secs "$MIG_T1" "$MIG_T2") s (asked to seen completed)"
-# The flood must outlast the switchover: had it ended on the source, its answer is there.
-exec 8<>"$SRC/ports/vt-test.out"
-if read -r -t 1 FLOOD <&8; then
-    bad "the flood ended before the switchover (its answer came on the source's port: $FLOOD); the migration took $(vt_secs "$MIG_T1" "$MIG_T2") s"
-fi
-exec 8<&-
-exec 8<>"$DST/ports/vt-test.out"
-read -r -t 150 FLOOD <&8 || FLOOD="no answer"
-exec 8<&-
-echo "$ME: flood: $FLOOD"
-[[ $FLOOD == ok* ]] || bad "the flood did not answer ok on the destination: $FLOOD"
+mig_flood_answer
 
 mig_wait_record src 60
 [ "${REC_RC_src:-1}" = 0 ] || { sed 's/^/    src| /' "$WORK/record-src.log"; bad "record on the source exited ${REC_RC_src:-?}, want 0"; }
