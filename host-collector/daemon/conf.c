@@ -129,6 +129,22 @@ static int set_text(const char *what, const char *val, char *out, size_t len)
 	return 0;
 }
 
+/* "events = SYS:EV,...": at most COLLECT_MAX_EVENTS of them, as record takes (its -e words). */
+static int set_events(const char *what, const char *val, char *out, size_t len)
+{
+	unsigned int n = 0;
+	const char *p;
+
+	for (p = val; *p; p++)
+		if (*p != ',' && (p == val || p[-1] == ','))
+			n++;
+	if (n > COLLECT_MAX_EVENTS) {
+		collect_usage("%s: %u events, at most %d", what, n, COLLECT_MAX_EVENTS);
+		return -EINVAL;
+	}
+	return set_text(what, val, out, len);
+}
+
 /* "domains = all", "none", or names separated by commas or blanks. */
 static int set_domains(struct daemon_conf *c, const char *what, const char *val)
 {
@@ -260,7 +276,7 @@ int conf_set(struct daemon_conf *c, const char *key, const char *val, const char
 	if (!strcmp(key, "mode"))
 		return set_mode(c, what, val);
 	if (!strcmp(key, "events"))
-		return set_text(what, val, c->events, sizeof(c->events));
+		return set_events(what, val, c->events, sizeof(c->events));
 	if (!strcmp(key, "host-events"))
 		return set_text(what, val, c->host_events, sizeof(c->host_events));
 	if (!strcmp(key, "window"))

@@ -219,12 +219,17 @@ void guests_discover(struct daemon *d)
 	}
 }
 
-/* Splits a comma-separated list into "-e" words. */
+/*
+ * Splits a comma-separated list into "-e" words: COLLECT_MAX_EVENTS at most (conf.c refuses
+ * more), which leaves MAX_ARGS' 24 for the rest of the line (23 at most, the NULL included).
+ */
 static unsigned int add_events(char **argv, unsigned int n, char *list)
 {
+	unsigned int k = 0;
 	char *tok, *save;
 
-	for (tok = strtok_r(list, ",", &save); tok && n + 3 < MAX_ARGS; tok = strtok_r(NULL, ",", &save)) {
+	for (tok = strtok_r(list, ",", &save); tok && k < COLLECT_MAX_EVENTS;
+	     tok = strtok_r(NULL, ",", &save), k++) {
 		argv[n++] = "-e";
 		argv[n++] = tok;
 	}

@@ -86,6 +86,12 @@ fi
 [ $rc = 6 ] || fail "snapshot without a daemon exited $rc, want 6"
 "$COLLECT" snapshot 2>/dev/null; rc=$?
 [ $rc = 2 ] || fail "snapshot without a guest exited $rc, want 2"
+# More guest events than record takes (256) is a usage error, not a longer command line than the
+# child's argv holds (it wrote past it before).
+ev=$(awk 'BEGIN { for (i = 0; i < 257; i++) printf "%ssched:e%d", i ? "," : "", i }')
+timeout -s INT 10 "$COLLECT" daemon --state-dir "$WORK/ev" --libvirt no --events "$ev" 2>"$WORK/e2"; rc=$?
+[ $rc = 2 ] && grep -q 'events: 257 events, at most 256' "$WORK/e2" ||
+	fail "daemon --events with 257 events: exit $rc, '$(cat "$WORK/e2")', want 2 and 'at most 256'"
 
 # beta's ports go (its QEMU ended; the directory is removed): detached.
 kill -TERM $beta_pid
