@@ -501,7 +501,6 @@ out:
 static int by_name(const void *a, const void *b)
 {
 	const struct list_guest *x = a, *y = b;
-
 	int c;
 
 	if (x->libvirt != y->libvirt)
