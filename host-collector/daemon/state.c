@@ -30,6 +30,7 @@
 
 #include "daemon/daemon-int.h"
 #include "json.h"
+#include "store/spool.h"
 
 #define TREE_DEPTH	16
 #define OPEN_DIR	(O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
@@ -313,41 +314,6 @@ uint64_t state_guest_bytes(struct daemon *d, const char *name, unsigned int *seg
 	return sum;
 }
 
-/* A file of @dfd's, whole: NULL if missing, unreadable or over @max bytes. */
-static char *read_small(int dfd, const char *name, size_t max, size_t *len)
-{
-	char *buf = NULL, *t;
-	size_t cap = 0;
-	ssize_t n;
-	int fd;
-
-	*len = 0;
-	fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return NULL;
-	for (;;) {
-		if (*len == cap) {
-			cap = cap ? cap * 2 : 65536;
-			t = cap <= max ? realloc(buf, cap) : NULL;
-			if (!t)
-				goto err_free;
-			buf = t;
-		}
-		n = read(fd, buf + *len, cap - *len);
-		if (n < 0)
-			goto err_free;
-		if (!n)
-			break;
-		*len += n;
-	}
-	close(fd);
-	return buf;
-err_free:
-	free(buf);
-	close(fd);
-	return NULL;
-}
-
 /**
  * state_migrated_out() - whether the guest's current segment ended with the
  * guest migrated out: its manifest says so (record --qmp saw QEMU's MIGRATION
@@ -363,7 +329,7 @@ bool state_migrated_out(struct daemon *d, const char *name)
 	struct json_doc *doc = NULL;
 	const char *dir;
 	bool out = false;
-	char *buf = NULL;
+	void *buf = NULL;
 	int gfd, cfd;
 	size_t len;
 
@@ -371,9 +337,7 @@ bool state_migrated_out(struct daemon *d, const char *name)
 	if (gfd < 0)
 		return false;
 	cfd = openat(gfd, "current", OPEN_DIR);
-	if (cfd >= 0)
-		buf = read_small(cfd, "manifest.json", 64 << 20, &len);
-	if (buf)
+	if (cfd >= 0 && spool_read_file(cfd, "manifest.json", &buf, &len, 64 << 20) == 0)
 		doc = json_parse(buf, len, NULL, NULL);
 	if (doc) {
 		g = json_at(json_get(json_root(doc), "guests"), 0);
