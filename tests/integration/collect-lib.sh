@@ -222,7 +222,8 @@ collect_wait() {
 }
 
 # wait_log LOG PATTERN SECS WHAT: wait until LOG has a line matching PATTERN;
-# after SECS seconds, show LOG and fail with WHAT
+# after SECS seconds, show LOG and fail with WHAT. The tenths of a second it
+# waited are left in _wl.
 wait_log() {
 	_wl=0
 	until grep -q -- "$2" "$1" 2>/dev/null; do

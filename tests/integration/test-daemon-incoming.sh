@@ -58,12 +58,7 @@ want="virtio-trace-collect record --chardev-dir $WORK/qi --name q-in --incoming 
 grep -q "q-in: QEMU $QI waits for it to migrate in" "$WORK/daemon.log" ||
 	{ show "$WORK/daemon.log"; fail "the daemon did not say q-in's QEMU waits for it"; }
 # q-late: its silent agent ends each plain child (record --all leaves it out); one is enough.
-_i=0
-until grep -q "q-late: recording (pid" "$WORK/daemon.log"; do
-	[ $_i -lt 100 ] || { show "$WORK/daemon.log"; fail "q-late got no child in 10 s"; }
-	sleep 0.1
-	_i=$((_i + 1))
-done
+wait_log "$WORK/daemon.log" "q-late: recording (pid" 10 "q-late got no child"
 n=$(grep -c "q-late: recording (pid .*/guests/q-late/current$" "$WORK/daemon.log")
 [ "$n" -ge 1 ] && ! grep -q "q-late.*incoming" "$WORK/daemon.log" ||
 	{ show "$WORK/daemon.log"; fail "q-late's children are not plain ones"; }
