@@ -17,7 +17,8 @@
 #   mig_wait_log SIDE RE SECS until SIDE's record log (-v) says RE
 #   mig_flood N RATE          ask vt-e2e-guest (on the source's port) for N markers "mig cpuK I"
 #                             per vCPU at RATE per second
-#   mig_flood_answer          after the switchover: its answer (FLOOD), on the destination's port
+#   mig_flood_answer [SECS]   after the switchover: its answer (FLOOD), on the destination's port
+#                             within SECS (150)
 #                             (one on the source's means it ended before the switchover: a failure)
 #   mig_yield_src             the source's record at nice 19 (its end: after the switchover)
 #   mig_markers FILE PREFIX N CPUS  check FILE (trace-cmd report text) holds markers PREFIX cpuK
@@ -210,7 +211,7 @@ mig_flood_answer() {
     fi
     exec 8<&-
     exec 8<>"$DST/ports/vt-test.out"
-    read -r -t 150 FLOOD <&8 || FLOOD="no answer"
+    read -r -t "${1:-150}" FLOOD <&8 || FLOOD="no answer"
     exec 8<&-
     echo "$ME: flood: $FLOOD"
     [[ $FLOOD == ok* ]] || bad "the flood did not answer ok on the destination: $FLOOD"

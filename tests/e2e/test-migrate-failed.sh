@@ -30,9 +30,7 @@ vt_test_say "$SRC/ports" "waiton 60" 70 || bad "the source's agent did not start
 echo "$ME: the source records ($ANSWER)"
 sleep 1.5
 mig_boot_dst
-exec 7<>"$SRC/ports/vt-test.in"
-echo "flood mig $N $RATE 64" >&7
-exec 7>&-
+mig_flood "$N" "$RATE"
 sleep 1.5
 mig_migrate 4194304
 mig_wait active 20 || bad "the migration did not become active"

@@ -35,9 +35,7 @@ vt_test_say "$SRC/ports" "waiton 60" 70 || bad "the source's agent did not start
 echo "$ME: the source records ($ANSWER)"
 sleep 1.5
 mig_boot_dst
-exec 7<>"$SRC/ports/vt-test.in"
-echo "flood mig $N $RATE 64" >&7
-exec 7>&-
+mig_flood "$N" "$RATE"
 sleep 2
 mig_migrate
 mig_wait completed 90 || bad "the migration did not complete"
@@ -45,11 +43,7 @@ mig_yield_src
 sleep "$LATE"
 echo "$ME: the destination's collector starts $LATE s after the switchover"
 mig_record dst --chardev-dir "$DST/ports" --name e2e --incoming --qmp "$DST/ports/qmp.sock" -o "$DST/out" "${REC[@]}"
-exec 8<>"$DST/ports/vt-test.out"
-read -r -t 180 FLOOD <&8 || FLOOD="no answer"
-exec 8<&-
-echo "$ME: flood: $FLOOD"
-[[ $FLOOD == ok* ]] || bad "the flood did not answer ok on the destination: $FLOOD"
+mig_flood_answer 180
 mig_wait_record src 60
 [ "${REC_RC_src:-1}" = 0 ] || { sed 's/^/    src| /' "$WORK/record-src.log"; bad "record on the source exited ${REC_RC_src:-?}, want 0"; }
 mig_wait_log dst 'recording again, on this host' 120 || bad "the destination did not take the session over in 120 s"
