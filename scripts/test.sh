@@ -364,7 +364,11 @@ bg_kernel= bg_kernel_out= bg_e612=
 if [ "$quick" = 0 ]; then
 	if [ "$kernel" = 1 ]; then
 		bg_kernel_out=$(mktemp)
-		setsid chrt --idle 0 nice -n 19 kernel-patches/build.sh -q >"$bg_kernel_out" 2>&1 &
+		# Its exit status goes to a file beside its output: bash forgets the status of a
+		# background job whose pid a later child of this shell reuses, and pid_max is 32768
+		# here; a CI run's wait said "pid 16968 is not a child of this shell" (status 127).
+		setsid sh -c 'chrt --idle 0 nice -n 19 kernel-patches/build.sh -q; echo $? >"$1.rc"' \
+			sh "$bg_kernel_out" >"$bg_kernel_out" 2>&1 &
 		bg_kernel=$!
 		bg_kernel_t0=$(date +%s)
 	fi
@@ -377,7 +381,15 @@ bg_stop() {
 	for p in $bg_kernel $bg_e612; do
 		kill -0 "$p" 2>/dev/null && kill -- "-$p" 2>/dev/null
 	done
-	[ -z "$bg_kernel_out" ] || rm -f "$bg_kernel_out"
+	[ -z "$bg_kernel_out" ] || rm -f "$bg_kernel_out" "$bg_kernel_out.rc"
+}
+# bg_wait PID RCFILE: the exit status the job left in RCFILE, once its process group is gone
+# (1 if it left none); never bash's wait, which may have forgotten it (above).
+bg_wait() {
+	while kill -0 -- "-$1" 2>/dev/null; do sleep 1; done
+	wait "$1" 2>/dev/null
+	[ -s "$2" ] || return 1
+	return "$(cat "$2")"
 }
 
 ph0=$(date +%s)
@@ -413,7 +425,7 @@ if [ "$quick" = 0 ]; then
 	# No kernel to be had (archive unreachable, nothing cached): one SKIP with the reason.
 	e612_out=$(mktemp)
 	ph0=$(date +%s)
-	[ -z "$bg_e612" ] || wait "$bg_e612"	# its fetch, started at the beginning
+	[ -z "$bg_e612" ] || bg_wait "$bg_e612" /dev/null	# its fetch, started at the beginning (status unused)
 	if e612_deb=$(tests/e2e/kernel-deb.sh -q --suite trixie 2>"$e612_out"); then
 		for t in test-agent-guest test-collect-guest test-collect-mmiotrace test-collect-iommu \
 			 $(grep -l '^# vt-suite: e2e-6.12$' tests/e2e/test-*.sh 2>/dev/null | xargs -rn1 basename | sed 's/\.sh$//'); do
@@ -449,7 +461,7 @@ if [ "$quick" = 0 ]; then
 	if [ "$kernel" = 1 ]; then
 		# The build started at the beginning (above): its result, when it ends.
 		out=$bg_kernel_out
-		wait "$bg_kernel"
+		bg_wait "$bg_kernel" "$bg_kernel_out.rc"
 		rc=$?
 		bg_kernel= bg_kernel_out=
 		case $rc in
@@ -457,7 +469,7 @@ if [ "$quick" = 0 ]; then
 		2) result SKIP kernel/build "$(tail -n1 "$out" | cut -c1-120)" ;;
 		*) sed 's/^/    | /' "$out" | tail -40; result FAIL kernel/build ;;
 		esac
-		rm -f "$out"
+		rm -f "$out" "$out.rc"
 		[ $rc = 1 ] || run_scripts kernel
 	fi
 	phase "kernel patches" "$ph0"
