@@ -49,6 +49,7 @@
 #ifndef COLLECT_H
 #define COLLECT_H
 
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -102,5 +103,7 @@ const char *collect_msg_name(enum guest_msg kind);
 /* dirperm.c */
 struct stat;
 bool collect_dir_private(const struct stat *st);
+int collect_open_regular(int dfd, const char *name, int flags);
+int collect_read_file(int dfd, const char *name, void **data, size_t *len, size_t max);
 
 #endif

@@ -30,7 +30,6 @@
 
 #include "daemon/daemon-int.h"
 #include "json.h"
-#include "store/spool.h"
 
 #define TREE_DEPTH	16
 #define OPEN_DIR	(O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
@@ -337,7 +336,7 @@ bool state_migrated_out(struct daemon *d, const char *name)
 	if (gfd < 0)
 		return false;
 	cfd = openat(gfd, "current", OPEN_DIR);
-	if (cfd >= 0 && spool_read_file(cfd, "manifest.json", &buf, &len, 64 << 20) == 0)
+	if (cfd >= 0 && collect_read_file(cfd, "manifest.json", &buf, &len, 64 << 20) == 0)
 		doc = json_parse(buf, len, NULL, NULL);
 	if (doc) {
 		g = json_at(json_get(json_root(doc), "guests"), 0);

@@ -83,7 +83,7 @@ static int refresh_meta(struct guest *g, struct vt_meta *m, bool keep_ks)
 	int ret;
 
 	/* Our own file: unreadable only if something outside broke it; keep what came then. */
-	ret = spool_read_file(g->spool_fd, "meta.bin", &data, &len, VT_META_MAX_TOTAL);
+	ret = collect_read_file(g->spool_fd, "meta.bin", &data, &len, VT_META_MAX_TOTAL);
 	if (ret < 0)
 		return spool_save_meta(g->spool_fd, g->meta.rx.data, g->meta.rx.len);
 	ret = vt_meta_decode(&old, data, len);
@@ -180,7 +180,7 @@ bool sess_kallsyms_from_cache(struct guest *g)
 		free(ks.data);
 		return false;
 	}
-	ret = spool_read_file(g->spool_fd, "meta.bin", &data, &len, VT_META_MAX_TOTAL);
+	ret = collect_read_file(g->spool_fd, "meta.bin", &data, &len, VT_META_MAX_TOTAL);
 	if (ret == 0) {
 		ret = vt_meta_decode(&m, data, len);
 		free(data);

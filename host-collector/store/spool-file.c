@@ -754,7 +754,7 @@ int spool_file_load(int dir, const struct spool_file *f, struct spool_trace *t)
 	char *text;
 	int ret;
 
-	ret = spool_read_file(dir, f->name, (void **)&text, &len, f->max);
+	ret = collect_read_file(dir, f->name, (void **)&text, &len, f->max);
 	if (ret < 0)
 		return ret;
 	ret = spool_file_parse(f, text, len, t);

@@ -284,20 +284,6 @@ int spool_create(int dfd, const char *name, int flags, bool stale)
 }
 
 /* A file to read: regular only (a FIFO would block, a device is not ours), no link. */
-static int open_read(int dfd, const char *name, int flags)
-{
-	struct stat st;
-	int fd = openat(dfd, name, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return -EINVAL;
-	}
-	return fd;
-}
-
 /**
  * spool_write_file() - replace a small file atomically
  * @dfd: the directory
@@ -380,51 +366,6 @@ int spool_replace_file(int dfd, const char *name, const char *tmp, const void *d
 }
 
 /**
- * spool_read_file() - read a whole file, refusing one larger than @max
- * @dfd: the directory
- * @name: file name
- * @data: set to a malloc()ed, NUL-terminated copy
- * @len: set to its length
- * @max: the largest size accepted
- *
- * Return: 0, -EFBIG, -ELOOP (a link), -EINVAL (not a regular file), or -errno.
- */
-int spool_read_file(int dfd, const char *name, void **data, size_t *len, size_t max)
-{
-	struct stat st;
-	size_t have = 0;
-	char *buf;
-	int fd;
-
-	fd = open_read(dfd, name, O_RDONLY);
-	if (fd < 0)
-		return fd;
-	if (fstat(fd, &st) < 0 || (size_t)st.st_size > max) {
-		close(fd);
-		return -EFBIG;
-	}
-	buf = malloc(st.st_size + 1);
-	if (!buf) {
-		close(fd);
-		return -ENOMEM;
-	}
-	while (have < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + have, st.st_size - have);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		have += n;
-	}
-	close(fd);
-	buf[have] = '\0';
-	*data = buf;
-	*len = have;
-	return 0;
-}
-
-/**
  * spool_tprintf() - append to a growing key=value text
  * @t: the text (zeroed to begin)
  * @fmt: printf format
@@ -484,7 +425,7 @@ int spool_data_region(int dir, uint64_t *region)
 	size_t len;
 
 	*region = SPOOL_REGION;
-	if (spool_read_file(dir, "layout", (void **)&text, &len, 4096) < 0)
+	if (collect_read_file(dir, "layout", (void **)&text, &len, 4096) < 0)
 		return 0;
 	p = strstr(text, "region=");
 	if (p)
@@ -853,7 +794,7 @@ int spool_load_options(int spool, struct spool_options *o)
 	int ret;
 
 	memset(o, 0, sizeof(*o));
-	ret = spool_read_file(spool, "options", (void **)&text, &len, STATE_MAX);
+	ret = collect_read_file(spool, "options", (void **)&text, &len, STATE_MAX);
 	if (ret < 0)
 		return ret;
 	spool_keys_read(text, spool_options_keys, spool_options_nkeys, o);
@@ -1046,7 +987,7 @@ int spool_encode_meta(int dir, const struct vt_meta *m)
  */
 int spool_load_meta(int dir, void **data, size_t *len)
 {
-	return spool_read_file(dir, "meta.bin", data, len, VT_META_MAX_TOTAL);
+	return collect_read_file(dir, "meta.bin", data, len, VT_META_MAX_TOTAL);
 }
 
 /* inplace: struct spool_inplace's plain keys, then lenN per CPU (hand-written). */
@@ -1092,7 +1033,7 @@ int spool_load_inplace(int dir, struct spool_inplace *m)
 	int ret;
 
 	memset(m, 0, sizeof(*m));
-	ret = spool_read_file(dir, "inplace", (void **)&text, &len, STATE_MAX);
+	ret = collect_read_file(dir, "inplace", (void **)&text, &len, STATE_MAX);
 	if (ret < 0)
 		return ret;
 	spool_keys_read(text, spool_inplace_keys, spool_inplace_nkeys, m);
@@ -1141,7 +1082,7 @@ int spool_open_cpu(int dir, unsigned int cpu, enum spool_cpu_file kind, int flag
 	snprintf(name, sizeof(name), "cpu%u.%s", cpu,
 		 kind == SPOOL_CPU_BAD ? "bad" : kind == SPOOL_CPU_ZST ? "zst" : "pages");
 	if ((flags & O_ACCMODE) == O_RDONLY)
-		return open_read(dir, name, flags);
+		return collect_open_regular(dir, name, flags);
 	if (flags & O_CREAT) {
 		/* Made here (with its mode and owner), or opened as it is. */
 		fd = create_mode(dir, name, flags & ~O_CREAT, false, MODE_OUTPUT);
@@ -1161,7 +1102,7 @@ int spool_open_cpu(int dir, unsigned int cpu, enum spool_cpu_file kind, int flag
  */
 int spool_data_fd(int dir)
 {
-	return open_read(dir, "data", O_RDWR);
+	return collect_open_regular(dir, "data", O_RDWR);
 }
 
 /**
@@ -1245,7 +1186,7 @@ static bool load_line(int dir, unsigned int cpu, const char *suffix, const struc
 	bool ok;
 
 	cpu_name(name, sizeof(name), cpu, suffix);
-	if (spool_read_file(dir, name, (void **)&text, &len, 4096) < 0)
+	if (collect_read_file(dir, name, (void **)&text, &len, 4096) < 0)
 		return false;
 	ok = spool_keys_read_line(text, keys, n, obj);
 	free(text);
@@ -1304,7 +1245,7 @@ static void load_cpu_file(struct spool_trace *t, int dir, unsigned int cpu, cons
 	char *text;
 
 	if (!strcmp(suffix, "stats")) {
-		if (c->stats || spool_read_file(dir, name, (void **)&text, &len, STATS_MAX) < 0)
+		if (c->stats || collect_read_file(dir, name, (void **)&text, &len, STATS_MAX) < 0)
 			return;
 		c->stats = malloc(len + 1);
 		if (c->stats)

@@ -440,7 +440,6 @@ int spool_write_file(int dir, const char *name, const void *data, size_t len);
 int spool_write_file_mode(int dir, const char *name, const void *data, size_t len, mode_t mode);
 int spool_replace_file(int dfd, const char *name, const char *tmp, const void *data, size_t len,
 		       mode_t mode);
-int spool_read_file(int dir, const char *name, void **data, size_t *len, size_t max);
 void spool_tprintf(struct spool_text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void spool_keys_write(struct spool_text *t, const struct spool_key *keys, size_t n,
 		      const void *obj);

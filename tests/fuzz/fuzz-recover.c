@@ -7,7 +7,7 @@
  * layout, data, cpuN.pages/.bad/.frag/.stats/.sums/.zst/.zsum and inplace,
  * and the host's. Nothing may crash, leak or read out of bounds; every file the
  * finish writes must stay inside the output directory.
- * vt-fuzz-sources: host-collector/store/output.c host-collector/store/finish.c host-collector/store/inplace.c host-collector/store/manifest.c host-collector/store/spool.c host-collector/store/spool-file.c host-collector/text.c host-collector/json.c host-collector/store/sysinfo.c lib/pages.c lib/meta.c lib/meta_codec.c lib/tracedat.c lib/tsync-map.c lib/tsync-est.c lib/tsync-timeshift.c lib/tsync-tsc.c lib/grow.c lib/stats-text.c
+ * vt-fuzz-sources: host-collector/store/output.c host-collector/store/finish.c host-collector/store/inplace.c host-collector/store/manifest.c host-collector/store/spool.c host-collector/store/spool-file.c host-collector/dirperm.c host-collector/text.c host-collector/json.c host-collector/store/sysinfo.c lib/pages.c lib/meta.c lib/meta_codec.c lib/tracedat.c lib/tsync-map.c lib/tsync-est.c lib/tsync-timeshift.c lib/tsync-tsc.c lib/grow.c lib/stats-text.c
  * vt-fuzz-libs: -lzstd -lm -lpthread -I host-collector -I host-collector/store -I /usr/include/traceevent
  *
  * Input: records { u8 file; u16 length (little-endian); length bytes }; the

@@ -5,7 +5,7 @@
  * any bytes in those files, so spool_load_options(), spool_trace_load() (as
  * a guest's and as the host's trace), spool_load_inplace(),
  * spool_data_region() and spool_load_meta() must bound and check everything.
- * vt-fuzz-sources: host-collector/store/spool.c host-collector/store/spool-file.c host-collector/text.c lib/meta_codec.c lib/meta.c lib/pages.c lib/tsync-map.c lib/tsync-est.c lib/tsync-timeshift.c lib/tsync-tsc.c lib/grow.c
+ * vt-fuzz-sources: host-collector/store/spool.c host-collector/store/spool-file.c host-collector/dirperm.c host-collector/text.c lib/meta_codec.c lib/meta.c lib/pages.c lib/tsync-map.c lib/tsync-est.c lib/tsync-timeshift.c lib/tsync-tsc.c lib/grow.c
  * vt-fuzz-libs: -lm -I host-collector -I host-collector/store
  *
  * Input: records { u8 file; u16 length (little-endian); length bytes }, each

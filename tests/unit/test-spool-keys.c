@@ -352,8 +352,8 @@ static void t_same_file(int a, int b, const char *name)
 	void *da, *db;
 	size_t la, lb;
 
-	assert_int_equal(spool_read_file(a, name, &da, &la, 1 << 20), 0);
-	assert_int_equal(spool_read_file(b, name, &db, &lb, 1 << 20), 0);
+	assert_int_equal(collect_read_file(a, name, &da, &la, 1 << 20), 0);
+	assert_int_equal(collect_read_file(b, name, &db, &lb, 1 << 20), 0);
 	if (la != lb || memcmp(da, db, la)) {
 		const char *ga = da, *gb = db;
 		size_t line = 1;

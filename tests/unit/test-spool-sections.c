@@ -211,8 +211,8 @@ static void t_same_file(int a, int b, const char *name)
 	void *da, *db;
 	size_t la, lb;
 
-	assert_int_equal(spool_read_file(a, name, &da, &la, 1 << 20), 0);
-	assert_int_equal(spool_read_file(b, name, &db, &lb, 1 << 20), 0);
+	assert_int_equal(collect_read_file(a, name, &da, &la, 1 << 20), 0);
+	assert_int_equal(collect_read_file(b, name, &db, &lb, 1 << 20), 0);
 	if (la != lb || memcmp(da, db, la))
 		fail_msg("%s differs from the fixture:\n--- fixture\n%s--- written\n%s", name,
 			 (char *)da, (char *)db);
@@ -321,7 +321,7 @@ static void test_round_trip(void **state)
 		size_t len;
 
 		assert_int_equal(spool_file_text(tf[i], t, &text), 0);
-		assert_int_equal(spool_read_file(dir, tf[i]->name, &want, &len, 1 << 20), 0);
+		assert_int_equal(collect_read_file(dir, tf[i]->name, &want, &len, 1 << 20), 0);
 		if (text.len != len || memcmp(text.buf, want, len))
 			fail_msg("%s saved from what it loaded differs:\n%.*s", tf[i]->name,
 				 (int)text.len, text.buf);
@@ -423,7 +423,7 @@ static void test_refused(void **state)
 			if (!strcmp(fs[j].name, bads[i].file))
 				f = fs[j].f;
 		assert_non_null(f);
-		assert_int_equal(spool_read_file(dir, bads[i].file, (void **)&text, &len, 1 << 20), 0);
+		assert_int_equal(collect_read_file(dir, bads[i].file, (void **)&text, &len, 1 << 20), 0);
 		bad = t_corrupt(text, &bads[i], &len);
 		memset(t, 0, sizeof(*t));
 		t->agent.nr_cpus = NR_CPUS;
