@@ -215,10 +215,24 @@ static const char *guest_state(const struct dguest *g, char *buf, size_t len)
 	return buf;
 }
 
+/* "; panics: T taken, I ignored" and the same of guest-filter triggers, those that came (or ""). */
+static void guest_counts(const struct dguest *g, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	if (g->panic.taken || g->panic.ignored)
+		n = snprintf(buf, len, "; panics: %llu taken, %llu ignored",
+			     (unsigned long long)g->panic.taken, (unsigned long long)g->panic.ignored);
+	if ((g->trig.taken || g->trig.ignored) && n < len)
+		snprintf(buf + n, len - n, "; guest triggers: %llu taken, %llu ignored",
+			 (unsigned long long)g->trig.taken, (unsigned long long)g->trig.ignored);
+}
+
 static void status(struct daemon *d, int fd)
 {
-	size_t cap = 512 + (size_t)d->nr * 512 + hostfilter_status_size(d), n;
-	char *buf = malloc(cap), st[32];
+	size_t cap = 512 + (size_t)d->nr * 1024 + hostfilter_status_size(d), n;
+	char *buf = malloc(cap), st[32], counts[128];
 	unsigned int i, segs;
 	uint64_t bytes;
 
@@ -235,11 +249,12 @@ static void status(struct daemon *d, int fd)
 		const struct dguest *g = &d->g[i];
 
 		bytes = state_guest_bytes(d, g->name, &segs);
-		n += snprintf(buf + n, cap - n, "%-20s %-14s %8d %5u %12llu  %s%s%s%s%s%s\n", g->name,
+		guest_counts(g, counts, sizeof(counts));
+		n += snprintf(buf + n, cap - n, "%-20s %-14s %8d %5u %12llu  %s%s%s%s%s%s%s\n", g->name,
 			      guest_state(g, st, sizeof(st)), (int)g->pid, segs, (unsigned long long)bytes,
 			      g->last_snap[0] ? g->last_snap : "-", g->last_snap[0] ? " (" : "",
-			      g->last_reason, g->last_snap[0] ? ")" : "", g->last_error[0] ? "; last problem: " : "",
-			      g->last_error);
+			      g->last_reason, g->last_snap[0] ? ")" : "", counts,
+			      g->last_error[0] ? "; last problem: " : "", g->last_error);
 	}
 	if (n < cap)
 		n += hostfilter_status(d, buf + n, cap - n);

@@ -142,6 +142,8 @@ wait_log "$L" "pqa: the guest crashed (QMP GUEST_PANICKED, action pause): its pa
 sleep 3	# past --after 1 and a child's 3 s: a second snapshot would be sealed by now
 s=$(snaps "$A")
 [ "$(echo "$s" | wc -l)" = 2 ] || fail "a panic within the minute sealed another: '$s'"
+"$COLLECT" daemon --status --state-dir "$A" | grep -q "^pqa .*(panic-qmp); panics: 1 taken, 1 ignored\($\|;\)" ||
+	fail "--status does not count pqa's panics (1 taken, 1 ignored): $("$COLLECT" daemon --status --state-dir "$A")"
 daemon_stop
 [ $RC = 0 ] || { show "$L"; fail "daemon A exited $RC after SIGTERM, want 0"; }
 echo "ok: pqa's next panic within the minute ignored; 2 snapshots in all"

@@ -60,8 +60,8 @@ grep -q 'softirq_entry' "$WORK/guest.txt" || fail "guest-alpha.dat has no softir
 report "$WORK/host.txt" -i "$snap/host.dat"
 grep -q 'sched_switch:' "$WORK/host.txt" || fail "host.dat: no sched_switch"
 echo "panic snapshot: $(all_events "$WORK/guest.txt") guest events, $(grep -c 'sched_switch:' "$WORK/host.txt") host sched_switch"
-"$COLLECT" daemon --status --state-dir "$S" | grep -q "^alpha .*alpha-.*-panic (panic)" ||
-	fail "--status does not name alpha's panic snapshot: $("$COLLECT" daemon --status --state-dir "$S")"
+"$COLLECT" daemon --status --state-dir "$S" | grep -q "^alpha .*alpha-.*-panic (panic); panics: 1 taken, 0 ignored\($\|;\)" ||
+	fail "--status does not name alpha's panic snapshot and count it: $("$COLLECT" daemon --status --state-dir "$S")"
 "$COLLECT" daemon --status --state-dir "$S" | grep -q "^beta .* -$" ||
 	fail "beta has a snapshot: $("$COLLECT" daemon --status --state-dir "$S")"
 

@@ -66,6 +66,12 @@ case $snap in *-guest-filter) ;; *) fail "snapshot path '$snap'" ;; esac
 [ -s "$snap/guest-alpha.dat" ] || fail "the snapshot has no guest-alpha.dat"
 "$COLLECT" daemon --status --state-dir "$S" | grep -q "^alpha .*alpha-.*-guest-filter (guest-filter)" ||
 	fail "--status does not name alpha's guest-filter snapshot: $("$COLLECT" daemon --status --state-dir "$S")"
+# Its counts: the first child's trigger taken, the next child's (one each: record's own rate
+# takes one of a burst of 3) ignored; beta's line has none.
+"$COLLECT" daemon --status --state-dir "$S" | grep -q "^alpha .*(guest-filter); guest triggers: 1 taken, [1-9][0-9]* ignored\($\|;\)" ||
+	fail "--status does not count alpha's guest triggers: $("$COLLECT" daemon --status --state-dir "$S")"
+"$COLLECT" daemon --status --state-dir "$S" | grep -q "^beta .*triggers" &&
+	fail "--status counts triggers of beta: $("$COLLECT" daemon --status --state-dir "$S")"
 [ "$(grep -c "alpha: guest trigger .*: snapshot (guest-filter)" "$WORK/daemon.log")" = 1 ] ||
 	{ show "$WORK/daemon.log"; fail "the daemon did not take exactly one of alpha's triggers"; }
 grep -q "beta: guest trigger" "$WORK/daemon.log" && { show "$WORK/daemon.log"; fail "beta triggered"; }
