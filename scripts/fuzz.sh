@@ -2,7 +2,7 @@
 # Build and run the libFuzzer harnesses in tests/fuzz/.
 #
 #   scripts/fuzz.sh [--smoke | --long] [--time SEC] [--runs N] [--jobs N] [NAME...]
-#     --smoke     each harness for 30 s or 1,000,000 runs, whichever comes
+#     --smoke     each harness for 20 s or 1,000,000 runs, whichever comes
 #                 first; prints PASS:/FAIL: lines (scripts/test.sh uses this)
 #     --long      each harness for at least 10,000,000 runs, however long
 #                 that takes (hours for the file-based ones: fuzz-spool,
@@ -21,7 +21,7 @@ cd "$root"
 smoke=0 secs=600 runs= names=() jobs=$(nproc)
 while [ $# -gt 0 ]; do
 	case $1 in
-	--smoke) smoke=1; secs=30 ;;
+	--smoke) smoke=1; secs=20 ;;
 	--long) smoke=0; secs=0; runs=${runs:-10000000} ;;
 	--time) secs=$2; shift ;;
 	--runs) runs=$2; shift ;;
