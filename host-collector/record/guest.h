@@ -278,7 +278,8 @@ struct guest_setup {
 
 /**
  * struct guest_trig - record --trigger-guest-filter: the agent's TRIGGERs (trigger-guest.c)
- * @watching: the agent took the WATCH
+ * @watching: a WATCH was sent (cleared when the agent refuses the one sent again
+ *	after --incoming's takeover)
  * @last_ns: when the last TRIGGER was taken (engine_now_ns()), 0 none
  * @last_ts: its guest timestamp: a later one is not before it
  * @taken: TRIGGERs passed on

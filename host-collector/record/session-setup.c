@@ -104,7 +104,6 @@ static void incoming_meta_done(struct guest *g, int err)
 	full_meta_done(g, 0);
 }
 
-/* --incoming: the takeover's burst is done: the workload may go on, the metadata comes. */
 /* Whether a vCPU that streams has no clock epoch yet (probes only: KVM's are read, not measured). */
 static bool epoch_missing(const struct guest *g)
 {
@@ -130,7 +129,7 @@ static void retry_tick(void *arg)
 	if (g->state != G_RUNNING || !epoch_missing(g))
 		return;
 	if (g->burst.active || g->req.active) {
-		/* The metadata on its way: probes would wait behind it. */
+		/* The metadata (or the WATCH) on its way: probes would wait behind it. */
 		engine_timer_arm(sess_eng(g), &g->sync.retry_timer, SYNC_RETRY_NS, 0);
 		return;
 	}
@@ -146,7 +145,20 @@ static void retry_synced(struct guest *g, int err)
 	sess_running_burst_done(g, 0);
 }
 
-/* The takeover's burst is done: the workload may go on, the metadata comes. */
+/* --incoming: the agent answered the WATCH sent again: the metadata comes either way. */
+static void rewatched(struct guest *g, int err)
+{
+	trig_guest_rewatched(g, err);
+	sess_fetch_meta(g, 0, incoming_meta_done);
+}
+
+/*
+ * The takeover's burst is done: the workload may go on; the guest trigger is
+ * watched again (the agent replaces the watch the host it left asked for),
+ * before the metadata, which can take seconds (kallsyms under TCG) that
+ * would leave the trigger deaf; then the metadata comes. A stop meanwhile is
+ * not held up by the WATCH: STOP drops the request, its OK is then unasked.
+ */
 static void incoming_synced(struct guest *g, int err)
 {
 	(void)err;
@@ -156,6 +168,10 @@ static void incoming_synced(struct guest *g, int err)
 		return;
 	if (epoch_missing(g))
 		engine_timer_arm(sess_eng(g), &g->sync.retry_timer, SYNC_RETRY_NS, 0);
+	if (trig_guest_applies(g)) {
+		sess_request(g, trig_guest_encode(g), VT_PROTO_OK, rewatched);
+		return;
+	}
 	sess_fetch_meta(g, 0, incoming_meta_done);
 }
 

@@ -114,12 +114,39 @@ int trig_guest_encode(struct guest *g)
 				  vt_conn_next_seq(g->ctl.conn), &w);
 }
 
+/**
+ * trig_guest_rewatched() - the agent's answer to the WATCH sent again after
+ * --incoming's takeover
+ * @g: the guest, recording on this host
+ * @err: 0 (OK), or the agent's -errno (its text in g->reply_text)
+ *
+ * A refusal costs the triggers, never the recording: the guest records on,
+ * its TRIGGERs ignored as unasked.
+ */
+void trig_guest_rewatched(struct guest *g, int err)
+{
+	const struct record_opts *o = g->rec->o;
+
+	if (err < 0) {
+		g->trig.watching = false;
+		log_warn("guest %s: --trigger-guest-filter '%s': its agent did not watch again after the "
+			 "takeover: %s (%s): recorded on without guest triggers", g->name, o->trig_guest,
+			 g->reply_text[0] ? g->reply_text : "refused", strerror(-err));
+		return;
+	}
+	log_info("guest %s: watching %s:%s again after the takeover", g->name, o->trig.system,
+		 o->trig.event);
+}
+
 /* Why a well-formed TRIGGER is not taken, or NULL. */
 static const char *refuse(const struct guest *g, const struct vt_proto_trigger *t, uint64_t now)
 {
 	const struct record_opts *o = g->rec->o;
 	size_t ls = strlen(o->trig.system);
 
+	/* The agent keeps a watch across a migration: the source's collector asked for it. */
+	if (!g->trig.watching && !o->trig_guest && g->mig.seen.resumed)
+		return "a watch the host it came from asked for (no --trigger-guest-filter here)";
 	if (!g->trig.watching)
 		return "no WATCH asked for it";
 	if (strncmp(t->event, o->trig.system, ls) || t->event[ls] != ':' ||

@@ -22,6 +22,7 @@ int trig_guest_parse(struct record_opts *o, const char *spec);
 int trig_guest_fd(struct record_opts *o, const char *arg);
 bool trig_guest_applies(struct guest *g);
 int trig_guest_encode(struct guest *g);
+void trig_guest_rewatched(struct guest *g, int err);
 int trig_guest_got(struct guest *g, const struct vt_proto_msg *m);
 void trig_guest_panic(struct guest *g, const char *action);
 

@@ -20,7 +20,11 @@
 #    stated clock bound: its first probes run on a cold guest whose control port answers late);
 #  - the joined manifest records the blackout (> 0, and QEMU's downtime), an epoch per side;
 #  - `trace-cmd report -i SRC/host.dat -i DST/host.dat -i OUT/guest-e2e.dat` reads all three in
-#    time order; the lines around the switchover are printed.
+#    time order; the lines around the switchover are printed;
+#  - the guest trigger lives on after the takeover (issue 40): both records watch
+#    sched:sched_process_exec of /run/vt-mig-trig (--trigger-guest-filter); the destination says
+#    it watches again after the takeover, and one exec of it there is exactly one trigger taken
+#    and no TRIGGER ignored.
 # Env: VT_BUILDDIR, VT_STATIC_AGENT, VT_KEEP=1, VT_MIGRATE_MARKERS, VT_MIGRATE_RATE.
 # Exit: 0 pass, 1 fail, 77 skip.
 echo "test-migrate: a TCG guest migrated live between two QEMUs while it writes markers: one joined trace, every marker once and in order, no inversions, the blackout recorded"
@@ -36,7 +40,9 @@ RATE=${VT_MIGRATE_RATE:-800}
 
 mig_begin
 mig_boot_src
-REC=(--verbose -e sched -e irq --host-events sched:sched_switch --sync-interval 0.5 --stop-timeout 30)
+TRIG=sched:sched_process_exec
+REC=(--verbose -e sched -e irq --host-events sched:sched_switch --sync-interval 0.5 --stop-timeout 30
+     --trigger-guest-filter "$TRIG if filename ~ \"*/vt-mig-trig\"")
 mig_record src --chardev-dir "$SRC/ports" --name e2e --qmp "$SRC/ports/qmp.sock" -o "$SRC/out" "${REC[@]}"
 vt_test_say "$SRC/ports" "waiton 60" 70 || bad "the source's agent did not start recording"
 echo "$ME: the source records ($ANSWER)"
@@ -62,9 +68,20 @@ mig_wait_log dst 'recording again, on this host' 120 || bad "the destination did
 # 0.5 s), as on the source: the first ran right after the takeover, on a guest whose TCG
 # translations were all new.
 mig_wait_log dst 'META_REQ answered' 180 || bad "the destination did not fetch the metadata in 180 s"
+grep -q "guest e2e: watching $TRIG again after the takeover" "$WORK/record-dst.log" ||
+    bad "the destination did not say it watches $TRIG again after the takeover"
+# An exec the watch's filter takes (busybox, by another name: the exec is what matches).
+vt_test_say "$DST/ports" "sh ln -sf /bin/sh /run/vt-mig-trig && /run/vt-mig-trig -c :" 30 ||
+    bad "vt-e2e-guest did not answer sh on the destination"
+mig_wait_log dst "trigger: $TRIG at guest time" 30 || bad "no trigger on the destination within 30 s of the exec"
 sleep 3
 mig_stop_record dst
 [ "${REC_RC_dst:-1}" = 0 ] || { sed 's/^/    dst| /' "$WORK/record-dst.log"; bad "record on the destination exited ${REC_RC_dst:-?}, want 0"; }
+t_taken=$(grep -c "trigger: $TRIG at guest time" "$WORK/record-dst.log")
+t_ignored=$(grep -c "TRIGGER .* ignored" "$WORK/record-dst.log")
+echo "$ME: destination: $t_taken trigger(s) taken, $t_ignored TRIGGER warning(s)"
+[ "$t_taken" = 1 ] && [ "$t_ignored" = 0 ] ||
+    { grep -E 'trigger|TRIGGER|watch' "$WORK/record-dst.log" | sed 's/^/    dst| /'; bad "the destination took $t_taken triggers ($t_ignored ignored), want 1 (0)"; }
 
 vt_test_say "$DST/ports" quit 30 || bad "vt-e2e-guest did not answer quit on the destination"
 VT_QEMU_PID=$DST_QEMU VT_TIMEOUT_PID=$DST_TPID VT_RUNDIR=$DST

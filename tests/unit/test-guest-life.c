@@ -16,6 +16,9 @@
  *  - a timeout and a stop at every setup step;
  *  - the deferred stops (the full metadata, --incoming's takeover);
  *  - migrated out while running, draining and finishing;
+ *  - --incoming with --trigger-guest-filter: WATCH again after the takeover
+ *    (trigger-guest.c compiled in too), refused, or cut by a stop; and the
+ *    source's watch's TRIGGERs on a destination that watches nothing;
  *  - and last: every row of the table was taken at least once.
  */
 #include <setjmp.h>
@@ -32,6 +35,7 @@
 #include "session-setup.c"
 #include "session-stop.c"
 #include "session-migrate.c"
+#include "trigger-guest.c"
 
 #ifndef SESSION_H_PATH
 #error "SESSION_H_PATH: the path of host-collector/record/session.h"
@@ -42,6 +46,9 @@
 static unsigned int row_hits[64];
 static char moves[512];		/* "hello configure meta ...": the states moved to, in order */
 static unsigned int internal_errors;
+static unsigned int trig_warns;	/* "TRIGGER ... ignored" warnings */
+static unsigned int rewatch_infos;	/* "watching ... again after the takeover" */
+static char last_warn[1024];
 
 static int state_by_name(const char *name)
 {
@@ -75,6 +82,13 @@ void collect_log(int level, const char *fmt, ...)
 	va_end(ap);
 	if (strstr(line, "internal error: no move"))
 		internal_errors++;
+	if (level == L_WARN) {
+		snprintf(last_warn, sizeof(last_warn), "%s", line);
+		if (strstr(line, ": TRIGGER "))
+			trig_warns++;
+	}
+	if (level == L_INFO && !strcmp(line, "guest sim: watching sched:sched_switch again after the takeover"))
+		rewatch_infos++;
 	if (level != L_DEBUG)
 		return;
 	if (sscanf(line, "guest %*s %15s -> %15[a-z] (", a, b) == 2) {
@@ -89,6 +103,13 @@ const char *collect_msg_name(enum guest_msg kind)
 {
 	(void)kind;
 	return "messages";
+}
+
+/* trigspec.c's, for a spec the test got wrong. */
+void collect_usage(const char *fmt, ...)
+{
+	(void)fmt;
+	fail();
 }
 
 /* ---- the engine: timers fire when the test says ---- */
@@ -181,32 +202,6 @@ uint32_t hold_start_flags(bool hold)
 {
 	(void)hold;
 	return 0;
-}
-
-/* Nor --trigger-guest-filter: no guest watches. */
-bool trig_guest_applies(struct guest *g)
-{
-	(void)g;
-	return false;
-}
-
-int trig_guest_encode(struct guest *g)
-{
-	(void)g;
-	return -EINVAL;
-}
-
-int trig_guest_got(struct guest *g, const struct vt_proto_msg *m)
-{
-	(void)g;
-	(void)m;
-	return 0;
-}
-
-void trig_guest_panic(struct guest *g, const char *action)
-{
-	(void)g;
-	(void)action;
 }
 
 int hostrec_vcpus(struct hostrec *h, const uint32_t *tids, unsigned int nr)
@@ -477,7 +472,7 @@ static struct fx *fx_new(void)
 	f->o = (struct record_opts){ .last_boot = "boot", .top_level = true, .buffer_kb = 1024,
 				     .have_budget = true, .budget_kb = 8192,
 				     .tracer = "function", .nr_events = 1, .live_ms = 100,
-				     .stop_timeout = 10 };
+				     .stop_timeout = 10, .trig_fd = -1 };
 	f->o.events[0] = events[0];
 	f->rec.o = &f->o;
 	f->rec.out_fd = -1;
@@ -495,6 +490,8 @@ static struct fx *fx_new(void)
 		  VT_PROTO_CAP_BUFFER_BUDGET;
 	moves[0] = '\0';
 	running_bursts = 0;
+	trig_warns = rewatch_infos = 0;
+	last_warn[0] = '\0';
 	return f;
 }
 
@@ -561,6 +558,9 @@ static void agent_session(struct fx *f)
 	agent_stats_last(f);
 }
 
+/* agent_next()'s message: its payload holds until the agent reads again. */
+static struct vt_proto_msg agent_last;
+
 /* The next request the collector sent: its type, and its seq in @seq. */
 static uint16_t agent_next(struct fx *f, uint32_t *seq)
 {
@@ -576,8 +576,39 @@ static uint16_t agent_next(struct fx *f, uint32_t *seq)
 		r = vt_conn_read(f->agent);
 		assert_true(r > 0);
 	}
+	agent_last = m;
 	*seq = m.seq;
 	return m.type;
+}
+
+/* The collector sent nothing more (yet). */
+static void agent_nothing(struct fx *f)
+{
+	struct vt_proto_msg m;
+	char c;
+
+	assert_int_equal(vt_conn_next(f->agent, &m), 0);
+	assert_int_equal(recv(f->sv[1], &c, 1, MSG_PEEK | MSG_DONTWAIT), -1);
+	assert_int_equal(errno, EAGAIN);
+}
+
+static void agent_error(struct fx *f, uint32_t ref, int err, const char *text)
+{
+	struct vt_proto_error e = { .ref_seq = ref, .err = err, .text = text };
+
+	agent_send(f, vt_proto_enc_error(vt_conn_frame(f->agent), VT_PROTO_FRAME_MAX,
+					 vt_conn_next_seq(f->agent), &e));
+}
+
+/* A match of the watch, a second after the last one (the host takes one a second). */
+static void agent_trigger(struct fx *f, uint64_t ts)
+{
+	struct vt_proto_trigger t = { .timestamp = ts, .event = "sched:sched_switch" };
+
+	now_ns += NSEC_PER_SEC;
+	agent_send(f, vt_proto_enc_trigger(vt_conn_frame(f->agent), VT_PROTO_FRAME_MAX,
+					   vt_conn_next_seq(f->agent), &t));
+	collector_reads(f);
 }
 
 /* The scripted agent answers the collector's next request as a good agent does. */
@@ -874,6 +905,145 @@ static void test_stop_waits_for_takeover(void **state)
 	fx_free(f);
 }
 
+#define WATCH_SPEC	"sched:sched_switch if prev_pid == 1"
+
+/*
+ * --incoming (with --trigger-guest-filter @spec unless NULL; an agent with
+ * WATCH when @watch): taken over, and the takeover's clock sync done.
+ */
+static void takeover_synced(struct fx *f, const char *spec, bool watch)
+{
+	struct guest *g = &f->g;
+
+	g->mig.incoming = true;
+	f->caps |= VT_PROTO_CAP_RESUME | (watch ? VT_PROTO_CAP_WATCH : 0);
+	if (spec)
+		assert_int_equal(trig_guest_parse(&f->o, spec), 0);
+	assert_int_equal(session_begin(g), 0);
+	assert_int_equal(agent_answer(f), VT_PROTO_HELLO);
+	assert_int_equal(agent_answer(f), VT_PROTO_RESUME);
+	assert_int_equal(g->state, G_RUNNING);
+	assert_true(g->burst.active);
+	agent_nothing(f);	/* the burst first: the clock moved with the host */
+	burst_end(g, 0);
+}
+
+/* The WATCH the collector sent next: what it asks for; its seq in @seq. */
+static void watch_sent(struct fx *f, uint32_t *seq)
+{
+	struct vt_proto_watch w;
+
+	assert_int_equal(agent_next(f, seq), VT_PROTO_WATCH);
+	assert_int_equal(vt_proto_dec_watch(&agent_last, &w), 0);
+	assert_string_equal(w.system, "sched");
+	assert_string_equal(w.event, "sched_switch");
+	assert_string_equal(w.filter, "prev_pid == 1");
+	assert_int_equal(w.interval_ms, TRIG_GUEST_INTERVAL_MS);
+	agent_nothing(f);	/* one request at a time: the metadata waits for its answer */
+}
+
+static void test_takeover_watches_again(void **state)
+{
+	struct fx *f = fx_new();
+	struct guest *g = &f->g;
+	unsigned int errs = internal_errors;
+	uint32_t seq;
+
+	(void)state;
+	printf("--incoming, --trigger-guest-filter: WATCH again after the takeover's sync, then the "
+	       "metadata; a TRIGGER is taken\n");
+	takeover_synced(f, WATCH_SPEC, true);
+	watch_sent(f, &seq);
+	agent_ack(f, VT_PROTO_OK, seq);
+	collector_reads(f);
+	assert_int_equal(rewatch_infos, 1);
+	assert_true(g->trig.watching);
+	assert_int_equal(agent_answer(f), VT_PROTO_META_REQ);
+	assert_int_equal(g->setup.step, ST_RUNNING);
+	assert_int_equal(running_bursts, 1);
+	agent_nothing(f);
+	agent_trigger(f, 1000);
+	agent_trigger(f, 2000);
+	assert_int_equal(g->trig.taken, 2);
+	assert_int_equal(g->trig.ignored, 0);
+	assert_int_equal(trig_warns, 0);
+	session_stop(g);
+	assert_int_equal(agent_answer(f), VT_PROTO_STOP);
+	assert_int_equal(g->state, G_FINISHING);
+	assert_string_equal(moves, "hello running stopping draining finishing");
+	assert_int_equal(internal_errors, errs);
+	fx_free(f);
+
+	printf("... the agent refuses it: a warning, the recording goes on, its TRIGGERs are ignored\n");
+	f = fx_new();
+	g = &f->g;
+	takeover_synced(f, WATCH_SPEC, true);
+	watch_sent(f, &seq);
+	agent_error(f, seq, EINVAL, "watch sched:sched_switch: the kernel refused the filter");
+	collector_reads(f);
+	assert_string_equal(last_warn, "guest sim: --trigger-guest-filter '" WATCH_SPEC "': its agent "
+			    "did not watch again after the takeover: watch sched:sched_switch: the kernel "
+			    "refused the filter (Invalid argument): recorded on without guest triggers");
+	assert_false(g->trig.watching);
+	assert_int_equal(rewatch_infos, 0);
+	assert_int_equal(agent_answer(f), VT_PROTO_META_REQ);
+	assert_int_equal(g->state, G_RUNNING);
+	assert_int_equal(g->setup.step, ST_RUNNING);
+	agent_trigger(f, 1000);
+	assert_int_equal(g->trig.taken, 0);
+	assert_int_equal(g->trig.ignored, 1);
+	assert_non_null(strstr(last_warn, "ignored: no WATCH asked for it (1 ignored so far)"));
+	fx_free(f);
+
+	printf("... a stop while it is under way: STOP at once, the late OK unasked\n");
+	f = fx_new();
+	g = &f->g;
+	takeover_synced(f, WATCH_SPEC, true);
+	watch_sent(f, &seq);
+	session_stop(g);
+	assert_int_equal(g->state, G_STOPPING);
+	assert_int_equal(agent_answer(f), VT_PROTO_STOP);
+	agent_ack(f, VT_PROTO_OK, seq);
+	collector_reads(f);
+	assert_int_equal(g->state, G_FINISHING);
+	assert_int_equal(rewatch_infos, 0);
+	agent_nothing(f);
+	assert_int_equal(internal_errors, errs);
+	fx_free(f);
+}
+
+static void test_takeover_no_watch(void **state)
+{
+	struct fx *f = fx_new();
+	struct guest *g = &f->g;
+	int i;
+
+	(void)state;
+	printf("--incoming without --trigger-guest-filter: no WATCH; the source's watch's TRIGGERs "
+	       "are ignored, said on the 1st, 2nd, 4th...\n");
+	takeover_synced(f, NULL, true);
+	assert_int_equal(agent_answer(f), VT_PROTO_META_REQ);
+	assert_int_equal(g->setup.step, ST_RUNNING);
+	for (i = 1; i <= 5; i++)
+		agent_trigger(f, 1000 * i);
+	assert_int_equal(g->trig.taken, 0);
+	assert_int_equal(g->trig.ignored, 5);
+	assert_int_equal(trig_warns, 3);
+	assert_string_equal(last_warn, "guest sim: TRIGGER sched:sched_switch ignored: a watch the host "
+			    "it came from asked for (no --trigger-guest-filter here) (4 ignored so far)");
+	assert_int_equal(g->state, G_RUNNING);
+	fx_free(f);
+
+	printf("... with it, to an agent without WATCH: said, and no WATCH\n");
+	f = fx_new();
+	g = &f->g;
+	takeover_synced(f, WATCH_SPEC, false);
+	assert_non_null(strstr(last_warn, "(no WATCH capability"));
+	assert_int_equal(agent_answer(f), VT_PROTO_META_REQ);
+	assert_int_equal(g->setup.step, ST_RUNNING);
+	fx_free(f);
+}
+
 static void migrated(struct guest *g)
 {
 	sess_qmp_event(g, QMP_EV_MIGRATION, "completed");
@@ -979,6 +1149,8 @@ int main(void)
 		cmocka_unit_test(test_stop_each_step),
 		cmocka_unit_test(test_stop_waits_for_meta),
 		cmocka_unit_test(test_stop_waits_for_takeover),
+		cmocka_unit_test(test_takeover_watches_again),
+		cmocka_unit_test(test_takeover_no_watch),
 		cmocka_unit_test(test_migrated_out),
 		cmocka_unit_test(test_failures),
 		cmocka_unit_test(test_every_row_taken),
