@@ -3,8 +3,9 @@
 # test-migrate-late.sh: the destination's collector starts late. As test-migrate.sh
 # (migrate-lib.sh: two QEMU processes, TCG thread=single), but `record --incoming` on the
 # destination starts VT_MIGRATE_LATE (8) seconds after the migration completed, while the guest
-# still writes markers: VT_MIGRATE_MARKERS (50000) per vCPU at VT_MIGRATE_RATE (5000) per
-# second, no other guest event, and 64 KiB ring buffers (--buffer-size 64), so that while
+# still writes markers: VT_MIGRATE_MARKERS (80000) per vCPU at VT_MIGRATE_RATE (5000) per
+# second (16 s: the flood must outlast the switchover, which took 10 s under load, and it starts 2 s
+# before the migration), no other guest event, and 64 KiB ring buffers (--buffer-size 64), so that while
 # nobody reads the destination's ports (a 64 KiB FIFO, the virtqueue, the agent's 1 MiB pipe,
 # the ring buffer) the ring buffer overruns. Checks: both records exit 0, `join` exits 0; per
 # CPU the joined file holds each marker at most once and in order; what is missing is exactly
@@ -23,7 +24,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$HERE/migrate-lib.sh"
 VT_LOG_PREFIX=test-migrate-late
 ME=test-migrate-late
-N=${VT_MIGRATE_MARKERS:-50000}
+N=${VT_MIGRATE_MARKERS:-80000}
 RATE=${VT_MIGRATE_RATE:-5000}
 LATE=${VT_MIGRATE_LATE:-8}
 
