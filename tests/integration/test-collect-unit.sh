@@ -140,8 +140,8 @@ done
 mkdir -m 1777 "$WORK/ptmp" "$WORK/pvartmp"
 # shellcheck disable=SC2016
 NS_SETUP='
-	rw=$1 work=$2 caps=$3
-	shift 3
+	rw=$1 work=$2 caps=$3 build=$4
+	shift 4
 	# ReadWritePaths= (and the private /tmp and /var/tmp to be): mounts of their own, left writable.
 	for d in $rw "$work/ptmp" "$work/pvartmp"; do
 		mount --bind "$d" "$d" || exit 125
@@ -158,13 +158,16 @@ NS_SETUP='
 	done <<EOF
 $mounts
 EOF
-	# PrivateTmp=: the test'\''s $WORK (the configuration, the guest'\''s ports, the state) is
-	# carried into the private /tmp as it is (read-only but the state).
+	# PrivateTmp=: the build tree (the executable) and the test'\''s $WORK (the configuration, the
+	# guest'\''s ports, the state) are carried into the private /tmp as they are (read-only but
+	# the state), when they are in /tmp.
 	for t in /tmp:ptmp /var/tmp:pvartmp; do
 		d=${t%%:*} p=$work/${t#*:}
-		case $work in "$d"/*)
-			mkdir -p "$p/${work#"$d"/}" && mount --rbind "$work" "$p/${work#"$d"/}" || exit 125 ;;
-		esac
+		for c in "$build" "$work"; do
+			case $c in "$d"/*)
+				mkdir -p "$p/${c#"$d"/}" && mount --rbind "$c" "$p/${c#"$d"/}" || exit 125 ;;
+			esac
+		done
 		mount --rbind "$p" "$d" || exit 125
 	done
 	# PrivateDevices=.
@@ -185,7 +188,7 @@ EOF
 confined() {
 	_log=$WORK/$1
 	shift
-	exec unshare --mount --uts --propagation private sh -c "$NS_SETUP" sh "$rw" "$WORK" "$caps" \
+	exec unshare --mount --uts --propagation private sh -c "$NS_SETUP" sh "$rw" "$WORK" "$caps" "$VT_BUILDDIR" \
 		"$SECCOMP" --allow "$WORK/allow" --af-unix --deny-write-exec --restrict-namespaces \
 		--log-fd 3 -- "$@" 3>>"$_log"
 }
