@@ -9,6 +9,8 @@ PKGS=(
 	autoconf automake libtool pkg-config make gcc
 	libtracefs-dev libtraceevent-dev libtracecmd-dev liburing-dev libzstd-dev
 	libvirt-dev libxml2-dev libcmocka-dev
+	# optional: tests/tools/vt-seccomp, the service's system call filter (test-collect-unit.sh)
+	libseccomp-dev
 	# fuzzing (libFuzzer and the sanitizer runtimes)
 	clang libclang-rt-14-dev
 	# oracles and tools the tests run

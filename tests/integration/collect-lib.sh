@@ -268,6 +268,17 @@ report() {
 	fi
 }
 
+# check_kallsyms_addrs DAT WHAT: DAT's kallsyms (trace-cmd dump --kallsyms) have addresses when
+# root's /proc/kallsyms has (CAP_SYSLOG: with perf_event_paranoid > 1 they read as zeros
+# without it), else fail, naming WHAT; $KS_ADDRS and $KS_ROOT are the two counts
+check_kallsyms_addrs() {
+	KS_ROOT=$(awk '$1 !~ /^0+$/ { n++ } END { print n + 0 }' /proc/kallsyms)
+	trace-cmd dump --kallsyms "$1" >"$WORK/ks.txt" 2>/dev/null || fail "trace-cmd dump --kallsyms $1"
+	KS_ADDRS=$(awk '$1 ~ /^[0-9a-f]+$/ && $1 !~ /^0+$/ { n++ } END { print n + 0 }' "$WORK/ks.txt")
+	[ "$KS_ROOT" = 0 ] || [ "$KS_ADDRS" -gt 0 ] ||
+		fail "$2 kallsyms have no address ($(wc -l <"$WORK/ks.txt") symbols; root sees $KS_ROOT)"
+}
+
 # man DIR JQ: a value from DIR/manifest.json
 man() {
 	jq -r "$2" "$1/manifest.json" 2>/dev/null

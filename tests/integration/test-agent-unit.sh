@@ -117,10 +117,6 @@ arc=$?
 report "$WORK/report.txt" -i "$out/guest-unitvm.dat"
 sw=$(grep -c " sched_switch: " "$WORK/report.txt")
 [ "$sw" -gt 0 ] || fail "confined: no sched_switch event recorded"
-root_addrs=$(awk '$1 !~ /^0+$/ { n++ } END { print n + 0 }' /proc/kallsyms)
-trace-cmd dump --kallsyms "$out/guest-unitvm.dat" >"$WORK/ks.txt" 2>/dev/null || fail "trace-cmd dump --kallsyms"
-addrs=$(awk '$1 ~ /^[0-9a-f]+$/ && $1 !~ /^0+$/ { n++ } END { print n + 0 }' "$WORK/ks.txt")
-[ "$root_addrs" = 0 ] || [ "$addrs" -gt 0 ] ||
-	fail "confined: the agent's kallsyms have no address ($(wc -l <"$WORK/ks.txt") symbols; root sees $root_addrs)"
-echo "confined (bounding set +$caps, no_new_privs, /sys and /proc/sys read-only): $sw sched_switch events, $addrs kallsyms addresses (root sees $root_addrs), instance removed"
+check_kallsyms_addrs "$out/guest-unitvm.dat" "confined: the agent's"
+echo "confined (bounding set +$caps, no_new_privs, /sys and /proc/sys read-only): $sw sched_switch events, $KS_ADDRS kallsyms addresses (root sees $KS_ROOT), instance removed"
 echo "PASS"
