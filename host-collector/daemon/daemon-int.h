@@ -209,6 +209,7 @@ void guests_tick(struct daemon *d);
 void guests_reaped(struct daemon *d, pid_t pid, int status);
 void guests_stop_all(struct daemon *d);
 bool guests_running(const struct daemon *d);
+double guests_next_stop(const struct daemon *d);
 struct dguest *guests_find(struct daemon *d, const char *name);
 int guests_snapshot(struct daemon *d, struct dguest *g, double before, double after,
 		    const char *reason, int client);

@@ -5,10 +5,12 @@
  * and its connections, and the panic trigger's events (a pipe the libvirt
  * module's own thread writes: panic.c); discovery once a second; every timer (rotation, a
  * snapshot's "after", a stop that takes too long, a restart's backoff) is
- * checked on each turn of the loop (guests_tick()).
+ * checked on each turn of the loop (guests_tick()), which turns every LOOP_MS
+ * and wakes sooner for a snapshot's "after" (guests_next_stop()).
  */
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -185,6 +187,17 @@ static void on_signal(struct daemon *d, int sfd)
 	reap(d);
 }
 
+/* The loop's wait: LOOP_MS, or less when a snapshot's child is due to stop sooner. */
+static int loop_wait_ms(const struct daemon *d)
+{
+	double due = guests_next_stop(d), ms;
+
+	if (!due)
+		return LOOP_MS;
+	ms = ceil((due - daemon_now()) * 1000);
+	return ms <= 0 ? 0 : ms < LOOP_MS ? (int)ms : LOOP_MS;
+}
+
 static void loop_once(struct daemon *d, int sfd)
 {
 	struct pollfd p[3 + DAEMON_MAX_CLIENTS];
@@ -200,7 +213,7 @@ static void loop_once(struct daemon *d, int sfd)
 	for (i = 0; i < DAEMON_MAX_CLIENTS; i++)
 		if (d->clients[i] >= 0)
 			p[n].fd = d->clients[i], p[n].events = POLLIN, slot[n++] = i;
-	if (poll(p, n, LOOP_MS) > 0) {
+	if (poll(p, n, loop_wait_ms(d)) > 0) {
 		for (i = 0; i < n; i++) {
 			if (!p[i].revents)
 				continue;

@@ -363,9 +363,10 @@ static void answer_all(struct daemon *d, struct dguest *g, const char *text)
 	g->snap.active = false;
 }
 
-/* The child of a pending snapshot has ended: seal what it wrote, answer. */
-static void seal(struct daemon *d, struct dguest *g, int code)
+/* The child of a pending snapshot has ended (stopped for @why): seal what it wrote, answer. */
+static void seal(struct daemon *d, struct dguest *g, int code, enum stop_why why)
 {
+	double end = g->snap.trigger + g->snap.after;
 	char path[4400], text[4500];
 	int ret = -EIO;
 
@@ -380,7 +381,12 @@ static void seal(struct daemon *d, struct dguest *g, int code)
 		snprintf(text, sizeof(text), "ok %s", path);
 		snprintf(g->last_snap, sizeof(g->last_snap), "%s", strrchr(path, '/') + 1);
 		snprintf(g->last_reason, sizeof(g->last_reason), "%s", g->snap.reason);
-		log_info("%s: snapshot %s (%s)", g->name, path, g->snap.reason);
+		if (why == STOP_SNAPSHOT)	/* its stop is its time past the window (issue 40) */
+			log_info("%s: snapshot %s (%s): sealed %.3f s past its --after time, its record "
+				 "stopped %.3f s past it", g->name, path, g->snap.reason,
+				 daemon_now() - end, g->stop_sent - end);
+		else
+			log_info("%s: snapshot %s (%s)", g->name, path, g->snap.reason);
 	}
 	answer_all(d, g, text);
 }
@@ -445,7 +451,7 @@ void guests_reaped(struct daemon *d, pid_t pid, int status)
 	    state_migrated_out(d, g->name))
 		migrated_out(g, code);
 	if (g->snap.active) {
-		seal(d, g, code);
+		seal(d, g, code, why);
 		g->next_start = now;
 		if (why == STOP_NONE && !g->migrated_out)
 			failed(g, code, now);
@@ -541,6 +547,35 @@ void guests_tick(struct daemon *d)
 			g->cut_off = false;
 		tick_one(d, g, now);
 	}
+}
+
+/**
+ * guests_next_stop() - when the next snapshot's child is due to be stopped
+ * @d: the daemon
+ *
+ * The loop wakes then rather than at its next turn (up to LOOP_MS later): a
+ * snapshot's time past its --after is the child's stop, not the loop's.
+ *
+ * Return: daemon_now() time of the earliest, or 0 when none is pending.
+ */
+double guests_next_stop(const struct daemon *d)
+{
+	double next = 0;
+	unsigned int i;
+
+	for (i = 0; i < d->nr; i++) {
+		const struct dguest *g = &d->g[i];
+		double due;
+
+		if (!g->pid || g->stopping != STOP_NONE || !g->snap.active)
+			continue;
+		due = g->snap.trigger + g->snap.after;
+		if (due < g->started + DAEMON_MIN_AGE)
+			due = g->started + DAEMON_MIN_AGE;
+		if (!next || due < next)
+			next = due;
+	}
+	return next;
 }
 
 /**

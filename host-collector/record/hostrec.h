@@ -18,6 +18,8 @@ int hostrec_marker(struct hostrec *h, const char *text);
 int hostrec_vcpus(struct hostrec *h, const uint32_t *tids, unsigned int nr);
 bool hostrec_lists_sched(const char *list);
 int hostrec_stop(struct hostrec *h);
+void hostrec_respool_begin(struct hostrec *h);
+void hostrec_release(struct hostrec *h);
 void hostrec_free(struct hostrec *h);
 void hostrec_save_stats(struct hostrec *h);
 bool hostrec_drained(const struct hostrec *h);

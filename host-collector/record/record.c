@@ -204,6 +204,8 @@ static void check_end(struct recording *r)
 		}
 		return;
 	}
+	if (r->host && hostrec_drained(r->host))
+		hostrec_respool_begin(r->host);	/* the end's metadata while the guests finish */
 	if (finished == r->nr && (!r->host || hostrec_drained(r->host)))
 		engine_quit(r->e);
 }
@@ -600,10 +602,7 @@ static void release_all(struct recording *r, struct tally *t, int *status)
 		qmp_detach(&g->qemu);
 	}
 	engine_free(r->e);
-	if (r->host) {
-		hostrec_free(r->host);
-		r->host = NULL;
-	}
+	hostrec_release(r->host);	/* its instance goes while the files are written */
 	for (i = 0; i < r->nr; i++) {
 		struct guest *g = r->gs[i];
 
@@ -702,5 +701,7 @@ int record_main(int argc, char **argv)
 	start_guests(&r, fit);
 	run(&r);
 	release_all(&r, &t, &status);
-	return finish(&r, &t, status);
+	ret = finish(&r, &t, status);
+	hostrec_free(r.host);
+	return ret;
 }

@@ -8,12 +8,13 @@
 #     `daemon --status` says attached within 5 s of virsh returning (the figure printed);
 #   - markers written at known times (A at -6 s, B at -3 s, C during --after) are all in
 #     `snapshot DOM --before 30 --after 2`, N per CPU each, exactly; the client returns within
-#     3 s of the --after time (printed; below); `trace-cmd report -i host.dat -i guest-DOM.dat` merges
-#     host sched_switch and the guest markers with no timestamp going backwards;
+#     2 s of the --after time (printed, with the daemon's own figures; below); `trace-cmd
+#     report -i host.dat -i guest-DOM.dat` merges host sched_switch and the guest markers with
+#     no timestamp going backwards;
 #   - the daemon is killed with SIGKILL: its child (by pid) ends within 15 s and leaves no host
 #     tracefs instance; the daemon restarted: the sealed snapshot reads the same (trace-cmd),
-#     the guest attached again with a new child, whose snapshot holds exactly N new markers D
-#     per CPU and none of A, B, C;
+#     the guest attached again with a new child, whose snapshot (--after 1, within 2 s of it
+#     too) holds exactly N new markers D per CPU and none of A, B, C;
 #   - stream mode with a budget (a new state directory): the guest floods (256-byte markers flat
 #     out); `du` of the state directory, polled every 0.5 s for 30 s, is never above
 #     total-budget (40 MiB, over a segment's 16). Not checked: a total-budget below two segments
@@ -22,17 +23,25 @@
 #   - `virsh destroy`: the guest is not attached within 5 s, its child (by pid) ends and the
 #     guest leaves the status within 15 s (the stream child writes its segment's files first);
 #   - SIGTERM: the daemon exits 0.
-# The snapshot comes 1.3 to 2.3 s past its --after time on this loaded 2-core machine (1.40,
-# 2.07, 2.14 s in three runs with --after 2; 1.31, 1.56, 1.80 s with --after 1): issue 40's 2 s
-# is not met under TCG, and the test holds it to 3 s (a regression past that fails) until it is.
-# The time is the held child's stop (the daemon's loop turns every 0.2 s): STOP and the rings'
-# drain, the final metadata bundle (its kallsyms only if changed), the final clock-sync burst (up
-# to 100 probes per vCPU, one vCPU after the other, each a round trip through a TCG guest: the
-# likeliest part) and writing host.dat and guest-DOM.dat, before the daemon can seal; the same
-# stop with a fake agent takes 0.27 s. Not broken down further yet.
+# The snapshot's time past --after is its held child's stop, broken down with debug timestamps
+# (doc/benchmarks.md, "Snapshot latency"): the daemon's SIGINT (it used to wait for its loop's
+# next 0.2 s turn: 0.001-0.023 s here only because --after 1 and 2 are whole turns; now the loop
+# wakes for it), STOP and the rings' drain (9-47 ms), the final clock-sync burst (at least 16
+# probes per vCPU, one vCPU after the other: 38-161 ms), the final metadata bundle (its kallsyms
+# only if changed) and BYE (18-51 ms); the host's metadata again (56-183 ms, now read beside the
+# guest's stop) and its instance's removal (46-54 ms, now beside the files); writing
+# guest-DOM.dat and host.dat (86-132 ms on a quiet machine, 227-247 ms beside two busy loops:
+# mostly compressing both kallsyms), the daemon's seal (4-16 ms). Figures with --after 2 and 1:
+# quiet machine (load ~1), before 0.37/0.40, 0.46/0.29, 0.38/0.44 s, after 0.27/0.29,
+# 0.28/0.25 s; beside two nice-19 busy loops, before 1.87/1.41, 0.73/0.54, 0.48/0.41 s, after
+# 0.32/0.34, 0.90/0.55, 0.63/0.44 s; while other helpers built and ran a guest (load 3-4),
+# after 0.66/1.22, 0.45/0.39 s. The 1.3-2.3 s measured here before (1.40, 2.07, 2.14 s with --after 2;
+# 1.31, 1.56, 1.80 s with --after 1) came at a load not recorded. The test holds both to issue
+# 40's 2 s; what is left to cut is the files (kallsyms compressed again for each snapshot) and the
+# burst's round trips through the TCG guest.
 # Env: VT_BUILDDIR (default <repo>/build), VT_E2E_MARKERS (default 300), VT_KEEP=1 keeps the
 # work dir. Exit: 0 pass, 1 fail, 77 skip.
-echo "test-daemon-libvirt: the daemon follows a real libvirt TCG domain: attached within 5 s, a snapshot of the window within 3 s of its end (exact markers, merged in order), SIGKILL and restart lose nothing, destroyed is detached, the disk budget holds under a flood"
+echo "test-daemon-libvirt: the daemon follows a real libvirt TCG domain: attached within 5 s, a snapshot of the window within 2 s of its end (exact markers, merged in order), SIGKILL and restart lose nothing, destroyed is detached, the disk budget holds under a flood"
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$HERE/lib.sh"
@@ -71,7 +80,7 @@ sleep 1
 de_snapshot 30 2 first vt-c
 snap1=$SNAP
 [ -n "$snap1" ] || { de_end; exit 1; }
-awk -v t="$T_LATE" 'BEGIN { exit !(t <= 3) }' || bad "the snapshot came $T_LATE s after its --after time, want within 3 s (issue 40: 2 s)"
+awk -v t="$T_LATE" 'BEGIN { exit !(t <= 2) }' || bad "the snapshot came $T_LATE s after its --after time, want within 2 s (issue 40)"
 de_check_snap "$snap1" "vt-a vt-b vt-c" "" 1
 lines1=$(wc -l <"$WORK/report-first.txt")
 
@@ -105,6 +114,7 @@ de_markers vt-d
 sleep 1
 de_snapshot 30 1 after-kill
 snap2=$SNAP
+awk -v t="$T_LATE" 'BEGIN { exit !(t <= 2) }' || bad "the snapshot after the restart came $T_LATE s after its --after time, want within 2 s (issue 40)"
 [ -n "$snap2" ] && de_check_snap "$snap2" "vt-d" "vt-a vt-b vt-c" 0
 [ "$snap2" != "$snap1" ] || bad "the second snapshot is the first one's directory"
 
