@@ -16,7 +16,7 @@
 #   the GUEST option maps each vCPU to the thread QMP's query-cpus-fast names;
 #   conservation: for every vCPU the states' leaves sum to wall_ns exactly, and running + halted +
 #       preempted + unknown are the only states (no kvm events: no "guest" or exits);
-#   idle: vCPU 0 is halted at least 75% of its wall time less its preempted time (the guest's
+#   idle: vCPU 0 is halted at least 65% of its wall time less its preempted time (the guest's
 #       agent runs there; the host's preemptions depend on the machine's load), and the
 #       guest's idle task (pid 0) is halted at least 90% of its halted + running time there;
 #   hog: at least 70% of vCPU 1's preempted time is vt-hog's (the machine's other work shares
@@ -161,13 +161,14 @@ for tid, v in sorted(vcpus.items()):
 # the thread for TCG's time, and the trace-agent splices pages there (200-280 ms of 3.6 s). Counted
 # against the time the host did not preempt it (the machine's other work: 1.4-9.4% of the wall in
 # the runs): halted 83.8-91.6% of that in 12 runs (76.4-90.2% of the wall) on the 2-core machine
-# shared with other builds; 75% leaves room for a busier one.
+# shared with other builds; 74.1% once beside an ASan make check (2026-12-03). 65% leaves room for
+# a busier machine; halted time not attributed (the bug this guards against) reads near 0%.
 v0 = vcpus[tid0]
 h0, p0 = v0["states"]["halted"], leaves(v0["states"]["preempted"])
 up0 = v0["wall_ns"] - p0
-say("idle: vCPU 0 halted %.2f%% of its wall time, %.2f%% of the %d ns the host did not preempt it (want >= 75%%)" %
+say("idle: vCPU 0 halted %.2f%% of its wall time, %.2f%% of the %d ns the host did not preempt it (want >= 65%%)" %
     (100.0 * h0 / v0["wall_ns"], 100.0 * h0 / up0 if up0 else 0, up0))
-if not up0 or h0 < 0.75 * up0:
+if not up0 or h0 < 0.65 * up0:
     fail("idle: vCPU 0 halted %d of the %d ns it was not preempted" % (h0, up0))
 # The guest's idle task on vCPU 0 (idle=halt: it halts in HLT) is halted nearly all its time there
 # but for the host's preemptions (the machine's load, 1-4% of the wall): of its halted + running
