@@ -363,6 +363,14 @@ static void answer_all(struct daemon *d, struct dguest *g, const char *text)
 	g->snap.active = false;
 }
 
+/* When a pending snapshot's child is stopped: its --after over, and the child DAEMON_MIN_AGE old. */
+static double snap_stop_due(const struct dguest *g)
+{
+	double due = g->snap.trigger + g->snap.after;
+
+	return due < g->started + DAEMON_MIN_AGE ? g->started + DAEMON_MIN_AGE : due;
+}
+
 /* The child of a pending snapshot has ended (stopped for @why): seal what it wrote, answer. */
 static void seal(struct daemon *d, struct dguest *g, int code, enum stop_why why)
 {
@@ -503,7 +511,7 @@ static void tick_one(struct daemon *d, struct dguest *g, double now)
 	if (g->pid) {
 		if (now - g->started < DAEMON_MIN_AGE)
 			return;
-		if (g->snap.active && now >= g->snap.trigger + g->snap.after)
+		if (g->snap.active && now >= snap_stop_due(g))
 			stop(g, STOP_SNAPSHOT);
 		else if (d->conf.mode == MODE_STREAM && now - g->started >= d->conf.window)
 			stop(g, STOP_ROTATE);
@@ -569,9 +577,7 @@ double guests_next_stop(const struct daemon *d)
 
 		if (!g->pid || g->stopping != STOP_NONE || !g->snap.active)
 			continue;
-		due = g->snap.trigger + g->snap.after;
-		if (due < g->started + DAEMON_MIN_AGE)
-			due = g->started + DAEMON_MIN_AGE;
+		due = snap_stop_due(g);
 		if (!next || due < next)
 			next = due;
 	}

@@ -802,15 +802,21 @@ void hostrec_respool_begin(struct hostrec *h)
 	h->respooling = !pthread_create(&h->respool, NULL, respool_thread, h);
 }
 
+/* The thread hostrec_respool_begin() started, joined. Return: whether there was one. */
+static bool respool_join(struct hostrec *h)
+{
+	if (!h->respooling)
+		return false;
+	pthread_join(h->respool, NULL);
+	h->respooling = false;
+	return true;
+}
+
 /* The end's metadata spooled: by the thread hostrec_respool_begin() started, else now. */
 static void respool_end(struct hostrec *h)
 {
-	if (h->respooling) {
-		pthread_join(h->respool, NULL);
-		h->respooling = false;
-		return;
-	}
-	respool_meta(h);
+	if (!respool_join(h))
+		respool_meta(h);
 }
 
 /**
@@ -887,10 +893,7 @@ void hostrec_release(struct hostrec *h)
 
 	if (!h || h->released)
 		return;
-	if (h->respooling) {
-		pthread_join(h->respool, NULL);
-		h->respooling = false;
-	}
+	respool_join(h);
 	hostrec_stop(h);	/* a thread waiting in poll is woken to be joined */
 	for (i = 0; h->cpus && i < h->nr_cpus; i++) {
 		struct hcpu *c = &h->cpus[i];
