@@ -7,6 +7,7 @@
 #define DAEMON_DAEMON_INT_H
 
 #include <dirent.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -187,6 +188,9 @@ struct dguest {
  * @hf: the host-event filter trigger, NULL if none (hostfilter.c)
  * @events_fd: the panic trigger's events (panic.c), -1 none
  * @events_note: how they flow, for --status ("" not followed)
+ * @poll_fds: the loop's poll set (daemon.c), with room for @poll_cap
+ * @poll_slots: what each of its descriptors is
+ * @poll_cap: its room
  */
 struct daemon {
 	struct daemon_conf conf;
@@ -201,6 +205,9 @@ struct daemon {
 	struct hostfilter *hf;
 	int events_fd;
 	char events_note[200];
+	struct pollfd *poll_fds;
+	int *poll_slots;
+	unsigned int poll_cap;
 };
 
 /* guests.c */
@@ -217,6 +224,7 @@ int guests_snapshot(struct daemon *d, struct dguest *g, double before, double af
 /* trig-guest.c */
 unsigned int trig_guest_args(struct daemon *d, struct dguest *g, char **argv, unsigned int n);
 void trig_guest_forked(struct dguest *g);
+void trig_guest_ready(struct daemon *d, unsigned int i, int fd);
 void trig_guest_poll(struct daemon *d);
 void trig_guest_reaped(struct daemon *d, struct dguest *g);
 

@@ -2,8 +2,10 @@
 /*
  * `virtio-trace-collect daemon`: the always-on service. One thread, one
  * poll() loop over a signalfd (children ending, SIGTERM), the control socket
- * and its connections, and the panic trigger's events (a pipe the libvirt
- * module's own thread writes: panic.c); discovery once a second; every timer (rotation, a
+ * and its connections, the panic trigger's events (a pipe the libvirt
+ * module's own thread writes: panic.c) and each child's trigger pipe
+ * (trig-guest.c: a trigger is taken when it comes, and an idle guest costs
+ * no read); discovery once a second; every timer (rotation, a
  * snapshot's "after", a stop that takes too long, a restart's backoff) is
  * checked on each turn of the loop (guests_tick()), which turns every LOOP_MS
  * and wakes sooner for a snapshot's "after" (guests_next_stop()).
@@ -27,6 +29,9 @@
 
 #define LOOP_MS		200
 #define BUDGET_EVERY	5.0
+
+/* What a descriptor in the poll set is: a control connection's slot (0 and up), or one of these. */
+enum { SLOT_LISTEN = -1, SLOT_SIGNAL = -2, SLOT_EVENTS = -3, SLOT_GUEST0 = -4, SLOT_FIXED = 3 };
 
 enum { OPT_CONFIG = 256, OPT_STATUS, OPT_KEY0 = 300 };
 
@@ -198,33 +203,77 @@ static int loop_wait_ms(const struct daemon *d)
 	return ms <= 0 ? 0 : ms < LOOP_MS ? (int)ms : LOOP_MS;
 }
 
-static void loop_once(struct daemon *d, int sfd)
+/*
+ * Room for @n descriptors in the loop's poll set. Without it the guests' trigger pipes are
+ * left out of the set and read on each turn instead (trig_guest_poll()).
+ */
+static bool poll_room(struct daemon *d, unsigned int n)
 {
-	struct pollfd p[3 + DAEMON_MAX_CLIENTS];
-	int slot[3 + DAEMON_MAX_CLIENTS];
-	unsigned int n = 0, i;
-	double now;
+	struct pollfd *p;
+	int *slot;
 
-	p[n].fd = sfd, p[n].events = POLLIN, slot[n++] = -2;
+	if (n <= d->poll_cap)
+		return true;
+	p = realloc(d->poll_fds, n * sizeof(*p));
+	if (!p)
+		return false;
+	d->poll_fds = p;
+	slot = realloc(d->poll_slots, n * sizeof(*slot));
+	if (!slot)
+		return false;
+	d->poll_slots = slot;
+	d->poll_cap = n;
+	return true;
+}
+
+/* The poll set: the signals, the socket and its connections, the panic events, the trigger pipes. */
+static unsigned int poll_set(struct daemon *d, int sfd, bool pipes)
+{
+	struct pollfd *p = d->poll_fds;
+	int *slot = d->poll_slots;
+	unsigned int n = 0, i;
+
+	p[n].fd = sfd, p[n].events = POLLIN, slot[n++] = SLOT_SIGNAL;
 	if (d->listen_fd >= 0)
-		p[n].fd = d->listen_fd, p[n].events = POLLIN, slot[n++] = -1;
+		p[n].fd = d->listen_fd, p[n].events = POLLIN, slot[n++] = SLOT_LISTEN;
 	if (d->events_fd >= 0)
-		p[n].fd = d->events_fd, p[n].events = POLLIN, slot[n++] = -3;
+		p[n].fd = d->events_fd, p[n].events = POLLIN, slot[n++] = SLOT_EVENTS;
 	for (i = 0; i < DAEMON_MAX_CLIENTS; i++)
 		if (d->clients[i] >= 0)
-			p[n].fd = d->clients[i], p[n].events = POLLIN, slot[n++] = i;
-	if (poll(p, n, loop_wait_ms(d)) > 0) {
+			p[n].fd = d->clients[i], p[n].events = POLLIN, slot[n++] = (int)i;
+	for (i = 0; pipes && i < d->nr; i++)
+		if (d->g[i].trig.rfd_open)
+			p[n].fd = d->g[i].trig.rfd, p[n].events = POLLIN, slot[n++] = SLOT_GUEST0 - (int)i;
+	return n;
+}
+
+static void loop_once(struct daemon *d, int sfd)
+{
+	bool pipes = poll_room(d, SLOT_FIXED + DAEMON_MAX_CLIENTS + d->nr);
+	unsigned int n, i;
+	double now;
+	int s;
+
+	if (!pipes && !poll_room(d, SLOT_FIXED + DAEMON_MAX_CLIENTS)) {
+		poll(NULL, 0, LOOP_MS);		/* no memory for the set: wait a turn */
+		return;
+	}
+	n = poll_set(d, sfd, pipes);
+	if (poll(d->poll_fds, n, loop_wait_ms(d)) > 0) {
 		for (i = 0; i < n; i++) {
-			if (!p[i].revents)
+			if (!d->poll_fds[i].revents)
 				continue;
-			if (slot[i] == -2)
+			s = d->poll_slots[i];
+			if (s == SLOT_SIGNAL)
 				on_signal(d, sfd);
-			else if (slot[i] == -1)
+			else if (s == SLOT_LISTEN)
 				ctl_accept(d);
-			else if (slot[i] == -3)
+			else if (s == SLOT_EVENTS)
 				panic_read(d);
-			else if (d->clients[slot[i]] == p[i].fd)
-				ctl_read(d, slot[i]);
+			else if (s <= SLOT_GUEST0)
+				trig_guest_ready(d, (unsigned int)(SLOT_GUEST0 - s), d->poll_fds[i].fd);
+			else if (d->clients[s] == d->poll_fds[i].fd)
+				ctl_read(d, s);
 		}
 	}
 	now = daemon_now();
@@ -237,7 +286,8 @@ static void loop_once(struct daemon *d, int sfd)
 		state_budget(d);
 	}
 	hostfilter_tick(d);
-	trig_guest_poll(d);
+	if (!pipes)
+		trig_guest_poll(d);
 	guests_tick(d);
 }
 
@@ -272,6 +322,8 @@ static int run(struct daemon *d)
 	while (!d->stopping || guests_running(d))
 		loop_once(d, sfd);
 	log_info("stopped");
+	free(d->poll_fds);
+	free(d->poll_slots);
 	panic_close(d);
 	ctl_close(d);
 err_hostfilter:

@@ -166,8 +166,23 @@ void trig_guest_reaped(struct daemon *d, struct dguest *g)
 }
 
 /**
- * trig_guest_poll() - the children's triggers: a snapshot for each guest that
- * has one (before guests_tick(), which may end a child and start the next)
+ * trig_guest_ready() - poll() says guest @i's trigger pipe @fd can be read:
+ * read it, unless the guest or its pipe changed since the poll set was made
+ * (a child reaped in the same turn); what is left is polled again
+ * @d: the daemon
+ * @i: the guest's index
+ * @fd: the descriptor polled
+ */
+void trig_guest_ready(struct daemon *d, unsigned int i, int fd)
+{
+	if (i < d->nr && d->g[i].trig.rfd_open && d->g[i].trig.rfd == fd)
+		read_one(d, &d->g[i], daemon_now());
+}
+
+/**
+ * trig_guest_poll() - every child's triggers, read on the loop's turn: only
+ * when the poll set had no room for the pipes (no memory); else each pipe is
+ * read when poll() says it can be (trig_guest_ready())
  * @d: the daemon
  */
 void trig_guest_poll(struct daemon *d)
