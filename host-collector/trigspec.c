@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * trigger-guest-filter's value, checked once for both record and the daemon
- * (which checks its configuration before any child runs).
+ * A trigger's event, SYSTEM:EVENT[ if FILTER]: trigger-guest-filter's value,
+ * checked once for both record and the daemon (which checks its configuration
+ * before any child runs), and the daemon's trigger-host-filter.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -38,6 +39,34 @@ static bool filter_ok(const char *f)
 }
 
 /**
+ * trigspec_split() - split SYSTEM:EVENT[ if FILTER], saying nothing
+ * @spec: the value
+ * @t: filled; @t->filter points into @spec ("" for none)
+ *
+ * Return: 0, or -EINVAL when @spec is not of that form.
+ */
+int trigspec_split(const char *spec, struct trigspec *t)
+{
+	const char *colon = strchr(spec, ':'), *end = spec + strcspn(spec, " \t"), *f;
+
+	if (!colon || colon > end || !name_ok(spec, (size_t)(colon - spec)) ||
+	    !name_ok(colon + 1, (size_t)(end - colon - 1)))
+		return -EINVAL;
+	f = end + strspn(end, " \t");
+	if (*f) {
+		if (strncmp(f, "if", 2) || (f[2] != ' ' && f[2] != '\t'))
+			return -EINVAL;
+		f += 2 + strspn(f + 2, " \t");
+		if (!filter_ok(f))
+			return -EINVAL;
+	}
+	snprintf(t->system, sizeof(t->system), "%.*s", (int)(colon - spec), spec);
+	snprintf(t->event, sizeof(t->event), "%.*s", (int)(end - colon - 1), colon + 1);
+	t->filter = f;
+	return 0;
+}
+
+/**
  * trigspec_parse() - check and split SYSTEM:EVENT[ if FILTER]
  * @spec: the value
  * @t: filled; @t->filter points into @spec
@@ -47,24 +76,8 @@ static bool filter_ok(const char *f)
  */
 int trigspec_parse(const char *spec, struct trigspec *t, const char *what)
 {
-	const char *colon = strchr(spec, ':'), *end = spec + strcspn(spec, " \t"), *f;
-
-	if (!colon || colon > end || !name_ok(spec, (size_t)(colon - spec)) ||
-	    !name_ok(colon + 1, (size_t)(end - colon - 1)))
-		goto usage;
-	f = end + strspn(end, " \t");
-	if (*f) {
-		if (strncmp(f, "if", 2) || (f[2] != ' ' && f[2] != '\t'))
-			goto usage;
-		f += 2 + strspn(f + 2, " \t");
-		if (!filter_ok(f))
-			goto usage;
-	}
-	snprintf(t->system, sizeof(t->system), "%.*s", (int)(colon - spec), spec);
-	snprintf(t->event, sizeof(t->event), "%.*s", (int)(end - colon - 1), colon + 1);
-	t->filter = f;
-	return 0;
-usage:
+	if (trigspec_split(spec, t) == 0)
+		return 0;
 	collect_usage("%s '%s': SYSTEM:EVENT, or SYSTEM:EVENT if FILTER (one event, no glob; the "
 		      "filter in the kernel's syntax, printable ASCII)", what, spec);
 	return -EINVAL;

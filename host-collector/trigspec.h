@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * A guest trigger's event, as record --trigger-guest-filter and the daemon's
- * trigger-guest-filter key write it: SYSTEM:EVENT, or SYSTEM:EVENT if FILTER.
+ * A trigger's event, as record --trigger-guest-filter and the daemon's
+ * trigger-guest-filter and trigger-host-filter keys write it: SYSTEM:EVENT, or
+ * SYSTEM:EVENT if FILTER.
  */
 #ifndef COLLECT_TRIGSPEC_H
 #define COLLECT_TRIGSPEC_H
@@ -18,6 +19,7 @@ struct trigspec {
 	const char *filter;
 };
 
+int trigspec_split(const char *spec, struct trigspec *t);
 int trigspec_parse(const char *spec, struct trigspec *t, const char *what);
 
 #endif

@@ -30,6 +30,7 @@
 #include "daemon/daemon-int.h"
 #include "daemon/hostfilter.h"
 #include "setup/qemuproc.h"
+#include "trigspec.h"
 #include "vt_pages.h"
 
 #define HF_PREFIX	"virtio-trace-collect-daemon-"
@@ -38,7 +39,7 @@
 
 /* One filter, and what it did. */
 struct hf_filter {
-	char sys[64], ev[96];
+	char sys[COLLECT_NAME_MAX], ev[COLLECT_NAME_MAX];
 	const char *spec;
 	unsigned int id;
 	uint64_t matched, snapshots, held, unowned;
@@ -70,45 +71,6 @@ struct hostfilter {
 	double last_at;
 };
 
-static bool name_ok(const char *s, size_t n, size_t max)
-{
-	size_t i;
-
-	if (!n || n >= max)
-		return false;
-	for (i = 0; i < n; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
-		      (s[i] >= '0' && s[i] <= '9') || s[i] == '_' || s[i] == '-'))
-			return false;
-	return true;
-}
-
-/* SYSTEM:EVENT[ if FILTER] into its parts; @filter NULL when there is none. */
-static int split(const char *spec, char *sys, size_t syslen, char *ev, size_t evlen, const char **filter)
-{
-	const char *colon = strchr(spec, ':'), *e, *p;
-
-	if (!colon || !name_ok(spec, colon - spec, syslen))
-		return -EINVAL;
-	e = colon + 1;
-	p = e + strcspn(e, " \t");
-	if (!name_ok(e, p - e, evlen))
-		return -EINVAL;
-	snprintf(sys, syslen, "%.*s", (int)(colon - spec), spec);
-	snprintf(ev, evlen, "%.*s", (int)(p - e), e);
-	p += strspn(p, " \t");
-	*filter = NULL;
-	if (!*p)
-		return 0;
-	if (strncmp(p, "if", 2) || (p[2] != ' ' && p[2] != '\t'))
-		return -EINVAL;
-	p += 2 + strspn(p + 2, " \t");
-	if (!*p)
-		return -EINVAL;
-	*filter = p;
-	return 0;
-}
-
 /**
  * hostfilter_conf_add() - a trigger-host-filter line: one more filter, or
  * none at all when empty
@@ -124,8 +86,7 @@ static int split(const char *spec, char *sys, size_t syslen, char *ev, size_t ev
 int hostfilter_conf_add(struct daemon_conf *c, const char *what, const char *val)
 {
 	struct daemon_conf_filter *n;
-	char sys[64], ev[96];
-	const char *filter;
+	struct trigspec t, t2;
 	unsigned int i;
 
 	if (!val[0]) {
@@ -134,21 +95,17 @@ int hostfilter_conf_add(struct daemon_conf *c, const char *what, const char *val
 		c->nr_host_filters = 0;
 		return 0;
 	}
-	if (split(val, sys, sizeof(sys), ev, sizeof(ev), &filter) < 0 ||
-	    strlen(val) >= sizeof(n->spec) || strchr(val, '\n')) {
+	if (trigspec_split(val, &t) < 0 || strlen(val) >= sizeof(n->spec)) {
 		collect_usage("%s '%s': SYSTEM:EVENT or SYSTEM:EVENT if FILTER (the kernel's event "
 			      "filter syntax)", what, val);
 		return -EINVAL;
 	}
 	for (i = 0; i < c->nr_host_filters; i++) {
-		char s2[64], e2[96];
-		const char *f2;
-
-		split(c->host_filters[i].spec, s2, sizeof(s2), e2, sizeof(e2), &f2);
-		if (!strcmp(s2, sys) && !strcmp(e2, ev)) {
+		trigspec_split(c->host_filters[i].spec, &t2);
+		if (!strcmp(t2.system, t.system) && !strcmp(t2.event, t.event)) {
 			/* The kernel keeps one filter per event and instance: a second would replace it. */
 			collect_usage("%s '%s': %s:%s has a filter already (%s): join the two with || in "
-				      "one line", what, val, sys, ev, c->host_filters[i].where);
+				      "one line", what, val, t.system, t.event, c->host_filters[i].where);
 			return -EINVAL;
 		}
 	}
@@ -237,18 +194,20 @@ static int read_format(struct hostfilter *hf, struct hf_filter *f)
 /* One filter into the instance: the event, its filter, enabled. */
 static int add_filter(struct hostfilter *hf, struct hf_filter *f, const struct daemon_conf_filter *c)
 {
-	const char *filter;
+	struct trigspec t;
 	char why[512];
 
 	f->spec = c->spec;
-	split(c->spec, f->sys, sizeof(f->sys), f->ev, sizeof(f->ev), &filter);
+	trigspec_split(c->spec, &t);	/* checked by hostfilter_conf_add() */
+	snprintf(f->sys, sizeof(f->sys), "%s", t.system);
+	snprintf(f->ev, sizeof(f->ev), "%s", t.event);
 	if (read_format(hf, f) < 0) {
 		collect_usage("%s '%s': the host kernel has no event %s:%s (see %s/events/%s)", c->where,
 			      c->spec, f->sys, f->ev, tracefs_tracing_dir(), f->sys);
 		return -EINVAL;
 	}
 	tracefs_error_clear(hf->inst);
-	if (filter && tracefs_event_file_write(hf->inst, f->sys, f->ev, "filter", filter) < 0) {
+	if (t.filter[0] && tracefs_event_file_write(hf->inst, f->sys, f->ev, "filter", t.filter) < 0) {
 		kernel_says(hf, f, why, sizeof(why));
 		collect_usage("%s '%s': the kernel refused the filter: %s", c->where, c->spec,
 			      why[0] ? why : "it said nothing more (no error_log)");

@@ -42,6 +42,14 @@ rc=$?
 [ $rc = 2 ] && grep -q 'sched:sched_process_exec has a filter already (--trigger-host-filter): join the two with ||' "$WORK/twice.err" ||
 	{ show "$WORK/twice.err"; fail "one event filtered twice: exit $rc"; }
 
+# A filter with a control character is refused before the kernel sees it, as a guest filter is
+# (one parser, trigspec.c, for both).
+"$COLLECT" daemon --domains none --libvirt no --state-dir "$WORK/bad" \
+	--trigger-host-filter "$(printf 'sched:sched_process_exec if pid == 1\001')" 2>"$WORK/ctl.err"
+rc=$?
+[ $rc = 2 ] && grep -q "^virtio-trace-collect daemon: --trigger-host-filter '.*': SYSTEM:EVENT or SYSTEM:EVENT if FILTER" \
+	"$WORK/ctl.err" || { show "$WORK/ctl.err"; fail "a filter with a control character: exit $rc, want 2"; }
+
 # A filter the kernel refuses: exit 2, the option and the kernel's words.
 "$COLLECT" daemon --domains none --libvirt no --state-dir "$WORK/bad" \
 	--trigger-host-filter 'sched:sched_process_exec if no_such_field == 1' 2>"$WORK/bad.err" &
