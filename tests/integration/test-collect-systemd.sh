@@ -94,8 +94,12 @@ ct_down() {
 			sleep 0.1
 			_ci=$((_ci + 1))
 		done
-		[ -n "$LEADER" ] && kill -KILL "$LEADER" 2>/dev/null
-		kill -KILL "$NSPAWN_PID" 2>/dev/null
+		# not halted in 15 s: SIGKILL to its PID 1 ends every process of the container
+		if kill -0 "$NSPAWN_PID" 2>/dev/null; then
+			[ -n "$LEADER" ] && [ "$(cat /proc/"$LEADER"/comm 2>/dev/null)" = systemd ] &&
+				kill -KILL "$LEADER"
+			kill -KILL "$NSPAWN_PID" 2>/dev/null
+		fi
 		wait "$NSPAWN_PID" 2>/dev/null
 	fi
 	for _cg in $CGS; do
@@ -127,13 +131,15 @@ state=
 until [ "$state" = running ]; do
 	kill -0 $NSPAWN_PID 2>/dev/null || { show "$WORK/nspawn.log"
 		echo "SKIP: systemd-nspawn could not boot systemd here (its log above)"; exit 77; }
-	[ -n "$LEADER" ] || LEADER=$(ps -o pid= --ppid $NSPAWN_PID | tr -d ' ')
+	# the container's PID 1: nspawn's child that runs systemd (not its short-lived helpers)
+	[ -n "$LEADER" ] || LEADER=$(ps -o pid=,comm= --ppid $NSPAWN_PID | awk '$2 == "systemd" { print $1 }')
 	[ -n "$LEADER" ] && state=$(in_ct systemctl is-system-running 2>/dev/null)
 	[ $i -lt 200 ] || { show "$WORK/nspawn.log"; fail "systemd in the container not running within 20 s (state '$state')"; }
 	sleep 0.1
 	i=$((i + 1))
 done
-[ "$(cat /proc/"$LEADER"/comm)" = systemd ] || fail "the container's PID 1 is $(cat /proc/"$LEADER"/comm), not systemd"
+nspid=$(sed -n 's/^NSpid:.*\t//p' /proc/"$LEADER"/status)
+[ "$nspid" = 1 ] || fail "the container's systemd ($LEADER) is pid $nspid in its namespace, not 1"
 echo "container: $(in_ct systemctl --version | head -n 1) as PID 1, $(in_ct systemctl show -P Virtualization) virtualization"
 
 t0=$(date +%s)
@@ -259,6 +265,6 @@ bad=$(find "$WORK/state" \( -type f ! -perm 0600 \) -o \( -type d ! -perm 0700 \
 echo "stopped in $took s: Result=success, exit 0, no process left, control.sock removed, --status 6, 'stopped' logged, $(ls "$WORK"/state/guests/alpha/*/guest-alpha.dat | wc -l) segment(s) readable, files 0600/0700"
 
 ct_down
-[ ! -d /proc/$LEADER ] || fail "the container's systemd outlived the halt"
+[ ! -d /proc/"$LEADER" ] || fail "the container's systemd outlived the halt"
 NSPAWN_PID=
 echo "PASS"
