@@ -36,18 +36,11 @@ if ldd "$COLLECT" 2>/dev/null | grep -q libasan; then
 fi
 . "$VT_SRCDIR/tests/integration/daemon-lib.sh"
 
-# The unit as the build makes it, or as its rule would (configure --with-systemdsystemunitdir=no).
-KC=$("$COLLECT" record --help 2>&1 | tr -s "\n " "  " | sed -nE 's/.*default: (\/[^ ]*) if it exists.*/\1/p')
+# The unit as the build makes it, installed in the container's /etc (below).
 mkdir -p "$WORK/etc/systemd/system" "$WORK/etc/virtio-trace" "$WORK/bin" || fail "cannot make the unit's tree"
-UNIT=$WORK/etc/systemd/system/virtio-trace-collect.service
-if [ -f "$VT_BUILDDIR/systemd/virtio-trace-collect.service" ]; then
-	cp "$VT_BUILDDIR/systemd/virtio-trace-collect.service" "$UNIT"
-else
-	sed -e 's|@bindir[@]|/usr/local/bin|g' -e "s|@kcachedir[@]|$KC|g" \
-		"$VT_SRCDIR/systemd/virtio-trace-collect.service.in" >"$UNIT"
-fi
+collect_unit "$WORK/etc/systemd/system/virtio-trace-collect.service"
 value() {
-	sed -nE "s/^$1=//p" "$UNIT" | tr '\n' ' ' | sed 's/ *$//'
+	unit_value "$1"
 }
 exe=$(value ExecStart | cut -d' ' -f1)
 bindir=${exe%/*}
@@ -150,16 +143,17 @@ journal() {
 }
 st=$(in_ct systemctl is-active virtio-trace-collect.service)
 [ "$st" = active ] || { journal; fail "is-active says '$st' after the start"; }
-# The daemon's --status over the default state directory's socket, in the container.
-ct_status() {
-	in_ct "$exe" daemon --status 2>/dev/null | awk -v n="$1" '$1 == n { print $2 }'
+# ct_attached WHEN: alpha attached within 10 s, as the daemon's --status says over the default
+# state directory's socket, in the container; else fail, saying WHEN
+ct_attached() {
+	_ca=0
+	until in_ct "$exe" daemon --status 2>/dev/null | awk '$1 == "alpha" && $2 == "attached" { ok = 1 } END { exit !ok }'; do
+		[ $_ca -lt 100 ] || { journal; fail "alpha not attached within 10 s $1"; }
+		sleep 0.1
+		_ca=$((_ca + 1))
+	done
 }
-i=0
-until [ "$(ct_status alpha)" = attached ]; do
-	[ $i -lt 100 ] || { journal; fail "alpha not attached within 10 s of the start"; }
-	sleep 0.1
-	i=$((i + 1))
-done
+ct_attached "of the start"
 pid=$(in_ct systemctl show -P MainPID virtio-trace-collect.service)
 [ "$pid" -gt 1 ] 2>/dev/null || fail "MainPID '$pid'"
 [ "$(in_ct cat /proc/"$pid"/comm)" = virtio-trace-co ] || fail "MainPID $pid is $(in_ct cat /proc/"$pid"/comm)"
@@ -219,12 +213,7 @@ nh=$(grep -c 'sched_switch:' "$WORK/host.txt")
 [ "$(jq -r .reason "$hsnap/snapshot.json")" = systemd ] || fail "snapshot.json reason $(jq -r .reason "$hsnap/snapshot.json")"
 echo "snapshot ${snap##*/}: $ng guest events, $nh host sched_switch"
 # The next segment's child, attached, so that the stop has it write its files.
-i=0
-until [ "$(ct_status alpha)" = attached ]; do
-	[ $i -lt 100 ] || { journal; fail "alpha not attached again within 10 s of the snapshot"; }
-	sleep 0.1
-	i=$((i + 1))
-done
+ct_attached "of the snapshot"
 children=$(in_ct ps -o pid= --ppid "$pid" | tr -d ' ' | tr '\n' ' ')
 [ -n "$children" ] || fail "the daemon has no record child"
 sleep 1

@@ -32,20 +32,11 @@ systemd-analyze security --help 2>/dev/null | grep -q -- '--offline' ||
 need_tools
 SECCOMP=$TOOLS/vt-seccomp
 
-# The kallsyms cache the record children use without --kallsyms-cache (record --help says).
-KC=$("$COLLECT" record --help 2>&1 | tr -s "\n " "  " | sed -nE 's/.*default: (\/[^ ]*) if it exists.*/\1/p')
-[ -n "$KC" ] || fail "record --help names no default kallsyms cache"
-# The unit as the build makes it, or as its rule would (configure --with-systemdsystemunitdir=no).
-UNIT=$WORK/virtio-trace-collect.service
-if [ -f "$VT_BUILDDIR/systemd/virtio-trace-collect.service" ]; then
-	cp "$VT_BUILDDIR/systemd/virtio-trace-collect.service" "$UNIT"
-else
-	sed -e 's|@bindir[@]|/usr/local/bin|g' -e "s|@kcachedir[@]|$KC|g" \
-		"$VT_SRCDIR/systemd/virtio-trace-collect.service.in" >"$UNIT"
-fi
+# The unit as the build makes it; KC the kallsyms cache the record children use by default.
+collect_unit "$WORK/virtio-trace-collect.service"
 # value KEY: the unit's values of KEY, on one line
 value() {
-	sed -nE "s/^$1=//p" "$UNIT" | tr '\n' ' ' | sed 's/ *$//'
+	unit_value "$1"
 }
 case " $(value ReadWritePaths) " in *" $KC "* | *" -$KC "*) ;;
 *) fail "ReadWritePaths=$(value ReadWritePaths) lacks $KC, the kallsyms cache record uses (ProtectSystem=strict: read-only)" ;;
