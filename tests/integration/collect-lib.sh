@@ -393,3 +393,12 @@ collect_unit() {
 unit_value() {
 	sed -nE "s/^$1=//p" "$UNIT" | tr '\n' ' ' | sed 's/ *$//'
 }
+
+# unit_status_want: the lines CapEff, CapBnd, NoNewPrivs and Seccomp of /proc/PID/status (tabs as
+# one space) of a root process confined as $UNIT says: its CapabilityBoundingSet= as far as this
+# host's own bounding set has it, effective too, no_new_privs, a seccomp filter
+unit_status_want() {
+	_uc=$(unit_value CapabilityBoundingSet | tr '[:upper:]' '[:lower:]' | sed -E 's/cap_//g; s/ +/,+/g')
+	_ub=$(setpriv --bounding-set "-all,+$_uc" grep '^CapBnd:' /proc/self/status | tr -s '\t' ' ')
+	printf 'CapEff: %s\n%s\nNoNewPrivs: 1\nSeccomp: 2\n' "${_ub#CapBnd: }" "$_ub"
+}

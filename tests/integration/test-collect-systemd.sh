@@ -11,7 +11,8 @@
 # capabilities the unit's CapabilityBoundingSet= (as far as this host's own bounding set has
 # them); its mount namespace read-only (ProtectSystem=strict, ProtectControlGroups=) but the
 # state directory, tracefs and /run/virtio-trace, its /tmp private, its /dev private; a
-# `snapshot` whose guest file trace-cmd reads with the fixture's events; `systemctl stop`:
+# `snapshot` whose guest file trace-cmd reads with the fixture's events, its host.dat with
+# sched_switch and kallsyms addresses (CAP_SYSLOG); `systemctl stop`:
 # Result=success, exit status 0, no daemon or record child left, control.sock removed, the
 # children's segments written, the daemon's last log line "stopped" (the journal), no tracefs
 # instance of its left. The container, its cgroups and its mounts are gone when the test ends.
@@ -163,13 +164,7 @@ echo "started: active, MainPID $pid, alpha attached in $(($(date +%s) - t0)) s"
 
 # The confinement, read from the running daemon.
 in_ct grep -E '^(NoNewPrivs|Seccomp|CapBnd|CapEff):' /proc/"$pid"/status | tr -s '\t' ' ' >"$WORK/proc.out"
-want_bnd=$(setpriv --bounding-set "-all,+$(echo "$caps" | tr '[:upper:]' '[:lower:]' | sed 's/cap_//g; s/,/,+/g')" grep '^CapBnd:' /proc/self/status | tr -s '\t' ' ')
-cat >"$WORK/proc.want" <<EOF
-CapEff: ${want_bnd#CapBnd: }
-$want_bnd
-NoNewPrivs: 1
-Seccomp: 2
-EOF
+unit_status_want >"$WORK/proc.want"
 diff "$WORK/proc.want" "$WORK/proc.out" >"$WORK/proc.diff" || { show "$WORK/proc.diff"; fail "the daemon's /proc/$pid/status is not what the unit says (diff: want, got)"; }
 # Each path: ro or rw, as the daemon's mount namespace has it.
 for p in / /etc /usr "$bindir" /var /var/lib/virtio-trace /run /run/virtio-trace /sys/fs/cgroup $T /tmp; do
@@ -197,7 +192,7 @@ case $tmp_src in *"/systemd-private-"*"-virtio-trace-collect.service-"*"/tmp]") 
 devs=$(in_ct nsenter -t "$pid" -m ls /dev | tr '\n' ' ')
 case " $devs " in *" null "*" urandom "*) ;; *) fail "the daemon's /dev lacks null, urandom: $devs" ;; esac
 case " $devs " in *" vda "* | *" sda "* | *" kmsg "* | *" mem "*) fail "the daemon's /dev is not private (PrivateDevices=): $devs" ;; esac
-echo "confined: NoNewPrivs 1, Seccomp 2, $want_bnd; read-only but the state, tracefs and /run/virtio-trace; private /tmp and /dev"
+echo "confined: NoNewPrivs 1, Seccomp 2, $(grep '^CapBnd' "$WORK/proc.want"); read-only but the state, tracefs and /run/virtio-trace; private /tmp and /dev"
 
 # A snapshot through the control socket, in the container.
 sleep 2	# some of the window before the trigger
@@ -206,14 +201,8 @@ rc=$?
 [ $rc = 0 ] || { show "$WORK/snap.err"; journal; fail "snapshot exited $rc"; }
 case $snap in /var/lib/virtio-trace/snapshots/*) ;; *) fail "snapshot's path $snap is not in the state directory" ;; esac
 hsnap=$WORK/state/${snap#/var/lib/virtio-trace/}
-report "$WORK/guest.txt" -i "$hsnap/guest-alpha.dat"
-ng=$(all_events "$WORK/guest.txt")
-grep -q 'softirq_entry' "$WORK/guest.txt" || fail "guest-alpha.dat has no softirq_entry (the fixture's)"
-report "$WORK/host.txt" -i "$hsnap/host.dat"
-nh=$(grep -c 'sched_switch:' "$WORK/host.txt")
-[ "$nh" -gt 0 ] || fail "host.dat: no sched_switch"
-[ "$(jq -r .reason "$hsnap/snapshot.json")" = systemd ] || fail "snapshot.json reason $(jq -r .reason "$hsnap/snapshot.json")"
-echo "snapshot ${snap##*/}: $ng guest events, $nh host sched_switch"
+check_unit_snapshot "$hsnap" systemd
+echo "snapshot ${snap##*/}: $NG guest events, $NH host sched_switch, $KS_ADDRS host kallsyms addresses"
 # The next segment's child, attached, so that the stop has it write its files.
 ct_attached "of the snapshot"
 children=$(in_ct ps -o pid= --ppid "$pid" | tr -d ' ' | tr '\n' ' ')

@@ -217,7 +217,6 @@ PROBE='
 rc=$?
 grep -v '^vt-seccomp: ' "$WORK/probe.raw" >"$WORK/probe.out"
 [ $rc != 125 ] || { show "$WORK/probe.out"; echo "SKIP: cannot make the mount namespace the unit asks for"; exit 77; }
-want_bnd=$(setpriv --bounding-set "-all,+$caps" grep '^CapBnd:' /proc/self/status | tr -s '\t' ' ')
 cat >"$WORK/probe.want" <<EOF
 umask: 0077
 state: ok
@@ -233,10 +232,7 @@ mount: permission denied
 unshare: Operation not permitted
 wx: Operation not permitted
 wr: ok
-CapEff: ${want_bnd#CapBnd: }
-$want_bnd
-NoNewPrivs: 1
-Seccomp: 2
+$(unit_status_want)
 EOF
 diff "$WORK/probe.want" "$WORK/probe.out" >"$WORK/probe.diff" || { show "$WORK/probe.diff"; fail "the confinement is not what the unit says (diff above: want, got)"; }
 [ -f "$WORK/ptmp/vt-unit-probe" ] && [ ! -e /tmp/vt-unit-probe ] || fail "/tmp is not private"
@@ -280,14 +276,7 @@ sleep 2	# some of the window before the trigger
 snap=$("$COLLECT" snapshot alpha --state-dir "$S" --reason unit 2>"$WORK/snap.err")
 rc=$?
 [ $rc = 0 ] || { show "$WORK/snap.err" "$WORK/daemon.log"; fail "snapshot exited $rc"; }
-report "$WORK/guest.txt" -i "$snap/guest-alpha.dat"
-ng=$(all_events "$WORK/guest.txt")
-grep -q 'softirq_entry' "$WORK/guest.txt" || fail "guest-alpha.dat has no softirq_entry (the fixture's)"
-report "$WORK/host.txt" -i "$snap/host.dat"
-nh=$(grep -c 'sched_switch:' "$WORK/host.txt")
-[ "$nh" -gt 0 ] || fail "host.dat: no sched_switch"
-check_kallsyms_addrs "$snap/host.dat" "host.dat's"
-[ "$(jq -r .reason "$snap/snapshot.json")" = unit ] || fail "snapshot.json reason $(jq -r .reason "$snap/snapshot.json")"
+check_unit_snapshot "$snap" unit
 tsc=$(jq -r .host_tsc.method "$snap/manifest.json")
 [ "$tsc" = "$ref_tsc" ] || fail "the host's TSC rate: '$tsc' under the unit, '$ref_tsc' without (perf_event_open refused? /run/virtio-trace read-only?)"
 "$COLLECT" daemon --status --state-dir "$S" >"$WORK/status.txt" 2>&1 || fail "daemon --status exited $?"
@@ -302,7 +291,7 @@ done
 children=$(ps -o pid= --ppid $DAEMON_PID | tr -d ' ' | tr '\n' ' ')
 [ -n "$children" ] || fail "the daemon has no record child after the snapshot"
 sleep 1
-echo "snapshot ${snap##*/}: $ng guest events, $nh host sched_switch, $KS_ADDRS host kallsyms addresses, host TSC rate by $tsc; --status: $(grep '^alpha' "$WORK/status.txt")"
+echo "snapshot ${snap##*/}: $NG guest events, $NH host sched_switch, $KS_ADDRS host kallsyms addresses, host TSC rate by $tsc; --status: $(grep '^alpha' "$WORK/status.txt")"
 
 # KillMode=mixed: SIGTERM to the daemon only; it stops its children itself.
 t0=$(date +%s)
