@@ -22,7 +22,8 @@
 # (KillMode=mixed) ends it with 0 within TimeoutStopSec=, its record children ended too,
 # having written their files; the filter refused it and its children no call (perf_event_open
 # was, before the unit allowed it); everything it wrote is 0600/0700 and nothing was written
-# but in the state directory.
+# but in the state directory. test-collect-systemd has a real systemd (booted in
+# systemd-nspawn) start and stop the unit itself and reads the same confinement from the daemon.
 echo "collect-unit: virtio-trace-collect.service verifies, scores below 3.4, and the daemon works under its confinement"
 : "${VT_SRCDIR:?run through make check}" "${VT_BUILDDIR:?run through make check}"
 command -v systemd-analyze >/dev/null 2>&1 || { echo "SKIP: systemd-analyze (systemd) is not installed"; exit 77; }
