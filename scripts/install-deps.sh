@@ -11,6 +11,9 @@ PKGS=(
 	libvirt-dev libxml2-dev libcmocka-dev
 	# optional: tests/tools/vt-seccomp, the service's system call filter (test-collect-unit.sh)
 	libseccomp-dev
+	# systemd-nspawn: a real systemd booted to start and stop the collector's unit
+	# (test-collect-systemd.sh); at the installed systemd's version (below)
+	systemd-container
 	# fuzzing (libFuzzer and the sanitizer runtimes)
 	clang libclang-rt-14-dev
 	# oracles and tools the tests run
@@ -48,6 +51,15 @@ if [ ${#missing[@]} -eq 0 ]; then
 	echo "install-deps: all ${#PKGS[@]} packages present"
 	exit 0
 fi
+
+# systemd-container needs libsystemd-shared at its own version: take the installed systemd's
+# (bookworm-security's), so that installing it does not upgrade systemd as well.
+sd_version=$(dpkg-query -W -f='${Version}' systemd 2>/dev/null) || sd_version=
+for i in "${!missing[@]}"; do
+	if [ "${missing[$i]}" = systemd-container ] && [ -n "$sd_version" ]; then
+		missing[i]="systemd-container=$sd_version"
+	fi
+done
 
 SUDO=
 [ "$(id -u)" -eq 0 ] || SUDO=sudo

@@ -373,3 +373,32 @@ new_files_outside() {
 		[ -n "$ok" ] || echo "$f"
 	done
 }
+
+# collect_unit FILE: virtio-trace-collect.service as the build generated it, or as its rule would
+# (configure --with-systemdsystemunitdir=no: bindir /usr/local/bin), written to FILE, which
+# UNIT names then; KC is the kallsyms cache record uses without --kallsyms-cache (its --help)
+collect_unit() {
+	UNIT=$1
+	KC=$("$COLLECT" record --help 2>&1 | tr -s "\n " "  " | sed -nE 's/.*default: (\/[^ ]*) if it exists.*/\1/p')
+	[ -n "$KC" ] || fail "record --help names no default kallsyms cache"
+	if [ -f "$VT_BUILDDIR/systemd/virtio-trace-collect.service" ]; then
+		cp "$VT_BUILDDIR/systemd/virtio-trace-collect.service" "$UNIT"
+	else
+		sed -e 's|@bindir[@]|/usr/local/bin|g' -e "s|@kcachedir[@]|$KC|g" \
+			"$VT_SRCDIR/systemd/virtio-trace-collect.service.in" >"$UNIT"
+	fi || fail "cannot write $UNIT"
+}
+
+# unit_value KEY: the values of KEY in $UNIT (collect_unit), on one line
+unit_value() {
+	sed -nE "s/^$1=//p" "$UNIT" | tr '\n' ' ' | sed 's/ *$//'
+}
+
+# unit_status_want: the lines CapEff, CapBnd, NoNewPrivs and Seccomp of /proc/PID/status (tabs as
+# one space) of a root process confined as $UNIT says: its CapabilityBoundingSet= as far as this
+# host's own bounding set has it, effective too, no_new_privs, a seccomp filter
+unit_status_want() {
+	_uc=$(unit_value CapabilityBoundingSet | tr '[:upper:]' '[:lower:]' | sed -E 's/cap_//g; s/ +/,+/g')
+	_ub=$(setpriv --bounding-set "-all,+$_uc" grep '^CapBnd:' /proc/self/status | tr -s '\t' ' ')
+	printf 'CapEff: %s\n%s\nNoNewPrivs: 1\nSeccomp: 2\n' "${_ub#CapBnd: }" "$_ub"
+}

@@ -80,3 +80,19 @@ wait_sealed() {
 		_ws=$((_ws + 1))
 	done
 }
+
+# check_unit_snapshot DIR REASON: a snapshot of alpha (a fake guest serving cap-guest) with host
+# events, as the daemon under its unit seals it: trace-cmd reads guest-alpha.dat with the
+# fixture's softirq_entry and host.dat with sched_switch and kallsyms addresses (CAP_SYSLOG),
+# snapshot.json says REASON, else fail; $NG and $NH are the guest's events and the host's
+# sched_switch, $KS_ADDRS its kallsyms addresses
+check_unit_snapshot() {
+	report "$WORK/guest.txt" -i "$1/guest-alpha.dat"
+	NG=$(all_events "$WORK/guest.txt")
+	grep -q 'softirq_entry' "$WORK/guest.txt" || fail "guest-alpha.dat has no softirq_entry (the fixture's)"
+	report "$WORK/host.txt" -i "$1/host.dat"
+	NH=$(grep -c 'sched_switch:' "$WORK/host.txt")
+	[ "$NH" -gt 0 ] || fail "host.dat: no sched_switch"
+	check_kallsyms_addrs "$1/host.dat" "host.dat's"
+	[ "$(jq -r .reason "$1/snapshot.json")" = "$2" ] || fail "snapshot.json reason $(jq -r .reason "$1/snapshot.json"), want $2"
+}

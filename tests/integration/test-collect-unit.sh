@@ -22,7 +22,8 @@
 # (KillMode=mixed) ends it with 0 within TimeoutStopSec=, its record children ended too,
 # having written their files; the filter refused it and its children no call (perf_event_open
 # was, before the unit allowed it); everything it wrote is 0600/0700 and nothing was written
-# but in the state directory.
+# but in the state directory. test-collect-systemd has a real systemd (booted in
+# systemd-nspawn) start and stop the unit itself and reads the same confinement from the daemon.
 echo "collect-unit: virtio-trace-collect.service verifies, scores below 3.4, and the daemon works under its confinement"
 : "${VT_SRCDIR:?run through make check}" "${VT_BUILDDIR:?run through make check}"
 command -v systemd-analyze >/dev/null 2>&1 || { echo "SKIP: systemd-analyze (systemd) is not installed"; exit 77; }
@@ -32,20 +33,11 @@ systemd-analyze security --help 2>/dev/null | grep -q -- '--offline' ||
 need_tools
 SECCOMP=$TOOLS/vt-seccomp
 
-# The kallsyms cache the record children use without --kallsyms-cache (record --help says).
-KC=$("$COLLECT" record --help 2>&1 | tr -s "\n " "  " | sed -nE 's/.*default: (\/[^ ]*) if it exists.*/\1/p')
-[ -n "$KC" ] || fail "record --help names no default kallsyms cache"
-# The unit as the build makes it, or as its rule would (configure --with-systemdsystemunitdir=no).
-UNIT=$WORK/virtio-trace-collect.service
-if [ -f "$VT_BUILDDIR/systemd/virtio-trace-collect.service" ]; then
-	cp "$VT_BUILDDIR/systemd/virtio-trace-collect.service" "$UNIT"
-else
-	sed -e 's|@bindir[@]|/usr/local/bin|g' -e "s|@kcachedir[@]|$KC|g" \
-		"$VT_SRCDIR/systemd/virtio-trace-collect.service.in" >"$UNIT"
-fi
+# The unit as the build makes it; KC the kallsyms cache the record children use by default.
+collect_unit "$WORK/virtio-trace-collect.service"
 # value KEY: the unit's values of KEY, on one line
 value() {
-	sed -nE "s/^$1=//p" "$UNIT" | tr '\n' ' ' | sed 's/ *$//'
+	unit_value "$1"
 }
 case " $(value ReadWritePaths) " in *" $KC "* | *" -$KC "*) ;;
 *) fail "ReadWritePaths=$(value ReadWritePaths) lacks $KC, the kallsyms cache record uses (ProtectSystem=strict: read-only)" ;;
@@ -226,7 +218,6 @@ PROBE='
 rc=$?
 grep -v '^vt-seccomp: ' "$WORK/probe.raw" >"$WORK/probe.out"
 [ $rc != 125 ] || { show "$WORK/probe.out"; echo "SKIP: cannot make the mount namespace the unit asks for"; exit 77; }
-want_bnd=$(setpriv --bounding-set "-all,+$caps" grep '^CapBnd:' /proc/self/status | tr -s '\t' ' ')
 cat >"$WORK/probe.want" <<EOF
 umask: 0077
 state: ok
@@ -242,10 +233,7 @@ mount: permission denied
 unshare: Operation not permitted
 wx: Operation not permitted
 wr: ok
-CapEff: ${want_bnd#CapBnd: }
-$want_bnd
-NoNewPrivs: 1
-Seccomp: 2
+$(unit_status_want)
 EOF
 diff "$WORK/probe.want" "$WORK/probe.out" >"$WORK/probe.diff" || { show "$WORK/probe.diff"; fail "the confinement is not what the unit says (diff above: want, got)"; }
 [ -f "$WORK/ptmp/vt-unit-probe" ] && [ ! -e /tmp/vt-unit-probe ] || fail "/tmp is not private"
@@ -289,14 +277,7 @@ sleep 2	# some of the window before the trigger
 snap=$("$COLLECT" snapshot alpha --state-dir "$S" --reason unit 2>"$WORK/snap.err")
 rc=$?
 [ $rc = 0 ] || { show "$WORK/snap.err" "$WORK/daemon.log"; fail "snapshot exited $rc"; }
-report "$WORK/guest.txt" -i "$snap/guest-alpha.dat"
-ng=$(all_events "$WORK/guest.txt")
-grep -q 'softirq_entry' "$WORK/guest.txt" || fail "guest-alpha.dat has no softirq_entry (the fixture's)"
-report "$WORK/host.txt" -i "$snap/host.dat"
-nh=$(grep -c 'sched_switch:' "$WORK/host.txt")
-[ "$nh" -gt 0 ] || fail "host.dat: no sched_switch"
-check_kallsyms_addrs "$snap/host.dat" "host.dat's"
-[ "$(jq -r .reason "$snap/snapshot.json")" = unit ] || fail "snapshot.json reason $(jq -r .reason "$snap/snapshot.json")"
+check_unit_snapshot "$snap" unit
 tsc=$(jq -r .host_tsc.method "$snap/manifest.json")
 [ "$tsc" = "$ref_tsc" ] || fail "the host's TSC rate: '$tsc' under the unit, '$ref_tsc' without (perf_event_open refused? /run/virtio-trace read-only?)"
 "$COLLECT" daemon --status --state-dir "$S" >"$WORK/status.txt" 2>&1 || fail "daemon --status exited $?"
@@ -311,7 +292,7 @@ done
 children=$(ps -o pid= --ppid $DAEMON_PID | tr -d ' ' | tr '\n' ' ')
 [ -n "$children" ] || fail "the daemon has no record child after the snapshot"
 sleep 1
-echo "snapshot ${snap##*/}: $ng guest events, $nh host sched_switch, $KS_ADDRS host kallsyms addresses, host TSC rate by $tsc; --status: $(grep '^alpha' "$WORK/status.txt")"
+echo "snapshot ${snap##*/}: $NG guest events, $NH host sched_switch, $KS_ADDRS host kallsyms addresses, host TSC rate by $tsc; --status: $(grep '^alpha' "$WORK/status.txt")"
 
 # KillMode=mixed: SIGTERM to the daemon only; it stops its children itself.
 t0=$(date +%s)
