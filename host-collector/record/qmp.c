@@ -106,6 +106,22 @@ static void got_status(struct qmp *q, const struct json_value *st, const char *h
 }
 
 /*
+ * query-migrate's "completed" for the migration that brought the guest in: a
+ * QEMU started with -incoming reports that migration's status (QEMU's
+ * fill_destination_migration_info()), "completed" without a source's
+ * figures, where a source's "completed" always has its total-time. A guest
+ * that arrived is no guest that left: a plain record of it (the daemon's
+ * child after a snapshot) goes on; --incoming's takes the word, which it
+ * only logs.
+ */
+static bool came_in(const struct qmp *q, const struct json_value *ret)
+{
+	const char *s = json_string(json_get(ret, "status"));
+
+	return !*q->v.incoming && s && !strcmp(s, "completed") && !json_get(ret, "total-time");
+}
+
+/*
  * query-migrate's answer: its status (a migration that began before the
  * collector followed QMP), and once completed QEMU's own figures.
  */
@@ -123,7 +139,9 @@ static void got_migrate(struct qmp *q, const char *line, size_t len)
 		q->v.seen->downtime_ms = v;
 	if (ret && json_u64(json_get(ret, "total-time"), &v) == 0)
 		q->v.seen->total_ms = v;
-	if (ret && json_get(ret, "status"))
+	if (ret && came_in(q, ret))
+		log_debug("guest %s: its QEMU took it in by a migration that completed", q->v.name);
+	else if (ret && json_get(ret, "status"))
 		got_status(q, json_get(ret, "status"), "query-migrate");
 	if (ret && q->v.seen->downtime_ms)
 		q->v.event(q->v.owner, QMP_EV_MIGRATION_INFO, NULL);

@@ -49,13 +49,15 @@ struct side {
 	struct spool_data sd;
 };
 
-enum { OPT_NAME = 256, OPT_FORCE, OPT_BOUND };
+enum { OPT_NAME = 256, OPT_DST_NAME, OPT_FORCE, OPT_BOUND };
 
 /* join's command line: the one declaration its parsing and --help read (opts.h). */
 static const struct opt_def join_opts[] = {
 	{ "output", 'o', KIND_PATH, "OUT", "where to write (made if missing)",
 	  .what = "the output directory, where the joined recording goes" },
 	{ "name", OPT_NAME, KIND_NAME, "NAME", "the guest, when the recordings hold several" },
+	{ "dst-name", OPT_DST_NAME, KIND_NAME, "NAME", "the guest's name in DST, when it is not its "
+	  "name in\nSRC (two daemons on one host name the two QEMUs\napart)" },
 	{ "force", OPT_FORCE, KIND_FLAG, NULL, "replace a recording in OUT" },
 	{ "host-sync-bound", OPT_BOUND, KIND_U64, "NS", "the two recordings come from two machines: "
 	  "how far\napart their wall clocks may be (PTP, chrony), in ns;\nadded to the "
@@ -66,8 +68,8 @@ static const struct opt_def join_opts[] = {
 
 static const struct opt_cmd join_cmd = {
 	.name = "join",
-	.usage = "SRC DST -o OUT [--name NAME] [--force]\n"
-"                                 [--host-sync-bound NS]",
+	.usage = "SRC DST -o OUT [--name NAME] [--dst-name NAME]\n"
+"                                 [--force] [--host-sync-bound NS]",
 	.about =
 "Make one guest trace of a guest that migrated live: SRC is the recording\n"
 "`record --qmp` made on the source host (it ends at the switchover), DST the\n"
@@ -98,11 +100,15 @@ static void side_close(struct side *s)
 
 /*
  * The guest of a recording that took part in a migration in @dir ("out" or
- * "in"): --name's, or the only one. Return: 0, or -errno (logged).
+ * "in"): --name's, or the only one. A guest of another name that migrated
+ * in is named in the error (the destination's daemon may call it
+ * otherwise): the user says with --dst-name that it is the same guest.
+ * Return: 0, or -errno (logged).
  */
 static int find_guest(struct side *s, const char *direction, const char *name, char *found,
 		      size_t size)
 {
+	char other[COLLECT_NAME_MAX] = "";
 	struct dirent *de;
 	unsigned int n = 0;
 	int fd = dup(s->spool_fd);
@@ -119,20 +125,25 @@ static int find_guest(struct side *s, const char *direction, const char *name, c
 
 		if (strncmp(de->d_name, "guest-", 6) || !spool_trace_dir_name(de->d_name))
 			continue;
-		if (name && strcmp(de->d_name + 6, name))
-			continue;
 		dir = spool_open_dir(s->spool_fd, de->d_name);
 		if (dir < 0)
 			continue;
 		if (spool_trace_load(dir, false, &t) == 0 && t.mig.have &&
 		    !strcmp(t.mig.direction, direction)) {
-			if (!n++)
+			if (name && strcmp(de->d_name + 6, name))
+				snprintf(other, sizeof(other), "%s", de->d_name + 6);
+			else if (!n++)
 				snprintf(found, size, "%s", de->d_name + 6);
 		}
 		spool_trace_free(&t);
 		close(dir);
 	}
 	closedir(d);
+	if (!n && other[0] && !strcmp(direction, "in")) {
+		log_err("%s: no guest named %s that migrated in, but %s did: give --dst-name %s if it "
+			"is the same guest", s->path, name, other, other);
+		return -ENOENT;
+	}
 	if (!n) {
 		log_err("%s: no guest%s%s that migrated %s (record keeps DIR/.spool for join: give "
 			"the directory record wrote)", s->path, name ? " named " : "", name ? name : "",
@@ -439,6 +450,7 @@ static void join_trace_init(struct trace_sum *j, const struct side *src, const s
 			    const char *found)
 {
 	j->rec = dst->t.rec;	/* its stats texts stay the destination's (freed with it) */
+	snprintf(j->rec.name, sizeof(j->rec.name), "%s", found);	/* its --dst-name's otherwise */
 	memset(j->rec.sync, 0, sizeof(j->rec.sync));
 	j->rec.trace_id = src->t.rec.trace_id;
 	j->rec.sync_head.host_end = dst->t.rec.sync_head.host_end;
@@ -515,7 +527,7 @@ int join_main(int argc, char **argv)
 	static struct side src, dst;
 	static struct trace_sum j;
 	static struct join_sum js;
-	const char *out = NULL, *name = NULL;
+	const char *out = NULL, *name = NULL, *dst_name = NULL;
 	struct finish r = { .bad_fd = -1 };
 	char found[COLLECT_NAME_MAX], other[COLLECT_NAME_MAX];
 	bool force = false, two, bound_given = false;
@@ -529,6 +541,7 @@ int join_main(int argc, char **argv)
 		switch (c) {
 		case 'o': out = v.s; break;
 		case OPT_NAME: name = v.s; break;
+		case OPT_DST_NAME: dst_name = v.s; break;
 		case OPT_FORCE: force = true; break;
 		case OPT_BOUND:
 			extra = v.u64;
@@ -549,9 +562,9 @@ int join_main(int argc, char **argv)
 	if (side_open(&src, argv[optind]) < 0 || side_open(&dst, argv[optind + 1]) < 0)
 		goto out;
 	if (find_guest(&src, "out", name, found, sizeof(found)) < 0 ||
-	    find_guest(&dst, "in", found, other, sizeof(other)) < 0)
+	    find_guest(&dst, "in", dst_name ? dst_name : found, other, sizeof(other)) < 0)
 		goto out;
-	if (side_load(&src, found) < 0 || side_load(&dst, found) < 0) {
+	if (side_load(&src, found) < 0 || side_load(&dst, other) < 0) {
 		log_err("cannot read the spools of guest %s", found);
 		goto out;
 	}

@@ -14,7 +14,8 @@
 #   de_markers PREFIX      N markers per guest CPU
 #   de_snapshot BEFORE AFTER REASON [PREFIX]  `snapshot DOM`, PREFIX's markers written while it
 #                          waits; SNAP (its directory), T_LATE (seconds past the --after time,
-#                          as the client saw it; the daemon's log line's figures are printed)
+#                          as the client saw it; the daemon's log line's figures are printed,
+#                          from DE_LOG, WORK/daemon.log unless set)
 #   de_check_snap DIR "PREFIXES" "ABSENT"  exactly N markers of each PREFIX per CPU, none of
 #                          ABSENT's; merged with host.dat in order, host sched_switch in it
 #   de_end                 SIGTERM the daemon (exit 0 wanted), the verdict
@@ -171,7 +172,7 @@ de_snapshot() {	# BEFORE AFTER REASON [PREFIX]
     SNAP=$(tail -n1 "$WORK/snapshot-$3.out")
     [ -d "$SNAP" ] || { bad "snapshot $3 printed no directory"; SNAP=; return 1; }
     # The daemon's own figures: how late it stopped the child and sealed, past the window's end.
-    echo "$ME: snapshot $3: daemon: $(grep -F ": snapshot $SNAP (" "$WORK/daemon.log" | tail -n1 |
+    echo "$ME: snapshot $3: daemon: $(grep -F ": snapshot $SNAP (" "${DE_LOG:-$WORK/daemon.log}" | tail -n1 |
         sed -n 's/.*): \(sealed .*\)$/\1/p')"
 }
 

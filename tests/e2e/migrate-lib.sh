@@ -29,8 +29,9 @@
 #                             exit status RC: 0, and J/guest-e2e.dat written (else the result)
 #   mig_check_join J          join's figures (blackout, each side's pages per CPU, epochs); a
 #                             blackout > 0, no byte lost, epochs of both sides on each vCPU
-#   mig_check_markers J N     every marker once, in order, on its vCPU; nothing overrun; the
-#                             joined file's events = the manifest's = the guest's read_events
+#   mig_check_markers J N [FILE]  every marker once, in order, on its vCPU; nothing overrun;
+#                             the joined file's events = the manifest's = the guest's read_events
+#                             (FILE: the joined file's name in J, guest-e2e.dat)
 #   mig_check_tsc2nsec SRC DST J   the three files convert the host TSC alike
 #   mig_check_causality SRC DST J  0 inversions on the source's side of the blackout, none
 #                             wider than the destination's stated bound on its side
@@ -294,8 +295,8 @@ mig_check_join() {
 }
 
 mig_check_markers() {
-    local J=$1 N=$2 cpu f d o m e ov rd ev cnt
-    trace-cmd report -i "$J/guest-e2e.dat" >"$WORK/guest.txt" 2>"$WORK/guest.err" ||
+    local J=$1 N=$2 F=${3:-guest-e2e.dat} cpu f d o m e ov rd ev cnt
+    trace-cmd report -i "$J/$F" >"$WORK/guest.txt" 2>"$WORK/guest.err" ||
         bad "trace-cmd report of the joined file failed: $(head -3 "$WORK/guest.err")"
     mig_markers "$WORK/guest.txt" mig "$N" "0 1"
     for cpu in 0 1; do

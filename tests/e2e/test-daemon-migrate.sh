@@ -24,10 +24,23 @@
 #    written after the switchover: per vCPU a run that starts after 0 (the source had those) and
 #    ends at N-1, in order, none duplicated, none missing within it, none on another CPU, and
 #    its first is the one after the last in the source's segment (which starts at 0);
+#  - the destination's next child, a plain record of the QEMU the guest came into (its
+#    query-migrate says "completed" for that migration), records on: a second child attached and
+#    settled (4 s), none restarted (it once took the guest for one that had left, and ended);
+#  - `join SEGMENT SNAPSHOT` (doc/virtio-trace-collect-daemon.1, Live migration): refused (exit 1,
+#    nothing written) with the two swapped ("no guest that migrated out") and without --dst-name,
+#    naming the destination's guest; with --dst-name exit 0, and `trace-cmd report` of the joined
+#    file lists every marker 0..N-1 of both vCPUs once, in order, on its vCPU (those from before
+#    the switchover and after), nothing overrun, its events = the manifest's = the guest's
+#    read_events; the manifest (virtio-trace-collect-join(1)): the source's guest name and file,
+#    one host, the blackout from the source's STOP (its migrated_out_at_ns) to the destination's
+#    RESUME (its resumed_at_ns) with QEMU's downtime, per CPU a resume mark, the source's stream
+#    bytes and pages, the destination's first byte at its mark's place, the duplicates dropped
+#    the difference, no byte lost; join's line gives CPU 0's pages of each side;
 #  - both daemons exit 0 on SIGTERM.
 # Env: VT_BUILDDIR, VT_STATIC_AGENT, VT_KEEP=1, VT_MIGRATE_MARKERS, VT_MIGRATE_RATE.
 # Exit: 0 pass, 1 fail, 77 skip.
-echo "test-daemon-migrate: a guest migrated between two daemons: the destination's attaches it with record --incoming by itself, its snapshot holds the markers after the switchover once each and in order, the source's says migrated-out"
+echo "test-daemon-migrate: a guest migrated between two daemons: the destination's attaches it with record --incoming by itself, its snapshot holds the markers after the switchover once each and in order, the source's says migrated-out, join of the two holds every marker once"
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$HERE/lib.sh"
@@ -76,6 +89,49 @@ dm_range() {
         k = $(i + 2) + 0; if (!n++) f = k; l = k } } END { print (n ? f : -1), (n ? l : -1) }' "$1"
 }
 dm_log() { sed "s/^/    $1| /" "$WORK/daemon-$1.log" | tail -n "${2:-30}"; }
+# dm_join SEG SNAP: `join` the source's segment and the destination's snapshot (see the top).
+dm_join() {
+    local S=$1 D=$2 J=$WORK/joined F=guest-$NAME_SRC.dat out rc cpu want got
+    out=$("$COLLECT" join "$D" "$S" --dst-name "$NAME_SRC" -o "$J" 2>&1)
+    rc=$?
+    echo "$ME: join SNAPSHOT SEGMENT (swapped): exit $rc: $out"
+    [ $rc = 1 ] && [[ $out == *"$D: no guest that migrated out"* ]] && [ ! -e "$J" ] ||
+        bad "join with the destination's snapshot given as the source did not refuse it"
+    out=$("$COLLECT" join "$S" "$D" -o "$J" 2>&1)
+    rc=$?
+    echo "$ME: join SEGMENT SNAPSHOT (no --dst-name): exit $rc: $out"
+    [ $rc = 1 ] && [ ! -e "$J" ] && [[ $out == *"$D: no guest named $NAME_SRC that migrated in, but $NAME_DST did: give --dst-name $NAME_DST if it is the same guest"* ]] ||
+        bad "join of two names without --dst-name did not refuse, naming the destination's guest"
+    "$COLLECT" join "$S" "$D" --dst-name "$NAME_DST" -o "$J" >"$WORK/join.log" 2>&1
+    rc=$?
+    sed 's/^/    join| /' "$WORK/join.log"
+    [ $rc = 0 ] || bad "join --dst-name exited $rc, want 0"
+    [ -s "$J/$F" ] || { bad "join wrote no $F"; return; }
+    mig_check_join "$J"
+    mig_check_markers "$J" "$N" "$F"
+    # What virtio-trace-collect-join(1) says of the manifest and its own line.
+    want="$NAME_SRC $F one 0 0 $S $D"
+    got=$(mig_jq "$J" '"\(.guests[0].name) \(.guests[0].file) \(.join.hosts) \(.join.host_sync_bound_ns) \(.join.host_delta_ticks) \(.join.source) \(.join.destination)\(.guests[0].problems)"')
+    [ "$got" = "$want" ] || bad "joined manifest: '$got', want '$want'"
+    # The blackout: from the source's STOP to the destination's RESUME, and QEMU's downtime.
+    want="$(mig_jq "$S" '.guests[0].migration | "\(.migrated_out_at_ns) \(.qemu_downtime_ms)"') $(mig_jq "$D" '.guests[0].migration.resumed_at_ns')"
+    got=$(mig_jq "$J" '.join.blackout | "\(.from_ns) \(.qemu_downtime_ms) \(.to_ns) \(.ms)"')
+    echo "$ME: join: blackout from_ns, qemu_downtime_ms, to_ns, ms: $got (the recordings: $want)"
+    [ "${got% *}" = "$want" ] && awk -v g="$got" 'BEGIN { split(g, a, " ")
+        d = (a[3] - a[1]) / 1e6 - a[4]; exit !(d > -0.001 && d < 0.001) }' ||
+        bad "the joined blackout is '$got', the recordings say '$want' (from, downtime, to)"
+    for cpu in 0 1; do
+        # Each byte once: the source's bytes, then the destination's from its mark's place.
+        want="true $(mig_jq "$S" ".guests[0].migration.cpus[$cpu] | \"\(.stream_bytes) \(.pages)\"") $(mig_jq "$D" ".guests[0].migration.cpus[$cpu] | \"\(.mark_position - .bytes_before_mark)\"") 0 $(mig_jq "$J" ".guests[0].cpus[$cpu].events")"
+        got=$(mig_jq "$J" ".join.cpus[$cpu] | \"\(.resume_mark) \(.source_stream_bytes) \(.source_pages) \(.destination_from_byte) \(.lost_bytes) \(.source_events + .destination_events)\"")
+        echo "$ME: join: cpu$cpu: mark, source bytes and pages, destination from byte, lost, events: $got (want $want)"
+        [ "$got" = "$want" ] || bad "cpu$cpu: the joined manifest says '$got', want '$want'"
+        [ "$(mig_jq "$J" ".join.cpus[$cpu] | .source_stream_bytes - .destination_from_byte - .duplicate_bytes_dropped")" = 0 ] ||
+            bad "cpu$cpu: the source's bytes are not the destination's start plus the duplicates dropped"
+    done
+    want=$(mig_jq "$J" '"wrote '"$J/$F"': \(.join.cpus[0].source_pages) source pages and \(.join.cpus[0].destination_pages) destination pages per CPU 0; blackout "')
+    grep -qF "$want" "$WORK/join.log" || bad "join's line is not '$want...'"
+}
 
 mig_boot_src
 dm_daemon src "$ST_SRC" "$NAME_SRC"
@@ -132,9 +188,14 @@ M=$ST_SRC/guests/$NAME_SRC/previous
 STATE=$ST_DST DOM=$NAME_DST de_status_pid
 [ "$PID" = "$DST_CHILD" ] || bad "the destination's child is $PID, was $DST_CHILD: the takeover's ended"
 sleep 5
-STATE=$ST_DST DOM=$NAME_DST de_snapshot 600 1 after-migration
+STATE=$ST_DST DOM=$NAME_DST DE_LOG=$WORK/daemon-dst.log de_snapshot 600 1 after-migration
+# Its next child is plain, on the QEMU the guest came into (whose query-migrate says "completed"
+# for that migration): it records on.
+STATE=$ST_DST DOM=$NAME_DST T_BOOT0=$T_DST de_new_child "$DST_CHILD" "the snapshot"
 n=$(grep -c "$NAME_DST: recording (pid" "$WORK/daemon-dst.log")
 echo "$ME: the destination's daemon started $n children (a plain one after the snapshot)"
+[ "$n" = 2 ] && ! grep -q "$NAME_DST: record exited" "$WORK/daemon-dst.log" ||
+    bad "the destination's child after the snapshot did not stay: $(grep -m1 -A1 "$NAME_DST: record exited" "$WORK/daemon-dst.log")"
 grep -q "$NAME_DST: recording (pid $DST_CHILD) .*record --incoming" "$WORK/daemon-dst.log" ||
     bad "the destination's daemon did not log its child $DST_CHILD as record --incoming"
 if [ -n "$SNAP" ]; then
@@ -160,6 +221,7 @@ if [ -n "$SNAP" ]; then
         [ "$d" = 0 ] && [ "$o" = 0 ] && [ "$e" = 0 ] || bad "cpu$cpu: $d duplicates, $o steps out of order, $e on another CPU, want none"
         [ "$f" = $((last - first + 1)) ] || bad "cpu$cpu: $f markers for $first..$last"
     done
+    dm_join "$M" "$SNAP"
 fi
 
 dm_end src

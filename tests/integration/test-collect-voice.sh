@@ -65,6 +65,7 @@ said check "--timeout '0': seconds, more than 0 and at most 60" --timeout 0
 said join "--host-sync-bound '1ms': nanoseconds, a whole number from 0 to 18446744073709551615" \
 	--host-sync-bound 1ms a b
 said join "--name '../x': a guest's name, of [A-Za-z0-9_.-]" --name ../x a b
+said join "--dst-name 'a b': a guest's name, of [A-Za-z0-9_.-]" --dst-name 'a b' a b
 said list "--timeout '99': seconds, more than 0 and at most 60" --timeout 99
 said record "--buffer-size '4x': KiB per CPU, a whole number from 1 to 4294967295" \
 	--chardev-dir "$WORK" --buffer-size 4x

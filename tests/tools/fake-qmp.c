@@ -6,14 +6,15 @@
  * `record --all` finds the socket's listener to be the QEMU it found. One
  * client at a time, as QEMU's QMP chardev: the greeting, then each command
  * line answered: qmp_capabilities, query-cpus-fast (one vCPU per --cpus, each
- * the fake's own pid as its thread) and anything else {"return": {}}, the
- * command's "id" echoed. Each line a test writes into FIFO is sent to the
- * client verbatim once it has said qmp_capabilities (held until one has),
- * so that a test plays QEMU's events (GUEST_PANICKED, STOP...) when it
- * wants; a line "quit" makes the fake exit once the lines before it are
- * sent, as QEMU quits right after GUEST_PANICKED with its default action
- * (poweroff). What it did goes to stderr, "qmp: ..." lines the tests wait
- * for.
+ * the fake's own pid as its thread), query-migrate with the object in the
+ * environment's VT_FAKE_QMP_MIGRATE when set (a QEMU that a guest migrated
+ * into or out of) and anything else {"return": {}}, the command's "id"
+ * echoed. Each line a test writes into FIFO is sent to the client verbatim
+ * once it has said qmp_capabilities (held until one has), so that a test
+ * plays QEMU's events (GUEST_PANICKED, STOP...) when it wants; a line "quit"
+ * makes the fake exit once the lines before it are sent, as QEMU quits right
+ * after GUEST_PANICKED with its default action (poweroff). What it did goes
+ * to stderr, "qmp: ..." lines the tests wait for.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -129,6 +130,9 @@ static void command(struct fake_qmp *q, const char *line)
 					      "%s{\"cpu-index\": %u, \"thread-id\": %d, \"target\": \"x86_64\"}",
 					      i ? ", " : "", i, (int)getpid());
 		snprintf(reply + n, sizeof(reply) - n, "]%s}\n", idpart);
+	} else if (!strcmp(cmd, "query-migrate") && getenv("VT_FAKE_QMP_MIGRATE")) {
+		snprintf(reply, sizeof(reply), "{\"return\": %.4000s%s}\n", getenv("VT_FAKE_QMP_MIGRATE"),
+			 idpart);
 	} else {
 		snprintf(reply, sizeof(reply), "{\"return\": {}%s}\n", idpart);
 	}
