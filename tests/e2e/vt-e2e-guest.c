@@ -36,6 +36,17 @@
  *                               and involuntary context switches of all its
  *                               threads -> ok rss=R pss=S hwm=H vcs=V ivcs=I pid=P
  *                               -> ok rc=STATUS
+ *   portw MODE SIZE KIB PORT... the raw ceiling of virtio-serial ports, no ftrace
+ *                               (bench-peer --kvm's raw-* modes): KIB KiB into each
+ *                               named port at once, one thread per port, the Kth
+ *                               pinned to CPU K; MODE write: write() of SIZE-byte
+ *                               buffers; MODE splice: as trace-agent moves pages,
+ *                               splice() from a SIZE-byte pipe into the port, the
+ *                               pipe refilled by tee() from one that vmsplice()
+ *                               filled once without SPLICE_F_GIFT (pages the port
+ *                               cannot steal: it copies each, as it does ftrace's);
+ *                               MODE vmsplice: the same, refilled by vmsplice()
+ *                               (pinning the pages anew) -> ok written=BYTES ns=NS
  *   wrtsc CPU DELTA             add DELTA ticks to CPU's TSC: IA32_TSC (MSR 0x10) read
  *                               and written through /dev/cpu/CPU/msr (module msr), on
  *                               CPU with the markers "vt-e2e: wrtsc cpuN before" and
@@ -72,6 +83,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -235,6 +247,169 @@ static void cmd_flood(FILE *out, char *args)
 		fprintf(out, "err written=%lu ns=%lld %s\n", total, now_ns() - t0, strerror(err));
 	else
 		fprintf(out, "ok written=%lu ns=%lld\n", total, now_ns() - t0);
+}
+
+enum portw_how { PORTW_WRITE, PORTW_TEE, PORTW_VMSPLICE };
+
+struct portw {
+	pthread_t thread;
+	char path[PATH_MAX];
+	int cpu;
+	enum portw_how how;
+	size_t size;
+	unsigned long long left, written;
+	int err;
+};
+
+/*
+ * Put @len bytes into @pipe: tee()d from @src (filled once from the buffer by
+ * portw_thread()), or vmsplice()d from @buf when @src is NULL. Either way no
+ * gift: the port cannot steal the pages and copies each, as it does ftrace's.
+ */
+static int portw_fill(const int *src, int pipe[2], char *buf, size_t len)
+{
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+	ssize_t n;
+
+	while (iov.iov_len) {
+		if (src)
+			n = tee(src[0], pipe[1], iov.iov_len, 0);
+		else
+			n = vmsplice(pipe[1], &iov, 1, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? errno : EIO;
+		iov.iov_base = (char *)iov.iov_base + n;
+		iov.iov_len -= n;
+	}
+	return 0;
+}
+
+/* Fill @pipe with @len bytes (portw_fill()) and splice them all into @fd. */
+static int portw_splice(const int *src, int pipe[2], int fd, char *buf, size_t len)
+{
+	int err = portw_fill(src, pipe, buf, len);
+	ssize_t n;
+
+	while (!err && len) {
+		n = splice(pipe[0], NULL, fd, NULL, len, SPLICE_F_MOVE);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? errno : EIO;
+		len -= n;
+	}
+	return err;
+}
+
+static int pipe_sized(int p[2], size_t size)
+{
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return errno;
+	if (fcntl(p[1], F_SETPIPE_SZ, (int)size) < (int)size)
+		return errno ? errno : EINVAL;
+	return 0;
+}
+
+static void *portw_thread(void *arg)
+{
+	struct portw *w = arg;
+	int fd, pipe[2] = { -1, -1 }, src[2] = { -1, -1 };
+	cpu_set_t set;
+	char *buf;
+
+	CPU_ZERO(&set);
+	CPU_SET(w->cpu, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+	/* Page-aligned: a SIZE-byte pipe holds SIZE / 4096 pages, not one more. */
+	if (posix_memalign((void **)&buf, 4096, w->size))
+		buf = NULL;
+	fd = open(w->path, O_WRONLY | O_CLOEXEC);
+	if (!buf || fd < 0) {
+		w->err = buf ? errno : ENOMEM;
+		goto out;
+	}
+	memset(buf, 'v', w->size);
+	if (w->how != PORTW_WRITE && (w->err = pipe_sized(pipe, w->size)))
+		goto out;
+	if (w->how == PORTW_TEE && ((w->err = pipe_sized(src, w->size)) ||
+				    (w->err = portw_fill(NULL, src, buf, w->size))))
+		goto out;
+	while (w->left && !w->err) {
+		size_t len = w->left < w->size ? w->left : w->size;
+		ssize_t n;
+
+		if (w->how != PORTW_WRITE) {
+			w->err = portw_splice(w->how == PORTW_TEE ? src : NULL, pipe, fd, buf, len);
+			n = w->err ? 0 : (ssize_t)len;
+		} else {
+			n = write(fd, buf, len);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				w->err = n < 0 ? errno : EIO;
+		}
+		if (n > 0) {
+			w->left -= n;
+			w->written += n;
+		}
+	}
+out:
+	if (src[0] >= 0) {
+		close(src[0]);
+		close(src[1]);
+	}
+	if (pipe[0] >= 0) {
+		close(pipe[0]);
+		close(pipe[1]);
+	}
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return NULL;
+}
+
+static void cmd_portw(FILE *out, char *args)
+{
+	static struct portw w[MAX_CPUS];
+	char mode[16], *save = NULL, *name;
+	enum portw_how how;
+	unsigned long long total = 0;
+	unsigned long size, kib;
+	int cpus = nr_cpus(), nw = 0, i, err = 0, skip;
+	long long t0;
+
+	if (sscanf(args, "%15s %lu %lu %n", mode, &size, &kib, &skip) < 3 || !size || size > (64 << 20) ||
+	    (strcmp(mode, "write") && strcmp(mode, "splice") && strcmp(mode, "vmsplice"))) {
+		fprintf(out, "err usage: portw write|splice|vmsplice SIZE KIB PORT...\n");
+		return;
+	}
+	how = mode[0] == 'w' ? PORTW_WRITE : mode[0] == 's' ? PORTW_TEE : PORTW_VMSPLICE;
+	for (name = strtok_r(args + skip, " ", &save); name && nw < MAX_CPUS;
+	     name = strtok_r(NULL, " ", &save), nw++) {
+		w[nw] = (struct portw){ .cpu = nw % cpus, .how = how, .size = size,
+					.left = kib * 1024ull };
+		if (find_port(name, w[nw].path, sizeof(w[nw].path)) < 0) {
+			fprintf(out, "err no port %s\n", name);
+			return;
+		}
+	}
+	t0 = now_ns();
+	for (i = 0; i < nw; i++)
+		if (pthread_create(&w[i].thread, NULL, portw_thread, &w[i]) != 0) {
+			w[i].err = EAGAIN;
+			w[i].thread = 0;
+		}
+	for (i = 0; i < nw; i++) {
+		if (w[i].thread)
+			pthread_join(w[i].thread, NULL);
+		total += w[i].written;
+		if (w[i].err && !err)
+			err = w[i].err;
+	}
+	fprintf(out, "%s written=%llu ns=%lld%s%s\n", err ? "err" : "ok", total, now_ns() - t0,
+		err ? " " : "", err ? strerror(err) : "");
 }
 
 static long long agent_ticks(void)
@@ -814,6 +989,8 @@ int main(int argc, char **argv)
 			cmd_ls(out, args);
 		else if (strcmp(line, "wrtsc") == 0)
 			cmd_wrtsc(out, args);
+		else if (strcmp(line, "portw") == 0)
+			cmd_portw(out, args);
 		else if (strcmp(line, "quit") == 0) {
 			fprintf(out, "ok\n");
 			fclose(out);
