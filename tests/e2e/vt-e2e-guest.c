@@ -147,14 +147,50 @@ static int nr_cpus(void)
 	return n < 1 ? 1 : n > MAX_CPUS ? MAX_CPUS : (int)n;
 }
 
-struct flood {
+/* What flood and portw threads have in common: first in their structs. */
+struct worker {
 	pthread_t thread;
+	unsigned long long written;
+	int err;
+};
+
+/*
+ * Run @fn on @n workers @stride bytes apart from @base, each a struct that
+ * starts with its struct worker, and wait for them all. Return: the first
+ * error of one, or 0; *@total: what they wrote.
+ */
+static int workers_run(void *base, size_t stride, int n, void *(*fn)(void *),
+		       unsigned long long *total)
+{
+	int i, err = 0;
+
+	*total = 0;
+	for (i = 0; i < n; i++) {
+		struct worker *w = (struct worker *)((char *)base + i * stride);
+
+		if (pthread_create(&w->thread, NULL, fn, w) != 0) {
+			w->err = EAGAIN;
+			w->thread = 0;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		struct worker *w = (struct worker *)((char *)base + i * stride);
+
+		if (w->thread)
+			pthread_join(w->thread, NULL);
+		*total += w->written;
+		if (w->err && !err)
+			err = w->err;
+	}
+	return err;
+}
+
+struct flood {
+	struct worker wk;
 	int cpu;
 	const char *prefix;
 	const char *buffer;	/* instance name, or NULL for the top level */
 	unsigned long n, rate, size;
-	unsigned long written;
-	int err;
 };
 
 static void *flood_thread(void *arg)
@@ -169,7 +205,7 @@ static void *flood_thread(void *arg)
 	CPU_ZERO(&set);
 	CPU_SET(f->cpu, &set);
 	if (sched_setaffinity(0, sizeof(set), &set) < 0) {
-		f->err = errno;
+		f->wk.err = errno;
 		return NULL;
 	}
 	if (f->buffer)
@@ -178,7 +214,7 @@ static void *flood_thread(void *arg)
 		snprintf(path, sizeof(path), TRACEFS "/trace_marker");
 	fd = open(path, O_WRONLY);
 	if (fd < 0) {
-		f->err = errno;
+		f->wk.err = errno;
 		return NULL;
 	}
 	t0 = now_ns();
@@ -202,9 +238,9 @@ static void *flood_thread(void *arg)
 		/* A short write is a marker cut short: the kernel's size limit. */
 		n = write(fd, text, len);
 		if (n == len)
-			f->written++;
-		else if (!f->err)
-			f->err = n < 0 ? errno : EMSGSIZE;
+			f->wk.written++;
+		else if (!f->wk.err)
+			f->wk.err = n < 0 ? errno : EMSGSIZE;
 	}
 	close(fd);
 	return NULL;
@@ -215,8 +251,9 @@ static void cmd_flood(FILE *out, char *args)
 	static struct flood f[MAX_CPUS];
 	static char buffer[128];
 	char prefix[128];
-	unsigned long n, rate, size, total = 0;
-	int cpus = nr_cpus(), i, err = 0, nargs;
+	unsigned long n, rate, size;
+	unsigned long long total;
+	int cpus = nr_cpus(), i, err, nargs;
 	const char *buf = strcmp(instance, "-") == 0 ? NULL : instance;
 	long long t0;
 
@@ -227,38 +264,26 @@ static void cmd_flood(FILE *out, char *args)
 	}
 	if (nargs == 5)
 		buf = strcmp(buffer, "top") == 0 ? NULL : buffer;
-	t0 = now_ns();
-	for (i = 0; i < cpus; i++) {
+	for (i = 0; i < cpus; i++)
 		f[i] = (struct flood){ .cpu = i, .prefix = prefix, .buffer = buf,
 				       .n = n, .rate = rate, .size = size };
-		if (pthread_create(&f[i].thread, NULL, flood_thread, &f[i]) != 0) {
-			f[i].err = EAGAIN;
-			f[i].thread = 0;
-		}
-	}
-	for (i = 0; i < cpus; i++) {
-		if (f[i].thread)
-			pthread_join(f[i].thread, NULL);
-		total += f[i].written;
-		if (f[i].err && !err)
-			err = f[i].err;
-	}
+	t0 = now_ns();
+	err = workers_run(f, sizeof(f[0]), cpus, flood_thread, &total);
 	if (err)
-		fprintf(out, "err written=%lu ns=%lld %s\n", total, now_ns() - t0, strerror(err));
+		fprintf(out, "err written=%llu ns=%lld %s\n", total, now_ns() - t0, strerror(err));
 	else
-		fprintf(out, "ok written=%lu ns=%lld\n", total, now_ns() - t0);
+		fprintf(out, "ok written=%llu ns=%lld\n", total, now_ns() - t0);
 }
 
 enum portw_how { PORTW_WRITE, PORTW_TEE, PORTW_VMSPLICE };
 
 struct portw {
-	pthread_t thread;
+	struct worker wk;
 	char path[PATH_MAX];
 	int cpu;
 	enum portw_how how;
 	size_t size;
-	unsigned long long left, written;
-	int err;
+	unsigned long long left;
 };
 
 /*
@@ -327,32 +352,32 @@ static void *portw_thread(void *arg)
 		buf = NULL;
 	fd = open(w->path, O_WRONLY | O_CLOEXEC);
 	if (!buf || fd < 0) {
-		w->err = buf ? errno : ENOMEM;
+		w->wk.err = buf ? errno : ENOMEM;
 		goto out;
 	}
 	memset(buf, 'v', w->size);
-	if (w->how != PORTW_WRITE && (w->err = pipe_sized(pipe, w->size)))
+	if (w->how != PORTW_WRITE && (w->wk.err = pipe_sized(pipe, w->size)))
 		goto out;
-	if (w->how == PORTW_TEE && ((w->err = pipe_sized(src, w->size)) ||
-				    (w->err = portw_fill(NULL, src, buf, w->size))))
+	if (w->how == PORTW_TEE && ((w->wk.err = pipe_sized(src, w->size)) ||
+				    (w->wk.err = portw_fill(NULL, src, buf, w->size))))
 		goto out;
-	while (w->left && !w->err) {
+	while (w->left && !w->wk.err) {
 		size_t len = w->left < w->size ? w->left : w->size;
 		ssize_t n;
 
 		if (w->how != PORTW_WRITE) {
-			w->err = portw_splice(w->how == PORTW_TEE ? src : NULL, pipe, fd, buf, len);
-			n = w->err ? 0 : (ssize_t)len;
+			w->wk.err = portw_splice(w->how == PORTW_TEE ? src : NULL, pipe, fd, buf, len);
+			n = w->wk.err ? 0 : (ssize_t)len;
 		} else {
 			n = write(fd, buf, len);
 			if (n < 0 && errno == EINTR)
 				continue;
 			if (n <= 0)
-				w->err = n < 0 ? errno : EIO;
+				w->wk.err = n < 0 ? errno : EIO;
 		}
 		if (n > 0) {
 			w->left -= n;
-			w->written += n;
+			w->wk.written += n;
 		}
 	}
 out:
@@ -375,9 +400,9 @@ static void cmd_portw(FILE *out, char *args)
 	static struct portw w[MAX_CPUS];
 	char mode[16], *save = NULL, *name;
 	enum portw_how how;
-	unsigned long long total = 0;
+	unsigned long long total;
 	unsigned long size, kib;
-	int cpus = nr_cpus(), nw = 0, i, err = 0, skip;
+	int cpus = nr_cpus(), nw = 0, err, skip;
 	long long t0;
 
 	if (sscanf(args, "%15s %lu %lu %n", mode, &size, &kib, &skip) < 3 || !size || size > (64 << 20) ||
@@ -396,18 +421,7 @@ static void cmd_portw(FILE *out, char *args)
 		}
 	}
 	t0 = now_ns();
-	for (i = 0; i < nw; i++)
-		if (pthread_create(&w[i].thread, NULL, portw_thread, &w[i]) != 0) {
-			w[i].err = EAGAIN;
-			w[i].thread = 0;
-		}
-	for (i = 0; i < nw; i++) {
-		if (w[i].thread)
-			pthread_join(w[i].thread, NULL);
-		total += w[i].written;
-		if (w[i].err && !err)
-			err = w[i].err;
-	}
+	err = workers_run(w, sizeof(w[0]), nw, portw_thread, &total);
 	fprintf(out, "%s written=%llu ns=%lld%s%s\n", err ? "err" : "ok", total, now_ns() - t0,
 		err ? " " : "", err ? strerror(err) : "");
 }
