@@ -348,6 +348,60 @@ def causality(host, guest, khz):
             "margin_us": round(margin / unit, 1) if margin is not None else "-"}
 
 
+def exits(row, mb, out):
+    """L2's VM exits over the session (KVM debugfs in L1) into OUT, and per MB when MB > 0."""
+    x0, x1 = row.get("x0", "").split(","), row.get("x1", "").split(",")
+    for i, k in enumerate(("exits", "io_exits", "mmio_exits", "halt_exits", "irq_exits")):
+        a = num(x0[i]) if i < len(x0) else None
+        b = num(x1[i]) if i < len(x1) else None
+        out[k] = int(b - a) if a is not None and b is not None else "-"
+    out["exits_per_mb"] = round(out["exits"] / mb) if out["exits"] != "-" and mb > 0 else "-"
+    out["io_per_mb"] = round(out["io_exits"] / mb) if out["io_exits"] != "-" and mb > 0 else "-"
+
+
+def delivery(d, nbytes):
+    """MB/s from the flood's start (DIR/fl0) until L2's QEMU had written 90% of NBYTES more into
+    its FIFOs (DIR/wchar, peer-kvm-l1.sh's wchar_start): what reached L1, whatever the ring
+    buffer or the virtqueue held when the writers ended. "-" without the files."""
+    t0 = num(read1(os.path.join(d, "fl0")))
+    pts = []
+    for ln in read1(os.path.join(d, "wchar")).splitlines():
+        f = ln.split()
+        if len(f) == 2 and num(f[0]) is not None and num(f[1]) is not None:
+            pts.append((num(f[0]), num(f[1])))
+    before = [w for t, w in pts if t <= t0] if t0 is not None else []
+    if not before or nbytes <= 0:
+        return "-"
+    want = before[-1] + 0.9 * nbytes
+    for t, w in pts:
+        if t > t0 and w >= want:
+            return round(0.9 * nbytes / 1e6 / (t - t0), 2)
+    return "-"
+
+
+def raw_session(d, row, out):
+    """A raw-* session (peer-kvm-l1.sh's raw()): bytes written to the ports, MiB L1 read."""
+    fm = kv_file(os.path.join(d, "flood"))
+    rw = kv_file(os.path.join(d, "raw"))
+    written, ns = int(fm.get("written", 0) or 0), int(fm.get("ns", 0) or 0)
+    got, want = int(rw.get("got", 0) or 0) * KIB * KIB, int(rw.get("mib", 0) or 0) * KIB * KIB
+    l1s = num(rw.get("l1s"))
+    why = []
+    if not read1(os.path.join(d, "flood")).startswith("ok"):
+        why.append("portw:" + (read1(os.path.join(d, "flood")) or "no_answer"))
+    if got != want or written != want:
+        why.append("read_%d_of_%d_bytes_written_%d" % (got, want, written))
+    mb = got / 1e6
+    out.update({"written": written, "ns": ns, "received": got, "mb": round(mb, 3),
+                "delivered": int(not why), "verified": int(not why),
+                "mbs": round(mb / (ns / 1e9), 2) if ns > 0 else 0,
+                "l1_mbs": round(mb / l1s, 2) if l1s else "-", "dmbs": delivery(d, got)})
+    exits(row, mb, out)
+    if why:
+        out["why"] = ";".join(why).replace(" ", "_")
+    print(" ".join("%s=%s" % (k, v) for k, v in out.items()))
+
+
 def session(d, info_path):
     info = info_file(info_path)
     khz = int(num(info.get("tsc_khz"), 0) or 0)
@@ -357,6 +411,8 @@ def session(d, info_path):
            "rc": row.get("rc", "?"), "stopped": row.get("stopped", "no"),
            "rate": row.get("rate", "0"), "n": row.get("n", "0"), "tsync": row.get("tsync", "-"),
            "left": row.get("left", "") or "-"}
+    if mode.startswith("raw-"):
+        return raw_session(d, row, out)
     why = []
     flood = read1(os.path.join(d, "flood"))
     fm = kv_file(os.path.join(d, "flood"))
@@ -417,6 +473,7 @@ def session(d, info_path):
     mb = sum(received) * KIB / 1e6
     out["mb"] = round(mb, 3)
     out["mbs"] = round(mb / (ns / 1e9), 2) if ns > 0 else 0
+    out["dmbs"] = delivery(d, sum(received) * KIB)
     hz = num(row.get("hz"), 100) or 100
 
     def diff(a, b):
@@ -446,13 +503,7 @@ def session(d, info_path):
     out["hall"] = round(hcpu + hio / 100.0, 2) if hcpu is not None and hio is not None else "-"
     # The machine under the session: L2's VM exits (KVM debugfs in L1) per MB delivered, and
     # how busy L1's own two CPUs were.
-    x0, x1 = row.get("x0", "").split(","), row.get("x1", "").split(",")
-    for i, k in enumerate(("exits", "io_exits", "mmio_exits", "halt_exits", "irq_exits")):
-        a = num(x0[i]) if i < len(x0) else None
-        b = num(x1[i]) if i < len(x1) else None
-        out[k] = int(b - a) if a is not None and b is not None else "-"
-    out["exits_per_mb"] = round(out["exits"] / mb) if out["exits"] != "-" and mb > 0 else "-"
-    out["io_per_mb"] = round(out["io_exits"] / mb) if out["io_exits"] != "-" and mb > 0 else "-"
+    exits(row, mb, out)
     l0, l1 = row.get("l0", "").split(","), row.get("l1", "").split(",")
     try:
         lb, li = int(l1[0]) - int(l0[0]), int(l1[1]) - int(l0[1])
@@ -494,14 +545,19 @@ def session(d, info_path):
 def line(path):
     r = kv_file(path)
     s = "%s %s %s: " % (r.get("id"), r.get("load"), r.get("mode"))
-    if r.get("mode") == "null":
+    if r.get("mode", "").startswith("raw-"):
+        s += "%s of %s bytes read in L1, %s MB/s delivered (%s MB/s in L1 from the command to the last byte, " \
+             "%s MB/s in the writers' time), %s exits/MB (I/O %s), verified %s" % (
+                 r.get("received"), r.get("written"), r.get("dmbs"), r.get("l1_mbs"), r.get("mbs"),
+                 r.get("exits_per_mb"), r.get("io_per_mb"), r.get("verified"))
+    elif r.get("mode") == "null":
         s += "writers %s MB/s, setup %s s, teardown %s s" % (
             round(int(r.get("written", 0)) * KIB / 1e6 / (max(1, int(r.get("ns", 1))) / 1e9), 1),
             r.get("setup"), r.get("teardown"))
     else:
-        s += "%s of %s markers (dropped %s, overrun %s), %s MB/s, guest %s ms/MB, host %s s (+ I/O %s), setup %s s, teardown %s s, sync %s" % (
+        s += "%s of %s markers (dropped %s, overrun %s), %s MB/s (%s delivered), guest %s ms/MB, host %s s (+ I/O %s), setup %s s, teardown %s s, sync %s" % (
             r.get("received"), r.get("written"), r.get("dropped"), r.get("overrun"), r.get("mbs"),
-            r.get("g_ms_mb"), r.get("hcpu"), r.get("hio"), r.get("setup"), r.get("teardown"),
+            r.get("dmbs", "-"), r.get("g_ms_mb"), r.get("hcpu"), r.get("hio"), r.get("setup"), r.get("teardown"),
             r.get("tsync"))
         if "clk_n" in r:
             s += ", clock exact %s/%s (max %s us), inversions %s/%s" % (
@@ -561,8 +617,49 @@ def rs(x):
     return "%.2fx" % x if x is not None else "-"
 
 
+def raw_table(raw, rows):
+    """The raw-* modes (the ports' own ceiling) and ours' flat-out MB/s as a fraction of each."""
+    print("\n=== the raw port ceiling: vt-e2e-guest portw into every data port at once, no ftrace, L1 "
+          "reading the FIFOs with dd; against it ours flat out; median (min-max) over the runs ===")
+    print("delivered: 90% of the bytes (ours: of the markers received) over the time from the writers' "
+          "start until L2's QEMU had written that many into its FIFOs (/proc/PID/io wchar, every 0.05 s); "
+          "dd: bytes over the command's start to the last reader's end (L1, 10 ms uptime); writers: over "
+          "the writers' own time (ours: bench-peer's MB/s; the ring buffer and the virtqueue absorb part)")
+    fmt = "%-11s %-5s %-22s %-22s %-22s %-16s %-14s %s"
+    print(fmt % ("mode", "runs", "MB/s delivered", "MB/s dd", "MB/s writers", "exits/MB", "I/O exits/MB",
+                 "ours flat / this (delivered; writers)"))
+    ours = {}
+    for m in sorted({r["mode"] for r in rows if r.get("mode", "").startswith("ours")}):
+        o = [r for r in rows if r.get("mode") == m and r.get("load") == "flat" and r.get("delivered") == "1"]
+        if o:
+            ours[m] = o
+    fails = []
+    for m in sorted({r["mode"] for r in raw}):
+        rr = [r for r in raw if r["mode"] == m]
+        ok = [r for r in rr if r.get("verified") == "1"]
+        fails += ["raw %s (session %s): %s" % (m, r.get("id"), r.get("why", "")[:300]) for r in rr if r not in ok]
+        fr = ["%s %s; %s" % (o, rs(ratio(med(vals(v, "dmbs")), med(vals(ok, "dmbs")))),
+                             rs(ratio(med(vals(v, "mbs")), med(vals(ok, "mbs"))))) for o, v in ours.items()]
+        print(fmt % (m, "%d/%d" % (len(ok), len(rr)), cell(vals(ok, "dmbs"), "%.1f"), cell(vals(ok, "l1_mbs"), "%.1f"),
+                     cell(vals(ok, "mbs"), "%.1f"), cell(vals(ok, "exits_per_mb"), "%.0f"),
+                     cell(vals(ok, "io_per_mb"), "%.0f"), ", ".join(fr) or "-"))
+    nl = [r for r in rows if r.get("mode") == "null" and r.get("load") == "flat" and num(r.get("ns"), 0) > 0]
+    if nl:
+        print(fmt % ("null flat", "%d" % len(nl), "-", "-",
+                     cell([int(r["written"]) * KIB / 1e6 / (int(r["ns"]) / 1e9) for r in nl], "%.1f"),
+                     cell(vals(nl, "exits_per_mb"), "%.0f"), "-", "(the writers alone: no recorder)"))
+    for m, o in ours.items():
+        print(fmt % (m + " flat", "%d" % len(o), cell(vals(o, "dmbs"), "%.1f"), "-", cell(vals(o, "mbs"), "%.1f"),
+                     cell(vals(o, "exits_per_mb"), "%.0f"), cell(vals(o, "io_per_mb"), "%.0f"), "-"))
+    for f in fails:
+        print("bench-peer: FAIL: " + f)
+    return fails
+
+
 def table(rows_path, info_path, ceil_path, quick):
     rows = rows_of(rows_path)
+    raw = [r for r in rows if r.get("mode", "").startswith("raw-")]
+    rows = [r for r in rows if r not in raw]
     info = info_file(info_path)
     modes = []
     for r in rows:
@@ -745,8 +842,8 @@ def table(rows_path, info_path, ceil_path, quick):
     except OSError:
         pass
 
-    # The verdict: every mode delivered, ours verified.
-    fail = []
+    # The verdict: every mode delivered, ours verified, every raw byte read.
+    fail = raw_table(raw, rows) if raw else []
     for m in modes:
         if m == "null":
             continue

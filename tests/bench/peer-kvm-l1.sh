@@ -19,6 +19,14 @@
 #                ours-kc session fills it)
 #   null         no recorder: LOAD alone, into an instance with tracing on (the floor this
 #                machine puts under setup, teardown and the writers)
+#   raw-w4k, raw-w64k, raw-splice, raw-vmsplice
+#                the transport's own ceiling, no ftrace and no recorder: `vt-e2e-guest portw`
+#                writes N KiB (rounded up to MiB; PEER_RAW_MIB) into each data port
+#                trace-path-cpuK at once, one writer per port pinned to vCPU K, with write() of
+#                4 KiB or 64 KiB buffers or, as trace-agent moves pages, splice() from a 1 MiB
+#                pipe (refilled by tee(), or by vmsplice(): see vt-e2e-guest.c); here one
+#                busybox `dd bs=1M iflag=fullblock` per port reads the port's FIFO as fast as
+#                it can and counts the MiB (flat load only: no paced session in these modes)
 # LOAD (the recorder's COMMAND): wait until the recorded buffer's tracing_on reads 1, CLK clock
 # rounds, N 1 KiB markers per vCPU (vt-e2e-guest flood, one pinned writer per vCPU) at RATE per
 # second per vCPU (0: flat out), CLK clock rounds. A clock round: a host marker "vtclk ping T"
@@ -36,7 +44,8 @@
 # PEER_CLK=5, PEER_CEIL_MODES ("" = no ceiling search), PEER_CEIL_MAX=65536, PEER_CID=3,
 # PEER_HOSTEV=sched:sched_process_fork,sched:sched_process_exit, PEER_TRIES=3 (tc-vsock-nt
 # sessions that failed are run again, up to this many times in all; tc-vsock's are not),
-# PEER_BOUND=600, PEER_VERDICT_WAIT=900.
+# PEER_BOUND=600, PEER_VERDICT_WAIT=900, PEER_RAW_MIB (MiB per port in the raw-* modes; default
+# PEER_N KiB rounded up).
 . /etc/vt/l1-lib.sh
 OUT=$1
 S=/mnt/out/s
@@ -172,6 +181,7 @@ rounds a
 say "ticks \$COMMS" && echo "\$ANSWER" >"\$DIR/g_on"
 say cpustat && echo "\$ANSWER" >"\$DIR/c_on"
 say "ticks vt-e2e-guest" && echo "\$ANSWER" >"\$DIR/w_on"
+read -r u _ </proc/uptime; echo "\$u" >"\$DIR/fl0"
 say "flood peer \$NN \$RATE 1024" 900
 echo "\$ANSWER" >"\$DIR/flood"
 say "ticks \$COMMS" && echo "\$ANSWER" >"\$DIR/g_end"
@@ -212,6 +222,73 @@ l1cpu() {
     echo "$((_u + _n + _sy + _irq + _si)) $((_i + _w))"
 }
 
+# wchar_start FILE / wchar_stop: every 0.05 s, a line "UPTIME WCHAR" in FILE: the bytes L2's QEMU
+# has written (/proc/PID/io wchar: the ports' data into their FIFOs, with the few bytes of its
+# console and of vt-test), for the delivery rate of the ours* and raw-* modes
+# (peer-kvm-eval.py). No fork in the loop: builtin reads, a read -t on a FIFO as the sleep.
+wchar_start() {
+    rm -f "$P/wstop"
+    [ -p "$P/wsleep" ] || mkfifo "$P/wsleep"
+    (
+        while [ ! -e "$P/wstop" ]; do
+            read -r _u _ </proc/uptime
+            while read -r _k _v; do [ "$_k" = wchar: ] && _w=$_v; done <"/proc/$L2_PID/io"
+            echo "$_u $_w"
+            read -r -t 0.05 _ <>"$P/wsleep"
+        done
+    ) >"$1" &
+    WPID=$!
+    # Its first line before the session starts: the baseline the rate is counted from.
+    while [ ! -s "$1" ]; do read -r -t 0.01 _ <>"$P/wsleep"; done
+}
+wchar_stop() {
+    touch "$P/wstop"
+    wait "$WPID" 2>/dev/null
+}
+
+# raw MODE N DIR: the raw-* modes' transfer (see the top); DIR/flood gets vt-e2e-guest's answer
+# (written=BYTES ns=WRITERS), DIR/raw "mib=M got=G l1s=S": G MiB read of M per port, S seconds
+# in L1 from the command to the last reader's end.
+raw() {
+    case $1 in
+    raw-w4k) _how="write 4096" ;;
+    raw-w64k) _how="write 65536" ;;
+    raw-splice) _how="splice 1048576" ;;
+    raw-vmsplice) _how="vmsplice 1048576" ;;
+    *) event "unknown mode $1"; return 1 ;;
+    esac
+    _mib=${PEER_RAW_MIB:-$((($2 + 1023) / 1024))} _ports= _pids= _c=0
+    while [ $_c -lt "${L2_SMP:-2}" ]; do
+        _ports="$_ports trace-path-cpu$_c"
+        dd if="$L2_PORTS/trace-path-cpu$_c.out" of=/dev/null bs=1048576 count=$_mib iflag=fullblock \
+            2>"$3/dd$_c" &
+        _pids="$_pids $!"
+        _c=$((_c + 1))
+    done
+    up; _t0=$UP
+    echo "$_t0" >"$3/on"
+    echo "$_t0" >"$3/fl0"
+    l1_say "portw $_how $((_mib * 1024))$_ports" "$BOUND"
+    echo "$ANSWER" >"$3/flood"
+    # The readers end once every byte came: bounded like a recorder, they count what did.
+    _n=0
+    for _p in $_pids; do
+        while kill -0 "$_p" 2>/dev/null && [ $_n -lt $((BOUND * 5)) ]; do usleep 200000; _n=$((_n + 1)); done
+        kill "$_p" 2>/dev/null
+    done
+    up
+    # shellcheck disable=SC2086
+    wait $_pids
+    _got=0
+    for _f in "$3"/dd*; do
+        _r=$(sed -n 's/^\([0-9]*\)+[0-9]* records in/\1/p' "$_f")
+        _got=$((_got + ${_r:-0}))
+    done
+    echo "mib=$((_mib * ${L2_SMP:-2})) got=$_got l1s=$(awk -v a="$_t0" -v b="$UP" 'BEGIN { printf "%.2f", b - a }')" >"$3/raw"
+    echo "$UP" >"$3/end"
+    [ "$_got" = $((_mib * ${L2_SMP:-2})) ]
+}
+
 # session LOAD MODE N RATE CLK: one recording; its dir on the share in SDIR.
 NS=0
 session() {
@@ -228,7 +305,7 @@ session() {
     case $mode in
     tc-*) inst=- comms="trace-cmd ksoftirqd/* kworker/*" hm=$T/trace_marker ;;
     ours*) inst=virtio-trace comms="trace-agent ksoftirqd/* kworker/*" hm="$T/instances/virtio-trace-collect-*/trace_marker" ;;
-    null) inst=nullrec comms="ksoftirqd/* kworker/*" hm=/dev/null ;;
+    null | raw-*) inst=nullrec comms="ksoftirqd/* kworker/*" hm=/dev/null ;;
     *) event "unknown mode $mode"; return 1 ;;
     esac
     l1_say "ticks $comms" 30 >/dev/null; g0=$(val "$ANSWER" ticks)
@@ -238,6 +315,7 @@ session() {
     x0=$(vmstat)
     l0=$(l1cpu)
     clk_start
+    case $mode in ours* | raw-*) wchar_start "$d/wchar" ;; esac
     up; t0=$UP
     hev=
     case $mode in
@@ -262,12 +340,16 @@ session() {
             -e sched -e irq --buffer-size 4096 --host-events "$HOSTEV" $kc -o "$d/out" -q -- \
             sh "$P/load.sh" "$inst" "$n" "$rate" "$d" "$comms" "$clk" "$hm" >"$d/rec.log" 2>&1
         rrc=$? ;;
+    raw-*)
+        raw "$mode" "$n" "$d"
+        rrc=$? ;;
     null)
         l1_bounded "$BOUND" "$mode" time -f '%U %S' -o "$d/time" \
             sh "$P/load.sh" "$inst" "$n" "$rate" "$d" "$comms" "$clk" "$hm" >"$d/rec.log" 2>&1
         rrc=$? ;;
     esac
     up; t1=$UP
+    case $mode in ours* | raw-*) wchar_stop ;; esac
     stopped=$L1_STOPPED
     sleep 0.5	# the guest's trace-cmd reaps its recorders
     l1=$(l1cpu)
@@ -336,7 +418,8 @@ while [ $r -lt "$REPEATS" ]; do
     m=0
     while [ $m -lt "$NM" ]; do
         set -- $MODES; shift $(((m + r) % NM)); run flat "$1" "$N" 0 "$CLK"
-        set -- $MODES; shift $(((m + r + 1) % NM)); run paced "$1" $((PACE * SECS)) "$PACE" "$CLK"
+        set -- $MODES; shift $(((m + r + 1) % NM))
+        case $1 in raw-*) ;; *) run paced "$1" $((PACE * SECS)) "$PACE" "$CLK" ;; esac
         m=$((m + 1))
     done
     r=$((r + 1))

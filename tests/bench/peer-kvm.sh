@@ -20,8 +20,16 @@
 #            tests/README.md "Known", holds a session for PEER_BOUND). Exit 0 when ours and ours-kc delivered and
 #            verified, tc-vsock-nt delivered, and tc-vsock delivered or failed with trace-cmd's
 #            own error (a result, printed); 77 with SKIP when L1 has no KVM; 1 otherwise.
+# The raw port ceiling (issue 42): the modes raw-w4k, raw-w64k, raw-splice and raw-vmsplice move
+# VT_PEER_N KiB (rounded up to MiB; or VT_PEER_RAW_MIB MiB) through each data port with no ftrace
+# and no recorder (vt-e2e-guest `portw` in L2: write() of 4 KiB or 64 KiB, or splice() from a
+# 1 MiB pipe as trace-agent does; dd reading the port's FIFO in L1), flat only; a table of their
+# MB/s and L2 VM exits per MB follows, with ours' flat-out MB/s as a fraction of each and the
+# writers' own rate (mode null) beside it:
+#     VT_PEER_MODES="ours ours-kc null raw-w4k raw-w64k raw-splice raw-vmsplice" \
+#         VT_PEER_CEILING=0 VT_PEER_RAW_MIB=32 tests/bench/bench-peer.sh --kvm 3
 # Env: VT_BUILDDIR, VT_STATIC_AGENT, VT_L1_* (lib.sh), VT_PEER_MODES (default "tc-vsock
-# tc-vsock-nt ours ours-kc null"), VT_PEER_N (flat-out markers per vCPU, default 20000; quick
+# tc-vsock-nt ours ours-kc null"; the raw-* modes on demand), VT_PEER_N (flat-out markers per vCPU, default 20000; quick
 # 4000), VT_PEER_SECS (paced seconds, default 4; quick 2), VT_PEER_CLK (clock rounds before and
 # after the load, default 5; quick 3), VT_PEER_CEILING=0 (no ceiling search),
 # VT_PEER_CEIL_MODES (default "tc-vsock-nt ours"), VT_PEER_HOSTEV (host events of both tools,
@@ -124,6 +132,7 @@ PEER_SECS=$SECS
 PEER_CLK=$CLK
 PEER_CEIL_MODES=\"$CEIL\"
 PEER_HOSTEV=${VT_PEER_HOSTEV:-sched:sched_process_fork,sched:sched_process_exit}
+${VT_PEER_RAW_MIB:+PEER_RAW_MIB=$VT_PEER_RAW_MIB}
 ${VT_L1_ENV:-}"
 echo "$ME: modes $MODES; $REPEATS repeat(s); flat out $N markers per vCPU, paced 2 MiB/s per vCPU for $SECS s; $CLK clock rounds before and after; ceiling search: ${CEIL:-none}"
 

@@ -36,6 +36,17 @@
  *                               and involuntary context switches of all its
  *                               threads -> ok rss=R pss=S hwm=H vcs=V ivcs=I pid=P
  *                               -> ok rc=STATUS
+ *   portw MODE SIZE KIB PORT... the raw ceiling of virtio-serial ports, no ftrace
+ *                               (bench-peer --kvm's raw-* modes): KIB KiB into each
+ *                               named port at once, one thread per port, the Kth
+ *                               pinned to CPU K; MODE write: write() of SIZE-byte
+ *                               buffers; MODE splice: as trace-agent moves pages,
+ *                               splice() from a SIZE-byte pipe into the port, the
+ *                               pipe refilled by tee() from one that vmsplice()
+ *                               filled once without SPLICE_F_GIFT (pages the port
+ *                               cannot steal: it copies each, as it does ftrace's);
+ *                               MODE vmsplice: the same, refilled by vmsplice()
+ *                               (pinning the pages anew) -> ok written=BYTES ns=NS
  *   wrtsc CPU DELTA             add DELTA ticks to CPU's TSC: IA32_TSC (MSR 0x10) read
  *                               and written through /dev/cpu/CPU/msr (module msr), on
  *                               CPU with the markers "vt-e2e: wrtsc cpuN before" and
@@ -72,6 +83,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -135,14 +147,50 @@ static int nr_cpus(void)
 	return n < 1 ? 1 : n > MAX_CPUS ? MAX_CPUS : (int)n;
 }
 
-struct flood {
+/* What flood and portw threads have in common: first in their structs. */
+struct worker {
 	pthread_t thread;
+	unsigned long long written;
+	int err;
+};
+
+/*
+ * Run @fn on @n workers @stride bytes apart from @base, each a struct that
+ * starts with its struct worker, and wait for them all. Return: the first
+ * error of one, or 0; *@total: what they wrote.
+ */
+static int workers_run(void *base, size_t stride, int n, void *(*fn)(void *),
+		       unsigned long long *total)
+{
+	int i, err = 0;
+
+	*total = 0;
+	for (i = 0; i < n; i++) {
+		struct worker *w = (struct worker *)((char *)base + i * stride);
+
+		if (pthread_create(&w->thread, NULL, fn, w) != 0) {
+			w->err = EAGAIN;
+			w->thread = 0;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		struct worker *w = (struct worker *)((char *)base + i * stride);
+
+		if (w->thread)
+			pthread_join(w->thread, NULL);
+		*total += w->written;
+		if (w->err && !err)
+			err = w->err;
+	}
+	return err;
+}
+
+struct flood {
+	struct worker wk;
 	int cpu;
 	const char *prefix;
 	const char *buffer;	/* instance name, or NULL for the top level */
 	unsigned long n, rate, size;
-	unsigned long written;
-	int err;
 };
 
 static void *flood_thread(void *arg)
@@ -157,7 +205,7 @@ static void *flood_thread(void *arg)
 	CPU_ZERO(&set);
 	CPU_SET(f->cpu, &set);
 	if (sched_setaffinity(0, sizeof(set), &set) < 0) {
-		f->err = errno;
+		f->wk.err = errno;
 		return NULL;
 	}
 	if (f->buffer)
@@ -166,7 +214,7 @@ static void *flood_thread(void *arg)
 		snprintf(path, sizeof(path), TRACEFS "/trace_marker");
 	fd = open(path, O_WRONLY);
 	if (fd < 0) {
-		f->err = errno;
+		f->wk.err = errno;
 		return NULL;
 	}
 	t0 = now_ns();
@@ -190,9 +238,9 @@ static void *flood_thread(void *arg)
 		/* A short write is a marker cut short: the kernel's size limit. */
 		n = write(fd, text, len);
 		if (n == len)
-			f->written++;
-		else if (!f->err)
-			f->err = n < 0 ? errno : EMSGSIZE;
+			f->wk.written++;
+		else if (!f->wk.err)
+			f->wk.err = n < 0 ? errno : EMSGSIZE;
 	}
 	close(fd);
 	return NULL;
@@ -203,8 +251,9 @@ static void cmd_flood(FILE *out, char *args)
 	static struct flood f[MAX_CPUS];
 	static char buffer[128];
 	char prefix[128];
-	unsigned long n, rate, size, total = 0;
-	int cpus = nr_cpus(), i, err = 0, nargs;
+	unsigned long n, rate, size;
+	unsigned long long total;
+	int cpus = nr_cpus(), i, err, nargs;
 	const char *buf = strcmp(instance, "-") == 0 ? NULL : instance;
 	long long t0;
 
@@ -215,26 +264,166 @@ static void cmd_flood(FILE *out, char *args)
 	}
 	if (nargs == 5)
 		buf = strcmp(buffer, "top") == 0 ? NULL : buffer;
-	t0 = now_ns();
-	for (i = 0; i < cpus; i++) {
+	for (i = 0; i < cpus; i++)
 		f[i] = (struct flood){ .cpu = i, .prefix = prefix, .buffer = buf,
 				       .n = n, .rate = rate, .size = size };
-		if (pthread_create(&f[i].thread, NULL, flood_thread, &f[i]) != 0) {
-			f[i].err = EAGAIN;
-			f[i].thread = 0;
+	t0 = now_ns();
+	err = workers_run(f, sizeof(f[0]), cpus, flood_thread, &total);
+	if (err)
+		fprintf(out, "err written=%llu ns=%lld %s\n", total, now_ns() - t0, strerror(err));
+	else
+		fprintf(out, "ok written=%llu ns=%lld\n", total, now_ns() - t0);
+}
+
+enum portw_how { PORTW_WRITE, PORTW_TEE, PORTW_VMSPLICE };
+
+struct portw {
+	struct worker wk;
+	char path[PATH_MAX];
+	int cpu;
+	enum portw_how how;
+	size_t size;
+	unsigned long long left;
+};
+
+/*
+ * Put @len bytes into @pipe: tee()d from @src (filled once from the buffer by
+ * portw_thread()), or vmsplice()d from @buf when @src is NULL. Either way no
+ * gift: the port cannot steal the pages and copies each, as it does ftrace's.
+ */
+static int portw_fill(const int *src, int pipe[2], char *buf, size_t len)
+{
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+	ssize_t n;
+
+	while (iov.iov_len) {
+		if (src)
+			n = tee(src[0], pipe[1], iov.iov_len, 0);
+		else
+			n = vmsplice(pipe[1], &iov, 1, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? errno : EIO;
+		iov.iov_base = (char *)iov.iov_base + n;
+		iov.iov_len -= n;
+	}
+	return 0;
+}
+
+/* Fill @pipe with @len bytes (portw_fill()) and splice them all into @fd. */
+static int portw_splice(const int *src, int pipe[2], int fd, char *buf, size_t len)
+{
+	int err = portw_fill(src, pipe, buf, len);
+	ssize_t n;
+
+	while (!err && len) {
+		n = splice(pipe[0], NULL, fd, NULL, len, SPLICE_F_MOVE);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? errno : EIO;
+		len -= n;
+	}
+	return err;
+}
+
+static int pipe_sized(int p[2], size_t size)
+{
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return errno;
+	if (fcntl(p[1], F_SETPIPE_SZ, (int)size) < (int)size)
+		return errno ? errno : EINVAL;
+	return 0;
+}
+
+static void *portw_thread(void *arg)
+{
+	struct portw *w = arg;
+	int fd, pipe[2] = { -1, -1 }, src[2] = { -1, -1 };
+	cpu_set_t set;
+	char *buf;
+
+	CPU_ZERO(&set);
+	CPU_SET(w->cpu, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+	/* Page-aligned: a SIZE-byte pipe holds SIZE / 4096 pages, not one more. */
+	if (posix_memalign((void **)&buf, 4096, w->size))
+		buf = NULL;
+	fd = open(w->path, O_WRONLY | O_CLOEXEC);
+	if (!buf || fd < 0) {
+		w->wk.err = buf ? errno : ENOMEM;
+		goto out;
+	}
+	memset(buf, 'v', w->size);
+	if (w->how != PORTW_WRITE && (w->wk.err = pipe_sized(pipe, w->size)))
+		goto out;
+	if (w->how == PORTW_TEE && ((w->wk.err = pipe_sized(src, w->size)) ||
+				    (w->wk.err = portw_fill(NULL, src, buf, w->size))))
+		goto out;
+	while (w->left && !w->wk.err) {
+		size_t len = w->left < w->size ? w->left : w->size;
+		ssize_t n;
+
+		if (w->how != PORTW_WRITE) {
+			w->wk.err = portw_splice(w->how == PORTW_TEE ? src : NULL, pipe, fd, buf, len);
+			n = w->wk.err ? 0 : (ssize_t)len;
+		} else {
+			n = write(fd, buf, len);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				w->wk.err = n < 0 ? errno : EIO;
+		}
+		if (n > 0) {
+			w->left -= n;
+			w->wk.written += n;
 		}
 	}
-	for (i = 0; i < cpus; i++) {
-		if (f[i].thread)
-			pthread_join(f[i].thread, NULL);
-		total += f[i].written;
-		if (f[i].err && !err)
-			err = f[i].err;
+out:
+	if (src[0] >= 0) {
+		close(src[0]);
+		close(src[1]);
 	}
-	if (err)
-		fprintf(out, "err written=%lu ns=%lld %s\n", total, now_ns() - t0, strerror(err));
-	else
-		fprintf(out, "ok written=%lu ns=%lld\n", total, now_ns() - t0);
+	if (pipe[0] >= 0) {
+		close(pipe[0]);
+		close(pipe[1]);
+	}
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return NULL;
+}
+
+static void cmd_portw(FILE *out, char *args)
+{
+	static struct portw w[MAX_CPUS];
+	char mode[16], *save = NULL, *name;
+	enum portw_how how;
+	unsigned long long total;
+	unsigned long size, kib;
+	int cpus = nr_cpus(), nw = 0, err, skip;
+	long long t0;
+
+	if (sscanf(args, "%15s %lu %lu %n", mode, &size, &kib, &skip) < 3 || !size || size > (64 << 20) ||
+	    (strcmp(mode, "write") && strcmp(mode, "splice") && strcmp(mode, "vmsplice"))) {
+		fprintf(out, "err usage: portw write|splice|vmsplice SIZE KIB PORT...\n");
+		return;
+	}
+	how = mode[0] == 'w' ? PORTW_WRITE : mode[0] == 's' ? PORTW_TEE : PORTW_VMSPLICE;
+	for (name = strtok_r(args + skip, " ", &save); name && nw < MAX_CPUS;
+	     name = strtok_r(NULL, " ", &save), nw++) {
+		w[nw] = (struct portw){ .cpu = nw % cpus, .how = how, .size = size,
+					.left = kib * 1024ull };
+		if (find_port(name, w[nw].path, sizeof(w[nw].path)) < 0) {
+			fprintf(out, "err no port %s\n", name);
+			return;
+		}
+	}
+	t0 = now_ns();
+	err = workers_run(w, sizeof(w[0]), nw, portw_thread, &total);
+	fprintf(out, "%s written=%llu ns=%lld%s%s\n", err ? "err" : "ok", total, now_ns() - t0,
+		err ? " " : "", err ? strerror(err) : "");
 }
 
 static long long agent_ticks(void)
@@ -814,6 +1003,8 @@ int main(int argc, char **argv)
 			cmd_ls(out, args);
 		else if (strcmp(line, "wrtsc") == 0)
 			cmd_wrtsc(out, args);
+		else if (strcmp(line, "portw") == 0)
+			cmd_portw(out, args);
 		else if (strcmp(line, "quit") == 0) {
 			fprintf(out, "ok\n");
 			fclose(out);
