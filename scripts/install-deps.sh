@@ -53,18 +53,27 @@ if [ ${#missing[@]} -eq 0 ]; then
 fi
 
 # systemd-container needs libsystemd-shared at its own version: take the installed systemd's
-# (bookworm-security's), so that installing it does not upgrade systemd as well.
+# (bookworm-security's), so that installing it does not upgrade systemd as well. It is installed
+# on its own: an archive without that version leaves it out (test-collect-systemd then skips,
+# saying so), not the other packages.
 sd_version=$(dpkg-query -W -f='${Version}' systemd 2>/dev/null) || sd_version=
+sd_pkg=
 for i in "${!missing[@]}"; do
-	if [ "${missing[$i]}" = systemd-container ] && [ -n "$sd_version" ]; then
-		missing[i]="systemd-container=$sd_version"
+	if [ "${missing[$i]}" = systemd-container ]; then
+		sd_pkg=systemd-container${sd_version:+=$sd_version}
+		unset 'missing[i]'
 	fi
 done
 
 SUDO=
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
-echo "install-deps: installing ${missing[*]}"
+echo "install-deps: installing ${missing[*]} $sd_pkg"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if [ ${#missing[@]} -gt 0 ]; then
+	$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+if [ -n "$sd_pkg" ] && ! $SUDO apt-get install -y -qq --no-install-recommends "$sd_pkg" >/dev/null; then
+	echo "install-deps: $sd_pkg could not be installed: test-collect-systemd will skip"
+fi
 echo "install-deps: done"
