@@ -725,21 +725,24 @@ def table(rows_path, info_path, ceil_path, quick):
                   "debugfs agrees with the write timeline in %s readings" % (
                       r["load"], r["mode"], r["id"], r["file_cpu0"], r.get("dbg_cpu0"), r.get("kvmw_cpu0"),
                       r.get("file_cpu1"), r.get("dbg_cpu1"), r.get("kvmw_cpu1"), r.get("dbg_agree")))
-    # Ceilings.
-    ceil = {}
+    # Ceilings: one line per search (PEER_CEIL_REPEATS per mode); a mode's ceiling is the median.
+    searches = {}
     for ln in read1(ceil_path).splitlines():
         c = dict(t.split("=", 1) for t in ln.split() if "=" in t)
         if "mode" in c:
-            ceil[c["mode"]] = (int(c.get("ok", 0)), int(c.get("bad", 0)))
+            searches.setdefault(c["mode"], []).append((int(c.get("ok", 0)), int(c.get("bad", 0))))
+    ceil = {m: (med([ok for ok, _ in ss]), ss) for m, ss in searches.items()}
     reached = {}
     for r in rows:
         if r.get("load") == "ceiling" and r.get("verdict", "").startswith("short"):
             reached[r["mode"]] = max(reached.get(r["mode"], 0), int(r.get("got", 0)))
     if ceil:
-        print("\nlossless paced ceiling, 1 KiB markers/s per vCPU: " + "; ".join(
-            "%s %d (%d MiB/s)%s%s" % (m, ok, ok // 1024, ", lost or failed at %d" % bad if bad else "",
-                                      ", no loss up to %d reached" % reached[m] if reached.get(m, 0) > ok else "")
-            for m, (ok, bad) in ceil.items()))
+        print("\nlossless paced ceiling, 1 KiB markers/s per vCPU, median (min-max) of %s: " % (
+            "the searches" if max(len(ss) for ss in searches.values()) > 1 else "one search") + "; ".join(
+            "%s %s [%s]%s" % (m, cell([ok for ok, _ in ss], "%.0f"),
+                             ", ".join("%d%s" % (ok, " lost at %d" % bad if bad else "") for ok, bad in ss),
+                             ", no loss up to %d reached" % reached[m] if reached.get(m, 0) > c else "")
+            for m, (c, ss) in ceil.items()))
 
     # Ratios against trace-cmd: the better of its modes that delivered, per figure.
     tcm = [m for m in modes if m.startswith("tc-")]
@@ -770,7 +773,9 @@ def table(rows_path, info_path, ceil_path, quick):
                       load, m, rs(rg), g_m, rs(rh), h_m, rs(rsu), "%.2f" % su if su is not None else "-",
                       "%.2f" % su_t if su_t is not None else "-", rs(rtd), "%.2f" % td if td is not None else "-",
                       "%.2f" % td_t if td_t is not None else "-"))
-            targets.append(("%s %s guest CPU per MB <= 0.5x" % (load, m), rg is not None and rg <= 0.5, rs(rg)))
+            gmax = 0.2 if load == "flat" else 0.3	# issue 42
+            targets.append(("%s %s guest CPU per MB <= %.1fx" % (load, m, gmax), rg is not None and rg <= gmax,
+                            rs(rg)))
             targets.append(("%s %s whole-session host CPU <= 1x" % (load, m), rh is not None and rh <= 1.0, rs(rh)))
             targets.append(("%s %s setup <= 0.5x and <= 0.5 s" % (load, m),
                             rsu is not None and rsu <= 0.5 and su <= 0.5, "%s, %.2f s" % (rs(rsu), su or 0)))
@@ -793,11 +798,21 @@ def table(rows_path, info_path, ceil_path, quick):
             if tcc:
                 t, tm = max(tcc)
                 rc = ratio(ceil[m][0], t)
+                lo = ratio(min(ok for ok, _ in ceil[m][1]), max(ok for ok, _ in ceil[tm][1]))
                 rr = ratio(max(ceil[m][0], reached.get(m, 0)), max(t, reached.get(tm, 0)))
-                targets.append(("%s lossless ceiling >= 2x" % m, rc is not None and rc >= 2,
-                                "%s (%d against %s %d)%s" % (rs(rc), ceil[m][0], tm, t,
-                                                            "; counting rates reached without loss %s" % rs(rr)
-                                                            if rr != rc else "")))
+                targets.append(("%s lossless ceiling >= 4x" % m, rc is not None and rc >= 4,
+                                "%s (median %d against %s %d; worst pair %s)%s" % (
+                                    rs(rc), ceil[m][0], tm, t, rs(lo),
+                                    "; counting rates reached without loss %s" % rs(rr) if rr != rc else "")))
+    for m in [m for m in modes if m.startswith("ours")]:
+        fl = S.get(("flat", m), [])
+        if fl:
+            lossless = [r for r in fl if r.get("dropped") == "0" and r.get("missing") == "0"]
+            targets.append(("flat %s loses nothing, every session" % m, len(lossless) == len(fl),
+                            "%d of %d sessions" % (len(lossless), len(fl))))
+            ex = med(vals(fl, "exits_per_mb"))
+            targets.append(("flat %s L2 exits per MB <= 100" % m, ex is not None and ex <= 100,
+                            "%s" % cell(vals(fl, "exits_per_mb"), "%.0f")))
     print("\n=== targets ===")
     for name, ok, what in targets:
         print("%-55s %-4s %s" % (name, "met" if ok else "NOT", what))
@@ -819,8 +834,8 @@ def table(rows_path, info_path, ceil_path, quick):
             if su is not None and fs is not None:
                 print("%s: setup %.2f s, of which the floor %.2f s and the recorder %.2f s" % (m, su, fs, su - fs))
         tcc = [ceil[m][0] for m in tcm if m in ceil]
-        if wr and tcc and wr < 2 * max(tcc):
-            print("the lossless ceiling cannot show 2x here: the writers alone reach %.0f markers/s per vCPU, "
+        if wr and tcc and wr < 4 * max(tcc):
+            print("the lossless ceiling cannot show 4x here: the writers alone reach %.0f markers/s per vCPU, "
                   "less than twice trace-cmd's %d" % (wr, max(tcc)))
     # The machine: what each mode costs it per MB, how busy L1 was, and L1's speed.
     print("\n=== the machine under each mode (medians over the flat and paced runs) ===")

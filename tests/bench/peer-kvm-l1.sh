@@ -27,6 +27,8 @@
 #                pipe (refilled by tee(), or by vmsplice(): see vt-e2e-guest.c); here one
 #                busybox `dd bs=1M iflag=fullblock` per port reads the port's FIFO as fast as
 #                it can and counts the MiB (flat load only: no paced session in these modes)
+#   raw-*-busy   the same with a busy loop pinned beside each writer (`vt-e2e-guest load burn`),
+#                as ours' flood keeps every vCPU busy: the ceiling of a guest whose CPUs are busy
 # LOAD (the recorder's COMMAND): wait until the recorded buffer's tracing_on reads 1, CLK clock
 # rounds, N 1 KiB markers per vCPU (vt-e2e-guest flood, one pinned writer per vCPU) at RATE per
 # second per vCPU (0: flat out), CLK clock rounds. A clock round: a host marker "vtclk ping T"
@@ -41,7 +43,8 @@
 # A session is bounded by PEER_BOUND seconds. L2 found gone before a session is booted again
 # (a line "event l2-gone ..." in /mnt/out/events).
 # Env (VT_L1_ENV): PEER_MODES, PEER_REPEATS=3, PEER_N=20000, PEER_PACE=2048, PEER_SECS=4,
-# PEER_CLK=5, PEER_CEIL_MODES ("" = no ceiling search), PEER_CEIL_MAX=65536, PEER_CID=3,
+# PEER_CLK=5, PEER_CEIL_MODES ("" = no ceiling search), PEER_CEIL_REPEATS=3 (searches per mode),
+# PEER_CEIL_MAX=65536, PEER_CID=3,
 # PEER_HOSTEV=sched:sched_process_fork,sched:sched_process_exit, PEER_TRIES=3 (tc-vsock-nt
 # sessions that failed are run again, up to this many times in all; tc-vsock's are not),
 # PEER_BOUND=600, PEER_VERDICT_WAIT=900, PEER_RAW_MIB (MiB per port in the raw-* modes; default
@@ -250,7 +253,7 @@ wchar_stop() {
 # (written=BYTES ns=WRITERS), DIR/raw "mib=M got=G l1s=S": G MiB read of M per port, S seconds
 # in L1 from the command to the last reader's end.
 raw() {
-    case $1 in
+    case ${1%-busy} in
     raw-w4k) _how="write 4096" ;;
     raw-w64k) _how="write 65536" ;;
     raw-splice) _how="splice 1048576" ;;
@@ -268,8 +271,20 @@ raw() {
     up; _t0=$UP
     echo "$_t0" >"$3/on"
     echo "$_t0" >"$3/fl0"
+    # -busy: a busy loop per vCPU beside its writer, as ours' flood keeps every vCPU busy
+    # (L1's two CPUs then run L2's busy vCPUs and QEMU's side of the ports alike).
+    case $1 in *-busy)
+        _c=0
+        while [ $_c -lt "${L2_SMP:-2}" ]; do
+            l1_say "sh vt-e2e-guest load burn $_c 600000 vtburn$_c >/dev/null 2>&1 &" 30 >/dev/null
+            _c=$((_c + 1))
+        done ;;
+    esac
     l1_say "portw $_how $((_mib * 1024))$_ports" "$BOUND"
     echo "$ANSWER" >"$3/flood"
+    case $1 in *-busy)
+        l1_say 'sh for p in /proc/[0-9]*; do read c <$p/comm; case $c in vtburn*) kill ${p#/proc/};; esac; done 2>/dev/null' 30 >/dev/null ;;
+    esac
     # The readers end once every byte came: bounded like a recorder, they count what did.
     _n=0
     for _p in $_pids; do
@@ -443,16 +458,21 @@ lossless() { # MODE RATE -> 0 when ok
     case $VERDICT in ok) return 0 ;; esac
     return 1
 }
-for mode in ${PEER_CEIL_MODES-}; do
-    ok=0 bad=0 rate=$PACE
-    while [ $rate -le "${PEER_CEIL_MAX:-65536}" ]; do
-        if lossless "$mode" $rate; then ok=$rate; rate=$((rate * 2)); else bad=$rate; break; fi
+# PEER_CEIL_REPEATS searches per mode, the modes interleaved: their spread.
+search=1
+while [ $search -le "${PEER_CEIL_REPEATS:-3}" ]; do
+    for mode in ${PEER_CEIL_MODES-}; do
+        ok=0 bad=0 rate=$PACE
+        while [ $rate -le "${PEER_CEIL_MAX:-65536}" ]; do
+            if lossless "$mode" $rate; then ok=$rate; rate=$((rate * 2)); else bad=$rate; break; fi
+        done
+        if [ $bad -gt 0 ] && [ $ok -gt 0 ]; then
+            mid=$(((ok + bad) / 2))
+            lossless "$mode" $mid && ok=$mid
+        fi
+        echo "ceiling mode=$mode search=$search ok=$ok bad=$bad" >>/mnt/out/ceilings
     done
-    if [ $bad -gt 0 ] && [ $ok -gt 0 ]; then
-        mid=$(((ok + bad) / 2))
-        lossless "$mode" $mid && ok=$mid
-    fi
-    echo "ceiling mode=$mode ok=$ok bad=$bad" >>/mnt/out/ceilings
+    search=$((search + 1))
 done
 
 l1_say quit 30 || rc=1

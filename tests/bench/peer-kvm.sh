@@ -25,14 +25,17 @@
 # and no recorder (vt-e2e-guest `portw` in L2: write() of 4 KiB or 64 KiB, or splice() from a
 # 1 MiB pipe as trace-agent does; dd reading the port's FIFO in L1), flat only; a table of their
 # MB/s and L2 VM exits per MB follows, with ours' flat-out MB/s as a fraction of each and the
-# writers' own rate (mode null) beside it:
+# writers' own rate (mode null) beside it. raw-w64k-busy, raw-splice-busy (any raw mode with
+# -busy) add a busy loop per vCPU beside its writer: the ports' ceiling in a guest whose CPUs are
+# as busy as ours' flood keeps them:
 #     VT_PEER_MODES="ours ours-kc null raw-w4k raw-w64k raw-splice raw-vmsplice" \
 #         VT_PEER_CEILING=0 VT_PEER_RAW_MIB=32 tests/bench/bench-peer.sh --kvm 3
 # Env: VT_BUILDDIR, VT_STATIC_AGENT, VT_L1_* (lib.sh), VT_PEER_MODES (default "tc-vsock
 # tc-vsock-nt ours ours-kc null"; the raw-* modes on demand), VT_PEER_N (flat-out markers per vCPU, default 20000; quick
 # 4000), VT_PEER_SECS (paced seconds, default 4; quick 2), VT_PEER_CLK (clock rounds before and
 # after the load, default 5; quick 3), VT_PEER_CEILING=0 (no ceiling search),
-# VT_PEER_CEIL_MODES (default "tc-vsock-nt ours"), VT_PEER_HOSTEV (host events of both tools,
+# VT_PEER_CEIL_MODES (default "tc-vsock-nt ours"), VT_PEER_CEIL_REPEATS (searches per mode, the
+# modes interleaved, default 3: the ceiling's spread), VT_PEER_HOSTEV (host events of both tools,
 # default sched:sched_process_fork,sched:sched_process_exit), VT_KEEP=1 (keep the work dir and
 # every session's files).
 set -uo pipefail
@@ -131,6 +134,7 @@ PEER_N=$N
 PEER_SECS=$SECS
 PEER_CLK=$CLK
 PEER_CEIL_MODES=\"$CEIL\"
+PEER_CEIL_REPEATS=\"${VT_PEER_CEIL_REPEATS:-3}\"
 PEER_HOSTEV=${VT_PEER_HOSTEV:-sched:sched_process_fork,sched:sched_process_exit}
 ${VT_PEER_RAW_MIB:+PEER_RAW_MIB=$VT_PEER_RAW_MIB}
 ${VT_L1_ENV:-}"
