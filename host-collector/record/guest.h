@@ -218,6 +218,7 @@ struct guest_wait {
  * @req_flags: of the META_REQ in flight (without OPEN)
  * @partial: the setup's metadata left kallsyms out
  * @full: the spooled bundle is a whole one (kallsyms as the agent has them)
+ * @asked_ns: when the bundle in flight was asked for (engine_now_ns())
  */
 struct guest_meta {
 	struct vt_proto_meta_rx rx;
@@ -226,6 +227,7 @@ struct guest_meta {
 	uint32_t req_flags;
 	bool partial;
 	bool full;
+	uint64_t asked_ns;
 };
 
 /**
@@ -274,6 +276,7 @@ struct guest_setup {
 	bool refused;			/* it refused the command line's events, tracer or clock */
 	bool accepted;			/* it took them (its setup went past them) */
 	bool synced;			/* and its clock sync after START is done */
+	uint64_t connected_ns;		/* engine_now_ns() when its control port connected */
 };
 
 /**

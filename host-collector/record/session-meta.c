@@ -226,6 +226,9 @@ static void meta_received(struct guest *g, int err)
 			     g->reply_text[0] ? g->reply_text : "refused", strerror(-err));
 		return;
 	}
+	/* What the bundles cost, for the manifest: the time from asking to the last chunk. */
+	g->figures.meta_fetches++;
+	g->figures.meta_us += (engine_now_ns() - g->meta.asked_ns) / 1000;
 	ret = vt_meta_decode(&m, g->meta.rx.data, g->meta.rx.len);
 	if (ret < 0) {
 		session_fail(g, "the metadata bundle is malformed (%s)", strerror(-ret));
@@ -331,6 +334,7 @@ void sess_fetch_meta(struct guest *g, uint32_t flags, void (*done)(struct guest 
 	vt_proto_meta_rx_init(&g->meta.rx, limit);
 	g->meta.done = done;
 	g->meta.req_flags = flags;
+	g->meta.asked_ns = engine_now_ns();
 	/* An agent that can send kallsyms as it reads it never holds it whole. */
 	if ((g->agent.caps & (VT_PROTO_CAP_META_FLAGS | VT_PROTO_CAP_META_OPEN)) ==
 	    (VT_PROTO_CAP_META_FLAGS | VT_PROTO_CAP_META_OPEN))

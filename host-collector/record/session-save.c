@@ -31,6 +31,24 @@ static struct spool_trace *trace_of(const struct guest *g)
 	return t;
 }
 
+/* From the control port's connection to the first good page on any data port, µs (0: none). */
+static uint64_t first_page_us(const struct guest *g)
+{
+	uint64_t first = 0;
+	unsigned int i;
+
+	for (i = 0; i < g->nr_streams; i++) {
+		uint64_t f = g->streams[i].first_ns;
+
+		if (f && (!first || f < first))
+			first = f;
+	}
+	if (!first || !g->setup.connected_ns || first < g->setup.connected_ns)
+		return 0;
+	/* At least 1: 0 says none came. */
+	return (first - g->setup.connected_ns) / 1000 ? (first - g->setup.connected_ns) / 1000 : 1;
+}
+
 /**
  * spool_save_state() - write a guest's state file
  * @g: the guest
@@ -51,6 +69,7 @@ int spool_save_state(const struct guest *g)
 	t->state.qemu_pid = (int)g->link.qemu_pid;
 	t->state.max_reached = g->figures.budget.reached;
 	t->figures = g->figures;
+	t->figures.first_page_us = first_page_us(g);
 	t->kcache = g->kcache.saved;
 	t->nr_tids = g->link.nr_vcpu_tids;
 	memcpy(t->tids, g->link.vcpu_tids, sizeof(t->tids));

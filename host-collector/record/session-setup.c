@@ -704,6 +704,7 @@ static int connected(struct guest *g)
 		return -ENOMEM;
 	}
 	g->setup.step = ST_HELLO;
+	g->setup.connected_ns = engine_now_ns();
 	sess_setup_next(g);
 	return g->state == G_FAILED ? -ECONNRESET : 0;
 }

@@ -47,6 +47,7 @@
 #include "trigger-guest.h"
 #include "store/spool.h"
 #include "vt_conn.h"
+#include "vt_stats.h"
 
 #define REQ_TIMEOUT_NS		(15 * NSEC_PER_SEC)
 #define META_TIMEOUT_NS		(120 * NSEC_PER_SEC)
@@ -444,6 +445,19 @@ static void got_hello(struct guest *g, const struct vt_proto_msg *m)
 	req_complete(g, 0);
 }
 
+/*
+ * The CPU time the agent says its metadata bundles took (its STATS for every
+ * CPU, a newer agent's line "meta_cpu_us"): a figure for the manifest, never
+ * more than the session's time so far (one thread builds the bundles).
+ */
+static void agent_meta_cpu(struct guest *g, const char *text)
+{
+	uint64_t us = vt_stats_u64(text ? text : "", "meta_cpu_us");
+	uint64_t most = g->setup.connected_ns ? (engine_now_ns() - g->setup.connected_ns) / 1000 : 0;
+
+	g->figures.meta_guest_cpu_us = us < most ? us : most;
+}
+
 static void got_stats(struct guest *g, const struct vt_proto_msg *m)
 {
 	struct vt_proto_stats st;
@@ -453,6 +467,7 @@ static void got_stats(struct guest *g, const struct vt_proto_msg *m)
 		return;
 	}
 	if (st.cpu == VT_PROTO_CPU_ALL) {
+		agent_meta_cpu(g, st.text);
 		if (st.flags & VT_PROTO_STATS_LAST) {
 			g->stats.last = true;
 			resume_stats_done(g);

@@ -413,7 +413,8 @@ static int take_pages(struct stream *s, const uint8_t *p, size_t n)
 				return ret;
 			continue;
 		}
-		s->pages++;
+		if (!s->pages++)
+			s->first_ns = engine_now_ns();
 		s->events += events;
 		if (info.len)
 			s->last_ts = info.timestamp;

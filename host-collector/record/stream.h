@@ -95,6 +95,7 @@ struct stream {
 	uint64_t bytes;		/* received from the guest */
 	uint64_t bytes_session;	/* received since the last START */
 	uint64_t pages;		/* good pages spooled */
+	uint64_t first_ns;	/* engine_now_ns() when the first came, 0: none yet */
 	uint64_t events;	/* events in them */
 	uint64_t bad_pages;	/* malformed: the first SPOOL_BAD_KEEP kept in cpuN.bad */
 	uint64_t bad_kept;	/* of them, in cpuN.bad */

@@ -328,6 +328,27 @@ static void json_sync(struct jw *w, const struct finish *r, const struct trace_s
 }
 
 /*
+ * What the metadata bundles cost and how soon the first page came: the host's
+ * clock, and the agent's word for its CPU (null when it did not say).
+ */
+static void json_metacost(struct jw *w, const struct spool_figures *f)
+{
+	jw_inline(w, "metadata", '{');
+	jw_u64(w, "bytes", f->budget.meta);
+	jw_u64(w, "fetches", f->meta_fetches);
+	jw_fixed(w, "fetch_ms", f->meta_us / 1e3, 3);
+	if (f->meta_guest_cpu_us)
+		jw_fixed(w, "guest_cpu_ms", f->meta_guest_cpu_us / 1e3, 3);
+	else
+		jw_null(w, "guest_cpu_ms");
+	if (f->first_page_us)
+		jw_fixed(w, "first_page_ms", f->first_page_us / 1e3, 3);
+	else
+		jw_null(w, "first_page_ms");
+	jw_end(w, '}');
+}
+
+/*
  * record --hold: what the rings kept ("held"), null otherwise. The window is
  * the span of the kept events in the trace's own clock (first page to last
  * event, every CPU), in ns where that clock can say (x86-tsc by the host's
@@ -441,6 +462,7 @@ static void json_trace(struct jw *w, const char *key, const struct finish *r,
 		jw_u64(w, "fragment_bytes", t->rec.figures.budget.frag);
 		jw_u64(w, "metadata_bytes", t->rec.figures.budget.meta);
 		jw_end(w, '}');
+		json_metacost(w, &t->rec.figures);
 	}
 	jw_u64(w, "text_replaced", t->text_replaced);
 	jw_u64(w, "formats_refused", t->formats_refused);

@@ -1348,6 +1348,10 @@ const struct spool_key spool_figures_keys[] = {
 	SPOOL_KEY("error", SPOOL_KTEXT, struct spool_figures, error),
 	SPOOL_KEY("agent_error", SPOOL_KTEXT, struct spool_figures, agent_error),
 	SPOOL_KEY("agent_notice", SPOOL_KTEXT, struct spool_figures, agent_notice),
+	SPOOL_KEY("meta_fetches", SPOOL_KU64, struct spool_figures, meta_fetches),
+	SPOOL_KEY("meta_us", SPOOL_KU64, struct spool_figures, meta_us),
+	SPOOL_KEY("meta_guest_cpu_us", SPOOL_KU64, struct spool_figures, meta_guest_cpu_us),
+	SPOOL_KEY("first_page_us", SPOOL_KU64, struct spool_figures, first_page_us),
 };
 const size_t spool_figures_nkeys = SPOOL_NKEYS(spool_figures_keys);
 

@@ -285,6 +285,11 @@ struct spool_agent {
  * @error: why its recording failed, "" if it did not
  * @agent_error: the agent's first unasked ERROR, "" if none
  * @agent_notice: the agent's first NOTICE (a warning), "" if none
+ * @meta_fetches: metadata bundles asked for and taken
+ * @meta_us: the host's time from asking for each bundle to its last chunk, summed, µs
+ * @meta_guest_cpu_us: the CPU time the agent says its bundles took (its STATS), µs,
+ *	at most the session's time so far; 0 if it did not say
+ * @first_page_us: from the control port's connection to the first good page, µs; 0: none came
  * @budget: what it may make the collector keep and what it took (spool_budget_keys)
  * @msgs: guest_log()'s messages of each kind (msgsN)
  */
@@ -293,6 +298,7 @@ struct spool_figures {
 	char error[512];
 	char agent_error[512];
 	char agent_notice[512];
+	uint64_t meta_fetches, meta_us, meta_guest_cpu_us, first_page_us;
 	struct spool_budget budget;
 	uint64_t msgs[GMSG_NR];
 };

@@ -9,7 +9,8 @@
 #          way"), and no chunk may be taken for "metadata nobody asked for" (before the wait,
 #          every chunk after the STOP was a protocol error, and 64 of them dropped the guest);
 #   flood  N markers per CPU, the usual exact counts.
-# Checks, per recording: exit 0, no problems in the manifest, three META_REQ answered, and the
+# Checks, per recording: exit 0, no problems in the manifest, three META_REQ answered (and
+# the manifest's metadata.fetches 3, its guest_cpu_ms from the agent over 1 ms), and the
 # guest file carries the guest's kallsyms (`trace-cmd dump --kallsyms`, more than 10,000 lines).
 # The setup's META_REQ and its answer time are printed for the record (not judged).
 # Env: VT_BUILDDIR, VT_STATIC_AGENT, VT_E2E_MARKERS (default 500), VT_KEEP=1.
@@ -41,6 +42,15 @@ one() {
     [ "$n" = 3 ] || bad "$name: $n META_REQ answered, want 3 (setup, while recording, after the stop)"
     grep -q 'nobody asked for\|protocol error' "$WORK/record.log" && bad "$name: protocol errors in the log"
     [ "$(scn_m '.guests[0].problems')" = "" ] || bad "$name: problems: $(scn_m '.guests[0].problems')"
+    # What the bundles cost, as the manifest says (the agent's CPU is its own word, nonzero
+    # with kallsyms read: tens of ms of a TCG guest's CPU).
+    echo "$ME: $name: metadata $(scn_m '.guests[0].metadata | "\(.bytes) bytes in \(.fetches) fetches, \(.fetch_ms) ms; the agent'"'"'s CPU \(.guest_cpu_ms) ms; first page after \(.first_page_ms) ms"')"
+    [ "$(scn_m '.guests[0].metadata.fetches')" = 3 ] ||
+        bad "$name: manifest metadata.fetches $(scn_m '.guests[0].metadata.fetches'), want 3"
+    [ "$(scn_m '.guests[0].metadata.bytes')" = "$(scn_m '.guests[0].budget.metadata_bytes')" ] ||
+        bad "$name: manifest metadata.bytes is not budget.metadata_bytes"
+    [ "$(scn_m '.guests[0].metadata.guest_cpu_ms > 1')" = true ] ||
+        bad "$name: manifest metadata.guest_cpu_ms $(scn_m '.guests[0].metadata.guest_cpu_ms'): the agent's kallsyms read cost more than 1 ms"
     ks=$(trace-cmd dump --kallsyms "$OUT/guest-e2e.dat" 2>/dev/null | grep -c ' [tT] ')
     echo "$ME: $name: guest-e2e.dat carries $ks kallsyms text symbols"
     [ "$ks" -gt 10000 ] || bad "$name: guest-e2e.dat carries $ks kallsyms text symbols, want the guest's (> 10000)"

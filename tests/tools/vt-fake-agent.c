@@ -100,6 +100,7 @@ struct fake_opts {
 	uint64_t repeat;		/* 0: until STOP */
 	uint64_t rate;			/* bytes per second per CPU, 0: no limit */
 	int64_t tsc_offset;
+	const char *meta_cpu_us;	/* the STATS for every CPU say "meta_cpu_us: this" */
 	bool retime;
 	long long bad_page;		/* -1: none */
 	bool all_bad;			/* every page of every CPU malformed */
@@ -1331,9 +1332,14 @@ static void send_oversize(struct fake *f)
 static int send_stats(struct fake *f)
 {
 	struct vt_proto_stats all = { .cpu = VT_PROTO_CPU_ALL, .text = "" };
-	static char evil[VT_PROTO_MAX_TEXT], text[VT_PROTO_MAX_TEXT];
+	static char evil[VT_PROTO_MAX_TEXT], text[VT_PROTO_MAX_TEXT], alltext[VT_PROTO_MAX_TEXT];
 	unsigned int cpu;
 	int ret;
+
+	if (f->o.meta_cpu_us) {
+		snprintf(alltext, sizeof(alltext), "meta_cpu_us: %s\n", f->o.meta_cpu_us);
+		all.text = alltext;
+	}
 
 	for (cpu = 0; cpu < f->o.cpus; cpu++) {
 		struct fake_cpu *c = &f->cpus[cpu];
@@ -2231,6 +2237,8 @@ static void usage(FILE *out)
 		"                         (held until a client said qmp_capabilities); a line \"quit\":\n"
 		"                         exit there, as QEMU after a panic that powers it off\n"
 		"  --tsc-offset N         guest TSC = host TSC + N (SYNC_REPLY and --retime)\n"
+		"  --meta-cpu-us TEXT     the STATS for every CPU say \"meta_cpu_us: TEXT\" (the CPU\n"
+		"                         time trace-agent's metadata bundles took; any text, a lie too)\n"
 		"  --missed CPU:PAGE[:COUNT]  flag page PAGE of CPU as having lost events\n"
 		"  --overrun CPU:N        the stats text of CPU says overrun N\n"
 		"  --ctl-name NAME        control port name (agent-ctl-path)\n"
@@ -2326,7 +2334,7 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 	       OPT_ALL_BAD, OPT_ABSURD, OPT_ERROR_FLOOD, OPT_SHRINK, OPT_NOTICE_FLOOD,
 	       OPT_LB_INFO, OPT_LB_NAME, OPT_LB_DUMP, OPT_KSNAME, OPT_FINAL_CMDLINES, OPT_PORT_GAP,
 	       OPT_HOSTILE_FORMAT, OPT_HOSTILE_PRINT, OPT_WITHHOLD_META, OPT_RING_PAGES, OPT_NO_HOLD,
-	       OPT_AGAIN, OPT_TRIGGERS, OPT_QMP, OPT_QMP_EVENTS };
+	       OPT_AGAIN, OPT_TRIGGERS, OPT_QMP, OPT_QMP_EVENTS, OPT_META_CPU };
 	static const struct option lo[] = {
 		{ "fifo", required_argument, NULL, OPT_FIFO },
 		{ "connect", required_argument, NULL, OPT_CONNECT },
@@ -2341,6 +2349,7 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 		{ "no-hold", no_argument, NULL, OPT_NO_HOLD },
 		{ "triggers", required_argument, NULL, OPT_TRIGGERS },
 		{ "tsc-offset", required_argument, NULL, OPT_TSC },
+		{ "meta-cpu-us", required_argument, NULL, OPT_META_CPU },
 		{ "missed", required_argument, NULL, OPT_MISSED },
 		{ "overrun", required_argument, NULL, OPT_OVERRUN },
 		{ "ctl-name", required_argument, NULL, OPT_CTL },
@@ -2437,6 +2446,9 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 			if (*end || end == optarg)
 				return -1;
 			o->watch = true;
+			break;
+		case OPT_META_CPU:
+			o->meta_cpu_us = optarg;
 			break;
 		case OPT_TSC:
 			o->tsc_offset = strtoll(optarg, &end, 0);

@@ -62,6 +62,15 @@ static int t_fill_guest(struct guest *g)
 	snprintf(g->figures.error, sizeof(g->figures.error), "an error");
 	snprintf(g->figures.agent_error, sizeof(g->figures.agent_error), "an agent error");
 	snprintf(g->figures.agent_notice, sizeof(g->figures.agent_notice), "a notice");
+	g->figures.meta_fetches = V(30);
+	g->figures.meta_us = V(31);
+	g->figures.meta_guest_cpu_us = V(32);
+	/*
+	 * first_page_us, which spool_save_state() works out from the streams: the
+	 * earlier one's first page (7 ms) less the connection (5 ms).
+	 */
+	g->setup.connected_ns = 5000000;
+	g->figures.first_page_us = 2000;
 	g->kcache.saved.hit = true;
 	snprintf(g->kcache.saved.vm, sizeof(g->kcache.saved.vm), "vm1");
 	snprintf(g->kcache.saved.why, sizeof(g->kcache.saved.why), "not cached: why");
@@ -76,6 +85,7 @@ static int t_fill_guest(struct guest *g)
 		struct stream *s = &streams[i];
 
 		s->cpu = i;
+		s->first_ns = i ? 7000000 : 9000000;
 		s->dropped_pages = V(20 + i);
 		s->bad_pages = V(22 + i);
 		s->bytes_session = V(24 + i);
