@@ -24,6 +24,7 @@
 
 #include "daemon/daemon-int.h"
 #include "setup/list.h"
+#include "setup/qemuproc.h"
 
 #define MAX_ARGS	(24 + 2 * COLLECT_MAX_EVENTS)
 #define HEALTHY_AFTER	60.0	/* a child that ran this long resets the backoff */
@@ -177,10 +178,10 @@ static void discover_listed(struct daemon *d)
 	list_free(&f);
 }
 
-/* Whether process @pid (a guest's QEMU, 0: not known) still exists. */
+/* Whether process @pid (a guest's QEMU, 0: not known) still runs, not exiting. */
 static bool qemu_runs(pid_t pid)
 {
-	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+	return pid > 0 && qemuproc_alive(pid);
 }
 
 static void stop(struct dguest *g, enum stop_why why)

@@ -8,11 +8,11 @@
 # its QEMU as `record --all` does; L2 writes VT_E2E_MARKERS (200) markers per CPU and filler,
 # then panics (tests/e2e/l1/scenario-kvm-daemon-panic.sh). QEMU's GUEST_PANICKED reaches the
 # daemon through its child's QMP. What comes back over 9p is checked here:
-#   1. the daemon logs the crash (QMP GUEST_PANICKED, action poweroff) within 60 s of the sysrq
-#      write and seals one snapshot, reason panic-qmp, within 90 s; snapshot.json, --status
+#   1. the daemon logs the crash (QMP GUEST_PANICKED, action poweroff) within 120 s of the sysrq
+#      write and seals one snapshot, reason panic-qmp, within 180 s; snapshot.json, --status
 #      (the snapshot, "panic-trigger: QMP only (libvirt = no)"); one child all along; no error
 #      in the daemon's log before the panic (L1 has no libvirt, which libvirt = no leaves
-#      unasked); the daemon exits 0 on SIGTERM and leaves no tracefs instance; L2's console has
+#      unasked), and after it no second look at L2's exiting QEMU; the daemon exits 0 on SIGTERM and leaves no tracefs instance; L2's console has
 #      the panic;
 #   2. the snapshot's clock: method kvm, offset changes from kvm:kvm_write_tsc_offset, bound 0,
 #      every epoch KVM's with bound 0 (the kvm-event ones at their exact moment), none lost
@@ -39,9 +39,10 @@ VT_LOG_PREFIX=$ME
 N=${VT_E2E_MARKERS:-200}
 # The panic reaches pvpanic only once L2's kernel has printed it on its serial console (panic()
 # makes the console verbose: its 45 lines and backtrace, about 3000 characters, each an I/O exit
-# through nested TCG): 7.7 to 15.7 s after the sysrq write in the first runs, on a machine whose
-# load average reached 60. Hence a 60 s window and bounds.
-BEFORE=60
+# through nested TCG): 7 to 38 s after the last marker in the runs of tests/e2e/l1/README.md,
+# on a machine whose load average reached 110; and the snapshot is sealed once L2's QEMU has
+# ended (up to 21 s after the crash line). Hence a 120 s window and 120 s and 180 s bounds.
+BEFORE=120
 DOM=l2
 
 vt_kvm_begin
@@ -56,8 +57,8 @@ L=$OUT/daemon.log
 read -r _ t_crash < <(grep '^crash ' "$OUT/times.txt")
 read -r _ t_seal < <(grep '^sealed ' "$OUT/times.txt")
 echo "$ME: check 1: crash logged ${t_crash:-never} s and snapshot sealed ${t_seal:-never} s after the sysrq write; daemon exit $(cat "$OUT/daemon.rc")"
-awk -v c="${t_crash:-never}" -v s="${t_seal:-never}" 'BEGIN { exit !(c != "never" && s != "never" && c <= 60 && s <= 90) }' ||
-    bad "crash logged after ${t_crash:-never} s (want <= 60), sealed after ${t_seal:-never} s (want <= 90)"
+awk -v c="${t_crash:-never}" -v s="${t_seal:-never}" 'BEGIN { exit !(c != "never" && s != "never" && c <= 120 && s <= 180) }' ||
+    bad "crash logged after ${t_crash:-never} s (want <= 120), sealed after ${t_seal:-never} s (want <= 180)"
 grep -q "l2: the guest crashed (QMP GUEST_PANICKED, action poweroff): snapshot asked for (panic-qmp; before $BEFORE.0 s, after 3.0 s)" "$L" ||
     bad "the daemon did not log l2's GUEST_PANICKED (action poweroff) as asking for its snapshot"
 # Until the panic, no error: libvirt = no asks no libvirt, which L1 does not have (the children
@@ -65,6 +66,11 @@ grep -q "l2: the guest crashed (QMP GUEST_PANICKED, action poweroff): snapshot a
 errs=$(sed '/QEMU says it panicked/,$d' "$L" | grep -c 'error:')
 echo "$ME: check 1: errors in the daemon's log before the panic: $errs"
 [ "$errs" = 0 ] || bad "the daemon's log has errors before the panic: $(sed '/QEMU says it panicked/,$d' "$L" | grep 'error:' | head -n 2)"
+# QEMU powers off on the panic: the first look that misses it finds it exiting or gone, and
+# stops the child without looking again (a live QEMU missed once gets a second look).
+again=$(sed -n '/QEMU says it panicked/,$p' "$L" | grep -c "l2: not found, but its QEMU (pid [0-9]*) runs")
+echo "$ME: check 1: looks again after the panic: $again; before it: $(sed '/QEMU says it panicked/,$d' "$L" | grep -c 'not found, but its QEMU')"
+[ "$again" = 0 ] || bad "the daemon took L2's exiting QEMU for a running one and looked again"
 [ "$(cat "$OUT/daemon.rc" 2>/dev/null)" = 0 ] || bad "the daemon exited $(cat "$OUT/daemon.rc" 2>/dev/null) on SIGTERM, want 0"
 snaps=$(ls "$OUT/state/snapshots" 2>/dev/null | grep -v '^\.')
 echo "$ME: check 1: snapshots: $(echo $snaps)"

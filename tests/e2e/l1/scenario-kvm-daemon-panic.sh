@@ -15,7 +15,7 @@
 # or "never"), child.txt (the child's pid before the markers and before the panic), l2pid,
 # l2-threads, kvm-offsets.before, tracefs-instances.after, l2-l2-console.log.
 # Env (VT_L1_ENV): PANIC_N=200, PANIC_FILL=3000, PANIC_HOST_EVENTS (the daemon's host-events),
-# PANIC_BEFORE=60, PANIC_AFTER=3, L2_* (l1-lib.sh). Exit: 1 only when L2 did not come up or its
+# PANIC_BEFORE=120, PANIC_AFTER=3, L2_* (l1-lib.sh). Exit: 1 only when L2 did not come up or its
 # pvpanic driver did not load, or the daemon did not end on SIGTERM.
 . /etc/vt/l1-lib.sh
 OUT=$1
@@ -43,7 +43,7 @@ events = sched:sched_switch
 host-events = ${PANIC_HOST_EVENTS:-kvm:kvm_exit,kvm:kvm_pio,sched:sched_switch}
 state-dir = $S
 min-free = 0
-before = ${PANIC_BEFORE:-60}
+before = ${PANIC_BEFORE:-120}
 after = ${PANIC_AFTER:-3}
 CONF
 virtio-trace-collect daemon --config "$OUT/daemon.conf" >"$OUT/daemon.log" 2>&1 &
@@ -81,8 +81,8 @@ since() {
     done
     echo never
 }
-echo "crash $(since "l2: the guest crashed (QMP GUEST_PANICKED" 60)" >"$OUT/times.txt"
-echo "sealed $(since "l2: snapshot .*-panic-qmp (panic-qmp)\|l2: the recording could not be sealed" 120)" >>"$OUT/times.txt"
+echo "crash $(since "l2: the guest crashed (QMP GUEST_PANICKED" 120)" >"$OUT/times.txt"
+echo "sealed $(since "l2: snapshot .*-panic-qmp (panic-qmp)\|l2: the recording could not be sealed" 180)" >>"$OUT/times.txt"
 l1_log "after the panic: $(tr '\n' ' ' <"$OUT/times.txt")"
 virtio-trace-collect daemon --status --state-dir "$S" >"$OUT/status.txt" 2>&1
 sed 's/^/    status: /' "$OUT/status.txt"
