@@ -110,6 +110,7 @@ struct dpanic {
  * @spec: how record finds it: "dir", "domain" or "qemu"
  * @where: the port directory, or the name for record --domain / --all
  * @present: seen by the last discovery
+ * @missed: discoveries in a row that did not see it while its child ran
  * @qemu_pid: its QEMU process, as discovery found it (0: not known, a guest named with its ports)
  * @pid: its record child, 0 if none
  * @started: when the child started
@@ -144,6 +145,7 @@ struct dguest {
 	char spec[8];
 	char where[4096];
 	bool present;
+	unsigned int missed;
 	pid_t qemu_pid;
 	pid_t pid;
 	double started;

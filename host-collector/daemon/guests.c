@@ -24,6 +24,7 @@
 
 #include "daemon/daemon-int.h"
 #include "setup/list.h"
+#include "setup/qemuproc.h"
 
 #define MAX_ARGS	(24 + 2 * COLLECT_MAX_EVENTS)
 #define HEALTHY_AFTER	60.0	/* a child that ran this long resets the backoff */
@@ -177,6 +178,12 @@ static void discover_listed(struct daemon *d)
 	list_free(&f);
 }
 
+/* Whether process @pid (a guest's QEMU, 0: not known) still runs, not exiting. */
+static bool qemu_runs(pid_t pid)
+{
+	return pid > 0 && qemuproc_alive(pid);
+}
+
 static void stop(struct dguest *g, enum stop_why why)
 {
 	if (!g->pid || g->stopping != STOP_NONE)
@@ -212,10 +219,24 @@ void guests_discover(struct daemon *d)
 		discover_listed(d);
 	for (i = 0; i < d->nr; i++) {
 		g = &d->g[i];
-		if (!g->present && g->pid && g->stopping == STOP_NONE) {
-			log_info("%s: gone: stopping its recording", g->name);
-			stop(g, STOP_GONE);
+		if (g->present) {
+			g->missed = 0;
+			continue;
 		}
+		if (!g->pid || g->stopping != STOP_NONE)
+			continue;
+		/*
+		 * One look that misses a guest whose QEMU still runs is not its end (seen in a
+		 * loaded nested guest, once in a recording): the next look decides.
+		 */
+		if (!g->missed++ && qemu_runs(g->qemu_pid)) {
+			log_warn("%s: not found, but its QEMU (pid %d) runs: looking again before "
+				 "stopping its recording", g->name, (int)g->qemu_pid);
+			g->present = true;
+			continue;
+		}
+		log_info("%s: gone: stopping its recording", g->name);
+		stop(g, STOP_GONE);
 	}
 }
 
@@ -273,6 +294,9 @@ static void child_args(struct daemon *d, struct dguest *g, char **argv, char *ou
 	} else {
 		snprintf(all, COLLECT_NAME_MAX + 8, "--all=%s", g->where);
 		argv[n++] = all;
+		/* The child looks for its QEMU as the daemon found it: libvirt = no asks no libvirt. */
+		if (c->no_libvirt)
+			argv[n++] = "--no-libvirt";
 	}
 	argv[n++] = "-o";
 	argv[n++] = out;

@@ -61,6 +61,7 @@ struct record_opts {
 	const char *all_uri;		/* --all --connect URI */
 	const char *all_names;		/* --all=NAME,...: only these, or NULL */
 	bool any_user;			/* --any-user: --all takes every user's QEMUs */
+	bool no_libvirt;		/* --no-libvirt: --all asks no libvirt */
 	double wait_s;			/* --wait=SEC, 0: no limit */
 	unsigned int sync_probes;
 	const char *tracefs;

@@ -40,7 +40,7 @@ int record_add_all(const struct record_opts *o, struct guest **gs, unsigned int 
 	const char *why;
 	char buf[200];
 
-	if (list_find(o->all_uri, false, o->any_user, &f) < 0) {
+	if (list_find(o->all_uri, o->no_libvirt, o->any_user, &f) < 0) {
 		log_err("--all: out of memory");
 		return -ENOMEM;
 	}

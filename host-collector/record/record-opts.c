@@ -30,7 +30,7 @@ enum { OPT_CHARDEV = 256, OPT_LISTEN, OPT_CTL, OPT_CPU, OPT_NAME, OPT_QEMU_PID, 
        OPT_TSCOFF, OPT_PROBES, OPT_SINTV, OPT_DEBUGFS, OPT_STOPTO, OPT_QMP, OPT_DOMAIN,
        OPT_CONNECT, OPT_KVM_EXITS, OPT_LISTEN_GROUP, OPT_LISTEN_UID, OPT_MODE, OPT_WAIT, OPT_ALL,
        OPT_ANY_USER, OPT_LIVE, OPT_LIVE_STAT, OPT_INCOMING, OPT_NO_KVM_EVENTS, OPT_SYNC_CHECK,
-       OPT_HOLD, OPT_TRIG_GUEST, OPT_TRIG_FD };
+       OPT_HOLD, OPT_TRIG_GUEST, OPT_TRIG_FD, OPT_NO_LIBVIRT };
 
 static const char *const file_versions[] = { "6", "7", NULL };
 static const char *const sync_methods[] = { "auto", "kvm", "probe", "offset", "none", NULL };
@@ -74,7 +74,9 @@ static const struct opt_def record_opts_def[] = {
 "is what /proc/PID/exe says, and only root's and\n"
 "this user's (SUDO_UID) are taken; --any-user takes\n"
 "every user's (their ports must be that user's or\n"
-"root's)", .left = "  --all[=NAME,...] [--connect URI] [--any-user]", .optional = true },
+"root's); --no-libvirt leaves libvirt's domains out\n"
+"(libvirt not asked)", .left = "  --all[=NAME,...] [--connect URI] [--any-user] [--no-libvirt]",
+	  .optional = true },
 	{ "name", OPT_NAME, KIND_STRING, "NAME",
 "the guest's name (default: the directory's or the\n"
 "domain's name)", .left = "  --name NAME" },
@@ -239,6 +241,7 @@ static const struct opt_def record_opts_def[] = {
 	{ "cpu", OPT_CPU, KIND_PATH, "PATH", NULL, .unlisted = true, .what = "a vCPU's data port's path" },
 	{ "connect", OPT_CONNECT, KIND_STRING, "URI", NULL, .unlisted = true },
 	{ "any-user", OPT_ANY_USER, KIND_FLAG, NULL, NULL, .unlisted = true },
+	{ "no-libvirt", OPT_NO_LIBVIRT, KIND_FLAG, NULL, NULL, .unlisted = true },
 	{ NULL },
 };
 
@@ -324,7 +327,10 @@ struct parse {
 /* A step's answer for an option that is not its own: the next step is asked. */
 #define NOT_MINE	1
 
-/* --chardev-dir, --ctl, --domain begin a guest; --all, --any-user and --connect go with them. */
+/*
+ * --chardev-dir, --ctl, --domain begin a guest; --all, --any-user, --no-libvirt and --connect go
+ * with them.
+ */
 static int parse_new_guest(struct parse *p, int c, const struct opt_val *val)
 {
 	struct record_opts *o = p->o;
@@ -359,6 +365,9 @@ static int parse_new_guest(struct parse *p, int c, const struct opt_val *val)
 		return 0;
 	case OPT_ANY_USER:
 		o->any_user = true;
+		return 0;
+	case OPT_NO_LIBVIRT:
+		o->no_libvirt = true;
 		return 0;
 	case OPT_CONNECT:
 		if (o->all && !p->g) {
@@ -649,6 +658,11 @@ static int check_together(struct record_opts *o, struct guest **gs, unsigned int
 	}
 	if (o->any_user && !o->all) {
 		collect_usage("--any-user says whose QEMUs --all takes: give it with --all");
+		return -EINVAL;
+	}
+	if (o->no_libvirt && (!o->all || o->all_uri)) {
+		collect_usage("--no-libvirt leaves libvirt's domains out of --all: give it with --all "
+			"and without --connect");
 		return -EINVAL;
 	}
 	if (!nr && !o->host_events && !o->all) {

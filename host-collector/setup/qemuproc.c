@@ -313,6 +313,29 @@ out_pfd:
 	return ret;
 }
 
+/*
+ * /proc/@pid/stat into @buf; returns its text from field 3 (the state) on, or NULL. The command
+ * name (field 2) may hold anything, ')' too: fields count from the last ')'.
+ */
+static char *read_stat(pid_t pid, char *buf, size_t size)
+{
+	char path[64], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	n = read(fd, buf, size - 1);
+	close(fd);
+	if (n <= 0)
+		return NULL;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p + 2 : NULL;
+}
+
 /**
  * qemuproc_start_time() - when a process started: field 22 of /proc/PID/stat
  * @pid: the process
@@ -325,25 +348,36 @@ out_pfd:
  */
 int qemuproc_start_time(pid_t pid, unsigned long long *start)
 {
-	char path[64], buf[1024], *p;
+	char buf[1024], *p;
 	unsigned int field;
-	ssize_t n;
-	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
+	p = read_stat(pid, buf, sizeof(buf));
+	if (!p)
 		return -EIO;
-	buf[n] = '\0';
-	/* The command name (field 2) may hold anything, ')' too: count from the last ')'. */
-	p = strrchr(buf, ')');
-	for (field = 2; p && field < 22; field++)
+	for (field = 3; p && field < 22; field++)
 		p = strchr(p + 1, ' ');
 	if (!p || sscanf(p + 1, "%llu", start) != 1)
 		return -EBADMSG;
 	return 0;
+}
+
+/**
+ * qemuproc_alive() - whether a process runs and is not on its way out
+ * @pid: the process
+ *
+ * A process that exits (the kernel's PF_EXITING in field 9 of /proc/PID/stat)
+ * or has exited (a zombie, state Z or X) is no longer there for anyone: its
+ * memory, command line and files go first.
+ *
+ * Return: true when it runs.
+ */
+bool qemuproc_alive(pid_t pid)
+{
+	char buf[1024], state, *p;
+	unsigned long flags;
+
+	p = read_stat(pid, buf, sizeof(buf));
+	if (!p || sscanf(p, "%c %*d %*d %*d %*d %*d %lu", &state, &flags) != 2)
+		return false;
+	return state != 'Z' && state != 'X' && !(flags & 0x4);	/* PF_EXITING */
 }

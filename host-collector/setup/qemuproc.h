@@ -33,5 +33,6 @@ int qemuproc_connect(const char *path, const struct qemuproc_owner *want, bool n
 		     char *why, size_t len);
 
 int qemuproc_start_time(pid_t pid, unsigned long long *start);
+bool qemuproc_alive(pid_t pid);
 
 #endif

@@ -687,6 +687,17 @@ vt_kvm_scenario() {
     return $rc
 }
 
+# vt_kvm_end: the end of an e2e-kvm test begun with vt_kvm_begin: its timings (T_IMAGE, VT_L1_SECS,
+# the whole test), then PASS and exit 0, or, when a check failed (fail=1), FAIL and exit 1 with
+# the work dir kept.
+vt_kvm_end() {
+    echo "$ME: timings: image $T_IMAGE s, L1 run $VT_L1_SECS s, whole test $(vt_secs "$T0" "$(vt_now)") s"
+    if [ "$fail" = 0 ]; then echo "$ME: PASS"; exit 0; fi
+    KEEP=1
+    echo "$ME: FAIL"
+    exit 1
+}
+
 # vt_l1_guest_run OUTDIR: an e2e collector scenario with the guest under KVM inside L1
 # (tests/e2e/l1/scenario-guest.sh: L2 with setup's ports, vt-e2e-guest's lines before, during
 # and after `record`), through vt_l1_run. The lines come from the arrays VT_L1_PRE, VT_L1_WORK

@@ -14,7 +14,7 @@
 #   /usr/lib/x86_64-linux-gnu/traceevent/plugins/   trace-cmd's event plugins
 #   /l2/vmlinux, /l2/initramfs.cpio the L2 guest: the e2e collector image (vt_collect_image:
 #                                   trace-agent daemon, vt-e2e-guest on port vt-test), with
-#                                   the msr module besides the usual ones
+#                                   the msr and pvpanic_mmio modules besides the usual ones
 #   /etc/vt/l1-run, /etc/vt/l1-lib.sh   tests/e2e/l1/: what L1 runs, the scenarios' helpers
 # and the modules 9p/9pnet_virtio (the shares) and kvm loaded at boot (so that /init's vt.keep
 # can keep kvm events enabled), kvm_amd and virtio_blk in the image (l1-run loads kvm_amd), and
@@ -65,8 +65,9 @@ t0=$(vt_now)
 vt_collect_build >"$WORK/build.out"; rc=$?
 [ $rc = 0 ] || { cat "$WORK/build.out"; exit $rc; }
 mkdir -p "$WORK/l2"
-# L2 can write its own TSC (test-kvm-offset-change): the msr module besides mkguest.sh's default.
-VT_GUEST_EXTRA_MODULES="e1000 virtio_blk virtio_net qemu_fw_cfg msr" \
+# L2 can write its own TSC (test-kvm-offset-change): the msr module besides mkguest.sh's default;
+# and drive an ISA pvpanic device (test-kvm-daemon-panic loads pvpanic_mmio).
+VT_GUEST_EXTRA_MODULES="e1000 virtio_blk virtio_net qemu_fw_cfg msr pvpanic_mmio" \
     vt_collect_image "$WORK/l2" collect-l2 >"$WORK/l2.out"; rc=$?
 [ $rc = 0 ] || { cat "$WORK/l2.out"; exit $rc; }
 L2_IMAGE=$VT_IMAGE

@@ -83,8 +83,4 @@ else
     bad "no L2 console came out"
 fi
 
-echo "$ME: timings: image $T_IMAGE s, L1 run $VT_L1_SECS s, whole test $(vt_secs "$T0" "$(vt_now)") s"
-if [ $fail = 0 ]; then echo "$ME: PASS"; exit 0; fi
-KEEP=1
-echo "$ME: FAIL"
-exit 1
+vt_kvm_end

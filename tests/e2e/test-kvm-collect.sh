@@ -161,8 +161,4 @@ for ev in sched_switch irq_handler_entry hrtimer_start; do
     grep -qE "^ *guest-l2\.dat: .* $ev: " "$WORK/merged.txt" || bad "no guest $ev in the merged report"
 done
 
-echo "$ME: timings: image $T_IMAGE s, L1 run $VT_L1_SECS s, whole test $(vt_secs "$T0" "$(vt_now)") s"
-if [ $fail = 0 ]; then echo "$ME: PASS"; exit 0; fi
-KEEP=1
-echo "$ME: FAIL"
-exit 1
+vt_kvm_end

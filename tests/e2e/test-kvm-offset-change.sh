@@ -191,8 +191,4 @@ echo "$ME: check 5: ${PAIRS:-0} control message pairs (want >= $MIN_PAIRS), ${IN
 [ "${PAIRS:-0}" -ge "$MIN_PAIRS" ] || bad "only ${PAIRS:-0} control message pairs, want >= $MIN_PAIRS"
 [ "${INVERSIONS:-1}" = 0 ] || bad "${INVERSIONS:-?} causality inversions"
 
-echo "$ME: timings: image $T_IMAGE s, L1 run $VT_L1_SECS s, whole test $(vt_secs "$T0" "$(vt_now)") s"
-if [ $fail = 0 ]; then echo "$ME: PASS"; exit 0; fi
-KEEP=1
-echo "$ME: FAIL"
-exit 1
+vt_kvm_end

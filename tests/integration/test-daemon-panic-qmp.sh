@@ -13,7 +13,11 @@
 # the panic is logged by record and the daemon, and seals nothing. D: a fake QEMU that quits
 # right after its GUEST_PANICKED (QEMU's default action, poweroff) ends its child at once; the
 # child's panic line is still taken and its recording sealed as pqb's panic snapshot (the
-# fixture's events in it).
+# fixture's events in it). With libvirt = no neither the daemon nor its children ask libvirt (A:
+# each child runs as record --all=NAME --no-libvirt; the daemon runs from a copy of the collector
+# with no libvirt module beside it, and nothing in its log says the module could not be loaded;
+# record --no-libvirt without --all, or with --connect, is a usage error). E: one discovery that
+# misses a guest whose QEMU still runs is logged and stops nothing; two in a row stop its child.
 # The names are this test's own (pqa, pqb): the daemon finds QEMUs machine-wide, and make check
 # runs tests side by side (test-daemon-hostfilter-qemu's fake QEMU is qa).
 echo "daemon: QMP GUEST_PANICKED seals one snapshot of that guest only, reason panic-qmp"
@@ -85,10 +89,27 @@ qemu pqa
 qemu pqb
 A=$WORK/state-a
 L=$WORK/daemon.log
+# Daemon A runs from a copy of the collector with no libvirt module beside it (as an L1 of the
+# e2e-kvm tests has none): a child that asked libvirt would log that it cannot load it.
+BUILT=$COLLECT
+COLLECT=$WORK/bin/virtio-trace-collect
+cp "$BUILT" "$COLLECT"
 daemon_start daemon.log --domains pqa,pqb --libvirt no --mode stream --state-dir "$A" --min-free 0 --after 1
 wait_attached "$A" pqa pqb 15
 qmp_steady pqa 1
 qmp_steady pqb 1
+cpid=$("$COLLECT" daemon --status --state-dir "$A" | awk '$1 == "pqa" { print $3 }')
+tr '\0' ' ' <"/proc/$cpid/cmdline" | grep -q -- " --all=pqa --no-libvirt " ||
+	fail "libvirt = no: pqa's child (pid $cpid) is not told to leave libvirt out: $(tr '\0' ' ' <"/proc/$cpid/cmdline")"
+! grep -q "libvirt support is not available" "$L" || { show "$L"; fail "libvirt = no: the daemon or a child asked libvirt"; }
+for args in "--no-libvirt" "--all --connect test:///default --no-libvirt"; do
+	# shellcheck disable=SC2086
+	"$COLLECT" record $args -o "$WORK/none" -d 1 >"$WORK/usage.txt" 2>&1
+	rc=$?
+	[ $rc = 2 ] && grep -q -- "--no-libvirt leaves libvirt's domains out of --all" "$WORK/usage.txt" ||
+		fail "record $args: exit $rc, want 2 and why: $(cat "$WORK/usage.txt")"
+done
+echo "ok: libvirt = no: the children run with --all=NAME --no-libvirt and nothing asks libvirt; --no-libvirt without --all, or with --connect, is a usage error"
 "$COLLECT" daemon --status --state-dir "$A" | grep -qx "panic-trigger: QMP only (libvirt = no)" ||
 	fail "--status does not say panics come from QMP only: $("$COLLECT" daemon --status --state-dir "$A")"
 echo "ok: pqa and pqb attached, their children follow QMP; --status: panic-trigger: QMP only (libvirt = no)"
@@ -146,6 +167,7 @@ s=$(snaps "$A")
 	fail "--status does not count pqa's panics (1 taken, 1 ignored): $("$COLLECT" daemon --status --state-dir "$A")"
 daemon_stop
 [ $RC = 0 ] || { show "$L"; fail "daemon A exited $RC after SIGTERM, want 0"; }
+COLLECT=$BUILT
 echo "ok: pqa's next panic within the minute ignored; 2 snapshots in all"
 
 # B: libvirt says the panic QMP said: one snapshot.
@@ -212,4 +234,36 @@ grep -q 'softirq_entry' "$WORK/guest-d.txt" || fail "D: guest-pqb.dat has no sof
 daemon_stop
 [ $RC = 0 ] || { show "$L"; fail "daemon D exited $RC after SIGTERM, want 0"; }
 echo "ok: a QEMU that powers off on its panic: $s, $(all_events "$WORK/guest-d.txt") guest events"
+
+# E: one look that misses a guest whose QEMU runs (its binary group-writable a moment: no QEMU
+# to list) stops nothing; two looks in a row stop its recording, and a new child follows.
+E=$WORK/state-e
+L=$WORK/daemon-e.log
+n=$(($(qmp_clients pqa) + 1))
+daemon_start daemon-e.log --domains pqa --libvirt no --mode stream --state-dir "$E" --min-free 0
+wait_attached "$E" pqa 15
+qmp_steady pqa $n
+child_of() { "$COLLECT" daemon --status --state-dir "$E" | awk '$1 == "pqa" && $2 == "attached" { print $3 }'; }
+c1=$(child_of)
+chmod g+w "$WORK/bin/qemu-system-x86_64"
+wait_log "$L" "pqa: not found, but its QEMU (pid $Q_pqa) runs: looking again before stopping its recording" 5 \
+	"E: the look that missed pqa said nothing"
+chmod g-w "$WORK/bin/qemu-system-x86_64"
+sleep 3
+! grep -q "pqa: gone" "$L" || { show "$L"; fail "E: one look that missed pqa stopped its recording"; }
+[ -n "$c1" ] && [ "$(child_of)" = "$c1" ] || { show "$L"; fail "E: pqa's child was $c1, is $(child_of)"; }
+echo "ok: one look that missed pqa (its QEMU running): logged, its child $c1 kept"
+chmod g+w "$WORK/bin/qemu-system-x86_64"
+wait_log "$L" "pqa: gone: stopping its recording" 5 "E: two looks that missed pqa did not stop its recording"
+chmod g-w "$WORK/bin/qemu-system-x86_64"
+[ "$(grep -c "pqa: not found, but its QEMU" "$L")" = 2 ] || { show "$L"; fail "E: not one forgiven look before the stop"; }
+_e=0
+until c2=$(child_of) && [ -n "$c2" ] && [ "$c2" != "$c1" ]; do
+	[ $_e -lt 300 ] || { show "$L"; fail "E: no new child of pqa within 30 s of its stop"; }
+	sleep 0.1
+	_e=$((_e + 1))
+done
+daemon_stop
+[ $RC = 0 ] || { show "$L"; fail "daemon E exited $RC after SIGTERM, want 0"; }
+echo "ok: two looks in a row that missed pqa stopped its child $c1; once found again, child $c2"
 echo "PASS"

@@ -5,6 +5,7 @@
 #     OUT=$1                          (L1's tmpfs; copied to the outer machine at the end)
 #     l1_l2_start l2                  the L2 guest under KVM, ports from `setup`
 #     l1_say hello 120                wait for vt-e2e-guest in L2
+#                                     (or both at once: l1_l2_up l2)
 #     l1_bounded 90 record virtio-trace-collect record --chardev-dir "$L2_PORTS" ...
 #     l1_say quit 30; l1_l2_wait_off 60
 #
@@ -157,6 +158,21 @@ l1_l2_start() {
         return 1
     fi
     l1_log "L2 $L2_NAME: QEMU pid $L2_PID (-machine ${L2_MACHINE:-pc} -accel ${L2_ACCEL:-kvm} -cpu ${L2_CPU:-host,-xsave} -smp ${L2_SMP:-2}${L2_QEMU_FIRST:+ $L2_QEMU_FIRST}${L2_QEMU_EXTRA:+ $L2_QEMU_EXTRA}) at up=$(l1_up)"
+}
+
+# l1_l2_up NAME: l1_l2_start NAME, its QEMU's pid in OUT/l2pid, vt-e2e-guest's hello within
+# 150 s, then L2's QEMU threads ("TID COMM") in OUT/l2-threads. When L2 does not answer: the last
+# lines of its console, its end, and 1 returned, as when its QEMU did not start.
+l1_l2_up() {
+    l1_l2_start "$1" || return 1
+    echo "$L2_PID" >"$OUT/l2pid"
+    if ! l1_say hello 150; then
+        l1_log "L2 did not answer; its console:"
+        tail -n 20 "$L2_CONSOLE" | sed 's/^/    /'
+        l1_l2_wait_off 1
+        return 1
+    fi
+    for t in /proc/"$L2_PID"/task/*; do echo "${t##*/} $(cat "$t/comm")"; done >"$OUT/l2-threads"
 }
 
 # l1_say LINE SECS: send LINE to vt-e2e-guest in L2 (port vt-test) and set ANSWER to its

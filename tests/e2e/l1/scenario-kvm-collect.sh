@@ -15,15 +15,7 @@
 . /etc/vt/l1-lib.sh
 OUT=$1
 rc=0
-l1_l2_start l2 || exit 1
-echo "$L2_PID" >"$OUT/l2pid"
-if ! l1_say hello 150; then
-    l1_log "L2 did not answer; its console:"
-    tail -n 20 "$L2_CONSOLE" | sed 's/^/    /'
-    l1_l2_wait_off 1
-    exit 1
-fi
-for t in /proc/"$L2_PID"/task/*; do echo "${t##*/} $(cat "$t/comm")"; done >"$OUT/l2-threads"
+l1_l2_up l2 || exit 1
 l1_kvm_offsets >"$OUT/kvm-offsets.before"
 l1_log "KVM tsc-offsets: $(tr '\n' ' ' <"$OUT/kvm-offsets.before")"
 # record's command: the recording goes on REC_SECS once the guest's whole metadata is in (its

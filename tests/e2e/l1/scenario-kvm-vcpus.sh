@@ -27,15 +27,7 @@ OUT=$1
 rc=0
 MS=${LOAD_MS:-2500}
 L2_APPEND="${L2_APPEND:-} vt.agent_keep=1"
-l1_l2_start l2 || exit 1
-echo "$L2_PID" >"$OUT/l2pid"
-if ! l1_say hello 150; then
-    l1_log "L2 did not answer; its console:"
-    tail -n 20 "$L2_CONSOLE" | sed 's/^/    /'
-    l1_l2_wait_off 1
-    exit 1
-fi
-for t in /proc/"$L2_PID"/task/*; do echo "${t##*/} $(cat "$t/comm")"; done >"$OUT/l2-threads"
+l1_l2_up l2 || exit 1
 vcpu0=$(awk '$2 == "CPU" && $3 == "0/KVM" { print $1 }' "$OUT/l2-threads")
 vcpu1=$(awk '$2 == "CPU" && $3 == "1/KVM" { print $1 }' "$OUT/l2-threads")
 aff0=$(taskset -p "$vcpu0" | sed 's/.*: *//')
