@@ -323,11 +323,22 @@ static void child_args(struct daemon *d, struct dguest *g, char **argv, char *ou
 
 static void child(const char *exe, char **argv, pid_t parent)
 {
-	sigset_t none;
+	sigset_t stop;
 	int fd;
 
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
+	/*
+	 * The stop signals stay blocked, at their default action: a SIGINT that
+	 * comes before record takes them through its signalfd waits for it there.
+	 * Unblocked, it was discarded (a daemon started from a shell in the
+	 * background inherits SIGINT ignored, and the kernel drops an ignored
+	 * signal that is not blocked) or fatal. record blocks the same ones.
+	 */
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGTERM);
+	sigprocmask(SIG_SETMASK, &stop, NULL);
 	signal(SIGPIPE, SIG_DFL);
 	/* A daemon killed outright takes its children with it (they stop cleanly). */
 	prctl(PR_SET_PDEATHSIG, SIGTERM);

@@ -10,9 +10,10 @@ daemon_start() {
 	track $DAEMON_PID
 }
 
-# daemon_stop: SIGTERM, then wait (10 s at most) for it to end; $RC its exit status
+# daemon_stop: SIGTERM (or $DAEMON_SIG), then wait (10 s at most) for it to end; $RC its exit
+# status
 daemon_stop() {
-	kill -TERM $DAEMON_PID 2>/dev/null
+	kill -"${DAEMON_SIG:-TERM}" $DAEMON_PID 2>/dev/null
 	_ds=0
 	while kill -0 $DAEMON_PID 2>/dev/null && [ $_ds -lt 100 ]; do
 		sleep 0.1
