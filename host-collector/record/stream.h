@@ -45,12 +45,14 @@ struct compress_stream {
  * @win_ns: the rate window's start (0: never drained)
  * @win_bytes: the stream's bytes then
  * @win_rate: bytes/s over the last whole window
+ * @last_ns: the previous drain's time
  */
 struct stream_pace {
 	uint64_t rest_until;
 	uint64_t win_ns;
 	uint64_t win_bytes;
 	double win_rate;
+	uint64_t last_ns;
 };
 
 /**
