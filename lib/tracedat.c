@@ -1447,7 +1447,8 @@ size_t vt_tdchunker_bytes(const struct vt_tdchunker *c)
  * @len: at most vt_tdchunker_bytes()
  * @out: set to the encoded chunk, valid until the next call
  *
- * Return: the encoded chunk's length, -EINVAL for a bad @len, -EIO from zstd.
+ * Return: the encoded chunk's length, -EINVAL for a bad @len, -ENOMEM when
+ * what vt_tdchunker_rest() freed cannot be made again, -EIO from zstd.
  */
 ssize_t vt_tdchunker_encode(struct vt_tdchunker *c, const void *in, size_t len,
 			    const uint8_t **out)
@@ -1456,6 +1457,12 @@ ssize_t vt_tdchunker_encode(struct vt_tdchunker *c, const void *in, size_t len,
 
 	if (!len || len > c->chunk)
 		return -EINVAL;
+	if (!c->zc)
+		c->zc = ZSTD_createCCtx();
+	if (!c->out)
+		c->out = malloc(c->out_cap);
+	if (!c->zc || !c->out)
+		return -ENOMEM;
 	n = ZSTD_compressCCtx(c->zc, c->out + 8, c->out_cap - 8, in, len, c->level);
 	if (ZSTD_isError(n))
 		return -EIO;
@@ -1463,6 +1470,23 @@ ssize_t vt_tdchunker_encode(struct vt_tdchunker *c, const void *in, size_t len,
 	vt_put_le32(c->out + 4, len);
 	*out = c->out;
 	return 8 + n;
+}
+
+/**
+ * vt_tdchunker_rest() - free what encoding holds between chunks
+ * @c: the chunker
+ *
+ * zstd's working memory (about half a MiB at the default level, made by the
+ * first chunk) and the output buffer: a chunker that waits long between
+ * chunks need not keep them. The next vt_tdchunker_encode() makes them
+ * again; its chunks are the same.
+ */
+void vt_tdchunker_rest(struct vt_tdchunker *c)
+{
+	ZSTD_freeCCtx(c->zc);
+	c->zc = NULL;
+	free(c->out);
+	c->out = NULL;
 }
 
 /**

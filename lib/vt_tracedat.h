@@ -179,6 +179,7 @@ struct vt_tdchunker *vt_tdchunker_new(uint32_t subbuf_size, uint32_t chunk_pages
 size_t vt_tdchunker_bytes(const struct vt_tdchunker *c);
 ssize_t vt_tdchunker_encode(struct vt_tdchunker *c, const void *in, size_t len,
 			    const uint8_t **out);
+void vt_tdchunker_rest(struct vt_tdchunker *c);
 void vt_tdchunker_free(struct vt_tdchunker *c);
 
 #endif

@@ -47,6 +47,14 @@ struct engine_fd {
 
 /* The one buffer every reader reads into: 64 streams once held 256 KiB each. */
 #define RBUF_SIZE	(256u << 10)
+/* Timeout requests in flight that the engine keeps track of (the rest only end a wait early). */
+#define TIMEOUTS_MAX	8
+/*
+ * engine_loop()'s longest wait: every timer and gate shortens it, nothing else
+ * needs a turn, and an idle recording (a daemon's held or quiet guest) should
+ * not wake for nothing.
+ */
+#define IDLE_WAIT_MS	60000
 
 struct engine {
 	struct io_uring ring;
@@ -54,7 +62,8 @@ struct engine {
 	struct engine_fd **ents;
 	unsigned int nr, cap;
 	struct engine_timer *timers;	/* sorted by deadline */
-	uint64_t timeout_at;	/* the earliest of our timeout requests in flight ends then (0: none, or not known) */
+	uint64_t timeouts[TIMEOUTS_MAX];	/* when our timeout requests in flight end */
+	unsigned int nr_timeouts;
 	struct __kernel_timespec timer;
 	bool quit;
 	int sig_fd;
@@ -63,10 +72,17 @@ struct engine {
 	void *sig_arg;
 };
 
-/* The user_data of the engine's own timeout; never a struct engine_fd. */
-#define TIMER_TAG	((void *)1)
+/*
+ * The user_data of the engine's own timeouts: (when they end << 2) | 3, never
+ * a struct engine_fd (aligned) nor WRITEBACK_TAG.
+ */
+#define TIMER_BITS	3ull
 /* The user_data of a writeback request (engine_writeback()): nothing waits for it. */
 #define WRITEBACK_TAG	((void *)2)
+/* The user_data of a timeout's removal (drop_early_timeouts()): nothing waits for it either. */
+#define REMOVE_TAG	((void *)4)
+/* A wait this long is an idle one: timeouts that would end it early are removed first. */
+#define LONG_WAIT_MS		1000
 
 /**
  * engine_now_ns() - the engine's clock (CLOCK_MONOTONIC)
@@ -152,6 +168,18 @@ static struct engine_fd *add_ent(struct engine *e, int fd)
 	return x;
 }
 
+/* A free submission entry, the queued ones submitted first when there is none; NULL if still none. */
+static struct io_uring_sqe *get_sqe(struct engine *e)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&e->ring);
+
+	if (!sqe) {
+		io_uring_submit(&e->ring);
+		sqe = io_uring_get_sqe(&e->ring);
+	}
+	return sqe;
+}
+
 /**
  * engine_writeback() - start writing a file range back, without waiting
  * @e: the engine
@@ -165,14 +193,10 @@ static struct engine_fd *add_ent(struct engine *e, int fd)
  */
 void engine_writeback(struct engine *e, int fd, uint64_t off, uint64_t len)
 {
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&e->ring);
+	struct io_uring_sqe *sqe = get_sqe(e);
 
-	if (!sqe) {
-		io_uring_submit(&e->ring);
-		sqe = io_uring_get_sqe(&e->ring);
-		if (!sqe)
-			return;	/* the kernel's own writeback will do */
-	}
+	if (!sqe)
+		return;	/* the kernel's own writeback will do */
 	io_uring_prep_sync_file_range(sqe, fd, (unsigned int)(len < UINT32_MAX ? len : UINT32_MAX),
 				      off, SYNC_FILE_RANGE_WRITE);
 	io_uring_sqe_set_data(sqe, WRITEBACK_TAG);
@@ -466,6 +490,92 @@ static void reap(struct engine *e)
 	e->nr = j;
 }
 
+/* The earliest of the timeout requests in flight that are kept track of; 0 for none. */
+static uint64_t timeout_first(const struct engine *e)
+{
+	uint64_t first = 0;
+	unsigned int i;
+
+	for (i = 0; i < e->nr_timeouts; i++)
+		if (!first || e->timeouts[i] < first)
+			first = e->timeouts[i];
+	return first;
+}
+
+/*
+ * An idle wait (@timeout_ms of LONG_WAIT_MS or more) is not ended in its first
+ * half by a timeout request armed for a timer since cancelled (a request's,
+ * a probe burst's): those are removed, not left to wake the loop for
+ * nothing. One that ends later is left be (the next wait's own request,
+ * armed a moment before, must not be removed and armed again each turn), as
+ * are all in a busy loop's short waits (a removal costs a turn).
+ */
+static void drop_early_timeouts(struct engine *e, int timeout_ms, uint64_t now)
+{
+	uint64_t half = now + timeout_ms * NSEC_PER_MSEC / 2;
+	struct io_uring_sqe *sqe;
+	unsigned int i = 0;
+
+	if (timeout_ms < LONG_WAIT_MS)
+		return;
+	while (i < e->nr_timeouts) {
+		if (e->timeouts[i] >= half) {
+			i++;
+			continue;
+		}
+		sqe = get_sqe(e);
+		if (!sqe)
+			return;
+		/* it completes with -ECANCELED, no longer kept track of: ignored */
+		io_uring_prep_timeout_remove(sqe, e->timeouts[i] << 2 | TIMER_BITS, 0);
+		io_uring_sqe_set_data(sqe, REMOVE_TAG);
+		e->timeouts[i] = e->timeouts[--e->nr_timeouts];
+	}
+}
+
+/*
+ * Our own timeout request bounds the wait: it completes on its own, so the
+ * wait ends in time whatever the kernel's or liburing's support for wait
+ * timeouts. One in flight that ends by then does; one that ends later than
+ * this turn needs (armed in an earlier turn, before a shorter timer or a
+ * gate's time) gets a shorter one beside it, and still ends a later wait
+ * early: the loop goes round again. Each carries its end in its user_data,
+ * so that a long one still in flight is not armed again when a short one
+ * ends (an idle loop would wake once per short one).
+ */
+static void arm_timeout(struct engine *e, int timeout_ms, uint64_t now)
+{
+	uint64_t first = timeout_first(e), when = now + timeout_ms * NSEC_PER_MSEC;
+	struct io_uring_sqe *sqe;
+
+	if (timeout_ms <= 0 || (first && first <= when))
+		return;
+	sqe = get_sqe(e);
+	if (!sqe)
+		return;
+	/* the kernel copies the timespec when it takes the request */
+	e->timer.tv_sec = timeout_ms / 1000;
+	e->timer.tv_nsec = (timeout_ms % 1000) * 1000000LL;
+	io_uring_prep_timeout(sqe, &e->timer, 0, 0);
+	io_uring_sqe_set_data64(sqe, when << 2 | TIMER_BITS);
+	if (e->nr_timeouts < TIMEOUTS_MAX)
+		e->timeouts[e->nr_timeouts++] = when;
+}
+
+/* The timeout request of @data completed: it is no longer in flight. */
+static void timeout_ended(struct engine *e, uint64_t data)
+{
+	uint64_t when = data >> 2;
+	unsigned int i;
+
+	for (i = 0; i < e->nr_timeouts; i++) {
+		if (e->timeouts[i] == when) {
+			e->timeouts[i] = e->timeouts[--e->nr_timeouts];
+			return;
+		}
+	}
+}
+
 /**
  * engine_run() - submit polls and handle what completes, waiting up to
  * @timeout_ms, then fire the timers that are due
@@ -489,48 +599,24 @@ int engine_run(struct engine *e, int timeout_ms)
 
 		if (!ent_wants_poll(x, now, &timeout_ms))
 			continue;
-		sqe = io_uring_get_sqe(&e->ring);
-		if (!sqe) {
-			io_uring_submit(&e->ring);
-			sqe = io_uring_get_sqe(&e->ring);
-			if (!sqe)
-				break;
-		}
+		sqe = get_sqe(e);
+		if (!sqe)
+			break;
 		io_uring_prep_poll_add(sqe, x->fd, x->events);
 		io_uring_sqe_set_data(sqe, x);
 		x->inflight = true;
 	}
-	/*
-	 * Our own timeout request bounds the wait: it completes on its own, so
-	 * the wait ends in time whatever the kernel's or liburing's support for
-	 * wait timeouts. One that ends later than this turn needs (armed in an
-	 * earlier turn, before a shorter timer or a gate's time) gets a
-	 * shorter one beside it; a request that ends when no longer needed
-	 * only ends a wait early: the loop goes round again.
-	 */
-	if (timeout_ms > 0 &&
-	    (!e->timeout_at || e->timeout_at > now + timeout_ms * NSEC_PER_MSEC)) {
-		struct io_uring_sqe *sqe = io_uring_get_sqe(&e->ring);
-
-		if (sqe) {
-			/* the kernel copies the timespec when it takes the request */
-			e->timer.tv_sec = timeout_ms / 1000;
-			e->timer.tv_nsec = (timeout_ms % 1000) * 1000000LL;
-			io_uring_prep_timeout(sqe, &e->timer, 0, 0);
-			io_uring_sqe_set_data(sqe, TIMER_TAG);
-			e->timeout_at = now + timeout_ms * NSEC_PER_MSEC;
-		}
-	}
+	drop_early_timeouts(e, timeout_ms, now);
+	arm_timeout(e, timeout_ms, now);
 	ret = io_uring_submit_and_wait(&e->ring, timeout_ms ? 1 : 0);
 	if (ret < 0 && ret != -EINTR && ret != -ETIME)
 		return ret;
 	io_uring_for_each_cqe(&e->ring, head, cqe) {
 		void *data = io_uring_cqe_get_data(cqe);
 
-		if (data == TIMER_TAG) {
-			/* which one ended is not known: the next turn arms one if in doubt */
-			e->timeout_at = 0;
-		} else if (data != WRITEBACK_TAG) {
+		if ((io_uring_cqe_get_data64(cqe) & TIMER_BITS) == TIMER_BITS) {
+			timeout_ended(e, io_uring_cqe_get_data64(cqe));
+		} else if (data != WRITEBACK_TAG && data != REMOVE_TAG) {
 			complete(e, data, cqe->res);
 		}
 		handled++;
@@ -551,7 +637,7 @@ int engine_loop(struct engine *e)
 {
 	e->quit = false;
 	while (!e->quit) {
-		int ret = engine_run(e, 1000);
+		int ret = engine_run(e, IDLE_WAIT_MS);
 
 		if (ret < 0)
 			return ret;

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -171,6 +172,19 @@ static void command_grace(void *arg)
 
 static void begin_stop(struct recording *r);
 
+/*
+ * Every guest settled: what their setups freed (the metadata bundles, the
+ * kallsyms) stays in glibc's heap unless given back, and a recording of quiet
+ * guests (a daemon's, one per guest) would keep it for its whole life.
+ */
+static void settle_memory(struct recording *r)
+{
+	if (r->trimmed)
+		return;
+	r->trimmed = true;
+	malloc_trim(0);
+}
+
 static void check_end(struct recording *r)
 {
 	unsigned int i, settled = 0, finished = 0, recording = 0;
@@ -193,10 +207,12 @@ static void check_end(struct recording *r)
 		engine_timer_arm(r->e, &r->duration, (uint64_t)(r->o->duration * NSEC_PER_SEC), 0);
 	}
 	if (!r->stopping) {
-		if (recording && !r->command_started && !r->command_grace.armed)
+		if (recording && r->command && !r->command_started && !r->command_grace.armed)
 			engine_timer_arm(r->e, &r->command_grace, COMMAND_GRACE_NS, 0);
-		if (settled == r->nr && r->nr)
+		if (settled == r->nr && r->nr) {
 			start_command(r);
+			settle_memory(r);
+		}
 		if (r->nr && finished == r->nr) {
 			/* The host recorder is stopped and drained as at any stop. */
 			log_info("no guest is recording any more");

@@ -57,6 +57,7 @@ struct recording {
 	unsigned int signals;
 	bool stopping;
 	bool duration_armed;		/* --duration counts (with --wait: from the first start) */
+	bool trimmed;			/* what the setups freed went back (settle_memory()) */
 	bool status_line;
 	uint64_t t0, last_status;
 	struct engine_timer duration, status, deadline, end_check, command_grace;

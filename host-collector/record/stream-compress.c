@@ -11,7 +11,13 @@
  *
  * The streaming never waits for this thread: the engine only publishes how
  * far each region is written (an atomic store, and a wake-up when the thread
- * sleeps). A thread that falls behind, or a region it cannot read back,
+ * sleeps and a whole chunk is there). The thread sleeps without a timeout
+ * (an idle recording costs it no wake-up): it says it sleeps before it looks
+ * for work a last time, and the engine stores how far it wrote before it
+ * looks whether the thread sleeps, both sequentially consistent, so one of
+ * the two sees the other's store; the thread keeps the lock from that last
+ * look into the wait, so the engine's signal, taken under the lock, cannot
+ * fall between them. A thread that falls behind, or a region it cannot read back,
  * leaves more for the finish, never less in the file. A stream is taken only
  * when its region starts empty and cpuN.zst is new, so the chunks always
  * cover the region from its first byte. Without cpuN.zsum (a killed
@@ -19,6 +25,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
@@ -30,7 +37,6 @@
 #include "collect.h"
 #include "stream.h"
 #include "store/spool.h"
-#include "vt_time.h"
 #include "vt_tracedat.h"
 
 struct compressor {
@@ -45,8 +51,17 @@ struct compressor {
 	uint32_t subbuf;	/* of the chunker */
 	uint8_t *in;
 	atomic_bool sleeping;
+	bool warm;	/* the chunker and @in hold their memory (a chunk was made) */
 	bool stop;
 };
+
+/*
+ * A thread that made no chunk for this long frees zstd's working memory
+ * and its buffers (0.6 MiB): a quiet guest's stream (1 KiB/s makes a chunk
+ * a minute) does not keep them between its chunks, a busy one never waits
+ * this long.
+ */
+#define REST_S	2
 
 static struct compressor *cmp;
 
@@ -78,6 +93,10 @@ static int one_chunk(struct compressor *z, struct stream *s, size_t chunk)
 	ssize_t n;
 	int ret;
 
+	if (!z->in)
+		z->in = malloc(chunk);
+	if (!z->in)
+		return -ENOMEM;
 	while (have < chunk) {
 		n = pread(s->data_fd, z->in + have, chunk - have, off + have);
 		if (n < 0 && errno == EINTR)
@@ -116,6 +135,32 @@ static int one_chunk(struct compressor *z, struct stream *s, size_t chunk)
 	return 0;
 }
 
+/*
+ * Wait for work or the stop, with the lock held. After a chunk the first
+ * wait ends after REST_S: still nothing to do, the memory goes back.
+ */
+static void nap(struct compressor *z)
+{
+	struct timespec ts;
+
+	if (!z->warm) {
+		pthread_cond_wait(&z->work, &z->lock);
+		return;
+	}
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += REST_S;
+	if (pthread_cond_timedwait(&z->work, &z->lock, &ts) != ETIMEDOUT)
+		return;
+	z->warm = false;
+	vt_tdchunker_rest(z->ck);
+	free(z->in);
+	z->in = NULL;
+	pthread_mutex_unlock(&z->lock);
+	/* glibc keeps what a thread freed in its arena: give it back */
+	malloc_trim(0);
+	pthread_mutex_lock(&z->lock);
+}
+
 static void *compress_thread(void *arg)
 {
 	struct compressor *z = arg;
@@ -131,20 +176,18 @@ static void *compress_thread(void *arg)
 		chunk = z->ck ? vt_tdchunker_bytes(z->ck) : SIZE_MAX;
 		s = pick(z, chunk);
 		if (!s) {
-			struct timespec ts;
-
-			/* The engine wakes a sleeper; the timeout only covers a lost race. */
+			/* No lost wake-up: see the top of the file. */
 			atomic_store(&z->sleeping, true);
 			s = pick(z, chunk);
 			if (!s) {
-				vt_deadline_ms(&ts, 100);
-				pthread_cond_timedwait(&z->work, &z->lock, &ts);
+				nap(z);
 				atomic_store(&z->sleeping, false);
 				continue;
 			}
 			atomic_store(&z->sleeping, false);
 		}
 		s->compress.busy = true;
+		z->warm = true;
 		pthread_mutex_unlock(&z->lock);
 		ret = one_chunk(z, s, chunk);
 		pthread_mutex_lock(&z->lock);
@@ -154,6 +197,9 @@ static void *compress_thread(void *arg)
 			log_debug("%s: compression ahead stops at %llu bytes: %s", s->label,
 				  (unsigned long long)s->compress.sum.raw, strerror(-ret));
 			s->compress.failed = true;
+			atomic_store(&s->compress.need, UINT64_MAX);
+		} else {
+			atomic_store(&s->compress.need, s->compress.sum.raw + chunk);
 		}
 		pthread_cond_broadcast(&z->idle);
 	}
@@ -222,13 +268,11 @@ static bool chunker_for(struct compressor *z, uint32_t subbuf)
 {
 	if (z->ck)
 		return z->subbuf == subbuf;
+	/* Its memory is made with the first chunk (vt_tdchunker_encode(), one_chunk()). */
 	z->ck = vt_tdchunker_new(subbuf, 0, z->level);
-	z->in = z->ck ? malloc(vt_tdchunker_bytes(z->ck)) : NULL;
-	if (!z->in) {
-		vt_tdchunker_free(z->ck);
-		z->ck = NULL;
+	if (!z->ck)
 		return false;
-	}
+	vt_tdchunker_rest(z->ck);
 	z->subbuf = subbuf;
 	return true;
 }
@@ -264,6 +308,7 @@ void compress_attach(struct stream *s)
 	if (fd < 0)
 		goto out;
 	memset(&s->compress, 0, sizeof(s->compress));
+	atomic_store(&s->compress.need, vt_tdchunker_bytes(z->ck));
 	s->compress.fd = fd;
 	s->compress.on = true;
 	z->streams[z->nr++] = s;
@@ -282,8 +327,8 @@ void compress_publish(struct stream *s)
 	if (!z || !s->compress.on)
 		return;
 	atomic_store(&s->compress.avail, s->data_len);
-	if (atomic_load(&z->sleeping) && s->data_len - s->compress.woke >= vt_tdchunker_bytes(z->ck)) {
-		s->compress.woke = s->data_len;
+	/* The thread stores @need before it says it sleeps: this load sees it. */
+	if (atomic_load(&z->sleeping) && s->data_len >= atomic_load(&s->compress.need)) {
 		pthread_mutex_lock(&z->lock);
 		pthread_cond_signal(&z->work);
 		pthread_mutex_unlock(&z->lock);

@@ -526,20 +526,25 @@ void stream_notify(struct stream *s, enum stream_ev ev, int err)
  * at its real rate, not by the gap before one small read. A fast stream
  * does not rest, and a rest is short enough that the port's buffer (a FIFO
  * of 1 MiB, a socket of 208 KiB) takes STREAM_BATCH many times over. A
- * stream that is being stopped (stream->eager) never rests.
+ * stream that is being stopped (stream->eager) never rests, nor one drained
+ * STREAM_QUIET_NS after the drain before (a quiet guest's page every few
+ * seconds): a rest would batch nothing and only wake the loop once more
+ * (the next drains of a burst that ends such a gap rest as before).
  */
 #define STREAM_BATCH		(64 * 1024)
 #define STREAM_REST_MAX_NS	(20 * NSEC_PER_MSEC)
 #define STREAM_REST_MIN_NS	(1 * NSEC_PER_MSEC)
 #define STREAM_RATE_WINDOW_NS	(250 * NSEC_PER_MSEC)
+#define STREAM_QUIET_NS		(100 * NSEC_PER_MSEC)
 
 static void rest(struct stream *s)
 {
 	struct stream_pace *p = &s->pace;
-	uint64_t now = engine_now_ns(), dt, db;
+	uint64_t now = engine_now_ns(), dt, db, gap = now - p->last_ns;
 	double rate, r;
 
 	p->rest_until = 0;
+	p->last_ns = now;
 	if (!p->win_ns) {
 		p->win_ns = now;
 		p->win_bytes = s->bytes;
@@ -555,7 +560,7 @@ static void rest(struct stream *s)
 	}
 	if (rate < p->win_rate)
 		rate = p->win_rate;
-	if (s->eager || s->eof || s->closed || rate <= 0)
+	if (s->eager || s->eof || s->closed || rate <= 0 || gap > STREAM_QUIET_NS)
 		return;
 	r = STREAM_BATCH * (double)NSEC_PER_SEC / rate;
 	if (r > STREAM_REST_MAX_NS)

@@ -22,7 +22,8 @@ enum stream_ev { STREAM_EV_ERROR, STREAM_EV_EOF, STREAM_EV_LIMIT };
  * struct compress_stream - a stream's compression ahead (stream-compress.c)
  * @fd: cpuN.zst, -1 when not compressed ahead
  * @avail: region bytes written (the engine stores, the thread loads)
- * @woke: @avail when the thread was last woken for this stream
+ * @need: @avail at which the thread has a whole chunk of this stream to do
+ *	(the thread stores, the engine loads: it wakes a sleeping thread then)
  * @sum: what cpuN.zst holds so far (@pages and @subbuf filled at the detach)
  * @on: attached; @busy: the thread is on it; @closing: being detached;
  *	@failed: stopped at @sum.raw (the finish does the rest)
@@ -33,7 +34,7 @@ enum stream_ev { STREAM_EV_ERROR, STREAM_EV_EOF, STREAM_EV_LIMIT };
 struct compress_stream {
 	int fd;
 	atomic_uint_fast64_t avail;
-	uint64_t woke;
+	atomic_uint_fast64_t need;
 	struct spool_zsum sum;
 	bool on, busy, closing, failed;
 };
@@ -44,12 +45,14 @@ struct compress_stream {
  * @win_ns: the rate window's start (0: never drained)
  * @win_bytes: the stream's bytes then
  * @win_rate: bytes/s over the last whole window
+ * @last_ns: the previous drain's time
  */
 struct stream_pace {
 	uint64_t rest_until;
 	uint64_t win_ns;
 	uint64_t win_bytes;
 	double win_rate;
+	uint64_t last_ns;
 };
 
 /**

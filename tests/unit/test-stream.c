@@ -487,6 +487,32 @@ static void bursty_stream_keeps_up(void **state)
 }
 
 /*
+ * A quiet stream (a page now and then, as a quiet guest sends) does not rest
+ * after a drain: the rest would batch nothing and wake the loop once more per
+ * page (slow_stream_batched: one drained 2 ms after the drain before still
+ * rests).
+ */
+static void quiet_stream_no_rest(void **state)
+{
+	struct rig r = { .dir = "" };
+	int p[2], i;
+
+	(void)state;
+	assert_int_equal(pipe(p), 0);
+	rig_open(&r, p[0]);
+	for (i = 1; i <= 3; i++) {
+		write_all(p[1], r.page, PG);
+		run_until(r.e, &r.s, i * PG);
+		usleep(150 * 1000);
+	}
+	assert_int_equal(r.s.pace.rest_until, 0);
+	assert_int_equal(r.s.pages, 3);
+	rig_close(&r);
+	close(p[0]);
+	close(p[1]);
+}
+
+/*
  * A timer shorter than the engine's own timeout still in flight (armed by
  * an earlier turn's longer wait) fires on time: before, the turn waited for
  * that earlier timeout, a whole second.
@@ -576,6 +602,7 @@ int main(void)
 		cmocka_unit_test(resume_mark_stripped),
 		cmocka_unit_test(slow_stream_batched),
 		cmocka_unit_test(bursty_stream_keeps_up),
+		cmocka_unit_test(quiet_stream_no_rest),
 		cmocka_unit_test(short_timer_after_long_wait),
 		cmocka_unit_test(fifo_atime_untouched),
 	};
