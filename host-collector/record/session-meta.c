@@ -226,9 +226,6 @@ static void meta_received(struct guest *g, int err)
 			     g->reply_text[0] ? g->reply_text : "refused", strerror(-err));
 		return;
 	}
-	/* What the bundles cost, for the manifest: the time from asking to the last chunk. */
-	g->figures.meta_fetches++;
-	g->figures.meta_us += (engine_now_ns() - g->meta.asked_ns) / 1000;
 	ret = vt_meta_decode(&m, g->meta.rx.data, g->meta.rx.len);
 	if (ret < 0) {
 		session_fail(g, "the metadata bundle is malformed (%s)", strerror(-ret));
@@ -305,6 +302,16 @@ static void meta_received(struct guest *g, int err)
 	done(g, 0);
 }
 
+/* An answer to META_REQ: what the bundles cost, for the manifest (from asking to the last chunk). */
+static void meta_answered(struct guest *g, int err)
+{
+	if (err >= 0) {
+		g->figures.meta_fetches++;
+		g->figures.meta_us += (engine_now_ns() - g->meta.asked_ns) / 1000;
+	}
+	meta_received(g, err);
+}
+
 /*
  * Ask for the metadata bundle (@flags: VT_PROTO_META_REQ_*, for an agent
  * that takes them); @done runs once it is checked and spooled.
@@ -345,6 +352,6 @@ void sess_fetch_meta(struct guest *g, uint32_t flags, void (*done)(struct guest 
 	 */
 	sess_request(g, vt_proto_enc_meta_req_flags(vt_conn_frame(g->ctl.conn), VT_PROTO_FRAME_MAX,
 					       vt_conn_next_seq(g->ctl.conn), limit, flags),
-		VT_PROTO_META, meta_received);
+		VT_PROTO_META, meta_answered);
 }
 
