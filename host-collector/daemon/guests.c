@@ -323,7 +323,7 @@ static void child_args(struct daemon *d, struct dguest *g, char **argv, char *ou
 
 static void child(const char *exe, char **argv, pid_t parent)
 {
-	sigset_t stop;
+	sigset_t mask;
 	int fd;
 
 	/*
@@ -335,10 +335,10 @@ static void child(const char *exe, char **argv, pid_t parent)
 	 */
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
-	sigemptyset(&stop);
-	sigaddset(&stop, SIGINT);
-	sigaddset(&stop, SIGTERM);
-	sigprocmask(SIG_SETMASK, &stop, NULL);
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigprocmask(SIG_SETMASK, &mask, NULL);
 	signal(SIGPIPE, SIG_DFL);
 	/* A daemon killed outright takes its children with it (they stop cleanly). */
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
