@@ -314,10 +314,11 @@ out_pfd:
 }
 
 /*
- * /proc/@pid/stat into @buf; returns its text from field 3 (the state) on, or NULL. The command
+ * /proc/@pid/stat into @buf; *@fields is its text from field 3 (the state) on. The command
  * name (field 2) may hold anything, ')' too: fields count from the last ')'.
+ * Returns 0, -errno when it cannot be opened, -EIO when it reads nothing, -EBADMSG.
  */
-static char *read_stat(pid_t pid, char *buf, size_t size)
+static int read_stat(pid_t pid, char *buf, size_t size, char **fields)
 {
 	char path[64], *p;
 	ssize_t n;
@@ -326,14 +327,17 @@ static char *read_stat(pid_t pid, char *buf, size_t size)
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return NULL;
+		return -errno;
 	n = read(fd, buf, size - 1);
 	close(fd);
 	if (n <= 0)
-		return NULL;
+		return -EIO;
 	buf[n] = '\0';
 	p = strrchr(buf, ')');
-	return p && p[1] == ' ' ? p + 2 : NULL;
+	if (!p || p[1] != ' ')
+		return -EBADMSG;
+	*fields = p + 2;
+	return 0;
 }
 
 /**
@@ -350,10 +354,11 @@ int qemuproc_start_time(pid_t pid, unsigned long long *start)
 {
 	char buf[1024], *p;
 	unsigned int field;
+	int ret;
 
-	p = read_stat(pid, buf, sizeof(buf));
-	if (!p)
-		return -EIO;
+	ret = read_stat(pid, buf, sizeof(buf), &p);
+	if (ret < 0)
+		return ret;
 	for (field = 3; p && field < 22; field++)
 		p = strchr(p + 1, ' ');
 	if (!p || sscanf(p + 1, "%llu", start) != 1)
@@ -376,8 +381,8 @@ bool qemuproc_alive(pid_t pid)
 	char buf[1024], state, *p;
 	unsigned long flags;
 
-	p = read_stat(pid, buf, sizeof(buf));
-	if (!p || sscanf(p, "%c %*d %*d %*d %*d %*d %lu", &state, &flags) != 2)
+	if (read_stat(pid, buf, sizeof(buf), &p) < 0 ||
+	    sscanf(p, "%c %*d %*d %*d %*d %*d %lu", &state, &flags) != 2)
 		return false;
 	return state != 'Z' && state != 'X' && !(flags & 0x4);	/* PF_EXITING */
 }
