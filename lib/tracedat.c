@@ -1401,6 +1401,9 @@ struct vt_tdchunker {
  * @chunk_pages: pages per chunk, 0 for VT_TD_CHUNK_PAGES_DEFAULT (as in struct vt_tracedat_opts)
  * @zstd_level: as in struct vt_tracedat_opts
  *
+ * zstd's working memory and the output buffer are made by the first
+ * vt_tdchunker_encode(), as after vt_tdchunker_rest().
+ *
  * Return: the chunker, or NULL with errno set.
  */
 struct vt_tdchunker *vt_tdchunker_new(uint32_t subbuf_size, uint32_t chunk_pages, int zstd_level)
@@ -1419,13 +1422,6 @@ struct vt_tdchunker *vt_tdchunker_new(uint32_t subbuf_size, uint32_t chunk_pages
 	c->level = zstd_level;
 	c->chunk = chunk_bytes(chunk_pages, subbuf_size);
 	c->out_cap = 8 + ZSTD_compressBound(c->chunk);
-	c->out = malloc(c->out_cap);
-	c->zc = ZSTD_createCCtx();
-	if (!c->out || !c->zc) {
-		vt_tdchunker_free(c);
-		errno = ENOMEM;
-		return NULL;
-	}
 	return c;
 }
 

@@ -272,7 +272,6 @@ static bool chunker_for(struct compressor *z, uint32_t subbuf)
 	z->ck = vt_tdchunker_new(subbuf, 0, z->level);
 	if (!z->ck)
 		return false;
-	vt_tdchunker_rest(z->ck);
 	z->subbuf = subbuf;
 	return true;
 }
