@@ -34,7 +34,7 @@ static struct spool_trace *trace_of(const struct guest *g)
 /* From the control port's connection to the first good page on any data port, µs (0: none). */
 static uint64_t first_page_us(const struct guest *g)
 {
-	uint64_t first = 0;
+	uint64_t first = 0, us;
 	unsigned int i;
 
 	for (i = 0; i < g->nr_streams; i++) {
@@ -45,8 +45,8 @@ static uint64_t first_page_us(const struct guest *g)
 	}
 	if (!first || !g->setup.connected_ns || first < g->setup.connected_ns)
 		return 0;
-	/* At least 1: 0 says none came. */
-	return (first - g->setup.connected_ns) / 1000 ? (first - g->setup.connected_ns) / 1000 : 1;
+	us = (first - g->setup.connected_ns) / 1000;
+	return us ? us : 1;	/* at least 1: 0 says none came */
 }
 
 /**
