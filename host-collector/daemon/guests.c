@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "daemon/daemon-int.h"
+#include "daemon/hostfilter.h"
 #include "setup/list.h"
 #include "setup/qemuproc.h"
 
@@ -419,6 +420,7 @@ static void seal(struct daemon *d, struct dguest *g, int code, enum stop_why why
 		snprintf(text, sizeof(text), "error %s: the recording could not be sealed (record exited %d%s%s)",
 			 g->name, code, ret != -EIO ? ": " : "", ret != -EIO ? strerror(-ret) : "");
 		log_err("%s", text + 6);
+		hostfilter_unsealed(d, g);
 		state_rotate(d, g);
 	} else {
 		snprintf(text, sizeof(text), "ok %s", path);

@@ -49,7 +49,7 @@ struct hf_filter {
 struct hf_guest {
 	char name[COLLECT_NAME_MAX];
 	double until;
-	uint64_t snapshots, held;
+	uint64_t snapshots, held, unsealed;
 };
 
 struct hostfilter {
@@ -505,10 +505,46 @@ size_t hostfilter_status(const struct daemon *d, char *buf, size_t len)
 		const struct hf_guest *g = &hf->g[i];
 
 		n += snprintf(buf + n, len - n, "host-filter guest %s: %llu snapshots, %llu held back, "
-			      "cooldown %.0f s left\n", g->name, (unsigned long long)g->snapshots,
-			      (unsigned long long)g->held, g->until > now ? g->until - now : 0.0);
+			      "%llu not sealed, cooldown %.0f s left\n", g->name,
+			      (unsigned long long)g->snapshots, (unsigned long long)g->held,
+			      (unsigned long long)g->unsealed, g->until > now ? g->until - now : 0.0);
 	}
 	return n < len ? n : len - 1;
+}
+
+/**
+ * hostfilter_unsealed() - @g's pending snapshot could not be sealed (its child
+ * ended on its own first): when a host filter asked for it, its cooldown is
+ * given back, and the next matching event asks again of the next child
+ * @d: the daemon
+ * @g: the guest, g->snap still saying what was asked
+ */
+void hostfilter_unsealed(struct daemon *d, const struct dguest *g)
+{
+	static const char pre[] = "host-filter-";
+	struct hostfilter *hf = d->hf;
+	struct hf_guest *c;
+	const char *ev;
+	unsigned int i;
+
+	if (!hf || strncmp(g->snap.reason, pre, sizeof(pre) - 1))
+		return;
+	for (i = 0; i < hf->nr_g && strcmp(hf->g[i].name, g->name); i++)
+		;
+	if (i == hf->nr_g || !hf->g[i].snapshots)
+		return;
+	c = &hf->g[i];
+	c->until = 0;
+	c->snapshots--;
+	c->unsealed++;
+	ev = g->snap.reason + sizeof(pre) - 1;	/* the event's name, cut as the reason is */
+	for (i = 0; i < hf->nr; i++)
+		if (!strncmp(hf->f[i].ev, ev, strlen(ev)) && hf->f[i].snapshots) {
+			hf->f[i].snapshots--;
+			break;
+		}
+	log_info("%s: its host-filter snapshot was not sealed: no cooldown, the next matching event "
+		 "asks again", g->name);
 }
 
 /**

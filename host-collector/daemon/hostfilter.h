@@ -14,6 +14,7 @@
 
 struct daemon;
 struct daemon_conf;
+struct dguest;
 
 /**
  * struct daemon_conf_filter - one trigger-host-filter, as written
@@ -31,6 +32,7 @@ int hostfilter_open(struct daemon *d);
 void hostfilter_tick(struct daemon *d);
 size_t hostfilter_status(const struct daemon *d, char *buf, size_t len);
 size_t hostfilter_status_size(const struct daemon *d);
+void hostfilter_unsealed(struct daemon *d, const struct dguest *g);
 void hostfilter_close(struct daemon *d);
 
 #endif

@@ -125,6 +125,7 @@ struct fake_opts {
 	bool lie_bytes;
 	bool external_pages;
 	double crash_after;		/* < 0: never */
+	long hangup_setup_ms;		/* < 0: never; else the first META_REQ goes unanswered */
 	long long probe_delay_ms;	/* < 0: answer probes at once */
 	long long stop_probe_delay_ms;	/* --probe-delay-after-stop, < 0: none */
 	uint64_t meta_rate;		/* control port bytes per second while META goes out, 0: no limit */
@@ -224,6 +225,8 @@ struct fake {
 	uint64_t markers;
 	uint64_t host_errors;
 	bool quit;
+	bool hung_up;			/* --hangup-in-setup has closed the first session */
+	long long hangup_at;		/* when it will (0: not yet asked for the bundle) */
 	struct delayed_probe delayed[FAKE_MAX_DELAYED];
 	unsigned int nr_delayed;
 	long long late_burst_ms;	/* the burst's replies held this long, < 0: none */
@@ -1746,6 +1749,14 @@ static void handle(struct fake *f, const struct vt_proto_msg *msg)
 		reply_err(f, msg->seq, EPROTO, "HELLO first");
 		return;
 	}
+	if (f->hangup_at && !f->hung_up)
+		return;		/* hanging up: nothing more is answered */
+	if (msg->type == VT_PROTO_META_REQ && f->o.hangup_setup_ms >= 0 && !f->hung_up) {
+		say(f, "META_REQ seq %u: not answered, hanging up in %ld ms (--hangup-in-setup)",
+		    msg->seq, f->o.hangup_setup_ms);
+		f->hangup_at = now_ns() + f->o.hangup_setup_ms * 1000000LL;
+		return;
+	}
 	switch (msg->type) {
 	case VT_PROTO_HELLO:
 		timelog(f, "hello");
@@ -1918,12 +1929,11 @@ static void drain_parser(struct fake *f)
 	}
 }
 
-/* --again: the host's session is over; the next host connects to every port anew. */
-static void next_host(struct fake *f)
+/* The host's session is over; the next host connects to every port anew. */
+static void drop_host(struct fake *f)
 {
 	unsigned int cpu;
 
-	say(f, "host closed the control port after its session: listening again (--again)");
 	close(f->ctl_rfd);
 	f->ctl_rfd = f->ctl_wfd = -1;
 	f->hello_done = false;
@@ -1940,6 +1950,22 @@ static void next_host(struct fake *f)
 	f->parser = vt_proto_parser_new();
 	if (!f->parser)
 		f->quit = true;
+}
+
+/* --again: the host closed the control port after its session. */
+static void next_host(struct fake *f)
+{
+	say(f, "host closed the control port after its session: listening again (--again)");
+	drop_host(f);
+}
+
+/* --hangup-in-setup: the first session ends here, on the guest's side, before START. */
+static void hang_up(struct fake *f)
+{
+	say(f, "hanging up on the host in its setup (--hangup-in-setup); listening again");
+	f->hung_up = true;
+	f->running = f->stopping = false;
+	drop_host(f);
 }
 
 static void read_ctl(struct fake *f)
@@ -2128,6 +2154,8 @@ static int run(struct fake *f)
 
 		if (f->running && f->o.crash_after >= 0 && crash_at < 0)
 			crash_at = f->start_ns + (long long)(f->o.crash_after * 1e9);
+		if (f->hangup_at && !f->hung_up && now_ns() >= f->hangup_at)
+			hang_up(f);
 		if (crash_at >= 0 && now_ns() >= crash_at) {
 			say(f, "crashing now (--crash-after): cpu0 sent %" PRIu64 " pages, %" PRIu64
 			    " bytes", f->cpus[0].pages_sent, f->cpus[0].bytes_sent);
@@ -2139,7 +2167,12 @@ static int run(struct fake *f)
 		if (f->o.mode == MODE_CONNECT && connect_data(f))
 			timeout = 20;
 		n = 0;
-		if (f->ctl_listen_fd >= 0) {
+		/*
+		 * As QEMU's chardev: no accept while the port has its host, the next one
+		 * waits in the listen backlog (accepting and closing it raced `record
+		 * --all`'s session against its own HELLO probe).
+		 */
+		if (f->ctl_listen_fd >= 0 && f->ctl_rfd < 0) {
 			pfd[n] = (struct pollfd){ .fd = f->ctl_listen_fd, .events = POLLIN };
 			who[n++] = -1;
 		}
@@ -2166,6 +2199,12 @@ static int run(struct fake *f)
 					timeout = 5;
 				}
 			}
+		}
+		if (f->hangup_at && !f->hung_up) {
+			long long left = (f->hangup_at - now_ns()) / 1000000 + 1;
+
+			if (timeout < 0 || left < timeout)
+				timeout = left < 0 ? 0 : (int)left;
 		}
 		if (crash_at >= 0) {
 			long long left = (crash_at - now_ns()) / 1000000 + 1;
@@ -2295,6 +2334,9 @@ static void usage(FILE *out)
 		"  --stall-stop           never answer STOP\n"
 		"  --lie-bytes            STATS claims one page more on cpu0 than was sent\n"
 		"  --crash-after SEC      SIGKILL itself SEC seconds after START\n"
+		"  --hangup-in-setup MS   with --listen --again: leave the first META_REQ unanswered\n"
+		"                         and close every port MS ms later, as an agent restarted\n"
+		"                         in the host's setup; the next host is served as usual\n"
 		"slow guests (each a timer of the main loop; pages and the control port go on):\n"
 		"  --probe-delay MS       answer every SYNC_PROBE MS milliseconds late\n"
 		"  --probe-delay-after-stop MS  the same, only for probes after a STOP\n"
@@ -2334,7 +2376,7 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 	       OPT_ALL_BAD, OPT_ABSURD, OPT_ERROR_FLOOD, OPT_SHRINK, OPT_NOTICE_FLOOD,
 	       OPT_LB_INFO, OPT_LB_NAME, OPT_LB_DUMP, OPT_KSNAME, OPT_FINAL_CMDLINES, OPT_PORT_GAP,
 	       OPT_HOSTILE_FORMAT, OPT_HOSTILE_PRINT, OPT_WITHHOLD_META, OPT_RING_PAGES, OPT_NO_HOLD,
-	       OPT_AGAIN, OPT_TRIGGERS, OPT_QMP, OPT_QMP_EVENTS, OPT_META_CPU };
+	       OPT_AGAIN, OPT_TRIGGERS, OPT_QMP, OPT_QMP_EVENTS, OPT_META_CPU, OPT_HANGUP };
 	static const struct option lo[] = {
 		{ "fifo", required_argument, NULL, OPT_FIFO },
 		{ "connect", required_argument, NULL, OPT_CONNECT },
@@ -2390,6 +2432,7 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 		{ "timelog", required_argument, NULL, OPT_TIMELOG },
 		{ "port-gap", required_argument, NULL, OPT_PORT_GAP },
 		{ "again", no_argument, NULL, OPT_AGAIN },
+		{ "hangup-in-setup", required_argument, NULL, OPT_HANGUP },
 		{ "qmp", required_argument, NULL, OPT_QMP },
 		{ "qmp-events", required_argument, NULL, OPT_QMP_EVENTS },
 		{ "help", no_argument, NULL, 'h' },
@@ -2607,6 +2650,11 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 		case OPT_AGAIN:
 			o->again = true;
 			break;
+		case OPT_HANGUP:
+			o->hangup_setup_ms = strtol(optarg, &end, 10);
+			if (*end || o->hangup_setup_ms < 0 || o->hangup_setup_ms > 60000)
+				return -1;
+			break;
 		case OPT_QMP:
 			o->qmp = optarg;
 			break;
@@ -2703,6 +2751,7 @@ int main(int argc, char **argv)
 	f.o.ring_pages = 4;
 	f.o.bad_page = -1;
 	f.o.crash_after = -1;
+	f.o.hangup_setup_ms = -1;
 	f.o.probe_delay_ms = -1;
 	f.o.stop_probe_delay_ms = -1;
 	f.late_burst_ms = -1;
@@ -2711,6 +2760,10 @@ int main(int argc, char **argv)
 		return knock(argv[2]);
 	if (parse_args(&f.o, argc, argv) < 0) {
 		usage(stderr);
+		return 2;
+	}
+	if (f.o.hangup_setup_ms >= 0 && (f.o.mode != MODE_LISTEN || !f.o.again)) {
+		fprintf(stderr, "vt-fake-agent: --hangup-in-setup needs --listen and --again\n");
 		return 2;
 	}
 	if (!f.o.name && !f.o.dir)
