@@ -22,6 +22,12 @@ struct spool_mig_seen;
  * @resync: RESUME seen: sync again as soon as it can
  * @reset_timer: QMP RESET: QEMU's TSC writes, then the end
  * @reset_why: the RESET's reason
+ * @pidfd: the QEMU process's pidfd (session-migrate.c, sess_watch_qemu()), valid
+ *	with @pid_open
+ * @pid_open: @pidfd is open
+ * @pid_watch: the engine's watch on it, NULL if none
+ * @end_timer: QEMU ended: what its ports still held comes in, then the end
+ * @ended: QEMU ended (the kernel said so on @pidfd)
  */
 struct guest_qemu {
 	struct qmp *qmp;
@@ -32,6 +38,11 @@ struct guest_qemu {
 	bool resync;
 	struct engine_timer reset_timer;
 	char reset_why[64];
+	int pidfd;
+	bool pid_open;
+	struct engine_fd *pid_watch;
+	struct engine_timer end_timer;
+	bool ended;
 };
 
 /*

@@ -109,6 +109,9 @@ const char *sess_step_what(unsigned int step);
 /* session-stop.c: the stop */
 void sess_finish(struct guest *g);
 void sess_reset_done(void *arg);
+void sess_qemu_end_done(void *arg);
+void sess_watch_qemu(struct guest *g, struct engine *e);
+void sess_unwatch_qemu(struct guest *g);
 void sess_stop_timeout(void *arg);
 
 #endif

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -30,9 +31,12 @@
 #include "trigger-guest.h"
 #include "store/spool.h"
 #include "vt_conn.h"
+#include "setup/qemuproc.h"
 
 /* After QMP RESET, until QEMU's TSC writes (a few ms) and the ports' last bytes are in. */
 #define RESET_GRACE_NS		(500 * NSEC_PER_MSEC)
+/* After QEMU's end, until what its ports held (FIFOs keep it: the collector holds both ends) is in. */
+#define END_GRACE_NS		(500 * NSEC_PER_MSEC)
 /*
  * A guest that migrated out: its ports are read until nothing came for this
  * long (the source QEMU is stopped; what it still delivers is in its
@@ -233,3 +237,82 @@ void sess_qmp_event(void *guest, enum qmp_ev ev, const char *detail)
 	}
 }
 
+
+/* QEMU ended END_GRACE_NS ago: the recording ends with what came. */
+void sess_qemu_end_done(void *arg)
+{
+	struct guest *g = arg;
+
+	if (g->state == G_FAILED || g->state == G_DONE || g->mig.out)
+		return;
+	session_fail(g, "its QEMU (pid %d) ended: its recording ends with what its ports held",
+		     (int)g->link.qemu_pid);
+}
+
+/*
+ * The kernel says QEMU ended. A socket port says so too (end of file), a FIFO
+ * pair never: without this, a guest whose QEMU crashed was recorded on until
+ * --duration, then its stop waited --stop-timeout for an agent long gone. A
+ * migration's source QEMU ends after the migration, which ends the recording
+ * its own way.
+ */
+static bool qemu_ended(void *arg, int revents)
+{
+	struct guest *g = arg;
+
+	(void)revents;
+	g->qemu.ended = true;
+	g->qemu.pid_watch = NULL;	/* the engine drops it: false */
+	if (g->state == G_FAILED || g->state == G_DONE || g->mig.out || g->mig.migrating)
+		return false;
+	log_info("guest %s: its QEMU (pid %d) ended: reading what its ports still hold", g->name,
+		 (int)g->link.qemu_pid);
+	engine_timer_arm(sess_eng(g), &g->qemu.end_timer, END_GRACE_NS, 0);
+	return false;
+}
+
+/**
+ * sess_watch_qemu() - follow the guest's QEMU process (its pid known) to its end
+ * @g: the guest
+ * @e: the engine
+ *
+ * A pidfd, the kernel's word, not a name: opened now, then checked to be a
+ * QEMU still (the pid found by discovery, not reused since). Without pidfds
+ * (Linux < 5.3) nothing is followed.
+ */
+void sess_watch_qemu(struct guest *g, struct engine *e)
+{
+	char why[400];
+	uid_t uid;
+	int fd;
+
+	engine_timer_init(&g->qemu.end_timer, sess_qemu_end_done, g);
+	if (g->link.qemu_pid <= 0 || g->qemu.pid_open)
+		return;
+	fd = (int)syscall(SYS_pidfd_open, g->link.qemu_pid, 0);
+	if (fd < 0) {
+		log_debug("guest %s: its QEMU's end is not followed: pidfd_open(%d): %s", g->name,
+			  (int)g->link.qemu_pid, strerror(errno));
+		return;
+	}
+	if (qemuproc_identify(g->link.qemu_pid, &uid, why, sizeof(why)) != 1) {
+		log_debug("guest %s: its QEMU's end is not followed: pid %d: %s", g->name,
+			  (int)g->link.qemu_pid, why);
+		close(fd);
+		return;
+	}
+	g->qemu.pidfd = fd;
+	g->qemu.pid_open = true;	/* closed by session_release() */
+	g->qemu.pid_watch = engine_add_fd(e, fd, POLLIN, qemu_ended, g);
+}
+
+/**
+ * sess_unwatch_qemu() - stop following the guest's QEMU (its pidfd stays open
+ * until session_release(): a poll may be in flight)
+ * @g: the guest
+ */
+void sess_unwatch_qemu(struct guest *g)
+{
+	engine_fd_remove(g->qemu.pid_watch);
+	g->qemu.pid_watch = NULL;
+}

@@ -808,6 +808,7 @@ int session_begin(struct guest *g)
 	vt_proto_meta_rx_init(&g->meta.rx, META_LIMIT);
 	if (g->link.qmp_path[0])
 		follow_qmp(g, e);
+	sess_watch_qemu(g, e);
 	if (g->mig.incoming) {
 		open_early(g);
 		/* KVM's offset writes from the guest's arrival on are epochs (sync.c, kvm_arrive()). */

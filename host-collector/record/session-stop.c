@@ -223,6 +223,8 @@ void session_stop(struct guest *g)
 		sess_reset_done(g);
 		return;
 	}
+	if (g->qemu.ended && g->qemu.end_timer.armed)
+		return;	/* no QEMU, no agent to stop: the end comes once the ports are read */
 	if (g->state >= G_STOPPING)
 		return;
 	t = guest_transition_find(g->state, G_STOPPING);
@@ -280,6 +282,9 @@ void session_release(struct guest *g)
 	g->mig.early_fds = NULL;
 	vt_conn_free(g->ctl.conn);
 	g->ctl.conn = NULL;
+	if (g->qemu.pid_open)
+		close(g->qemu.pidfd);
+	g->qemu.pid_open = false;
 	vt_proto_meta_rx_release(&g->meta.rx);
 	for (i = 0; i < COLLECT_MAX_CPUS; i++) {
 		free(g->stats.text[i]);

@@ -116,6 +116,7 @@ static void cancel_timers(struct guest *g)
 	engine_timer_cancel(e, &g->wait.timer);
 	engine_timer_cancel(e, &g->sync.retry_timer);
 	engine_timer_cancel(e, &g->qemu.reset_timer);
+	engine_timer_cancel(e, &g->qemu.end_timer);
 	g->req.active = false;
 }
 
@@ -134,6 +135,7 @@ void sess_ctl_close(struct guest *g)
 	engine_fd_remove(g->ctl.in);
 	engine_fd_remove(g->ctl.out);
 	g->ctl.in = g->ctl.out = NULL;
+	sess_unwatch_qemu(g);	/* nothing more to end */
 }
 
 /* The one summary line of what guest_log() did not print, when the guest ends. */
