@@ -44,7 +44,7 @@ struct vt_conn {
 	/* receive */
 	struct vt_proto_parser *parser;	/* NULL after a failed vt_conn_reset_rx() */
 	uint64_t skipped_before;	/* garbage counted by parsers replaced since */
-	uint8_t *rx;			/* CONN_RX_CHUNK staging bytes */
+	uint8_t *rx;			/* CONN_RX_CHUNK staging bytes, NULL at rest */
 	size_t rx_off;			/* pending bytes are rx[rx_off, rx_off + rx_len) */
 	size_t rx_len;
 	/* send: queued bytes are txq[tx_off, tx_off + tx_len) */
@@ -100,16 +100,11 @@ struct vt_conn *vt_conn_new(int rfd, int wfd)
 	c->frame = malloc(VT_PROTO_FRAME_MAX);
 	if (!c->frame)
 		goto err_free_conn;
-	c->rx = malloc(CONN_RX_CHUNK);
-	if (!c->rx)
-		goto err_free_frame;
 	c->parser = vt_proto_parser_new();
 	if (!c->parser)
-		goto err_free_rx;
+		goto err_free_frame;
 	return c;
 
-err_free_rx:
-	free(c->rx);
 err_free_frame:
 	free(c->frame);
 err_free_conn:
@@ -453,6 +448,8 @@ static int conn_read(struct vt_conn *c)
 
 	if (!c->parser)
 		return -ENOMEM;
+	if (!c->rx && !(c->rx = malloc(CONN_RX_CHUNK)))
+		return -ENOMEM;
 	while (total < CONN_READ_MAX) {
 		if (!feed_pending(c))
 			break;
@@ -534,6 +531,8 @@ int vt_conn_feed(struct vt_conn *c, const void *data, size_t len)
 	if (!c->rx_len)
 		fed = vt_proto_parser_feed(c->parser, data, len);
 	if (fed < len) {
+		if (!c->rx && !(c->rx = malloc(CONN_RX_CHUNK)))
+			return -ENOMEM;
 		if (c->rx_off + c->rx_len + (len - fed) > CONN_RX_CHUNK) {
 			memmove(c->rx, c->rx + c->rx_off, c->rx_len);
 			c->rx_off = 0;
@@ -587,6 +586,35 @@ int vt_conn_next(struct vt_conn *c, struct vt_proto_msg *msg)
 uint64_t vt_conn_skipped(const struct vt_conn *c)
 {
 	return c->skipped_before + (c->parser ? vt_proto_parser_skipped(c->parser) : 0);
+}
+
+/**
+ * vt_conn_rest() - give back the receive side's memory while it holds nothing
+ * @c: the connection
+ *
+ * A connection that carried a metadata bundle has written through its
+ * staging buffer and its parser's frame buffer, 64 KiB each, which a quiet
+ * connection never needs again. When neither holds a byte, the staging
+ * buffer is freed (made again at the next read) and the parser replaced by
+ * a new one, its pages untouched: malloc_trim() can then give the old ones
+ * back (call it before too: the new parser may take pages freed and not yet
+ * given back). Invalidates the message last returned by vt_conn_next().
+ *
+ * Return: 0; -EBUSY, nothing done, when bytes are pending.
+ */
+int vt_conn_rest(struct vt_conn *c)
+{
+	static const uint8_t none;
+
+	if (!c->parser)
+		return 0;
+	vt_proto_parser_feed(c->parser, &none, 0);	/* releases the message last returned */
+	if (c->rx_len || vt_proto_parser_buffered(c->parser))
+		return -EBUSY;
+	vt_conn_reset_rx(c);	/* first: the new parser does not take the staging buffer's pages */
+	free(c->rx);
+	c->rx = NULL;
+	return 0;
 }
 
 /**

@@ -72,5 +72,6 @@ int vt_conn_feed(struct vt_conn *c, const void *data, size_t len);
 int vt_conn_next(struct vt_conn *c, struct vt_proto_msg *msg);
 uint64_t vt_conn_skipped(const struct vt_conn *c);
 void vt_conn_reset_rx(struct vt_conn *c);
+int vt_conn_rest(struct vt_conn *c);
 
 #endif

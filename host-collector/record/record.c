@@ -35,6 +35,7 @@
 #include "store/spool.h"
 #include "opts.h"
 #include "text.h"
+#include "vt_conn.h"
 
 static bool status_line;
 
@@ -179,9 +180,16 @@ static void begin_stop(struct recording *r);
  */
 static void settle_memory(struct recording *r)
 {
+	unsigned int i;
+
 	if (r->trimmed)
 		return;
 	r->trimmed = true;
+	malloc_trim(0);
+	/* Their control connections' receive buffers, written through by the bundles, too. */
+	for (i = 0; i < r->nr; i++)
+		if (r->gs[i]->ctl.conn)
+			vt_conn_rest(r->gs[i]->ctl.conn);
 	malloc_trim(0);
 }
 
