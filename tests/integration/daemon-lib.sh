@@ -31,6 +31,25 @@ quiet_guest() {
 	fake "$1" --listen "$WORK/$1" --fixture "$DATA/cap-guest" --repeat 0 --rate 20K --retime
 }
 
+# fake_qemu NAME ARGS...: a fake agent run as a root-owned qemu-system-x86_64 (a copy in
+# $WORK/bin, not a link: a QEMU is what /proc/PID/exe names, a file nobody else may write) with
+# -name NAME and its ports in $WORK/NAME as QEMU's socket chardevs, so that discovery finds it as
+# a QEMU; it serves cap-guest with ARGS; $FAKE_PID is its pid
+fake_qemu() {
+	_qn=$1
+	shift
+	mkdir -p "$WORK/bin" "$WORK/$_qn"
+	if [ ! -x "$WORK/bin/qemu-system-x86_64" ]; then
+		cp "$FAKE" "$WORK/bin/qemu-system-x86_64"
+		chmod 0755 "$WORK/bin" "$WORK/bin/qemu-system-x86_64"
+	fi
+	fake_as "$WORK/bin/qemu-system-x86_64" "$_qn" --listen "$WORK/$_qn" --fixture "$DATA/cap-guest" "$@" \
+		-- -name "$_qn" \
+		-chardev "socket,id=s0,path=$WORK/$_qn/trace-path-cpu0,server=on,wait=off" -device virtserialport,chardev=s0,name=trace-path-cpu0 \
+		-chardev "socket,id=s1,path=$WORK/$_qn/trace-path-cpu1,server=on,wait=off" -device virtserialport,chardev=s1,name=trace-path-cpu1 \
+		-chardev "socket,id=s2,path=$WORK/$_qn/agent-ctl-path,server=on,wait=off" -device virtserialport,chardev=s2,name=agent-ctl-path
+}
+
 # status_of STATE NAME: the guest's STATE column in daemon --status
 status_of() {
 	"$COLLECT" daemon --status --state-dir "$1" 2>/dev/null | awk -v n="$2" '$1 == n { print $2 }'

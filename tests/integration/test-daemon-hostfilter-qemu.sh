@@ -12,15 +12,7 @@ echo "daemon: trigger-host-filter: an event of a followed QEMU's thread snapshot
 need_tools
 need_host_tracefs sched:sched_switch
 
-mkdir -p "$WORK/bin" "$WORK/qa"
-# A copy, not a link: a QEMU is what /proc/PID/exe names, a root-owned file nobody else may write.
-cp "$FAKE" "$WORK/bin/qemu-system-x86_64"
-chmod 0755 "$WORK/bin" "$WORK/bin/qemu-system-x86_64"
-fake_as "$WORK/bin/qemu-system-x86_64" qa --listen "$WORK/qa" --fixture "$DATA/cap-guest" --repeat 0 \
-	--rate 20K --retime --again -- -name qa \
-	-chardev "socket,id=s0,path=$WORK/qa/trace-path-cpu0,server=on,wait=off" -device virtserialport,chardev=s0,name=trace-path-cpu0 \
-	-chardev "socket,id=s1,path=$WORK/qa/trace-path-cpu1,server=on,wait=off" -device virtserialport,chardev=s1,name=trace-path-cpu1 \
-	-chardev "socket,id=s2,path=$WORK/qa/agent-ctl-path,server=on,wait=off" -device virtserialport,chardev=s2,name=agent-ctl-path
+fake_qemu qa --repeat 0 --rate 20K --retime --again
 QA=$FAKE_PID
 quiet_guest beta
 
