@@ -125,6 +125,8 @@ struct fake_opts {
 	bool lie_bytes;
 	bool external_pages;
 	double crash_after;		/* < 0: never */
+	double forget_after;		/* --forget-hello: < 0 never */
+	double stats_delay;		/* --stats-delay: the first STATS_REQ's answer, 0 at once */
 	long long probe_delay_ms;	/* < 0: answer probes at once */
 	long long stop_probe_delay_ms;	/* --probe-delay-after-stop, < 0: none */
 	uint64_t meta_rate;		/* control port bytes per second while META goes out, 0: no limit */
@@ -211,6 +213,9 @@ struct fake {
 	uint8_t frame[VT_PROTO_FRAME_MAX];
 	struct fake_cpu cpus[FAKE_MAX_CPUS];
 	bool hello_done;
+	unsigned int stats_held;	/* --stats-delay: STATS_REQs not answered yet, in order */
+	long long stats_due;		/* when they are */
+	bool stats_delayed;		/* the one delay was taken */
 	bool running;
 	bool stopping;
 	bool stop_legacy;
@@ -1488,6 +1493,10 @@ static void finish_stop(struct fake *f)
 		f->stopped_sent = true;
 		return;
 	}
+	while (f->stats_held) {		/* the STATS_REQs before the STOP first */
+		f->stats_held--;
+		send_stats(f);
+	}
 	send_stats(f);
 	if (!f->stop_legacy)
 		send_frame(f, vt_proto_enc_ack(f->frame, sizeof(f->frame), VT_PROTO_STOPPED,
@@ -1743,7 +1752,8 @@ static void handle(struct fake *f, const struct vt_proto_msg *msg)
 
 	if (!f->hello_done && msg->type != VT_PROTO_HELLO && msg->type != VT_PROTO_BYE &&
 	    !msg->legacy) {
-		reply_err(f, msg->seq, EPROTO, "HELLO first");
+		/* trace-agent's words, which the host takes for an agent that restarted. */
+		reply_err(f, msg->seq, EPROTO, "send HELLO first");
 		return;
 	}
 	switch (msg->type) {
@@ -1790,7 +1800,17 @@ static void handle(struct fake *f, const struct vt_proto_msg *msg)
 		reply_ok(f, msg->seq);
 		break;
 	case VT_PROTO_STATS_REQ:
-		send_stats(f);
+		say(f, "STATS_REQ seq %u", msg->seq);
+		if (f->o.stats_delay > 0 && !f->stats_delayed) {
+			f->stats_delayed = true;
+			f->stats_held = 1;
+			f->stats_due = now_ns() + (long long)(f->o.stats_delay * 1e9);
+			say(f, "STATS_REQ seq %u held %g s (--stats-delay)", msg->seq, f->o.stats_delay);
+		} else if (f->stats_held) {
+			f->stats_held++;	/* answered in order, after the one held */
+		} else {
+			send_stats(f);
+		}
 		break;
 	case VT_PROTO_META_REQ:
 		/*
@@ -2113,6 +2133,46 @@ static void on_signal(int sig)
 	got_signal = sig;
 }
 
+/*
+ * --forget-hello: the session and the HELLO are forgotten SEC seconds after
+ * START, as by an agent restarted in the guest (its ports stay open): what
+ * the host asks next is answered "send HELLO first". Return: milliseconds
+ * until it is due, or -1.
+ */
+static int forget_due(struct fake *f)
+{
+	long long at;
+
+	if (f->o.forget_after < 0 || !f->running)
+		return -1;
+	at = f->start_ns + (long long)(f->o.forget_after * 1e9);
+	if (now_ns() < at)
+		return (int)((at - now_ns()) / 1000000 + 1);
+	say(f, "forgetting the session and its HELLO (--forget-hello): an agent restarted");
+	f->hello_done = f->running = f->stopping = false;
+	f->o.forget_after = -1;
+	return -1;
+}
+
+/* The sooner of two poll() timeouts in ms (-1: none). */
+static int sooner(int timeout, int ms)
+{
+	return ms >= 0 && (timeout < 0 || ms < timeout) ? ms : timeout;
+}
+
+/* --stats-delay: the STATS_REQs held, answered when due. Return: ms until then, or -1. */
+static int stats_due(struct fake *f)
+{
+	if (!f->stats_held)
+		return -1;
+	if (now_ns() < f->stats_due)
+		return (int)((f->stats_due - now_ns()) / 1000000 + 1);
+	say(f, "answering %u held STATS_REQ (--stats-delay)", f->stats_held);
+	for (; f->stats_held; f->stats_held--)
+		send_stats(f);
+	return -1;
+}
+
 static int run(struct fake *f)
 {
 	struct pollfd pfd[2 + FAKE_QMP_FDS + 2 * FAKE_MAX_CPUS];
@@ -2173,13 +2233,11 @@ static int run(struct fake *f)
 			if (timeout < 0 || left < timeout)
 				timeout = left < 0 ? 0 : (int)left;
 		}
-		/* The slow modes' timers: late probe replies, the META trickle. */
-		ret = delayed_due(f);
-		if (ret >= 0 && (timeout < 0 || ret < timeout))
-			timeout = ret;
-		ret = trickle_out(f);
-		if (ret >= 0 && (timeout < 0 || ret < timeout))
-			timeout = ret;
+		/* The slow modes' timers: late probe replies, the META trickle, and the rest. */
+		timeout = sooner(timeout, forget_due(f));
+		timeout = sooner(timeout, stats_due(f));
+		timeout = sooner(timeout, delayed_due(f));
+		timeout = sooner(timeout, trickle_out(f));
 		ret = poll(pfd, n, timeout);
 		if (ret < 0 && errno != EINTR)
 			return -errno;
@@ -2295,6 +2353,10 @@ static void usage(FILE *out)
 		"  --stall-stop           never answer STOP\n"
 		"  --lie-bytes            STATS claims one page more on cpu0 than was sent\n"
 		"  --crash-after SEC      SIGKILL itself SEC seconds after START\n"
+		"  --forget-hello SEC     SEC seconds after START, forget the session and the\n"
+		"                         HELLO, as an agent restarted in the guest (once)\n"
+		"  --stats-delay SEC      answer the first STATS_REQ SEC seconds late (a loaded\n"
+		"                         guest); those after it wait for it, in order\n"
 		"slow guests (each a timer of the main loop; pages and the control port go on):\n"
 		"  --probe-delay MS       answer every SYNC_PROBE MS milliseconds late\n"
 		"  --probe-delay-after-stop MS  the same, only for probes after a STOP\n"
@@ -2329,7 +2391,7 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 {
 	enum { OPT_FIFO = 256, OPT_CONNECT, OPT_LISTEN, OPT_FIXTURE, OPT_NAME, OPT_CPUS, OPT_REPEAT, OPT_RATE,
 	       OPT_RETIME, OPT_TSC, OPT_MISSED, OPT_OVERRUN, OPT_CTL, OPT_PREFIX, OPT_BAD, OPT_GARBAGE,
-	       OPT_OVERSIZE, OPT_HUGE, OPT_OPEN_META, OPT_ENDLESS_META, OPT_KSKEY, OPT_LIEKEY, OPT_TRUNC, OPT_SUBBUF, OPT_STALL, OPT_LIE, OPT_CRASH, OPT_EVIL,
+	       OPT_OVERSIZE, OPT_HUGE, OPT_OPEN_META, OPT_ENDLESS_META, OPT_KSKEY, OPT_LIEKEY, OPT_TRUNC, OPT_SUBBUF, OPT_STALL, OPT_LIE, OPT_CRASH, OPT_FORGET, OPT_STATS_DELAY, OPT_EVIL,
 	       OPT_EXTERNAL, OPT_PROBE_DELAY, OPT_STOP_PROBE_DELAY, OPT_META_RATE, OPT_SILENT_HELLO, OPT_VARY, OPT_TIMELOG,
 	       OPT_ALL_BAD, OPT_ABSURD, OPT_ERROR_FLOOD, OPT_SHRINK, OPT_NOTICE_FLOOD,
 	       OPT_LB_INFO, OPT_LB_NAME, OPT_LB_DUMP, OPT_KSNAME, OPT_FINAL_CMDLINES, OPT_PORT_GAP,
@@ -2381,6 +2443,8 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 		{ "lie-bytes", no_argument, NULL, OPT_LIE },
 		{ "external-pages", no_argument, NULL, OPT_EXTERNAL },
 		{ "crash-after", required_argument, NULL, OPT_CRASH },
+		{ "forget-hello", required_argument, NULL, OPT_FORGET },
+		{ "stats-delay", required_argument, NULL, OPT_STATS_DELAY },
 		{ "evil-strings", optional_argument, NULL, OPT_EVIL },
 		{ "probe-delay", required_argument, NULL, OPT_PROBE_DELAY },
 		{ "probe-delay-after-stop", required_argument, NULL, OPT_STOP_PROBE_DELAY },
@@ -2550,6 +2614,16 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 			if (*end || o->crash_after < 0)
 				return -1;
 			break;
+		case OPT_FORGET:
+			o->forget_after = strtod(optarg, &end);
+			if (*end || o->forget_after < 0)
+				return -1;
+			break;
+		case OPT_STATS_DELAY:
+			o->stats_delay = strtod(optarg, &end);
+			if (*end || o->stats_delay < 0)
+				return -1;
+			break;
 		case OPT_EVIL:
 			if (!optarg || !strcmp(optarg, "text"))
 				o->evil = EVIL_TEXT;
@@ -2703,6 +2777,7 @@ int main(int argc, char **argv)
 	f.o.ring_pages = 4;
 	f.o.bad_page = -1;
 	f.o.crash_after = -1;
+	f.o.forget_after = -1;
 	f.o.probe_delay_ms = -1;
 	f.o.stop_probe_delay_ms = -1;
 	f.late_burst_ms = -1;
