@@ -107,7 +107,8 @@ restarted
 echo "ok: without --alive-interval the restart goes unnoticed for 5 s"
 restarted --alive-interval 1
 [ $WAITED -le 25 ] || { show "$WORK/re.log" "$WORK/re.fake"; fail "record ran on $((WAITED / 10)).$((WAITED % 10)) s after the agent restarted, want about 2 s at most"; }
-grep -q 'answering seq [0-9]* with ERROR .*send HELLO first' "$WORK/re.fake" ||
+grep -q 'STATS_REQ before HELLO' "$WORK/re.fake" &&
+	grep -q 'answering seq [0-9]* with ERROR .*send HELLO first' "$WORK/re.fake" ||
 	{ show "$WORK/re.fake"; fail "the check was not answered send HELLO first"; }
 grep -q 'guest re: the agent restarted (it asks for HELLO again): its recording ends there' "$WORK/re.log" ||
 	{ show "$WORK/re.log"; fail "no 'the agent restarted' message"; }

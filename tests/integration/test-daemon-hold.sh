@@ -63,12 +63,7 @@ for c in 0 1; do
 done
 [ "$over" = "$fake_over" ] || fail "manifest.json: $over events overwritten, the agent overwrote $fake_over"
 echo "held snapshot: $over events overwritten, the rest read by trace-cmd report"
-i=0
-until [ "$(grep -c 'START: holding' "$WORK/gamma.fake")" -ge 2 ]; do
-	[ $i -lt 200 ] || { show "$WORK/daemon.log"; fail "the guest was not held again within 20 s"; }
-	sleep 0.1
-	i=$((i + 1))
-done
+wait_count "$WORK/gamma.fake" "START: holding" 2 20 "the guest was not held again"
 daemon_stop
 [ $RC = 0 ] || { show "$WORK/daemon.log"; fail "daemon exited $RC after SIGTERM, want 0"; }
 echo "PASS"

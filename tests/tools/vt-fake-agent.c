@@ -1753,6 +1753,7 @@ static void handle(struct fake *f, const struct vt_proto_msg *msg)
 	if (!f->hello_done && msg->type != VT_PROTO_HELLO && msg->type != VT_PROTO_BYE &&
 	    !msg->legacy) {
 		/* trace-agent's words, which the host takes for an agent that restarted. */
+		say(f, "%s before HELLO", vt_proto_type_name(msg->type));
 		reply_err(f, msg->seq, EPROTO, "send HELLO first");
 		return;
 	}
