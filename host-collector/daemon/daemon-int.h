@@ -37,11 +37,15 @@
  */
 #define DAEMON_GONE_INT		1.0
 /*
- * record --hold's --sync-interval: a held session sends nothing, so a guest that rebooted or an
+ * record --hold's --alive-interval: a held session sends nothing, so a guest that rebooted or an
  * agent restarted in it was seen only at the next stop (the snapshot then held nothing of it).
- * A probe burst answered "send HELLO first" ends the child, and a new one starts.
+ * A STATS_REQ answered "send HELLO first" ends the child, and a new one starts. It was a probe
+ * burst every 5 s (--sync-interval 5: 16 or more round trips per vCPU, the agent busy-polling
+ * through them; 11-15 wake-ups a second per child, doc/benchmarks.md); the burst now comes
+ * once a minute, for the clock's drift only.
  */
-#define DAEMON_HOLD_PROBE	"5"
+#define DAEMON_HOLD_ALIVE	"5"
+#define DAEMON_HOLD_PROBE	"60"
 /*
  * A QEMU with -incoming unix:PATH binds PATH after it opened the ports that discovery sees:
  * seen before that (1 run of 5 of test-daemon-migrate), its first child waits this long for

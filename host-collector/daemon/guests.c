@@ -304,9 +304,14 @@ static void child_args(struct daemon *d, struct dguest *g, char **argv, char *ou
 	argv[n++] = "--quiet";
 	if (c->mode == MODE_HOLD) {
 		argv[n++] = "--hold";
-		/* A held session is silent: a probe burst now and then finds an agent that restarted. */
+		/*
+		 * A held session is silent: a STATS_REQ every 5 s finds an agent that restarted,
+		 * a probe burst a minute follows the clock's drift.
+		 */
 		argv[n++] = "--sync-interval";
 		argv[n++] = DAEMON_HOLD_PROBE;
+		argv[n++] = "--alive-interval";
+		argv[n++] = DAEMON_HOLD_ALIVE;
 	}
 	n = add_events(argv, n, events);
 	if (c->host_events[0]) {

@@ -298,6 +298,33 @@ struct guest_trig {
 	uint64_t panics;
 };
 
+/* Liveness checks sent and not yet answered, at most: past them no more are sent. */
+#define GUEST_ALIVE_MAX_OWED	4
+
+/**
+ * struct guest_alive - record --alive-interval: a STATS_REQ now and then while
+ *	the guest records, so that an agent that restarted (it answers "send
+ *	HELLO first") is found in a silent session (session-alive.c)
+ * @tick: every --alive-interval
+ * @late: the newest check's answer is overdue when it fires
+ * @seqs: the checks sent and not answered, oldest first: the agent answers in
+ *	order, so the next STATS series with LAST (or an ERROR naming one) is
+ *	the oldest's, never the stop's
+ * @owed: how many of @seqs
+ * @overdue: the newest check went unanswered past its bound: the next may go
+ * @warned: the one warning of an overdue answer was given
+ * @sent_ns: engine_now_ns() when the newest check was sent
+ */
+struct guest_alive {
+	struct engine_timer tick;
+	struct engine_timer late;
+	uint32_t seqs[GUEST_ALIVE_MAX_OWED];
+	unsigned int owed;
+	bool overdue;
+	bool warned;
+	uint64_t sent_ns;
+};
+
 struct guest {
 	char name[COLLECT_NAME_MAX];
 	struct recording *rec;		/* the `record` it belongs to */
@@ -324,6 +351,7 @@ struct guest {
 	struct guest_stop stop;		/* STOP and the drain after it */
 	struct guest_req req;
 	struct guest_burst burst;
+	struct guest_alive alive;	/* --alive-interval */
 	char reply_text[512];
 	struct guest_sync sync;
 	uint64_t status_bytes;		/* bytes received at the last status line (record.c) */

@@ -55,6 +55,7 @@ struct record_opts {
 	bool no_kvm_events;		/* --no-kvm-events: KVM offset changes by debugfs re-reads */
 	bool sync_check;		/* --sync-check: probes beside the kvm method, as a check */
 	double sync_interval;
+	double alive_interval;		/* --alive-interval: a STATS_REQ every S s, 0: none */
 	double stop_timeout;
 	bool wait;			/* --wait: ports and agent may come later */
 	bool all;			/* --all: every guest `list` finds */

@@ -27,7 +27,7 @@
 enum { OPT_CHARDEV = 256, OPT_LISTEN, OPT_CTL, OPT_CPU, OPT_NAME, OPT_QEMU_PID, OPT_VERBOSE,
        OPT_TOP, OPT_BUFSZ, OPT_BUDGET, OPT_SUBBUF, OPT_LASTBOOT, OPT_CLOCK, OPT_HOST, OPT_MAXSZ, OPT_FV,
        OPT_NOCOMP, OPT_ZEND, OPT_KCACHE, OPT_NOKCACHE, OPT_KEEP, OPT_FORCE, OPT_FSYNC, OPT_SYNC,
-       OPT_TSCOFF, OPT_PROBES, OPT_SINTV, OPT_DEBUGFS, OPT_STOPTO, OPT_QMP, OPT_DOMAIN,
+       OPT_TSCOFF, OPT_PROBES, OPT_SINTV, OPT_ALIVE, OPT_DEBUGFS, OPT_STOPTO, OPT_QMP, OPT_DOMAIN,
        OPT_CONNECT, OPT_KVM_EXITS, OPT_LISTEN_GROUP, OPT_LISTEN_UID, OPT_MODE, OPT_WAIT, OPT_ALL,
        OPT_ANY_USER, OPT_LIVE, OPT_LIVE_STAT, OPT_INCOMING, OPT_NO_KVM_EVENTS, OPT_SYNC_CHECK,
        OPT_HOLD, OPT_TRIG_GUEST, OPT_TRIG_FD, OPT_NO_LIBVIRT };
@@ -218,6 +218,12 @@ static const struct opt_def record_opts_def[] = {
 	{ "sync-interval", OPT_SINTV, KIND_SECONDS, "S",
 "probe again every S seconds while recording (0: only\n"
 "at start and stop; default 0)", .min = 0 },
+	{ "alive-interval", OPT_ALIVE, KIND_SECONDS, "S",
+"ask the agent for its statistics every S seconds while\n"
+"recording (0: never, the default): an agent that\n"
+"restarted, or whose guest rebooted, answers \"send\n"
+"HELLO first\" and the guest's recording ends there;\n"
+"a cheap check for --hold, whose session is silent", .min = 0 },
 	{ "live", OPT_LIVE, KIND_STRING, "MS",
 "also print the host's and guests' events as they arrive,\n"
 "merged in time order through a reorder window of MS\n"
@@ -586,6 +592,7 @@ static int parse_sync_live(struct parse *p, int c, const struct opt_val *val)
 		return 0;
 	case OPT_PROBES: o->sync_probes = (unsigned int)val->u; return 0;
 	case OPT_SINTV: o->sync_interval = val->d; return 0;
+	case OPT_ALIVE: o->alive_interval = val->d; return 0;
 	case OPT_DEBUGFS: o->debugfs = optarg; return 0;
 	case OPT_NO_KVM_EVENTS: o->no_kvm_events = true; return 0;
 	case OPT_SYNC_CHECK: o->sync_check = true; return 0;

@@ -96,6 +96,14 @@ void sess_kvm_tick(void *arg);
 void sess_sync_tick(void *arg);
 void sess_resumed(struct guest *g);
 
+/* session-alive.c: --alive-interval's checks */
+void sess_alive_begin(struct guest *g);
+void sess_alive_end(struct guest *g);
+void sess_alive_tick(void *arg);
+void sess_alive_late(void *arg);
+bool sess_alive_stats(struct guest *g, const struct vt_proto_stats *st);
+bool sess_alive_refused(struct guest *g, uint32_t ref_seq);
+
 /* session-migrate.c: migration out */
 void sess_mig_clock(struct guest *g);
 void sess_migrated_done(struct guest *g);

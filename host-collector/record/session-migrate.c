@@ -140,6 +140,7 @@ static void migrated_out(struct guest *g)
 	engine_timer_cancel(e, &g->req.timer);
 	engine_timer_cancel(e, &g->sync.kvm_timer);
 	engine_timer_cancel(e, &g->sync.timer);
+	sess_alive_end(g);
 	engine_timer_cancel(e, &g->stop.timer);
 	sess_burst_abort(g);
 	g->req.active = false;

@@ -330,6 +330,7 @@ static void full_meta_done(struct guest *g, int err)
 	if (o->sync_interval > 0)
 		engine_timer_arm(sess_eng(g), &g->sync.timer, (uint64_t)(o->sync_interval * NSEC_PER_SEC),
 				 (uint64_t)(o->sync_interval * NSEC_PER_SEC));
+	sess_alive_begin(g);
 	spool_save_state(g);
 	sess_running_burst_done(g, 0);
 }
@@ -801,6 +802,8 @@ int session_begin(struct guest *g)
 	engine_timer_init(&g->stop.drain_timer, sess_drain_tick, g);
 	engine_timer_init(&g->sync.kvm_timer, sess_kvm_tick, g);
 	engine_timer_init(&g->sync.timer, sess_sync_tick, g);
+	engine_timer_init(&g->alive.tick, sess_alive_tick, g);
+	engine_timer_init(&g->alive.late, sess_alive_late, g);
 	engine_timer_init(&g->stop.timer, sess_stop_timeout, g);
 	engine_timer_init(&g->ctl.accept_timer, accept_timeout, g);
 	engine_timer_init(&g->sync.retry_timer, retry_tick, g);

@@ -176,6 +176,7 @@ static void send_stop(struct guest *g)
 	engine_timer_cancel(e, &g->sync.kvm_timer);
 	engine_timer_cancel(e, &g->sync.timer);
 	engine_timer_cancel(e, &g->sync.retry_timer);
+	sess_alive_end(g);	/* the checks owed are answered before the STOP */
 	g->stop.seen = g->stats.last = false;
 	if (sess_send_frame(g, vt_proto_enc_empty(vt_conn_frame(g->ctl.conn), VT_PROTO_FRAME_MAX,
 					     VT_PROTO_STOP, vt_conn_next_seq(g->ctl.conn))) < 0)

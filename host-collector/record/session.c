@@ -117,6 +117,7 @@ static void cancel_timers(struct guest *g)
 	engine_timer_cancel(e, &g->sync.retry_timer);
 	engine_timer_cancel(e, &g->qemu.reset_timer);
 	engine_timer_cancel(e, &g->qemu.end_timer);
+	sess_alive_end(g);
 	g->req.active = false;
 }
 
@@ -468,6 +469,9 @@ static void got_stats(struct guest *g, const struct vt_proto_msg *m)
 		protocol_error(g, "malformed STATS");
 		return;
 	}
+	/* A liveness check's answer (--alive-interval): not the session's figures. */
+	if (sess_alive_stats(g, &st))
+		return;
 	if (st.cpu == VT_PROTO_CPU_ALL) {
 		agent_meta_cpu(g, st.text);
 		if (st.flags & VT_PROTO_STATS_LAST) {
@@ -623,6 +627,8 @@ static void handle(struct guest *g, const struct vt_proto_msg *m)
 			/* E.g. an agent that restarted (the guest rebooted): no stop will come. */
 			session_fail(g, "the agent refused the stop: %s", text);
 		} else {
+			/* One answering a liveness check: the agent is there, its error is said. */
+			sess_alive_refused(g, e.ref_seq);
 			guest_log(g, GMSG_AGENT_ERROR, L_WARN, "guest %s: agent reports: %s (%s)",
 				  g->name, text, strerror(e.err));
 			if (!g->figures.agent_error[0])

@@ -233,6 +233,17 @@ wait_log() {
 	done
 }
 
+# wait_count LOG PATTERN N SECS WHAT: wait_log() for N lines matching PATTERN (or more); the
+# tenths of a second it waited are left in _wc
+wait_count() {
+	_wc=0
+	until [ "$(grep -c -- "$2" "$1" 2>/dev/null)" -ge "$3" ]; do
+		[ $_wc -lt $(($4 * 10)) ] || { show "$1"; fail "$5 (fewer than $3 '$2' within $4 s)"; }
+		sleep 0.1
+		_wc=$((_wc + 1))
+	done
+}
+
 # oracle FIXTURE K: per-CPU event counts of the fixture's pages times K, as
 # trace-cmd reads them from a vt-mkdat file: sets ORACLE_CPU0, ORACLE_CPU1, ...
 oracle() {

@@ -126,6 +126,8 @@ struct fake_opts {
 	bool external_pages;
 	double crash_after;		/* < 0: never */
 	long hangup_setup_ms;		/* < 0: never; else the first META_REQ goes unanswered */
+	double forget_after;		/* --forget-hello: < 0 never */
+	double stats_delay;		/* --stats-delay: the first STATS_REQ's answer, 0 at once */
 	long long probe_delay_ms;	/* < 0: answer probes at once */
 	long long stop_probe_delay_ms;	/* --probe-delay-after-stop, < 0: none */
 	uint64_t meta_rate;		/* control port bytes per second while META goes out, 0: no limit */
@@ -212,6 +214,9 @@ struct fake {
 	uint8_t frame[VT_PROTO_FRAME_MAX];
 	struct fake_cpu cpus[FAKE_MAX_CPUS];
 	bool hello_done;
+	unsigned int stats_held;	/* --stats-delay: STATS_REQs not answered yet, in order */
+	long long stats_due;		/* when they are */
+	bool stats_delayed;		/* the one delay was taken */
 	bool running;
 	bool stopping;
 	bool stop_legacy;
@@ -1491,6 +1496,10 @@ static void finish_stop(struct fake *f)
 		f->stopped_sent = true;
 		return;
 	}
+	while (f->stats_held) {		/* the STATS_REQs before the STOP first */
+		f->stats_held--;
+		send_stats(f);
+	}
 	send_stats(f);
 	if (!f->stop_legacy)
 		send_frame(f, vt_proto_enc_ack(f->frame, sizeof(f->frame), VT_PROTO_STOPPED,
@@ -1746,7 +1755,9 @@ static void handle(struct fake *f, const struct vt_proto_msg *msg)
 
 	if (!f->hello_done && msg->type != VT_PROTO_HELLO && msg->type != VT_PROTO_BYE &&
 	    !msg->legacy) {
-		reply_err(f, msg->seq, EPROTO, "HELLO first");
+		/* trace-agent's words, which the host takes for an agent that restarted. */
+		say(f, "%s before HELLO", vt_proto_type_name(msg->type));
+		reply_err(f, msg->seq, EPROTO, "send HELLO first");
 		return;
 	}
 	if (f->hangup_at && !f->hung_up)
@@ -1801,7 +1812,17 @@ static void handle(struct fake *f, const struct vt_proto_msg *msg)
 		reply_ok(f, msg->seq);
 		break;
 	case VT_PROTO_STATS_REQ:
-		send_stats(f);
+		say(f, "STATS_REQ seq %u", msg->seq);
+		if (f->o.stats_delay > 0 && !f->stats_delayed) {
+			f->stats_delayed = true;
+			f->stats_held = 1;
+			f->stats_due = now_ns() + (long long)(f->o.stats_delay * 1e9);
+			say(f, "STATS_REQ seq %u held %g s (--stats-delay)", msg->seq, f->o.stats_delay);
+		} else if (f->stats_held) {
+			f->stats_held++;	/* answered in order, after the one held */
+		} else {
+			send_stats(f);
+		}
 		break;
 	case VT_PROTO_META_REQ:
 		/*
@@ -2139,6 +2160,46 @@ static void on_signal(int sig)
 	got_signal = sig;
 }
 
+/*
+ * --forget-hello: the session and the HELLO are forgotten SEC seconds after
+ * START, as by an agent restarted in the guest (its ports stay open): what
+ * the host asks next is answered "send HELLO first". Return: milliseconds
+ * until it is due, or -1.
+ */
+static int forget_due(struct fake *f)
+{
+	long long at;
+
+	if (f->o.forget_after < 0 || !f->running)
+		return -1;
+	at = f->start_ns + (long long)(f->o.forget_after * 1e9);
+	if (now_ns() < at)
+		return (int)((at - now_ns()) / 1000000 + 1);
+	say(f, "forgetting the session and its HELLO (--forget-hello): an agent restarted");
+	f->hello_done = f->running = f->stopping = false;
+	f->o.forget_after = -1;
+	return -1;
+}
+
+/* The sooner of two poll() timeouts in ms (-1: none). */
+static int sooner(int timeout, int ms)
+{
+	return ms >= 0 && (timeout < 0 || ms < timeout) ? ms : timeout;
+}
+
+/* --stats-delay: the STATS_REQs held, answered when due. Return: ms until then, or -1. */
+static int stats_due(struct fake *f)
+{
+	if (!f->stats_held)
+		return -1;
+	if (now_ns() < f->stats_due)
+		return (int)((f->stats_due - now_ns()) / 1000000 + 1);
+	say(f, "answering %u held STATS_REQ (--stats-delay)", f->stats_held);
+	for (; f->stats_held; f->stats_held--)
+		send_stats(f);
+	return -1;
+}
+
 static int run(struct fake *f)
 {
 	struct pollfd pfd[2 + FAKE_QMP_FDS + 2 * FAKE_MAX_CPUS];
@@ -2212,13 +2273,11 @@ static int run(struct fake *f)
 			if (timeout < 0 || left < timeout)
 				timeout = left < 0 ? 0 : (int)left;
 		}
-		/* The slow modes' timers: late probe replies, the META trickle. */
-		ret = delayed_due(f);
-		if (ret >= 0 && (timeout < 0 || ret < timeout))
-			timeout = ret;
-		ret = trickle_out(f);
-		if (ret >= 0 && (timeout < 0 || ret < timeout))
-			timeout = ret;
+		/* The slow modes' timers: late probe replies, the META trickle, and the rest. */
+		timeout = sooner(timeout, forget_due(f));
+		timeout = sooner(timeout, stats_due(f));
+		timeout = sooner(timeout, delayed_due(f));
+		timeout = sooner(timeout, trickle_out(f));
 		ret = poll(pfd, n, timeout);
 		if (ret < 0 && errno != EINTR)
 			return -errno;
@@ -2337,6 +2396,10 @@ static void usage(FILE *out)
 		"  --hangup-in-setup MS   with --listen --again: leave the first META_REQ unanswered\n"
 		"                         and close every port MS ms later, as an agent restarted\n"
 		"                         in the host's setup; the next host is served as usual\n"
+		"  --forget-hello SEC     SEC seconds after START, forget the session and the\n"
+		"                         HELLO, as an agent restarted in the guest (once)\n"
+		"  --stats-delay SEC      answer the first STATS_REQ SEC seconds late (a loaded\n"
+		"                         guest); those after it wait for it, in order\n"
 		"slow guests (each a timer of the main loop; pages and the control port go on):\n"
 		"  --probe-delay MS       answer every SYNC_PROBE MS milliseconds late\n"
 		"  --probe-delay-after-stop MS  the same, only for probes after a STOP\n"
@@ -2371,7 +2434,7 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 {
 	enum { OPT_FIFO = 256, OPT_CONNECT, OPT_LISTEN, OPT_FIXTURE, OPT_NAME, OPT_CPUS, OPT_REPEAT, OPT_RATE,
 	       OPT_RETIME, OPT_TSC, OPT_MISSED, OPT_OVERRUN, OPT_CTL, OPT_PREFIX, OPT_BAD, OPT_GARBAGE,
-	       OPT_OVERSIZE, OPT_HUGE, OPT_OPEN_META, OPT_ENDLESS_META, OPT_KSKEY, OPT_LIEKEY, OPT_TRUNC, OPT_SUBBUF, OPT_STALL, OPT_LIE, OPT_CRASH, OPT_EVIL,
+	       OPT_OVERSIZE, OPT_HUGE, OPT_OPEN_META, OPT_ENDLESS_META, OPT_KSKEY, OPT_LIEKEY, OPT_TRUNC, OPT_SUBBUF, OPT_STALL, OPT_LIE, OPT_CRASH, OPT_FORGET, OPT_STATS_DELAY, OPT_EVIL,
 	       OPT_EXTERNAL, OPT_PROBE_DELAY, OPT_STOP_PROBE_DELAY, OPT_META_RATE, OPT_SILENT_HELLO, OPT_VARY, OPT_TIMELOG,
 	       OPT_ALL_BAD, OPT_ABSURD, OPT_ERROR_FLOOD, OPT_SHRINK, OPT_NOTICE_FLOOD,
 	       OPT_LB_INFO, OPT_LB_NAME, OPT_LB_DUMP, OPT_KSNAME, OPT_FINAL_CMDLINES, OPT_PORT_GAP,
@@ -2423,6 +2486,8 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 		{ "lie-bytes", no_argument, NULL, OPT_LIE },
 		{ "external-pages", no_argument, NULL, OPT_EXTERNAL },
 		{ "crash-after", required_argument, NULL, OPT_CRASH },
+		{ "forget-hello", required_argument, NULL, OPT_FORGET },
+		{ "stats-delay", required_argument, NULL, OPT_STATS_DELAY },
 		{ "evil-strings", optional_argument, NULL, OPT_EVIL },
 		{ "probe-delay", required_argument, NULL, OPT_PROBE_DELAY },
 		{ "probe-delay-after-stop", required_argument, NULL, OPT_STOP_PROBE_DELAY },
@@ -2593,6 +2658,16 @@ static int parse_args(struct fake_opts *o, int argc, char **argv)
 			if (*end || o->crash_after < 0)
 				return -1;
 			break;
+		case OPT_FORGET:
+			o->forget_after = strtod(optarg, &end);
+			if (*end || o->forget_after < 0)
+				return -1;
+			break;
+		case OPT_STATS_DELAY:
+			o->stats_delay = strtod(optarg, &end);
+			if (*end || o->stats_delay < 0)
+				return -1;
+			break;
 		case OPT_EVIL:
 			if (!optarg || !strcmp(optarg, "text"))
 				o->evil = EVIL_TEXT;
@@ -2752,6 +2827,7 @@ int main(int argc, char **argv)
 	f.o.bad_page = -1;
 	f.o.crash_after = -1;
 	f.o.hangup_setup_ms = -1;
+	f.o.forget_after = -1;
 	f.o.probe_delay_ms = -1;
 	f.o.stop_probe_delay_ms = -1;
 	f.late_burst_ms = -1;

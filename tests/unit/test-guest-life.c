@@ -2,8 +2,8 @@
 /*
  * A guest's life (host-collector/record/session-life.c and the setup, stop
  * and migration parts of a session), driven by a scripted agent on a
- * socketpair: session.c, session-life.c, session-setup.c, session-stop.c and
- * session-migrate.c are compiled into this test and talk the real protocol
+ * socketpair: session.c, session-life.c, session-setup.c, session-stop.c,
+ * session-migrate.c and session-alive.c are compiled into this test and talk the real protocol
  * over the real connection code. What is not the state machine is faked:
  * the engine (timers fire when the test says), the data streams (none), the
  * metadata bundle (a one-chunk bundle, not spooled), the clock probe bursts
@@ -35,6 +35,7 @@
 #include "session-setup.c"
 #include "session-stop.c"
 #include "session-migrate.c"
+#include "session-alive.c"
 #include "trigger-guest.c"
 
 #ifndef SESSION_H_PATH
