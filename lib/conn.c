@@ -600,20 +600,29 @@ uint64_t vt_conn_skipped(const struct vt_conn *c)
  * back (call it before too: the new parser may take pages freed and not yet
  * given back). Invalidates the message last returned by vt_conn_next().
  *
- * Return: 0; -EBUSY, nothing done, when bytes are pending.
+ * Return: 0; -EBUSY, nothing done, when bytes are pending; -ENOMEM, nothing
+ * done, when no new parser could be made.
  */
 int vt_conn_rest(struct vt_conn *c)
 {
 	static const uint8_t none;
+	struct vt_proto_parser *p;
 
 	if (!c->parser)
 		return 0;
 	vt_proto_parser_feed(c->parser, &none, 0);	/* releases the message last returned */
 	if (c->rx_len || vt_proto_parser_buffered(c->parser))
 		return -EBUSY;
-	vt_conn_reset_rx(c);	/* first: the new parser does not take the staging buffer's pages */
+	/* First: the new parser does not take the staging buffer's pages. */
+	p = vt_proto_parser_new();
+	if (!p)
+		return -ENOMEM;		/* the old one goes on */
+	c->skipped_before += vt_proto_parser_skipped(c->parser);
+	vt_proto_parser_free(c->parser);
+	c->parser = p;
 	free(c->rx);
 	c->rx = NULL;
+	c->rx_off = 0;
 	return 0;
 }
 

@@ -238,7 +238,6 @@ void sess_qmp_event(void *guest, enum qmp_ev ev, const char *detail)
 	}
 }
 
-
 /* QEMU ended END_GRACE_NS ago: the recording ends with what came. */
 void sess_qemu_end_done(void *arg)
 {
