@@ -1608,6 +1608,17 @@ static int trickle_out(struct fake *f)
 	return el <= 0 ? 0 : (int)(el / 1000000 + 1);
 }
 
+/* --hangup-in-setup: milliseconds until the hang-up (0: due), or -1 when none is pending. */
+static int hangup_ms(const struct fake *f)
+{
+	long long left;
+
+	if (!f->hangup_at || f->hung_up)
+		return -1;
+	left = f->hangup_at - now_ns();
+	return left <= 0 ? 0 : (int)(left / 1000000 + 1);
+}
+
 static void handle(struct fake *f, const struct vt_proto_msg *msg);
 
 /*
@@ -1760,7 +1771,7 @@ static void handle(struct fake *f, const struct vt_proto_msg *msg)
 		reply_err(f, msg->seq, EPROTO, "send HELLO first");
 		return;
 	}
-	if (f->hangup_at && !f->hung_up)
+	if (hangup_ms(f) >= 0)
 		return;		/* hanging up: nothing more is answered */
 	if (msg->type == VT_PROTO_META_REQ && f->o.hangup_setup_ms >= 0 && !f->hung_up) {
 		say(f, "META_REQ seq %u: not answered, hanging up in %ld ms (--hangup-in-setup)",
@@ -2215,7 +2226,7 @@ static int run(struct fake *f)
 
 		if (f->running && f->o.crash_after >= 0 && crash_at < 0)
 			crash_at = f->start_ns + (long long)(f->o.crash_after * 1e9);
-		if (f->hangup_at && !f->hung_up && now_ns() >= f->hangup_at)
+		if (hangup_ms(f) == 0)
 			hang_up(f);
 		if (crash_at >= 0 && now_ns() >= crash_at) {
 			say(f, "crashing now (--crash-after): cpu0 sent %" PRIu64 " pages, %" PRIu64
@@ -2261,12 +2272,6 @@ static int run(struct fake *f)
 				}
 			}
 		}
-		if (f->hangup_at && !f->hung_up) {
-			long long left = (f->hangup_at - now_ns()) / 1000000 + 1;
-
-			if (timeout < 0 || left < timeout)
-				timeout = left < 0 ? 0 : (int)left;
-		}
 		if (crash_at >= 0) {
 			long long left = (crash_at - now_ns()) / 1000000 + 1;
 
@@ -2274,6 +2279,7 @@ static int run(struct fake *f)
 				timeout = left < 0 ? 0 : (int)left;
 		}
 		/* The slow modes' timers: late probe replies, the META trickle, and the rest. */
+		timeout = sooner(timeout, hangup_ms(f));
 		timeout = sooner(timeout, forget_due(f));
 		timeout = sooner(timeout, stats_due(f));
 		timeout = sooner(timeout, delayed_due(f));
